@@ -1,0 +1,172 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Id, Nullable, Timestamp } from '../http/schemas.js';
+import { OPTIONAL_BODY } from '../http/validation.js';
+
+export const AGENT_STATUSES = ['available', 'paused', 'registered'] as const;
+export type AgentStatus = (typeof AGENT_STATUSES)[number];
+
+const Name = Type.String({ minLength: 1, maxLength: 200 });
+const Scope = Type.String({ minLength: 1, maxLength: 128 });
+const Prompt = Type.String({ maxLength: 100_000 });
+const ModelString = Type.String({ minLength: 3, maxLength: 200, description: 'provider/model-name, e.g. openai/gpt-4o-mini or builtin/echo' });
+const ToolName = Type.String({ pattern: '^[a-zA-Z0-9_-]{1,64}$', description: 'name the model sees' });
+
+export const BuiltinTool = Type.Object(
+  {
+    type: Type.Literal('builtin'),
+    name: Type.Union([Type.Literal('skills'), Type.Literal('connectors')], {
+      description: 'skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request',
+    }),
+  },
+  { additionalProperties: false, title: 'Built-in tool group' },
+);
+
+export const McpTool = Type.Object(
+  {
+    type: Type.Literal('mcp'),
+    url: Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048, description: 'Streamable HTTP MCP endpoint' }),
+    headers: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 8192 }))),
+    name: Type.Optional(Type.String({ pattern: '^[a-zA-Z0-9_-]{1,32}$', description: 'prefix for the server tool names' })),
+    allowedTools: Type.Optional(Type.Array(Type.String({ maxLength: 128 }), { maxItems: 256 })),
+  },
+  { additionalProperties: false, title: 'MCP server tool source' },
+);
+
+export const AgentTool = Type.Object(
+  {
+    type: Type.Literal('agent'),
+    agentId: Id,
+    name: Type.Optional(ToolName),
+    description: Type.Optional(Type.String({ maxLength: 2000 })),
+  },
+  { additionalProperties: false, title: 'Delegation to another agent' },
+);
+
+export const ToolSpec = Type.Union([BuiltinTool, McpTool, AgentTool]);
+export type ToolSpec = Static<typeof ToolSpec>;
+export const Tools = Type.Array(ToolSpec, { maxItems: 64 });
+
+export const ON_ACTIVE_RUN = ['reject', 'enqueue', 'inject'] as const;
+
+/** Stored configuration: every key present, defaults filled in. */
+export const Configuration = Type.Object(
+  {
+    temperature: Nullable(Type.Number({ minimum: 0, maximum: 2 })),
+    maxSteps: Type.Integer({ minimum: 1, maximum: 50, description: 'model steps per run (tool round trips + 1)' }),
+    maxTokens: Nullable(Type.Integer({ minimum: 1, maximum: 200_000, description: 'output token cap per model step' })),
+    memoryWindow: Type.Integer({ minimum: 0, maximum: 1000, description: 'how many earlier conversation messages the model sees' }),
+    onActiveRun: Type.Union(ON_ACTIVE_RUN.map((v) => Type.Literal(v)), {
+      description: 'what a message does while the agent still answers in the same conversation',
+    }),
+    toolTimeoutMs: Type.Integer({ minimum: 100, maximum: 600_000 }),
+  },
+  { additionalProperties: false },
+);
+export type Configuration = Static<typeof Configuration>;
+
+/** Input configuration: any subset; null clears an optional setting. */
+export const ConfigurationInput = Type.Partial(Configuration, { additionalProperties: false });
+export type ConfigurationInput = Static<typeof ConfigurationInput>;
+
+export const DEFAULT_CONFIGURATION: Configuration = {
+  temperature: null,
+  maxSteps: 10,
+  maxTokens: null,
+  memoryWindow: 50,
+  onActiveRun: 'reject',
+  toolTimeoutMs: 60_000,
+};
+
+export const DEFAULT_TOOLS: ToolSpec[] = [
+  { type: 'builtin', name: 'skills' },
+  { type: 'builtin', name: 'connectors' },
+];
+
+export const Agent = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    role: Nullable(Type.String()),
+    description: Nullable(Type.String()),
+    model: Type.String(),
+    systemPrompt: Nullable(Type.String()),
+    contextPrompt: Nullable(Type.String()),
+    status: Type.Union(AGENT_STATUSES.map((s) => Type.Literal(s))),
+    hosting: Type.Union([Type.Literal('platform'), Type.Literal('external')]),
+    teamId: Nullable(Type.String()),
+    appId: Type.String(),
+    tools: Tools,
+    configuration: Configuration,
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { $id: 'Agent', title: 'Agent (full details)' },
+);
+export type Agent = Static<typeof Agent>;
+
+export const AgentSummary = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  role: Nullable(Type.String()),
+  description: Nullable(Type.String()),
+  model: Type.String(),
+  status: Type.String(),
+  hosting: Type.String(),
+  teamId: Nullable(Type.String()),
+  appId: Type.String(),
+  createdAt: Timestamp,
+});
+
+export const CreateAgentBody = Type.Object(
+  {
+    name: Name,
+    appId: Scope,
+    teamId: Type.Optional(Scope),
+    role: Type.Optional(Type.String({ maxLength: 200 })),
+    description: Type.Optional(Type.String({ maxLength: 5000 })),
+    model: Type.Optional(ModelString),
+    systemPrompt: Type.Optional(Prompt),
+    contextPrompt: Type.Optional(Prompt),
+    hosting: Type.Optional(
+      Type.Union([Type.Literal('platform'), Type.Literal('external')], {
+        description: 'external: hosted elsewhere, holds only an identity here (status registered, never executed)',
+      }),
+    ),
+    tools: Type.Optional(Tools),
+    configuration: Type.Optional(ConfigurationInput),
+  },
+  { additionalProperties: false },
+);
+export type CreateAgentBody = Static<typeof CreateAgentBody>;
+
+export const UpdateAgentBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    appId: Type.Optional(Scope),
+    teamId: Type.Optional(Nullable(Scope)),
+    role: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+    description: Type.Optional(Nullable(Type.String({ maxLength: 5000 }))),
+    model: Type.Optional(ModelString),
+    systemPrompt: Type.Optional(Nullable(Prompt)),
+    contextPrompt: Type.Optional(Nullable(Prompt)),
+    status: Type.Optional(Type.Union([Type.Literal('available'), Type.Literal('paused')])),
+    tools: Type.Optional(Tools),
+    configuration: Type.Optional(ConfigurationInput),
+  },
+  { additionalProperties: false },
+);
+export type UpdateAgentBody = Static<typeof UpdateAgentBody>;
+
+export const DuplicateAgentBody = Type.Object({ name: Type.Optional(Name) }, { additionalProperties: false, [OPTIONAL_BODY]: true });
+
+export const ListAgentsQuery = Type.Object(
+  {
+    page: Type.Integer({ minimum: 1, default: 1 }),
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+    appId: Type.Optional(Scope),
+    teamId: Type.Optional(Scope),
+    status: Type.Optional(Type.Union(AGENT_STATUSES.map((s) => Type.Literal(s)))),
+  },
+  { additionalProperties: false },
+);
+export type ListAgentsQuery = Static<typeof ListAgentsQuery>;

@@ -1,0 +1,228 @@
+import type { Kysely } from 'kysely';
+import type { Db } from '../db/database.js';
+import type { Database } from '../db/schema.js';
+import { badRequest, conflict, notFound } from '../http/errors.js';
+import { newId, now } from '../ids.js';
+import { parseModelId } from '../runtime/models/model-id.js';
+import { recordAudit } from '../tenancy/audit.js';
+import type { Actor, Principal } from '../tenancy/permissions.js';
+import {
+  DEFAULT_CONFIGURATION,
+  DEFAULT_TOOLS,
+  type Agent,
+  type Configuration,
+  type ConfigurationInput,
+  type CreateAgentBody,
+  type ToolSpec,
+  type UpdateAgentBody,
+} from './schemas.js';
+import * as store from './store.js';
+
+export function toAgent(row: store.AgentRow): Agent {
+  return {
+    id: row.id,
+    name: row.name,
+    role: row.role,
+    description: row.description,
+    model: row.model,
+    systemPrompt: row.system_prompt,
+    contextPrompt: row.context_prompt,
+    status: row.status as Agent['status'],
+    hosting: row.hosting as Agent['hosting'],
+    teamId: row.team_id,
+    appId: row.app_id,
+    tools: JSON.parse(row.tools) as ToolSpec[],
+    configuration: { ...DEFAULT_CONFIGURATION, ...(JSON.parse(row.configuration) as Partial<Configuration>) },
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function mergeConfiguration(base: Configuration, input: ConfigurationInput | undefined): Configuration {
+  const merged = { ...base };
+  for (const [key, value] of Object.entries(input ?? {})) {
+    (merged as Record<string, unknown>)[key] = value === null ? DEFAULT_CONFIGURATION[key as keyof Configuration] : value;
+  }
+  return merged;
+}
+
+/** Called inside the duplicate transaction, so other domains can copy what they attach to agents. */
+export type DuplicateHook = (trx: Kysely<Database>, tenantId: string, fromId: string, toId: string) => Promise<void>;
+
+export class AgentsService {
+  readonly duplicateHooks: DuplicateHook[] = [];
+
+  constructor(
+    private readonly db: Db,
+    private readonly defaultModel: string,
+  ) {}
+
+  private checkModel(model: string) {
+    const parsed = parseModelId(model);
+    if (typeof parsed === 'string') throw badRequest(`model ${parsed}`, [{ path: 'body.model', message: parsed }]);
+  }
+
+  /** Delegation tools must name agents of the same tenant. */
+  private async checkTools(trx: Kysely<Database>, tenantId: string, tools: ToolSpec[] | undefined, selfId?: string) {
+    if (!tools) return;
+    const wanted = tools.flatMap((t, i) => (t.type === 'agent' ? [{ i, id: t.agentId }] : []));
+    const found = await store.existingAgentIds(trx, tenantId, wanted.map((w) => w.id).filter((id) => id !== selfId));
+    const missing = wanted.filter((w) => w.id !== selfId && !found.has(w.id));
+    const self = wanted.filter((w) => w.id === selfId);
+    const errors = [
+      ...missing.map((w) => ({ path: `body.tools.${w.i}.agentId`, message: 'names no agent in this tenant' })),
+      ...self.map((w) => ({ path: `body.tools.${w.i}.agentId`, message: 'an agent cannot delegate to itself' })),
+    ];
+    if (errors.length) throw badRequest(`tools.${errors[0].path.split('.')[2]}.agentId ${errors[0].message}`, errors);
+  }
+
+  async list(tenantId: string, filter: store.AgentFilter, page: number, limit: number) {
+    const { rows, total } = await store.listAgents(this.db.kysely, tenantId, filter, limit, (page - 1) * limit);
+    return {
+      agents: rows.map((r) => ({
+        id: r.id,
+        name: r.name,
+        role: r.role,
+        description: r.description,
+        model: r.model,
+        status: r.status,
+        hosting: r.hosting,
+        teamId: r.team_id,
+        appId: r.app_id,
+        createdAt: r.created_at,
+      })),
+      total,
+      page,
+      limit,
+    };
+  }
+
+  async getRow(tenantId: string, id: string): Promise<store.AgentRow> {
+    const row = await store.findAgent(this.db.kysely, tenantId, id);
+    if (!row) throw notFound('agent');
+    return row;
+  }
+
+  async get(tenantId: string, id: string): Promise<Agent> {
+    return toAgent(await this.getRow(tenantId, id));
+  }
+
+  async create(principal: Principal, input: CreateAgentBody): Promise<Agent> {
+    const model = input.model ?? this.defaultModel;
+    this.checkModel(model);
+    const external = input.hosting === 'external';
+    const at = now();
+    const row: store.AgentRow = {
+      id: newId(),
+      tenant_id: principal.tenantId,
+      app_id: input.appId,
+      team_id: input.teamId ?? null,
+      name: input.name,
+      role: input.role ?? null,
+      description: input.description ?? null,
+      model,
+      system_prompt: input.systemPrompt ?? null,
+      context_prompt: input.contextPrompt ?? null,
+      status: external ? 'registered' : 'available',
+      hosting: external ? 'external' : 'platform',
+      tools: JSON.stringify(input.tools ?? DEFAULT_TOOLS),
+      configuration: JSON.stringify(mergeConfiguration(DEFAULT_CONFIGURATION, input.configuration)),
+      created_at: at,
+      updated_at: at,
+    };
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await this.checkTools(trx, principal.tenantId, input.tools);
+      await store.insertAgent(trx, row);
+      await this.audit(trx, principal, 'agent.created', row.id, { name: row.name, model, hosting: row.hosting });
+    });
+    return toAgent(row);
+  }
+
+  async update(principal: Principal, id: string, input: UpdateAgentBody): Promise<Agent> {
+    if (input.model !== undefined) this.checkModel(input.model);
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const current = await store.findAgent(trx, principal.tenantId, id);
+      if (!current) throw notFound('agent');
+      if (input.status !== undefined && current.hosting === 'external') {
+        throw conflict('agent_registered', 'a registered (externally hosted) agent has no available or paused status');
+      }
+      await this.checkTools(trx, principal.tenantId, input.tools, id);
+      const patch: Partial<store.AgentRow> = { updated_at: now() };
+      if (input.name !== undefined) patch.name = input.name;
+      if (input.appId !== undefined) patch.app_id = input.appId;
+      if (input.teamId !== undefined) patch.team_id = input.teamId;
+      if (input.role !== undefined) patch.role = input.role;
+      if (input.description !== undefined) patch.description = input.description;
+      if (input.model !== undefined) patch.model = input.model;
+      if (input.systemPrompt !== undefined) patch.system_prompt = input.systemPrompt;
+      if (input.contextPrompt !== undefined) patch.context_prompt = input.contextPrompt;
+      if (input.status !== undefined) patch.status = input.status;
+      if (input.tools !== undefined) patch.tools = JSON.stringify(input.tools);
+      if (input.configuration !== undefined) {
+        patch.configuration = JSON.stringify(mergeConfiguration(toAgent(current).configuration, input.configuration));
+      }
+      await store.updateAgent(trx, principal.tenantId, id, patch);
+      await this.audit(trx, principal, 'agent.updated', id, { fields: Object.keys(input) });
+      return toAgent({ ...current, ...patch });
+    });
+  }
+
+  async delete(principal: Principal, id: string): Promise<void> {
+    await this.db.kysely.transaction().execute(async (trx) => {
+      const result = await store.deleteAgent(trx, principal.tenantId, id);
+      if (!Number(result.numDeletedRows)) throw notFound('agent');
+      await this.audit(trx, principal, 'agent.deleted', id, {});
+    });
+  }
+
+  /** available -> paused, or paused -> available; anything else is a 409 naming the state. */
+  async setPaused(principal: Principal, id: string, paused: boolean): Promise<Agent> {
+    const [from, to] = paused ? ['available', 'paused'] : ['paused', 'available'];
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const current = await store.findAgent(trx, principal.tenantId, id);
+      if (!current) throw notFound('agent');
+      if (current.status === 'registered') {
+        throw conflict('agent_registered', 'a registered (externally hosted) agent cannot be paused or resumed');
+      }
+      if (current.status !== from) {
+        throw paused
+          ? conflict('agent_already_paused', 'the agent is already paused')
+          : conflict('agent_not_paused', 'the agent is not paused');
+      }
+      const at = now();
+      const result = await store.transitionAgent(trx, principal.tenantId, id, from, to, at);
+      if (!Number(result.numUpdatedRows)) throw conflict('agent_state_changed', 'the agent changed state meanwhile; retry');
+      await this.audit(trx, principal, paused ? 'agent.paused' : 'agent.resumed', id, {});
+      return toAgent({ ...current, status: to, updated_at: at });
+    });
+  }
+
+  async duplicate(principal: Principal, id: string, name?: string): Promise<Agent> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const source = await store.findAgent(trx, principal.tenantId, id);
+      if (!source) throw notFound('agent');
+      const at = now();
+      const copy: store.AgentRow = {
+        ...source,
+        id: newId(),
+        name: name ?? `${source.name} (copy)`.slice(0, 200),
+        // A paused original yields an available copy: pausing is about that agent, not its design.
+        status: source.hosting === 'external' ? 'registered' : 'available',
+        created_at: at,
+        updated_at: at,
+      };
+      await store.insertAgent(trx, copy);
+      for (const hook of this.duplicateHooks) await hook(trx, principal.tenantId, source.id, copy.id);
+      await this.audit(trx, principal, 'agent.duplicated', copy.id, { from: source.id });
+      return toAgent(copy);
+    });
+  }
+
+  listApps(tenantId: string) {
+    return store.listApps(this.db.kysely, tenantId);
+  }
+
+  private audit(trx: Kysely<Database>, principal: Principal | { tenantId: string; actor: Actor }, action: string, id: string, detail: Record<string, unknown>) {
+    return recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, action, resourceType: 'agent', resourceId: id, detail });
+  }
+}

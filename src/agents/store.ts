@@ -1,0 +1,74 @@
+import type { Kysely, Selectable, Updateable } from 'kysely';
+import type { AgentTable, Database } from '../db/schema.js';
+
+/** SQL for agents; every statement is scoped by tenant. */
+
+export type AgentRow = Selectable<AgentTable>;
+type Executor = Kysely<Database>;
+
+export interface AgentFilter {
+  appId?: string;
+  teamId?: string;
+  status?: string;
+}
+
+export async function listAgents(db: Executor, tenantId: string, filter: AgentFilter, limit: number, offset: number) {
+  let q = db.selectFrom('agents').where('tenant_id', '=', tenantId);
+  if (filter.appId) q = q.where('app_id', '=', filter.appId);
+  if (filter.teamId) q = q.where('team_id', '=', filter.teamId);
+  if (filter.status) q = q.where('status', '=', filter.status);
+  const [rows, count] = await Promise.all([
+    q
+      .select(['id', 'name', 'role', 'description', 'model', 'status', 'hosting', 'team_id', 'app_id', 'created_at'])
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .offset(offset)
+      .execute(),
+    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+export function findAgent(db: Executor, tenantId: string, id: string) {
+  return db.selectFrom('agents').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function existingAgentIds(db: Executor, tenantId: string, ids: string[]): Promise<Set<string>> {
+  if (!ids.length) return new Set();
+  const rows = await db.selectFrom('agents').select('id').where('tenant_id', '=', tenantId).where('id', 'in', ids).execute();
+  return new Set(rows.map((r) => r.id));
+}
+
+export function insertAgent(db: Executor, row: AgentRow) {
+  return db.insertInto('agents').values(row).execute();
+}
+
+export function updateAgent(db: Executor, tenantId: string, id: string, patch: Updateable<AgentTable>) {
+  return db.updateTable('agents').set(patch).where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+}
+
+/** Compare-and-set on status, so concurrent pause/resume calls cannot both win. */
+export function transitionAgent(db: Executor, tenantId: string, id: string, from: string, to: string, at: string) {
+  return db
+    .updateTable('agents')
+    .set({ status: to, updated_at: at })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .where('status', '=', from)
+    .executeTakeFirst();
+}
+
+export function deleteAgent(db: Executor, tenantId: string, id: string) {
+  return db.deleteFrom('agents').where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function listApps(db: Executor, tenantId: string) {
+  const rows = await db
+    .selectFrom('agents')
+    .select(['app_id', (eb) => eb.fn.countAll<number | string>().as('n')])
+    .where('tenant_id', '=', tenantId)
+    .groupBy('app_id')
+    .orderBy('app_id')
+    .execute();
+  return rows.map((r) => ({ id: r.app_id, agentCount: Number(r.n) }));
+}

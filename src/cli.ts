@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from './config.js';
+import { migrate, openDatabase, type Db } from './db/database.js';
+import { ProblemError } from './http/errors.js';
+import { PERMISSIONS } from './tenancy/permissions.js';
+import { TenancyService, parsePermissions } from './tenancy/service.js';
+
+const USAGE = `agentry: operate an Agentry installation (uses DATA_DIR / DATABASE_URL like the server)
+
+  agentry tenants create <name> [--json]        create a tenant and print its first API key (all permissions)
+  agentry tenants list [--json]
+  agentry keys create --tenant <id> --permissions <p,p,...> [--name <name>] [--json]
+  agentry keys list --tenant <id> [--all] [--json]
+  agentry keys revoke <keyId> --tenant <id>
+  agentry migrate                               apply pending database migrations
+  agentry help
+
+permissions: ${PERMISSIONS.join(', ')}
+`;
+
+class UsageError extends Error {}
+
+const CLI_ACTOR = { type: 'cli' as const, id: null };
+
+function print(json: boolean, value: unknown, text: string) {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
+}
+
+async function run(argv: string[], db: Db): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      json: { type: 'boolean', default: false },
+      tenant: { type: 'string' },
+      permissions: { type: 'string' },
+      name: { type: 'string' },
+      all: { type: 'boolean', default: false },
+    },
+  });
+  const [group, action, arg] = positionals;
+  const tenancy = new TenancyService(db);
+  const json = values.json ?? false;
+
+  if (group === 'migrate') {
+    const applied = await migrate(db);
+    print(json, { applied }, applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
+    return;
+  }
+  // Every other command needs the schema in place; applying it is idempotent.
+  await migrate(db);
+
+  if (group === 'tenants' && action === 'create') {
+    const name = arg?.trim();
+    if (!name || name.length > 200) throw new UsageError('tenants create needs a name (1 to 200 characters)');
+    const { tenant, apiKey } = await tenancy.createTenant(name, CLI_ACTOR);
+    print(json, { tenant: { id: tenant.id, name: tenant.name }, apiKey }, `tenant ${tenant.id} (${tenant.name})\napi key (shown once): ${apiKey}`);
+    return;
+  }
+  if (group === 'tenants' && action === 'list') {
+    const tenants = (await tenancy.listTenants()).map((t) => ({ id: t.id, name: t.name, createdAt: t.created_at }));
+    print(json, { tenants }, tenants.map((t) => `${t.id}  ${t.name}`).join('\n') || '(no tenants)');
+    return;
+  }
+  if (group === 'keys') {
+    const tenantId = values.tenant;
+    if (!tenantId) throw new UsageError(`keys ${action ?? ''} needs --tenant <id>`);
+    await tenancy.requireTenant(tenantId);
+    if (action === 'create') {
+      if (!values.permissions) throw new UsageError('keys create needs --permissions, e.g. agents:read,agents:write');
+      const permissions = parsePermissions(values.permissions.split(',').map((p) => p.trim()).filter(Boolean));
+      if (!permissions.length) throw new UsageError('keys create needs at least one permission');
+      const { view, secret } = await tenancy.createKey(tenantId, { name: values.name ?? 'cli key', permissions }, CLI_ACTOR);
+      print(json, { apiKey: view, key: secret }, `key ${view.id} [${view.permissions.join(', ')}]\napi key (shown once): ${secret}`);
+      return;
+    }
+    if (action === 'list') {
+      const { apiKeys } = await tenancy.listKeys(tenantId, 10_000, 0, values.all ?? false);
+      print(
+        json,
+        { apiKeys },
+        apiKeys.map((k) => `${k.id}  ${k.name}  [${k.permissions.join(', ')}]${k.revokedAt ? `  revoked ${k.revokedAt}` : ''}`).join('\n') || '(no keys)',
+      );
+      return;
+    }
+    if (action === 'revoke') {
+      if (!arg) throw new UsageError('keys revoke needs the key id');
+      await tenancy.revokeKey(tenantId, arg, CLI_ACTOR);
+      print(json, { revoked: arg }, `revoked ${arg}`);
+      return;
+    }
+  }
+  if (!group || group === 'help') {
+    process.stdout.write(USAGE);
+    return;
+  }
+  throw new UsageError(`unknown command: ${positionals.join(' ')}`);
+}
+
+async function main() {
+  const argv = process.argv.slice(2);
+  if (!argv.length || argv[0] === 'help' || argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  let db: Db | undefined;
+  try {
+    const config = loadConfig();
+    db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
+    await run(argv, db);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`agentry: ${err.message}\n\n${USAGE}`);
+      process.exitCode = 2;
+    } else if (err instanceof ConfigError || err instanceof ProblemError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`agentry: ${(err as Error).message}\n`);
+      process.exitCode = 2;
+    } else {
+      process.stderr.write(`agentry: ${(err as Error).message ?? String(err)}\n`);
+      process.exitCode = 1;
+    }
+  } finally {
+    await db?.close();
+  }
+}
+
+void main();

@@ -1,0 +1,14 @@
+import type { Migration, MigrationProvider } from 'kysely';
+import * as m0001 from './0001_foundation.js';
+
+/**
+ * Every migration, in order. Migrations are code (Kysely's schema builder), so one list serves
+ * both dialects; names are versioned and never edited once released.
+ */
+const migrations: Record<string, Migration> = {
+  '0001_foundation': m0001,
+};
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => migrations,
+};

@@ -1,0 +1,46 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+
+/** Shared schema pieces; every route composes its contract from these. */
+
+export const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-22T09:00:00.000Z'] });
+export const Id = Type.String({ minLength: 1, maxLength: 64, description: 'identifier (UUID v7)' });
+export const IdParams = Type.Object({ id: Id });
+export const Json = Type.Record(Type.String(), Type.Unknown());
+
+export const Problem = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    code: Type.String({ description: 'stable snake_case error code' }),
+    errors: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
+  },
+  { $id: 'Problem', title: 'Problem details (RFC 9457)' },
+);
+
+const problemRef = Type.Ref('Problem');
+
+/** Response entries for the problem statuses a route can answer, for OpenAPI and serialization. */
+export function problems(...statuses: number[]): Record<number, TSchema> {
+  const out: Record<number, TSchema> = {};
+  for (const s of statuses) out[s] = problemRef;
+  return out;
+}
+
+/** The statuses every authenticated route can answer. */
+export const AUTH_PROBLEMS = [400, 401, 403, 429] as const;
+
+export const PageQuery = {
+  page: Type.Integer({ minimum: 1, default: 1, description: 'page number, from 1' }),
+  limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'page size, 1 to 100' }),
+};
+
+export interface Page {
+  page: number;
+  limit: number;
+}
+
+export const offsetOf = (p: Page) => (p.page - 1) * p.limit;
+
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);

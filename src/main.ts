@@ -1,0 +1,47 @@
+#!/usr/bin/env node
+import { buildApp, createServices } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+import { migrate, openDatabase } from './db/database.js';
+
+/** Starts the platform: configuration -> database (migrated) -> HTTP server; stops on SIGINT/SIGTERM. */
+async function main() {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`agentry: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  try {
+    await migrate(db);
+  } catch (err) {
+    process.stderr.write(`agentry: cannot prepare the database at ${db.location}: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  const services = createServices(config, db);
+  const app = await buildApp({ config, db, services });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'stopping');
+    await app.close();
+    await db.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+
+  await app.listen({ port: config.port, host: config.host });
+  app.log.info({ database: db.location, dialect: db.dialect, publicBaseUrl: config.publicBaseUrl }, 'agentry is ready');
+}
+
+main().catch((err) => {
+  process.stderr.write(`agentry: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,26 @@
+/** The permissions an API key or access token can carry (spec section 5, CONTRACT.md). */
+export const PERMISSIONS = [
+  'agents:read',
+  'agents:write',
+  'settings:read',
+  'settings:write',
+  'skills:read',
+  'skills:write',
+] as const;
+
+export type Permission = (typeof PERMISSIONS)[number];
+
+export const isPermission = (value: string): value is Permission => (PERMISSIONS as readonly string[]).includes(value);
+
+/** Who is acting: recorded on every audit event. */
+export interface Actor {
+  type: 'api_key' | 'access_token' | 'cli' | 'system' | 'agent';
+  id: string | null;
+}
+
+/** The authenticated caller of a request. */
+export interface Principal {
+  tenantId: string;
+  actor: Actor;
+  permissions: ReadonlySet<Permission>;
+}

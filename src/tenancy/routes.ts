@@ -1,0 +1,129 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { IdParams, Json, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
+import { listAudit } from './audit.js';
+import type { Db } from '../db/database.js';
+import { PERMISSIONS } from './permissions.js';
+import { parsePermissions, type TenancyService } from './service.js';
+
+const PermissionSchema = Type.Union(PERMISSIONS.map((p) => Type.Literal(p)));
+const ApiKey = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  permissions: Type.Array(Type.String()),
+  createdAt: Timestamp,
+  revokedAt: Nullable(Timestamp),
+});
+
+export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService; db: Db }> = async (app, { tenancy, db }) => {
+  app.get('/api/v1/tenant', {
+    schema: {
+      tags: ['tenancy'],
+      summary: 'The caller: its tenant and the permissions of the credential used',
+      response: {
+        200: Type.Object({
+          tenant: Type.Object({ id: Type.String(), name: Type.String(), createdAt: Timestamp }),
+          credential: Type.Object({ type: Type.String(), id: Nullable(Type.String()), permissions: Type.Array(Type.String()) }),
+        }),
+        ...problems(401),
+      },
+    },
+  }, async (req) => {
+    const t = await tenancy.requireTenant(req.principal.tenantId);
+    return {
+      tenant: { id: t.id, name: t.name, createdAt: t.created_at },
+      credential: { type: req.principal.actor.type, id: req.principal.actor.id, permissions: [...req.principal.permissions] },
+    };
+  });
+
+  app.get('/api/v1/api-keys', {
+    config: { permission: 'settings:write' },
+    schema: {
+      tags: ['tenancy'],
+      summary: 'List API keys (never their secrets)',
+      querystring: Type.Object({ ...PageQuery, includeRevoked: Type.Boolean({ default: false }) }, { additionalProperties: false }),
+      response: {
+        200: Type.Object({ apiKeys: Type.Array(ApiKey), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }),
+        ...problems(400, 401, 403),
+      },
+    },
+  }, async (req) => {
+    const { page, limit, includeRevoked } = req.query;
+    const result = await tenancy.listKeys(req.principal.tenantId, limit, (page - 1) * limit, includeRevoked);
+    return { ...result, page, limit };
+  });
+
+  app.post('/api/v1/api-keys', {
+    config: { permission: 'settings:write' },
+    schema: {
+      tags: ['tenancy'],
+      summary: 'Create an API key; the key is in this response only',
+      body: Type.Object(
+        {
+          name: Type.String({ minLength: 1, maxLength: 200 }),
+          permissions: Type.Array(PermissionSchema, { minItems: 1, maxItems: PERMISSIONS.length * 2 }),
+        },
+        { additionalProperties: false },
+      ),
+      response: { 201: Type.Object({ apiKey: ApiKey, key: Type.String({ description: 'shown once' }) }), ...problems(400, 401, 403) },
+    },
+  }, async (req, reply) => {
+    const permissions = parsePermissions(req.body.permissions);
+    const { view, secret } = await tenancy.createKey(req.principal.tenantId, { name: req.body.name, permissions }, req.principal.actor, req.principal);
+    return reply.code(201).send({ apiKey: view, key: secret });
+  });
+
+  app.delete('/api/v1/api-keys/:id', {
+    config: { permission: 'settings:write' },
+    schema: { tags: ['tenancy'], summary: 'Revoke an API key (it stops working at once)', params: IdParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
+  }, async (req, reply) => {
+    await tenancy.revokeKey(req.principal.tenantId, req.params.id, req.principal.actor);
+    return reply.code(204).send(null);
+  });
+
+  app.get('/api/v1/audit-events', {
+    config: { permission: 'settings:read' },
+    schema: {
+      tags: ['tenancy'],
+      summary: 'Audit events of the tenant, newest first',
+      querystring: Type.Object(
+        {
+          ...PageQuery,
+          action: Type.Optional(Type.String({ maxLength: 64 })),
+          resourceType: Type.Optional(Type.String({ maxLength: 64 })),
+          resourceId: Type.Optional(Type.String({ maxLength: 64 })),
+          actorId: Type.Optional(Type.String({ maxLength: 64 })),
+          since: Type.Optional(Timestamp),
+          until: Type.Optional(Timestamp),
+        },
+        { additionalProperties: false },
+      ),
+      response: {
+        200: Type.Object({
+          events: Type.Array(
+            Type.Object({
+              id: Type.String(),
+              actorType: Type.String(),
+              actorId: Nullable(Type.String()),
+              action: Type.String(),
+              resourceType: Type.String(),
+              resourceId: Nullable(Type.String()),
+              detail: Json,
+              createdAt: Timestamp,
+            }),
+          ),
+          total: Type.Integer(),
+          page: Type.Integer(),
+          limit: Type.Integer(),
+        }),
+        ...problems(400, 401, 403),
+      },
+    },
+  }, async (req) => {
+    const { page, limit, ...filter } = req.query;
+    // Timestamps are stored normalised to UTC with milliseconds; normalise the bounds the same way.
+    const norm = (t?: string) => (t ? new Date(t).toISOString() : undefined);
+    const result = await listAudit(db.kysely, req.principal.tenantId, { ...filter, since: norm(filter.since), until: norm(filter.until) }, limit, (page - 1) * limit);
+    return { ...result, page, limit };
+  });
+};

@@ -1,0 +1,130 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Db } from '../db/database.js';
+import { badRequest, forbidden, notFound } from '../http/errors.js';
+import { newId, now } from '../ids.js';
+import { recordAudit } from './audit.js';
+import { PERMISSIONS, isPermission, type Actor, type Permission, type Principal } from './permissions.js';
+import * as store from './store.js';
+
+/**
+ * API key format: `agk_<key id, 32 hex>_<secret, 43 base64url chars>`. The id finds the row;
+ * only SHA-256 of the secret is stored and it is compared in constant time.
+ */
+const KEY_PATTERN = /^agk_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$/;
+
+const sha256 = (value: string) => createHash('sha256').update(value).digest();
+const uuidFromHex = (h: string) => `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  permissions: Permission[];
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+function keyView(row: { id: string; name: string; permissions: string; created_at: string; revoked_at: string | null }): ApiKeyView {
+  return {
+    id: row.id,
+    name: row.name,
+    permissions: JSON.parse(row.permissions) as Permission[],
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
+  };
+}
+
+export function parsePermissions(values: string[]): Permission[] {
+  const unknown = values.filter((v) => !isPermission(v));
+  if (unknown.length) {
+    throw badRequest(`unknown permission ${unknown.join(', ')}; known: ${PERMISSIONS.join(', ')}`, [
+      { path: 'body.permissions', message: `unknown: ${unknown.join(', ')}` },
+    ]);
+  }
+  return [...new Set(values)] as Permission[];
+}
+
+export class TenancyService {
+  constructor(private readonly db: Db) {}
+
+  async createTenant(name: string, actor: Actor = { type: 'cli', id: null }) {
+    const tenant = { id: newId(), name, settings: '{}', created_at: now() };
+    const key = await this.db.kysely.transaction().execute(async (trx) => {
+      await store.insertTenant(trx, tenant);
+      await recordAudit(trx, { tenantId: tenant.id, actor, action: 'tenant.created', resourceType: 'tenant', resourceId: tenant.id, detail: { name } });
+      return this.insertKey(trx, tenant.id, 'initial admin key', [...PERMISSIONS], actor);
+    });
+    return { tenant: { id: tenant.id, name: tenant.name, createdAt: tenant.created_at }, apiKey: key.secret, key: key.view };
+  }
+
+  listTenants() {
+    return store.listTenants(this.db.kysely);
+  }
+
+  async requireTenant(id: string) {
+    const tenant = await store.findTenant(this.db.kysely, id);
+    if (!tenant) throw notFound('tenant');
+    return tenant;
+  }
+
+  async createKey(tenantId: string, input: { name: string; permissions: Permission[] }, actor: Actor, granter?: Principal) {
+    // A key may only hand out permissions it holds itself.
+    if (granter) {
+      const missing = input.permissions.filter((p) => !granter.permissions.has(p));
+      if (missing.length) throw forbidden(`cannot grant permissions this key does not hold: ${missing.join(', ')}`);
+    }
+    return this.db.kysely.transaction().execute((trx) => this.insertKey(trx, tenantId, input.name, input.permissions, actor));
+  }
+
+  private async insertKey(trx: store.Executor, tenantId: string, name: string, permissions: Permission[], actor: Actor) {
+    const id = newId();
+    const secret = randomBytes(32).toString('base64url');
+    const row = {
+      id,
+      tenant_id: tenantId,
+      name,
+      secret_hash: sha256(secret).toString('hex'),
+      permissions: JSON.stringify(permissions),
+      created_by: actor.id,
+      created_at: now(),
+      revoked_at: null,
+    };
+    await store.insertApiKey(trx, row);
+    await recordAudit(trx, { tenantId, actor, action: 'api_key.created', resourceType: 'api_key', resourceId: id, detail: { name, permissions } });
+    return { view: keyView(row), secret: `agk_${id.replace(/-/g, '')}_${secret}` };
+  }
+
+  async listKeys(tenantId: string, limit: number, offset: number, includeRevoked: boolean) {
+    const { rows, total } = await store.listApiKeys(this.db.kysely, tenantId, { limit, offset, includeRevoked });
+    return { apiKeys: rows.map(keyView), total };
+  }
+
+  async revokeKey(tenantId: string, keyId: string, actor: Actor) {
+    await this.db.kysely.transaction().execute(async (trx) => {
+      const row = await store.findApiKey(trx, tenantId, keyId);
+      if (!row) throw notFound('api key');
+      if (row.revoked_at) return;
+      await store.revokeApiKey(trx, tenantId, keyId, now());
+      await recordAudit(trx, { tenantId, actor, action: 'api_key.revoked', resourceType: 'api_key', resourceId: keyId });
+    });
+  }
+
+  /** Resolves a presented API key to its principal, or null when it is unknown, wrong or revoked. */
+  async authenticateApiKey(presented: string): Promise<Principal | null> {
+    const m = KEY_PATTERN.exec(presented);
+    if (!m) return null;
+    const row = await store.findApiKeyForAuth(this.db.kysely, uuidFromHex(m[1]));
+    if (!row || row.revoked_at) return null;
+    const expected = Buffer.from(row.secret_hash, 'hex');
+    if (expected.length !== 32 || !timingSafeEqual(expected, sha256(m[2]))) return null;
+    return {
+      tenantId: row.tenant_id,
+      actor: { type: 'api_key', id: row.id },
+      permissions: new Set(JSON.parse(row.permissions) as Permission[]),
+    };
+  }
+
+  async getSettings(tenantId: string): Promise<Record<string, unknown>> {
+    const tenant = await this.requireTenant(tenantId);
+    return JSON.parse(tenant.settings) as Record<string, unknown>;
+  }
+}

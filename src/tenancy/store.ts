@@ -1,0 +1,59 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+
+/** SQL for tenants and API keys. Every key query names its tenant. */
+
+export type Executor = Kysely<Database>;
+
+export function insertTenant(db: Executor, row: Database['tenants']) {
+  return db.insertInto('tenants').values(row).execute();
+}
+
+export function findTenant(db: Executor, id: string) {
+  return db.selectFrom('tenants').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function listTenants(db: Executor) {
+  return db.selectFrom('tenants').selectAll().orderBy('id').execute();
+}
+
+export function updateTenantSettings(db: Executor, id: string, settings: string) {
+  return db.updateTable('tenants').set({ settings }).where('id', '=', id).execute();
+}
+
+export function insertApiKey(db: Executor, row: Database['api_keys']) {
+  return db.insertInto('api_keys').values(row).execute();
+}
+
+/** Lookup for authentication: by id alone, since the tenant is not known before the key is. */
+export function findApiKeyForAuth(db: Executor, id: string) {
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'tenant_id', 'secret_hash', 'permissions', 'revoked_at'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export function findApiKey(db: Executor, tenantId: string, id: string) {
+  return db.selectFrom('api_keys').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+}
+
+export async function listApiKeys(db: Executor, tenantId: string, opts: { limit: number; offset: number; includeRevoked: boolean }) {
+  let q = db.selectFrom('api_keys').where('tenant_id', '=', tenantId);
+  if (!opts.includeRevoked) q = q.where('revoked_at', 'is', null);
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('id', 'desc').limit(opts.limit).offset(opts.offset).execute(),
+    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+export function revokeApiKey(db: Executor, tenantId: string, id: string, at: string) {
+  return db
+    .updateTable('api_keys')
+    .set({ revoked_at: at })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+}

@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+
+let t: TestApp;
+let key: string;
+
+beforeAll(async () => {
+  t = await startApp();
+  ({ key } = await t.tenant());
+});
+afterAll(() => t.close());
+
+describe('health', () => {
+  it('answers liveness and readiness without credentials', async () => {
+    expect((await t.request('GET', '/healthz')).body).toEqual({ status: 'ok' });
+    const ready = await t.request('GET', '/readyz');
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({ status: 'ready', database: t.db.dialect });
+  });
+
+  it('reports 503 when the database is gone', async () => {
+    const other = await startApp();
+    await other.db.close();
+    const res = await other.request('GET', '/readyz');
+    expectProblem(res, 503, 'database_unavailable');
+    await other.app.close();
+  });
+});
+
+describe('HTTP conventions', () => {
+  it('answers an unknown route with a problem', async () => {
+    const res = await t.request('GET', '/api/v1/nothing-here', { key });
+    expectProblem(res, 404, 'route_not_found');
+  });
+
+  it('echoes or assigns a request id', async () => {
+    const res = await t.request('GET', '/healthz', { headers: { 'x-request-id': 'abc-123' } });
+    expect(res.headers['x-request-id']).toBe('abc-123');
+    const res2 = await t.request('GET', '/healthz');
+    expect(String(res2.headers['x-request-id'])).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('rejects malformed JSON with 400 invalid_json', async () => {
+    const res = await t.request('POST', '/api/v1/agents', {
+      key,
+      payload: '{"name": "x", ',
+      headers: { 'content-type': 'application/json' },
+    });
+    expectProblem(res, 400, 'invalid_json');
+  });
+
+  it('rejects prototype poisoning', async () => {
+    const res = await t.request('POST', '/api/v1/agents', {
+      key,
+      payload: '{"name":"x","appId":"a","__proto__":{"admin":true}}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('invalid_json');
+  });
+
+  it('rejects a body that is not JSON with 415', async () => {
+    const res = await t.request('POST', '/api/v1/agents', { key, payload: 'name=x', headers: { 'content-type': 'text/plain' } });
+    expectProblem(res, 415, 'unsupported_media_type');
+  });
+
+  it('rejects bodies over 1 MiB with 413', async () => {
+    const res = await t.request('POST', '/api/v1/agents', {
+      key,
+      body: { name: 'big', appId: 'a', systemPrompt: 'x'.repeat(1024 * 1024 + 10) },
+    });
+    expectProblem(res, 413, 'payload_too_large');
+  });
+
+  it('lists every field error with its path', async () => {
+    const res = await t.request('POST', '/api/v1/agents', { key, body: { name: '', color: 'red', configuration: { maxSteps: 0 } } });
+    expectProblem(res, 400, 'validation_failed');
+    const paths = res.body.errors.map((e: { path: string }) => e.path).sort();
+    expect(paths).toEqual(expect.arrayContaining(['body.appId', 'body.color', 'body.name', 'body.configuration.maxSteps']));
+  });
+
+  it('validates page and limit instead of clamping them', async () => {
+    expectProblem(await t.request('GET', '/api/v1/agents?limit=0', { key }), 400, 'validation_failed');
+    expectProblem(await t.request('GET', '/api/v1/agents?limit=101', { key }), 400, 'validation_failed');
+    expectProblem(await t.request('GET', '/api/v1/agents?page=0', { key }), 400, 'validation_failed');
+    expectProblem(await t.request('GET', '/api/v1/agents?page=abc', { key }), 400, 'validation_failed');
+    const ok = await t.request('GET', '/api/v1/agents?limit=100&page=3', { key });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ page: 3, limit: 100 });
+  });
+
+  it('accepts an empty JSON body on action routes', async () => {
+    const agent = await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } });
+    const res = await t.request('POST', `/api/v1/agents/${agent.body.id}/pause`, {
+      key,
+      payload: '',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('paused');
+  });
+});
+
+describe('OpenAPI', () => {
+  it('documents every route with its security and schemas', async () => {
+    const res = await t.request('GET', '/openapi.json');
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toBe('3.1.0');
+    const documented = new Set<string>();
+    for (const [p, ops] of Object.entries<Record<string, unknown>>(res.body.paths)) {
+      for (const m of Object.keys(ops)) documented.add(`${m.toUpperCase()} ${p}`);
+    }
+    const routes = t.app.routeCatalog.filter((r) => !r.url.startsWith('/docs') && r.url !== '/openapi.json');
+    expect(routes.length).toBeGreaterThan(10);
+    for (const r of routes) {
+      const openapiPath = r.url.replace(/:([A-Za-z]+)/g, '{$1}');
+      expect(documented, `${r.method} ${r.url}`).toContain(`${r.method} ${openapiPath}`);
+    }
+    const getAgent = res.body.paths['/api/v1/agents/{id}'].get;
+    expect(getAgent.security).toEqual([{ bearerAuth: [] }]);
+    expect(res.body.paths['/healthz'].get.security).toBeUndefined();
+  });
+
+  it('serves the interactive page', async () => {
+    const res = await t.request('GET', '/docs/');
+    expect(res.status).toBe(200);
+    expect(res.text).toContain('<html');
+  });
+});
