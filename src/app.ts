@@ -2,7 +2,8 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import pino from 'pino';
 import { agentsRoutes } from './agents/routes.js';
 import { Agent } from './agents/schemas.js';
 import { AgentsService } from './agents/service.js';
@@ -14,6 +15,15 @@ import { registerJsonParser } from './http/json.js';
 import { Problem } from './http/schemas.js';
 import { registerValidation } from './http/validation.js';
 import { newId } from './ids.js';
+import { filesRoutes, FilesService } from './conversations/files.js';
+import { conversationsRoutes } from './conversations/routes.js';
+import { ConversationsService } from './conversations/service.js';
+import { runsRoutes } from './runs/routes.js';
+import { RunsService } from './runs/service.js';
+import { PriceTable } from './runtime/models/prices.js';
+import { ModelRegistry } from './runtime/models/registry.js';
+import { mcpToolProvider } from './runtime/tools/mcp.js';
+import { ToolRegistry } from './runtime/tools/registry.js';
 import { tenancyRoutes } from './tenancy/routes.js';
 import { TenancyService } from './tenancy/service.js';
 
@@ -33,14 +43,37 @@ declare module 'fastify' {
 
 /** The services of every domain, built once per process and shared by routes and background work. */
 export interface Services {
+  logger: FastifyBaseLogger;
   tenancy: TenancyService;
   agents: AgentsService;
+  tools: ToolRegistry;
+  runs: RunsService;
+  files: FilesService;
+  conversations: ConversationsService;
 }
 
-export function createServices(config: Config, db: Db): Services {
+/** The process logger: JSON lines; credentials and secrets are redacted whatever a line includes. */
+export function createLogger(config: Config): FastifyBaseLogger {
+  return pino({
+    level: config.logLevel,
+    redact: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', '*.apiKey', '*.secret', '*.password', '*.privateKey'],
+  });
+}
+
+export function createServices(config: Config, db: Db, logger: FastifyBaseLogger = createLogger(config)): Services {
+  const agents = new AgentsService(db, config.defaultModel);
+  const tools = new ToolRegistry();
+  tools.register('mcp', mcpToolProvider());
+  const runs = new RunsService(db, new ModelRegistry(config.providers), tools, new PriceTable(config.modelPrices), config.runLeaseMs, logger);
+  const files = new FilesService(db);
   return {
+    logger,
     tenancy: new TenancyService(db),
-    agents: new AgentsService(db, config.defaultModel),
+    agents,
+    tools,
+    runs,
+    files,
+    conversations: new ConversationsService(db, agents, runs, files),
   };
 }
 
@@ -48,16 +81,11 @@ export interface AppOptions {
   config: Config;
   db: Db;
   services?: Services;
-  logger?: FastifyServerOptions['logger'];
 }
 
-export async function buildApp({ config, db, services = createServices(config, db), logger }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, db, services = createServices(config, db) }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: logger ?? {
-      level: config.logLevel,
-      // Credentials and secrets never reach the logs, whatever a future log line includes.
-      redact: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', '*.apiKey', '*.secret', '*.password'],
-    },
+    loggerInstance: services.logger,
     bodyLimit: BODY_LIMIT,
     requestIdHeader: 'x-request-id',
     genReqId: () => newId(),
@@ -132,6 +160,17 @@ export async function buildApp({ config, db, services = createServices(config, d
 
   await app.register(tenancyRoutes, { tenancy: services.tenancy, db });
   await app.register(agentsRoutes, { agents: services.agents });
+  await app.register(runsRoutes, { runs: services.runs, agents: services.agents, files: services.files });
+  await app.register(conversationsRoutes, { conversations: services.conversations });
+  await app.register(filesRoutes, { files: services.files });
+
+  // Lease renewal and recovery of runs interrupted elsewhere run while the server does.
+  app.addHook('onReady', async () => {
+    await services.runs.startBackground();
+  });
+  app.addHook('onClose', async () => {
+    await services.runs.stop();
+  });
 
   return app;
 }

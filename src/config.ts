@@ -11,6 +11,18 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   publicBaseUrl: string;
   defaultModel: string;
+  providers: ProviderSettings;
+  /** USD per million tokens, overriding the built-in price table (MODEL_PRICES, JSON). */
+  modelPrices: Record<string, { input: number; output: number }>;
+  /** How long a run's lease lasts without renewal before another process declares it interrupted. */
+  runLeaseMs: number;
+}
+
+export interface ProviderSettings {
+  openai: { apiKey?: string; baseUrl?: string };
+  anthropic: { apiKey?: string; baseUrl?: string };
+  /** Any server speaking the OpenAI API: Ollama, vLLM, LM Studio, llama.cpp server. */
+  openaiCompatible: { apiKey?: string; baseUrl?: string };
 }
 
 /** Thrown for invalid configuration; `main` prints the message as one line and exits. */
@@ -52,6 +64,24 @@ function url(env: Env, name: string, fallback: string, protocols: string[]): str
   return raw;
 }
 
+function modelPrices(env: Env): Config['modelPrices'] {
+  const raw = env.MODEL_PRICES;
+  if (!raw) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('MODEL_PRICES', 'must be JSON like {"openai/gpt-4o":{"input":2.5,"output":10}}');
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError('MODEL_PRICES', 'must be a JSON object');
+  for (const [model, price] of Object.entries(parsed as Record<string, unknown>)) {
+    const p = price as { input?: unknown; output?: unknown };
+    const ok = p && typeof p.input === 'number' && typeof p.output === 'number' && p.input >= 0 && p.output >= 0;
+    if (!ok) throw new ConfigError('MODEL_PRICES', `entry "${model}" must be {"input":<USD per 1M>,"output":<USD per 1M>}`);
+  }
+  return parsed as Config['modelPrices'];
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 8080, 0, 65535);
   const host = env.HOST || '127.0.0.1';
@@ -71,5 +101,19 @@ export function loadConfig(env: Env = process.env): Config {
   const parsed = parseModelId(defaultModel);
   if (typeof parsed === 'string') throw new ConfigError('DEFAULT_MODEL', `${parsed}, got "${defaultModel}"`);
 
-  return { port, host, dataDir, databaseUrl, logLevel, publicBaseUrl, defaultModel };
+  const providers: ProviderSettings = {
+    openai: { apiKey: env.OPENAI_API_KEY || undefined, baseUrl: env.OPENAI_BASE_URL ? url(env, 'OPENAI_BASE_URL', '', ['http:', 'https:']) : undefined },
+    anthropic: {
+      apiKey: env.ANTHROPIC_API_KEY || undefined,
+      baseUrl: env.ANTHROPIC_BASE_URL ? url(env, 'ANTHROPIC_BASE_URL', '', ['http:', 'https:']) : undefined,
+    },
+    openaiCompatible: {
+      apiKey: env.OPENAI_COMPATIBLE_API_KEY || undefined,
+      baseUrl: env.OPENAI_COMPATIBLE_BASE_URL ? url(env, 'OPENAI_COMPATIBLE_BASE_URL', '', ['http:', 'https:']) : undefined,
+    },
+  };
+
+  const runLeaseMs = integer(env, 'RUN_LEASE_SECONDS', 30, 2, 3600) * 1000;
+
+  return { port, host, dataDir, databaseUrl, logLevel, publicBaseUrl, defaultModel, providers, modelPrices: modelPrices(env), runLeaseMs };
 }

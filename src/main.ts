@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { buildApp, createServices } from './app.js';
+import { buildApp, createLogger, createServices } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
 
@@ -22,7 +22,7 @@ async function main() {
     process.stderr.write(`agentry: cannot prepare the database at ${db.location}: ${(err as Error).message}\n`);
     process.exit(1);
   }
-  const services = createServices(config, db);
+  const services = createServices(config, db, createLogger(config));
   const app = await buildApp({ config, db, services });
 
   let stopping = false;

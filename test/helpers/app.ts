@@ -44,7 +44,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 
 export interface Response<T = any> {
   status: number;
-  headers: Record<string, string | string[] | undefined>;
+  headers: Record<string, string | string[] | number | undefined>;
   body: T;
   text: string;
 }
@@ -74,7 +74,7 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
   const services = createServices(config, db);
-  const app = await buildApp({ config, db, services, logger: false });
+  const app = await buildApp({ config, db, services });
   await app.ready();
   let counter = 0;
   return {

@@ -1,0 +1,139 @@
+import path from 'node:path';
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { Db } from '../db/database.js';
+import { ProblemError, badRequest, notFound } from '../http/errors.js';
+import { IdParams, Timestamp, problems } from '../http/schemas.js';
+import { newId, now } from '../ids.js';
+import { recordAudit } from '../tenancy/audit.js';
+import type { Principal } from '../tenancy/permissions.js';
+
+/** Attachments: files uploaded once, referenced by id from messages. Stored in the database. */
+
+export const MAX_FILE_BYTES = 5 * 1024 * 1024;
+/** How much of a text attachment the model sees. */
+const MODEL_TEXT_LIMIT = 100_000;
+
+const TEXT_TYPES = /^(text\/|application\/(json|xml|yaml|x-yaml|csv|javascript|x-ndjson)|application\/[\w.+-]+\+(json|xml))/i;
+
+export const FileView = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  contentType: Type.String(),
+  size: Type.Integer({ description: 'bytes' }),
+  createdAt: Timestamp,
+});
+
+/** A safe display name: the last path segment, without control characters, at most 255 characters. */
+export function cleanFileName(raw: string): string {
+  const base = path.posix.basename(raw.replace(/\\/g, '/'));
+  // eslint-disable-next-line no-control-regex
+  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
+  return cleaned && cleaned !== '.' && cleaned !== '..' ? cleaned : 'file';
+}
+
+export class FilesService {
+  constructor(private readonly db: Db) {}
+
+  async upload(principal: Principal, name: string, contentType: string, data: Buffer) {
+    const row = {
+      id: newId(),
+      tenant_id: principal.tenantId,
+      name: cleanFileName(name),
+      content_type: contentType.slice(0, 200) || 'application/octet-stream',
+      size: data.length,
+      data: data.toString('base64'),
+      created_by: principal.actor.id,
+      created_at: now(),
+    };
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await trx.insertInto('files').values(row).execute();
+      await recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, action: 'file.uploaded', resourceType: 'file', resourceId: row.id, detail: { name: row.name, size: row.size } });
+    });
+    return { id: row.id, name: row.name, contentType: row.content_type, size: row.size, createdAt: row.created_at };
+  }
+
+  async get(tenantId: string, id: string) {
+    const row = await this.db.kysely.selectFrom('files').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+    if (!row) throw notFound('file');
+    return row;
+  }
+
+  /** What the model sees of the attachments: text files inline, other files by name and type only. */
+  async modelContext(tenantId: string, ids: string[]): Promise<string> {
+    const unique = [...new Set(ids)];
+    const rows = await this.db.kysely.selectFrom('files').selectAll().where('tenant_id', '=', tenantId).where('id', 'in', unique).execute();
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const missing = ids.map((id, i) => ({ id, i })).filter((x) => !byId.has(x.id));
+    if (missing.length) {
+      throw badRequest(
+        `attachments.${missing[0].i} names no file of this tenant`,
+        missing.map((m) => ({ path: `body.attachments.${m.i}`, message: 'names no file of this tenant' })),
+      );
+    }
+    return unique
+      .map((id) => {
+        const f = byId.get(id)!;
+        if (!TEXT_TYPES.test(f.content_type)) return `[Attachment ${f.name} (${f.content_type}, ${f.size} bytes): binary content not shown]`;
+        let text = Buffer.from(f.data, 'base64').toString('utf8');
+        if (text.length > MODEL_TEXT_LIMIT) text = `${text.slice(0, MODEL_TEXT_LIMIT)}\n[... truncated]`;
+        return `[Attachment ${f.name}]\n${text}`;
+      })
+      .join('\n\n');
+  }
+}
+
+export const filesRoutes: FastifyPluginAsyncTypebox<{ files: FilesService }> = async (app, { files }) => {
+  await app.register(multipart, { limits: { fileSize: MAX_FILE_BYTES, files: 1, fields: 5, parts: 6 } });
+
+  app.post('/api/v1/files', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags: ['conversations'],
+      summary: `Upload an attachment (multipart/form-data, one file field, at most ${MAX_FILE_BYTES / 1024 / 1024} MiB)`,
+      consumes: ['multipart/form-data'],
+      response: { 201: FileView, ...problems(400, 401, 403, 413, 415) },
+    },
+  }, async (req, reply) => {
+    if (!req.isMultipart()) throw new ProblemError(415, 'unsupported_media_type', 'upload the file as multipart/form-data');
+    const part = await req.file();
+    if (!part) throw badRequest('the form holds no file', [{ path: 'body.file', message: 'is required' }]);
+    let data: Buffer;
+    try {
+      data = await part.toBuffer();
+    } catch (err) {
+      if ((err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') {
+        throw new ProblemError(413, 'payload_too_large', `files are limited to ${MAX_FILE_BYTES} bytes`);
+      }
+      throw err;
+    }
+    return reply.code(201).send(await files.upload(req.principal, part.filename, part.mimetype, data));
+  });
+
+  app.get('/api/v1/files/:id', {
+    config: { permission: 'agents:read' },
+    schema: { tags: ['conversations'], summary: 'An attachment’s metadata', params: IdParams, response: { 200: FileView, ...problems(401, 403, 404) } },
+  }, async (req) => {
+    const f = await files.get(req.principal.tenantId, req.params.id);
+    return { id: f.id, name: f.name, contentType: f.content_type, size: f.size, createdAt: f.created_at };
+  });
+
+  app.get('/api/v1/files/:id/content', {
+    config: { permission: 'agents:read' },
+    schema: {
+      tags: ['conversations'],
+      summary: 'Download an attachment',
+      params: IdParams,
+      description: 'Answers the file bytes with their content type.',
+      response: problems(401, 403, 404),
+    },
+  }, async (req, reply) => {
+    const f = await files.get(req.principal.tenantId, req.params.id);
+    return reply
+      .header('content-type', f.content_type)
+      .header('content-disposition', `attachment; filename="${f.name.replace(/["\\]/g, '_')}"`)
+      .header('x-content-type-options', 'nosniff')
+      .send(Buffer.from(f.data, 'base64'));
+  });
+};

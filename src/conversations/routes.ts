@@ -1,0 +1,184 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { Id, IdParams, Json, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
+import { InjectedResult } from '../runs/routes.js';
+import { CONVERSATION_STATUSES, type ConversationsService } from './service.js';
+
+const tags = ['conversations'];
+const Status = Type.Union(CONVERSATION_STATUSES.map((s) => Type.Literal(s)));
+const Metadata = Type.Record(Type.String({ maxLength: 128 }), Type.Unknown(), { description: 'custom tags' });
+
+const ConversationSummary = Type.Object({
+  id: Type.String(),
+  name: Nullable(Type.String()),
+  agentId: Type.String(),
+  appId: Nullable(Type.String()),
+  status: Type.String(),
+  messageCount: Type.Integer(),
+  lastMessageAt: Nullable(Timestamp),
+  createdAt: Timestamp,
+});
+const ConversationDetails = Type.Composite([
+  ConversationSummary,
+  Type.Object({
+    metadata: Json,
+    updatedAt: Timestamp,
+    activeRunId: Nullable(Type.String({ description: 'the run answering right now, if any' })),
+  }),
+]);
+const ConversationWithParticipants = Type.Composite([
+  ConversationDetails,
+  Type.Object({
+    participants: Type.Array(Type.Object({ type: Type.String(), id: Type.String(), name: Nullable(Type.String()) })),
+  }),
+]);
+const Message = Type.Object({
+  id: Type.String(),
+  role: Type.String({ description: 'user or assistant' }),
+  content: Type.String(),
+  toolCalls: Type.Array(Type.Object({ name: Type.String(), input: Type.Unknown() })),
+  tokenUsage: Nullable(Type.Object({ inputTokens: Type.Integer(), outputTokens: Type.Integer() })),
+  attachments: Type.Array(Type.String()),
+  runId: Nullable(Type.String()),
+  createdAt: Timestamp,
+});
+const OnActiveRun = Type.Union([Type.Literal('reject'), Type.Literal('enqueue'), Type.Literal('inject')], {
+  description: 'overrides the agent’s configuration.onActiveRun for this message',
+});
+
+export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: ConversationsService }> = async (app, { conversations }) => {
+  app.get('/api/v1/conversations', {
+    config: { permission: 'agents:read' },
+    schema: {
+      tags,
+      summary: 'List conversations, newest first',
+      querystring: Type.Object(
+        { ...PageQuery, agentId: Type.Optional(Id), status: Type.Optional(Status), appId: Type.Optional(Type.String({ maxLength: 128 })) },
+        { additionalProperties: false },
+      ),
+      response: {
+        200: Type.Object({ conversations: Type.Array(ConversationSummary), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }),
+        ...problems(400, 401, 403),
+      },
+    },
+  }, async (req) => {
+    const { page, limit, ...filter } = req.query;
+    return conversations.list(req.principal.tenantId, filter, page, limit);
+  });
+
+  app.post('/api/v1/conversations', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Start a conversation with an agent',
+      body: Type.Object(
+        {
+          agentId: Id,
+          name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+          appId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+          metadata: Type.Optional(Metadata),
+        },
+        { additionalProperties: false },
+      ),
+      response: { 201: ConversationDetails, ...problems(400, 401, 403, 404) },
+    },
+  }, async (req, reply) => reply.code(201).send(await conversations.create(req.principal, req.body)));
+
+  app.get('/api/v1/conversations/stats', {
+    config: { permission: 'agents:read' },
+    schema: {
+      tags,
+      summary: 'Conversation statistics of the tenant',
+      response: {
+        200: Type.Object({
+          total: Type.Integer(),
+          active: Type.Integer(),
+          completed: Type.Integer(),
+          archived: Type.Integer(),
+          totalMessages: Type.Integer(),
+          averageMessagesPerConversation: Type.Number(),
+          averageDurationMs: Type.Integer({ description: 'mean of lastMessageAt - createdAt' }),
+        }),
+        ...problems(401, 403),
+      },
+    },
+  }, async (req) => conversations.stats(req.principal.tenantId));
+
+  app.get('/api/v1/conversations/:id', {
+    config: { permission: 'agents:read' },
+    schema: { tags, summary: 'A conversation with its participants and metadata', params: IdParams, response: { 200: ConversationWithParticipants, ...problems(401, 403, 404) } },
+  }, async (req) => conversations.get(req.principal.tenantId, req.params.id));
+
+  app.patch('/api/v1/conversations/:id', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Rename, change status (active, completed, archived) or replace metadata',
+      params: IdParams,
+      body: Type.Object(
+        { name: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))), status: Type.Optional(Status), metadata: Type.Optional(Metadata) },
+        { additionalProperties: false },
+      ),
+      response: { 200: ConversationWithParticipants, ...problems(400, 401, 403, 404) },
+    },
+  }, async (req) => conversations.update(req.principal, req.params.id, req.body));
+
+  app.delete('/api/v1/conversations/:id', {
+    config: { permission: 'agents:write' },
+    schema: { tags, summary: 'Delete a conversation (soft: kept for audit, gone from the API)', params: IdParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
+  }, async (req, reply) => {
+    await conversations.delete(req.principal, req.params.id);
+    return reply.code(204).send(null);
+  });
+
+  app.get('/api/v1/conversations/:id/messages', {
+    config: { permission: 'agents:read' },
+    schema: {
+      tags,
+      summary: 'Messages, oldest first: the `limit` newest ones older than `before`',
+      params: IdParams,
+      querystring: Type.Object(
+        { limit: Type.Integer({ minimum: 1, maximum: 200, default: 50 }), before: Type.Optional(Id) },
+        { additionalProperties: false },
+      ),
+      response: { 200: Type.Object({ messages: Type.Array(Message), hasMore: Type.Boolean() }), ...problems(400, 401, 403, 404) },
+    },
+  }, async (req) => conversations.messages(req.principal.tenantId, req.params.id, req.query.limit, req.query.before));
+
+  app.post('/api/v1/conversations/:id/messages', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Send a message; answers with the agent’s reply',
+      params: IdParams,
+      body: Type.Object(
+        {
+          content: Type.String({ minLength: 1, maxLength: 100_000 }),
+          attachments: Type.Optional(Type.Array(Id, { maxItems: 20 })),
+          onActiveRun: Type.Optional(OnActiveRun),
+        },
+        { additionalProperties: false },
+      ),
+      response: {
+        200: Type.Object({ message: Message, cost: Type.Number({ description: 'USD' }), runId: Type.String() }),
+        202: InjectedResult,
+        ...problems(400, 401, 403, 404, 409, 502),
+      },
+    },
+  }, async (req, reply) => {
+    const result = await conversations.post(req.principal, req.params.id, req.body);
+    if (result.injected) return reply.code(202).send(result.injected);
+    return reply.send(result.reply!);
+  });
+
+  app.post('/api/v1/conversations/:id/inject', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Send a message to the agent while it is still answering; it joins at the next step',
+      params: IdParams,
+      body: Type.Object({ content: Type.String({ minLength: 1, maxLength: 100_000 }) }, { additionalProperties: false }),
+      response: { 202: Type.Object({ messageId: Type.String(), runId: Type.String() }), ...problems(400, 401, 403, 404, 409) },
+    },
+  }, async (req, reply) => reply.code(202).send(await conversations.inject(req.principal, req.params.id, req.body.content)));
+};

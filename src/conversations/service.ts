@@ -1,0 +1,170 @@
+import type { AgentsService } from '../agents/service.js';
+import type { Db } from '../db/database.js';
+import { ProblemError, conflict, notFound } from '../http/errors.js';
+import { newId, now } from '../ids.js';
+import { isInjected, type OnActiveRun, type RunsService } from '../runs/service.js';
+import { recordAudit } from '../tenancy/audit.js';
+import type { Principal } from '../tenancy/permissions.js';
+import type { FilesService } from './files.js';
+import * as store from './store.js';
+
+export const CONVERSATION_STATUSES = ['active', 'completed', 'archived'] as const;
+
+function summary(row: store.ConversationRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    agentId: row.agent_id,
+    appId: row.app_id,
+    status: row.status,
+    messageCount: row.message_count,
+    lastMessageAt: row.last_message_at,
+    createdAt: row.created_at,
+  };
+}
+
+function details(row: store.ConversationRow) {
+  return { ...summary(row), metadata: JSON.parse(row.metadata) as Record<string, unknown>, updatedAt: row.updated_at, activeRunId: row.active_run_id };
+}
+
+export function messageView(row: store.MessageRow) {
+  return {
+    id: row.id,
+    role: row.role,
+    content: row.content,
+    toolCalls: row.tool_calls ? (JSON.parse(row.tool_calls) as { name: string; input: unknown }[]) : [],
+    tokenUsage: row.token_usage ? (JSON.parse(row.token_usage) as { inputTokens: number; outputTokens: number }) : null,
+    attachments: row.attachments ? (JSON.parse(row.attachments) as string[]) : [],
+    runId: row.run_id,
+    createdAt: row.created_at,
+  };
+}
+
+export class ConversationsService {
+  constructor(
+    private readonly db: Db,
+    private readonly agents: AgentsService,
+    private readonly runs: RunsService,
+    private readonly files: FilesService,
+  ) {}
+
+  async list(tenantId: string, filter: store.ConversationFilter, page: number, limit: number) {
+    const { rows, total } = await store.listConversations(this.db.kysely, tenantId, filter, limit, (page - 1) * limit);
+    return { conversations: rows.map(summary), total, page, limit };
+  }
+
+  private async row(tenantId: string, id: string) {
+    const row = await store.findConversation(this.db.kysely, tenantId, id);
+    if (!row) throw notFound('conversation');
+    return row;
+  }
+
+  async create(principal: Principal, input: { agentId: string; name?: string; appId?: string; metadata?: Record<string, unknown> }) {
+    const agent = await this.agents.get(principal.tenantId, input.agentId);
+    const at = now();
+    const row: store.ConversationRow = {
+      id: newId(),
+      tenant_id: principal.tenantId,
+      agent_id: agent.id,
+      app_id: input.appId ?? agent.appId,
+      name: input.name ?? null,
+      status: 'active',
+      metadata: JSON.stringify(input.metadata ?? {}),
+      message_count: 0,
+      last_message_at: null,
+      duration_ms: 0,
+      active_run_id: null,
+      created_by: principal.actor.id,
+      created_at: at,
+      updated_at: at,
+      deleted_at: null,
+    };
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await store.insertConversation(trx, row);
+      await recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, action: 'conversation.created', resourceType: 'conversation', resourceId: row.id, detail: { agentId: agent.id } });
+    });
+    return details(row);
+  }
+
+  async get(tenantId: string, id: string) {
+    const row = await this.row(tenantId, id);
+    const agent = await this.agents.get(tenantId, row.agent_id).catch(() => null);
+    return {
+      ...details(row),
+      participants: [
+        { type: 'agent' as const, id: row.agent_id, name: agent?.name ?? null },
+        ...(row.created_by ? [{ type: 'user' as const, id: row.created_by, name: null }] : []),
+      ],
+    };
+  }
+
+  async update(principal: Principal, id: string, input: { name?: string | null; status?: string; metadata?: Record<string, unknown> }) {
+    const row = await this.row(principal.tenantId, id);
+    const patch: Partial<store.ConversationRow> = { updated_at: now() };
+    if (input.name !== undefined) patch.name = input.name;
+    if (input.status !== undefined) patch.status = input.status;
+    if (input.metadata !== undefined) patch.metadata = JSON.stringify(input.metadata);
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await store.updateConversation(trx, principal.tenantId, id, patch);
+      await recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, action: 'conversation.updated', resourceType: 'conversation', resourceId: id, detail: { fields: Object.keys(input), ...(input.status ? { status: input.status } : {}) } });
+    });
+    return this.get(principal.tenantId, (await this.row(principal.tenantId, row.id)).id);
+  }
+
+  async delete(principal: Principal, id: string) {
+    await this.row(principal.tenantId, id);
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await store.updateConversation(trx, principal.tenantId, id, { deleted_at: now() });
+      await recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, action: 'conversation.deleted', resourceType: 'conversation', resourceId: id });
+    });
+  }
+
+  async messages(tenantId: string, id: string, limit: number, before?: string) {
+    await this.row(tenantId, id);
+    if (before && !(await store.findMessage(this.db.kysely, tenantId, id, before))) {
+      throw new ProblemError(400, 'validation_failed', 'before names no message of this conversation', [{ path: 'querystring.before', message: 'names no message of this conversation' }]);
+    }
+    const { rows, hasMore } = await store.messagesBefore(this.db.kysely, tenantId, id, limit, before);
+    return { messages: rows.map(messageView), hasMore };
+  }
+
+  /** Posts a user message and waits for the agent's reply (or hands it to the running answer). */
+  async post(principal: Principal, id: string, input: { content: string; attachments?: string[]; onActiveRun?: OnActiveRun }) {
+    const row = await this.row(principal.tenantId, id);
+    if (row.status !== 'active') throw conflict('conversation_not_active', `the conversation is ${row.status}; only active conversations take messages`);
+    const agent = await this.agents.get(principal.tenantId, row.agent_id).catch(() => {
+      throw conflict('agent_deleted', 'the agent of this conversation was deleted; the conversation is read-only');
+    });
+    const modelContext = input.attachments?.length ? await this.files.modelContext(principal.tenantId, input.attachments) : undefined;
+    const handle = await this.runs.start({
+      principal,
+      agent,
+      kind: 'message',
+      content: input.content,
+      modelContext,
+      attachments: input.attachments,
+      conversationId: id,
+      onActiveRun: input.onActiveRun,
+    });
+    if (isInjected(handle)) return { injected: handle };
+    await handle.done;
+    const run = await this.runs.get(principal.tenantId, handle.runId);
+    if (run.status === 'failed') {
+      throw new ProblemError(502, run.error?.code ?? 'run_failed', `the agent could not answer: ${run.error?.message ?? 'unknown error'} (run ${run.id})`);
+    }
+    const reply = await store.findReply(this.db.kysely, principal.tenantId, run.id);
+    if (!reply) throw new ProblemError(409, 'run_cancelled', `the run ended ${run.status} without a reply (run ${run.id})`);
+    return { reply: { message: messageView(reply), cost: run.cost, runId: run.id } };
+  }
+
+  inject(principal: Principal, id: string, content: string) {
+    return this.runs.inject(principal.tenantId, id, content);
+  }
+
+  stats(tenantId: string) {
+    return store.stats(this.db.kysely, tenantId).then((s) => ({
+      ...s,
+      averageMessagesPerConversation: s.total ? Math.round((s.totalMessages / s.total) * 100) / 100 : 0,
+    }));
+  }
+}

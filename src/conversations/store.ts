@@ -1,0 +1,140 @@
+import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
+import type { ConversationTable, Database, MessageTable } from '../db/schema.js';
+
+/** SQL for conversations and messages; every statement names its tenant. */
+
+export type ConversationRow = Selectable<ConversationTable>;
+export type MessageRow = Selectable<MessageTable>;
+type Executor = Kysely<Database>;
+
+export interface ConversationFilter {
+  agentId?: string;
+  status?: string;
+  appId?: string;
+}
+
+export async function listConversations(db: Executor, tenantId: string, filter: ConversationFilter, limit: number, offset: number) {
+  let q = db.selectFrom('conversations').where('tenant_id', '=', tenantId).where('deleted_at', 'is', null);
+  if (filter.agentId) q = q.where('agent_id', '=', filter.agentId);
+  if (filter.status) q = q.where('status', '=', filter.status);
+  if (filter.appId) q = q.where('app_id', '=', filter.appId);
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
+    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+export function findConversation(db: Executor, tenantId: string, id: string) {
+  return db
+    .selectFrom('conversations')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export function insertConversation(db: Executor, row: ConversationRow) {
+  return db.insertInto('conversations').values(row).execute();
+}
+
+export function updateConversation(db: Executor, tenantId: string, id: string, patch: Updateable<ConversationTable>) {
+  return db
+    .updateTable('conversations')
+    .set(patch)
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+/** Claims the conversation for a run: succeeds only when no other run is answering in it. */
+export async function claimConversation(db: Executor, tenantId: string, id: string, runId: string): Promise<boolean> {
+  const r = await db
+    .updateTable('conversations')
+    .set({ active_run_id: runId })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .where('active_run_id', 'is', null)
+    .where('deleted_at', 'is', null)
+    .where('status', '=', 'active')
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+export function releaseConversation(db: Executor, id: string, runId: string) {
+  return db.updateTable('conversations').set({ active_run_id: null }).where('id', '=', id).where('active_run_id', '=', runId).execute();
+}
+
+export function insertMessage(db: Executor, row: MessageRow) {
+  return db.insertInto('messages').values(row).execute();
+}
+
+/** Adds messages to the counters in the same statement, so concurrent writers never lose a count. */
+export function countMessages(db: Executor, id: string, added: number, at: string, createdAt: string) {
+  return db
+    .updateTable('conversations')
+    .set({
+      message_count: sql<number>`message_count + ${added}`,
+      last_message_at: at,
+      duration_ms: Date.parse(at) - Date.parse(createdAt),
+      updated_at: at,
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+/** The newest `limit` messages older than the cursor, returned oldest first. */
+export async function messagesBefore(db: Executor, tenantId: string, conversationId: string, limit: number, before?: string) {
+  let q = db.selectFrom('messages').selectAll().where('tenant_id', '=', tenantId).where('conversation_id', '=', conversationId);
+  if (before) q = q.where('id', '<', before);
+  const rows = await q.orderBy('id', 'desc').limit(limit + 1).execute();
+  const hasMore = rows.length > limit;
+  return { rows: rows.slice(0, limit).reverse(), hasMore };
+}
+
+export function findMessage(db: Executor, tenantId: string, conversationId: string, id: string) {
+  return db
+    .selectFrom('messages')
+    .select('id')
+    .where('tenant_id', '=', tenantId)
+    .where('conversation_id', '=', conversationId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+/** The assistant message a run added. */
+export function findReply(db: Executor, tenantId: string, runId: string) {
+  return db
+    .selectFrom('messages')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('run_id', '=', runId)
+    .where('role', '=', 'assistant')
+    .executeTakeFirst();
+}
+
+export async function stats(db: Executor, tenantId: string) {
+  const row = await db
+    .selectFrom('conversations')
+    .select((eb) => [
+      eb.fn.countAll<number | string>().as('total'),
+      eb.fn.sum<number | string | null>(eb.case().when('status', '=', 'active').then(1).else(0).end()).as('active'),
+      eb.fn.sum<number | string | null>(eb.case().when('status', '=', 'completed').then(1).else(0).end()).as('completed'),
+      eb.fn.sum<number | string | null>(eb.case().when('status', '=', 'archived').then(1).else(0).end()).as('archived'),
+      eb.fn.sum<number | string | null>('message_count').as('messages'),
+      eb.fn.avg<number | string | null>('duration_ms').as('avgDuration'),
+    ])
+    .where('tenant_id', '=', tenantId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return {
+    total: Number(row.total),
+    active: Number(row.active ?? 0),
+    completed: Number(row.completed ?? 0),
+    archived: Number(row.archived ?? 0),
+    totalMessages: Number(row.messages ?? 0),
+    averageDurationMs: Math.round(Number(row.avgDuration ?? 0)),
+  };
+}

@@ -1,0 +1,64 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+export const HEARTBEAT_MS = 15_000;
+
+export interface SseStream {
+  send(id: number | string, event: string, data: unknown): void;
+  close(): void;
+  /** Resolves when the client goes away or the stream is closed. */
+  closed: Promise<void>;
+  isClosed(): boolean;
+}
+
+/**
+ * Takes over the response and writes Server-Sent Events: `id:`, `event:` and one `data:` line of
+ * JSON per event, and a comment line every 15 s so proxies keep idle connections open.
+ */
+export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'x-request-id': request.id,
+  });
+  raw.flushHeaders?.();
+  let closed = false;
+  let resolveClosed!: () => void;
+  const closedPromise = new Promise<void>((r) => (resolveClosed = r));
+  const heartbeat = setInterval(() => {
+    if (!closed) raw.write(': keep-alive\n\n');
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
+  const finish = () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(heartbeat);
+    resolveClosed();
+  };
+  request.raw.on('close', finish);
+  raw.on('close', finish);
+  return {
+    send(id, event, data) {
+      if (closed) return;
+      raw.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    },
+    close() {
+      if (closed) return;
+      finish();
+      raw.end();
+    },
+    closed: closedPromise,
+    isClosed: () => closed,
+  };
+}
+
+/** The event id a reconnecting client last saw (`Last-Event-ID` header or `lastEventId` query). */
+export function lastEventId(request: FastifyRequest): number {
+  const header = request.headers['last-event-id'];
+  const raw = (Array.isArray(header) ? header[0] : header) ?? (request.query as { lastEventId?: string } | undefined)?.lastEventId;
+  const n = raw === undefined ? 0 : Number(raw);
+  return Number.isInteger(n) && n >= 0 ? n : 0;
+}

@@ -1,0 +1,561 @@
+import type { ModelMessage } from 'ai';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Agent } from '../agents/schemas.js';
+import * as conversationStore from '../conversations/store.js';
+import type { Db } from '../db/database.js';
+import type { Database } from '../db/schema.js';
+import { ProblemError, conflict, notFound } from '../http/errors.js';
+import { newId, now } from '../ids.js';
+import { ModelCallError, runLoop, type LoopResult } from '../runtime/loop.js';
+import type { PriceTable } from '../runtime/models/prices.js';
+import { ModelUnavailableError, type ModelRegistry } from '../runtime/models/registry.js';
+import type { ToolRegistry } from '../runtime/tools/registry.js';
+import type { ToolSet } from '../runtime/tools/types.js';
+import type { Principal } from '../tenancy/permissions.js';
+import { RunEventHub, type RunChannel, type RunEventListener } from './events.js';
+import * as store from './store.js';
+import { runDetails, runSummary, type RunError } from './views.js';
+
+export type RunKind = 'execute' | 'chat' | 'stream' | 'message' | 'task';
+export type OnActiveRun = 'reject' | 'enqueue' | 'inject';
+
+export interface StartRunInput {
+  principal: Pick<Principal, 'tenantId' | 'actor'>;
+  agent: Agent;
+  kind: RunKind;
+  /** The user's message as stored in the conversation. */
+  content: string;
+  /** Extra text the model sees with the message (attachments, task input); not stored as content. */
+  modelContext?: string;
+  attachments?: string[];
+  conversationId?: string;
+  enableTools?: boolean;
+  maxTokens?: number;
+  taskId?: string;
+  onActiveRun?: OnActiveRun;
+}
+
+/** A started run; `done` settles when it reaches its terminal state. */
+export interface RunHandle {
+  runId: string;
+  conversationId: string;
+  userMessageId: string;
+  done: Promise<void>;
+}
+
+/** What `start` answers when the message went to an already running run instead. */
+export interface InjectedInstead {
+  injected: true;
+  runId: string;
+  messageId: string;
+  conversationId: string;
+}
+
+interface ActiveRun {
+  controller: AbortController;
+  inbox: string[];
+  channel: RunChannel;
+  done: Promise<void>;
+  /** Set once the loop has returned: later injections are refused rather than lost. */
+  closing: boolean;
+}
+
+const RENEW_EVERY_FRACTION = 3;
+const ENQUEUE_WAIT_MS = 10 * 60_000;
+
+function executable(agent: Agent) {
+  if (agent.status === 'paused') throw conflict('agent_paused', 'the agent is paused; resume it to execute');
+  if (agent.hosting === 'external' || agent.status === 'registered') {
+    throw conflict('agent_not_executable', 'the agent is hosted elsewhere (registered) and cannot be executed here');
+  }
+}
+
+/**
+ * Runs: every execution of an agent. Starts runs (conversation claim, messages, run row in one
+ * transaction), drives the tool loop, streams events, ends each run in exactly one terminal state,
+ * and keeps leases so a run whose process died is declared interrupted by any other process.
+ */
+export class RunsService {
+  readonly events: RunEventHub;
+  /** This process, as lease owner. */
+  readonly instanceId = newId();
+  private readonly active = new Map<string, ActiveRun>();
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(
+    private readonly db: Db,
+    private readonly models: ModelRegistry,
+    private readonly tools: ToolRegistry,
+    private readonly prices: PriceTable,
+    private readonly leaseMs: number,
+    private readonly log: FastifyBaseLogger,
+  ) {
+    this.events = new RunEventHub(db, (err) => this.log.error({ err }, 'run event write failed'));
+  }
+
+  // ---------------------------------------------------------------- background duties
+
+  /** Starts lease renewal and the recovery of runs whose process died. */
+  startBackground() {
+    const renew = setInterval(() => void this.renewLeases().catch((err) => this.log.error({ err }, 'lease renewal failed')), this.leaseMs / RENEW_EVERY_FRACTION);
+    const reap = setInterval(() => void this.recoverInterrupted().catch((err) => this.log.error({ err }, 'run recovery failed')), this.leaseMs / 2);
+    renew.unref();
+    reap.unref();
+    this.timers.push(renew, reap);
+    return this.recoverInterrupted();
+  }
+
+  async stop() {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+  }
+
+  /** Runs executing in this process. */
+  get activeCount() {
+    return this.active.size;
+  }
+
+  private async renewLeases() {
+    const ids = [...this.active.keys()];
+    if (!ids.length) return;
+    await store.renewLeases(this.db.kysely, this.instanceId, ids, new Date(Date.now() + this.leaseMs).toISOString());
+    // A cancel sent to another process reaches this one through the row.
+    const requested = await this.db.kysely
+      .selectFrom('runs')
+      .select('id')
+      .where('id', 'in', ids)
+      .where('cancel_requested', '=', 1)
+      .execute();
+    for (const r of requested) this.active.get(r.id)?.controller.abort(new Error('cancelled'));
+  }
+
+  /** Declares running runs with an expired lease `failed` (`interrupted`); safe in several processes. */
+  async recoverInterrupted(): Promise<number> {
+    const expired = await store.expiredRuns(this.db.kysely, now(), 100);
+    let recovered = 0;
+    for (const run of expired) {
+      if (this.active.has(run.id)) continue;
+      const at = now();
+      const error: RunError = { code: 'interrupted', message: 'the process running this run stopped before it finished' };
+      const won = await this.db.kysely.transaction().execute(async (trx) => {
+        const r = await store.finishRun(trx, run.id, {
+          status: 'failed',
+          error: JSON.stringify(error),
+          completed_at: at,
+          duration_ms: run.started_at ? Date.parse(at) - Date.parse(run.started_at) : null,
+          lease_owner: null,
+          lease_expires_at: null,
+        });
+        if (!Number(r.numUpdatedRows)) return false;
+        if (run.conversation_id) await conversationStore.releaseConversation(trx, run.conversation_id, run.id);
+        return true;
+      });
+      if (!won) continue;
+      recovered++;
+      // Followers of the stream learn how it ended.
+      const seq = (await store.lastEventSeq(this.db.kysely, run.id)) + 1;
+      await store.insertEvents(this.db.kysely, [{ run_id: run.id, seq, event: 'error', data: JSON.stringify(error) }]).catch(() => {});
+      this.log.warn({ runId: run.id }, 'run interrupted: its process stopped renewing the lease');
+    }
+    return recovered;
+  }
+
+  // ---------------------------------------------------------------- starting runs
+
+  async start(input: StartRunInput): Promise<RunHandle | InjectedInstead> {
+    executable(input.agent);
+    const tenantId = input.principal.tenantId;
+    const runId = newId();
+    const at = now();
+    let conversationId = input.conversationId;
+    let conversation: conversationStore.ConversationRow | undefined;
+
+    if (conversationId) {
+      conversation = await conversationStore.findConversation(this.db.kysely, tenantId, conversationId);
+      if (!conversation) throw notFound('conversation');
+      if (conversation.agent_id !== input.agent.id) {
+        throw conflict('conversation_agent_mismatch', 'the conversation belongs to another agent');
+      }
+      if (conversation.status !== 'active') throw conflict('conversation_not_active', `the conversation is ${conversation.status}; only active conversations take messages`);
+      const claimed = await this.claim(tenantId, conversationId, runId, input);
+      if (claimed !== true) return claimed;
+    }
+
+    const history = conversation
+      ? (await conversationStore.messagesBefore(this.db.kysely, tenantId, conversation.id, input.agent.configuration.memoryWindow)).rows
+      : [];
+    const userMessageId = newId();
+    const options = { enableTools: input.enableTools ?? true, maxTokens: input.maxTokens ?? null, onActiveRun: input.onActiveRun ?? null };
+
+    try {
+      await this.db.kysely.transaction().execute(async (trx) => {
+        if (!conversation) {
+          conversationId = newId();
+          conversation = {
+            id: conversationId,
+            tenant_id: tenantId,
+            agent_id: input.agent.id,
+            app_id: input.agent.appId,
+            name: input.content.slice(0, 80),
+            status: 'active',
+            metadata: '{}',
+            message_count: 0,
+            last_message_at: null,
+            duration_ms: 0,
+            active_run_id: runId,
+            created_by: input.principal.actor.id,
+            created_at: at,
+            updated_at: at,
+            deleted_at: null,
+          };
+          await conversationStore.insertConversation(trx, conversation);
+        }
+        await conversationStore.insertMessage(trx, {
+          id: userMessageId,
+          tenant_id: tenantId,
+          conversation_id: conversationId!,
+          run_id: runId,
+          role: 'user',
+          content: input.content,
+          tool_calls: null,
+          token_usage: null,
+          attachments: input.attachments?.length ? JSON.stringify(input.attachments) : null,
+          created_at: at,
+        });
+        await conversationStore.countMessages(trx, conversationId!, 1, at, conversation.created_at);
+        await store.insertRun(trx, {
+          id: runId,
+          tenant_id: tenantId,
+          agent_id: input.agent.id,
+          conversation_id: conversationId!,
+          task_id: input.taskId ?? null,
+          kind: input.kind,
+          status: 'running',
+          model: input.agent.model,
+          input: input.content,
+          options: JSON.stringify(options),
+          output: '',
+          error: null,
+          cost: 0,
+          input_tokens: 0,
+          output_tokens: 0,
+          duration_ms: null,
+          tool_calls: '[]',
+          steps: '[]',
+          warnings: '[]',
+          cancel_requested: 0,
+          lease_owner: this.instanceId,
+          lease_expires_at: new Date(Date.now() + this.leaseMs).toISOString(),
+          created_at: at,
+          started_at: at,
+          completed_at: null,
+        });
+      });
+    } catch (err) {
+      if (input.conversationId) await conversationStore.releaseConversation(this.db.kysely, input.conversationId, runId);
+      throw err;
+    }
+
+    const messages: ModelMessage[] = history.map((m) => ({ role: m.role === 'assistant' ? 'assistant' : 'user', content: m.content }) as ModelMessage);
+    messages.push({ role: 'user', content: input.modelContext ? `${input.content}\n\n${input.modelContext}` : input.content });
+
+    const controller = new AbortController();
+    const channel = this.events.open(runId);
+    const activeRun: ActiveRun = { controller, inbox: [], channel, done: Promise.resolve(), closing: false };
+    this.active.set(runId, activeRun);
+    activeRun.done = this.execute(runId, conversationId!, conversation!.created_at, input, messages, activeRun, Date.parse(at)).catch((err) =>
+      this.log.error({ err, runId }, 'run execution failed unexpectedly'),
+    );
+    return { runId, conversationId: conversationId!, userMessageId, done: activeRun.done };
+  }
+
+  /** Claims the conversation, or applies the agent's policy for a conversation that is busy. */
+  private async claim(tenantId: string, conversationId: string, runId: string, input: StartRunInput): Promise<true | InjectedInstead> {
+    const policy = input.onActiveRun ?? input.agent.configuration.onActiveRun;
+    const deadline = Date.now() + ENQUEUE_WAIT_MS;
+    for (;;) {
+      if (await conversationStore.claimConversation(this.db.kysely, tenantId, conversationId, runId)) return true;
+      const current = await conversationStore.findConversation(this.db.kysely, tenantId, conversationId);
+      if (!current) throw notFound('conversation');
+      if (current.status !== 'active') throw conflict('conversation_not_active', `the conversation is ${current.status}`);
+      if (!current.active_run_id) continue;
+      if (policy === 'inject') {
+        const injected = await this.inject(tenantId, conversationId, input.content);
+        return { injected: true, ...injected, conversationId };
+      }
+      if (policy !== 'enqueue' || Date.now() > deadline) {
+        throw conflict('conversation_busy', 'the agent is still answering in this conversation; wait, inject, or set onActiveRun');
+      }
+      await this.waitForEnd(current.active_run_id, deadline - Date.now());
+    }
+  }
+
+  /** Resolves when the run has ended (here or in another process), or after the timeout. */
+  async waitForEnd(runId: string, timeoutMs: number): Promise<void> {
+    const local = this.active.get(runId);
+    if (local) {
+      await Promise.race([local.done, new Promise((r) => setTimeout(r, timeoutMs).unref())]);
+      return;
+    }
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const run = await store.findRunById(this.db.kysely, runId);
+      if (!run || !store.ACTIVE_STATUSES.includes(run.status as 'running')) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  // ---------------------------------------------------------------- executing
+
+  private async execute(
+    runId: string,
+    conversationId: string,
+    conversationCreatedAt: string,
+    input: StartRunInput,
+    messages: ModelMessage[],
+    activeRun: ActiveRun,
+    startedAtMs: number,
+  ): Promise<void> {
+    const { channel, controller } = activeRun;
+    const agent = input.agent;
+    const tenantId = input.principal.tenantId;
+    let toolSet: ToolSet = { tools: [] };
+    let loop: LoopResult | undefined;
+    let failure: RunError | undefined;
+    try {
+      const model = this.models.resolve(agent.model);
+      const toolContext = { tenantId, agent, runId, conversationId };
+      if (input.enableTools ?? true) toolSet = await this.tools.forRun({ ...toolContext, signal: controller.signal });
+      const system = [agent.systemPrompt, agent.contextPrompt].filter(Boolean).join('\n\n') || undefined;
+      const maxTokens = input.maxTokens ?? agent.configuration.maxTokens ?? undefined;
+      loop = await runLoop({
+        model,
+        system,
+        messages,
+        tools: toolSet.tools,
+        toolContext,
+        maxSteps: agent.configuration.maxSteps,
+        maxTokens,
+        temperature: agent.configuration.temperature ?? undefined,
+        toolTimeoutMs: agent.configuration.toolTimeoutMs,
+        signal: controller.signal,
+        drainInbox: () => activeRun.inbox.splice(0),
+        onEvent: (e) => channel.emit(e.event, e.data),
+      });
+    } catch (err) {
+      if (err instanceof ModelCallError) {
+        loop = err.partial;
+        failure = { code: 'model_error', message: err.message };
+      } else if (err instanceof ModelUnavailableError) {
+        failure = { code: err.code, message: err.message };
+      } else if (controller.signal.aborted) {
+        loop = undefined;
+      } else {
+        this.log.error({ err, runId }, 'run failed');
+        failure = { code: 'internal_error', message: 'the run failed unexpectedly; the error is in the server log' };
+      }
+    } finally {
+      activeRun.closing = true;
+      await toolSet.close?.().catch(() => {});
+    }
+    const cancelled = !failure && (controller.signal.aborted || loop?.finish === 'cancelled');
+    const result: LoopResult = loop ?? { output: '', steps: [], toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 }, finish: 'cancelled' };
+    await this.finish(runId, tenantId, conversationId, conversationCreatedAt, agent.model, result, cancelled ? 'cancelled' : failure ? 'failed' : 'completed', failure, toolSet.warnings ?? [], startedAtMs);
+  }
+
+  private async finish(
+    runId: string,
+    tenantId: string,
+    conversationId: string,
+    conversationCreatedAt: string,
+    model: string,
+    result: LoopResult,
+    status: 'completed' | 'failed' | 'cancelled',
+    failure: RunError | undefined,
+    warnings: string[],
+    startedAtMs: number,
+  ) {
+    const activeRun = this.active.get(runId)!;
+    const channel = activeRun.channel;
+    const at = now();
+    const cost = this.prices.cost(model, result.usage.inputTokens, result.usage.outputTokens);
+    const tokenUsage = { inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens };
+    const error = status === 'cancelled' ? { code: 'cancelled', message: 'the run was cancelled' } : failure;
+    const duration = Date.parse(at) - startedAtMs;
+    let won = false;
+    try {
+      won = await this.db.kysely.transaction().execute(async (trx: Kysely<Database>) => {
+        const r = await store.finishRun(trx, runId, {
+          status,
+          output: result.output,
+          error: error ? JSON.stringify(error) : null,
+          cost,
+          input_tokens: tokenUsage.inputTokens,
+          output_tokens: tokenUsage.outputTokens,
+          duration_ms: duration,
+          tool_calls: JSON.stringify(result.toolCalls),
+          steps: JSON.stringify(result.steps),
+          warnings: JSON.stringify(warnings),
+          completed_at: at,
+          lease_owner: null,
+          lease_expires_at: null,
+        });
+        if (!Number(r.numUpdatedRows)) return false;
+        // The reply joins the conversation (a cancelled run's partial reply too); a failed run adds none.
+        if (status !== 'failed' && result.output) {
+          await conversationStore.insertMessage(trx, {
+            id: newId(),
+            tenant_id: tenantId,
+            conversation_id: conversationId,
+            run_id: runId,
+            role: 'assistant',
+            content: result.output,
+            tool_calls: result.toolCalls.length ? JSON.stringify(result.toolCalls.map((c) => ({ name: c.name, input: c.input }))) : null,
+            token_usage: JSON.stringify(tokenUsage),
+            attachments: null,
+            created_at: at,
+          });
+          await conversationStore.countMessages(trx, conversationId, 1, at, conversationCreatedAt);
+        }
+        await conversationStore.releaseConversation(trx, conversationId, runId);
+        return true;
+      });
+    } catch (err) {
+      this.log.error({ err, runId }, 'could not record the end of a run');
+    }
+    if (!won) {
+      channel.emit('error', { code: 'interrupted', message: 'the run was ended elsewhere before it finished here' });
+    } else if (status === 'completed') {
+      channel.emit('done', { conversationId, runId, cost, tokenUsage });
+    } else {
+      channel.emit('error', { ...error! });
+    }
+    this.active.delete(runId);
+    await this.events.close(channel);
+  }
+
+  // ---------------------------------------------------------------- control
+
+  /** Delivers a message to the run answering in the conversation, at its next step boundary. */
+  async inject(tenantId: string, conversationId: string, content: string): Promise<{ runId: string; messageId: string }> {
+    const conversation = await conversationStore.findConversation(this.db.kysely, tenantId, conversationId);
+    if (!conversation) throw notFound('conversation');
+    const runId = conversation.active_run_id;
+    const run = runId ? this.active.get(runId) : undefined;
+    if (!runId) throw conflict('no_active_run', 'the agent is not responding in this conversation');
+    if (!run || run.closing) {
+      // Running in another process (delivery across replicas is the signal bus's job) or finishing now.
+      throw conflict('no_active_run', 'the agent is finishing its answer; send the message normally');
+    }
+    run.inbox.push(content);
+    const at = now();
+    const messageId = newId();
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await conversationStore.insertMessage(trx, {
+        id: messageId,
+        tenant_id: tenantId,
+        conversation_id: conversationId,
+        run_id: runId,
+        role: 'user',
+        content,
+        tool_calls: null,
+        token_usage: null,
+        attachments: null,
+        created_at: at,
+      });
+      await conversationStore.countMessages(trx, conversationId, 1, at, conversation.created_at);
+    });
+    return { runId, messageId };
+  }
+
+  /** Cancels a queued or running run; answers the run as it stands afterwards. */
+  async cancel(principal: Pick<Principal, 'tenantId' | 'actor'>, runId: string) {
+    const run = await store.findRun(this.db.kysely, principal.tenantId, runId);
+    if (!run) throw notFound('run');
+    if (!store.ACTIVE_STATUSES.includes(run.status as 'running')) {
+      throw conflict('run_not_active', `the run is already ${run.status}`);
+    }
+    const local = this.active.get(runId);
+    if (local) {
+      local.controller.abort(new Error('cancelled'));
+      await local.done;
+    } else if (run.lease_expires_at && run.lease_expires_at < now()) {
+      // Nobody holds it any more: end it here.
+      await this.db.kysely.transaction().execute(async (trx) => {
+        await store.finishRun(trx, runId, {
+          status: 'cancelled',
+          error: JSON.stringify({ code: 'cancelled', message: 'the run was cancelled' }),
+          completed_at: now(),
+          lease_owner: null,
+          lease_expires_at: null,
+        });
+        if (run.conversation_id) await conversationStore.releaseConversation(trx, run.conversation_id, runId);
+      });
+    } else {
+      // Another process runs it: it sees the request when it renews its lease.
+      await this.db.kysely.updateTable('runs').set({ cancel_requested: 1 }).where('id', '=', runId).execute();
+      await this.waitForEnd(runId, this.leaseMs);
+    }
+    return this.get(principal.tenantId, runId);
+  }
+
+  // ---------------------------------------------------------------- reading
+
+  async get(tenantId: string, runId: string) {
+    const row = await store.findRun(this.db.kysely, tenantId, runId);
+    if (!row) throw notFound('run');
+    return runDetails(row);
+  }
+
+  async listForAgent(tenantId: string, agentId: string, page: number, limit: number) {
+    const { rows, total } = await store.listAgentRuns(this.db.kysely, tenantId, agentId, limit, (page - 1) * limit);
+    return { runs: rows.map(runSummary), total, page, limit };
+  }
+
+  /**
+   * Follows a run's events after `afterSeq`: from memory when it runs here, otherwise from the
+   * database (polling while another process still runs it). Calls `listener(null)` at the end.
+   */
+  async follow(tenantId: string, runId: string, afterSeq: number, listener: RunEventListener): Promise<() => void> {
+    const run = await store.findRun(this.db.kysely, tenantId, runId);
+    if (!run) throw notFound('run');
+    const channel = this.events.get(runId);
+    if (channel) return channel.follow(afterSeq, listener);
+
+    let stopped = false;
+    let last = afterSeq;
+    let endedSince = 0;
+    const pump = async () => {
+      while (!stopped) {
+        for (const r of await store.eventsAfter(this.db.kysely, runId, last)) {
+          last = r.seq;
+          listener({ seq: r.seq, event: r.event, data: JSON.parse(r.data) });
+          if (r.event === 'done' || r.event === 'error') {
+            listener(null);
+            return;
+          }
+        }
+        // The terminal event is written just after the run row changes; give it a moment, then stop anyway.
+        const current = await store.findRunById(this.db.kysely, runId);
+        if (!current || !store.ACTIVE_STATUSES.includes(current.status as 'running')) {
+          endedSince ||= Date.now();
+          if (Date.now() - endedSince > 2_000) {
+            listener(null);
+            return;
+          }
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    return () => {
+      stopped = true;
+    };
+  }
+}
+
+export function isInjected(x: RunHandle | InjectedInstead): x is InjectedInstead {
+  return (x as InjectedInstead).injected === true;
+}
+
+export { ProblemError };

@@ -1,0 +1,84 @@
+import type { Kysely, Selectable, Updateable } from 'kysely';
+import type { Database, RunTable } from '../db/schema.js';
+
+/** SQL for runs and their event log. */
+
+export type RunRow = Selectable<RunTable>;
+type Executor = Kysely<Database>;
+
+export const ACTIVE_STATUSES = ['queued', 'running'] as const;
+
+export function insertRun(db: Executor, row: RunRow) {
+  return db.insertInto('runs').values(row).execute();
+}
+
+export function findRun(db: Executor, tenantId: string, id: string) {
+  return db.selectFrom('runs').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+}
+
+export function findRunById(db: Executor, id: string) {
+  return db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function listAgentRuns(db: Executor, tenantId: string, agentId: string, limit: number, offset: number) {
+  const q = db.selectFrom('runs').where('tenant_id', '=', tenantId).where('agent_id', '=', agentId);
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
+    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+/** Moves a run to a terminal state only if it is still active: exactly one terminal write wins. */
+export function finishRun(db: Executor, id: string, patch: Updateable<RunTable>) {
+  return db
+    .updateTable('runs')
+    .set(patch)
+    .where('id', '=', id)
+    .where('status', 'in', [...ACTIVE_STATUSES])
+    .executeTakeFirst();
+}
+
+export function renewLeases(db: Executor, owner: string, ids: string[], until: string) {
+  return db
+    .updateTable('runs')
+    .set({ lease_expires_at: until })
+    .where('id', 'in', ids)
+    .where('lease_owner', '=', owner)
+    .where('status', '=', 'running')
+    .execute();
+}
+
+/** Running runs whose owner stopped renewing their lease. */
+export function expiredRuns(db: Executor, now: string, limit: number) {
+  return db
+    .selectFrom('runs')
+    .select(['id', 'tenant_id', 'conversation_id', 'started_at', 'created_at', 'task_id'])
+    .where('status', '=', 'running')
+    .where('lease_expires_at', '<', now)
+    .limit(limit)
+    .execute();
+}
+
+export function insertEvents(db: Executor, rows: { run_id: string; seq: number; event: string; data: string }[]) {
+  return db.insertInto('run_events').values(rows).execute();
+}
+
+export function eventsAfter(db: Executor, runId: string, afterSeq: number) {
+  return db
+    .selectFrom('run_events')
+    .select(['seq', 'event', 'data'])
+    .where('run_id', '=', runId)
+    .where('seq', '>', afterSeq)
+    .orderBy('seq')
+    .execute();
+}
+
+export async function lastEventSeq(db: Executor, runId: string): Promise<number> {
+  const row = await db
+    .selectFrom('run_events')
+    .select((eb) => eb.fn.max<number | string | null>('seq').as('m'))
+    .where('run_id', '=', runId)
+    .executeTakeFirst();
+  return Number(row?.m ?? 0);
+}

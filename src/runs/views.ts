@@ -1,0 +1,46 @@
+import type { StepRecord, ToolCallRecord } from '../runtime/loop.js';
+import type { RunRow } from './store.js';
+
+/** Public shapes of a run (spec 2.5, CONTRACT.md "Executions and streaming"). */
+
+export interface RunError {
+  code: string;
+  message: string;
+}
+
+export function runSummary(row: RunRow) {
+  const toolCalls = JSON.parse(row.tool_calls) as ToolCallRecord[];
+  return {
+    id: row.id,
+    runId: row.id,
+    agentId: row.agent_id,
+    conversationId: row.conversation_id,
+    taskId: row.task_id,
+    kind: row.kind,
+    status: row.status,
+    model: row.model,
+    output: row.output,
+    error: row.error ? (JSON.parse(row.error) as RunError) : null,
+    cost: row.cost,
+    duration: row.duration_ms,
+    tokenUsage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
+    toolCalls: toolCalls.map((c) => ({ id: c.id, name: c.name, input: c.input, result: c.result })),
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    completedAt: row.completed_at,
+  };
+}
+
+export function runDetails(row: RunRow) {
+  return {
+    ...runSummary(row),
+    input: row.input,
+    options: JSON.parse(row.options) as Record<string, unknown>,
+    toolCalls: JSON.parse(row.tool_calls) as ToolCallRecord[],
+    steps: JSON.parse(row.steps) as StepRecord[],
+    warnings: JSON.parse(row.warnings) as string[],
+  };
+}
+
+export type RunSummary = ReturnType<typeof runSummary>;
+export type RunDetails = ReturnType<typeof runDetails>;

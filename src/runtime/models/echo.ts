@@ -1,0 +1,194 @@
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3Content,
+  LanguageModelV3FinishReason,
+  LanguageModelV3Prompt,
+  LanguageModelV3StreamPart,
+  LanguageModelV3Usage,
+} from '@ai-sdk/provider';
+
+/**
+ * `builtin/echo`: an offline, deterministic stand-in for a language model. It is NOT a language
+ * model: it repeats the user's last message word by word, and obeys directives on lines of their own:
+ *
+ *   /tool <name> <json-input>   call that tool (several lines: several calls), then answer with the result
+ *   /delay <ms>                 wait that long before each streamed token (at most 10000)
+ *   /fail <message>             make the model call fail with that message
+ *
+ * It exists for development, demos, tests and benchmarks; it goes through the same AI SDK interface,
+ * tool loop, streaming and accounting as every real model. Token counts are words (whitespace-split).
+ */
+
+export const ECHO_MAX_DELAY_MS = 10_000;
+
+interface Directives {
+  text: string;
+  tools: { name: string; input: string }[];
+  delayMs: number;
+  fail?: string;
+}
+
+function parseDirectives(message: string): Directives {
+  const out: Directives = { text: '', tools: [], delayMs: 0 };
+  const textLines: string[] = [];
+  for (const line of message.split('\n')) {
+    const m = /^\/(tool|delay|fail)(?:\s+(.*))?$/.exec(line.trim());
+    if (!m) {
+      textLines.push(line);
+      continue;
+    }
+    const arg = (m[2] ?? '').trim();
+    if (m[1] === 'tool') {
+      const space = arg.search(/\s/);
+      const name = space < 0 ? arg : arg.slice(0, space);
+      const input = space < 0 ? '{}' : arg.slice(space + 1).trim();
+      if (name) out.tools.push({ name, input });
+    } else if (m[1] === 'delay') {
+      const ms = Number.parseInt(arg, 10);
+      if (Number.isFinite(ms) && ms > 0) out.delayMs = Math.min(ms, ECHO_MAX_DELAY_MS);
+    } else {
+      out.fail = arg || 'builtin/echo was told to fail';
+    }
+  }
+  out.text = textLines.join('\n').trim();
+  return out;
+}
+
+const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
+
+function promptText(prompt: LanguageModelV3Prompt): string {
+  return prompt
+    .map((m) =>
+      typeof m.content === 'string'
+        ? m.content
+        : m.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool-result' ? JSON.stringify(p.output) : '')).join(' '),
+    )
+    .join(' ');
+}
+
+function lastUserText(prompt: LanguageModelV3Prompt): string {
+  for (let i = prompt.length - 1; i >= 0; i--) {
+    const m = prompt[i];
+    if (m.role === 'user') return m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
+  }
+  return '';
+}
+
+interface Plan {
+  content: LanguageModelV3Content[];
+  finishReason: LanguageModelV3FinishReason;
+  usage: LanguageModelV3Usage;
+  delayMs: number;
+  fail?: string;
+}
+
+/** Decides the whole answer up front; streaming only paces it out. */
+function plan(options: LanguageModelV3CallOptions): Plan {
+  const prompt = options.prompt;
+  const directives = parseDirectives(lastUserText(prompt));
+  const last = prompt[prompt.length - 1];
+  const inputTokens = words(promptText(prompt));
+  const usage = (output: number): LanguageModelV3Usage => ({
+    inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: output, text: output, reasoning: 0 },
+  });
+  const base = { delayMs: directives.delayMs, fail: directives.fail };
+
+  const available = new Set((options.tools ?? []).map((t) => t.name));
+  // After tool results came back: answer with them.
+  if (last?.role === 'tool') {
+    const text = last.content
+      .map((p) => (p.type === 'tool-result' ? `${p.toolName} returned ${JSON.stringify('value' in p.output ? p.output.value : p.output)}` : ''))
+      .filter(Boolean)
+      .join('\n');
+    return { ...base, fail: undefined, content: [{ type: 'text', text }], finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(words(text)) };
+  }
+  const calls = directives.tools.filter(() => options.toolChoice?.type !== 'none');
+  if (calls.length && available.size) {
+    const content: LanguageModelV3Content[] = calls.map((c, i) => ({
+      type: 'tool-call',
+      toolCallId: `echo-call-${prompt.length}-${i}`,
+      toolName: c.name,
+      input: c.input,
+    }));
+    return { ...base, content, finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(calls.length) };
+  }
+  let text = directives.text || (directives.tools.length ? 'no tools are enabled for this run' : '');
+  let finish: LanguageModelV3FinishReason = { unified: 'stop', raw: 'stop' };
+  const cap = options.maxOutputTokens;
+  const tokens = text.split(/(\s+)/).filter(Boolean);
+  if (cap !== undefined && words(text) > cap) {
+    let kept = 0;
+    const out: string[] = [];
+    for (const t of tokens) {
+      if (/\S/.test(t) && kept++ >= cap) break;
+      out.push(t);
+    }
+    text = out.join('').trimEnd();
+    finish = { unified: 'length', raw: 'length' };
+  }
+  return { ...base, content: text ? [{ type: 'text', text }] : [], finishReason: finish, usage: usage(words(text)) };
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export class EchoLanguageModel implements LanguageModelV3 {
+  readonly specificationVersion = 'v3' as const;
+  readonly provider = 'builtin';
+  readonly modelId = 'echo';
+  readonly supportedUrls = {};
+
+  async doGenerate(options: LanguageModelV3CallOptions) {
+    const p = plan(options);
+    if (p.fail) throw new Error(p.fail);
+    return { content: p.content, finishReason: p.finishReason, usage: p.usage, warnings: [] };
+  }
+
+  async doStream(options: LanguageModelV3CallOptions) {
+    const p = plan(options);
+    const signal = options.abortSignal;
+    const stream = new ReadableStream<LanguageModelV3StreamPart>({
+      async start(controller) {
+        try {
+          controller.enqueue({ type: 'stream-start', warnings: [] });
+          if (p.fail) throw new Error(p.fail);
+          for (const part of p.content) {
+            if (part.type === 'text') {
+              controller.enqueue({ type: 'text-start', id: 'echo-text' });
+              // Word by word, each with its following whitespace, so the deltas rebuild the text exactly.
+              for (const token of part.text.match(/\S+\s*/g) ?? []) {
+                if (p.delayMs) await sleep(p.delayMs, signal);
+                else if (signal?.aborted) throw signal.reason;
+                controller.enqueue({ type: 'text-delta', id: 'echo-text', delta: token });
+              }
+              controller.enqueue({ type: 'text-end', id: 'echo-text' });
+            } else {
+              if (p.delayMs) await sleep(p.delayMs, signal);
+              controller.enqueue(part as LanguageModelV3StreamPart);
+            }
+          }
+          controller.enqueue({ type: 'finish', usage: p.usage, finishReason: p.finishReason });
+          controller.close();
+        } catch (err) {
+          controller.enqueue({ type: 'error', error: err });
+          controller.close();
+        }
+      },
+    });
+    return { stream };
+  }
+}

@@ -1,0 +1,84 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { McpTool } from '../../agents/schemas.js';
+import type { Static } from '@sinclair/typebox';
+import { ToolError, type RuntimeTool, type ToolProvider, type ToolSet } from './types.js';
+
+type McpSource = Static<typeof McpTool>;
+
+const MAX_TOOLS_PER_SERVER = 256;
+
+/** Text of an MCP tool result's content blocks, for errors and plain results. */
+function contentText(content: unknown): string {
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((c: { type?: string; text?: string }) => (c?.type === 'text' && typeof c.text === 'string' ? c.text : ''))
+    .filter(Boolean)
+    .join('\n');
+}
+
+async function connect(source: McpSource, signal: AbortSignal): Promise<{ client: Client; tools: RuntimeTool[] }> {
+  const client = new Client({ name: 'agentry', version: '0.1.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(source.url), {
+    requestInit: { headers: source.headers ?? {} },
+  });
+  await client.connect(transport, { signal });
+  const listed: { name: string; description?: string; inputSchema: Record<string, unknown> }[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor ? { cursor } : {}, { signal });
+    listed.push(...(page.tools as typeof listed));
+    cursor = page.nextCursor;
+  } while (cursor && listed.length < MAX_TOOLS_PER_SERVER);
+
+  const allowed = source.allowedTools ? new Set(source.allowedTools) : null;
+  const tools = listed
+    .filter((t) => !allowed || allowed.has(t.name))
+    .slice(0, MAX_TOOLS_PER_SERVER)
+    .map<RuntimeTool>((t) => ({
+      name: source.name ? `${source.name}_${t.name}` : t.name,
+      description: t.description ?? `${t.name} (MCP server ${new URL(source.url).host})`,
+      inputSchema: t.inputSchema ?? { type: 'object' },
+      async execute(input, ctx) {
+        const result = await client.callTool({ name: t.name, arguments: (input ?? {}) as Record<string, unknown> }, undefined, {
+          signal: ctx.signal,
+        });
+        if (result.isError) throw new ToolError('tool_failed', contentText(result.content) || `${t.name} failed`);
+        if (result.structuredContent && typeof result.structuredContent === 'object') return result.structuredContent;
+        const text = contentText(result.content);
+        return { content: result.content, ...(text ? { text } : {}) };
+      },
+    }));
+  return { client, tools };
+}
+
+/**
+ * Tools from the MCP servers named in an agent's `tools` (`{ type: "mcp", url, headers?, name?,
+ * allowedTools? }`), over Streamable HTTP with the MCP SDK client: one connection per server per run.
+ */
+export function mcpToolProvider(checkUrl: (url: string) => Promise<void> = async () => {}): ToolProvider {
+  return async (ctx) => {
+    const sources = ctx.agent.tools.filter((t): t is McpSource => t.type === 'mcp');
+    if (!sources.length) return { tools: [] };
+    const clients: Client[] = [];
+    const tools: RuntimeTool[] = [];
+    const errors: string[] = [];
+    await Promise.all(
+      sources.map(async (source) => {
+        try {
+          await checkUrl(source.url);
+          const c = await connect(source, ctx.signal);
+          clients.push(c.client);
+          tools.push(...c.tools);
+        } catch (err) {
+          errors.push(`${source.url}: ${(err as Error).message}`);
+        }
+      }),
+    );
+    return {
+      tools,
+      warnings: errors.map((e) => `MCP server unavailable: ${e}`),
+      close: async () => void (await Promise.allSettled(clients.map((c) => c.close()))),
+    };
+  };
+}
