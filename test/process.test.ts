@@ -29,8 +29,8 @@ describe('the real CLI and the real server', () => {
 
     const res = await api('/api/v1/agents', out.apiKey, { method: 'POST', body: JSON.stringify({ name: 'Support', appId: 'support' }) });
     expect(res.status).toBe(201);
-    const agent = await res.json();
-    const list = await (await api('/api/v1/agents', out.apiKey)).json();
+    const agent = (await res.json()) as { id: string };
+    const list = (await (await api("/api/v1/agents", out.apiKey)).json()) as { agents: { id: string }[] };
     expect(list.agents.map((a: { id: string }) => a.id)).toEqual([agent.id]);
 
     // keys create / list / revoke through the CLI, seen at once by the running server.
