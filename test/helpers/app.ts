@@ -65,6 +65,10 @@ export interface TestApp {
   /** Creates a tenant through the real service and returns its all-permissions key. */
   tenant(name?: string): Promise<{ id: string; key: string }>;
   request<T = any>(method: string, url: string, options?: RequestOptions): Promise<Response<T>>;
+  /** Listens on a free loopback port (for SSE and MCP clients); returns the base URL. */
+  listen(): Promise<string>;
+  /** fetch() against the listening server with the key as bearer. */
+  fetch(path: string, key: string, init?: { method?: string; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal }): Promise<globalThis.Response>;
   close(): Promise<void>;
 }
 
@@ -77,6 +81,7 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
   const app = await buildApp({ config, db, services });
   await app.ready();
   let counter = 0;
+  let baseUrl: string | undefined;
   return {
     app,
     db,
@@ -102,6 +107,19 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
         body = undefined;
       }
       return { status: res.statusCode, headers: res.headers, body, text: res.body };
+    },
+    async listen() {
+      baseUrl ??= await app.listen({ port: 0, host: '127.0.0.1' });
+      return baseUrl;
+    },
+    async fetch(path, key, init = {}) {
+      if (!baseUrl) throw new Error('call listen() first');
+      return globalThis.fetch(`${baseUrl}${path}`, {
+        method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+        headers: { authorization: `Bearer ${key}`, ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...(init.headers ?? {}) },
+        body: init.body === undefined ? undefined : JSON.stringify(init.body),
+        signal: init.signal,
+      });
     },
     async close() {
       await app.close();
