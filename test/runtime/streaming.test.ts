@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { startMcpServer } from '../helpers/mcp-server.js';
+import { readSse, type SseEvent } from '../helpers/sse.js';
+
+let t: TestApp;
+let key: string;
+let mcp: Awaited<ReturnType<typeof startMcpServer>>;
+
+beforeAll(async () => {
+  t = await startApp();
+  ({ key } = await t.tenant('acme'));
+  await t.listen();
+  mcp = await startMcpServer();
+});
+afterAll(async () => {
+  await t.close();
+  await mcp.close();
+});
+
+async function agent(body: Record<string, unknown> = {}) {
+  const res = await t.request('POST', '/api/v1/agents', { key, body: { name: 'bot', appId: 'app', ...body } });
+  return res.body as { id: string };
+}
+
+const text = (events: SseEvent[]) => events.filter((e) => e.event === 'token').map((e) => e.data.text).join('');
+const seqs = (events: SseEvent[]) => events.map((e) => Number(e.id));
+
+async function waitForRun(runId: string, status: string) {
+  for (let i = 0; i < 100; i++) {
+    const run = await t.request('GET', `/api/v1/runs/${runId}`, { key });
+    if (run.body.status === status) return run.body;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`run ${runId} never became ${status}`);
+}
+
+describe('SSE streaming', () => {
+  it('streams tokens then done, each event with an increasing id', async () => {
+    const a = await agent();
+    for (const path of ['stream', 'chat']) {
+      const res = await t.fetch(`/api/v1/agents/${a.id}/${path}`, key, { body: { message: 'streaming is fun' } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      const events = await readSse(res);
+      expect(events.map((e) => e.event)).toEqual(['token', 'token', 'token', 'done']);
+      expect(text(events)).toBe('streaming is fun');
+      expect(seqs(events)).toEqual([1, 2, 3, 4]);
+      const done = events.at(-1)!.data;
+      expect(done).toMatchObject({ cost: 0, tokenUsage: { inputTokens: 3, outputTokens: 3 } });
+      const run = await t.request('GET', `/api/v1/runs/${done.runId}`, { key });
+      expect(run.body).toMatchObject({ status: 'completed', output: 'streaming is fun', conversationId: done.conversationId, kind: path });
+    }
+  });
+
+  it('streams execute when stream is true', async () => {
+    const a = await agent();
+    const res = await t.fetch(`/api/v1/agents/${a.id}/execute`, key, { body: { message: 'yes please', stream: true } });
+    const events = await readSse(res);
+    expect(events.map((e) => e.event)).toEqual(['token', 'token', 'done']);
+  });
+
+  it('streams a tool call as it happens', async () => {
+    const a = await agent({ tools: [{ type: 'mcp', url: mcp.url }] });
+    const res = await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: '/tool add {"a":1,"b":2}' } });
+    const events = await readSse(res);
+    expect(events.map((e) => e.event)).toEqual(['tool_call_start', 'tool_call_end', 'token', 'token', 'token', 'done']);
+    const [start, end] = events;
+    expect(start.data).toEqual({ id: expect.any(String), name: 'add', input: { a: 1, b: 2 } });
+    expect(end.data).toEqual({ id: start.data.id, result: { sum: 3 } });
+    expect(text(events)).toBe('add returned {"sum":3}');
+  });
+
+  it('ends with an error event when the model fails', async () => {
+    const a = await agent();
+    const res = await t.fetch(`/api/v1/agents/${a.id}/chat`, key, { body: { message: '/fail no luck' } });
+    const events = await readSse(res);
+    expect(events).toEqual([{ id: '1', event: 'error', data: { code: 'model_error', message: 'no luck' } }]);
+  });
+
+  it('answers problems (not a stream) when the request is refused', async () => {
+    const a = await agent();
+    await t.request('POST', `/api/v1/agents/${a.id}/pause`, { key });
+    const res = await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: 'hi' } });
+    expect(res.status).toBe(409);
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  });
+
+  it('replays what a reconnecting client missed with Last-Event-ID, losing and duplicating nothing', async () => {
+    const a = await agent();
+    const words = Array.from({ length: 12 }, (_, i) => `w${i}`).join(' ');
+    const controller = new AbortController();
+    const res = await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: `/delay 40\n${words}` }, signal: controller.signal });
+    const first = await readSse(res, { stopAfter: (ev) => ev.length === 4, controller });
+    expect(seqs(first)).toEqual([1, 2, 3, 4]);
+
+    // The client went away; the run goes on. Find the run and reconnect from event 4.
+    const runs = await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key });
+    const runId = runs.body.runs[0].id;
+    expect(runs.body.runs[0].status).toBe('running');
+    const again = await t.fetch(`/api/v1/runs/${runId}/events`, key, { headers: { 'last-event-id': '4' } });
+    const rest = await readSse(again);
+    const all = [...first, ...rest];
+    expect(seqs(all)).toEqual(Array.from({ length: 13 }, (_, i) => i + 1));
+    expect(text(all)).toBe(words);
+    expect(all.at(-1)!.event).toBe('done');
+
+    // After the end, a replay from the start comes from the database.
+    const replay = await readSse(await t.fetch(`/api/v1/runs/${runId}/events?lastEventId=10`, key));
+    expect(seqs(replay)).toEqual([11, 12, 13]);
+  });
+
+  it('keeps running when the client disconnects', async () => {
+    const a = await agent();
+    const controller = new AbortController();
+    const res = await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: '/delay 30\na b c d e f' }, signal: controller.signal });
+    const first = await readSse(res, { stopAfter: (ev) => ev.length === 1, controller });
+    expect(first).toHaveLength(1);
+    const runs = await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key });
+    const run = await waitForRun(runs.body.runs[0].id, 'completed');
+    expect(run.output).toBe('a b c d e f');
+  });
+});
