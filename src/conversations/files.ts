@@ -108,6 +108,10 @@ export const filesRoutes: FastifyPluginAsyncTypebox<{ files: FilesService }> = a
       }
       throw err;
     }
+    // A stream cut at the limit is refused too, whichever way the limit showed itself.
+    if (part.file.truncated || data.length > MAX_FILE_BYTES) {
+      throw new ProblemError(413, 'payload_too_large', `files are limited to ${MAX_FILE_BYTES} bytes`);
+    }
     return reply.code(201).send(await files.upload(req.principal, part.filename, part.mimetype, data));
   });
 

@@ -138,9 +138,16 @@ export class RunsService {
       if (this.active.has(run.id)) continue;
       const at = now();
       const error: RunError = { code: 'interrupted', message: 'the process running this run stopped before it finished' };
+      // What the client was already sent survives: the streamed tokens are in the event log.
+      const events = await store.eventsAfter(this.db.kysely, run.id, 0);
+      const output = events
+        .filter((e) => e.event === 'token')
+        .map((e) => (JSON.parse(e.data) as { text: string }).text)
+        .join('');
       const won = await this.db.kysely.transaction().execute(async (trx) => {
         const r = await store.finishRun(trx, run.id, {
           status: 'failed',
+          output,
           error: JSON.stringify(error),
           completed_at: at,
           duration_ms: run.started_at ? Date.parse(at) - Date.parse(run.started_at) : null,
@@ -154,7 +161,7 @@ export class RunsService {
       if (!won) continue;
       recovered++;
       // Followers of the stream learn how it ended.
-      const seq = (await store.lastEventSeq(this.db.kysely, run.id)) + 1;
+      const seq = (events.at(-1)?.seq ?? 0) + 1;
       await store.insertEvents(this.db.kysely, [{ run_id: run.id, seq, event: 'error', data: JSON.stringify(error) }]).catch(() => {});
       this.log.warn({ runId: run.id }, 'run interrupted: its process stopped renewing the lease');
     }
@@ -548,6 +555,10 @@ export class RunsService {
         await new Promise((r) => setTimeout(r, 100));
       }
     };
+    pump().catch((err) => {
+      this.log.error({ err, runId }, 'following run events failed');
+      listener(null);
+    });
     return () => {
       stopped = true;
     };

@@ -73,12 +73,3 @@ export function eventsAfter(db: Executor, runId: string, afterSeq: number) {
     .orderBy('seq')
     .execute();
 }
-
-export async function lastEventSeq(db: Executor, runId: string): Promise<number> {
-  const row = await db
-    .selectFrom('run_events')
-    .select((eb) => eb.fn.max<number | string | null>('seq').as('m'))
-    .where('run_id', '=', runId)
-    .executeTakeFirst();
-  return Number(row?.m ?? 0);
-}

@@ -129,6 +129,9 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
   };
 }
 
+/** The secret part of an API key (`agk_<32 hex id>_<secret>`; the secret may itself contain `_`). */
+export const secretOf = (apiKey: string) => apiKey.slice('agk_'.length + 32 + 1);
+
 /** Asserts an RFC 9457 problem response with the given status and code. */
 export function expectProblem(res: Response, status: number, code: string) {
   const ok =

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem, secretOf, startApp, type TestApp } from '../helpers/app.js';
 
 let t: TestApp;
 let admin: { id: string; key: string };
@@ -44,7 +44,7 @@ describe('authentication', () => {
 
   it('stores keys only as hashes', async () => {
     const rows = await t.db.kysely.selectFrom('api_keys').selectAll().execute();
-    const secret = admin.key.split('_')[2];
+    const secret = secretOf(admin.key);
     for (const row of rows) {
       expect(JSON.stringify(row)).not.toContain(secret);
       expect(row.secret_hash).toMatch(/^[0-9a-f]{64}$/);
@@ -78,7 +78,7 @@ describe('API keys over HTTP', () => {
     expect(list.status).toBe(200);
     const entry = list.body.apiKeys.find((k: { id: string }) => k.id === created.apiKey.id);
     expect(entry).toMatchObject({ permissions: ['agents:read', 'agents:write'], revokedAt: null });
-    expect(list.text).not.toContain(created.key.split('_')[2]);
+    expect(list.text).not.toContain(secretOf(created.key));
     expect(list.body).toMatchObject({ page: 1, limit: 100 });
 
     const revoke = await t.request('DELETE', `/api/v1/api-keys/${created.apiKey.id}`, { key: admin.key });
