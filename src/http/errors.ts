@@ -72,6 +72,7 @@ function fieldErrors(err: FastifyError): FieldError[] {
     const params = v.params as Record<string, unknown>;
     if (v.keyword === 'required' && typeof params.missingProperty === 'string') {
       where = where ? `${where}.${params.missingProperty}` : params.missingProperty;
+      return { path: `${context}.${where}`, message: 'is required' };
     }
     if (v.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
       where = where ? `${where}.${params.additionalProperty}` : params.additionalProperty;

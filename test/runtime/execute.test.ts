@@ -201,7 +201,7 @@ describe('tools', () => {
     const before = mcp.state.calls.length;
     const res = await execute(a.id, { message: '/tool add {"a":1,"b":1}', enableTools: false });
     expect(res.body.toolCalls).toEqual([]);
-    expect(res.body.output).toBe('no tools are enabled for this run');
+    expect(res.body.output).toBe('no tools are available to this run');
     expect(mcp.state.calls.length).toBe(before);
   });
 

@@ -114,7 +114,7 @@ function plan(options: LanguageModelV3CallOptions): Plan {
     }));
     return { ...base, content, finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(calls.length) };
   }
-  let text = directives.text || (directives.tools.length ? 'no tools are enabled for this run' : '');
+  let text = directives.text || (directives.tools.length ? 'no tools are available to this run' : '');
   let finish: LanguageModelV3FinishReason = { unified: 'stop', raw: 'stop' };
   const cap = options.maxOutputTokens;
   const tokens = text.split(/(\s+)/).filter(Boolean);
