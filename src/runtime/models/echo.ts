@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type {
   LanguageModelV3,
   LanguageModelV3CallOptions,
@@ -108,7 +109,8 @@ function plan(options: LanguageModelV3CallOptions): Plan {
   if (calls.length && available.size) {
     const content: LanguageModelV3Content[] = calls.map((c, i) => ({
       type: 'tool-call',
-      toolCallId: `echo-call-${prompt.length}-${i}`,
+      // Unique across runs and steps, as tool call ids must be.
+      toolCallId: `echo-${randomUUID()}-${i}`,
       toolName: c.name,
       input: c.input,
     }));
