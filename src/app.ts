@@ -24,6 +24,7 @@ import { PriceTable } from './runtime/models/prices.js';
 import { ModelRegistry } from './runtime/models/registry.js';
 import { mcpToolProvider } from './runtime/tools/mcp.js';
 import { ToolRegistry } from './runtime/tools/registry.js';
+import { LocalSignalBus, PostgresSignalBus, type SignalBus } from './signals/bus.js';
 import { tenancyRoutes } from './tenancy/routes.js';
 import { TenancyService } from './tenancy/service.js';
 
@@ -44,6 +45,7 @@ declare module 'fastify' {
 /** The services of every domain, built once per process and shared by routes and background work. */
 export interface Services {
   logger: FastifyBaseLogger;
+  bus: SignalBus;
   tenancy: TenancyService;
   agents: AgentsService;
   tools: ToolRegistry;
@@ -61,13 +63,18 @@ export function createLogger(config: Config): FastifyBaseLogger {
 }
 
 export function createServices(config: Config, db: Db, logger: FastifyBaseLogger = createLogger(config)): Services {
+  // One process on SQLite; on PostgreSQL, signals cross replicas with LISTEN/NOTIFY.
+  const bus: SignalBus = config.databaseUrl
+    ? new PostgresSignalBus(config.databaseUrl, (err) => logger.warn({ err }, 'signal bus connection problem'))
+    : new LocalSignalBus();
   const agents = new AgentsService(db, config.defaultModel);
   const tools = new ToolRegistry();
   tools.register('mcp', mcpToolProvider());
-  const runs = new RunsService(db, new ModelRegistry(config.providers), tools, new PriceTable(config.modelPrices), config.runLeaseMs, logger);
+  const runs = new RunsService(db, new ModelRegistry(config.providers), tools, new PriceTable(config.modelPrices), config.runLeaseMs, logger, bus);
   const files = new FilesService(db);
   return {
     logger,
+    bus,
     tenancy: new TenancyService(db),
     agents,
     tools,
@@ -166,10 +173,12 @@ export async function buildApp({ config, db, services = createServices(config, d
 
   // Lease renewal and recovery of runs interrupted elsewhere run while the server does.
   app.addHook('onReady', async () => {
+    if (services.bus instanceof PostgresSignalBus) await services.bus.start();
     await services.runs.startBackground();
   });
   app.addHook('onClose', async () => {
     await services.runs.stop();
+    await services.bus.close();
   });
 
   return app;

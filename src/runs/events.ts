@@ -31,6 +31,7 @@ export class RunChannel {
     readonly runId: string,
     private readonly db: Db,
     private readonly onWriteError: (err: unknown) => void,
+    private readonly onWritten: (runId: string, seq: number) => void,
   ) {}
 
   emit(event: string, data: Record<string, unknown>): void {
@@ -58,6 +59,7 @@ export class RunChannel {
         this.events.push(e);
         for (const l of this.listeners) l(e);
       }
+      this.onWritten(this.runId, batch[batch.length - 1].seq);
     }
     this.writing = null;
   }
@@ -94,10 +96,11 @@ export class RunEventHub {
   constructor(
     private readonly db: Db,
     private readonly onWriteError: (err: unknown) => void,
+    private readonly onWritten: (runId: string, seq: number) => void = () => {},
   ) {}
 
   open(runId: string): RunChannel {
-    const channel = new RunChannel(runId, this.db, this.onWriteError);
+    const channel = new RunChannel(runId, this.db, this.onWriteError, this.onWritten);
     this.channels.set(runId, channel);
     return channel;
   }

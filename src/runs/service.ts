@@ -12,6 +12,7 @@ import type { PriceTable } from '../runtime/models/prices.js';
 import { ModelUnavailableError, type ModelRegistry } from '../runtime/models/registry.js';
 import type { ToolRegistry } from '../runtime/tools/registry.js';
 import type { ToolSet } from '../runtime/tools/types.js';
+import type { SignalBus } from '../signals/bus.js';
 import type { Principal } from '../tenancy/permissions.js';
 import { RunEventHub, type RunChannel, type RunEventListener } from './events.js';
 import * as store from './store.js';
@@ -81,7 +82,10 @@ export class RunsService {
   /** This process, as lease owner. */
   readonly instanceId = newId();
   private readonly active = new Map<string, ActiveRun>();
+  /** Followers in this process of runs executing elsewhere, woken by `run.events` signals. */
+  private readonly remoteFollowers = new Map<string, Set<() => void>>();
   private timers: NodeJS.Timeout[] = [];
+  private unsubscribers: (() => void)[] = [];
 
   constructor(
     private readonly db: Db,
@@ -90,14 +94,28 @@ export class RunsService {
     private readonly prices: PriceTable,
     private readonly leaseMs: number,
     private readonly log: FastifyBaseLogger,
+    private readonly bus: SignalBus,
   ) {
-    this.events = new RunEventHub(db, (err) => this.log.error({ err }, 'run event write failed'));
+    this.events = new RunEventHub(db, (err) => this.log.error({ err }, 'run event write failed'), (runId, seq) => {
+      // Followers on other replicas read the new events from the database when told.
+      this.bus.publish('run.events', { runId, seq }).catch(() => {});
+    });
   }
 
   // ---------------------------------------------------------------- background duties
 
   /** Starts lease renewal and the recovery of runs whose process died. */
   startBackground() {
+    this.unsubscribers.push(
+      this.bus.subscribe('run.cancel', ({ runId }) => this.active.get(String(runId))?.controller.abort(new Error('cancelled'))),
+      this.bus.subscribe('run.inject', ({ runId, content }) => {
+        const run = this.active.get(String(runId));
+        if (run && !run.closing) run.inbox.push(String(content));
+      }),
+      this.bus.subscribe('run.events', ({ runId }) => {
+        for (const wake of this.remoteFollowers.get(String(runId)) ?? []) wake();
+      }),
+    );
     const renew = setInterval(() => void this.renewLeases().catch((err) => this.log.error({ err }, 'lease renewal failed')), this.leaseMs / RENEW_EVERY_FRACTION);
     const reap = setInterval(() => void this.recoverInterrupted().catch((err) => this.log.error({ err }, 'run recovery failed')), this.leaseMs / 2);
     renew.unref();
@@ -109,6 +127,8 @@ export class RunsService {
   async stop() {
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
+    for (const u of this.unsubscribers) u();
+    this.unsubscribers = [];
   }
 
   /** Runs executing in this process. */
@@ -449,13 +469,17 @@ export class RunsService {
     const conversation = await conversationStore.findConversation(this.db.kysely, tenantId, conversationId);
     if (!conversation) throw notFound('conversation');
     const runId = conversation.active_run_id;
-    const run = runId ? this.active.get(runId) : undefined;
     if (!runId) throw conflict('no_active_run', 'the agent is not responding in this conversation');
-    if (!run || run.closing) {
-      // Running in another process (delivery across replicas is the signal bus's job) or finishing now.
-      throw conflict('no_active_run', 'the agent is finishing its answer; send the message normally');
+    const run = this.active.get(runId);
+    if (run?.closing) throw conflict('no_active_run', 'the agent is finishing its answer; send the message normally');
+    if (run) {
+      run.inbox.push(content);
+    } else {
+      // The run executes in another process: it gets the message through the signal bus.
+      const row = await store.findRunById(this.db.kysely, runId);
+      if (!row || row.status !== 'running') throw conflict('no_active_run', 'the agent is not responding in this conversation');
+      await this.bus.publish('run.inject', { runId, content });
     }
-    run.inbox.push(content);
     const at = now();
     const messageId = newId();
     await this.db.kysely.transaction().execute(async (trx) => {
@@ -500,8 +524,9 @@ export class RunsService {
         if (run.conversation_id) await conversationStore.releaseConversation(trx, run.conversation_id, runId);
       });
     } else {
-      // Another process runs it: it sees the request when it renews its lease.
+      // Another process runs it: the signal reaches it at once; the flag, at its next lease renewal.
       await this.db.kysely.updateTable('runs').set({ cancel_requested: 1 }).where('id', '=', runId).execute();
+      await this.bus.publish('run.cancel', { runId });
       await this.waitForEnd(runId, this.leaseMs);
     }
     return this.get(principal.tenantId, runId);
@@ -533,6 +558,11 @@ export class RunsService {
     let stopped = false;
     let last = afterSeq;
     let endedSince = 0;
+    let wake: (() => void) | null = null;
+    const wakers = this.remoteFollowers.get(runId) ?? new Set<() => void>();
+    this.remoteFollowers.set(runId, wakers);
+    const onSignal = () => wake?.();
+    wakers.add(onSignal);
     const pump = async () => {
       while (!stopped) {
         for (const r of await store.eventsAfter(this.db.kysely, runId, last)) {
@@ -552,15 +582,30 @@ export class RunsService {
             return;
           }
         }
-        await new Promise((r) => setTimeout(r, 100));
+        // Woken by a `run.events` signal; the timeout is the fallback when signals are lost.
+        await new Promise<void>((r) => {
+          const timer = setTimeout(r, endedSince ? 200 : 1000);
+          wake = () => {
+            clearTimeout(timer);
+            r();
+          };
+        });
+        wake = null;
       }
     };
-    pump().catch((err) => {
-      this.log.error({ err, runId }, 'following run events failed');
-      listener(null);
-    });
+    const release = () => {
+      wakers.delete(onSignal);
+      if (!wakers.size) this.remoteFollowers.delete(runId);
+    };
+    pump()
+      .catch((err) => {
+        this.log.error({ err, runId }, 'following run events failed');
+        listener(null);
+      })
+      .finally(release);
     return () => {
       stopped = true;
+      wake?.();
     };
   }
 }
