@@ -24,6 +24,7 @@ import { PriceTable } from './runtime/models/prices.js';
 import { ModelRegistry } from './runtime/models/registry.js';
 import { mcpToolProvider } from './runtime/tools/mcp.js';
 import { ToolRegistry } from './runtime/tools/registry.js';
+import { UrlGuard } from './runtime/tools/ssrf.js';
 import { LocalSignalBus, PostgresSignalBus, type SignalBus } from './signals/bus.js';
 import { tenancyRoutes } from './tenancy/routes.js';
 import { TenancyService } from './tenancy/service.js';
@@ -69,7 +70,8 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     : new LocalSignalBus();
   const agents = new AgentsService(db, config.defaultModel);
   const tools = new ToolRegistry();
-  tools.register('mcp', mcpToolProvider());
+  const guard = new UrlGuard(config.mcpAllowedHosts, config.mcpAllowPrivateNetworks);
+  tools.register('mcp', mcpToolProvider((url) => guard.check(url)));
   const runs = new RunsService(db, new ModelRegistry(config.providers), tools, new PriceTable(config.modelPrices), config.runLeaseMs, logger, bus);
   const files = new FilesService(db);
   return {

@@ -16,6 +16,12 @@ export interface Config {
   modelPrices: Record<string, { input: number; output: number }>;
   /** How long a run's lease lasts without renewal before another process declares it interrupted. */
   runLeaseMs: number;
+  /** Hosts (or host:port) agents may reach although they are loopback or private (MCP_ALLOWED_HOSTS). */
+  mcpAllowedHosts: string[];
+  /** Lets agents reach any private address (MCP_ALLOW_PRIVATE_NETWORKS=true); for closed networks only. */
+  mcpAllowPrivateNetworks: boolean;
+  /** How long SIGTERM waits for running runs and streams before ending them. */
+  shutdownGraceMs: number;
 }
 
 export interface ProviderSettings {
@@ -47,6 +53,14 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
 }
 
 function url(env: Env, name: string, fallback: string, protocols: string[]): string {
@@ -114,6 +128,10 @@ export function loadConfig(env: Env = process.env): Config {
   };
 
   const runLeaseMs = integer(env, 'RUN_LEASE_SECONDS', 30, 2, 3600) * 1000;
+  const mcpAllowedHosts = (env.MCP_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean);
+  const mcpAllowPrivateNetworks = boolean(env, 'MCP_ALLOW_PRIVATE_NETWORKS', false);
+  const shutdownGraceMs = integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000;
 
-  return { port, host, dataDir, databaseUrl, logLevel, publicBaseUrl, defaultModel, providers, modelPrices: modelPrices(env), runLeaseMs };
+  return { port, host, dataDir, databaseUrl, logLevel, publicBaseUrl, defaultModel, providers, modelPrices: modelPrices(env), runLeaseMs,
+    mcpAllowedHosts, mcpAllowPrivateNetworks, shutdownGraceMs };
 }

@@ -74,7 +74,8 @@ export interface TestApp {
 
 export async function startApp(extraEnv: Record<string, string> = {}): Promise<TestApp> {
   const database = await createTestDatabase();
-  const config = loadConfig({ ...database.env, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://agentry.test', ...extraEnv });
+  // Test MCP servers listen on loopback, which the URL guard refuses unless allowed.
+  const config = loadConfig({ ...database.env, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://agentry.test', MCP_ALLOWED_HOSTS: '127.0.0.1', ...extraEnv });
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
   const services = createServices(config, db);
