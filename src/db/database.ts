@@ -25,7 +25,8 @@ export interface DbOptions {
 
 export function openDatabase(options: DbOptions): Db {
   if (options.databaseUrl) {
-    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 });
+    // Fail fast when the database is unreachable, so requests answer 503 instead of hanging.
+    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 });
     // An idle client losing its connection must not crash the process; the next query reports it.
     pool.on('error', () => {});
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });

@@ -86,8 +86,39 @@ function fieldErrors(err: FastifyError): FieldError[] {
   });
 }
 
+const DB_UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+  '53300', // too_many_connections
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+]);
+
+/** True for errors that mean "the database cannot be reached right now", not a bug. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown };
+  if (typeof e?.code === 'string' && DB_UNAVAILABLE_CODES.has(e.code)) return true;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed|driver has already been destroyed/i.test(message);
+}
+
 /** Maps Fastify's own errors (parsing, limits, validation) onto our problem codes. */
 function fromFastifyError(err: FastifyError): ProblemError {
+  if (isDatabaseUnavailable(err)) {
+    return new ProblemError(503, 'database_unavailable', 'the database cannot be reached; retry shortly', undefined, { 'retry-after': '5' });
+  }
   if (err.validation) {
     const errors = fieldErrors(err);
     const first = errors[0];
@@ -119,7 +150,8 @@ function fromFastifyError(err: FastifyError): ProblemError {
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const problem = err instanceof ProblemError ? err : fromFastifyError(err);
-    if (problem.status >= 500) request.log.error({ err }, 'request failed');
+    if (problem.status === 503) request.log.warn({ code: problem.code, cause: (err as Error).message }, 'request failed: database unavailable');
+    else if (problem.status >= 500) request.log.error({ err }, 'request failed');
     else request.log.info({ code: problem.code, status: problem.status }, 'request rejected');
     return sendProblem(reply, problem);
   });

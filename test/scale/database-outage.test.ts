@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.js';
+import { cli, startServer, type ServerProcess } from '../helpers/process.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
+
+describe.skipIf(dialect !== 'postgres')('a database outage', () => {
+  let database: TestDatabase;
+  let server: ServerProcess;
+  let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const direct = new URL(database.env.DATABASE_URL!);
+    proxy = await startTcpProxy(direct.hostname, Number(direct.port || 5432));
+    const viaProxy = new URL(direct);
+    viaProxy.port = String(proxy.port);
+    server = await startServer({ ...database.env, DATABASE_URL: viaProxy.toString(), LOG_LEVEL: 'warn' });
+  });
+  afterAll(async () => {
+    await server?.stop('SIGKILL');
+    await proxy?.close();
+    await database?.drop();
+  });
+
+  it('answers 503 with a clear problem while the database is away, and recovers when it returns', async () => {
+    const { apiKey } = JSON.parse((await cli(['tenants', 'create', 'outage', '--json'], database.env)).stdout);
+    const get = () => fetch(`${server.url}/api/v1/agents`, { headers: { authorization: `Bearer ${apiKey}` } });
+    expect((await get()).status).toBe(200);
+
+    await proxy.down();
+    for (const res of [await get(), await fetch(`${server.url}/readyz`)]) {
+      expect(res.status).toBe(503);
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      const body = (await res.json()) as { code: string; detail: string };
+      expect(body.code).toBe('database_unavailable');
+      expect(JSON.stringify(body)).not.toMatch(/at \w+ \(|ECONN/);
+    }
+    expect(server.child.exitCode).toBeNull();
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+
+    await proxy.up();
+    let status = 0;
+    for (let i = 0; i < 50 && status !== 200; i++) {
+      status = (await get()).status;
+      if (status !== 200) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(status).toBe(200);
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+  });
+});
