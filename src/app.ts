@@ -12,6 +12,7 @@ import { ping, type Db } from './db/database.js';
 import { registerAuth } from './http/auth.js';
 import { ProblemError, registerErrorHandling } from './http/errors.js';
 import { registerJsonParser } from './http/json.js';
+import { closeAllStreams } from './http/sse.js';
 import { Problem } from './http/schemas.js';
 import { registerValidation } from './http/validation.js';
 import { newId } from './ids.js';
@@ -40,6 +41,8 @@ export interface RouteEntry {
 declare module 'fastify' {
   interface FastifyInstance {
     routeCatalog: RouteEntry[];
+    /** Set when a graceful shutdown begins: new requests get 503 shutting_down. */
+    lifecycle: { draining: boolean };
   }
 }
 
@@ -86,6 +89,17 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   };
 }
 
+/**
+ * Graceful stop (SIGTERM): turn new requests away, let running runs and their streams finish for up
+ * to the grace period (then end them as interrupted), close remaining streams, stop background work.
+ */
+export async function shutdown(app: FastifyInstance, services: Services, graceMs: number): Promise<void> {
+  app.lifecycle.draining = true;
+  await services.runs.drain(graceMs);
+  closeAllStreams(app);
+  await app.close();
+}
+
 export interface AppOptions {
   config: Config;
   db: Db;
@@ -116,6 +130,15 @@ export async function buildApp({ config, db, services = createServices(config, d
   });
 
   registerErrorHandling(app);
+
+  // During a graceful shutdown new requests are turned away (clients retry on another replica).
+  const lifecycle = { draining: false };
+  app.decorate('lifecycle', lifecycle);
+  app.addHook('onRequest', async (request, reply) => {
+    if (!lifecycle.draining || request.url === '/healthz') return;
+    reply.header('connection', 'close');
+    throw new ProblemError(503, 'shutting_down', 'this server is shutting down; retry on another replica', undefined, { 'retry-after': '1' });
+  });
   registerJsonParser(app);
   registerValidation(app, [Problem, Agent]);
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { buildApp, createLogger, createServices } from './app.js';
+import { buildApp, createLogger, createServices, shutdown } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
 
@@ -29,9 +29,15 @@ async function main() {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    app.log.info({ signal }, 'stopping');
-    await app.close();
-    await db.close();
+    app.log.info({ signal, activeRuns: services.runs.activeCount, graceMs: config.shutdownGraceMs }, 'stopping');
+    try {
+      await shutdown(app, services, config.shutdownGraceMs);
+      await db.close();
+    } catch (err) {
+      app.log.error({ err }, 'error while stopping');
+      process.exit(1);
+    }
+    app.log.info('stopped');
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

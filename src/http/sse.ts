@@ -14,6 +14,14 @@ export interface SseStream {
  * Takes over the response and writes Server-Sent Events: `id:`, `event:` and one `data:` line of
  * JSON per event, and a comment line every 15 s so proxies keep idle connections open.
  */
+/** Open streams per server, so a shutdown can end them. */
+const openStreams = new WeakMap<object, Set<SseStream>>();
+
+/** Ends every open stream of this server (shutdown). */
+export function closeAllStreams(server: object) {
+  for (const s of openStreams.get(server) ?? []) s.close();
+}
+
 export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream {
   reply.hijack();
   const raw = reply.raw;
@@ -40,7 +48,9 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream
   };
   request.raw.on('close', finish);
   raw.on('close', finish);
-  return {
+  const registry = openStreams.get(request.server) ?? new Set<SseStream>();
+  openStreams.set(request.server, registry);
+  const stream: SseStream = {
     send(id, event, data) {
       if (closed) return;
       raw.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
@@ -53,6 +63,9 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream
     closed: closedPromise,
     isClosed: () => closed,
   };
+  registry.add(stream);
+  void closedPromise.then(() => registry.delete(stream));
+  return stream;
 }
 
 /** The event id a reconnecting client last saw (`Last-Event-ID` header or `lastEventId` query). */

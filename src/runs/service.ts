@@ -62,6 +62,13 @@ interface ActiveRun {
   closing: boolean;
 }
 
+/** Abort reason when the server shuts down before a run could finish. */
+export class ShutdownAbort extends Error {
+  constructor() {
+    super('the server shut down before the run finished');
+  }
+}
+
 const RENEW_EVERY_FRACTION = 3;
 const ENQUEUE_WAIT_MS = 10 * 60_000;
 
@@ -85,6 +92,7 @@ export class RunsService {
   /** Followers in this process of runs executing elsewhere, woken by `run.events` signals. */
   private readonly remoteFollowers = new Map<string, Set<() => void>>();
   private timers: NodeJS.Timeout[] = [];
+  private draining = false;
   private unsubscribers: (() => void)[] = [];
 
   constructor(
@@ -134,6 +142,20 @@ export class RunsService {
   /** Runs executing in this process. */
   get activeCount() {
     return this.active.size;
+  }
+
+  /**
+   * Graceful stop: refuses new runs, lets running ones finish for up to `graceMs`, then ends the rest
+   * as failed (`interrupted`) so no lease is left for another process to wait out.
+   */
+  async drain(graceMs: number): Promise<void> {
+    this.draining = true;
+    const pending = () => [...this.active.values()].map((r) => r.done);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(pending()), new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
+    clearTimeout(timer);
+    for (const run of this.active.values()) run.controller.abort(new ShutdownAbort());
+    await Promise.all(pending());
   }
 
   private async renewLeases() {
@@ -191,6 +213,7 @@ export class RunsService {
   // ---------------------------------------------------------------- starting runs
 
   async start(input: StartRunInput): Promise<RunHandle | InjectedInstead> {
+    if (this.draining) throw new ProblemError(503, 'shutting_down', 'this server is shutting down; retry on another replica', undefined, { 'retry-after': '1' });
     executable(input.agent);
     const tenantId = input.principal.tenantId;
     const runId = newId();
@@ -378,6 +401,8 @@ export class RunsService {
         failure = { code: err.code, message: err.message };
       } else if (controller.signal.aborted) {
         loop = undefined;
+      } else if (err instanceof ModelUnavailableError) {
+        failure = { code: err.code, message: err.message };
       } else {
         this.log.error({ err, runId }, 'run failed');
         failure = { code: 'internal_error', message: 'the run failed unexpectedly; the error is in the server log' };
@@ -385,6 +410,9 @@ export class RunsService {
     } finally {
       activeRun.closing = true;
       await toolSet.close?.().catch(() => {});
+    }
+    if (!failure && controller.signal.reason instanceof ShutdownAbort) {
+      failure = { code: 'interrupted', message: controller.signal.reason.message };
     }
     const cancelled = !failure && (controller.signal.aborted || loop?.finish === 'cancelled');
     const result: LoopResult = loop ?? { output: '', steps: [], toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 }, finish: 'cancelled' };
