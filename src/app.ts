@@ -29,6 +29,7 @@ import { UrlGuard } from './runtime/tools/ssrf.js';
 import { LocalSignalBus, PostgresSignalBus, type SignalBus } from './signals/bus.js';
 import { tenancyRoutes } from './tenancy/routes.js';
 import { TenancyService } from './tenancy/service.js';
+import { LimitsService } from './tenancy/limits.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -51,6 +52,7 @@ export interface Services {
   logger: FastifyBaseLogger;
   bus: SignalBus;
   tenancy: TenancyService;
+  limits: LimitsService;
   agents: AgentsService;
   tools: ToolRegistry;
   runs: RunsService;
@@ -72,15 +74,17 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     ? new PostgresSignalBus(config.databaseUrl, (err) => logger.warn({ err }, 'signal bus connection problem'))
     : new LocalSignalBus();
   const agents = new AgentsService(db, config.defaultModel);
+  const limits = new LimitsService(db, config.rateLimitPerMinute);
   const tools = new ToolRegistry();
   const guard = new UrlGuard(config.mcpAllowedHosts, config.mcpAllowPrivateNetworks);
   tools.register('mcp', mcpToolProvider((url) => guard.check(url)));
-  const runs = new RunsService(db, new ModelRegistry(config.providers), tools, new PriceTable(config.modelPrices), config.runLeaseMs, logger, bus);
+  const runs = new RunsService(db, new ModelRegistry(config.providers), tools, new PriceTable(config.modelPrices), config.runLeaseMs, logger, bus, limits);
   const files = new FilesService(db);
   return {
     logger,
     bus,
     tenancy: new TenancyService(db),
+    limits,
     agents,
     tools,
     runs,
@@ -143,6 +147,16 @@ export async function buildApp({ config, db, services = createServices(config, d
   registerValidation(app, [Problem, Agent]);
 
   registerAuth(app, [(credential) => services.tenancy.authenticateApiKey(credential)]);
+  // Per-key request limits, after authentication (the key decides the limit).
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.principal) return;
+    const rate = await services.limits.checkRate(request.principal);
+    if (!rate) return;
+    reply.header('ratelimit-limit', rate.limit).header('ratelimit-remaining', rate.remaining).header('ratelimit-reset', rate.resetSeconds);
+    if (!rate.allowed) {
+      throw new ProblemError(429, 'rate_limited', `this key may make ${rate.limit} requests per minute`, undefined, { 'retry-after': String(rate.retryAfter) });
+    }
+  });
 
   await app.register(swagger, {
     openapi: {
@@ -190,7 +204,7 @@ export async function buildApp({ config, db, services = createServices(config, d
     return { status: 'ready' as const, database: db.dialect };
   });
 
-  await app.register(tenancyRoutes, { tenancy: services.tenancy, db });
+  await app.register(tenancyRoutes, { tenancy: services.tenancy, limits: services.limits, db });
   await app.register(agentsRoutes, { agents: services.agents });
   await app.register(runsRoutes, { runs: services.runs, agents: services.agents, files: services.files });
   await app.register(conversationsRoutes, { conversations: services.conversations });

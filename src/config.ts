@@ -22,6 +22,8 @@ export interface Config {
   mcpAllowPrivateNetworks: boolean;
   /** How long SIGTERM waits for running runs and streams before ending them. */
   shutdownGraceMs: number;
+  /** Default requests per minute per API key (0: no limit) when neither key nor tenant sets one. */
+  rateLimitPerMinute: number;
 }
 
 export interface ProviderSettings {
@@ -131,7 +133,8 @@ export function loadConfig(env: Env = process.env): Config {
   const mcpAllowedHosts = (env.MCP_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean);
   const mcpAllowPrivateNetworks = boolean(env, 'MCP_ALLOW_PRIVATE_NETWORKS', false);
   const shutdownGraceMs = integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000;
+  const rateLimitPerMinute = integer(env, 'RATE_LIMIT_PER_MINUTE', 6000, 0, 10_000_000);
 
   return { port, host, dataDir, databaseUrl, logLevel, publicBaseUrl, defaultModel, providers, modelPrices: modelPrices(env), runLeaseMs,
-    mcpAllowedHosts, mcpAllowPrivateNetworks, shutdownGraceMs };
+    mcpAllowedHosts, mcpAllowPrivateNetworks, shutdownGraceMs, rateLimitPerMinute };
 }

@@ -127,6 +127,7 @@ export class AgentsService {
       hosting: external ? 'external' : 'platform',
       tools: JSON.stringify(input.tools ?? DEFAULT_TOOLS),
       configuration: JSON.stringify(mergeConfiguration(DEFAULT_CONFIGURATION, input.configuration)),
+      monthly_budget_usd: null,
       created_at: at,
       updated_at: at,
     };

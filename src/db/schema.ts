@@ -22,6 +22,7 @@ export interface ApiKeyTable {
   created_by: string | null;
   created_at: string;
   revoked_at: string | null;
+  rate_limit_per_minute: number | null;
 }
 
 export interface AuditEventTable {
@@ -51,6 +52,7 @@ export interface AgentTable {
   hosting: string;
   tools: string;
   configuration: string;
+  monthly_budget_usd: number | null;
   created_at: string;
   updated_at: string;
 }

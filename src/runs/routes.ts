@@ -96,6 +96,13 @@ export const RunDetailsSchema = Type.Composite([
       }),
     ),
     warnings: Type.Array(Type.String()),
+    budget: Type.Object(
+      {
+        tenant: Type.Optional(Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number() })),
+        agent: Type.Optional(Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number() })),
+      },
+      { description: 'budgets in force when the run started and the month-to-date spend before it (USD)' },
+    ),
   }),
 ]);
 
@@ -171,7 +178,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
     response: {
       ...(streaming === 'always' ? sseResponse : { 200: ExecutionResult }),
       202: InjectedResult,
-      ...problems(400, 401, 403, 404, 409, 413, 415, 502),
+      ...problems(400, 401, 402, 403, 404, 409, 413, 415, 429, 502),
     },
   });
 

@@ -13,6 +13,7 @@ import { ModelUnavailableError, type ModelRegistry } from '../runtime/models/reg
 import type { ToolRegistry } from '../runtime/tools/registry.js';
 import type { ToolSet } from '../runtime/tools/types.js';
 import type { SignalBus } from '../signals/bus.js';
+import type { LimitsService } from '../tenancy/limits.js';
 import type { Principal } from '../tenancy/permissions.js';
 import { RunEventHub, type RunChannel, type RunEventListener } from './events.js';
 import * as store from './store.js';
@@ -103,6 +104,7 @@ export class RunsService {
     private readonly leaseMs: number,
     private readonly log: FastifyBaseLogger,
     private readonly bus: SignalBus,
+    private readonly limits: LimitsService,
   ) {
     this.events = new RunEventHub(db, (err) => this.log.error({ err }, 'run event write failed'), (runId, seq) => {
       // Followers on other replicas read the new events from the database when told.
@@ -216,6 +218,7 @@ export class RunsService {
     if (this.draining) throw new ProblemError(503, 'shutting_down', 'this server is shutting down; retry on another replica', undefined, { 'retry-after': '1' });
     executable(input.agent);
     const tenantId = input.principal.tenantId;
+    const budget = await this.limits.admitRun(tenantId, input.agent.id);
     const runId = newId();
     const at = now();
     let conversationId = input.conversationId;
@@ -236,7 +239,7 @@ export class RunsService {
       ? (await conversationStore.messagesBefore(this.db.kysely, tenantId, conversation.id, input.agent.configuration.memoryWindow)).rows
       : [];
     const userMessageId = newId();
-    const options = { enableTools: input.enableTools ?? true, maxTokens: input.maxTokens ?? null, onActiveRun: input.onActiveRun ?? null };
+    const options = { enableTools: input.enableTools ?? true, maxTokens: input.maxTokens ?? null, onActiveRun: input.onActiveRun ?? null, budget };
 
     try {
       await this.db.kysely.transaction().execute(async (trx) => {

@@ -31,11 +31,16 @@ export function runSummary(row: RunRow) {
   };
 }
 
+type BudgetPicture = Record<string, { monthlyBudgetUsd: number; spentUsd: number }>;
+
 export function runDetails(row: RunRow) {
+  const { budget, ...options } = JSON.parse(row.options) as Record<string, unknown> & { budget?: BudgetPicture };
   return {
     ...runSummary(row),
     input: row.input,
-    options: JSON.parse(row.options) as Record<string, unknown>,
+    options,
+    /** The budgets in force when the run started, and what had been spent against them before it. */
+    budget: budget ?? {},
     toolCalls: JSON.parse(row.tool_calls) as ToolCallRecord[],
     steps: JSON.parse(row.steps) as StepRecord[],
     warnings: JSON.parse(row.warnings) as string[],

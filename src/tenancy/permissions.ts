@@ -23,4 +23,6 @@ export interface Principal {
   tenantId: string;
   actor: Actor;
   permissions: ReadonlySet<Permission>;
+  /** The API key's own request limit, when it has one (overrides the tenant's). */
+  rateLimitPerMinute?: number | null;
 }

@@ -5,6 +5,7 @@ import { listAudit } from './audit.js';
 import type { Db } from '../db/database.js';
 import { PERMISSIONS } from './permissions.js';
 import { parsePermissions, type TenancyService } from './service.js';
+import type { LimitsService } from './limits.js';
 
 const PermissionSchema = Type.Union(PERMISSIONS.map((p) => Type.Literal(p)));
 const ApiKey = Type.Object({
@@ -12,10 +13,74 @@ const ApiKey = Type.Object({
   name: Type.String(),
   permissions: Type.Array(Type.String()),
   createdAt: Timestamp,
+  rateLimitPerMinute: Nullable(Type.Integer({ description: 'this key’s own requests per minute; null: the tenant’s' })),
   revokedAt: Nullable(Timestamp),
 });
 
-export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService; db: Db }> = async (app, { tenancy, db }) => {
+const Limits = Type.Object({
+  rateLimitPerMinute: Nullable(Type.Integer({ minimum: 1, description: 'per API key; null: the platform default' })),
+  maxConcurrentRuns: Nullable(Type.Integer({ minimum: 1, description: 'runs executing at once; null: no limit' })),
+  monthlyBudgetUsd: Nullable(Type.Number({ minimum: 0, description: 'USD per calendar month (UTC); null: no budget' })),
+});
+const LimitsView = Type.Composite([
+  Limits,
+  Type.Object({ usage: Type.Object({ month: Type.String(), spentUsd: Type.Number(), runningRuns: Type.Integer() }) }),
+]);
+const AgentBudget = Type.Object({
+  agentId: Type.String(),
+  month: Type.String({ description: 'YYYY-MM (UTC)' }),
+  monthlyBudgetUsd: Nullable(Type.Number()),
+  spentUsd: Type.Number(),
+});
+
+export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService; limits: LimitsService; db: Db }> = async (app, { tenancy, limits, db }) => {
+  const limitsView = async (tenantId: string) => ({ ...(await limits.tenantLimits(tenantId)), usage: await limits.usage(tenantId) });
+
+  app.get('/api/v1/limits', {
+    config: { permission: 'settings:read' },
+    schema: { tags: ['tenancy'], summary: 'The tenant’s limits and budget, with this month’s usage', response: { 200: LimitsView, ...problems(401, 403) } },
+  }, async (req) => limitsView(req.principal.tenantId));
+
+  app.put('/api/v1/limits', {
+    config: { permission: 'settings:write' },
+    schema: {
+      tags: ['tenancy'],
+      summary: 'Set the tenant’s limits and monthly budget (fields left out keep their value; null removes a limit)',
+      body: Type.Partial(Limits, { additionalProperties: false }),
+      response: { 200: LimitsView, ...problems(400, 401, 403) },
+    },
+  }, async (req) => {
+    await limits.setTenantLimits(req.principal.tenantId, req.body, req.principal.actor);
+    return limitsView(req.principal.tenantId);
+  });
+
+  app.get('/api/v1/agents/:id/budget', {
+    config: { permission: 'settings:read' },
+    schema: { tags: ['tenancy'], summary: 'An agent’s monthly budget and month-to-date spend', params: IdParams, response: { 200: AgentBudget, ...problems(401, 403, 404) } },
+  }, async (req) => limits.agentBudget(req.principal.tenantId, req.params.id));
+
+  app.put('/api/v1/agents/:id/budget', {
+    config: { permission: 'settings:write' },
+    schema: {
+      tags: ['tenancy'],
+      summary: 'Set an agent’s monthly budget in USD (null: none)',
+      params: IdParams,
+      body: Type.Object({ monthlyBudgetUsd: Nullable(Type.Number({ minimum: 0 })) }, { additionalProperties: false }),
+      response: { 200: AgentBudget, ...problems(400, 401, 403, 404) },
+    },
+  }, async (req) => limits.setAgentBudget(req.principal.tenantId, req.params.id, req.body.monthlyBudgetUsd, req.principal.actor));
+
+  app.patch('/api/v1/api-keys/:id', {
+    config: { permission: 'settings:write' },
+    schema: {
+      tags: ['tenancy'],
+      summary: 'Set an API key’s own request limit (null: the tenant’s)',
+      params: IdParams,
+      body: Type.Object({ rateLimitPerMinute: Nullable(Type.Integer({ minimum: 1 })) }, { additionalProperties: false }),
+      response: { 200: ApiKey, ...problems(400, 401, 403, 404) },
+    },
+  }, async (req) => tenancy.setKeyRateLimit(req.principal.tenantId, req.params.id, req.body.rateLimitPerMinute, req.principal.actor));
+
   app.get('/api/v1/tenant', {
     schema: {
       tags: ['tenancy'],

@@ -19,15 +19,24 @@ export interface ApiKeyView {
   id: string;
   name: string;
   permissions: Permission[];
+  rateLimitPerMinute: number | null;
   createdAt: string;
   revokedAt: string | null;
 }
 
-function keyView(row: { id: string; name: string; permissions: string; created_at: string; revoked_at: string | null }): ApiKeyView {
+function keyView(row: {
+  id: string;
+  name: string;
+  permissions: string;
+  created_at: string;
+  revoked_at: string | null;
+  rate_limit_per_minute: number | null;
+}): ApiKeyView {
   return {
     id: row.id,
     name: row.name,
     permissions: JSON.parse(row.permissions) as Permission[],
+    rateLimitPerMinute: row.rate_limit_per_minute,
     createdAt: row.created_at,
     revokedAt: row.revoked_at,
   };
@@ -87,6 +96,7 @@ export class TenancyService {
       created_by: actor.id,
       created_at: now(),
       revoked_at: null,
+      rate_limit_per_minute: null,
     };
     await store.insertApiKey(trx, row);
     await recordAudit(trx, { tenantId, actor, action: 'api_key.created', resourceType: 'api_key', resourceId: id, detail: { name, permissions } });
@@ -108,6 +118,16 @@ export class TenancyService {
     });
   }
 
+  async setKeyRateLimit(tenantId: string, keyId: string, limit: number | null, actor: Actor): Promise<ApiKeyView> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const row = await store.findApiKey(trx, tenantId, keyId);
+      if (!row) throw notFound('api key');
+      await store.setApiKeyRateLimit(trx, tenantId, keyId, limit);
+      await recordAudit(trx, { tenantId, actor, action: 'api_key.updated', resourceType: 'api_key', resourceId: keyId, detail: { rateLimitPerMinute: limit } });
+      return keyView({ ...row, rate_limit_per_minute: limit });
+    });
+  }
+
   /** Resolves a presented API key to its principal, or null when it is unknown, wrong or revoked. */
   async authenticateApiKey(presented: string): Promise<Principal | null> {
     const m = KEY_PATTERN.exec(presented);
@@ -120,6 +140,7 @@ export class TenancyService {
       tenantId: row.tenant_id,
       actor: { type: 'api_key', id: row.id },
       permissions: new Set(JSON.parse(row.permissions) as Permission[]),
+      rateLimitPerMinute: row.rate_limit_per_minute,
     };
   }
 

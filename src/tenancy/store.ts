@@ -29,7 +29,7 @@ export function insertApiKey(db: Executor, row: Database['api_keys']) {
 export function findApiKeyForAuth(db: Executor, id: string) {
   return db
     .selectFrom('api_keys')
-    .select(['id', 'tenant_id', 'secret_hash', 'permissions', 'revoked_at'])
+    .select(['id', 'tenant_id', 'secret_hash', 'permissions', 'revoked_at', 'rate_limit_per_minute'])
     .where('id', '=', id)
     .executeTakeFirst();
 }
@@ -56,4 +56,34 @@ export function revokeApiKey(db: Executor, tenantId: string, id: string, at: str
     .where('id', '=', id)
     .where('revoked_at', 'is', null)
     .executeTakeFirst();
+}
+
+export function setApiKeyRateLimit(db: Executor, tenantId: string, id: string, limit: number | null) {
+  return db.updateTable('api_keys').set({ rate_limit_per_minute: limit }).where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+}
+
+/** USD spent by runs created since `since` (the month's start), for the tenant or one of its agents. */
+export async function spendSince(db: Executor, tenantId: string, since: string, agentId?: string): Promise<number> {
+  let q = db.selectFrom('runs').select((eb) => eb.fn.sum<number | string | null>('cost').as('spent')).where('tenant_id', '=', tenantId).where('created_at', '>=', since);
+  if (agentId) q = q.where('agent_id', '=', agentId);
+  const row = await q.executeTakeFirst();
+  return Math.round(Number(row?.spent ?? 0) * 1e9) / 1e9;
+}
+
+export async function runningRuns(db: Executor, tenantId: string): Promise<number> {
+  const row = await db
+    .selectFrom('runs')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('tenant_id', '=', tenantId)
+    .where('status', '=', 'running')
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export function agentBudget(db: Executor, tenantId: string, agentId: string) {
+  return db.selectFrom('agents').select(['id', 'monthly_budget_usd']).where('tenant_id', '=', tenantId).where('id', '=', agentId).executeTakeFirst();
+}
+
+export function setAgentBudget(db: Executor, tenantId: string, agentId: string, budget: number | null) {
+  return db.updateTable('agents').set({ monthly_budget_usd: budget }).where('tenant_id', '=', tenantId).where('id', '=', agentId).executeTakeFirst();
 }

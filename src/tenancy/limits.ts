@@ -1,0 +1,155 @@
+import type { Db } from '../db/database.js';
+import { ProblemError, notFound } from '../http/errors.js';
+import { recordAudit } from './audit.js';
+import type { Actor, Principal } from './permissions.js';
+import * as store from './store.js';
+
+export interface TenantLimits {
+  /** Requests per minute per API key (a key's own limit wins); null: the platform default. */
+  rateLimitPerMinute: number | null;
+  /** Runs executing at once in the tenant; null: no limit. */
+  maxConcurrentRuns: number | null;
+  /** USD per calendar month (UTC) for the tenant's runs; null: no budget. */
+  monthlyBudgetUsd: number | null;
+}
+
+const NO_LIMITS: TenantLimits = { rateLimitPerMinute: null, maxConcurrentRuns: null, monthlyBudgetUsd: null };
+const CACHE_MS = 5_000;
+
+/** The first instant of the current UTC month, as stored timestamps are written. */
+export function monthStart(now = new Date()): string {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString();
+}
+
+/**
+ * Per-process request limiter: a sliding window of one minute approximated with two fixed windows
+ * (the previous window's count weighted by how much of it still overlaps). Each replica counts its
+ * own requests, so N replicas admit up to N times the limit; see docs/operations.md.
+ */
+export class RateLimiter {
+  private readonly windows = new Map<string, { start: number; count: number; previous: number }>();
+
+  take(id: string, limit: number, now = Date.now()) {
+    const minute = 60_000;
+    const start = now - (now % minute);
+    let w = this.windows.get(id);
+    if (!w || w.start !== start) {
+      const previous = w && w.start === start - minute ? w.count : 0;
+      w = { start, count: 0, previous };
+      this.windows.set(id, w);
+      if (this.windows.size > 100_000) this.prune(start);
+    }
+    const weight = 1 - (now - start) / minute;
+    const used = w.previous * weight + w.count;
+    const resetSeconds = Math.ceil((start + minute - now) / 1000);
+    if (used + 1 > limit) {
+      // Time until enough of the previous window slides out to admit one more request.
+      const retryAfter = w.previous > 0 && w.count < limit ? Math.max(1, Math.ceil(((used + 1 - limit) / w.previous) * 60)) : resetSeconds;
+      return { allowed: false, limit, remaining: 0, resetSeconds, retryAfter: Math.min(retryAfter, 60) };
+    }
+    w.count++;
+    return { allowed: true, limit, remaining: Math.max(0, Math.floor(limit - used - 1)), resetSeconds, retryAfter: 0 };
+  }
+
+  private prune(current: number) {
+    for (const [id, w] of this.windows) if (w.start < current - 60_000) this.windows.delete(id);
+  }
+}
+
+/** Tenant limits and budgets: settings, request limits, concurrency and month-to-date spend. */
+export class LimitsService {
+  readonly limiter = new RateLimiter();
+  private readonly cache = new Map<string, { at: number; limits: TenantLimits }>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly defaultRateLimit: number,
+  ) {}
+
+  async tenantLimits(tenantId: string): Promise<TenantLimits> {
+    const cached = this.cache.get(tenantId);
+    if (cached && Date.now() - cached.at < CACHE_MS) return cached.limits;
+    const tenant = await store.findTenant(this.db.kysely, tenantId);
+    const settings = tenant ? (JSON.parse(tenant.settings) as { limits?: Partial<TenantLimits> }) : {};
+    const limits = { ...NO_LIMITS, ...(settings.limits ?? {}) };
+    this.cache.set(tenantId, { at: Date.now(), limits });
+    return limits;
+  }
+
+  async setTenantLimits(tenantId: string, patch: Partial<TenantLimits>, actor: Actor): Promise<TenantLimits> {
+    const limits = await this.db.kysely.transaction().execute(async (trx) => {
+      const tenant = await store.findTenant(trx, tenantId);
+      if (!tenant) throw notFound('tenant');
+      const settings = JSON.parse(tenant.settings) as Record<string, unknown>;
+      const next = { ...NO_LIMITS, ...((settings.limits as Partial<TenantLimits>) ?? {}), ...patch };
+      await store.updateTenantSettings(trx, tenantId, JSON.stringify({ ...settings, limits: next }));
+      await recordAudit(trx, { tenantId, actor, action: 'tenant.limits_updated', resourceType: 'tenant', resourceId: tenantId, detail: patch });
+      return next;
+    });
+    this.cache.delete(tenantId);
+    return limits;
+  }
+
+  /** Applies the caller's request limit; the answer also feeds the RateLimit-* headers. */
+  async checkRate(principal: Principal) {
+    const tenantLimit = (await this.tenantLimits(principal.tenantId)).rateLimitPerMinute;
+    const limit = principal.rateLimitPerMinute ?? tenantLimit ?? this.defaultRateLimit;
+    if (!limit) return null;
+    return this.limiter.take(`${principal.actor.type}:${principal.actor.id ?? principal.tenantId}`, limit);
+  }
+
+  async usage(tenantId: string) {
+    const since = monthStart();
+    const [spentUsd, runningRuns] = await Promise.all([store.spendSince(this.db.kysely, tenantId, since), store.runningRuns(this.db.kysely, tenantId)]);
+    return { month: since.slice(0, 7), spentUsd, runningRuns };
+  }
+
+  async agentBudget(tenantId: string, agentId: string) {
+    const row = await store.agentBudget(this.db.kysely, tenantId, agentId);
+    if (!row) throw notFound('agent');
+    const since = monthStart();
+    return { agentId, month: since.slice(0, 7), monthlyBudgetUsd: row.monthly_budget_usd, spentUsd: await store.spendSince(this.db.kysely, tenantId, since, agentId) };
+  }
+
+  async setAgentBudget(tenantId: string, agentId: string, budget: number | null, actor: Actor) {
+    await this.db.kysely.transaction().execute(async (trx) => {
+      const r = await store.setAgentBudget(trx, tenantId, agentId, budget);
+      if (!Number(r.numUpdatedRows)) throw notFound('agent');
+      await recordAudit(trx, { tenantId, actor, action: 'agent.budget_updated', resourceType: 'agent', resourceId: agentId, detail: { monthlyBudgetUsd: budget } });
+    });
+    return this.agentBudget(tenantId, agentId);
+  }
+
+  /**
+   * Before a run starts: refuses it when the tenant runs too many at once (429) or when the tenant's
+   * or the agent's month-to-date spend has reached its budget (402). Returns the budget picture the
+   * run records. (Checks, not reservations: two runs starting at the same instant can both pass.)
+   */
+  async admitRun(tenantId: string, agentId: string) {
+    const limits = await this.tenantLimits(tenantId);
+    if (limits.maxConcurrentRuns !== null) {
+      const running = await store.runningRuns(this.db.kysely, tenantId);
+      if (running >= limits.maxConcurrentRuns) {
+        throw new ProblemError(429, 'concurrency_limit', `the tenant already runs ${running} of at most ${limits.maxConcurrentRuns} runs at once`, undefined, { 'retry-after': '1' });
+      }
+    }
+    const agent = await store.agentBudget(this.db.kysely, tenantId, agentId);
+    const since = monthStart();
+    const budget: Record<string, { monthlyBudgetUsd: number; spentUsd: number }> = {};
+    if (limits.monthlyBudgetUsd !== null) {
+      const spentUsd = await store.spendSince(this.db.kysely, tenantId, since);
+      budget.tenant = { monthlyBudgetUsd: limits.monthlyBudgetUsd, spentUsd };
+      if (spentUsd >= limits.monthlyBudgetUsd) {
+        throw new ProblemError(402, 'budget_exceeded', `the tenant has spent $${spentUsd} of its $${limits.monthlyBudgetUsd} monthly budget`);
+      }
+    }
+    if (agent?.monthly_budget_usd != null) {
+      const spentUsd = await store.spendSince(this.db.kysely, tenantId, since, agentId);
+      budget.agent = { monthlyBudgetUsd: agent.monthly_budget_usd, spentUsd };
+      if (spentUsd >= agent.monthly_budget_usd) {
+        throw new ProblemError(402, 'budget_exceeded', `the agent has spent $${spentUsd} of its $${agent.monthly_budget_usd} monthly budget`);
+      }
+    }
+    return budget;
+  }
+}

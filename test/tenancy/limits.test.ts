@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RateLimiter } from '../../src/tenancy/limits.js';
+import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { readSse } from '../helpers/sse.js';
+
+let t: TestApp;
+
+beforeAll(async () => {
+  // Ten cents per token, so budgets are reached in a few runs of builtin/echo.
+  t = await startApp({ MODEL_PRICES: JSON.stringify({ 'builtin/echo': { input: 100_000, output: 100_000 } }) });
+  await t.listen();
+});
+afterAll(() => t.close());
+
+describe('request limits', () => {
+  it('limits a key per minute with 429, Retry-After and RateLimit headers', async () => {
+    const { key } = await t.tenant();
+    const limited = await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'slow', permissions: ['agents:read'] } });
+    const set = await t.request('PATCH', `/api/v1/api-keys/${limited.body.apiKey.id}`, { key, body: { rateLimitPerMinute: 3 } });
+    expect(set.body.rateLimitPerMinute).toBe(3);
+    const statuses: number[] = [];
+    let last;
+    for (let i = 0; i < 4; i++) {
+      last = await t.request('GET', '/api/v1/agents', { key: limited.body.key });
+      statuses.push(last.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    expectProblem(last!, 429, 'rate_limited');
+    expect(Number(last!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(last!.headers['ratelimit-limit']).toBe('3');
+    expect(last!.headers['ratelimit-remaining']).toBe('0');
+    // Other keys of the tenant are not affected.
+    expect((await t.request('GET', '/api/v1/agents', { key })).headers['ratelimit-limit']).toBe('6000');
+    expectProblem(await t.request('PATCH', `/api/v1/api-keys/${limited.body.apiKey.id}`, { key, body: { rateLimitPerMinute: 0 } }), 400, 'validation_failed');
+  });
+
+  it('applies the tenant limit to keys without their own', async () => {
+    const { key } = await t.tenant();
+    const res = await t.request('PUT', '/api/v1/limits', { key, body: { rateLimitPerMinute: 2 } });
+    expect(res.body).toMatchObject({ rateLimitPerMinute: 2, maxConcurrentRuns: null, monthlyBudgetUsd: null });
+    const other = await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'k', permissions: ['agents:read'] } });
+    expect((await t.request('GET', '/api/v1/agents', { key: other.body.key })).status).toBe(200);
+    expect((await t.request('GET', '/api/v1/agents', { key: other.body.key })).status).toBe(200);
+    expectProblem(await t.request('GET', '/api/v1/agents', { key: other.body.key }), 429, 'rate_limited');
+  });
+
+  it('slides: the previous minute counts in proportion to its overlap', () => {
+    const limiter = new RateLimiter();
+    const t0 = 1_800_000_000_000 - (1_800_000_000_000 % 60_000);
+    for (let i = 0; i < 10; i++) expect(limiter.take('k', 10, t0 + 1000).allowed).toBe(true);
+    expect(limiter.take('k', 10, t0 + 2000).allowed).toBe(false);
+    // Half-way through the next minute, half of the previous 10 still count: 5 more fit.
+    const results = Array.from({ length: 6 }, () => limiter.take('k', 10, t0 + 90_000).allowed);
+    expect(results).toEqual([true, true, true, true, true, false]);
+  });
+});
+
+describe('concurrent runs', () => {
+  it('refuses a run over the tenant’s maximum with 429 concurrency_limit', async () => {
+    const { key } = await t.tenant();
+    await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 1 } });
+    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const stream = readSse(await t.fetch(`/api/v1/agents/${agent.id}/stream`, key, { body: { message: '/delay 100\na b c d' } }));
+    await new Promise((r) => setTimeout(r, 80));
+    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'me too' } });
+    expectProblem(res, 429, 'concurrency_limit');
+    expect(res.headers['retry-after']).toBe('1');
+    await stream;
+    expect((await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'now' } })).status).toBe(200);
+  });
+});
+
+describe('budgets', () => {
+  it('refuses runs once the tenant’s month-to-date spend reaches its budget (402)', async () => {
+    const { key } = await t.tenant();
+    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 0.5 } });
+    const first = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'a b' } });
+    expect(first.body.cost).toBeCloseTo(0.4, 9);
+    const second = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'c d' } });
+    expect(second.status).toBe(200);
+    const run = await t.request('GET', `/api/v1/runs/${second.body.runId}`, { key });
+    expect(run.body.budget.tenant.monthlyBudgetUsd).toBe(0.5);
+    expect(run.body.budget.tenant.spentUsd).toBeCloseTo(0.4, 9);
+    const third = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'e f' } });
+    expectProblem(third, 402, 'budget_exceeded');
+    const limits = await t.request('GET', '/api/v1/limits', { key });
+    expect(limits.body.usage.spentUsd).toBeCloseTo(0.8, 9);
+    expect(limits.body.usage.month).toBe(new Date().toISOString().slice(0, 7));
+    // Raising the budget lets runs start again.
+    await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 10 } });
+    expect((await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'ok' } })).status).toBe(200);
+  });
+
+  it('holds an agent to its own budget', async () => {
+    const { key } = await t.tenant();
+    const a = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const b = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'b', appId: 'x' } })).body;
+    const set = await t.request('PUT', `/api/v1/agents/${a.id}/budget`, { key, body: { monthlyBudgetUsd: 0.1 } });
+    expect(set.body).toMatchObject({ agentId: a.id, monthlyBudgetUsd: 0.1, spentUsd: 0 });
+    expect((await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'x' } })).status).toBe(200);
+    expectProblem(await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'y' } }), 402, 'budget_exceeded');
+    expectProblem(await t.request('POST', `/api/v1/agents/${a.id}/stream`, { key, body: { message: 'y' } }), 402, 'budget_exceeded');
+    expect((await t.request('POST', `/api/v1/agents/${b.id}/execute`, { key, body: { message: 'y' } })).status).toBe(200);
+    expect((await t.request('GET', `/api/v1/agents/${a.id}/budget`, { key })).body.spentUsd).toBeCloseTo(0.2, 9);
+    expectProblem(await t.request('PUT', `/api/v1/agents/${a.id}/budget`, { key, body: { monthlyBudgetUsd: -1 } }), 400, 'validation_failed');
+  });
+
+  it('needs settings permissions and stays in the tenant', async () => {
+    const { key } = await t.tenant();
+    const { key: otherKey } = await t.tenant();
+    const a = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const reader = (await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'r', permissions: ['agents:read', 'agents:write'] } })).body.key;
+    expectProblem(await t.request('GET', '/api/v1/limits', { key: reader }), 403, 'forbidden');
+    expectProblem(await t.request('PUT', '/api/v1/limits', { key: reader, body: { maxConcurrentRuns: 5 } }), 403, 'forbidden');
+    expectProblem(await t.request('PUT', `/api/v1/agents/${a.id}/budget`, { key: otherKey, body: { monthlyBudgetUsd: 1 } }), 404, 'not_found');
+    expectProblem(await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 0 } }), 400, 'validation_failed');
+    const audit = await t.request('GET', '/api/v1/audit-events?action=tenant.limits_updated', { key });
+    expect(audit.body.total).toBe(0);
+  });
+});
