@@ -151,6 +151,8 @@ export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const problem = err instanceof ProblemError ? err : fromFastifyError(err);
     if (problem.status === 503) request.log.warn({ code: problem.code, cause: (err as Error).message }, 'request failed: database unavailable');
+    // Our own 5xx problems (a model that failed, say) are expected conditions: no stack needed.
+    else if (err instanceof ProblemError && problem.status >= 500) request.log.warn({ code: problem.code, detail: problem.detail }, 'request failed');
     else if (problem.status >= 500) request.log.error({ err }, 'request failed');
     else request.log.info({ code: problem.code, status: problem.status }, 'request rejected');
     return sendProblem(reply, problem);
