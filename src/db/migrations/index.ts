@@ -1,5 +1,6 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as m0001 from './0001_foundation.js';
+import * as m0003 from './0003_identity.js';
 
 /**
  * Every migration, in order. Migrations are code (Kysely's schema builder), so one list serves
@@ -7,6 +8,7 @@ import * as m0001 from './0001_foundation.js';
  */
 const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
+  '0003_identity': m0003,
 };
 
 export const migrationProvider: MigrationProvider = {
