@@ -14,6 +14,8 @@ import { registerJsonParser } from './http/json.js';
 import { Problem } from './http/schemas.js';
 import { registerValidation } from './http/validation.js';
 import { newId } from './ids.js';
+import { identityRoutes } from './identity/routes.js';
+import { IdentityService } from './identity/service.js';
 import { tenancyRoutes } from './tenancy/routes.js';
 import { TenancyService } from './tenancy/service.js';
 
@@ -35,12 +37,15 @@ declare module 'fastify' {
 export interface Services {
   tenancy: TenancyService;
   agents: AgentsService;
+  identity: IdentityService;
 }
 
 export function createServices(config: Config, db: Db): Services {
+  const tenancy = new TenancyService(db);
   return {
-    tenancy: new TenancyService(db),
+    tenancy,
     agents: new AgentsService(db, config.defaultModel),
+    identity: new IdentityService(db, config, tenancy),
   };
 }
 
@@ -82,7 +87,7 @@ export async function buildApp({ config, db, services = createServices(config, d
   registerJsonParser(app);
   registerValidation(app, [Problem, Agent]);
 
-  registerAuth(app, [(credential) => services.tenancy.authenticateApiKey(credential)]);
+  registerAuth(app, [(credential) => services.tenancy.authenticateApiKey(credential), services.identity.verifyCredential]);
 
   await app.register(swagger, {
     openapi: {
@@ -132,6 +137,7 @@ export async function buildApp({ config, db, services = createServices(config, d
 
   await app.register(tenancyRoutes, { tenancy: services.tenancy, db });
   await app.register(agentsRoutes, { agents: services.agents });
+  await app.register(identityRoutes, { identity: services.identity });
 
   return app;
 }
