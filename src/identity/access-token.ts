@@ -114,29 +114,29 @@ function isAct(value: unknown, depth = 0): value is Act {
 }
 
 /** Throws TokenError unless the token's row and its source credentials are still in force. */
-export async function checkNotRevoked(ctx: IdentityContext, jti: string, tenantId: string, kinds: string[]): Promise<store.TokenState> {
-  const state = await store.findTokenStateByJti(ctx.db.kysely, jti);
+export async function checkNotRevoked(
+  ctx: IdentityContext,
+  jti: string,
+  tenantId: string,
+  kinds: string[],
+  cached = false,
+): Promise<store.TokenState> {
+  const state = cached
+    ? await ctx.hot.tokenStates.through(jti, async () => (await store.findTokenStateByJti(ctx.db.kysely, jti)) ?? null)
+    : await store.findTokenStateByJti(ctx.db.kysely, jti);
   if (!state || state.tenant_id !== tenantId || !kinds.includes(state.kind)) throw new TokenError('the token is unknown to this platform');
   if (state.revoked_at) throw new TokenError('the token has been revoked');
   if (state.api_key_id && (state.api_key_revoked_at || !state.api_key_found)) {
     throw new TokenError('the API key the token was issued to has been revoked');
   }
-  if (state.agent_key_id && (state.agent_key_status === 'revoked' || !state.agent_key_status)) throw new TokenError('the agent key behind the token has been revoked');
+  if (state.agent_key_id && (state.agent_key_status === 'revoked' || !state.agent_key_status)) {
+    throw new TokenError('the agent key behind the token has been revoked');
+  }
   return state;
 }
 
-/**
- * Verifies an access token: ES256 signature by a published platform key, `typ` at+jwt (or
- * application/at+jwt), `iss`, `exp`, `aud` (when `audience` is given), the claim shapes, and that it
- * is not revoked. Throws TokenError.
- */
-export async function verifyAccessToken(
-  ctx: IdentityContext,
-  token: string,
-  opts: { audience?: string[]; kinds?: AccessTokenKind[] } = {},
-): Promise<AccessClaims & { kind: AccessTokenKind }> {
-  const { payload } = await ctx.tokens.verify(token, ['at+jwt'], opts.audience);
-  const p = payload as Record<string, unknown>;
+function checkShape(payload: Record<string, unknown>) {
+  const p = payload;
   if (
     typeof p.sub !== 'string' ||
     typeof p.aud !== 'string' ||
@@ -144,14 +144,39 @@ export async function verifyAccessToken(
     typeof p.scope !== 'string' ||
     typeof p.jti !== 'string' ||
     typeof p.iat !== 'number' ||
+    typeof p.exp !== 'number' ||
     typeof p.tenant_id !== 'string' ||
     (p.act !== undefined && !isAct(p.act))
   ) {
-    throw new TokenError('the token lacks required claims', payload);
+    throw new TokenError('the token lacks required claims', p);
+  }
+  return p as unknown as AccessClaims;
+}
+
+/**
+ * Verifies an access token: ES256 signature by a published platform key, `typ` at+jwt (or
+ * application/at+jwt), `iss`, `exp`, `aud` (when `audience` is given), the claim shapes, and that it
+ * is not revoked. Throws TokenError.
+ *
+ * `cached` (the authorization hot path): a token whose signature and claims were checked a moment
+ * ago is not checked again (its `exp` is), and the revocation state is read at most once per
+ * DECISION_CACHE_MS; revocations made by this process clear those caches at once.
+ */
+export async function verifyAccessToken(
+  ctx: IdentityContext,
+  token: string,
+  opts: { audience?: string[]; kinds?: AccessTokenKind[]; cached?: boolean } = {},
+): Promise<AccessClaims & { kind: AccessTokenKind }> {
+  let claims = opts.cached && !opts.audience ? ctx.hot.verified.get(token) : undefined;
+  if (claims && claims.exp * 1000 <= ctx.clock.now()) throw new TokenError('the token has expired', claims as unknown as Record<string, unknown>);
+  if (!claims) {
+    const { payload } = await ctx.tokens.verify(token, ['at+jwt'], opts.audience);
+    claims = checkShape(payload);
+    if (opts.cached && !opts.audience) ctx.hot.verified.set(token, claims, claims.exp * 1000 - ctx.clock.now());
   }
   const kinds = opts.kinds ?? ['exchange', 'client_credentials'];
-  const state = await checkNotRevoked(ctx, p.jti, p.tenant_id, kinds).catch((err: TokenError) => {
-    throw new TokenError(err.reason, payload);
+  const state = await checkNotRevoked(ctx, claims.jti, claims.tenant_id, kinds, opts.cached).catch((err: TokenError) => {
+    throw new TokenError(err.reason, claims as unknown as Record<string, unknown>);
   });
-  return { ...(payload as unknown as AccessClaims), kind: state.kind as AccessTokenKind };
+  return { ...claims, kind: state.kind as AccessTokenKind };
 }

@@ -33,7 +33,7 @@ export async function authorize(ctx: IdentityContext, token: string | undefined,
   let claims: AccessClaims;
   try {
     if (!token) throw new TokenError('no token was sent (body token or Authorization: Bearer)');
-    claims = await verifyAccessToken(ctx, token, { kinds: ['exchange'] });
+    claims = await verifyAccessToken(ctx, token, { kinds: ['exchange'], cached: true });
   } catch (err) {
     if (!(err instanceof TokenError)) throw err;
     const tenantId = typeof err.verifiedPayload?.tenant_id === 'string' ? err.verifiedPayload.tenant_id : null;

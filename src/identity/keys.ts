@@ -78,6 +78,8 @@ export function platformKeyStatus(row: store.PlatformKeyRow, now: number): Platf
   return 'active';
 }
 
+const maxGeneration = (rows: { generation: number }[]) => rows.reduce((m, r) => Math.max(m, r.generation), 0);
+
 const isPublished = (s: PlatformKeyStatus) => s === 'pending' || s === 'active' || s === 'retired';
 
 interface LoadedKeys {
@@ -201,15 +203,21 @@ export class PlatformKeyring {
   /** Makes sure some key signs now: on a fresh database (or after the signer was revoked) one is made. */
   private async ensureSigningKey(): Promise<void> {
     if (this.signingRow(await this.rows())) return;
-    if (this.signingRow((await this.load()).rows)) return;
-    await this.insertNext(0);
-    this.invalidate();
+    for (let attempt = 0; attempt < 5; attempt++) {
+      // One read gives both facts, so "nobody signs" and "the next generation" agree: a process that
+      // lost the race finds the winner's generation taken, reads again and sees the winner's key.
+      const rows = (await this.load()).rows;
+      if (this.signingRow(rows)) return;
+      const inserted = await this.insertGeneration(maxGeneration(rows) + 1, 0);
+      this.invalidate();
+      if (inserted) return;
+    }
+    throw new Error('could not create a platform signing key');
   }
 
-  private async insertNext(activationDelayS: number): Promise<{ key: store.PlatformKeyRow; inserted: boolean }> {
+  private async insertGeneration(generation: number, activationDelayS: number): Promise<store.PlatformKeyRow | null> {
     const generated = await generateEs256Key();
     const now = this.clock.now();
-    const generation = (await store.maxPlatformGeneration(this.db.kysely)) + 1;
     const row: store.PlatformKeyRow = {
       kid: generated.kid,
       generation,
@@ -225,7 +233,7 @@ export class PlatformKeyring {
       await store.retirePlatformKeys(trx, generation, row.activates_at);
       return true;
     });
-    return { key: row, inserted };
+    return inserted ? row : null;
   }
 
   /**
@@ -236,11 +244,9 @@ export class PlatformKeyring {
   async rotate(activationDelayS = DEFAULT_PLATFORM_ACTIVATION_DELAY_S): Promise<PlatformKeyView> {
     await this.ensureSigningKey();
     for (let attempt = 0; attempt < 5; attempt++) {
-      const { key, inserted } = await this.insertNext(activationDelayS);
-      if (inserted) {
-        this.invalidate();
-        return (await this.list()).find((k) => k.kid === key.kid)!;
-      }
+      const key = await this.insertGeneration(maxGeneration((await this.load()).rows) + 1, activationDelayS);
+      this.invalidate();
+      if (key) return (await this.list()).find((k) => k.kid === key.kid)!;
     }
     throw conflict('key_rotation_conflict', 'another process is rotating the platform key; retry');
   }
@@ -341,10 +347,11 @@ export class AgentKeyring {
   /** The agent's active key, created when it has none (first use, or after its key was revoked). */
   async ensureActive(tenantId: string, agentId: string): Promise<store.AgentKeyRow> {
     for (let attempt = 0; attempt < 5; attempt++) {
-      const active = await store.findActiveAgentKey(this.db.kysely, tenantId, agentId);
+      // One read gives both the active key and the highest generation (see PlatformKeyring).
+      const rows = await store.listAgentKeys(this.db.kysely, tenantId, agentId);
+      const active = rows.find((r) => r.status === 'active');
       if (active) return active;
-      const generation = (await store.maxAgentGeneration(this.db.kysely, tenantId, agentId)) + 1;
-      const { row } = await this.newRow(tenantId, agentId, generation);
+      const { row } = await this.newRow(tenantId, agentId, maxGeneration(rows) + 1);
       if (await store.insertAgentKeyIfAbsent(this.db.kysely, row)) return row;
       // Another process created that generation first: read again.
     }

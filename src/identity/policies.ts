@@ -4,6 +4,7 @@ import { newId, now } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { Principal } from '../tenancy/permissions.js';
 import type { TenancyService } from '../tenancy/service.js';
+import { DECISION_CACHE_MS, TtlCache } from './cache.js';
 import * as store from './store.js';
 import {
   DEFAULT_TBAC_MODE,
@@ -58,6 +59,10 @@ export const TBAC_MODE_SETTING = 'tbacMode';
 
 /** TBAC policies of a tenant (CRUD) and the decision for a (caller, callee, tool) request. */
 export class PolicyEngine {
+  /** Hot-path caches: candidate policies by (tenant, caller, callee, tool), modes by tenant. */
+  private readonly candidates = new TtlCache<store.PolicyRow[]>(DECISION_CACHE_MS);
+  private readonly modes = new TtlCache<TbacMode>(DECISION_CACHE_MS);
+
   constructor(
     private readonly db: Db,
     private readonly tenancy: TenancyService,
@@ -68,9 +73,15 @@ export class PolicyEngine {
     return { policies: rows.map(view), total, page, limit };
   }
 
-  private checkConditions(conditions: Conditions | null | undefined) {
-    const problem = conditions ? conditionsError(conditions) : null;
+  /** Validates conditions and stores their timestamps in the one format (UTC, milliseconds). */
+  private checkConditions(conditions: Conditions | null | undefined): Conditions | null | undefined {
+    if (!conditions) return conditions;
+    const problem = conditionsError(conditions);
     if (problem) throw badRequest(`${problem.path} ${problem.message}`, [problem]);
+    const out: Conditions = { ...conditions };
+    if (out.notBefore) out.notBefore = new Date(out.notBefore).toISOString();
+    if (out.notAfter) out.notAfter = new Date(out.notAfter).toISOString();
+    return out;
   }
 
   /** Named agents must exist in the tenant (`*` stands for any). */
@@ -82,7 +93,7 @@ export class PolicyEngine {
   }
 
   async create(principal: Principal, input: CreatePolicyInput): Promise<PolicyView> {
-    this.checkConditions(input.conditions);
+    if (input.conditions !== undefined) input = { ...input, conditions: this.checkConditions(input.conditions) };
     const at = now();
     const row: store.PolicyRow = {
       id: newId(),
@@ -113,12 +124,13 @@ export class PolicyEngine {
       }
       throw err;
     }
+    this.candidates.clear(); // after the commit, so no reader re-caches the old state
     return view(row);
   }
 
   async update(principal: Principal, id: string, input: UpdatePolicyInput): Promise<PolicyView> {
-    this.checkConditions(input.conditions);
-    return this.db.kysely.transaction().execute(async (trx) => {
+    if (input.conditions !== undefined) input = { ...input, conditions: this.checkConditions(input.conditions) };
+    const updated = await this.db.kysely.transaction().execute(async (trx) => {
       const current = await store.findPolicy(trx, principal.tenantId, id);
       if (!current) throw notFound('policy');
       const patch: Partial<store.PolicyRow> = { updated_at: now() };
@@ -129,6 +141,8 @@ export class PolicyEngine {
       await this.audit(trx, principal, 'tbac_policy.updated', id, { fields: Object.keys(input) });
       return view({ ...current, ...patch });
     });
+    this.candidates.clear();
+    return updated;
   }
 
   async delete(principal: Principal, id: string): Promise<void> {
@@ -143,8 +157,10 @@ export class PolicyEngine {
         effect: current.effect,
       });
     });
+    this.candidates.clear();
   }
 
+  /** The tenant's mode, read from its settings (uncached). */
   async mode(tenantId: string): Promise<TbacMode> {
     const settings = await this.tenancy.getSettings(tenantId);
     const mode = settings[TBAC_MODE_SETTING];
@@ -153,14 +169,15 @@ export class PolicyEngine {
 
   async setMode(principal: Principal, mode: TbacMode): Promise<TbacMode> {
     await this.tenancy.updateSettings(principal.tenantId, { [TBAC_MODE_SETTING]: mode }, principal.actor);
+    this.modes.clear();
     return mode;
   }
 
   /** The decision for a request: the deciding policy, else the tenant's mode. */
   async evaluate(tenantId: string, caller: string, callee: string, tool: string, at: number): Promise<Decision & { mode: TbacMode }> {
     const [rows, mode] = await Promise.all([
-      store.candidatePolicies(this.db.kysely, tenantId, caller, callee, tool),
-      this.mode(tenantId),
+      this.candidates.through(`${tenantId}|${caller}|${callee}|${tool}`, () => store.candidatePolicies(this.db.kysely, tenantId, caller, callee, tool)),
+      this.modes.through(tenantId, () => this.mode(tenantId)),
     ]);
     const policies = rows.map(view).sort((a, b) => (a.id < b.id ? -1 : 1));
     return { ...decide(policies, mode, caller, callee, tool, at), mode };

@@ -7,11 +7,12 @@ import { newId } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
 import { isPermission, type Permission, type Principal } from '../tenancy/permissions.js';
 import type { TenancyService } from '../tenancy/service.js';
-import { verifyAccessToken } from './access-token.js';
+import { verifyAccessToken, type AccessClaims } from './access-token.js';
 import { agentJwksUrl, clientIdUrl } from './audience.js';
 import { AuditBuffer } from './audit-buffer.js';
 import { authorize, type AuthorizeResult } from './authorize.js';
 import { BADGE_LIFETIME_S, badgeCredential } from './badge.js';
+import { DECISION_CACHE_MS, TtlCache } from './cache.js';
 import { ASSERTION_TYPE_JWT_BEARER, clientCredentials, type ClientCredentialsRequest } from './client-credentials.js';
 import type { IdentityContext } from './context.js';
 import { GRANT_TOKEN_EXCHANGE, exchangeToken, type ExchangeRequest } from './exchange.js';
@@ -19,6 +20,7 @@ import { introspect } from './introspect.js';
 import {
   AgentKeyring,
   DEFAULT_PLATFORM_ACTIVATION_DELAY_S,
+  PLATFORM_KEY_CACHE_MS,
   PlatformKeyring,
   iso,
   publishedJwk,
@@ -29,6 +31,7 @@ import { OAuthError } from './oauth-errors.js';
 import { PolicyEngine } from './policies.js';
 import { agentSpiffeId } from './spiffe.js';
 import * as store from './store.js';
+import type { TokenState } from './store.js';
 import { issueSvid } from './svid.js';
 import { PlatformTokens, TYP, TokenError, looksLikeJwt, peekHeader, normalisedTyp } from './tokens.js';
 
@@ -81,6 +84,7 @@ export class IdentityService {
       policies: this.policies,
       audit: this.auditBuffer,
       spiffeIdOf: (tenantId, agentId) => agentSpiffeId(trustDomain, tenantId, agentId),
+      hot: { verified: new TtlCache<AccessClaims>(PLATFORM_KEY_CACHE_MS), tokenStates: new TtlCache<TokenState | null>(DECISION_CACHE_MS) },
     };
   }
 
@@ -227,6 +231,7 @@ export class IdentityService {
     if (!result.changed) return;
     const at = iso(this.clock.now());
     const revokedTokens = await this.revokeTokensOfAgentKey(principal.tenantId, kid, at);
+    this.ctx.hot.tokenStates.clear();
     await recordAudit(this.db.kysely, {
       tenantId: principal.tenantId,
       actor: principal.actor,
@@ -354,8 +359,10 @@ export class IdentityService {
     return this.platformKeys.rotate(activationDelayS);
   }
 
-  revokePlatformKey(kid: string) {
-    return this.platformKeys.revoke(kid);
+  async revokePlatformKey(kid: string) {
+    const revoked = await this.platformKeys.revoke(kid);
+    this.ctx.hot.verified.clear();
+    return revoked;
   }
 
   listPlatformKeys() {

@@ -60,14 +60,6 @@ export function listPlatformKeys(db: Executor): Promise<PlatformKeyRow[]> {
   return db.selectFrom('identity_platform_keys').selectAll().orderBy('generation', 'asc').execute();
 }
 
-export async function maxPlatformGeneration(db: Executor): Promise<number> {
-  const row = await db
-    .selectFrom('identity_platform_keys')
-    .select((eb) => eb.fn.max('generation').as('g'))
-    .executeTakeFirst();
-  return Number(row?.g ?? 0);
-}
-
 /** Inserts a key unless its generation exists already (another process won); true when inserted. */
 export async function insertPlatformKeyIfAbsent(db: Executor, row: PlatformKeyRow): Promise<boolean> {
   const result = await db
@@ -121,18 +113,6 @@ export function listAgentKeys(db: Executor, tenantId: string, agentId: string): 
     .execute();
 }
 
-export function findActiveAgentKey(db: Executor, tenantId: string, agentId: string): Promise<AgentKeyRow | undefined> {
-  return db
-    .selectFrom('identity_agent_keys')
-    .selectAll()
-    .where('tenant_id', '=', tenantId)
-    .where('agent_id', '=', agentId)
-    .where('status', '=', 'active')
-    .orderBy('generation', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-}
-
 export function findAgentKey(db: Executor, tenantId: string, agentId: string, kid: string): Promise<AgentKeyRow | undefined> {
   return db
     .selectFrom('identity_agent_keys')
@@ -141,16 +121,6 @@ export function findAgentKey(db: Executor, tenantId: string, agentId: string, ki
     .where('agent_id', '=', agentId)
     .where('kid', '=', kid)
     .executeTakeFirst();
-}
-
-export async function maxAgentGeneration(db: Executor, tenantId: string, agentId: string): Promise<number> {
-  const row = await db
-    .selectFrom('identity_agent_keys')
-    .select((eb) => eb.fn.max('generation').as('g'))
-    .where('tenant_id', '=', tenantId)
-    .where('agent_id', '=', agentId)
-    .executeTakeFirst();
-  return Number(row?.g ?? 0);
 }
 
 export async function insertAgentKeyIfAbsent(db: Executor, row: AgentKeyRow): Promise<boolean> {

@@ -5,6 +5,7 @@ import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { open, seal } from '../../src/identity/encryption.js';
+import { IdentityService } from '../../src/identity/service.js';
 import { loadMasterKey } from '../../src/identity/master-key.js';
 import { MAX_SPIFFE_ID_BYTES, parseSpiffeId, trustDomainError } from '../../src/identity/spiffe.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
@@ -249,6 +250,23 @@ describe('agent key rotation and revocation', () => {
     const actions = events.map((e: { action: string }) => e.action);
     expect(actions).toEqual(expect.arrayContaining(['identity.agent_key_rotated', 'identity.agent_key_revoked']));
     expect(events.find((e: { action: string }) => e.action === 'identity.agent_key_revoked').detail.kid).toBe(kid);
+  });
+});
+
+describe('platform key creation', () => {
+  it('creates one signing key when several processes start on a fresh database at once', async () => {
+    const fresh = await startApp();
+    try {
+      expect(await fresh.db.kysely.selectFrom('identity_platform_keys').selectAll().execute()).toHaveLength(0);
+      // Separate service instances stand for separate processes sharing the database.
+      const services = Array.from({ length: 4 }, () => new IdentityService(fresh.db, fresh.config, fresh.services.tenancy));
+      const jwks = await Promise.all(services.map((s) => s.platformJwks()));
+      const rows = await fresh.db.kysely.selectFrom('identity_platform_keys').selectAll().execute();
+      expect(rows).toHaveLength(1);
+      for (const j of jwks) expect(j.keys.map((k) => k.kid)).toEqual([rows[0].kid]);
+    } finally {
+      await fresh.close();
+    }
   });
 });
 
