@@ -36,7 +36,8 @@ export function peekHeader(token: string): ProtectedHeaderParameters | null {
 }
 
 export interface SignInput {
-  typ: string;
+  /** The typ header; left out when undefined. */
+  typ?: string;
   cty?: string;
   payload: JWTPayload & Record<string, unknown>;
   sub: string;
@@ -70,7 +71,7 @@ export class PlatformTokens {
     const exp = iat + input.lifetimeS;
     const jti = input.jti ?? newId();
     const jwt = new SignJWT(input.payload)
-      .setProtectedHeader({ alg: 'ES256', kid, typ: input.typ, ...(input.cty ? { cty: input.cty } : {}) })
+      .setProtectedHeader({ alg: 'ES256', kid, ...(input.typ ? { typ: input.typ } : {}), ...(input.cty ? { cty: input.cty } : {}) })
       .setIssuer(this.issuer)
       .setSubject(input.sub)
       .setIssuedAt(iat)

@@ -130,6 +130,48 @@ describe('token exchange: success', () => {
   });
 });
 
+describe('SVID validation rules (JWT-SVID standard)', () => {
+  /** An SVID signed by the platform and recorded, with header and claims as given. */
+  async function customSvid(opts: { typ?: string; aud?: string | string[] | null; kid?: boolean; jti?: boolean }) {
+    const identity = t.services.identity;
+    const { kid, key } = await identity.platformKeys.signingKey();
+    const jti = crypto.randomUUID();
+    const now = Math.floor(Date.now() / 1000);
+    const jwt = new SignJWT(opts.jti === false ? {} : { jti })
+      .setProtectedHeader({ alg: 'ES256', ...(opts.kid === false ? {} : { kid }), ...(opts.typ ? { typ: opts.typ } : {}) })
+      .setIssuer(t.config.issuer)
+      .setSubject(spiffe(acme.id, a.id))
+      .setIssuedAt(now)
+      .setExpirationTime(now + 300);
+    if (opts.aud !== null) jwt.setAudience(opts.aud ?? t.config.issuer);
+    const token = await jwt.sign(key);
+    const agentKey = await identity.agentKeys.ensureActive(acme.id, a.id);
+    await t.db.kysely
+      .insertInto('identity_tokens')
+      .values({ jti, tenant_id: acme.id, kind: 'svid', agent_id: a.id, client_id: null, api_key_id: null, agent_key_id: agentKey.kid, parent_jti: null, issued_at: new Date().toISOString(), expires_at: new Date((now + 300) * 1000).toISOString(), revoked_at: null })
+      .execute();
+    return token;
+  }
+  const tryExchange = async (svid: string) => tokenRequest(t, exchangeParams(svid, b.id, 'tools:x'));
+
+  it('accepts typ JWT, JOSE or none, and an aud array containing the issuer', async () => {
+    expect((await tryExchange(await customSvid({ typ: 'JWT' }))).status).toBe(200);
+    expect((await tryExchange(await customSvid({ typ: 'JOSE' }))).status).toBe(200);
+    expect((await tryExchange(await customSvid({}))).status).toBe(200);
+    expect((await tryExchange(await customSvid({ aud: ['https://x.example', t.config.issuer] }))).status).toBe(200);
+  });
+
+  it('refuses an SVID without kid, without aud, without jti, or with another typ', async () => {
+    expectOAuthError(await tryExchange(await customSvid({ kid: false })), 400, 'invalid_grant');
+    expectOAuthError(await tryExchange(await customSvid({ aud: null })), 400, 'invalid_grant');
+    expectOAuthError(await tryExchange(await customSvid({ jti: false })), 400, 'invalid_grant');
+    expectOAuthError(await tryExchange(await customSvid({ typ: 'at+jwt' })), 400, 'invalid_request'); // an access token needs an actor token
+    expectOAuthError(await tryExchange(await customSvid({ typ: 'vc+jwt' })), 400, 'invalid_grant');
+    // The control: the same construction with everything present works.
+    expect((await tryExchange(await customSvid({ typ: 'JWT' }))).status).toBe(200);
+  });
+});
+
 describe('delegation chains (act)', () => {
   it('nests act when an access token is re-delegated: the current actor outermost, the oldest deepest', async () => {
     const svidA = await svidFor(t, acme.key, a.id);
@@ -406,6 +448,25 @@ describe('introspection (RFC 7662)', () => {
     await t.request('DELETE', `/api/v1/identity/agents/${agent.id}/keys/${kid}`, { key: acme.key });
     expect((await introspect(t1.access_token)).body).toEqual({ active: false });
     expect((await introspect(t2.body.access_token)).body).toEqual({ active: false });
+  });
+
+  it('accepts access tokens typed application/at+jwt (RFC 9068)', async () => {
+    const identity = t.services.identity;
+    const signed = await identity.ctx.tokens.sign({
+      typ: 'application/at+jwt',
+      sub: spiffe(acme.id, a.id),
+      aud: spiffe(acme.id, b.id),
+      lifetimeS: 300,
+      payload: { client_id: clientUrl(a.id), scope: 'tools:x', act: { sub: spiffe(acme.id, a.id) }, tenant_id: acme.id },
+    });
+    const iso = (s: number) => new Date(s * 1000).toISOString();
+    await t.db.kysely
+      .insertInto('identity_tokens')
+      .values({ jti: signed.jti, tenant_id: acme.id, kind: 'exchange', agent_id: a.id, client_id: clientUrl(a.id), api_key_id: null, agent_key_id: null, parent_jti: null, issued_at: iso(signed.iat), expires_at: iso(signed.exp), revoked_at: null })
+      .execute();
+    expect((await introspect(signed.token)).body).toMatchObject({ active: true, jti: signed.jti });
+    const decision = await t.request('POST', '/api/v1/identity/authorize', { body: { token: signed.token, tool: 'x', callee: b.id } });
+    expect(decision.body).toEqual({ allowed: true, reason: 'no_policy_audit_allow' });
   });
 
   it('needs an authenticated caller with agents:read (RFC 6749 error bodies)', async () => {
