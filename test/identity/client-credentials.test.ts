@@ -1,4 +1,4 @@
-import { SignJWT, decodeProtectedHeader, generateKeyPair, importJWK, type JWK } from 'jose';
+import { SignJWT, decodeProtectedHeader, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import {
