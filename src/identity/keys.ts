@@ -125,22 +125,21 @@ export class PlatformKeyring {
     this.cache = null;
   }
 
-  /** Fresh from the database: public documents show changes at once. */
-  async published(): Promise<{ row: store.PlatformKeyRow; status: PlatformKeyStatus }[]> {
+  /**
+   * The published keys and the bundle sequence, fresh from the database (one read), so public
+   * documents show changes at once. The sequence changes exactly when the published content changes
+   * and never goes down: each key adds 1 when it is published and 1 more when it leaves (revoked or
+   * expired); key rows are never deleted.
+   */
+  async snapshot(): Promise<{ published: store.PlatformKeyRow[]; sequence: number }> {
     await this.ensureSigningKey();
     const now = this.clock.now();
     const rows = (await this.load()).rows;
-    return rows.map((row) => ({ row, status: platformKeyStatus(row, now) })).filter((k) => isPublished(k.status));
-  }
-
-  /**
-   * Changes exactly when the published content changes and never goes down: each key adds 1 when it
-   * is published and 1 more when it leaves (revoked or expired). Keys rows are never deleted.
-   */
-  async sequence(): Promise<number> {
-    const now = this.clock.now();
-    const rows = (await this.load()).rows;
-    return rows.reduce((n, row) => n + 1 + (isPublished(platformKeyStatus(row, now)) ? 0 : 1), 0);
+    const statuses = rows.map((row) => ({ row, status: platformKeyStatus(row, now) }));
+    return {
+      published: statuses.filter((k) => isPublished(k.status)).map((k) => k.row),
+      sequence: statuses.reduce((n, k) => n + 1 + (isPublished(k.status) ? 0 : 1), 0),
+    };
   }
 
   async list(): Promise<PlatformKeyView[]> {

@@ -45,7 +45,6 @@ export const CACHE = {
 const bearer = (header: string | undefined) => (header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined);
 
 export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService }> = async (app, { identity }) => {
-  registerFormParser(app);
   identity.auditBuffer.onError = (err) => app.log.error({ err }, 'writing authorization audit events failed');
   app.addHook('onClose', async () => identity.flush());
 
@@ -223,8 +222,9 @@ function oauthErrorOf(err: FastifyError | Error): OAuthError {
   return new OAuthError('server_error', 'an internal error occurred; it has been logged');
 }
 
-/** Token and introspection: RFC 6749 errors, never cached. */
+/** Token and introspection: form-encoded or JSON bodies, RFC 6749 errors, never cached. */
 const oauthRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService }> = async (app, { identity }) => {
+  registerFormParser(app); // this plugin only: the rest of the API takes JSON alone
   app.addHook('onSend', async (_req, reply) => {
     reply.header('cache-control', 'no-store');
     reply.header('pragma', 'no-cache');

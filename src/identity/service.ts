@@ -13,7 +13,7 @@ import { AuditBuffer } from './audit-buffer.js';
 import { authorize, type AuthorizeResult } from './authorize.js';
 import { BADGE_LIFETIME_S, badgeCredential } from './badge.js';
 import { DECISION_CACHE_MS, TtlCache } from './cache.js';
-import { ASSERTION_TYPE_JWT_BEARER, clientCredentials, type ClientCredentialsRequest } from './client-credentials.js';
+import { clientCredentials, type ClientCredentialsRequest } from './client-credentials.js';
 import type { IdentityContext } from './context.js';
 import { GRANT_TOKEN_EXCHANGE, exchangeToken, type ExchangeRequest } from './exchange.js';
 import { introspect } from './introspect.js';
@@ -61,7 +61,7 @@ export class IdentityService {
   constructor(
     private readonly db: Db,
     config: Pick<Config, 'issuer' | 'trustDomain' | 'publicBaseUrl' | 'masterKey' | 'dataDir'>,
-    private readonly tenancy: TenancyService,
+    tenancy: TenancyService,
   ) {
     const masterKey = loadMasterKey(config);
     this.platformKeys = new PlatformKeyring(db, masterKey, this.clock);
@@ -165,19 +165,19 @@ export class IdentityService {
   }
 
   async platformJwks() {
-    const keys = await this.platformKeys.published();
-    return { keys: keys.map((k) => publishedJwk(k.row)) };
+    const { published } = await this.platformKeys.snapshot();
+    return { keys: published.map((row) => publishedJwk(row)) };
   }
 
   /** SPIFFE bundle: a JWKS of `jwt-svid` keys (no `alg`), with sequence and refresh hint. */
   async trustBundle() {
-    const keys = await this.platformKeys.published();
+    const { published, sequence } = await this.platformKeys.snapshot();
     return {
-      keys: keys.map((k) => {
-        const { kty, crv, x, y, kid } = publishedJwk(k.row);
+      keys: published.map((row) => {
+        const { kty, crv, x, y, kid } = publishedJwk(row);
         return { kty, crv, x, y, kid, use: 'jwt-svid' as const };
       }),
-      spiffe_sequence: await this.platformKeys.sequence(),
+      spiffe_sequence: sequence,
       spiffe_refresh_hint: TRUST_BUNDLE_REFRESH_HINT_S,
     };
   }
@@ -291,7 +291,7 @@ export class IdentityService {
     if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
     this.maybePrune();
     if (grantType === GRANT_TOKEN_EXCHANGE) {
-      if (one('client_assertion') !== undefined || one('client_secret') !== undefined) {
+      if (one('client_assertion') !== undefined || one('client_secret') !== undefined || /^Basic\s/i.test(authorization ?? '')) {
         throw new OAuthError('invalid_request', 'token exchange is authenticated by the subject token; send no client credentials');
       }
       const req: ExchangeRequest = {
@@ -378,4 +378,3 @@ export class IdentityService {
   }
 }
 
-export { ASSERTION_TYPE_JWT_BEARER };

@@ -234,6 +234,18 @@ describe('ExtAuthZ: the decision and its order', () => {
     expect((await authorize({ token: all.token, tool: 'anything.at-all', callee: all.callee.id })).body).toEqual({ allowed: true, reason: 'no_policy_audit_allow' });
   });
 
+  it('takes JSON only, like the rest of the API (form bodies are for the OAuth endpoints)', async () => {
+    const { callee, token } = await pair('tools:search');
+    const form = new URLSearchParams({ token, tool: 'search', callee: callee.id }).toString();
+    expectProblem(await t.request('POST', '/api/v1/identity/authorize', { payload: form, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type');
+    const policyForm = new URLSearchParams({ callerAgentId: '*', calleeAgentId: '*', toolName: 'x' }).toString();
+    expectProblem(
+      await t.request('POST', '/api/v1/identity/tbac/policies', { key: acme.key, payload: policyForm, headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+      415,
+      'unsupported_media_type',
+    );
+  });
+
   it('validates the request (400 problems) but never the token', async () => {
     expectProblem(await authorize({ token: 'x', callee: 'y' }), 400, 'validation_failed');
     expectProblem(await authorize({ token: 'x', tool: 'y' }), 400, 'validation_failed');

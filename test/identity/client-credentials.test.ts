@@ -27,10 +27,6 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const keyIdOf = (key: string) => {
-  const hex = /^agk_([0-9a-f]{32})_/.exec(key)![1];
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-};
 const basic = (id: string, secret: string) => ({ authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}` });
 const apiAudience = () => `${t.config.publicBaseUrl}/api/v1`;
 const tokenEndpoint = () => `${t.config.publicBaseUrl}/api/v1/identity/oauth/token`;

@@ -270,6 +270,8 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
       { ...ok(), client_secret: 'x' },
     ];
     for (const params of cases) expectOAuthError(await tokenRequest(t, params), 400, 'invalid_request');
+    // Client authentication is refused with token exchange (the SVID authenticates).
+    expectOAuthError(await tokenRequest(t, ok(), { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }), 400, 'invalid_request');
     // Not form, not JSON; a broken JSON body; no body.
     expectOAuthError(await t.request('POST', '/api/v1/identity/oauth/token', { payload: 'x', headers: { 'content-type': 'text/plain' } }), 400, 'invalid_request');
     expectOAuthError(await t.request('POST', '/api/v1/identity/oauth/token', { payload: '{"grant_type":', headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
@@ -379,6 +381,32 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
     const res = await broken.request('POST', '/api/v1/identity/oauth/token', { payload: form(exchangeParams(s.svid, other.id, 'tools:x')), headers: FORM });
     expectOAuthError(res, 500, 'server_error');
     await broken.close();
+  });
+});
+
+describe('configured ISSUER and TRUST_DOMAIN', () => {
+  it('signs with the configured issuer, names agents in the configured trust domain, and accepts both SVID audiences', async () => {
+    const other = await startApp({ ISSUER: 'https://issuer.example.com', TRUST_DOMAIN: 'prod.example' });
+    try {
+      const tenant = await other.tenant();
+      const x = await createAgent(other, tenant.key);
+      const y = await createAgent(other, tenant.key);
+      const s1 = await svidFor(other, tenant.key, x.id, 'https://issuer.example.com');
+      expect(s1.spiffeId).toBe(`spiffe://prod.example/tenant/${tenant.id}/agent/${x.id}`);
+      expect(decodePart(s1.svid, 1).iss).toBe('https://issuer.example.com');
+      const ex = await exchange(other, s1.svid, `spiffe://prod.example/tenant/${tenant.id}/agent/${y.id}`, 'tools:x');
+      expect(decodePart(ex.access_token, 1)).toMatchObject({ iss: 'https://issuer.example.com', aud: `spiffe://prod.example/tenant/${tenant.id}/agent/${y.id}` });
+      // The token endpoint URL lives under PUBLIC_BASE_URL, not the issuer.
+      const s2 = await svidFor(other, tenant.key, x.id, 'http://agentry.test/api/v1/identity/oauth/token');
+      await exchange(other, s2.svid, y.id, 'tools:x');
+      // The default trust domain is not this installation's.
+      expectOAuthError(await tokenRequest(other, exchangeParams(s2.svid, `spiffe://agentry.local/tenant/${tenant.id}/agent/${y.id}`, 'tools:x')), 400, 'invalid_target');
+      // An SVID naming the old issuer is refused.
+      const s3 = await svidFor(other, tenant.key, x.id, 'http://agentry.test');
+      expectOAuthError(await tokenRequest(other, exchangeParams(s3.svid, y.id, 'tools:x')), 400, 'invalid_grant');
+    } finally {
+      await other.close();
+    }
   });
 });
 
