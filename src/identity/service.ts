@@ -122,9 +122,9 @@ export class IdentityService {
   /** The badge of an agent, re-signed when the agent changed, the signing key changed, or half its life passed. */
   private async badge(agent: store.AgentIdentityRow, compact: boolean): Promise<string> {
     const { kid } = await this.platformKeys.signingKey();
-    const cacheKey = `${agent.updated_at}|${kid}|${compact}`;
+    const cacheKey = `${agent.updated_at}|${kid}`;
     const nowS = Math.floor(this.clock.now() / 1000);
-    const cached = this.badges.get(agent.id);
+    const cached = this.badges.get(`${agent.id}|${compact}`);
     if (cached && cached.key === cacheKey && cached.exp - nowS > BADGE_LIFETIME_S / 2) return cached.token;
     const spiffeId = this.ctx.spiffeIdOf(agent.tenant_id, agent.id);
     const id = `urn:uuid:${newId()}`;
@@ -136,8 +136,8 @@ export class IdentityService {
       nowS + BADGE_LIFETIME_S,
       compact,
     );
-    const signed = await this.ctx.tokens.sign({ typ: TYP.badge, cty: 'vc', sub: spiffeId, lifetimeS: BADGE_LIFETIME_S, jti: id, payload: credential });
-    this.badges.set(agent.id, { key: cacheKey, token: signed.token, exp: signed.exp });
+    const signed = await this.ctx.tokens.sign({ typ: TYP.badge, cty: 'vc', sub: spiffeId, iat: nowS, lifetimeS: BADGE_LIFETIME_S, jti: id, payload: credential });
+    this.badges.set(`${agent.id}|${compact}`, { key: cacheKey, token: signed.token, exp: signed.exp });
     return signed.token;
   }
 

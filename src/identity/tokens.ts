@@ -44,6 +44,8 @@ export interface SignInput {
   aud?: string | string[];
   lifetimeS: number;
   jti?: string;
+  /** Issued-at (seconds); now when not given. */
+  iat?: number;
 }
 
 export interface Signed {
@@ -67,7 +69,7 @@ export class PlatformTokens {
 
   async sign(input: SignInput): Promise<Signed> {
     const { kid, key } = await this.keyring.signingKey();
-    const iat = Math.floor(this.clock.now() / 1000);
+    const iat = input.iat ?? Math.floor(this.clock.now() / 1000);
     const exp = iat + input.lifetimeS;
     const jti = input.jti ?? newId();
     const jwt = new SignJWT(input.payload)
