@@ -27,6 +27,8 @@ import { mcpToolProvider } from './runtime/tools/mcp.js';
 import { ToolRegistry } from './runtime/tools/registry.js';
 import { UrlGuard } from './runtime/tools/ssrf.js';
 import { LocalSignalBus, PostgresSignalBus, type SignalBus } from './signals/bus.js';
+import { identityRoutes } from './identity/routes.js';
+import { IdentityService } from './identity/service.js';
 import { tenancyRoutes } from './tenancy/routes.js';
 import { TenancyService } from './tenancy/service.js';
 import { LimitsService } from './tenancy/limits.js';
@@ -58,6 +60,7 @@ export interface Services {
   runs: RunsService;
   files: FilesService;
   conversations: ConversationsService;
+  identity: IdentityService;
 }
 
 /** The process logger: JSON lines; credentials and secrets are redacted whatever a line includes. */
@@ -73,6 +76,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   const bus: SignalBus = config.databaseUrl
     ? new PostgresSignalBus(config.databaseUrl, (err) => logger.warn({ err }, 'signal bus connection problem'))
     : new LocalSignalBus();
+  const tenancy = new TenancyService(db);
   const agents = new AgentsService(db, config.defaultModel);
   const limits = new LimitsService(db, config.rateLimitPerMinute);
   const tools = new ToolRegistry();
@@ -83,13 +87,14 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   return {
     logger,
     bus,
-    tenancy: new TenancyService(db),
+    tenancy,
     limits,
     agents,
     tools,
     runs,
     files,
     conversations: new ConversationsService(db, agents, runs, files),
+    identity: new IdentityService(db, config, tenancy),
   };
 }
 
@@ -146,7 +151,7 @@ export async function buildApp({ config, db, services = createServices(config, d
   registerJsonParser(app);
   registerValidation(app, [Problem, Agent]);
 
-  registerAuth(app, [(credential) => services.tenancy.authenticateApiKey(credential)]);
+  registerAuth(app, [(credential) => services.tenancy.authenticateApiKey(credential), services.identity.verifyCredential]);
   // Per-key request limits, after authentication (the key decides the limit).
   app.addHook('onRequest', async (request, reply) => {
     if (!request.principal) return;
@@ -219,6 +224,7 @@ export async function buildApp({ config, db, services = createServices(config, d
     await services.runs.stop();
     await services.bus.close();
   });
+  await app.register(identityRoutes, { identity: services.identity });
 
   return app;
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
 import { migrate, openDatabase, type Db } from './db/database.js';
 import { ProblemError } from './http/errors.js';
+import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S } from './identity/keys.js';
+import { IdentityService } from './identity/service.js';
 import { PERMISSIONS } from './tenancy/permissions.js';
 import { TenancyService, parsePermissions } from './tenancy/service.js';
 
@@ -13,6 +15,11 @@ const USAGE = `agentry: operate an Agentry installation (uses DATA_DIR / DATABAS
   agentry keys create --tenant <id> --permissions <p,p,...> [--name <name>] [--json]
   agentry keys list --tenant <id> [--all] [--json]
   agentry keys revoke <keyId> --tenant <id>
+  agentry identity platform-keys [--json]       list the platform signing keys and their status
+  agentry identity rotate-platform-key [--activate-in <seconds>] [--json]
+                                                new platform key: published now, signs after the delay
+                                                (default ${DEFAULT_PLATFORM_ACTIVATION_DELAY_S} s, the platform JWKS cache lifetime)
+  agentry identity revoke-platform-key <kid>    revoke a platform key (its tokens stop verifying)
   agentry migrate                               apply pending database migrations
   agentry help
 
@@ -27,7 +34,7 @@ function print(json: boolean, value: unknown, text: string) {
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
 }
 
-async function run(argv: string[], db: Db): Promise<void> {
+async function run(argv: string[], db: Db, config: Config): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -37,6 +44,7 @@ async function run(argv: string[], db: Db): Promise<void> {
       permissions: { type: 'string' },
       name: { type: 'string' },
       all: { type: 'boolean', default: false },
+      'activate-in': { type: 'string' },
     },
   });
   const [group, action, arg] = positionals;
@@ -91,6 +99,29 @@ async function run(argv: string[], db: Db): Promise<void> {
       return;
     }
   }
+  if (group === 'identity') {
+    const identity = new IdentityService(db, config, tenancy);
+    const describe = (k: { kid: string; generation: number; status: string; activatesAt: string; expiresAt: string | null }) =>
+      `${k.kid}  #${k.generation}  ${k.status}  signs from ${k.activatesAt}${k.expiresAt ? `  published until ${k.expiresAt}` : ''}`;
+    if (action === 'platform-keys') {
+      const keys = await identity.listPlatformKeys();
+      print(json, { keys }, keys.map(describe).join('\n') || '(no platform keys yet: one is made on first use)');
+      return;
+    }
+    if (action === 'rotate-platform-key') {
+      const raw = values['activate-in'];
+      if (raw !== undefined && !/^\d{1,7}$/.test(raw)) throw new UsageError('--activate-in takes a whole number of seconds');
+      const key = await identity.rotatePlatformKey(raw === undefined ? DEFAULT_PLATFORM_ACTIVATION_DELAY_S : Number(raw));
+      print(json, { key }, `new platform key ${key.kid}: published now, signs from ${key.activatesAt}`);
+      return;
+    }
+    if (action === 'revoke-platform-key') {
+      if (!arg) throw new UsageError('identity revoke-platform-key needs the kid');
+      if (!(await identity.revokePlatformKey(arg))) throw new UsageError(`no platform key ${arg}`);
+      print(json, { revoked: arg }, `revoked platform key ${arg}`);
+      return;
+    }
+  }
   if (!group || group === 'help') {
     process.stdout.write(USAGE);
     return;
@@ -108,7 +139,7 @@ async function main() {
   try {
     const config = loadConfig();
     db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: 2 });
-    await run(argv, db);
+    await run(argv, db, config);
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`agentry: ${err.message}\n\n${USAGE}`);

@@ -1,5 +1,27 @@
 import path from 'node:path';
+import { inspect } from 'node:util';
+import { trustDomainError } from './identity/spiffe.js';
 import { parseModelId } from './runtime/models/model-id.js';
+
+/** A secret value that never shows up in logs, JSON or `util.inspect` output. */
+export class Secret {
+  readonly #value: Buffer;
+  constructor(value: Buffer) {
+    this.#value = value;
+  }
+  reveal(): Buffer {
+    return this.#value;
+  }
+  toJSON() {
+    return '[redacted]';
+  }
+  toString() {
+    return '[redacted]';
+  }
+  [inspect.custom]() {
+    return 'Secret([redacted])';
+  }
+}
 
 /** Typed, validated configuration read from the environment once at start. */
 export interface Config {
@@ -24,6 +46,12 @@ export interface Config {
   shutdownGraceMs: number;
   /** Default requests per minute per API key (0: no limit) when neither key nor tenant sets one. */
   rateLimitPerMinute: number;
+  /** `iss` of every token the platform signs; defaults to `publicBaseUrl`. */
+  issuer: string;
+  /** SPIFFE trust domain of the agents' identities. */
+  trustDomain: string;
+  /** Key that encrypts private keys at rest; `undefined`: generated into `DATA_DIR/master.key`. */
+  masterKey: Secret | undefined;
 }
 
 export interface ProviderSettings {
@@ -135,6 +163,24 @@ export function loadConfig(env: Env = process.env): Config {
   const shutdownGraceMs = integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000;
   const rateLimitPerMinute = integer(env, 'RATE_LIMIT_PER_MINUTE', 6000, 0, 10_000_000);
 
+  const issuer = url(env, 'ISSUER', publicBaseUrl, ['http:', 'https:']).replace(/\/+$/, '');
+
+  const trustDomain = env.TRUST_DOMAIN || 'agentry.local';
+  const tdError = trustDomainError(trustDomain);
+  if (tdError) throw new ConfigError('TRUST_DOMAIN', `${tdError}, got "${trustDomain}"`);
+
+  let masterKey: Secret | undefined;
+  if (env.MASTER_KEY) {
+    // The value itself never appears in the error: it is a secret even when malformed.
+    const raw = env.MASTER_KEY.trim();
+    const decoded = /^[A-Za-z0-9+/_-]+={0,2}$/.test(raw) ? Buffer.from(raw, 'base64') : Buffer.alloc(0);
+    if (decoded.length !== 32) {
+      throw new ConfigError('MASTER_KEY', 'must be the base64 encoding of exactly 32 random bytes (e.g. `openssl rand -base64 32`)');
+    }
+    masterKey = new Secret(decoded);
+  }
+
+
   return { port, host, dataDir, databaseUrl, logLevel, publicBaseUrl, defaultModel, providers, modelPrices: modelPrices(env), runLeaseMs,
-    mcpAllowedHosts, mcpAllowPrivateNetworks, shutdownGraceMs, rateLimitPerMinute };
+    mcpAllowedHosts, mcpAllowPrivateNetworks, shutdownGraceMs, rateLimitPerMinute, issuer, trustDomain, masterKey };
 }

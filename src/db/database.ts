@@ -52,7 +52,9 @@ export function openDatabase(options: DbOptions): Db {
 
 /** Applies every pending migration; safe to call from several processes at once. */
 export async function migrate(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db: db.kysely, provider: migrationProvider });
+  // Migrations are independent additions developed side by side; a database that already ran a
+  // later-numbered one still takes an earlier-numbered newcomer.
+  const migrator = new Migrator({ db: db.kysely, provider: migrationProvider, allowUnorderedMigrations: true });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

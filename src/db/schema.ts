@@ -134,6 +134,68 @@ export interface FileTable {
   created_at: string;
 }
 
+/** Platform signing keys. Status is derived from the timestamps (see identity/keys.ts). */
+export interface IdentityPlatformKeyTable {
+  kid: string;
+  generation: number;
+  public_jwk: string;
+  /** AES-256-GCM sealed private JWK (identity/encryption.ts). */
+  private_jwk: string;
+  created_at: string;
+  /** Signs from this time on; published from `created_at` (publish before sign). */
+  activates_at: string;
+  /** Stops signing at this time (a newer key takes over); published for the longest token lifetime after. */
+  retires_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface IdentityAgentKeyTable {
+  kid: string;
+  tenant_id: string;
+  agent_id: string;
+  generation: number;
+  public_jwk: string;
+  private_jwk: string;
+  /** active | rotated | revoked */
+  status: string;
+  created_at: string;
+  rotated_at: string | null;
+  /** Rotated keys stay published until then. */
+  expires_at: string | null;
+  revoked_at: string | null;
+}
+
+/** Every token the platform issued (and every client assertion seen, for replay protection). */
+export interface IdentityTokenTable {
+  jti: string;
+  tenant_id: string;
+  /** svid | exchange | client_credentials | assertion */
+  kind: string;
+  agent_id: string | null;
+  client_id: string | null;
+  /** The API key the token derives from: revoking the key deactivates the token. */
+  api_key_id: string | null;
+  /** The agent key the token derives from: revoking the key deactivates the token. */
+  agent_key_id: string | null;
+  parent_jti: string | null;
+  issued_at: string;
+  expires_at: string;
+  revoked_at: string | null;
+}
+
+export interface TbacPolicyTable {
+  id: string;
+  tenant_id: string;
+  caller_agent_id: string;
+  callee_agent_id: string;
+  tool_name: string;
+  effect: string;
+  description: string | null;
+  conditions: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface Database {
   tenants: TenantTable;
   api_keys: ApiKeyTable;
@@ -144,4 +206,8 @@ export interface Database {
   runs: RunTable;
   run_events: RunEventTable;
   files: FileTable;
+  identity_platform_keys: IdentityPlatformKeyTable;
+  identity_agent_keys: IdentityAgentKeyTable;
+  identity_tokens: IdentityTokenTable;
+  tbac_policies: TbacPolicyTable;
 }

@@ -148,4 +148,16 @@ export class TenancyService {
     const tenant = await this.requireTenant(tenantId);
     return JSON.parse(tenant.settings) as Record<string, unknown>;
   }
+
+  /** Merges `patch` into the tenant's settings in one transaction (no lost updates) and audits it. */
+  async updateSettings(tenantId: string, patch: Record<string, unknown>, actor: Actor): Promise<Record<string, unknown>> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const row = await store.findTenantSettingsForUpdate(trx, tenantId, this.db.dialect === 'postgres');
+      if (!row) throw notFound('tenant');
+      const settings = { ...(JSON.parse(row.settings) as Record<string, unknown>), ...patch };
+      await store.updateTenantSettings(trx, tenantId, JSON.stringify(settings));
+      await recordAudit(trx, { tenantId, actor, action: 'tenant.settings_updated', resourceType: 'tenant', resourceId: tenantId, detail: patch });
+      return settings;
+    });
+  }
 }

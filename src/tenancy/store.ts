@@ -17,6 +17,12 @@ export function listTenants(db: Executor) {
   return db.selectFrom('tenants').selectAll().orderBy('id').execute();
 }
 
+/** The settings of a tenant, row-locked until the transaction ends where the dialect can (PostgreSQL). */
+export function findTenantSettingsForUpdate(db: Executor, id: string, lock: boolean) {
+  const q = db.selectFrom('tenants').select('settings').where('id', '=', id);
+  return (lock ? q.forUpdate() : q).executeTakeFirst();
+}
+
 export function updateTenantSettings(db: Executor, id: string, settings: string) {
   return db.updateTable('tenants').set({ settings }).where('id', '=', id).execute();
 }

@@ -1,0 +1,36 @@
+import type { Db } from '../db/database.js';
+import type { TenancyService } from '../tenancy/service.js';
+import type { AccessClaims } from './access-token.js';
+import type { AuditBuffer } from './audit-buffer.js';
+import type { TtlCache } from './cache.js';
+import type { AgentKeyring, Clock, PlatformKeyring } from './keys.js';
+import type { PolicyEngine } from './policies.js';
+import type { TokenState } from './store.js';
+import type { PlatformTokens } from './tokens.js';
+
+/** What the identity modules share; built once by IdentityService. */
+export interface IdentityContext {
+  db: Db;
+  issuer: string;
+  trustDomain: string;
+  publicBaseUrl: string;
+  /** `{base_url}/api/v1/identity/oauth/token`. */
+  tokenEndpoint: string;
+  /** `aud` of access tokens for the platform's own API (client_credentials). */
+  apiAudience: string;
+  clock: Clock;
+  platformKeys: PlatformKeyring;
+  agentKeys: AgentKeyring;
+  tokens: PlatformTokens;
+  tenancy: TenancyService;
+  policies: PolicyEngine;
+  audit: AuditBuffer;
+  spiffeIdOf(tenantId: string, agentId: string): string;
+  /** Hot-path caches (authorization decisions); cleared by revocations made in this process. */
+  hot: {
+    /** Access tokens whose signature and claims verified, by the token itself. */
+    verified: TtlCache<AccessClaims>;
+    /** Revocation state by jti (null: unknown token). */
+    tokenStates: TtlCache<TokenState | null>;
+  };
+}

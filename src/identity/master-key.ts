@@ -1,0 +1,48 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config.js';
+
+export const MASTER_KEY_FILE = 'master.key';
+
+/**
+ * The key that encrypts private keys at rest: `MASTER_KEY` from the configuration, or else
+ * `DATA_DIR/master.key`, generated (32 random bytes, base64, mode 0600) on first start.
+ *
+ * Creation is atomic and race-free: the key is written to a private temporary file that is then
+ * hard-linked into place, which fails when another process got there first (its key is used then).
+ * Replicas sharing a PostgreSQL database on different machines must all be given one `MASTER_KEY`.
+ */
+export function loadMasterKey(config: Pick<Config, 'masterKey' | 'dataDir'>): Buffer {
+  if (config.masterKey) return config.masterKey.reveal();
+  const file = path.join(config.dataDir, MASTER_KEY_FILE);
+  const existing = readKeyFile(file);
+  if (existing) return existing;
+
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  fs.writeFileSync(tmp, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    fs.linkSync(tmp, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    fs.rmSync(tmp, { force: true });
+  }
+  const key = readKeyFile(file);
+  if (!key) throw new Error(`${file} could not be created`);
+  return key;
+}
+
+function readKeyFile(file: string): Buffer | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  const key = Buffer.from(text.trim(), 'base64');
+  if (key.length !== 32) throw new Error(`${file} must hold the base64 encoding of 32 bytes`);
+  return key;
+}

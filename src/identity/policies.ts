@@ -1,0 +1,189 @@
+import type { Db } from '../db/database.js';
+import { badRequest, conflict, notFound } from '../http/errors.js';
+import { newId, now } from '../ids.js';
+import { recordAudit } from '../tenancy/audit.js';
+import type { Principal } from '../tenancy/permissions.js';
+import type { TenancyService } from '../tenancy/service.js';
+import { DECISION_CACHE_MS, TtlCache } from './cache.js';
+import * as store from './store.js';
+import {
+  DEFAULT_TBAC_MODE,
+  TBAC_MODES,
+  WILDCARD,
+  conditionsError,
+  decide,
+  type Conditions,
+  type Decision,
+  type Effect,
+  type Policy,
+  type TbacMode,
+} from './tbac.js';
+
+export interface PolicyView extends Policy {
+  description: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface CreatePolicyInput {
+  callerAgentId: string;
+  calleeAgentId: string;
+  toolName: string;
+  effect?: Effect;
+  description?: string | null;
+  conditions?: Conditions | null;
+}
+
+export interface UpdatePolicyInput {
+  effect?: Effect;
+  description?: string | null;
+  conditions?: Conditions | null;
+}
+
+function view(row: store.PolicyRow): PolicyView {
+  return {
+    id: row.id,
+    callerAgentId: row.caller_agent_id,
+    calleeAgentId: row.callee_agent_id,
+    toolName: row.tool_name,
+    effect: row.effect as Effect,
+    description: row.description,
+    conditions: row.conditions ? (JSON.parse(row.conditions) as Conditions) : null,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** The key in the tenant's settings JSON that holds its TBAC mode. */
+export const TBAC_MODE_SETTING = 'tbacMode';
+
+/** TBAC policies of a tenant (CRUD) and the decision for a (caller, callee, tool) request. */
+export class PolicyEngine {
+  /** Hot-path caches: candidate policies by (tenant, caller, callee, tool), modes by tenant. */
+  private readonly candidates = new TtlCache<store.PolicyRow[]>(DECISION_CACHE_MS);
+  private readonly modes = new TtlCache<TbacMode>(DECISION_CACHE_MS);
+
+  constructor(
+    private readonly db: Db,
+    private readonly tenancy: TenancyService,
+  ) {}
+
+  async list(tenantId: string, filter: store.PolicyFilter, page: number, limit: number) {
+    const { rows, total } = await store.listPolicies(this.db.kysely, tenantId, filter, limit, (page - 1) * limit);
+    return { policies: rows.map(view), total, page, limit };
+  }
+
+  /** Validates conditions and stores their timestamps in the one format (UTC, milliseconds). */
+  private checkConditions(conditions: Conditions | null | undefined): Conditions | null | undefined {
+    if (!conditions) return conditions;
+    const problem = conditionsError(conditions);
+    if (problem) throw badRequest(`${problem.path} ${problem.message}`, [problem]);
+    const out: Conditions = { ...conditions };
+    if (out.notBefore) out.notBefore = new Date(out.notBefore).toISOString();
+    if (out.notAfter) out.notAfter = new Date(out.notAfter).toISOString();
+    return out;
+  }
+
+  /** Named agents must exist in the tenant (`*` stands for any). */
+  private async checkAgents(trx: store.Executor, tenantId: string, input: CreatePolicyInput) {
+    const named = (['callerAgentId', 'calleeAgentId'] as const).filter((f) => input[f] !== WILDCARD);
+    const found = await store.existingAgentIds(trx, tenantId, named.map((f) => input[f]));
+    const errors = named.filter((f) => !found.has(input[f])).map((f) => ({ path: `body.${f}`, message: 'names no agent in this tenant' }));
+    if (errors.length) throw badRequest(`${errors[0].path} ${errors[0].message}`, errors);
+  }
+
+  async create(principal: Principal, input: CreatePolicyInput): Promise<PolicyView> {
+    if (input.conditions !== undefined) input = { ...input, conditions: this.checkConditions(input.conditions) };
+    const at = now();
+    const row: store.PolicyRow = {
+      id: newId(),
+      tenant_id: principal.tenantId,
+      caller_agent_id: input.callerAgentId,
+      callee_agent_id: input.calleeAgentId,
+      tool_name: input.toolName,
+      effect: input.effect ?? 'allow',
+      description: input.description ?? null,
+      conditions: input.conditions ? JSON.stringify(input.conditions) : null,
+      created_at: at,
+      updated_at: at,
+    };
+    try {
+      await this.db.kysely.transaction().execute(async (trx) => {
+        await this.checkAgents(trx, principal.tenantId, input);
+        await store.insertPolicy(trx, row);
+        await this.audit(trx, principal, 'tbac_policy.created', row.id, {
+          callerAgentId: row.caller_agent_id,
+          calleeAgentId: row.callee_agent_id,
+          toolName: row.tool_name,
+          effect: row.effect,
+        });
+      });
+    } catch (err) {
+      if (store.isUniqueViolation(err)) {
+        throw conflict('policy_exists', 'a policy for this (callerAgentId, calleeAgentId, toolName) already exists; update it instead');
+      }
+      throw err;
+    }
+    this.candidates.clear(); // after the commit, so no reader re-caches the old state
+    return view(row);
+  }
+
+  async update(principal: Principal, id: string, input: UpdatePolicyInput): Promise<PolicyView> {
+    if (input.conditions !== undefined) input = { ...input, conditions: this.checkConditions(input.conditions) };
+    const updated = await this.db.kysely.transaction().execute(async (trx) => {
+      const current = await store.findPolicy(trx, principal.tenantId, id);
+      if (!current) throw notFound('policy');
+      const patch: Partial<store.PolicyRow> = { updated_at: now() };
+      if (input.effect !== undefined) patch.effect = input.effect;
+      if (input.description !== undefined) patch.description = input.description;
+      if (input.conditions !== undefined) patch.conditions = input.conditions ? JSON.stringify(input.conditions) : null;
+      await store.updatePolicy(trx, principal.tenantId, id, patch);
+      await this.audit(trx, principal, 'tbac_policy.updated', id, { fields: Object.keys(input) });
+      return view({ ...current, ...patch });
+    });
+    this.candidates.clear();
+    return updated;
+  }
+
+  async delete(principal: Principal, id: string): Promise<void> {
+    await this.db.kysely.transaction().execute(async (trx) => {
+      const current = await store.findPolicy(trx, principal.tenantId, id);
+      if (!current) throw notFound('policy');
+      await store.deletePolicy(trx, principal.tenantId, id);
+      await this.audit(trx, principal, 'tbac_policy.deleted', id, {
+        callerAgentId: current.caller_agent_id,
+        calleeAgentId: current.callee_agent_id,
+        toolName: current.tool_name,
+        effect: current.effect,
+      });
+    });
+    this.candidates.clear();
+  }
+
+  /** The tenant's mode, read from its settings (uncached). */
+  async mode(tenantId: string): Promise<TbacMode> {
+    const settings = await this.tenancy.getSettings(tenantId);
+    const mode = settings[TBAC_MODE_SETTING];
+    return TBAC_MODES.includes(mode as TbacMode) ? (mode as TbacMode) : DEFAULT_TBAC_MODE;
+  }
+
+  async setMode(principal: Principal, mode: TbacMode): Promise<TbacMode> {
+    await this.tenancy.updateSettings(principal.tenantId, { [TBAC_MODE_SETTING]: mode }, principal.actor);
+    this.modes.clear();
+    return mode;
+  }
+
+  /** The decision for a request: the deciding policy, else the tenant's mode. */
+  async evaluate(tenantId: string, caller: string, callee: string, tool: string, at: number): Promise<Decision & { mode: TbacMode }> {
+    const [rows, mode] = await Promise.all([
+      this.candidates.through(`${tenantId}|${caller}|${callee}|${tool}`, () => store.candidatePolicies(this.db.kysely, tenantId, caller, callee, tool)),
+      this.modes.through(tenantId, () => this.mode(tenantId)),
+    ]);
+    const policies = rows.map(view).sort((a, b) => (a.id < b.id ? -1 : 1));
+    return { ...decide(policies, mode, caller, callee, tool, at), mode };
+  }
+
+  private audit(trx: store.Executor, principal: Principal, action: string, id: string, detail: Record<string, unknown>) {
+    return recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, action, resourceType: 'tbac_policy', resourceId: id, detail });
+  }
+}

@@ -1,0 +1,277 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ProblemError } from '../http/errors.js';
+import { problems } from '../http/schemas.js';
+import { registerFormParser } from './form.js';
+import { OAuthError } from './oauth-errors.js';
+import {
+  AgentKey,
+  AgentParams,
+  AuthorizeBody,
+  AuthorizeResponse,
+  ClientMetadata,
+  CreatePolicyBody,
+  IntrospectRequest,
+  IntrospectResponse,
+  Jwks,
+  KeyParams,
+  ListPoliciesQuery,
+  Mode,
+  OAuthErrorBody,
+  Policy,
+  PolicyParams,
+  RotateResponse,
+  SvidBody,
+  SvidResponse,
+  TokenRequest,
+  TokenResponse,
+  TrustBundle,
+  UpdatePolicyBody,
+} from './schemas.js';
+import type { IdentityService } from './service.js';
+
+const tags = ['identity'];
+const tbacTags = ['tbac'];
+const FORM_OR_JSON = ['application/x-www-form-urlencoded', 'application/json'];
+
+export const CACHE = {
+  platformJwks: 'public, max-age=3600',
+  trustBundle: 'public, max-age=300',
+  clientMetadata: 'public, max-age=300',
+  agentJwks: 'public, max-age=60',
+} as const;
+
+const bearer = (header: string | undefined) => (header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined);
+
+export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService }> = async (app, { identity }) => {
+  identity.auditBuffer.onError = (err) => app.log.error({ err }, 'writing authorization audit events failed');
+  app.addHook('onClose', async () => identity.flush());
+
+  // ---- public documents ----
+
+  app.get('/api/v1/identity/agents/:agentId/client-metadata.json', {
+    config: { public: true },
+    schema: {
+      tags,
+      summary: 'Client ID Metadata Document of an agent (client_id = this URL), with its SPIFFE ID and signed badge',
+      params: AgentParams,
+      response: { 200: ClientMetadata, ...problems(404) },
+    },
+  }, async (req, reply) => {
+    reply.header('cache-control', CACHE.clientMetadata);
+    return identity.clientMetadata(req.params.agentId);
+  });
+
+  app.get('/api/v1/identity/agents/:agentId/jwks.json', {
+    config: { public: true },
+    schema: { tags, summary: 'The agent\'s public keys (EC P-256): active and recently rotated', params: AgentParams, response: { 200: Jwks, ...problems(404) } },
+  }, async (req, reply) => {
+    reply.header('cache-control', CACHE.agentJwks);
+    return identity.agentJwks(req.params.agentId);
+  });
+
+  app.get('/api/v1/identity/.well-known/jwks.json', {
+    config: { public: true },
+    schema: { tags, summary: 'Platform JWKS: verifies SVIDs, badges and access tokens', response: { 200: Jwks } },
+  }, async (_req, reply) => {
+    reply.header('cache-control', CACHE.platformJwks);
+    return identity.platformJwks();
+  });
+
+  app.get('/.well-known/spiffe/trust-bundle', {
+    config: { public: true },
+    schema: { tags, summary: 'SPIFFE trust bundle of the trust domain (JWT-SVID keys)', response: { 200: TrustBundle } },
+  }, async (_req, reply) => {
+    reply.header('cache-control', CACHE.trustBundle);
+    return identity.trustBundle();
+  });
+
+  // ---- SVIDs and agent keys ----
+
+  app.post('/api/v1/identity/agents/:agentId/svid', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Issue a JWT-SVID for an agent',
+      params: AgentParams,
+      body: SvidBody,
+      response: { 200: SvidResponse, ...problems(400, 401, 403, 404, 415) },
+    },
+  }, async (req) => identity.issueSvid(req.principal, req.params.agentId, [req.body.audience].flat(), req.body.ttlSeconds));
+
+  app.get('/api/v1/identity/agents/:agentId/keys', {
+    config: { permission: 'agents:read' },
+    schema: {
+      tags,
+      summary: 'The agent\'s keys, newest first, with their status (never private parts)',
+      params: AgentParams,
+      response: { 200: Type.Object({ keys: Type.Array(AgentKey) }), ...problems(401, 403, 404) },
+    },
+  }, async (req) => identity.listAgentKeys(req.principal, req.params.agentId));
+
+  app.post('/api/v1/identity/agents/:agentId/keys/rotate', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Rotate the agent\'s key: a new EC P-256 key; the old one is marked rotated (published 24 h more)',
+      params: AgentParams,
+      response: { 201: RotateResponse, ...problems(401, 403, 404, 409) },
+    },
+  }, async (req, reply) => reply.code(201).send(await identity.rotateAgentKey(req.principal, req.params.agentId)));
+
+  app.delete('/api/v1/identity/agents/:agentId/keys/:keyId', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Revoke one of the agent\'s keys: it leaves the JWKS at once, and tokens bound to it stop working',
+      params: KeyParams,
+      response: { 204: Type.Null(), ...problems(401, 403, 404) },
+    },
+  }, async (req, reply) => {
+    await identity.revokeAgentKey(req.principal, req.params.agentId, req.params.keyId);
+    return reply.code(204).send(null);
+  });
+
+  // ---- ExtAuthZ ----
+
+  app.post('/api/v1/identity/authorize', {
+    config: { public: true },
+    schema: {
+      tags,
+      summary: 'ExtAuthZ: may the bearer of this delegation token call this tool of this agent? (200 even for bad tokens)',
+      body: AuthorizeBody,
+      response: { 200: AuthorizeResponse, ...problems(400, 415) },
+    },
+  }, async (req) => identity.authorize(req.body.token ?? bearer(req.headers.authorization), req.body.tool, req.body.callee));
+
+  // ---- TBAC ----
+
+  app.get('/api/v1/identity/tbac/policies', {
+    config: { permission: 'settings:read' },
+    schema: {
+      tags: tbacTags,
+      summary: 'List TBAC policies, newest first',
+      querystring: ListPoliciesQuery,
+      response: {
+        200: Type.Object({ policies: Type.Array(Policy), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }),
+        ...problems(400, 401, 403),
+      },
+    },
+  }, async (req) => {
+    const { page, limit, ...filter } = req.query;
+    return identity.policies.list(req.principal.tenantId, filter, page, limit);
+  });
+
+  app.post('/api/v1/identity/tbac/policies', {
+    config: { permission: 'settings:write' },
+    schema: {
+      tags: tbacTags,
+      summary: 'Create a TBAC policy (one per caller, callee, tool)',
+      body: CreatePolicyBody,
+      response: { 201: Policy, ...problems(400, 401, 403, 409, 415) },
+    },
+  }, async (req, reply) => reply.code(201).send(await identity.policies.create(req.principal, req.body)));
+
+  app.patch('/api/v1/identity/tbac/policies/:id', {
+    config: { permission: 'settings:write' },
+    schema: {
+      tags: tbacTags,
+      summary: 'Change a policy\'s effect, description or conditions (null clears)',
+      params: PolicyParams,
+      body: UpdatePolicyBody,
+      response: { 200: Policy, ...problems(400, 401, 403, 404, 415) },
+    },
+  }, async (req) => identity.policies.update(req.principal, req.params.id, req.body ?? {}));
+
+  app.delete('/api/v1/identity/tbac/policies/:id', {
+    config: { permission: 'settings:write' },
+    schema: { tags: tbacTags, summary: 'Delete a policy', params: PolicyParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
+  }, async (req, reply) => {
+    await identity.policies.delete(req.principal, req.params.id);
+    return reply.code(204).send(null);
+  });
+
+  app.get('/api/v1/identity/tbac/mode', {
+    config: { permission: 'settings:read' },
+    schema: { tags: tbacTags, summary: 'What decides when no policy matches: audit (allow, default) or enforce (deny)', response: { 200: Mode, ...problems(401, 403) } },
+  }, async (req) => ({ mode: await identity.policies.mode(req.principal.tenantId) }));
+
+  app.put('/api/v1/identity/tbac/mode', {
+    config: { permission: 'settings:write' },
+    schema: { tags: tbacTags, summary: 'Set the tenant\'s TBAC mode', body: Mode, response: { 200: Mode, ...problems(400, 401, 403, 415) } },
+  }, async (req) => ({ mode: await identity.policies.setMode(req.principal, req.body.mode) }));
+
+  await app.register(oauthRoutes, { identity });
+};
+
+/** Maps any error on the OAuth endpoints to an RFC 6749 body. */
+function oauthErrorOf(err: FastifyError | Error): OAuthError {
+  if (err instanceof OAuthError) return err;
+  if (err instanceof ProblemError) {
+    if (err.status === 401) return new OAuthError('invalid_client', err.detail, 401, { 'www-authenticate': 'Bearer' });
+    if (err.status === 403) return new OAuthError('insufficient_scope', err.detail, 403);
+    if (err.status < 500) return new OAuthError('invalid_request', err.detail);
+  }
+  const status = (err as FastifyError).statusCode;
+  if (status && status >= 400 && status < 500) {
+    const what =
+      status === 415 ? 'send the body as application/x-www-form-urlencoded or application/json' : status === 413 ? 'the body is too large' : 'the request body could not be read';
+    return new OAuthError('invalid_request', what);
+  }
+  return new OAuthError('server_error', 'an internal error occurred; it has been logged');
+}
+
+/** Token and introspection: form-encoded or JSON bodies, RFC 6749 errors, never cached. */
+const oauthRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService }> = async (app, { identity }) => {
+  registerFormParser(app); // this plugin only: the rest of the API takes JSON alone
+  app.addHook('onSend', async (_req, reply) => {
+    reply.header('cache-control', 'no-store');
+    reply.header('pragma', 'no-cache');
+  });
+  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const oauth = oauthErrorOf(err);
+    if (oauth.status >= 500) request.log.error({ err }, 'oauth request failed');
+    else request.log.info({ error: oauth.error, status: oauth.status }, 'oauth request rejected');
+    return reply.code(oauth.status).headers(oauth.headers).type('application/json').send(oauth.body());
+  });
+  const invalidRequest = (req: FastifyRequest) => {
+    if (!req.validationError) return;
+    const first = req.validationError.validation?.[0];
+    const where = first ? `${first.instancePath.replace(/^\//, '') || 'body'} ${first.message ?? 'is invalid'}` : 'the request is malformed';
+    throw new OAuthError('invalid_request', where);
+  };
+
+  app.post('/api/v1/identity/oauth/token', {
+    config: { public: true },
+    attachValidation: true,
+    schema: {
+      tags,
+      summary: 'OAuth token endpoint: token exchange (RFC 8693; the SVID authenticates) and client_credentials',
+      consumes: FORM_OR_JSON,
+      body: TokenRequest,
+      response: { 200: TokenResponse, 400: OAuthErrorBody, 401: OAuthErrorBody, 500: OAuthErrorBody },
+    },
+  }, async (req) => {
+    invalidRequest(req);
+    return identity.token(req.body as Record<string, string | string[] | undefined>, req.headers.authorization);
+  });
+
+  app.post('/api/v1/identity/oauth/introspect', {
+    config: { permission: 'agents:read' },
+    attachValidation: true,
+    schema: {
+      tags,
+      summary: 'Token introspection (RFC 7662): always 200; active false for invalid, expired, revoked or foreign tokens',
+      consumes: FORM_OR_JSON,
+      body: IntrospectRequest,
+      response: { 200: IntrospectResponse, 400: OAuthErrorBody, 401: OAuthErrorBody, 403: OAuthErrorBody },
+    },
+  }, async (req) => {
+    invalidRequest(req);
+    const token = req.body.token;
+    if (token === undefined) throw new OAuthError('invalid_request', 'token is required');
+    if (Array.isArray(token)) throw new OAuthError('invalid_request', 'token must not repeat');
+    return identity.introspect(req.principal, token);
+  });
+};

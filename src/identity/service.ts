@@ -1,0 +1,380 @@
+import { SignJWT } from 'jose';
+import type { ToolSpec } from '../agents/schemas.js';
+import type { Config } from '../config.js';
+import type { Db } from '../db/database.js';
+import { notFound } from '../http/errors.js';
+import { newId } from '../ids.js';
+import { recordAudit } from '../tenancy/audit.js';
+import { isPermission, type Permission, type Principal } from '../tenancy/permissions.js';
+import type { TenancyService } from '../tenancy/service.js';
+import { verifyAccessToken, type AccessClaims } from './access-token.js';
+import { agentJwksUrl, clientIdUrl } from './audience.js';
+import { AuditBuffer } from './audit-buffer.js';
+import { authorize, type AuthorizeResult } from './authorize.js';
+import { BADGE_LIFETIME_S, badgeCredential } from './badge.js';
+import { DECISION_CACHE_MS, TtlCache } from './cache.js';
+import { clientCredentials, type ClientCredentialsRequest } from './client-credentials.js';
+import type { IdentityContext } from './context.js';
+import { GRANT_TOKEN_EXCHANGE, exchangeToken, type ExchangeRequest } from './exchange.js';
+import { introspect } from './introspect.js';
+import {
+  AgentKeyring,
+  DEFAULT_PLATFORM_ACTIVATION_DELAY_S,
+  PLATFORM_KEY_CACHE_MS,
+  PlatformKeyring,
+  iso,
+  publishedJwk,
+  type Clock,
+} from './keys.js';
+import { loadMasterKey } from './master-key.js';
+import { OAuthError } from './oauth-errors.js';
+import { PolicyEngine } from './policies.js';
+import { agentSpiffeId } from './spiffe.js';
+import * as store from './store.js';
+import type { TokenState } from './store.js';
+import { issueSvid } from './svid.js';
+import { PlatformTokens, TYP, TokenError, looksLikeJwt, peekHeader, normalisedTyp } from './tokens.js';
+
+export const TRUST_BUNDLE_REFRESH_HINT_S = 300;
+/** The client metadata document stays below this size (IETF Client ID Metadata Document draft). */
+export const METADATA_MAX_BYTES = 5 * 1024;
+/** Token rows are kept this long after they expire, then pruned. */
+const TOKEN_RETENTION_MS = 24 * 3600 * 1000;
+
+const GRANT_TYPES = [GRANT_TOKEN_EXCHANGE, 'client_credentials'];
+
+/**
+ * Agent identity: keys, identity documents, SVIDs, badges, token exchange, introspection, the
+ * ExtAuthZ decision and TBAC policies. Routes call it over HTTP; a runtime can call `exchange`,
+ * `authorize`, `issueSvid` and `signClientAssertion` in-process.
+ */
+export class IdentityService {
+  readonly clock: Clock = { now: () => Date.now() };
+  readonly platformKeys: PlatformKeyring;
+  readonly agentKeys: AgentKeyring;
+  readonly policies: PolicyEngine;
+  readonly auditBuffer: AuditBuffer;
+  readonly ctx: IdentityContext;
+  private readonly badges = new Map<string, { key: string; token: string; exp: number }>();
+  private lastPrune = 0;
+
+  constructor(
+    private readonly db: Db,
+    config: Pick<Config, 'issuer' | 'trustDomain' | 'publicBaseUrl' | 'masterKey' | 'dataDir'>,
+    tenancy: TenancyService,
+  ) {
+    const masterKey = loadMasterKey(config);
+    this.platformKeys = new PlatformKeyring(db, masterKey, this.clock);
+    this.agentKeys = new AgentKeyring(db, masterKey, this.clock);
+    this.policies = new PolicyEngine(db, tenancy);
+    this.auditBuffer = new AuditBuffer(db);
+    const trustDomain = config.trustDomain;
+    this.ctx = {
+      db,
+      issuer: config.issuer,
+      trustDomain,
+      publicBaseUrl: config.publicBaseUrl,
+      tokenEndpoint: `${config.publicBaseUrl}/api/v1/identity/oauth/token`,
+      apiAudience: `${config.publicBaseUrl}/api/v1`,
+      clock: this.clock,
+      platformKeys: this.platformKeys,
+      agentKeys: this.agentKeys,
+      tokens: new PlatformTokens(this.platformKeys, config.issuer, this.clock),
+      tenancy,
+      policies: this.policies,
+      audit: this.auditBuffer,
+      spiffeIdOf: (tenantId, agentId) => agentSpiffeId(trustDomain, tenantId, agentId),
+      hot: { verified: new TtlCache<AccessClaims>(PLATFORM_KEY_CACHE_MS), tokenStates: new TtlCache<TokenState | null>(DECISION_CACHE_MS) },
+    };
+  }
+
+  get issuer() {
+    return this.ctx.issuer;
+  }
+  get tokenEndpoint() {
+    return this.ctx.tokenEndpoint;
+  }
+  get apiAudience() {
+    return this.ctx.apiAudience;
+  }
+
+  /** Writes queued audit events (authorization decisions); called when the app closes. */
+  flush(): Promise<void> {
+    return this.auditBuffer.flush();
+  }
+
+  // ---- agents ----
+
+  private async publicAgent(agentId: string) {
+    const agent = await store.findAgentAnyTenant(this.db.kysely, agentId);
+    if (!agent) throw notFound('agent');
+    return agent;
+  }
+
+  private async tenantAgent(tenantId: string, agentId: string) {
+    const agent = await store.findAgent(this.db.kysely, tenantId, agentId);
+    if (!agent) throw notFound('agent');
+    return agent;
+  }
+
+  // ---- public documents ----
+
+  /** The badge of an agent, re-signed when the agent changed, the signing key changed, or half its life passed. */
+  private async badge(agent: store.AgentIdentityRow, compact: boolean): Promise<string> {
+    const { kid } = await this.platformKeys.signingKey();
+    const cacheKey = `${agent.updated_at}|${kid}`;
+    const nowS = Math.floor(this.clock.now() / 1000);
+    const cached = this.badges.get(`${agent.id}|${compact}`);
+    if (cached && cached.key === cacheKey && cached.exp - nowS > BADGE_LIFETIME_S / 2) return cached.token;
+    const spiffeId = this.ctx.spiffeIdOf(agent.tenant_id, agent.id);
+    const id = `urn:uuid:${newId()}`;
+    const credential = badgeCredential(
+      { spiffeId, agentId: agent.id, tenantId: agent.tenant_id, name: agent.name, hosting: agent.hosting, tools: JSON.parse(agent.tools) as ToolSpec[] },
+      this.issuer,
+      id,
+      nowS,
+      nowS + BADGE_LIFETIME_S,
+      compact,
+    );
+    const signed = await this.ctx.tokens.sign({ typ: TYP.badge, cty: 'vc', sub: spiffeId, iat: nowS, lifetimeS: BADGE_LIFETIME_S, jti: id, payload: credential });
+    this.badges.set(`${agent.id}|${compact}`, { key: cacheKey, token: signed.token, exp: signed.exp });
+    return signed.token;
+  }
+
+  async clientMetadata(agentId: string) {
+    const agent = await this.publicAgent(agentId);
+    await this.agentKeys.ensureActive(agent.tenant_id, agent.id);
+    const build = async (compact: boolean) => ({
+      client_id: clientIdUrl(this.ctx.publicBaseUrl, agent.id),
+      client_name: agent.name,
+      jwks_uri: agentJwksUrl(this.ctx.publicBaseUrl, agent.id),
+      grant_types: GRANT_TYPES,
+      token_endpoint_auth_method: 'private_key_jwt' as const,
+      token_endpoint_auth_signing_alg: 'ES256',
+      spiffe_id: this.ctx.spiffeIdOf(agent.tenant_id, agent.id),
+      badge: await this.badge(agent, compact),
+    });
+    const doc = await build(false);
+    return Buffer.byteLength(JSON.stringify(doc)) < METADATA_MAX_BYTES - 256 ? doc : build(true);
+  }
+
+  async agentJwks(agentId: string) {
+    const agent = await this.publicAgent(agentId);
+    const keys = await this.agentKeys.published(agent.tenant_id, agent.id);
+    return { keys: keys.map(publishedJwk) };
+  }
+
+  async platformJwks() {
+    const { published } = await this.platformKeys.snapshot();
+    return { keys: published.map((row) => publishedJwk(row)) };
+  }
+
+  /** SPIFFE bundle: a JWKS of `jwt-svid` keys (no `alg`), with sequence and refresh hint. */
+  async trustBundle() {
+    const { published, sequence } = await this.platformKeys.snapshot();
+    return {
+      keys: published.map((row) => {
+        const { kty, crv, x, y, kid } = publishedJwk(row);
+        return { kty, crv, x, y, kid, use: 'jwt-svid' as const };
+      }),
+      spiffe_sequence: sequence,
+      spiffe_refresh_hint: TRUST_BUNDLE_REFRESH_HINT_S,
+    };
+  }
+
+  // ---- SVIDs and agent keys ----
+
+  async issueSvid(principal: Principal, agentId: string, audience: string[], ttlSeconds: number) {
+    await this.tenantAgent(principal.tenantId, agentId);
+    const svid = await issueSvid(this.ctx, principal.tenantId, agentId, audience, ttlSeconds);
+    await recordAudit(this.db.kysely, {
+      tenantId: principal.tenantId,
+      actor: principal.actor,
+      action: 'identity.svid_issued',
+      resourceType: 'agent',
+      resourceId: agentId,
+      detail: { jti: svid.jti, audience, ttlSeconds },
+    });
+    this.maybePrune();
+    return { svid: svid.svid, spiffeId: svid.spiffeId, expiresAt: svid.expiresAt };
+  }
+
+  async listAgentKeys(principal: Principal, agentId: string) {
+    await this.tenantAgent(principal.tenantId, agentId);
+    const rows = await this.agentKeys.list(principal.tenantId, agentId);
+    return { keys: rows.map((r) => this.agentKeys.view(r)) };
+  }
+
+  async rotateAgentKey(principal: Principal, agentId: string) {
+    const agent = await this.tenantAgent(principal.tenantId, agentId);
+    const { key, privateJwk, previous } = await this.agentKeys.rotate(principal.tenantId, agentId);
+    await recordAudit(this.db.kysely, {
+      tenantId: principal.tenantId,
+      actor: principal.actor,
+      action: 'identity.agent_key_rotated',
+      resourceType: 'agent',
+      resourceId: agentId,
+      detail: { kid: key.kid, rotated: previous.map((p) => p.kid) },
+    });
+    return {
+      key: this.agentKeys.view(key),
+      rotated: previous.map((p) => this.agentKeys.view(p)),
+      // An externally hosted agent signs its client assertions itself: it gets its private key, once.
+      ...(agent.hosting === 'external' ? { privateJwk: { ...privateJwk, kid: key.kid, alg: 'ES256' } } : {}),
+    };
+  }
+
+  async revokeAgentKey(principal: Principal, agentId: string, kid: string) {
+    await this.tenantAgent(principal.tenantId, agentId);
+    const result = await this.agentKeys.revoke(principal.tenantId, agentId, kid);
+    if (!result) throw notFound('key');
+    if (!result.changed) return;
+    const at = iso(this.clock.now());
+    const revokedTokens = await this.revokeTokensOfAgentKey(principal.tenantId, kid, at);
+    this.ctx.hot.tokenStates.clear();
+    await recordAudit(this.db.kysely, {
+      tenantId: principal.tenantId,
+      actor: principal.actor,
+      action: 'identity.agent_key_revoked',
+      resourceType: 'agent',
+      resourceId: agentId,
+      detail: { kid, revokedTokens },
+    });
+  }
+
+  /** Marks the tokens bound to a key revoked, and every token exchanged from them, down the chain. */
+  private async revokeTokensOfAgentKey(tenantId: string, kid: string, at: string): Promise<number> {
+    let frontier = await store.activeTokensOfAgentKey(this.db.kysely, tenantId, kid);
+    let total = 0;
+    for (let depth = 0; frontier.length && depth < 12; depth++) {
+      await store.revokeTokens(this.db.kysely, tenantId, frontier, at);
+      total += frontier.length;
+      frontier = await store.activeChildTokens(this.db.kysely, tenantId, frontier);
+    }
+    return total;
+  }
+
+  /** In-process, for a runtime acting as the agent: a `private_key_jwt` client assertion. */
+  async signClientAssertion(tenantId: string, agentId: string, lifetimeS = 60): Promise<string> {
+    await this.tenantAgent(tenantId, agentId);
+    const { kid, key } = await this.agentKeys.signingKey(tenantId, agentId);
+    const clientId = clientIdUrl(this.ctx.publicBaseUrl, agentId);
+    const nowS = Math.floor(this.clock.now() / 1000);
+    return new SignJWT({})
+      .setProtectedHeader({ alg: 'ES256', kid, typ: 'JWT' })
+      .setIssuer(clientId)
+      .setSubject(clientId)
+      .setAudience(this.tokenEndpoint)
+      .setIssuedAt(nowS)
+      .setExpirationTime(nowS + lifetimeS)
+      .setJti(newId())
+      .sign(key);
+  }
+
+  // ---- OAuth ----
+
+  /** The token endpoint: token exchange or client_credentials. Throws OAuthError. */
+  async token(params: Record<string, string | string[] | undefined>, authorization?: string) {
+    const one = (name: string): string | undefined => {
+      const v = params[name];
+      if (Array.isArray(v)) {
+        if (v.length > 1) throw new OAuthError('invalid_request', `${name} must not repeat`);
+        return v[0];
+      }
+      return v;
+    };
+    const many = (name: string): string[] => {
+      const v = params[name];
+      return v === undefined ? [] : [v].flat();
+    };
+    const grantType = one('grant_type');
+    if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
+    this.maybePrune();
+    if (grantType === GRANT_TOKEN_EXCHANGE) {
+      if (one('client_assertion') !== undefined || one('client_secret') !== undefined || /^Basic\s/i.test(authorization ?? '')) {
+        throw new OAuthError('invalid_request', 'token exchange is authenticated by the subject token; send no client credentials');
+      }
+      const req: ExchangeRequest = {
+        subject_token: one('subject_token'),
+        subject_token_type: one('subject_token_type'),
+        actor_token: one('actor_token'),
+        actor_token_type: one('actor_token_type'),
+        requested_token_type: one('requested_token_type'),
+        audience: many('audience'),
+        resource: many('resource'),
+        scope: one('scope'),
+      };
+      return this.exchange(req);
+    }
+    if (grantType === 'client_credentials') {
+      const req: ClientCredentialsRequest = {
+        authorization,
+        client_id: one('client_id'),
+        client_secret: one('client_secret'),
+        client_assertion: one('client_assertion'),
+        client_assertion_type: one('client_assertion_type'),
+        scope: one('scope'),
+      };
+      return clientCredentials(this.ctx, req);
+    }
+    throw new OAuthError('unsupported_grant_type', `grant_type must be ${GRANT_TOKEN_EXCHANGE} or client_credentials`);
+  }
+
+  /** RFC 8693 token exchange (also for in-process callers, such as the runtime delegating to an agent). */
+  exchange(req: ExchangeRequest) {
+    return exchangeToken(this.ctx, req);
+  }
+
+  introspect(principal: Principal, token: string | undefined) {
+    return introspect(this.ctx, principal, token);
+  }
+
+  /** The ExtAuthZ decision (also for in-process callers: a runtime before each delegated tool call). */
+  authorize(token: string | undefined, tool: string, callee: string): Promise<AuthorizeResult> {
+    return authorize(this.ctx, token, tool, callee);
+  }
+
+  /**
+   * Credential verifier for the main API: `client_credentials` access tokens (at+jwt, aud = the API)
+   * authenticate like API keys; their scope holds the permissions.
+   */
+  readonly verifyCredential = async (credential: string): Promise<Principal | null> => {
+    if (!looksLikeJwt(credential)) return null;
+    const header = peekHeader(credential);
+    if (!header || normalisedTyp(header) !== 'at+jwt') return null;
+    try {
+      const claims = await verifyAccessToken(this.ctx, credential, { audience: [this.apiAudience], kinds: ['client_credentials'] });
+      const permissions = new Set(claims.scope.split(' ').filter(isPermission) as Permission[]);
+      const actorId = claims.client_id.startsWith(this.ctx.publicBaseUrl) ? claims.client_id.split('/').at(-2)! : claims.client_id;
+      return { tenantId: claims.tenant_id, actor: { type: 'access_token', id: actorId }, permissions };
+    } catch (err) {
+      if (err instanceof TokenError) return null;
+      throw err;
+    }
+  };
+
+  // ---- platform keys (operators: CLI) ----
+
+  rotatePlatformKey(activationDelayS = DEFAULT_PLATFORM_ACTIVATION_DELAY_S) {
+    return this.platformKeys.rotate(activationDelayS);
+  }
+
+  async revokePlatformKey(kid: string) {
+    const revoked = await this.platformKeys.revoke(kid);
+    this.ctx.hot.verified.clear();
+    return revoked;
+  }
+
+  listPlatformKeys() {
+    return this.platformKeys.list();
+  }
+
+  /** Expired token rows (and remembered client assertions) are deleted, at most once an hour. */
+  private maybePrune() {
+    const now = this.clock.now();
+    if (now - this.lastPrune < 3600_000) return;
+    this.lastPrune = now;
+    void store.pruneTokens(this.db.kysely, iso(now - TOKEN_RETENTION_MS)).catch(() => {});
+  }
+}
+

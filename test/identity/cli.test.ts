@@ -1,0 +1,55 @@
+import { decodeProtectedHeader } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
+import { cli, startServer, type ServerProcess } from '../helpers/process.js';
+
+let database: TestDatabase;
+let server: ServerProcess;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  server = await startServer({ ...database.env, LOG_LEVEL: 'warn' });
+});
+afterAll(async () => {
+  await server?.stop();
+  await database?.drop();
+});
+
+const bundle = async () => (await fetch(`${server.url}/.well-known/spiffe/trust-bundle`)).json() as Promise<{ keys: { kid: string }[]; spiffe_sequence: number }>;
+
+describe('agentry identity (CLI) next to a running server', () => {
+  it('rotates the platform key: the server publishes the new key at once and keeps signing with the old one', async () => {
+    const tenant = JSON.parse((await cli(['tenants', 'create', 'Acme', '--json'], database.env)).stdout);
+    const headers = { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' };
+    const agent = (await (await fetch(`${server.url}/api/v1/agents`, { method: 'POST', headers, body: JSON.stringify({ name: 'a', appId: 'x' }) })).json()) as { id: string };
+    const svid = async () =>
+      ((await (await fetch(`${server.url}/api/v1/identity/agents/${agent.id}/svid`, { method: 'POST', headers, body: JSON.stringify({ audience: 'x' }) })).json()) as { svid: string }).svid;
+    const before = await bundle();
+    const oldKid = decodeProtectedHeader(await svid()).kid;
+
+    const rotated = await cli(['identity', 'rotate-platform-key', '--json'], database.env);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const { key } = JSON.parse(rotated.stdout);
+    expect(key).toMatchObject({ status: 'pending', kid: expect.any(String) });
+    expect(Date.parse(key.activatesAt) - Date.parse(key.createdAt)).toBe(3600 * 1000);
+
+    const after = await bundle();
+    expect(after.keys.map((k) => k.kid)).toEqual(expect.arrayContaining([oldKid, key.kid]));
+    expect(after.spiffe_sequence).toBeGreaterThan(before.spiffe_sequence);
+    expect(decodeProtectedHeader(await svid()).kid).toBe(oldKid);
+
+    const listed = await cli(['identity', 'platform-keys', '--json'], database.env);
+    expect(JSON.parse(listed.stdout).keys.map((k: { kid: string; status: string }) => [k.kid, k.status])).toEqual([
+      [oldKid, 'active'],
+      [key.kid, 'pending'],
+    ]);
+
+    const revoked = await cli(['identity', 'revoke-platform-key', key.kid], database.env);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect((await bundle()).keys.map((k) => k.kid)).not.toContain(key.kid);
+    const unknown = await cli(['identity', 'revoke-platform-key', 'nope'], database.env);
+    expect(unknown.code).toBe(2);
+    const bad = await cli(['identity', 'rotate-platform-key', '--activate-in', 'soon'], database.env);
+    expect(bad.code).toBe(2);
+  });
+});

@@ -1,0 +1,354 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { decodeProtectedHeader } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { open, seal } from '../../src/identity/encryption.js';
+import { IdentityService } from '../../src/identity/service.js';
+import { loadMasterKey } from '../../src/identity/master-key.js';
+import { MAX_SPIFFE_ID_BYTES, parseSpiffeId, trustDomainError } from '../../src/identity/spiffe.js';
+import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { createAgent, svidFor } from './helpers.js';
+
+let t: TestApp;
+let acme: { id: string; key: string };
+let globex: { id: string; key: string };
+
+beforeAll(async () => {
+  t = await startApp();
+  acme = await t.tenant('acme');
+  globex = await t.tenant('globex');
+});
+afterAll(() => t.close());
+
+const jwksKids = async (agentId: string) =>
+  ((await t.request('GET', `/api/v1/identity/agents/${agentId}/jwks.json`)).body.keys as { kid: string }[]).map((k) => k.kid);
+
+describe('configuration', () => {
+  const base = { DATA_DIR: '/tmp/x', PUBLIC_BASE_URL: 'https://agents.example.com' };
+
+  it('defaults ISSUER to PUBLIC_BASE_URL and TRUST_DOMAIN to agentry.local', () => {
+    const c = loadConfig(base);
+    expect(c.issuer).toBe('https://agents.example.com');
+    expect(c.trustDomain).toBe('agentry.local');
+    expect(c.masterKey).toBeUndefined();
+    expect(loadConfig({ ...base, ISSUER: 'https://id.example.com/' }).issuer).toBe('https://id.example.com');
+  });
+
+  it('rejects bad ISSUER, TRUST_DOMAIN and MASTER_KEY values with the variable named', () => {
+    const fails = (env: Record<string, string>, variable: string) => {
+      try {
+        loadConfig({ ...base, ...env });
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        expect((err as ConfigError).variable).toBe(variable);
+        return (err as Error).message;
+      }
+      throw new Error(`expected ${variable} to be refused: ${JSON.stringify(env)}`);
+    };
+    fails({ ISSUER: 'not a url' }, 'ISSUER');
+    fails({ ISSUER: 'ftp://x' }, 'ISSUER');
+    for (const td of ['Agentry.local', 'agentry.local:8443', 'user@agentry', 'spiffe://agentry.local', 'a/b', 'a%41', 'a'.repeat(256)]) {
+      fails({ TRUST_DOMAIN: td }, 'TRUST_DOMAIN');
+    }
+    const short = Buffer.alloc(16, 1).toString('base64');
+    const msg = fails({ MASTER_KEY: short }, 'MASTER_KEY');
+    expect(msg).not.toContain(short); // a secret, even a wrong one, is not echoed
+    fails({ MASTER_KEY: 'not base64 !!' }, 'MASTER_KEY');
+  });
+
+  it('accepts a 32-byte base64 MASTER_KEY and never prints it', () => {
+    const raw = Buffer.alloc(32, 7);
+    const c = loadConfig({ ...base, MASTER_KEY: raw.toString('base64') });
+    expect(c.masterKey!.reveal().equals(raw)).toBe(true);
+    expect(JSON.stringify(c)).not.toContain(raw.toString('base64'));
+    expect(String(c.masterKey)).toBe('[redacted]');
+  });
+});
+
+describe('SPIFFE ID syntax', () => {
+  it('accepts valid trust domains and IDs', () => {
+    expect(trustDomainError('agentry.local')).toBeNull();
+    expect(trustDomainError('prod_1-eu.example.org')).toBeNull();
+    expect(parseSpiffeId('spiffe://agentry.local/tenant/a-b_c.d/agent/X1')).toEqual({ trustDomain: 'agentry.local', segments: ['tenant', 'a-b_c.d', 'agent', 'X1'] });
+  });
+
+  it('rejects every broken rule', () => {
+    const bad = [
+      'spiffe://Agentry.local/a', // uppercase trust domain
+      'spiffe://agentry.local:8080/a', // port
+      'spiffe://user@agentry.local/a', // userinfo
+      'spiffe://agentry.local/a?x=1', // query
+      'spiffe://agentry.local/a#f', // fragment
+      'spiffe://agentry.local/a%20b', // percent-encoding
+      'spiffe://agentry.local/a//b', // empty segment
+      'spiffe://agentry.local/a/./b', // dot segment
+      'spiffe://agentry.local/a/../b', // dot-dot segment
+      'spiffe://agentry.local/a/', // trailing slash
+      'spiffe:///a', // no trust domain
+      'https://agentry.local/a',
+      `spiffe://agentry.local/${'a'.repeat(MAX_SPIFFE_ID_BYTES)}`, // over 2048 bytes
+    ];
+    for (const id of bad) expect(parseSpiffeId(id), id).toBeNull();
+  });
+
+  it('gives agents SPIFFE IDs that satisfy the syntax', async () => {
+    const a = await createAgent(t, acme.key);
+    const { spiffeId } = await svidFor(t, acme.key, a.id, 'x');
+    expect(spiffeId).toBe(`spiffe://agentry.local/tenant/${acme.id}/agent/${a.id}`);
+    expect(parseSpiffeId(spiffeId)).not.toBeNull();
+    expect(Buffer.byteLength(spiffeId)).toBeLessThanOrEqual(2048);
+  });
+});
+
+describe('private keys at rest', () => {
+  it('generates DATA_DIR/master.key with mode 0600 when MASTER_KEY is unset, and reuses it', () => {
+    const file = path.join(t.config.dataDir, 'master.key');
+    const stat = fs.statSync(file);
+    expect(stat.mode & 0o777).toBe(0o600);
+    const key = loadMasterKey(t.config);
+    expect(key).toHaveLength(32);
+    expect(loadMasterKey(t.config).equals(key)).toBe(true);
+  });
+
+  it('creates one master key when several processes race for it', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-mk-'));
+    const keys = Array.from({ length: 5 }, () => loadMasterKey({ dataDir: dir, masterKey: undefined }));
+    expect(new Set(keys.map((k) => k.toString('hex'))).size).toBe(1);
+    expect(fs.readdirSync(dir)).toEqual(['master.key']);
+    fs.rmSync(dir, { recursive: true });
+  });
+
+  it('stores private keys only sealed with AES-256-GCM, bound to their row', async () => {
+    const a = await createAgent(t, acme.key);
+    await jwksKids(a.id);
+    const rows = [
+      ...(await t.db.kysely.selectFrom('identity_agent_keys').selectAll().where('agent_id', '=', a.id).execute()),
+      ...(await t.db.kysely.selectFrom('identity_platform_keys').selectAll().execute()),
+    ];
+    expect(rows.length).toBeGreaterThanOrEqual(2);
+    const master = loadMasterKey(t.config);
+    for (const row of rows) {
+      expect(row.private_jwk).toMatch(/^v1\.[\w-]+\.[\w-]+\.[\w-]+$/);
+      expect(row.private_jwk).not.toContain('"d"');
+      const aad = 'agent_id' in row ? `agent-key:${row.kid}` : `platform-key:${row.kid}`;
+      const jwk = JSON.parse(open(master, row.private_jwk, aad));
+      expect(jwk).toMatchObject({ kty: 'EC', crv: 'P-256', d: expect.any(String) });
+      // Another master key, or another row's binding, cannot open it.
+      expect(() => open(Buffer.alloc(32, 9), row.private_jwk, aad)).toThrow(/MASTER_KEY/);
+      expect(() => open(master, row.private_jwk, 'agent-key:other')).toThrow();
+    }
+    expect(open(master, seal(master, 'hello', 'x'), 'x')).toBe('hello');
+  });
+});
+
+describe('agent key rotation and revocation', () => {
+  it('rotates: a new key is active, the old one is rotated and stays published until it expires', async () => {
+    const a = await createAgent(t, acme.key);
+    const [first] = await jwksKids(a.id);
+    const res = await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key });
+    expect(res.status).toBe(201);
+    expect(res.body.key).toMatchObject({ status: 'active', rotatedAt: null, revokedAt: null, publicJwk: { kty: 'EC', crv: 'P-256', kid: res.body.key.kid } });
+    expect(res.body.key.kid).not.toBe(first);
+    expect(res.body.rotated).toHaveLength(1);
+    const old = res.body.rotated[0];
+    expect(old).toMatchObject({ kid: first, status: 'rotated' });
+    // Grace period: 24 hours.
+    expect(Date.parse(old.expiresAt) - Date.parse(old.rotatedAt)).toBe(24 * 3600 * 1000);
+    expect(res.body).not.toHaveProperty('privateJwk'); // platform-hosted agents never see private keys
+    expect((await jwksKids(a.id)).sort()).toEqual([first, res.body.key.kid].sort());
+
+    const list = await t.request('GET', `/api/v1/identity/agents/${a.id}/keys`, { key: acme.key });
+    expect(list.status).toBe(200);
+    expect(list.body.keys.map((k: { kid: string; status: string }) => [k.kid, k.status])).toEqual([
+      [res.body.key.kid, 'active'],
+      [first, 'rotated'],
+    ]);
+    expect(JSON.stringify(list.body)).not.toContain('"d"');
+
+    // Once the grace period is over the rotated key is no longer published.
+    const clock = t.services.identity.clock;
+    const real = clock.now;
+    clock.now = () => Date.now() + 24 * 3600 * 1000 + 1000;
+    try {
+      expect(await jwksKids(a.id)).toEqual([res.body.key.kid]);
+    } finally {
+      clock.now = real;
+    }
+  });
+
+  it('gives an externally hosted agent its new private key, once', async () => {
+    const ext = await createAgent(t, acme.key, { hosting: 'external' });
+    const res = await t.request('POST', `/api/v1/identity/agents/${ext.id}/keys/rotate`, { key: acme.key });
+    expect(res.status).toBe(201);
+    expect(res.body.rotated).toEqual([]); // it had no key yet
+    expect(res.body.privateJwk).toMatchObject({ kty: 'EC', crv: 'P-256', d: expect.any(String), kid: res.body.key.kid });
+    const list = await t.request('GET', `/api/v1/identity/agents/${ext.id}/keys`, { key: acme.key });
+    expect(JSON.stringify(list.body)).not.toContain(res.body.privateJwk.d);
+  });
+
+  it('keeps one active key under concurrent rotations', async () => {
+    const a = await createAgent(t, acme.key);
+    const results = await Promise.all(Array.from({ length: 4 }, () => t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key })));
+    for (const r of results) expect([201, 409]).toContain(r.status);
+    const rows = await t.db.kysely.selectFrom('identity_agent_keys').selectAll().where('agent_id', '=', a.id).execute();
+    expect(rows.filter((r) => r.status === 'active')).toHaveLength(1);
+    expect(new Set(rows.map((r) => r.generation)).size).toBe(rows.length);
+  });
+
+  it('revokes a key: gone from the JWKS at once; a new key appears on next use', async () => {
+    const a = await createAgent(t, acme.key);
+    const [kid] = await jwksKids(a.id);
+    const res = await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${kid}`, { key: acme.key });
+    expect(res.status).toBe(204);
+    const after = await jwksKids(a.id);
+    expect(after).not.toContain(kid);
+    expect(after).toHaveLength(1);
+    const list = (await t.request('GET', `/api/v1/identity/agents/${a.id}/keys`, { key: acme.key })).body.keys;
+    expect(list.find((k: { kid: string }) => k.kid === kid)).toMatchObject({ status: 'revoked', revokedAt: expect.any(String) });
+    // Revoking again is idempotent.
+    expect((await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${kid}`, { key: acme.key })).status).toBe(204);
+  });
+
+  it('revokes a rotated key before its grace period ends', async () => {
+    const a = await createAgent(t, acme.key);
+    const [old] = await jwksKids(a.id);
+    await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key });
+    expect(await jwksKids(a.id)).toContain(old);
+    expect((await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${old}`, { key: acme.key })).status).toBe(204);
+    expect(await jwksKids(a.id)).not.toContain(old);
+  });
+
+  it('enforces the key-agent binding: 404 for another agent\'s key, another tenant, unknown keys', async () => {
+    const a = await createAgent(t, acme.key);
+    const b = await createAgent(t, acme.key);
+    const [kidA] = await jwksKids(a.id);
+    expectProblem(await t.request('DELETE', `/api/v1/identity/agents/${b.id}/keys/${kidA}`, { key: acme.key }), 404, 'not_found');
+    expectProblem(await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${kidA}`, { key: globex.key }), 404, 'not_found');
+    expectProblem(await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/nope`, { key: acme.key }), 404, 'not_found');
+    expectProblem(await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: globex.key }), 404, 'not_found');
+    expectProblem(await t.request('GET', `/api/v1/identity/agents/${a.id}/keys`, { key: globex.key }), 404, 'not_found');
+    expect(await jwksKids(a.id)).toEqual([kidA]);
+  });
+
+  it('needs agents:write to rotate or revoke', async () => {
+    const a = await createAgent(t, acme.key);
+    const reader = (await t.request('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'r', permissions: ['agents:read'] } })).body.key;
+    expectProblem(await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: reader }), 403, 'forbidden');
+    expectProblem(await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/x`, { key: reader }), 403, 'forbidden');
+    expectProblem(await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`), 401, 'missing_credentials');
+    expect((await t.request('GET', `/api/v1/identity/agents/${a.id}/keys`, { key: reader })).status).toBe(200);
+  });
+
+  it('audits rotations and revocations', async () => {
+    const a = await createAgent(t, acme.key);
+    const [kid] = await jwksKids(a.id);
+    await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key });
+    await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${kid}`, { key: acme.key });
+    const events = (await t.request('GET', `/api/v1/audit-events?resourceId=${a.id}`, { key: acme.key })).body.events;
+    const actions = events.map((e: { action: string }) => e.action);
+    expect(actions).toEqual(expect.arrayContaining(['identity.agent_key_rotated', 'identity.agent_key_revoked']));
+    expect(events.find((e: { action: string }) => e.action === 'identity.agent_key_revoked').detail.kid).toBe(kid);
+  });
+});
+
+describe('platform key creation', () => {
+  it('creates one signing key when several processes start on a fresh database at once', async () => {
+    const fresh = await startApp();
+    try {
+      expect(await fresh.db.kysely.selectFrom('identity_platform_keys').selectAll().execute()).toHaveLength(0);
+      // Separate service instances stand for separate processes sharing the database.
+      const services = Array.from({ length: 4 }, () => new IdentityService(fresh.db, fresh.config, fresh.services.tenancy));
+      const jwks = await Promise.all(services.map((s) => s.platformJwks()));
+      const rows = await fresh.db.kysely.selectFrom('identity_platform_keys').selectAll().execute();
+      expect(rows).toHaveLength(1);
+      for (const j of jwks) expect(j.keys.map((k) => k.kid)).toEqual([rows[0].kid]);
+    } finally {
+      await fresh.close();
+    }
+  });
+});
+
+describe('platform key rotation', () => {
+  const bundle = async () => (await t.request('GET', '/.well-known/spiffe/trust-bundle')).body;
+  const signingKid = async () => {
+    const a = await createAgent(t, acme.key);
+    return decodeProtectedHeader((await svidFor(t, acme.key, a.id, 'x')).svid).kid;
+  };
+
+  it('publishes the new key before it signs anything, then switches, keeping the old key published', async () => {
+    const oldKid = await signingKid();
+    const before = await bundle();
+    const rotated = await t.services.identity.rotatePlatformKey(2);
+    expect(rotated.status).toBe('pending');
+    const during = await bundle();
+    expect(during.keys.map((k: { kid: string }) => k.kid)).toEqual(expect.arrayContaining([oldKid, rotated.kid]));
+    expect(during.spiffe_sequence).toBeGreaterThan(before.spiffe_sequence);
+    const jwks = (await t.request('GET', '/api/v1/identity/.well-known/jwks.json')).body.keys.map((k: { kid: string }) => k.kid);
+    expect(jwks).toContain(rotated.kid);
+    expect(await signingKid()).toBe(oldKid); // published, not yet signing
+
+    await new Promise((r) => setTimeout(r, 2100));
+    expect(await signingKid()).toBe(rotated.kid);
+    const after = await bundle();
+    expect(after.keys.map((k: { kid: string }) => k.kid)).toEqual(expect.arrayContaining([oldKid, rotated.kid]));
+    expect(after.spiffe_sequence).toBe(during.spiffe_sequence); // content unchanged: same sequence
+    const listed = await t.services.identity.listPlatformKeys();
+    expect(listed.find((k) => k.kid === oldKid)!.status).toBe('retired');
+    expect(listed.find((k) => k.kid === rotated.kid)!.status).toBe('active');
+  });
+
+  it('drops a retired key once the longest token lifetime has passed, and the sequence moves up', async () => {
+    const kids = (await t.services.identity.listPlatformKeys()).filter((k) => k.status === 'retired').map((k) => k.kid);
+    expect(kids.length).toBeGreaterThan(0);
+    const before = await bundle();
+    const clock = t.services.identity.clock;
+    const real = clock.now;
+    clock.now = () => Date.now() + (86400 + 301) * 1000;
+    try {
+      const later = await bundle();
+      for (const kid of kids) expect(later.keys.map((k: { kid: string }) => k.kid)).not.toContain(kid);
+      expect(later.spiffe_sequence).toBeGreaterThan(before.spiffe_sequence);
+    } finally {
+      clock.now = real;
+    }
+  });
+
+  it('revokes a platform key: it leaves the bundle at once and its tokens stop verifying', async () => {
+    const a = await createAgent(t, acme.key);
+    const { svid } = await svidFor(t, acme.key, a.id);
+    const kid = decodeProtectedHeader(svid).kid!;
+    const seq = (await bundle()).spiffe_sequence;
+    expect(await t.services.identity.revokePlatformKey(kid)).toBe(true);
+    const after = await bundle();
+    expect(after.keys.map((k: { kid: string }) => k.kid)).not.toContain(kid);
+    expect(after.spiffe_sequence).toBeGreaterThan(seq);
+    // A new signing key exists at once, and the old SVID no longer verifies.
+    expect(await signingKid()).not.toBe(kid);
+    const b = await createAgent(t, acme.key);
+    const res = await t.request('POST', '/api/v1/identity/oauth/token', {
+      payload: new URLSearchParams({
+        grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+        subject_token: svid,
+        subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+        audience: b.id,
+        scope: 'tools:x',
+      }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('invalid_grant');
+  });
+
+  it('never lets the sequence go down across many changes', async () => {
+    const seen: number[] = [(await bundle()).spiffe_sequence];
+    for (let i = 0; i < 3; i++) {
+      const k = await t.services.identity.rotatePlatformKey(3600);
+      seen.push((await bundle()).spiffe_sequence);
+      await t.services.identity.revokePlatformKey(k.kid);
+      seen.push((await bundle()).spiffe_sequence);
+    }
+    for (let i = 1; i < seen.length; i++) expect(seen[i]).toBeGreaterThan(seen[i - 1]);
+  });
+});
