@@ -29,6 +29,7 @@ import { UrlGuard } from './runtime/tools/ssrf.js';
 import { LocalSignalBus, PostgresSignalBus, type SignalBus } from './signals/bus.js';
 import { identityRoutes } from './identity/routes.js';
 import { IdentityService } from './identity/service.js';
+import { delegationToolProvider } from './identity/delegation.js';
 import { tenancyRoutes } from './tenancy/routes.js';
 import { TenancyService } from './tenancy/service.js';
 import { LimitsService } from './tenancy/limits.js';
@@ -84,6 +85,8 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   tools.register('mcp', mcpToolProvider((url) => guard.check(url)));
   const runs = new RunsService(db, new ModelRegistry(config.providers), tools, new PriceTable(config.modelPrices), config.runLeaseMs, logger, bus, limits);
   const files = new FilesService(db);
+  const identity = new IdentityService(db, config, tenancy);
+  tools.register('delegation', delegationToolProvider(identity, agents, () => runs));
   return {
     logger,
     bus,
@@ -94,7 +97,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     runs,
     files,
     conversations: new ConversationsService(db, agents, runs, files),
-    identity: new IdentityService(db, config, tenancy),
+    identity,
   };
 }
 

@@ -19,7 +19,7 @@ import { RunEventHub, type RunChannel, type RunEventListener } from './events.js
 import * as store from './store.js';
 import { runDetails, runSummary, type RunError } from './views.js';
 
-export type RunKind = 'execute' | 'chat' | 'stream' | 'message' | 'task';
+export type RunKind = 'execute' | 'chat' | 'stream' | 'message' | 'task' | 'delegation';
 export type OnActiveRun = 'reject' | 'enqueue' | 'inject';
 
 export interface StartRunInput {

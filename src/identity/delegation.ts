@@ -1,0 +1,103 @@
+import type { AgentTool } from '../agents/schemas.js';
+import type { AgentsService } from '../agents/service.js';
+import type { Static } from '@sinclair/typebox';
+import { isInjected, type RunsService } from '../runs/service.js';
+import { ToolError, type RuntimeTool, type ToolProvider } from '../runtime/tools/types.js';
+import { OAuthError } from './oauth-errors.js';
+import type { IdentityService } from './service.js';
+
+type AgentToolSpec = Static<typeof AgentTool>;
+
+/** How deep agents may delegate to agents that delegate in turn (A -> B -> C ...). */
+export const MAX_DELEGATION_DEPTH = 3;
+const TOKEN_TYPE_JWT = 'urn:ietf:params:oauth:token-type:jwt';
+
+const toolNameFor = (spec: AgentToolSpec, calleeName: string) =>
+  spec.name ?? `ask_${calleeName.toLowerCase().replace(/[^a-z0-9_-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 56) || 'agent'}`;
+
+/**
+ * Delegation to other agents, as tools: an agent's `tools` may name another agent
+ * (`{ "type": "agent", "agentId", "name"?, "description"? }`). Calling that tool goes the way an
+ * external caller would: the caller gets a short-lived SVID, exchanges it (RFC 8693) for an access
+ * token scoped to `tools:<tool name>` with the callee as audience, asks ExtAuthZ, and only when
+ * allowed runs the callee with the message. A denial reaches the model as the tool's error result
+ * and the run record. The TBAC tool name is the tool's name in the caller's list.
+ */
+export function delegationToolProvider(identity: IdentityService, agents: AgentsService, runs: () => RunsService): ToolProvider {
+  // Delegation depth of runs started by delegation in this process, to stop A -> B -> A loops.
+  const depthOf = new Map<string, number>();
+
+  return async (ctx) => {
+    const specs = ctx.agent.tools.filter((t): t is AgentToolSpec => t.type === 'agent');
+    if (!specs.length) return { tools: [] };
+    const warnings: string[] = [];
+    const tools: RuntimeTool[] = [];
+    for (const spec of specs) {
+      const callee = await agents.get(ctx.tenantId, spec.agentId).catch(() => null);
+      if (!callee) {
+        warnings.push(`delegation tool for agent ${spec.agentId} skipped: the agent no longer exists`);
+        continue;
+      }
+      const name = toolNameFor(spec, callee.name);
+      tools.push({
+        name,
+        description:
+          spec.description ??
+          `Ask the agent "${callee.name}"${callee.role ? ` (${callee.role})` : ''} to handle a request${callee.description ? `: ${callee.description}` : ''}. Answers with its reply.`,
+        inputSchema: {
+          type: 'object',
+          properties: { message: { type: 'string', description: 'what to ask the agent', minLength: 1, maxLength: 100000 } },
+          required: ['message'],
+          additionalProperties: false,
+        },
+        async execute(input, toolCtx) {
+          const depth = (depthOf.get(toolCtx.runId) ?? 0) + 1;
+          if (depth > MAX_DELEGATION_DEPTH) throw new ToolError('delegation_too_deep', `agents may delegate at most ${MAX_DELEGATION_DEPTH} levels deep`);
+          const caller = { tenantId: ctx.tenantId, actor: { type: 'agent' as const, id: ctx.agent.id } };
+          // 1. The caller's identity, 2. a token for exactly this tool on this callee, 3. the decision.
+          let accessToken: string;
+          try {
+            const svid = await identity.issueSvid({ ...caller, permissions: new Set() }, ctx.agent.id, [identity.issuer], 300);
+            const exchanged = await identity.exchange({
+              subject_token: svid.svid,
+              subject_token_type: TOKEN_TYPE_JWT,
+              audience: [callee.id],
+              resource: [],
+              scope: `tools:${name}`,
+            });
+            accessToken = exchanged.access_token;
+          } catch (err) {
+            if (err instanceof OAuthError) throw new ToolError('access_denied', `token exchange refused: ${err.error} (${err.description})`);
+            throw err;
+          }
+          const decision = await identity.authorize(accessToken, name, callee.id);
+          if (!decision.allowed) throw new ToolError('access_denied', `ExtAuthZ denied the call: ${decision.reason}`);
+
+          const handle = await runs().start({
+            principal: caller,
+            agent: callee,
+            kind: 'delegation',
+            content: String((input as { message: string }).message),
+            onActiveRun: 'reject',
+          });
+          if (isInjected(handle)) throw new ToolError('delegation_failed', 'the callee was busy');
+          depthOf.set(handle.runId, depth);
+          const onAbort = () => void runs().cancel(caller, handle.runId).catch(() => {});
+          toolCtx.signal.addEventListener('abort', onAbort, { once: true });
+          try {
+            await handle.done;
+          } finally {
+            toolCtx.signal.removeEventListener('abort', onAbort);
+            depthOf.delete(handle.runId);
+          }
+          const run = await runs().get(ctx.tenantId, handle.runId);
+          if (run.status !== 'completed') {
+            throw new ToolError('delegation_failed', `the agent's run ${run.status}${run.error ? `: ${run.error.message}` : ''}`);
+          }
+          return { output: run.output, agentId: callee.id, runId: run.id, conversationId: run.conversationId, authorization: decision.reason, cost: run.cost };
+        },
+      });
+    }
+    return { tools, warnings };
+  };
+}
