@@ -24,6 +24,9 @@ import { PriceTable } from './runtime/models/prices.js';
 import { ModelRegistry } from './runtime/models/registry.js';
 import { mcpToolProvider } from './runtime/tools/mcp.js';
 import { ToolRegistry } from './runtime/tools/registry.js';
+import { hooksRoutes, tasksRoutes } from './tasks/routes.js';
+import { Task } from './tasks/schemas.js';
+import { TasksService } from './tasks/service.js';
 import { tenancyRoutes } from './tenancy/routes.js';
 import { TenancyService } from './tenancy/service.js';
 
@@ -50,6 +53,8 @@ export interface Services {
   runs: RunsService;
   files: FilesService;
   conversations: ConversationsService;
+  /** Tasks and the scheduler; also the ApprovalGateway other domains use (src/tasks/approvals.ts). */
+  tasks: TasksService;
 }
 
 /** The process logger: JSON lines; credentials and secrets are redacted whatever a line includes. */
@@ -74,6 +79,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     runs,
     files,
     conversations: new ConversationsService(db, agents, runs, files),
+    tasks: new TasksService(db, agents, runs, config, logger),
   };
 }
 
@@ -108,7 +114,7 @@ export async function buildApp({ config, db, services = createServices(config, d
 
   registerErrorHandling(app);
   registerJsonParser(app);
-  registerValidation(app, [Problem, Agent]);
+  registerValidation(app, [Problem, Agent, Task]);
 
   registerAuth(app, [(credential) => services.tenancy.authenticateApiKey(credential)]);
 
@@ -163,12 +169,17 @@ export async function buildApp({ config, db, services = createServices(config, d
   await app.register(runsRoutes, { runs: services.runs, agents: services.agents, files: services.files });
   await app.register(conversationsRoutes, { conversations: services.conversations });
   await app.register(filesRoutes, { files: services.files });
+  await app.register(tasksRoutes, { tasks: services.tasks });
+  await app.register(hooksRoutes, { tasks: services.tasks });
 
-  // Lease renewal and recovery of runs interrupted elsewhere run while the server does.
+  // Lease renewal and recovery of runs interrupted elsewhere, the task dispatcher, cron firing and
+  // the task sweep run while the server does.
   app.addHook('onReady', async () => {
     await services.runs.startBackground();
+    services.tasks.startBackground();
   });
   app.addHook('onClose', async () => {
+    await services.tasks.stop();
     await services.runs.stop();
   });
 
