@@ -40,7 +40,7 @@ export function nextFire(expression: string, timezone: string, after: Date): Dat
 }
 
 /** Overdue cron times are counted up to this many; a longer backlog still fires at most once. */
-const MAX_COUNTED = 10_000;
+const MAX_COUNTED = 1_000;
 
 export interface FirePlan {
   /** The cron time that fires now, or null when none does. */
