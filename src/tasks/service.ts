@@ -25,6 +25,7 @@ import { fireView, taskSummary, taskView } from './views.js';
 type Who = Pick<Principal, 'tenantId' | 'actor'>;
 
 const WEBHOOK_ACTOR: Actor = { type: 'system', id: 'webhook' };
+
 const RECENT_RUNS = 10;
 const RECENT_FIRES = 20;
 
@@ -205,7 +206,7 @@ export class TasksService implements ApprovalGateway {
     const requiresApproval = input.requiresApproval ?? false;
     const at = now();
     const timezone = type === 'scheduled' ? (input.timezone ?? 'UTC') : null;
-    const row: store.TaskRow = {
+    const row = store.newTaskRow({
       id: newId(),
       tenant_id: principal.tenantId,
       agent_id: agent.id,
@@ -229,23 +230,11 @@ export class TasksService implements ApprovalGateway {
       trigger_event: isEvent ? trigger!.event! : null,
       trigger_task_id: isEvent ? trigger!.taskId! : null,
       webhook_secret: secret ? await this.secrets.seal(secret) : null,
-      approval_action: null,
-      approval_payload: null,
       requested_by_type: requiresApproval ? principal.actor.type : null,
       requested_by_id: requiresApproval ? principal.actor.id : null,
-      decision: null,
-      decided_by_type: null,
-      decided_by_id: null,
-      decided_at: null,
-      next_run_at: null,
-      last_run_id: null,
-      last_run_at: null,
-      last_error: null,
       created_by: principal.actor.id,
       created_at: at,
-      updated_at: at,
-      deleted_at: null,
-    };
+    });
     if (!requiresApproval) row.next_run_at = this.firstFire(row);
     let job: store.JobRow | null = null;
     await this.db.kysely.transaction().execute(async (trx) => {
@@ -449,8 +438,7 @@ export class TasksService implements ApprovalGateway {
 
   async createApprovalTask(input: Parameters<ApprovalGateway['createApprovalTask']>[0]): Promise<{ taskId: string }> {
     const agent = await this.agents.get(input.tenantId, input.agentId);
-    const at = now();
-    const row: store.TaskRow = {
+    const row = store.newTaskRow({
       id: newId(),
       tenant_id: input.tenantId,
       agent_id: agent.id,
@@ -458,39 +446,15 @@ export class TasksService implements ApprovalGateway {
       team_id: agent.teamId,
       name: input.name.slice(0, 200),
       description: input.description,
-      type: 'one_time',
-      schedule: null,
-      timezone: null,
-      priority: 'medium',
-      due_at: null,
-      input: '{}',
       requires_approval: 1,
       status: 'awaiting_approval',
-      misfire_policy: 'skip',
-      overlap_policy: 'skip',
-      max_attempts: 1,
-      backoff_seconds: 10,
-      trigger_type: null,
-      trigger_event: null,
-      trigger_task_id: null,
-      webhook_secret: null,
       approval_action: input.action,
       approval_payload: JSON.stringify(input.payload),
       requested_by_type: input.requestedBy.type,
       requested_by_id: input.requestedBy.id,
-      decision: null,
-      decided_by_type: null,
-      decided_by_id: null,
-      decided_at: null,
-      next_run_at: null,
-      last_run_id: null,
-      last_run_at: null,
-      last_error: null,
       created_by: input.requestedBy.id,
-      created_at: at,
-      updated_at: at,
-      deleted_at: null,
-    };
+      created_at: now(),
+    });
     await this.db.kysely.transaction().execute(async (trx) => {
       await store.insertTask(trx, row);
       await recordAudit(trx, {

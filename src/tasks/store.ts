@@ -67,6 +67,44 @@ export function findTaskById(db: Executor, id: string) {
   return db.selectFrom('tasks').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
 }
 
+/** A task row with every optional column empty and the default policies; callers set the rest. */
+export function newTaskRow(fields: Pick<TaskRow, 'id' | 'tenant_id' | 'agent_id' | 'app_id' | 'name' | 'description' | 'status' | 'created_at'> & Partial<TaskRow>): TaskRow {
+  return {
+    team_id: null,
+    type: 'one_time',
+    schedule: null,
+    timezone: null,
+    priority: 'medium',
+    due_at: null,
+    input: '{}',
+    requires_approval: 0,
+    misfire_policy: 'skip',
+    overlap_policy: 'skip',
+    max_attempts: 1,
+    backoff_seconds: 10,
+    trigger_type: null,
+    trigger_event: null,
+    trigger_task_id: null,
+    webhook_secret: null,
+    approval_action: null,
+    approval_payload: null,
+    requested_by_type: null,
+    requested_by_id: null,
+    decision: null,
+    decided_by_type: null,
+    decided_by_id: null,
+    decided_at: null,
+    next_run_at: null,
+    last_run_id: null,
+    last_run_at: null,
+    last_error: null,
+    created_by: null,
+    updated_at: fields.created_at,
+    deleted_at: null,
+    ...fields,
+  };
+}
+
 export function insertTask(db: Executor, row: TaskRow) {
   return db.insertInto('tasks').values(row).execute();
 }

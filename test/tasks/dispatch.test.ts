@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
 import { ManualClock } from '../../src/scheduler/clock.js';
+import { insertJob, insertTask, newTaskRow } from '../../src/tasks/store.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { createAgent, createTask, replica, taskIn, waitFor } from './helpers.js';
 
@@ -210,25 +211,9 @@ async function insertDueTasks(t: TestApp, tenantId: string, agentId: string, n: 
     for (let i = 0; i < n; i++) {
       const id = newId();
       ids.push(id);
-      await trx
-        .insertInto('tasks')
-        .values({
-          id, tenant_id: tenantId, agent_id: agentId, app_id: 'ops', team_id: null, name: `bulk ${i}`, description: `bulk task ${i}`, type: 'one_time',
-          schedule: null, timezone: null, priority: 'medium', due_at: null, input: '{}', requires_approval: 0, status: 'pending', misfire_policy: 'skip',
-          overlap_policy: 'skip', max_attempts: 1, backoff_seconds: 10, trigger_type: null, trigger_event: null, trigger_task_id: null, webhook_secret: null,
-          approval_action: null, approval_payload: null, requested_by_type: null, requested_by_id: null, decision: null, decided_by_type: null,
-          decided_by_id: null, decided_at: null, next_run_at: null, last_run_id: null, last_run_at: null, last_error: null, created_by: null,
-          created_at: at, updated_at: at, deleted_at: null,
-        })
-        .execute();
-      await trx
-        .insertInto('task_jobs')
-        .values({
-          id: newId(), tenant_id: tenantId, task_id: id, kind: 'agent', reason: 'created', input: '{}', serial: 0, priority_rank: 1, due_at: null,
-          state: 'queued', attempts: 0, max_attempts: 1, backoff_seconds: 10, available_at: at, lease_owner: null, lease_expires_at: null, claimed_by: null,
-          run_id: null, error: null, created_at: at, updated_at: at,
-        })
-        .execute();
+      const row = newTaskRow({ id, tenant_id: tenantId, agent_id: agentId, app_id: 'ops', name: `bulk ${i}`, description: `bulk task ${i}`, status: 'pending', created_at: at });
+      await insertTask(trx, row);
+      await insertJob(trx, t.services.tasks.executor.newJob(row, { kind: 'agent', reason: 'created' }));
     }
   });
   return ids;
