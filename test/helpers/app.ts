@@ -19,7 +19,9 @@ export interface TestDatabase {
 export async function createTestDatabase(): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-test-'));
   if (dialect === 'sqlite') {
-    return { env: { DATA_DIR: dataDir }, drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
+    // DATABASE_URL empty, not absent: a child process started with this env must not inherit the
+    // suite's DATABASE_URL (the PostgreSQL admin database) and use it instead of SQLite.
+    return { env: { DATA_DIR: dataDir, DATABASE_URL: '' }, drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
   }
   const adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) throw new Error('AGENTRY_TEST_DB=postgres needs DATABASE_URL');

@@ -17,8 +17,7 @@ beforeAll(async () => {
   database = await createTestDatabase();
 });
 afterAll(async () => {
-  // (ServerProcess.stop waits for an 'exit' that already happened when the process died of a signal.)
-  for (const s of servers) if (s.child.exitCode === null && s.child.signalCode === null) await s.stop('SIGKILL');
+  for (const s of servers) await s.stop('SIGKILL');
   await database.drop();
 });
 
