@@ -19,8 +19,8 @@ export interface TestDatabase {
 export async function createTestDatabase(): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-test-'));
   if (dialect === 'sqlite') {
-    // DATABASE_URL empty, not absent: a child process started with this env must not inherit the
-    // suite's DATABASE_URL (the PostgreSQL admin database) and use it instead of SQLite.
+    // DATABASE_URL '' (not unset): servers and CLIs spawned with process.env must not fall back to the
+    // PostgreSQL database the postgres project was given.
     return { env: { DATA_DIR: dataDir, DATABASE_URL: '' }, drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
   }
   const adminUrl = process.env.DATABASE_URL;

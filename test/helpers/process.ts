@@ -68,7 +68,6 @@ export async function startServer(env: Record<string, string | undefined>): Prom
     output: () => out,
     stop: (signal = 'SIGTERM') =>
       new Promise((resolve) => {
-        // Already gone (exited, or killed by a signal): its 'exit' event has been emitted.
         if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
         child.once('exit', (code) => resolve(code));
         child.kill(signal);
