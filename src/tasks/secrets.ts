@@ -12,7 +12,9 @@ import * as store from './store.js';
  * `task_secret_keys`, shared by every replica. The second mode keeps secrets out of task rows, backups
  * of single tables, logs and API answers, but not from someone who can read the whole database:
  * set SECRET_KEY in production. A sealed value names its key (`env` or `db`), so a secret sealed
- * under a key that is no longer available fails verification (401) instead of being misread.
+ * under a key that is no longer available fails verification (401) instead of being misread. The
+ * task id is authenticated with the ciphertext (AES-GCM additional data), so a sealed secret copied
+ * onto another task's row does not open there.
  */
 
 export const SIGNATURE_HEADER = 'x-agentry-signature';
@@ -57,23 +59,26 @@ export class SecretBox {
     return id === 'env' ? this.envKey : this.loadDbKey();
   }
 
-  async seal(plain: string): Promise<string> {
+  /** Seals `plain` for the row named by `owner` (e.g. the task id). */
+  async seal(plain: string, owner: string): Promise<string> {
     const id: KeyId = this.envKey ? 'env' : 'db';
     const key = (await this.key(id))!;
     const iv = crypto.randomBytes(12);
     const cipher = crypto.createCipheriv('aes-256-gcm', key, iv);
+    cipher.setAAD(Buffer.from(owner, 'utf8'));
     const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
     return ['v1', id, iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join('.');
   }
 
-  /** The secret, or null when it cannot be opened (another key, damaged value). */
-  async open(sealed: string): Promise<string | null> {
+  /** The secret, or null when it cannot be opened (another key, another row, damaged value). */
+  async open(sealed: string, owner: string): Promise<string | null> {
     const [version, id, iv, tag, body] = sealed.split('.');
     if (version !== 'v1' || (id !== 'env' && id !== 'db') || !iv || !tag || body === undefined) return null;
     const key = await this.key(id);
     if (!key) return null;
     try {
       const decipher = crypto.createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+      decipher.setAAD(Buffer.from(owner, 'utf8'));
       decipher.setAuthTag(Buffer.from(tag, 'base64url'));
       return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
     } catch {

@@ -206,8 +206,9 @@ export class TasksService implements ApprovalGateway {
     const requiresApproval = input.requiresApproval ?? false;
     const at = now();
     const timezone = type === 'scheduled' ? (input.timezone ?? 'UTC') : null;
+    const id = newId();
     const row = store.newTaskRow({
-      id: newId(),
+      id,
       tenant_id: principal.tenantId,
       agent_id: agent.id,
       app_id: input.appId ?? agent.appId,
@@ -229,7 +230,7 @@ export class TasksService implements ApprovalGateway {
       trigger_type: type === 'triggered' ? (isEvent ? 'event' : 'webhook') : null,
       trigger_event: isEvent ? trigger!.event! : null,
       trigger_task_id: isEvent ? trigger!.taskId! : null,
-      webhook_secret: secret ? await this.secrets.seal(secret) : null,
+      webhook_secret: secret ? await this.secrets.seal(secret, id) : null,
       requested_by_type: requiresApproval ? principal.actor.type : null,
       requested_by_id: requiresApproval ? principal.actor.id : null,
       created_by: principal.actor.id,
@@ -490,7 +491,7 @@ export class TasksService implements ApprovalGateway {
       const v = headers[name];
       return Array.isArray(v) ? v[0] : v;
     };
-    const secret = await this.secrets.open(task.webhook_secret);
+    const secret = await this.secrets.open(task.webhook_secret, task.id);
     if (secret === null) this.log.warn({ taskId }, 'the webhook secret cannot be opened with the configured key (SECRET_KEY changed?)');
     const signatureHeader = header(SIGNATURE_HEADER);
     const check = secret === null ? 'invalid_signature' : checkSignature(secret, header(TIMESTAMP_HEADER), signatureHeader, rawBody, this.clock.now().getTime());

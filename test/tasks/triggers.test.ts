@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signature } from '../../src/tasks/secrets.js';
+import { SecretBox, signature } from '../../src/tasks/secrets.js';
 import { dialect, expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { createAgent, createTask, replica, taskIn, waitFor } from './helpers.js';
 
@@ -126,6 +126,34 @@ describe('webhook triggers', () => {
     const audit = await t.request('GET', `/api/v1/audit-events?resourceId=${task.id}&action=task.webhook_received`, { key });
     expect(audit.body.events).toHaveLength(2);
     expect(audit.body.events[0]).toMatchObject({ actorType: 'system', actorId: 'webhook' });
+  });
+});
+
+describe('webhook secrets at rest', () => {
+  it('are sealed per task (AES-256-GCM, the task id authenticated) under SECRET_KEY or the database key', async () => {
+    const dbBox = new SecretBox(t.db, undefined);
+    const envBox = new SecretBox(t.db, 'a'.repeat(40));
+    const otherEnv = new SecretBox(t.db, 'b'.repeat(40));
+    const sealed = await dbBox.seal('whsec_abc', 'task-1');
+    expect(sealed).toMatch(/^v1\.db\./);
+    expect(await dbBox.open(sealed, 'task-1')).toBe('whsec_abc');
+    expect(await new SecretBox(t.db, undefined).open(sealed, 'task-1')).toBe('whsec_abc');
+    expect(await dbBox.open(sealed, 'task-2')).toBeNull();
+    const envSealed = await envBox.seal('whsec_abc', 'task-1');
+    expect(envSealed).toMatch(/^v1\.env\./);
+    expect(await envBox.open(envSealed, 'task-1')).toBe('whsec_abc');
+    expect(await otherEnv.open(envSealed, 'task-1')).toBeNull();
+    expect(await dbBox.open(envSealed, 'task-1')).toBeNull();
+    expect(await dbBox.open('garbage', 'task-1')).toBeNull();
+  });
+
+  it('a sealed secret copied onto another task does not authenticate deliveries there', async () => {
+    const a = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' } });
+    const b = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' } });
+    const row = await t.db.kysely.selectFrom('tasks').select('webhook_secret').where('id', '=', a.id).executeTakeFirstOrThrow();
+    await t.db.kysely.updateTable('tasks').set({ webhook_secret: row.webhook_secret }).where('id', '=', b.id).execute();
+    expectProblem(await deliver(b.id, a.trigger.secret, '{}'), 401, 'invalid_signature');
+    expect(await runsOf(b.id)).toHaveLength(0);
   });
 });
 
