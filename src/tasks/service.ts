@@ -194,9 +194,7 @@ export class TasksService implements ApprovalGateway {
     const errors = this.checkCreate(input, type);
     if (errors.length) throw badRequest(`${errors[0].path} ${errors[0].message}`, errors);
     const agent = await this.agents.get(principal.tenantId, input.agentId);
-    if (agent.hosting === 'external' || agent.status === 'registered') {
-      throw conflict('agent_not_executable', 'the agent is hosted elsewhere (registered) and cannot run tasks here');
-    }
+    executable(agent);
     const trigger = input.trigger;
     const isEvent = type === 'triggered' && trigger?.type !== 'webhook';
     if (isEvent && !(await store.findTask(this.db.kysely, principal.tenantId, trigger!.taskId!))) {

@@ -155,6 +155,9 @@ describe('create', () => {
     expectProblem(await post('/api/v1/tasks', { name: 'x', description: 'x', agentId: foreign }), 404, 'not_found');
     const external = await createAgent(t, key, { hosting: 'external' });
     expectProblem(await post('/api/v1/tasks', { name: 'x', description: 'x', agentId: external }), 409, 'agent_not_executable');
+    const paused = await createAgent(t, key, { name: 'paused' });
+    await post(`/api/v1/agents/${paused}/pause`);
+    expectProblem(await post('/api/v1/tasks', { name: 'x', description: 'x', agentId: paused }), 409, 'agent_paused');
   });
 
   it('checks permissions and credentials', async () => {
@@ -270,8 +273,8 @@ describe('run', () => {
 
   it('fails a dispatched task whose agent is paused, and retry runs it once resumed', async () => {
     const agent = await createAgent(t, key, { name: 'napper' });
-    await post(`/api/v1/agents/${agent}/pause`);
     const task = await createTask(t, key, { agentId: agent });
+    await post(`/api/v1/agents/${agent}/pause`);
     await dispatch();
     const failed = await get(task.id);
     expect(failed.body).toMatchObject({ status: 'failed', lastError: { code: 'agent_paused' } });
