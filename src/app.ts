@@ -30,6 +30,9 @@ import { LocalSignalBus, PostgresSignalBus, type SignalBus } from './signals/bus
 import { identityRoutes } from './identity/routes.js';
 import { IdentityService } from './identity/service.js';
 import { delegationToolProvider } from './identity/delegation.js';
+import { hooksRoutes, tasksRoutes } from './tasks/routes.js';
+import { Task } from './tasks/schemas.js';
+import { TasksService } from './tasks/service.js';
 import { tenancyRoutes } from './tenancy/routes.js';
 import { TenancyService } from './tenancy/service.js';
 import { LimitsService } from './tenancy/limits.js';
@@ -62,6 +65,8 @@ export interface Services {
   files: FilesService;
   conversations: ConversationsService;
   identity: IdentityService;
+  /** Tasks and the scheduler; also the ApprovalGateway other domains use (src/tasks/approvals.ts). */
+  tasks: TasksService;
 }
 
 /** The process logger: JSON lines; credentials and secrets are redacted whatever a line includes. */
@@ -98,6 +103,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     files,
     conversations: new ConversationsService(db, agents, runs, files),
     identity,
+    tasks: new TasksService(db, agents, runs, config, logger),
   };
 }
 
@@ -107,6 +113,8 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
  */
 export async function shutdown(app: FastifyInstance, services: Services, graceMs: number): Promise<void> {
   app.lifecycle.draining = true;
+  // No new task work is claimed here; runs already going get the grace period.
+  await services.tasks.stop();
   await services.runs.drain(graceMs);
   closeAllStreams(app);
   await app.close();
@@ -152,7 +160,7 @@ export async function buildApp({ config, db, services = createServices(config, d
     throw new ProblemError(503, 'shutting_down', 'this server is shutting down; retry on another replica', undefined, { 'retry-after': '1' });
   });
   registerJsonParser(app);
-  registerValidation(app, [Problem, Agent]);
+  registerValidation(app, [Problem, Agent, Task]);
 
   registerAuth(app, [(credential) => services.tenancy.authenticateApiKey(credential), services.identity.verifyCredential]);
   // Per-key request limits, after authentication (the key decides the limit).
@@ -217,13 +225,18 @@ export async function buildApp({ config, db, services = createServices(config, d
   await app.register(runsRoutes, { runs: services.runs, agents: services.agents, files: services.files });
   await app.register(conversationsRoutes, { conversations: services.conversations });
   await app.register(filesRoutes, { files: services.files });
+  await app.register(tasksRoutes, { tasks: services.tasks });
+  await app.register(hooksRoutes, { tasks: services.tasks });
 
-  // Lease renewal and recovery of runs interrupted elsewhere run while the server does.
+  // Lease renewal and recovery of runs interrupted elsewhere, the task dispatcher, cron firing and
+  // the task sweep run while the server does.
   app.addHook('onReady', async () => {
     if (services.bus instanceof PostgresSignalBus) await services.bus.start();
     await services.runs.startBackground();
+    services.tasks.startBackground();
   });
   app.addHook('onClose', async () => {
+    await services.tasks.stop();
     await services.runs.stop();
     await services.bus.close();
   });

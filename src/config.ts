@@ -52,6 +52,24 @@ export interface Config {
   trustDomain: string;
   /** Key that encrypts private keys at rest; `undefined`: generated into `DATA_DIR/master.key`. */
   masterKey: Secret | undefined;
+  tasks: TaskSettings;
+  /**
+   * Key material for secrets the platform must be able to read back (webhook signing secrets),
+   * SECRET_KEY; unset: a random key kept in the database is used (see docs/scheduling.md).
+   */
+  secretKey: string | undefined;
+}
+
+/** The task dispatcher and cron scheduler of this process (docs/scheduling.md). */
+export interface TaskSettings {
+  /** Worker slots for dispatched task runs (TASK_WORKERS); 0: this process dispatches no tasks. */
+  workers: number;
+  /** How often the dispatcher and the cron scheduler look for due work (TASK_POLL_MS). */
+  pollMs: number;
+  /** Whether this process fires cron schedules (TASK_SCHEDULER=on|off); any number of replicas may. */
+  scheduler: boolean;
+  /** A cron time found later than this is a misfire (TASK_MISFIRE_GRACE_SECONDS). */
+  misfireGraceMs: number;
 }
 
 export interface ProviderSettings {
@@ -181,6 +199,37 @@ export function loadConfig(env: Env = process.env): Config {
   }
 
 
-  return { port, host, dataDir, databaseUrl, logLevel, publicBaseUrl, defaultModel, providers, modelPrices: modelPrices(env), runLeaseMs,
-    mcpAllowedHosts, mcpAllowPrivateNetworks, shutdownGraceMs, rateLimitPerMinute, issuer, trustDomain, masterKey };
+  const scheduler = env.TASK_SCHEDULER || 'on';
+  if (scheduler !== 'on' && scheduler !== 'off') throw new ConfigError('TASK_SCHEDULER', `must be on or off, got "${scheduler}"`);
+  const tasks: TaskSettings = {
+    workers: integer(env, 'TASK_WORKERS', 4, 0, 256),
+    pollMs: integer(env, 'TASK_POLL_MS', 1000, 10, 60_000),
+    scheduler: scheduler === 'on',
+    misfireGraceMs: integer(env, 'TASK_MISFIRE_GRACE_SECONDS', 60, 1, 86_400) * 1000,
+  };
+
+  const secretKey = env.SECRET_KEY || undefined;
+  if (secretKey !== undefined && secretKey.length < 32) throw new ConfigError('SECRET_KEY', 'must be at least 32 characters (e.g. openssl rand -hex 32)');
+
+  return {
+    port,
+    host,
+    dataDir,
+    databaseUrl,
+    logLevel,
+    publicBaseUrl,
+    defaultModel,
+    providers,
+    modelPrices: modelPrices(env),
+    runLeaseMs,
+    mcpAllowedHosts,
+    mcpAllowPrivateNetworks,
+    shutdownGraceMs,
+    rateLimitPerMinute,
+    issuer,
+    trustDomain,
+    masterKey,
+    tasks,
+    secretKey,
+  };
 }

@@ -196,6 +196,94 @@ export interface TbacPolicyTable {
   updated_at: string;
 }
 
+export interface TaskTable {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  app_id: string;
+  team_id: string | null;
+  name: string;
+  description: string;
+  type: string;
+  schedule: string | null;
+  timezone: string | null;
+  priority: string;
+  due_at: string | null;
+  input: string;
+  requires_approval: number;
+  status: string;
+  misfire_policy: string;
+  overlap_policy: string;
+  max_attempts: number;
+  backoff_seconds: number;
+  trigger_type: string | null;
+  trigger_event: string | null;
+  trigger_task_id: string | null;
+  /** AES-256-GCM ciphertext of the webhook secret (tasks/secrets.ts); never the secret itself. */
+  webhook_secret: string | null;
+  approval_action: string | null;
+  approval_payload: string | null;
+  requested_by_type: string | null;
+  requested_by_id: string | null;
+  decision: string | null;
+  decided_by_type: string | null;
+  decided_by_id: string | null;
+  decided_at: string | null;
+  next_run_at: string | null;
+  last_run_id: string | null;
+  last_run_at: string | null;
+  last_error: string | null;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+export interface TaskJobTable {
+  id: string;
+  tenant_id: string;
+  task_id: string;
+  kind: string;
+  reason: string;
+  input: string;
+  serial: number;
+  priority_rank: number;
+  due_at: string | null;
+  state: string;
+  attempts: number;
+  max_attempts: number;
+  backoff_seconds: number;
+  available_at: string;
+  lease_owner: string | null;
+  lease_expires_at: string | null;
+  claimed_by: string | null;
+  run_id: string | null;
+  error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TaskFireTable {
+  id: string;
+  tenant_id: string;
+  task_id: string;
+  source: string;
+  fire_key: string;
+  scheduled_for: string | null;
+  decided_at: string;
+  decision: string;
+  reason: string | null;
+  missed: number;
+  job_id: string | null;
+  detail: string;
+}
+
+export interface TaskSecretKeyTable {
+  id: string;
+  key: string;
+  created_at: string;
+}
+
 export interface Database {
   tenants: TenantTable;
   api_keys: ApiKeyTable;
@@ -210,4 +298,8 @@ export interface Database {
   identity_agent_keys: IdentityAgentKeyTable;
   identity_tokens: IdentityTokenTable;
   tbac_policies: TbacPolicyTable;
+  tasks: TaskTable;
+  task_jobs: TaskJobTable;
+  task_fires: TaskFireTable;
+  task_secret_keys: TaskSecretKeyTable;
 }

@@ -136,6 +136,10 @@ function fromFastifyError(err: FastifyError): ProblemError {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return badRequest('the body is not valid JSON', undefined, 'invalid_json');
   }
+  // PostgreSQL data exceptions (class 22: a NUL byte in text, a value out of range...) are bad input.
+  if (typeof err.code === 'string' && /^22[0-9A-Z]{3}$/.test(err.code) && !err.statusCode) {
+    return badRequest('the request holds a value the database cannot store', undefined, 'invalid_value');
+  }
   if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_CONTENT_TYPE') {
     return badRequest('the body could not be parsed', undefined, 'invalid_json');
   }

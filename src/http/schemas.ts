@@ -3,7 +3,8 @@ import { Type, type TSchema } from '@sinclair/typebox';
 /** Shared schema pieces; every route composes its contract from these. */
 
 export const Timestamp = Type.String({ format: 'date-time', examples: ['2026-11-22T09:00:00.000Z'] });
-export const Id = Type.String({ minLength: 1, maxLength: 64, description: 'identifier (UUID v7)' });
+/** Identifiers: printable, no spaces or control characters (PostgreSQL text cannot hold NUL, for one). */
+export const Id = Type.String({ minLength: 1, maxLength: 64, pattern: '^[\\x21-\\x7e]+$', description: 'identifier (UUID v7)' });
 export const IdParams = Type.Object({ id: Id });
 export const Json = Type.Record(Type.String(), Type.Unknown());
 

@@ -46,6 +46,16 @@ export interface RunHandle {
   done: Promise<void>;
 }
 
+/** A run reached its terminal state (told to `onRunFinished` listeners, once per run). */
+export interface RunFinished {
+  runId: string;
+  tenantId: string;
+  taskId: string | null;
+  status: 'completed' | 'failed' | 'cancelled';
+}
+
+export type RunFinishedListener = (run: RunFinished) => Promise<void> | void;
+
 /** What `start` answers when the message went to an already running run instead. */
 export interface InjectedInstead {
   injected: true;
@@ -61,6 +71,7 @@ interface ActiveRun {
   done: Promise<void>;
   /** Set once the loop has returned: later injections are refused rather than lost. */
   closing: boolean;
+  taskId: string | null;
 }
 
 /** Abort reason when the server shuts down before a run could finish. */
@@ -73,7 +84,7 @@ export class ShutdownAbort extends Error {
 const RENEW_EVERY_FRACTION = 3;
 const ENQUEUE_WAIT_MS = 10 * 60_000;
 
-function executable(agent: Agent) {
+export function executable(agent: Agent) {
   if (agent.status === 'paused') throw conflict('agent_paused', 'the agent is paused; resume it to execute');
   if (agent.hosting === 'external' || agent.status === 'registered') {
     throw conflict('agent_not_executable', 'the agent is hosted elsewhere (registered) and cannot be executed here');
@@ -95,6 +106,7 @@ export class RunsService {
   private timers: NodeJS.Timeout[] = [];
   private draining = false;
   private unsubscribers: (() => void)[] = [];
+  private readonly finishedListeners: RunFinishedListener[] = [];
 
   constructor(
     private readonly db: Db,
@@ -139,6 +151,24 @@ export class RunsService {
     this.timers = [];
     for (const u of this.unsubscribers) u();
     this.unsubscribers = [];
+  }
+
+  /**
+   * Registers a listener told of every run that ends, by the process that wrote the terminal state
+   * (after the write): here at the end of a run, or wherever an interrupted or orphaned run is ended.
+   */
+  onRunFinished(listener: RunFinishedListener) {
+    this.finishedListeners.push(listener);
+  }
+
+  private async notifyFinished(run: RunFinished) {
+    for (const listener of this.finishedListeners) {
+      try {
+        await listener(run);
+      } catch (err) {
+        this.log.error({ err, runId: run.runId }, 'run finished listener failed');
+      }
+    }
   }
 
   /** Runs executing in this process. */
@@ -204,6 +234,7 @@ export class RunsService {
       });
       if (!won) continue;
       recovered++;
+      await this.notifyFinished({ runId: run.id, tenantId: run.tenant_id, taskId: run.task_id, status: 'failed' });
       // Followers of the stream learn how it ended.
       const seq = (events.at(-1)?.seq ?? 0) + 1;
       await store.insertEvents(this.db.kysely, [{ run_id: run.id, seq, event: 'error', data: JSON.stringify(error) }]).catch(() => {});
@@ -315,7 +346,7 @@ export class RunsService {
 
     const controller = new AbortController();
     const channel = this.events.open(runId);
-    const activeRun: ActiveRun = { controller, inbox: [], channel, done: Promise.resolve(), closing: false };
+    const activeRun: ActiveRun = { controller, inbox: [], channel, done: Promise.resolve(), closing: false, taskId: input.taskId ?? null };
     this.active.set(runId, activeRun);
     activeRun.done = this.execute(runId, conversationId!, conversation!.created_at, input, messages, activeRun, Date.parse(at)).catch((err) =>
       this.log.error({ err, runId }, 'run execution failed unexpectedly'),
@@ -491,6 +522,7 @@ export class RunsService {
     }
     this.active.delete(runId);
     await this.events.close(channel);
+    if (won) await this.notifyFinished({ runId, tenantId, taskId: activeRun.taskId, status });
   }
 
   // ---------------------------------------------------------------- control
@@ -544,8 +576,8 @@ export class RunsService {
       await local.done;
     } else if (run.lease_expires_at && run.lease_expires_at < now()) {
       // Nobody holds it any more: end it here.
-      await this.db.kysely.transaction().execute(async (trx) => {
-        await store.finishRun(trx, runId, {
+      const ended = await this.db.kysely.transaction().execute(async (trx) => {
+        const r = await store.finishRun(trx, runId, {
           status: 'cancelled',
           error: JSON.stringify({ code: 'cancelled', message: 'the run was cancelled' }),
           completed_at: now(),
@@ -553,7 +585,9 @@ export class RunsService {
           lease_expires_at: null,
         });
         if (run.conversation_id) await conversationStore.releaseConversation(trx, run.conversation_id, runId);
+        return Number(r.numUpdatedRows) === 1;
       });
+      if (ended) await this.notifyFinished({ runId, tenantId: run.tenant_id, taskId: run.task_id, status: 'cancelled' });
     } else {
       // Another process runs it: the signal reaches it at once; the flag, at its next lease renewal.
       await this.db.kysely.updateTable('runs').set({ cancel_requested: 1 }).where('id', '=', runId).execute();
@@ -573,6 +607,12 @@ export class RunsService {
 
   async listForAgent(tenantId: string, agentId: string, page: number, limit: number) {
     const { rows, total } = await store.listAgentRuns(this.db.kysely, tenantId, agentId, limit, (page - 1) * limit);
+    return { runs: rows.map(runSummary), total, page, limit };
+  }
+
+  /** A task's runs, newest first; `status` narrows them (e.g. the latest completed one). */
+  async listForTask(tenantId: string, taskId: string, page: number, limit: number, status?: string) {
+    const { rows, total } = await store.listTaskRuns(this.db.kysely, tenantId, taskId, limit, (page - 1) * limit, status);
     return { runs: rows.map(runSummary), total, page, limit };
   }
 

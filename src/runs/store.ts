@@ -29,6 +29,16 @@ export async function listAgentRuns(db: Executor, tenantId: string, agentId: str
   return { rows, total: Number(count.n) };
 }
 
+export async function listTaskRuns(db: Executor, tenantId: string, taskId: string, limit: number, offset: number, status?: string) {
+  let q = db.selectFrom('runs').where('tenant_id', '=', tenantId).where('task_id', '=', taskId);
+  if (status) q = q.where('status', '=', status);
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
+    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
 /** Moves a run to a terminal state only if it is still active: exactly one terminal write wins. */
 export function finishRun(db: Executor, id: string, patch: Updateable<RunTable>) {
   return db

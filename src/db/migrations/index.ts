@@ -3,6 +3,7 @@ import * as m0001 from './0001_foundation.js';
 import * as m0002 from './0002_runtime.js';
 import * as m0006 from './0006_limits.js';
 import * as m0003 from './0003_identity.js';
+import * as m0005 from './0005_tasks.js';
 
 /**
  * Every migration, in order. Migrations are code (Kysely's schema builder), so one list serves
@@ -13,6 +14,7 @@ const migrations: Record<string, Migration> = {
   '0002_runtime': m0002,
   '0006_limits': m0006,
   '0003_identity': m0003,
+  '0005_tasks': m0005,
 };
 
 export const migrationProvider: MigrationProvider = {

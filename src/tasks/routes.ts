@@ -1,0 +1,218 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import { Id, IdParams, PageQuery, problems } from '../http/schemas.js';
+import { RunDetailsSchema, RunSummarySchema } from '../runs/routes.js';
+import { CreateTaskBody, Fire, HookAccepted, ListTasksQuery, RunStarted, RunTaskBody, Task, TaskSummary } from './schemas.js';
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER } from './secrets.js';
+import type { TasksService } from './service.js';
+
+const TaskRef = Type.Ref('Task');
+const tags = ['tasks'];
+const Paging = Type.Object(PageQuery, { additionalProperties: false });
+
+const TaskDetails = Type.Composite([
+  Task,
+  Type.Object({
+    output: Type.Union([Type.String(), Type.Null()], { description: 'output of the latest completed run' }),
+    runs: Type.Array(RunSummarySchema, { description: 'the 10 most recent runs, newest first' }),
+    runCount: Type.Integer(),
+    fires: Type.Array(Fire, { description: 'the 20 most recent fire decisions, newest first' }),
+  }),
+]);
+
+const RunParams = Type.Object({ runId: Id });
+
+export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = async (app, { tasks }) => {
+  app.get('/api/v1/tasks', {
+    config: { permission: 'agents:read' },
+    schema: {
+      tags,
+      summary: 'List tasks, newest first',
+      querystring: ListTasksQuery,
+      response: {
+        200: Type.Object({ tasks: Type.Array(TaskSummary), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }),
+        ...problems(400, 401, 403),
+      },
+    },
+  }, async (req) => {
+    const { page, limit, ...filter } = req.query;
+    return tasks.list(req.principal.tenantId, filter, page, limit);
+  });
+
+  app.post('/api/v1/tasks', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Create a task (one-time: queued at once; scheduled: cron; triggered: webhook or platform event)',
+      description: 'A webhook-triggered task answers trigger.url and trigger.secret; the secret is shown this once.',
+      body: CreateTaskBody,
+      response: { 201: TaskRef, ...problems(400, 401, 403, 404, 409, 413, 415) },
+    },
+  }, async (req, reply) => reply.code(201).send(await tasks.create(req.principal, req.body)));
+
+  app.get('/api/v1/tasks/pending-approval', {
+    config: { permission: 'agents:read' },
+    schema: {
+      tags,
+      summary: 'Tasks awaiting a human decision, oldest first',
+      querystring: Paging,
+      response: {
+        200: Type.Object({ tasks: Type.Array(TaskRef), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }),
+        ...problems(400, 401, 403),
+      },
+    },
+  }, async (req) => tasks.pendingApproval(req.principal.tenantId, req.query.page, req.query.limit));
+
+  app.get('/api/v1/tasks/runs/:runId', {
+    config: { permission: 'agents:read' },
+    schema: {
+      tags,
+      summary: 'A task run with its tool calls and steps (also after the task was deleted)',
+      params: RunParams,
+      response: { 200: RunDetailsSchema, ...problems(401, 403, 404) },
+    },
+  }, async (req) => tasks.getRun(req.principal.tenantId, req.params.runId));
+
+  app.get('/api/v1/tasks/:id', {
+    config: { permission: 'agents:read' },
+    schema: {
+      tags,
+      summary: 'A task with its recent runs, latest output and recent fire decisions',
+      params: IdParams,
+      response: { 200: TaskDetails, ...problems(401, 403, 404) },
+    },
+  }, async (req) => tasks.details(req.principal.tenantId, req.params.id));
+
+  app.delete('/api/v1/tasks/:id', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Delete a task: schedules and triggers stop, queued work is dropped, running runs stop; runs stay readable',
+      params: IdParams,
+      response: { 204: Type.Null(), ...problems(401, 403, 404) },
+    },
+  }, async (req, reply) => {
+    await tasks.delete(req.principal, req.params.id);
+    return reply.code(204).send(null);
+  });
+
+  app.post('/api/v1/tasks/:id/run', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Run the task now (any type); input is merged over the task input for this run',
+      params: IdParams,
+      body: RunTaskBody,
+      response: { 202: RunStarted, ...problems(400, 401, 403, 404, 409, 413, 415) },
+    },
+  }, async (req, reply) => reply.code(202).send(await tasks.run(req.principal, req.params.id, req.body?.input)));
+
+  app.post('/api/v1/tasks/:id/cancel', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Cancel a pending or running task: queued work is dropped, a running agent stops at its next tool boundary',
+      params: IdParams,
+      response: { 200: TaskRef, ...problems(401, 403, 404, 409) },
+    },
+  }, async (req) => tasks.cancel(req.principal, req.params.id));
+
+  app.post('/api/v1/tasks/:id/retry', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Run a failed task again with the same configuration',
+      params: IdParams,
+      response: { 202: RunStarted, ...problems(401, 403, 404, 409) },
+    },
+  }, async (req, reply) => reply.code(202).send(await tasks.retry(req.principal, req.params.id)));
+
+  app.post('/api/v1/tasks/:id/approve', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Approve a task awaiting approval: it is queued, or its action is performed',
+      params: IdParams,
+      response: { 200: TaskRef, ...problems(401, 403, 404, 409) },
+    },
+  }, async (req) => tasks.approve(req.principal, req.params.id));
+
+  app.post('/api/v1/tasks/:id/reject', {
+    config: { permission: 'agents:write' },
+    schema: {
+      tags,
+      summary: 'Reject a task awaiting approval: it is cancelled',
+      params: IdParams,
+      response: { 200: TaskRef, ...problems(401, 403, 404, 409) },
+    },
+  }, async (req) => tasks.reject(req.principal, req.params.id));
+
+  app.get('/api/v1/tasks/:id/runs', {
+    config: { permission: 'agents:read' },
+    schema: {
+      tags,
+      summary: 'The task’s runs, newest first',
+      params: IdParams,
+      querystring: Paging,
+      response: {
+        200: Type.Object({ runs: Type.Array(RunSummarySchema), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }),
+        ...problems(400, 401, 403, 404),
+      },
+    },
+  }, async (req) => tasks.listRuns(req.principal.tenantId, req.params.id, req.query.page, req.query.limit));
+
+  app.get('/api/v1/tasks/:id/fires', {
+    config: { permission: 'agents:read' },
+    schema: {
+      tags,
+      summary: 'The task’s fire decisions (cron times, webhook deliveries, platform events), newest first',
+      params: IdParams,
+      querystring: Paging,
+      response: {
+        200: Type.Object({ fires: Type.Array(Fire), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }),
+        ...problems(400, 401, 403, 404),
+      },
+    },
+  }, async (req) => tasks.listFires(req.principal.tenantId, req.params.id, req.query.page, req.query.limit));
+};
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    rawBody?: Buffer;
+  }
+}
+
+/**
+ * `POST /api/v1/hooks/:taskId`: public, authenticated by the HMAC signature over the raw body, so
+ * this route keeps the body as bytes and parses it (with the platform's safe JSON parser) only once
+ * the signature holds.
+ */
+export const hooksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = async (app, { tasks }) => {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  const parse = (request: FastifyRequest) => (raw: Buffer) =>
+    new Promise<unknown>((resolve, reject) =>
+      parseJson(request, raw.toString('utf8'), (err, value) => (err ? reject(Object.assign(err, { statusCode: 400 })) : resolve(value))),
+    );
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    request.rawBody = body as Buffer;
+    done(null, undefined);
+  });
+
+  app.post('/api/v1/hooks/:taskId', {
+    config: { public: true },
+    schema: {
+      tags,
+      summary: 'Webhook trigger of a task: the JSON body becomes the run input',
+      description:
+        `Signed with the task secret: ${TIMESTAMP_HEADER}: <unix seconds>, ${SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>">. ` +
+        'Deliveries more than 5 minutes from the server time, or with a bad signature, are refused (401) and run nothing; the same delivery twice fires once.',
+      params: Type.Object({ taskId: Id }),
+      response: { 202: HookAccepted, ...problems(400, 401, 404, 409, 413, 415) },
+    },
+  }, async (req, reply) => {
+    const result = await tasks.webhook(req.params.taskId, req.headers, req.rawBody ?? Buffer.alloc(0), parse(req));
+    return reply.code(202).send(result);
+  });
+};

@@ -1,0 +1,375 @@
+import type { Kysely, Selectable, Updateable } from 'kysely';
+import type { Dialect } from '../db/database.js';
+import type { Database, TaskFireTable, TaskJobTable, TaskTable } from '../db/schema.js';
+
+/** SQL for tasks, their work queue (task_jobs) and their fire history (task_fires). */
+
+export type TaskRow = Selectable<TaskTable>;
+export type JobRow = Selectable<TaskJobTable>;
+export type FireRow = Selectable<TaskFireTable>;
+type Executor = Kysely<Database>;
+
+/** Job states; `queued`, `claimed` and `running` are the task's active work. */
+export const ACTIVE_JOB_STATES = ['queued', 'claimed', 'running'] as const;
+
+// ------------------------------------------------------------------ tasks
+
+export interface TaskFilter {
+  agentId?: string;
+  teamId?: string;
+  appId?: string;
+  status?: string;
+  type?: string;
+}
+
+export type TaskWithQueue = TaskRow & { queued_at: string | null };
+
+/** Tasks with `queued_at`: when their earliest queued job may start (part of nextRunAt). */
+function withQueue(db: Executor) {
+  return db
+    .selectFrom('tasks')
+    .selectAll('tasks')
+    .select((eb) =>
+      eb
+        .selectFrom('task_jobs')
+        .select((e) => e.fn.min<string | null>('task_jobs.available_at').as('m'))
+        .whereRef('task_jobs.task_id', '=', 'tasks.id')
+        .where('task_jobs.state', '=', 'queued')
+        .as('queued_at'),
+    );
+}
+
+export async function listTasks(db: Executor, tenantId: string, filter: TaskFilter, limit: number, offset: number) {
+  let q = db.selectFrom('tasks').where('tenant_id', '=', tenantId).where('deleted_at', 'is', null);
+  if (filter.agentId) q = q.where('agent_id', '=', filter.agentId);
+  if (filter.teamId) q = q.where('team_id', '=', filter.teamId);
+  if (filter.appId) q = q.where('app_id', '=', filter.appId);
+  if (filter.status) q = q.where('status', '=', filter.status);
+  if (filter.type) q = q.where('type', '=', filter.type);
+  const ids = q.select('id');
+  const [rows, count] = await Promise.all([
+    withQueue(db).where('tasks.id', 'in', ids).orderBy('tasks.id', 'desc').limit(limit).offset(offset).execute(),
+    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows: rows as TaskWithQueue[], total: Number(count.n) };
+}
+
+export function findTask(db: Executor, tenantId: string, id: string) {
+  return withQueue(db)
+    .where('tasks.tenant_id', '=', tenantId)
+    .where('tasks.id', '=', id)
+    .where('tasks.deleted_at', 'is', null)
+    .executeTakeFirst() as Promise<TaskWithQueue | undefined>;
+}
+
+/** Any tenant: for the public webhook route and background work. */
+export function findTaskById(db: Executor, id: string) {
+  return db.selectFrom('tasks').selectAll().where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+}
+
+/** A task row with every optional column empty and the default policies; callers set the rest. */
+export function newTaskRow(fields: Pick<TaskRow, 'id' | 'tenant_id' | 'agent_id' | 'app_id' | 'name' | 'description' | 'status' | 'created_at'> & Partial<TaskRow>): TaskRow {
+  return {
+    team_id: null,
+    type: 'one_time',
+    schedule: null,
+    timezone: null,
+    priority: 'medium',
+    due_at: null,
+    input: '{}',
+    requires_approval: 0,
+    misfire_policy: 'skip',
+    overlap_policy: 'skip',
+    max_attempts: 1,
+    backoff_seconds: 10,
+    trigger_type: null,
+    trigger_event: null,
+    trigger_task_id: null,
+    webhook_secret: null,
+    approval_action: null,
+    approval_payload: null,
+    requested_by_type: null,
+    requested_by_id: null,
+    decision: null,
+    decided_by_type: null,
+    decided_by_id: null,
+    decided_at: null,
+    next_run_at: null,
+    last_run_id: null,
+    last_run_at: null,
+    last_error: null,
+    created_by: null,
+    updated_at: fields.created_at,
+    deleted_at: null,
+    ...fields,
+  };
+}
+
+export function insertTask(db: Executor, row: TaskRow) {
+  return db.insertInto('tasks').values(row).execute();
+}
+
+export function updateTask(db: Executor, id: string, patch: Updateable<TaskTable>) {
+  return db.updateTable('tasks').set(patch).where('id', '=', id).where('deleted_at', 'is', null).executeTakeFirst();
+}
+
+/** Compare-and-set on status: the transition happens only from one of `from`. */
+export function transitionTask(db: Executor, id: string, from: readonly string[], patch: Updateable<TaskTable>) {
+  return db
+    .updateTable('tasks')
+    .set(patch)
+    .where('id', '=', id)
+    .where('status', 'in', [...from])
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+/** A run of the task ended: its status becomes the task's, unless a newer run started meanwhile. */
+export function recordRunEnd(db: Executor, taskId: string, runId: string, status: string, error: string | null, at: string) {
+  return db
+    .updateTable('tasks')
+    .set({ status, last_error: error, updated_at: at })
+    .where('id', '=', taskId)
+    .where('last_run_id', '=', runId)
+    .executeTakeFirst();
+}
+
+export async function listPendingApproval(db: Executor, tenantId: string, limit: number, offset: number) {
+  const q = db.selectFrom('tasks').where('tenant_id', '=', tenantId).where('deleted_at', 'is', null).where('status', '=', 'awaiting_approval');
+  const [rows, count] = await Promise.all([
+    withQueue(db).where('tasks.id', 'in', q.select('id')).orderBy('tasks.id', 'asc').limit(limit).offset(offset).execute(),
+    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows: rows as TaskWithQueue[], total: Number(count.n) };
+}
+
+/** Scheduled tasks whose next cron time has come. */
+export function dueSchedules(db: Executor, now: string, limit: number) {
+  return db
+    .selectFrom('tasks')
+    .selectAll()
+    .where('type', '=', 'scheduled')
+    .where('next_run_at', '<=', now)
+    .where('deleted_at', 'is', null)
+    .orderBy('next_run_at')
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * Claims one cron time: next_run_at moves from `due` to `next` only if it still is `due`, so
+ * exactly one replica wins each fire time (the loser updates no row).
+ */
+export async function claimFireTime(db: Executor, id: string, due: string, next: string | null, at: string): Promise<boolean> {
+  const r = await db
+    .updateTable('tasks')
+    .set({ next_run_at: next, updated_at: at })
+    .where('id', '=', id)
+    .where('next_run_at', '=', due)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Triggered tasks listening for `event` of the source task. */
+export function eventListeners(db: Executor, tenantId: string, sourceTaskId: string, event: string) {
+  return db
+    .selectFrom('tasks')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('trigger_type', '=', 'event')
+    .where('trigger_task_id', '=', sourceTaskId)
+    .where('trigger_event', '=', event)
+    .where('deleted_at', 'is', null)
+    .execute();
+}
+
+// ------------------------------------------------------------------ jobs
+
+export function insertJob(db: Executor, row: JobRow) {
+  return db.insertInto('task_jobs').values(row).execute();
+}
+
+export function findJob(db: Executor, id: string) {
+  return db.selectFrom('task_jobs').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function findJobByRun(db: Executor, runId: string) {
+  return db.selectFrom('task_jobs').selectAll().where('run_id', '=', runId).executeTakeFirst();
+}
+
+export function jobsOfTask(db: Executor, taskId: string, states: readonly string[]) {
+  return db.selectFrom('task_jobs').selectAll().where('task_id', '=', taskId).where('state', 'in', [...states]).orderBy('id').execute();
+}
+
+/**
+ * The next job a dispatcher may take: queued and due, highest priority first, then earliest dueAt
+ * (none last), then oldest. A serial job (overlap policy `queue`) waits while another job of its
+ * task is claimed or running, or queued ahead of it.
+ */
+function nextCandidate(db: Executor, now: string) {
+  return db
+    .selectFrom('task_jobs as j')
+    .select('j.id')
+    .where('j.state', '=', 'queued')
+    .where('j.available_at', '<=', now)
+    .where((eb) =>
+      eb.or([
+        eb('j.serial', '=', 0),
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('task_jobs as p')
+              .select('p.id')
+              .whereRef('p.task_id', '=', 'j.task_id')
+              .whereRef('p.id', '<>', 'j.id')
+              .where((e) => e.or([e('p.state', 'in', ['claimed', 'running']), e.and([e('p.state', '=', 'queued'), e('p.id', '<', e.ref('j.id'))])])),
+          ),
+        ),
+      ]),
+    )
+    .orderBy('j.priority_rank', 'desc')
+    .orderBy('j.due_at', (ob) => ob.asc().nullsLast())
+    .orderBy('j.id', 'asc')
+    .limit(1);
+}
+
+export interface ClaimInput {
+  owner: string;
+  now: string;
+  leaseUntil: string;
+}
+
+/**
+ * Takes the next job under a lease. `null`: nothing to take; `'lost'`: another process took the
+ * candidate first (try again).
+ *
+ * The one place the dialects differ. On PostgreSQL the candidate row is locked with
+ * `FOR UPDATE SKIP LOCKED`, so concurrent dispatchers each lock a different row instead of queueing
+ * behind one another. SQLite has no row locks and a single writer: the compare-and-set UPDATE
+ * (`state = 'queued'`) alone decides the winner, which is the same guarantee; a process that loses
+ * the race on a candidate simply asks again.
+ */
+export function claimNextJob(db: Executor, dialect: Dialect, claim: ClaimInput): Promise<JobRow | 'lost' | null> {
+  return db.transaction().execute(async (trx) => {
+    let candidate = nextCandidate(trx, claim.now);
+    if (dialect === 'postgres') candidate = candidate.forUpdate().skipLocked();
+    const row = await candidate.executeTakeFirst();
+    if (!row) return null;
+    return (await claimJob(trx, row.id, claim)) ?? 'lost';
+  });
+}
+
+/** Compare-and-set queued -> claimed (counts an attempt); answers the claimed job, or undefined. */
+export async function claimJob(db: Executor, id: string, claim: ClaimInput): Promise<JobRow | undefined> {
+  const r = await db
+    .updateTable('task_jobs')
+    .set((eb) => ({
+      state: 'claimed',
+      lease_owner: claim.owner,
+      claimed_by: claim.owner,
+      lease_expires_at: claim.leaseUntil,
+      attempts: eb('attempts', '+', 1),
+      updated_at: claim.now,
+    }))
+    .where('id', '=', id)
+    .where('state', '=', 'queued')
+    .executeTakeFirst();
+  if (Number(r.numUpdatedRows) !== 1) return undefined;
+  return findJob(db, id);
+}
+
+/** The claimed job's run has started: the run's own lease takes over from the job's. */
+export function markJobRunning(db: Executor, id: string, owner: string, runId: string, at: string) {
+  return db
+    .updateTable('task_jobs')
+    .set({ state: 'running', run_id: runId, lease_expires_at: null, updated_at: at })
+    .where('id', '=', id)
+    .where('state', '=', 'claimed')
+    .where('lease_owner', '=', owner)
+    .executeTakeFirst();
+}
+
+export function renewJobLeases(db: Executor, owner: string, ids: string[], until: string) {
+  return db
+    .updateTable('task_jobs')
+    .set({ lease_expires_at: until })
+    .where('id', 'in', ids)
+    .where('lease_owner', '=', owner)
+    .where('state', '=', 'claimed')
+    .execute();
+}
+
+/**
+ * Compare-and-set from one of `from` states (and, when given, the run or lease the caller saw):
+ * exactly one caller moves a job on.
+ */
+export async function moveJob(
+  db: Executor,
+  id: string,
+  from: readonly string[],
+  patch: Updateable<TaskJobTable>,
+  guard: { runId?: string; leaseExpiresAt?: string | null } = {},
+): Promise<boolean> {
+  let q = db.updateTable('task_jobs').set(patch).where('id', '=', id).where('state', 'in', [...from]);
+  if (guard.runId !== undefined) q = q.where('run_id', '=', guard.runId);
+  if (guard.leaseExpiresAt !== undefined) q = q.where('lease_expires_at', guard.leaseExpiresAt === null ? 'is' : '=', guard.leaseExpiresAt);
+  const r = await q.executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Claimed jobs whose dispatcher stopped renewing the lease (it died before or without a run). */
+export function expiredClaims(db: Executor, now: string, limit: number) {
+  return db.selectFrom('task_jobs').selectAll().where('state', '=', 'claimed').where('lease_expires_at', '<', now).limit(limit).execute();
+}
+
+/** Jobs whose run started before `before` and is executing somewhere (or ended unheard of). */
+export function runningJobs(db: Executor, before: string, limit: number) {
+  return db
+    .selectFrom('task_jobs')
+    .selectAll()
+    .where('state', '=', 'running')
+    .where('updated_at', '<', before)
+    .orderBy('updated_at')
+    .limit(limit)
+    .execute();
+}
+
+// ------------------------------------------------------------------ fires
+
+/** Records a fire decision once per (task, fire key); false when it was already recorded. */
+export async function insertFire(db: Executor, row: FireRow): Promise<boolean> {
+  const r = await db
+    .insertInto('task_fires')
+    .values(row)
+    .onConflict((oc) => oc.columns(['task_id', 'fire_key']).doNothing())
+    .executeTakeFirst();
+  return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
+}
+
+export function findFire(db: Executor, taskId: string, fireKey: string) {
+  return db.selectFrom('task_fires').selectAll().where('task_id', '=', taskId).where('fire_key', '=', fireKey).executeTakeFirst();
+}
+
+export async function listFires(db: Executor, tenantId: string, taskId: string, limit: number, offset: number) {
+  const q = db.selectFrom('task_fires').where('tenant_id', '=', tenantId).where('task_id', '=', taskId);
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
+    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+// ------------------------------------------------------------------ secret key
+
+export function findSecretKey(db: Executor, id: string) {
+  return db.selectFrom('task_secret_keys').select('key').where('id', '=', id).executeTakeFirst();
+}
+
+export function insertSecretKey(db: Executor, id: string, key: string, at: string) {
+  return db
+    .insertInto('task_secret_keys')
+    .values({ id, key, created_at: at })
+    .onConflict((oc) => oc.column('id').doNothing())
+    .execute();
+}

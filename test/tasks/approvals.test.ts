@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApprovalGateway } from '../../src/tasks/approvals.js';
+import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { createAgent } from './helpers.js';
+
+/**
+ * The ApprovalGateway as the skills domain uses it: `services.tasks.createApprovalTask(...)` for a
+ * skill_request, `onApproved('skill.assign', ...)` to perform it; approving over HTTP performs the
+ * action instead of running the agent.
+ */
+
+let t: TestApp;
+let gateway: ApprovalGateway;
+let key: string;
+let tenantId: string;
+let agentId: string;
+const performed: { tenantId: string; taskId: string; payload: Record<string, unknown>; decidedBy: { type: string; id: string | null } }[] = [];
+const rejected: string[] = [];
+let failNext = false;
+
+beforeAll(async () => {
+  t = await startApp({ TASK_WORKERS: '2', TASK_POLL_MS: '50' });
+  gateway = t.services.tasks;
+  gateway.onApproved('skill.assign', async (input) => {
+    if (failNext) {
+      failNext = false;
+      throw new Error('the skill store is unreachable');
+    }
+    performed.push(input);
+  });
+  gateway.onRejected('skill.assign', async ({ taskId }) => {
+    rejected.push(taskId);
+  });
+  ({ key, id: tenantId } = await t.tenant());
+  agentId = await createAgent(t, key);
+});
+afterAll(() => t.close());
+
+const request = (payload: Record<string, unknown>, action = 'skill.assign') =>
+  gateway.createApprovalTask({
+    tenantId,
+    agentId,
+    name: 'Skill request: invoices',
+    description: 'The agent asks for the invoices skill',
+    action,
+    payload,
+    requestedBy: { type: 'agent', id: agentId },
+  });
+
+describe('approval tasks', () => {
+  it('creates an awaiting_approval task that lists as pending approval', async () => {
+    const { taskId } = await request({ skillId: 'sk-1' });
+    const task = (await t.request('GET', `/api/v1/tasks/${taskId}`, { key })).body;
+    expect(task).toMatchObject({
+      status: 'awaiting_approval',
+      type: 'one_time',
+      agentId,
+      requiresApproval: true,
+      nextRunAt: null,
+      approval: { action: 'skill.assign', payload: { skillId: 'sk-1' }, requestedBy: { type: 'agent', id: agentId }, decision: null, decidedBy: null, decidedAt: null },
+    });
+    const pending = await t.request('GET', '/api/v1/tasks/pending-approval', { key });
+    expect(pending.body.tasks.map((x: { id: string }) => x.id)).toContain(taskId);
+    const audit = await t.request('GET', `/api/v1/audit-events?resourceId=${taskId}`, { key });
+    expect(audit.body.events[0]).toMatchObject({ action: 'task.approval_requested', actorType: 'agent', actorId: agentId });
+    // Not runnable by hand.
+    expectProblem(await t.request('POST', `/api/v1/tasks/${taskId}/run`, { key }), 409, 'task_awaiting_approval');
+  });
+
+  it('approve performs the registered action (no agent run) and answers completed', async () => {
+    const { taskId } = await request({ skillId: 'sk-2' });
+    const res = await t.request('POST', `/api/v1/tasks/${taskId}/approve`, { key });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ status: 'completed', approval: { decision: 'approved', decidedBy: { type: 'api_key' } }, lastError: null });
+    expect(performed.at(-1)).toEqual({ tenantId, taskId, payload: { skillId: 'sk-2' }, decidedBy: { type: 'api_key', id: expect.any(String) } });
+    const runs = await t.db.kysely.selectFrom('runs').select('id').where('task_id', '=', taskId).execute();
+    expect(runs).toHaveLength(0);
+    expectProblem(await t.request('POST', `/api/v1/tasks/${taskId}/approve`, { key }), 409, 'task_not_awaiting_approval');
+    expectProblem(await t.request('POST', `/api/v1/tasks/${taskId}/run`, { key }), 409, 'task_not_runnable');
+  });
+
+  it('reject cancels and tells the rejection handler; the action is not performed', async () => {
+    const before = performed.length;
+    const { taskId } = await request({ skillId: 'sk-3' });
+    const res = await t.request('POST', `/api/v1/tasks/${taskId}/reject`, { key });
+    expect(res.body).toMatchObject({ status: 'cancelled', approval: { decision: 'rejected' } });
+    expect(rejected).toContain(taskId);
+    expect(performed).toHaveLength(before);
+  });
+
+  it('a failing action leaves the task failed; retry performs it again', async () => {
+    const { taskId } = await request({ skillId: 'sk-4' });
+    failNext = true;
+    const res = await t.request('POST', `/api/v1/tasks/${taskId}/approve`, { key });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'failed', lastError: { code: 'action_failed', message: 'the skill store is unreachable' } });
+    const retried = await t.request('POST', `/api/v1/tasks/${taskId}/retry`, { key });
+    expect(retried.status, retried.text).toBe(202);
+    expect(retried.body).toMatchObject({ runId: null, status: 'completed', taskId });
+    expect(performed.at(-1)?.taskId).toBe(taskId);
+    expect((await t.request('GET', `/api/v1/tasks/${taskId}`, { key })).body.status).toBe('completed');
+  });
+
+  it('an action nobody can perform is refused and the task keeps waiting', async () => {
+    const { taskId } = await request({ x: 1 }, 'connector.unknown');
+    expectProblem(await t.request('POST', `/api/v1/tasks/${taskId}/approve`, { key }), 409, 'approval_action_unavailable');
+    expect((await t.request('GET', `/api/v1/tasks/${taskId}`, { key })).body.status).toBe('awaiting_approval');
+  });
+
+  it('refuses an agent of another tenant', async () => {
+    const { id: other } = await t.tenant('other');
+    await expect(gateway.createApprovalTask({ tenantId: other, agentId, name: 'x', description: 'x', action: 'skill.assign', payload: {}, requestedBy: { type: 'agent', id: agentId } })).rejects.toMatchObject({ status: 404 });
+  });
+});

@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
+import { cli, startServer, type ServerProcess } from '../helpers/process.js';
+import { waitFor } from './helpers.js';
+
+/**
+ * A real server process killed with SIGKILL in the middle of task runs: its leases expire, another
+ * process declares the runs interrupted and the work is retried (or failed) per the retry policy.
+ * Needs the build (`npm run build`), like the other process tests.
+ */
+
+let database: TestDatabase;
+let servers: ServerProcess[] = [];
+const env = () => ({ ...database.env, RUN_LEASE_SECONDS: '2', TASK_POLL_MS: '100', LOG_LEVEL: 'warn' });
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  for (const s of servers) await s.stop('SIGKILL');
+  await database.drop();
+});
+
+async function api(server: ServerProcess, key: string, path: string, body?: unknown) {
+  const res = await fetch(`${server.url}${path}`, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+describe('a worker killed mid-run', () => {
+  it('loses its lease; the run is recovered and the task retried or failed per its retry policy', async () => {
+    const first = await startServer(env());
+    servers.push(first);
+    const created = await cli(['tenants', 'create', 'Crash', '--json'], database.env);
+    expect(created.code, created.stderr).toBe(0);
+    const key = JSON.parse(created.stdout).apiKey as string;
+    const agent = await api(first, key, '/api/v1/agents', { name: 'Worker', appId: 'ops' });
+    expect(agent.status).toBe(201);
+    const slow = '/delay 250\none two three four five six';
+    const retried = await api(first, key, '/api/v1/tasks', { name: 'retried', description: slow, agentId: agent.body.id, retryPolicy: { maxAttempts: 2, backoffSeconds: 0 } });
+    const failed = await api(first, key, '/api/v1/tasks', { name: 'failed', description: slow, agentId: agent.body.id });
+    expect(retried.status).toBe(201);
+    expect(failed.status).toBe(201);
+    for (const id of [retried.body.id, failed.body.id]) {
+      await waitFor(async () => (await api(first, key, `/api/v1/tasks/${id}`)).body.status === 'running', 10_000, 'both running');
+    }
+
+    expect(await first.stop('SIGKILL')).toBeNull();
+    const second = await startServer(env());
+    servers.push(second);
+
+    const done = await waitFor(async () => {
+      const r = (await api(second, key, `/api/v1/tasks/${retried.body.id}`)).body;
+      return r.status === 'completed' ? r : null;
+    }, 20_000, 'the retried task to complete elsewhere');
+    expect(done.runs).toHaveLength(2);
+    const [again, lost] = done.runs;
+    expect(lost).toMatchObject({ status: 'failed', error: { code: 'interrupted' } });
+    expect(again).toMatchObject({ status: 'completed', output: 'one two three four five six' });
+    // Never two at once: the retry started after the lost run was declared over.
+    expect(again.startedAt >= lost.completedAt).toBe(true);
+
+    const gaveUp = await waitFor(async () => {
+      const r = (await api(second, key, `/api/v1/tasks/${failed.body.id}`)).body;
+      return r.status === 'failed' ? r : null;
+    }, 10_000, 'the other task to fail');
+    expect(gaveUp.lastError).toMatchObject({ code: 'interrupted' });
+    expect(gaveUp.runs).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await api(second, key, `/api/v1/tasks/${failed.body.id}/runs`)).body.total).toBe(1);
+  });
+});

@@ -1,0 +1,225 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SecretBox, signature } from '../../src/tasks/secrets.js';
+import { dialect, expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { createAgent, createTask, replica, taskIn, waitFor } from './helpers.js';
+
+let t: TestApp;
+let key: string;
+let agentId: string;
+
+beforeAll(async () => {
+  t = await startApp({ TASK_WORKERS: '2', TASK_POLL_MS: '50' });
+  ({ key } = await t.tenant());
+  agentId = await createAgent(t, key);
+});
+afterAll(() => t.close());
+
+function deliver(taskId: string, secret: string | null, body: string, options: { timestamp?: number; signature?: string; headers?: Record<string, string> } = {}) {
+  const ts = String(options.timestamp ?? Math.floor(Date.now() / 1000));
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-agentry-timestamp': ts, ...(options.headers ?? {}) };
+  if (secret !== null) headers['x-agentry-signature'] = options.signature ?? `sha256=${signature(secret, ts, body)}`;
+  return t.request('POST', `/api/v1/hooks/${taskId}`, { payload: body, headers });
+}
+
+const runsOf = (id: string) => t.db.kysely.selectFrom('runs').selectAll().where('task_id', '=', id).orderBy('id').execute();
+
+describe('webhook triggers', () => {
+  it('creates a webhook task: the URL always, the secret once', async () => {
+    const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' } });
+    expect(task).toMatchObject({ type: 'triggered', status: 'pending', nextRunAt: null, overlapPolicy: 'skip' });
+    expect(task.trigger).toEqual({ type: 'webhook', url: `http://agentry.test/api/v1/hooks/${task.id}`, secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/) });
+    const got = await t.request('GET', `/api/v1/tasks/${task.id}`, { key });
+    expect(got.body.trigger).toEqual({ type: 'webhook', url: task.trigger.url });
+    expect(got.text).not.toContain(task.trigger.secret);
+    // Stored sealed, never as the secret itself.
+    const row = await t.db.kysely.selectFrom('tasks').select('webhook_secret').where('id', '=', task.id).executeTakeFirstOrThrow();
+    expect(row.webhook_secret).toMatch(/^v1\.db\./);
+    expect(row.webhook_secret).not.toContain(task.trigger.secret.slice(6));
+    const audit = await t.request('GET', `/api/v1/audit-events?resourceId=${task.id}`, { key });
+    expect(audit.text).not.toContain(task.trigger.secret);
+  });
+
+  it('a correctly signed delivery starts a run with the JSON body as input', async () => {
+    const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, description: 'New order', input: { shop: 'eu' } });
+    const body = JSON.stringify({ orderId: 42 });
+    const res = await deliver(task.id, task.trigger.secret, body);
+    expect(res.status, res.text).toBe(202);
+    expect(res.body).toEqual({ accepted: true, taskId: task.id, fireId: expect.any(String), decision: 'fired', reason: null, duplicate: false });
+    const done = await taskIn(t, key, task.id, ['completed']);
+    expect(done.output).toBe('New order\n\n{"shop":"eu","orderId":42}');
+    expect(done.fires).toEqual([expect.objectContaining({ id: res.body.fireId, source: 'webhook', decision: 'fired' })]);
+    // The same signed delivery again (a retry by the sender, or a replay): accepted, nothing new runs.
+    const ts = Math.floor(Date.now() / 1000) - 1;
+    const first = await deliver(task.id, task.trigger.secret, '{"orderId":43}', { timestamp: ts });
+    const replay = await deliver(task.id, task.trigger.secret, '{"orderId":43}', { timestamp: ts });
+    expect(first.body.duplicate).toBe(false);
+    expect(replay.body).toMatchObject({ duplicate: true, fireId: first.body.fireId });
+    await waitFor(async () => (await runsOf(task.id)).filter((r) => r.status === 'completed').length >= 2, 5000, 'second run');
+    await new Promise((r) => setTimeout(r, 200));
+    const runs = await runsOf(task.id);
+    expect(runs).toHaveLength(2);
+    expect(runs.filter((r) => r.output.includes('"orderId":43'))).toHaveLength(1);
+  });
+
+  it('an empty body is an empty input', async () => {
+    const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, description: 'ping' });
+    const ts = String(Math.floor(Date.now() / 1000));
+    const res = await t.request('POST', `/api/v1/hooks/${task.id}`, { headers: { 'x-agentry-timestamp': ts, 'x-agentry-signature': `sha256=${signature(task.trigger.secret, ts, '')}` } });
+    expect(res.status, res.text).toBe(202);
+    expect((await taskIn(t, key, task.id, ['completed'])).output).toBe('ping');
+  });
+
+  it('refuses bad, missing, stale and foreign signatures: 401, nothing runs', async () => {
+    const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' } });
+    const other = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' } });
+    const body = '{"orderId":7}';
+    const expect401 = (res: Awaited<ReturnType<typeof deliver>>, code: string) => {
+      expectProblem(res, 401, code);
+      expect(res.headers['www-authenticate']).toBe('HMAC-SHA256');
+    };
+    expect401(await deliver(task.id, null, body), 'missing_signature');
+    expect401(await deliver(task.id, task.trigger.secret, body, { signature: 'sha256=' + '0'.repeat(64) }), 'invalid_signature');
+    expect401(await deliver(task.id, task.trigger.secret, body, { signature: 'sha1=abc' }), 'invalid_signature');
+    expect401(await deliver(task.id, other.trigger.secret, body), 'invalid_signature');
+    expect401(await deliver(task.id, task.trigger.secret, body, { timestamp: Math.floor(Date.now() / 1000) - 3600 }), 'signature_expired');
+    expect401(await deliver(task.id, task.trigger.secret, body, { timestamp: Math.floor(Date.now() / 1000) + 3600 }), 'signature_expired');
+    // Signed for another body.
+    const ts = Math.floor(Date.now() / 1000);
+    expect401(await deliver(task.id, task.trigger.secret, '{"orderId":8}', { timestamp: ts, signature: `sha256=${signature(task.trigger.secret, String(ts), body)}` }), 'invalid_signature');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await runsOf(task.id)).toHaveLength(0);
+    expect((await t.request('GET', `/api/v1/tasks/${task.id}/fires`, { key })).body.total).toBe(0);
+  });
+
+  it('404 for tasks without a webhook; 400 for a body that is not a JSON object; 415 for other media', async () => {
+    const plain = await createTask(t, key, { agentId, type: 'scheduled', schedule: '0 0 1 * *' });
+    expectProblem(await deliver(plain.id, 'whsec_x', '{}'), 404, 'not_found');
+    expectProblem(await deliver('01900000-0000-7000-8000-000000000000', 'whsec_x', '{}'), 404, 'not_found');
+    const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' } });
+    expectProblem(await deliver(task.id, task.trigger.secret, '[1,2]'), 400, 'validation_failed');
+    expectProblem(await deliver(task.id, task.trigger.secret, '{"a":'), 400, 'invalid_json');
+    expectProblem(await deliver(task.id, task.trigger.secret, '{"__proto__":{"x":1}}'), 400, 'invalid_json');
+    const ts = String(Math.floor(Date.now() / 1000));
+    const res = await t.request('POST', `/api/v1/hooks/${task.id}`, {
+      payload: 'a=1',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-agentry-timestamp': ts, 'x-agentry-signature': `sha256=${signature(task.trigger.secret, ts, 'a=1')}` },
+    });
+    expectProblem(res, 415, 'unsupported_media_type');
+  });
+
+  it('a task awaiting approval refuses deliveries until approved', async () => {
+    const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, requiresApproval: true });
+    expectProblem(await deliver(task.id, task.trigger.secret, '{}'), 409, 'task_awaiting_approval');
+    await t.request('POST', `/api/v1/tasks/${task.id}/approve`, { key });
+    expect((await deliver(task.id, task.trigger.secret, '{}')).status).toBe(202);
+    await taskIn(t, key, task.id, ['completed']);
+  });
+
+  it('overlap skip: a delivery while a run is active is recorded as skipped', async () => {
+    const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, description: '/delay 100\na b c d e' });
+    const first = await deliver(task.id, task.trigger.secret, '{"n":1}');
+    const second = await deliver(task.id, task.trigger.secret, '{"n":2}');
+    expect(first.body.decision).toBe('fired');
+    expect(second.body).toMatchObject({ decision: 'skipped', reason: 'overlap' });
+    await taskIn(t, key, task.id, ['completed']);
+    expect(await runsOf(task.id)).toHaveLength(1);
+    const audit = await t.request('GET', `/api/v1/audit-events?resourceId=${task.id}&action=task.webhook_received`, { key });
+    expect(audit.body.events).toHaveLength(2);
+    expect(audit.body.events[0]).toMatchObject({ actorType: 'system', actorId: 'webhook' });
+  });
+});
+
+describe('webhook secrets at rest', () => {
+  it('are sealed per task (AES-256-GCM, the task id authenticated) under SECRET_KEY or the database key', async () => {
+    const dbBox = new SecretBox(t.db, undefined);
+    const envBox = new SecretBox(t.db, 'a'.repeat(40));
+    const otherEnv = new SecretBox(t.db, 'b'.repeat(40));
+    const sealed = await dbBox.seal('whsec_abc', 'task-1');
+    expect(sealed).toMatch(/^v1\.db\./);
+    expect(await dbBox.open(sealed, 'task-1')).toBe('whsec_abc');
+    expect(await new SecretBox(t.db, undefined).open(sealed, 'task-1')).toBe('whsec_abc');
+    expect(await dbBox.open(sealed, 'task-2')).toBeNull();
+    const envSealed = await envBox.seal('whsec_abc', 'task-1');
+    expect(envSealed).toMatch(/^v1\.env\./);
+    expect(await envBox.open(envSealed, 'task-1')).toBe('whsec_abc');
+    expect(await otherEnv.open(envSealed, 'task-1')).toBeNull();
+    expect(await dbBox.open(envSealed, 'task-1')).toBeNull();
+    expect(await dbBox.open('garbage', 'task-1')).toBeNull();
+  });
+
+  it('a sealed secret copied onto another task does not authenticate deliveries there', async () => {
+    const a = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' } });
+    const b = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' } });
+    const row = await t.db.kysely.selectFrom('tasks').select('webhook_secret').where('id', '=', a.id).executeTakeFirstOrThrow();
+    await t.db.kysely.updateTable('tasks').set({ webhook_secret: row.webhook_secret }).where('id', '=', b.id).execute();
+    expectProblem(await deliver(b.id, a.trigger.secret, '{}'), 401, 'invalid_signature');
+    expect(await runsOf(b.id)).toHaveLength(0);
+  });
+});
+
+describe('platform event triggers', () => {
+  it('chains tasks: completed fires the listener once per source run', async () => {
+    const source = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, description: 'collect' });
+    const onDone = await createTask(t, key, { agentId, type: 'triggered', trigger: { event: 'task.completed', taskId: source.id }, description: 'follow up' });
+    const onFail = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'event', event: 'task.failed', taskId: source.id }, description: 'alert' });
+    expect(onDone.trigger).toEqual({ type: 'event', event: 'task.completed', taskId: source.id });
+    const run = await t.request('POST', `/api/v1/tasks/${source.id}/run`, { key });
+    await taskIn(t, key, source.id, ['completed']);
+    const followed = await taskIn(t, key, onDone.id, ['completed']);
+    expect(followed.output).toBe(`follow up\n\n${JSON.stringify({ event: 'task.completed', taskId: source.id, runId: run.body.runId, output: 'collect' })}`);
+    expect(followed.fires).toEqual([expect.objectContaining({ source: 'event', decision: 'fired', detail: { event: 'task.completed', sourceTaskId: source.id, sourceRunId: run.body.runId } })]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await runsOf(onDone.id)).toHaveLength(1);
+    expect(await runsOf(onFail.id)).toHaveLength(0);
+    // Settling the same run again (the sweep, another replica) fires nothing more.
+    await t.services.tasks.executor.runEnded(run.body.runId);
+    await t.services.tasks.executor.sweep();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await runsOf(onDone.id)).toHaveLength(1);
+    const fires = await t.db.kysely.selectFrom('task_fires').select('fire_key').where('task_id', '=', onDone.id).execute();
+    expect(fires).toEqual([{ fire_key: `event:${run.body.runId}` }]);
+  });
+
+  it('failed fires task.failed listeners once the last attempt failed', async () => {
+    const source = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, description: '/fail broken', retryPolicy: { maxAttempts: 2, backoffSeconds: 0 } });
+    const onFail = await createTask(t, key, { agentId, type: 'triggered', trigger: { event: 'task.failed', taskId: source.id }, description: 'alert' });
+    await deliver(source.id, source.trigger.secret, '{}');
+    const alerted = await taskIn(t, key, onFail.id, ['completed']);
+    expect(alerted.output).toContain('"event":"task.failed"');
+    expect(alerted.output).toContain('"message":"broken"');
+    expect(await runsOf(source.id)).toHaveLength(2);
+    expect(await runsOf(onFail.id)).toHaveLength(1);
+  });
+
+  it('a deleted listener no longer fires', async () => {
+    const source = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, description: 'x' });
+    const listener = await createTask(t, key, { agentId, type: 'triggered', trigger: { event: 'task.completed', taskId: source.id } });
+    await t.request('DELETE', `/api/v1/tasks/${listener.id}`, { key });
+    await t.request('POST', `/api/v1/tasks/${source.id}/run`, { key });
+    await taskIn(t, key, source.id, ['completed']);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await runsOf(listener.id)).toHaveLength(0);
+  });
+});
+
+describe.skipIf(dialect !== 'postgres')('triggers across replicas (PostgreSQL)', () => {
+  it('a chained trigger fires once when two replicas both settle the source run', async () => {
+    const other = await replica(t, { TASK_WORKERS: '2', TASK_POLL_MS: '50' });
+    try {
+      const source = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, description: 'src' });
+      const run = await t.request('POST', `/api/v1/tasks/${source.id}/run`, { key });
+      await taskIn(t, key, source.id, ['completed']);
+      // As if the process that ran it died right after the run's terminal write: the job is unsettled.
+      const listener = await createTask(t, key, { agentId, type: 'triggered', trigger: { event: 'task.completed', taskId: source.id }, overlapPolicy: 'allow' });
+      const old = new Date(Date.now() - 120_000).toISOString();
+      await t.db.kysely.updateTable('task_jobs').set({ state: 'running', updated_at: old }).where('run_id', '=', run.body.runId).execute();
+      // Both replicas notice at once (a late hook here, sweeps there).
+      await Promise.all([t.services.tasks.executor.runEnded(run.body.runId), other.services.tasks.executor.sweep(), t.services.tasks.executor.sweep(), other.services.tasks.executor.runEnded(run.body.runId)]);
+      await taskIn(t, key, listener.id, ['completed']);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await runsOf(listener.id)).toHaveLength(1);
+    } finally {
+      await other.close();
+    }
+  });
+});
