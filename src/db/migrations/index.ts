@@ -1,6 +1,7 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as m0001 from './0001_foundation.js';
 import * as m0002 from './0002_runtime.js';
+import * as m0004 from './0004_skills.js';
 
 /**
  * Every migration, in order. Migrations are code (Kysely's schema builder), so one list serves
@@ -9,6 +10,7 @@ import * as m0002 from './0002_runtime.js';
 const migrations: Record<string, Migration> = {
   '0001_foundation': m0001,
   '0002_runtime': m0002,
+  '0004_skills': m0004,
 };
 
 export const migrationProvider: MigrationProvider = {
