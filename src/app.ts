@@ -24,6 +24,7 @@ import { PriceTable } from './runtime/models/prices.js';
 import { ModelRegistry } from './runtime/models/registry.js';
 import { mcpToolProvider } from './runtime/tools/mcp.js';
 import { ToolRegistry } from './runtime/tools/registry.js';
+import { createSkillsDomain, skillsDomainRoutes, type SkillsDomain } from './skills/index.js';
 import { tenancyRoutes } from './tenancy/routes.js';
 import { TenancyService } from './tenancy/service.js';
 
@@ -42,7 +43,7 @@ declare module 'fastify' {
 }
 
 /** The services of every domain, built once per process and shared by routes and background work. */
-export interface Services {
+export interface Services extends SkillsDomain {
   logger: FastifyBaseLogger;
   tenancy: TenancyService;
   agents: AgentsService;
@@ -66,7 +67,9 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   tools.register('mcp', mcpToolProvider());
   const runs = new RunsService(db, new ModelRegistry(config.providers), tools, new PriceTable(config.modelPrices), config.runLeaseMs, logger);
   const files = new FilesService(db);
+  const skillsDomain = createSkillsDomain(db, { agents, tools, runs });
   return {
+    ...skillsDomain,
     logger,
     tenancy: new TenancyService(db),
     agents,
@@ -163,6 +166,7 @@ export async function buildApp({ config, db, services = createServices(config, d
   await app.register(runsRoutes, { runs: services.runs, agents: services.agents, files: services.files });
   await app.register(conversationsRoutes, { conversations: services.conversations });
   await app.register(filesRoutes, { files: services.files });
+  await app.register(skillsDomainRoutes, { ...services });
 
   // Lease renewal and recovery of runs interrupted elsewhere run while the server does.
   app.addHook('onReady', async () => {

@@ -166,6 +166,8 @@ async function readTar(buf: Buffer): Promise<ArchiveEntry[]> {
   const extract = tar.extract();
   const done = new Promise<void>((resolve, reject) => {
     extract.on('entry', (header, stream, next) => {
+      // Destroying the extractor destroys the entry stream with the same error; the extractor reports it.
+      stream.on('error', () => {});
       const fail = (err: unknown) => {
         stream.resume();
         extract.destroy(err as Error);

@@ -6,7 +6,8 @@
  * where the sections are the references split at Markdown headings (long sections further split at
  * paragraphs), tf counts t in the section (its heading counts twice), N is the number of sections and df
  * the number holding t. Terms of `query` weigh 1, terms only in `context` weigh 0.5. Terms are
- * lowercased words of two or more letters or digits, common English words left out.
+ * lowercased words of two or more letters or digits, plurals folded to the singular, common English
+ * words left out.
  */
 
 const STOP_WORDS = new Set(
@@ -18,8 +19,15 @@ const STOP_WORDS = new Set(
   yourselves get got also use using used want need please`.split(/\s+/),
 );
 
+/** A plural folded to its singular (`discounts` -> `discount`, `policies` -> `policy`), so both match. */
+function singular(word: string): string {
+  if (word.length > 4 && word.endsWith('ies')) return `${word.slice(0, -3)}y`;
+  if (word.length > 3 && word.endsWith('s') && !/(ss|us|is)$/.test(word)) return word.slice(0, -1);
+  return word;
+}
+
 export function terms(text: string): string[] {
-  return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => w.length >= 2 && !STOP_WORDS.has(w));
+  return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => w.length >= 2 && !STOP_WORDS.has(w)).map(singular);
 }
 
 export interface Section {
