@@ -3,8 +3,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { strToU8, zipSync, type Zippable } from 'fflate';
-import { ProblemError, badRequest } from '../http/errors.js';
+import { badRequest } from '../http/errors.js';
 import { Id, IdParams, problems } from '../http/schemas.js';
+import { readUploadedFile } from '../http/upload.js';
 import { ARCHIVE_LIMITS, archiveKind } from './archive.js';
 import {
   AgentAssignment,
@@ -115,17 +116,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
       },
     }, async (req, reply) => {
       if (req.isMultipart()) {
-        const part = await req.file();
-        if (!part) throw badRequest('the form holds no file', [{ path: 'body.file', message: 'is required' }]);
-        let data: Buffer;
-        try {
-          data = await part.toBuffer();
-        } catch (err) {
-          if ((err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') {
-            throw new ProblemError(413, 'payload_too_large', `skill uploads are limited to ${ARCHIVE_LIMITS.uploadBytes} bytes`);
-          }
-          throw err;
-        }
+        const { data } = await readUploadedFile(req, ARCHIVE_LIMITS.uploadBytes, 'skill uploads');
         if (archiveKind(data)) return reply.code(201).send(await skills.importArchive(req.principal, data));
         let text: string;
         try {

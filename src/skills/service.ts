@@ -325,7 +325,7 @@ export class SkillsService {
   }
 
   async listStore(tenantId: string, category?: string) {
-    const acquired = await store.acquiredStoreIds(this.db.kysely, tenantId);
+    const acquired = await store.acquiredStoreSkills(this.db.kysely, tenantId);
     const skills = this.catalog()
       .filter((s) => !category || s.category === category)
       .map((s) => this.storeView(s, acquired.get(s.id)));

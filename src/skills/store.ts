@@ -66,7 +66,7 @@ export function findSkillByStoreId(db: Executor, tenantId: string, storeId: stri
   return db.selectFrom('skills').selectAll().where('tenant_id', '=', tenantId).where('store_id', '=', storeId).executeTakeFirst();
 }
 
-export async function acquiredStoreIds(db: Executor, tenantId: string): Promise<Map<string, SkillRow>> {
+export async function acquiredStoreSkills(db: Executor, tenantId: string): Promise<Map<string, SkillRow>> {
   const rows = await db.selectFrom('skills').selectAll().where('tenant_id', '=', tenantId).where('store_id', 'is not', null).execute();
   return new Map(rows.map((r) => [r.store_id!, r]));
 }

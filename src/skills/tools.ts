@@ -287,7 +287,7 @@ export class SkillTools {
 
   private async discoverConnectors(caller: ToolCaller, input: { category?: string }) {
     const [connected, requests, found] = await Promise.all([
-      this.connectors.connectedIds(caller.tenantId),
+      this.connectors.connectionsById(caller.tenantId),
       this.connectors.latestRequests(caller.tenantId, caller.agent.id),
       this.skills.discover(caller.tenantId, caller.agent.id, {}),
     ]);
@@ -316,7 +316,7 @@ export class SkillTools {
     if (!connector) {
       throw new ToolError('connector_not_found', `no integration ${input.integrationId}; known: ${CONNECTORS.map((c) => c.id).join(', ')}`);
     }
-    if ((await this.connectors.connectedIds(caller.tenantId)).has(connector.id)) {
+    if ((await this.connectors.connectionsById(caller.tenantId)).has(connector.id)) {
       throw new ToolError('already_connected', `${connector.name} is already connected for this organisation`);
     }
     const approvals = this.requireApprovals();

@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
-import { assign, createAgent, createSkill } from './helpers.js';
+import { assign, createAgent, createKey, createSkill } from './helpers.js';
 
 let t: TestApp;
 let base: string;
@@ -108,8 +108,7 @@ describe('MCP endpoint', () => {
     expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
     expect((await post(external.id, { authorization: 'Bearer agk_nope' })).status).toBe(401);
 
-    const created = await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'agents-only', permissions: ['agents:read'] } });
-    const forbidden = await post(external.id, { authorization: `Bearer ${created.body.key}` });
+    const forbidden = await post(external.id, { authorization: `Bearer ${await createKey(t, key, ['agents:read'])}` });
     expect(forbidden.status).toBe(403);
     expect((await json(forbidden)).code).toBe('forbidden');
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { assign, createAgent, createSkill } from './helpers.js';
+import { assign, createAgent, createKey, createSkill } from './helpers.js';
 
 let t: TestApp;
 let key: string;
@@ -13,11 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const keyWith = async (permissions: string[]) => {
-  const res = await t.request('POST', '/api/v1/api-keys', { key, body: { name: permissions.join('+'), permissions } });
-  expect(res.status, res.text).toBe(201);
-  return res.body.key as string;
-};
+const keyWith = (permissions: string[]) => createKey(t, key, permissions);
 
 describe('custom skills', () => {
   it('creates a skill with references and scripts, in the contract shape', async () => {

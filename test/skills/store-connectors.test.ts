@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadStoreCatalog } from '../../src/skills/catalog.js';
 import { CONNECTORS } from '../../src/skills/connectors/catalog.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { createSkill } from './helpers.js';
+import { createKey, createSkill } from './helpers.js';
 
 let t: TestApp;
 let key: string;
@@ -15,7 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const keyWith = async (permissions: string[]) => (await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'k', permissions } })).body.key as string;
+const keyWith = (permissions: string[]) => createKey(t, key, permissions);
 
 describe('the store catalog', () => {
   it('ships valid skills in the four example categories, each with references', () => {

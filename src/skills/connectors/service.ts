@@ -42,10 +42,6 @@ export class ConnectorsService {
     return c;
   }
 
-  private connections(tenantId: string) {
-    return this.db.kysely.selectFrom('connector_connections').selectAll().where('tenant_id', '=', tenantId).execute();
-  }
-
   private findConnection(db: Kysely<Database>, tenantId: string, connectorId: string) {
     return db.selectFrom('connector_connections').selectAll().where('tenant_id', '=', tenantId).where('connector_id', '=', connectorId).executeTakeFirst();
   }
@@ -73,7 +69,7 @@ export class ConnectorsService {
 
   /** The catalog with this tenant's connection state. */
   async list(tenantId: string, filter: { category?: string; connected?: boolean } = {}) {
-    const byId = new Map((await this.connections(tenantId)).map((c) => [c.connector_id, c]));
+    const byId = await this.connectionsById(tenantId);
     const connectors = CONNECTORS.filter((c) => !filter.category || c.category === filter.category)
       .filter((c) => filter.connected === undefined || byId.has(c.id) === filter.connected)
       .map((c) => this.view(c, byId.get(c.id)));
@@ -138,8 +134,10 @@ export class ConnectorsService {
     });
   }
 
-  async connectedIds(tenantId: string): Promise<Map<string, ConnectionRow>> {
-    return new Map((await this.connections(tenantId)).map((c) => [c.connector_id, c]));
+  /** This tenant's connections, by connector id. */
+  async connectionsById(tenantId: string): Promise<Map<string, ConnectionRow>> {
+    const rows = await this.db.kysely.selectFrom('connector_connections').selectAll().where('tenant_id', '=', tenantId).execute();
+    return new Map(rows.map((c) => [c.connector_id, c]));
   }
 
   // ---------------------------------------------------------------- requests (connector_request)
