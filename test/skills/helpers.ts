@@ -2,6 +2,8 @@ import zlib from 'node:zlib';
 import { zipSync, strToU8, type Zippable } from 'fflate';
 import tar from 'tar-stream';
 import { expect } from 'vitest';
+import type { ApprovalGateway } from '../../src/tasks/approvals.js';
+import type { Actor } from '../../src/tenancy/permissions.js';
 import type { TestApp } from '../helpers/app.js';
 
 /** A new API key of the tenant holding only these permissions. */
@@ -97,3 +99,25 @@ metadata:
 1. Check the order date.
 2. Apply the refund rules in references/rules.md.
 `;
+
+/** An in-memory approval gateway: what the tasks domain does, reduced to deciding. */
+export function fakeGateway() {
+  const tasks: { taskId: string; tenantId: string; action: string; payload: Record<string, unknown>; name: string; description: string; requestedBy: Actor }[] = [];
+  const approved = new Map<string, Parameters<ApprovalGateway['onApproved']>[1]>();
+  const rejected = new Map<string, Parameters<ApprovalGateway['onRejected']>[1]>();
+  const gateway: ApprovalGateway = {
+    async createApprovalTask(input) {
+      const taskId = `task-${tasks.length + 1}`;
+      tasks.push({ taskId, ...input });
+      return { taskId };
+    },
+    onApproved: (action, handler) => void approved.set(action, handler),
+    onRejected: (action, handler) => void rejected.set(action, handler),
+  };
+  const decide = async (taskId: string, approve: boolean, decidedBy: Actor) => {
+    const task = tasks.find((x) => x.taskId === taskId)!;
+    await (approve ? approved : rejected).get(task.action)?.({ tenantId: task.tenantId, taskId, payload: task.payload, decidedBy });
+  };
+  return { gateway, tasks, approved, rejected, decide };
+}
+

@@ -3,7 +3,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
-import { assign, createAgent, createKey, createSkill } from './helpers.js';
+import { registerSkillApprovalHandlers } from '../../src/skills/index.js';
+import { assign, createAgent, createKey, createSkill, fakeGateway } from './helpers.js';
 
 let t: TestApp;
 let base: string;
@@ -76,9 +77,9 @@ describe('MCP endpoint', () => {
     const refused = await client.callTool({ name: 'skill_query', arguments: { skillId: other.id, query: 'x' } });
     expect(refused.isError).toBe(true);
     expect(parsed(refused)).toEqual({ error: { code: 'skill_not_assigned', message: expect.any(String) } });
-    const unavailable = await client.callTool({ name: 'skill_request', arguments: { skillId: other.id, reason: 'need it' } });
-    expect(unavailable.isError).toBe(true);
-    expect(parsed(unavailable).error.code).toBe('approvals_unavailable');
+    const already = await client.callTool({ name: 'skill_request', arguments: { skillId, reason: 'need it' } });
+    expect(already.isError).toBe(true);
+    expect(parsed(already).error.code).toBe('already_assigned');
     // Input the schema refuses is an error result too (checked by the SDK server).
     const invalid = await client.callTool({ name: 'skill_query', arguments: { query: 1 } });
     expect(invalid.isError).toBe(true);
@@ -143,5 +144,18 @@ describe('MCP endpoint', () => {
       body: JSON.stringify({ hello: 'world' }),
     });
     expect(notJsonRpc.status).toBe(400);
+  });
+
+  it('creates requests as the calling API key (with an approval gateway)', async () => {
+    const fake = fakeGateway();
+    registerSkillApprovalHandlers(fake.gateway, t.services.skillTools);
+    const keyId = (await t.request('GET', '/api/v1/api-keys', { key })).body.apiKeys.find((k: { name: string }) => k.name === 'initial admin key').id;
+    const client = await connect(external.id);
+    const result = parsed(await client.callTool({ name: 'connector_request', arguments: { integrationId: 'slack', reason: 'post incident updates' } }));
+    expect(result).toMatchObject({ status: 'awaiting_approval', integrationId: 'slack' });
+    expect(fake.tasks.at(-1)).toMatchObject({ action: 'connector.request', requestedBy: { type: 'api_key', id: keyId }, payload: { agentId: external.id } });
+    const requests = await t.request('GET', '/api/v1/connectors/requests', { key });
+    expect(requests.body.requests[0]).toMatchObject({ agentId: external.id, connectorId: 'slack', status: 'pending', requestedBy: keyId });
+    await client.close();
   });
 });
