@@ -19,7 +19,9 @@ export interface TestDatabase {
 export async function createTestDatabase(): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-test-'));
   if (dialect === 'sqlite') {
-    return { env: { DATA_DIR: dataDir }, drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
+    // DATABASE_URL may be set for the PostgreSQL project of the same run: blank it, so servers and CLIs
+    // started as child processes (which inherit the environment) use the SQLite file, not that database.
+    return { env: { DATA_DIR: dataDir, DATABASE_URL: '' }, drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
   }
   const adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) throw new Error('AGENTRY_TEST_DB=postgres needs DATABASE_URL');
