@@ -1,8 +1,5 @@
 import type { ApprovalGateway } from '../tasks/approvals.js';
-import type { SkillTools } from './tools.js';
-
-export const SKILL_ASSIGN_ACTION = 'skill.assign';
-export const CONNECTOR_REQUEST_ACTION = 'connector.request';
+import { CONNECTOR_REQUEST_ACTION, SKILL_ASSIGN_ACTION, type SkillTools } from './tools.js';
 
 const text = (payload: Record<string, unknown>, key: string) => (typeof payload[key] === 'string' ? (payload[key] as string) : undefined);
 

@@ -64,8 +64,6 @@ const KNOWN_FRONT_MATTER = ['name', 'description', 'category', 'metadata', ...KE
 const invalidSkillMd = (errors: FieldError[]) =>
   new ProblemError(400, 'invalid_skill_md', `SKILL.md is invalid: ${errors[0].path} ${errors[0].message}`, errors);
 
-export const isSkillName = (value: string) => value.length <= LIMITS.name && NAME_RE.test(value);
-
 export function nameProblem(value: unknown): string | null {
   if (typeof value !== 'string' || !value) return 'is required';
   if (value.length > LIMITS.name) return `must be at most ${LIMITS.name} characters`;

@@ -26,6 +26,10 @@ export interface ToolCaller {
 
 type Group = 'skills' | 'connectors';
 
+/** The approval actions the two request tools create tasks for (handled in approvals.ts). */
+export const SKILL_ASSIGN_ACTION = 'skill.assign';
+export const CONNECTOR_REQUEST_ACTION = 'connector.request';
+
 export interface SkillToolDef<S extends z.ZodObject = z.ZodObject> {
   name: string;
   group: Group;
@@ -273,7 +277,7 @@ export class SkillTools {
         `Agent ${agent.name} (${agent.id}) asks for the skill ${target.name}` +
         (target.storeId ? ' (from the platform store; approving also acquires it)' : '') +
         `. Reason: ${input.reason}\nApproving assigns the skill to the agent; rejecting leaves things as they are.`,
-      action: 'skill.assign',
+      action: SKILL_ASSIGN_ACTION,
       payload: { agentId: agent.id, ...(target.skillId ? { skillId: target.skillId } : { storeId: target.storeId }), skillName: target.name, reason: input.reason },
       requestedBy: caller.actor,
     });
@@ -328,7 +332,7 @@ export class SkillTools {
       description:
         `Agent ${caller.agent.name} (${caller.agent.id}) asks for the ${connector.name} integration. Reason: ${input.reason}\n` +
         `Approving accepts the request; connect ${connector.name} under /api/v1/connectors/${connector.id}/connect to make it available.`,
-      action: 'connector.request',
+      action: CONNECTOR_REQUEST_ACTION,
       payload: { requestId, connectorId: connector.id, agentId: caller.agent.id, reason: input.reason },
       requestedBy: caller.actor,
     });
