@@ -33,6 +33,7 @@ import { delegationToolProvider } from './identity/delegation.js';
 import { hooksRoutes, tasksRoutes } from './tasks/routes.js';
 import { Task } from './tasks/schemas.js';
 import { TasksService } from './tasks/service.js';
+import { createSkillsDomain, registerSkillApprovalHandlers, skillsDomainRoutes, type SkillsDomain } from './skills/index.js';
 import { tenancyRoutes } from './tenancy/routes.js';
 import { TenancyService } from './tenancy/service.js';
 import { LimitsService } from './tenancy/limits.js';
@@ -54,7 +55,7 @@ declare module 'fastify' {
 }
 
 /** The services of every domain, built once per process and shared by routes and background work. */
-export interface Services {
+export interface Services extends SkillsDomain {
   logger: FastifyBaseLogger;
   bus: SignalBus;
   tenancy: TenancyService;
@@ -92,7 +93,12 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   const files = new FilesService(db);
   const identity = new IdentityService(db, config, tenancy);
   tools.register('delegation', delegationToolProvider(identity, agents, () => runs));
+  const skillsDomain = createSkillsDomain(db, { agents, tools, runs });
+  const tasks = new TasksService(db, agents, runs, config, logger);
+  // skill_request and connector_request become awaiting_approval tasks; approving performs them.
+  registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);
   return {
+    ...skillsDomain,
     logger,
     bus,
     tenancy,
@@ -103,7 +109,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     files,
     conversations: new ConversationsService(db, agents, runs, files),
     identity,
-    tasks: new TasksService(db, agents, runs, config, logger),
+    tasks,
   };
 }
 
@@ -227,6 +233,7 @@ export async function buildApp({ config, db, services = createServices(config, d
   await app.register(filesRoutes, { files: services.files });
   await app.register(tasksRoutes, { tasks: services.tasks });
   await app.register(hooksRoutes, { tasks: services.tasks });
+  await app.register(skillsDomainRoutes, { ...services });
 
   // Lease renewal and recovery of runs interrupted elsewhere, the task dispatcher, cron firing and
   // the task sweep run while the server does.

@@ -49,8 +49,12 @@ function mergeConfiguration(base: Configuration, input: ConfigurationInput | und
 /** Called inside the duplicate transaction, so other domains can copy what they attach to agents. */
 export type DuplicateHook = (trx: Kysely<Database>, tenantId: string, fromId: string, toId: string) => Promise<void>;
 
+/** Called inside the delete transaction, so other domains can drop what they attach to agents. */
+export type DeleteHook = (trx: Kysely<Database>, tenantId: string, agentId: string) => Promise<void>;
+
 export class AgentsService {
   readonly duplicateHooks: DuplicateHook[] = [];
+  readonly deleteHooks: DeleteHook[] = [];
 
   constructor(
     private readonly db: Db,
@@ -172,6 +176,7 @@ export class AgentsService {
     await this.db.kysely.transaction().execute(async (trx) => {
       const result = await store.deleteAgent(trx, principal.tenantId, id);
       if (!Number(result.numDeletedRows)) throw notFound('agent');
+      for (const hook of this.deleteHooks) await hook(trx, principal.tenantId, id);
       await this.audit(trx, principal, 'agent.deleted', id, {});
     });
   }

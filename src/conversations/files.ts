@@ -3,7 +3,8 @@ import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Db } from '../db/database.js';
-import { ProblemError, badRequest, notFound } from '../http/errors.js';
+import { badRequest, notFound } from '../http/errors.js';
+import { readUploadedFile } from '../http/upload.js';
 import { IdParams, Timestamp, problems } from '../http/schemas.js';
 import { newId, now } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
@@ -96,23 +97,8 @@ export const filesRoutes: FastifyPluginAsyncTypebox<{ files: FilesService }> = a
       response: { 201: FileView, ...problems(400, 401, 403, 413, 415) },
     },
   }, async (req, reply) => {
-    if (!req.isMultipart()) throw new ProblemError(415, 'unsupported_media_type', 'upload the file as multipart/form-data');
-    const part = await req.file();
-    if (!part) throw badRequest('the form holds no file', [{ path: 'body.file', message: 'is required' }]);
-    let data: Buffer;
-    try {
-      data = await part.toBuffer();
-    } catch (err) {
-      if ((err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') {
-        throw new ProblemError(413, 'payload_too_large', `files are limited to ${MAX_FILE_BYTES} bytes`);
-      }
-      throw err;
-    }
-    // A stream cut at the limit is refused too, whichever way the limit showed itself.
-    if (part.file.truncated || data.length > MAX_FILE_BYTES) {
-      throw new ProblemError(413, 'payload_too_large', `files are limited to ${MAX_FILE_BYTES} bytes`);
-    }
-    return reply.code(201).send(await files.upload(req.principal, part.filename, part.mimetype, data));
+    const file = await readUploadedFile(req, MAX_FILE_BYTES);
+    return reply.code(201).send(await files.upload(req.principal, file.filename, file.mimetype, file.data));
   });
 
   app.get('/api/v1/files/:id', {

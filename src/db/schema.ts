@@ -263,6 +263,46 @@ export interface TaskJobTable {
   updated_at: string;
 }
 
+export interface SkillTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  description: string;
+  category: string | null;
+  source: string;
+  store_id: string | null;
+  status: string;
+  instructions: string;
+  metadata: string;
+  front_matter: string;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SkillFileTable {
+  skill_id: string;
+  tenant_id: string;
+  kind: string;
+  name: string;
+  language: string | null;
+  content: string;
+  size: number;
+  position: number;
+}
+
+export interface SkillAssignmentTable {
+  skill_id: string;
+  agent_id: string;
+  tenant_id: string;
+  enabled: number;
+  priority: number;
+  config: string;
+  assigned_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface TaskFireTable {
   id: string;
   tenant_id: string;
@@ -284,6 +324,31 @@ export interface TaskSecretKeyTable {
   created_at: string;
 }
 
+export interface ConnectorConnectionTable {
+  id: string;
+  tenant_id: string;
+  connector_id: string;
+  /** JSON, secrets included; never returned unmasked. */
+  configuration: string;
+  connected_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ConnectorRequestTable {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  connector_id: string;
+  reason: string;
+  status: string;
+  task_id: string | null;
+  requested_by: string | null;
+  decided_by: string | null;
+  created_at: string;
+  decided_at: string | null;
+}
+
 export interface Database {
   tenants: TenantTable;
   api_keys: ApiKeyTable;
@@ -302,4 +367,9 @@ export interface Database {
   task_jobs: TaskJobTable;
   task_fires: TaskFireTable;
   task_secret_keys: TaskSecretKeyTable;
+  skills: SkillTable;
+  skill_files: SkillFileTable;
+  skill_assignments: SkillAssignmentTable;
+  connector_connections: ConnectorConnectionTable;
+  connector_requests: ConnectorRequestTable;
 }

@@ -81,6 +81,13 @@ export class ShutdownAbort extends Error {
   }
 }
 
+/**
+ * Adds a section to the system prompt of a run, after the agent's own prompts (the skills domain
+ * announces the agent's skills this way). Called once per run; `undefined` adds nothing; one that
+ * fails is logged and left out, so it never stops the run.
+ */
+export type SystemPromptContributor = (ctx: { tenantId: string; agent: Agent; toolsEnabled: boolean }) => Promise<string | undefined>;
+
 const RENEW_EVERY_FRACTION = 3;
 const ENQUEUE_WAIT_MS = 10 * 60_000;
 
@@ -98,6 +105,8 @@ export function executable(agent: Agent) {
  */
 export class RunsService {
   readonly events: RunEventHub;
+  /** Sections other domains add to every run's system prompt, in this order. */
+  readonly systemPromptContributors: SystemPromptContributor[] = [];
   /** This process, as lease owner. */
   readonly instanceId = newId();
   private readonly active = new Map<string, ActiveRun>();
@@ -410,8 +419,10 @@ export class RunsService {
     try {
       const model = this.models.resolve(agent.model);
       const toolContext = { tenantId, agent, runId, conversationId };
-      if (input.enableTools ?? true) toolSet = await this.tools.forRun({ ...toolContext, signal: controller.signal });
-      const system = [agent.systemPrompt, agent.contextPrompt].filter(Boolean).join('\n\n') || undefined;
+      const toolsEnabled = input.enableTools ?? true;
+      if (toolsEnabled) toolSet = await this.tools.forRun({ ...toolContext, signal: controller.signal });
+      const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled });
+      const system = [agent.systemPrompt, agent.contextPrompt, ...contributed].filter(Boolean).join('\n\n') || undefined;
       const maxTokens = input.maxTokens ?? agent.configuration.maxTokens ?? undefined;
       loop = await runLoop({
         model,
@@ -451,6 +462,18 @@ export class RunsService {
     const cancelled = !failure && (controller.signal.aborted || loop?.finish === 'cancelled');
     const result: LoopResult = loop ?? { output: '', steps: [], toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 }, finish: 'cancelled' };
     await this.finish(runId, tenantId, conversationId, conversationCreatedAt, agent.model, result, cancelled ? 'cancelled' : failure ? 'failed' : 'completed', failure, toolSet.warnings ?? [], startedAtMs);
+  }
+
+  private async contributedPrompt(runId: string, ctx: Parameters<SystemPromptContributor>[0]): Promise<string[]> {
+    const parts = await Promise.all(
+      this.systemPromptContributors.map((contribute) =>
+        contribute(ctx).catch((err) => {
+          this.log.warn({ err, runId }, 'a system prompt contributor failed; its section is left out');
+          return undefined;
+        }),
+      ),
+    );
+    return parts.filter((p): p is string => Boolean(p));
   }
 
   private async finish(

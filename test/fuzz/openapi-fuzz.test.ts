@@ -18,6 +18,8 @@ interface Operation {
   method: string;
   path: string;
   params: string[];
+  /** Public documents (identity metadata, JWKS) are meant to be readable by anyone. */
+  public: boolean;
   query: Record<string, any>;
   body?: any;
 }
@@ -51,6 +53,7 @@ beforeAll(async () => {
         method: method.toUpperCase(),
         path,
         params: (op.parameters ?? []).filter((p: any) => p.in === 'path').map((p: any) => p.name),
+        public: !op.security,
         query: Object.fromEntries((op.parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => [p.name, p.schema])),
         body: op.requestBody?.content?.['application/json']?.schema,
       });
@@ -157,11 +160,13 @@ describe('generated hostile requests against every documented operation', () => 
         const where = `${op.method} ${url.slice(0, 200)} -> ${res.statusCode} ${res.body.slice(0, 300)}`;
         expect(res.statusCode, where).not.toBe(500);
         expect(res.body, where).not.toMatch(/\n\s+at .+\(|node_modules|file:\/\//);
-        if (key !== keyB) expect(res.body.includes(MARKER), where).toBe(false);
+        if (key !== keyB && !op.public) expect(res.body.includes(MARKER), where).toBe(false);
         if (res.statusCode >= 400 && res.statusCode < 500) {
           expect(String(res.headers['content-type']), where).toMatch(/^application\/(problem\+json|json)/);
           const body = JSON.parse(res.body);
-          expect(typeof (body.code ?? body.error), where).toBe('string');
+          // Problem details; RFC 6749 errors on the OAuth endpoints; JSON-RPC errors on the MCP endpoint.
+          const jsonRpc = op.path.endsWith('/mcp') && body.jsonrpc === '2.0' && typeof body.error?.code === 'number';
+          expect(jsonRpc || typeof (body.code ?? body.error) === 'string', where).toBe(true);
           expect(await fingerprint(), `state changed on rejected ${where}`).toBe(before);
         }
       }),

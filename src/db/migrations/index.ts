@@ -4,6 +4,7 @@ import * as m0002 from './0002_runtime.js';
 import * as m0006 from './0006_limits.js';
 import * as m0003 from './0003_identity.js';
 import * as m0005 from './0005_tasks.js';
+import * as m0004 from './0004_skills.js';
 
 /**
  * Every migration, in order. Migrations are code (Kysely's schema builder), so one list serves
@@ -15,6 +16,7 @@ const migrations: Record<string, Migration> = {
   '0006_limits': m0006,
   '0003_identity': m0003,
   '0005_tasks': m0005,
+  '0004_skills': m0004,
 };
 
 export const migrationProvider: MigrationProvider = {

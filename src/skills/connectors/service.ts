@@ -1,0 +1,222 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Db } from '../../db/database.js';
+import type { ConnectorConnectionTable, ConnectorRequestTable, Database } from '../../db/schema.js';
+import { badRequest, conflict, notFound } from '../../http/errors.js';
+import { newId, now } from '../../ids.js';
+import { recordAudit } from '../../tenancy/audit.js';
+import type { Caller } from '../service.js';
+import { isUniqueViolation } from '../store.js';
+import { CONNECTORS, checkConfiguration, findConnector, maskConfiguration, type Connector } from './catalog.js';
+
+type ConnectionRow = Selectable<ConnectorConnectionTable>;
+type RequestRow = Selectable<ConnectorRequestTable>;
+
+export const REQUEST_STATUSES = ['pending', 'accepted', 'rejected'] as const;
+export type RequestStatus = (typeof REQUEST_STATUSES)[number];
+
+function requestView(r: RequestRow) {
+  return {
+    id: r.id,
+    agentId: r.agent_id,
+    connectorId: r.connector_id,
+    reason: r.reason,
+    status: r.status as RequestStatus,
+    taskId: r.task_id,
+    requestedBy: r.requested_by,
+    decidedBy: r.decided_by,
+    createdAt: r.created_at,
+    decidedAt: r.decided_at,
+  };
+}
+
+/**
+ * Connectors: the integration catalog, each tenant's connections to it (configuration validated per
+ * connector, secrets masked on the way out), and the connector requests agents make.
+ */
+export class ConnectorsService {
+  constructor(private readonly db: Db) {}
+
+  private requireConnector(id: string): Connector {
+    const c = findConnector(id);
+    if (!c) throw notFound('connector');
+    return c;
+  }
+
+  private findConnection(db: Kysely<Database>, tenantId: string, connectorId: string) {
+    return db.selectFrom('connector_connections').selectAll().where('tenant_id', '=', tenantId).where('connector_id', '=', connectorId).executeTakeFirst();
+  }
+
+  view(connector: Connector, connection?: ConnectionRow) {
+    return {
+      id: connector.id,
+      name: connector.name,
+      category: connector.category,
+      description: connector.description,
+      fields: connector.fields.map((f) => ({ name: f.name, label: f.label, type: f.type, required: f.required, secret: f.type === 'secret', description: f.description })),
+      suggestedSkills: connector.suggestedSkills,
+      connected: Boolean(connection),
+      connection: connection
+        ? {
+            id: connection.id,
+            configuration: maskConfiguration(connector, JSON.parse(connection.configuration) as Record<string, unknown>),
+            connectedBy: connection.connected_by,
+            connectedAt: connection.created_at,
+            updatedAt: connection.updated_at,
+          }
+        : null,
+    };
+  }
+
+  /** The catalog with this tenant's connection state. */
+  async list(tenantId: string, filter: { category?: string; connected?: boolean } = {}) {
+    const byId = await this.connectionsById(tenantId);
+    const connectors = CONNECTORS.filter((c) => !filter.category || c.category === filter.category)
+      .filter((c) => filter.connected === undefined || byId.has(c.id) === filter.connected)
+      .map((c) => this.view(c, byId.get(c.id)));
+    return { connectors, total: connectors.length };
+  }
+
+  async get(tenantId: string, id: string) {
+    const connector = this.requireConnector(id);
+    return this.view(connector, await this.findConnection(this.db.kysely, tenantId, id));
+  }
+
+  async connect(caller: Caller, id: string, input: Record<string, unknown>) {
+    const connector = this.requireConnector(id);
+    const { configuration, errors } = checkConfiguration(connector, input);
+    if (errors.length) throw badRequest(`${errors[0].path} ${errors[0].message}`, errors);
+    const at = now();
+    const row: ConnectionRow = {
+      id: newId(),
+      tenant_id: caller.tenantId,
+      connector_id: id,
+      configuration: JSON.stringify(configuration),
+      connected_by: caller.actor.id,
+      created_at: at,
+      updated_at: at,
+    };
+    const already = () => conflict('already_connected', `${connector.name} is already connected; update the connection or disconnect it first`);
+    try {
+      await this.db.kysely.transaction().execute(async (trx) => {
+        if (await this.findConnection(trx, caller.tenantId, id)) throw already();
+        await trx.insertInto('connector_connections').values(row).execute();
+        // Field names only: values (secrets) never reach the audit trail.
+        await this.audit(trx, caller, 'connector.connected', id, { fields: Object.keys(configuration) });
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw already();
+      throw err;
+    }
+    return this.view(connector, row);
+  }
+
+  /** Changes some fields of a connection; fields left out keep their value, null removes an optional one. */
+  async updateConnection(caller: Caller, id: string, input: Record<string, unknown>) {
+    const connector = this.requireConnector(id);
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const current = await this.findConnection(trx, caller.tenantId, id);
+      if (!current) throw notFound('connection');
+      const { configuration, errors } = checkConfiguration(connector, input, JSON.parse(current.configuration) as Record<string, unknown>);
+      if (errors.length) throw badRequest(`${errors[0].path} ${errors[0].message}`, errors);
+      const patch = { configuration: JSON.stringify(configuration), updated_at: now() };
+      await trx.updateTable('connector_connections').set(patch).where('id', '=', current.id).execute();
+      await this.audit(trx, caller, 'connector.updated', id, { fields: Object.keys(input) });
+      return this.view(connector, { ...current, ...patch });
+    });
+  }
+
+  async disconnect(caller: Caller, id: string) {
+    this.requireConnector(id);
+    await this.db.kysely.transaction().execute(async (trx) => {
+      const result = await trx.deleteFrom('connector_connections').where('tenant_id', '=', caller.tenantId).where('connector_id', '=', id).executeTakeFirst();
+      if (!Number(result.numDeletedRows)) throw notFound('connection');
+      await this.audit(trx, caller, 'connector.disconnected', id, {});
+    });
+  }
+
+  /** This tenant's connections, by connector id. */
+  async connectionsById(tenantId: string): Promise<Map<string, ConnectionRow>> {
+    const rows = await this.db.kysely.selectFrom('connector_connections').selectAll().where('tenant_id', '=', tenantId).execute();
+    return new Map(rows.map((c) => [c.connector_id, c]));
+  }
+
+  // ---------------------------------------------------------------- requests (connector_request)
+
+  /** Records an agent's request for an integration, pending an administrator's decision. */
+  async createRequest(caller: Caller, input: { id: string; agentId: string; connectorId: string; reason: string; taskId: string | null }) {
+    const row: RequestRow = {
+      id: input.id,
+      tenant_id: caller.tenantId,
+      agent_id: input.agentId,
+      connector_id: input.connectorId,
+      reason: input.reason,
+      status: 'pending',
+      task_id: input.taskId,
+      requested_by: caller.actor.id,
+      decided_by: null,
+      created_at: now(),
+      decided_at: null,
+    };
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await trx.insertInto('connector_requests').values(row).execute();
+      await recordAudit(trx, {
+        tenantId: caller.tenantId,
+        actor: caller.actor,
+        action: 'connector.requested',
+        resourceType: 'connector_request',
+        resourceId: row.id,
+        detail: { connectorId: row.connector_id, agentId: row.agent_id, taskId: row.task_id },
+      });
+    });
+    return requestView(row);
+  }
+
+  /** Accepts or rejects a pending request (what approving or rejecting its task does); idempotent. */
+  async decideRequest(caller: Caller, requestId: string, status: 'accepted' | 'rejected') {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const row = await trx.selectFrom('connector_requests').selectAll().where('tenant_id', '=', caller.tenantId).where('id', '=', requestId).executeTakeFirst();
+      if (!row) throw notFound('connector request');
+      if (row.status !== 'pending') return requestView(row);
+      const patch = { status, decided_by: caller.actor.id, decided_at: now() };
+      await trx.updateTable('connector_requests').set(patch).where('id', '=', requestId).execute();
+      await recordAudit(trx, {
+        tenantId: caller.tenantId,
+        actor: caller.actor,
+        action: `connector.request_${status}`,
+        resourceType: 'connector_request',
+        resourceId: requestId,
+        detail: { connectorId: row.connector_id, agentId: row.agent_id },
+      });
+      return requestView({ ...row, ...patch });
+    });
+  }
+
+  /** Requests, newest first. */
+  async listRequests(tenantId: string, filter: { status?: string; agentId?: string; connectorId?: string }, page: number, limit: number) {
+    let q = this.db.kysely.selectFrom('connector_requests').where('tenant_id', '=', tenantId);
+    if (filter.status) q = q.where('status', '=', filter.status);
+    if (filter.agentId) q = q.where('agent_id', '=', filter.agentId);
+    if (filter.connectorId) q = q.where('connector_id', '=', filter.connectorId);
+    const [rows, count] = await Promise.all([
+      q.selectAll().orderBy('id', 'desc').limit(limit).offset((page - 1) * limit).execute(),
+      q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+    ]);
+    return { requests: rows.map(requestView), total: Number(count.n), page, limit };
+  }
+
+  /** The latest request of an agent per connector. */
+  async latestRequests(tenantId: string, agentId: string): Promise<Map<string, ReturnType<typeof requestView>>> {
+    const rows = await this.db.kysely
+      .selectFrom('connector_requests')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('agent_id', '=', agentId)
+      .orderBy('id')
+      .execute();
+    return new Map(rows.map((r) => [r.connector_id, requestView(r)]));
+  }
+
+  private audit(trx: Kysely<Database>, caller: Caller, action: string, connectorId: string, detail: Record<string, unknown>) {
+    return recordAudit(trx, { tenantId: caller.tenantId, actor: caller.actor, action, resourceType: 'connector', resourceId: connectorId, detail });
+  }
+}

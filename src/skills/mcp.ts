@@ -1,0 +1,119 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply } from 'fastify';
+import type { AgentsService } from '../agents/service.js';
+import { Id, problems } from '../http/schemas.js';
+import { ToolError } from '../runtime/tools/types.js';
+import type { SkillTools, ToolCaller } from './tools.js';
+
+/**
+ * `/api/v1/agents/:agentId/mcp`: the agent's skill and connector tools over MCP (Streamable HTTP), for
+ * agents that run elsewhere (registered external agents included). Stateless: every POST gets a fresh
+ * MCP server and transport (no session), answered as JSON. GET (server-initiated stream) and DELETE
+ * (session end) have nothing to serve without sessions: 405, as the MCP specification allows.
+ * Authenticated like the rest of the API (Bearer API key, permission skills:read); the agent must be
+ * in the caller's tenant (404 otherwise).
+ */
+
+const SERVER_INFO = { name: 'agentry-skills', version: '0.1.0' };
+
+/** A tool's result as MCP content: the JSON object as text, and as structured content. */
+function toolResult(value: Record<string, unknown>, isError = false): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: value, ...(isError ? { isError: true } : {}) };
+}
+
+export function buildMcpServer(tools: SkillTools, caller: ToolCaller): McpServer {
+  const server = new McpServer(SERVER_INFO, {
+    instructions: `Skills and integrations of the Agentry agent ${caller.agent.name}. Use skill_discover to see skills, skill_query to read one assigned to this agent.`,
+  });
+  const defs = tools.toolsFor(caller.agent);
+  if (!defs.length) {
+    // McpServer installs its tool handlers with the first tool; an agent without the builtin groups
+    // still answers tools/list, with no tools.
+    server.server.registerCapabilities({ tools: {} });
+    server.server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [] }));
+    server.server.setRequestHandler(CallToolRequestSchema, (req) => {
+      throw new McpError(ErrorCode.InvalidParams, `Tool ${req.params.name} not found`);
+    });
+  }
+  for (const def of defs) {
+    server.registerTool(def.name, { description: def.description, inputSchema: def.input }, async (args: unknown) => {
+      try {
+        return toolResult(await tools.call(def, caller, args));
+      } catch (err) {
+        if (err instanceof ToolError) return toolResult({ error: { code: err.code, message: err.message } }, true);
+        throw err;
+      }
+    });
+  }
+  return server;
+}
+
+function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string, headers: Record<string, string> = {}) {
+  return reply
+    .code(status)
+    .headers(headers)
+    .type('application/json')
+    .send({ jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService; tools: SkillTools }> = async (app, { agents, tools }) => {
+  const url = '/api/v1/agents/:agentId/mcp';
+  const params = Type.Object({ agentId: Id });
+  const base = { tags: ['skills'], params };
+
+  app.post(url, {
+    config: { permission: 'skills:read' },
+    schema: {
+      ...base,
+      summary: 'MCP (Streamable HTTP, stateless): the agent’s skill and connector tools',
+      description:
+        'JSON-RPC messages of the Model Context Protocol: initialize, tools/list, tools/call. The tools are those the agent gets during runs: skill_discover, skill_query, skill_request (builtin group skills) and connector_discover, connector_request (builtin group connectors).',
+      body: Type.Unknown({ description: 'a JSON-RPC message or batch' }),
+      response: {
+        200: Type.Unknown({ description: 'JSON-RPC response' }),
+        202: Type.Null({ description: 'accepted (notifications)' }),
+        ...problems(401, 403, 404, 413, 415),
+      },
+    },
+  }, async (req, reply) => {
+    const agent = await agents.get(req.principal.tenantId, req.params.agentId);
+    if (req.body === undefined || req.body === null) return jsonRpcError(reply, 400, -32700, 'Parse error: send a JSON-RPC message');
+    const server = buildMcpServer(tools, { tenantId: req.principal.tenantId, agent, actor: req.principal.actor });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    reply.hijack();
+    reply.raw.setHeader('x-request-id', req.id);
+    reply.raw.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(req.raw, reply.raw, req.body);
+    } catch (err) {
+      req.log.error({ err }, 'MCP request failed');
+      if (!reply.raw.headersSent) {
+        reply.raw.writeHead(500, { 'content-type': 'application/json' });
+        reply.raw.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null }));
+      }
+    }
+  });
+
+  for (const method of ['GET', 'DELETE'] as const) {
+    app.route({
+      method,
+      url,
+      config: { permission: 'skills:read' },
+      schema: {
+        ...base,
+        summary: `MCP ${method}: not offered by this stateless server (405)`,
+        response: { 405: Type.Unknown({ description: 'JSON-RPC error' }), ...problems(401, 403) },
+      },
+      handler: async (_req, reply) =>
+        jsonRpcError(reply, 405, -32000, 'Method not allowed: this MCP server is stateless; send JSON-RPC messages with POST', { allow: 'POST' }),
+    });
+  }
+};

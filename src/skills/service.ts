@@ -1,0 +1,447 @@
+import type { Kysely } from 'kysely';
+import type { AgentsService } from '../agents/service.js';
+import type { Db } from '../db/database.js';
+import type { Database } from '../db/schema.js';
+import { ProblemError, badRequest, conflict, notFound } from '../http/errors.js';
+import { newId, now } from '../ids.js';
+import { recordAudit } from '../tenancy/audit.js';
+import type { Principal } from '../tenancy/permissions.js';
+import { readArchive, skillFromEntries } from './archive.js';
+import { storeCatalog, type StoreSkill } from './catalog.js';
+import { checkSkillFiles, inferLanguage, parseSkillMd, renderSkillMd, type ScriptFile, type SkillContent, type SkillFile } from './format.js';
+import type { AssignBody, Assignment, CreateSkillBody, ImportSkillBody, Skill, UpdateAssignmentBody, UpdateSkillBody } from './schemas.js';
+import * as store from './store.js';
+
+/** Who acts: a request's principal, or the approver of a task. */
+export type Caller = Pick<Principal, 'tenantId' | 'actor'>;
+
+const MAX_CONFIG_BYTES = 16 * 1024;
+
+function fileLists(files: store.FileBrief[]) {
+  return {
+    references: files.filter((f) => f.kind === 'reference').map((f) => ({ name: f.name, size: f.size })),
+    scripts: files.filter((f) => f.kind === 'script').map((f) => ({ name: f.name, language: f.language ?? 'text', size: f.size })),
+  };
+}
+
+export function toSkill(row: store.SkillRow, files: store.FileBrief[]): Skill {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    category: row.category,
+    source: row.source as Skill['source'],
+    storeId: row.store_id,
+    status: row.status as Skill['status'],
+    instructions: row.instructions,
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
+    ...fileLists(files.filter((f) => f.skill_id === row.id)),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function toAssignment(row: Pick<store.AssignmentRow, 'skill_id' | 'agent_id' | 'enabled' | 'priority' | 'config' | 'assigned_by' | 'created_at' | 'updated_at'>): Assignment {
+  return {
+    skillId: row.skill_id,
+    agentId: row.agent_id,
+    enabled: Boolean(row.enabled),
+    priority: Number(row.priority),
+    config: JSON.parse(row.config) as Record<string, unknown>,
+    assignedBy: row.assigned_by,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** The assignment half of a row of `store.agentAssignments`. */
+export function assignmentOf(row: store.AgentAssignmentRow): Assignment {
+  return toAssignment({ ...row, skill_id: row.id, created_at: row.assigned_at, updated_at: row.assignment_updated_at });
+}
+
+const scriptsWithLanguage = (scripts: { name: string; content: string; language?: string }[] | undefined): ScriptFile[] =>
+  (scripts ?? []).map((s) => ({ name: s.name, content: s.content, language: s.language ?? inferLanguage(s.name) }));
+
+function checkConfig(config: Record<string, unknown> | undefined) {
+  if (config && Buffer.byteLength(JSON.stringify(config)) > MAX_CONFIG_BYTES) {
+    throw badRequest(`config must be at most ${MAX_CONFIG_BYTES} bytes of JSON`, [{ path: 'body.config', message: `must be at most ${MAX_CONFIG_BYTES} bytes of JSON` }]);
+  }
+}
+
+const nameTaken = (name: string, existing?: store.SkillRow) =>
+  conflict(
+    'skill_name_taken',
+    existing?.status === 'archived'
+      ? `an archived skill is named ${name}; restore it (PATCH status active) or choose another name`
+      : `a skill named ${name} already exists in this tenant`,
+  );
+
+/**
+ * Skills of a tenant: custom ones (JSON, SKILL.md, archive), store ones (acquired from the catalog),
+ * and their assignments to agents. Every mutation writes its audit event in its transaction.
+ */
+export class SkillsService {
+  constructor(
+    private readonly db: Db,
+    private readonly agents: AgentsService,
+    private readonly catalog: () => StoreSkill[] = storeCatalog,
+  ) {}
+
+  private async views(tenantId: string, rows: store.SkillRow[]): Promise<Skill[]> {
+    const files = await store.fileBriefs(this.db.kysely, tenantId, rows.map((r) => r.id));
+    return rows.map((r) => toSkill(r, files));
+  }
+
+  private async requireSkill(db: Kysely<Database>, tenantId: string, id: string) {
+    const row = await store.findSkill(db, tenantId, id);
+    if (!row) throw notFound('skill');
+    return row;
+  }
+
+  // ---------------------------------------------------------------- reading
+
+  async list(tenantId: string, query: { category?: string; status: string; source?: string; q?: string; page: number; limit: number }) {
+    const filter = { category: query.category, source: query.source, q: query.q, status: query.status === 'all' ? undefined : query.status };
+    const { rows, total } = await store.listSkills(this.db.kysely, tenantId, filter, query.limit, (query.page - 1) * query.limit);
+    return { skills: await this.views(tenantId, rows), total, page: query.page, limit: query.limit };
+  }
+
+  categories(tenantId: string) {
+    return store.listCategories(this.db.kysely, tenantId);
+  }
+
+  async getSkill(tenantId: string, id: string): Promise<Skill> {
+    const [skill] = await this.views(tenantId, [await this.requireSkill(this.db.kysely, tenantId, id)]);
+    return skill;
+  }
+
+  /** A skill with every assignment (agent name and status included). */
+  async get(tenantId: string, id: string) {
+    const skill = await this.getSkill(tenantId, id);
+    return { ...skill, assignments: await this.assignmentsOf(tenantId, id) };
+  }
+
+  private async assignmentsOf(tenantId: string, skillId: string) {
+    const rows = await store.skillAssignments(this.db.kysely, tenantId, skillId);
+    return rows.map((r) => ({ ...toAssignment(r), agentName: r.agent_name, agentStatus: r.agent_status }));
+  }
+
+  async agentsOf(tenantId: string, skillId: string) {
+    await this.requireSkill(this.db.kysely, tenantId, skillId);
+    const agents = await this.assignmentsOf(tenantId, skillId);
+    return { agents, total: agents.length };
+  }
+
+  /** Every skill assigned to the agent (enabled or not, archived too), highest priority first. */
+  async skillsOfAgent(tenantId: string, agentId: string) {
+    await this.agents.getRow(tenantId, agentId);
+    const rows = await store.agentAssignments(this.db.kysely, tenantId, agentId);
+    const views = await this.views(tenantId, rows);
+    const skills = rows.map((r, i) => ({ ...views[i], assignment: assignmentOf(r) }));
+    return { skills, total: skills.length };
+  }
+
+  /** Skills the agent may use now: assignment enabled and skill active; highest priority first. */
+  usableSkills(tenantId: string, agentId: string) {
+    return store.agentAssignments(this.db.kysely, tenantId, agentId, { usableOnly: true });
+  }
+
+  /** A skill of the tenant by id or name, with this agent's assignment of it if any. */
+  async findForAgent(tenantId: string, agentId: string, idOrName: string) {
+    const skill = (await store.findSkill(this.db.kysely, tenantId, idOrName)) ?? (await store.findSkillByName(this.db.kysely, tenantId, idOrName));
+    if (!skill) return null;
+    const assignment = await store.findAssignment(this.db.kysely, tenantId, skill.id, agentId);
+    return { skill, assignment };
+  }
+
+  files(tenantId: string, skillId: string) {
+    return store.skillFiles(this.db.kysely, tenantId, skillId);
+  }
+
+  /** Active skills of the tenant matching a category and words, with the agent's assignment if any. */
+  async discover(tenantId: string, agentId: string, filter: { category?: string; q?: string }) {
+    const { rows } = await store.listSkills(this.db.kysely, tenantId, { ...filter, status: 'active' }, 200, 0);
+    const assigned = new Map((await store.agentAssignments(this.db.kysely, tenantId, agentId)).map((a) => [a.id, a]));
+    return rows.map((row) => ({ row, assignment: assigned.get(row.id) }));
+  }
+
+  /** SKILL.md of a skill, and its files, for export. */
+  async exportSkill(tenantId: string, id: string) {
+    const row = await this.requireSkill(this.db.kysely, tenantId, id);
+    const files = await store.skillFiles(this.db.kysely, tenantId, id);
+    const skillMd = renderSkillMd({
+      name: row.name,
+      description: row.description,
+      category: row.category,
+      instructions: row.instructions,
+      metadata: JSON.parse(row.metadata) as Record<string, string>,
+      frontMatter: JSON.parse(row.front_matter) as Record<string, string>,
+    });
+    return { name: row.name, skillMd, files };
+  }
+
+  // ---------------------------------------------------------------- creating and changing
+
+  createFromBody(caller: Caller, body: CreateSkillBody) {
+    return this.create(caller, {
+      name: body.name,
+      description: body.description.trim(),
+      category: body.category ?? null,
+      instructions: body.instructions.trim(),
+      metadata: body.metadata ?? {},
+      frontMatter: {},
+      references: body.references ?? [],
+      scripts: scriptsWithLanguage(body.scripts),
+    });
+  }
+
+  importSkillMd(caller: Caller, body: ImportSkillBody | { skillMd: string }, where = 'body.skillMd') {
+    const parsed = parseSkillMd(body.skillMd, where);
+    const extra = body as ImportSkillBody;
+    return this.create(caller, { ...parsed, references: extra.references ?? [], scripts: scriptsWithLanguage(extra.scripts) });
+  }
+
+  async importArchive(caller: Caller, data: Buffer) {
+    return this.create(caller, skillFromEntries(await readArchive(data)), { references: 'archive.references', scripts: 'archive.scripts' });
+  }
+
+  private async create(
+    caller: Caller,
+    content: SkillContent,
+    where = { references: 'body.references', scripts: 'body.scripts' },
+    origin: { storeId: string } | null = null,
+  ): Promise<Skill> {
+    checkSkillFiles(content, where);
+    const at = now();
+    const row: store.SkillRow = {
+      id: newId(),
+      tenant_id: caller.tenantId,
+      name: content.name,
+      description: content.description,
+      category: content.category,
+      source: origin ? 'store' : 'custom',
+      store_id: origin?.storeId ?? null,
+      status: 'active',
+      instructions: content.instructions,
+      metadata: JSON.stringify(content.metadata),
+      front_matter: JSON.stringify(content.frontMatter),
+      created_by: caller.actor.id,
+      created_at: at,
+      updated_at: at,
+    };
+    try {
+      await this.db.kysely.transaction().execute(async (trx) => {
+        if (origin && (await store.findSkillByStoreId(trx, caller.tenantId, origin.storeId))) {
+          throw conflict('already_acquired', `the store skill ${origin.storeId} is already acquired by this tenant`);
+        }
+        const existing = await store.findSkillByName(trx, caller.tenantId, content.name);
+        if (existing) throw nameTaken(content.name, existing);
+        await store.insertSkill(trx, row);
+        await this.writeFiles(trx, caller.tenantId, row.id, content.references, content.scripts);
+        await this.audit(trx, caller, origin ? 'skill.acquired' : 'skill.created', row.id, { name: row.name, ...(origin ?? {}) });
+      });
+    } catch (err) {
+      // Two creations racing past the checks: the unique indexes decide.
+      if (store.isUniqueViolation(err)) throw origin ? conflict('already_acquired', `the store skill ${origin.storeId} is already acquired`) : nameTaken(content.name);
+      throw err;
+    }
+    return this.getSkill(caller.tenantId, row.id);
+  }
+
+  private async writeFiles(trx: Kysely<Database>, tenantId: string, skillId: string, references?: SkillFile[], scripts?: ScriptFile[]) {
+    const rows = (files: SkillFile[], language: (f: SkillFile) => string | null) =>
+      files.map((f) => ({ name: f.name, content: f.content, language: language(f), size: Buffer.byteLength(f.content) }));
+    if (references) await store.replaceFiles(trx, tenantId, skillId, 'reference', rows(references, () => null));
+    if (scripts) await store.replaceFiles(trx, tenantId, skillId, 'script', rows(scripts, (f) => (f as ScriptFile).language));
+  }
+
+  async update(caller: Caller, id: string, body: UpdateSkillBody): Promise<Skill> {
+    const references = body.references;
+    const scripts = body.scripts ? scriptsWithLanguage(body.scripts) : undefined;
+    try {
+      await this.db.kysely.transaction().execute(async (trx) => {
+        const current = await this.requireSkill(trx, caller.tenantId, id);
+        const contentFields = Object.keys(body).filter((k) => k !== 'status');
+        if (current.source === 'store' && contentFields.length) {
+          throw conflict('store_skill_read_only', 'store skills cannot be edited; export it and import the copy as a custom skill, or change only its status');
+        }
+        // Nothing to change (archiving an archived skill, an empty body): the skill stays as it is.
+        if (!contentFields.length && (body.status === undefined || body.status === current.status)) return;
+        if (body.name !== undefined && body.name !== current.name) {
+          const existing = await store.findSkillByName(trx, caller.tenantId, body.name);
+          if (existing) throw nameTaken(body.name, existing);
+        }
+        if (references || scripts) {
+          // The size limits cover both kinds together, so the kind left alone counts as it stands.
+          const stored = await store.skillFiles(trx, caller.tenantId, id);
+          checkSkillFiles(
+            {
+              references: references ?? stored.filter((f) => f.kind === 'reference'),
+              scripts: scripts ?? stored.filter((f) => f.kind === 'script').map((f) => ({ ...f, language: f.language ?? 'text' })),
+            },
+            { references: 'body.references', scripts: 'body.scripts' },
+          );
+        }
+        const patch: Parameters<typeof store.updateSkill>[3] = { updated_at: now() };
+        if (body.name !== undefined) patch.name = body.name;
+        if (body.description !== undefined) patch.description = body.description.trim();
+        if (body.category !== undefined) patch.category = body.category;
+        if (body.instructions !== undefined) patch.instructions = body.instructions.trim();
+        if (body.metadata !== undefined) patch.metadata = JSON.stringify(body.metadata);
+        if (body.status !== undefined) patch.status = body.status;
+        await store.updateSkill(trx, caller.tenantId, id, patch);
+        await this.writeFiles(trx, caller.tenantId, id, references, scripts);
+        if (contentFields.length) await this.audit(trx, caller, 'skill.updated', id, { fields: contentFields });
+        if (body.status !== undefined && body.status !== current.status) {
+          await this.audit(trx, caller, body.status === 'archived' ? 'skill.archived' : 'skill.restored', id, {});
+        }
+      });
+    } catch (err) {
+      if (store.isUniqueViolation(err)) throw nameTaken(body.name ?? '');
+      throw err;
+    }
+    return this.getSkill(caller.tenantId, id);
+  }
+
+  /** Archives a skill (idempotent): gone from default lists, tools and prompts; assignments are kept. */
+  archive(caller: Caller, id: string) {
+    return this.update(caller, id, { status: 'archived' });
+  }
+
+  // ---------------------------------------------------------------- store
+
+  private storeView(entry: StoreSkill, acquired?: store.SkillRow) {
+    const size = (f: SkillFile) => Buffer.byteLength(f.content);
+    return {
+      id: entry.id,
+      name: entry.name,
+      description: entry.description,
+      category: entry.category,
+      references: entry.references.map((f) => ({ name: f.name, size: size(f) })),
+      scripts: entry.scripts.map((f) => ({ name: f.name, language: f.language, size: size(f) })),
+      acquired: Boolean(acquired),
+      skillId: acquired?.id ?? null,
+    };
+  }
+
+  async listStore(tenantId: string, category?: string) {
+    const acquired = await store.acquiredStoreSkills(this.db.kysely, tenantId);
+    const skills = this.catalog()
+      .filter((s) => !category || s.category === category)
+      .map((s) => this.storeView(s, acquired.get(s.id)));
+    return { skills, total: skills.length };
+  }
+
+  storeEntry(storeId: string): StoreSkill | undefined {
+    return this.catalog().find((s) => s.id === storeId);
+  }
+
+  async getStore(tenantId: string, storeId: string) {
+    const entry = this.storeEntry(storeId);
+    if (!entry) throw notFound('store skill');
+    const acquired = await store.findSkillByStoreId(this.db.kysely, tenantId, storeId);
+    return { ...this.storeView(entry, acquired), instructions: entry.instructions };
+  }
+
+  /** Copies a store skill into the tenant (source `store`); 409 when the tenant already has it. */
+  acquire(caller: Caller, storeId: string): Promise<Skill> {
+    const entry = this.storeEntry(storeId);
+    if (!entry) throw notFound('store skill');
+    return this.create(caller, entry, undefined, { storeId });
+  }
+
+  // ---------------------------------------------------------------- assignments
+
+  async assign(caller: Caller, skillId: string, body: AssignBody): Promise<Assignment> {
+    checkConfig(body.config);
+    const skill = await this.requireSkill(this.db.kysely, caller.tenantId, skillId);
+    await this.agents.getRow(caller.tenantId, body.agentId);
+    if (skill.status !== 'active') throw conflict('skill_archived', 'the skill is archived; restore it (PATCH status active) before assigning it');
+    const at = now();
+    const row: store.AssignmentRow = {
+      skill_id: skillId,
+      agent_id: body.agentId,
+      tenant_id: caller.tenantId,
+      enabled: 1,
+      priority: body.priority ?? 0,
+      config: JSON.stringify(body.config ?? {}),
+      assigned_by: caller.actor.id,
+      created_at: at,
+      updated_at: at,
+    };
+    const alreadyAssigned = () => badRequest(`the skill is already assigned to agent ${body.agentId}`, undefined, 'already_assigned');
+    try {
+      await this.db.kysely.transaction().execute(async (trx) => {
+        if (await store.findAssignment(trx, caller.tenantId, skillId, body.agentId)) throw alreadyAssigned();
+        await store.insertAssignment(trx, row);
+        await this.audit(trx, caller, 'skill.assigned', skillId, { agentId: body.agentId, priority: row.priority });
+      });
+    } catch (err) {
+      if (store.isUniqueViolation(err)) throw alreadyAssigned();
+      throw err;
+    }
+    return toAssignment(row);
+  }
+
+  private async requireAssignment(trx: Kysely<Database>, tenantId: string, skillId: string, agentId: string) {
+    await this.requireSkill(trx, tenantId, skillId);
+    const row = await store.findAssignment(trx, tenantId, skillId, agentId);
+    if (!row) throw new ProblemError(404, 'not_found', 'the skill is not assigned to that agent (assignment not found)');
+    return row;
+  }
+
+  async unassign(caller: Caller, skillId: string, agentId: string): Promise<void> {
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await this.requireAssignment(trx, caller.tenantId, skillId, agentId);
+      await store.deleteAssignment(trx, caller.tenantId, skillId, agentId);
+      await this.audit(trx, caller, 'skill.unassigned', skillId, { agentId });
+    });
+  }
+
+  async updateAssignment(caller: Caller, skillId: string, agentId: string, body: UpdateAssignmentBody): Promise<Assignment> {
+    checkConfig(body.config);
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const current = await this.requireAssignment(trx, caller.tenantId, skillId, agentId);
+      const patch: Parameters<typeof store.updateAssignment>[4] = { updated_at: now() };
+      if (body.enabled !== undefined) patch.enabled = body.enabled ? 1 : 0;
+      if (body.priority !== undefined) patch.priority = body.priority;
+      if (body.config !== undefined) patch.config = JSON.stringify(body.config);
+      await store.updateAssignment(trx, caller.tenantId, skillId, agentId, patch);
+      await this.audit(trx, caller, 'skill.assignment_updated', skillId, { agentId, fields: Object.keys(body) });
+      return toAssignment({ ...current, ...patch });
+    });
+  }
+
+  /**
+   * What approving a `skill_request` does: acquires the store skill first when the request named one
+   * the tenant does not have yet, then assigns the skill to the agent (or enables a disabled assignment).
+   */
+  async grant(caller: Caller, input: { agentId: string; skillId?: string; storeId?: string; taskId: string }): Promise<Assignment> {
+    let skillId = input.skillId;
+    if (!skillId && input.storeId) {
+      const acquired = await store.findSkillByStoreId(this.db.kysely, caller.tenantId, input.storeId);
+      skillId = acquired?.id ?? (await this.acquire(caller, input.storeId)).id;
+    }
+    if (!skillId) throw badRequest('the approved request names no skill');
+    const existing = await store.findAssignment(this.db.kysely, caller.tenantId, skillId, input.agentId);
+    if (!existing) return this.assign(caller, skillId, { agentId: input.agentId, priority: 0 });
+    if (existing.enabled) return toAssignment(existing);
+    return this.updateAssignment(caller, skillId, input.agentId, { enabled: true });
+  }
+
+  // ---------------------------------------------------------------- hooks for the agents domain
+
+  /** Duplicate: the copy gets the original's assignments (enabled, priority, config, assignedBy). */
+  copyAssignments = async (trx: Kysely<Database>, tenantId: string, fromId: string, toId: string) => {
+    await store.copyAssignments(trx, tenantId, fromId, toId, now());
+  };
+
+  /** Delete: the agent's assignments go with it (the audit trail keeps what happened). */
+  forgetAgent = async (trx: Kysely<Database>, tenantId: string, agentId: string) => {
+    await store.deleteAgentAssignments(trx, tenantId, agentId);
+  };
+
+  private audit(trx: Kysely<Database>, caller: Caller, action: string, id: string, detail: Record<string, unknown>) {
+    return recordAudit(trx, { tenantId: caller.tenantId, actor: caller.actor, action, resourceType: 'skill', resourceId: id, detail });
+  }
+}

@@ -1,0 +1,338 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerSkillApprovalHandlers } from '../../src/skills/index.js';
+import { announceSkills } from '../../src/skills/tools.js';
+import type { Actor } from '../../src/tenancy/permissions.js';
+import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { assign, callTool, createAgent, createSkill, fakeGateway } from './helpers.js';
+
+const PRICING_REFERENCE = `# Pricing
+
+## List prices
+
+The Team plan costs 20 EUR per seat and month. The Business plan costs 45 EUR per seat and month.
+
+## Discounts
+
+Annual prepayment gets a 15% discount. Nonprofits get a 30% discount on every plan.
+Discounts above 30% need approval from the sales director.
+
+## Payment terms
+
+Invoices are due within 30 days.
+`;
+
+const SUPPORT_REFERENCE = `# Refunds
+
+Refunds are possible within 14 days of purchase.
+`;
+
+let t: TestApp;
+let key: string;
+let tenantId: string;
+let agent: { id: string; name: string };
+let skill: { id: string; name: string };
+
+beforeAll(async () => {
+  t = await startApp();
+  ({ key, id: tenantId } = await t.tenant('acme'));
+  agent = await createAgent(t, key, { name: 'Seller', systemPrompt: 'You sell.' });
+  skill = await createSkill(t, key, {
+    name: 'pricing',
+    description: 'Answers pricing and discount questions',
+    category: 'sales',
+    instructions: 'Always quote list prices first, then discounts.',
+    references: [
+      { name: 'pricing.md', content: PRICING_REFERENCE },
+      { name: 'refunds.md', content: SUPPORT_REFERENCE },
+    ],
+    scripts: [{ name: 'quote.py', content: 'print("quote")' }],
+  });
+  await assign(t, key, skill.id, agent.id, { config: { currency: 'EUR', maxDiscount: 20 }, priority: 7 });
+});
+afterAll(() => t.close());
+
+describe('skill_query', () => {
+  it('answers instructions, config, ranked reference passages and file lists for an assigned skill', async () => {
+    const result = await callTool(t, key, agent.id, 'skill_query', { skillId: skill.id, query: 'nonprofit discount', context: 'a charity asks about annual prepayment' });
+    expect(result.skill).toEqual({ id: skill.id, name: 'pricing', description: 'Answers pricing and discount questions', category: 'sales', source: 'custom' });
+    expect(result.instructions).toBe('Always quote list prices first, then discounts.');
+    expect(result.config).toEqual({ currency: 'EUR', maxDiscount: 20 });
+    expect(result.priority).toBe(7);
+    expect(result.references).toEqual([
+      { name: 'pricing.md', size: Buffer.byteLength(PRICING_REFERENCE) },
+      { name: 'refunds.md', size: Buffer.byteLength(SUPPORT_REFERENCE) },
+    ]);
+    expect(result.scripts).toEqual([{ name: 'quote.py', language: 'python', size: 14 }]);
+    expect(result.matches[0]).toMatchObject({ reference: 'pricing.md', section: 'Discounts' });
+    // Plurals fold to the singular: "nonprofit" finds "Nonprofits"; context words count too.
+    expect(result.matches[0].matchedTerms).toEqual(['annual', 'discount', 'nonprofit', 'prepayment']);
+    expect(result.matches[0].excerpt).toContain('Nonprofits get a 30% discount');
+    expect(result.matches.every((m: { score: number }) => m.score > 0)).toBe(true);
+    expect(result.referenceFile).toBeUndefined();
+  });
+
+  it('ranks by the query: the passage holding the asked words comes first', async () => {
+    const result = await callTool(t, key, agent.id, 'skill_query', { skillId: skill.id, query: 'when are invoices due' });
+    expect(result.matches[0]).toMatchObject({ reference: 'pricing.md', section: 'Payment terms', matchedTerms: ['due', 'invoice'] });
+    const refunds = await callTool(t, key, agent.id, 'skill_query', { skillId: 'pricing', query: 'refunds after purchase' });
+    expect(refunds.matches[0].reference).toBe('refunds.md');
+  });
+
+  it('returns one reference file (or script) whole', async () => {
+    const whole = await callTool(t, key, agent.id, 'skill_query', { skillId: skill.id, query: '', referenceFile: 'pricing.md' });
+    expect(whole.referenceFile).toEqual({ name: 'pricing.md', kind: 'reference', content: PRICING_REFERENCE });
+    expect(whole.matches).toEqual([]);
+    const prefixed = await callTool(t, key, agent.id, 'skill_query', { skillId: skill.id, query: 'x', referenceFile: 'scripts/quote.py' });
+    expect(prefixed.referenceFile).toEqual({ name: 'quote.py', kind: 'script', language: 'python', content: 'print("quote")' });
+    const missing = await callTool(t, key, agent.id, 'skill_query', { skillId: skill.id, query: 'x', referenceFile: 'nope.md' });
+    expect(missing.error.code).toBe('reference_not_found');
+    expect(missing.error.message).toContain('pricing.md');
+  });
+
+  it('refuses skills not assigned, disabled, archived, or of another tenant', async () => {
+    const other = await createSkill(t, key, { name: 'unassigned-skill' });
+    expect((await callTool(t, key, agent.id, 'skill_query', { skillId: other.id, query: 'x' })).error.code).toBe('skill_not_assigned');
+    expect((await callTool(t, key, agent.id, 'skill_query', { skillId: 'no-such-skill', query: 'x' })).error.code).toBe('skill_not_assigned');
+
+    const { key: foreignKey } = await t.tenant('globex');
+    const foreign = await createSkill(t, foreignKey, { name: 'foreign' });
+    const foreignResult = await callTool(t, key, agent.id, 'skill_query', { skillId: foreign.id, query: 'x' });
+    expect(foreignResult).toEqual({ error: { code: 'skill_not_assigned', message: expect.any(String) } });
+
+    const toggled = await createSkill(t, key, { name: 'toggled' });
+    await assign(t, key, toggled.id, agent.id);
+    await t.request('PATCH', `/api/skills/${toggled.id}/assignments/${agent.id}`, { key, body: { enabled: false } });
+    expect((await callTool(t, key, agent.id, 'skill_query', { skillId: toggled.id, query: 'x' })).error.code).toBe('skill_not_assigned');
+    await t.request('PATCH', `/api/skills/${toggled.id}/assignments/${agent.id}`, { key, body: { enabled: true } });
+    expect((await callTool(t, key, agent.id, 'skill_query', { skillId: toggled.id, query: 'x' })).instructions).toBe('Quote list prices.');
+    await t.request('DELETE', `/api/skills/${toggled.id}`, { key });
+    expect((await callTool(t, key, agent.id, 'skill_query', { skillId: toggled.id, query: 'x' })).error.code).toBe('skill_archived');
+  });
+
+  it('answers a tool error for invalid input', async () => {
+    const result = await callTool(t, key, agent.id, 'skill_query', { query: 'x' });
+    expect(result.error.code).toBe('invalid_input');
+    expect(result.error.message).toContain('skillId');
+  });
+});
+
+describe('skill_discover', () => {
+  it('lists metadata only, with assignedToMe, including store skills not yet acquired', async () => {
+    const result = await callTool(t, key, agent.id, 'skill_discover', {});
+    const pricing = result.skills.find((s: { name: string }) => s.name === 'pricing');
+    expect(pricing).toEqual({ id: skill.id, name: 'pricing', description: 'Answers pricing and discount questions', category: 'sales', source: 'custom', assignedToMe: true, acquired: true });
+    const unassigned = result.skills.find((s: { name: string }) => s.name === 'unassigned-skill');
+    expect(unassigned).toMatchObject({ assignedToMe: false, acquired: true });
+    const store = result.skills.find((s: { name: string }) => s.name === 'code-review');
+    expect(store).toMatchObject({ id: 'code-review', source: 'store', assignedToMe: false, acquired: false, category: 'engineering' });
+    expect(result.skills.some((s: Record<string, unknown>) => 'instructions' in s)).toBe(false);
+    // Archived skills are not offered; assigned ones come first.
+    expect(result.skills.map((s: { name: string }) => s.name)).not.toContain('toggled');
+    expect(result.skills[0].assignedToMe).toBe(true);
+    expect(result.total).toBe(result.skills.length);
+  });
+
+  it('filters by category and keyword', async () => {
+    const sales = await callTool(t, key, agent.id, 'skill_discover', { category: 'sales' });
+    expect(sales.skills.map((s: { name: string }) => s.name).sort()).toEqual(['pricing', 'sales-discovery', 'unassigned-skill']);
+    const words = await callTool(t, key, agent.id, 'skill_discover', { query: 'incident postmortem' });
+    expect(words.skills.map((s: { name: string }) => s.name)).toEqual(['incident-response']);
+    const none = await callTool(t, key, agent.id, 'skill_discover', { query: 'astronomy' });
+    expect(none.skills).toEqual([]);
+  });
+});
+
+describe('requests', () => {
+  it('checks the request before anything else', async () => {
+    expect((await callTool(t, key, agent.id, 'skill_request', { skillId: skill.id, reason: 'x' })).error.code).toBe('already_assigned');
+    expect((await callTool(t, key, agent.id, 'skill_request', { skillId: 'no-such-thing', reason: 'x' })).error.code).toBe('skill_not_found');
+    expect((await callTool(t, key, agent.id, 'skill_request', { skillId: skill.id })).error.code).toBe('invalid_input');
+    expect((await callTool(t, key, agent.id, 'connector_request', { integrationId: 'myspace', reason: 'x' })).error.code).toBe('connector_not_found');
+  });
+});
+
+describe('connector_discover and connector_request', () => {
+  it('lists connected and available integrations with suggested skills', async () => {
+    const before = await callTool(t, key, agent.id, 'connector_discover', {});
+    expect(before.connected).toEqual([]);
+    expect(before.available.map((c: { id: string }) => c.id)).toEqual(['github', 'jira', 'slack', 'salesforce', 'zendesk', 'stripe', 'google-drive', 'postgres']);
+    const salesforce = before.available.find((c: { id: string }) => c.id === 'salesforce');
+    expect(salesforce).toMatchObject({
+      name: 'Salesforce',
+      category: 'sales',
+      connected: false,
+      myRequest: null,
+      suggestedSkills: [{ name: 'sales-discovery', skillId: null, acquired: false, assignedToMe: false }],
+    });
+
+    const connected = await t.request('POST', '/api/v1/connectors/github/connect', { key, body: { configuration: { accessToken: `ghp_${'a'.repeat(36)}` } } });
+    expect(connected.status, connected.text).toBe(201);
+    const acquired = await t.request('POST', '/api/skills/store/code-review/acquire', { key });
+    await assign(t, key, acquired.body.id, agent.id);
+    const after = await callTool(t, key, agent.id, 'connector_discover', { category: 'engineering' });
+    expect(after.connected.map((c: { id: string }) => c.id)).toEqual(['github']);
+    expect(after.available.map((c: { id: string }) => c.id)).toEqual(['jira']);
+    expect(after.connected[0].suggestedSkills[0]).toEqual({ name: 'code-review', skillId: acquired.body.id, acquired: true, assignedToMe: true });
+    expect(JSON.stringify(after)).not.toContain('ghp_');
+
+    expect((await callTool(t, key, agent.id, 'connector_request', { integrationId: 'github', reason: 'x' })).error.code).toBe('already_connected');
+  });
+
+  it('gives an agent only the tool groups in its tools list', async () => {
+    const skillsOnly = await createAgent(t, key, { tools: [{ type: 'builtin', name: 'skills' }] });
+    const res = await t.request('POST', `/api/v1/agents/${skillsOnly.id}/execute`, { key, body: { message: '/tool connector_discover {}' } });
+    expect(res.status).toBe(200);
+    expect(res.body.toolCalls[0].result.error.code).toBe('invalid_tool_call');
+    expect((await callTool(t, key, skillsOnly.id, 'skill_discover', {})).skills.length).toBeGreaterThan(0);
+
+    const none = await createAgent(t, key, { tools: [] });
+    const plain = await t.request('POST', `/api/v1/agents/${none.id}/execute`, { key, body: { message: '/tool skill_discover {}' } });
+    expect(plain.body.toolCalls).toEqual([]);
+  });
+});
+
+describe('system prompt', () => {
+  const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
+  const inputTokens = async (agentId: string, body: Record<string, unknown> = {}) => {
+    const res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: 'hello there', ...body } });
+    expect(res.status, res.text).toBe(200);
+    return res.body.tokenUsage.inputTokens as number;
+  };
+
+  it('announces the enabled skills of active status, highest priority first, and nothing else', async () => {
+    const announcer = await createAgent(t, key, { name: 'Announcer', systemPrompt: 'Be brief.' });
+    const baseline = await inputTokens(announcer.id);
+    expect(baseline).toBe(words('Be brief. hello there'));
+
+    const first = await createSkill(t, key, { name: 'first-skill', description: 'Handles the first kind of question' });
+    const second = await createSkill(t, key, { name: 'second-skill', description: 'Handles the second kind' });
+    const disabled = await createSkill(t, key, { name: 'disabled-skill', description: 'Never announced' });
+    await assign(t, key, first.id, announcer.id, { priority: 1 });
+    await assign(t, key, second.id, announcer.id, { priority: 9 });
+    await assign(t, key, disabled.id, announcer.id);
+    await t.request('PATCH', `/api/skills/${disabled.id}/assignments/${announcer.id}`, { key, body: { enabled: false } });
+
+    const full = (await t.request('GET', `/api/v1/agents/${announcer.id}`, { key })).body;
+    const section = await t.services.skillTools.systemPrompt({ tenantId, agent: full, toolsEnabled: true });
+    expect(section).toBe(announceSkills([
+      { id: second.id, name: 'second-skill', description: 'Handles the second kind' },
+      { id: first.id, name: 'first-skill', description: 'Handles the first kind of question' },
+    ]));
+    expect(section!.indexOf('second-skill')).toBeLessThan(section!.indexOf('first-skill'));
+    expect(section).not.toContain('disabled-skill');
+
+    // Observed through the run: builtin/echo counts every word of the prompt it is given.
+    expect(await inputTokens(announcer.id)).toBe(baseline + words(section!));
+    // Without tools the model could not query the skills: nothing is announced.
+    expect(await inputTokens(announcer.id, { enableTools: false })).toBe(baseline);
+    await t.request('DELETE', `/api/skills/${second.id}`, { key });
+    const afterArchive = await t.services.skillTools.systemPrompt({ tenantId, agent: full, toolsEnabled: true });
+    expect(afterArchive).not.toContain('second-skill');
+    expect(await inputTokens(announcer.id)).toBe(baseline + words(afterArchive!));
+  });
+});
+
+describe('requests through an approval gateway', () => {
+  let a: TestApp;
+  let k: string;
+  let bot: { id: string; name: string };
+  const fake = fakeGateway();
+  const approver: Actor = { type: 'api_key', id: 'approver-key' };
+
+  beforeAll(async () => {
+    a = await startApp();
+    ({ key: k } = await a.tenant('approvals'));
+    bot = await createAgent(a, k, { name: 'Bot' });
+    registerSkillApprovalHandlers(fake.gateway, a.services.skillTools);
+  });
+  afterAll(() => a.close());
+
+  it('registers one handler per action', () => {
+    expect([...fake.approved.keys()].sort()).toEqual(['connector.request', 'skill.assign']);
+    expect([...fake.rejected.keys()]).toEqual(['connector.request']);
+  });
+
+  it('skill_request creates an awaiting-approval task whose approval assigns the skill', async () => {
+    const wanted = await createSkill(a, k, { name: 'wanted-skill' });
+    const result = await callTool(a, k, bot.id, 'skill_request', { skillId: wanted.id, reason: 'customers ask about it' });
+    expect(result).toMatchObject({ status: 'awaiting_approval', taskId: expect.any(String), skill: { id: wanted.id, name: 'wanted-skill' } });
+    const task = fake.tasks.find((x) => x.taskId === result.taskId)!;
+    expect(task).toMatchObject({ action: 'skill.assign', payload: { agentId: bot.id, skillId: wanted.id, reason: 'customers ask about it' }, requestedBy: { type: 'agent', id: bot.id } });
+    expect(task.description).toContain('customers ask about it');
+    expect((await a.request('GET', `/api/skills/agent/${bot.id}`, { key: k })).body.total).toBe(0);
+
+    await fake.decide(result.taskId, true, approver);
+    const assigned = await a.request('GET', `/api/skills/agent/${bot.id}`, { key: k });
+    expect(assigned.body.skills[0]).toMatchObject({ id: wanted.id, assignment: { enabled: true, assignedBy: 'approver-key' } });
+    expect((await callTool(a, k, bot.id, 'skill_query', { skillId: wanted.id, query: 'x' })).instructions).toBe('Quote list prices.');
+    // Approving twice changes nothing.
+    await fake.decide(result.taskId, true, approver);
+    expect((await a.request('GET', `/api/skills/agent/${bot.id}`, { key: k })).body.total).toBe(1);
+  });
+
+  it('a request for a store skill acquires it on approval', async () => {
+    const result = await callTool(a, k, bot.id, 'skill_request', { skillId: 'support-triage', reason: 'ticket volume' });
+    expect(result).toMatchObject({ status: 'awaiting_approval', skill: { id: 'support-triage', name: 'support-triage' } });
+    expect(fake.tasks.at(-1)!.payload).toMatchObject({ storeId: 'support-triage' });
+    await fake.decide(result.taskId, true, approver);
+    const skills = (await a.request('GET', `/api/skills/agent/${bot.id}`, { key: k })).body.skills;
+    expect(skills.find((s: { name: string }) => s.name === 'support-triage')).toMatchObject({ source: 'store', storeId: 'support-triage', assignment: { enabled: true } });
+  });
+
+  it('approving a request for a disabled assignment enables it', async () => {
+    const paused = await createSkill(a, k, { name: 'paused-skill' });
+    await assign(a, k, paused.id, bot.id);
+    await a.request('PATCH', `/api/skills/${paused.id}/assignments/${bot.id}`, { key: k, body: { enabled: false } });
+    const result = await callTool(a, k, bot.id, 'skill_request', { skillId: 'paused-skill', reason: 'need it again' });
+    await fake.decide(result.taskId, true, approver);
+    const got = await a.request('GET', `/api/skills/${paused.id}/agents`, { key: k });
+    expect(got.body.agents[0]).toMatchObject({ agentId: bot.id, enabled: true });
+  });
+
+  it('connector_request records a request that approval accepts and rejection rejects', async () => {
+    const result = await callTool(a, k, bot.id, 'connector_request', { integrationId: 'zendesk', reason: 'to read tickets' });
+    expect(result).toMatchObject({ status: 'awaiting_approval', integrationId: 'zendesk', requestId: expect.any(String), taskId: expect.any(String) });
+    const pending = await a.request('GET', '/api/v1/connectors/requests?status=pending', { key: k });
+    expect(pending.body.requests).toEqual([
+      expect.objectContaining({ id: result.requestId, agentId: bot.id, connectorId: 'zendesk', reason: 'to read tickets', status: 'pending', taskId: result.taskId }),
+    ]);
+    const discovered = await callTool(a, k, bot.id, 'connector_discover', { category: 'support' });
+    expect(discovered.available[0].myRequest).toEqual({ id: result.requestId, status: 'pending', taskId: result.taskId });
+
+    await fake.decide(result.taskId, true, approver);
+    const accepted = (await a.request('GET', `/api/v1/connectors/requests?connectorId=zendesk`, { key: k })).body.requests[0];
+    expect(accepted).toMatchObject({ status: 'accepted', decidedBy: 'approver-key', decidedAt: expect.any(String) });
+
+    const second = await callTool(a, k, bot.id, 'connector_request', { integrationId: 'stripe', reason: 'billing questions' });
+    await fake.decide(second.taskId, false, approver);
+    expect((await a.request('GET', '/api/v1/connectors/requests?status=rejected', { key: k })).body.requests.map((r: { connectorId: string }) => r.connectorId)).toEqual(['stripe']);
+    const audit = await a.request('GET', '/api/v1/audit-events?resourceType=connector_request', { key: k });
+    expect(audit.body.events.map((e: { action: string }) => e.action).sort()).toEqual([
+      'connector.request_accepted',
+      'connector.request_rejected',
+      'connector.requested',
+      'connector.requested',
+    ]);
+    expectProblem(await a.request('GET', '/api/v1/connectors/requests?status=maybe', { key: k }), 400, 'validation_failed');
+  });
+});
+
+// The whole approval flow through the HTTP API: tasks implement the gateway the skill tools use.
+describe('approval end to end through the tasks API', () => {
+  it('skill_request -> pending approval task -> approve -> the skill is assigned; connector_request -> reject', async () => {
+    const wanted = await createSkill(t, key, { name: 'e2e-wanted' });
+    const result = await callTool(t, key, agent.id, 'skill_request', { skillId: wanted.id, reason: 'end to end' });
+    expect(result.status).toBe('awaiting_approval');
+    const pending = await t.request('GET', '/api/v1/tasks/pending-approval', { key });
+    expect(pending.body.tasks.map((x: { id: string }) => x.id)).toContain(result.taskId);
+    const approved = await t.request('POST', `/api/v1/tasks/${result.taskId}/approve`, { key });
+    expect(approved.status, approved.text).toBe(200);
+    const assigned = await t.request('GET', `/api/skills/${wanted.id}/agents`, { key });
+    expect(assigned.body.agents.map((x: { agentId: string }) => x.agentId)).toContain(agent.id);
+
+    const connector = await callTool(t, key, agent.id, 'connector_request', { integrationId: 'jira', reason: 'end to end' });
+    expect((await t.request('POST', `/api/v1/tasks/${connector.taskId}/reject`, { key })).status).toBe(200);
+    const rejected = await t.request('GET', '/api/v1/connectors/requests?connectorId=jira', { key });
+    expect(rejected.body.requests[0].status).toBe('rejected');
+  });
+});
