@@ -13,9 +13,9 @@ describe.skipIf(dialect !== 'postgres')('replicas on one PostgreSQL database', (
   let key: string;
   let agentId: string;
 
-  const call = (s: ServerProcess, path: string, body?: unknown, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+  const call = (s: ServerProcess, path: string, body?: unknown, headers: Record<string, string> = {}, signal?: AbortSignal, method?: string) =>
     fetch(`${s.url}${path}`, {
-      method: body === undefined ? 'GET' : 'POST',
+      method: method ?? (body === undefined ? 'GET' : 'POST'),
       headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal,
@@ -32,7 +32,7 @@ describe.skipIf(dialect !== 'postgres')('replicas on one PostgreSQL database', (
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    const env = { ...database.env, RUN_LEASE_SECONDS: '2', LOG_LEVEL: 'warn' };
+    const env = { ...database.env, RUN_LEASE_SECONDS: '2', LOG_LEVEL: 'warn', TASK_POLL_MS: '200' };
     servers = await Promise.all([startServer(env), startServer(env), startServer(env)]);
     key = JSON.parse((await cli(['tenants', 'create', 'replicas', '--json'], env)).stdout).apiKey;
     agentId = ((await (await call(servers[0], '/api/v1/agents', { name: 'r', appId: 'x' })).json()) as { id: string }).id;
@@ -69,6 +69,47 @@ describe.skipIf(dialect !== 'postgres')('replicas on one PostgreSQL database', (
     expect(details.steps.flatMap((s) => s.injected)).toEqual(['from C']);
     expect(details.output.endsWith('from C')).toBe(true);
   });
+
+  it('fires 100 scheduled tasks exactly once across the three replicas', async () => {
+    const [a, b, c] = servers;
+    // Ticking often, so the minute boundary is seen by all three within the same second.
+    const ids: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      const res = await call([a, b, c][i % 3], '/api/v1/tasks', {
+        name: `cron-${i}`,
+        description: `fire ${i}`,
+        agentId,
+        type: 'scheduled',
+        schedule: '* * * * *',
+      });
+      expect(res.status).toBe(201);
+      ids.push(((await res.json()) as { id: string }).id);
+    }
+    type Fire = { scheduledFor: string | null; decision: string; source: string };
+    const firesOf = async (id: string) =>
+      ((await (await call(servers[ids.indexOf(id) % 3], `/api/v1/tasks/${id}/fires?limit=100`)).json()) as { fires: Fire[] }).fires.filter(
+        (f) => f.source === 'schedule' && f.decision === 'fired',
+      );
+    // Wait for the first minute boundary after creation (at most ~70 s).
+    let fired: Fire[][] = [];
+    for (let i = 0; i < 90; i++) {
+      fired = await Promise.all(ids.map(firesOf));
+      if (fired.every((f) => f.length >= 1)) break;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    expect(fired.every((f) => f.length >= 1)).toBe(true);
+    // Each task fired each cron time once: no scheduledFor appears twice for a task.
+    for (const f of fired) expect(new Set(f.map((x) => x.scheduledFor)).size).toBe(f.length);
+    const firstMinute = fired.map((f) => f.at(-1)!.scheduledFor).sort()[0];
+    // And exactly one run per task for that minute, whichever replica dispatched it.
+    const runsPerTask = await Promise.all(
+      ids.map(async (id) => ((await (await call(a, `/api/v1/tasks/${id}/runs`)).json()) as { runs: unknown[] }).runs.length),
+    );
+    const fireCount = fired.reduce((n, f) => n + f.filter((x) => x.scheduledFor === firstMinute).length, 0);
+    expect(fireCount).toBe(100);
+    expect(runsPerTask.every((n, i) => n === fired[i].length)).toBe(true);
+    for (const id of ids) await call(a, `/api/v1/tasks/${id}`, undefined, {}, undefined, 'DELETE');
+  }, 150_000);
 
   it('follows a run of A live from B, then resumes it on B after A is killed', async () => {
     const [a, b] = servers;
