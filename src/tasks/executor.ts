@@ -251,6 +251,21 @@ export class TaskExecutor {
       if (isInjected(handle)) throw new Error('a task run never joins a conversation');
       ({ runId, conversationId, done } = handle);
     } catch (err) {
+      // Automatic work refused for now (the tenant's concurrency limit, this replica shutting down) goes
+      // back in the queue a little later instead of spending an attempt; a person's manual run gets the 429.
+      if (actor === SCHEDULER_ACTOR && err instanceof ProblemError && (err.status === 429 || err.status === 503)) {
+        const delaySeconds = Math.max(1, Number(err.headers?.['retry-after'] ?? 5));
+        await store.moveJob(this.db.kysely, job.id, ['claimed'], {
+          state: 'queued',
+          attempts: Math.max(0, job.attempts - 1),
+          available_at: new Date(Date.now() + delaySeconds * 1000).toISOString(),
+          lease_owner: null,
+          lease_expires_at: null,
+          claimed_by: null,
+          updated_at: now(),
+        });
+        return null;
+      }
       let error: RunError;
       if (err instanceof ProblemError) {
         error = err.status === 404 ? { code: 'agent_not_found', message: 'the task’s agent no longer exists' } : { code: err.code, message: err.detail };

@@ -263,3 +263,30 @@ describe.skipIf(dialect !== 'postgres')('two dispatchers on one PostgreSQL datab
     }
   });
 });
+
+describe('work refused by the tenant’s concurrency limit', () => {
+  it('waits in the queue instead of failing, and runs once a slot frees', async () => {
+    const { startApp } = await import('../helpers/app.js');
+    const app = await startApp({ TASK_POLL_MS: '50' });
+    try {
+      const { key } = await app.tenant();
+      await app.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 1 } });
+      const agent = (await app.request('POST', '/api/v1/agents', { key, body: { name: 'busy', appId: 'x' } })).body;
+      const slow = await app.request('POST', '/api/v1/tasks', { key, body: { name: 'slow', description: '/delay 150\na b c d e f', agentId: agent.id } });
+      const quick = await app.request('POST', '/api/v1/tasks', { key, body: { name: 'quick', description: 'done quickly', agentId: agent.id } });
+      expect(slow.status).toBe(201);
+      expect(quick.status).toBe(201);
+      let states: string[] = [];
+      for (let i = 0; i < 200; i++) {
+        states = await Promise.all([slow.body.id, quick.body.id].map(async (id) => (await app.request('GET', `/api/v1/tasks/${id}`, { key })).body.status));
+        if (states.every((s) => s === 'completed')) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(states).toEqual(['completed', 'completed']);
+      const runs = await app.request('GET', `/api/v1/tasks/${quick.body.id}/runs`, { key });
+      expect(runs.body.runs).toHaveLength(1);
+    } finally {
+      await app.close();
+    }
+  }, 30_000);
+});
