@@ -53,11 +53,6 @@ export interface Config {
   /** Key that encrypts private keys at rest; `undefined`: generated into `DATA_DIR/master.key`. */
   masterKey: Secret | undefined;
   tasks: TaskSettings;
-  /**
-   * Key material for secrets the platform must be able to read back (webhook signing secrets),
-   * SECRET_KEY; unset: a random key kept in the database is used (see docs/scheduling.md).
-   */
-  secretKey: string | undefined;
 }
 
 /** The task dispatcher and cron scheduler of this process (docs/scheduling.md). */
@@ -208,8 +203,6 @@ export function loadConfig(env: Env = process.env): Config {
     misfireGraceMs: integer(env, 'TASK_MISFIRE_GRACE_SECONDS', 60, 1, 86_400) * 1000,
   };
 
-  const secretKey = env.SECRET_KEY || undefined;
-  if (secretKey !== undefined && secretKey.length < 32) throw new ConfigError('SECRET_KEY', 'must be at least 32 characters (e.g. openssl rand -hex 32)');
 
   return {
     port,
@@ -230,6 +223,5 @@ export function loadConfig(env: Env = process.env): Config {
     trustDomain,
     masterKey,
     tasks,
-    secretKey,
   };
 }

@@ -318,12 +318,6 @@ export interface TaskFireTable {
   detail: string;
 }
 
-export interface TaskSecretKeyTable {
-  id: string;
-  key: string;
-  created_at: string;
-}
-
 export interface ConnectorConnectionTable {
   id: string;
   tenant_id: string;
@@ -366,7 +360,6 @@ export interface Database {
   tasks: TaskTable;
   task_jobs: TaskJobTable;
   task_fires: TaskFireTable;
-  task_secret_keys: TaskSecretKeyTable;
   skills: SkillTable;
   skill_files: SkillFileTable;
   skill_assignments: SkillAssignmentTable;

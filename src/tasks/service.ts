@@ -18,6 +18,7 @@ import type { ApprovalGateway } from './approvals.js';
 import { TaskExecutor, type ActionHandler, type Started } from './executor.js';
 import { CronFiring } from './schedules.js';
 import type { CreateTaskBody, Task } from './schemas.js';
+import { loadMasterKey } from '../identity/master-key.js';
 import { SecretBox, SIGNATURE_HEADER, TIMESTAMP_HEADER, checkSignature, newWebhookSecret } from './secrets.js';
 import * as store from './store.js';
 import { fireView, taskSummary, taskView } from './views.js';
@@ -46,7 +47,7 @@ export class TasksService implements ApprovalGateway {
     private readonly db: Db,
     private readonly agents: AgentsService,
     private readonly runs: RunsService,
-    private readonly config: Pick<Config, 'tasks' | 'runLeaseMs' | 'publicBaseUrl' | 'secretKey'>,
+    private readonly config: Pick<Config, 'tasks' | 'runLeaseMs' | 'publicBaseUrl' | 'masterKey' | 'dataDir'>,
     private readonly log: FastifyBaseLogger,
   ) {
     const time = () => this.clock.now();
@@ -60,7 +61,7 @@ export class TasksService implements ApprovalGateway {
       log,
     });
     this.executor.onEnqueued = () => this.dispatcher.wake();
-    this.secrets = new SecretBox(db, config.secretKey);
+    this.secrets = new SecretBox(loadMasterKey(config));
     runs.onRunFinished((run) => (run.taskId ? this.executor.runEnded(run.runId) : undefined));
   }
 
@@ -228,7 +229,7 @@ export class TasksService implements ApprovalGateway {
       trigger_type: type === 'triggered' ? (isEvent ? 'event' : 'webhook') : null,
       trigger_event: isEvent ? trigger!.event! : null,
       trigger_task_id: isEvent ? trigger!.taskId! : null,
-      webhook_secret: secret ? await this.secrets.seal(secret, id) : null,
+      webhook_secret: secret ? this.secrets.seal(secret, id) : null,
       requested_by_type: requiresApproval ? principal.actor.type : null,
       requested_by_id: requiresApproval ? principal.actor.id : null,
       created_by: principal.actor.id,
@@ -489,8 +490,8 @@ export class TasksService implements ApprovalGateway {
       const v = headers[name];
       return Array.isArray(v) ? v[0] : v;
     };
-    const secret = await this.secrets.open(task.webhook_secret, task.id);
-    if (secret === null) this.log.warn({ taskId }, 'the webhook secret cannot be opened with the configured key (SECRET_KEY changed?)');
+    const secret = this.secrets.open(task.webhook_secret, task.id);
+    if (secret === null) this.log.warn({ taskId }, 'the webhook secret cannot be opened with this master key (MASTER_KEY changed?)');
     const signatureHeader = header(SIGNATURE_HEADER);
     const check = secret === null ? 'invalid_signature' : checkSignature(secret, header(TIMESTAMP_HEADER), signatureHeader, rawBody, this.clock.now().getTime());
     if (check !== 'ok') {

@@ -362,14 +362,3 @@ export async function listFires(db: Executor, tenantId: string, taskId: string, 
 
 // ------------------------------------------------------------------ secret key
 
-export function findSecretKey(db: Executor, id: string) {
-  return db.selectFrom('task_secret_keys').select('key').where('id', '=', id).executeTakeFirst();
-}
-
-export function insertSecretKey(db: Executor, id: string, key: string, at: string) {
-  return db
-    .insertInto('task_secret_keys')
-    .values({ id, key, created_at: at })
-    .onConflict((oc) => oc.column('id').doNothing())
-    .execute();
-}

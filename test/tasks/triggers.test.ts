@@ -33,7 +33,7 @@ describe('webhook triggers', () => {
     expect(got.text).not.toContain(task.trigger.secret);
     // Stored sealed, never as the secret itself.
     const row = await t.db.kysely.selectFrom('tasks').select('webhook_secret').where('id', '=', task.id).executeTakeFirstOrThrow();
-    expect(row.webhook_secret).toMatch(/^v1\.db\./);
+    expect(row.webhook_secret).toMatch(/^v1\.mk\./);
     expect(row.webhook_secret).not.toContain(task.trigger.secret.slice(6));
     const audit = await t.request('GET', `/api/v1/audit-events?resourceId=${task.id}`, { key });
     expect(audit.text).not.toContain(task.trigger.secret);
@@ -130,21 +130,22 @@ describe('webhook triggers', () => {
 });
 
 describe('webhook secrets at rest', () => {
-  it('are sealed per task (AES-256-GCM, the task id authenticated) under SECRET_KEY or the database key', async () => {
-    const dbBox = new SecretBox(t.db, undefined);
-    const envBox = new SecretBox(t.db, 'a'.repeat(40));
-    const otherEnv = new SecretBox(t.db, 'b'.repeat(40));
-    const sealed = await dbBox.seal('whsec_abc', 'task-1');
-    expect(sealed).toMatch(/^v1\.db\./);
-    expect(await dbBox.open(sealed, 'task-1')).toBe('whsec_abc');
-    expect(await new SecretBox(t.db, undefined).open(sealed, 'task-1')).toBe('whsec_abc');
-    expect(await dbBox.open(sealed, 'task-2')).toBeNull();
-    const envSealed = await envBox.seal('whsec_abc', 'task-1');
-    expect(envSealed).toMatch(/^v1\.env\./);
-    expect(await envBox.open(envSealed, 'task-1')).toBe('whsec_abc');
-    expect(await otherEnv.open(envSealed, 'task-1')).toBeNull();
-    expect(await dbBox.open(envSealed, 'task-1')).toBeNull();
-    expect(await dbBox.open('garbage', 'task-1')).toBeNull();
+  it('are sealed per task (AES-256-GCM, the task id authenticated) under a key derived from the master key', async () => {
+    const box = new SecretBox(Buffer.alloc(32, 1));
+    const other = new SecretBox(Buffer.alloc(32, 2));
+    const sealed = box.seal('whsec_abc', 'task-1');
+    expect(sealed).toMatch(/^v1\.mk\./);
+    expect(sealed).not.toContain('whsec_abc');
+    expect(box.open(sealed, 'task-1')).toBe('whsec_abc');
+    expect(new SecretBox(Buffer.alloc(32, 1)).open(sealed, 'task-1')).toBe('whsec_abc');
+    expect(box.open(sealed, 'task-2')).toBeNull();
+    expect(other.open(sealed, 'task-1')).toBeNull();
+    expect(box.open('garbage', 'task-1')).toBeNull();
+    // What the server stored opens with this server's master key.
+    const { loadMasterKey } = await import('../../src/identity/master-key.js');
+    const row = await t.db.kysely.selectFrom('tasks').select(['id', 'webhook_secret']).where('webhook_secret', 'is not', null).executeTakeFirst();
+    expect(row).toBeDefined();
+    expect(new SecretBox(loadMasterKey(t.config)).open(row!.webhook_secret!, row!.id)).toMatch(/^whsec_/);
   });
 
   it('a sealed secret copied onto another task does not authenticate deliveries there', async () => {

@@ -105,21 +105,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute();
   await db.schema.createIndex('task_fires_task').on('task_fires').columns(['task_id', 'id']).execute();
 
-  // The key that encrypts webhook secrets when SECRET_KEY is not configured (one row, shared by replicas).
-  await db.schema
-    .createTable('task_secret_keys')
-    .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
-    .addColumn('key', 'text', (c) => c.notNull())
-    .addColumn('created_at', 'varchar(24)', (c) => c.notNull())
-    .execute();
-
   // Task runs are listed per task.
   await db.schema.createIndex('runs_tenant_task').on('runs').columns(['tenant_id', 'task_id', 'id']).execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropIndex('runs_tenant_task').execute();
-  for (const table of ['task_secret_keys', 'task_fires', 'task_jobs', 'tasks']) {
+  for (const table of ['task_fires', 'task_jobs', 'tasks']) {
     await db.schema.dropTable(table).execute();
   }
 }
