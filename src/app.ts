@@ -30,6 +30,7 @@ import { LocalSignalBus, PostgresSignalBus, type SignalBus } from './signals/bus
 import { identityRoutes } from './identity/routes.js';
 import { IdentityService } from './identity/service.js';
 import { delegationToolProvider } from './identity/delegation.js';
+import { loadMasterKey } from './identity/master-key.js';
 import { hooksRoutes, tasksRoutes } from './tasks/routes.js';
 import { Task } from './tasks/schemas.js';
 import { TasksService } from './tasks/service.js';
@@ -93,7 +94,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   const files = new FilesService(db);
   const identity = new IdentityService(db, config, tenancy);
   tools.register('delegation', delegationToolProvider(identity, agents, () => runs));
-  const skillsDomain = createSkillsDomain(db, { agents, tools, runs });
+  const skillsDomain = createSkillsDomain(db, { agents, tools, runs, masterKey: loadMasterKey(config) });
   const tasks = new TasksService(db, agents, runs, config, logger);
   // skill_request and connector_request become awaiting_approval tasks; approving performs them.
   registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);

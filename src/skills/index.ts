@@ -24,9 +24,9 @@ export interface SkillsDomain {
  * an agent copies or drops its assignments. Approvals are wired separately, once the tasks domain
  * exists: `registerSkillApprovalHandlers(tasks, skillTools)`.
  */
-export function createSkillsDomain(db: Db, deps: { agents: AgentsService; tools: ToolRegistry; runs: RunsService }): SkillsDomain {
+export function createSkillsDomain(db: Db, deps: { agents: AgentsService; tools: ToolRegistry; runs: RunsService; masterKey: Buffer }): SkillsDomain {
   const skills = new SkillsService(db, deps.agents);
-  const connectors = new ConnectorsService(db);
+  const connectors = new ConnectorsService(db, deps.masterKey);
   const skillTools = new SkillTools(skills, connectors);
   deps.tools.register('skills', skillTools.provider());
   deps.runs.systemPromptContributors.push((ctx) => skillTools.systemPrompt(ctx));

@@ -4,7 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { Id, IdParams, PageQuery, problems } from '../http/schemas.js';
 import { RunDetailsSchema, RunSummarySchema } from '../runs/routes.js';
 import { CreateTaskBody, Fire, HookAccepted, ListTasksQuery, RunStarted, RunTaskBody, Task, TaskSummary } from './schemas.js';
-import { SIGNATURE_HEADER, TIMESTAMP_HEADER } from './secrets.js';
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER } from './webhook-signatures.js';
 import type { TasksService } from './service.js';
 
 const TaskRef = Type.Ref('Task');

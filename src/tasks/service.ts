@@ -1,3 +1,4 @@
+import { SecretBox } from '../identity/secret-box.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Agent } from '../agents/schemas.js';
@@ -19,7 +20,7 @@ import { TaskExecutor, type ActionHandler, type Started } from './executor.js';
 import { CronFiring } from './schedules.js';
 import type { CreateTaskBody, Task } from './schemas.js';
 import { loadMasterKey } from '../identity/master-key.js';
-import { SecretBox, SIGNATURE_HEADER, TIMESTAMP_HEADER, checkSignature, newWebhookSecret } from './secrets.js';
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER, checkSignature, newWebhookSecret } from './webhook-signatures.js';
 import * as store from './store.js';
 import { fireView, taskSummary, taskView } from './views.js';
 
@@ -61,7 +62,7 @@ export class TasksService implements ApprovalGateway {
       log,
     });
     this.executor.onEnqueued = () => this.dispatcher.wake();
-    this.secrets = new SecretBox(loadMasterKey(config));
+    this.secrets = new SecretBox(loadMasterKey(config), 'webhook-secrets');
     runs.onRunFinished((run) => (run.taskId ? this.executor.runEnded(run.runId) : undefined));
   }
 

@@ -145,6 +145,14 @@ describe('connectors API', () => {
     const audit = await t.request('GET', '/api/v1/audit-events?resourceType=connector', { key });
     expect(audit.body.events[0]).toMatchObject({ action: 'connector.connected', resourceId: 'github', detail: { fields: ['accessToken', 'organization'] } });
     expect(audit.text).not.toContain(github.accessToken);
+    // At rest the configuration is sealed: neither the token nor the organization is readable in the row.
+    const rows = await t.db.kysely.selectFrom('connector_connections').select('configuration').execute();
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) {
+      expect(row.configuration).toMatch(/^v1\.mk\./);
+      expect(row.configuration).not.toContain(github.accessToken);
+      expect(row.configuration).not.toContain('acme-corp');
+    }
     // Another tenant sees github unconnected.
     expect((await t.request('GET', '/api/v1/connectors/github', { key: otherKey })).body.connected).toBe(false);
   });
@@ -184,8 +192,12 @@ describe('connectors API', () => {
     const updated = await t.request('PATCH', '/api/v1/connectors/postgres/connection', { key, body: { configuration: { schema: null, readOnly: false } } });
     expect(updated.status, updated.text).toBe(200);
     expect(updated.body.connection.configuration).toEqual({ connectionString: '********', readOnly: false });
-    const stored = await t.db.kysely.selectFrom('connector_connections').select('configuration').where('connector_id', '=', 'postgres').executeTakeFirstOrThrow();
-    expect(JSON.parse(stored.configuration).connectionString).toBe('postgres://reader:s3cret@db.internal:5432/app');
+    // The secret kept its value: opened with the server's master key, the sealed row still holds it.
+    const stored = await t.db.kysely.selectFrom('connector_connections').select(['configuration', 'tenant_id']).where('connector_id', '=', 'postgres').executeTakeFirstOrThrow();
+    const { SecretBox } = await import('../../src/identity/secret-box.js');
+    const { loadMasterKey } = await import('../../src/identity/master-key.js');
+    const opened = new SecretBox(loadMasterKey(t.config), 'connector-configurations').open(stored.configuration, `${stored.tenant_id}/postgres`);
+    expect(JSON.parse(opened!).connectionString).toBe('postgres://reader:s3cret@db.internal:5432/app');
     expectProblem(await t.request('PATCH', '/api/v1/connectors/postgres/connection', { key, body: { configuration: { connectionString: null } } }), 400, 'validation_failed');
 
     expect((await t.request('POST', '/api/v1/connectors/postgres/disconnect', { key })).status).toBe(204);

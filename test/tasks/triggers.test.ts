@@ -1,5 +1,6 @@
+import { SecretBox } from '../../src/identity/secret-box.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretBox, signature } from '../../src/tasks/secrets.js';
+import { signature } from '../../src/tasks/webhook-signatures.js';
 import { dialect, expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { createAgent, createTask, replica, taskIn, waitFor } from './helpers.js';
 
@@ -131,13 +132,13 @@ describe('webhook triggers', () => {
 
 describe('webhook secrets at rest', () => {
   it('are sealed per task (AES-256-GCM, the task id authenticated) under a key derived from the master key', async () => {
-    const box = new SecretBox(Buffer.alloc(32, 1));
-    const other = new SecretBox(Buffer.alloc(32, 2));
+    const box = new SecretBox(Buffer.alloc(32, 1), 'webhook-secrets');
+    const other = new SecretBox(Buffer.alloc(32, 2), 'webhook-secrets');
     const sealed = box.seal('whsec_abc', 'task-1');
     expect(sealed).toMatch(/^v1\.mk\./);
     expect(sealed).not.toContain('whsec_abc');
     expect(box.open(sealed, 'task-1')).toBe('whsec_abc');
-    expect(new SecretBox(Buffer.alloc(32, 1)).open(sealed, 'task-1')).toBe('whsec_abc');
+    expect(new SecretBox(Buffer.alloc(32, 1), 'webhook-secrets').open(sealed, 'task-1')).toBe('whsec_abc');
     expect(box.open(sealed, 'task-2')).toBeNull();
     expect(other.open(sealed, 'task-1')).toBeNull();
     expect(box.open('garbage', 'task-1')).toBeNull();
@@ -145,7 +146,7 @@ describe('webhook secrets at rest', () => {
     const { loadMasterKey } = await import('../../src/identity/master-key.js');
     const row = await t.db.kysely.selectFrom('tasks').select(['id', 'webhook_secret']).where('webhook_secret', 'is not', null).executeTakeFirst();
     expect(row).toBeDefined();
-    expect(new SecretBox(loadMasterKey(t.config)).open(row!.webhook_secret!, row!.id)).toMatch(/^whsec_/);
+    expect(new SecretBox(loadMasterKey(t.config), 'webhook-secrets').open(row!.webhook_secret!, row!.id)).toMatch(/^whsec_/);
   });
 
   it('a sealed secret copied onto another task does not authenticate deliveries there', async () => {

@@ -1,3 +1,4 @@
+import { SecretBox } from '../../identity/secret-box.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { ConnectorConnectionTable, ConnectorRequestTable, Database } from '../../db/schema.js';
@@ -34,7 +35,25 @@ function requestView(r: RequestRow) {
  * connector, secrets masked on the way out), and the connector requests agents make.
  */
 export class ConnectorsService {
-  constructor(private readonly db: Db) {}
+  private readonly box: SecretBox;
+
+  constructor(
+    private readonly db: Db,
+    masterKey: Buffer,
+  ) {
+    this.box = new SecretBox(masterKey, 'connector-configurations');
+  }
+
+  /** Connection configurations hold credentials: sealed at rest, the tenant and connector authenticated. */
+  private sealConfiguration(tenantId: string, connectorId: string, configuration: Record<string, unknown>) {
+    return this.box.seal(JSON.stringify(configuration), `${tenantId}/${connectorId}`);
+  }
+
+  private openConfiguration(row: { tenant_id: string; connector_id: string; configuration: string }): Record<string, unknown> {
+    const plain = this.box.open(row.configuration, `${row.tenant_id}/${row.connector_id}`);
+    if (plain === null) throw new Error(`the configuration of connector ${row.connector_id} cannot be opened with this master key`);
+    return JSON.parse(plain) as Record<string, unknown>;
+  }
 
   private requireConnector(id: string): Connector {
     const c = findConnector(id);
@@ -58,7 +77,7 @@ export class ConnectorsService {
       connection: connection
         ? {
             id: connection.id,
-            configuration: maskConfiguration(connector, JSON.parse(connection.configuration) as Record<string, unknown>),
+            configuration: maskConfiguration(connector, this.openConfiguration(connection)),
             connectedBy: connection.connected_by,
             connectedAt: connection.created_at,
             updatedAt: connection.updated_at,
@@ -90,7 +109,7 @@ export class ConnectorsService {
       id: newId(),
       tenant_id: caller.tenantId,
       connector_id: id,
-      configuration: JSON.stringify(configuration),
+      configuration: this.sealConfiguration(caller.tenantId, id, configuration),
       connected_by: caller.actor.id,
       created_at: at,
       updated_at: at,
@@ -116,9 +135,9 @@ export class ConnectorsService {
     return this.db.kysely.transaction().execute(async (trx) => {
       const current = await this.findConnection(trx, caller.tenantId, id);
       if (!current) throw notFound('connection');
-      const { configuration, errors } = checkConfiguration(connector, input, JSON.parse(current.configuration) as Record<string, unknown>);
+      const { configuration, errors } = checkConfiguration(connector, input, this.openConfiguration(current));
       if (errors.length) throw badRequest(`${errors[0].path} ${errors[0].message}`, errors);
-      const patch = { configuration: JSON.stringify(configuration), updated_at: now() };
+      const patch = { configuration: this.sealConfiguration(caller.tenantId, id, configuration), updated_at: now() };
       await trx.updateTable('connector_connections').set(patch).where('id', '=', current.id).execute();
       await this.audit(trx, caller, 'connector.updated', id, { fields: Object.keys(input) });
       return this.view(connector, { ...current, ...patch });
