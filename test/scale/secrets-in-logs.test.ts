@@ -43,6 +43,15 @@ describe('logs of a full session at LOG_LEVEL=trace', () => {
     const forged = worker.slice(0, 37) + 'A'.repeat(43);
     expect((await call('/api/v1/agents', forged)).status).toBe(401);
     expect((await call('/api/v1/agents', 'not-a-key-Xy9Wv8Ut7')).status).toBe(401);
+    // Identity: an external agent's new private key is handed out once; SVIDs and access tokens are credentials.
+    const external = await call('/api/v1/agents', admin, { name: 'ext', appId: 'x', hosting: 'external' });
+    const rotated = await call(`/api/v1/identity/agents/${external.body.id}/keys/rotate`, admin, {});
+    expect(rotated.status).toBe(201);
+    const privateD: string = rotated.body.privateJwk.d;
+    expect(privateD.length).toBeGreaterThan(20);
+    const svid = await call(`/api/v1/identity/agents/${agent.body.id}/svid`, admin, { audience: 'http://127.0.0.1' });
+    expect(svid.status).toBe(200);
+    const masterKey = (await import('node:fs')).readFileSync(`${database.env.DATA_DIR}/master.key`, 'utf8').trim();
     await call(`/api/v1/api-keys/${made.body.apiKey.id}`, admin, undefined, 'DELETE');
     expect((await call('/api/v1/agents', worker)).status).toBe(401);
     await new Promise((r) => setTimeout(r, 300));
@@ -50,7 +59,7 @@ describe('logs of a full session at LOG_LEVEL=trace', () => {
     const logs = server.output();
     expect(logs.length).toBeGreaterThan(1000);
     expect(logs).toContain('"msg":"incoming request"');
-    for (const secret of [secretOf(admin), secretOf(worker), secretOf(forged), 'not-a-key-Xy9Wv8Ut7', toolSecret]) {
+    for (const secret of [secretOf(admin), secretOf(worker), secretOf(forged), 'not-a-key-Xy9Wv8Ut7', toolSecret, privateD, svid.body.svid, masterKey]) {
       expect(logs.includes(secret), `log contains ${secret.slice(0, 6)}...`).toBe(false);
     }
   });
