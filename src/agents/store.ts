@@ -1,5 +1,6 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { AgentTable, Database } from '../db/schema.js';
+import { countRows } from '../db/count.js';
 
 /** SQL for agents; every statement is scoped by tenant. */
 
@@ -24,9 +25,9 @@ export async function listAgents(db: Executor, tenantId: string, filter: AgentFi
       .limit(limit)
       .offset(offset)
       .execute(),
-    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+    countRows(q),
   ]);
-  return { rows, total: Number(count.n) };
+  return { rows, total: count };
 }
 
 export function findAgent(db: Executor, tenantId: string, id: string) {

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { ConversationTable, Database, MessageTable } from '../db/schema.js';
+import { countRows } from '../db/count.js';
 
 /** SQL for conversations and messages; every statement names its tenant. */
 
@@ -20,9 +21,9 @@ export async function listConversations(db: Executor, tenantId: string, filter: 
   if (filter.appId) q = q.where('app_id', '=', filter.appId);
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+    countRows(q),
   ]);
-  return { rows, total: Number(count.n) };
+  return { rows, total: count };
 }
 
 export function findConversation(db: Executor, tenantId: string, id: string) {

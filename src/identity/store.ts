@@ -6,6 +6,7 @@ import type {
   IdentityTokenTable,
   TbacPolicyTable,
 } from '../db/schema.js';
+import { countRows } from '../db/count.js';
 
 /**
  * SQL of the identity domain. Every query on tenant data names the tenant, except the few lookups
@@ -253,9 +254,9 @@ export async function listPolicies(db: Executor, tenantId: string, filter: Polic
   if (filter.toolName) q = q.where('tool_name', '=', filter.toolName);
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+    countRows(q),
   ]);
-  return { rows, total: Number(count.n) };
+  return { rows, total: count };
 }
 
 /** Every policy that can match (caller, callee, tool): each field exact or `*`. At most 8 rows. */

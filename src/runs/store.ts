@@ -1,5 +1,6 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { Database, RunTable } from '../db/schema.js';
+import { countRows } from '../db/count.js';
 
 /** SQL for runs and their event log. */
 
@@ -24,9 +25,9 @@ export async function listAgentRuns(db: Executor, tenantId: string, agentId: str
   const q = db.selectFrom('runs').where('tenant_id', '=', tenantId).where('agent_id', '=', agentId);
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+    countRows(q),
   ]);
-  return { rows, total: Number(count.n) };
+  return { rows, total: count };
 }
 
 export async function listTaskRuns(db: Executor, tenantId: string, taskId: string, limit: number, offset: number, status?: string) {
@@ -34,9 +35,9 @@ export async function listTaskRuns(db: Executor, tenantId: string, taskId: strin
   if (status) q = q.where('status', '=', status);
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+    countRows(q),
   ]);
-  return { rows, total: Number(count.n) };
+  return { rows, total: count };
 }
 
 /** Moves a run to a terminal state only if it is still active: exactly one terminal write wins. */

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { Database, SkillAssignmentTable, SkillFileTable, SkillTable } from '../db/schema.js';
+import { countRows } from '../db/count.js';
 
 /** SQL for skills, their files and their assignments; every statement is scoped by tenant. */
 
@@ -36,9 +37,9 @@ export async function listSkills(db: Executor, tenantId: string, filter: SkillFi
   const q = filtered(db, tenantId, filter);
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('name').limit(limit).offset(offset).execute(),
-    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+    countRows(q),
   ]);
-  return { rows, total: Number(count.n) };
+  return { rows, total: count };
 }
 
 export async function listCategories(db: Executor, tenantId: string): Promise<string[]> {

@@ -1,6 +1,7 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { Dialect } from '../db/database.js';
 import type { Database, TaskFireTable, TaskJobTable, TaskTable } from '../db/schema.js';
+import { countRows } from '../db/count.js';
 
 /** SQL for tasks, their work queue (task_jobs) and their fire history (task_fires). */
 
@@ -49,9 +50,9 @@ export async function listTasks(db: Executor, tenantId: string, filter: TaskFilt
   const ids = q.select('id');
   const [rows, count] = await Promise.all([
     withQueue(db).where('tasks.id', 'in', ids).orderBy('tasks.id', 'desc').limit(limit).offset(offset).execute(),
-    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+    countRows(q),
   ]);
-  return { rows: rows as TaskWithQueue[], total: Number(count.n) };
+  return { rows: rows as TaskWithQueue[], total: count };
 }
 
 export function findTask(db: Executor, tenantId: string, id: string) {
@@ -138,9 +139,9 @@ export async function listPendingApproval(db: Executor, tenantId: string, limit:
   const q = db.selectFrom('tasks').where('tenant_id', '=', tenantId).where('deleted_at', 'is', null).where('status', '=', 'awaiting_approval');
   const [rows, count] = await Promise.all([
     withQueue(db).where('tasks.id', 'in', q.select('id')).orderBy('tasks.id', 'asc').limit(limit).offset(offset).execute(),
-    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+    countRows(q),
   ]);
-  return { rows: rows as TaskWithQueue[], total: Number(count.n) };
+  return { rows: rows as TaskWithQueue[], total: count };
 }
 
 /** Scheduled tasks whose next cron time has come. */
@@ -355,9 +356,9 @@ export async function listFires(db: Executor, tenantId: string, taskId: string, 
   const q = db.selectFrom('task_fires').where('tenant_id', '=', tenantId).where('task_id', '=', taskId);
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+    countRows(q),
   ]);
-  return { rows, total: Number(count.n) };
+  return { rows, total: count };
 }
 
 // ------------------------------------------------------------------ secret key

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { newId, now } from '../ids.js';
 import type { Actor } from './permissions.js';
+import { countRows } from '../db/count.js';
 
 export interface AuditInput {
   tenantId: string;
@@ -49,7 +50,7 @@ export async function listAudit(db: Kysely<Database>, tenantId: string, filter: 
   if (filter.until) q = q.where('created_at', '<', filter.until);
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+    countRows(q),
   ]);
   return {
     events: rows.map((r) => ({
@@ -62,6 +63,6 @@ export async function listAudit(db: Kysely<Database>, tenantId: string, filter: 
       detail: JSON.parse(r.detail) as Record<string, unknown>,
       createdAt: r.created_at,
     })),
-    total: Number(count.n),
+    total: count,
   };
 }

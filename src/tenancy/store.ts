@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
+import { countRows } from '../db/count.js';
 
 /** SQL for tenants and API keys. Every key query names its tenant. */
 
@@ -49,9 +50,9 @@ export async function listApiKeys(db: Executor, tenantId: string, opts: { limit:
   if (!opts.includeRevoked) q = q.where('revoked_at', 'is', null);
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('id', 'desc').limit(opts.limit).offset(opts.offset).execute(),
-    q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+    countRows(q),
   ]);
-  return { rows, total: Number(count.n) };
+  return { rows, total: count };
 }
 
 export function revokeApiKey(db: Executor, tenantId: string, id: string, at: string) {

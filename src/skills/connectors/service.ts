@@ -8,6 +8,7 @@ import { recordAudit } from '../../tenancy/audit.js';
 import type { Caller } from '../service.js';
 import { isUniqueViolation } from '../store.js';
 import { CONNECTORS, checkConfiguration, findConnector, maskConfiguration, type Connector } from './catalog.js';
+import { countRows } from '../../db/count.js';
 
 type ConnectionRow = Selectable<ConnectorConnectionTable>;
 type RequestRow = Selectable<ConnectorRequestTable>;
@@ -218,9 +219,9 @@ export class ConnectorsService {
     if (filter.connectorId) q = q.where('connector_id', '=', filter.connectorId);
     const [rows, count] = await Promise.all([
       q.selectAll().orderBy('id', 'desc').limit(limit).offset((page - 1) * limit).execute(),
-      q.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+      countRows(q),
     ]);
-    return { requests: rows.map(requestView), total: Number(count.n), page, limit };
+    return { requests: rows.map(requestView), total: count, page, limit };
   }
 
   /** The latest request of an agent per connector. */

@@ -1,0 +1,12 @@
+import { sql, type SelectQueryBuilder } from 'kysely';
+
+/**
+ * How many rows a list query matches, for `total` next to a page of it: the same query (its
+ * filters) with its selection and ordering replaced by count(*). PostgreSQL answers count(*) as a
+ * bigint string, SQLite as a number; both come back as a number.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function countRows(query: SelectQueryBuilder<any, any, any>): Promise<number> {
+  const row = await query.clearSelect().clearOrderBy().select(sql<number | string>`count(*)`.as('n')).executeTakeFirstOrThrow();
+  return Number((row as { n: number | string }).n);
+}
