@@ -144,6 +144,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** Starts `node <args>` and waits until `readyPath` answers 2xx. Output is kept for error reports. */
 async function startChild(name, args, env, readyPath) {
   const port = await freePort();
+  const spawnedAt = Date.now();
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
@@ -173,6 +174,7 @@ async function startChild(name, args, env, readyPath) {
     name,
     url,
     pid: child.pid,
+    spawnedAt,
     output: () => output,
     stop: () =>
       new Promise((resolve) => {
@@ -260,17 +262,47 @@ function readCpuTicks(pid) {
   }
 }
 
+/** Busy and total jiffies of the whole machine, from the first line of /proc/stat. */
+function readMachineTicks() {
+  const [, ...f] = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/);
+  const n = f.map(Number);
+  const idle = n[3] + n[4]; // idle + iowait
+  const total = n.slice(0, 8).reduce((a, b) => a + b, 0); // user..steal; guest is already in user
+  return { busy: total - idle, total };
+}
+
+/** CPU ticks of every PostgreSQL process (server and backends); zero when there are none. */
+function readPostgresTicks() {
+  let sum = 0;
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      sum += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return sum;
+}
+
 /**
- * Runs `fn` while sampling the server process: peak RSS (VmRSS every 100 ms), its CPU use and
- * this process's (the load generator's) CPU use, both in % of one core, and the load average.
+ * Runs `fn` while sampling the server process: peak RSS (VmRSS every 100 ms) and CPU use, with
+ * the CPU use of this process (the load generator), of PostgreSQL's processes and of everything
+ * else on the machine (other people's work shows up there), all in % of one core.
  */
-async function measure(pid, fn) {
+async function measure(pid, fn, { postgres = false } = {}) {
   let peakKb = readRssKb(pid) ?? 0;
   const timer = setInterval(() => {
     peakKb = Math.max(peakKb, readRssKb(pid) ?? 0);
   }, 100);
+  const startedAt = Date.now();
   const t0 = process.hrtime.bigint();
   const ticks0 = readCpuTicks(pid);
+  const pg0 = postgres ? readPostgresTicks() : 0;
+  const machine0 = readMachineTicks();
   const self0 = process.cpuUsage();
   let value;
   try {
@@ -279,15 +311,27 @@ async function measure(pid, fn) {
     clearInterval(timer);
   }
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
-  const ticks1 = readCpuTicks(pid);
   const self = process.cpuUsage(self0);
+  const machine1 = readMachineTicks();
+  const pg1 = postgres ? readPostgresTicks() : 0;
+  const ticks1 = readCpuTicks(pid);
   peakKb = Math.max(peakKb, readRssKb(pid) ?? 0);
+  const pctOfCore = (ticks) => round((ticks / CLK_TCK / seconds) * 100, 0);
+  const serverCpuPct = ticks0 === null || ticks1 === null ? null : pctOfCore(ticks1 - ticks0);
+  const loadgenCpuPct = round(((self.user + self.system) / 1e6 / seconds) * 100, 0);
+  const dbCpuPct = postgres ? pctOfCore(pg1 - pg0) : null;
+  // /proc/stat sums all cores: busy share x cores = % of one core.
+  const machineCpuPct = round(((machine1.busy - machine0.busy) / (machine1.total - machine0.total)) * os.cpus().length * 100, 0);
   return {
     value,
+    startedAt,
     seconds,
     rssPeakMb: round(peakKb / 1024, 1),
-    serverCpuPct: ticks0 === null || ticks1 === null ? null : round(((ticks1 - ticks0) / CLK_TCK / seconds) * 100, 0),
-    loadgenCpuPct: round(((self.user + self.system) / 1e6 / seconds) * 100, 0),
+    serverCpuPct,
+    loadgenCpuPct,
+    dbCpuPct,
+    otherCpuPct: Math.max(0, machineCpuPct - (serverCpuPct ?? 0) - loadgenCpuPct - (dbCpuPct ?? 0)),
+    machineCpuPct,
     loadavg1: round(os.loadavg()[0], 2),
   };
 }
@@ -320,12 +364,12 @@ async function runScenario(scenario, ctx, opts) {
   const target = scenario.server === 'baseline' ? ctx.baseline : ctx.server;
   if (scenario.setup) await scenario.setup(ctx);
   if (scenario.run) {
-    const result = await scenario.run(ctx, { measure: (fn) => measure(target.pid, fn), opts });
+    const result = await scenario.run(ctx, { measure: (fn) => measure(target.pid, fn, { postgres: ctx.dialect === 'postgres' }), opts });
     return { name: scenario.name, description: scenario.description, target: scenario.target, ...result };
   }
   const bodyBytes = await checkFirstRequest(target.url, scenario, ctx);
   await cannon(target.url, scenario, ctx, opts, WARMUP_SECONDS);
-  const m = await measure(target.pid, () => cannon(target.url, scenario, ctx, opts, opts.duration));
+  const m = await measure(target.pid, () => cannon(target.url, scenario, ctx, opts, opts.duration), { postgres: ctx.dialect === 'postgres' });
   const r = m.value;
   return {
     name: scenario.name,
@@ -341,9 +385,13 @@ async function runScenario(scenario, ctx, opts) {
     statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats).map(([k, v]) => [k, v.count])),
     responseBytes: bodyBytes,
     seconds: round(m.seconds, 2),
+    // seconds since the measured server was spawned: the window to pass to bench/profile-summary.js
+    window: [round((m.startedAt - target.spawnedAt) / 1000, 1), round((m.startedAt - target.spawnedAt) / 1000 + m.seconds, 1)],
     rssPeakMb: m.rssPeakMb,
     serverCpuPct: m.serverCpuPct,
     loadgenCpuPct: m.loadgenCpuPct,
+    dbCpuPct: m.dbCpuPct,
+    otherCpuPct: m.otherCpuPct,
     loadavg1: m.loadavg1,
   };
 }
@@ -401,7 +449,7 @@ function machine() {
 }
 
 function table(rows, baselineMean) {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'srv CPU%', 'gen CPU%', 'ratio', 'target', 'met'];
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU% srv', 'gen', 'db', 'other', 'ratio', 'target', 'met'];
   const lines = rows.map((r) => {
     const ratio = r.reqPerSec !== undefined && baselineMean ? r.reqPerSec / baselineMean : null;
     return [
@@ -413,6 +461,8 @@ function table(rows, baselineMean) {
       r.rssPeakMb ?? '-',
       r.serverCpuPct ?? '-',
       r.loadgenCpuPct ?? '-',
+      r.dbCpuPct ?? '-',
+      r.otherCpuPct ?? '-',
       ratio === null || r.server === 'baseline' ? '-' : ratio.toFixed(2),
       r.target ? `>= ${r.target}` : '-',
       r.target && ratio !== null ? (ratio >= r.target ? 'yes' : 'NO') : '-',
@@ -525,7 +575,9 @@ async function main() {
       table(rows, baselineMean),
       '',
       `baseline: ${b0.reqPerSec} req/s at start, ${b1.reqPerSec} at end (drift ${result.baseline.driftPct}%), mean ${baselineMean} used for ratios`,
-      'errors = non-2xx + socket errors; RSS = server peak VmRSS; srv/gen CPU% = server / load generator, % of one core',
+      'errors = non-2xx + socket errors; RSS = peak VmRSS of the measured server; p50/p99 in whole ms (0 = under 1 ms)',
+      'CPU% (100 = one core busy): srv = measured server, gen = autocannon (this process), db = PostgreSQL processes,',
+      `other = the rest of the machine (${mach.cores} cores = ${mach.cores * 100}%): anything above a few % is someone else's load`,
     ].join('\n');
     process.stdout.write(`\n${out}\n`);
 
