@@ -8,11 +8,13 @@
 // --window from,to keeps the samples between those seconds after the profile started (which is
 // within a few tens of ms of the process start): pass a scenario's `window` from the results JSON
 // written by the same run to leave out start-up, seeding and the other scenarios.
+// --callers name splits that function's self time by its nearest caller outside Node's own
+// modules (e.g. --callers writev: how much socket writing is HTTP responses, how much the pg client).
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '30' }, window: { type: 'string' } } });
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '30' }, window: { type: 'string' }, callers: { type: 'string' } } });
 process.stdout.on('error', () => process.exit(0)); // piped into head
 if (!positionals[0]) {
   process.stderr.write('usage: node bench/profile-summary.js <file.cpuprofile> [--top N] [--window from,to]\n');
@@ -57,6 +59,7 @@ const key = (cf) => `${cf.functionName || '(anonymous)'}  ${shortUrl(cf.url)}${c
 const self = new Map();
 const total = new Map();
 const byArea = new Map();
+const callers = new Map();
 let busy = 0;
 let idle = 0;
 const { samples, timeDeltas } = profile;
@@ -76,6 +79,17 @@ for (let i = 0; i < samples.length; i++) {
   self.set(k, (self.get(k) ?? 0) + dt);
   const a = area(cf);
   byArea.set(a, (byArea.get(a) ?? 0) + dt);
+  if (values.callers && cf.functionName === values.callers) {
+    let caller = '(none)';
+    for (let id = parent.get(node.id); id !== undefined; id = parent.get(id)) {
+      const f = nodes.get(id).callFrame;
+      if (f.url && !f.url.startsWith('node:')) {
+        caller = key(f);
+        break;
+      }
+    }
+    callers.set(caller, (callers.get(caller) ?? 0) + dt);
+  }
   const seen = new Set();
   for (let id = node.id; id !== undefined; id = parent.get(id)) {
     const f = nodes.get(id).callFrame;
@@ -100,3 +114,4 @@ process.stdout.write(`${positionals[0]}${values.window ? ` window ${values.windo
 print('self time by area (package / Agentry folder / node internals / V8)', byArea, 25);
 print(`self time, top ${top} functions`, self, top);
 print(`total time (self + callees), top ${top} functions`, total, top);
+if (values.callers) print(`self time of ${values.callers} by nearest caller outside node:*`, callers, 10);

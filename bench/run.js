@@ -28,6 +28,8 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
 const AGENTS_TO_SEED = 100;
 const WARMUP_SECONDS = 2;
+/** Above this much CPU (% of one core) used by the rest of the machine, a scenario is marked as disturbed. */
+const DISTURBED_PCT = 25;
 
 // ---------------------------------------------------------------------------------------------
 // Scenarios
@@ -87,7 +89,11 @@ const BASELINE = {
 // ---------------------------------------------------------------------------------------------
 
 const USAGE = `usage: node bench/run.js [--db sqlite|postgres] [--duration <s>] [--connections <n>]
-                         [--only <scenario,...>] [--cpu-prof] [--no-write]
+                         [--only <scenario,...>] [--cpu-prof] [--server-node-arg <node flag>]... [--no-write]
+  --cpu-prof         run the server under node --cpu-prof (profiles in .bench-data/profiles/)
+  --server-node-arg  extra flag for the server's node process, e.g. --server-node-arg=--import=./x.mjs
+                     (experiments; results then go to .bench-data/ instead of bench/results/)
+  --no-write         print only
 scenarios: ${SCENARIOS.map((s) => s.name).join(', ')} (baseline always runs first and last)`;
 
 function parseOptions(argv) {
@@ -99,6 +105,7 @@ function parseOptions(argv) {
       connections: { type: 'string', default: '50' },
       only: { type: 'string' },
       'cpu-prof': { type: 'boolean', default: false },
+      'server-node-arg': { type: 'string', multiple: true, default: [] },
       'no-write': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -123,7 +130,8 @@ function parseOptions(argv) {
     if (unknown.length) fail(`unknown scenario ${unknown.join(', ')}`);
     scenarios = SCENARIOS.filter((s) => wanted.includes(s.name));
   }
-  return { db: values.db, duration, connections, scenarios, cpuProf: values['cpu-prof'], write: !values['no-write'] };
+  const serverNodeArgs = values['server-node-arg'];
+  return { db: values.db, duration, connections, scenarios, cpuProf: values['cpu-prof'], serverNodeArgs, write: !values['no-write'] };
 }
 
 // ---- processes -------------------------------------------------------------------------------
@@ -271,20 +279,32 @@ function readMachineTicks() {
   return { busy: total - idle, total };
 }
 
-/** CPU ticks of every PostgreSQL process (server and backends); zero when there are none. */
-function readPostgresTicks() {
-  let sum = 0;
+/**
+ * CPU ticks per PostgreSQL backend serving `database` (its process title names the database,
+ * e.g. "postgres: postgres agentry_bench_1a2b3c4d 127.0.0.1(5678) idle"); other databases'
+ * backends and the shared background processes count as the rest of the machine.
+ */
+function readPostgresTicks(database) {
+  const ticks = new Map();
   for (const pid of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
       if (!stat.includes('(postgres)')) continue;
+      if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(` ${database} `)) continue;
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      sum += Number(fields[11]) + Number(fields[12]);
+      ticks.set(pid, Number(fields[11]) + Number(fields[12]));
     } catch {
       // exited meanwhile
     }
   }
+  return ticks;
+}
+
+/** Ticks used between two readings; a backend started in between counts whole, one that exited is lost. */
+function ticksBetween(before, after) {
+  let sum = 0;
+  for (const [pid, t] of after) sum += t - (before.get(pid) ?? 0);
   return sum;
 }
 
@@ -293,7 +313,7 @@ function readPostgresTicks() {
  * the CPU use of this process (the load generator), of PostgreSQL's processes and of everything
  * else on the machine (other people's work shows up there), all in % of one core.
  */
-async function measure(pid, fn, { postgres = false } = {}) {
+async function measure(pid, fn, { postgres } = {}) {
   let peakKb = readRssKb(pid) ?? 0;
   const timer = setInterval(() => {
     peakKb = Math.max(peakKb, readRssKb(pid) ?? 0);
@@ -301,7 +321,7 @@ async function measure(pid, fn, { postgres = false } = {}) {
   const startedAt = Date.now();
   const t0 = process.hrtime.bigint();
   const ticks0 = readCpuTicks(pid);
-  const pg0 = postgres ? readPostgresTicks() : 0;
+  const pg0 = postgres ? readPostgresTicks(postgres) : null;
   const machine0 = readMachineTicks();
   const self0 = process.cpuUsage();
   let value;
@@ -313,13 +333,13 @@ async function measure(pid, fn, { postgres = false } = {}) {
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const self = process.cpuUsage(self0);
   const machine1 = readMachineTicks();
-  const pg1 = postgres ? readPostgresTicks() : 0;
+  const pg1 = postgres ? readPostgresTicks(postgres) : null;
   const ticks1 = readCpuTicks(pid);
   peakKb = Math.max(peakKb, readRssKb(pid) ?? 0);
   const pctOfCore = (ticks) => round((ticks / CLK_TCK / seconds) * 100, 0);
   const serverCpuPct = ticks0 === null || ticks1 === null ? null : pctOfCore(ticks1 - ticks0);
   const loadgenCpuPct = round(((self.user + self.system) / 1e6 / seconds) * 100, 0);
-  const dbCpuPct = postgres ? pctOfCore(pg1 - pg0) : null;
+  const dbCpuPct = postgres ? pctOfCore(ticksBetween(pg0, pg1)) : null;
   // /proc/stat sums all cores: busy share x cores = % of one core.
   const machineCpuPct = round(((machine1.busy - machine0.busy) / (machine1.total - machine0.total)) * os.cpus().length * 100, 0);
   return {
@@ -364,12 +384,12 @@ async function runScenario(scenario, ctx, opts) {
   const target = scenario.server === 'baseline' ? ctx.baseline : ctx.server;
   if (scenario.setup) await scenario.setup(ctx);
   if (scenario.run) {
-    const result = await scenario.run(ctx, { measure: (fn) => measure(target.pid, fn, { postgres: ctx.dialect === 'postgres' }), opts });
+    const result = await scenario.run(ctx, { measure: (fn) => measure(target.pid, fn, { postgres: ctx.pgDatabase }), opts });
     return { name: scenario.name, description: scenario.description, target: scenario.target, ...result };
   }
   const bodyBytes = await checkFirstRequest(target.url, scenario, ctx);
   await cannon(target.url, scenario, ctx, opts, WARMUP_SECONDS);
-  const m = await measure(target.pid, () => cannon(target.url, scenario, ctx, opts, opts.duration), { postgres: ctx.dialect === 'postgres' });
+  const m = await measure(target.pid, () => cannon(target.url, scenario, ctx, opts, opts.duration), { postgres: ctx.pgDatabase });
   const r = m.value;
   return {
     name: scenario.name,
@@ -392,6 +412,9 @@ async function runScenario(scenario, ctx, opts) {
     loadgenCpuPct: m.loadgenCpuPct,
     dbCpuPct: m.dbCpuPct,
     otherCpuPct: m.otherCpuPct,
+    // CPU time the server spent per request: steadier than req/s when others share the machine
+    serverUsPerRequest: m.serverCpuPct === null ? null : round((m.serverCpuPct / 100 / r.requests.average) * 1e6, 0),
+    disturbed: m.otherCpuPct > DISTURBED_PCT,
     loadavg1: m.loadavg1,
   };
 }
@@ -449,11 +472,11 @@ function machine() {
 }
 
 function table(rows, baselineMean) {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU% srv', 'gen', 'db', 'other', 'ratio', 'target', 'met'];
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU% srv', 'gen', 'db', 'other', 'µs/req', 'ratio', 'target', 'met'];
   const lines = rows.map((r) => {
     const ratio = r.reqPerSec !== undefined && baselineMean ? r.reqPerSec / baselineMean : null;
     return [
-      r.label ?? r.name,
+      `${r.label ?? r.name}${r.disturbed ? ' *' : ''}`,
       r.reqPerSec ?? '-',
       r.latencyMs?.p50 ?? '-',
       r.latencyMs?.p99 ?? '-',
@@ -463,6 +486,7 @@ function table(rows, baselineMean) {
       r.loadgenCpuPct ?? '-',
       r.dbCpuPct ?? '-',
       r.otherCpuPct ?? '-',
+      r.serverUsPerRequest ?? '-',
       ratio === null || r.server === 'baseline' ? '-' : ratio.toFixed(2),
       r.target ? `>= ${r.target}` : '-',
       r.target && ratio !== null ? (ratio >= r.target ? 'yes' : 'NO') : '-',
@@ -515,7 +539,7 @@ async function main() {
     }
 
     let profileDir = null;
-    const serverArgs = [];
+    const serverArgs = [...opts.serverNodeArgs];
     if (opts.cpuProf) {
       profileDir = path.join(ROOT, '.bench-data', 'profiles');
       fs.mkdirSync(profileDir, { recursive: true });
@@ -531,7 +555,7 @@ async function main() {
     cleanups.push(baseline.stop);
     log(`server ${server.url} (pid ${server.pid}), baseline ${baseline.url} (pid ${baseline.pid})`);
 
-    const ctx = { server, baseline, dialect: database.dialect };
+    const ctx = { server, baseline, dialect: database.dialect, pgDatabase: database.name };
     ctx.api = makeApi(ctx);
     await seed(ctx, env);
     log(`seeded tenant ${ctx.tenantId} with ${ctx.agentIds.length} agents`);
@@ -561,7 +585,14 @@ async function main() {
       date: started.toISOString(),
       machine: mach,
       database,
-      options: { duration: opts.duration, warmup: WARMUP_SECONDS, connections: opts.connections, cpuProf: opts.cpuProf, agents: AGENTS_TO_SEED },
+      options: {
+        duration: opts.duration,
+        warmup: WARMUP_SECONDS,
+        connections: opts.connections,
+        cpuProf: opts.cpuProf,
+        serverNodeArgs: opts.serverNodeArgs,
+        agents: AGENTS_TO_SEED,
+      },
       baseline: { start: b0.reqPerSec, end: b1.reqPerSec, mean: baselineMean, driftPct: round(((b1.reqPerSec - b0.reqPerSec) / b0.reqPerSec) * 100, 1) },
       scenarios: rows.map(({ server: _s, label, ...r }) => ({ ...r, name: label ?? r.name })),
     };
@@ -570,21 +601,27 @@ async function main() {
       `Agentry benchmark, ${database.dialect}${database.version ? ` ${database.version}` : ''}, ${result.date}`,
       `machine: ${mach.cpu}, ${mach.cores} cores, ${mach.memoryGb} GB, ${mach.os}, node ${mach.node}`,
       `load average (1/5/15 min): ${mach.loadavgAtStart.join(' ')} at start, ${mach.loadavgAtEnd.join(' ')} at end`,
-      `${opts.duration} s per scenario after ${WARMUP_SECONDS} s warm-up, ${opts.connections} connections${opts.cpuProf ? ', server under --cpu-prof (slower)' : ''}`,
+      `${opts.duration} s per scenario after ${WARMUP_SECONDS} s warm-up, ${opts.connections} connections${opts.cpuProf ? ', server under --cpu-prof (slower)' : ''}` +
+        (opts.serverNodeArgs.length ? `, server node flags: ${opts.serverNodeArgs.join(' ')}` : ''),
       '',
       table(rows, baselineMean),
       '',
-      `baseline: ${b0.reqPerSec} req/s at start, ${b1.reqPerSec} at end (drift ${result.baseline.driftPct}%), mean ${baselineMean} used for ratios`,
+      `baseline: ${b0.reqPerSec} req/s at start, ${b1.reqPerSec} at end (drift ${result.baseline.driftPct}%), mean ${baselineMean} used for ratios` +
+        (b0.disturbed || b1.disturbed ? '\nWARNING: a baseline run was disturbed by other load; the ratios of this run are not reliable' : ''),
       'errors = non-2xx + socket errors; RSS = peak VmRSS of the measured server; p50/p99 in whole ms (0 = under 1 ms)',
-      'CPU% (100 = one core busy): srv = measured server, gen = autocannon (this process), db = PostgreSQL processes,',
-      `other = the rest of the machine (${mach.cores} cores = ${mach.cores * 100}%): anything above a few % is someone else's load`,
+      'CPU% (100 = one core busy): srv = measured server, gen = autocannon (this process), db = PostgreSQL backends of the bench database,',
+      `other = the rest of the machine (${mach.cores} cores = ${mach.cores * 100}%), someone else's load; * = other above ${DISTURBED_PCT}%: disturbed, rerun`,
+      'µs/req = server CPU time per request (srv CPU / req/s); ratio = req/s / baseline mean',
     ].join('\n');
     process.stdout.write(`\n${out}\n`);
 
     if (opts.write) {
-      const dir = opts.cpuProf ? profileDir : path.join(ROOT, 'bench', 'results');
+      // Only plain runs are results; profiled or modified servers are experiments.
+      const experiment = opts.cpuProf || opts.serverNodeArgs.length > 0;
+      const dir = opts.cpuProf ? profileDir : experiment ? path.join(ROOT, '.bench-data', 'experiments') : path.join(ROOT, 'bench', 'results');
       fs.mkdirSync(dir, { recursive: true });
-      const file = path.join(dir, `${started.toISOString().slice(0, 10)}-${database.dialect}${opts.cpuProf ? '-cpu-prof' : ''}.json`);
+      const stamp = experiment ? started.toISOString().replace(/[:.]/g, '-') : started.toISOString().slice(0, 10);
+      const file = path.join(dir, `${stamp}-${database.dialect}${opts.cpuProf ? '-cpu-prof' : ''}.json`);
       fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
       log(`wrote ${path.relative(ROOT, file)}`);
     }
