@@ -89,10 +89,12 @@ const BASELINE = {
 // ---------------------------------------------------------------------------------------------
 
 const USAGE = `usage: node bench/run.js [--db sqlite|postgres] [--duration <s>] [--connections <n>]
-                         [--only <scenario,...>] [--cpu-prof] [--server-node-arg <node flag>]... [--no-write]
+                         [--only <scenario,...>] [--wait-idle <s>] [--cpu-prof] [--server-node-arg <flag>]... [--no-write]
   --cpu-prof         run the server under node --cpu-prof (profiles in .bench-data/profiles/)
   --server-node-arg  extra flag for the server's node process, e.g. --server-node-arg=--import=./x.mjs
                      (experiments; results then go to .bench-data/ instead of bench/results/)
+  --wait-idle <s>    before each scenario, wait up to <s> seconds for the machine to be idle
+                     (other load under ${DISTURBED_PCT}% of a core over 2 s); for shared machines
   --no-write         print only
 scenarios: ${SCENARIOS.map((s) => s.name).join(', ')} (baseline always runs first and last)`;
 
@@ -107,6 +109,7 @@ function parseOptions(argv) {
       'cpu-prof': { type: 'boolean', default: false },
       'server-node-arg': { type: 'string', multiple: true, default: [] },
       'no-write': { type: 'boolean', default: false },
+      'wait-idle': { type: 'string', default: '0' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -131,7 +134,9 @@ function parseOptions(argv) {
     scenarios = SCENARIOS.filter((s) => wanted.includes(s.name));
   }
   const serverNodeArgs = values['server-node-arg'];
-  return { db: values.db, duration, connections, scenarios, cpuProf: values['cpu-prof'], serverNodeArgs, write: !values['no-write'] };
+  const waitIdle = Number(values['wait-idle']);
+  if (!Number.isFinite(waitIdle) || waitIdle < 0) fail('--wait-idle must be a number of seconds >= 0');
+  return { db: values.db, duration, connections, scenarios, cpuProf: values['cpu-prof'], serverNodeArgs, waitIdle, write: !values['no-write'] };
 }
 
 // ---- processes -------------------------------------------------------------------------------
@@ -380,9 +385,26 @@ async function checkFirstRequest(url, scenario, ctx) {
   return Buffer.byteLength(text);
 }
 
+/** Waits (up to `seconds`) until the machine, apart from our idle servers, is quiet. */
+async function waitIdle(seconds) {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const m0 = readMachineTicks();
+    await sleep(2000);
+    const m1 = readMachineTicks();
+    const busyPct = ((m1.busy - m0.busy) / (m1.total - m0.total)) * os.cpus().length * 100;
+    if (busyPct <= DISTURBED_PCT) return true;
+    if (Date.now() > deadline) {
+      log(`machine still busy (${busyPct.toFixed(0)}% of a core) after ${seconds} s; measuring anyway`);
+      return false;
+    }
+  }
+}
+
 async function runScenario(scenario, ctx, opts) {
   const target = scenario.server === 'baseline' ? ctx.baseline : ctx.server;
   if (scenario.setup) await scenario.setup(ctx);
+  if (opts.waitIdle) await waitIdle(opts.waitIdle);
   if (scenario.run) {
     const result = await scenario.run(ctx, { measure: (fn) => measure(target.pid, fn, { postgres: ctx.pgDatabase }), opts });
     return { name: scenario.name, description: scenario.description, target: scenario.target, ...result };
@@ -591,6 +613,7 @@ async function main() {
         connections: opts.connections,
         cpuProf: opts.cpuProf,
         serverNodeArgs: opts.serverNodeArgs,
+        waitIdle: opts.waitIdle,
         agents: AGENTS_TO_SEED,
       },
       baseline: { start: b0.reqPerSec, end: b1.reqPerSec, mean: baselineMean, driftPct: round(((b1.reqPerSec - b0.reqPerSec) / b0.reqPerSec) * 100, 1) },
