@@ -372,10 +372,24 @@ function cannon(url, scenario, ctx, opts, duration) {
   });
 }
 
+/**
+ * fetch, retried once when the connection fails: after a long pause (another scenario, --wait-idle)
+ * a kept-alive connection can be closed by the server just as it is reused.
+ */
+async function fetchRetry(url, init) {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    log(`fetch ${url} failed (${err.cause?.code ?? err.cause?.message ?? err.message}); retrying once`);
+    await sleep(200);
+    return fetch(url, init);
+  }
+}
+
 /** One request through fetch before the load: a scenario answering 4xx/5xx is a setup error, not a result. */
 async function checkFirstRequest(url, scenario, ctx) {
   const r = scenario.requests ? scenario.requests(ctx)[0] : scenario.request(ctx);
-  const res = await fetch(url + r.path, {
+  const res = await fetchRetry(url + r.path, {
     method: r.method ?? 'GET',
     headers: { ...(scenario.server === 'baseline' ? {} : { authorization: `Bearer ${ctx.apiKey}` }), ...(r.headers ?? {}) },
     body: r.body,
@@ -467,7 +481,7 @@ async function seed(ctx, env) {
 
 function makeApi(ctx) {
   return async (method, urlPath, body) => {
-    const res = await fetch(ctx.server.url + urlPath, {
+    const res = await fetchRetry(ctx.server.url + urlPath, {
       method,
       headers: { authorization: `Bearer ${ctx.apiKey}`, ...(body === undefined ? {} : json) },
       body: body === undefined ? undefined : JSON.stringify(body),
