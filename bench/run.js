@@ -95,6 +95,7 @@ const USAGE = `usage: node bench/run.js [--db sqlite|postgres] [--duration <s>] 
                      (experiments; results then go to .bench-data/ instead of bench/results/)
   --wait-idle <s>    before each scenario, wait up to <s> seconds for the machine to be idle
                      (other load under ${DISTURBED_PCT}% of a core over 2 s); for shared machines
+  --out <file>       write the results JSON there instead
   --no-write         print only
 scenarios: ${SCENARIOS.map((s) => s.name).join(', ')} (baseline always runs first and last)`;
 
@@ -110,6 +111,7 @@ function parseOptions(argv) {
       'server-node-arg': { type: 'string', multiple: true, default: [] },
       'no-write': { type: 'boolean', default: false },
       'wait-idle': { type: 'string', default: '0' },
+      out: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -136,7 +138,7 @@ function parseOptions(argv) {
   const serverNodeArgs = values['server-node-arg'];
   const waitIdle = Number(values['wait-idle']);
   if (!Number.isFinite(waitIdle) || waitIdle < 0) fail('--wait-idle must be a number of seconds >= 0');
-  return { db: values.db, duration, connections, scenarios, cpuProf: values['cpu-prof'], serverNodeArgs, waitIdle, write: !values['no-write'] };
+  return { db: values.db, duration, connections, scenarios, cpuProf: values['cpu-prof'], serverNodeArgs, waitIdle, out: values.out, write: !values['no-write'] };
 }
 
 // ---- processes -------------------------------------------------------------------------------
@@ -656,9 +658,9 @@ async function main() {
       // Only plain runs are results; profiled or modified servers are experiments.
       const experiment = opts.cpuProf || opts.serverNodeArgs.length > 0;
       const dir = opts.cpuProf ? profileDir : experiment ? path.join(ROOT, '.bench-data', 'experiments') : path.join(ROOT, 'bench', 'results');
-      fs.mkdirSync(dir, { recursive: true });
+      fs.mkdirSync(opts.out ? path.dirname(path.resolve(opts.out)) : dir, { recursive: true });
       const stamp = experiment ? started.toISOString().replace(/[:.]/g, '-') : started.toISOString().slice(0, 10);
-      const file = path.join(dir, `${stamp}-${database.dialect}${opts.cpuProf ? '-cpu-prof' : ''}.json`);
+      const file = opts.out ? path.resolve(opts.out) : path.join(dir, `${stamp}-${database.dialect}${opts.cpuProf ? '-cpu-prof' : ''}.json`);
       fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
       log(`wrote ${path.relative(ROOT, file)}`);
     }
