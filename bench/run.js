@@ -254,6 +254,16 @@ async function createPgDatabase() {
   };
 }
 
+async function sqliteVersion() {
+  const { default: SQLite } = await import('better-sqlite3');
+  const mem = new SQLite(':memory:');
+  try {
+    return mem.prepare('select sqlite_version() as v').get().v;
+  } finally {
+    mem.close();
+  }
+}
+
 // ---- measurement -----------------------------------------------------------------------------
 
 const CLK_TCK = 100; // Linux USER_HZ; /proc/<pid>/stat counts CPU time in these ticks
@@ -567,7 +577,7 @@ async function main() {
     cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
     env.DATA_DIR = dataDir;
 
-    let database = { dialect: 'sqlite', version: null };
+    let database = { dialect: 'sqlite', version: await sqliteVersion() };
     if (opts.db === 'postgres') {
       const pgdb = await createPgDatabase();
       cleanups.push(pgdb.drop);
