@@ -1,0 +1,688 @@
+#!/usr/bin/env node
+// Agentry benchmark harness (issue 8). Plain ESM JavaScript: it runs without a build step.
+//
+//   npm run bench                                  # SQLite, every scenario, 10 s each, 50 connections
+//   npm run bench -- --db postgres                 # PostgreSQL (DATABASE_URL or postgres://postgres@127.0.0.1:5432/postgres)
+//   npm run bench -- --only get-agent --duration 5 --connections 20
+//   npm run bench -- --only get-agent --cpu-prof   # the server runs under `node --cpu-prof`
+//
+// What runs where:
+//   - the real server: `node dist/main.js` as a child process (LOG_LEVEL=warn, temporary DATA_DIR,
+//     or a fresh PostgreSQL database created and dropped by this run);
+//   - the baseline: `node bench/baseline.js`, a bare Fastify server answering one fixed JSON body,
+//     also a child process, measured at the start and at the end of the same run;
+//   - the load: autocannon, in this process, separate from both servers.
+// Timings are reported, never asserted: nothing here fails because a number is low.
+
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import autocannon from 'autocannon';
+
+const exec = promisify(execFile);
+const ROOT = path.resolve(import.meta.dirname, '..');
+const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
+const AGENTS_TO_SEED = 100;
+const WARMUP_SECONDS = 2;
+/** Above this much CPU (% of one core) used by the rest of the machine, a scenario is marked as disturbed. */
+const DISTURBED_PCT = 25;
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+//
+// A scenario is { name, target, description, setup?(ctx), request(ctx) | requests(ctx) | run(ctx, m) }:
+//   target       minimum ratio of its requests/s to the baseline's (issue 8), or null;
+//   setup(ctx)   optional: create what the scenario needs through the HTTP API (ctx.api);
+//   request(ctx) one autocannon request { method, path, headers?, body? }, repeated;
+//   requests(ctx) an autocannon `requests` array, each connection cycling through it;
+//   run(ctx, m)  for what is not request/response throughput (time to first SSE token, idle
+//                connections, dispatcher drain time): do the work inside `m.measure(fn)`, which
+//                samples the server's RSS and CPU around it, and return { ...m.measure result,
+//                metrics: {...} }. No scenario uses it yet; the first one that lands proves it.
+// `baseline` is measured first and last on every run; the others run in this order.
+// ---------------------------------------------------------------------------------------------
+
+const json = { 'content-type': 'application/json' };
+
+/** @type {Array<Scenario>} */
+const SCENARIOS = [
+  {
+    name: 'get-agent',
+    description: `GET /api/v1/agents/:id, API key, cycling over ${AGENTS_TO_SEED} agents`,
+    target: 0.5,
+    requests: (ctx) => ctx.agentIds.map((id) => ({ method: 'GET', path: `/api/v1/agents/${id}` })),
+  },
+  {
+    name: 'list-agents',
+    description: `GET /api/v1/agents?limit=20, API key, tenant with ${AGENTS_TO_SEED} agents`,
+    target: 0.3,
+    request: () => ({ method: 'GET', path: '/api/v1/agents?limit=20' }),
+  },
+
+  // ---- Scenarios to add when their features land (issue 8). Each is one object here. ----------
+  // execute         POST /api/v1/agents/:id/execute, new conversation each time (builtin/echo):
+  //                   request: (ctx) => ({ method: 'POST', path: `/api/v1/agents/${ctx.agentIds[0]}/execute`,
+  //                                        headers: json, body: JSON.stringify({ input: 'hello' }) })
+  // long-conversation POST /api/v1/conversations/:id/messages on conversations of 1,000 messages:
+  //                   setup(ctx) builds the conversations through ctx.api; request posts one more message.
+  // sse-first-token / sse-done  streamed execution: time to first token and to the done event;
+  //                   run(ctx, m) with an SSE client (eventsource-parser), reporting p50/p99 of both.
+  // token-exchange, introspection, authorize  (identity): request(ctx) each, after setup(ctx) registers
+  //                   the client / issues the tokens they need.
+  // idle-sse-10k    10,000 concurrent idle SSE connections: run(ctx, m) opens them, reports peak RSS.
+  // dispatcher-10k  10,000 one-time tasks: run(ctx, m) creates them, reports time until all completed.
+  // Do not add a scenario before its feature exists: a 404 measured fast is not a result.
+];
+
+const BASELINE = {
+  name: 'baseline',
+  description: 'bare Fastify, one fixed JSON body, no auth/DB/logging',
+  target: null,
+  server: 'baseline',
+  request: () => ({ method: 'GET', path: '/' }),
+};
+
+// ---------------------------------------------------------------------------------------------
+
+const USAGE = `usage: node bench/run.js [--db sqlite|postgres] [--duration <s>] [--connections <n>]
+                         [--only <scenario,...>] [--wait-idle <s>] [--cpu-prof] [--server-node-arg <flag>]... [--no-write]
+  --cpu-prof         run the server under node --cpu-prof (profiles in .bench-data/profiles/)
+  --server-node-arg  extra flag for the server's node process, e.g. --server-node-arg=--import=./x.mjs
+                     (experiments; results then go to .bench-data/ instead of bench/results/)
+  --wait-idle <s>    before each scenario, wait up to <s> seconds for the machine to be idle
+                     (other load under ${DISTURBED_PCT}% of a core over 2 s); for shared machines
+  --out <file>       write the results JSON there instead
+  --no-write         print only
+scenarios: ${SCENARIOS.map((s) => s.name).join(', ')} (baseline always runs first and last)`;
+
+function parseOptions(argv) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      db: { type: 'string', default: 'sqlite' },
+      duration: { type: 'string', default: '10' },
+      connections: { type: 'string', default: '50' },
+      only: { type: 'string' },
+      'cpu-prof': { type: 'boolean', default: false },
+      'server-node-arg': { type: 'string', multiple: true, default: [] },
+      'no-write': { type: 'boolean', default: false },
+      'wait-idle': { type: 'string', default: '0' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const fail = (msg) => {
+    process.stderr.write(`bench: ${msg}\n${USAGE}\n`);
+    process.exit(2);
+  };
+  if (!['sqlite', 'postgres'].includes(values.db)) fail(`--db must be sqlite or postgres, got ${values.db}`);
+  const duration = Number(values.duration);
+  if (!Number.isFinite(duration) || duration < 1) fail(`--duration must be a number of seconds >= 1`);
+  const connections = Number(values.connections);
+  if (!Number.isInteger(connections) || connections < 1) fail(`--connections must be a whole number >= 1`);
+  let scenarios = SCENARIOS;
+  if (values.only) {
+    const wanted = values.only.split(',').map((s) => s.trim()).filter((s) => s && s !== 'baseline');
+    const unknown = wanted.filter((w) => !SCENARIOS.some((s) => s.name === w));
+    if (unknown.length) fail(`unknown scenario ${unknown.join(', ')}`);
+    scenarios = SCENARIOS.filter((s) => wanted.includes(s.name));
+  }
+  const serverNodeArgs = values['server-node-arg'];
+  const waitIdle = Number(values['wait-idle']);
+  if (!Number.isFinite(waitIdle) || waitIdle < 0) fail('--wait-idle must be a number of seconds >= 0');
+  return { db: values.db, duration, connections, scenarios, cpuProf: values['cpu-prof'], serverNodeArgs, waitIdle, out: values.out, write: !values['no-write'] };
+}
+
+// ---- processes -------------------------------------------------------------------------------
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Starts `node <args>` and waits until `readyPath` answers 2xx. Output is kept for error reports. */
+async function startChild(name, args, env, readyPath) {
+  const port = await freePort();
+  const spawnedAt = Date.now();
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (d) => {
+    output += d;
+    if (output.length > 200_000) output = output.slice(-100_000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${name} exited early (${child.exitCode}):\n${output}`);
+    try {
+      const res = await fetch(url + readyPath);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${name} did not start within 30 s:\n${output}`);
+    await sleep(100);
+  }
+  return {
+    name,
+    url,
+    pid: child.pid,
+    spawnedAt,
+    output: () => output,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        child.once('exit', (code) => {
+          clearTimeout(timer);
+          resolve(code);
+        });
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+function newestMtime(dir) {
+  let newest = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(p) : fs.statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+async function ensureBuilt() {
+  const main = path.join(ROOT, 'dist/main.js');
+  const reason = !fs.existsSync(main)
+    ? 'dist/ is missing'
+    : newestMtime(path.join(ROOT, 'src')) > fs.statSync(main).mtimeMs
+      ? 'src/ is newer than dist/'
+      : null;
+  if (!reason) return;
+  log(`building (${reason}): npm run build`);
+  await exec('npm', ['run', 'build'], { cwd: ROOT });
+}
+
+// ---- PostgreSQL: a fresh database per run ----------------------------------------------------
+
+async function createPgDatabase() {
+  const { default: pg } = await import('pg');
+  const adminUrl = process.env.DATABASE_URL || DEFAULT_PG;
+  const name = `agentry_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  const version = (await admin.query('show server_version')).rows[0].server_version;
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    version,
+    drop: async () => {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      try {
+        await c.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+async function sqliteVersion() {
+  const { default: SQLite } = await import('better-sqlite3');
+  const mem = new SQLite(':memory:');
+  try {
+    return mem.prepare('select sqlite_version() as v').get().v;
+  } finally {
+    mem.close();
+  }
+}
+
+// ---- measurement -----------------------------------------------------------------------------
+
+const CLK_TCK = 100; // Linux USER_HZ; /proc/<pid>/stat counts CPU time in these ticks
+
+function readRssKb(pid) {
+  try {
+    const m = /VmRSS:\s+(\d+)\s+kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+function readCpuTicks(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]); // utime + stime (fields 14 and 15 of stat)
+  } catch {
+    return null;
+  }
+}
+
+/** Busy and total jiffies of the whole machine, from the first line of /proc/stat. */
+function readMachineTicks() {
+  const [, ...f] = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/);
+  const n = f.map(Number);
+  const idle = n[3] + n[4]; // idle + iowait
+  const total = n.slice(0, 8).reduce((a, b) => a + b, 0); // user..steal; guest is already in user
+  return { busy: total - idle, total };
+}
+
+/**
+ * CPU ticks per PostgreSQL backend serving `database` (its process title names the database,
+ * e.g. "postgres: postgres agentry_bench_1a2b3c4d 127.0.0.1(5678) idle"); other databases'
+ * backends and the shared background processes count as the rest of the machine.
+ */
+function readPostgresTicks(database) {
+  const ticks = new Map();
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(` ${database} `)) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks.set(pid, Number(fields[11]) + Number(fields[12]));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return ticks;
+}
+
+/** Ticks used between two readings; a backend started in between counts whole, one that exited is lost. */
+function ticksBetween(before, after) {
+  let sum = 0;
+  for (const [pid, t] of after) sum += t - (before.get(pid) ?? 0);
+  return sum;
+}
+
+/**
+ * Runs `fn` while sampling the server process: peak RSS (VmRSS every 100 ms) and CPU use, with
+ * the CPU use of this process (the load generator), of PostgreSQL's processes and of everything
+ * else on the machine (other people's work shows up there), all in % of one core.
+ */
+async function measure(pid, fn, { postgres } = {}) {
+  let peakKb = readRssKb(pid) ?? 0;
+  const timer = setInterval(() => {
+    peakKb = Math.max(peakKb, readRssKb(pid) ?? 0);
+  }, 100);
+  const startedAt = Date.now();
+  const t0 = process.hrtime.bigint();
+  const ticks0 = readCpuTicks(pid);
+  const pg0 = postgres ? readPostgresTicks(postgres) : null;
+  const machine0 = readMachineTicks();
+  const self0 = process.cpuUsage();
+  let value;
+  try {
+    value = await fn();
+  } finally {
+    clearInterval(timer);
+  }
+  const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const self = process.cpuUsage(self0);
+  const machine1 = readMachineTicks();
+  const pg1 = postgres ? readPostgresTicks(postgres) : null;
+  const ticks1 = readCpuTicks(pid);
+  peakKb = Math.max(peakKb, readRssKb(pid) ?? 0);
+  const pctOfCore = (ticks) => round((ticks / CLK_TCK / seconds) * 100, 0);
+  const serverCpuPct = ticks0 === null || ticks1 === null ? null : pctOfCore(ticks1 - ticks0);
+  const loadgenCpuPct = round(((self.user + self.system) / 1e6 / seconds) * 100, 0);
+  const dbCpuPct = postgres ? pctOfCore(ticksBetween(pg0, pg1)) : null;
+  // /proc/stat sums all cores: busy share x cores = % of one core.
+  const machineCpuPct = round(((machine1.busy - machine0.busy) / (machine1.total - machine0.total)) * os.cpus().length * 100, 0);
+  return {
+    value,
+    startedAt,
+    seconds,
+    rssPeakMb: round(peakKb / 1024, 1),
+    serverCpuPct,
+    loadgenCpuPct,
+    dbCpuPct,
+    otherCpuPct: Math.max(0, machineCpuPct - (serverCpuPct ?? 0) - loadgenCpuPct - (dbCpuPct ?? 0)),
+    machineCpuPct,
+    loadavg1: round(os.loadavg()[0], 2),
+  };
+}
+
+function cannon(url, scenario, ctx, opts, duration) {
+  const requests = scenario.requests ? scenario.requests(ctx) : [scenario.request(ctx)];
+  return autocannon({
+    url,
+    connections: opts.connections,
+    duration,
+    headers: scenario.server === 'baseline' ? {} : { authorization: `Bearer ${ctx.apiKey}` },
+    requests,
+  });
+}
+
+/**
+ * fetch, retried once when the connection fails: after a long pause (another scenario, --wait-idle)
+ * a kept-alive connection can be closed by the server just as it is reused.
+ */
+async function fetchRetry(url, init) {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    log(`fetch ${url} failed (${err.cause?.code ?? err.cause?.message ?? err.message}); retrying once`);
+    await sleep(200);
+    return fetch(url, init);
+  }
+}
+
+/** One request through fetch before the load: a scenario answering 4xx/5xx is a setup error, not a result. */
+async function checkFirstRequest(url, scenario, ctx) {
+  const r = scenario.requests ? scenario.requests(ctx)[0] : scenario.request(ctx);
+  const res = await fetchRetry(url + r.path, {
+    method: r.method ?? 'GET',
+    headers: { ...(scenario.server === 'baseline' ? {} : { authorization: `Bearer ${ctx.apiKey}` }), ...(r.headers ?? {}) },
+    body: r.body,
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${scenario.name}: ${r.method ?? 'GET'} ${r.path} answered ${res.status}: ${text.slice(0, 500)}`);
+  return Buffer.byteLength(text);
+}
+
+/** Waits (up to `seconds`) until the machine, apart from our idle servers, is quiet. */
+async function waitIdle(seconds) {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const m0 = readMachineTicks();
+    await sleep(2000);
+    const m1 = readMachineTicks();
+    const busyPct = ((m1.busy - m0.busy) / (m1.total - m0.total)) * os.cpus().length * 100;
+    if (busyPct <= DISTURBED_PCT) return true;
+    if (Date.now() > deadline) {
+      log(`machine still busy (${busyPct.toFixed(0)}% of a core) after ${seconds} s; measuring anyway`);
+      return false;
+    }
+  }
+}
+
+async function runScenario(scenario, ctx, opts) {
+  const target = scenario.server === 'baseline' ? ctx.baseline : ctx.server;
+  if (scenario.setup) await scenario.setup(ctx);
+  if (opts.waitIdle) await waitIdle(opts.waitIdle);
+  if (scenario.run) {
+    const result = await scenario.run(ctx, { measure: (fn) => measure(target.pid, fn, { postgres: ctx.pgDatabase }), opts });
+    return { name: scenario.name, description: scenario.description, target: scenario.target, ...result };
+  }
+  const bodyBytes = await checkFirstRequest(target.url, scenario, ctx);
+  await cannon(target.url, scenario, ctx, opts, WARMUP_SECONDS);
+  const m = await measure(target.pid, () => cannon(target.url, scenario, ctx, opts, opts.duration), { postgres: ctx.pgDatabase });
+  const r = m.value;
+  return {
+    name: scenario.name,
+    description: scenario.description,
+    target: scenario.target,
+    reqPerSec: round(r.requests.average, 0),
+    requests: r.requests.total,
+    latencyMs: { p50: r.latency.p50, p99: r.latency.p99, mean: round(r.latency.average, 2), max: r.latency.max },
+    errors: r.non2xx + r.errors,
+    non2xx: r.non2xx,
+    socketErrors: r.errors,
+    timeouts: r.timeouts,
+    statusCodes: Object.fromEntries(Object.entries(r.statusCodeStats).map(([k, v]) => [k, v.count])),
+    responseBytes: bodyBytes,
+    seconds: round(m.seconds, 2),
+    // seconds since the measured server was spawned: the window to pass to bench/profile-summary.js
+    window: [round((m.startedAt - target.spawnedAt) / 1000, 1), round((m.startedAt - target.spawnedAt) / 1000 + m.seconds, 1)],
+    rssPeakMb: m.rssPeakMb,
+    serverCpuPct: m.serverCpuPct,
+    loadgenCpuPct: m.loadgenCpuPct,
+    dbCpuPct: m.dbCpuPct,
+    otherCpuPct: m.otherCpuPct,
+    // CPU time the server spent per request: steadier than req/s when others share the machine
+    serverUsPerRequest: m.serverCpuPct === null ? null : round((m.serverCpuPct / 100 / r.requests.average) * 1e6, 0),
+    disturbed: m.otherCpuPct > DISTURBED_PCT,
+    loadavg1: m.loadavg1,
+  };
+}
+
+// ---- seeding through the real CLI and HTTP API ----------------------------------------------
+
+async function seed(ctx, env) {
+  const { stdout } = await exec(process.execPath, [path.join(ROOT, 'dist/cli.js'), 'tenants', 'create', 'bench', '--json'], { cwd: ROOT, env });
+  const created = JSON.parse(stdout);
+  ctx.apiKey = created.apiKey;
+  ctx.tenantId = created.tenant.id;
+  const systemPrompt =
+    'You are a support agent for a mid-sized online shop. Answer customer questions about orders, ' +
+    'shipping, returns and invoices kindly and precisely. When you do not know, say so and offer to ' +
+    'hand over to a human colleague. Never promise refunds; explain the return policy instead.';
+  ctx.agentIds = [];
+  for (let i = 0; i < AGENTS_TO_SEED; i++) {
+    const agent = await ctx.api('POST', '/api/v1/agents', {
+      name: `Bench agent ${i}`,
+      appId: i % 2 ? 'support' : 'sales',
+      role: 'support agent',
+      description: `Seeded by bench/run.js (#${i})`,
+      systemPrompt,
+    });
+    ctx.agentIds.push(agent.id);
+  }
+}
+
+function makeApi(ctx) {
+  return async (method, urlPath, body) => {
+    const res = await fetchRetry(ctx.server.url + urlPath, {
+      method,
+      headers: { authorization: `Bearer ${ctx.apiKey}`, ...(body === undefined ? {} : json) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${urlPath} answered ${res.status}: ${text.slice(0, 500)}`);
+    return text ? JSON.parse(text) : null;
+  };
+}
+
+// ---- report ----------------------------------------------------------------------------------
+
+const round = (n, digits) => (n === null || n === undefined ? n : Math.round(n * 10 ** digits) / 10 ** digits);
+
+function machine() {
+  const cpus = os.cpus();
+  return {
+    cpu: cpus[0]?.model ?? 'unknown',
+    cores: cpus.length,
+    memoryGb: round(os.totalmem() / 1024 ** 3, 1),
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+  };
+}
+
+function table(rows, baselineMean) {
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU% srv', 'gen', 'db', 'other', 'µs/req', 'ratio', 'target', 'met'];
+  const lines = rows.map((r) => {
+    const ratio = r.reqPerSec !== undefined && baselineMean ? r.reqPerSec / baselineMean : null;
+    return [
+      `${r.label ?? r.name}${r.disturbed ? ' *' : ''}`,
+      r.reqPerSec ?? '-',
+      r.latencyMs?.p50 ?? '-',
+      r.latencyMs?.p99 ?? '-',
+      r.errors ?? '-',
+      r.rssPeakMb ?? '-',
+      r.serverCpuPct ?? '-',
+      r.loadgenCpuPct ?? '-',
+      r.dbCpuPct ?? '-',
+      r.otherCpuPct ?? '-',
+      r.serverUsPerRequest ?? '-',
+      ratio === null || r.server === 'baseline' ? '-' : ratio.toFixed(2),
+      r.target ? `>= ${r.target}` : '-',
+      r.target && ratio !== null ? (ratio >= r.target ? 'yes' : 'NO') : '-',
+    ].map(String);
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
+  const fmt = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [fmt(header), widths.map((w) => '-'.repeat(w)).join('  '), ...lines.map(fmt)].join('\n');
+}
+
+function log(msg) {
+  process.stderr.write(`bench: ${msg}\n`);
+}
+
+// ---- main ------------------------------------------------------------------------------------
+
+async function main() {
+  const opts = parseOptions(process.argv.slice(2));
+  const started = new Date();
+  const cleanups = [];
+  const cleanup = async () => {
+    while (cleanups.length) {
+      try {
+        await cleanups.pop()();
+      } catch (err) {
+        log(`cleanup: ${err.message}`);
+      }
+    }
+  };
+  process.once('SIGINT', () => {
+    log('interrupted; stopping servers');
+    void cleanup().then(() => process.exit(130));
+  });
+
+  try {
+    await ensureBuilt();
+    const env = { ...process.env, LOG_LEVEL: 'warn' };
+    delete env.DATABASE_URL;
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-bench-'));
+    cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+    env.DATA_DIR = dataDir;
+
+    let database = { dialect: 'sqlite', version: await sqliteVersion() };
+    if (opts.db === 'postgres') {
+      const pgdb = await createPgDatabase();
+      cleanups.push(pgdb.drop);
+      env.DATABASE_URL = pgdb.url;
+      database = { dialect: 'postgres', version: pgdb.version, name: pgdb.name };
+      log(`PostgreSQL ${pgdb.version}: database ${pgdb.name}`);
+    }
+
+    let profileDir = null;
+    const serverArgs = [...opts.serverNodeArgs];
+    if (opts.cpuProf) {
+      profileDir = path.join(ROOT, '.bench-data', 'profiles');
+      fs.mkdirSync(profileDir, { recursive: true });
+      serverArgs.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`);
+    }
+    const server = await startChild('agentry', [...serverArgs, 'dist/main.js'], env, '/readyz');
+    cleanups.push(async () => {
+      await server.stop();
+      const out = server.output().trim();
+      if (out) log(`server output (last 2,000 chars):\n${out.slice(-2000)}`);
+    });
+    const baseline = await startChild('baseline', ['bench/baseline.js'], { ...process.env }, '/');
+    cleanups.push(baseline.stop);
+    log(`server ${server.url} (pid ${server.pid}), baseline ${baseline.url} (pid ${baseline.pid})`);
+
+    const ctx = { server, baseline, dialect: database.dialect, pgDatabase: database.name };
+    ctx.api = makeApi(ctx);
+    await seed(ctx, env);
+    log(`seeded tenant ${ctx.tenantId} with ${ctx.agentIds.length} agents`);
+
+    const mach = { ...machine(), loadavgAtStart: os.loadavg().map((n) => round(n, 2)) };
+    log(`${mach.cpu}, ${mach.cores} cores, ${mach.memoryGb} GB, node ${mach.node}, load ${mach.loadavgAtStart.join(' ')}`);
+    log(`${opts.duration} s per scenario after ${WARMUP_SECONDS} s warm-up, ${opts.connections} connections`);
+
+    const rows = [];
+    const runOne = async (scenario, label) => {
+      log(`${label ?? scenario.name} ...`);
+      const r = await runScenario(scenario, ctx, opts);
+      rows.push({ ...r, label, server: scenario.server });
+      log(`${label ?? scenario.name}: ${r.reqPerSec ?? '-'} req/s, p99 ${r.latencyMs?.p99 ?? '-'} ms, errors ${r.errors ?? '-'}`);
+    };
+    await runOne(BASELINE, 'baseline (start)');
+    for (const s of opts.scenarios) await runOne(s);
+    await runOne(BASELINE, 'baseline (end)');
+
+    const [b0, b1] = [rows[0], rows[rows.length - 1]];
+    const baselineMean = round((b0.reqPerSec + b1.reqPerSec) / 2, 0);
+    for (const r of rows) r.ratio = r.server === 'baseline' || r.reqPerSec === undefined ? null : round(r.reqPerSec / baselineMean, 3);
+    for (const r of rows) r.met = r.target && r.ratio !== null ? r.ratio >= r.target : null;
+    mach.loadavgAtEnd = os.loadavg().map((n) => round(n, 2));
+
+    const result = {
+      date: started.toISOString(),
+      machine: mach,
+      database,
+      options: {
+        duration: opts.duration,
+        warmup: WARMUP_SECONDS,
+        connections: opts.connections,
+        cpuProf: opts.cpuProf,
+        serverNodeArgs: opts.serverNodeArgs,
+        waitIdle: opts.waitIdle,
+        agents: AGENTS_TO_SEED,
+      },
+      baseline: { start: b0.reqPerSec, end: b1.reqPerSec, mean: baselineMean, driftPct: round(((b1.reqPerSec - b0.reqPerSec) / b0.reqPerSec) * 100, 1) },
+      scenarios: rows.map(({ server: _s, label, ...r }) => ({ ...r, name: label ?? r.name })),
+    };
+
+    const out = [
+      `Agentry benchmark, ${database.dialect}${database.version ? ` ${database.version}` : ''}, ${result.date}`,
+      `machine: ${mach.cpu}, ${mach.cores} cores, ${mach.memoryGb} GB, ${mach.os}, node ${mach.node}`,
+      `load average (1/5/15 min): ${mach.loadavgAtStart.join(' ')} at start, ${mach.loadavgAtEnd.join(' ')} at end`,
+      `${opts.duration} s per scenario after ${WARMUP_SECONDS} s warm-up, ${opts.connections} connections${opts.cpuProf ? ', server under --cpu-prof (slower)' : ''}` +
+        (opts.serverNodeArgs.length ? `, server node flags: ${opts.serverNodeArgs.join(' ')}` : ''),
+      '',
+      table(rows, baselineMean),
+      '',
+      `baseline: ${b0.reqPerSec} req/s at start, ${b1.reqPerSec} at end (drift ${result.baseline.driftPct}%), mean ${baselineMean} used for ratios` +
+        (b0.disturbed || b1.disturbed ? '\nWARNING: a baseline run was disturbed by other load; the ratios of this run are not reliable' : ''),
+      'errors = non-2xx + socket errors; RSS = peak VmRSS of the measured server; p50/p99 in whole ms (0 = under 1 ms)',
+      'CPU% (100 = one core busy): srv = measured server, gen = autocannon (this process), db = PostgreSQL backends of the bench database,',
+      `other = the rest of the machine (${mach.cores} cores = ${mach.cores * 100}%), someone else's load; * = other above ${DISTURBED_PCT}%: disturbed, rerun`,
+      'µs/req = server CPU time per request (srv CPU / req/s); ratio = req/s / baseline mean',
+    ].join('\n');
+    process.stdout.write(`\n${out}\n`);
+
+    if (opts.write) {
+      // Only plain runs are results; profiled or modified servers are experiments.
+      const experiment = opts.cpuProf || opts.serverNodeArgs.length > 0;
+      const dir = opts.cpuProf ? profileDir : experiment ? path.join(ROOT, '.bench-data', 'experiments') : path.join(ROOT, 'bench', 'results');
+      fs.mkdirSync(opts.out ? path.dirname(path.resolve(opts.out)) : dir, { recursive: true });
+      const stamp = experiment ? started.toISOString().replace(/[:.]/g, '-') : started.toISOString().slice(0, 10);
+      const file = opts.out ? path.resolve(opts.out) : path.join(dir, `${stamp}-${database.dialect}${opts.cpuProf ? '-cpu-prof' : ''}.json`);
+      fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+      log(`wrote ${path.relative(ROOT, file)}`);
+    }
+    await cleanup();
+    if (profileDir) log(`CPU profile in ${path.relative(ROOT, profileDir)}/ (summarize: node bench/profile-summary.js <file>)`);
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench: ${err.stack ?? err}\n`);
+  process.exit(1);
+});
