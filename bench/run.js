@@ -63,20 +63,86 @@ const SCENARIOS = [
     request: () => ({ method: 'GET', path: '/api/v1/agents?limit=20' }),
   },
 
-  // ---- Scenarios to add when their features land (issue 8). Each is one object here. ----------
-  // execute         POST /api/v1/agents/:id/execute, new conversation each time (builtin/echo):
-  //                   request: (ctx) => ({ method: 'POST', path: `/api/v1/agents/${ctx.agentIds[0]}/execute`,
-  //                                        headers: json, body: JSON.stringify({ input: 'hello' }) })
-  // long-conversation POST /api/v1/conversations/:id/messages on conversations of 1,000 messages:
-  //                   setup(ctx) builds the conversations through ctx.api; request posts one more message.
-  // sse-first-token / sse-done  streamed execution: time to first token and to the done event;
-  //                   run(ctx, m) with an SSE client (eventsource-parser), reporting p50/p99 of both.
-  // token-exchange, introspection, authorize  (identity): request(ctx) each, after setup(ctx) registers
-  //                   the client / issues the tokens they need.
-  // idle-sse-10k    10,000 concurrent idle SSE connections: run(ctx, m) opens them, reports peak RSS.
-  // dispatcher-10k  10,000 one-time tasks: run(ctx, m) creates them, reports time until all completed.
-  // Do not add a scenario before its feature exists: a 404 measured fast is not a result.
+  {
+    name: 'execute',
+    description: 'POST /api/v1/agents/:id/execute, builtin/echo, a new conversation each time (run, messages, events persisted)',
+    target: 0.1,
+    request: (ctx) => ({
+      method: 'POST',
+      path: `/api/v1/agents/${ctx.agentIds[0]}/execute`,
+      headers: json,
+      body: JSON.stringify({ message: 'Hello, where is my order 4711? It was due yesterday.' }),
+    }),
+  },
+  {
+    name: 'authorize',
+    description: 'POST /api/v1/identity/authorize, the same access token repeatedly (ExtAuthZ decision)',
+    target: 0.25,
+    setup: identitySetup,
+    request: (ctx) => ({
+      method: 'POST',
+      path: '/api/v1/identity/authorize',
+      headers: { ...json, authorization: `Bearer ${ctx.accessToken}` },
+      body: JSON.stringify({ tool: 'search', callee: ctx.agentIds[1] }),
+    }),
+  },
+  {
+    name: 'introspect',
+    description: 'POST /api/v1/identity/oauth/introspect, an exchanged access token (RFC 7662)',
+    target: null,
+    setup: identitySetup,
+    request: (ctx) => ({
+      method: 'POST',
+      path: '/api/v1/identity/oauth/introspect',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: ctx.accessToken }).toString(),
+    }),
+  },
+  {
+    name: 'token-exchange',
+    description: 'POST /api/v1/identity/oauth/token, RFC 8693 exchange of one SVID, a fresh at+jwt each time',
+    target: 0.03,
+    setup: identitySetup,
+    request: (ctx) => ({
+      method: 'POST',
+      path: '/api/v1/identity/oauth/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+        subject_token: ctx.svid,
+        subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+        audience: ctx.agentIds[1],
+        scope: 'tools:search',
+      }).toString(),
+    }),
+  },
+
+  // ---- Not measured yet (issue 8): -------------------------------------------------------------
+  // long-conversation POST /api/v1/conversations/:id/messages on conversations of 1,000 messages.
+  // sse-first-token / sse-done  streamed execution: time to first token and to done, p50/p99 (run()).
+  // idle-sse-10k    10,000 concurrent idle SSE connections: peak RSS (run()).
+  // dispatcher-10k  10,000 one-time tasks: time until all completed, pool 50 (run()).
 ];
+
+/** One SVID for agent 0 addressed to the issuer, exchanged once for a token on agent 1's `search` tool. */
+async function identitySetup(ctx) {
+  if (ctx.accessToken) return;
+  const { svid } = await ctx.api('POST', `/api/v1/identity/agents/${ctx.agentIds[0]}/svid`, { audience: ctx.server.url, ttlSeconds: 3600 });
+  ctx.svid = svid;
+  const res = await fetch(`${ctx.server.url}/api/v1/identity/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+      subject_token: svid,
+      subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+      audience: ctx.agentIds[1],
+      scope: 'tools:search',
+    }),
+  });
+  if (!res.ok) throw new Error(`token exchange answered ${res.status}: ${await res.text()}`);
+  ctx.accessToken = (await res.json()).access_token;
+}
 
 const BASELINE = {
   name: 'baseline',
@@ -571,7 +637,8 @@ async function main() {
 
   try {
     await ensureBuilt();
-    const env = { ...process.env, LOG_LEVEL: 'warn' };
+    // No request limit: the load generator is one client doing thousands of requests per second.
+    const env = { ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' };
     delete env.DATABASE_URL;
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-bench-'));
     cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));

@@ -46,8 +46,31 @@ export function openDatabase(options: DbOptions): Db {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
+  cachePreparedStatements(sqlite);
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
   return { kysely, dialect: 'sqlite', location: file, close: () => kysely.destroy() };
+}
+
+const STATEMENT_CACHE_SIZE = 1000;
+
+/**
+ * Kysely's SQLite driver prepares every query anew; preparing costs more than running most of our
+ * queries. Statements are reused per SQL text (the text is parameterised, so the set is small and
+ * bounded; the oldest is dropped past the limit). Safe because queries run to completion in
+ * `all()`/`run()`; nothing here uses Kysely's `stream()` (statement iteration) on SQLite.
+ */
+function cachePreparedStatements(sqlite: SQLite.Database) {
+  const prepare = sqlite.prepare.bind(sqlite);
+  const cache = new Map<string, SQLite.Statement>();
+  sqlite.prepare = ((source: string) => {
+    let stmt = cache.get(source);
+    if (!stmt) {
+      stmt = prepare(source);
+      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+      cache.set(source, stmt);
+    }
+    return stmt;
+  }) as typeof sqlite.prepare;
 }
 
 /** Applies every pending migration; safe to call from several processes at once. */
