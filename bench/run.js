@@ -630,10 +630,12 @@ async function main() {
       }
     }
   };
-  process.once('SIGINT', () => {
-    log('interrupted; stopping servers');
-    void cleanup().then(() => process.exit(130));
-  });
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.once(signal, () => {
+      log(`${signal}: stopping the servers, removing the bench data`);
+      void cleanup().then(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    });
+  }
 
   try {
     await ensureBuilt();
