@@ -48,7 +48,13 @@ const DISTURBED_PCT = 25;
 
 const json = { 'content-type': 'application/json' };
 
-/** @type {Array<Scenario>} */
+/**
+ * @typedef {{ method?: string, path: string, headers?: Record<string, string>, body?: string }} Request
+ * @typedef {{ name: string, description: string, target: number | null, server?: 'baseline',
+ *   setup?: (ctx: object) => Promise<void>, request?: (ctx: object) => Request,
+ *   requests?: (ctx: object) => Request[], run?: (ctx: object, m: object) => Promise<object> }} Scenario
+ * @type {Scenario[]}
+ */
 const SCENARIOS = [
   {
     name: 'get-agent',
@@ -66,7 +72,7 @@ const SCENARIOS = [
   // ---- Scenarios to add when their features land (issue 8). Each is one object here. ----------
   // execute         POST /api/v1/agents/:id/execute, new conversation each time (builtin/echo):
   //                   request: (ctx) => ({ method: 'POST', path: `/api/v1/agents/${ctx.agentIds[0]}/execute`,
-  //                                        headers: json, body: JSON.stringify({ input: 'hello' }) })
+  //                                        headers: json, body: JSON.stringify({ ... }) })  (body per the runtime's API)
   // long-conversation POST /api/v1/conversations/:id/messages on conversations of 1,000 messages:
   //                   setup(ctx) builds the conversations through ctx.api; request posts one more message.
   // sse-first-token / sse-done  streamed execution: time to first token and to the done event;
