@@ -3,12 +3,26 @@
 // divides every scenario's requests/s by this one's, measured in the same run.
 //
 //   PORT=3000 node bench/baseline.js
+//
+// BURN_US=100 makes each request busy-wait that many microseconds first (default 0; bench/run.js
+// never sets it). Experiments only: it shows what a slower server does to the cost of the socket
+// writes themselves (docs/benchmarks.md, "where the time goes").
 import Fastify from 'fastify';
 
 const BODY = { status: 'ok', service: 'baseline', items: [1, 2, 3] };
+const BURN_NS = BigInt(Math.round(Number(process.env.BURN_US ?? 0) * 1000));
 
 const app = Fastify({ logger: false });
-app.get('/', async () => BODY);
+app.get(
+  '/',
+  BURN_NS > 0n
+    ? async () => {
+        const until = process.hrtime.bigint() + BURN_NS;
+        while (process.hrtime.bigint() < until);
+        return BODY;
+      }
+    : async () => BODY,
+);
 
 const port = Number(process.env.PORT ?? 3000);
 const host = process.env.HOST ?? '127.0.0.1';

@@ -48,7 +48,13 @@ const DISTURBED_PCT = 25;
 
 const json = { 'content-type': 'application/json' };
 
-/** @type {Array<Scenario>} */
+/**
+ * @typedef {{ method?: string, path: string, headers?: Record<string, string>, body?: string }} Request
+ * @typedef {{ name: string, description: string, target: number | null, server?: 'baseline',
+ *   setup?: (ctx: object) => Promise<void>, request?: (ctx: object) => Request,
+ *   requests?: (ctx: object) => Request[], run?: (ctx: object, m: object) => Promise<object> }} Scenario
+ * @type {Scenario[]}
+ */
 const SCENARIOS = [
   {
     name: 'get-agent',
