@@ -82,7 +82,7 @@ export function createLogger(config: Config): FastifyBaseLogger {
 export function createServices(config: Config, db: Db, logger: FastifyBaseLogger = createLogger(config)): Services {
   // One process on SQLite; on PostgreSQL, signals cross replicas with LISTEN/NOTIFY.
   const bus: SignalBus = config.databaseUrl
-    ? new PostgresSignalBus(config.databaseUrl, (err) => logger.warn({ err }, 'signal bus connection problem'))
+    ? new PostgresSignalBus(config.databaseUrl, (err) => logger.warn({ err }, 'signal bus connection problem'), db.changes)
     : new LocalSignalBus();
   const tenancy = new TenancyService(db);
   const agents = new AgentsService(db, config.defaultModel);

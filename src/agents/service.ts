@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { badRequest, conflict, notFound } from '../http/errors.js';
@@ -52,14 +53,41 @@ export type DuplicateHook = (trx: Kysely<Database>, tenantId: string, fromId: st
 /** Called inside the delete transaction, so other domains can drop what they attach to agents. */
 export type DeleteHook = (trx: Kysely<Database>, tenantId: string, agentId: string) => Promise<void>;
 
+export interface AgentPage {
+  agents: {
+    id: string;
+    name: string;
+    role: string | null;
+    description: string | null;
+    model: string;
+    status: string;
+    hosting: string;
+    teamId: string | null;
+    appId: string;
+    createdAt: string;
+  }[];
+  total: number;
+  page: number;
+  limit: number;
+}
+
 export class AgentsService {
   readonly duplicateHooks: DuplicateHook[] = [];
   readonly deleteHooks: DeleteHook[] = [];
+  /**
+   * Agents are read far more often than written (every GET, run, task and delegation). Any write
+   * to the agents table makes both caches stale at once, in every process (db/changes.ts).
+   */
+  private readonly cachedAgents: ReadCache<Agent>;
+  private readonly cachedPages: ReadCache<AgentPage>;
 
   constructor(
     private readonly db: Db,
     private readonly defaultModel: string,
-  ) {}
+  ) {
+    this.cachedAgents = new ReadCache(db.changes, 'agents', { max: 10_000, ttlMs: 10 * 60_000 });
+    this.cachedPages = new ReadCache(db.changes, 'agents', { max: 1_000, ttlMs: 60_000 });
+  }
 
   private checkModel(model: string) {
     const parsed = parseModelId(model);
@@ -80,7 +108,12 @@ export class AgentsService {
     if (errors.length) throw badRequest(`tools.${errors[0].path.split('.')[2]}.agentId ${errors[0].message}`, errors);
   }
 
-  async list(tenantId: string, filter: store.AgentFilter, page: number, limit: number) {
+  async list(tenantId: string, filter: store.AgentFilter, page: number, limit: number): Promise<AgentPage> {
+    const key = JSON.stringify([tenantId, filter.appId, filter.teamId, filter.status, page, limit]);
+    return (await this.cachedPages.get(key, () => this.readPage(tenantId, filter, page, limit)))!;
+  }
+
+  private async readPage(tenantId: string, filter: store.AgentFilter, page: number, limit: number): Promise<AgentPage> {
     const { rows, total } = await store.listAgents(this.db.kysely, tenantId, filter, limit, (page - 1) * limit);
     return {
       agents: rows.map((r) => ({
@@ -107,8 +140,14 @@ export class AgentsService {
     return row;
   }
 
+  /** The agent as the API shows it; shared and frozen, so callers must not change it. */
   async get(tenantId: string, id: string): Promise<Agent> {
-    return toAgent(await this.getRow(tenantId, id));
+    const agent = await this.cachedAgents.get(`${tenantId}:${id}`, async () => {
+      const row = await store.findAgent(this.db.kysely, tenantId, id);
+      return row && toAgent(row);
+    });
+    if (!agent) throw notFound('agent');
+    return agent;
   }
 
   async create(principal: Principal, input: CreateAgentBody): Promise<Agent> {

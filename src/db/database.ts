@@ -3,6 +3,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
+import { ChangeFeed, ChangeTrackingPlugin } from './changes.js';
 import type { Database } from './schema.js';
 import { migrationProvider } from './migrations/index.js';
 
@@ -13,6 +14,8 @@ export interface Db {
   dialect: Dialect;
   /** Where the data lives, for logs: the SQLite file or the PostgreSQL host/database (no password). */
   location: string;
+  /** When cached reads are stale (db/changes.ts). */
+  changes: ChangeFeed;
   close(): Promise<void>;
 }
 
@@ -29,12 +32,15 @@ export function openDatabase(options: DbOptions): Db {
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 });
     // An idle client losing its connection must not crash the process; the next query reports it.
     pool.on('error', () => {});
-    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    // Other replicas' writes arrive as notifications; until the signal bus listens, nothing is cached.
+    const changes = new ChangeFeed(null, false);
+    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new ChangeTrackingPlugin(changes)] });
     const u = new URL(options.databaseUrl);
     return {
       kysely,
       dialect: 'postgres',
       location: `postgres://${u.host}${u.pathname}`,
+      changes,
       close: () => kysely.destroy(),
     };
   }
@@ -46,9 +52,35 @@ export function openDatabase(options: DbOptions): Db {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
+  const changes = new ChangeFeed(externalChanges(sqlite));
   cachePreparedStatements(sqlite);
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
-  return { kysely, dialect: 'sqlite', location: file, close: () => kysely.destroy() };
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), plugins: [new ChangeTrackingPlugin(changes)] });
+  return { kysely, dialect: 'sqlite', location: file, changes, close: () => kysely.destroy() };
+}
+
+/** How stale another process's commit may be seen: data_version is read at most this often. */
+const EXTERNAL_CHECK_MS = 1;
+
+/**
+ * True when another connection (the CLI, another process on the same file) committed since the last
+ * look: SQLite's data_version moves only for other connections' commits, so this process's own
+ * writes never trigger it (the change-tracking plugin reports those). Reading it starts a read
+ * transaction (~10 us here), too much for every cached read, so it is read at most once per
+ * EXTERNAL_CHECK_MS: a request that starts later than that after another process's commit sees it.
+ */
+function externalChanges(sqlite: SQLite.Database): () => boolean {
+  const stmt = sqlite.prepare('pragma data_version').pluck();
+  let seen = stmt.get() as number;
+  let checkedAt = performance.now();
+  return () => {
+    const t = performance.now();
+    if (t - checkedAt < EXTERNAL_CHECK_MS) return false;
+    checkedAt = t;
+    const version = stmt.get() as number;
+    if (version === seen) return false;
+    seen = version;
+    return true;
+  };
 }
 
 const STATEMENT_CACHE_SIZE = 1000;

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
+import type { ChangeFeed } from '../db/changes.js';
 
 /**
  * Signals between the processes that share one database: run cancel, inject, and "new events of run
@@ -34,6 +35,8 @@ export class LocalSignalBus implements SignalBus {
 }
 
 const CHANNEL = 'agentry_signals';
+/** Table names NOTIFYed by the change triggers when a write commits (migration 0007). */
+const CHANGES_CHANNEL = 'agentry_changes';
 
 /**
  * LISTEN on a dedicated connection; NOTIFY through a pool. If the listening connection drops (database
@@ -49,6 +52,8 @@ export class PostgresSignalBus implements SignalBus {
   constructor(
     private readonly connectionString: string,
     private readonly onError: (err: unknown) => void,
+    /** Told of other replicas' writes, and that cached reads are unsafe while not listening. */
+    private readonly changes?: ChangeFeed,
   ) {
     this.pool = new pg.Pool({ connectionString, max: 2 });
     this.pool.on('error', () => {});
@@ -62,6 +67,7 @@ export class PostgresSignalBus implements SignalBus {
     if (this.closed) return;
     const client = new pg.Client({ connectionString: this.connectionString });
     client.on('notification', (msg) => {
+      if (msg.channel === CHANGES_CHANNEL && msg.payload) return this.changes?.changed(msg.payload);
       if (msg.channel !== CHANNEL || !msg.payload) return;
       try {
         const { topic, payload } = JSON.parse(msg.payload) as { topic: string; payload: Record<string, unknown> };
@@ -76,6 +82,8 @@ export class PostgresSignalBus implements SignalBus {
       dead = true;
       if (err) this.onError(err);
       if (this.client === client) this.client = null;
+      // Changes committed from now until listening again would go unnoticed.
+      this.changes?.setLive(false);
       void client.end().catch(() => {});
       if (!this.closed) setTimeout(() => void this.connect(), 1000).unref();
     };
@@ -84,7 +92,9 @@ export class PostgresSignalBus implements SignalBus {
     try {
       await client.connect();
       await client.query(`LISTEN ${CHANNEL}`);
+      await client.query(`LISTEN ${CHANGES_CHANNEL}`);
       this.client = client;
+      this.changes?.setLive(true);
     } catch (err) {
       lost(err);
     }

@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import { badRequest, forbidden, notFound } from '../http/errors.js';
 import { newId, now } from '../ids.js';
@@ -52,8 +53,23 @@ export function parsePermissions(values: string[]): Permission[] {
   return [...new Set(values)] as Permission[];
 }
 
+/** A verified key as remembered between requests: the secret's hash, never the secret. */
+interface KnownKey {
+  secretHash: Buffer;
+  principal: Principal;
+}
+
 export class TenancyService {
-  constructor(private readonly db: Db) {}
+  /**
+   * Every authenticated request needs its key; reading and parsing it costs more than the rest of
+   * a simple GET. Any write to api_keys (revocation, a new rate limit) anywhere makes these stale
+   * at once (db/changes.ts); the TTL only bounds memory for keys no longer used.
+   */
+  private readonly knownKeys: ReadCache<KnownKey>;
+
+  constructor(private readonly db: Db) {
+    this.knownKeys = new ReadCache(db.changes, 'api_keys', { max: 10_000, ttlMs: 10 * 60_000 });
+  }
 
   async createTenant(name: string, actor: Actor = { type: 'cli', id: null }) {
     const tenant = { id: newId(), name, settings: '{}', created_at: now() };
@@ -132,16 +148,22 @@ export class TenancyService {
   async authenticateApiKey(presented: string): Promise<Principal | null> {
     const m = KEY_PATTERN.exec(presented);
     if (!m) return null;
-    const row = await store.findApiKeyForAuth(this.db.kysely, uuidFromHex(m[1]));
-    if (!row || row.revoked_at) return null;
-    const expected = Buffer.from(row.secret_hash, 'hex');
-    if (expected.length !== 32 || !timingSafeEqual(expected, sha256(m[2]))) return null;
-    return {
-      tenantId: row.tenant_id,
-      actor: { type: 'api_key', id: row.id },
-      permissions: new Set(JSON.parse(row.permissions) as Permission[]),
-      rateLimitPerMinute: row.rate_limit_per_minute,
-    };
+    const keyId = uuidFromHex(m[1]);
+    const known = await this.knownKeys.get(keyId, async () => {
+      const row = await store.findApiKeyForAuth(this.db.kysely, keyId);
+      if (!row || row.revoked_at) return undefined;
+      const secretHash = Buffer.from(row.secret_hash, 'hex');
+      if (secretHash.length !== 32) return undefined;
+      const principal: Principal = {
+        tenantId: row.tenant_id,
+        actor: { type: 'api_key', id: row.id },
+        permissions: new Set(JSON.parse(row.permissions) as Permission[]),
+        rateLimitPerMinute: row.rate_limit_per_minute,
+      };
+      return { secretHash, principal };
+    });
+    if (!known || !timingSafeEqual(known.secretHash, sha256(m[2]))) return null;
+    return known.principal;
   }
 
   async getSettings(tenantId: string): Promise<Record<string, unknown>> {
