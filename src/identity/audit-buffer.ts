@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.js';
-import { recordAudit, type AuditInput } from '../tenancy/audit.js';
+import { auditRow, insertAuditRows, type AuditInput, type AuditRow } from '../tenancy/audit.js';
 
 /**
  * Audit events of hot paths (authorization decisions): queued in memory and written in batches, one
@@ -10,7 +10,7 @@ import { recordAudit, type AuditInput } from '../tenancy/audit.js';
 export class AuditBuffer {
   static readonly FLUSH_MS = 50;
   static readonly MAX_BATCH = 200;
-  private queue: AuditInput[] = [];
+  private queue: AuditRow[] = [];
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> = Promise.resolve();
 
@@ -20,7 +20,7 @@ export class AuditBuffer {
   constructor(private readonly db: Db) {}
 
   add(event: AuditInput) {
-    this.queue.push(event);
+    this.queue.push(auditRow(event)); // stamped now, not when written
     if (this.queue.length >= AuditBuffer.MAX_BATCH) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), AuditBuffer.FLUSH_MS);
   }
@@ -35,9 +35,7 @@ export class AuditBuffer {
       this.writing = this.writing.then(() =>
         this.db.kysely
           .transaction()
-          .execute(async (trx) => {
-            for (const event of batch) await recordAudit(trx, event);
-          })
+          .execute((trx) => insertAuditRows(trx, batch))
           .catch((err) => this.onError(err)),
       );
     }

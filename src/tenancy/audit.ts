@@ -13,22 +13,36 @@ export interface AuditInput {
   detail?: Record<string, unknown>;
 }
 
+export type AuditRow = Database['audit_events'];
+
+/** The row of an event happening now (its id and time are taken here, not when it is written). */
+export function auditRow(event: AuditInput): AuditRow {
+  return {
+    id: newId(),
+    tenant_id: event.tenantId,
+    actor_type: event.actor.type,
+    actor_id: event.actor.id,
+    action: event.action,
+    resource_type: event.resourceType,
+    resource_id: event.resourceId ?? null,
+    detail: JSON.stringify(event.detail ?? {}),
+    created_at: now(),
+  };
+}
+
 /** Writes one audit event; callers pass their transaction so the event commits with the change. */
 export async function recordAudit(db: Kysely<Database>, event: AuditInput): Promise<void> {
-  await db
-    .insertInto('audit_events')
-    .values({
-      id: newId(),
-      tenant_id: event.tenantId,
-      actor_type: event.actor.type,
-      actor_id: event.actor.id,
-      action: event.action,
-      resource_type: event.resourceType,
-      resource_id: event.resourceId ?? null,
-      detail: JSON.stringify(event.detail ?? {}),
-      created_at: now(),
-    })
-    .execute();
+  await db.insertInto('audit_events').values(auditRow(event)).execute();
+}
+
+/** Rows per INSERT when writing queued events: 9 parameters each, well under both dialects' limits. */
+const AUDIT_ROWS_PER_INSERT = 100;
+
+/** Writes queued events, many per statement. */
+export async function insertAuditRows(db: Kysely<Database>, rows: AuditRow[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += AUDIT_ROWS_PER_INSERT) {
+    await db.insertInto('audit_events').values(rows.slice(i, i + AUDIT_ROWS_PER_INSERT)).execute();
+  }
 }
 
 export interface AuditFilter {

@@ -386,10 +386,14 @@ describe('auditing decisions', () => {
     const caller = await createAgent(other, tenant.key);
     const callee = await createAgent(other, tenant.key);
     const { access_token } = await exchange(other, (await svidFor(other, tenant.key, caller.id)).svid, callee.id, 'tools:a');
-    await other.request('POST', '/api/v1/identity/authorize', { body: { token: access_token, tool: 'a', callee: callee.id } });
+    for (let i = 0; i < 3; i++) await other.request('POST', '/api/v1/identity/authorize', { body: { token: access_token, tool: 'a', callee: callee.id } });
+    const answeredBy = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 20));
     await other.app.close(); // flushes
-    const n = await other.db.kysely.selectFrom('audit_events').select('id').where('action', '=', 'identity.authorization_decided').execute();
-    expect(n).toHaveLength(1);
+    const n = await other.db.kysely.selectFrom('audit_events').select(['id', 'created_at']).where('action', '=', 'identity.authorization_decided').orderBy('id').execute();
+    expect(n).toHaveLength(3);
+    // Stamped when decided, not when the batch was written (one multi-row insert).
+    for (const row of n) expect(row.created_at <= answeredBy).toBe(true);
     await other.close().catch(() => {});
   });
 });
