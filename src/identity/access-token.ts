@@ -1,3 +1,4 @@
+import { recordAudit, type AuditInput } from '../tenancy/audit.js';
 import type { IdentityContext } from './context.js';
 import { iso } from './keys.js';
 import * as store from './store.js';
@@ -50,8 +51,11 @@ export interface MintInput {
   apiKeyId?: string | null;
   agentKeyId?: string | null;
   parentJti?: string | null;
+  /** The audit event of the issuance, written in the same transaction as the token's record. */
+  audit: (claims: AccessClaims) => AuditInput;
 }
 
+/** Signs a token, then records it and its audit event in one transaction (one commit). */
 export async function mintAccessToken(ctx: IdentityContext, input: MintInput): Promise<{ token: string; claims: AccessClaims }> {
   const scope = input.scope.join(' ');
   const signed = await ctx.tokens.sign({
@@ -66,7 +70,19 @@ export async function mintAccessToken(ctx: IdentityContext, input: MintInput): P
       tenant_id: input.tenantId,
     },
   });
-  await store.insertToken(ctx.db.kysely, {
+  const claims: AccessClaims = {
+    iss: ctx.issuer,
+    sub: input.sub,
+    aud: input.aud,
+    client_id: input.clientId,
+    scope,
+    iat: signed.iat,
+    exp: signed.exp,
+    jti: signed.jti,
+    ...(input.act ? { act: input.act } : {}),
+    tenant_id: input.tenantId,
+  };
+  const record = {
     jti: signed.jti,
     tenant_id: input.tenantId,
     kind: input.kind,
@@ -78,21 +94,14 @@ export async function mintAccessToken(ctx: IdentityContext, input: MintInput): P
     issued_at: iso(signed.iat * 1000),
     expires_at: iso(signed.exp * 1000),
     revoked_at: null,
+  };
+  await ctx.db.kysely.transaction().execute(async (trx) => {
+    await store.insertToken(trx, record);
+    await recordAudit(trx, input.audit(claims));
   });
   return {
     token: signed.token,
-    claims: {
-      iss: ctx.issuer,
-      sub: input.sub,
-      aud: input.aud,
-      client_id: input.clientId,
-      scope,
-      iat: signed.iat,
-      exp: signed.exp,
-      jti: signed.jti,
-      ...(input.act ? { act: input.act } : {}),
-      tenant_id: input.tenantId,
-    },
+    claims,
   };
 }
 

@@ -1,5 +1,4 @@
 import { decodeJwt, errors, jwtVerify } from 'jose';
-import { recordAudit } from '../tenancy/audit.js';
 import { PERMISSIONS, isPermission, type Permission } from '../tenancy/permissions.js';
 import { mintAccessToken } from './access-token.js';
 import { clientIdUrl, parseAudience } from './audience.js';
@@ -106,14 +105,14 @@ export async function clientCredentials(ctx: IdentityContext, req: ClientCredent
     clientId: keyId,
     scope: permissions,
     apiKeyId: keyId,
-  });
-  await recordAudit(ctx.db.kysely, {
-    tenantId: principal.tenantId,
-    actor: principal.actor,
-    action: 'identity.access_token_issued',
-    resourceType: 'api_key',
-    resourceId: keyId,
-    detail: { jti: claims.jti, scope: claims.scope, grantType: GRANT_CLIENT_CREDENTIALS },
+    audit: (claims) => ({
+      tenantId: principal.tenantId,
+      actor: principal.actor,
+      action: 'identity.access_token_issued',
+      resourceType: 'api_key',
+      resourceId: keyId,
+      detail: { jti: claims.jti, scope: claims.scope, grantType: GRANT_CLIENT_CREDENTIALS },
+    }),
   });
   return { access_token: token, token_type: 'Bearer', expires_in: claims.exp - claims.iat, scope: claims.scope };
 }
@@ -187,14 +186,14 @@ async function agentClient(ctx: IdentityContext, req: ClientCredentialsRequest):
     scope: permissions,
     agentId: agent.id,
     agentKeyId: key.row.kid,
-  });
-  await recordAudit(ctx.db.kysely, {
-    tenantId: agent.tenant_id,
-    actor: { type: 'agent', id: agent.id },
-    action: 'identity.access_token_issued',
-    resourceType: 'agent',
-    resourceId: agent.id,
-    detail: { jti: claims.jti, scope: claims.scope, grantType: GRANT_CLIENT_CREDENTIALS, kid: key.row.kid },
+    audit: (claims) => ({
+      tenantId: agent.tenant_id,
+      actor: { type: 'agent', id: agent.id },
+      action: 'identity.access_token_issued',
+      resourceType: 'agent',
+      resourceId: agent.id,
+      detail: { jti: claims.jti, scope: claims.scope, grantType: GRANT_CLIENT_CREDENTIALS, kid: key.row.kid },
+    }),
   });
   return { access_token: token, token_type: 'Bearer', expires_in: claims.exp - claims.iat, scope: claims.scope };
 }

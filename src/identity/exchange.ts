@@ -1,4 +1,3 @@
-import { recordAudit } from '../tenancy/audit.js';
 import { MAX_ACT_DEPTH, actDepth, mintAccessToken, verifyAccessToken, type AccessClaims, type Act } from './access-token.js';
 import { clientIdUrl, parseAudience } from './audience.js';
 import type { IdentityContext } from './context.js';
@@ -187,14 +186,14 @@ export async function exchangeToken(ctx: IdentityContext, req: ExchangeRequest):
     agentId: actor.agentId,
     agentKeyId: actor.agentKeyId,
     parentJti,
-  });
-  await recordAudit(ctx.db.kysely, {
-    tenantId,
-    actor: { type: 'agent', id: actor.agentId },
-    action: 'identity.token_exchanged',
-    resourceType: 'agent',
-    resourceId: target,
-    detail: { jti: claims.jti, scope: claims.scope, sub: subjectSub, parentJti, actDepth: actDepth(act) },
+    audit: (claims) => ({
+      tenantId,
+      actor: { type: 'agent', id: actor.agentId },
+      action: 'identity.token_exchanged',
+      resourceType: 'agent',
+      resourceId: target,
+      detail: { jti: claims.jti, scope: claims.scope, sub: subjectSub, parentJti, actDepth: actDepth(act) },
+    }),
   });
   return {
     access_token: token,
