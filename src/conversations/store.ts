@@ -72,8 +72,11 @@ export function insertMessage(db: Executor, row: MessageRow) {
   return db.insertInto('messages').values(row).execute();
 }
 
-/** Adds messages to the counters in the same statement, so concurrent writers never lose a count. */
-export function countMessages(db: Executor, id: string, added: number, at: string, createdAt: string) {
+/**
+ * Adds messages to the counters in the same statement, so concurrent writers never lose a count;
+ * with `releaseRunId`, also releases the conversation if that run holds it (as releaseConversation).
+ */
+export function countMessages(db: Executor, id: string, added: number, at: string, createdAt: string, releaseRunId?: string) {
   return db
     .updateTable('conversations')
     .set({
@@ -81,6 +84,7 @@ export function countMessages(db: Executor, id: string, added: number, at: strin
       last_message_at: at,
       duration_ms: Date.parse(at) - Date.parse(createdAt),
       updated_at: at,
+      ...(releaseRunId ? { active_run_id: sql<string | null>`case when active_run_id = ${releaseRunId} then null else active_run_id end` } : {}),
     })
     .where('id', '=', id)
     .execute();

@@ -293,8 +293,9 @@ export class RunsService {
             name: input.content.slice(0, 80),
             status: 'active',
             metadata: '{}',
-            message_count: 0,
-            last_message_at: null,
+            // Born holding the user's message (one statement fewer than counting it afterwards).
+            message_count: 1,
+            last_message_at: at,
             duration_ms: 0,
             active_run_id: runId,
             created_by: input.principal.actor.id,
@@ -303,6 +304,8 @@ export class RunsService {
             deleted_at: null,
           };
           await conversationStore.insertConversation(trx, conversation);
+        } else {
+          await conversationStore.countMessages(trx, conversationId!, 1, at, conversation.created_at);
         }
         await conversationStore.insertMessage(trx, {
           id: userMessageId,
@@ -316,7 +319,6 @@ export class RunsService {
           attachments: input.attachments?.length ? JSON.stringify(input.attachments) : null,
           created_at: at,
         });
-        await conversationStore.countMessages(trx, conversationId!, 1, at, conversation.created_at);
         await store.insertRun(trx, {
           id: runId,
           tenant_id: tenantId,
@@ -528,9 +530,11 @@ export class RunsService {
             attachments: null,
             created_at: at,
           });
-          await conversationStore.countMessages(trx, conversationId, 1, at, conversationCreatedAt);
+          // Counted and released in one statement.
+          await conversationStore.countMessages(trx, conversationId, 1, at, conversationCreatedAt, runId);
+        } else {
+          await conversationStore.releaseConversation(trx, conversationId, runId);
         }
-        await conversationStore.releaseConversation(trx, conversationId, runId);
         return true;
       });
     } catch (err) {
