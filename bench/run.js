@@ -34,15 +34,19 @@ const DISTURBED_PCT = 25;
 // ---------------------------------------------------------------------------------------------
 // Scenarios
 //
-// A scenario is { name, target, description, setup?(ctx), request(ctx) | requests(ctx) | run(ctx, m) }:
+// A scenario is { name, target, targetText?, description, setup?(ctx, opts),
+//                 request(ctx) | requests(ctx) | run(ctx, m) }:
 //   target       minimum ratio of its requests/s to the baseline's (issue 8), or null;
-//   setup(ctx)   optional: create what the scenario needs through the HTTP API (ctx.api);
+//   targetText   run() scenarios: their target in words (e.g. 'first token p99 <= 5 ms'), shown in
+//                the table; whether it is met is the `met` the scenario returns;
+//   setup(ctx, opts) optional: create what the scenario needs through the HTTP API (ctx.api);
 //   request(ctx) one autocannon request { method, path, headers?, body? }, repeated;
 //   requests(ctx) an autocannon `requests` array, each connection cycling through it;
 //   run(ctx, m)  for what is not request/response throughput (time to first SSE token, idle
 //                connections, dispatcher drain time): do the work inside `m.measure(fn)`, which
-//                samples the server's RSS and CPU around it, and return { ...m.measure result,
-//                metrics: {...} }. No scenario uses it yet; the first one that lands proves it.
+//                samples the server's RSS and CPU around it (m.opts holds the options), and return
+//                { ...m.measure result, metrics: {...}, errors, met: boolean | null, summary }:
+//                `summary` is one line for the report, `metrics` goes to the results JSON.
 // `baseline` is measured first and last on every run; the others run in this order.
 // ---------------------------------------------------------------------------------------------
 
@@ -50,9 +54,11 @@ const json = { 'content-type': 'application/json' };
 
 /**
  * @typedef {{ method?: string, path: string, headers?: Record<string, string>, body?: string }} Request
- * @typedef {{ name: string, description: string, target: number | null, server?: 'baseline',
- *   setup?: (ctx: object) => Promise<void>, request?: (ctx: object) => Request,
- *   requests?: (ctx: object) => Request[], run?: (ctx: object, m: object) => Promise<object> }} Scenario
+ * @typedef {{ measure: (fn: () => Promise<any>) => Promise<object>, opts: object }} Measurer
+ * @typedef {{ metrics: object, errors: number, met: boolean | null, summary: string }} RunOutcome
+ * @typedef {{ name: string, description: string, target: number | null, targetText?: string, server?: 'baseline',
+ *   setup?: (ctx: object, opts: object) => Promise<void>, request?: (ctx: object) => Request,
+ *   requests?: (ctx: object) => Request[], run?: (ctx: object, m: Measurer) => Promise<RunOutcome & object> }} Scenario
  * @type {Scenario[]}
  */
 const SCENARIOS = [
@@ -501,11 +507,21 @@ async function waitIdle(seconds) {
 
 async function runScenario(scenario, ctx, opts) {
   const target = scenario.server === 'baseline' ? ctx.baseline : ctx.server;
-  if (scenario.setup) await scenario.setup(ctx);
+  if (scenario.setup) await scenario.setup(ctx, opts);
   if (opts.waitIdle) await waitIdle(opts.waitIdle);
   if (scenario.run) {
     const result = await scenario.run(ctx, { measure: (fn) => measure(target.pid, fn, { postgres: ctx.pgDatabase }), opts });
-    return { name: scenario.name, description: scenario.description, target: scenario.target, ...result };
+    const { value: _value, startedAt, machineCpuPct: _machine, ...rest } = result;
+    return {
+      name: scenario.name,
+      description: scenario.description,
+      target: scenario.target,
+      targetText: scenario.targetText ?? null,
+      ...rest,
+      seconds: round(rest.seconds, 2),
+      window: [round((startedAt - target.spawnedAt) / 1000, 1), round((startedAt - target.spawnedAt) / 1000 + rest.seconds, 1)],
+      disturbed: rest.otherCpuPct > DISTURBED_PCT,
+    };
   }
   const bodyBytes = await checkFirstRequest(target.url, scenario, ctx);
   await cannon(target.url, scenario, ctx, opts, WARMUP_SECONDS);
@@ -608,8 +624,8 @@ function table(rows, baselineMean) {
       r.otherCpuPct ?? '-',
       r.serverUsPerRequest ?? '-',
       ratio === null || r.server === 'baseline' ? '-' : ratio.toFixed(2),
-      r.target ? `>= ${r.target}` : '-',
-      r.target && ratio !== null ? (ratio >= r.target ? 'yes' : 'NO') : '-',
+      r.targetText ?? (r.target ? `>= ${r.target}` : '-'),
+      r.met === true ? 'yes' : r.met === false ? 'NO' : '-',
     ].map(String);
   });
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
@@ -692,7 +708,7 @@ async function main() {
       log(`${label ?? scenario.name} ...`);
       const r = await runScenario(scenario, ctx, opts);
       rows.push({ ...r, label, server: scenario.server });
-      log(`${label ?? scenario.name}: ${r.reqPerSec ?? '-'} req/s, p99 ${r.latencyMs?.p99 ?? '-'} ms, errors ${r.errors ?? '-'}`);
+      log(`${label ?? scenario.name}: ${r.summary ?? `${r.reqPerSec} req/s, p99 ${r.latencyMs.p99} ms, errors ${r.errors}`}`);
     };
     await runOne(BASELINE, 'baseline (start)');
     for (const s of opts.scenarios) await runOne(s);
@@ -701,7 +717,8 @@ async function main() {
     const [b0, b1] = [rows[0], rows[rows.length - 1]];
     const baselineMean = round((b0.reqPerSec + b1.reqPerSec) / 2, 0);
     for (const r of rows) r.ratio = r.server === 'baseline' || r.reqPerSec === undefined ? null : round(r.reqPerSec / baselineMean, 3);
-    for (const r of rows) r.met = r.target && r.ratio !== null ? r.ratio >= r.target : null;
+    // A run() scenario decides `met` itself (its target is not a ratio); the others by their ratio.
+    for (const r of rows) if (r.met === undefined) r.met = r.target && r.ratio !== null ? r.ratio >= r.target : null;
     mach.loadavgAtEnd = os.loadavg().map((n) => round(n, 2));
 
     const result = {
@@ -729,6 +746,7 @@ async function main() {
         (opts.serverNodeArgs.length ? `, server node flags: ${opts.serverNodeArgs.join(' ')}` : ''),
       '',
       table(rows, baselineMean),
+      ...rows.filter((r) => r.summary).map((r) => `  ${r.name}: ${r.summary}`),
       '',
       `baseline: ${b0.reqPerSec} req/s at start, ${b1.reqPerSec} at end (drift ${result.baseline.driftPct}%), mean ${baselineMean} used for ratios` +
         (b0.disturbed || b1.disturbed ? '\nWARNING: a baseline run was disturbed by other load; the ratios of this run are not reliable' : ''),
