@@ -22,12 +22,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import autocannon from 'autocannon';
+import { dispatcher, idleStreams, sseStream } from './scenarios.js';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
 const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
 const AGENTS_TO_SEED = 100;
+/** Messages in each conversation of long-conversation before it is measured (issue 8). */
+const LONG_CONVERSATION_MESSAGES = 1000;
 const WARMUP_SECONDS = 2;
+/** The server's task worker pool, for dispatcher-10k. */
+const TASK_WORKERS = 50;
 /** Above this much CPU (% of one core) used by the rest of the machine, a scenario is marked as disturbed. */
 const DISTURBED_PCT = 25;
 
@@ -129,11 +134,20 @@ const SCENARIOS = [
     }),
   },
 
-  // ---- Not measured yet (issue 8): -------------------------------------------------------------
-  // long-conversation POST /api/v1/conversations/:id/messages on conversations of 1,000 messages.
-  // sse-first-token / sse-done  streamed execution: time to first token and to done, p50/p99 (run()).
-  // idle-sse-10k    10,000 concurrent idle SSE connections: peak RSS (run()).
-  // dispatcher-10k  10,000 one-time tasks: time until all completed, pool 50 (run()).
+  {
+    name: 'long-conversation',
+    description:
+      `POST /api/v1/conversations/:id/messages, builtin/echo, each connection on its own conversation seeded ` +
+      `through the API with ${LONG_CONVERSATION_MESSAGES.toLocaleString('en')} messages (agent default memoryWindow 50); ` +
+      'each request adds 2 more (user + assistant)',
+    target: null,
+    setup: longConversationSetup,
+    requests: (ctx) => [longConversationRequest(ctx)],
+  },
+
+  sseStream,
+  idleStreams,
+  dispatcher,
 ];
 
 /** One SVID for agent 0 addressed to the issuer, exchanged once for a token on agent 1's `search` tool. */
@@ -154,6 +168,84 @@ async function identitySetup(ctx) {
   });
   if (!res.ok) throw new Error(`token exchange answered ${res.status}: ${await res.text()}`);
   ctx.accessToken = (await res.json()).access_token;
+}
+
+/**
+ * One conversation per connection, each holding LONG_CONVERSATION_MESSAGES messages, seeded through
+ * the API: every POST /conversations/:id/messages stores the user's message and the agent's answer.
+ * A conversation takes one message at a time (onActiveRun `reject` answers 409 while it is busy), so
+ * the connections must not share one: requests lease a free conversation (see longConversationRequest).
+ */
+async function longConversationSetup(ctx, opts) {
+  if (ctx.longConversations?.ids.length >= opts.connections) return;
+  const started = Date.now();
+  const ids = [];
+  for (let i = 0; i < opts.connections; i++) {
+    const c = await ctx.api('POST', '/api/v1/conversations', { agentId: ctx.agentIds[0], name: `Bench long conversation ${i}` });
+    ids.push(c.id);
+  }
+  const perConversation = LONG_CONVERSATION_MESSAGES / 2;
+  let posted = 0;
+  const progress = setInterval(() => log(`long-conversation: seeded ${posted} of ${ids.length * perConversation} exchanges`), 10_000);
+  try {
+    // All conversations at once, each one message after the other.
+    await Promise.all(
+      ids.map(async (id, c) => {
+        for (let i = 0; i < perConversation; i++) {
+          await ctx.api('POST', `/api/v1/conversations/${id}/messages`, {
+            content: `Customer ${c}, message ${i}: where is my order ${4700 + i}? It was due yesterday.`,
+          });
+          posted++;
+        }
+      }),
+    );
+  } finally {
+    clearInterval(progress);
+  }
+  const check = await ctx.api('GET', `/api/v1/conversations/${ids[0]}`);
+  if (check.messageCount !== LONG_CONVERSATION_MESSAGES) {
+    throw new Error(`long-conversation: seeded conversation holds ${check.messageCount} messages, not ${LONG_CONVERSATION_MESSAGES}`);
+  }
+  log(`long-conversation: ${ids.length} conversations of ${LONG_CONVERSATION_MESSAGES} messages seeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  ctx.longConversations = { ids, free: [...ids], leased: new Map() };
+}
+
+/**
+ * The autocannon request of long-conversation. autocannon has no per-connection state that lasts
+ * from one request to the next, so each request leases a free conversation in `setupRequest` and
+ * gives it back in `onResponse`. A request that never gets a response (timeout, socket error, or
+ * still in flight when the previous autocannon run stopped) keeps its lease; every autocannon run
+ * starts with all conversations free (this is called once per run), and when none is free the
+ * conversation leased longest ago is taken. For those rare overlaps the message says
+ * `onActiveRun: 'enqueue'` (wait for the current answer) instead of the agent's default `reject`
+ * (409); without an overlap it changes nothing.
+ */
+function longConversationRequest(ctx) {
+  const pool = ctx.longConversations;
+  pool.free = [...pool.ids];
+  pool.leased.clear();
+  const take = () => {
+    let id = pool.free.pop();
+    if (id === undefined) [id] = [...pool.leased.entries()].sort((a, b) => a[1] - b[1])[0];
+    pool.leased.set(id, Date.now());
+    return id;
+  };
+  return {
+    method: 'POST',
+    path: `/api/v1/conversations/${pool.free[0]}/messages`,
+    headers: json,
+    body: JSON.stringify({ content: 'And where is my parcel now? Please check again, it is urgent.', onActiveRun: 'enqueue' }),
+    setupRequest: (req, context) => {
+      context.conversationId = take();
+      req.path = `/api/v1/conversations/${context.conversationId}/messages`;
+      return req;
+    },
+    onResponse: (_status, _body, context) => {
+      const id = context.conversationId;
+      if (id === undefined || !pool.leased.delete(id)) return;
+      pool.free.push(id);
+    },
+  };
 }
 
 const BASELINE = {
@@ -662,7 +754,8 @@ async function main() {
   try {
     await ensureBuilt();
     // No request limit: the load generator is one client doing thousands of requests per second.
-    const env = { ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' };
+    // TASK_WORKERS=50: the dispatcher scenario's pool (issue 8); nothing else queues tasks.
+    const env = { ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', TASK_WORKERS: String(TASK_WORKERS) };
     delete env.DATABASE_URL;
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-bench-'));
     cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
@@ -733,6 +826,7 @@ async function main() {
         serverNodeArgs: opts.serverNodeArgs,
         waitIdle: opts.waitIdle,
         agents: AGENTS_TO_SEED,
+        taskWorkers: TASK_WORKERS,
       },
       baseline: { start: b0.reqPerSec, end: b1.reqPerSec, mean: baselineMean, driftPct: round(((b1.reqPerSec - b0.reqPerSec) / b0.reqPerSec) * 100, 1) },
       scenarios: rows.map(({ server: _s, label, ...r }) => ({ ...r, name: label ?? r.name })),

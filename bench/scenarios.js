@@ -1,0 +1,280 @@
+// The benchmark scenarios that are not request/response throughput (bench/run.js runs them through
+// their `run(ctx, m)`): time to the first streamed token, many idle streams, the task dispatcher.
+// Each does its measured work inside `m.measure(fn)` (server RSS and CPU around it) and returns
+// { ...measured, metrics, errors, met, summary } as bench/run.js describes.
+import fs from 'node:fs';
+import http from 'node:http';
+import { createParser } from 'eventsource-parser';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const round = (n, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** p50/p99/max of a list of numbers (ms), rounded to 0.1. */
+function percentiles(values) {
+  if (!values.length) return { p50: null, p99: null, max: null };
+  const s = [...values].sort((a, b) => a - b);
+  const at = (q) => s[Math.min(s.length - 1, Math.floor(s.length * q))];
+  return { p50: round(at(0.5)), p99: round(at(0.99)), max: round(s[s.length - 1]) };
+}
+
+/**
+ * One request whose answer is an SSE stream; resolves when the stream ends. `onEvent(name, data,
+ * msSinceStart)` sees every event. `onHeaders(res)` runs when the response starts (status checked).
+ */
+function sseRequest(url, { method = 'GET', headers = {}, body, agent, onEvent = () => {}, onHeaders = () => {} }) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const req = http.request(url, { method, headers, agent }, (res) => {
+      if (res.statusCode !== 200) {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => reject(new Error(`${method} ${url} answered ${res.statusCode}: ${text.slice(0, 300)}`)));
+        return;
+      }
+      onHeaders(res, req);
+      const parser = createParser({ onEvent: (e) => onEvent(e.event, e.data, performance.now() - started) });
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => parser.feed(chunk));
+      res.on('end', resolve);
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const STREAM_MESSAGE = 'Hello, where is my order 4711? It was due yesterday.';
+
+/**
+ * `sse-stream`: `connections` clients, each opening POST /agents/:id/stream again as soon as the
+ * previous stream ended, for `duration` seconds after a 2 s warm-up. Per stream: ms from sending the
+ * request to the first `token` event, and to `done`.
+ */
+export const sseStream = {
+  name: 'sse-stream',
+  description: 'POST /api/v1/agents/:id/stream, builtin/echo, every connection opening a new stream when the last one ends: ms to the first token event and to done (table p50/p99: first token)',
+  target: null,
+  targetText: 'first token p99 <= 5 ms',
+  async run(ctx, m) {
+    const { connections, duration } = m.opts;
+    const url = `${ctx.server.url}/api/v1/agents/${ctx.agentIds[0]}/stream`;
+    const body = JSON.stringify({ message: STREAM_MESSAGE });
+    const headers = { authorization: `Bearer ${ctx.apiKey}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+    const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+
+    async function clients(seconds, record) {
+      const end = Date.now() + seconds * 1000;
+      let errors = 0;
+      let lastError = null;
+      await Promise.all(
+        Array.from({ length: connections }, async () => {
+          while (Date.now() < end) {
+            let first = null;
+            let done = null;
+            try {
+              await sseRequest(url, {
+                method: 'POST',
+                headers,
+                body,
+                agent,
+                onEvent: (name, _data, ms) => {
+                  if (name === 'token' && first === null) first = ms;
+                  else if (name === 'done') done = ms;
+                  else if (name === 'error') throw new Error(`stream error event: ${_data}`);
+                },
+              });
+              if (first === null || done === null) throw new Error('stream ended without a token and done');
+              record?.(first, done);
+            } catch (err) {
+              errors++;
+              lastError = err.message;
+            }
+          }
+        }),
+      );
+      return { errors, lastError };
+    }
+
+    await clients(2); // warm-up
+    const firstToken = [];
+    const toDone = [];
+    const measured = await m.measure(() => clients(duration, (f, d) => (firstToken.push(f), toDone.push(d))));
+    agent.destroy();
+    const streams = firstToken.length;
+    const first = percentiles(firstToken);
+    const doneP = percentiles(toDone);
+    const perSecond = round(streams / measured.seconds, 0);
+    return {
+      ...measured,
+      reqPerSec: perSecond,
+      requests: streams,
+      serverUsPerRequest: measured.serverCpuPct === null || !perSecond ? null : round((measured.serverCpuPct / 100 / perSecond) * 1e6, 0),
+      latencyMs: { p50: first.p50, p99: first.p99, max: first.max },
+      errors: measured.value.errors,
+      metrics: { streams, streamsPerSec: perSecond, firstTokenMs: first, doneMs: doneP, lastError: measured.value.lastError },
+      met: first.p99 === null ? false : first.p99 <= 5,
+      summary: `${streams} streams (${perSecond}/s); first token p50 ${first.p50} ms, p99 ${first.p99} ms, max ${first.max} ms; done p50 ${doneP.p50} ms, p99 ${doneP.p99} ms; errors ${measured.value.errors}${measured.value.lastError ? ` (last: ${measured.value.lastError})` : ''}`,
+    };
+  },
+};
+
+const IDLE_STREAMS = 10_000;
+/** Connections being opened at once: under the server's listen backlog (511), so no SYN is dropped. */
+const OPENING_AT_ONCE = 200;
+/** How long all streams stay open, idle, while RSS is sampled. */
+const HOLD_SECONDS = 5;
+
+/**
+ * `idle-sse-10k`: 10,000 clients follow one long-running run (GET /runs/:runId/events). The run is
+ * the echo model told to wait 10 s before each word (`/delay 10000`), so the streams carry nothing but
+ * a word every 10 s and the heartbeat: as idle as a live stream gets. Server RSS is sampled while they
+ * are opened and held; then the run is cancelled (every stream ends) and the sockets closed.
+ */
+export const idleStreams = {
+  name: 'idle-sse-10k',
+  description: `${IDLE_STREAMS.toLocaleString('en')} concurrent SSE streams following one slow run (GET /api/v1/runs/:runId/events; the run waits 10 s before each word): server RSS`,
+  target: null,
+  targetText: 'RSS <= 1024 MB',
+  async run(ctx, m) {
+    const agentId = ctx.agentIds[1];
+    const auth = { authorization: `Bearer ${ctx.apiKey}` };
+    const rssMb = () => {
+      try {
+        return round(Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${ctx.server.pid}/status`, 'utf8'))[1]) / 1024);
+      } catch {
+        return null;
+      }
+    };
+    // The slow run, started through its own stream (kept open until the end).
+    const owner = new AbortController();
+    const body = JSON.stringify({ message: `/delay 10000\n${'word '.repeat(100)}` });
+    const ownerStream = sseRequest(`${ctx.server.url}/api/v1/agents/${agentId}/stream`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      body,
+      agent: false,
+      onHeaders: (_res, req) => owner.signal.addEventListener('abort', () => req.destroy()),
+    }).catch(() => {});
+    let runId = null;
+    for (let i = 0; i < 100 && !runId; i++) {
+      const runs = await ctx.api('GET', `/api/v1/agents/${agentId}/runs?limit=1`);
+      if (runs.runs[0]?.status === 'running') runId = runs.runs[0].id;
+      else await sleep(50);
+    }
+    if (!runId) throw new Error('idle-sse-10k: the slow run did not start');
+
+    const rssBefore = rssMb();
+    const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+    const requests = [];
+    let opened = 0;
+    let failed = 0;
+    let lastError = null;
+    const measured = await m.measure(async () => {
+      const openedAt = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: OPENING_AT_ONCE }, async () => {
+          while (next < IDLE_STREAMS) {
+            next++;
+            await new Promise((resolve) => {
+              const req = http.get(`${ctx.server.url}/api/v1/runs/${runId}/events`, { headers: auth, agent }, (res) => {
+                if (res.statusCode === 200) opened++;
+                else failed++;
+                res.on('data', () => {});
+                res.on('error', () => {});
+                resolve();
+              });
+              req.on('error', (err) => {
+                failed++;
+                lastError = err.message;
+                resolve();
+              });
+              requests.push(req);
+            });
+          }
+        }),
+      );
+      const openSeconds = (performance.now() - openedAt) / 1000;
+      await sleep(HOLD_SECONDS * 1000);
+      return { openSeconds, rssHeld: rssMb() };
+    });
+    await ctx.api('POST', `/api/v1/runs/${runId}/cancel`, {}).catch(() => {});
+    for (const req of requests) req.destroy();
+    owner.abort();
+    await ownerStream;
+    agent.destroy();
+    await sleep(1000);
+    const rssAfter = rssMb();
+    const { openSeconds, rssHeld } = measured.value;
+    const perStreamKb = rssBefore !== null && rssHeld !== null && opened ? round(((rssHeld - rssBefore) * 1024) / opened, 1) : null;
+    return {
+      ...measured,
+      errors: failed,
+      metrics: { streams: IDLE_STREAMS, opened, failed, openSeconds: round(openSeconds, 2), rssBeforeMb: rssBefore, rssHeldMb: rssHeld, rssPeakMb: measured.rssPeakMb, rssAfterMb: rssAfter, perStreamKb, lastError },
+      met: opened === IDLE_STREAMS && measured.rssPeakMb <= 1024,
+      summary: `${opened} of ${IDLE_STREAMS} streams open in ${round(openSeconds, 1)} s (${failed} failed${lastError ? `, last: ${lastError}` : ''}); RSS ${rssBefore} MB before, ${rssHeld} MB held, peak ${measured.rssPeakMb} MB, ${rssAfter} MB after closing; ~${perStreamKb} KB per stream`,
+    };
+  },
+};
+
+const TASKS = 10_000;
+const CREATING_AT_ONCE = 50;
+
+/**
+ * `dispatcher-10k`: 10,000 one-time tasks created through the API (50 requests in flight), run by
+ * the server's dispatcher with TASK_WORKERS=50 (bench/run.js starts the server so); time from the
+ * first create until every task has completed or failed.
+ */
+export const dispatcher = {
+  name: 'dispatcher-10k',
+  description: `${TASKS.toLocaleString('en')} one-time tasks created at once through POST /api/v1/tasks (50 in flight), run by the dispatcher with TASK_WORKERS=50: seconds until all completed`,
+  target: null,
+  targetText: 'all done <= 20 s',
+  async run(ctx, m) {
+    const agentId = ctx.agentIds[2];
+    const count = async (status) => (await ctx.api('GET', `/api/v1/tasks?status=${status}&agentId=${agentId}&limit=1`)).total;
+    let created = 0;
+    let createErrors = 0;
+    let lastError = null;
+    const measured = await m.measure(async () => {
+      const t0 = performance.now();
+      let next = 0;
+      let createdAt = null;
+      const creating = Promise.all(
+        Array.from({ length: CREATING_AT_ONCE }, async () => {
+          while (next < TASKS) {
+            const i = next++;
+            try {
+              await ctx.api('POST', '/api/v1/tasks', { name: `bench task ${i}`, description: `Summarise order ${i} for the customer.`, agentId, type: 'one_time' });
+              created++;
+            } catch (err) {
+              createErrors++;
+              lastError = err.message;
+            }
+          }
+        }),
+      ).then(() => (createdAt = performance.now()));
+      let completed = 0;
+      let failed = 0;
+      const deadline = Date.now() + 600_000;
+      for (;;) {
+        await sleep(250);
+        if (createdAt === null) continue;
+        [completed, failed] = await Promise.all([count('completed'), count('failed')]);
+        if (completed + failed >= created || Date.now() > deadline) break;
+      }
+      await creating;
+      return { seconds: (performance.now() - t0) / 1000, createSeconds: (createdAt - t0) / 1000, completed, failed };
+    });
+    const { seconds, createSeconds, completed, failed } = measured.value;
+    return {
+      ...measured,
+      reqPerSec: round(completed / seconds, 0),
+      requests: completed,
+      errors: createErrors + failed,
+      metrics: { tasks: TASKS, created, createErrors, completed, failed, allDoneSeconds: round(seconds, 2), createSeconds: round(createSeconds, 2), tasksPerSec: round(completed / seconds, 0), lastError },
+      met: completed === TASKS && seconds <= 20,
+      summary: `${completed} of ${TASKS} completed, ${failed} failed, ${createErrors} not created${lastError ? ` (last: ${lastError})` : ''}; created in ${round(createSeconds, 1)} s, all done after ${round(seconds, 1)} s (${round(completed / seconds, 0)} tasks/s)`,
+    };
+  },
+};
