@@ -6,6 +6,7 @@ import * as m0003 from './0003_identity.js';
 import * as m0005 from './0005_tasks.js';
 import * as m0004 from './0004_skills.js';
 import * as m0007 from './0007_change_notifications.js';
+import * as m0008 from './0008_message_run_index.js';
 
 /**
  * Every migration, in order. Migrations are code (Kysely's schema builder), so one list serves
@@ -19,6 +20,7 @@ const migrations: Record<string, Migration> = {
   '0005_tasks': m0005,
   '0004_skills': m0004,
   '0007_change_notifications': m0007,
+  '0008_message_run_index': m0008,
 };
 
 export const migrationProvider: MigrationProvider = {
