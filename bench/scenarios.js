@@ -17,6 +17,16 @@ function percentiles(values) {
   return { p50: round(at(0.5)), p99: round(at(0.99)), max: round(s[s.length - 1]) };
 }
 
+/** Calls `fn(i)` for every i below `total`, `width` calls at a time. */
+async function inPool(width, total, fn) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < total) await fn(next++);
+    }),
+  );
+}
+
 /**
  * One request whose answer is an SSE stream; resolves when the stream ends. `onEvent(name, data,
  * msSinceStart)` sees every event. `onHeaders(res)` runs when the response starts (status checked).
@@ -171,27 +181,21 @@ export const idleStreams = {
     let lastError = null;
     const measured = await m.measure(async () => {
       const openedAt = performance.now();
-      let next = 0;
-      await Promise.all(
-        Array.from({ length: OPENING_AT_ONCE }, async () => {
-          while (next < IDLE_STREAMS) {
-            next++;
-            await new Promise((resolve) => {
-              const req = http.get(`${ctx.server.url}/api/v1/runs/${runId}/events`, { headers: auth, agent }, (res) => {
-                if (res.statusCode === 200) opened++;
-                else failed++;
-                res.on('data', () => {});
-                res.on('error', () => {});
-                resolve();
-              });
-              req.on('error', (err) => {
-                failed++;
-                lastError = err.message;
-                resolve();
-              });
-              requests.push(req);
-            });
-          }
+      await inPool(OPENING_AT_ONCE, IDLE_STREAMS, () =>
+        new Promise((resolve) => {
+          const req = http.get(`${ctx.server.url}/api/v1/runs/${runId}/events`, { headers: auth, agent }, (res) => {
+            if (res.statusCode === 200) opened++;
+            else failed++;
+            res.on('data', () => {});
+            res.on('error', () => {});
+            resolve();
+          });
+          req.on('error', (err) => {
+            failed++;
+            lastError = err.message;
+            resolve();
+          });
+          requests.push(req);
         }),
       );
       const openSeconds = (performance.now() - openedAt) / 1000;
@@ -238,22 +242,16 @@ export const dispatcher = {
     let lastError = null;
     const measured = await m.measure(async () => {
       const t0 = performance.now();
-      let next = 0;
       let createdAt = null;
-      const creating = Promise.all(
-        Array.from({ length: CREATING_AT_ONCE }, async () => {
-          while (next < TASKS) {
-            const i = next++;
-            try {
-              await ctx.api('POST', '/api/v1/tasks', { name: `bench task ${i}`, description: `Summarise order ${i} for the customer.`, agentId, type: 'one_time' });
-              created++;
-            } catch (err) {
-              createErrors++;
-              lastError = err.message;
-            }
-          }
-        }),
-      ).then(() => (createdAt = performance.now()));
+      const creating = inPool(CREATING_AT_ONCE, TASKS, async (i) => {
+        try {
+          await ctx.api('POST', '/api/v1/tasks', { name: `bench task ${i}`, description: `Summarise order ${i} for the customer.`, agentId, type: 'one_time' });
+          created++;
+        } catch (err) {
+          createErrors++;
+          lastError = err.message;
+        }
+      }).then(() => (createdAt = performance.now()));
       let completed = 0;
       let failed = 0;
       const deadline = Date.now() + 600_000;
