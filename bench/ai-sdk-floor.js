@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// What one model step costs inside the AI SDK, apart from everything else Agentry does: the CPU time of
-// `streamText` (drained to the end) with the builtin/echo model, against the echo model's own
-// `doStream` drained directly, for 1, 10 and 50 messages of history. No database, no HTTP.
+// What one model step costs, apart from everything else Agentry does: the CPU time of the AI SDK's
+// `streamText` (drained to the end) with the builtin/echo model, of Agentry's own step driver
+// (`streamStep`, runtime/model-step.ts, which the tool loop uses), and of the echo model's own `doStream`
+// drained directly, for 1, 10 and 50 messages of history. No database, no HTTP.
 // docs/benchmarks.md uses it to say what bounds execute.   node bench/ai-sdk-floor.js  (after npm run build)
 import { streamText } from 'ai';
 import { EchoLanguageModel } from '../dist/runtime/models/echo.js';
+import { streamStep } from '../dist/runtime/model-step.js';
 
 const model = new EchoLanguageModel('echo');
 const SYSTEM = 'You are a support agent for a mid-sized online shop.';
@@ -27,10 +29,13 @@ for (const n of [1, 10, 50]) {
     const r = streamText({ model, system: SYSTEM, messages });
     for await (const _ of r.fullStream);
   });
+  const driver = await cpuPerCall(async () => {
+    await streamStep(model, { prompt }, new Set(), { onText() {}, onToolCall() {} });
+  });
   const direct = await cpuPerCall(async () => {
     const { stream } = await model.doStream({ prompt });
     const reader = stream.getReader();
     while (!(await reader.read()).done);
   });
-  process.stdout.write(`${String(n).padStart(2)} messages: streamText ${sdk} us CPU per step; the model's doStream alone ${direct} us\n`);
+  process.stdout.write(`${String(n).padStart(2)} messages: streamText ${sdk} us CPU per step; Agentry's streamStep ${driver} us; the model's doStream alone ${direct} us\n`);
 }

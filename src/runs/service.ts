@@ -1,4 +1,3 @@
-import type { ModelMessage } from 'ai';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Agent } from '../agents/schemas.js';
@@ -7,7 +6,7 @@ import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { ProblemError, conflict, notFound } from '../http/errors.js';
 import { newId, now } from '../ids.js';
-import { ModelCallError, runLoop, type LoopResult } from '../runtime/loop.js';
+import { ModelCallError, runLoop, type ConversationTurn, type LoopResult } from '../runtime/loop.js';
 import type { PriceTable } from '../runtime/models/prices.js';
 import { ModelUnavailableError, type ModelRegistry } from '../runtime/models/registry.js';
 import type { ToolRegistry } from '../runtime/tools/registry.js';
@@ -352,7 +351,7 @@ export class RunsService {
       throw err;
     }
 
-    const messages: ModelMessage[] = history.map((m) => ({ role: m.role === 'assistant' ? 'assistant' : 'user', content: m.content }) as ModelMessage);
+    const messages: ConversationTurn[] = history.map((m) => ({ role: m.role === 'assistant' ? 'assistant' : 'user', content: m.content }));
     messages.push({ role: 'user', content: input.modelContext ? `${input.content}\n\n${input.modelContext}` : input.content });
 
     const controller = new AbortController();
@@ -408,7 +407,7 @@ export class RunsService {
     conversationId: string,
     conversationCreatedAt: string,
     input: StartRunInput,
-    messages: ModelMessage[],
+    messages: ConversationTurn[],
     activeRun: ActiveRun,
     startedAtMs: number,
   ): Promise<void> {

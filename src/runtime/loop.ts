@@ -1,6 +1,12 @@
-import type { LanguageModelV3 } from '@ai-sdk/provider';
-import { jsonSchema, streamText, tool, type ModelMessage, type ToolSet as AiToolSet } from 'ai';
+import type { JSONSchema7, JSONValue, LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Prompt, LanguageModelV3ToolResultPart } from '@ai-sdk/provider';
+import { streamStep, type StepToolCall } from './model-step.js';
 import { ToolError, type RuntimeTool, type ToolContext } from './tools/types.js';
+
+/** A message of the conversation's history, as the model is given it. */
+export interface ConversationTurn {
+  role: 'user' | 'assistant';
+  content: string;
+}
 
 /** The events a run streams (CONTRACT.md "Executions and streaming"), minus `done`/`error`. */
 export type LoopEvent =
@@ -49,7 +55,7 @@ export class ModelCallError extends Error {
 export interface LoopInput {
   model: LanguageModelV3;
   system?: string;
-  messages: ModelMessage[];
+  messages: ConversationTurn[];
   tools: RuntimeTool[];
   toolContext: Omit<ToolContext, 'signal'>;
   maxSteps: number;
@@ -76,49 +82,60 @@ function toolErrorResult(err: unknown, signal: AbortSignal, timedOut: boolean): 
 }
 
 /**
- * The tool-calling loop: one model step at a time (AI SDK `streamText`, one step per call), so that
- * injected messages join at every step boundary, cancellation is checked between steps, and each step
- * is recorded. Tools run through the AI SDK; their failures go back to the model as results.
+ * The tool-calling loop: one model step at a time (`streamStep`, over the provider's `doStream`), so
+ * that injected messages join at every step boundary, cancellation is checked between steps, and each
+ * step is recorded. Tools start as soon as the model has finished their call; their failures, and
+ * calls the model got wrong, go back to the model as results.
  */
 export async function runLoop(input: LoopInput): Promise<LoopResult> {
-  const messages = [...input.messages];
+  const prompt: LanguageModelV3Prompt = [];
+  if (input.system) prompt.push({ role: 'system', content: input.system });
+  for (const m of input.messages) prompt.push(turn(m.role, m.content));
   const result: LoopResult = { output: '', steps: [], toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 }, finish: 'stop' };
-  const byId = new Map<string, ToolCallRecord>();
 
-  const aiTools: AiToolSet = {};
-  for (const t of input.tools) {
-    aiTools[t.name] = tool({
-      description: t.description,
-      inputSchema: jsonSchema(t.inputSchema as Parameters<typeof jsonSchema>[0]),
-      execute: async (args: unknown, { toolCallId }) => {
-        const record: ToolCallRecord = { id: toolCallId, name: t.name, input: args, result: null, startedAt: new Date().toISOString(), completedAt: null };
-        byId.set(toolCallId, record);
-        result.toolCalls.push(record);
-        input.onEvent({ event: 'tool_call_start', data: { id: toolCallId, name: t.name, input: args } });
-        const timeout = AbortSignal.timeout(input.toolTimeoutMs);
-        const signal = AbortSignal.any([input.signal, timeout]);
-        let value: Record<string, unknown>;
-        try {
-          // Race the tool against the signal so a tool that ignores it still cannot hold the run.
-          value = asResultObject(
-            await new Promise((resolve, reject) => {
-              const onAbort = () => reject(signal.reason);
-              if (signal.aborted) return onAbort();
-              signal.addEventListener('abort', onAbort, { once: true });
-              t.execute(args, { ...input.toolContext, signal }).then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-            }),
-          );
-        } catch (err) {
-          value = toolErrorResult(err, input.signal, timeout.aborted && !input.signal.aborted);
-        }
-        record.result = value;
-        record.completedAt = new Date().toISOString();
-        input.onEvent({ event: 'tool_call_end', data: { id: toolCallId, result: value } });
-        return value;
-      },
-    });
-  }
-  const hasTools = input.tools.length > 0;
+  const toolsByName = new Map(input.tools.map((t) => [t.name, t]));
+  const toolNames = new Set(toolsByName.keys());
+  const toolDefinitions: LanguageModelV3FunctionTool[] | undefined = input.tools.length
+    ? input.tools.map((t) => ({ type: 'function', name: t.name, description: t.description, inputSchema: t.inputSchema as JSONSchema7 }))
+    : undefined;
+
+  /** Runs one call (or records why it cannot run) and answers what goes back to the model. */
+  const runTool = async (call: StepToolCall): Promise<LanguageModelV3ToolResultPart> => {
+    const record: ToolCallRecord = { id: call.toolCallId, name: call.toolName, input: call.input, result: null, startedAt: new Date().toISOString(), completedAt: null };
+    result.toolCalls.push(record);
+    input.onEvent({ event: 'tool_call_start', data: { id: record.id, name: record.name, input: record.input } });
+    const tool = toolsByName.get(call.toolName);
+    let value: Record<string, unknown>;
+    if (call.invalid || !tool) {
+      value = { error: { code: 'invalid_tool_call', message: call.invalid ?? `unknown tool ${call.toolName}` } };
+    } else {
+      const timeout = AbortSignal.timeout(input.toolTimeoutMs);
+      const signal = AbortSignal.any([input.signal, timeout]);
+      try {
+        // Race the tool against the signal so a tool that ignores it still cannot hold the run.
+        value = asResultObject(
+          await new Promise((resolve, reject) => {
+            const onAbort = () => reject(signal.reason);
+            if (signal.aborted) return onAbort();
+            signal.addEventListener('abort', onAbort, { once: true });
+            tool.execute(call.input, { ...input.toolContext, signal }).then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+          }),
+        );
+      } catch (err) {
+        value = toolErrorResult(err, input.signal, timeout.aborted && !input.signal.aborted);
+      }
+    }
+    record.result = value;
+    record.completedAt = new Date().toISOString();
+    input.onEvent({ event: 'tool_call_end', data: { id: record.id, result: value } });
+    return {
+      type: 'tool-result',
+      toolCallId: call.toolCallId,
+      toolName: call.toolName,
+      // The model is told what was wrong with its call in words, as the AI SDK did.
+      output: call.invalid ? { type: 'error-text', value: call.invalid } : { type: 'json', value: value as JSONValue },
+    };
+  };
 
   // Messages drained after the model had answered; they open the next step.
   let carried: string[] = [];
@@ -129,81 +146,62 @@ export async function runLoop(input: LoopInput): Promise<LoopResult> {
     }
     const injected = [...carried, ...input.drainInbox()];
     carried = [];
-    for (const text of injected) messages.push({ role: 'user', content: text });
+    for (const text of injected) prompt.push(turn('user', text));
 
     const step: StepRecord = { index, text: '', toolCallIds: [], injected, finishReason: 'stop', usage: { inputTokens: 0, outputTokens: 0 } };
     result.steps.push(step);
-    let failure: unknown;
-    const stream = streamText({
-      model: input.model,
-      system: input.system,
-      messages,
-      tools: hasTools ? aiTools : undefined,
-      maxOutputTokens: input.maxTokens,
-      temperature: input.temperature,
-      abortSignal: input.signal,
-      maxRetries: 1,
-      onError: ({ error }) => {
-        failure ??= error;
-      },
-    });
-    let aborted = false;
-    for await (const part of stream.fullStream) {
-      switch (part.type) {
-        case 'text-delta':
-          if (part.text) {
-            step.text += part.text;
-            result.output += part.text;
-            input.onEvent({ event: 'token', data: { text: part.text } });
-          }
-          break;
-        case 'tool-call':
-          step.toolCallIds.push(part.toolCallId);
-          break;
-        case 'tool-error': {
-          // Tool input the model got wrong (schema mismatch, unknown tool): recorded like a failed call.
-          if (!byId.has(part.toolCallId)) {
-            const record: ToolCallRecord = {
-              id: part.toolCallId,
-              name: part.toolName,
-              input: part.input,
-              result: { error: { code: 'invalid_tool_call', message: String((part.error as Error)?.message ?? part.error) } },
-              startedAt: new Date().toISOString(),
-              completedAt: new Date().toISOString(),
-            };
-            byId.set(part.toolCallId, record);
-            result.toolCalls.push(record);
-            input.onEvent({ event: 'tool_call_start', data: { id: record.id, name: record.name, input: record.input } });
-            input.onEvent({ event: 'tool_call_end', data: { id: record.id, result: record.result! } });
-          }
-          break;
-        }
-        case 'finish-step':
-          step.finishReason = part.finishReason;
-          step.usage = { inputTokens: part.usage.inputTokens ?? 0, outputTokens: part.usage.outputTokens ?? 0 };
-          result.usage.inputTokens += step.usage.inputTokens;
-          result.usage.outputTokens += step.usage.outputTokens;
-          break;
-        case 'abort':
-          aborted = true;
-          break;
-        case 'error':
-          failure ??= part.error;
-          break;
+    const running: Promise<LanguageModelV3ToolResultPart>[] = [];
+    let output;
+    try {
+      output = await streamStep(
+        input.model,
+        {
+          prompt,
+          tools: toolDefinitions,
+          toolChoice: toolDefinitions ? { type: 'auto' } : undefined,
+          maxOutputTokens: input.maxTokens,
+          temperature: input.temperature,
+          abortSignal: input.signal,
+        },
+        toolNames,
+        {
+          onText: (text) => {
+            step.text += text;
+            result.output += text;
+            input.onEvent({ event: 'token', data: { text } });
+          },
+          onToolCall: (call) => {
+            if (call.providerExecuted) return;
+            step.toolCallIds.push(call.toolCallId);
+            running.push(runTool(call));
+          },
+        },
+      );
+    } catch (err) {
+      await Promise.all(running);
+      if (input.signal.aborted) {
+        result.finish = 'cancelled';
+        return result;
       }
+      throw new ModelCallError(errorMessage(err), result);
     }
-    if (aborted || input.signal.aborted) {
+    const toolResults = await Promise.all(running);
+    step.finishReason = output.finishReason;
+    step.usage = output.usage;
+    result.usage.inputTokens += output.usage.inputTokens;
+    result.usage.outputTokens += output.usage.outputTokens;
+    if (input.signal.aborted) {
       result.finish = 'cancelled';
       return result;
     }
-    if (failure) {
-      const message = failure instanceof Error ? failure.message : String(failure);
-      throw new ModelCallError(message, result);
-    }
-    const response = await stream.response;
-    messages.push(...response.messages);
+    if (output.error !== undefined) throw new ModelCallError(errorMessage(output.error), result);
 
-    if (step.finishReason === 'tool-calls') continue;
+    if (output.message.content.length) prompt.push(output.message);
+    // The model called tools: it gets their results in the next step.
+    if (toolResults.length) {
+      prompt.push({ role: 'tool', content: toolResults });
+      continue;
+    }
     if (step.finishReason === 'length') {
       result.finish = 'length';
       return result;
@@ -217,4 +215,12 @@ export async function runLoop(input: LoopInput): Promise<LoopResult> {
   }
   result.finish = 'max_steps';
   return result;
+}
+
+function turn(role: ConversationTurn['role'], text: string): LanguageModelV3Prompt[number] {
+  return { role, content: [{ type: 'text', text }] };
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -1,0 +1,229 @@
+import {
+  APICallError,
+  type LanguageModelV3,
+  type LanguageModelV3CallOptions,
+  type LanguageModelV3Message,
+  type LanguageModelV3StreamPart,
+  type SharedV3ProviderMetadata,
+} from '@ai-sdk/provider';
+
+/**
+ * One model step, driven over the provider interface (`LanguageModelV3.doStream`) rather than the AI
+ * SDK's `streamText`: streamText costs 1.1-1.4 ms of CPU per step (web-stream transforms, zod
+ * validation of the whole prompt on every step, telemetry wrappers) against ~40 µs for the echo
+ * model's own stream, and that was most of a run's CPU (docs/benchmarks.md). The providers (OpenAI,
+ * Anthropic, OpenAI-compatible) are the AI SDK's own; what this file takes over from streamText is
+ * small and fixed by the V3 specification: retrying the call once, collecting the streamed parts into
+ * the assistant message that the next step sends back (provider metadata included: reasoning item ids,
+ * encrypted reasoning, thinking signatures), and parsing tool-call input.
+ */
+
+/** A tool call the model made in this step, its input parsed (or why it could not be). */
+export interface StepToolCall {
+  toolCallId: string;
+  toolName: string;
+  /** Parsed JSON input; the raw text when it did not parse (then `invalid` says why). */
+  input: unknown;
+  invalid?: string;
+  providerExecuted?: boolean;
+}
+
+export interface StepOutput {
+  /** The assistant message to send back on the next step, as the provider produced it. */
+  message: Extract<LanguageModelV3Message, { role: 'assistant' }>;
+  toolCalls: StepToolCall[];
+  finishReason: string;
+  usage: { inputTokens: number; outputTokens: number };
+  /** The first error the stream reported; what was produced before it stays in `message`. */
+  error?: unknown;
+}
+
+export interface StepHandlers {
+  onText(delta: string): void;
+  /** Called as soon as a tool call is complete, while the model may still be streaming. */
+  onToolCall(call: StepToolCall): void;
+}
+
+type AssistantPart = StepOutput['message']['content'][number];
+type OpenPart = { type: 'text' | 'reasoning'; text: string; providerOptions?: SharedV3ProviderMetadata };
+
+const RETRY_DELAY_MS = 2_000;
+const MAX_RETRY_DELAY_MS = 60_000;
+
+/**
+ * Calls the model, retrying once when the provider says the failure is retryable (429, 5xx),
+ * after the delay its `retry-after(-ms)` header asks for, else 2 s (what streamText did with
+ * `maxRetries: 1`). The error message of a second failure says both attempts failed.
+ */
+async function callWithRetry(model: LanguageModelV3, options: LanguageModelV3CallOptions) {
+  try {
+    return await model.doStream(options);
+  } catch (first) {
+    if (options.abortSignal?.aborted || !(APICallError.isInstance(first) && first.isRetryable)) throw first;
+    await abortableDelay(retryDelayMs(first), options.abortSignal);
+    try {
+      return await model.doStream(options);
+    } catch (second) {
+      if (options.abortSignal?.aborted) throw second;
+      throw new Error(`Failed after 2 attempts. Last error: ${second instanceof Error ? second.message : String(second)}`, { cause: second });
+    }
+  }
+}
+
+function retryDelayMs(error: APICallError): number {
+  const headers = error.responseHeaders ?? {};
+  let ms = headers['retry-after-ms'] ? Number.parseFloat(headers['retry-after-ms']) : Number.NaN;
+  if (Number.isNaN(ms) && headers['retry-after']) {
+    const seconds = Number.parseFloat(headers['retry-after']);
+    ms = Number.isNaN(seconds) ? Date.parse(headers['retry-after']) - Date.now() : seconds * 1000;
+  }
+  return ms >= 0 && ms < MAX_RETRY_DELAY_MS ? ms : RETRY_DELAY_MS;
+}
+
+function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Tool-call input arrives as JSON text; empty text means no arguments. Messages as the AI SDK words them. */
+function parseToolCall(part: Extract<LanguageModelV3StreamPart, { type: 'tool-call' }>, known: ReadonlySet<string>): StepToolCall {
+  const call: StepToolCall = { toolCallId: part.toolCallId, toolName: part.toolName, input: part.input };
+  if (part.providerExecuted) {
+    call.providerExecuted = true;
+    return call;
+  }
+  const text = part.input.trim();
+  let parseError: string | undefined;
+  try {
+    call.input = text === '' ? {} : JSON.parse(text);
+  } catch (err) {
+    parseError = `JSON parsing failed: Text: ${part.input}.\nError message: ${err instanceof Error ? err.message : String(err)}`;
+  }
+  if (!known.has(part.toolName)) {
+    call.invalid = `Model tried to call unavailable tool '${part.toolName}'. ${known.size ? `Available tools: ${[...known].join(', ')}.` : 'No tools are available.'}`;
+  } else if (parseError) {
+    call.invalid = `Invalid input for tool ${part.toolName}: ${parseError}`;
+  }
+  return call;
+}
+
+function usageOf(part: Extract<LanguageModelV3StreamPart, { type: 'finish' }>) {
+  return { inputTokens: part.usage.inputTokens.total ?? 0, outputTokens: part.usage.outputTokens.total ?? 0 };
+}
+
+/**
+ * Streams one step. Text and reasoning parts keep the provider metadata of their last chunk that had
+ * any (start, delta or end), as the next request needs it; empty text parts are dropped. A stream
+ * that errors part-way answers what it had, with `error` set; a call that fails outright throws.
+ */
+export async function streamStep(
+  model: LanguageModelV3,
+  options: LanguageModelV3CallOptions,
+  toolNames: ReadonlySet<string>,
+  handlers: StepHandlers,
+): Promise<StepOutput> {
+  const { stream } = await callWithRetry(model, options);
+  const content: AssistantPart[] = [];
+  const open = new Map<string, OpenPart>();
+  const out: StepOutput = { message: { role: 'assistant', content }, toolCalls: [], finishReason: 'other', usage: { inputTokens: 0, outputTokens: 0 } };
+  const openPart = (type: OpenPart['type'], id: string, metadata?: SharedV3ProviderMetadata) => {
+    const part: OpenPart = { type, text: '', providerOptions: metadata };
+    open.set(`${type}:${id}`, part);
+    content.push(part);
+    return part;
+  };
+  const track = (type: OpenPart['type'], id: string, metadata?: SharedV3ProviderMetadata) => {
+    // A delta without its start still counts (some providers skip the start part).
+    const part = open.get(`${type}:${id}`) ?? openPart(type, id);
+    if (metadata) part.providerOptions = metadata;
+    return part;
+  };
+
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      const { done, value: part } = await reader.read();
+      if (done) break;
+      switch (part.type) {
+        case 'text-start':
+        case 'reasoning-start':
+          openPart(part.type === 'text-start' ? 'text' : 'reasoning', part.id, part.providerMetadata);
+          break;
+        case 'text-delta':
+          track('text', part.id, part.providerMetadata).text += part.delta;
+          if (part.delta) handlers.onText(part.delta);
+          break;
+        case 'reasoning-delta':
+          track('reasoning', part.id, part.providerMetadata).text += part.delta;
+          break;
+        case 'text-end':
+        case 'reasoning-end':
+          track(part.type === 'text-end' ? 'text' : 'reasoning', part.id, part.providerMetadata);
+          open.delete(`${part.type === 'text-end' ? 'text' : 'reasoning'}:${part.id}`);
+          break;
+        case 'tool-call': {
+          const call = parseToolCall(part, toolNames);
+          out.toolCalls.push(call);
+          content.push({
+            type: 'tool-call',
+            toolCallId: call.toolCallId,
+            toolName: call.toolName,
+            // What the model sent back must be an object even when its JSON was broken.
+            input: call.invalid && (call.input === null || typeof call.input !== 'object') ? {} : call.input,
+            ...(part.providerExecuted ? { providerExecuted: true } : {}),
+            ...(part.providerMetadata ? { providerOptions: part.providerMetadata } : {}),
+          });
+          handlers.onToolCall(call);
+          break;
+        }
+        case 'tool-result':
+          if (part.preliminary) break;
+          // Results of tools the provider ran itself (web search...) belong to the assistant turn.
+          content.push({
+            type: 'tool-result',
+            toolCallId: part.toolCallId,
+            toolName: part.toolName,
+            output: part.isError ? { type: 'error-json', value: part.result } : typeof part.result === 'string' ? { type: 'text', value: part.result } : { type: 'json', value: part.result },
+            ...(part.providerMetadata ? { providerOptions: part.providerMetadata } : {}),
+          });
+          break;
+        case 'file':
+          content.push({
+            type: 'file',
+            data: part.data,
+            mediaType: part.mediaType,
+            ...(part.providerMetadata ? { providerOptions: part.providerMetadata } : {}),
+          });
+          break;
+        case 'finish':
+          out.finishReason = part.finishReason.unified;
+          out.usage = usageOf(part);
+          break;
+        case 'error':
+          out.error ??= part.error;
+          break;
+        default:
+          // stream-start, response-metadata, tool-input-*, source, raw: nothing the loop keeps.
+          break;
+      }
+    }
+  } catch (err) {
+    // The stream itself broke (a dropped connection, or the run's signal aborted the fetch).
+    out.error ??= err;
+  } finally {
+    reader.releaseLock();
+  }
+  // Empty text parts carry nothing back to the model.
+  out.message.content = content.filter((p) => !(p.type === 'text' && p.text === ''));
+  return out;
+}
