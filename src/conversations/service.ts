@@ -147,14 +147,12 @@ export class ConversationsService {
       onActiveRun: input.onActiveRun,
     });
     if (isInjected(handle)) return { injected: handle };
-    await handle.done;
-    const run = await this.runs.get(principal.tenantId, handle.runId);
+    const run = await this.runs.outcome(principal.tenantId, handle);
     if (run.status === 'failed') {
-      throw new ProblemError(502, run.error?.code ?? 'run_failed', `the agent could not answer: ${run.error?.message ?? 'unknown error'} (run ${run.id})`);
+      throw new ProblemError(502, run.error?.code ?? 'run_failed', `the agent could not answer: ${run.error?.message ?? 'unknown error'} (run ${run.runId})`);
     }
-    const reply = await store.findReply(this.db.kysely, principal.tenantId, run.id);
-    if (!reply) throw new ProblemError(409, 'run_cancelled', `the run ended ${run.status} without a reply (run ${run.id})`);
-    return { reply: { message: messageView(reply), cost: run.cost, runId: run.id } };
+    if (!run.reply) throw new ProblemError(409, 'run_cancelled', `the run ended ${run.status} without a reply (run ${run.runId})`);
+    return { reply: { message: messageView(run.reply), cost: run.cost, runId: run.runId } };
   }
 
   inject(principal: Principal, id: string, content: string) {

@@ -95,29 +95,43 @@ export class ChangeTrackingPlugin implements KyselyPlugin {
 }
 
 /**
- * A bounded in-memory cache of one table's reads, trusted only while the table's stamp is unchanged.
- * Values are frozen: callers share them. Misses (undefined) are not cached.
+ * A bounded in-memory cache of reads from one table (or a join of several), trusted only while the
+ * stamps of those tables are unchanged. Values are frozen: callers share them. Misses (undefined)
+ * are not cached.
  */
 export class ReadCache<V extends object> {
   private readonly entries: LRUCache<string, { stamp: number; value: V }>;
+  private readonly tables: readonly string[];
 
   constructor(
     private readonly feed: ChangeFeed,
-    private readonly table: string,
+    tables: string | readonly string[],
     options: { max: number; ttlMs: number },
   ) {
+    this.tables = typeof tables === 'string' ? [tables] : tables;
     this.entries = new LRUCache({ max: options.max, ttl: options.ttlMs });
+  }
+
+  /** The newest stamp of the tables: every change moves it, as stamps come from one growing counter. */
+  private stamp(): number | null {
+    let newest = 0;
+    for (const table of this.tables) {
+      const stamp = this.feed.stamp(table);
+      if (stamp === null) return null;
+      newest = Math.max(newest, stamp);
+    }
+    return newest;
   }
 
   /** The cached value while it is current; otherwise `load()`'s, remembered if nothing changed meanwhile. */
   async get(key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
-    const stamp = this.feed.stamp(this.table);
+    const stamp = this.stamp();
     if (stamp === null) return load();
     const hit = this.entries.get(key);
     if (hit && hit.stamp === stamp) return hit.value;
     const value = await load();
     // A write that started while loading may or may not be in `value`: keep it only if none did.
-    if (value !== undefined && this.feed.stamp(this.table) === stamp) this.entries.set(key, { stamp, value: deepFreeze(value) });
+    if (value !== undefined && this.stamp() === stamp) this.entries.set(key, { stamp, value: deepFreeze(value) });
     return value;
   }
 

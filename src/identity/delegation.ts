@@ -84,17 +84,17 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
           depthOf.set(handle.runId, depth);
           const onAbort = () => void runs().cancel(caller, handle.runId).catch(() => {});
           toolCtx.signal.addEventListener('abort', onAbort, { once: true });
+          let run;
           try {
-            await handle.done;
+            run = await runs().outcome(ctx.tenantId, handle);
           } finally {
             toolCtx.signal.removeEventListener('abort', onAbort);
             depthOf.delete(handle.runId);
           }
-          const run = await runs().get(ctx.tenantId, handle.runId);
           if (run.status !== 'completed') {
             throw new ToolError('delegation_failed', `the agent's run ${run.status}${run.error ? `: ${run.error.message}` : ''}`);
           }
-          return { output: run.output, agentId: callee.id, runId: run.id, conversationId: run.conversationId, authorization: decision.reason, cost: run.cost };
+          return { output: run.output, agentId: callee.id, runId: run.runId, conversationId: run.conversationId, authorization: decision.reason, cost: run.cost };
         },
       });
     }

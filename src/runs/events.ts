@@ -36,7 +36,36 @@ export class RunChannel {
 
   emit(event: string, data: Record<string, unknown>): void {
     if (this.ended) return;
-    this.pending.push({ seq: this.nextSeq++, event, data });
+    this.pending.push(this.next(event, data));
+    this.writing ??= this.drain();
+  }
+
+  /** A numbered event that is not queued: for `takePending` callers that write it themselves. */
+  next(event: string, data: Record<string, unknown>): RunEvent {
+    return { seq: this.nextSeq++, event, data };
+  }
+
+  /**
+   * Takes the events not yet being written, for the caller to write in its own transaction (a run's
+   * end writes its last events with its result: one statement and one commit fewer). The caller then
+   * publishes them with `written`, or hands them back with `requeue` if its transaction failed.
+   */
+  takePending(): RunEvent[] {
+    const taken = this.pending;
+    this.pending = [];
+    return taken;
+  }
+
+  /** Publishes events the caller has written, after any batch still being written here. */
+  async written(events: RunEvent[]): Promise<void> {
+    await this.flushed();
+    this.publish(events);
+  }
+
+  /** Queues events taken with `takePending` again (their seq numbers stay as they were). */
+  requeue(events: RunEvent[]): void {
+    if (!events.length) return;
+    this.pending = [...events, ...this.pending].sort((a, b) => a.seq - b.seq);
     this.writing ??= this.drain();
   }
 
@@ -47,21 +76,23 @@ export class RunChannel {
       const batch = this.pending;
       this.pending = [];
       try {
-        await store.insertEvents(
-          this.db.kysely,
-          batch.map((e) => ({ run_id: this.runId, seq: e.seq, event: e.event, data: JSON.stringify(e.data) })),
-        );
+        await store.insertEvents(this.db.kysely, batch.map((e) => eventRow(this.runId, e)));
       } catch (err) {
         // Live listeners still get the events; only a later replay could miss them.
         this.onWriteError(err);
       }
-      for (const e of batch) {
-        this.events.push(e);
-        for (const l of this.listeners) l(e);
-      }
-      this.onWritten(this.runId, batch[batch.length - 1].seq);
+      this.publish(batch);
     }
     this.writing = null;
+  }
+
+  private publish(batch: RunEvent[]) {
+    if (!batch.length) return;
+    for (const e of batch) {
+      this.events.push(e);
+      for (const l of this.listeners) l(e);
+    }
+    this.onWritten(this.runId, batch[batch.length - 1].seq);
   }
 
   /** Waits until every emitted event is written and published. */
@@ -87,6 +118,11 @@ export class RunChannel {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
+}
+
+/** An event as the run_events table stores it. */
+export function eventRow(runId: string, e: RunEvent) {
+  return { run_id: runId, seq: e.seq, event: e.event, data: JSON.stringify(e.data) };
 }
 
 /** The channels of the runs executing in this process. */

@@ -152,21 +152,20 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
   }
 
   async function respondJson(req: FastifyRequest, reply: FastifyReply, handle: RunHandle) {
-    await handle.done;
-    const run = await runs.get(req.principal.tenantId, handle.runId);
+    const run = await runs.outcome(req.principal.tenantId, handle);
     if (run.status === 'failed') {
-      throw new ProblemError(502, run.error?.code ?? 'run_failed', `the run failed: ${run.error?.message ?? 'unknown error'} (run ${run.id})`);
+      throw new ProblemError(502, run.error?.code ?? 'run_failed', `the run failed: ${run.error?.message ?? 'unknown error'} (run ${run.runId})`);
     }
-    if (run.status === 'cancelled') throw new ProblemError(409, 'run_cancelled', `the run was cancelled (run ${run.id})`);
+    if (run.status === 'cancelled') throw new ProblemError(409, 'run_cancelled', `the run was cancelled (run ${run.runId})`);
     return reply.send({
       output: run.output,
-      conversationId: handle.conversationId,
-      runId: run.id,
+      conversationId: run.conversationId,
+      runId: run.runId,
       status: run.status,
       cost: run.cost,
       tokenUsage: run.tokenUsage,
       toolCalls: run.toolCalls.map((c) => ({ name: c.name, input: c.input, result: c.result })),
-      duration: run.duration ?? 0,
+      duration: run.duration,
     });
   }
 

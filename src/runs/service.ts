@@ -14,7 +14,7 @@ import type { ToolSet } from '../runtime/tools/types.js';
 import type { SignalBus } from '../signals/bus.js';
 import type { LimitsService } from '../tenancy/limits.js';
 import type { Principal } from '../tenancy/permissions.js';
-import { RunEventHub, type RunChannel, type RunEventListener } from './events.js';
+import { RunEventHub, eventRow, type RunChannel, type RunEventListener } from './events.js';
 import * as store from './store.js';
 import { runDetails, runSummary, type RunError } from './views.js';
 
@@ -42,7 +42,23 @@ export interface RunHandle {
   runId: string;
   conversationId: string;
   userMessageId: string;
-  done: Promise<void>;
+  /** The run's end as this process wrote it; null when it was ended elsewhere (read it with `get`). */
+  done: Promise<RunOutcome | null>;
+}
+
+/** How a run ended, as its end was written: callers answer from this without reading the run back. */
+export interface RunOutcome {
+  runId: string;
+  conversationId: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  output: string;
+  error: RunError | null;
+  cost: number;
+  tokenUsage: { inputTokens: number; outputTokens: number };
+  toolCalls: LoopResult['toolCalls'];
+  duration: number;
+  /** The assistant's message the run added to the conversation, if any. */
+  reply: conversationStore.MessageRow | null;
 }
 
 /** A run reached its terminal state (told to `onRunFinished` listeners, once per run). */
@@ -67,7 +83,7 @@ interface ActiveRun {
   controller: AbortController;
   inbox: string[];
   channel: RunChannel;
-  done: Promise<void>;
+  done: Promise<RunOutcome | null>;
   /** Set once the loop has returned: later injections are refused rather than lost. */
   closing: boolean;
   taskId: string | null;
@@ -356,11 +372,12 @@ export class RunsService {
 
     const controller = new AbortController();
     const channel = this.events.open(runId);
-    const activeRun: ActiveRun = { controller, inbox: [], channel, done: Promise.resolve(), closing: false, taskId: input.taskId ?? null };
+    const activeRun: ActiveRun = { controller, inbox: [], channel, done: Promise.resolve(null), closing: false, taskId: input.taskId ?? null };
     this.active.set(runId, activeRun);
-    activeRun.done = this.execute(runId, conversationId!, conversation!.created_at, input, messages, activeRun, Date.parse(at)).catch((err) =>
-      this.log.error({ err, runId }, 'run execution failed unexpectedly'),
-    );
+    activeRun.done = this.execute(runId, conversationId!, conversation!.created_at, input, messages, activeRun, Date.parse(at)).catch((err) => {
+      this.log.error({ err, runId }, 'run execution failed unexpectedly');
+      return null;
+    });
     return { runId, conversationId: conversationId!, userMessageId, done: activeRun.done };
   }
 
@@ -410,7 +427,7 @@ export class RunsService {
     messages: ConversationTurn[],
     activeRun: ActiveRun,
     startedAtMs: number,
-  ): Promise<void> {
+  ): Promise<RunOutcome | null> {
     const { channel, controller } = activeRun;
     const agent = input.agent;
     const tenantId = input.principal.tenantId;
@@ -462,7 +479,7 @@ export class RunsService {
     }
     const cancelled = !failure && (controller.signal.aborted || loop?.finish === 'cancelled');
     const result: LoopResult = loop ?? { output: '', steps: [], toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 }, finish: 'cancelled' };
-    await this.finish(runId, tenantId, conversationId, conversationCreatedAt, agent.model, result, cancelled ? 'cancelled' : failure ? 'failed' : 'completed', failure, toolSet.warnings ?? [], startedAtMs);
+    return this.finish(runId, tenantId, conversationId, conversationCreatedAt, agent.model, result, cancelled ? 'cancelled' : failure ? 'failed' : 'completed', failure, toolSet.warnings ?? [], startedAtMs);
   }
 
   private async contributedPrompt(runId: string, ctx: Parameters<SystemPromptContributor>[0]): Promise<string[]> {
@@ -477,6 +494,12 @@ export class RunsService {
     return parts.filter((p): p is string => Boolean(p));
   }
 
+  /**
+   * Writes the run's end in one transaction: its result, the reply joining the conversation, the
+   * conversation released, and the run's last events (the terminal one included), which are
+   * published only once committed. Exactly one terminal write wins; a run ended elsewhere meanwhile
+   * (recovered as interrupted) keeps that end and its followers are told.
+   */
   private async finish(
     runId: string,
     tenantId: string,
@@ -488,14 +511,33 @@ export class RunsService {
     failure: RunError | undefined,
     warnings: string[],
     startedAtMs: number,
-  ) {
+  ): Promise<RunOutcome | null> {
     const activeRun = this.active.get(runId)!;
     const channel = activeRun.channel;
     const at = now();
     const cost = this.prices.cost(model, result.usage.inputTokens, result.usage.outputTokens);
     const tokenUsage = { inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens };
-    const error = status === 'cancelled' ? { code: 'cancelled', message: 'the run was cancelled' } : failure;
+    const error = status === 'cancelled' ? { code: 'cancelled', message: 'the run was cancelled' } : (failure ?? null);
     const duration = Date.parse(at) - startedAtMs;
+    // The reply joins the conversation (a cancelled run's partial reply too); a failed run adds none.
+    const reply: conversationStore.MessageRow | null =
+      status !== 'failed' && result.output
+        ? {
+            id: newId(),
+            tenant_id: tenantId,
+            conversation_id: conversationId,
+            run_id: runId,
+            role: 'assistant',
+            content: result.output,
+            tool_calls: result.toolCalls.length ? JSON.stringify(result.toolCalls.map((c) => ({ name: c.name, input: c.input }))) : null,
+            token_usage: JSON.stringify(tokenUsage),
+            attachments: null,
+            created_at: at,
+          }
+        : null;
+    // The loop has ended, so nothing else emits: these are the run's last events.
+    const last = channel.takePending();
+    last.push(status === 'completed' ? channel.next('done', { conversationId, runId, cost, tokenUsage }) : channel.next('error', { ...error! }));
     let won = false;
     try {
       won = await this.db.kysely.transaction().execute(async (trx: Kysely<Database>) => {
@@ -515,40 +557,31 @@ export class RunsService {
           lease_expires_at: null,
         });
         if (!Number(r.numUpdatedRows)) return false;
-        // The reply joins the conversation (a cancelled run's partial reply too); a failed run adds none.
-        if (status !== 'failed' && result.output) {
-          await conversationStore.insertMessage(trx, {
-            id: newId(),
-            tenant_id: tenantId,
-            conversation_id: conversationId,
-            run_id: runId,
-            role: 'assistant',
-            content: result.output,
-            tool_calls: result.toolCalls.length ? JSON.stringify(result.toolCalls.map((c) => ({ name: c.name, input: c.input }))) : null,
-            token_usage: JSON.stringify(tokenUsage),
-            attachments: null,
-            created_at: at,
-          });
+        if (reply) {
+          await conversationStore.insertMessage(trx, reply);
           // Counted and released in one statement.
           await conversationStore.countMessages(trx, conversationId, 1, at, conversationCreatedAt, runId);
         } else {
           await conversationStore.releaseConversation(trx, conversationId, runId);
         }
+        await store.insertEvents(trx, last.map((e) => eventRow(runId, e)));
         return true;
       });
     } catch (err) {
       this.log.error({ err, runId }, 'could not record the end of a run');
     }
-    if (!won) {
-      channel.emit('error', { code: 'interrupted', message: 'the run was ended elsewhere before it finished here' });
-    } else if (status === 'completed') {
-      channel.emit('done', { conversationId, runId, cost, tokenUsage });
+    if (won) {
+      await channel.written(last);
     } else {
-      channel.emit('error', { ...error! });
+      // Written by the ordinary path instead, ending with the news that this end did not count.
+      last[last.length - 1] = { ...last[last.length - 1], event: 'error', data: { code: 'interrupted', message: 'the run was ended elsewhere before it finished here' } };
+      channel.requeue(last);
     }
     this.active.delete(runId);
     await this.events.close(channel);
-    if (won) await this.notifyFinished({ runId, tenantId, taskId: activeRun.taskId, status });
+    if (!won) return null;
+    await this.notifyFinished({ runId, tenantId, taskId: activeRun.taskId, status });
+    return { runId, conversationId, status, output: result.output, error, cost, tokenUsage, toolCalls: result.toolCalls, duration, reply };
   }
 
   // ---------------------------------------------------------------- control
@@ -624,6 +657,29 @@ export class RunsService {
   }
 
   // ---------------------------------------------------------------- reading
+
+  /**
+   * How a started run ended: from memory when this process wrote its end, otherwise read back
+   * (it was ended elsewhere, e.g. recovered as interrupted).
+   */
+  async outcome(tenantId: string, handle: RunHandle): Promise<RunOutcome> {
+    const written = await handle.done;
+    if (written) return written;
+    const run = await this.get(tenantId, handle.runId);
+    const reply = await conversationStore.findReply(this.db.kysely, tenantId, handle.runId);
+    return {
+      runId: run.id,
+      conversationId: handle.conversationId,
+      status: run.status as RunOutcome['status'],
+      output: run.output,
+      error: run.error,
+      cost: run.cost,
+      tokenUsage: run.tokenUsage,
+      toolCalls: run.toolCalls,
+      duration: run.duration ?? 0,
+      reply: reply ?? null,
+    };
+  }
 
   async get(tenantId: string, runId: string) {
     const row = await store.findRun(this.db.kysely, tenantId, runId);

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { AgentsService } from '../agents/service.js';
+import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { ProblemError, badRequest, conflict, notFound } from '../http/errors.js';
@@ -80,12 +81,23 @@ const nameTaken = (name: string, existing?: store.SkillRow) =>
  * Skills of a tenant: custom ones (JSON, SKILL.md, archive), store ones (acquired from the catalog),
  * and their assignments to agents. Every mutation writes its audit event in its transaction.
  */
+export interface SkillBrief {
+  id: string;
+  name: string;
+  description: string;
+}
+
 export class SkillsService {
+  /** What every run's system prompt names: read from memory until skills or assignments change. */
+  private readonly usableBriefs: ReadCache<{ skills: SkillBrief[] }>;
+
   constructor(
     private readonly db: Db,
     private readonly agents: AgentsService,
     private readonly catalog: () => StoreSkill[] = storeCatalog,
-  ) {}
+  ) {
+    this.usableBriefs = new ReadCache(db.changes, ['skills', 'skill_assignments'], { max: 10_000, ttlMs: 10 * 60_000 });
+  }
 
   private async views(tenantId: string, rows: store.SkillRow[]): Promise<Skill[]> {
     const files = await store.fileBriefs(this.db.kysely, tenantId, rows.map((r) => r.id));
@@ -144,6 +156,14 @@ export class SkillsService {
   /** Skills the agent may use now: assignment enabled and skill active; highest priority first. */
   usableSkills(tenantId: string, agentId: string) {
     return store.agentAssignments(this.db.kysely, tenantId, agentId, { usableOnly: true });
+  }
+
+  /** Id, name and description of the skills the agent may use now, highest priority first. */
+  async usableSkillBriefs(tenantId: string, agentId: string): Promise<readonly SkillBrief[]> {
+    const cached = await this.usableBriefs.get(`${tenantId}:${agentId}`, async () => ({
+      skills: (await this.usableSkills(tenantId, agentId)).map((r) => ({ id: r.id, name: r.name, description: r.description })),
+    }));
+    return cached!.skills;
   }
 
   /** A skill of the tenant by id or name, with this agent's assignment of it if any. */

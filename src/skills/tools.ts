@@ -61,7 +61,7 @@ export function inputJsonSchema(schema: z.ZodObject): Record<string, unknown> {
 const MAX_ANNOUNCED = 50;
 
 /** The system prompt section announcing an agent's skills (name and description), in the given order. */
-export function announceSkills(skills: Pick<SkillRow, 'id' | 'name' | 'description'>[]): string {
+export function announceSkills(skills: readonly Pick<SkillRow, 'id' | 'name' | 'description'>[]): string {
   const shown = skills.slice(0, MAX_ANNOUNCED);
   const lines = [
     '# Skills',
@@ -135,8 +135,8 @@ export class SkillTools {
   /** The system prompt section for a run: the agent's usable skills, when it has the skill tools. */
   async systemPrompt(ctx: { tenantId: string; agent: Agent; toolsEnabled: boolean }): Promise<string | undefined> {
     if (!ctx.toolsEnabled || !hasGroup(ctx.agent, 'skills')) return undefined;
-    const rows = await this.skills.usableSkills(ctx.tenantId, ctx.agent.id);
-    return rows.length ? announceSkills(rows) : undefined;
+    const skills = await this.skills.usableSkillBriefs(ctx.tenantId, ctx.agent.id);
+    return skills.length ? announceSkills(skills) : undefined;
   }
 
   // ---------------------------------------------------------------- the tools

@@ -236,7 +236,7 @@ export class TaskExecutor {
     }
     let runId: string;
     let conversationId: string;
-    let done: Promise<void>;
+    let done: Promise<unknown>;
     try {
       const agent = await this.agents.get(task.tenant_id, task.agent_id);
       const input = { ...(JSON.parse(task.input) as object), ...(JSON.parse(job.input) as object) };

@@ -1,3 +1,4 @@
+import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import { ProblemError, notFound } from '../http/errors.js';
 import { recordAudit } from './audit.js';
@@ -61,10 +62,15 @@ export class LimitsService {
   readonly limiter = new RateLimiter();
   private readonly cache = new Map<string, { at: number; limits: TenantLimits }>();
 
+  /** Agents' budgets, read at every run's start: from memory until the agents table changes. */
+  private readonly agentBudgets: ReadCache<{ monthlyBudgetUsd: number | null }>;
+
   constructor(
     private readonly db: Db,
     private readonly defaultRateLimit: number,
-  ) {}
+  ) {
+    this.agentBudgets = new ReadCache(db.changes, 'agents', { max: 10_000, ttlMs: 10 * 60_000 });
+  }
 
   async tenantLimits(tenantId: string): Promise<TenantLimits> {
     const cached = this.cache.get(tenantId);
@@ -133,7 +139,10 @@ export class LimitsService {
         throw new ProblemError(429, 'concurrency_limit', `the tenant already runs ${running} of at most ${limits.maxConcurrentRuns} runs at once`, undefined, { 'retry-after': '1' });
       }
     }
-    const agent = await store.agentBudget(this.db.kysely, tenantId, agentId);
+    const agent = await this.agentBudgets.get(`${tenantId}:${agentId}`, async () => {
+      const row = await store.agentBudget(this.db.kysely, tenantId, agentId);
+      return row && { monthlyBudgetUsd: row.monthly_budget_usd };
+    });
     const since = monthStart();
     const budget: Record<string, { monthlyBudgetUsd: number; spentUsd: number }> = {};
     if (limits.monthlyBudgetUsd !== null) {
@@ -143,11 +152,11 @@ export class LimitsService {
         throw new ProblemError(402, 'budget_exceeded', `the tenant has spent $${spentUsd} of its $${limits.monthlyBudgetUsd} monthly budget`);
       }
     }
-    if (agent?.monthly_budget_usd != null) {
+    if (agent?.monthlyBudgetUsd != null) {
       const spentUsd = await store.spendSince(this.db.kysely, tenantId, since, agentId);
-      budget.agent = { monthlyBudgetUsd: agent.monthly_budget_usd, spentUsd };
-      if (spentUsd >= agent.monthly_budget_usd) {
-        throw new ProblemError(402, 'budget_exceeded', `the agent has spent $${spentUsd} of its $${agent.monthly_budget_usd} monthly budget`);
+      budget.agent = { monthlyBudgetUsd: agent.monthlyBudgetUsd, spentUsd };
+      if (spentUsd >= agent.monthlyBudgetUsd) {
+        throw new ProblemError(402, 'budget_exceeded', `the agent has spent $${spentUsd} of its $${agent.monthlyBudgetUsd} monthly budget`);
       }
     }
     return budget;

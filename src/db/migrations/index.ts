@@ -7,6 +7,7 @@ import * as m0005 from './0005_tasks.js';
 import * as m0004 from './0004_skills.js';
 import * as m0007 from './0007_change_notifications.js';
 import * as m0008 from './0008_message_run_index.js';
+import * as m0009 from './0009_skill_change_notifications.js';
 
 /**
  * Every migration, in order. Migrations are code (Kysely's schema builder), so one list serves
@@ -21,6 +22,7 @@ const migrations: Record<string, Migration> = {
   '0004_skills': m0004,
   '0007_change_notifications': m0007,
   '0008_message_run_index': m0008,
+  '0009_skill_change_notifications': m0009,
 };
 
 export const migrationProvider: MigrationProvider = {
