@@ -84,8 +84,8 @@ function toolErrorResult(err: unknown, signal: AbortSignal, timedOut: boolean): 
 /**
  * The tool-calling loop: one model step at a time (`streamStep`, over the provider's `doStream`), so
  * that injected messages join at every step boundary, cancellation is checked between steps, and each
- * step is recorded. Tools start as soon as the model has finished their call; their failures, and
- * calls the model got wrong, go back to the model as results.
+ * step is recorded. The step's tool calls run together once it has ended; their failures, and calls
+ * the model got wrong, go back to the model as results.
  */
 export async function runLoop(input: LoopInput): Promise<LoopResult> {
   const prompt: LanguageModelV3Prompt = [];
@@ -150,7 +150,6 @@ export async function runLoop(input: LoopInput): Promise<LoopResult> {
 
     const step: StepRecord = { index, text: '', toolCallIds: [], injected, finishReason: 'stop', usage: { inputTokens: 0, outputTokens: 0 } };
     result.steps.push(step);
-    const running: Promise<LanguageModelV3ToolResultPart>[] = [];
     let output;
     try {
       output = await streamStep(
@@ -170,22 +169,15 @@ export async function runLoop(input: LoopInput): Promise<LoopResult> {
             result.output += text;
             input.onEvent({ event: 'token', data: { text } });
           },
-          onToolCall: (call) => {
-            if (call.providerExecuted) return;
-            step.toolCallIds.push(call.toolCallId);
-            running.push(runTool(call));
-          },
         },
       );
     } catch (err) {
-      await Promise.all(running);
       if (input.signal.aborted) {
         result.finish = 'cancelled';
         return result;
       }
       throw new ModelCallError(errorMessage(err), result);
     }
-    const toolResults = await Promise.all(running);
     step.finishReason = output.finishReason;
     step.usage = output.usage;
     result.usage.inputTokens += output.usage.inputTokens;
@@ -196,6 +188,16 @@ export async function runLoop(input: LoopInput): Promise<LoopResult> {
     }
     if (output.error !== undefined) throw new ModelCallError(errorMessage(output.error), result);
 
+    // Tools run once the step has ended well: a step cut off (length, content filter) may hold a
+    // call that was never finished. A step that ends with `stop` after calling tools (some local
+    // servers say so) still gets their results, as `tool-calls` would.
+    const calls = output.finishReason === 'tool-calls' || output.finishReason === 'stop' ? output.toolCalls.filter((c) => !c.providerExecuted) : [];
+    for (const call of calls) step.toolCallIds.push(call.toolCallId);
+    const toolResults = await Promise.all(calls.map(runTool));
+    if (input.signal.aborted) {
+      result.finish = 'cancelled';
+      return result;
+    }
     if (output.message.content.length) prompt.push(output.message);
     // The model called tools: it gets their results in the next step.
     if (toolResults.length) {
@@ -221,6 +223,9 @@ function turn(role: ConversationTurn['role'], text: string): LanguageModelV3Prom
   return { role, content: [{ type: 'text', text }] };
 }
 
+/** Providers report some failures as plain objects ({ type, message }) rather than Errors. */
 function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  if (err instanceof Error) return err.message;
+  if (err && typeof err === 'object' && typeof (err as { message?: unknown }).message === 'string') return (err as { message: string }).message;
+  return typeof err === 'string' ? err : JSON.stringify(err);
 }

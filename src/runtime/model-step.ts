@@ -40,8 +40,6 @@ export interface StepOutput {
 
 export interface StepHandlers {
   onText(delta: string): void;
-  /** Called as soon as a tool call is complete, while the model may still be streaming. */
-  onToolCall(call: StepToolCall): void;
 }
 
 type AssistantPart = StepOutput['message']['content'][number];
@@ -183,7 +181,6 @@ export async function streamStep(
             ...(part.providerExecuted ? { providerExecuted: true } : {}),
             ...(part.providerMetadata ? { providerOptions: part.providerMetadata } : {}),
           });
-          handlers.onToolCall(call);
           break;
         }
         case 'tool-result':
@@ -211,6 +208,7 @@ export async function streamStep(
           break;
         case 'error':
           out.error ??= part.error;
+          out.finishReason = 'error';
           break;
         default:
           // stream-start, response-metadata, tool-input-*, source, raw: nothing the loop keeps.
@@ -220,6 +218,7 @@ export async function streamStep(
   } catch (err) {
     // The stream itself broke (a dropped connection, or the run's signal aborted the fetch).
     out.error ??= err;
+    out.finishReason = 'error';
   } finally {
     reader.releaseLock();
   }

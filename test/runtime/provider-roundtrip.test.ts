@@ -377,10 +377,8 @@ describe('provider errors', () => {
       },
     );
     const { events, run } = await stream('anthropic/claude-sonnet-4-5', 'one plus one');
-    // CURRENT BEHAVIOUR, looks wrong: the provider hands the loop the error event's plain object
-    // ({ type, message }), and loop.ts formats non-Error failures with String(), so the message is
-    // lost. A driver that reports 'Overloaded' here should update this expectation.
-    const error = { code: 'model_error', message: '[object Object]' };
+    // The provider hands the loop the error event's plain object ({ type, message }): its message is kept.
+    const error = { code: 'model_error', message: 'Overloaded' };
     expect(brief(events)).toEqual([
       { event: 'tool_call_start', data: { id: 'toolu_01', name: 'add', input: { a: 1, b: 1 } } },
       { event: 'tool_call_end', data: { id: 'toolu_01', result: { sum: 2 } } },
@@ -406,21 +404,23 @@ describe('provider errors', () => {
       }),
     });
     const openai = await stream('openai/gpt-5-mini', 'hello');
-    // Same '[object Object]' as above: the OpenAI provider's stream error is a plain object too.
+    // The OpenAI provider's stream error is a plain object too; its message is kept.
+    const openaiError = { code: 'model_error', message: 'The model produced invalid content.' };
     expect(brief(openai.events)).toEqual([
       { event: 'token', data: { text: 'Part' } },
-      { event: 'error', data: { code: 'model_error', message: '[object Object]' } },
+      { event: 'error', data: openaiError },
     ]);
-    expect(openai.run).toMatchObject({ status: 'failed', output: 'Part', error: { code: 'model_error', message: '[object Object]' } });
+    expect(openai.run).toMatchObject({ status: 'failed', output: 'Part', error: openaiError });
 
     const frames = chatStream({ text: ['Part'], finish: 'stop', usage: { prompt_tokens: 1, completion_tokens: 1 } });
     vendor.script({ sse: [...frames.slice(0, 2), `data: ${JSON.stringify({ error: { message: 'CUDA out of memory', type: 'server_error', code: 500 } })}\n\n`] });
     const local = await stream('openai-compatible/qwen3-8b', 'hello');
+    const localError = { code: 'model_error', message: 'CUDA out of memory' };
     expect(brief(local.events)).toEqual([
       { event: 'token', data: { text: 'Part' } },
-      { event: 'error', data: { code: 'model_error', message: '[object Object]' } },
+      { event: 'error', data: localError },
     ]);
-    expect(local.run).toMatchObject({ status: 'failed', output: 'Part' });
+    expect(local.run).toMatchObject({ status: 'failed', output: 'Part', error: localError });
   });
 });
 
@@ -489,22 +489,26 @@ describe('token usage and finish reasons', () => {
     expect(mcp.state.calls.length).toBe(calledBefore);
     expect(events.map((e) => e.event)).toEqual(['token', 'done']);
     expect(run).toMatchObject({ status: 'completed', output: 'Let me', tokenUsage: { inputTokens: 40, outputTokens: 8 }, toolCalls: [] });
-    // CURRENT BEHAVIOUR: the step lists the call id although no tool call record exists for it.
-    expect(run.steps.map((s: { toolCallIds: string[]; finishReason: string }) => [s.toolCallIds, s.finishReason])).toEqual([[['call_1'], 'length']]);
+    // The step lists only calls that ran (none here), so every id has its tool call record.
+    expect(run.steps.map((s: { toolCallIds: string[]; finishReason: string }) => [s.toolCallIds, s.finishReason])).toEqual([[[], 'length']]);
   });
 
-  it('runs the tool calls of a step that finishes with stop, but ends the loop there (servers that say stop after tool calls)', async () => {
-    vendor.script({
-      sse: chatStream({ toolCalls: [{ id: 'call_1', name: 'add', arguments: ['{"a":1,"b":2}'] }], finish: 'stop', usage: { prompt_tokens: 40, completion_tokens: 8 } }),
-    });
+  it('runs the tool calls of a step that finishes with stop and gives the model their results (servers that say stop after tool calls)', async () => {
+    vendor.script(
+      { sse: chatStream({ toolCalls: [{ id: 'call_1', name: 'add', arguments: ['{"a":1,"b":2}'] }], finish: 'stop', usage: { prompt_tokens: 40, completion_tokens: 8 } }) },
+      { sse: chatStream({ text: ['It is 3.'], finish: 'stop', usage: { prompt_tokens: 60, completion_tokens: 4 } }) },
+    );
     const { events, run } = await stream('openai-compatible/qwen3-8b', 'add');
-    // CURRENT BEHAVIOUR: the loop continues only on finish reason tool-calls, so the result never
-    // reaches the model and the run completes with no output.
-    expect(vendor.requests).toHaveLength(1);
-    expect(events.map((e) => e.event)).toEqual(['tool_call_start', 'tool_call_end', 'done']);
-    expect(run).toMatchObject({ status: 'completed', output: '' });
+    // Whatever the finish reason says, a step that called tools is followed by one that reads their results.
+    expect(vendor.requests).toHaveLength(2);
+    expect(vendor.requests[1].body.messages.slice(-2)).toEqual([
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'add', arguments: '{"a":1,"b":2}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '{"sum":3}' },
+    ]);
+    expect(events.map((e) => e.event)).toEqual(['tool_call_start', 'tool_call_end', 'token', 'done']);
+    expect(run).toMatchObject({ status: 'completed', output: 'It is 3.', tokenUsage: { inputTokens: 100, outputTokens: 12 } });
     expect(calls(run)).toEqual([{ id: 'call_1', name: 'add', input: { a: 1, b: 2 }, result: { sum: 3 } }]);
-    expect(run.steps.map((s: { finishReason: string }) => s.finishReason)).toEqual(['stop']);
+    expect(run.steps.map((s: { finishReason: string }) => s.finishReason)).toEqual(['stop', 'stop']);
   });
 });
 
