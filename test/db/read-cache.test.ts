@@ -5,7 +5,7 @@ import { openDatabase, type Db } from '../../src/db/database.js';
 import { dialect, expectProblem, startApp, type TestApp } from '../helpers/app.js';
 
 /**
- * API keys and agents are served from memory (db/changes.ts). Whatever writes them, from this
+ * API keys, agents, agent budgets and the skills a run announces are served from memory (db/changes.ts). Whatever writes them, from this
  * process or another one on the same database, the next reads must show the change: SQLite through
  * data_version (within 1 ms), PostgreSQL through the change triggers' NOTIFY (asynchronous, so
  * these tests wait for it, up to 2 s).
@@ -74,6 +74,27 @@ describe('cached reads follow writes from anywhere', () => {
     await other.kysely.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', doomed.view.id).execute();
     await eventually(async () => {
       expectProblem(await t.request('GET', `/api/v1/agents/${agentId}`, { key: doomed.secret }), 401, 'invalid_credentials');
+    });
+  });
+
+  it('the skills a run announces follow assignments and skills changed by another connection', async () => {
+    const briefs = () => t.services.skills.usableSkillBriefs(tenant.id, agentId);
+    expect(await briefs()).toEqual([]);
+    const skill = await t.request('POST', '/api/skills', {
+      key: tenant.key,
+      body: { name: 'refunds', description: 'How refunds work', instructions: 'Refund within 30 days.' },
+    });
+    expect(skill.status).toBe(201);
+    expect((await t.request('POST', `/api/skills/${skill.body.id}/assign`, { key: tenant.key, body: { agentId } })).status).toBe(201);
+    // Own writes: at once, on both dialects.
+    expect(await briefs()).toEqual([{ id: skill.body.id, name: 'refunds', description: 'How refunds work' }]);
+    await other.kysely.updateTable('skills').set({ description: 'Refunds, changed elsewhere' }).where('id', '=', skill.body.id).execute();
+    await eventually(async () => {
+      expect(await briefs()).toEqual([{ id: skill.body.id, name: 'refunds', description: 'Refunds, changed elsewhere' }]);
+    });
+    await other.kysely.updateTable('skill_assignments').set({ enabled: 0 }).where('skill_id', '=', skill.body.id).execute();
+    await eventually(async () => {
+      expect(await briefs()).toEqual([]);
     });
   });
 
