@@ -35,6 +35,11 @@ export interface StartRunInput {
   maxTokens?: number;
   taskId?: string;
   onActiveRun?: OnActiveRun;
+  /**
+   * Written with the run's start, in its transaction (a task marks its job running): the run exists
+   * exactly when this has been written. Throwing aborts the start; nothing is written.
+   */
+  onStart?: (trx: Kysely<Database>, run: { runId: string; startedAt: string }) => Promise<void>;
 }
 
 /** A started run; `done` settles when it reaches its terminal state. */
@@ -42,6 +47,7 @@ export interface RunHandle {
   runId: string;
   conversationId: string;
   userMessageId: string;
+  startedAt: string;
   /** The run's end as this process wrote it; null when it was ended elsewhere (read it with `get`). */
   done: Promise<RunOutcome | null>;
 }
@@ -67,6 +73,8 @@ export interface RunFinished {
   tenantId: string;
   taskId: string | null;
   status: 'completed' | 'failed' | 'cancelled';
+  /** The end as written, when the writer knows it whole (listeners need not read the run back). */
+  ended?: { output: string; error: RunError | null };
 }
 
 export type RunFinishedListener = (run: RunFinished) => Promise<void> | void;
@@ -258,7 +266,7 @@ export class RunsService {
       });
       if (!won) continue;
       recovered++;
-      await this.notifyFinished({ runId: run.id, tenantId: run.tenant_id, taskId: run.task_id, status: 'failed' });
+      await this.notifyFinished({ runId: run.id, tenantId: run.tenant_id, taskId: run.task_id, status: 'failed', ended: { output, error } });
       // Followers of the stream learn how it ended.
       const seq = (events.at(-1)?.seq ?? 0) + 1;
       await store.insertEvents(this.db.kysely, [{ run_id: run.id, seq, event: 'error', data: JSON.stringify(error) }]).catch(() => {});
@@ -361,6 +369,7 @@ export class RunsService {
           started_at: at,
           completed_at: null,
         });
+        await input.onStart?.(trx, { runId, startedAt: at });
       });
     } catch (err) {
       if (input.conversationId) await conversationStore.releaseConversation(this.db.kysely, input.conversationId, runId);
@@ -378,7 +387,7 @@ export class RunsService {
       this.log.error({ err, runId }, 'run execution failed unexpectedly');
       return null;
     });
-    return { runId, conversationId: conversationId!, userMessageId, done: activeRun.done };
+    return { runId, conversationId: conversationId!, userMessageId, startedAt: at, done: activeRun.done };
   }
 
   /** Claims the conversation, or applies the agent's policy for a conversation that is busy. */
@@ -580,7 +589,7 @@ export class RunsService {
     this.active.delete(runId);
     await this.events.close(channel);
     if (!won) return null;
-    await this.notifyFinished({ runId, tenantId, taskId: activeRun.taskId, status });
+    await this.notifyFinished({ runId, tenantId, taskId: activeRun.taskId, status, ended: { output: result.output, error } });
     return { runId, conversationId, status, output: result.output, error, cost, tokenUsage, toolCalls: result.toolCalls, duration, reply };
   }
 

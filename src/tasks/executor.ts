@@ -5,7 +5,7 @@ import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { ProblemError } from '../http/errors.js';
 import { newId, now } from '../ids.js';
-import { isInjected, type RunsService } from '../runs/service.js';
+import { isInjected, type RunFinished, type RunOutcome, type RunsService } from '../runs/service.js';
 import { ACTIVE_STATUSES } from '../runs/store.js';
 import type { RunError } from '../runs/views.js';
 import type { Actor } from '../tenancy/permissions.js';
@@ -63,6 +63,9 @@ export interface FireResult {
 }
 
 type Settled = 'completed' | 'failed' | 'cancelled';
+
+/** A run's start found its job no longer claimed by this process: the start is abandoned. */
+class JobNoLongerClaimed extends Error {}
 
 const errorText = (e: RunError) => JSON.stringify(e);
 const actorOf = (type: string | null, id: string | null): Actor => (type ? { type: type as Actor['type'], id } : SCHEDULER_ACTOR);
@@ -236,7 +239,8 @@ export class TaskExecutor {
     }
     let runId: string;
     let conversationId: string;
-    let done: Promise<unknown>;
+    let startedAt: string;
+    let done: Promise<RunOutcome | null>;
     try {
       const agent = await this.agents.get(task.tenant_id, task.agent_id);
       const input = { ...(JSON.parse(task.input) as object), ...(JSON.parse(job.input) as object) };
@@ -247,10 +251,18 @@ export class TaskExecutor {
         content: task.description,
         modelContext: Object.keys(input).length ? JSON.stringify(input) : undefined,
         taskId: task.id,
+        // The job is marked running, and the task takes the run, in the run's own start.
+        onStart: async (trx, run) => {
+          const r = await store.markJobRunning(trx, job.id, this.owner, run.runId, now());
+          if (!Number(r.numUpdatedRows)) throw new JobNoLongerClaimed();
+          await store.updateTask(trx, task.id, { status: 'running', last_run_id: run.runId, last_run_at: run.startedAt, last_error: null, updated_at: now() });
+        },
       });
       if (isInjected(handle)) throw new Error('a task run never joins a conversation');
-      ({ runId, conversationId, done } = handle);
+      ({ runId, conversationId, startedAt, done } = handle);
     } catch (err) {
+      // The job was cancelled (or its task deleted) while the run was starting: no run was created.
+      if (err instanceof JobNoLongerClaimed) return null;
       // Automatic work refused for now (the tenant's concurrency limit, this replica shutting down) goes
       // back in the queue a little later instead of spending an attempt; a person's manual run gets the 429.
       if (actor === SCHEDULER_ACTOR && err instanceof ProblemError && (err.status === 429 || err.status === 503)) {
@@ -276,19 +288,9 @@ export class TaskExecutor {
       await this.failClaimed(job, task, error);
       throw err instanceof ProblemError && err.status === 404 ? new ProblemError(409, 'agent_not_found', 'the task’s agent no longer exists') : err;
     }
-    const run = await this.runs.get(task.tenant_id, runId);
-    const startedAt = run.startedAt ?? run.createdAt;
-    const marked = await this.db.kysely.transaction().execute(async (trx) => {
-      const r = await store.markJobRunning(trx, job.id, this.owner, runId, now());
-      if (!Number(r.numUpdatedRows)) return false;
-      await store.updateTask(trx, task.id, { status: 'running', last_run_id: runId, last_run_at: startedAt, last_error: null, updated_at: now() });
-      return true;
-    });
-    if (!marked) {
-      // The job was cancelled (or its task deleted) while the run was starting: stop the run too.
-      await this.runs.cancel({ tenantId: task.tenant_id, actor }, runId).catch(() => {});
-    }
-    const finished = done.then(() => this.runEnded(runId)).catch((err) => this.log.error({ err, runId }, 'settling a task run failed'));
+    // A run that ends here settles its job before `done` resolves (the onRunFinished listener); one
+    // ended elsewhere (null) was settled there, or is looked up here once more.
+    const finished = done.then((outcome) => (outcome ? undefined : this.runEnded(runId))).catch((err) => this.log.error({ err, runId }, 'settling a task run failed'));
     return { runId, conversationId, startedAt, finished };
   }
 
@@ -353,10 +355,10 @@ export class TaskExecutor {
   }
 
   /** Told by RunsService when any run ends (here or, for interrupted runs, elsewhere). */
-  async runEnded(runId: string) {
+  async runEnded(runId: string, ended?: RunFinished) {
     const job = await store.findJobByRun(this.db.kysely, runId);
     if (!job || job.state !== 'running') return;
-    await this.settleRun(job);
+    await this.settleRun(job, ended);
   }
 
   /**
@@ -364,9 +366,9 @@ export class TaskExecutor {
    * task takes the run's status, and tasks chained to it fire. A compare-and-set on the job makes
    * this happen once, whoever notices the end first (this process, the recovering one, the sweep).
    */
-  private async settleRun(job: store.JobRow) {
+  private async settleRun(job: store.JobRow, finished?: RunFinished) {
     const runId = job.run_id!;
-    const run = await this.runs.get(job.tenant_id, runId);
+    const run = finished?.ended ? { status: finished.status, ...finished.ended } : await this.runs.get(job.tenant_id, runId);
     if ((ACTIVE_STATUSES as readonly string[]).includes(run.status)) return;
     const status = run.status as Settled;
     const retryAt = status === 'failed' ? this.retryAt(job) : null;

@@ -63,7 +63,7 @@ export class TasksService implements ApprovalGateway {
     });
     this.executor.onEnqueued = () => this.dispatcher.wake();
     this.secrets = new SecretBox(loadMasterKey(config), 'webhook-secrets');
-    runs.onRunFinished((run) => (run.taskId ? this.executor.runEnded(run.runId) : undefined));
+    runs.onRunFinished((run) => (run.taskId ? this.executor.runEnded(run.runId, run) : undefined));
   }
 
   /** Replaces the scheduler clock (tests, simulations). */

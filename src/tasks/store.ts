@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Updateable } from 'kysely';
+import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { Dialect } from '../db/database.js';
 import type { Database, TaskFireTable, TaskJobTable, TaskTable } from '../db/schema.js';
 import { countRows } from '../db/count.js';
@@ -208,6 +208,12 @@ export function jobsOfTask(db: Executor, taskId: string, states: readonly string
  * (none last), then oldest. A serial job (overlap policy `queue`) waits while another job of its
  * task is claimed or running, or queued ahead of it.
  */
+/**
+ * Earliest deadline first, jobs without one last: the expression of the task_jobs_claim index
+ * (migration 0010), so the claim walks that index instead of sorting the queue.
+ */
+const DUE_ORDER = sql<string>`coalesce(j.due_at, '9999-12-31T23:59:59.999Z')`;
+
 function nextCandidate(db: Executor, now: string) {
   return db
     .selectFrom('task_jobs as j')
@@ -230,7 +236,7 @@ function nextCandidate(db: Executor, now: string) {
       ]),
     )
     .orderBy('j.priority_rank', 'desc')
-    .orderBy('j.due_at', (ob) => ob.asc().nullsLast())
+    .orderBy(DUE_ORDER)
     .orderBy('j.id', 'asc')
     .limit(1);
 }

@@ -8,6 +8,7 @@ import * as m0004 from './0004_skills.js';
 import * as m0007 from './0007_change_notifications.js';
 import * as m0008 from './0008_message_run_index.js';
 import * as m0009 from './0009_skill_change_notifications.js';
+import * as m0010 from './0010_job_claim_order.js';
 
 /**
  * Every migration, in order. Migrations are code (Kysely's schema builder), so one list serves
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '0007_change_notifications': m0007,
   '0008_message_run_index': m0008,
   '0009_skill_change_notifications': m0009,
+  '0010_job_claim_order': m0010,
 };
 
 export const migrationProvider: MigrationProvider = {
