@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { ChangeFeed, ChangeTrackingPlugin } from './changes.js';
+import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
 import type { Database } from './schema.js';
 import { migrationProvider } from './migrations/index.js';
 
@@ -52,10 +53,24 @@ export function openDatabase(options: DbOptions): Db {
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
+  // Checkpoints run in a worker thread (db/checkpointer.ts); commits here do only as a fallback.
+  sqlite.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
+  // A WAL rewound after a checkpoint is cut back to this size, so a burst does not keep its disk space.
+  sqlite.pragma('journal_size_limit = 67108864');
+  const checkpointer = startCheckpointer(file);
   const changes = new ChangeFeed(externalChanges(sqlite));
   cachePreparedStatements(sqlite);
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), plugins: [new ChangeTrackingPlugin(changes)] });
-  return { kysely, dialect: 'sqlite', location: file, changes, close: () => kysely.destroy() };
+  return {
+    kysely,
+    dialect: 'sqlite',
+    location: file,
+    changes,
+    close: async () => {
+      await checkpointer.stop();
+      await kysely.destroy();
+    },
+  };
 }
 
 /** How stale another process's commit may be seen: data_version is read at most this often. */
