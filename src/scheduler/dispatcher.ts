@@ -6,8 +6,8 @@ export interface DispatcherOptions<J> {
   workers: number;
   /** How often to look for due work when nothing woke the dispatcher. */
   pollMs: number;
-  /** Takes the next piece of work under a lease: null when there is none, 'lost' when another process won it. */
-  claim(): Promise<J | 'lost' | null>;
+  /** Takes the next piece of work under a lease: null when there is none. */
+  claim(): Promise<J | null>;
   /** Executes a claimed piece of work; the slot frees when the promise settles. */
   execute(work: J): Promise<void>;
   log: FastifyBaseLogger;
@@ -47,7 +47,6 @@ export class Dispatcher<J> {
     while (this.busy < this.options.workers) {
       const work = await this.options.claim();
       if (work === null) return;
-      if (work === 'lost') continue;
       this.busy++;
       void this.options
         .execute(work)

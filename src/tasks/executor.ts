@@ -142,7 +142,7 @@ export class TaskExecutor {
 
   /** Takes the next due job for this process's dispatcher. */
   claimNext() {
-    return store.claimNextJob(this.db.kysely, this.db.dialect, { owner: this.owner, now: this.clock().toISOString(), leaseUntil: this.leaseUntil() });
+    return store.claimNextJob(this.db.kysely, this.db.dialect, { owner: this.owner, now: this.clock().toISOString(), leaseUntil: this.leaseUntil() }).then((job) => job ?? null);
   }
 
   /** Claims one specific queued job (a one-time task run by hand takes over its queued job). */

@@ -248,23 +248,31 @@ export interface ClaimInput {
 }
 
 /**
- * Takes the next job under a lease. `null`: nothing to take; `'lost'`: another process took the
- * candidate first (try again).
+ * Takes the next job under a lease, in one statement: `update ... where id = (next candidate)
+ * returning *`. `null`: nothing to take.
  *
  * The one place the dialects differ. On PostgreSQL the candidate row is locked with
- * `FOR UPDATE SKIP LOCKED`, so concurrent dispatchers each lock a different row instead of queueing
- * behind one another. SQLite has no row locks and a single writer: the compare-and-set UPDATE
- * (`state = 'queued'`) alone decides the winner, which is the same guarantee; a process that loses
- * the race on a candidate simply asks again.
+ * `FOR UPDATE SKIP LOCKED`, so concurrent dispatchers each take a different row instead of queueing
+ * behind one another. SQLite has no row locks and a single writer: one statement is atomic, and the
+ * `state = 'queued'` condition is the same compare-and-set as `claimJob`'s.
  */
-export function claimNextJob(db: Executor, dialect: Dialect, claim: ClaimInput): Promise<JobRow | 'lost' | null> {
-  return db.transaction().execute(async (trx) => {
-    let candidate = nextCandidate(trx, claim.now);
-    if (dialect === 'postgres') candidate = candidate.forUpdate().skipLocked();
-    const row = await candidate.executeTakeFirst();
-    if (!row) return null;
-    return (await claimJob(trx, row.id, claim)) ?? 'lost';
-  });
+export function claimNextJob(db: Executor, dialect: Dialect, claim: ClaimInput): Promise<JobRow | undefined> {
+  let candidate = nextCandidate(db, claim.now);
+  if (dialect === 'postgres') candidate = candidate.forUpdate().skipLocked();
+  return db
+    .updateTable('task_jobs')
+    .set((eb) => ({
+      state: 'claimed',
+      lease_owner: claim.owner,
+      claimed_by: claim.owner,
+      lease_expires_at: claim.leaseUntil,
+      attempts: eb('attempts', '+', 1),
+      updated_at: claim.now,
+    }))
+    .where('id', '=', candidate)
+    .where('state', '=', 'queued')
+    .returningAll()
+    .executeTakeFirst();
 }
 
 /** Compare-and-set queued -> claimed (counts an attempt); answers the claimed job, or undefined. */

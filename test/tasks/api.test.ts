@@ -27,7 +27,6 @@ async function dispatch() {
   for (;;) {
     const job = await t.services.tasks.executor.claimNext();
     if (job === null) return n;
-    if (job === 'lost') continue;
     await t.services.tasks.executor.execute(job);
     n++;
   }
