@@ -3,6 +3,7 @@ import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import { badRequest, forbidden, notFound } from '../http/errors.js';
 import { newId, now } from '../ids.js';
+import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { recordAudit } from './audit.js';
 import { PERMISSIONS, isPermission, type Actor, type Permission, type Principal } from './permissions.js';
 import * as store from './store.js';
@@ -57,6 +58,11 @@ export function parsePermissions(values: string[]): Permission[] {
 interface KnownKey {
   secretHash: Buffer;
   principal: Principal;
+}
+
+function checkSecret(known: KnownKey | undefined, secret: string): Principal | null {
+  if (!known || !timingSafeEqual(known.secretHash, sha256(secret))) return null;
+  return known.principal;
 }
 
 export class TenancyService {
@@ -144,12 +150,16 @@ export class TenancyService {
     });
   }
 
-  /** Resolves a presented API key to its principal, or null when it is unknown, wrong or revoked. */
-  async authenticateApiKey(presented: string): Promise<Principal | null> {
+  /**
+   * Resolves a presented API key to its principal, or null when it is unknown, wrong or revoked.
+   * A key verified before (its row in memory and current) is answered synchronously: this runs on
+   * every authenticated request.
+   */
+  authenticateApiKey(presented: string): MaybePromise<Principal | null> {
     const m = KEY_PATTERN.exec(presented);
     if (!m) return null;
     const keyId = uuidFromHex(m[1]);
-    const known = await this.knownKeys.get(keyId, async () => {
+    const known = this.knownKeys.get(keyId, async () => {
       const row = await store.findApiKeyForAuth(this.db.kysely, keyId);
       if (!row || row.revoked_at) return undefined;
       const secretHash = Buffer.from(row.secret_hash, 'hex');
@@ -162,8 +172,8 @@ export class TenancyService {
       };
       return { secretHash, principal };
     });
-    if (!known || !timingSafeEqual(known.secretHash, sha256(m[2]))) return null;
-    return known.principal;
+    const secret = m[2];
+    return isPromise(known) ? known.then((k) => checkSecret(k, secret)) : checkSecret(known, secret);
   }
 
   async getSettings(tenantId: string): Promise<Record<string, unknown>> {
