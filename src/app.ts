@@ -10,6 +10,7 @@ import { AgentsService } from './agents/service.js';
 import type { Config } from './config.js';
 import { ping, type Db } from './db/database.js';
 import { registerAuth } from './http/auth.js';
+import { requestChildLogger } from './http/request-logger.js';
 import { ProblemError, registerErrorHandling } from './http/errors.js';
 import { registerJsonParser } from './http/json.js';
 import { closeAllStreams } from './http/sse.js';
@@ -149,6 +150,8 @@ export async function buildApp({ config, db, services = createServices(config, d
     bodyLimit: BODY_LIMIT,
     requestIdHeader: 'x-request-id',
     genReqId: () => newId(),
+    // Each request's logger is made when the request first logs at an enabled level (most never do).
+    childLoggerFactory: requestChildLogger,
     ajv: { customOptions: { removeAdditional: false } },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>();
