@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import { badRequest, forbidden, notFound } from '../http/errors.js';
@@ -14,7 +14,8 @@ import * as store from './store.js';
  */
 const KEY_PATTERN = /^agk_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$/;
 
-const sha256 = (value: string) => createHash('sha256').update(value).digest();
+// One-shot hashing: no Hash object per call (this runs on every request authenticated by API key).
+const sha256 = (value: string) => hash('sha256', value, 'buffer');
 const uuidFromHex = (h: string) => `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 
 export interface ApiKeyView {
