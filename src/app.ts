@@ -2,7 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import pino from 'pino';
 import { agentsRoutes } from './agents/routes.js';
 import { Agent } from './agents/schemas.js';
@@ -10,6 +10,7 @@ import { AgentsService } from './agents/service.js';
 import type { Config } from './config.js';
 import { ping, type Db } from './db/database.js';
 import { registerAuth } from './http/auth.js';
+import { requestChildLogger } from './http/request-logger.js';
 import { ProblemError, registerErrorHandling } from './http/errors.js';
 import { registerJsonParser } from './http/json.js';
 import { closeAllStreams } from './http/sse.js';
@@ -37,7 +38,8 @@ import { TasksService } from './tasks/service.js';
 import { createSkillsDomain, registerSkillApprovalHandlers, skillsDomainRoutes, type SkillsDomain } from './skills/index.js';
 import { tenancyRoutes } from './tenancy/routes.js';
 import { TenancyService } from './tenancy/service.js';
-import { LimitsService } from './tenancy/limits.js';
+import { LimitsService, type RateDecision } from './tenancy/limits.js';
+import { isPromise } from './maybe-promise.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -127,6 +129,15 @@ export async function shutdown(app: FastifyInstance, services: Services, graceMs
   await app.close();
 }
 
+/** RateLimit-* headers when a limit applies; 429 when it is used up. */
+function applyRate(reply: FastifyReply, rate: RateDecision | null) {
+  if (!rate) return;
+  reply.header('ratelimit-limit', rate.limit).header('ratelimit-remaining', rate.remaining).header('ratelimit-reset', rate.resetSeconds);
+  if (!rate.allowed) {
+    throw new ProblemError(429, 'rate_limited', `this key may make ${rate.limit} requests per minute`, undefined, { 'retry-after': String(rate.retryAfter) });
+  }
+}
+
 export interface AppOptions {
   config: Config;
   db: Db;
@@ -139,6 +150,8 @@ export async function buildApp({ config, db, services = createServices(config, d
     bodyLimit: BODY_LIMIT,
     requestIdHeader: 'x-request-id',
     genReqId: () => newId(),
+    // Each request's logger is made when the request first logs at an enabled level (most never do).
+    childLoggerFactory: requestChildLogger,
     ajv: { customOptions: { removeAdditional: false } },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -152,8 +165,11 @@ export async function buildApp({ config, db, services = createServices(config, d
     }
   });
 
-  app.addHook('onSend', async (request, reply) => {
+  // Hooks that run for every request are plain callbacks, not async functions: an async hook costs
+  // each request a promise and a trip through the microtask queue even when it has nothing to do.
+  app.addHook('onSend', (request, reply, _payload, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
   registerErrorHandling(app);
@@ -161,25 +177,28 @@ export async function buildApp({ config, db, services = createServices(config, d
   // During a graceful shutdown new requests are turned away (clients retry on another replica).
   const lifecycle = { draining: false };
   app.decorate('lifecycle', lifecycle);
-  app.addHook('onRequest', async (request, reply) => {
-    if (!lifecycle.draining || request.url === '/healthz') return;
+  app.addHook('onRequest', (request, reply, done) => {
+    if (!lifecycle.draining || request.url === '/healthz') return done();
     reply.header('connection', 'close');
-    throw new ProblemError(503, 'shutting_down', 'this server is shutting down; retry on another replica', undefined, { 'retry-after': '1' });
+    done(new ProblemError(503, 'shutting_down', 'this server is shutting down; retry on another replica', undefined, { 'retry-after': '1' }));
   });
   registerJsonParser(app);
   registerValidation(app, [Problem, Agent, Task]);
 
-  registerAuth(app, [(credential) => services.tenancy.authenticateApiKey(credential), services.identity.verifyCredential]);
-  // Per-key request limits, after authentication (the key decides the limit).
-  app.addHook('onRequest', async (request, reply) => {
-    if (!request.principal) return;
-    const rate = await services.limits.checkRate(request.principal);
-    if (!rate) return;
-    reply.header('ratelimit-limit', rate.limit).header('ratelimit-remaining', rate.remaining).header('ratelimit-reset', rate.resetSeconds);
-    if (!rate.allowed) {
-      throw new ProblemError(429, 'rate_limited', `this key may make ${rate.limit} requests per minute`, undefined, { 'retry-after': String(rate.retryAfter) });
-    }
+  // The interactive API page is public, like the document it renders (marked before registerAuth
+  // looks at each route).
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/docs')) route.config = { ...(route.config ?? {}), public: true };
   });
+  registerAuth(
+    app,
+    [(credential) => services.tenancy.authenticateApiKey(credential), services.identity.verifyCredential],
+    // Per-key request limits, after authentication (the key decides the limit).
+    (request, reply) => {
+      const rate = services.limits.checkRate(request.principal);
+      return isPromise(rate) ? rate.then((r) => applyRate(reply, r)) : applyRate(reply, rate);
+    },
+  );
 
   await app.register(swagger, {
     openapi: {
@@ -197,10 +216,6 @@ export async function buildApp({ config, db, services = createServices(config, d
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}` },
-  });
-  // The interactive page is public, like the document it renders.
-  app.addHook('onRoute', (route) => {
-    if (route.url.startsWith('/docs')) route.config = { ...(route.config ?? {}), public: true };
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import './v8-flags.js'; // first: V8 flags before anything else is loaded
 import { buildApp, createLogger, createServices, shutdown } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { migrate, openDatabase } from './db/database.js';

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { IdParams, problems } from '../http/schemas.js';
+import { SerializedOnce } from '../http/serialized.js';
 import {
   AgentSummary,
   CreateAgentBody,
@@ -14,6 +15,10 @@ const AgentRef = Type.Ref('Agent');
 const tags = ['agents'];
 
 export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> = async (app, { agents }) => {
+  // The hottest reads answer from cached, frozen values: their JSON is made once per value.
+  const listJson = new SerializedOnce();
+  const agentJson = new SerializedOnce();
+
   app.get('/api/v1/agents', {
     config: { permission: 'agents:read' },
     schema: {
@@ -25,9 +30,9 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
         ...problems(400, 401, 403),
       },
     },
-  }, async (req) => {
+  }, async (req, reply) => {
     const { page, limit, ...filter } = req.query;
-    return agents.list(req.principal.tenantId, filter, page, limit);
+    return listJson.send(reply, await agents.list(req.principal.tenantId, filter, page, limit));
   });
 
   app.post('/api/v1/agents', {
@@ -43,7 +48,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
   app.get('/api/v1/agents/:id', {
     config: { permission: 'agents:read' },
     schema: { tags, summary: 'Get an agent with its tools and configuration', params: IdParams, response: { 200: AgentRef, ...problems(401, 403, 404) } },
-  }, async (req) => agents.get(req.principal.tenantId, req.params.id));
+  }, async (req, reply) => agentJson.send(reply, await agents.get(req.principal.tenantId, req.params.id)));
 
   app.post('/api/v1/agents/:id', {
     config: { permission: 'agents:write' },

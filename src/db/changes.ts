@@ -114,6 +114,7 @@ export class ReadCache<V extends object> {
 
   /** The newest stamp of the tables: every change moves it, as stamps come from one growing counter. */
   private stamp(): number | null {
+    if (this.tables.length === 1) return this.feed.stamp(this.tables[0]);
     let newest = 0;
     for (const table of this.tables) {
       const stamp = this.feed.stamp(table);
@@ -123,12 +124,20 @@ export class ReadCache<V extends object> {
     return newest;
   }
 
-  /** The cached value while it is current; otherwise `load()`'s, remembered if nothing changed meanwhile. */
-  async get(key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
+  /**
+   * The cached value while it is current; otherwise `load()`'s, remembered if nothing changed
+   * meanwhile. A hit is returned as is, not as a promise: the hottest reads (the API key of every
+   * request) then cost no promise and no microtask; `await` takes either.
+   */
+  get(key: string, load: () => Promise<V | undefined>): V | undefined | Promise<V | undefined> {
     const stamp = this.stamp();
     if (stamp === null) return load();
     const hit = this.entries.get(key);
     if (hit && hit.stamp === stamp) return hit.value;
+    return this.loadAndKeep(key, stamp, load);
+  }
+
+  private async loadAndKeep(key: string, stamp: number, load: () => Promise<V | undefined>): Promise<V | undefined> {
     const value = await load();
     // A write that started while loading may or may not be in `value`: keep it only if none did.
     if (value !== undefined && this.stamp() === stamp) this.entries.set(key, { stamp, value: deepFreeze(value) });

@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
+import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import type { Permission, Principal } from '../tenancy/permissions.js';
 import { ProblemError, forbidden, unauthorized } from './errors.js';
 
@@ -14,42 +15,84 @@ declare module 'fastify' {
   }
 }
 
-/** Turns a bearer credential into a principal, or null when this verifier does not accept it. */
-export type CredentialVerifier = (credential: string) => Promise<Principal | null>;
+/**
+ * Turns a bearer credential into a principal, or null when this verifier does not accept it.
+ * Verifiers answer synchronously when they can (a credential verified a moment ago): most requests
+ * then pass authentication without a promise or a trip through the microtask queue.
+ */
+export type CredentialVerifier = (credential: string) => MaybePromise<Principal | null>;
+
+/** Runs after authentication and the permission check, e.g. the per-key request limit. */
+export type Admission = (request: FastifyRequest, reply: FastifyReply) => MaybePromise<void>;
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/** The first verifier's principal, or null; synchronous until a verifier needs to wait. */
+function verifyCredential(verifiers: CredentialVerifier[], credential: string, from = 0): MaybePromise<Principal | null> {
+  for (let i = from; i < verifiers.length; i++) {
+    const verified = verifiers[i](credential);
+    if (isPromise(verified)) return verified.then((principal) => principal ?? verifyCredential(verifiers, credential, i + 1));
+    if (verified) return verified;
+  }
+  return null;
+}
 
 /**
  * Authenticates every non-public route: `Authorization: Bearer <credential>` is offered to each
- * verifier in turn (API keys now; OAuth access tokens join later), then the route's permission is
- * checked. Missing or bad credentials: 401 with `WWW-Authenticate: Bearer`; missing permission: 403.
+ * verifier in turn (API keys, then OAuth access tokens), then the route's permission is checked,
+ * then `admit` runs. Missing or bad credentials: 401 with `WWW-Authenticate: Bearer`; missing
+ * permission: 403.
+ *
+ * The check is attached to each non-public route when it is declared (a route-level onRequest
+ * hook) rather than run for every request: whether a route is public and what it needs are known
+ * then, so a request pays for neither a lookup of its route options nor a hook that does nothing.
+ * Routes not found never reach it (they answer 404 to anyone, as before). Register this before any
+ * route, and after any onRoute hook that marks routes public.
  */
-export function registerAuth(app: FastifyInstance, verifiers: CredentialVerifier[]) {
+export function registerAuth(app: FastifyInstance, verifiers: CredentialVerifier[], admit?: Admission) {
   app.decorateRequest('principal', null as unknown as Principal);
 
-  // OpenAPI: every non-public route is documented as needing the bearer credential.
   app.addHook('onRoute', (route) => {
     if (route.config?.public) return;
+    // OpenAPI: every non-public route is documented as needing the bearer credential.
     route.schema ??= {};
     (route.schema as Record<string, unknown>).security ??= [{ bearerAuth: [] }];
+    const authenticate = authenticator(verifiers, route.config?.permission, admit);
+    const own = route.onRequest ? [route.onRequest].flat() : [];
+    route.onRequest = [authenticate, ...own];
   });
+}
 
-  app.addHook('onRequest', async (request: FastifyRequest) => {
-    const config = request.routeOptions.config;
-    if (config.public || request.is404) return;
-    const header = request.headers.authorization;
-    if (!header) throw unauthorized('send Authorization: Bearer <api key or access token>', 'missing_credentials');
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!m) throw unauthorized('the Authorization header must use the Bearer scheme', 'invalid_credentials');
-    let principal: Principal | null = null;
-    for (const verify of verifiers) {
-      principal = await verify(m[1]);
-      if (principal) break;
+function authenticator(verifiers: CredentialVerifier[], permission: Permission | undefined, admit: Admission | undefined): onRequestHookHandler {
+  /** After verification: the principal, its permission, then admission; `done` exactly once. */
+  const accept = (request: FastifyRequest, reply: FastifyReply, principal: Principal | null, done: HookHandlerDoneFunction) => {
+    let admitted: MaybePromise<void>;
+    try {
+      if (!principal) throw unauthorized('the credential is unknown, revoked or expired', 'invalid_credentials');
+      request.principal = principal;
+      if (permission && !principal.permissions.has(permission)) throw forbidden(`this operation needs the ${permission} permission`);
+      admitted = admit?.(request, reply);
+    } catch (err) {
+      return done(err as Error);
     }
-    if (!principal) throw unauthorized('the credential is unknown, revoked or expired', 'invalid_credentials');
-    request.principal = principal;
-    if (config.permission && !principal.permissions.has(config.permission)) {
-      throw forbidden(`this operation needs the ${config.permission} permission`);
+    if (isPromise(admitted)) admitted.then(() => done(), done);
+    else done();
+  };
+
+  return function authenticate(request, reply, done) {
+    let verified: MaybePromise<Principal | null>;
+    try {
+      const header = request.headers.authorization;
+      if (!header) throw unauthorized('send Authorization: Bearer <api key or access token>', 'missing_credentials');
+      const m = BEARER.exec(header);
+      if (!m) throw unauthorized('the Authorization header must use the Bearer scheme', 'invalid_credentials');
+      verified = verifyCredential(verifiers, m[1]);
+    } catch (err) {
+      return done(err as Error);
     }
-  });
+    if (isPromise(verified)) verified.then((principal) => accept(request, reply, principal, done), done);
+    else accept(request, reply, verified, done);
+  };
 }
 
 /** Throws 403 unless the principal holds the permission; for routes whose need depends on input. */

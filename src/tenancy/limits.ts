@@ -3,6 +3,7 @@ import type { Db } from '../db/database.js';
 import { ProblemError, notFound } from '../http/errors.js';
 import { recordAudit } from './audit.js';
 import type { Actor, Principal } from './permissions.js';
+import type { MaybePromise } from '../maybe-promise.js';
 import * as store from './store.js';
 
 export interface TenantLimits {
@@ -27,10 +28,18 @@ export function monthStart(now = new Date()): string {
  * (the previous window's count weighted by how much of it still overlaps). Each replica counts its
  * own requests, so N replicas admit up to N times the limit; see docs/operations.md.
  */
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  resetSeconds: number;
+  retryAfter: number;
+}
+
 export class RateLimiter {
   private readonly windows = new Map<string, { start: number; count: number; previous: number }>();
 
-  take(id: string, limit: number, now = Date.now()) {
+  take(id: string, limit: number, now = Date.now()): RateDecision {
     const minute = 60_000;
     const start = now - (now % minute);
     let w = this.windows.get(id);
@@ -73,13 +82,18 @@ export class LimitsService {
   }
 
   async tenantLimits(tenantId: string): Promise<TenantLimits> {
-    const cached = this.cache.get(tenantId);
-    if (cached && Date.now() - cached.at < CACHE_MS) return cached.limits;
+    const cached = this.cachedTenantLimits(tenantId);
+    if (cached) return cached;
     const tenant = await store.findTenant(this.db.kysely, tenantId);
     const settings = tenant ? (JSON.parse(tenant.settings) as { limits?: Partial<TenantLimits> }) : {};
     const limits = { ...NO_LIMITS, ...(settings.limits ?? {}) };
     this.cache.set(tenantId, { at: Date.now(), limits });
     return limits;
+  }
+
+  private cachedTenantLimits(tenantId: string): TenantLimits | undefined {
+    const cached = this.cache.get(tenantId);
+    return cached && Date.now() - cached.at < CACHE_MS ? cached.limits : undefined;
   }
 
   async setTenantLimits(tenantId: string, patch: Partial<TenantLimits>, actor: Actor): Promise<TenantLimits> {
@@ -96,10 +110,19 @@ export class LimitsService {
     return limits;
   }
 
-  /** Applies the caller's request limit; the answer also feeds the RateLimit-* headers. */
-  async checkRate(principal: Principal) {
-    const tenantLimit = (await this.tenantLimits(principal.tenantId)).rateLimitPerMinute;
-    const limit = principal.rateLimitPerMinute ?? tenantLimit ?? this.defaultRateLimit;
+  /**
+   * Applies the caller's request limit; the answer also feeds the RateLimit-* headers. Runs on every
+   * authenticated request, so it answers without a promise while the tenant's limits are cached.
+   */
+  checkRate(principal: Principal): MaybePromise<RateDecision | null> {
+    // The key's own limit wins; then the tenant's, then the platform default. 0 or null: none.
+    if (principal.rateLimitPerMinute != null) return this.take(principal, principal.rateLimitPerMinute);
+    const cached = this.cachedTenantLimits(principal.tenantId);
+    if (cached) return this.take(principal, cached.rateLimitPerMinute ?? this.defaultRateLimit);
+    return this.tenantLimits(principal.tenantId).then((limits) => this.take(principal, limits.rateLimitPerMinute ?? this.defaultRateLimit));
+  }
+
+  private take(principal: Principal, limit: number): RateDecision | null {
     if (!limit) return null;
     return this.limiter.take(`${principal.actor.type}:${principal.actor.id ?? principal.tenantId}`, limit);
   }

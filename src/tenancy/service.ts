@@ -1,8 +1,9 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import { badRequest, forbidden, notFound } from '../http/errors.js';
 import { newId, now } from '../ids.js';
+import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { recordAudit } from './audit.js';
 import { PERMISSIONS, isPermission, type Actor, type Permission, type Principal } from './permissions.js';
 import * as store from './store.js';
@@ -13,7 +14,8 @@ import * as store from './store.js';
  */
 const KEY_PATTERN = /^agk_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$/;
 
-const sha256 = (value: string) => createHash('sha256').update(value).digest();
+// One-shot hashing: no Hash object per call (this runs on every request authenticated by API key).
+const sha256 = (value: string) => hash('sha256', value, 'buffer');
 const uuidFromHex = (h: string) => `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 
 export interface ApiKeyView {
@@ -57,6 +59,11 @@ export function parsePermissions(values: string[]): Permission[] {
 interface KnownKey {
   secretHash: Buffer;
   principal: Principal;
+}
+
+function checkSecret(known: KnownKey | undefined, secret: string): Principal | null {
+  if (!known || !timingSafeEqual(known.secretHash, sha256(secret))) return null;
+  return known.principal;
 }
 
 export class TenancyService {
@@ -144,12 +151,16 @@ export class TenancyService {
     });
   }
 
-  /** Resolves a presented API key to its principal, or null when it is unknown, wrong or revoked. */
-  async authenticateApiKey(presented: string): Promise<Principal | null> {
+  /**
+   * Resolves a presented API key to its principal, or null when it is unknown, wrong or revoked.
+   * A key verified before (its row in memory and current) is answered synchronously: this runs on
+   * every authenticated request.
+   */
+  authenticateApiKey(presented: string): MaybePromise<Principal | null> {
     const m = KEY_PATTERN.exec(presented);
     if (!m) return null;
     const keyId = uuidFromHex(m[1]);
-    const known = await this.knownKeys.get(keyId, async () => {
+    const known = this.knownKeys.get(keyId, async () => {
       const row = await store.findApiKeyForAuth(this.db.kysely, keyId);
       if (!row || row.revoked_at) return undefined;
       const secretHash = Buffer.from(row.secret_hash, 'hex');
@@ -162,8 +173,8 @@ export class TenancyService {
       };
       return { secretHash, principal };
     });
-    if (!known || !timingSafeEqual(known.secretHash, sha256(m[2]))) return null;
-    return known.principal;
+    const secret = m[2];
+    return isPromise(known) ? known.then((k) => checkSecret(k, secret)) : checkSecret(known, secret);
   }
 
   async getSettings(tenantId: string): Promise<Record<string, unknown>> {
