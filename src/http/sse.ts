@@ -32,6 +32,20 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream
     'x-accel-buffering': 'no',
     'x-request-id': request.id,
   });
+  // What is written in one tick (the head, a batch of events published together) leaves in one
+  // write: each socket write is a system call that costs more than building the event.
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    raw.uncork();
+  };
+  const cork = () => {
+    if (corked) return;
+    corked = true;
+    raw.cork();
+    process.nextTick(uncork);
+  };
+  cork();
   raw.flushHeaders?.();
   let closed = false;
   let resolveClosed!: () => void;
@@ -53,6 +67,7 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream
   const stream: SseStream = {
     send(id, event, data) {
       if (closed) return;
+      cork();
       raw.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     },
     close() {

@@ -29,6 +29,8 @@ export class RunChannel {
 
   constructor(
     readonly runId: string,
+    /** The run's tenant: followers from other tenants are not given the channel. */
+    readonly tenantId: string,
     private readonly db: Db,
     private readonly onWriteError: (err: unknown) => void,
     private readonly onWritten: (runId: string, seq: number) => void,
@@ -135,8 +137,8 @@ export class RunEventHub {
     private readonly onWritten: (runId: string, seq: number) => void = () => {},
   ) {}
 
-  open(runId: string): RunChannel {
-    const channel = new RunChannel(runId, this.db, this.onWriteError, this.onWritten);
+  open(runId: string, tenantId: string): RunChannel {
+    const channel = new RunChannel(runId, tenantId, this.db, this.onWriteError, this.onWritten);
     this.channels.set(runId, channel);
     return channel;
   }

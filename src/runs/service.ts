@@ -40,6 +40,12 @@ export interface StartRunInput {
    * exactly when this has been written. Throwing aborts the start; nothing is written.
    */
   onStart?: (trx: Kysely<Database>, run: { runId: string; startedAt: string }) => Promise<void>;
+  /**
+   * Written with the run's end when this process writes it, in its transaction (a task settles its
+   * job). Throwing aborts that write: the run then ends through lease recovery, whose end is told to
+   * `onRunFinished` listeners as usual.
+   */
+  onFinish?: (trx: Kysely<Database>, run: RunFinished) => Promise<void>;
 }
 
 /** A started run; `done` settles when it reaches its terminal state. */
@@ -75,6 +81,8 @@ export interface RunFinished {
   status: 'completed' | 'failed' | 'cancelled';
   /** The end as written, when the writer knows it whole (listeners need not read the run back). */
   ended?: { output: string; error: RunError | null };
+  /** The run's own `onFinish` was written in the same transaction as this end. */
+  finishedInTransaction?: boolean;
 }
 
 export type RunFinishedListener = (run: RunFinished) => Promise<void> | void;
@@ -95,6 +103,7 @@ interface ActiveRun {
   /** Set once the loop has returned: later injections are refused rather than lost. */
   closing: boolean;
   taskId: string | null;
+  onFinish?: StartRunInput['onFinish'];
 }
 
 /** Abort reason when the server shuts down before a run could finish. */
@@ -380,8 +389,8 @@ export class RunsService {
     messages.push({ role: 'user', content: input.modelContext ? `${input.content}\n\n${input.modelContext}` : input.content });
 
     const controller = new AbortController();
-    const channel = this.events.open(runId);
-    const activeRun: ActiveRun = { controller, inbox: [], channel, done: Promise.resolve(null), closing: false, taskId: input.taskId ?? null };
+    const channel = this.events.open(runId, tenantId);
+    const activeRun: ActiveRun = { controller, inbox: [], channel, done: Promise.resolve(null), closing: false, taskId: input.taskId ?? null, onFinish: input.onFinish };
     this.active.set(runId, activeRun);
     activeRun.done = this.execute(runId, conversationId!, conversation!.created_at, input, messages, activeRun, Date.parse(at)).catch((err) => {
       this.log.error({ err, runId }, 'run execution failed unexpectedly');
@@ -547,6 +556,7 @@ export class RunsService {
     // The loop has ended, so nothing else emits: these are the run's last events.
     const last = channel.takePending();
     last.push(status === 'completed' ? channel.next('done', { conversationId, runId, cost, tokenUsage }) : channel.next('error', { ...error! }));
+    const finished: RunFinished = { runId, tenantId, taskId: activeRun.taskId, status, ended: { output: result.output, error }, finishedInTransaction: Boolean(activeRun.onFinish) };
     let won = false;
     try {
       won = await this.db.kysely.transaction().execute(async (trx: Kysely<Database>) => {
@@ -574,6 +584,7 @@ export class RunsService {
           await conversationStore.releaseConversation(trx, conversationId, runId);
         }
         await store.insertEvents(trx, last.map((e) => eventRow(runId, e)));
+        await activeRun.onFinish?.(trx, finished);
         return true;
       });
     } catch (err) {
@@ -589,7 +600,7 @@ export class RunsService {
     this.active.delete(runId);
     await this.events.close(channel);
     if (!won) return null;
-    await this.notifyFinished({ runId, tenantId, taskId: activeRun.taskId, status, ended: { output: result.output, error } });
+    await this.notifyFinished(finished);
     return { runId, conversationId, status, output: result.output, error, cost, tokenUsage, toolCalls: result.toolCalls, duration, reply };
   }
 
@@ -712,10 +723,11 @@ export class RunsService {
    * database (polling while another process still runs it). Calls `listener(null)` at the end.
    */
   async follow(tenantId: string, runId: string, afterSeq: number, listener: RunEventListener): Promise<() => void> {
+    // A run executing (or just ended) here is followed from memory, without reading its row.
+    const channel = this.events.get(runId);
+    if (channel?.tenantId === tenantId) return channel.follow(afterSeq, listener);
     const run = await store.findRun(this.db.kysely, tenantId, runId);
     if (!run) throw notFound('run');
-    const channel = this.events.get(runId);
-    if (channel) return channel.follow(afterSeq, listener);
 
     let stopped = false;
     let last = afterSeq;

@@ -64,6 +64,13 @@ export interface FireResult {
 
 type Settled = 'completed' | 'failed' | 'cancelled';
 
+/** How a run ended, as settling a job needs it. */
+interface EndedRun {
+  status: Settled;
+  output: string;
+  error: RunError | null;
+}
+
 /** A run's start found its job no longer claimed by this process: the start is abandoned. */
 class JobNoLongerClaimed extends Error {}
 
@@ -197,12 +204,16 @@ export class TaskExecutor {
     return { fire, duplicate: false, job };
   }
 
-  /** Fires the tasks chained to `source` on `event`; the source run (or job) makes the key. */
-  private async fireEvent(trx: Kysely<Database>, source: store.TaskRow, event: 'task.completed' | 'task.failed', key: string, input: Record<string, unknown>) {
-    const listeners = await store.eventListeners(trx, source.tenant_id, source.id, event);
+  /**
+   * Fires the tasks chained to the source job's task on `event`; the source run (or job) makes the
+   * key. A deleted source task fires nothing.
+   */
+  private async fireEvent(trx: Kysely<Database>, source: Pick<store.JobRow, 'tenant_id' | 'task_id'>, event: 'task.completed' | 'task.failed', key: string, input: Record<string, unknown>) {
+    const listeners = await store.eventListeners(trx, source.tenant_id, source.task_id, event);
+    if (!listeners.length || !(await store.findTaskById(trx, source.task_id))) return false;
     let queued = false;
     for (const listener of listeners) {
-      const r = await this.fire(trx, listener, { source: 'event', key: `event:${key}`, input: { event, taskId: source.id, ...input }, detail: { event, sourceTaskId: source.id, ...('runId' in input ? { sourceRunId: input.runId } : {}) } });
+      const r = await this.fire(trx, listener, { source: 'event', key: `event:${key}`, input: { event, taskId: source.task_id, ...input }, detail: { event, sourceTaskId: source.task_id, ...('runId' in input ? { sourceRunId: input.runId } : {}) } });
       queued ||= Boolean(r.job);
     }
     return queued;
@@ -240,6 +251,7 @@ export class TaskExecutor {
     let runId: string;
     let conversationId: string;
     let startedAt: string;
+    let queuedMore = false;
     let done: Promise<RunOutcome | null>;
     try {
       const agent = await this.agents.get(task.tenant_id, task.agent_id);
@@ -251,11 +263,15 @@ export class TaskExecutor {
         content: task.description,
         modelContext: Object.keys(input).length ? JSON.stringify(input) : undefined,
         taskId: task.id,
-        // The job is marked running, and the task takes the run, in the run's own start.
+        // The job is marked running, and the task takes the run, in the run's own start; the job is
+        // settled in the run's own end.
         onStart: async (trx, run) => {
           const r = await store.markJobRunning(trx, job.id, this.owner, run.runId, now());
           if (!Number(r.numUpdatedRows)) throw new JobNoLongerClaimed();
           await store.updateTask(trx, task.id, { status: 'running', last_run_id: run.runId, last_run_at: run.startedAt, last_error: null, updated_at: now() });
+        },
+        onFinish: async (trx, run) => {
+          queuedMore = await this.settleInTransaction(trx, job, run.runId, { status: run.status, ...run.ended! });
         },
       });
       if (isInjected(handle)) throw new Error('a task run never joins a conversation');
@@ -290,7 +306,12 @@ export class TaskExecutor {
     }
     // A run that ends here settles its job before `done` resolves (the onRunFinished listener); one
     // ended elsewhere (null) was settled there, or is looked up here once more.
-    const finished = done.then((outcome) => (outcome ? undefined : this.runEnded(runId))).catch((err) => this.log.error({ err, runId }, 'settling a task run failed'));
+    const finished = done
+      .then((outcome) => {
+        if (!outcome) return this.runEnded(runId);
+        if (queuedMore) this.onEnqueued();
+      })
+      .catch((err) => this.log.error({ err, runId }, 'settling a task run failed'));
     return { runId, conversationId, startedAt, finished };
   }
 
@@ -348,7 +369,7 @@ export class TaskExecutor {
       if (!(await store.moveJob(trx, job.id, ['claimed'], patch, leaseExpiresAt === undefined ? {} : { leaseExpiresAt }))) return false;
       if (!task) return false;
       await store.updateTask(trx, task.id, { status: 'failed', last_error: errorText(error), updated_at: at });
-      const chained = retryAt ? false : await this.fireEvent(trx, task, 'task.failed', `job:${job.id}`, { jobId: job.id, error });
+      const chained = retryAt ? false : await this.fireEvent(trx, job, 'task.failed', `job:${job.id}`, { jobId: job.id, error });
       return Boolean(retryAt) || chained;
     });
     if (queued) this.onEnqueued();
@@ -370,24 +391,25 @@ export class TaskExecutor {
     const runId = job.run_id!;
     const run = finished?.ended ? { status: finished.status, ...finished.ended } : await this.runs.get(job.tenant_id, runId);
     if ((ACTIVE_STATUSES as readonly string[]).includes(run.status)) return;
-    const status = run.status as Settled;
+    const queued = await this.db.kysely.transaction().execute((trx) => this.settleInTransaction(trx, job, runId, run as EndedRun));
+    if (queued) this.onEnqueued();
+  }
+
+  /** Settles the job of an ended run inside the caller's transaction; true when work was queued. */
+  private async settleInTransaction(trx: Kysely<Database>, job: store.JobRow, runId: string, run: EndedRun): Promise<boolean> {
+    const status = run.status;
     const retryAt = status === 'failed' ? this.retryAt(job) : null;
     const at = now();
     const error = run.error ? errorText(run.error) : null;
-    const queued = await this.db.kysely.transaction().execute(async (trx) => {
-      const patch = retryAt
-        ? { state: 'queued', run_id: null, available_at: retryAt, error, updated_at: at }
-        : { state: status === 'completed' ? 'done' : status, error, updated_at: at };
-      if (!(await store.moveJob(trx, job.id, ['running'], patch, { runId }))) return false;
-      await store.recordRunEnd(trx, job.task_id, runId, status, error, at);
-      const task = await store.findTaskById(trx, job.task_id);
-      if (!task) return false;
-      let chained = false;
-      if (status === 'completed') chained = await this.fireEvent(trx, task, 'task.completed', runId, { runId, output: run.output });
-      if (status === 'failed' && !retryAt) chained = await this.fireEvent(trx, task, 'task.failed', runId, { runId, error: run.error });
-      return Boolean(retryAt) || chained;
-    });
-    if (queued) this.onEnqueued();
+    const patch = retryAt
+      ? { state: 'queued', run_id: null, available_at: retryAt, error, updated_at: at }
+      : { state: status === 'completed' ? 'done' : status, error, updated_at: at };
+    if (!(await store.moveJob(trx, job.id, ['running'], patch, { runId }))) return false;
+    await store.recordRunEnd(trx, job.task_id, runId, status, error, at);
+    let chained = false;
+    if (status === 'completed') chained = await this.fireEvent(trx, job, 'task.completed', runId, { runId, output: run.output });
+    if (status === 'failed' && !retryAt) chained = await this.fireEvent(trx, job, 'task.failed', runId, { runId, error: run.error });
+    return Boolean(retryAt) || chained;
   }
 
   /**

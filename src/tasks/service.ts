@@ -63,7 +63,8 @@ export class TasksService implements ApprovalGateway {
     });
     this.executor.onEnqueued = () => this.dispatcher.wake();
     this.secrets = new SecretBox(loadMasterKey(config), 'webhook-secrets');
-    runs.onRunFinished((run) => (run.taskId ? this.executor.runEnded(run.runId, run) : undefined));
+    // Runs that ended here settled their job in their own end's transaction (executor.startRun).
+    runs.onRunFinished((run) => (run.taskId && !run.finishedInTransaction ? this.executor.runEnded(run.runId, run) : undefined));
   }
 
   /** Replaces the scheduler clock (tests, simulations). */
