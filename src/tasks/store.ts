@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { Dialect } from '../db/database.js';
 import type { Database, TaskFireTable, TaskJobTable, TaskTable } from '../db/schema.js';
 import { countRows } from '../db/count.js';
@@ -247,6 +247,18 @@ export interface ClaimInput {
   leaseUntil: string;
 }
 
+/** A job's move to claimed by this process: leased, and one more attempt counted. */
+function claimedBy(claim: ClaimInput) {
+  return (eb: ExpressionBuilder<Database, 'task_jobs'>) => ({
+    state: 'claimed',
+    lease_owner: claim.owner,
+    claimed_by: claim.owner,
+    lease_expires_at: claim.leaseUntil,
+    attempts: eb('attempts', '+', 1),
+    updated_at: claim.now,
+  });
+}
+
 /**
  * Takes the next job under a lease, in one statement: `update ... where id = (next candidate)
  * returning *`. `null`: nothing to take.
@@ -261,14 +273,7 @@ export function claimNextJob(db: Executor, dialect: Dialect, claim: ClaimInput):
   if (dialect === 'postgres') candidate = candidate.forUpdate().skipLocked();
   return db
     .updateTable('task_jobs')
-    .set((eb) => ({
-      state: 'claimed',
-      lease_owner: claim.owner,
-      claimed_by: claim.owner,
-      lease_expires_at: claim.leaseUntil,
-      attempts: eb('attempts', '+', 1),
-      updated_at: claim.now,
-    }))
+    .set(claimedBy(claim))
     .where('id', '=', candidate)
     .where('state', '=', 'queued')
     .returningAll()
@@ -279,14 +284,7 @@ export function claimNextJob(db: Executor, dialect: Dialect, claim: ClaimInput):
 export async function claimJob(db: Executor, id: string, claim: ClaimInput): Promise<JobRow | undefined> {
   const r = await db
     .updateTable('task_jobs')
-    .set((eb) => ({
-      state: 'claimed',
-      lease_owner: claim.owner,
-      claimed_by: claim.owner,
-      lease_expires_at: claim.leaseUntil,
-      attempts: eb('attempts', '+', 1),
-      updated_at: claim.now,
-    }))
+    .set(claimedBy(claim))
     .where('id', '=', id)
     .where('state', '=', 'queued')
     .executeTakeFirst();

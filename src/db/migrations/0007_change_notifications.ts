@@ -18,7 +18,18 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       perform pg_notify('agentry_changes', tg_table_name);
       return null;
     end $$`.execute(db);
-  for (const table of CACHED_TABLES) {
+  await notifyOnChange(db, CACHED_TABLES);
+}
+
+export async function down(db: Kysely<unknown>): Promise<void> {
+  if (!isPostgres(db)) return;
+  await stopNotifyingOnChange(db, CACHED_TABLES);
+  await sql`drop function if exists agentry_notify_change()`.execute(db);
+}
+
+/** Statement triggers that NOTIFY the table's name on every write (later migrations add tables). */
+export async function notifyOnChange(db: Kysely<unknown>, tables: readonly string[]): Promise<void> {
+  for (const table of tables) {
     await sql`
       create trigger ${sql.id(`${table}_changed`)}
       after insert or update or delete or truncate on ${sql.table(table)}
@@ -26,8 +37,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   }
 }
 
-export async function down(db: Kysely<unknown>): Promise<void> {
-  if (!isPostgres(db)) return;
-  for (const table of CACHED_TABLES) await sql`drop trigger if exists ${sql.id(`${table}_changed`)} on ${sql.table(table)}`.execute(db);
-  await sql`drop function if exists agentry_notify_change()`.execute(db);
+export async function stopNotifyingOnChange(db: Kysely<unknown>, tables: readonly string[]): Promise<void> {
+  for (const table of tables) await sql`drop trigger if exists ${sql.id(`${table}_changed`)} on ${sql.table(table)}`.execute(db);
 }

@@ -1,4 +1,5 @@
-import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import { type Kysely, PostgresAdapter } from 'kysely';
+import { notifyOnChange, stopNotifyingOnChange } from './0007_change_notifications.js';
 
 /**
  * Skills and assignments join the tables whose reads are cached (a run's system prompt names the
@@ -10,16 +11,9 @@ export const CACHED_TABLES = ['skills', 'skill_assignments'] as const;
 const isPostgres = (db: Kysely<unknown>) => db.getExecutor().adapter instanceof PostgresAdapter;
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  if (!isPostgres(db)) return;
-  for (const table of CACHED_TABLES) {
-    await sql`
-      create trigger ${sql.id(`${table}_changed`)}
-      after insert or update or delete or truncate on ${sql.table(table)}
-      for each statement execute function agentry_notify_change()`.execute(db);
-  }
+  if (isPostgres(db)) await notifyOnChange(db, CACHED_TABLES);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  if (!isPostgres(db)) return;
-  for (const table of CACHED_TABLES) await sql`drop trigger if exists ${sql.id(`${table}_changed`)} on ${sql.table(table)}`.execute(db);
+  if (isPostgres(db)) await stopNotifyingOnChange(db, CACHED_TABLES);
 }
