@@ -143,7 +143,11 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
       body: AuthorizeBody,
       response: { 200: AuthorizeResponse, ...problems(400, 415) },
     },
-  }, async (req) => identity.authorize(req.body.token ?? bearer(req.headers.authorization), req.body.tool, req.body.callee));
+  }, (req) => {
+    // Not async: a decision from memory is sent without a promise (Fastify sends what a handler
+    // returns, and awaits it when it is a promise).
+    return identity.authorize(req.body.token ?? bearer(req.headers.authorization), req.body.tool, req.body.callee);
+  });
 
   // ---- TBAC ----
 
