@@ -138,16 +138,26 @@ function record(
   result: AuthorizeResult,
   jti: string | null,
 ): AuthorizeResult {
-  if (tenantId) {
-    const detail = JSON.stringify({
-      tool,
-      allowed: result.allowed,
-      reason: result.reason,
-      policyId: result.policyId ?? null,
-      jti,
-      ...(result.detail ? { detail: result.detail } : {}),
-    });
-    ctx.audit.addRow(tenantId, 'agent', caller, ACTION, 'agent', callee, detail);
-  }
+  if (tenantId) ctx.audit.addRow(tenantId, 'agent', caller, ACTION, 'agent', callee, detailJson(tool, result, jti));
   return result;
+}
+
+/** The last detail written, as requests repeat the same decision for the same token and tool. */
+const lastDetail = { tool: '', reason: '', allowed: false, policyId: undefined as string | undefined, detail: undefined as string | undefined, jti: null as string | null, json: '' };
+
+function detailJson(tool: string, result: AuthorizeResult, jti: string | null): string {
+  const l = lastDetail;
+  if (l.json && l.tool === tool && l.jti === jti && l.reason === result.reason && l.allowed === result.allowed && l.policyId === result.policyId && l.detail === result.detail) {
+    return l.json;
+  }
+  const json = JSON.stringify({
+    tool,
+    allowed: result.allowed,
+    reason: result.reason,
+    policyId: result.policyId ?? null,
+    jti,
+    ...(result.detail ? { detail: result.detail } : {}),
+  });
+  Object.assign(l, { tool, reason: result.reason, allowed: result.allowed, policyId: result.policyId, detail: result.detail, jti, json });
+  return json;
 }
