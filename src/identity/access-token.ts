@@ -1,3 +1,4 @@
+import type { MaybePromise } from '../maybe-promise.js';
 import { recordAudit, type AuditInput } from '../tenancy/audit.js';
 import type { IdentityContext } from './context.js';
 import { iso } from './keys.js';
@@ -122,26 +123,21 @@ function isAct(value: unknown, depth = 0): value is Act {
   return typeof v.sub === 'string' && (v.act === undefined || isAct(v.act, depth + 1));
 }
 
-/** Throws TokenError unless the token's row and its source credentials are still in force. */
-export async function checkNotRevoked(
-  ctx: IdentityContext,
-  jti: string,
-  tenantId: string,
-  kinds: string[],
-  cached = false,
-): Promise<store.TokenState> {
-  const state = cached
-    ? await ctx.hot.tokenStates.through(jti, async () => (await store.findTokenStateByJti(ctx.db.kysely, jti)) ?? null)
-    : await store.findTokenStateByJti(ctx.db.kysely, jti);
-  if (!state || state.tenant_id !== tenantId || !kinds.includes(state.kind)) throw new TokenError('the token is unknown to this platform');
-  if (state.revoked_at) throw new TokenError('the token has been revoked');
-  if (state.api_key_id && (state.api_key_revoked_at || !state.api_key_found)) {
-    throw new TokenError('the API key the token was issued to has been revoked');
-  }
-  if (state.agent_key_id && (state.agent_key_status === 'revoked' || !state.agent_key_status)) {
-    throw new TokenError('the agent key behind the token has been revoked');
-  }
+/** Throws TokenError unless the state says the token and its source credentials are in force. */
+function assertInForce(state: store.TokenState | null | undefined, tenantId: string, kinds: readonly string[], claims?: AccessClaims): store.TokenState {
+  const fail = (reason: string): never => {
+    throw new TokenError(reason, claims as unknown as Record<string, unknown> | undefined);
+  };
+  if (!state || state.tenant_id !== tenantId || !kinds.includes(state.kind)) return fail('the token is unknown to this platform');
+  if (state.revoked_at) fail('the token has been revoked');
+  if (state.api_key_id && (state.api_key_revoked_at || !state.api_key_found)) fail('the API key the token was issued to has been revoked');
+  if (state.agent_key_id && (state.agent_key_status === 'revoked' || !state.agent_key_status)) fail('the agent key behind the token has been revoked');
   return state;
+}
+
+/** Throws TokenError unless the token's row and its source credentials are still in force. */
+export async function checkNotRevoked(ctx: IdentityContext, jti: string, tenantId: string, kinds: string[]): Promise<store.TokenState> {
+  return assertInForce(await store.findTokenStateByJti(ctx.db.kysely, jti), tenantId, kinds);
 }
 
 function checkShape(payload: Record<string, unknown>) {
@@ -166,26 +162,64 @@ function checkShape(payload: Record<string, unknown>) {
  * Verifies an access token: ES256 signature by a published platform key, `typ` at+jwt (or
  * application/at+jwt), `iss`, `exp`, `aud` (when `audience` is given), the claim shapes, and that it
  * is not revoked. Throws TokenError.
- *
- * `cached` (the authorization hot path): a token whose signature and claims were checked a moment
- * ago is not checked again (its `exp` is), and the revocation state is read at most once per
- * DECISION_CACHE_MS; revocations made by this process clear those caches at once.
  */
 export async function verifyAccessToken(
   ctx: IdentityContext,
   token: string,
-  opts: { audience?: string[]; kinds?: AccessTokenKind[]; cached?: boolean } = {},
+  opts: { audience?: string[]; kinds?: AccessTokenKind[] } = {},
 ): Promise<AccessClaims & { kind: AccessTokenKind }> {
-  let claims = opts.cached && !opts.audience ? ctx.hot.verified.get(token) : undefined;
-  if (claims && claims.exp * 1000 <= ctx.clock.now()) throw new TokenError('the token has expired', claims as unknown as Record<string, unknown>);
-  if (!claims) {
-    const { payload } = await ctx.tokens.verify(token, ['at+jwt'], opts.audience);
-    claims = checkShape(payload);
-    if (opts.cached && !opts.audience) ctx.hot.verified.set(token, claims, claims.exp * 1000 - ctx.clock.now());
-  }
-  const kinds = opts.kinds ?? ['exchange', 'client_credentials'];
-  const state = await checkNotRevoked(ctx, claims.jti, claims.tenant_id, kinds, opts.cached).catch((err: TokenError) => {
-    throw new TokenError(err.reason, claims as unknown as Record<string, unknown>);
-  });
+  const { payload } = await ctx.tokens.verify(token, ['at+jwt'], opts.audience);
+  const claims = checkShape(payload);
+  const state = assertInForce(await store.findTokenStateByJti(ctx.db.kysely, claims.jti), claims.tenant_id, opts.kinds ?? ['exchange', 'client_credentials'], claims);
   return { ...claims, kind: state.kind as AccessTokenKind };
+}
+
+/**
+ * A token whose signature and claims verified, as the authorization hot path keeps it (by the token
+ * itself, in `ctx.hot.verified`): its claims (shared, never changed) and what the hot path derives
+ * from them once per token rather than once per request.
+ */
+export interface VerifiedToken {
+  readonly claims: AccessClaims;
+  /** Derived by the caller on first use and kept with the token (authorize.ts). */
+  derived?: unknown;
+}
+
+/**
+ * verifyAccessToken for the authorization hot path: a token whose signature and claims were checked
+ * a moment ago is not checked again (its `exp` is), and its revocation state is read at most once per
+ * DECISION_CACHE_MS; revocations made by this process clear those caches at once. Answers without a
+ * promise when both are cached. Throws (or rejects with) TokenError.
+ */
+export function verifyAccessTokenCached(ctx: IdentityContext, token: string, kinds: readonly AccessTokenKind[]): MaybePromise<VerifiedToken> {
+  const hit = ctx.hot.verified.get(token);
+  if (!hit) return verifyAndRemember(ctx, token, kinds);
+  if (hit.claims.exp * 1000 <= ctx.clock.now()) throw new TokenError('the token has expired', hit.claims as unknown as Record<string, unknown>);
+  return inForce(ctx, hit, kinds);
+}
+
+async function verifyAndRemember(ctx: IdentityContext, token: string, kinds: readonly AccessTokenKind[]): Promise<VerifiedToken> {
+  const { payload } = await ctx.tokens.verify(token, ['at+jwt']);
+  const entry: VerifiedToken = { claims: checkShape(payload) };
+  ctx.hot.verified.set(token, entry, entry.claims.exp * 1000 - ctx.clock.now());
+  return inForce(ctx, entry, kinds);
+}
+
+function inForce(ctx: IdentityContext, entry: VerifiedToken, kinds: readonly AccessTokenKind[]): MaybePromise<VerifiedToken> {
+  const { claims } = entry;
+  const state = ctx.hot.tokenStates.get(claims.jti);
+  if (state !== undefined) {
+    assertInForce(state, claims.tenant_id, kinds, claims);
+    return entry;
+  }
+  return loadState(ctx, claims.jti).then((loaded) => {
+    assertInForce(loaded, claims.tenant_id, kinds, claims);
+    return entry;
+  });
+}
+
+async function loadState(ctx: IdentityContext, jti: string): Promise<store.TokenState | null> {
+  const state = (await store.findTokenStateByJti(ctx.db.kysely, jti)) ?? null;
+  ctx.hot.tokenStates.set(jti, state);
+  return state;
 }

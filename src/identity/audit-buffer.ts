@@ -1,18 +1,31 @@
+import { randomFillSync } from 'node:crypto';
+import { CompiledQuery } from 'kysely';
 import type { Db } from '../db/database.js';
-import { auditRow, insertAuditRows, type AuditInput, type AuditRow } from '../tenancy/audit.js';
+import type { AuditInput } from '../tenancy/audit.js';
+
+/** The columns of audit_events, in the order each queued row holds its values. */
+const COLUMNS = ['id', 'tenant_id', 'actor_type', 'actor_id', 'action', 'resource_type', 'resource_id', 'detail', 'created_at'] as const;
+const WIDTH = COLUMNS.length;
 
 /**
- * Audit events of hot paths (authorization decisions): queued in memory and written in batches, one
- * transaction per batch, at most `FLUSH_MS` later (or at once when `MAX_BATCH` are queued), so a
- * decision costs no database write of its own. `flush()` writes what is queued (the app calls it on
- * close); events still queued when the process is killed outright are lost.
+ * Audit events of hot paths (authorization decisions): queued in memory and written in batches, at
+ * most `FLUSH_MS` later (or at once when `MAX_BATCH` are queued), so a decision costs no database
+ * write of its own. `flush()` writes what is queued (the app calls it on close); events still queued
+ * when the process is killed outright are lost.
+ *
+ * Each event is stamped (id, created_at) when it is added, not when it is written, and queued as its
+ * column values; a batch is written by a few prepared multi-row inserts (row counts that are powers
+ * of two, so the statements are few and reused), in one transaction when it takes more than one.
  */
 export class AuditBuffer {
   static readonly FLUSH_MS = 50;
-  static readonly MAX_BATCH = 200;
-  private queue: AuditRow[] = [];
+  /** A full batch is one statement: 256 rows x 9 parameters, well under both dialects' limits. */
+  static readonly MAX_BATCH = 256;
+  /** Queued rows, WIDTH values each, in COLUMNS order. */
+  private queue: unknown[] = [];
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> = Promise.resolve();
+  private readonly statements = new Map<number, string>();
 
   /** Where a failed batch is reported (the app points it at its logger). */
   onError: (err: unknown) => void = (err) => process.stderr.write(`agentry: audit batch failed: ${String(err)}\n`);
@@ -20,8 +33,14 @@ export class AuditBuffer {
   constructor(private readonly db: Db) {}
 
   add(event: AuditInput) {
-    this.queue.push(auditRow(event)); // stamped now, not when written
-    if (this.queue.length >= AuditBuffer.MAX_BATCH) void this.flush();
+    this.addRow(event.tenantId, event.actor.type, event.actor.id, event.action, event.resourceType, event.resourceId ?? null, JSON.stringify(event.detail ?? {}));
+  }
+
+  /** `add` for callers that have the row's values at hand (`detail` as JSON text). */
+  addRow(tenantId: string, actorType: string, actorId: string | null, action: string, resourceType: string, resourceId: string | null, detail: string) {
+    const ms = Date.now();
+    this.queue.push(eventId(ms), tenantId, actorType, actorId, action, resourceType, resourceId, detail, isoAt(ms));
+    if (this.queue.length >= AuditBuffer.MAX_BATCH * WIDTH) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), AuditBuffer.FLUSH_MS);
   }
 
@@ -29,16 +48,110 @@ export class AuditBuffer {
   flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    const batch = this.queue;
+    const values = this.queue;
     this.queue = [];
-    if (batch.length) {
-      this.writing = this.writing.then(() =>
-        this.db.kysely
-          .transaction()
-          .execute((trx) => insertAuditRows(trx, batch))
-          .catch((err) => this.onError(err)),
-      );
+    if (values.length) {
+      this.writing = this.writing.then(() => this.write(values).catch((err) => this.onError(err)));
     }
     return this.writing;
   }
+
+  private async write(values: unknown[]): Promise<void> {
+    const queries: CompiledQuery[] = [];
+    for (let at = 0, left = values.length / WIDTH; left > 0; ) {
+      const rows = Math.min(AuditBuffer.MAX_BATCH, 2 ** Math.floor(Math.log2(left)));
+      queries.push(CompiledQuery.raw(this.insertSql(rows), values.slice(at, at + rows * WIDTH)));
+      at += rows * WIDTH;
+      left -= rows;
+    }
+    // Raw statements pass by the change-tracking plugin: say what they write, as it would.
+    this.db.changes.changed('audit_events');
+    if (queries.length === 1) {
+      await this.db.kysely.executeQuery(queries[0]);
+      return;
+    }
+    await this.db.kysely.transaction().execute(async (trx) => {
+      for (const q of queries) await trx.executeQuery(q);
+    });
+  }
+
+  /** `insert into audit_events (...) values (...), ...` for `rows` rows, in the database's dialect. */
+  private insertSql(rows: number): string {
+    let sql = this.statements.get(rows);
+    if (sql === undefined) {
+      const tuples: string[] = [];
+      for (let r = 0, n = 1; r < rows; r++) {
+        const marks: string[] = [];
+        for (let c = 0; c < WIDTH; c++, n++) marks.push(this.db.dialect === 'postgres' ? `$${n}` : '?');
+        tuples.push(`(${marks.join(', ')})`);
+      }
+      sql = `insert into "audit_events" (${COLUMNS.map((c) => `"${c}"`).join(', ')}) values ${tuples.join(', ')}`;
+      this.statements.set(rows, sql);
+    }
+    return sql;
+  }
+}
+
+// ---- cheap stamps: one random fill per 256 ids, one ISO string per millisecond ----
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const pool = new Uint8Array(16 * 256);
+let poolAt = pool.length;
+const v7 = { msecs: -Infinity, seq: 0 };
+
+/**
+ * A UUID v7 for an event at `ms`, as src/ids.ts's newId makes them (uuid's layout: 48-bit time, a
+ * 32-bit sequence seeded at random each millisecond and counted up within it, so ids made here sort
+ * in the order they were made; 42 random bits), without uuid's per-id allocations.
+ */
+export function eventId(ms: number): string {
+  if (poolAt + 16 > pool.length) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  const r = poolAt;
+  poolAt += 16;
+  if (ms > v7.msecs) {
+    v7.seq = (pool[r + 6] << 23) | (pool[r + 7] << 16) | (pool[r + 8] << 8) | pool[r + 9];
+    v7.msecs = ms;
+  } else {
+    v7.seq = (v7.seq + 1) | 0;
+    if (v7.seq === 0) v7.msecs++;
+  }
+  const t = v7.msecs;
+  const seq = v7.seq;
+  return (
+    HEX[(t / 0x10000000000) & 0xff] +
+    HEX[(t / 0x100000000) & 0xff] +
+    HEX[(t / 0x1000000) & 0xff] +
+    HEX[(t / 0x10000) & 0xff] +
+    '-' +
+    HEX[(t / 0x100) & 0xff] +
+    HEX[t & 0xff] +
+    '-' +
+    HEX[0x70 | ((seq >>> 28) & 0x0f)] +
+    HEX[(seq >>> 20) & 0xff] +
+    '-' +
+    HEX[0x80 | ((seq >>> 14) & 0x3f)] +
+    HEX[(seq >>> 6) & 0xff] +
+    '-' +
+    HEX[((seq << 2) & 0xff) | (pool[r + 10] & 0x03)] +
+    HEX[pool[r + 11]] +
+    HEX[pool[r + 12]] +
+    HEX[pool[r + 13]] +
+    HEX[pool[r + 14]] +
+    HEX[pool[r + 15]]
+  );
+}
+
+let isoMs = NaN;
+let isoText = '';
+
+/** `new Date(ms).toISOString()`, made once per millisecond. */
+export function isoAt(ms: number): string {
+  if (ms !== isoMs) {
+    isoText = new Date(ms).toISOString();
+    isoMs = ms;
+  }
+  return isoText;
 }

@@ -1,9 +1,9 @@
-import { verifyAccessToken, type AccessClaims } from './access-token.js';
-import { parseAudience } from './audience.js';
+import { isPromise, type MaybePromise } from '../maybe-promise.js';
+import { verifyAccessTokenCached, type AccessTokenKind, type VerifiedToken } from './access-token.js';
+import { parseAudience, type AudienceRef } from './audience.js';
 import type { IdentityContext } from './context.js';
-import { scopeCovers } from './exchange.js';
 import { parseAgentSpiffeId } from './spiffe.js';
-import type { Reason as PolicyReason } from './tbac.js';
+import type { Decision, Reason as PolicyReason } from './tbac.js';
 import { TokenError } from './tokens.js';
 
 /**
@@ -16,6 +16,9 @@ import { TokenError } from './tokens.js';
  * A bad token is an answer (200, allowed false, token_invalid), not an HTTP error: the caller is a
  * proxy or tool server that needs a decision. Every decision is audited in the token's tenant, except
  * for tokens whose signature does not verify (no trustworthy tenant; those are logged only).
+ *
+ * The hot path (a token verified a moment ago, policies and mode cached) answers without a promise;
+ * what it derives from a token (its agents, its scope) is kept with the verified token.
  */
 
 export type AuthorizeReason = 'token_invalid' | 'tool_not_in_scope' | PolicyReason;
@@ -28,39 +31,102 @@ export interface AuthorizeResult {
   policyId?: string;
 }
 
-export async function authorize(ctx: IdentityContext, token: string | undefined, tool: string, callee: string): Promise<AuthorizeResult> {
-  const calleeRef = parseAudience(callee, ctx.trustDomain, ctx.publicBaseUrl);
-  let claims: AccessClaims;
-  try {
-    if (!token) throw new TokenError('no token was sent (body token or Authorization: Bearer)');
-    claims = await verifyAccessToken(ctx, token, { kinds: ['exchange'], cached: true });
-  } catch (err) {
-    if (!(err instanceof TokenError)) throw err;
-    const tenantId = typeof err.verifiedPayload?.tenant_id === 'string' ? err.verifiedPayload.tenant_id : null;
-    return record(ctx, tenantId, null, calleeRef?.agentId ?? null, tool, { allowed: false, reason: 'token_invalid', detail: err.reason }, null);
-  }
+const DELEGATION: readonly AccessTokenKind[] = ['exchange'];
+const ACTION = 'identity.authorization_decided';
+
+/** What authorize derives from a verified token, once per token. */
+interface Derived {
+  tenantId: string;
+  jti: string;
+  /** The agents the token names (audience, current actor), or null when they are not of its tenant. */
+  calleeAgentId: string | null;
+  callerAgentId: string | null;
+  /** The token's scope allows every tool (`tools:*`), or these (`tools:<name>`). */
+  allTools: boolean;
+  tools: ReadonlySet<string>;
+  /** The last callee value asked about and what it names (requests repeat the same callee). */
+  calleeValue: string | null;
+  calleeRef: AudienceRef | null;
+}
+
+function derive(ctx: IdentityContext, verified: VerifiedToken): Derived {
+  if (verified.derived) return verified.derived as Derived;
+  const claims = verified.claims;
   const aud = parseAgentSpiffeId(claims.aud, ctx.trustDomain);
   const caller = parseAgentSpiffeId(claims.act?.sub ?? '', ctx.trustDomain);
-  const tenantId = claims.tenant_id;
-  if (!aud || !caller || aud.tenantId !== tenantId || caller.tenantId !== tenantId) {
-    return record(ctx, tenantId, caller?.agentId ?? null, calleeRef?.agentId ?? null, tool, { allowed: false, reason: 'token_invalid', detail: 'the token names no agents of its tenant' }, claims.jti);
+  const ofTenant = aud !== null && caller !== null && aud.tenantId === claims.tenant_id && caller.tenantId === claims.tenant_id;
+  const scopes = claims.scope.split(' ');
+  const derived: Derived = {
+    tenantId: claims.tenant_id,
+    jti: claims.jti,
+    calleeAgentId: ofTenant ? aud.agentId : null,
+    // Even when the token names no agents of its tenant, its caller (if any) is the audit's actor.
+    callerAgentId: caller?.agentId ?? null,
+    allTools: scopes.includes('tools:*'),
+    tools: new Set(scopes.filter((s) => s.startsWith('tools:')).map((s) => s.slice('tools:'.length))),
+    calleeValue: null,
+    calleeRef: null,
+  };
+  verified.derived = derived;
+  return derived;
+}
+
+export function authorize(ctx: IdentityContext, token: string | undefined, tool: string, callee: string): MaybePromise<AuthorizeResult> {
+  let verified: MaybePromise<VerifiedToken>;
+  try {
+    if (!token) throw new TokenError('no token was sent (body token or Authorization: Bearer)');
+    verified = verifyAccessTokenCached(ctx, token, DELEGATION);
+  } catch (err) {
+    return refused(ctx, err, tool, callee);
   }
-  if (!calleeRef || calleeRef.agentId !== aud.agentId || (calleeRef.tenantId !== undefined && calleeRef.tenantId !== tenantId)) {
-    return record(ctx, tenantId, caller.agentId, calleeRef?.agentId ?? null, tool, { allowed: false, reason: 'token_invalid', detail: 'the token was issued for another callee (aud)' }, claims.jti);
+  if (isPromise(verified)) {
+    return verified.then(
+      (v) => decide(ctx, v, tool, callee),
+      (err: unknown) => refused(ctx, err, tool, callee),
+    );
   }
-  if (!scopeCovers(claims.scope.split(' '), tool)) {
-    return record(ctx, tenantId, caller.agentId, aud.agentId, tool, { allowed: false, reason: 'tool_not_in_scope' }, claims.jti);
+  return decide(ctx, verified, tool, callee);
+}
+
+/** token_invalid for a token that did not verify; audited when its tenant is trustworthy. */
+function refused(ctx: IdentityContext, err: unknown, tool: string, callee: string): AuthorizeResult {
+  if (!(err instanceof TokenError)) throw err;
+  const tenantId = typeof err.verifiedPayload?.tenant_id === 'string' ? err.verifiedPayload.tenant_id : null;
+  const calleeRef = parseAudience(callee, ctx.trustDomain, ctx.publicBaseUrl);
+  return record(ctx, tenantId, null, calleeRef?.agentId ?? null, tool, { allowed: false, reason: 'token_invalid', detail: err.reason }, null);
+}
+
+function decide(ctx: IdentityContext, verified: VerifiedToken, tool: string, callee: string): MaybePromise<AuthorizeResult> {
+  const d = derive(ctx, verified);
+  let calleeRef: AudienceRef | null;
+  if (d.calleeValue === callee) calleeRef = d.calleeRef;
+  else {
+    calleeRef = parseAudience(callee, ctx.trustDomain, ctx.publicBaseUrl);
+    d.calleeValue = callee;
+    d.calleeRef = calleeRef;
   }
-  const decision = await ctx.policies.evaluate(tenantId, caller.agentId, aud.agentId, tool, ctx.clock.now());
-  return record(
-    ctx,
-    tenantId,
-    caller.agentId,
-    aud.agentId,
-    tool,
-    { allowed: decision.allowed, reason: decision.reason, ...(decision.policyId ? { policyId: decision.policyId } : {}) },
-    claims.jti,
-  );
+  const tenantId = d.tenantId;
+  const calleeId = d.calleeAgentId;
+  const callerId = d.callerAgentId;
+  if (calleeId === null || callerId === null) {
+    return record(ctx, tenantId, callerId, calleeRef?.agentId ?? null, tool, { allowed: false, reason: 'token_invalid', detail: 'the token names no agents of its tenant' }, d.jti);
+  }
+  if (!calleeRef || calleeRef.agentId !== calleeId || (calleeRef.tenantId !== undefined && calleeRef.tenantId !== tenantId)) {
+    return record(ctx, tenantId, callerId, calleeRef?.agentId ?? null, tool, { allowed: false, reason: 'token_invalid', detail: 'the token was issued for another callee (aud)' }, d.jti);
+  }
+  if (!d.allTools && !d.tools.has(tool)) {
+    return record(ctx, tenantId, callerId, calleeId, tool, { allowed: false, reason: 'tool_not_in_scope' }, d.jti);
+  }
+  const decision = ctx.policies.evaluate(tenantId, callerId, calleeId, tool, ctx.clock.now());
+  if (isPromise(decision)) return decision.then((dec) => recordDecision(ctx, d, callerId, calleeId, tool, dec));
+  return recordDecision(ctx, d, callerId, calleeId, tool, decision);
+}
+
+function recordDecision(ctx: IdentityContext, d: Derived, caller: string, callee: string, tool: string, decision: Decision): AuthorizeResult {
+  const result: AuthorizeResult = decision.policyId
+    ? { allowed: decision.allowed, reason: decision.reason, policyId: decision.policyId }
+    : { allowed: decision.allowed, reason: decision.reason };
+  return record(ctx, d.tenantId, caller, callee, tool, result, d.jti);
 }
 
 function record(
@@ -72,15 +138,26 @@ function record(
   result: AuthorizeResult,
   jti: string | null,
 ): AuthorizeResult {
-  if (tenantId) {
-    ctx.audit.add({
-      tenantId,
-      actor: { type: 'agent', id: caller },
-      action: 'identity.authorization_decided',
-      resourceType: 'agent',
-      resourceId: callee,
-      detail: { tool, allowed: result.allowed, reason: result.reason, policyId: result.policyId ?? null, jti, ...(result.detail ? { detail: result.detail } : {}) },
-    });
-  }
+  if (tenantId) ctx.audit.addRow(tenantId, 'agent', caller, ACTION, 'agent', callee, detailJson(tool, result, jti));
   return result;
+}
+
+/** The last detail written, as requests repeat the same decision for the same token and tool. */
+const lastDetail = { tool: '', reason: '', allowed: false, policyId: undefined as string | undefined, detail: undefined as string | undefined, jti: null as string | null, json: '' };
+
+function detailJson(tool: string, result: AuthorizeResult, jti: string | null): string {
+  const l = lastDetail;
+  if (l.json && l.tool === tool && l.jti === jti && l.reason === result.reason && l.allowed === result.allowed && l.policyId === result.policyId && l.detail === result.detail) {
+    return l.json;
+  }
+  const json = JSON.stringify({
+    tool,
+    allowed: result.allowed,
+    reason: result.reason,
+    policyId: result.policyId ?? null,
+    jti,
+    ...(result.detail ? { detail: result.detail } : {}),
+  });
+  Object.assign(l, { tool, reason: result.reason, allowed: result.allowed, policyId: result.policyId, detail: result.detail, jti, json });
+  return json;
 }

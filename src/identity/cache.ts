@@ -6,6 +6,12 @@
  */
 export class TtlCache<V> {
   private readonly entries = new Map<string, { value: V; until: number }>();
+  /**
+   * The entry read last, by its key: hot paths ask for the same key over and over (one access token
+   * per caller), and comparing a long key with the last one is cheaper than hashing it for the map.
+   */
+  private lastKey: string | undefined = undefined;
+  private last: { value: V; until: number } | undefined = undefined;
 
   constructor(
     private readonly ttlMs: number,
@@ -13,21 +19,30 @@ export class TtlCache<V> {
   ) {}
 
   get(key: string): V | undefined {
-    const e = this.entries.get(key);
+    const e = key === this.lastKey ? this.last : this.entries.get(key);
     if (!e) return undefined;
     if (e.until <= Date.now()) {
-      this.entries.delete(key);
+      this.delete(key);
       return undefined;
     }
+    this.lastKey = key;
+    this.last = e;
     return e.value;
   }
 
   set(key: string, value: V, ttlMs = this.ttlMs) {
     if (this.entries.size >= this.max) {
       const oldest = this.entries.keys().next();
-      if (!oldest.done) this.entries.delete(oldest.value);
+      if (!oldest.done) this.delete(oldest.value);
     }
-    this.entries.set(key, { value, until: Date.now() + Math.min(ttlMs, this.ttlMs) });
+    const e = { value, until: Date.now() + Math.min(ttlMs, this.ttlMs) };
+    this.entries.set(key, e);
+    if (key === this.lastKey) this.last = e;
+  }
+
+  private delete(key: string) {
+    this.entries.delete(key);
+    if (key === this.lastKey) this.lastKey = this.last = undefined;
   }
 
   /** Cached value, or `load()` stored for the TTL (failures are not cached). */
@@ -41,6 +56,7 @@ export class TtlCache<V> {
 
   clear() {
     this.entries.clear();
+    this.lastKey = this.last = undefined;
   }
 }
 

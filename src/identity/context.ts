@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.js';
 import type { TenancyService } from '../tenancy/service.js';
-import type { AccessClaims } from './access-token.js';
+import type { VerifiedToken } from './access-token.js';
 import type { AuditBuffer } from './audit-buffer.js';
 import type { TtlCache } from './cache.js';
 import type { AgentKeyring, Clock, PlatformKeyring } from './keys.js';
@@ -29,7 +29,7 @@ export interface IdentityContext {
   /** Hot-path caches (authorization decisions); cleared by revocations made in this process. */
   hot: {
     /** Access tokens whose signature and claims verified, by the token itself. */
-    verified: TtlCache<AccessClaims>;
+    verified: TtlCache<VerifiedToken>;
     /** Revocation state by jti (null: unknown token). */
     tokenStates: TtlCache<TokenState | null>;
   };

@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import { badRequest, conflict, notFound } from '../http/errors.js';
 import { newId, now } from '../ids.js';
+import type { MaybePromise } from '../maybe-promise.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { Principal } from '../tenancy/permissions.js';
 import type { TenancyService } from '../tenancy/service.js';
@@ -54,13 +55,19 @@ function view(row: store.PolicyRow): PolicyView {
   };
 }
 
+const byId = (a: Policy, b: Policy) => (a.id < b.id ? -1 : 1);
+
+function withMode(decision: Decision, mode: TbacMode): Decision & { mode: TbacMode } {
+  return { allowed: decision.allowed, reason: decision.reason, policyId: decision.policyId, mode };
+}
+
 /** The key in the tenant's settings JSON that holds its TBAC mode. */
 export const TBAC_MODE_SETTING = 'tbacMode';
 
 /** TBAC policies of a tenant (CRUD) and the decision for a (caller, callee, tool) request. */
 export class PolicyEngine {
   /** Hot-path caches: candidate policies by (tenant, caller, callee, tool), modes by tenant. */
-  private readonly candidates = new TtlCache<store.PolicyRow[]>(DECISION_CACHE_MS);
+  private readonly candidates = new TtlCache<Policy[]>(DECISION_CACHE_MS);
   private readonly modes = new TtlCache<TbacMode>(DECISION_CACHE_MS);
 
   constructor(
@@ -173,14 +180,25 @@ export class PolicyEngine {
     return mode;
   }
 
-  /** The decision for a request: the deciding policy, else the tenant's mode. */
-  async evaluate(tenantId: string, caller: string, callee: string, tool: string, at: number): Promise<Decision & { mode: TbacMode }> {
-    const [rows, mode] = await Promise.all([
-      this.candidates.through(`${tenantId}|${caller}|${callee}|${tool}`, () => store.candidatePolicies(this.db.kysely, tenantId, caller, callee, tool)),
+  /**
+   * The decision for a request: the deciding policy, else the tenant's mode. Without a promise when
+   * the candidate policies and the mode are cached (they are kept mapped and in id order, as the
+   * tie-break between equal policies wants them).
+   */
+  evaluate(tenantId: string, caller: string, callee: string, tool: string, at: number): MaybePromise<Decision & { mode: TbacMode }> {
+    const key = `${tenantId}|${caller}|${callee}|${tool}`;
+    const policies = this.candidates.get(key);
+    const mode = this.modes.get(tenantId);
+    if (policies === undefined || mode === undefined) return this.evaluateLoading(key, tenantId, caller, callee, tool, at);
+    return withMode(decide(policies, mode, caller, callee, tool, at), mode);
+  }
+
+  private async evaluateLoading(key: string, tenantId: string, caller: string, callee: string, tool: string, at: number) {
+    const [policies, mode] = await Promise.all([
+      this.candidates.through(key, async () => (await store.candidatePolicies(this.db.kysely, tenantId, caller, callee, tool)).map(view).sort(byId)),
       this.modes.through(tenantId, () => this.mode(tenantId)),
     ]);
-    const policies = rows.map(view).sort((a, b) => (a.id < b.id ? -1 : 1));
-    return { ...decide(policies, mode, caller, callee, tool, at), mode };
+    return withMode(decide(policies, mode, caller, callee, tool, at), mode);
   }
 
   private audit(trx: store.Executor, principal: Principal, action: string, id: string, detail: Record<string, unknown>) {

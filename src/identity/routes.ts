@@ -42,7 +42,19 @@ export const CACHE = {
   agentJwks: 'public, max-age=60',
 } as const;
 
-const bearer = (header: string | undefined) => (header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined);
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+/** The last Authorization header seen and its token: a caller repeats its token (ExtAuthZ per tool call). */
+let lastHeader: string | undefined;
+let lastToken: string | undefined;
+
+const bearer = (header: string | undefined) => {
+  if (!header) return undefined;
+  if (header !== lastHeader) {
+    lastToken = BEARER.exec(header)?.[1];
+    lastHeader = header;
+  }
+  return lastToken;
+};
 
 export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService }> = async (app, { identity }) => {
   identity.auditBuffer.onError = (err) => app.log.error({ err }, 'writing authorization audit events failed');
@@ -143,7 +155,11 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
       body: AuthorizeBody,
       response: { 200: AuthorizeResponse, ...problems(400, 415) },
     },
-  }, async (req) => identity.authorize(req.body.token ?? bearer(req.headers.authorization), req.body.tool, req.body.callee));
+  }, (req) => {
+    // Not async: a decision from memory is sent without a promise (Fastify sends what a handler
+    // returns, and awaits it when it is a promise).
+    return identity.authorize(req.body.token ?? bearer(req.headers.authorization), req.body.tool, req.body.callee);
+  });
 
   // ---- TBAC ----
 

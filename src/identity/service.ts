@@ -4,10 +4,11 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { notFound } from '../http/errors.js';
 import { newId } from '../ids.js';
+import type { MaybePromise } from '../maybe-promise.js';
 import { recordAudit } from '../tenancy/audit.js';
 import { isPermission, type Permission, type Principal } from '../tenancy/permissions.js';
 import type { TenancyService } from '../tenancy/service.js';
-import { verifyAccessToken, type AccessClaims } from './access-token.js';
+import { verifyAccessToken, type VerifiedToken } from './access-token.js';
 import { agentJwksUrl, clientIdUrl } from './audience.js';
 import { AuditBuffer } from './audit-buffer.js';
 import { authorize, type AuthorizeResult } from './authorize.js';
@@ -84,7 +85,7 @@ export class IdentityService {
       policies: this.policies,
       audit: this.auditBuffer,
       spiffeIdOf: (tenantId, agentId) => agentSpiffeId(trustDomain, tenantId, agentId),
-      hot: { verified: new TtlCache<AccessClaims>(PLATFORM_KEY_CACHE_MS), tokenStates: new TtlCache<TokenState | null>(DECISION_CACHE_MS) },
+      hot: { verified: new TtlCache<VerifiedToken>(PLATFORM_KEY_CACHE_MS), tokenStates: new TtlCache<TokenState | null>(DECISION_CACHE_MS) },
     };
   }
 
@@ -330,7 +331,7 @@ export class IdentityService {
   }
 
   /** The ExtAuthZ decision (also for in-process callers: a runtime before each delegated tool call). */
-  authorize(token: string | undefined, tool: string, callee: string): Promise<AuthorizeResult> {
+  authorize(token: string | undefined, tool: string, callee: string): MaybePromise<AuthorizeResult> {
     return authorize(this.ctx, token, tool, callee);
   }
 
