@@ -1,6 +1,6 @@
-import { randomFillSync } from 'node:crypto';
 import { CompiledQuery } from 'kysely';
 import type { Db } from '../db/database.js';
+import { newId } from '../ids.js';
 import type { AuditInput } from '../tenancy/audit.js';
 
 /** The columns of audit_events, in the order each queued row holds its values. */
@@ -39,7 +39,7 @@ export class AuditBuffer {
   /** `add` for callers that have the row's values at hand (`detail` as JSON text). */
   addRow(tenantId: string, actorType: string, actorId: string | null, action: string, resourceType: string, resourceId: string | null, detail: string) {
     const ms = Date.now();
-    this.queue.push(eventId(ms), tenantId, actorType, actorId, action, resourceType, resourceId, detail, isoAt(ms));
+    this.queue.push(newId(), tenantId, actorType, actorId, action, resourceType, resourceId, detail, isoAt(ms));
     if (this.queue.length >= AuditBuffer.MAX_BATCH * WIDTH) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), AuditBuffer.FLUSH_MS);
   }
@@ -92,57 +92,7 @@ export class AuditBuffer {
   }
 }
 
-// ---- cheap stamps: one random fill per 256 ids, one ISO string per millisecond ----
-
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-const pool = new Uint8Array(16 * 256);
-let poolAt = pool.length;
-const v7 = { msecs: -Infinity, seq: 0 };
-
-/**
- * A UUID v7 for an event at `ms`, as src/ids.ts's newId makes them (uuid's layout: 48-bit time, a
- * 32-bit sequence seeded at random each millisecond and counted up within it, so ids made here sort
- * in the order they were made; 42 random bits), without uuid's per-id allocations.
- */
-export function eventId(ms: number): string {
-  if (poolAt + 16 > pool.length) {
-    randomFillSync(pool);
-    poolAt = 0;
-  }
-  const r = poolAt;
-  poolAt += 16;
-  if (ms > v7.msecs) {
-    v7.seq = (pool[r + 6] << 23) | (pool[r + 7] << 16) | (pool[r + 8] << 8) | pool[r + 9];
-    v7.msecs = ms;
-  } else {
-    v7.seq = (v7.seq + 1) | 0;
-    if (v7.seq === 0) v7.msecs++;
-  }
-  const t = v7.msecs;
-  const seq = v7.seq;
-  return (
-    HEX[(t / 0x10000000000) & 0xff] +
-    HEX[(t / 0x100000000) & 0xff] +
-    HEX[(t / 0x1000000) & 0xff] +
-    HEX[(t / 0x10000) & 0xff] +
-    '-' +
-    HEX[(t / 0x100) & 0xff] +
-    HEX[t & 0xff] +
-    '-' +
-    HEX[0x70 | ((seq >>> 28) & 0x0f)] +
-    HEX[(seq >>> 20) & 0xff] +
-    '-' +
-    HEX[0x80 | ((seq >>> 14) & 0x3f)] +
-    HEX[(seq >>> 6) & 0xff] +
-    '-' +
-    HEX[((seq << 2) & 0xff) | (pool[r + 10] & 0x03)] +
-    HEX[pool[r + 11]] +
-    HEX[pool[r + 12]] +
-    HEX[pool[r + 13]] +
-    HEX[pool[r + 14]] +
-    HEX[pool[r + 15]]
-  );
-}
+// ---- cheap stamps: one ISO string per millisecond ----
 
 let isoMs = NaN;
 let isoText = '';

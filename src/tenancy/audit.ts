@@ -35,16 +35,6 @@ export async function recordAudit(db: Kysely<Database>, event: AuditInput): Prom
   await db.insertInto('audit_events').values(auditRow(event)).execute();
 }
 
-/** Rows per INSERT when writing queued events: 9 parameters each, well under both dialects' limits. */
-const AUDIT_ROWS_PER_INSERT = 100;
-
-/** Writes queued events, many per statement. */
-export async function insertAuditRows(db: Kysely<Database>, rows: AuditRow[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += AUDIT_ROWS_PER_INSERT) {
-    await db.insertInto('audit_events').values(rows.slice(i, i + AUDIT_ROWS_PER_INSERT)).execute();
-  }
-}
-
 export interface AuditFilter {
   action?: string;
   resourceType?: string;
