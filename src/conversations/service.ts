@@ -144,6 +144,7 @@ export class ConversationsService {
       modelContext,
       attachments: input.attachments,
       conversationId: id,
+      conversation: row,
       onActiveRun: input.onActiveRun,
     });
     if (isInjected(handle)) return { injected: handle };

