@@ -323,7 +323,7 @@ export class RunsService {
     // conversation writes nothing; the agent's policy then injects, waits or refuses.
     for (;;) {
       try {
-        await this.startTransaction(input, runId, at, userMessageId, options, conversation, (c, h) => ((conversation = c), (history = h)));
+        ({ conversation, history } = await this.startTransaction(input, runId, at, userMessageId, options, conversation));
         break;
       } catch (err) {
         if (!(err instanceof ConversationBusy)) throw err;
@@ -353,8 +353,9 @@ export class RunsService {
   /**
    * The run's start, in one transaction: a new conversation born holding the run and its first
    * message, or an existing one claimed (its new message counted in the same statement) and its
-   * history read; the user's message; the run; the caller's `onStart`. Throws ConversationBusy,
-   * having written nothing, when another run holds the conversation.
+   * history read; the user's message; the run; the caller's `onStart`. Answers the conversation and
+   * the history the model is given. Throws ConversationBusy, having written nothing, when another run
+   * holds the conversation.
    */
   private async startTransaction(
     input: StartRunInput,
@@ -363,10 +364,9 @@ export class RunsService {
     userMessageId: string,
     options: Record<string, unknown>,
     existing: conversationStore.ConversationRow | undefined,
-    started: (conversation: conversationStore.ConversationRow, history: HistoryMessage[]) => void,
-  ) {
+  ): Promise<{ conversation: conversationStore.ConversationRow; history: HistoryMessage[] }> {
     const tenantId = input.principal.tenantId;
-    await this.db.kysely.transaction().execute(async (trx) => {
+    return this.db.kysely.transaction().execute(async (trx) => {
       let conversation = existing;
       let history: HistoryMessage[] = [];
       if (conversation) {
@@ -435,7 +435,7 @@ export class RunsService {
         completed_at: null,
       });
       await input.onStart?.(trx, { runId, startedAt: at });
-      started(conversation, history);
+      return { conversation, history };
     });
   }
 

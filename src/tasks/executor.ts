@@ -304,8 +304,8 @@ export class TaskExecutor {
       await this.failClaimed(job, task, error);
       throw err instanceof ProblemError && err.status === 404 ? new ProblemError(409, 'agent_not_found', 'the task’s agent no longer exists') : err;
     }
-    // A run that ends here settles its job before `done` resolves (the onRunFinished listener); one
-    // ended elsewhere (null) was settled there, or is looked up here once more.
+    // A run that ends here has settled its job in its end's transaction (onFinish) before `done`
+    // resolves; one ended elsewhere (null) was settled there, or is looked up here once more.
     const finished = done
       .then((outcome) => {
         if (!outcome) return this.runEnded(runId);

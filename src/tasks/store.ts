@@ -191,10 +191,6 @@ export function insertJob(db: Executor, row: JobRow) {
   return db.insertInto('task_jobs').values(row).execute();
 }
 
-export function findJob(db: Executor, id: string) {
-  return db.selectFrom('task_jobs').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
 export function findJobByRun(db: Executor, runId: string) {
   return db.selectFrom('task_jobs').selectAll().where('run_id', '=', runId).executeTakeFirst();
 }
@@ -204,16 +200,16 @@ export function jobsOfTask(db: Executor, taskId: string, states: readonly string
 }
 
 /**
- * The next job a dispatcher may take: queued and due, highest priority first, then earliest dueAt
- * (none last), then oldest. A serial job (overlap policy `queue`) waits while another job of its
- * task is claimed or running, or queued ahead of it.
- */
-/**
  * Earliest deadline first, jobs without one last: the expression of the task_jobs_claim index
  * (migration 0010), so the claim walks that index instead of sorting the queue.
  */
 const DUE_ORDER = sql<string>`coalesce(j.due_at, '9999-12-31T23:59:59.999Z')`;
 
+/**
+ * The next job a dispatcher may take: queued and due, highest priority first, then earliest dueAt
+ * (none last), then oldest. A serial job (overlap policy `queue`) waits while another job of its
+ * task is claimed or running, or queued ahead of it.
+ */
 function nextCandidate(db: Executor, now: string) {
   return db
     .selectFrom('task_jobs as j')
@@ -281,15 +277,8 @@ export function claimNextJob(db: Executor, dialect: Dialect, claim: ClaimInput):
 }
 
 /** Compare-and-set queued -> claimed (counts an attempt); answers the claimed job, or undefined. */
-export async function claimJob(db: Executor, id: string, claim: ClaimInput): Promise<JobRow | undefined> {
-  const r = await db
-    .updateTable('task_jobs')
-    .set(claimedBy(claim))
-    .where('id', '=', id)
-    .where('state', '=', 'queued')
-    .executeTakeFirst();
-  if (Number(r.numUpdatedRows) !== 1) return undefined;
-  return findJob(db, id);
+export function claimJob(db: Executor, id: string, claim: ClaimInput): Promise<JobRow | undefined> {
+  return db.updateTable('task_jobs').set(claimedBy(claim)).where('id', '=', id).where('state', '=', 'queued').returningAll().executeTakeFirst();
 }
 
 /** The claimed job's run has started: the run's own lease takes over from the job's. */
