@@ -27,6 +27,9 @@ export type Admission = (request: FastifyRequest, reply: FastifyReply) => MaybeP
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
+/** The credential of an `Authorization: Bearer <credential>` header, or undefined. */
+export const bearerToken = (header: string | undefined): string | undefined => (header ? BEARER.exec(header)?.[1] : undefined);
+
 /** The first verifier's principal, or null; synchronous until a verifier needs to wait. */
 function verifyCredential(verifiers: CredentialVerifier[], credential: string, from = 0): MaybePromise<Principal | null> {
   for (let i = from; i < verifiers.length; i++) {
@@ -84,9 +87,9 @@ function authenticator(verifiers: CredentialVerifier[], permission: Permission |
     try {
       const header = request.headers.authorization;
       if (!header) throw unauthorized('send Authorization: Bearer <api key or access token>', 'missing_credentials');
-      const m = BEARER.exec(header);
-      if (!m) throw unauthorized('the Authorization header must use the Bearer scheme', 'invalid_credentials');
-      verified = verifyCredential(verifiers, m[1]);
+      const credential = bearerToken(header);
+      if (!credential) throw unauthorized('the Authorization header must use the Bearer scheme', 'invalid_credentials');
+      verified = verifyCredential(verifiers, credential);
     } catch (err) {
       return done(err as Error);
     }

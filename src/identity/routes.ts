@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { bearerToken } from '../http/auth.js';
 import { ProblemError } from '../http/errors.js';
 import { problems } from '../http/schemas.js';
 import { registerFormParser } from './form.js';
@@ -42,7 +43,6 @@ export const CACHE = {
   agentJwks: 'public, max-age=60',
 } as const;
 
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
 /** The last Authorization header seen and its token: a caller repeats its token (ExtAuthZ per tool call). */
 let lastHeader: string | undefined;
 let lastToken: string | undefined;
@@ -50,7 +50,7 @@ let lastToken: string | undefined;
 const bearer = (header: string | undefined) => {
   if (!header) return undefined;
   if (header !== lastHeader) {
-    lastToken = BEARER.exec(header)?.[1];
+    lastToken = bearerToken(header);
     lastHeader = header;
   }
   return lastToken;

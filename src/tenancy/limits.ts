@@ -23,11 +23,7 @@ export function monthStart(now = new Date()): string {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString();
 }
 
-/**
- * Per-process request limiter: a sliding window of one minute approximated with two fixed windows
- * (the previous window's count weighted by how much of it still overlaps). Each replica counts its
- * own requests, so N replicas admit up to N times the limit; see docs/operations.md.
- */
+/** What one request's limit check decided; it also feeds the RateLimit-* headers. */
 export interface RateDecision {
   allowed: boolean;
   limit: number;
@@ -36,6 +32,11 @@ export interface RateDecision {
   retryAfter: number;
 }
 
+/**
+ * Per-process request limiter: a sliding window of one minute approximated with two fixed windows
+ * (the previous window's count weighted by how much of it still overlaps). Each replica counts its
+ * own requests, so N replicas admit up to N times the limit; see docs/operations.md.
+ */
 export class RateLimiter {
   private readonly windows = new Map<string, { start: number; count: number; previous: number }>();
 
