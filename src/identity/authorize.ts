@@ -2,6 +2,7 @@ import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { verifyAccessTokenCached, type AccessTokenKind, type VerifiedToken } from './access-token.js';
 import { parseAudience, type AudienceRef } from './audience.js';
 import type { IdentityContext } from './context.js';
+import { scopeCovers } from './exchange.js';
 import { parseAgentSpiffeId } from './spiffe.js';
 import type { Decision, Reason as PolicyReason } from './tbac.js';
 import { TokenError } from './tokens.js';
@@ -41,9 +42,8 @@ interface Derived {
   /** The agents the token names (audience, current actor), or null when they are not of its tenant. */
   calleeAgentId: string | null;
   callerAgentId: string | null;
-  /** The token's scope allows every tool (`tools:*`), or these (`tools:<name>`). */
-  allTools: boolean;
-  tools: ReadonlySet<string>;
+  /** The token's scopes (`tools:*`, `tools:<name>`), split once. */
+  scopes: string[];
   /** The last callee value asked about and what it names (requests repeat the same callee). */
   calleeValue: string | null;
   calleeRef: AudienceRef | null;
@@ -55,15 +55,13 @@ function derive(ctx: IdentityContext, verified: VerifiedToken): Derived {
   const aud = parseAgentSpiffeId(claims.aud, ctx.trustDomain);
   const caller = parseAgentSpiffeId(claims.act?.sub ?? '', ctx.trustDomain);
   const ofTenant = aud !== null && caller !== null && aud.tenantId === claims.tenant_id && caller.tenantId === claims.tenant_id;
-  const scopes = claims.scope.split(' ');
   const derived: Derived = {
     tenantId: claims.tenant_id,
     jti: claims.jti,
     calleeAgentId: ofTenant ? aud.agentId : null,
     // Even when the token names no agents of its tenant, its caller (if any) is the audit's actor.
     callerAgentId: caller?.agentId ?? null,
-    allTools: scopes.includes('tools:*'),
-    tools: new Set(scopes.filter((s) => s.startsWith('tools:')).map((s) => s.slice('tools:'.length))),
+    scopes: claims.scope.split(' '),
     calleeValue: null,
     calleeRef: null,
   };
@@ -114,7 +112,7 @@ function decide(ctx: IdentityContext, verified: VerifiedToken, tool: string, cal
   if (!calleeRef || calleeRef.agentId !== calleeId || (calleeRef.tenantId !== undefined && calleeRef.tenantId !== tenantId)) {
     return record(ctx, tenantId, callerId, calleeRef?.agentId ?? null, tool, { allowed: false, reason: 'token_invalid', detail: 'the token was issued for another callee (aud)' }, d.jti);
   }
-  if (!d.allTools && !d.tools.has(tool)) {
+  if (!scopeCovers(d.scopes, tool)) {
     return record(ctx, tenantId, callerId, calleeId, tool, { allowed: false, reason: 'tool_not_in_scope' }, d.jti);
   }
   const decision = ctx.policies.evaluate(tenantId, callerId, calleeId, tool, ctx.clock.now());
