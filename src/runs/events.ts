@@ -13,33 +13,33 @@ export type RunEventListener = (event: RunEvent | null) => void;
 /** How long a finished run's events stay in memory for reconnecting clients before only the DB has them. */
 const RETAIN_AFTER_END_MS = 60_000;
 
+/** Rows per INSERT when the hub writes many channels' events at once (well under SQLite's variable limit). */
+const ROWS_PER_INSERT = 500;
+
 /**
  * The event stream of one run executing in this process. Events are written to the database
- * before listeners see them (persist, then publish), in batches: everything emitted while a write
- * is under way goes out in the next single INSERT. So an event a client has received is always in
- * the database, and a reconnect with Last-Event-ID loses and duplicates nothing.
+ * before listeners see them (persist, then publish); the hub writes them, with every other run's,
+ * once per turn of the event loop. So an event a client has received is always in the database, and
+ * a reconnect with Last-Event-ID loses and duplicates nothing.
  */
 export class RunChannel {
   readonly events: RunEvent[] = [];
   private pending: RunEvent[] = [];
   private readonly listeners = new Set<RunEventListener>();
   private nextSeq = 1;
-  private writing: Promise<void> | null = null;
   ended = false;
 
   constructor(
     readonly runId: string,
     /** The run's tenant: followers from other tenants are not given the channel. */
     readonly tenantId: string,
-    private readonly db: Db,
-    private readonly onWriteError: (err: unknown) => void,
-    private readonly onWritten: (runId: string, seq: number) => void,
+    private readonly hub: RunEventHub,
   ) {}
 
   emit(event: string, data: Record<string, unknown>): void {
     if (this.ended) return;
     this.pending.push(this.next(event, data));
-    this.writing ??= this.drain();
+    this.hub.schedule(this);
   }
 
   /** A numbered event that is not queued: for `takePending` callers that write it themselves. */
@@ -48,9 +48,9 @@ export class RunChannel {
   }
 
   /**
-   * Takes the events not yet being written, for the caller to write in its own transaction (a run's
-   * end writes its last events with its result: one statement and one commit fewer). The caller then
-   * publishes them with `written`, or hands them back with `requeue` if its transaction failed.
+   * Takes the events not yet being written, for the caller to write (the hub, or a run's end, which
+   * writes its last events with its result). The caller then publishes them with `written`, or hands
+   * them back with `requeue` if its transaction failed.
    */
   takePending(): RunEvent[] {
     const taken = this.pending;
@@ -58,7 +58,7 @@ export class RunChannel {
     return taken;
   }
 
-  /** Publishes events the caller has written, after any batch still being written here. */
+  /** Publishes events the caller has written, after any earlier ones still being written. */
   async written(events: RunEvent[]): Promise<void> {
     await this.flushed();
     this.publish(events);
@@ -68,38 +68,23 @@ export class RunChannel {
   requeue(events: RunEvent[]): void {
     if (!events.length) return;
     this.pending = [...events, ...this.pending].sort((a, b) => a.seq - b.seq);
-    this.writing ??= this.drain();
+    this.hub.schedule(this);
   }
 
-  private async drain(): Promise<void> {
-    // Let the current tick's events gather into one batch.
-    await new Promise<void>((r) => setImmediate(r));
-    while (this.pending.length) {
-      const batch = this.pending;
-      this.pending = [];
-      try {
-        await store.insertEvents(this.db.kysely, batch.map((e) => eventRow(this.runId, e)));
-      } catch (err) {
-        // Live listeners still get the events; only a later replay could miss them.
-        this.onWriteError(err);
-      }
-      this.publish(batch);
-    }
-    this.writing = null;
-  }
-
-  private publish(batch: RunEvent[]) {
+  /** Hands written events to the listeners, in order (the hub calls this after writing them). */
+  publish(batch: RunEvent[]) {
     if (!batch.length) return;
     for (const e of batch) {
       this.events.push(e);
       for (const l of this.listeners) l(e);
     }
-    this.onWritten(this.runId, batch[batch.length - 1].seq);
+    this.hub.published(this.runId, batch[batch.length - 1].seq);
   }
 
-  /** Waits until every emitted event is written and published. */
+  /** Waits until every event emitted so far is written and published. */
   async flushed(): Promise<void> {
-    while (this.writing) await this.writing;
+    // A write under way may hold this channel's earlier events even when none are pending.
+    while (this.pending.length || this.hub.writing) await this.hub.flush();
   }
 
   /** Ends the stream after the last event is out. */
@@ -127,9 +112,19 @@ export function eventRow(runId: string, e: RunEvent) {
   return { run_id: runId, seq: e.seq, event: e.event, data: JSON.stringify(e.data) };
 }
 
-/** The channels of the runs executing in this process. */
+/**
+ * The channels of the runs executing in this process, and the writer of their events: what all runs
+ * emit during one turn of the event loop is written in one statement (one commit for every stream,
+ * not one per stream), after that turn's I/O, then published. One write at a time, so each run's
+ * events reach its listeners in order.
+ */
 export class RunEventHub {
   private readonly channels = new Map<string, RunChannel>();
+  /** Channels with events waiting to be written. */
+  private readonly dirty = new Set<RunChannel>();
+  private scheduled = false;
+  /** The write under way, if any. */
+  writing: Promise<void> | null = null;
 
   constructor(
     private readonly db: Db,
@@ -138,7 +133,7 @@ export class RunEventHub {
   ) {}
 
   open(runId: string, tenantId: string): RunChannel {
-    const channel = new RunChannel(runId, tenantId, this.db, this.onWriteError, this.onWritten);
+    const channel = new RunChannel(runId, tenantId, this);
     this.channels.set(runId, channel);
     return channel;
   }
@@ -150,5 +145,52 @@ export class RunEventHub {
   async close(channel: RunChannel): Promise<void> {
     await channel.end();
     setTimeout(() => this.channels.delete(channel.runId), RETAIN_AFTER_END_MS).unref();
+  }
+
+  /** The channel has events to write: they go with the next write (after this turn's I/O). */
+  schedule(channel: RunChannel): void {
+    this.dirty.add(channel);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.flush();
+    });
+  }
+
+  /** Told by a channel that it published up to `seq`. */
+  published(runId: string, seq: number): void {
+    this.onWritten(runId, seq);
+  }
+
+  /** Writes every channel's waiting events now and publishes them; true when there were any. */
+  async flush(): Promise<boolean> {
+    while (this.writing) await this.writing;
+    if (!this.dirty.size) return false;
+    const batch: [RunChannel, RunEvent[]][] = [];
+    for (const channel of this.dirty) {
+      const events = channel.takePending();
+      if (events.length) batch.push([channel, events]);
+    }
+    this.dirty.clear();
+    if (!batch.length) return false;
+    this.writing = this.write(batch);
+    try {
+      await this.writing;
+    } finally {
+      this.writing = null;
+    }
+    return true;
+  }
+
+  private async write(batch: [RunChannel, RunEvent[]][]): Promise<void> {
+    const rows = batch.flatMap(([channel, events]) => events.map((e) => eventRow(channel.runId, e)));
+    try {
+      for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await store.insertEvents(this.db.kysely, rows.slice(i, i + ROWS_PER_INSERT));
+    } catch (err) {
+      // Live listeners still get the events; only a later replay could miss them.
+      this.onWriteError(err);
+    }
+    for (const [channel, events] of batch) channel.publish(events);
   }
 }

@@ -110,6 +110,32 @@ describe('SSE streaming', () => {
     expect(seqs(replay)).toEqual([11, 12, 13]);
   });
 
+  it('streams many runs at once: each gets its own events in order, and the stored log is what was streamed', async () => {
+    // The events of all runs are written together (one statement per turn of the event loop) and
+    // the runs' ends several to a transaction: nothing may cross from one run to another.
+    const a = await agent();
+    const messages = Array.from({ length: 24 }, (_, i) => Array.from({ length: 3 + (i % 5) }, (_, j) => `r${i}w${j}`).join(' '));
+    // Some tokens arrive over time, so writes of several turns interleave with other runs' ends.
+    const sent = messages.map((message, i) => (i % 3 === 0 ? `/delay 5\n${message}` : message));
+    const streams = await Promise.all(sent.map(async (message) => readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message } }))));
+    for (const [i, events] of streams.entries()) {
+      const words = messages[i].split(' ');
+      expect(events.map((e) => e.event)).toEqual([...words.map(() => 'token'), 'done']);
+      expect(seqs(events)).toEqual(events.map((_, j) => j + 1));
+      expect(text(events)).toBe(messages[i]);
+      const { runId, conversationId } = events.at(-1)!.data;
+      const stored = await t.db.kysely.selectFrom('run_events').select(['seq', 'event', 'data']).where('run_id', '=', runId).orderBy('seq').execute();
+      expect(stored.map((r) => ({ id: String(r.seq), event: r.event, data: JSON.parse(r.data) }))).toEqual(events);
+      const run = await t.request('GET', `/api/v1/runs/${runId}`, { key });
+      expect(run.body).toMatchObject({ status: 'completed', output: messages[i], conversationId });
+      const history = await t.request('GET', `/api/v1/conversations/${conversationId}/messages`, { key });
+      expect(history.body.messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([
+        ['user', sent[i]],
+        ['assistant', messages[i]],
+      ]);
+    }
+  });
+
   it('keeps running when the client disconnects', async () => {
     const a = await agent();
     const controller = new AbortController();
