@@ -1,0 +1,92 @@
+import type { Kysely } from 'kysely';
+import type { Database } from './schema.js';
+
+type Write<T> = (trx: Kysely<Database>) => Promise<T>;
+
+interface Queued {
+  work: Write<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+export interface GroupCommitOptions {
+  /** Writes per transaction at most: a larger batch commits less often but holds up the next requests longer. */
+  maxBatch: number;
+  /** Runs before each batch, outside its transaction; it reports its own failures (they do not stop the batch). */
+  beforeBatch?: () => Promise<void>;
+}
+
+/**
+ * Group commit: writes queued while the event loop handles one turn's I/O share one transaction and
+ * one commit (on SQLite a commit costs more than a run's end statements; on PostgreSQL it is two round
+ * trips). A batch is written after that turn's I/O (setImmediate), so new requests are served before
+ * a queue of background writes, and at most `maxBatch` at a time, so they are not held up long.
+ *
+ * If one write of a batch throws (or the commit fails), the batch is rolled back and each of its
+ * writes runs again alone in its own transaction: a write fails only for its own reasons. A write may
+ * thus run twice and must keep its effects inside the transaction it is given.
+ */
+export class GroupCommit {
+  private queue: Queued[] = [];
+  /** A batch is scheduled or being written; the next waits for it (one transaction at a time). */
+  private busy = false;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly options: GroupCommitOptions,
+  ) {}
+
+  /** Runs `work` in a transaction shared with other writes; resolves with its result once committed. */
+  write<T>(work: Write<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.schedule();
+    });
+  }
+
+  /** Writes waiting or under way. */
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  private schedule() {
+    if (this.busy) return;
+    this.busy = true;
+    setImmediate(() => void this.writeBatch());
+  }
+
+  private async writeBatch() {
+    try {
+      await this.options.beforeBatch?.().catch(() => {});
+      const batch = this.queue.splice(0, this.options.maxBatch);
+      if (batch.length === 1) await this.alone(batch[0]);
+      else if (batch.length) await this.together(batch);
+    } finally {
+      this.busy = false;
+      if (this.queue.length) this.schedule();
+    }
+  }
+
+  private async together(batch: Queued[]) {
+    let results: unknown[];
+    try {
+      results = await this.db.transaction().execute(async (trx) => {
+        const out: unknown[] = [];
+        for (const q of batch) out.push(await q.work(trx));
+        return out;
+      });
+    } catch {
+      for (const q of batch) await this.alone(q);
+      return;
+    }
+    batch.forEach((q, i) => q.resolve(results[i]));
+  }
+
+  private async alone(q: Queued) {
+    try {
+      q.resolve(await this.db.transaction().execute(q.work));
+    } catch (err) {
+      q.reject(err);
+    }
+  }
+}

@@ -1,0 +1,94 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type Db } from '../../src/db/database.js';
+import { GroupCommit } from '../../src/db/group-commit.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
+
+/**
+ * Group commit (db/group-commit.ts), on a real database of either dialect: writes queued together
+ * share a transaction, at most `maxBatch` of them; a write that throws is the only one that fails,
+ * and the others of its batch are written (run again alone).
+ */
+describe('group commit', () => {
+  let database: TestDatabase;
+  let db: Db;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = openDatabase({ databaseUrl: database.env.DATABASE_URL || undefined, dataDir: database.env.DATA_DIR });
+    await sql`create table scratch (name varchar(40) primary key)`.execute(db.kysely);
+  });
+  afterAll(async () => {
+    await db?.close();
+    await database?.drop();
+  });
+
+  const names = async () => (await db.kysely.selectFrom('scratch' as never).select('name' as never).orderBy('name' as never).execute()).map((r) => (r as { name: string }).name);
+
+  /** A write inserting `name`, counting how often it ran; `fail` makes it throw after its insert. */
+  function insert(name: string, runs: Map<string, number>, fail = false) {
+    return async (trx: Db['kysely']) => {
+      runs.set(name, (runs.get(name) ?? 0) + 1);
+      await sql`insert into scratch (name) values (${name})`.execute(trx);
+      if (fail) throw new Error(`${name} refused`);
+      return name.toUpperCase();
+    };
+  }
+
+  it('commits writes queued together; one that throws fails alone and the rest of its batch is written', async () => {
+    const runs = new Map<string, number>();
+    const writer = new GroupCommit(db.kysely, { maxBatch: 8 });
+    const results = await Promise.allSettled(['a1', 'a2', 'a3', 'a4'].map((n) => writer.write(insert(n, runs, n === 'a3'))));
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual(['A1', 'A2', 'a3 refused', 'A4']);
+    expect(await names()).toEqual(['a1', 'a2', 'a4']);
+    // They shared one transaction: a3's failure rolled back a1 and a2 with it, then each of the four
+    // ran alone (a4, after a3 in the batch, never ran in the shared one).
+    expect(Object.fromEntries(runs)).toEqual({ a1: 2, a2: 2, a3: 2, a4: 1 });
+  });
+
+  it('takes at most maxBatch writes per transaction, the rest in the next ones', async () => {
+    const runs = new Map<string, number>();
+    const writer = new GroupCommit(db.kysely, { maxBatch: 4 });
+    const batchesSeen: number[] = [];
+    const all = Array.from({ length: 10 }, (_, i) => `b${String(i).padStart(2, '0')}`);
+    // b05 fails: only its batch (b04..b07) runs again, each alone (b06 and b07 had not run yet).
+    const results = await Promise.allSettled(
+      all.map((n) =>
+        writer.write(async (trx) => {
+          batchesSeen.push(writer.pending);
+          return insert(n, runs, n === 'b05')(trx);
+        }),
+      ),
+    );
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(1);
+    expect(await names()).toEqual(expect.arrayContaining(all.filter((n) => n !== 'b05')));
+    expect((await names()).includes('b05')).toBe(false);
+    expect(Object.fromEntries(runs)).toEqual({ b00: 1, b01: 1, b02: 1, b03: 1, b04: 2, b05: 2, b06: 1, b07: 1, b08: 1, b09: 1 });
+    // While the first batch ran, the six others were still queued.
+    expect(batchesSeen[0]).toBe(6);
+  });
+
+  it('runs beforeBatch outside the transaction before each batch, and writes queued meanwhile join a later batch', async () => {
+    const runs = new Map<string, number>();
+    let before = 0;
+    const writer = new GroupCommit(db.kysely, {
+      maxBatch: 2,
+      beforeBatch: async () => {
+        before++;
+        // Outside the batch's transaction: its own statement commits on its own.
+        await sql`insert into scratch (name) values (${`before-${before}`})`.execute(db.kysely);
+      },
+    });
+    const first = writer.write(insert('c1', runs));
+    const second = writer.write(async (trx) => {
+      // Queued while a batch is being written: it waits for the next one.
+      const late = writer.write(insert('c3', runs));
+      await insert('c2', runs)(trx);
+      return { late };
+    });
+    expect(await first).toBe('C1');
+    expect(await (await second).late).toBe('C3');
+    expect(before).toBe(2);
+    expect((await names()).filter((n) => n.startsWith('c') || n.startsWith('before'))).toEqual(['before-1', 'before-2', 'c1', 'c2', 'c3']);
+  });
+});
