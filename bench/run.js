@@ -308,7 +308,7 @@ function parseOptions(argv) {
   const serverNodeArgs = values['server-node-arg'];
   const waitIdle = Number(values['wait-idle']);
   if (!Number.isFinite(waitIdle) || waitIdle < 0) fail('--wait-idle must be a number of seconds >= 0');
-  return { db: values.db, duration, connections, scenarios, cpuProf: values['cpu-prof'], serverNodeArgs, waitIdle, out: values.out, write: !values['no-write'] };
+  return { db: values.db, duration, warmup: WARMUP_SECONDS, connections, scenarios, cpuProf: values['cpu-prof'], serverNodeArgs, waitIdle, out: values.out, write: !values['no-write'] };
 }
 
 // ---- processes -------------------------------------------------------------------------------
