@@ -12,6 +12,12 @@ interface Queued {
 export interface GroupCommitOptions {
   /** Writes per transaction at most: a larger batch commits less often but holds up the next requests longer. */
   maxBatch: number;
+  /**
+   * Batches written at once (each in its own transaction and connection). 1 on SQLite, whose one
+   * connection takes one transaction at a time anyway; more on PostgreSQL, where a batch spends most
+   * of its time waiting for round trips.
+   */
+  concurrency?: number;
   /** Runs before each batch, outside its transaction; it reports its own failures (they do not stop the batch). */
   beforeBatch?: () => Promise<void>;
 }
@@ -28,8 +34,8 @@ export interface GroupCommitOptions {
  */
 export class GroupCommit {
   private queue: Queued[] = [];
-  /** A batch is scheduled or being written; the next waits for it (one transaction at a time). */
-  private busy = false;
+  /** Batches scheduled or being written. */
+  private active = 0;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -50,8 +56,8 @@ export class GroupCommit {
   }
 
   private schedule() {
-    if (this.busy) return;
-    this.busy = true;
+    if (this.active >= (this.options.concurrency ?? 1)) return;
+    this.active++;
     setImmediate(() => void this.writeBatch());
   }
 
@@ -62,7 +68,7 @@ export class GroupCommit {
       if (batch.length === 1) await this.alone(batch[0]);
       else if (batch.length) await this.together(batch);
     } finally {
-      this.busy = false;
+      this.active--;
       if (this.queue.length) this.schedule();
     }
   }

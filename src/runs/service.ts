@@ -135,6 +135,8 @@ const ENQUEUE_WAIT_MS = 10 * 60_000;
  * batches save commits but start the next requests later (docs/benchmarks.md).
  */
 const ENDS_PER_COMMIT = 8;
+/** Batches of ends written at once on PostgreSQL (each takes a pooled connection while it runs). */
+const POSTGRES_END_BATCHES = 4;
 
 export function executable(agent: Agent) {
   if (agent.status === 'paused') throw conflict('agent_paused', 'the agent is paused; resume it to execute');
@@ -180,6 +182,7 @@ export class RunsService {
     });
     this.ends = new GroupCommit(db.kysely, {
       maxBatch: ENDS_PER_COMMIT,
+      concurrency: db.dialect === 'postgres' ? POSTGRES_END_BATCHES : 1,
       // The streams' tokens go out before a batch of ends is written, not behind it: written, then
       // a turn of the event loop so they leave the sockets (SSE writes are corked per tick).
       beforeBatch: async () => {
