@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { GroupCommit } from '../../src/db/group-commit.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
+import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.js';
 
 /**
  * Group commit (db/group-commit.ts), on a real database of either dialect: writes queued together
@@ -90,5 +90,25 @@ describe('group commit', () => {
     expect(await (await second).late).toBe('C3');
     expect(before).toBe(2);
     expect((await names()).filter((n) => n.startsWith('c') || n.startsWith('before'))).toEqual(['before-1', 'before-2', 'c1', 'c2', 'c3']);
+  });
+
+  it.skipIf(dialect !== 'postgres')('writes up to `concurrency` batches at once, each in its own transaction (PostgreSQL)', async () => {
+    const writer = new GroupCommit(db.kysely, { maxBatch: 1, concurrency: 2 });
+    let arrived = 0;
+    let release!: () => void;
+    const bothIn = new Promise<void>((r) => (release = r));
+    // Each write waits inside its transaction until the other has started: only two batches under
+    // way at the same time finish.
+    const write = (name: string) =>
+      writer.write(async (trx) => {
+        await sql`insert into scratch (name) values (${name})`.execute(trx);
+        if (++arrived === 2) release();
+        await bothIn;
+        const { rows } = await sql<{ txid: string }>`select txid_current()::text as txid`.execute(trx);
+        return rows[0].txid;
+      });
+    const [a, b] = await Promise.all([write('d1'), write('d2')]);
+    expect(a).not.toBe(b);
+    expect((await names()).filter((n) => n.startsWith('d'))).toEqual(['d1', 'd2']);
   });
 });
