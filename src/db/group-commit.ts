@@ -50,7 +50,7 @@ export class GroupCommit {
     });
   }
 
-  /** Writes waiting or under way. */
+  /** Writes waiting for a batch. */
   get pending(): number {
     return this.queue.length;
   }
