@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { ConversationTable, Database, MessageTable } from '../db/schema.js';
 import { countRows } from '../db/count.js';
+import { insertPrepared, runPrepared } from '../db/prepared.js';
 
 /** SQL for conversations and messages; every statement names its tenant. */
 
@@ -37,7 +38,7 @@ export function findConversation(db: Executor, tenantId: string, id: string) {
 }
 
 export function insertConversation(db: Executor, row: ConversationRow) {
-  return db.insertInto('conversations').values(row).execute();
+  return insertPrepared(db, 'conversations', [row]);
 }
 
 export function updateConversation(db: Executor, tenantId: string, id: string, patch: Updateable<ConversationTable>) {
@@ -52,31 +53,41 @@ export function updateConversation(db: Executor, tenantId: string, id: string, p
 
 /** Claims the conversation for a run: succeeds only when no other run is answering in it. */
 export async function claimConversation(db: Executor, tenantId: string, id: string, runId: string, count: { at: string; createdAt: string }): Promise<boolean> {
-  const r = await db
-    .updateTable('conversations')
-    .set({
-      active_run_id: runId,
-      // The user's message the run answers is counted in the same statement.
-      message_count: sql<number>`message_count + 1`,
-      last_message_at: count.at,
-      duration_ms: Date.parse(count.at) - Date.parse(count.createdAt),
-      updated_at: count.at,
-    })
-    .where('tenant_id', '=', tenantId)
-    .where('id', '=', id)
-    .where('active_run_id', 'is', null)
-    .where('deleted_at', 'is', null)
-    .where('status', '=', 'active')
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) === 1;
+  const claimed = await runPrepared(
+    db,
+    'claim conversation',
+    (q, p) =>
+      q
+        .updateTable('conversations')
+        .set({
+          active_run_id: p('runId'),
+          // The user's message the run answers is counted in the same statement.
+          message_count: sql<number>`message_count + 1`,
+          last_message_at: p('at'),
+          duration_ms: p('duration'),
+          updated_at: p('at'),
+        })
+        .where('tenant_id', '=', p('tenantId'))
+        .where('id', '=', p('id'))
+        .where('active_run_id', 'is', null)
+        .where('deleted_at', 'is', null)
+        .where('status', '=', 'active'),
+    { tenantId, id, runId, at: count.at, duration: Date.parse(count.at) - Date.parse(count.createdAt) },
+  );
+  return claimed.numAffectedRows === 1n;
 }
 
 export function releaseConversation(db: Executor, id: string, runId: string) {
-  return db.updateTable('conversations').set({ active_run_id: null }).where('id', '=', id).where('active_run_id', '=', runId).execute();
+  return runPrepared(
+    db,
+    'release conversation',
+    (q, p) => q.updateTable('conversations').set({ active_run_id: null }).where('id', '=', p('id')).where('active_run_id', '=', p('runId')),
+    { id, runId },
+  );
 }
 
 export function insertMessage(db: Executor, row: MessageRow) {
-  return db.insertInto('messages').values(row).execute();
+  return insertPrepared(db, 'messages', [row]);
 }
 
 /**
@@ -84,17 +95,22 @@ export function insertMessage(db: Executor, row: MessageRow) {
  * with `releaseRunId`, also releases the conversation if that run holds it (as releaseConversation).
  */
 export function countMessages(db: Executor, id: string, added: number, at: string, createdAt: string, releaseRunId?: string) {
-  return db
-    .updateTable('conversations')
-    .set({
-      message_count: sql<number>`message_count + ${added}`,
-      last_message_at: at,
-      duration_ms: Date.parse(at) - Date.parse(createdAt),
-      updated_at: at,
-      ...(releaseRunId ? { active_run_id: sql<string | null>`case when active_run_id = ${releaseRunId} then null else active_run_id end` } : {}),
-    })
-    .where('id', '=', id)
-    .execute();
+  return runPrepared(
+    db,
+    releaseRunId ? 'count messages and release' : 'count messages',
+    (q, p) =>
+      q
+        .updateTable('conversations')
+        .set({
+          message_count: sql<number>`message_count + ${p('added')}`,
+          last_message_at: p('at'),
+          duration_ms: p('duration'),
+          updated_at: p('at'),
+          ...(releaseRunId ? { active_run_id: sql<string | null>`case when active_run_id = ${p('runId')} then null else active_run_id end` } : {}),
+        })
+        .where('id', '=', p('id')),
+    { id, added, at, duration: Date.parse(at) - Date.parse(createdAt), runId: releaseRunId ?? null },
+  );
 }
 
 /** The newest `limit` messages older than the cursor, returned oldest first. */

@@ -1,6 +1,7 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { Database, RunTable } from '../db/schema.js';
 import { countRows } from '../db/count.js';
+import { insertPrepared, placeholders, runPrepared } from '../db/prepared.js';
 
 /** SQL for runs and their event log. */
 
@@ -10,7 +11,7 @@ type Executor = Kysely<Database>;
 export const ACTIVE_STATUSES = ['queued', 'running'] as const;
 
 export function insertRun(db: Executor, row: RunRow) {
-  return db.insertInto('runs').values(row).execute();
+  return insertPrepared(db, 'runs', [row]);
 }
 
 export function findRun(db: Executor, tenantId: string, id: string) {
@@ -41,13 +42,14 @@ export async function listTaskRuns(db: Executor, tenantId: string, taskId: strin
 }
 
 /** Moves a run to a terminal state only if it is still active: exactly one terminal write wins. */
-export function finishRun(db: Executor, id: string, patch: Updateable<RunTable>) {
-  return db
-    .updateTable('runs')
-    .set(patch)
-    .where('id', '=', id)
-    .where('status', 'in', [...ACTIVE_STATUSES])
-    .executeTakeFirst();
+export async function finishRun(db: Executor, id: string, patch: Updateable<RunTable>) {
+  const r = await runPrepared(
+    db,
+    `finish run ${Object.keys(patch).join(',')}`,
+    (q, p) => q.updateTable('runs').set(placeholders(patch, p)).where('id', '=', p('$id')).where('status', 'in', [...ACTIVE_STATUSES]),
+    { ...patch, $id: id },
+  );
+  return { numUpdatedRows: r.numAffectedRows ?? 0n };
 }
 
 export function renewLeases(db: Executor, owner: string, ids: string[], until: string) {
@@ -72,7 +74,7 @@ export function expiredRuns(db: Executor, now: string, limit: number) {
 }
 
 export function insertEvents(db: Executor, rows: { run_id: string; seq: number; event: string; data: string }[]) {
-  return db.insertInto('run_events').values(rows).execute();
+  return insertPrepared(db, 'run_events', rows);
 }
 
 export function eventsAfter(db: Executor, runId: string, afterSeq: number) {

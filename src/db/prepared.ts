@@ -1,0 +1,84 @@
+import type { Compilable, CompiledQuery, Insertable, Kysely, QueryId, QueryResult, RootOperationNode } from 'kysely';
+import type { Database } from './schema.js';
+
+/**
+ * Statements Kysely builds and compiles once per dialect, then runs with new values: for the writes
+ * every run makes (its start, events and end). Building and compiling a statement with Kysely's
+ * immutable builders costs more (10-20 µs) than SQLite takes to run it; the SQL Kysely compiles is
+ * the same each time, only the values change.
+ *
+ * A template is built with named placeholders instead of values; the compiled statement's parameters
+ * are then filled by name on every run. The SQL text is one string object, so the SQLite statement
+ * cache (and its string hash) is hit without rehashing. Plugins still see every run (the change
+ * tracking that keeps cached reads honest bumps the written table), as with a query Kysely builds.
+ */
+
+const PLACEHOLDER = '\u0000agentry.placeholder:';
+
+/** Stands for the value named `name` when a template is built. */
+export type Placeholder = (name: string) => never;
+const placeholder: Placeholder = (name) => `${PLACEHOLDER}${name}` as never;
+
+interface Template {
+  sql: string;
+  query: RootOperationNode;
+  queryId: QueryId;
+  /** Per parameter: the name of the value that fills it, or a value fixed in the template. */
+  slots: ({ name: string } | { fixed: unknown })[];
+}
+
+type Build = (db: Kysely<Database>, p: Placeholder) => Compilable;
+
+/** Templates per dialect (a transaction's executor shares its database's adapter) and key. */
+const templates = new WeakMap<object, Map<string, Template>>();
+
+function compile(db: Kysely<Database>, build: Build): Template {
+  const compiled: CompiledQuery = build(db, placeholder).compile();
+  const slots = compiled.parameters.map((value) =>
+    typeof value === 'string' && value.startsWith(PLACEHOLDER) ? { name: value.slice(PLACEHOLDER.length) } : { fixed: value },
+  );
+  return { sql: compiled.sql, query: compiled.query, queryId: compiled.queryId, slots };
+}
+
+/**
+ * Runs the statement `build` makes, with `values` in place of its placeholders. `key` names the
+ * template: the same key must always build the same statement.
+ */
+export async function runPrepared(db: Kysely<Database>, key: string, build: Build, values: Record<string, unknown>): Promise<QueryResult<unknown>> {
+  const executor = db.getExecutor();
+  let byKey = templates.get(executor.adapter);
+  if (!byKey) templates.set(executor.adapter, (byKey = new Map()));
+  let template = byKey.get(key);
+  if (!template) byKey.set(key, (template = compile(db, build)));
+  const parameters = template.slots.map((slot) => {
+    if ('fixed' in slot) return slot.fixed;
+    const value = values[slot.name];
+    if (value === undefined) throw new Error(`prepared statement ${key}: no value for ${slot.name}`);
+    return value;
+  });
+  // What Kysely does for a query it builds: plugins see the statement (change tracking), then it runs.
+  executor.transformQuery(template.query, template.queryId);
+  return db.executeQuery({ sql: template.sql, parameters, query: template.query, queryId: template.queryId });
+}
+
+/** Placeholders for every key of `row`, named by the key (prefixed by `prefix`). */
+export function placeholders<T extends object>(row: T, p: Placeholder, prefix = ''): T {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(row)) out[key] = p(prefix + key);
+  return out as T;
+}
+
+/** INSERTs rows of one shape: one template per table, column list and row count. */
+export function insertPrepared<T extends keyof Database & string>(db: Kysely<Database>, table: T, rows: Insertable<Database[T]>[]): Promise<QueryResult<unknown>> {
+  const columns = Object.keys(rows[0]);
+  const values: Record<string, unknown> = {};
+  rows.forEach((row, i) => {
+    for (const column of columns) values[`${i}.${column}`] = (row as Record<string, unknown>)[column];
+  });
+  return runPrepared(
+    db,
+    `insert ${table} ${rows.length} ${columns.join(',')}`,
+    (q, p) => q.insertInto(table).values(rows.map((row, i) => placeholders(row, p, `${i}.`)) as never),
+    values,
+  );
+}
