@@ -19,12 +19,19 @@ const PLACEHOLDER = '\u0000agentry.placeholder:';
 export type Placeholder = (name: string) => never;
 const placeholder: Placeholder = (name) => `${PLACEHOLDER}${name}` as never;
 
+/** A placeholder's name; for a row of a multi-row insert, also the row and column it stands for. */
+interface Named {
+  name: string;
+  row: number;
+  column: string;
+}
+
 interface Template {
   sql: string;
   query: RootOperationNode;
   queryId: QueryId;
-  /** Per parameter: the name of the value that fills it, or a value fixed in the template. */
-  slots: ({ name: string } | { fixed: unknown })[];
+  /** Per parameter: the placeholder that fills it, or a value fixed in the template. */
+  slots: (Named | { fixed: unknown })[];
 }
 
 type Build = (db: Kysely<Database>, p: Placeholder) => Compilable;
@@ -34,10 +41,35 @@ const templates = new WeakMap<object, Map<string, Template>>();
 
 function compile(db: Kysely<Database>, build: Build): Template {
   const compiled: CompiledQuery = build(db, placeholder).compile();
-  const slots = compiled.parameters.map((value) =>
-    typeof value === 'string' && value.startsWith(PLACEHOLDER) ? { name: value.slice(PLACEHOLDER.length) } : { fixed: value },
-  );
+  const slots = compiled.parameters.map((value) => {
+    if (!(typeof value === 'string' && value.startsWith(PLACEHOLDER))) return { fixed: value };
+    const name = value.slice(PLACEHOLDER.length);
+    const dot = name.indexOf('.');
+    return { name, row: dot > 0 ? Number(name.slice(0, dot)) : -1, column: name.slice(dot + 1) };
+  });
   return { sql: compiled.sql, query: compiled.query, queryId: compiled.queryId, slots };
+}
+
+function template(db: Kysely<Database>, key: string, build: Build): Template {
+  const adapter = db.getExecutor().adapter;
+  let byKey = templates.get(adapter);
+  if (!byKey) templates.set(adapter, (byKey = new Map()));
+  let t = byKey.get(key);
+  if (!t) byKey.set(key, (t = compile(db, build)));
+  return t;
+}
+
+/** Runs a template with its parameters filled by `value`. */
+function run(db: Kysely<Database>, key: string, t: Template, value: (slot: Named) => unknown): Promise<QueryResult<unknown>> {
+  const parameters = t.slots.map((slot) => {
+    if ('fixed' in slot) return slot.fixed;
+    const v = value(slot);
+    if (v === undefined) throw new Error(`prepared statement ${key}: no value for ${slot.name}`);
+    return v;
+  });
+  // What Kysely does for a query it builds: plugins see the statement (change tracking), then it runs.
+  db.getExecutor().transformQuery(t.query, t.queryId);
+  return db.executeQuery({ sql: t.sql, parameters, query: t.query, queryId: t.queryId });
 }
 
 /**
@@ -45,20 +77,7 @@ function compile(db: Kysely<Database>, build: Build): Template {
  * template: the same key must always build the same statement.
  */
 export async function runPrepared(db: Kysely<Database>, key: string, build: Build, values: Record<string, unknown>): Promise<QueryResult<unknown>> {
-  const executor = db.getExecutor();
-  let byKey = templates.get(executor.adapter);
-  if (!byKey) templates.set(executor.adapter, (byKey = new Map()));
-  let template = byKey.get(key);
-  if (!template) byKey.set(key, (template = compile(db, build)));
-  const parameters = template.slots.map((slot) => {
-    if ('fixed' in slot) return slot.fixed;
-    const value = values[slot.name];
-    if (value === undefined) throw new Error(`prepared statement ${key}: no value for ${slot.name}`);
-    return value;
-  });
-  // What Kysely does for a query it builds: plugins see the statement (change tracking), then it runs.
-  executor.transformQuery(template.query, template.queryId);
-  return db.executeQuery({ sql: template.sql, parameters, query: template.query, queryId: template.queryId });
+  return run(db, key, template(db, key, build), (slot) => values[slot.name]);
 }
 
 /** Placeholders for every key of `row`, named by the key (prefixed by `prefix`). */
@@ -69,16 +88,8 @@ export function placeholders<T extends object>(row: T, p: Placeholder, prefix = 
 }
 
 /** INSERTs rows of one shape: one template per table, column list and row count. */
-export function insertPrepared<T extends keyof Database & string>(db: Kysely<Database>, table: T, rows: Insertable<Database[T]>[]): Promise<QueryResult<unknown>> {
-  const columns = Object.keys(rows[0]);
-  const values: Record<string, unknown> = {};
-  rows.forEach((row, i) => {
-    for (const column of columns) values[`${i}.${column}`] = (row as Record<string, unknown>)[column];
-  });
-  return runPrepared(
-    db,
-    `insert ${table} ${rows.length} ${columns.join(',')}`,
-    (q, p) => q.insertInto(table).values(rows.map((row, i) => placeholders(row, p, `${i}.`)) as never),
-    values,
-  );
+export async function insertPrepared<T extends keyof Database & string>(db: Kysely<Database>, table: T, rows: Insertable<Database[T]>[]): Promise<QueryResult<unknown>> {
+  const key = `insert ${table} ${rows.length} ${Object.keys(rows[0]).join(',')}`;
+  const t = template(db, key, (q, p) => q.insertInto(table).values(rows.map((row, i) => placeholders(row, p, `${i}.`)) as never));
+  return run(db, key, t, (slot) => (rows[slot.row] as Record<string, unknown>)[slot.column]);
 }

@@ -56,7 +56,7 @@ describe('prepared statements', () => {
             .updateTable(table)
             .set({ n: sql`n + ${p('by')} + ${p('by')}`, note: sql`coalesce(note, '') || ${p('tag')}` } as never)
             .where('id' as never, '=', p('id'))
-            .where('id' as never, '!=', 'a');
+            .where('id' as never, '!=', 'a' as never);
         },
         { id, by, tag },
       );
