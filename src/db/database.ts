@@ -7,6 +7,7 @@ import { ChangeFeed, ChangeTrackingPlugin } from './changes.js';
 import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
 import type { Database } from './schema.js';
 import { migrationProvider } from './migrations/index.js';
+import { preparedStatementName } from './prepared.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -33,6 +34,7 @@ export function openDatabase(options: DbOptions): Db {
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 });
     // An idle client losing its connection must not crash the process; the next query reports it.
     pool.on('error', () => {});
+    pool.on('connect', prepareTemplatesOn);
     // Other replicas' writes arrive as notifications; until the signal bus listens, nothing is cached.
     const changes = new ChangeFeed(null, false);
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new ChangeTrackingPlugin(changes)] });
@@ -71,6 +73,19 @@ export function openDatabase(options: DbOptions): Db {
       await kysely.destroy();
     },
   };
+}
+
+/**
+ * The statements every run writes are compiled once (db/prepared.ts); on PostgreSQL they are also
+ * prepared once per connection, as named statements, so PostgreSQL parses and plans them once
+ * instead of on every run. Kysely's driver sends text and values; this names the known texts.
+ */
+function prepareTemplatesOn(client: pg.PoolClient) {
+  const query = client.query.bind(client) as (text: unknown, values?: unknown, callback?: unknown) => unknown;
+  client.query = ((text: unknown, values?: unknown, callback?: unknown) => {
+    const name = typeof text === 'string' ? preparedStatementName(text) : undefined;
+    return name ? query({ name, text, values }, callback) : query(text, values, callback);
+  }) as typeof client.query;
 }
 
 /** How stale another process's commit may be seen: data_version is read at most this often. */

@@ -39,6 +39,17 @@ type Build = (db: Kysely<Database>, p: Placeholder) => Compilable;
 /** Templates per dialect (a transaction's executor shares its database's adapter) and key. */
 const templates = new WeakMap<object, Map<string, Template>>();
 
+/** A name for each template's SQL text (a small, fixed set: one per key). */
+const statementNames = new Map<string, string>();
+
+/**
+ * The name under which a template's SQL is prepared on PostgreSQL connections (db/database.ts), so
+ * PostgreSQL parses and plans it once per connection; undefined for any other SQL.
+ */
+export function preparedStatementName(sql: string): string | undefined {
+  return statementNames.get(sql);
+}
+
 function compile(db: Kysely<Database>, build: Build): Template {
   const compiled: CompiledQuery = build(db, placeholder).compile();
   const slots = compiled.parameters.map((value) => {
@@ -47,6 +58,7 @@ function compile(db: Kysely<Database>, build: Build): Template {
     const dot = name.indexOf('.');
     return { name, row: dot > 0 ? Number(name.slice(0, dot)) : -1, column: name.slice(dot + 1) };
   });
+  if (!statementNames.has(compiled.sql)) statementNames.set(compiled.sql, `agentry_${statementNames.size + 1}`);
   return { sql: compiled.sql, query: compiled.query, queryId: compiled.queryId, slots };
 }
 

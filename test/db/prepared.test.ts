@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
-import { insertPrepared, placeholders, runPrepared } from '../../src/db/prepared.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
+import { insertPrepared, placeholders, preparedStatementName, runPrepared } from '../../src/db/prepared.js';
+import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.js';
 
 /**
  * Statements compiled once and run with new values (db/prepared.ts), on a real database of either
@@ -99,5 +99,23 @@ describe('prepared statements', () => {
     await expect(
       runPrepared(db.kysely, 'test missing', (q, p) => q.updateTable(table).set(placeholders({ name: '' }, p) as never).where('id' as never, '=', p('id')), { name: 'x' }),
     ).rejects.toThrow('prepared statement test missing: no value for id');
+  });
+
+  it.skipIf(dialect !== 'postgres')('prepares them once per connection on PostgreSQL, as named statements', async () => {
+    const row = { id: 'h', name: 'named', n: 8, note: null };
+    await db.kysely.transaction().execute(async (trx) => {
+      // One connection for the whole transaction: pg_prepared_statements shows that session's.
+      await insertPrepared(trx, table, [row] as never);
+      await insertPrepared(trx, table, [{ ...row, id: 'i' }] as never);
+      await trx.selectFrom(table).selectAll().where('id' as never, '=', 'h' as never).execute();
+      const { rows: prepared } = await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(trx);
+      // The one-row insert, prepared once although it ran twice; every named statement is a template.
+      const oneRow = prepared.filter((p) => p.statement.startsWith('insert into "prepared_scratch"') && p.statement.endsWith('($1, $2, $3, $4)'));
+      expect(oneRow).toHaveLength(1);
+      for (const p of prepared) expect(p.name).toBe(preparedStatementName(p.statement));
+      // A statement Kysely builds each time is not prepared by name.
+      expect(prepared.filter((p) => p.statement.startsWith('select'))).toEqual([]);
+    });
+    expect((await rows()).filter((r) => r.id === 'h' || r.id === 'i')).toHaveLength(2);
   });
 });
