@@ -147,7 +147,7 @@ export function executable(agent: Agent) {
 
 /**
  * Runs: every execution of an agent. Starts runs (conversation claim, messages, run row in one
- * transaction), drives the tool loop, streams events, ends each run in exactly one terminal state,
+ * transaction, group-committed with other runs' starts), drives the tool loop, streams events, ends each run in exactly one terminal state,
  * and keeps leases so a run whose process died is declared interrupted by any other process.
  */
 export class RunsService {
@@ -373,7 +373,8 @@ export class RunsService {
   }
 
   /**
-   * The run's start, in one transaction: a new conversation born holding the run and its first
+   * The run's start, in one transaction (shared with the other starts of the same turn of the event
+   * loop: group commit): a new conversation born holding the run and its first
    * message, or an existing one claimed (its new message counted in the same statement) and its
    * history read; the user's message; the run; the caller's `onStart`. Answers the conversation and
    * the history the model is given. Answers null, having written nothing, when another run
