@@ -99,7 +99,11 @@ export function placeholders<T extends object>(row: T, p: Placeholder, prefix = 
   return out as T;
 }
 
-/** INSERTs rows of one shape: one template per table, column list and row count. */
+/**
+ * INSERTs rows of one shape: one template per table, column list and row count. Callers keep the row
+ * counts to a small set (runs/store.ts's insertEvents: powers of two), as each count is a template
+ * and, on PostgreSQL, a statement prepared on every connection.
+ */
 export async function insertPrepared<T extends keyof Database & string>(db: Kysely<Database>, table: T, rows: Insertable<Database[T]>[]): Promise<QueryResult<unknown>> {
   const key = `insert ${table} ${rows.length} ${Object.keys(rows[0]).join(',')}`;
   const t = template(db, key, (q, p) => q.insertInto(table).values(rows.map((row, i) => placeholders(row, p, `${i}.`)) as never));

@@ -14,28 +14,6 @@ export type RunEventListener = (event: RunEvent | null) => void;
 const RETAIN_AFTER_END_MS = 60_000;
 
 /**
- * Rows per INSERT when the hub writes many channels' events at once: a power of two up to 256 (well
- * under SQLite's variable limit). A batch of n rows goes out as the powers of two that sum to n, so
- * the statements' texts are a handful that stay prepared, instead of a new text for every n.
- */
-const MAX_ROWS_PER_INSERT = 256;
-
-/** Splits `rows` into chunks whose sizes are powers of two, largest first. */
-function powerOfTwoChunks<T>(rows: T[]): T[][] {
-  const chunks: T[][] = [];
-  let at = 0;
-  for (let size = MAX_ROWS_PER_INSERT; at < rows.length; ) {
-    if (rows.length - at >= size) {
-      chunks.push(rows.slice(at, at + size));
-      at += size;
-    } else {
-      size >>= 1;
-    }
-  }
-  return chunks;
-}
-
-/**
  * The event stream of one run executing in this process. Events are written to the database
  * before listeners see them (persist, then publish); the hub writes them, with every other run's,
  * once per turn of the event loop. So an event a client has received is always in the database, and
@@ -205,7 +183,7 @@ export class RunEventHub {
   private async write(batch: [RunChannel, RunEvent[]][]): Promise<void> {
     const rows = batch.flatMap(([channel, events]) => events.map((e) => eventRow(channel.runId, e)));
     try {
-      for (const chunk of powerOfTwoChunks(rows)) await store.insertEvents(this.db.kysely, chunk);
+      await store.insertEvents(this.db.kysely, rows);
     } catch (err) {
       // Live listeners still get the events; only a later replay could miss them.
       this.onWriteError(err);

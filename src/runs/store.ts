@@ -73,8 +73,23 @@ export function expiredRuns(db: Executor, now: string, limit: number) {
     .execute();
 }
 
-export function insertEvents(db: Executor, rows: { run_id: string; seq: number; event: string; data: string }[]) {
-  return insertPrepared(db, 'run_events', rows);
+/**
+ * Rows per INSERT of events: a power of two up to 256 (well under SQLite's variable limit). n rows go
+ * out as the powers of two that sum to n, so the statements are nine compiled-once templates instead
+ * of one for every n.
+ */
+const MAX_EVENTS_PER_INSERT = 256;
+
+export async function insertEvents(db: Executor, rows: { run_id: string; seq: number; event: string; data: string }[]) {
+  let at = 0;
+  for (let size = MAX_EVENTS_PER_INSERT; at < rows.length; ) {
+    if (rows.length - at >= size) {
+      await insertPrepared(db, 'run_events', rows.slice(at, at + size));
+      at += size;
+    } else {
+      size >>= 1;
+    }
+  }
 }
 
 export function eventsAfter(db: Executor, runId: string, afterSeq: number) {

@@ -136,6 +136,19 @@ describe('SSE streaming', () => {
     }
   });
 
+  it('stores a long burst of events whole (written in chunks of power-of-two sizes)', async () => {
+    const a = await agent();
+    // 300 tokens emitted in one turn: 256 + 32 + 8 + 4 rows.
+    const message = Array.from({ length: 300 }, (_, i) => `t${i}`).join(' ');
+    const events = await readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message } }));
+    expect(events).toHaveLength(301);
+    expect(seqs(events)).toEqual(events.map((_, j) => j + 1));
+    expect(text(events)).toBe(message);
+    const { runId } = events.at(-1)!.data;
+    const stored = await t.db.kysely.selectFrom('run_events').select(['seq', 'event', 'data']).where('run_id', '=', runId).orderBy('seq').execute();
+    expect(stored.map((r) => ({ id: String(r.seq), event: r.event, data: JSON.parse(r.data) }))).toEqual(events);
+  });
+
   it('keeps running when the client disconnects', async () => {
     const a = await agent();
     const controller = new AbortController();
