@@ -621,11 +621,12 @@ export class RunsService {
     const finished: RunFinished = { runId, tenantId, taskId: activeRun.taskId, status, ended: { output: result.output, error }, finishedInTransaction: Boolean(activeRun.onFinish) };
     // The run's last events: whatever the hub has not written yet, and the terminal one. Taken once,
     // when the write first runs (group commit may run it a second time, alone).
-    let last: RunEvent[] | undefined;
+    let taken: RunEvent[] | undefined;
+    const lastEvents = () => (taken ??= [...channel.takePending(), channel.next(terminal.event, terminal.data)]);
     let won = false;
     try {
       won = await this.ends.write(async (trx: Kysely<Database>) => {
-        last ??= [...channel.takePending(), channel.next(terminal.event, terminal.data)];
+        const last = lastEvents();
         const r = await store.finishRun(trx, runId, {
           status,
           output: result.output,
@@ -656,7 +657,7 @@ export class RunsService {
     } catch (err) {
       this.log.error({ err, runId }, 'could not record the end of a run');
     }
-    last ??= [...channel.takePending(), channel.next(terminal.event, terminal.data)];
+    const last = lastEvents();
     if (won) {
       await channel.written(last);
     } else {
