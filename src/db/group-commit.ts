@@ -1,7 +1,31 @@
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
+import { insertRows } from './prepared.js';
 import type { Database } from './schema.js';
 
-type Write<T> = (trx: Kysely<Database>) => Promise<T>;
+/**
+ * Rows the writes of one transaction add, inserted together just before it commits: one multi-row
+ * INSERT per table and column list (db/prepared.ts insertRows) instead of one statement per row.
+ * On PostgreSQL every statement is a round trip; on SQLite each costs its own binding and stepping.
+ * A write must not read back the rows it handed over here: they are in the table only at the end.
+ * Tables are written in the order they were first given rows.
+ */
+export class DeferredInserts {
+  private readonly shapes = new Map<string, { table: keyof Database & string; rows: object[] }>();
+
+  insert<T extends keyof Database & string>(table: T, row: Insertable<Database[T]>): void {
+    const shape = `${table} ${Object.keys(row).join(',')}`;
+    let entry = this.shapes.get(shape);
+    if (!entry) this.shapes.set(shape, (entry = { table, rows: [] }));
+    entry.rows.push(row);
+  }
+
+  async flush(trx: Kysely<Database>): Promise<void> {
+    for (const { table, rows } of this.shapes.values()) await insertRows(trx, table, rows as never[]);
+    this.shapes.clear();
+  }
+}
+
+type Write<T> = (trx: Kysely<Database>, later: DeferredInserts) => Promise<T>;
 
 interface Queued {
   work: Write<unknown>;
@@ -28,9 +52,12 @@ export interface GroupCommitOptions {
  * trips). A batch is written after that turn's I/O (setImmediate), so new requests are served before
  * a queue of background writes, and at most `maxBatch` at a time, so they are not held up long.
  *
- * If one write of a batch throws (or the commit fails), the batch is rolled back and each of its
- * writes runs again alone in its own transaction: a write fails only for its own reasons. A write may
- * thus run twice and must keep its effects inside the transaction it is given.
+ * A write may also hand rows to `later` (DeferredInserts): the batch's rows of each table go in
+ * together after its last write, before the commit.
+ *
+ * If one write of a batch throws (or its rows or the commit fail), the batch is rolled back and each
+ * of its writes runs again alone in its own transaction: a write fails only for its own reasons. A
+ * write may thus run twice and must keep its effects inside the transaction it is given.
  */
 export class GroupCommit {
   private queue: Queued[] = [];
@@ -77,8 +104,10 @@ export class GroupCommit {
     let results: unknown[];
     try {
       results = await this.db.transaction().execute(async (trx) => {
+        const later = new DeferredInserts();
         const out: unknown[] = [];
-        for (const q of batch) out.push(await q.work(trx));
+        for (const q of batch) out.push(await q.work(trx, later));
+        await later.flush(trx);
         return out;
       });
     } catch {
@@ -90,7 +119,14 @@ export class GroupCommit {
 
   private async alone(q: Queued) {
     try {
-      q.resolve(await this.db.transaction().execute(q.work));
+      q.resolve(
+        await this.db.transaction().execute(async (trx) => {
+          const later = new DeferredInserts();
+          const result = await q.work(trx, later);
+          await later.flush(trx);
+          return result;
+        }),
+      );
     } catch (err) {
       q.reject(err);
     }

@@ -101,11 +101,34 @@ export function placeholders<T extends object>(row: T, p: Placeholder, prefix = 
 
 /**
  * INSERTs rows of one shape: one template per table, column list and row count. Callers keep the row
- * counts to a small set (runs/store.ts's insertEvents: powers of two), as each count is a template
- * and, on PostgreSQL, a statement prepared on every connection.
+ * counts to a small set (insertRows: powers of two), as each count is a template and, on PostgreSQL,
+ * a statement prepared on every connection.
  */
 export async function insertPrepared<T extends keyof Database & string>(db: Kysely<Database>, table: T, rows: Insertable<Database[T]>[]): Promise<QueryResult<unknown>> {
   const key = `insert ${table} ${rows.length} ${Object.keys(rows[0]).join(',')}`;
   const t = template(db, key, (q, p) => q.insertInto(table).values(rows.map((row, i) => placeholders(row, p, `${i}.`)) as never));
   return run(db, key, t, (slot) => (rows[slot.row] as Record<string, unknown>)[slot.column]);
+}
+
+/**
+ * Rows per INSERT at most in insertRows: a power of two, well under the bound-parameter limits of
+ * both dialects for this schema's widest table (SQLite 32,766, PostgreSQL 65,535; runs has 26 columns).
+ */
+const MAX_ROWS_PER_INSERT = 256;
+
+/**
+ * INSERTs any number of rows of one shape in as few statements as keep the templates few: n rows go
+ * out as the powers of two that sum to n (at most 256 each), so the statements are nine
+ * compiled-once templates per shape instead of one for every n.
+ */
+export async function insertRows<T extends keyof Database & string>(db: Kysely<Database>, table: T, rows: Insertable<Database[T]>[]): Promise<void> {
+  let at = 0;
+  for (let size = MAX_ROWS_PER_INSERT; at < rows.length; ) {
+    if (rows.length - at >= size) {
+      await insertPrepared(db, table, rows.slice(at, at + size));
+      at += size;
+    } else {
+      size >>= 1;
+    }
+  }
 }

@@ -14,7 +14,7 @@ import type { ToolSet } from '../runtime/tools/types.js';
 import type { SignalBus } from '../signals/bus.js';
 import type { LimitsService } from '../tenancy/limits.js';
 import type { Principal } from '../tenancy/permissions.js';
-import { GroupCommit } from '../db/group-commit.js';
+import { type DeferredInserts, GroupCommit } from '../db/group-commit.js';
 import { RunEventHub, eventRow, type RunChannel, type RunEvent, type RunEventListener } from './events.js';
 import * as store from './store.js';
 import { runDetails, runSummary, type RunError } from './views.js';
@@ -376,9 +376,9 @@ export class RunsService {
    * The run's start, in one transaction (shared with the other starts of the same turn of the event
    * loop: group commit): a new conversation born holding the run and its first
    * message, or an existing one claimed (its new message counted in the same statement) and its
-   * history read; the user's message; the run; the caller's `onStart`. Answers the conversation and
-   * the history the model is given. Answers null, having written nothing, when another run
-   * holds the conversation.
+   * history read; the user's message; the run; the caller's `onStart`. The new rows go in with the
+   * other starts' rows, one INSERT per table for the batch. Answers the conversation and the history
+   * the model is given. Answers null, having written nothing, when another run holds the conversation.
    */
   private async startTransaction(
     input: StartRunInput,
@@ -389,7 +389,7 @@ export class RunsService {
     existing: conversationStore.ConversationRow | undefined,
   ): Promise<{ conversation: conversationStore.ConversationRow; history: HistoryMessage[] } | null> {
     const tenantId = input.principal.tenantId;
-    const write = async (trx: Kysely<Database>) => {
+    const write = async (trx: Kysely<Database>, later: DeferredInserts) => {
       let conversation = existing;
       let history: HistoryMessage[] = [];
       if (conversation) {
@@ -416,9 +416,9 @@ export class RunsService {
           updated_at: at,
           deleted_at: null,
         };
-        await conversationStore.insertConversation(trx, conversation);
+        later.insert('conversations', conversation);
       }
-      await conversationStore.insertMessage(trx, {
+      later.insert('messages', {
         id: userMessageId,
         tenant_id: tenantId,
         conversation_id: conversation.id,
@@ -430,7 +430,7 @@ export class RunsService {
         attachments: input.attachments?.length ? JSON.stringify(input.attachments) : null,
         created_at: at,
       });
-      await store.insertRun(trx, {
+      later.insert('runs', {
         id: runId,
         tenant_id: tenantId,
         agent_id: input.agent.id,
@@ -579,7 +579,7 @@ export class RunsService {
   /**
    * Writes the run's end in one transaction: its result, the reply joining the conversation, the
    * conversation released, and the run's last events (the terminal one included), which are
-   * published only once committed. Exactly one terminal write wins; a run ended elsewhere meanwhile
+   * published only once committed. The reply and the events go in with the rest of the batch's. Exactly one terminal write wins; a run ended elsewhere meanwhile
    * (recovered as interrupted) keeps that end and its followers are told.
    */
   private async finish(
@@ -625,7 +625,7 @@ export class RunsService {
     const lastEvents = () => (taken ??= [...channel.takePending(), channel.next(terminal.event, terminal.data)]);
     let won = false;
     try {
-      won = await this.ends.write(async (trx: Kysely<Database>) => {
+      won = await this.ends.write(async (trx: Kysely<Database>, later: DeferredInserts) => {
         const last = lastEvents();
         const r = await store.finishRun(trx, runId, {
           status,
@@ -644,13 +644,13 @@ export class RunsService {
         });
         if (!Number(r.numUpdatedRows)) return false;
         if (reply) {
-          await conversationStore.insertMessage(trx, reply);
+          later.insert('messages', reply);
           // Counted and released in one statement.
           await conversationStore.countMessages(trx, conversationId, 1, at, conversationCreatedAt, runId);
         } else {
           await conversationStore.releaseConversation(trx, conversationId, runId);
         }
-        await store.insertEvents(trx, last.map((e) => eventRow(runId, e)));
+        for (const e of last) later.insert('run_events', eventRow(runId, e));
         await activeRun.onFinish?.(trx, finished);
         return true;
       });

@@ -1,7 +1,7 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { Database, RunTable } from '../db/schema.js';
 import { countRows } from '../db/count.js';
-import { insertPrepared, placeholders, runPrepared } from '../db/prepared.js';
+import { insertRows, placeholders, runPrepared } from '../db/prepared.js';
 
 /** SQL for runs and their event log. */
 
@@ -9,10 +9,6 @@ export type RunRow = Selectable<RunTable>;
 type Executor = Kysely<Database>;
 
 export const ACTIVE_STATUSES = ['queued', 'running'] as const;
-
-export function insertRun(db: Executor, row: RunRow) {
-  return insertPrepared(db, 'runs', [row]);
-}
 
 export function findRun(db: Executor, tenantId: string, id: string) {
   return db.selectFrom('runs').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
@@ -73,23 +69,9 @@ export function expiredRuns(db: Executor, now: string, limit: number) {
     .execute();
 }
 
-/**
- * Rows per INSERT of events: a power of two up to 256 (well under SQLite's variable limit). n rows go
- * out as the powers of two that sum to n, so the statements are nine compiled-once templates instead
- * of one for every n.
- */
-const MAX_EVENTS_PER_INSERT = 256;
-
-export async function insertEvents(db: Executor, rows: { run_id: string; seq: number; event: string; data: string }[]) {
-  let at = 0;
-  for (let size = MAX_EVENTS_PER_INSERT; at < rows.length; ) {
-    if (rows.length - at >= size) {
-      await insertPrepared(db, 'run_events', rows.slice(at, at + size));
-      at += size;
-    } else {
-      size >>= 1;
-    }
-  }
+/** Events in as few INSERTs as keep the statement texts few (db/prepared.ts insertRows). */
+export function insertEvents(db: Executor, rows: { run_id: string; seq: number; event: string; data: string }[]) {
+  return insertRows(db, 'run_events', rows);
 }
 
 export function eventsAfter(db: Executor, runId: string, afterSeq: number) {

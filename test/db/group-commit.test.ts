@@ -23,6 +23,8 @@ describe('group commit', () => {
     await database?.drop();
   });
 
+  const namesIn = async (executor: Db['kysely'], prefix: string) =>
+    (await sql<{ name: string }>`select name from scratch where name like ${`${prefix}%`} order by name`.execute(executor)).rows.map((r) => r.name);
   const names = async () => (await db.kysely.selectFrom('scratch' as never).select('name' as never).orderBy('name' as never).execute()).map((r) => (r as { name: string }).name);
 
   /** A write inserting `name`, counting how often it ran; `fail` makes it throw after its insert. */
@@ -90,6 +92,59 @@ describe('group commit', () => {
     expect(await (await second).late).toBe('C3');
     expect(before).toBe(2);
     expect((await names()).filter((n) => n.startsWith('c') || n.startsWith('before'))).toEqual(['before-1', 'before-2', 'c1', 'c2', 'c3']);
+  });
+
+  it('inserts the rows writes hand to `later` at the end of their batch, one INSERT per table and shape', async () => {
+    const runs = new Map<string, number>();
+    // Counts the statements executed (a template's first compile is seen by transformQuery too,
+    // but only what runs has a result).
+    const statements: string[] = [];
+    const kinds = new WeakMap<object, string>();
+    const counted = db.kysely.withPlugin({
+      transformQuery: (args) => {
+        kinds.set(args.queryId, args.node.kind);
+        return args.node;
+      },
+      transformResult: async (args) => {
+        statements.push(kinds.get(args.queryId) ?? '?');
+        return args.result;
+      },
+    });
+    const writer = new GroupCommit(counted, { maxBatch: 16 });
+    const seenInside: string[][] = [];
+    const results = await Promise.allSettled(
+      ['e1', 'e2', 'e3', 'e4', 'e5', 'e6'].map((name) =>
+        writer.write(async (trx, later) => {
+          runs.set(name, (runs.get(name) ?? 0) + 1);
+          later.insert('scratch' as never, { name } as never);
+          // Not in the table yet: rows handed over go in after the batch's last write.
+          seenInside.push(await namesIn(trx, 'e'));
+          if (name === 'e4') throw new Error('e4 refused');
+          return name;
+        }),
+      ),
+    );
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual(['e1', 'e2', 'e3', 'e4 refused', 'e5', 'e6']);
+    // e4's failure rolled the batch back: each ran again alone, and e4's row never went in.
+    expect(await names()).toEqual(expect.arrayContaining(['e1', 'e2', 'e3', 'e5', 'e6']));
+    expect((await names()).includes('e4')).toBe(false);
+    expect(Object.fromEntries(runs)).toEqual({ e1: 2, e2: 2, e3: 2, e4: 2, e5: 1, e6: 1 });
+    expect(seenInside.slice(0, 4)).toEqual([[], [], [], []]);
+
+    // Without a failure, six writes' rows go in as two INSERTs (4 + 2 rows: powers of two).
+    statements.length = 0;
+    await Promise.all(['f1', 'f2', 'f3', 'f4', 'f5', 'f6'].map((name) => writer.write(async (_trx, later) => later.insert('scratch' as never, { name } as never))));
+    expect(statements.filter((k) => k === 'InsertQueryNode')).toHaveLength(2);
+    expect((await names()).filter((n) => n.startsWith('f'))).toEqual(['f1', 'f2', 'f3', 'f4', 'f5', 'f6']);
+  });
+
+  it('fails only the write whose handed-over row the database refuses', async () => {
+    await sql`insert into scratch (name) values ('g2')`.execute(db.kysely);
+    const writer = new GroupCommit(db.kysely, { maxBatch: 8 });
+    const results = await Promise.allSettled(['g1', 'g2', 'g3'].map((name) => writer.write(async (_trx, later) => later.insert('scratch' as never, { name } as never))));
+    // g2 exists: the batch's INSERT failed as a whole, then each write went in alone.
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((await names()).filter((n) => n.startsWith('g'))).toEqual(['g1', 'g2', 'g3']);
   });
 
   it.skipIf(dialect !== 'postgres')('writes up to `concurrency` batches at once, each in its own transaction (PostgreSQL)', async () => {
