@@ -191,3 +191,38 @@ export class RunEventHub {
     for (const [channel, events] of batch) channel.publish(events);
   }
 }
+
+/** Runs named in one `run.events` signal at most: NOTIFY carries 8000 bytes, an entry about 50. */
+const RUNS_PER_NOTICE = 100;
+
+/**
+ * Tells the other replicas which runs have new events written (their followers of runs executing
+ * here read them from the database): once per turn of the event loop, one signal naming every run
+ * written during it, instead of one per run and write; on PostgreSQL each signal is a NOTIFY, a round
+ * trip. Payload: `{ runs: [[runId, seq], ...] }`.
+ */
+export class NewEventNotices {
+  private readonly pending = new Map<string, number>();
+  private scheduled = false;
+
+  constructor(private readonly send: (runs: [string, number][]) => Promise<void>) {}
+
+  add(runId: string, seq: number): void {
+    this.pending.set(runId, seq);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const runs = [...this.pending];
+      this.pending.clear();
+      // A lost signal only delays: followers also poll.
+      for (let i = 0; i < runs.length; i += RUNS_PER_NOTICE) this.send(runs.slice(i, i + RUNS_PER_NOTICE)).catch(() => {});
+    });
+  }
+}
+
+/** The runs a `run.events` signal names (`{ runId }` is the form of one run, as older replicas send it). */
+export function runsNoticed(payload: Record<string, unknown>): string[] {
+  if (Array.isArray(payload.runs)) return payload.runs.map((entry) => String((entry as unknown[])[0]));
+  return payload.runId === undefined ? [] : [String(payload.runId)];
+}

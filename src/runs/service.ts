@@ -15,7 +15,7 @@ import type { SignalBus } from '../signals/bus.js';
 import type { LimitsService } from '../tenancy/limits.js';
 import type { Principal } from '../tenancy/permissions.js';
 import { type DeferredInserts, GroupCommit } from '../db/group-commit.js';
-import { RunEventHub, eventRow, type RunChannel, type RunEvent, type RunEventListener } from './events.js';
+import { NewEventNotices, RunEventHub, eventRow, runsNoticed, type RunChannel, type RunEvent, type RunEventListener } from './events.js';
 import * as store from './store.js';
 import { runDetails, runSummary, type RunError } from './views.js';
 
@@ -178,10 +178,9 @@ export class RunsService {
     private readonly bus: SignalBus,
     private readonly limits: LimitsService,
   ) {
-    this.events = new RunEventHub(db, (err) => this.log.error({ err }, 'run event write failed'), (runId, seq) => {
-      // Followers on other replicas read the new events from the database when told.
-      this.bus.publish('run.events', { runId, seq }).catch(() => {});
-    });
+    // Followers on other replicas read the new events from the database when told.
+    const notices = new NewEventNotices((runs) => this.bus.publish('run.events', { runs }));
+    this.events = new RunEventHub(db, (err) => this.log.error({ err }, 'run event write failed'), (runId, seq) => notices.add(runId, seq));
     const concurrency = db.dialect === 'postgres' ? POSTGRES_BATCHES_AT_ONCE : 1;
     this.starts = new GroupCommit(db.kysely, { maxBatch: STARTS_PER_COMMIT, concurrency });
     this.ends = new GroupCommit(db.kysely, {
@@ -205,8 +204,8 @@ export class RunsService {
         const run = this.active.get(String(runId));
         if (run && !run.closing) run.inbox.push(String(content));
       }),
-      this.bus.subscribe('run.events', ({ runId }) => {
-        for (const wake of this.remoteFollowers.get(String(runId)) ?? []) wake();
+      this.bus.subscribe('run.events', (payload) => {
+        for (const runId of runsNoticed(payload)) for (const wake of this.remoteFollowers.get(runId) ?? []) wake();
       }),
     );
     const renew = setInterval(() => void this.renewLeases().catch((err) => this.log.error({ err }, 'lease renewal failed')), this.leaseMs / RENEW_EVERY_FRACTION);
