@@ -100,16 +100,21 @@ export class GroupCommit {
     }
   }
 
+  /** Runs the writes one after the other in one transaction; the rows they handed over go in last. */
+  private inTransaction(works: Write<unknown>[]): Promise<unknown[]> {
+    return this.db.transaction().execute(async (trx) => {
+      const later = new DeferredInserts();
+      const results: unknown[] = [];
+      for (const work of works) results.push(await work(trx, later));
+      await later.flush(trx);
+      return results;
+    });
+  }
+
   private async together(batch: Queued[]) {
     let results: unknown[];
     try {
-      results = await this.db.transaction().execute(async (trx) => {
-        const later = new DeferredInserts();
-        const out: unknown[] = [];
-        for (const q of batch) out.push(await q.work(trx, later));
-        await later.flush(trx);
-        return out;
-      });
+      results = await this.inTransaction(batch.map((q) => q.work));
     } catch {
       for (const q of batch) await this.alone(q);
       return;
@@ -119,14 +124,7 @@ export class GroupCommit {
 
   private async alone(q: Queued) {
     try {
-      q.resolve(
-        await this.db.transaction().execute(async (trx) => {
-          const later = new DeferredInserts();
-          const result = await q.work(trx, later);
-          await later.flush(trx);
-          return result;
-        }),
-      );
+      q.resolve((await this.inTransaction([q.work]))[0]);
     } catch (err) {
       q.reject(err);
     }
