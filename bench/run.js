@@ -31,6 +31,15 @@ const AGENTS_TO_SEED = 100;
 /** Messages in each conversation of long-conversation before it is measured (issue 8). */
 const LONG_CONVERSATION_MESSAGES = 1000;
 const WARMUP_SECONDS = 2;
+/**
+ * Access tokens for the fresh-token scenarios, each a real exchange. They are presented in turn, each
+ * request the next: with more of them than the server's verification caches hold (10,000 entries,
+ * oldest evicted first; identity/cache.ts), a token is always gone from the caches before it comes
+ * round again, so every request pays what a never-seen token costs (signature, claims, revocation
+ * state read from the database).
+ */
+const FRESH_TOKENS = 12_000;
+
 /** The server's task worker pool, for dispatcher-10k. */
 const TASK_WORKERS = 50;
 /** Above this much CPU (% of one core) used by the rest of the machine, a scenario is marked as disturbed. */
@@ -116,6 +125,36 @@ const SCENARIOS = [
     }),
   },
   {
+    name: 'authorize-fresh',
+    description: `POST /api/v1/identity/authorize, a different access token each request (${FRESH_TOKENS} in turn: none is in the verification caches)`,
+    target: null,
+    setup: freshTokensSetup,
+    requests: (ctx) => [
+      {
+        method: 'POST',
+        path: '/api/v1/identity/authorize',
+        headers: { ...json, authorization: `Bearer ${ctx.freshTokens[0]}` },
+        body: JSON.stringify({ tool: 'search', callee: ctx.agentIds[1] }),
+        setupRequest: (req) => ({ ...req, headers: { ...req.headers, authorization: `Bearer ${nextFreshToken(ctx)}` } }),
+      },
+    ],
+  },
+  {
+    name: 'introspect-fresh',
+    description: `POST /api/v1/identity/oauth/introspect, a different access token each request (${FRESH_TOKENS} in turn)`,
+    target: null,
+    setup: freshTokensSetup,
+    requests: (ctx) => [
+      {
+        method: 'POST',
+        path: '/api/v1/identity/oauth/introspect',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token: ctx.freshTokens[0] }).toString(),
+        setupRequest: (req) => ({ ...req, body: new URLSearchParams({ token: nextFreshToken(ctx) }).toString() }),
+      },
+    ],
+  },
+  {
     name: 'token-exchange',
     description: 'POST /api/v1/identity/oauth/token, RFC 8693 exchange of one SVID, a fresh at+jwt each time',
     target: 0.03,
@@ -155,19 +194,50 @@ async function identitySetup(ctx) {
   if (ctx.accessToken) return;
   const { svid } = await ctx.api('POST', `/api/v1/identity/agents/${ctx.agentIds[0]}/svid`, { audience: ctx.server.url, ttlSeconds: 3600 });
   ctx.svid = svid;
+  ctx.accessToken = await exchangeToken(ctx);
+}
+
+/** Exchanges the agent's SVID for an access token (RFC 8693), as the identity scenarios present them. */
+async function exchangeToken(ctx) {
   const res = await fetch(`${ctx.server.url}/api/v1/identity/oauth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({
       grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
-      subject_token: svid,
+      subject_token: ctx.svid,
       subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
       audience: ctx.agentIds[1],
       scope: 'tools:search',
     }),
   });
   if (!res.ok) throw new Error(`token exchange answered ${res.status}: ${await res.text()}`);
-  ctx.accessToken = (await res.json()).access_token;
+  return (await res.json()).access_token;
+}
+
+async function freshTokensSetup(ctx) {
+  await identitySetup(ctx);
+  if (ctx.freshTokens) return;
+  const started = Date.now();
+  const tokens = new Array(FRESH_TOKENS);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < FRESH_TOKENS) {
+        const i = next++;
+        tokens[i] = await exchangeToken(ctx);
+      }
+    }),
+  );
+  ctx.freshTokens = tokens;
+  ctx.freshNext = 0;
+  log(`fresh tokens: ${FRESH_TOKENS} exchanged in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+/** The next fresh token, shared by all connections so that no two requests in a row present the same one. */
+function nextFreshToken(ctx) {
+  const token = ctx.freshTokens[ctx.freshNext];
+  ctx.freshNext = (ctx.freshNext + 1) % ctx.freshTokens.length;
+  return token;
 }
 
 /**
