@@ -10,8 +10,12 @@ export interface RunEvent {
 /** `null` tells a listener that the run's stream has ended. */
 export type RunEventListener = (event: RunEvent | null) => void;
 
-/** How long a finished run's events stay in memory for reconnecting clients before only the DB has them. */
-const RETAIN_AFTER_END_MS = 60_000;
+/**
+ * How long a finished run's events stay in memory for a client reconnecting right after the end; later
+ * ones replay from the database (the same events). Memory held is throughput times this: at 3,000
+ * runs a second, 60 s kept 180,000 runs' events (sse-stream peak RSS 360 MB against 302 with 5 s).
+ */
+export const RETAIN_AFTER_END_MS = 5_000;
 
 /**
  * The event stream of one run executing in this process. Events are written to the database

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { readSse, type SseEvent } from '../helpers/sse.js';
+import { RETAIN_AFTER_END_MS } from '../../src/runs/events.js';
 
 let t: TestApp;
 let key: string;
@@ -105,9 +106,27 @@ describe('SSE streaming', () => {
     expect(text(all)).toBe(words);
     expect(all.at(-1)!.event).toBe('done');
 
-    // After the end, a replay from the start comes from the database.
+    // Just after the end, a replay comes from the run's events kept in memory.
+    expect(t.services.runs.events.get(runId)).toBeDefined();
     const replay = await readSse(await t.fetch(`/api/v1/runs/${runId}/events?lastEventId=10`, key));
     expect(seqs(replay)).toEqual([11, 12, 13]);
+  });
+
+  it('replays a run that ended a while ago from the database: the same events, from any point', async () => {
+    const a = await agent();
+    const words = Array.from({ length: 9 }, (_, i) => `v${i}`).join(' ');
+    const live = await readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: words } }));
+    expect(live.at(-1)!.event).toBe('done');
+    expect(text(live)).toBe(words);
+    const runId = String(live.at(-1)!.data.runId);
+    // Kept in memory only briefly after the end (runs/events.ts); then only the database has them.
+    await new Promise((r) => setTimeout(r, RETAIN_AFTER_END_MS + 300));
+    expect(t.services.runs.events.get(runId)).toBeUndefined();
+    const whole = await readSse(await t.fetch(`/api/v1/runs/${runId}/events`, key));
+    expect(whole).toEqual(live);
+    const rest = await readSse(await t.fetch(`/api/v1/runs/${runId}/events`, key, { headers: { 'last-event-id': '7' } }));
+    expect(rest).toEqual(live.slice(7));
+    expect(seqs(rest)).toEqual(seqs(live).filter((seq) => seq > 7));
   });
 
   it('streams many runs at once: each gets its own events in order, and the stored log is what was streamed', async () => {
