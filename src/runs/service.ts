@@ -147,8 +147,9 @@ export function executable(agent: Agent) {
 
 /**
  * Runs: every execution of an agent. Starts runs (conversation claim, messages, run row in one
- * transaction, group-committed with other runs' starts), drives the tool loop, streams events, ends each run in exactly one terminal state,
- * and keeps leases so a run whose process died is declared interrupted by any other process.
+ * transaction, group-committed with other runs' starts), drives the tool loop, streams events, ends
+ * each run in exactly one terminal state, and keeps leases so a run whose process died is declared
+ * interrupted by any other process.
  */
 export class RunsService {
   readonly events: RunEventHub;
@@ -578,8 +579,9 @@ export class RunsService {
   /**
    * Writes the run's end in one transaction: its result, the reply joining the conversation, the
    * conversation released, and the run's last events (the terminal one included), which are
-   * published only once committed. The reply and the events go in with the rest of the batch's. Exactly one terminal write wins; a run ended elsewhere meanwhile
-   * (recovered as interrupted) keeps that end and its followers are told.
+   * published only once committed; the reply and the events go in with the rest of the batch's rows.
+   * Exactly one terminal write wins; a run ended elsewhere meanwhile (recovered as interrupted) keeps
+   * that end and its followers are told.
    */
   private async finish(
     runId: string,
