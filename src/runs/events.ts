@@ -29,13 +29,37 @@ export class RunChannel {
   private readonly listeners = new Set<RunEventListener>();
   private nextSeq = 1;
   ended = false;
+  /**
+   * Set while the run's start is not written yet: its events wait (the hub skips the channel), so
+   * none is in the database, or sent, before the run itself is.
+   */
+  private held: { released: Promise<void>; release: () => void } | null = null;
 
   constructor(
     readonly runId: string,
     /** The run's tenant: followers from other tenants are not given the channel. */
     readonly tenantId: string,
     private readonly hub: RunEventHub,
-  ) {}
+    options: { held?: boolean } = {},
+  ) {
+    if (options.held) {
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      this.held = { released, release };
+    }
+  }
+
+  get isHeld(): boolean {
+    return this.held !== null;
+  }
+
+  /** The run's start is written: its waiting events go with the hub's next write. */
+  release(): void {
+    if (!this.held) return;
+    this.held.release();
+    this.held = null;
+    if (this.pending.length) this.hub.schedule(this);
+  }
 
   emit(event: string, data: Record<string, unknown>): void {
     if (this.ended) return;
@@ -84,6 +108,7 @@ export class RunChannel {
 
   /** Waits until every event emitted so far is written and published. */
   async flushed(): Promise<void> {
+    if (this.held) await this.held.released;
     // A write under way may hold this channel's earlier events even when none are pending.
     while (this.pending.length || this.hub.writing) await this.hub.flush();
   }
@@ -133,8 +158,9 @@ export class RunEventHub {
     private readonly onWritten: (runId: string, seq: number) => void = () => {},
   ) {}
 
-  open(runId: string, tenantId: string): RunChannel {
-    const channel = new RunChannel(runId, tenantId, this);
+  /** `held`: the run's start is not written yet; its events wait until `channel.release()`. */
+  open(runId: string, tenantId: string, options: { held?: boolean } = {}): RunChannel {
+    const channel = new RunChannel(runId, tenantId, this, options);
     this.channels.set(runId, channel);
     return channel;
   }
@@ -170,6 +196,8 @@ export class RunEventHub {
     if (!this.dirty.size) return false;
     const batch: [RunChannel, RunEvent[]][] = [];
     for (const channel of this.dirty) {
+      // Its release schedules it again.
+      if (channel.isHeld) continue;
       const events = channel.takePending();
       if (events.length) batch.push([channel, events]);
     }

@@ -1,9 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely, Updateable } from 'kysely';
 import type { Agent } from '../agents/schemas.js';
 import * as conversationStore from '../conversations/store.js';
 import type { Db } from '../db/database.js';
-import type { Database } from '../db/schema.js';
+import type { Database, RunTable } from '../db/schema.js';
 import { ProblemError, conflict, notFound } from '../http/errors.js';
 import { newId, now } from '../ids.js';
 import { ModelCallError, runLoop, type ConversationTurn, type LoopResult } from '../runtime/loop.js';
@@ -107,6 +107,35 @@ interface ActiveRun {
   closing: boolean;
   taskId: string | null;
   onFinish?: StartRunInput['onFinish'];
+  /** Set for a run that executes while its start waits for a batch (`startAhead`). */
+  start?: PendingStart;
+}
+
+/** The start of a run executing ahead of it (`startAhead`). */
+interface PendingStart {
+  /** `queued` until a batch first takes the start; while queued, the run's end may join it. */
+  phase: 'queued' | 'writing';
+  /** The run's end, when it came while the start was queued: the two are written as one. */
+  end?: RunEnd;
+  /** Settles when the start (with the end, if it joined) is committed; rejects if it could not be. */
+  written: Promise<void>;
+  failed: boolean;
+}
+
+/** A run's end as `finish` writes it. */
+interface RunEnd {
+  at: string;
+  patch: Updateable<RunTable>;
+  reply: conversationStore.MessageRow | null;
+  /** The run's last events, taken from its channel once. */
+  events: () => RunEvent[];
+}
+
+/** The rows a run's start inserts; `conversation` only when the run opens a new conversation. */
+interface StartRows {
+  conversation?: conversationStore.ConversationRow;
+  message: conversationStore.MessageRow;
+  run: Insertable<RunTable>;
 }
 
 type HistoryMessage = Awaited<ReturnType<typeof conversationStore.history>>[number];
@@ -338,6 +367,10 @@ export class RunsService {
     let history: HistoryMessage[] = [];
     let userMessageId = newId();
     const options = { enableTools: input.enableTools ?? true, maxTokens: input.maxTokens ?? null, onActiveRun: input.onActiveRun ?? null, budget };
+    // Streaming callers want the first token as soon as it exists, which writing the start and the end
+    // as one would hold back until the end: their runs start as the others do.
+    const streaming = input.kind === 'stream' || input.kind === 'chat';
+    if (!conversationId && !input.onStart && !input.onFinish && !streaming) return this.startAhead(input, runId, at, userMessageId, options);
     const policy = input.onActiveRun ?? input.agent.configuration.onActiveRun;
     const deadline = Date.now() + ENQUEUE_WAIT_MS;
 
@@ -358,18 +391,80 @@ export class RunsService {
     }
     conversationId = conversation!.id;
 
+    const activeRun = this.launch(input, runId, conversation!, history, at, this.events.open(runId, tenantId));
+    return { runId, conversationId: conversationId!, userMessageId, startedAt: at, done: activeRun.done };
+  }
+
+  /**
+   * Starts a run in a new conversation, with nothing else to write in its start (no task's job), without
+   * waiting for its start to be written: the run executes while its start waits for the next batch of
+   * starts, and answers once the start is committed, as `start` always does. A run that ends before its
+   * batch is written (the echo model; any answer within that turn) is written once, as it ended: the
+   * conversation, both messages, the run and its events as rows of the batch, and no UPDATE of
+   * either. Nothing of the run leaves this process before its start is committed: its events wait
+   * (held channel), tools wait (`beforeToolCalls`), and nobody else knows its id yet. If the start
+   * cannot be written the run is aborted, leaves nothing behind, and the caller gets the error.
+   */
+  private async startAhead(input: StartRunInput, runId: string, at: string, userMessageId: string, options: Record<string, unknown>): Promise<RunHandle> {
+    const rows = this.startRows(input, runId, at, userMessageId, options, undefined);
+    const conversation = rows.conversation!;
+    const channel = this.events.open(runId, input.principal.tenantId, { held: true });
+    const start: PendingStart = { phase: 'queued', written: Promise.resolve(), failed: false };
+    start.written = this.starts
+      .write(async (_trx, later) => {
+        start.phase = 'writing';
+        const end = start.end;
+        if (!end) {
+          later.insert('conversations', conversation);
+          later.insert('messages', rows.message);
+          later.insert('runs', rows.run);
+          return;
+        }
+        // The rows as the end would leave them (finish: countMessages or releaseConversation, finishRun).
+        const replied = end.reply ? { message_count: 2, last_message_at: end.at, duration_ms: Date.parse(end.at) - Date.parse(at), updated_at: end.at } : {};
+        later.insert('conversations', { ...conversation, ...replied, active_run_id: null });
+        later.insert('messages', rows.message);
+        if (end.reply) later.insert('messages', end.reply);
+        later.insert('runs', { ...rows.run, ...end.patch } as Insertable<RunTable>);
+        for (const e of end.events()) later.insert('run_events', eventRow(runId, e));
+      })
+      .catch((err: unknown) => {
+        start.failed = true;
+        throw err;
+      });
+    const activeRun = this.launch(input, runId, conversation, [], at, channel, start);
+    try {
+      await start.written;
+    } catch (err) {
+      activeRun.controller.abort(err);
+      channel.takePending();
+      throw err;
+    } finally {
+      channel.release();
+    }
+    return { runId, conversationId: conversation.id, userMessageId, startedAt: at, done: activeRun.done };
+  }
+
+  /** Registers the run as executing here and sets it going. */
+  private launch(
+    input: StartRunInput,
+    runId: string,
+    conversation: conversationStore.ConversationRow,
+    history: HistoryMessage[],
+    at: string,
+    channel: RunChannel,
+    start?: PendingStart,
+  ): ActiveRun {
     const messages: ConversationTurn[] = history.map((m) => ({ role: m.role === 'assistant' ? 'assistant' : 'user', content: m.content }));
     messages.push({ role: 'user', content: input.modelContext ? `${input.content}\n\n${input.modelContext}` : input.content });
-
     const controller = new AbortController();
-    const channel = this.events.open(runId, tenantId);
-    const activeRun: ActiveRun = { controller, inbox: [], channel, done: Promise.resolve(null), closing: false, taskId: input.taskId ?? null, onFinish: input.onFinish };
+    const activeRun: ActiveRun = { controller, inbox: [], channel, done: Promise.resolve(null), closing: false, taskId: input.taskId ?? null, onFinish: input.onFinish, start };
     this.active.set(runId, activeRun);
-    activeRun.done = this.execute(runId, conversationId!, conversation!.created_at, input, messages, activeRun, Date.parse(at)).catch((err) => {
+    activeRun.done = this.execute(runId, conversation.id, conversation.created_at, input, messages, activeRun, Date.parse(at)).catch((err) => {
       this.log.error({ err, runId }, 'run execution failed unexpectedly');
       return null;
     });
-    return { runId, conversationId: conversationId!, userMessageId, startedAt: at, done: activeRun.done };
+    return activeRun;
   }
 
   /**
@@ -390,15 +485,36 @@ export class RunsService {
   ): Promise<{ conversation: conversationStore.ConversationRow; history: HistoryMessage[] } | null> {
     const tenantId = input.principal.tenantId;
     const write = async (trx: Kysely<Database>, later: DeferredInserts) => {
-      let conversation = existing;
       let history: HistoryMessage[] = [];
-      if (conversation) {
-        if (!(await conversationStore.claimConversation(trx, tenantId, conversation.id, runId, { at, createdAt: conversation.created_at }))) {
+      if (existing) {
+        if (!(await conversationStore.claimConversation(trx, tenantId, existing.id, runId, { at, createdAt: existing.created_at }))) {
           return null;
         }
-        history = await conversationStore.history(trx, tenantId, conversation.id, input.agent.configuration.memoryWindow);
-      } else {
-        conversation = {
+        history = await conversationStore.history(trx, tenantId, existing.id, input.agent.configuration.memoryWindow);
+      }
+      const rows = this.startRows(input, runId, at, userMessageId, options, existing);
+      if (rows.conversation) later.insert('conversations', rows.conversation);
+      later.insert('messages', rows.message);
+      later.insert('runs', rows.run);
+      await input.onStart?.(trx, { runId, startedAt: at });
+      return { conversation: rows.conversation ?? existing!, history };
+    };
+    return this.starts.write(write);
+  }
+
+  /** The rows a run's start inserts; a new conversation (when `existing` is not given) is born holding the run. */
+  private startRows(
+    input: StartRunInput,
+    runId: string,
+    at: string,
+    userMessageId: string,
+    options: Record<string, unknown>,
+    existing: conversationStore.ConversationRow | undefined,
+  ): StartRows {
+    const tenantId = input.principal.tenantId;
+    const conversation: conversationStore.ConversationRow | undefined = existing
+      ? undefined
+      : {
           id: newId(),
           tenant_id: tenantId,
           agent_id: input.agent.id,
@@ -416,12 +532,13 @@ export class RunsService {
           updated_at: at,
           deleted_at: null,
         };
-        later.insert('conversations', conversation);
-      }
-      later.insert('messages', {
+    const conversationId = existing?.id ?? conversation!.id;
+    return {
+      conversation,
+      message: {
         id: userMessageId,
         tenant_id: tenantId,
-        conversation_id: conversation.id,
+        conversation_id: conversationId,
         run_id: runId,
         role: 'user',
         content: input.content,
@@ -429,12 +546,12 @@ export class RunsService {
         token_usage: null,
         attachments: input.attachments?.length ? JSON.stringify(input.attachments) : null,
         created_at: at,
-      });
-      later.insert('runs', {
+      },
+      run: {
         id: runId,
         tenant_id: tenantId,
         agent_id: input.agent.id,
-        conversation_id: conversation.id,
+        conversation_id: conversationId,
         task_id: input.taskId ?? null,
         kind: input.kind,
         status: 'running',
@@ -456,11 +573,8 @@ export class RunsService {
         created_at: at,
         started_at: at,
         completed_at: null,
-      });
-      await input.onStart?.(trx, { runId, startedAt: at });
-      return { conversation, history };
+      },
     };
-    return this.starts.write(write);
   }
 
   /**
@@ -537,6 +651,8 @@ export class RunsService {
         signal: controller.signal,
         drainInbox: () => activeRun.inbox.splice(0),
         onEvent: (e) => channel.emit(e.event, e.data),
+        // No tool acts for a run that is not recorded yet.
+        beforeToolCalls: activeRun.start ? () => activeRun.start!.written : undefined,
       });
     } catch (err) {
       if (err instanceof ModelCallError) {
@@ -581,7 +697,8 @@ export class RunsService {
    * conversation released, and the run's last events (the terminal one included), which are
    * published only once committed; the reply and the events go in with the rest of the batch's rows.
    * Exactly one terminal write wins; a run ended elsewhere meanwhile (recovered as interrupted) keeps
-   * that end and its followers are told.
+   * that end and its followers are told. A run whose start is still queued (startAhead) hands its end
+   * to the start, and the two are written as one.
    */
   private async finish(
     runId: string,
@@ -624,39 +741,46 @@ export class RunsService {
     // when the write first runs (group commit may run it a second time, alone).
     let taken: RunEvent[] | undefined;
     const lastEvents = () => (taken ??= [...channel.takePending(), channel.next(terminal.event, terminal.data)]);
+    const end: RunEnd = {
+      at,
+      reply,
+      events: lastEvents,
+      patch: {
+        status,
+        output: result.output,
+        error: error ? JSON.stringify(error) : null,
+        cost,
+        input_tokens: tokenUsage.inputTokens,
+        output_tokens: tokenUsage.outputTokens,
+        duration_ms: duration,
+        tool_calls: JSON.stringify(result.toolCalls),
+        steps: JSON.stringify(result.steps),
+        warnings: JSON.stringify(warnings),
+        completed_at: at,
+        lease_owner: null,
+        lease_expires_at: null,
+      },
+    };
+    const start = activeRun.start;
     let won = false;
-    try {
-      won = await this.ends.write(async (trx: Kysely<Database>, later: DeferredInserts) => {
-        const last = lastEvents();
-        const r = await store.finishRun(trx, runId, {
-          status,
-          output: result.output,
-          error: error ? JSON.stringify(error) : null,
-          cost,
-          input_tokens: tokenUsage.inputTokens,
-          output_tokens: tokenUsage.outputTokens,
-          duration_ms: duration,
-          tool_calls: JSON.stringify(result.toolCalls),
-          steps: JSON.stringify(result.steps),
-          warnings: JSON.stringify(warnings),
-          completed_at: at,
-          lease_owner: null,
-          lease_expires_at: null,
-        });
-        if (!Number(r.numUpdatedRows)) return false;
-        if (reply) {
-          later.insert('messages', reply);
-          // Counted and released in one statement.
-          await conversationStore.countMessages(trx, conversationId, 1, at, conversationCreatedAt, runId);
-        } else {
-          await conversationStore.releaseConversation(trx, conversationId, runId);
-        }
-        for (const e of last) later.insert('run_events', eventRow(runId, e));
-        await activeRun.onFinish?.(trx, finished);
-        return true;
-      });
-    } catch (err) {
-      this.log.error({ err, runId }, 'could not record the end of a run');
+    if (start?.phase === 'queued') {
+      // Its start has not been taken by a batch yet: the run is written once, ended (startAhead).
+      start.end = end;
+      won = await start.written.then(
+        () => true,
+        () => false,
+      );
+    } else {
+      // A start under way is committed first (startAhead); one that failed leaves nothing to end.
+      await start?.written.catch(() => {});
+      if (!start?.failed) won = await this.writeEnd(runId, conversationId, conversationCreatedAt, end, activeRun.onFinish, finished);
+    }
+    if (start?.failed) {
+      // The run was never recorded, and its caller was given the error (startAhead).
+      channel.takePending();
+      this.active.delete(runId);
+      await this.events.close(channel);
+      return null;
     }
     const last = lastEvents();
     if (won) {
@@ -671,6 +795,41 @@ export class RunsService {
     if (!won) return null;
     await this.notifyFinished(finished);
     return { runId, conversationId, status, output: result.output, error, cost, tokenUsage, toolCalls: result.toolCalls, duration, reply };
+  }
+
+  /**
+   * Writes a run's end with a batch of ends: the run's terminal state (only if it is still active:
+   * false when it was ended elsewhere), the reply counted and the conversation released, the last
+   * events, and the caller's `onFinish`.
+   */
+  private async writeEnd(
+    runId: string,
+    conversationId: string,
+    conversationCreatedAt: string,
+    end: RunEnd,
+    onFinish: ActiveRun['onFinish'],
+    finished: RunFinished,
+  ): Promise<boolean> {
+    try {
+      return await this.ends.write(async (trx: Kysely<Database>, later: DeferredInserts) => {
+        const last = end.events();
+        const r = await store.finishRun(trx, runId, end.patch);
+        if (!Number(r.numUpdatedRows)) return false;
+        if (end.reply) {
+          later.insert('messages', end.reply);
+          // Counted and released in one statement.
+          await conversationStore.countMessages(trx, conversationId, 1, end.at, conversationCreatedAt, runId);
+        } else {
+          await conversationStore.releaseConversation(trx, conversationId, runId);
+        }
+        for (const e of last) later.insert('run_events', eventRow(runId, e));
+        await onFinish?.(trx, finished);
+        return true;
+      });
+    } catch (err) {
+      this.log.error({ err, runId }, 'could not record the end of a run');
+      return false;
+    }
   }
 
   // ---------------------------------------------------------------- control

@@ -66,6 +66,8 @@ export interface LoopInput {
   /** Messages injected while the run is going; drained at each step boundary. */
   drainInbox(): string[];
   onEvent(e: LoopEvent): void;
+  /** Awaited before a step's tool calls run (a run's start must be written before any tool acts). */
+  beforeToolCalls?(): Promise<void>;
 }
 
 /** Tool results are always JSON objects: other values are wrapped as `{ value }`. */
@@ -193,6 +195,7 @@ export async function runLoop(input: LoopInput): Promise<LoopResult> {
     // servers say so) still gets their results, as `tool-calls` would.
     const calls = output.finishReason === 'tool-calls' || output.finishReason === 'stop' ? output.toolCalls.filter((c) => !c.providerExecuted) : [];
     for (const call of calls) step.toolCallIds.push(call.toolCallId);
+    if (calls.length) await input.beforeToolCalls?.();
     const toolResults = await Promise.all(calls.map(runTool));
     if (input.signal.aborted) {
       result.finish = 'cancelled';

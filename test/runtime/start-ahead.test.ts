@@ -1,0 +1,177 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { readSse } from '../helpers/sse.js';
+
+// A run in a new conversation that the caller does not stream executes while its start waits for the
+// next batch of starts; one that ends before that batch is written goes in once, as it ended
+// (runs/service.ts startAhead). These tests hold that path to what the ordinary one stores, and to
+// what it must never do: act or be seen before the run is recorded, or leave traces when it is not.
+
+let t: TestApp;
+let key: string;
+/** What the `probe` tool found in the database when it was called: the calling run's status. */
+const probed: string[] = [];
+
+beforeAll(async () => {
+  t = await startApp();
+  ({ key } = await t.tenant('acme'));
+  t.services.tools.register('probe', async () => ({
+    tools: [
+      {
+        name: 'probe',
+        description: 'Reports whether the calling run is recorded',
+        inputSchema: { type: 'object', properties: {} },
+        async execute(_input, ctx) {
+          const row = await t.db.kysely.selectFrom('runs').select('status').where('id', '=', ctx.runId).executeTakeFirst();
+          probed.push(row?.status ?? 'not recorded');
+          return { recorded: Boolean(row) };
+        },
+      },
+    ],
+  }));
+});
+afterAll(() => t.close());
+
+async function agent() {
+  const res = await t.request('POST', '/api/v1/agents', { key, body: { name: 'bot', appId: 'app' } });
+  expect(res.status, res.text).toBe(201);
+  return res.body.id as string;
+}
+
+/** Tables written, one entry per statement, while `action` runs (the change feed hears every write). */
+async function tablesWritten<T>(action: () => Promise<T>): Promise<{ result: T; writes: string[] }> {
+  const writes: string[] = [];
+  const original = t.db.changes.changed.bind(t.db.changes);
+  t.db.changes.changed = (table: string) => {
+    writes.push(table);
+    original(table);
+  };
+  try {
+    return { result: await action(), writes };
+  } finally {
+    t.db.changes.changed = original;
+  }
+}
+
+const count = (writes: string[], table: string) => writes.filter((w) => w === table).length;
+
+/** A run as the API shows it, without what differs between any two runs. */
+async function stored(runId: string) {
+  const run = (await t.request('GET', `/api/v1/runs/${runId}`, { key })).body;
+  const conversation = (await t.request('GET', `/api/v1/conversations/${run.conversationId}`, { key })).body;
+  const messages = (await t.request('GET', `/api/v1/conversations/${run.conversationId}/messages`, { key })).body;
+  const events = await readSse(await t.fetch(`/api/v1/runs/${runId}/events`, key));
+  const reply = messages.messages.find((m: { role: string }) => m.role === 'assistant');
+  return {
+    run: { ...run, id: undefined, runId: undefined, conversationId: undefined, kind: undefined, createdAt: undefined, startedAt: undefined, completedAt: undefined, duration: undefined },
+    conversation: {
+      messageCount: conversation.messageCount,
+      activeRunId: conversation.activeRunId,
+      status: conversation.status,
+      name: conversation.name,
+      // The conversation's last message is the reply.
+      lastMessageIsReply: conversation.lastMessageAt === reply?.createdAt,
+    },
+    messages: messages.messages.map((m: { role: string; content: string; runId: string }) => ({ role: m.role, content: m.content, ofThisRun: m.runId === runId })),
+    events: events.map((e) => ({ id: e.id, event: e.event, data: { ...e.data, runId: undefined, conversationId: undefined } })),
+  };
+}
+
+describe('a run written once, as it ended', () => {
+  it('writes each row of a run that ended before its start was written once, and stores what a streamed run stores', async () => {
+    const agentId = await agent();
+    await t.listen();
+    const message = 'Hello, where is my order 4711?';
+
+    const execute = () => t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message } });
+    const stream = async () => readSse(await t.fetch(`/api/v1/agents/${agentId}/execute`, key, { method: 'POST', body: { message, stream: true } }));
+    // A statement's first use also compiles it, which the change feed hears as well: count the second runs.
+    await execute();
+    await stream();
+
+    const once = await tablesWritten(execute);
+    expect(once.result.status, once.result.text).toBe(200);
+    // Inserted as ended: no UPDATE of the run or of its conversation.
+    expect(count(once.writes, 'runs')).toBe(1);
+    expect(count(once.writes, 'conversations')).toBe(1);
+
+    // A streamed run starts the ordinary way: its start is written, then its end.
+    const streamed = await tablesWritten(stream);
+    expect(count(streamed.writes, 'runs')).toBe(2);
+    expect(count(streamed.writes, 'conversations')).toBe(2);
+    const streamedRunId = streamed.result.at(-1)!.data.runId;
+
+    const a = await stored(once.result.body.runId);
+    const b = await stored(streamedRunId);
+    expect(a).toEqual(b);
+    expect(a.conversation).toEqual({ messageCount: 2, activeRunId: null, status: 'active', name: message, lastMessageIsReply: true });
+    expect(a.run).toMatchObject({ status: 'completed', output: message, error: null });
+    expect(a.events.map((e) => e.event)).toEqual(['token', 'token', 'token', 'token', 'token', 'token', 'done']);
+    expect(a.events.map((e) => e.id)).toEqual(['1', '2', '3', '4', '5', '6', '7']);
+    expect(a.messages).toEqual([
+      { role: 'user', content: message, ofThisRun: true },
+      { role: 'assistant', content: message, ofThisRun: true },
+    ]);
+  });
+
+  it('calls no tool before the run is recorded', async () => {
+    const agentId = await agent();
+    probed.length = 0;
+    const res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: '/tool probe {}' } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.toolCalls).toEqual([{ name: 'probe', input: {}, result: { recorded: true } }]);
+    expect(probed).toEqual(['running']);
+    const run = await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key });
+    expect(run.body).toMatchObject({ status: 'completed', toolCalls: [expect.objectContaining({ name: 'probe', result: { recorded: true } })] });
+  });
+
+  it('shows a run that outlasts its start as running, then ends it as usual', async () => {
+    const agentId = await agent();
+    const pending = t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: '/delay 150\nslow answer here' } });
+    let running: { id: string; conversationId: string } | undefined;
+    for (let i = 0; i < 100 && !running; i++) {
+      const runs = await t.request('GET', `/api/v1/agents/${agentId}/runs`, { key });
+      running = runs.body.runs.find((r: { status: string }) => r.status === 'running');
+      if (!running) await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(running, 'the run was never seen running').toBeDefined();
+    const busy = await t.request('GET', `/api/v1/conversations/${running!.conversationId}`, { key });
+    expect(busy.body).toMatchObject({ messageCount: 1, activeRunId: running!.id });
+
+    const res = await pending;
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ runId: running!.id, output: 'slow answer here', status: 'completed' });
+    const conversation = await t.request('GET', `/api/v1/conversations/${running!.conversationId}`, { key });
+    expect(conversation.body).toMatchObject({ messageCount: 2, activeRunId: null });
+  });
+
+  it('leaves nothing behind, and runs no tool, when the start cannot be written', async () => {
+    const agentId = await agent();
+    const before = await Promise.all(['runs', 'conversations', 'messages', 'run_events'].map((table) => rowCount(table)));
+    probed.length = 0;
+    // The start's INSERT into messages fails while the table is away.
+    await sql`alter table messages rename to messages_away`.execute(t.db.kysely);
+    let res;
+    try {
+      res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: '/tool probe {}' } });
+    } finally {
+      await sql`alter table messages_away rename to messages`.execute(t.db.kysely);
+    }
+    expectProblem(res, 500, 'internal_error');
+    expect(probed).toEqual([]);
+    const after = await Promise.all(['runs', 'conversations', 'messages', 'run_events'].map((table) => rowCount(table)));
+    expect(after).toEqual(before);
+    expect(t.services.runs.activeCount).toBe(0);
+
+    // And the next run goes through.
+    const next = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: 'still here' } });
+    expect(next.status, next.text).toBe(200);
+    expect(next.body.output).toBe('still here');
+  });
+});
+
+async function rowCount(table: string): Promise<number> {
+  const r = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(table)}`.execute(t.db.kysely);
+  return Number(r.rows[0].n);
+}
