@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
-import { insertPrepared, placeholders, preparedStatementName, runPrepared } from '../../src/db/prepared.js';
+import { insertPrepared, insertRows, placeholders, preparedStatementName, runPrepared } from '../../src/db/prepared.js';
 import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.js';
 
 /**
@@ -117,5 +117,23 @@ describe('prepared statements', () => {
       expect(prepared.filter((p) => p.statement.startsWith('select'))).toEqual([]);
     });
     expect((await rows()).filter((r) => r.id === 'h' || r.id === 'i')).toHaveLength(2);
+  });
+
+  it('inserts any number of rows whole, as statements of power-of-two sizes (at most 256 rows each)', async () => {
+    await sql`delete from prepared_scratch`.execute(db.kysely);
+    const burst = Array.from({ length: 300 }, (_, i) => ({ id: `r${String(i).padStart(3, '0')}`, name: `n${i}`, n: i, note: i % 7 ? null : 'x' }));
+    const sizes: number[] = [];
+    const counting = db.kysely.withPlugin({
+      transformQuery: (args) => {
+        if (args.node.kind === 'InsertQueryNode') sizes.push((args.node.values as unknown as { values: unknown[] }).values.length);
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+    await insertRows(counting, table, burst as never);
+    // 300 = 256 + 32 + 8 + 4 (each statement built once: its first use compiles it, also seen here).
+    expect([...new Set(sizes)].sort((a, b) => b - a)).toEqual([256, 32, 8, 4]);
+    expect(await rows()).toEqual(burst);
+    await sql`delete from prepared_scratch`.execute(db.kysely);
   });
 });
