@@ -24,9 +24,6 @@ const toolNameFor = (spec: AgentToolSpec, calleeName: string) =>
  * and the run record. The TBAC tool name is the tool's name in the caller's list.
  */
 export function delegationToolProvider(identity: IdentityService, agents: AgentsService, runs: () => RunsService): ToolProvider {
-  // Delegation depth of runs started by delegation in this process, to stop A -> B -> A loops.
-  const depthOf = new Map<string, number>();
-
   return async (ctx) => {
     const specs = ctx.agent.tools.filter((t): t is AgentToolSpec => t.type === 'agent');
     if (!specs.length) return { tools: [] };
@@ -51,7 +48,8 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
           additionalProperties: false,
         },
         async execute(input, toolCtx) {
-          const depth = (depthOf.get(toolCtx.runId) ?? 0) + 1;
+          // Runs started by delegation know how deep they are: A -> B -> A loops stop.
+          const depth = (toolCtx.delegationDepth ?? 0) + 1;
           if (depth > MAX_DELEGATION_DEPTH) throw new ToolError('delegation_too_deep', `agents may delegate at most ${MAX_DELEGATION_DEPTH} levels deep`);
           const caller = { tenantId: ctx.tenantId, actor: { type: 'agent' as const, id: ctx.agent.id } };
           // 1. The caller's identity, 2. a token for exactly this tool on this callee, 3. the decision.
@@ -79,9 +77,9 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
             kind: 'delegation',
             content: String((input as { message: string }).message),
             onActiveRun: 'reject',
+            delegationDepth: depth,
           });
           if (isInjected(handle)) throw new ToolError('delegation_failed', 'the callee was busy');
-          depthOf.set(handle.runId, depth);
           const onAbort = () => void runs().cancel(caller, handle.runId).catch(() => {});
           toolCtx.signal.addEventListener('abort', onAbort, { once: true });
           let run;
@@ -89,7 +87,6 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
             run = await runs().outcome(ctx.tenantId, handle);
           } finally {
             toolCtx.signal.removeEventListener('abort', onAbort);
-            depthOf.delete(handle.runId);
           }
           if (run.status !== 'completed') {
             throw new ToolError('delegation_failed', `the agent's run ${run.status}${run.error ? `: ${run.error.message}` : ''}`);

@@ -6,6 +6,8 @@ export interface ToolContext {
   agent: Agent;
   runId: string;
   conversationId: string | null;
+  /** How many delegations deep the run is (0 or absent: not started by another agent). */
+  delegationDepth?: number;
   /** Aborted when the run is cancelled or the tool times out. */
   signal: AbortSignal;
 }
