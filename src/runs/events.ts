@@ -133,9 +133,66 @@ export class RunChannel {
   }
 }
 
-/** An event as the run_events table stores it. */
-export function eventRow(runId: string, e: RunEvent) {
-  return { run_id: runId, seq: e.seq, event: e.event, data: JSON.stringify(e.data) };
+/** A row of the run_events table. */
+export interface EventRow {
+  run_id: string;
+  seq: number;
+  event: string;
+  data: string;
+}
+
+/** The stored form of consecutive `token` events: data is their texts in order, seq the last one's. */
+const TOKENS_ROW = 'tokens';
+
+/**
+ * Events as the run_events table stores them: one row per event, except that consecutive `token`
+ * events written together are one row (`tokens`, their texts as a JSON array, under the last one's
+ * seq, so `seq > n` still finds every row holding an event after n). Replays give the same events,
+ * ids included (`storedEvents`).
+ */
+export function eventRows(runId: string, events: RunEvent[]): EventRow[] {
+  const rows: EventRow[] = [];
+  let texts: string[] = [];
+  let lastSeq = 0;
+  const endTokens = () => {
+    if (texts.length === 1) rows.push({ run_id: runId, seq: lastSeq, event: 'token', data: JSON.stringify({ text: texts[0] }) });
+    else if (texts.length) rows.push({ run_id: runId, seq: lastSeq, event: TOKENS_ROW, data: JSON.stringify(texts) });
+    texts = [];
+  };
+  for (const e of events) {
+    const text = e.event === 'token' ? e.data.text : undefined;
+    if (typeof text === 'string' && (!texts.length || e.seq === lastSeq + 1)) {
+      texts.push(text);
+      lastSeq = e.seq;
+      continue;
+    }
+    endTokens();
+    if (typeof text === 'string') {
+      texts.push(text);
+      lastSeq = e.seq;
+    } else {
+      rows.push({ run_id: runId, seq: e.seq, event: e.event, data: JSON.stringify(e.data) });
+    }
+  }
+  endTokens();
+  return rows;
+}
+
+/** The events stored rows hold (`eventRows`), those after `afterSeq`, in order. */
+export function storedEvents(rows: Omit<EventRow, 'run_id'>[], afterSeq = 0): RunEvent[] {
+  const events: RunEvent[] = [];
+  for (const row of rows) {
+    if (row.event !== TOKENS_ROW) {
+      if (row.seq > afterSeq) events.push({ seq: row.seq, event: row.event, data: JSON.parse(row.data) });
+      continue;
+    }
+    const texts = JSON.parse(row.data) as string[];
+    const first = row.seq - texts.length + 1;
+    texts.forEach((text, i) => {
+      if (first + i > afterSeq) events.push({ seq: first + i, event: 'token', data: { text } });
+    });
+  }
+  return events;
 }
 
 /**
@@ -213,7 +270,7 @@ export class RunEventHub {
   }
 
   private async write(batch: [RunChannel, RunEvent[]][]): Promise<void> {
-    const rows = batch.flatMap(([channel, events]) => events.map((e) => eventRow(channel.runId, e)));
+    const rows = batch.flatMap(([channel, events]) => eventRows(channel.runId, events));
     try {
       await store.insertEvents(this.db.kysely, rows);
     } catch (err) {

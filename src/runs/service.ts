@@ -15,7 +15,7 @@ import type { SignalBus } from '../signals/bus.js';
 import type { LimitsService } from '../tenancy/limits.js';
 import type { Principal } from '../tenancy/permissions.js';
 import { type DeferredInserts, GroupCommit } from '../db/group-commit.js';
-import { NewEventNotices, RunEventHub, eventRow, runsNoticed, type RunChannel, type RunEvent, type RunEventListener } from './events.js';
+import { NewEventNotices, RunEventHub, eventRows, runsNoticed, storedEvents, type RunChannel, type RunEvent, type RunEventListener } from './events.js';
 import * as store from './store.js';
 import { runDetails, runSummary, type RunError } from './views.js';
 
@@ -38,6 +38,8 @@ export interface StartRunInput {
   maxTokens?: number;
   taskId?: string;
   onActiveRun?: OnActiveRun;
+  /** For a run another agent started through a delegation tool: how many delegations deep it is. */
+  delegationDepth?: number;
   /**
    * Written with the run's start, in its transaction (a task marks its job running): the run exists
    * exactly when this has been written. Throwing aborts the start; nothing is written.
@@ -313,10 +315,10 @@ export class RunsService {
       const at = now();
       const error: RunError = { code: 'interrupted', message: 'the process running this run stopped before it finished' };
       // What the client was already sent survives: the streamed tokens are in the event log.
-      const events = await store.eventsAfter(this.db.kysely, run.id, 0);
+      const events = storedEvents(await store.eventsAfter(this.db.kysely, run.id, 0));
       const output = events
         .filter((e) => e.event === 'token')
-        .map((e) => (JSON.parse(e.data) as { text: string }).text)
+        .map((e) => (e.data as { text: string }).text)
         .join('');
       const won = await this.db.kysely.transaction().execute(async (trx) => {
         const r = await store.finishRun(trx, run.id, {
@@ -426,7 +428,7 @@ export class RunsService {
         later.insert('messages', rows.message);
         if (end.reply) later.insert('messages', end.reply);
         later.insert('runs', { ...rows.run, ...end.patch } as Insertable<RunTable>);
-        for (const e of end.events()) later.insert('run_events', eventRow(runId, e));
+        for (const row of eventRows(runId, end.events())) later.insert('run_events', row);
       })
       .catch((err: unknown) => {
         start.failed = true;
@@ -632,7 +634,7 @@ export class RunsService {
     let failure: RunError | undefined;
     try {
       const model = this.models.resolve(agent.model);
-      const toolContext = { tenantId, agent, runId, conversationId };
+      const toolContext = { tenantId, agent, runId, conversationId, delegationDepth: input.delegationDepth };
       const toolsEnabled = input.enableTools ?? true;
       if (toolsEnabled) toolSet = await this.tools.forRun({ ...toolContext, signal: controller.signal });
       const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled });
@@ -822,7 +824,7 @@ export class RunsService {
         } else {
           await conversationStore.releaseConversation(trx, conversationId, runId);
         }
-        for (const e of last) later.insert('run_events', eventRow(runId, e));
+        for (const row of eventRows(runId, last)) later.insert('run_events', row);
         await onFinish?.(trx, finished);
         return true;
       });
@@ -967,10 +969,10 @@ export class RunsService {
     wakers.add(onSignal);
     const pump = async () => {
       while (!stopped) {
-        for (const r of await store.eventsAfter(this.db.kysely, runId, last)) {
-          last = r.seq;
-          listener({ seq: r.seq, event: r.event, data: JSON.parse(r.data) });
-          if (r.event === 'done' || r.event === 'error') {
+        for (const e of storedEvents(await store.eventsAfter(this.db.kysely, runId, last), last)) {
+          last = e.seq;
+          listener(e);
+          if (e.event === 'done' || e.event === 'error') {
             listener(null);
             return;
           }

@@ -74,6 +74,7 @@ export function insertEvents(db: Executor, rows: { run_id: string; seq: number; 
   return insertRows(db, 'run_events', rows);
 }
 
+/** The stored rows holding events after `afterSeq` (runs/events.ts storedEvents reads them). */
 export function eventsAfter(db: Executor, runId: string, afterSeq: number) {
   return db
     .selectFrom('run_events')
