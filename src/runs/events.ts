@@ -83,10 +83,13 @@ export class RunChannel {
     return taken;
   }
 
-  /** Publishes events the caller has written, after any earlier ones still being written. */
-  async written(events: RunEvent[]): Promise<void> {
+  /**
+   * Publishes events the caller has written, after any earlier ones still being written. `announce`
+   * false: other replicas need not be told (nobody there can be following the run yet).
+   */
+  async written(events: RunEvent[], announce = true): Promise<void> {
     await this.flushed();
-    this.publish(events);
+    this.publish(events, announce);
   }
 
   /** Queues events taken with `takePending` again (their seq numbers stay as they were). */
@@ -97,13 +100,13 @@ export class RunChannel {
   }
 
   /** Hands written events to the listeners, in order (the hub calls this after writing them). */
-  publish(batch: RunEvent[]) {
+  publish(batch: RunEvent[], announce = true) {
     if (!batch.length) return;
     for (const e of batch) {
       this.events.push(e);
       for (const l of this.listeners) l(e);
     }
-    this.hub.published(this.runId, batch[batch.length - 1].seq);
+    if (announce) this.hub.published(this.runId, batch[batch.length - 1].seq);
   }
 
   /** Waits until every event emitted so far is written and published. */

@@ -765,7 +765,9 @@ export class RunsService {
     };
     const start = activeRun.start;
     let won = false;
-    if (start?.phase === 'queued') {
+    /** Written with the run's start: it became visible with all its events, so no follower elsewhere waits for them. */
+    const folded = start?.phase === 'queued';
+    if (folded) {
       // Its start has not been taken by a batch yet: the run is written once, ended (startAhead).
       start.end = end;
       won = await start.written.then(
@@ -786,7 +788,7 @@ export class RunsService {
     }
     const last = lastEvents();
     if (won) {
-      await channel.written(last);
+      await channel.written(last, !folded);
     } else {
       // Written by the ordinary path instead, ending with the news that this end did not count.
       last[last.length - 1] = { ...last[last.length - 1], event: 'error', data: { code: 'interrupted', message: 'the run was ended elsewhere before it finished here' } };

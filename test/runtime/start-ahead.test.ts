@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { runsNoticed } from '../../src/runs/events.js';
 import { readSse } from '../helpers/sse.js';
 
 // A run in a new conversation that the caller does not stream executes while its start waits for the
@@ -113,6 +114,28 @@ describe('a run written once, as it ended', () => {
       { role: 'user', content: message, ofThisRun: true },
       { role: 'assistant', content: message, ofThisRun: true },
     ]);
+  });
+
+  it('does not announce to other replicas the events of a run recorded with them, and announces a streamed run’s', async () => {
+    const agentId = await agent();
+    // An agent's first run reads what later runs find in memory (its skills, on PostgreSQL a round trip
+    // during which the start is written ahead of the end): warm up.
+    await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: 'warm up' } });
+    const noticed = new Set<string>();
+    const unsubscribe = t.services.bus.subscribe('run.events', (payload) => {
+      for (const runId of runsNoticed(payload)) noticed.add(runId);
+    });
+    try {
+      const once = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: 'quiet please' } });
+      expect(once.status, once.text).toBe(200);
+      const streamed = await readSse(await t.fetch(`/api/v1/agents/${agentId}/execute`, key, { method: 'POST', body: { message: 'loud please', stream: true } }));
+      // Signals are sent once per turn of the event loop: let the last one out.
+      await new Promise((r) => setTimeout(r, 50));
+      expect(noticed.has(streamed.at(-1)!.data.runId)).toBe(true);
+      expect(noticed.has(once.body.runId)).toBe(false);
+    } finally {
+      unsubscribe();
+    }
   });
 
   it('calls no tool before the run is recorded', async () => {
