@@ -14,6 +14,7 @@ export type RunEventListener = (event: RunEvent | null) => void;
  * How long a finished run's events stay in memory for a client reconnecting right after the end; later
  * ones replay from the database (the same events). Memory held is throughput times this: at 3,000
  * runs a second, 60 s kept 180,000 runs' events (sse-stream peak RSS 360 MB against 302 with 5 s).
+ * Only runs someone followed live are kept: nobody else can be reconnecting.
  */
 export const RETAIN_AFTER_END_MS = 5_000;
 
@@ -29,6 +30,8 @@ export class RunChannel {
   private readonly listeners = new Set<RunEventListener>();
   private nextSeq = 1;
   ended = false;
+  /** Someone followed the run live (a stream): kept a while after the end for reconnects. */
+  followed = false;
   /**
    * Set while the run's start is not written yet: its events wait (the hub skips the channel), so
    * none is in the database, or sent, before the run itself is.
@@ -131,6 +134,7 @@ export class RunChannel {
       listener(null);
       return () => {};
     }
+    this.followed = true;
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -231,7 +235,10 @@ export class RunEventHub {
 
   async close(channel: RunChannel): Promise<void> {
     await channel.end();
-    setTimeout(() => this.channels.delete(channel.runId), RETAIN_AFTER_END_MS).unref();
+    // A run nobody followed (an execute answered as JSON) is dropped at once; a later reader replays it
+    // from the database. Kept, it survived young-generation collections only to be thrown away.
+    if (!channel.followed) this.channels.delete(channel.runId);
+    else setTimeout(() => this.channels.delete(channel.runId), RETAIN_AFTER_END_MS).unref();
   }
 
   /** The channel has events to write: they go with the next write (after this turn's I/O). */

@@ -129,6 +129,20 @@ describe('SSE streaming', () => {
     expect(seqs(rest)).toEqual(seqs(live).filter((seq) => seq > 7));
   });
 
+  it('keeps a streamed run in memory for reconnects after its end, and replays an unfollowed one from the database', async () => {
+    const a = await agent();
+    const live = await readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: 'followed live' } }));
+    expect(t.services.runs.events.get(String(live.at(-1)!.data.runId))).toBeDefined();
+    // Answered as JSON: nobody followed it, so nobody can be reconnecting; it is not kept.
+    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'answered whole' } });
+    expect(res.status, res.text).toBe(200);
+    expect(t.services.runs.events.get(res.body.runId)).toBeUndefined();
+    const replayed = await readSse(await t.fetch(`/api/v1/runs/${res.body.runId}/events`, key));
+    expect(replayed.map((e) => e.event)).toEqual(['token', 'token', 'done']);
+    expect(text(replayed)).toBe('answered whole');
+    expect(seqs(replayed)).toEqual([1, 2, 3]);
+  });
+
   it('streams many runs at once: each gets its own events in order, and the stored log is what was streamed', async () => {
     // The events of all runs are written together (one statement per turn of the event loop) and
     // the runs' ends several to a transaction: nothing may cross from one run to another.
