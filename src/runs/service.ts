@@ -133,6 +133,16 @@ interface RunEnd {
   events: () => RunEvent[];
 }
 
+/** A run being started: what its start writes is made of these. */
+interface RunStart {
+  input: StartRunInput;
+  runId: string;
+  at: string;
+  userMessageId: string;
+  /** Stored as the run's options. */
+  options: Record<string, unknown>;
+}
+
 /** The rows a run's start inserts; `conversation` only when the run opens a new conversation. */
 interface StartRows {
   conversation?: conversationStore.ConversationRow;
@@ -372,7 +382,7 @@ export class RunsService {
     // Streaming callers want the first token as soon as it exists, which writing the start and the end
     // as one would hold back until the end: their runs start as the others do.
     const streaming = input.kind === 'stream' || input.kind === 'chat';
-    if (!conversationId && !input.onStart && !input.onFinish && !streaming) return this.startAhead(input, runId, at, userMessageId, options);
+    if (!conversationId && !input.onStart && !input.onFinish && !streaming) return this.startAhead({ input, runId, at, userMessageId, options });
     const policy = input.onActiveRun ?? input.agent.configuration.onActiveRun;
     const deadline = Date.now() + ENQUEUE_WAIT_MS;
 
@@ -380,7 +390,7 @@ export class RunsService {
     // in it, and its history read after the claim, so no answer that ended meanwhile is missed. A busy
     // conversation writes nothing; the agent's policy then injects, waits or refuses.
     for (;;) {
-      const started = await this.startTransaction(input, runId, at, userMessageId, options, conversation);
+      const started = await this.startTransaction({ input, runId, at, userMessageId, options }, conversation);
       if (started) {
         ({ conversation, history } = started);
         break;
@@ -407,8 +417,9 @@ export class RunsService {
    * (held channel), tools wait (`beforeToolCalls`), and nobody else knows its id yet. If the start
    * cannot be written the run is aborted, leaves nothing behind, and the caller gets the error.
    */
-  private async startAhead(input: StartRunInput, runId: string, at: string, userMessageId: string, options: Record<string, unknown>): Promise<RunHandle> {
-    const rows = this.startRows(input, runId, at, userMessageId, options, undefined);
+  private async startAhead(run: RunStart): Promise<RunHandle> {
+    const { input, runId, at, userMessageId } = run;
+    const rows = this.startRows(run, undefined);
     const conversation = rows.conversation!;
     const channel = this.events.open(runId, input.principal.tenantId, { held: true });
     const start: PendingStart = { phase: 'queued', written: Promise.resolve(), failed: false };
@@ -478,13 +489,10 @@ export class RunsService {
    * the model is given. Answers null, having written nothing, when another run holds the conversation.
    */
   private async startTransaction(
-    input: StartRunInput,
-    runId: string,
-    at: string,
-    userMessageId: string,
-    options: Record<string, unknown>,
+    run: RunStart,
     existing: conversationStore.ConversationRow | undefined,
   ): Promise<{ conversation: conversationStore.ConversationRow; history: HistoryMessage[] } | null> {
+    const { input, runId, at } = run;
     const tenantId = input.principal.tenantId;
     const write = async (trx: Kysely<Database>, later: DeferredInserts) => {
       let history: HistoryMessage[] = [];
@@ -494,7 +502,7 @@ export class RunsService {
         }
         history = await conversationStore.history(trx, tenantId, existing.id, input.agent.configuration.memoryWindow);
       }
-      const rows = this.startRows(input, runId, at, userMessageId, options, existing);
+      const rows = this.startRows(run, existing);
       if (rows.conversation) later.insert('conversations', rows.conversation);
       later.insert('messages', rows.message);
       later.insert('runs', rows.run);
@@ -505,14 +513,7 @@ export class RunsService {
   }
 
   /** The rows a run's start inserts; a new conversation (when `existing` is not given) is born holding the run. */
-  private startRows(
-    input: StartRunInput,
-    runId: string,
-    at: string,
-    userMessageId: string,
-    options: Record<string, unknown>,
-    existing: conversationStore.ConversationRow | undefined,
-  ): StartRows {
+  private startRows({ input, runId, at, userMessageId, options }: RunStart, existing: conversationStore.ConversationRow | undefined): StartRows {
     const tenantId = input.principal.tenantId;
     const conversation: conversationStore.ConversationRow | undefined = existing
       ? undefined
