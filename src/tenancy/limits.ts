@@ -167,8 +167,10 @@ export class LimitsService {
       const row = await store.agentBudget(this.db.kysely, tenantId, agentId);
       return row && { monthlyBudgetUsd: row.monthly_budget_usd };
     });
-    const since = monthStart();
     const budget: Record<string, { monthlyBudgetUsd: number; spentUsd: number }> = {};
+    // Only a budget needs the month (computing it was ~1 % of an execute's CPU without one).
+    if (limits.monthlyBudgetUsd === null && agent?.monthlyBudgetUsd == null) return budget;
+    const since = monthStart();
     if (limits.monthlyBudgetUsd !== null) {
       const spentUsd = await store.spendSince(this.db.kysely, tenantId, since);
       budget.tenant = { monthlyBudgetUsd: limits.monthlyBudgetUsd, spentUsd };
