@@ -168,12 +168,8 @@ export function eventRows(runId: string, events: RunEvent[]): EventRow[] {
   };
   for (const e of events) {
     const text = e.event === 'token' ? e.data.text : undefined;
-    if (typeof text === 'string' && (!texts.length || e.seq === lastSeq + 1)) {
-      texts.push(text);
-      lastSeq = e.seq;
-      continue;
-    }
-    endTokens();
+    // Anything but the next token ends the tokens gathered so far.
+    if (typeof text !== 'string' || e.seq !== lastSeq + 1) endTokens();
     if (typeof text === 'string') {
       texts.push(text);
       lastSeq = e.seq;
@@ -183,6 +179,11 @@ export function eventRows(runId: string, events: RunEvent[]): EventRow[] {
   }
   endTokens();
   return rows;
+}
+
+/** A run's stored events after `afterSeq`, in order: read, and expanded from their rows (`storedEvents`). */
+export async function readStoredEvents(db: Db, runId: string, afterSeq: number): Promise<RunEvent[]> {
+  return storedEvents(await store.eventsAfter(db.kysely, runId, afterSeq), afterSeq);
 }
 
 /** The events stored rows hold (`eventRows`), those after `afterSeq`, in order. */

@@ -15,7 +15,7 @@ import type { SignalBus } from '../signals/bus.js';
 import type { LimitsService } from '../tenancy/limits.js';
 import type { Principal } from '../tenancy/permissions.js';
 import { type DeferredInserts, GroupCommit } from '../db/group-commit.js';
-import { NewEventNotices, RunEventHub, eventRows, runsNoticed, storedEvents, type RunChannel, type RunEvent, type RunEventListener } from './events.js';
+import { NewEventNotices, RunEventHub, eventRows, readStoredEvents, runsNoticed, type RunChannel, type RunEvent, type RunEventListener } from './events.js';
 import * as store from './store.js';
 import { runDetails, runSummary, type RunError } from './views.js';
 
@@ -325,7 +325,7 @@ export class RunsService {
       const at = now();
       const error: RunError = { code: 'interrupted', message: 'the process running this run stopped before it finished' };
       // What the client was already sent survives: the streamed tokens are in the event log.
-      const events = storedEvents(await store.eventsAfter(this.db.kysely, run.id, 0));
+      const events = await readStoredEvents(this.db, run.id, 0);
       const output = events
         .filter((e) => e.event === 'token')
         .map((e) => (e.data as { text: string }).text)
@@ -972,7 +972,7 @@ export class RunsService {
     wakers.add(onSignal);
     const pump = async () => {
       while (!stopped) {
-        for (const e of storedEvents(await store.eventsAfter(this.db.kysely, runId, last), last)) {
+        for (const e of await readStoredEvents(this.db, runId, last)) {
           last = e.seq;
           listener(e);
           if (e.event === 'done' || e.event === 'error') {

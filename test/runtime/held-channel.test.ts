@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate, openDatabase, type Db } from '../../src/db/database.js';
-import { RunEventHub, storedEvents, type RunEvent } from '../../src/runs/events.js';
+import { RunEventHub, readStoredEvents, type RunEvent } from '../../src/runs/events.js';
 import * as store from '../../src/runs/store.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
 
@@ -27,7 +27,7 @@ describe('a held run channel', () => {
     await database?.drop();
   });
 
-  const stored = async (runId: string) => storedEvents(await store.eventsAfter(db.kysely, runId, 0));
+  const stored = (runId: string) => readStoredEvents(db, runId, 0);
 
   it('writes and publishes nothing until released, then everything in order', async () => {
     const hub = new RunEventHub(db, (err) => {
