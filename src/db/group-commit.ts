@@ -10,19 +10,28 @@ import type { Database } from './schema.js';
  * Tables are written in the order they were first given rows.
  */
 export class DeferredInserts {
-  private readonly shapes = new Map<string, { table: keyof Database & string; rows: object[] }>();
+  /** Rows per table and column list; a table's rows mostly have one list, so a short scan finds it. */
+  private readonly shapes = new Map<string, { columns: string[]; rows: object[] }[]>();
 
   insert<T extends keyof Database & string>(table: T, row: Insertable<Database[T]>): void {
-    const shape = `${table} ${Object.keys(row).join(',')}`;
-    let entry = this.shapes.get(shape);
-    if (!entry) this.shapes.set(shape, (entry = { table, rows: [] }));
+    const columns = Object.keys(row);
+    let lists = this.shapes.get(table);
+    if (!lists) this.shapes.set(table, (lists = []));
+    let entry = lists.find((l) => sameColumns(l.columns, columns));
+    if (!entry) lists.push((entry = { columns, rows: [] }));
     entry.rows.push(row);
   }
 
   async flush(trx: Kysely<Database>): Promise<void> {
-    for (const { table, rows } of this.shapes.values()) await insertRows(trx, table, rows as never[]);
+    for (const [table, lists] of this.shapes) for (const { rows } of lists) await insertRows(trx, table as keyof Database & string, rows as never[]);
     this.shapes.clear();
   }
+}
+
+function sameColumns(a: string[], b: string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 type Write<T> = (trx: Kysely<Database>, later: DeferredInserts) => Promise<T>;
