@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Updateable } from 'kysely';
+import { type Kysely, type Selectable, type Updateable, sql } from 'kysely';
 import type { Database, RunTable } from '../db/schema.js';
 import { countRows } from '../db/count.js';
 import { insertRows, placeholders, runPrepared } from '../db/prepared.js';
@@ -64,15 +64,22 @@ export async function renewLeases(db: Executor, owner: string, ids: string[], un
   }
 }
 
-/** Running runs whose owner stopped renewing their lease. */
+/** Running runs whose lease expired before `now`: those whose process stopped renewing it. */
+export function expiredRunsQuery(db: Executor, now: string, limit: number) {
+  return (
+    db
+      .selectFrom('runs')
+      .select(['id', 'tenant_id', 'conversation_id', 'started_at', 'created_at', 'task_id'])
+      // A literal, as in the partial index runs_running_lease's WHERE: a plan made without the
+      // parameter's value (PostgreSQL's generic plans) could not use the index.
+      .where('status', '=', sql.lit('running'))
+      .where('lease_expires_at', '<', now)
+      .limit(limit)
+  );
+}
+
 export function expiredRuns(db: Executor, now: string, limit: number) {
-  return db
-    .selectFrom('runs')
-    .select(['id', 'tenant_id', 'conversation_id', 'started_at', 'created_at', 'task_id'])
-    .where('status', '=', 'running')
-    .where('lease_expires_at', '<', now)
-    .limit(limit)
-    .execute();
+  return expiredRunsQuery(db, now, limit).execute();
 }
 
 /** Events in as few INSERTs as keep the statement texts few (db/prepared.ts insertRows). */

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { countRows } from '../db/count.js';
 
@@ -82,7 +82,8 @@ export async function runningRuns(db: Executor, tenantId: string): Promise<numbe
     .selectFrom('runs')
     .select((eb) => eb.fn.countAll<number | string>().as('n'))
     .where('tenant_id', '=', tenantId)
-    .where('status', '=', 'running')
+    // A literal, as in the partial index of running runs (runs_running_lease), which may serve it.
+    .where('status', '=', sql.lit('running'))
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }

@@ -9,6 +9,7 @@ import * as m0007 from './0007_change_notifications.js';
 import * as m0008 from './0008_message_run_index.js';
 import * as m0009 from './0009_skill_change_notifications.js';
 import * as m0010 from './0010_job_claim_order.js';
+import * as m0011 from './0011_partial_run_indexes.js';
 
 /**
  * Every migration, in order. Migrations are code (Kysely's schema builder), so one list serves
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '0008_message_run_index': m0008,
   '0009_skill_change_notifications': m0009,
   '0010_job_claim_order': m0010,
+  '0011_partial_run_indexes': m0011,
 };
 
 export const migrationProvider: MigrationProvider = {
