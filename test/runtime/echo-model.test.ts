@@ -17,6 +17,19 @@ describe('builtin/echo through the AI SDK', () => {
     expect(usage.outputTokens).toBe(4);
   });
 
+  it('counts words split by any whitespace JavaScript knows, tool results included, as tokens', async () => {
+    const text = ' un\u00a0deux\u3000trois\u2028quatre\tcinq\u200a six\ufeffsept  ';
+    const expected = text.split(/\s+/).filter(Boolean).length;
+    expect(expected).toBe(7);
+    const result = await generateText({ model, system: 'sys tem', prompt: text });
+    expect(result.usage.inputTokens).toBe(2 + expected);
+    expect(result.usage.outputTokens).toBe(expected);
+    // A directive-free message that mentions a slash is still all text.
+    const slashed = await generateText({ model, prompt: 'either/or and / alone' });
+    expect(slashed.text).toBe('either/or and / alone');
+    expect(slashed.usage.inputTokens).toBe(4);
+  });
+
   it('calls a tool on /tool, then answers with its result', async () => {
     const result = await generateText({
       model,

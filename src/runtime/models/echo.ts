@@ -32,6 +32,11 @@ interface Directives {
 
 function parseDirectives(message: string): Directives {
   const out: Directives = { text: '', tools: [], delayMs: 0 };
+  // A directive is a line starting with '/': without any '/', the message is all text.
+  if (!message.includes('/')) {
+    out.text = message.trim();
+    return out;
+  }
   const textLines: string[] = [];
   for (const line of message.split('\n')) {
     const m = /^\/(tool|delay|fail)(?:\s+(.*))?$/.exec(line.trim());
@@ -56,16 +61,31 @@ function parseDirectives(message: string): Directives {
   return out;
 }
 
-const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
+/** JavaScript's `\s`: white space and line terminators. */
+function isSpace(c: number): boolean {
+  return c === 32 || (c >= 9 && c <= 13) || (c > 127 && (c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff));
+}
 
-function promptText(prompt: LanguageModelV3Prompt): string {
-  return prompt
-    .map((m) =>
-      typeof m.content === 'string'
-        ? m.content
-        : m.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool-result' ? JSON.stringify(p.output) : '')).join(' '),
-    )
-    .join(' ');
+/** Whitespace-separated words, counted without splitting: every run's prompt is counted. */
+function words(text: string): number {
+  let n = 0;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    const space = isSpace(text.charCodeAt(i));
+    if (!space && !inWord) n++;
+    inWord = !space;
+  }
+  return n;
+}
+
+/** The prompt's words: its messages' texts and tool results, as if joined with spaces. */
+function promptWords(prompt: LanguageModelV3Prompt): number {
+  let n = 0;
+  for (const m of prompt) {
+    if (typeof m.content === 'string') n += words(m.content);
+    else for (const p of m.content) n += p.type === 'text' ? words(p.text) : p.type === 'tool-result' ? words(JSON.stringify(p.output)) : 0;
+  }
+  return n;
 }
 
 function lastUserText(prompt: LanguageModelV3Prompt): string {
@@ -89,7 +109,7 @@ function plan(options: LanguageModelV3CallOptions): Plan {
   const prompt = options.prompt;
   const directives = parseDirectives(lastUserText(prompt));
   const last = prompt[prompt.length - 1];
-  const inputTokens = words(promptText(prompt));
+  const inputTokens = promptWords(prompt);
   const usage = (output: number): LanguageModelV3Usage => ({
     inputTokens: { total: inputTokens, noCache: inputTokens, cacheRead: 0, cacheWrite: 0 },
     outputTokens: { total: output, text: output, reasoning: 0 },
@@ -119,8 +139,8 @@ function plan(options: LanguageModelV3CallOptions): Plan {
   let text = directives.text || (directives.tools.length ? 'no tools are available to this run' : '');
   let finish: LanguageModelV3FinishReason = { unified: 'stop', raw: 'stop' };
   const cap = options.maxOutputTokens;
-  const tokens = text.split(/(\s+)/).filter(Boolean);
   if (cap !== undefined && words(text) > cap) {
+    const tokens = text.split(/(\s+)/).filter(Boolean);
     let kept = 0;
     const out: string[] = [];
     for (const t of tokens) {
