@@ -31,6 +31,8 @@ const AGENTS_TO_SEED = 100;
 /** Messages in each conversation of long-conversation before it is measured (issue 8). */
 const LONG_CONVERSATION_MESSAGES = 1000;
 const WARMUP_SECONDS = 2;
+/** Seconds of each short baseline sample taken before every scenario (after the usual warm-up). */
+const NEAR_BASELINE_SECONDS = 3;
 /**
  * Access tokens for the fresh-token scenarios, each a real exchange. They are presented in turn, each
  * request the next: with more of them than the server's verification caches hold (10,000 entries,
@@ -770,7 +772,7 @@ function machine() {
 }
 
 function table(rows, baselineMean) {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU% srv', 'gen', 'db', 'other', 'µs/req', 'ratio', 'target', 'met'];
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU% srv', 'gen', 'db', 'other', 'µs/req', 'ratio', 'near', 'target', 'met'];
   const lines = rows.map((r) => {
     const ratio = r.reqPerSec !== undefined && baselineMean ? r.reqPerSec / baselineMean : null;
     return [
@@ -786,6 +788,7 @@ function table(rows, baselineMean) {
       r.otherCpuPct ?? '-',
       r.serverUsPerRequest ?? '-',
       ratio === null || r.server === 'baseline' ? '-' : ratio.toFixed(2),
+      r.nearRatio == null ? '-' : r.nearRatio.toFixed(2),
       r.targetText ?? (r.target ? `>= ${r.target}` : '-'),
       r.met === true ? 'yes' : r.met === false ? 'NO' : '-',
     ].map(String);
@@ -874,12 +877,26 @@ async function main() {
       log(`${label ?? scenario.name}: ${r.summary ?? `${r.reqPerSec} req/s, p99 ${r.latencyMs.p99} ms, errors ${r.errors}`}`);
     };
     await runOne(BASELINE, 'baseline (start)');
-    for (const s of opts.scenarios) await runOne(s);
+    // The bare server again, briefly, just before each scenario: the machine's speed moves within a
+    // run (up to 20 % between the first and the last baseline), so each ratio is also given against
+    // the samples taken around it, `near`.
+    const samples = [];
+    for (const s of opts.scenarios) {
+      const b = await runScenario(BASELINE, ctx, { ...opts, duration: NEAR_BASELINE_SECONDS });
+      log(`baseline sample before ${s.name}: ${b.reqPerSec} req/s`);
+      samples.push(b.reqPerSec);
+      await runOne(s);
+    }
     await runOne(BASELINE, 'baseline (end)');
 
     const [b0, b1] = [rows[0], rows[rows.length - 1]];
+    samples.push(b1.reqPerSec);
     const baselineMean = round((b0.reqPerSec + b1.reqPerSec) / 2, 0);
     for (const r of rows) r.ratio = r.server === 'baseline' || r.reqPerSec === undefined ? null : round(r.reqPerSec / baselineMean, 3);
+    rows.slice(1, -1).forEach((r, i) => {
+      r.nearBaseline = { before: samples[i], after: samples[i + 1], mean: round((samples[i] + samples[i + 1]) / 2, 0) };
+      r.nearRatio = r.reqPerSec === undefined ? null : round(r.reqPerSec / r.nearBaseline.mean, 3);
+    });
     // A run() scenario decides `met` itself (its target is not a ratio); the others by their ratio.
     for (const r of rows) if (r.met === undefined) r.met = r.target && r.ratio !== null ? r.ratio >= r.target : null;
     mach.loadavgAtEnd = os.loadavg().map((n) => round(n, 2));
@@ -898,7 +915,7 @@ async function main() {
         agents: AGENTS_TO_SEED,
         taskWorkers: TASK_WORKERS,
       },
-      baseline: { start: b0.reqPerSec, end: b1.reqPerSec, mean: baselineMean, driftPct: round(((b1.reqPerSec - b0.reqPerSec) / b0.reqPerSec) * 100, 1) },
+      baseline: { start: b0.reqPerSec, end: b1.reqPerSec, mean: baselineMean, driftPct: round(((b1.reqPerSec - b0.reqPerSec) / b0.reqPerSec) * 100, 1), samplesBeforeEachScenario: samples.slice(0, -1) },
       scenarios: rows.map(({ server: _s, label, ...r }) => ({ ...r, name: label ?? r.name })),
     };
 
@@ -917,7 +934,8 @@ async function main() {
       'errors = non-2xx + socket errors; RSS = peak VmRSS of the measured server; p50/p99 in whole ms (0 = under 1 ms)',
       'CPU% (100 = one core busy): srv = measured server, gen = autocannon (this process), db = PostgreSQL backends of the bench database,',
       `other = the rest of the machine (${mach.cores} cores = ${mach.cores * 100}%), someone else's load; * = other above ${DISTURBED_PCT}%: disturbed, rerun`,
-      'µs/req = server CPU time per request (srv CPU / req/s); ratio = req/s / baseline mean',
+      'µs/req = server CPU time per request (srv CPU / req/s); ratio = req/s / baseline mean; near = req/s / the mean of the',
+      `  ${NEAR_BASELINE_SECONDS} s baseline samples taken just before and just after the scenario (met is decided by ratio)`,
     ].join('\n');
     process.stdout.write(`\n${out}\n`);
 
