@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Db } from '../../src/db/database.js';
+import type { Db } from '../../src/db/database.js';
 import { GroupCommit } from '../../src/db/group-commit.js';
-import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.js';
+import { dialect, openTestDb } from '../helpers/app.js';
 
 /**
  * Group commit (db/group-commit.ts), on a real database of either dialect: writes queued together
@@ -10,18 +10,15 @@ import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.j
  * and the others of its batch are written (run again alone).
  */
 describe('group commit', () => {
-  let database: TestDatabase;
+  let opened: Awaited<ReturnType<typeof openTestDb>>;
   let db: Db;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    db = openDatabase({ databaseUrl: database.env.DATABASE_URL || undefined, dataDir: database.env.DATA_DIR });
+    opened = await openTestDb({ migrate: false });
+    db = opened.db;
     await sql`create table scratch (name varchar(40) primary key)`.execute(db.kysely);
   });
-  afterAll(async () => {
-    await db?.close();
-    await database?.drop();
-  });
+  afterAll(() => opened?.close());
 
   const namesIn = async (executor: Db['kysely'], prefix: string) =>
     (await sql<{ name: string }>`select name from scratch where name like ${`${prefix}%`} order by name`.execute(executor)).rows.map((r) => r.name);

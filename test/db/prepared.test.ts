@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Db } from '../../src/db/database.js';
+import type { Db } from '../../src/db/database.js';
 import { insertPrepared, insertRows, placeholders, preparedStatementName, runPrepared } from '../../src/db/prepared.js';
-import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.js';
+import { dialect, openTestDb } from '../helpers/app.js';
 
 /**
  * Statements compiled once and run with new values (db/prepared.ts), on a real database of either
@@ -10,19 +10,16 @@ import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.j
  * once per key, and tell the change tracking of every write (cached reads depend on it).
  */
 describe('prepared statements', () => {
-  let database: TestDatabase;
+  let opened: Awaited<ReturnType<typeof openTestDb>>;
   let db: Db;
   const table = 'prepared_scratch' as never;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    db = openDatabase({ databaseUrl: database.env.DATABASE_URL || undefined, dataDir: database.env.DATA_DIR });
+    opened = await openTestDb({ migrate: false });
+    db = opened.db;
     await sql`create table prepared_scratch (id varchar(20) primary key, name text, n integer not null, note text)`.execute(db.kysely);
   });
-  afterAll(async () => {
-    await db?.close();
-    await database?.drop();
-  });
+  afterAll(() => opened?.close());
 
   const rows = async () => (await sql<{ id: string; name: string | null; n: number; note: string | null }>`select * from prepared_scratch order by id`.execute(db.kysely)).rows;
 

@@ -1,8 +1,8 @@
 import { type CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate, openDatabase, type Db } from '../../src/db/database.js';
+import type { Db } from '../../src/db/database.js';
 import { expiredRunsQuery, listTaskRuns } from '../../src/runs/store.js';
-import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.js';
+import { dialect, openTestDb } from '../helpers/app.js';
 
 /**
  * Two indexes of `runs` are partial (migration 0011): only running runs are in runs_running_lease,
@@ -10,18 +10,14 @@ import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.j
  * implies the index's, so these check, on each dialect, that the queries they exist for still use them.
  */
 describe('partial indexes of runs', () => {
-  let database: TestDatabase;
+  let opened: Awaited<ReturnType<typeof openTestDb>>;
   let db: Db;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    db = openDatabase({ databaseUrl: database.env.DATABASE_URL || undefined, dataDir: database.env.DATA_DIR });
-    await migrate(db);
+    opened = await openTestDb();
+    db = opened.db;
   });
-  afterAll(async () => {
-    await db?.close();
-    await database?.drop();
-  });
+  afterAll(() => opened?.close());
 
   /** The plan's text. PostgreSQL is told to avoid sequential scans: the test's tables are nearly empty. */
   async function plan(query: CompiledQuery): Promise<string> {

@@ -59,6 +59,20 @@ export interface RequestOptions {
   payload?: string | Buffer;
 }
 
+/** A test database opened (and, unless told not to, migrated) for one test file; `close` closes and drops it. */
+export async function openTestDb(options: { migrate?: boolean } = {}): Promise<{ db: Db; close(): Promise<void> }> {
+  const database = await createTestDatabase();
+  const db = openDatabase({ databaseUrl: database.env.DATABASE_URL || undefined, dataDir: database.env.DATA_DIR });
+  if (options.migrate !== false) await migrate(db);
+  return {
+    db,
+    close: async () => {
+      await db.close();
+      await database.drop();
+    },
+  };
+}
+
 export interface TestApp {
   app: FastifyInstance;
   db: Db;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate, openDatabase, type Db } from '../../src/db/database.js';
+import type { Db } from '../../src/db/database.js';
 import { RunEventHub, readStoredEvents, type RunEvent } from '../../src/runs/events.js';
 import * as store from '../../src/runs/store.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
+import { openTestDb } from '../helpers/app.js';
 
 const turn = () => new Promise<void>((r) => setImmediate(r));
 
@@ -13,19 +13,15 @@ const turn = () => new Promise<void>((r) => setImmediate(r));
  * dialects.
  */
 describe('a held run channel', () => {
-  let database: TestDatabase;
+  let opened: Awaited<ReturnType<typeof openTestDb>>;
   let db: Db;
   const announced: [string, number][] = [];
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    db = openDatabase({ databaseUrl: database.env.DATABASE_URL || undefined, dataDir: database.env.DATA_DIR });
-    await migrate(db);
+    opened = await openTestDb();
+    db = opened.db;
   });
-  afterAll(async () => {
-    await db?.close();
-    await database?.drop();
-  });
+  afterAll(() => opened?.close());
 
   const stored = (runId: string) => readStoredEvents(db, runId, 0);
 
