@@ -234,13 +234,15 @@ export const idleStreams = {
     await sleep(1000);
     const rssAfter = rssMb();
     const { openSeconds, rssHeld } = measured.value;
-    const perStreamKb = rssBefore !== null && rssHeld !== null && opened ? round(((rssHeld - rssBefore) * 1024) / opened, 1) : null;
+    // RSS before includes the earlier scenarios' garbage: a collection during the hold can free more
+    // than the streams take, and then there is no per-stream figure to give.
+    const perStreamKb = rssBefore !== null && rssHeld !== null && opened && rssHeld >= rssBefore ? round(((rssHeld - rssBefore) * 1024) / opened, 1) : null;
     return {
       ...measured,
       errors: failed,
       metrics: { streams: IDLE_STREAMS, opened, failed, openSeconds: round(openSeconds, 2), rssBeforeMb: rssBefore, rssHeldMb: rssHeld, rssPeakMb: measured.rssPeakMb, rssAfterMb: rssAfter, perStreamKb, lastError },
       met: opened === IDLE_STREAMS && measured.rssPeakMb <= 1024,
-      summary: `${opened} of ${IDLE_STREAMS} streams open in ${round(openSeconds, 1)} s (${failed} failed${lastError ? `, last: ${lastError}` : ''}); RSS ${rssBefore} MB before, ${rssHeld} MB held, peak ${measured.rssPeakMb} MB, ${rssAfter} MB after closing; ~${perStreamKb} KB per stream`,
+      summary: `${opened} of ${IDLE_STREAMS} streams open in ${round(openSeconds, 1)} s (${failed} failed${lastError ? `, last: ${lastError}` : ''}); RSS ${rssBefore} MB before, ${rssHeld} MB held, peak ${measured.rssPeakMb} MB, ${rssAfter} MB after closing; ${perStreamKb === null ? 'no per-stream figure (RSS fell during the hold)' : `~${perStreamKb} KB per stream`}`,
     };
   },
 };
