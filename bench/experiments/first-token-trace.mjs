@@ -1,0 +1,155 @@
+// DIAGNOSTIC, not loaded by the server unless asked: a timeline of what the server's event loop did
+// around each streamed run's first token, to see what the slowest first tokens waited for. It wraps,
+// from outside, the points that matter (no server code changes):
+//   - a request's arrival (the HTTP server's `request` event) and the first `token` event written to
+//     its response: the server's own share of the client's time to the first token;
+//   - each group-committed batch (db/group-commit.ts: starts and ends; size and time to commit);
+//   - each write of the run event hub (runs/events.ts: how many runs' events, time to publish);
+//   - every SQLite statement slower than 0.4 ms (better-sqlite3), by its first words;
+//   - garbage collections (PerformanceObserver).
+// Every 4 s it appends to .bench-data/first-token-trace.txt (or $FIRST_TOKEN_TRACE_FILE): the server's
+// first-token p50/p99/max over the streams of those seconds, what each kind of work cost, the slow
+// statements' durations, and the timelines of the three slowest streams.
+//
+//   npm run bench -- --only sse-stream --no-write --server-node-arg=--import=./bench/experiments/first-token-trace.mjs
+//
+// It costs a little on every request and statement: its figures explain the tail, they are not the
+// benchmark's. (docs/benchmarks.md, eighth round, reads one.)
+import fs from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { PerformanceObserver, performance } from 'node:perf_hooks';
+import { GroupCommit } from '../../dist/db/group-commit.js';
+import { RunEventHub } from '../../dist/runs/events.js';
+
+const OUT = process.env.FIRST_TOKEN_TRACE_FILE ?? path.resolve(import.meta.dirname, '../../.bench-data/first-token-trace.txt');
+const SLOW_STATEMENT_MS = 0.4;
+const now = () => performance.now();
+
+/** [at ms, what, duration ms] */
+let log = [];
+/** [arrival, firstToken] per stream */
+let streams = [];
+const mark = (what, at, duration = 0) => log.push([at, what, duration]);
+
+// Requests and their first token.
+const emit = http.Server.prototype.emit;
+http.Server.prototype.emit = function (event, req, res) {
+  if (event === 'request') {
+    res.traceArrival = now();
+    mark('request', res.traceArrival);
+  }
+  return emit.apply(this, arguments);
+};
+const write = http.ServerResponse.prototype.write;
+http.ServerResponse.prototype.write = function (chunk) {
+  if (this.traceArrival !== undefined && !this.traceFirstToken && typeof chunk === 'string' && chunk.includes('\nevent: token\n')) {
+    this.traceFirstToken = now();
+    streams.push([this.traceArrival, this.traceFirstToken]);
+    mark('first token', this.traceFirstToken);
+  }
+  return write.apply(this, arguments);
+};
+
+// Group-committed batches (starts take up to 64 writes, ends 8: told apart by their limit).
+const writeBatch = GroupCommit.prototype.writeBatch;
+GroupCommit.prototype.writeBatch = async function () {
+  const t0 = now();
+  const size = Math.min(this.queue.length, this.options.maxBatch);
+  try {
+    return await writeBatch.call(this);
+  } finally {
+    mark(`${this.options.maxBatch >= 64 ? 'starts' : 'ends'} batch of ${size}`, t0, now() - t0);
+  }
+};
+
+// The event hub's writes.
+const hubWrite = RunEventHub.prototype.write;
+RunEventHub.prototype.write = async function (batch) {
+  const t0 = now();
+  try {
+    return await hubWrite.call(this, batch);
+  } finally {
+    mark(`events of ${batch.length} runs`, t0, now() - t0);
+  }
+};
+
+// Slow SQLite statements: every statement the server prepares is wrapped where it is created.
+const Database = createRequire(import.meta.url)('better-sqlite3');
+const prepare = Database.prototype.prepare;
+Database.prototype.prepare = function (source) {
+  const stmt = prepare.call(this, source);
+  const label = `sql ${source.slice(0, 32).replace(/\s+/g, ' ')}`;
+  for (const method of ['run', 'all', 'get']) {
+    const original = stmt[method];
+    stmt[method] = function () {
+      const t0 = now();
+      try {
+        return original.apply(this, arguments);
+      } finally {
+        const d = now() - t0;
+        if (d > SLOW_STATEMENT_MS) mark(label, t0, d);
+      }
+    };
+  }
+  return stmt;
+};
+
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) mark(`gc ${e.detail?.kind === 1 ? 'scavenge' : e.detail?.kind}`, e.startTime, e.duration);
+}).observe({ entryTypes: ['gc'] });
+
+fs.mkdirSync(path.dirname(OUT), { recursive: true });
+/** The previous window's events: a stream that began in it is shown whole. */
+let previous = [];
+setInterval(() => {
+  const taken = streams;
+  const current = log.sort((a, b) => a[0] - b[0]);
+  const events = [...previous, ...current];
+  previous = current;
+  streams = [];
+  log = [];
+  if (!taken.length) return;
+  const latencies = taken.map(([a, f]) => f - a).sort((a, b) => a - b);
+  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))].toFixed(2);
+  let out = `--- ${new Date().toISOString()}: ${taken.length} streams; server's first token p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${at(1)} ms\n`;
+  const kinds = new Map();
+  for (const [, what, d] of current) {
+    const kind = what.startsWith('sql') ? 'slow sql' : what.replace(/ of \d+.*/, '').replace(/ batch$/, ' batches');
+    const k = kinds.get(kind) ?? { n: 0, ms: 0 };
+    k.n++;
+    k.ms += d;
+    kinds.set(kind, k);
+  }
+  out += `work: ${[...kinds].filter(([k]) => k !== 'request' && k !== 'first token').map(([k, { n, ms }]) => `${k} ${n} (${ms.toFixed(0)} ms)`).join('; ')}\n`;
+  const slowSql = current.filter(([, w]) => w.startsWith('sql')).map(([, , d]) => d.toFixed(1));
+  out += `slow statements (ms): ${slowSql.join(' ')}\n`;
+  for (const [arrival, first] of [...taken].sort((a, b) => b[1] - b[0] - (a[1] - a[0])).slice(0, 3)) {
+    out += `slow stream: first token after ${(first - arrival).toFixed(2)} ms\n`;
+    // Runs of requests and first tokens are folded into one line each.
+    let run = null;
+    const flush = () => {
+      if (run) out += `  +${run.from.toFixed(2)}..${run.to.toFixed(2)} ${run.what} x${run.n}\n`;
+      run = null;
+    };
+    for (const [t, what, d] of events) {
+      if (t < arrival - 1 || t > first) continue;
+      const rel = t - arrival;
+      if (what === 'request' || what === 'first token') {
+        if (run?.what === what) {
+          run.n++;
+          run.to = rel;
+        } else {
+          flush();
+          run = { what, n: 1, from: rel, to: rel };
+        }
+        continue;
+      }
+      flush();
+      out += `  +${rel.toFixed(2)} ${what} (${d.toFixed(2)} ms)\n`;
+    }
+    flush();
+  }
+  fs.appendFileSync(OUT, out);
+}, 4000).unref();
