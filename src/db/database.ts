@@ -18,6 +18,11 @@ export interface Db {
   location: string;
   /** When cached reads are stale (db/changes.ts). */
   changes: ChangeFeed;
+  /**
+   * SQLite: while the checkpointer holds writers back (db/checkpointer.ts), a promise that settles when
+   * writes may go ahead; undefined otherwise, and always on PostgreSQL. Awaited by the hot writers.
+   */
+  writesPaused?: () => Promise<void> | undefined;
   close(): Promise<void>;
 }
 
@@ -68,6 +73,7 @@ export function openDatabase(options: DbOptions): Db {
     dialect: 'sqlite',
     location: file,
     changes,
+    writesPaused: checkpointer.writesPaused,
     close: async () => {
       await checkpointer.stop();
       await kysely.destroy();

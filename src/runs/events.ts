@@ -282,6 +282,8 @@ export class RunEventHub {
 
   private async write(batch: [RunChannel, RunEvent[]][]): Promise<void> {
     const rows = batch.flatMap(([channel, events]) => eventRows(channel.runId, events));
+    const paused = this.db.writesPaused?.();
+    if (paused) await paused;
     try {
       await store.insertEvents(this.db.kysely, rows);
     } catch (err) {

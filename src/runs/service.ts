@@ -224,10 +224,11 @@ export class RunsService {
     const notices = new NewEventNotices((runs) => this.bus.publish('run.events', { runs }));
     this.events = new RunEventHub(db, (err) => this.log.error({ err }, 'run event write failed'), (runId, seq) => notices.add(runId, seq));
     const concurrency = db.dialect === 'postgres' ? POSTGRES_BATCHES_AT_ONCE : 1;
-    this.starts = new GroupCommit(db.kysely, { maxBatch: STARTS_PER_COMMIT, concurrency });
+    this.starts = new GroupCommit(db.kysely, { maxBatch: STARTS_PER_COMMIT, concurrency, writesPaused: db.writesPaused });
     this.ends = new GroupCommit(db.kysely, {
       maxBatch: ENDS_PER_COMMIT,
       concurrency,
+      writesPaused: db.writesPaused,
       // The streams' tokens go out before a batch of ends is written, not behind it: written, then
       // a turn of the event loop so they leave the sockets (SSE writes are corked per tick).
       beforeBatch: async () => {

@@ -1,8 +1,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
+import { startCheckpointer } from '../../src/db/checkpointer.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { dialect } from '../helpers/app.js';
 
@@ -46,5 +48,55 @@ describe.skipIf(dialect !== 'sqlite')('WAL checkpoints off the event loop', () =
     expect(Math.max(...walSizes)).toBeLessThan(written / 2);
     const rows = await sql<{ n: number }>`select count(*) as n from scratch`.execute(db.kysely);
     expect(Number(rows.rows[0].n)).toBe(1500);
+  });
+});
+
+/**
+ * A RESTART checkpoint holds SQLite's write lock for milliseconds; the worker raises a flag for its
+ * duration (db/checkpointer.ts) so the server's writers wait for `writesPaused()` instead of meeting
+ * the lock and sleeping in the busy handler with the event loop. Here the worker checkpoints every 5
+ * ms and rewinds the WAL past 8 pages, while the test writes as the server's writers do: waiting
+ * whenever `writesPaused()` gives it something to wait for.
+ */
+describe.skipIf(dialect !== 'sqlite')('writers held back during a RESTART checkpoint', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-checkpoint-gate-'));
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('tells writers to wait while the WAL is rewound, and lets them go on afterwards', async () => {
+    const file = path.join(dir, 'gate.sqlite');
+    const sqlite = new SQLite(file);
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('busy_timeout = 5000');
+    sqlite.exec('create table scratch (id integer primary key, payload blob not null)');
+    const insert = sqlite.prepare('insert into scratch (payload) values (?)');
+    const checkpointer = startCheckpointer(file, { intervalMs: 5, restartPages: 8 });
+    const payload = Buffer.alloc(8192, 3);
+    let writes = 0;
+    let pauses = 0;
+    try {
+      // Until the flag has been seen up a few times (each time waited out), or 10 s.
+      for (const end = Date.now() + 10_000; pauses < 3 && Date.now() < end; ) {
+        const paused = checkpointer.writesPaused();
+        if (paused) {
+          pauses++;
+          await paused;
+          // Settled: the RESTART is over and the flag is down until the next one.
+          expect(checkpointer.writesPaused()).toBeUndefined();
+        }
+        insert.run(payload);
+        writes++;
+        // A turn of the event loop, as between the server's batches: the worker's messages come in.
+        await new Promise((r) => setImmediate(r));
+      }
+    } finally {
+      await checkpointer.stop();
+    }
+    expect(pauses).toBeGreaterThanOrEqual(3);
+    // Nothing was lost to the waits, and the WAL was rewound along the way.
+    expect((sqlite.prepare('select count(*) as n from scratch').get() as { n: number }).n).toBe(writes);
+    expect(fs.statSync(`${file}-wal`).size).toBeLessThan(writes * payload.length);
+    // Once stopped, nothing holds writers back.
+    expect(checkpointer.writesPaused()).toBeUndefined();
+    sqlite.close();
   });
 });

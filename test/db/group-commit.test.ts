@@ -91,6 +91,35 @@ describe('group commit', () => {
     expect((await names()).filter((n) => n.startsWith('c') || n.startsWith('before'))).toEqual(['before-1', 'before-2', 'c1', 'c2', 'c3']);
   });
 
+  it('holds a batch back while writesPaused gives it something to wait for, and writes it once that settles', async () => {
+    const runs = new Map<string, number>();
+    let release!: () => void;
+    let paused: Promise<void> | undefined = new Promise<void>((r) => (release = r));
+    let asked = 0;
+    const writer = new GroupCommit(db.kysely, {
+      maxBatch: 8,
+      writesPaused: () => {
+        asked++;
+        return paused;
+      },
+    });
+    let committed = false;
+    const written = writer.write(insert('p1', runs)).then((v) => ((committed = true), v));
+    // Several turns of the event loop: the batch is waiting, nothing has run or been written.
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(asked).toBe(1);
+    expect(committed).toBe(false);
+    expect(runs.size).toBe(0);
+    expect(await namesIn(db.kysely, 'p')).toEqual([]);
+    paused = undefined;
+    release();
+    expect(await written).toBe('P1');
+    expect(await namesIn(db.kysely, 'p')).toEqual(['p1']);
+    // The next batch finds nothing to wait for and goes straight on.
+    expect(await writer.write(insert('p2', runs))).toBe('P2');
+    expect(asked).toBe(2);
+  });
+
   it('inserts the rows writes hand to `later` at the end of their batch, one INSERT per table and shape', async () => {
     const runs = new Map<string, number>();
     // Counts the statements executed (a template's first compile is seen by transformQuery too,

@@ -90,3 +90,38 @@ describe('a held run channel', () => {
     expect(held.events).toEqual([{ seq: 1, event: 'token', data: { text: 'one' } }]);
   });
 });
+
+/**
+ * While the SQLite checkpointer holds writers back (Db.writesPaused, db/checkpointer.ts), the hub waits
+ * for it before writing events, and publishes nothing meanwhile: a listener still only ever sees
+ * stored events.
+ */
+describe('the event hub while writes are held back', () => {
+  let opened: Awaited<ReturnType<typeof openTestDb>>;
+  beforeAll(async () => {
+    opened = await openTestDb();
+  });
+  afterAll(() => opened?.close());
+
+  it('writes and publishes once the pause is over', async () => {
+    let release!: () => void;
+    let paused: Promise<void> | undefined = new Promise<void>((r) => (release = r));
+    const db: Db = { ...opened.db, writesPaused: () => paused };
+    const hub = new RunEventHub(db, (err) => {
+      throw err;
+    });
+    const channel = hub.open('paused-run', 't1');
+    const seen: (RunEvent | null)[] = [];
+    channel.follow(0, (e) => seen.push(e));
+    channel.emit('token', { text: 'hello' });
+    for (let i = 0; i < 5; i++) await turn();
+    expect(seen).toEqual([]);
+    expect(await readStoredEvents(db, 'paused-run', 0)).toEqual([]);
+    paused = undefined;
+    release();
+    await channel.flushed();
+    const expected = [{ seq: 1, event: 'token', data: { text: 'hello' } }];
+    expect(seen).toEqual(expected);
+    expect(await readStoredEvents(db, 'paused-run', 0)).toEqual(expected);
+  });
+});
