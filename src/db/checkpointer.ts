@@ -112,7 +112,9 @@ export function startCheckpointer(file: string, { intervalMs = 250, restartPages
       }),
     writesPaused() {
       if (Atomics.load(paused, 0) === 0) return undefined;
-      // 'resumed' is posted after the flag is cleared, so it arrives after this promise exists.
+      // 'resumed' is posted after the flag is cleared, so it arrives after this promise exists. (One
+      // from the previous checkpoint still queued could settle it early: that write then meets the
+      // lock and waits in the busy handler, as every write did before.)
       if (!resumed) {
         let resolve!: () => void;
         const promise = new Promise<void>((r) => (resolve = r));
