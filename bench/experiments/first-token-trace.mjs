@@ -25,6 +25,8 @@ import { RunEventHub } from '../../dist/runs/events.js';
 
 const OUT = process.env.FIRST_TOKEN_TRACE_FILE ?? path.resolve(import.meta.dirname, '../../.bench-data/first-token-trace.txt');
 const SLOW_STATEMENT_MS = 0.4;
+/** How far before a slow stream's arrival its timeline starts (ms). */
+const BEFORE_MS = Number(process.env.FIRST_TOKEN_TRACE_BEFORE_MS ?? 1);
 const now = () => performance.now();
 
 /** [at ms, what, duration ms] */
@@ -44,10 +46,13 @@ http.Server.prototype.emit = function (event, req, res) {
 };
 const write = http.ServerResponse.prototype.write;
 http.ServerResponse.prototype.write = function (chunk) {
-  if (this.traceArrival !== undefined && !this.traceFirstToken && typeof chunk === 'string' && chunk.includes('\nevent: token\n')) {
-    this.traceFirstToken = now();
-    streams.push([this.traceArrival, this.traceFirstToken]);
-    mark('first token', this.traceFirstToken);
+  if (this.traceArrival !== undefined && typeof chunk === 'string') {
+    if (!this.traceFirstToken && chunk.includes('\nevent: token\n')) {
+      this.traceFirstToken = now();
+      streams.push([this.traceArrival, this.traceFirstToken]);
+      mark('first token', this.traceFirstToken);
+    }
+    if (chunk.includes('\nevent: done\n')) mark('done', now());
   }
   return write.apply(this, arguments);
 };
@@ -122,7 +127,7 @@ setInterval(() => {
     k.ms += d;
     kinds.set(kind, k);
   }
-  out += `work: ${[...kinds].filter(([k]) => k !== 'request' && k !== 'first token').map(([k, { n, ms }]) => `${k} ${n} (${ms.toFixed(0)} ms)`).join('; ')}\n`;
+  out += `work: ${[...kinds].filter(([k]) => k !== 'request' && k !== 'first token' && k !== 'done').map(([k, { n, ms }]) => `${k} ${n} (${ms.toFixed(0)} ms)`).join('; ')}\n`;
   const slowSql = current.filter(([, w]) => w.startsWith('sql')).map(([, , d]) => d.toFixed(1));
   out += `slow statements (ms): ${slowSql.join(' ')}\n`;
   for (const [arrival, first] of [...taken].sort((a, b) => b[1] - b[0] - (a[1] - a[0])).slice(0, 3)) {
@@ -134,9 +139,9 @@ setInterval(() => {
       run = null;
     };
     for (const [t, what, d] of events) {
-      if (t < arrival - 1 || t > first) continue;
+      if (t < arrival - BEFORE_MS || t > first) continue;
       const rel = t - arrival;
-      if (what === 'request' || what === 'first token') {
+      if (what === 'request' || what === 'first token' || what === 'done') {
         if (run?.what === what) {
           run.n++;
           run.to = rel;

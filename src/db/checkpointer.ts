@@ -12,8 +12,13 @@ import { Worker } from 'node:worker_threads';
  * it, steady writes grew the WAL by 14 MB/s. The server's connection keeps a much higher automatic
  * threshold only as a fallback should the worker stop.
  *
- * A RESTART holds the write lock for 3-13 ms under load (the frames written during the passive pass,
- * and two fsyncs). A server write meeting it would sleep in SQLite's busy handler (1, then 2, then 5
+ * A RESTART holds the write lock while it copies the frames written since the passive pass began:
+ * after a pass of 15-25 ms under load, 200-400 frames and 3-6 ms. So before it the worker runs more
+ * passive passes, each copying what was written during the one before, until one finds at most
+ * CATCH_UP_FRAMES new (at most CATCH_UP_PASSES): the RESTART is then left a few frames, 0.1-0.2 ms
+ * (p90 2.5 ms, against 6; docs/benchmarks.md, ninth round).
+ *
+ * A server write meeting the RESTART would sleep in SQLite's busy handler (1, then 2, then 5
  * ms: statements of 3.3 and 8.4 ms, the whole event loop asleep). So the worker raises a shared flag
  * for its duration, and the server's hot writers (group commits, the run event hub) wait for
  * `writesPaused()` asynchronously instead, while the event loop goes on serving reads and requests. A
@@ -22,6 +27,11 @@ import { Worker } from 'node:worker_threads';
 
 /** WAL pages (4 KiB) past which the worker's checkpoint waits for writers to finish the job. */
 const RESTART_PAGES = 2_000;
+
+/** A passive pass that found at most this many new frames leaves the RESTART little to copy. */
+const CATCH_UP_FRAMES = 64;
+/** Passive passes at most before a RESTART, after the first. */
+const CATCH_UP_PASSES = 4;
 
 /** Pages after which a commit on the main connection checkpoints by itself: the fallback. */
 export const FALLBACK_AUTOCHECKPOINT_PAGES = 20_000;
@@ -36,12 +46,20 @@ db.pragma('synchronous = NORMAL');
 const paused = new Int32Array(workerData.paused);
 const checkpoint = () => {
   try {
-    const [r] = db.pragma('wal_checkpoint(PASSIVE)');
+    let [r] = db.pragma('wal_checkpoint(PASSIVE)');
     // Under steady writes a passive checkpoint never catches up with the end of the WAL, and the WAL
-    // is rewound only after one did: past restartPages, writers wait for the (short) rest. The
-    // server's writers are told first and hold their writes until told again, rather than meeting the
-    // lock and sleeping in SQLite's busy handler (1 ms, then 2, then 5...) with the whole event loop.
+    // is rewound only after one did: past restartPages, writers wait for the rest. The rest is first
+    // made short: each further pass copies the frames written during the one before (r.log is the end
+    // of the WAL as a pass began).
     if (r && r.log > workerData.restartPages) {
+      for (let i = 0; i < workerData.catchUpPasses; i++) {
+        const before = r.log;
+        [r] = db.pragma('wal_checkpoint(PASSIVE)');
+        if (r.log - before <= workerData.catchUpFrames) break;
+      }
+      // The server's writers are told first and hold their writes until told again, rather than
+      // meeting the lock and sleeping in SQLite's busy handler (1 ms, then 2, then 5...) with the
+      // whole event loop.
       Atomics.store(paused, 0, 1);
       try {
         db.pragma('wal_checkpoint(RESTART)');
@@ -81,7 +99,15 @@ export function startCheckpointer(file: string, { intervalMs = 250, restartPages
   const paused = new Int32Array(new SharedArrayBuffer(4));
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { file, intervalMs, restartPages, paused: paused.buffer, module: createRequire(import.meta.url).resolve('better-sqlite3') },
+    workerData: {
+      file,
+      intervalMs,
+      restartPages,
+      catchUpFrames: CATCH_UP_FRAMES,
+      catchUpPasses: CATCH_UP_PASSES,
+      paused: paused.buffer,
+      module: createRequire(import.meta.url).resolve('better-sqlite3'),
+    },
   });
   let resumed: { promise: Promise<void>; resolve: () => void } | null = null;
   worker.on('message', (message) => {
