@@ -1,5 +1,5 @@
 // The machine's own limit: a bare Fastify server answering one fixed JSON body, no logger, no
-// hooks, no database. `bench/run.js` starts it as a child process next to the real server and
+// hooks, no database (and, for the streaming scenario, one fixed-form SSE answer: POST /stream). `bench/run.js` starts it as a child process next to the real server and
 // divides every scenario's requests/s by this one's, measured in the same run.
 //
 //   PORT=3000 node bench/baseline.js
@@ -13,6 +13,19 @@ const BODY = { status: 'ok', service: 'baseline', items: [1, 2, 3] };
 const BURN_NS = BigInt(Math.round(Number(process.env.BURN_US ?? 0) * 1000));
 
 const app = Fastify({ logger: false });
+
+// The same with a stream: POST /stream answers the message back as Server-Sent Events in the form
+// Agentry streams an echo run (a token per word, then done), all in one write. The machine's own
+// limit for the sse-stream scenario, driven by the same client (bench/scenarios.js).
+app.post('/stream', (req, reply) => {
+  const words = String(req.body?.message ?? '').split(/(?<=\s)/);
+  let out = '';
+  words.forEach((text, i) => (out += `id: ${i + 1}\nevent: token\ndata: ${JSON.stringify({ text })}\n\n`));
+  out += `id: ${words.length + 1}\nevent: done\ndata: ${JSON.stringify({ conversationId: 'bare', runId: 'bare', cost: 0, tokenUsage: { inputTokens: words.length, outputTokens: words.length } })}\n\n`;
+  reply.hijack();
+  reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' });
+  reply.raw.end(out);
+});
 app.get(
   '/',
   BURN_NS > 0n

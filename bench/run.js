@@ -774,7 +774,8 @@ function machine() {
 function table(rows, baselineMean) {
   const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU% srv', 'gen', 'db', 'other', 'µs/req', 'ratio', 'near', 'target', 'met'];
   const lines = rows.map((r) => {
-    const ratio = r.reqPerSec !== undefined && baselineMean ? r.reqPerSec / baselineMean : null;
+    const base = r.ratioTo ?? baselineMean;
+    const ratio = r.reqPerSec !== undefined && base ? r.reqPerSec / base : null;
     return [
       `${r.label ?? r.name}${r.disturbed ? ' *' : ''}`,
       r.reqPerSec ?? '-',
@@ -892,10 +893,11 @@ async function main() {
     const [b0, b1] = [rows[0], rows[rows.length - 1]];
     samples.push(b1.reqPerSec);
     const baselineMean = round((b0.reqPerSec + b1.reqPerSec) / 2, 0);
-    for (const r of rows) r.ratio = r.server === 'baseline' || r.reqPerSec === undefined ? null : round(r.reqPerSec / baselineMean, 3);
+    // A scenario measuring its own bare counterpart (sse-stream) is compared with that (`ratioTo`).
+    for (const r of rows) r.ratio = r.server === 'baseline' || r.reqPerSec === undefined ? null : round(r.reqPerSec / (r.ratioTo ?? baselineMean), 3);
     rows.slice(1, -1).forEach((r, i) => {
       r.nearBaseline = { before: samples[i], after: samples[i + 1], mean: round((samples[i] + samples[i + 1]) / 2, 0) };
-      r.nearRatio = r.reqPerSec === undefined ? null : round(r.reqPerSec / r.nearBaseline.mean, 3);
+      r.nearRatio = r.reqPerSec === undefined || r.ratioTo ? null : round(r.reqPerSec / r.nearBaseline.mean, 3);
     });
     // A run() scenario decides `met` itself (its target is not a ratio); the others by their ratio.
     for (const r of rows) if (r.met === undefined) r.met = r.target && r.ratio !== null ? r.ratio >= r.target : null;
@@ -936,6 +938,7 @@ async function main() {
       `other = the rest of the machine (${mach.cores} cores = ${mach.cores * 100}%), someone else's load; * = other above ${DISTURBED_PCT}%: disturbed, rerun`,
       'µs/req = server CPU time per request (srv CPU / req/s); ratio = req/s / baseline mean; near = req/s / the mean of the',
       `  ${NEAR_BASELINE_SECONDS} s baseline samples taken just before and just after the scenario (met is decided by ratio)`,
+      'sse-stream: ratio = streams/s / the bare server\'s streams/s with the same clients (its figures are in the summary line)',
     ].join('\n');
     process.stdout.write(`\n${out}\n`);
 

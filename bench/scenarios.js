@@ -58,7 +58,8 @@ const STREAM_MESSAGE = 'Hello, where is my order 4711? It was due yesterday.';
 /**
  * `sse-stream`: `connections` clients, each opening POST /agents/:id/stream again as soon as the
  * previous stream ended, for `duration` seconds after a 2 s warm-up. Per stream: ms from sending the
- * request to the first `token` event, and to `done`.
+ * request to the first `token` event, and to `done`. Then the same clients against the bare server's
+ * fixed SSE answer: the machine's own limit for this scenario.
  */
 export const sseStream = {
   name: 'sse-stream',
@@ -67,16 +68,16 @@ export const sseStream = {
   targetText: 'first token p99 <= 5 ms',
   async run(ctx, m) {
     const { connections, duration, warmup } = m.opts;
-    const url = `${ctx.server.url}/api/v1/agents/${ctx.agentIds[0]}/stream`;
     const body = JSON.stringify({ message: STREAM_MESSAGE });
-    const headers = { authorization: `Bearer ${ctx.apiKey}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+    const json = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+    const agentry = { url: `${ctx.server.url}/api/v1/agents/${ctx.agentIds[0]}/stream`, headers: { authorization: `Bearer ${ctx.apiKey}`, ...json } };
     const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
 
     /**
      * `count` clients opening streams back to back for `seconds`; `record(first, done, startedAt)` is
      * called for each completed stream with the time it was opened.
      */
-    async function clients(seconds, record, count = connections) {
+    async function clients(seconds, record, count = connections, { url, headers } = agentry) {
       const end = Date.now() + seconds * 1000;
       let errors = 0;
       let lastError = null;
@@ -132,8 +133,21 @@ export const sseStream = {
     // queueing that 50 clients opening streams back to back cause (reported, not the target's figure).
     const aloneFirst = [];
     await clients(Math.min(3, duration), (f) => aloneFirst.push(f), 1);
+    // The machine's own limit, as the bare server is for the other scenarios: the same clients for
+    // as long against the bare Fastify server's fixed SSE answer (bench/baseline.js POST /stream).
+    const bareFirst = [];
+    let bareWindowStart = Infinity;
+    const bareRunning = clients(warmup + duration, (f, _d, startedAt) => startedAt >= bareWindowStart && bareFirst.push(f), connections, {
+      url: `${ctx.baseline.url}/stream`,
+      headers: json,
+    });
+    await new Promise((r) => setTimeout(r, warmup * 1000));
+    bareWindowStart = Date.now();
+    const bareErrors = (await bareRunning).errors;
+    const bareSeconds = (Date.now() - bareWindowStart) / 1000;
     agent.destroy();
     const alone = percentiles(aloneFirst);
+    const bare = { ...percentiles(bareFirst), streamsPerSec: round(bareFirst.length / bareSeconds, 0), errors: bareErrors };
     const streams = firstToken.length;
     const first = percentiles(firstToken);
     const doneP = percentiles(toDone);
@@ -145,9 +159,11 @@ export const sseStream = {
       serverUsPerRequest: measured.serverCpuPct === null || !perSecond ? null : round((measured.serverCpuPct / 100 / perSecond) * 1e6, 0),
       latencyMs: { p50: first.p50, p99: first.p99, max: first.max },
       errors: measured.value.errors,
-      metrics: { streams, streamsPerSec: perSecond, firstTokenMs: first, doneMs: doneP, oneClientFirstTokenMs: alone, lastError: measured.value.lastError },
+      metrics: { streams, streamsPerSec: perSecond, firstTokenMs: first, doneMs: doneP, oneClientFirstTokenMs: alone, bareServer: bare, lastError: measured.value.lastError },
+      // Against the bare server's streams (not its GET requests, as the other scenarios): bench/run.js.
+      ratioTo: bare.streamsPerSec || null,
       met: first.p99 === null ? false : first.p99 <= 5,
-      summary: `${streams} streams (${perSecond}/s); first token p50 ${first.p50} ms, p99 ${first.p99} ms, max ${first.max} ms; done p50 ${doneP.p50} ms, p99 ${doneP.p99} ms; errors ${measured.value.errors}${measured.value.lastError ? ` (last: ${measured.value.lastError})` : ''}; one client alone: first token p50 ${alone.p50} ms, p99 ${alone.p99} ms`,
+      summary: `${streams} streams (${perSecond}/s); first token p50 ${first.p50} ms, p99 ${first.p99} ms, max ${first.max} ms; done p50 ${doneP.p50} ms, p99 ${doneP.p99} ms; errors ${measured.value.errors}${measured.value.lastError ? ` (last: ${measured.value.lastError})` : ''}; one client alone: first token p50 ${alone.p50} ms, p99 ${alone.p99} ms; the bare Fastify server, same clients: ${bare.streamsPerSec} streams/s, first token p50 ${bare.p50} ms, p99 ${bare.p99} ms, errors ${bare.errors}`,
     };
   },
 };
