@@ -53,6 +53,8 @@ const DISTURBED_PCT = 25;
 // A scenario is { name, target, targetText?, description, setup?(ctx, opts),
 //                 request(ctx) | requests(ctx) | run(ctx, m) }:
 //   target       minimum ratio of its requests/s to the baseline's (issue 8), or null;
+//   targetPostgres the same on PostgreSQL, where issue 8 sets only execute's (without it, no target
+//                there, and a run() scenario's `met` is not reported);
 //   targetText   run() scenarios: their target in words (e.g. 'first token p99 <= 5 ms'), shown in
 //                the table; whether it is met is the `met` the scenario returns;
 //   setup(ctx, opts) optional: create what the scenario needs through the HTTP API (ctx.api);
@@ -72,7 +74,7 @@ const json = { 'content-type': 'application/json' };
  * @typedef {{ method?: string, path: string, headers?: Record<string, string>, body?: string }} Request
  * @typedef {{ measure: (fn: () => Promise<any>) => Promise<object>, opts: object }} Measurer
  * @typedef {{ metrics: object, errors: number, met: boolean | null, summary: string }} RunOutcome
- * @typedef {{ name: string, description: string, target: number | null, targetText?: string, server?: 'baseline',
+ * @typedef {{ name: string, description: string, target: number | null, targetPostgres?: number, targetText?: string, server?: 'baseline',
  *   setup?: (ctx: object, opts: object) => Promise<void>, request?: (ctx: object) => Request,
  *   requests?: (ctx: object) => Request[], run?: (ctx: object, m: Measurer) => Promise<RunOutcome & object> }} Scenario
  * @type {Scenario[]}
@@ -95,6 +97,7 @@ const SCENARIOS = [
     name: 'execute',
     description: 'POST /api/v1/agents/:id/execute, builtin/echo, a new conversation each time (run, messages, events persisted)',
     target: 0.1,
+    targetPostgres: 0.05,
     request: (ctx) => ({
       method: 'POST',
       path: `/api/v1/agents/${ctx.agentIds[0]}/execute`,
@@ -671,6 +674,9 @@ async function waitIdle(seconds) {
 
 async function runScenario(scenario, ctx, opts) {
   const target = scenario.server === 'baseline' ? ctx.baseline : ctx.server;
+  // Issue 8 sets its targets for SQLite; on PostgreSQL only execute has one (targetPostgres).
+  const postgres = ctx.dialect === 'postgres';
+  const goal = postgres ? (scenario.targetPostgres ?? null) : scenario.target;
   if (scenario.setup) await scenario.setup(ctx, opts);
   if (opts.waitIdle) await waitIdle(opts.waitIdle);
   if (scenario.run) {
@@ -679,9 +685,10 @@ async function runScenario(scenario, ctx, opts) {
     return {
       name: scenario.name,
       description: scenario.description,
-      target: scenario.target,
-      targetText: scenario.targetText ?? null,
+      target: goal,
+      targetText: postgres ? null : (scenario.targetText ?? null),
       ...rest,
+      ...(postgres ? { met: null } : {}),
       seconds: round(rest.seconds, 2),
       window: [round((startedAt - target.spawnedAt) / 1000, 1), round((startedAt - target.spawnedAt) / 1000 + rest.seconds, 1)],
       disturbed: rest.otherCpuPct > DISTURBED_PCT,
@@ -694,7 +701,7 @@ async function runScenario(scenario, ctx, opts) {
   return {
     name: scenario.name,
     description: scenario.description,
-    target: scenario.target,
+    target: goal,
     reqPerSec: round(r.requests.average, 0),
     requests: r.requests.total,
     latencyMs: { p50: r.latency.p50, p99: r.latency.p99, mean: round(r.latency.average, 2), max: r.latency.max },
