@@ -5,6 +5,7 @@
 //     its response: the server's own share of the client's time to the first token;
 //   - each group-committed batch (db/group-commit.ts: starts and ends; size and time to commit);
 //   - each write of the run event hub (runs/events.ts: how many runs' events, time to publish);
+//   - each wait of those writers for a RESTART checkpoint (db/checkpointer.ts writesPaused);
 //   - every SQLite statement slower than 0.4 ms (better-sqlite3), by its first words;
 //   - garbage collections (PerformanceObserver).
 // Every 4 s it appends to .bench-data/first-token-trace.txt (or $FIRST_TOKEN_TRACE_FILE): the server's
@@ -57,9 +58,26 @@ http.ServerResponse.prototype.write = function (chunk) {
   return write.apply(this, arguments);
 };
 
+/** Wraps a `writesPaused()` so that each wait for a RESTART checkpoint is marked. */
+function markPauses(owner, key, who) {
+  const original = owner[key];
+  if (!original || original.traced) return;
+  const wrapped = function () {
+    const paused = original.apply(this, arguments);
+    if (paused) {
+      const t0 = now();
+      paused.then(() => mark(`${who} waited for a RESTART`, t0, now() - t0));
+    }
+    return paused;
+  };
+  wrapped.traced = true;
+  owner[key] = wrapped;
+}
+
 // Group-committed batches (starts take up to 64 writes, ends 8: told apart by their limit).
 const writeBatch = GroupCommit.prototype.writeBatch;
 GroupCommit.prototype.writeBatch = async function () {
+  markPauses(this.options, 'writesPaused', this.options.maxBatch >= 64 ? 'starts' : 'ends');
   const t0 = now();
   const size = Math.min(this.queue.length, this.options.maxBatch);
   try {
@@ -72,6 +90,7 @@ GroupCommit.prototype.writeBatch = async function () {
 // The event hub's writes.
 const hubWrite = RunEventHub.prototype.write;
 RunEventHub.prototype.write = async function (batch) {
+  markPauses(this.db, 'writesPaused', 'events');
   const t0 = now();
   try {
     return await hubWrite.call(this, batch);
@@ -109,6 +128,9 @@ fs.mkdirSync(path.dirname(OUT), { recursive: true });
 /** The previous window's events: a stream that began in it is shown whole. */
 let previous = [];
 setInterval(() => {
+  // This report runs on the server's event loop too (tens of ms under load): it marks itself, so the
+  // streams it held up show it in their timelines.
+  const reportStart = now();
   const taken = streams;
   const current = log.sort((a, b) => a[0] - b[0]);
   const events = [...previous, ...current];
@@ -157,4 +179,5 @@ setInterval(() => {
     flush();
   }
   fs.appendFileSync(OUT, out);
+  mark('trace report', reportStart, now() - reportStart);
 }, 4000).unref();
