@@ -1,6 +1,7 @@
 // The machine's own limit: a bare Fastify server answering one fixed JSON body, no logger, no
-// hooks, no database (and, for the streaming scenario, one fixed-form SSE answer: POST /stream). `bench/run.js` starts it as a child process next to the real server and
-// divides every scenario's requests/s by this one's, measured in the same run.
+// hooks, no database (and for the streaming scenario a fixed-form SSE answer, POST /stream).
+// `bench/run.js` starts it as a child process next to the real server and divides every scenario's
+// requests/s by this one's, measured in the same run.
 //
 //   PORT=3000 node bench/baseline.js
 //

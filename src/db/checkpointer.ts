@@ -15,8 +15,8 @@ import { Worker } from 'node:worker_threads';
  * A RESTART holds the write lock while it copies the frames written since the passive pass began:
  * after a pass of 15-25 ms under load, 200-400 frames and 3-6 ms. So before it the worker runs more
  * passive passes, each copying what was written during the one before, until one finds at most
- * CATCH_UP_FRAMES new (at most CATCH_UP_PASSES): the RESTART is then left a few frames, 0.1-0.2 ms
- * (p90 2.5 ms, against 6; docs/benchmarks.md, ninth round).
+ * CATCH_UP_FRAMES new (at most CATCH_UP_PASSES): the RESTART is then left a few frames, and writers
+ * are held 0.1-2 ms at the median instead of 3-6 (docs/benchmarks.md, ninth round).
  *
  * A server write meeting the RESTART would sleep in SQLite's busy handler (1, then 2, then 5
  * ms: statements of 3.3 and 8.4 ms, the whole event loop asleep). So the worker raises a shared flag
