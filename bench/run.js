@@ -778,12 +778,11 @@ function machine() {
   };
 }
 
-function table(rows, baselineMean) {
+/** The results table; `r.ratio` and `r.nearRatio` are set by main (null for the baselines). */
+function table(rows) {
   const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU% srv', 'gen', 'db', 'other', 'µs/req', 'ratio', 'near', 'target', 'met'];
-  const lines = rows.map((r) => {
-    const base = r.ratioTo ?? baselineMean;
-    const ratio = r.reqPerSec !== undefined && base ? r.reqPerSec / base : null;
-    return [
+  const lines = rows.map((r) =>
+    [
       `${r.label ?? r.name}${r.disturbed ? ' *' : ''}`,
       r.reqPerSec ?? '-',
       r.latencyMs?.p50 ?? '-',
@@ -795,12 +794,12 @@ function table(rows, baselineMean) {
       r.dbCpuPct ?? '-',
       r.otherCpuPct ?? '-',
       r.serverUsPerRequest ?? '-',
-      ratio === null || r.server === 'baseline' ? '-' : ratio.toFixed(2),
+      r.ratio == null ? '-' : r.ratio.toFixed(2),
       r.nearRatio == null ? '-' : r.nearRatio.toFixed(2),
       r.targetText ?? (r.target ? `>= ${r.target}` : '-'),
       r.met === true ? 'yes' : r.met === false ? 'NO' : '-',
-    ].map(String);
-  });
+    ].map(String),
+  );
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
   const fmt = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   return [fmt(header), widths.map((w) => '-'.repeat(w)).join('  '), ...lines.map(fmt)].join('\n');
@@ -935,7 +934,7 @@ async function main() {
       `${opts.duration} s per scenario after ${WARMUP_SECONDS} s warm-up, ${opts.connections} connections${opts.cpuProf ? ', server under --cpu-prof (slower)' : ''}` +
         (opts.serverNodeArgs.length ? `, server node flags: ${opts.serverNodeArgs.join(' ')}` : ''),
       '',
-      table(rows, baselineMean),
+      table(rows),
       ...rows.filter((r) => r.summary).map((r) => `  ${r.name}: ${r.summary}`),
       '',
       `baseline: ${b0.reqPerSec} req/s at start, ${b1.reqPerSec} at end (drift ${result.baseline.driftPct}%), mean ${baselineMean} used for ratios` +

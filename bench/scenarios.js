@@ -10,7 +10,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const round = (n, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 /** p50/p99/max of a list of numbers (ms), rounded to 0.1. */
-function percentiles(values) {
+export function percentiles(values) {
   if (!values.length) return { p50: null, p99: null, max: null };
   const s = [...values].sort((a, b) => a - b);
   const at = (q) => s[Math.min(s.length - 1, Math.floor(s.length * q))];
@@ -111,43 +111,50 @@ export const sseStream = {
       return { errors, lastError };
     }
 
-    // The clients run without a break from the warm-up into the measured window, and the streams
-    // opened in that window are the ones counted: restarting them all at once would add a burst of
-    // 50 simultaneous requests that the steady state never has.
-    const firstToken = [];
-    const toDone = [];
-    let windowStart = Infinity;
-    let windowEnd = Infinity;
-    const running = clients(warmup + duration + 1, (f, d, startedAt) => {
-      if (startedAt >= windowStart && startedAt < windowEnd) firstToken.push(f), toDone.push(d);
-    });
-    await new Promise((r) => setTimeout(r, warmup * 1000));
-    const measured = await m.measure(async () => {
-      windowStart = Date.now();
-      windowEnd = windowStart + duration * 1000;
-      await new Promise((r) => setTimeout(r, duration * 1000));
-    });
-    // Errors count over the whole run, warm-up included.
-    measured.value = await running;
+    /**
+     * The clients against `target`, without a break from the warm-up into the measured window, whose
+     * streams are the ones counted: restarting them all at once would add a burst of 50 simultaneous
+     * requests that the steady state never has. `around` wraps the window (m.measure samples the
+     * server's CPU and RSS over it). Errors count over the whole run, warm-up included.
+     */
+    async function windowed(target, around = async (fn) => ({ value: await fn(), seconds: duration })) {
+      const firstToken = [];
+      const toDone = [];
+      let windowStart = Infinity;
+      let windowEnd = Infinity;
+      const running = clients(
+        warmup + duration + 1,
+        (f, d, startedAt) => {
+          if (startedAt >= windowStart && startedAt < windowEnd) firstToken.push(f), toDone.push(d);
+        },
+        connections,
+        target,
+      );
+      await sleep(warmup * 1000);
+      const measured = await around(async () => {
+        windowStart = Date.now();
+        windowEnd = windowStart + duration * 1000;
+        await sleep(duration * 1000);
+      });
+      measured.value = await running;
+      return { firstToken, toDone, measured };
+    }
+
+    const { firstToken, toDone, measured } = await windowed(agentry, m.measure);
     // The same with one client: what the platform itself adds before the first token, without the
     // queueing that 50 clients opening streams back to back cause (reported, not the target's figure).
     const aloneFirst = [];
     await clients(Math.min(3, duration), (f) => aloneFirst.push(f), 1);
-    // The machine's own limit, as the bare server is for the other scenarios: the same clients for
-    // as long against the bare Fastify server's fixed SSE answer (bench/baseline.js POST /stream).
-    const bareFirst = [];
-    let bareWindowStart = Infinity;
-    const bareRunning = clients(warmup + duration, (f, _d, startedAt) => startedAt >= bareWindowStart && bareFirst.push(f), connections, {
-      url: `${ctx.baseline.url}/stream`,
-      headers: json,
-    });
-    await new Promise((r) => setTimeout(r, warmup * 1000));
-    bareWindowStart = Date.now();
-    const bareErrors = (await bareRunning).errors;
-    const bareSeconds = (Date.now() - bareWindowStart) / 1000;
+    // The machine's own limit, as the bare server is for the other scenarios: the same clients, the
+    // same way, against the bare Fastify server's fixed SSE answer (bench/baseline.js POST /stream).
+    const bareRun = await windowed({ url: `${ctx.baseline.url}/stream`, headers: json });
     agent.destroy();
     const alone = percentiles(aloneFirst);
-    const bare = { ...percentiles(bareFirst), streamsPerSec: round(bareFirst.length / bareSeconds, 0), errors: bareErrors };
+    const bare = {
+      ...percentiles(bareRun.firstToken),
+      streamsPerSec: round(bareRun.firstToken.length / bareRun.measured.seconds, 0),
+      errors: bareRun.measured.value.errors,
+    };
     const streams = firstToken.length;
     const first = percentiles(firstToken);
     const doneP = percentiles(toDone);

@@ -10,6 +10,7 @@
 // e.g. against the bare server: PORT=3997 node bench/baseline.js & node bench/experiments/sse-lean-client.mjs http://127.0.0.1:3997 /stream
 // (docs/benchmarks.md, ninth round, compares the two clients.)
 import net from 'node:net';
+import { percentiles } from '../scenarios.js';
 
 const url = new URL(process.argv[2] ?? 'http://127.0.0.1:3997');
 const requestPath = process.argv[3] ?? '/stream';
@@ -129,17 +130,14 @@ function client() {
   });
 }
 
-const percentile = (values, q) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length ? Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] * 10) / 10 : null;
-};
 const all = Promise.all(Array.from({ length: connections }, client));
 await new Promise((r) => setTimeout(r, WARMUP_SECONDS * 1000));
 windowStart = Date.now();
 await all;
 const measured = (Date.now() - windowStart) / 1000;
+const first = percentiles(firstToken);
+const end = percentiles(done);
 console.log(
-  `${firstToken.length} streams (${Math.round(firstToken.length / measured)}/s); first token p50 ${percentile(firstToken, 0.5)} ms, ` +
-    `p99 ${percentile(firstToken, 0.99)} ms, max ${percentile(firstToken, 1)} ms; done p50 ${percentile(done, 0.5)} ms, ` +
-    `p99 ${percentile(done, 0.99)} ms; errors ${errors}`,
+  `${firstToken.length} streams (${Math.round(firstToken.length / measured)}/s); first token p50 ${first.p50} ms, ` +
+    `p99 ${first.p99} ms, max ${first.max} ms; done p50 ${end.p50} ms, p99 ${end.p99} ms; errors ${errors}`,
 );
