@@ -666,8 +666,6 @@ export class RunsService {
         failure = { code: err.code, message: err.message };
       } else if (controller.signal.aborted) {
         loop = undefined;
-      } else if (err instanceof ModelUnavailableError) {
-        failure = { code: err.code, message: err.message };
       } else {
         this.log.error({ err, runId }, 'run failed');
         failure = { code: 'internal_error', message: 'the run failed unexpectedly; the error is in the server log' };
