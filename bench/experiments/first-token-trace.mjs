@@ -13,6 +13,8 @@
 // statements' durations, and the timelines of the three slowest streams.
 //
 //   npm run bench -- --only sse-stream --no-write --server-node-arg=--import=./bench/experiments/first-token-trace.mjs
+//   (FIRST_TOKEN_TRACE_AT=0.99,0.98 shows the streams at those ranks instead of the three slowest;
+//   FIRST_TOKEN_TRACE_RAW=1 also keeps the raw marks for bench/experiments/first-token-waves.mjs)
 //
 // It costs a little on every request and statement: its figures explain the tail, they are not the
 // benchmark's. (docs/benchmarks.md, eighth round, reads one.)
@@ -28,6 +30,14 @@ const OUT = process.env.FIRST_TOKEN_TRACE_FILE ?? path.resolve(import.meta.dirna
 const SLOW_STATEMENT_MS = 0.4;
 /** How far before a slow stream's arrival its timeline starts (ms). */
 const BEFORE_MS = Number(process.env.FIRST_TOKEN_TRACE_BEFORE_MS ?? 1);
+/**
+ * Which streams' timelines are shown, as quantiles of the window's first-token times: the slowest
+ * three by default; e.g. `0.99,0.98,0.97` shows the streams at those ranks (what sets the p99, when
+ * the maximum is an outlier such as this report's own pause).
+ */
+const SHOWN = process.env.FIRST_TOKEN_TRACE_AT?.split(',').map(Number);
+/** FIRST_TOKEN_TRACE_RAW=1: each window's streams and marks also go, as a JSON line, to OUT + '.jsonl' (read by first-token-waves.mjs). */
+const RAW = process.env.FIRST_TOKEN_TRACE_RAW === '1';
 const now = () => performance.now();
 
 /** [at ms, what, duration ms] */
@@ -152,7 +162,9 @@ setInterval(() => {
   out += `work: ${[...kinds].filter(([k]) => k !== 'request' && k !== 'first token' && k !== 'done').map(([k, { n, ms }]) => `${k} ${n} (${ms.toFixed(0)} ms)`).join('; ')}\n`;
   const slowSql = current.filter(([, w]) => w.startsWith('sql')).map(([, , d]) => d.toFixed(1));
   out += `slow statements (ms): ${slowSql.join(' ')}\n`;
-  for (const [arrival, first] of [...taken].sort((a, b) => b[1] - b[0] - (a[1] - a[0])).slice(0, 3)) {
+  const byLatency = [...taken].sort((a, b) => a[1] - a[0] - (b[1] - b[0]));
+  const shown = SHOWN ? SHOWN.map((q) => byLatency[Math.min(byLatency.length - 1, Math.floor(byLatency.length * q))]) : byLatency.slice(-3).reverse();
+  for (const [arrival, first] of shown) {
     out += `slow stream: first token after ${(first - arrival).toFixed(2)} ms\n`;
     // Runs of requests and first tokens are folded into one line each.
     let run = null;
@@ -179,5 +191,6 @@ setInterval(() => {
     flush();
   }
   fs.appendFileSync(OUT, out);
+  if (RAW) fs.appendFileSync(`${OUT}.jsonl`, `${JSON.stringify({ streams: taken, events: current })}\n`);
   mark('trace report', reportStart, now() - reportStart);
 }, 4000).unref();
