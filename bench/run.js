@@ -14,14 +14,14 @@
 //   - the load: autocannon, in this process, separate from both servers.
 // Timings are reported, never asserted: nothing here fails because a number is low.
 
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import autocannon from 'autocannon';
+import { CLK_TCK, cpuTicksOfStat, readCpuTicks, readRssKb, startChild } from './processes.js';
 import { dispatcher, idleStreams, sseStream } from './scenarios.js';
 
 const exec = promisify(execFile);
@@ -388,66 +388,9 @@ function parseOptions(argv) {
 
 // ---- processes -------------------------------------------------------------------------------
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
+// (Starting them: bench/processes.js.)
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Starts `node <args>` and waits until `readyPath` answers 2xx. Output is kept for error reports. */
-async function startChild(name, args, env, readyPath) {
-  const port = await freePort();
-  const spawnedAt = Date.now();
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const keep = (d) => {
-    output += d;
-    if (output.length > 200_000) output = output.slice(-100_000);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${name} exited early (${child.exitCode}):\n${output}`);
-    try {
-      const res = await fetch(url + readyPath);
-      if (res.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${name} did not start within 30 s:\n${output}`);
-    await sleep(100);
-  }
-  return {
-    name,
-    url,
-    pid: child.pid,
-    spawnedAt,
-    output: () => output,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
-        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-        child.once('exit', (code) => {
-          clearTimeout(timer);
-          resolve(code);
-        });
-        child.kill('SIGTERM');
-      }),
-  };
-}
 
 function newestMtime(dir) {
   let newest = 0;
@@ -511,26 +454,7 @@ async function sqliteVersion() {
 
 // ---- measurement -----------------------------------------------------------------------------
 
-const CLK_TCK = 100; // Linux USER_HZ; /proc/<pid>/stat counts CPU time in these ticks
-
-function readRssKb(pid) {
-  try {
-    const m = /VmRSS:\s+(\d+)\s+kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : null;
-  } catch {
-    return null;
-  }
-}
-
-function readCpuTicks(pid) {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]); // utime + stime (fields 14 and 15 of stat)
-  } catch {
-    return null;
-  }
-}
+// (A process's CPU time and RSS: bench/processes.js.)
 
 /** Busy and total jiffies of the whole machine, from the first line of /proc/stat. */
 function readMachineTicks() {
@@ -554,8 +478,7 @@ function readPostgresTicks(database) {
       const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
       if (!stat.includes('(postgres)')) continue;
       if (!fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(` ${database} `)) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks.set(pid, Number(fields[11]) + Number(fields[12]));
+      ticks.set(pid, cpuTicksOfStat(stat));
     } catch {
       // exited meanwhile
     }

@@ -2,9 +2,9 @@
 // their `run(ctx, m)`): time to the first streamed token, many idle streams, the task dispatcher.
 // Each does its measured work inside `m.measure(fn)` (server RSS and CPU around it) and returns
 // { ...measured, metrics, errors, met, summary } as bench/run.js describes.
-import fs from 'node:fs';
 import http from 'node:http';
 import { createParser } from 'eventsource-parser';
+import { readRssKb } from './processes.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const round = (n, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
@@ -196,11 +196,8 @@ export const idleStreams = {
     const agentId = ctx.agentIds[1];
     const auth = { authorization: `Bearer ${ctx.apiKey}` };
     const rssMb = () => {
-      try {
-        return round(Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${ctx.server.pid}/status`, 'utf8'))[1]) / 1024);
-      } catch {
-        return null;
-      }
+      const kb = readRssKb(ctx.server.pid);
+      return kb === null ? null : round(kb / 1024);
     };
     // The slow run, started through its own stream (kept open until the end).
     const owner = new AbortController();

@@ -6,59 +6,27 @@
 // more per request than the bare one does not get 10 µs more per request.
 //
 //   node bench/experiments/baseline-yardstick.mjs [burn µs, comma-separated; default 0,5,10,15,20,30]
-//   (env SECONDS per measurement, default 6; CONNECTIONS, default 50)
-import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import net from 'node:net';
-import path from 'node:path';
+//   (env DURATION, seconds per measurement, default 6; CONNECTIONS, default 50)
 import autocannon from 'autocannon';
+import { CLK_TCK, readCpuTicks, startChild } from '../processes.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const burns = (process.argv[2] ?? '0,5,10,15,20,30').split(',').map(Number);
-const seconds = Number(process.env.SECONDS ?? 6);
+const seconds = Number(process.env.DURATION ?? 6);
 const connections = Number(process.env.CONNECTIONS ?? 50);
-const TICKS_PER_SECOND = 100; // USER_HZ on Linux
-
-const freePort = () =>
-  new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-
-/** The process's user + system CPU time so far, in µs (/proc/<pid>/stat fields 14 and 15). */
-function cpuMicros(pid) {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / TICKS_PER_SECOND;
-}
 
 const load = (url, duration) => autocannon({ url, connections, duration });
 
 async function measure(burn) {
-  const port = await freePort();
-  const child = spawn(process.execPath, [path.join(ROOT, 'bench/baseline.js')], {
-    env: { ...process.env, PORT: String(port), BURN_US: String(burn) },
-    stdio: 'ignore',
-  });
-  const url = `http://127.0.0.1:${port}/`;
+  const bare = await startChild('baseline', ['bench/baseline.js'], { ...process.env, BURN_US: String(burn) }, '/');
   try {
-    for (let i = 0; i < 50; i++) {
-      const up = await fetch(url).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (up) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const url = `${bare.url}/`;
     await load(url, 2); // warm-up
-    const cpu0 = cpuMicros(child.pid);
+    const ticks0 = readCpuTicks(bare.pid);
     const result = await load(url, seconds);
-    const cpu = cpuMicros(child.pid) - cpu0;
-    const rps = result.requests.total / seconds;
-    return { burn, rps, cpuPerRequest: cpu / result.requests.total, errors: result.errors + result.non2xx };
+    const cpuMicros = ((readCpuTicks(bare.pid) - ticks0) * 1e6) / CLK_TCK;
+    return { burn, rps: result.requests.total / seconds, cpuPerRequest: cpuMicros / result.requests.total, errors: result.errors + result.non2xx };
   } finally {
-    child.kill();
+    await bare.stop();
   }
 }
 
