@@ -20,9 +20,10 @@ const app = Fastify({ logger: false });
 // limit for the sse-stream scenario, driven by the same client (bench/scenarios.js).
 app.post('/stream', (req, reply) => {
   const words = String(req.body?.message ?? '').split(/(?<=\s)/);
+  const event = (id, name, data) => `id: ${id}\nevent: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
   let out = '';
-  words.forEach((text, i) => (out += `id: ${i + 1}\nevent: token\ndata: ${JSON.stringify({ text })}\n\n`));
-  out += `id: ${words.length + 1}\nevent: done\ndata: ${JSON.stringify({ conversationId: 'bare', runId: 'bare', cost: 0, tokenUsage: { inputTokens: words.length, outputTokens: words.length } })}\n\n`;
+  words.forEach((text, i) => (out += event(i + 1, 'token', { text })));
+  out += event(words.length + 1, 'done', { conversationId: 'bare', runId: 'bare', cost: 0, tokenUsage: { inputTokens: words.length, outputTokens: words.length } });
   reply.hijack();
   reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' });
   reply.raw.end(out);
