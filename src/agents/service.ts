@@ -85,8 +85,8 @@ export class AgentsService {
     private readonly db: Db,
     private readonly defaultModel: string,
   ) {
-    this.cachedAgents = new ReadCache(db.changes, 'agents', { max: 10_000, ttlMs: 10 * 60_000 });
-    this.cachedPages = new ReadCache(db.changes, 'agents', { max: 1_000, ttlMs: 60_000 });
+    this.cachedAgents = new ReadCache(db.changes, 'agents', { max: 10_000 });
+    this.cachedPages = new ReadCache(db.changes, 'agents', { max: 1_000 });
   }
 
   private checkModel(model: string) {

@@ -97,7 +97,9 @@ export class ChangeTrackingPlugin implements KyselyPlugin {
 /**
  * A bounded in-memory cache of reads from one table (or a join of several), trusted only while the
  * stamps of those tables are unchanged. Values are frozen: callers share them. Misses (undefined)
- * are not cached.
+ * are not cached. Entries have no time to live: the stamps decide whether one is current, and `max`
+ * (least recently used out first) bounds the memory. A TTL would make every hit read the clock and
+ * check the entry's age, and an authenticated GET makes three hits.
  */
 export class ReadCache<V extends object> {
   private readonly entries: LRUCache<string, { stamp: number; value: V }>;
@@ -106,10 +108,10 @@ export class ReadCache<V extends object> {
   constructor(
     private readonly feed: ChangeFeed,
     tables: string | readonly string[],
-    options: { max: number; ttlMs: number },
+    options: { max: number },
   ) {
     this.tables = typeof tables === 'string' ? [tables] : tables;
-    this.entries = new LRUCache({ max: options.max, ttl: options.ttlMs });
+    this.entries = new LRUCache({ max: options.max });
   }
 
   /** The newest stamp of the tables: every change moves it, as stamps come from one growing counter. */

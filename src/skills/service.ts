@@ -96,7 +96,7 @@ export class SkillsService {
     private readonly agents: AgentsService,
     private readonly catalog: () => StoreSkill[] = storeCatalog,
   ) {
-    this.usableBriefs = new ReadCache(db.changes, ['skills', 'skill_assignments'], { max: 10_000, ttlMs: 10 * 60_000 });
+    this.usableBriefs = new ReadCache(db.changes, ['skills', 'skill_assignments'], { max: 10_000 });
   }
 
   private async views(tenantId: string, rows: store.SkillRow[]): Promise<Skill[]> {

@@ -79,7 +79,7 @@ export class LimitsService {
     private readonly db: Db,
     private readonly defaultRateLimit: number,
   ) {
-    this.agentBudgets = new ReadCache(db.changes, 'agents', { max: 10_000, ttlMs: 10 * 60_000 });
+    this.agentBudgets = new ReadCache(db.changes, 'agents', { max: 10_000 });
   }
 
   async tenantLimits(tenantId: string): Promise<TenantLimits> {

@@ -70,12 +70,12 @@ export class TenancyService {
   /**
    * Every authenticated request needs its key; reading and parsing it costs more than the rest of
    * a simple GET. Any write to api_keys (revocation, a new rate limit) anywhere makes these stale
-   * at once (db/changes.ts); the TTL only bounds memory for keys no longer used.
+   * at once (db/changes.ts); `max` bounds the memory kept for keys no longer used.
    */
   private readonly knownKeys: ReadCache<KnownKey>;
 
   constructor(private readonly db: Db) {
-    this.knownKeys = new ReadCache(db.changes, 'api_keys', { max: 10_000, ttlMs: 10 * 60_000 });
+    this.knownKeys = new ReadCache(db.changes, 'api_keys', { max: 10_000 });
   }
 
   async createTenant(name: string, actor: Actor = { type: 'cli', id: null }) {

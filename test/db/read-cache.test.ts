@@ -124,7 +124,7 @@ describe('cached reads follow writes from anywhere', () => {
 describe('ReadCache', () => {
   it('does not keep a value read while its table was written', async () => {
     const feed = new ChangeFeed();
-    const cache = new ReadCache<{ v: number }>(feed, 'agents', { max: 10, ttlMs: 60_000 });
+    const cache = new ReadCache<{ v: number }>(feed, 'agents', { max: 10 });
     let loads = 0;
     // The write lands while the read is in flight: the value read may predate it.
     await cache.get('k', async () => {
@@ -142,7 +142,7 @@ describe('ReadCache', () => {
   });
 
   it('hands out frozen values and never caches misses', async () => {
-    const cache = new ReadCache<{ list: number[] }>(new ChangeFeed(), 't', { max: 10, ttlMs: 60_000 });
+    const cache = new ReadCache<{ list: number[] }>(new ChangeFeed(), 't', { max: 10 });
     const value = await cache.get('k', async () => ({ list: [1] }));
     expect(Object.isFrozen(value) && Object.isFrozen(value!.list)).toBe(true);
     let misses = 0;
@@ -153,7 +153,7 @@ describe('ReadCache', () => {
 
   it('is off while the feed is not live', async () => {
     const feed = new ChangeFeed(null, false);
-    const cache = new ReadCache<{ v: number }>(feed, 't', { max: 10, ttlMs: 60_000 });
+    const cache = new ReadCache<{ v: number }>(feed, 't', { max: 10 });
     let loads = 0;
     await cache.get('k', async () => ({ v: ++loads }));
     await cache.get('k', async () => ({ v: ++loads }));
