@@ -12,10 +12,17 @@ import * as store from './store.js';
  * API key format: `agk_<key id, 32 hex>_<secret, 43 base64url chars>`. The id finds the row;
  * only SHA-256 of the secret is stored and it is compared in constant time.
  */
-const KEY_PATTERN = /^agk_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$/;
+const KEY_PATTERN = /^agk_[0-9a-f]{32}_[A-Za-z0-9_-]{43}$/;
+/** Where a key matching KEY_PATTERN has its id and its secret (a test and two slices cost less than a match). */
+const KEY_ID = [4, 36] as const;
+const KEY_SECRET_AT = 37;
 
-// One-shot hashing: no Hash object per call (this runs on every request authenticated by API key).
-const sha256 = (value: string) => hash('sha256', value, 'buffer');
+/**
+ * SHA-256 of a string, as the 32 bytes. One-shot hashing: no Hash object per call (this runs on every
+ * request authenticated by API key). Asked for a binary string rather than a Buffer: on Node 20 the
+ * one-shot digest costs about half as much that way, conversion included (0.9 against 1.7 µs here).
+ */
+const sha256 = (value: string) => Buffer.from(hash('sha256', value, 'binary'), 'binary');
 const uuidFromHex = (h: string) => `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 
 export interface ApiKeyView {
@@ -157,9 +164,8 @@ export class TenancyService {
    * every authenticated request.
    */
   authenticateApiKey(presented: string): MaybePromise<Principal | null> {
-    const m = KEY_PATTERN.exec(presented);
-    if (!m) return null;
-    const keyId = uuidFromHex(m[1]);
+    if (!KEY_PATTERN.test(presented)) return null;
+    const keyId = uuidFromHex(presented.slice(...KEY_ID));
     const known = this.knownKeys.get(keyId, async () => {
       const row = await store.findApiKeyForAuth(this.db.kysely, keyId);
       if (!row || row.revoked_at) return undefined;
@@ -173,7 +179,7 @@ export class TenancyService {
       };
       return { secretHash, principal };
     });
-    const secret = m[2];
+    const secret = presented.slice(KEY_SECRET_AT);
     return isPromise(known) ? known.then((k) => checkSecret(k, secret)) : checkSecret(known, secret);
   }
 
