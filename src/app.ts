@@ -16,7 +16,7 @@ import { registerJsonParser } from './http/json.js';
 import { closeAllStreams } from './http/sse.js';
 import { Problem } from './http/schemas.js';
 import { registerValidation } from './http/validation.js';
-import { newId } from './ids.js';
+import { newRequestId } from './ids.js';
 import { filesRoutes, FilesService } from './conversations/files.js';
 import { conversationsRoutes } from './conversations/routes.js';
 import { ConversationsService } from './conversations/service.js';
@@ -149,7 +149,7 @@ export async function buildApp({ config, db, services = createServices(config, d
     loggerInstance: services.logger,
     bodyLimit: BODY_LIMIT,
     requestIdHeader: 'x-request-id',
-    genReqId: () => newId(),
+    genReqId: newRequestId,
     // Each request's logger is made when the request first logs at an enabled level (most never do).
     childLoggerFactory: requestChildLogger,
     ajv: { customOptions: { removeAdditional: false } },

@@ -37,7 +37,12 @@ describe('HTTP conventions', () => {
     const res = await t.request('GET', '/healthz', { headers: { 'x-request-id': 'abc-123' } });
     expect(res.headers['x-request-id']).toBe('abc-123');
     const res2 = await t.request('GET', '/healthz');
-    expect(String(res2.headers['x-request-id'])).toMatch(/^[0-9a-f-]{36}$/);
+    const res3 = await t.request('GET', '/healthz');
+    // Assigned ids are UUIDs (RFC 9562 layout: version and variant bits), one per request.
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    expect(String(res2.headers['x-request-id'])).toMatch(uuid);
+    expect(String(res3.headers['x-request-id'])).toMatch(uuid);
+    expect(res3.headers['x-request-id']).not.toBe(res2.headers['x-request-id']);
   });
 
   it('rejects malformed JSON with 400 invalid_json', async () => {
