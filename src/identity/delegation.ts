@@ -2,7 +2,7 @@ import type { AgentTool } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
 import type { Static } from '@sinclair/typebox';
 import { isInjected, type RunsService } from '../runs/service.js';
-import { ToolError, type RuntimeTool, type ToolProvider } from '../runtime/tools/types.js';
+import { ToolError, type RuntimeTool, type ToolProvider, type ToolSet } from '../runtime/tools/types.js';
 import { OAuthError } from './oauth-errors.js';
 import type { IdentityService } from './service.js';
 
@@ -24,9 +24,7 @@ const toolNameFor = (spec: AgentToolSpec, calleeName: string) =>
  * and the run record. The TBAC tool name is the tool's name in the caller's list.
  */
 export function delegationToolProvider(identity: IdentityService, agents: AgentsService, runs: () => RunsService): ToolProvider {
-  return async (ctx) => {
-    const specs = ctx.agent.tools.filter((t): t is AgentToolSpec => t.type === 'agent');
-    if (!specs.length) return { tools: [] };
+  const delegationTools = async (ctx: Parameters<ToolProvider>[0], specs: AgentToolSpec[]): Promise<ToolSet> => {
     const warnings: string[] = [];
     const tools: RuntimeTool[] = [];
     for (const spec of specs) {
@@ -96,5 +94,9 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
       });
     }
     return { tools, warnings };
+  };
+  return (ctx) => {
+    const specs = ctx.agent.tools.filter((t): t is AgentToolSpec => t.type === 'agent');
+    return specs.length ? delegationTools(ctx, specs) : { tools: [] };
   };
 }

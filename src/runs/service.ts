@@ -6,6 +6,7 @@ import type { Db } from '../db/database.js';
 import type { Database, RunTable } from '../db/schema.js';
 import { ProblemError, conflict, notFound } from '../http/errors.js';
 import { newId, now } from '../ids.js';
+import { isPromise } from '../maybe-promise.js';
 import { ModelCallError, runLoop, type ConversationTurn, type LoopResult } from '../runtime/loop.js';
 import type { PriceTable } from '../runtime/models/prices.js';
 import { ModelUnavailableError, type ModelRegistry } from '../runtime/models/registry.js';
@@ -638,7 +639,10 @@ export class RunsService {
       const model = this.models.resolve(agent.model);
       const toolContext = { tenantId, agent, runId, conversationId, delegationDepth: input.delegationDepth };
       const toolsEnabled = input.enableTools ?? true;
-      if (toolsEnabled) toolSet = await this.tools.forRun({ ...toolContext, signal: controller.signal });
+      if (toolsEnabled) {
+        const tools = this.tools.forRun({ ...toolContext, signal: controller.signal });
+        toolSet = isPromise(tools) ? await tools : tools;
+      }
       const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled });
       const system = [agent.systemPrompt, agent.contextPrompt, ...contributed].filter(Boolean).join('\n\n') || undefined;
       const maxTokens = input.maxTokens ?? agent.configuration.maxTokens ?? undefined;
@@ -672,7 +676,7 @@ export class RunsService {
       }
     } finally {
       activeRun.closing = true;
-      await toolSet.close?.().catch(() => {});
+      if (toolSet.close) await toolSet.close().catch(() => {});
     }
     if (!failure && controller.signal.reason instanceof ShutdownAbort) {
       failure = { code: 'interrupted', message: controller.signal.reason.message };

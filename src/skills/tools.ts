@@ -122,7 +122,7 @@ export class SkillTools {
 
   /** The tool provider for runs: the agent acts as itself. */
   provider(): ToolProvider {
-    return async (ctx) => ({
+    return (ctx) => ({
       tools: this.toolsFor(ctx.agent).map<RuntimeTool>((def) => ({
         name: def.name,
         description: def.description,

@@ -57,28 +57,32 @@ async function connect(source: McpSource, signal: AbortSignal): Promise<{ client
  * allowedTools? }`), over Streamable HTTP with the MCP SDK client: one connection per server per run.
  */
 export function mcpToolProvider(checkUrl: (url: string) => Promise<void> = async () => {}): ToolProvider {
-  return async (ctx) => {
+  return (ctx) => {
     const sources = ctx.agent.tools.filter((t): t is McpSource => t.type === 'mcp');
-    if (!sources.length) return { tools: [] };
-    const clients: Client[] = [];
-    const tools: RuntimeTool[] = [];
-    const errors: string[] = [];
-    await Promise.all(
-      sources.map(async (source) => {
-        try {
-          await checkUrl(source.url);
-          const c = await connect(source, ctx.signal);
-          clients.push(c.client);
-          tools.push(...c.tools);
-        } catch (err) {
-          errors.push(`${source.url}: ${(err as Error).message}`);
-        }
-      }),
-    );
-    return {
-      tools,
-      warnings: errors.map((e) => `MCP server unavailable: ${e}`),
-      close: async () => void (await Promise.allSettled(clients.map((c) => c.close()))),
-    };
+    return sources.length ? connectAll(sources, ctx.signal, checkUrl) : { tools: [] };
+  };
+}
+
+/** Tools from each MCP server, over a connection per server kept for the run (`close` ends them). */
+async function connectAll(sources: McpSource[], signal: AbortSignal, checkUrl: (url: string) => Promise<void>): Promise<ToolSet> {
+  const clients: Client[] = [];
+  const tools: RuntimeTool[] = [];
+  const errors: string[] = [];
+  await Promise.all(
+    sources.map(async (source) => {
+      try {
+        await checkUrl(source.url);
+        const c = await connect(source, signal);
+        clients.push(c.client);
+        tools.push(...c.tools);
+      } catch (err) {
+        errors.push(`${source.url}: ${(err as Error).message}`);
+      }
+    }),
+  );
+  return {
+    tools,
+    warnings: errors.map((e) => `MCP server unavailable: ${e}`),
+    close: async () => void (await Promise.allSettled(clients.map((c) => c.close()))),
   };
 }

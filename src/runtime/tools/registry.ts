@@ -1,3 +1,4 @@
+import { isPromise, type MaybePromise } from '../../maybe-promise.js';
 import type { ToolContext, ToolProvider, ToolSet } from './types.js';
 
 /** Collects tool providers and assembles the tools of one run. */
@@ -10,26 +11,39 @@ export class ToolRegistry {
 
   /**
    * All tools for a run. A provider that fails (an MCP server down, say) contributes nothing and
-   * leaves a warning on the run, so one broken source never stops the run.
+   * leaves a warning on the run, so one broken source never stops the run. Answers synchronously
+   * when every provider does (the agent has nothing for them to connect to or look up), which
+   * spares a run without tools a round of promises.
    */
-  async forRun(ctx: ToolContext): Promise<ToolSet> {
-    const sets = await Promise.all(
-      this.providers.map(async (p): Promise<ToolSet> => {
-        try {
-          return await p.provide(ctx);
-        } catch (err) {
-          return { tools: [], warnings: [`${p.name} tools unavailable: ${(err as Error).message}`] };
-        }
-      }),
-    );
-    const seen = new Set<string>();
-    const tools = sets.flatMap((s) => s.tools).filter((t) => (seen.has(t.name) ? false : (seen.add(t.name), true)));
-    return {
-      tools,
-      warnings: sets.flatMap((s) => s.warnings ?? []),
-      close: async () => {
-        await Promise.allSettled(sets.map((s) => s.close?.()));
-      },
-    };
+  forRun(ctx: ToolContext): MaybePromise<ToolSet> {
+    const sets = this.providers.map((p) => provideSafely(p, ctx));
+    return sets.some(isPromise) ? Promise.all(sets).then(combine) : combine(sets as ToolSet[]);
   }
+}
+
+function provideSafely(p: { name: string; provide: ToolProvider }, ctx: ToolContext): MaybePromise<ToolSet> {
+  const unavailable = (err: unknown): ToolSet => ({ tools: [], warnings: [`${p.name} tools unavailable: ${(err as Error).message}`] });
+  try {
+    const set = p.provide(ctx);
+    return isPromise(set) ? set.catch(unavailable) : set;
+  } catch (err) {
+    return unavailable(err);
+  }
+}
+
+/** One set of the providers' sets: the first tool of each name, every warning, one close for all. */
+function combine(sets: ToolSet[]): ToolSet {
+  const warnings = sets.flatMap((s) => s.warnings ?? []);
+  const closing = sets.filter((s) => s.close);
+  const seen = new Set<string>();
+  const tools = sets.flatMap((s) => s.tools).filter((t) => (seen.has(t.name) ? false : (seen.add(t.name), true)));
+  return {
+    tools,
+    warnings,
+    close: closing.length
+      ? async () => {
+          await Promise.allSettled(closing.map((s) => s.close!()));
+        }
+      : undefined,
+  };
 }

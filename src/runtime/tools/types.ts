@@ -1,3 +1,4 @@
+import type { MaybePromise } from '../../maybe-promise.js';
 import type { Agent } from '../../agents/schemas.js';
 
 /** What a tool knows about the run that calls it. */
@@ -32,9 +33,10 @@ export interface ToolSet {
 
 /**
  * Contributes tools to a run. Domains register providers (skills, connectors, MCP servers,
- * delegation to other agents); each looks at the agent's `tools` list and answers for its kind.
+ * delegation to other agents); each looks at the agent's `tools` list and answers for its kind,
+ * synchronously when it has nothing to wait for (most agents have no tools of most kinds).
  */
-export type ToolProvider = (ctx: Omit<ToolContext, 'signal'> & { signal: AbortSignal }) => Promise<ToolSet>;
+export type ToolProvider = (ctx: Omit<ToolContext, 'signal'> & { signal: AbortSignal }) => MaybePromise<ToolSet>;
 
 /** A tool failure the model sees as `{ error: { code, message } }`. */
 export class ToolError extends Error {
