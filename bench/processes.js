@@ -19,11 +19,14 @@ function freePort() {
   });
 }
 
-/** Starts `node <args>` and waits until `readyPath` answers 2xx. Output is kept for error reports. */
-export async function startChild(name, args, env, readyPath) {
+/**
+ * Starts `node <args>` (or `command <args>`: a wrapper such as valgrind) and waits until `readyPath`
+ * answers 2xx. Output is kept for error reports.
+ */
+export async function startChild(name, args, env, readyPath, { command = process.execPath, readyTimeoutMs = 30_000 } = {}) {
   const port = await freePort();
   const spawnedAt = Date.now();
-  const child = spawn(process.execPath, args, {
+  const child = spawn(command, args, {
     cwd: ROOT,
     env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -36,7 +39,7 @@ export async function startChild(name, args, env, readyPath) {
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + readyTimeoutMs;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${name} exited early (${child.exitCode}):\n${output}`);
     try {
@@ -45,7 +48,7 @@ export async function startChild(name, args, env, readyPath) {
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`${name} did not start within 30 s:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`${name} did not start within ${readyTimeoutMs / 1000} s:\n${output}`);
     await sleep(100);
   }
   return {
