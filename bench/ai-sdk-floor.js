@@ -3,7 +3,7 @@
 // `streamText` (drained to the end) with the builtin/echo model, of Agentry's own step driver
 // (`streamStep`, runtime/model-step.ts, which the tool loop uses), and of the echo model's own `doStream`
 // drained directly, for 1, 10 and 50 messages of history. No database, no HTTP.
-// docs/benchmarks.md uses it to say what bounds execute.   node bench/ai-sdk-floor.js  (after npm run build)
+// docs/benchmarks-history.md (third round) uses it to say what bounded execute.   node bench/ai-sdk-floor.js  (after npm run build)
 import { streamText } from 'ai';
 import { EchoLanguageModel } from '../dist/runtime/models/echo.js';
 import { streamStep } from '../dist/runtime/model-step.js';

@@ -2,7 +2,7 @@
 // responds to a server doing a little more work per request. It runs bench/baseline.js busy-waiting
 // BURN_US microseconds per request (0 first), drives each with autocannon like the benchmark does
 // (50 connections), and prints requests/s, the server's CPU per request and the ratio to the bare
-// server of the same run. docs/benchmarks.md (tenth round) reads it: a server that spends 10 µs
+// server of the same run. docs/benchmarks-history.md (tenth round) reads it: a server that spends 10 µs
 // more per request than the bare one does not get 10 µs more per request.
 //
 //   node bench/experiments/baseline-yardstick.mjs [burn µs, comma-separated; default 0,5,10,15,20,30]

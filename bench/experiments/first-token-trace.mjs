@@ -17,7 +17,7 @@
 //   FIRST_TOKEN_TRACE_RAW=1 also keeps the raw marks for bench/experiments/first-token-waves.mjs)
 //
 // It costs a little on every request and statement: its figures explain the tail, they are not the
-// benchmark's. (docs/benchmarks.md, eighth round, reads one.)
+// benchmark's. (docs/benchmarks-history.md, eighth round, reads one.)
 import fs from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';

@@ -2,7 +2,7 @@
 // what the slowest first tokens had in common: the size of the batch of starts their run went in (the
 // wave of requests it came with), and whether a scavenge, a RESTART wait or a slow statement fell
 // between the request and its first token. The first window (warm-up) and streams held up by the
-// trace's own report are left out. docs/benchmarks.md (tenth round) reads it.
+// trace's own report are left out. docs/benchmarks-history.md (tenth round) reads it.
 //
 //   FIRST_TOKEN_TRACE_RAW=1 npm run bench -- --only sse-stream --no-write \
 //     --server-node-arg=--import=./bench/experiments/first-token-trace.mjs

@@ -8,7 +8,7 @@
 //     CONNECTIONS (50), SECONDS (8, after 2 s of warm-up), API_KEY (sent as a bearer token if set)
 //
 // e.g. against the bare server: PORT=3997 node bench/baseline.js & node bench/experiments/sse-lean-client.mjs http://127.0.0.1:3997 /stream
-// (docs/benchmarks.md, ninth round, compares the two clients.)
+// (docs/benchmarks-history.md, ninth round, compares the two clients.)
 import net from 'node:net';
 import { percentiles } from '../scenarios.js';
 

@@ -1,7 +1,7 @@
 // MODEL, not part of `npm run bench`: a bare Fastify server that streams as Agentry's sse-stream
 // answer does (a token per word of the message, then done), spending given CPU time per stream, to see
 // what the order of the work alone does to the first token at 50 clients, without a database, a
-// collector or the platform's own costs. docs/benchmarks.md (ninth round) reads it.
+// collector or the platform's own costs. docs/benchmarks-history.md (ninth round) reads it.
 //
 //   BURN_FIRST_US=230 BURN_REST_US=100 SCHEDULE=background BATCH=8 PORT=3999 node bench/experiments/sse-scheduling-model.mjs
 //   node bench/experiments/sse-lean-client.mjs http://127.0.0.1:3999 /stream

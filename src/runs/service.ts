@@ -173,7 +173,7 @@ const ENQUEUE_WAIT_MS = 10 * 60_000;
  * Runs' starts and ends per transaction at most (group commit). Starts are what new requests wait
  * for, all of them. Ends: larger batches save commits but hold up the requests that arrive meanwhile
  * (measured with 50 clients: 32 per commit gave execute +15% and the first streamed token p50 14 ms
- * instead of 5; docs/benchmarks.md).
+ * instead of 5; docs/benchmarks-history.md, fourth round).
  */
 const STARTS_PER_COMMIT = 64;
 const ENDS_PER_COMMIT = 8;
