@@ -6,17 +6,18 @@ export interface DispatcherOptions<J> {
   workers: number;
   /** How often to look for due work when nothing woke the dispatcher. */
   pollMs: number;
-  /** Takes the next piece of work under a lease: null when there is none. */
-  claim(): Promise<J | null>;
+  /** Takes up to `limit` pieces of work under a lease, in the order to start them: fewer when the queue has fewer. */
+  claim(limit: number): Promise<J[]>;
   /** Executes a claimed piece of work; the slot frees when the promise settles. */
   execute(work: J): Promise<void>;
   log: FastifyBaseLogger;
 }
 
 /**
- * A worker pool fed from the database queue. Each pass claims work while slots are free; a slot
- * freeing, or work enqueued in this process (`wake`), starts a pass at once; otherwise the queue is
- * polled every `pollMs` (work enqueued by other replicas, retries whose back-off has passed).
+ * A worker pool fed from the database queue. Each pass claims work while slots are free, as many
+ * pieces per claim as slots are free (a burst of work costs a claim per batch, not per piece); a
+ * slot freeing, or work enqueued in this process (`wake`), starts a pass at once; otherwise the queue
+ * is polled every `pollMs` (work enqueued by other replicas, retries whose back-off has passed).
  */
 export class Dispatcher<J> {
   private busy = 0;
@@ -45,16 +46,22 @@ export class Dispatcher<J> {
 
   private async pass() {
     while (this.busy < this.options.workers) {
-      const work = await this.options.claim();
-      if (work === null) return;
-      this.busy++;
-      void this.options
-        .execute(work)
-        .catch((err) => this.options.log.error({ err }, 'task work failed unexpectedly'))
-        .finally(() => {
-          this.busy--;
-          this.loop.wake();
-        });
+      // Slots only free up while the claim is out, so what it brings always fits.
+      const free = this.options.workers - this.busy;
+      const claimed = await this.options.claim(free);
+      for (const work of claimed) this.run(work);
+      if (claimed.length < free) return;
     }
+  }
+
+  private run(work: J) {
+    this.busy++;
+    void this.options
+      .execute(work)
+      .catch((err) => this.options.log.error({ err }, 'task work failed unexpectedly'))
+      .finally(() => {
+        this.busy--;
+        this.loop.wake();
+      });
   }
 }

@@ -147,9 +147,14 @@ export class TaskExecutor {
     };
   }
 
-  /** Takes the next due job for this process's dispatcher. */
+  /** Takes up to `limit` due jobs for this process's dispatcher, in claim order. */
+  claimUpTo(limit: number) {
+    return store.claimNextJobs(this.db.kysely, this.db.dialect, { owner: this.owner, now: this.clock().toISOString(), leaseUntil: this.leaseUntil() }, limit);
+  }
+
+  /** Takes the next due job, or null. */
   claimNext() {
-    return store.claimNextJob(this.db.kysely, this.db.dialect, { owner: this.owner, now: this.clock().toISOString(), leaseUntil: this.leaseUntil() }).then((job) => job ?? null);
+    return this.claimUpTo(1).then((jobs) => jobs[0] ?? null);
   }
 
   /** Claims one specific queued job (a one-time task run by hand takes over its queued job). */

@@ -57,7 +57,7 @@ export class TasksService implements ApprovalGateway {
     this.dispatcher = new Dispatcher({
       workers: config.tasks.workers,
       pollMs: config.tasks.pollMs,
-      claim: () => this.executor.claimNext(),
+      claim: (limit) => this.executor.claimUpTo(limit),
       execute: (job) => this.executor.execute(job),
       log,
     });

@@ -210,7 +210,7 @@ const DUE_ORDER = sql<string>`coalesce(j.due_at, '9999-12-31T23:59:59.999Z')`;
  * (none last), then oldest. A serial job (overlap policy `queue`) waits while another job of its
  * task is claimed or running, or queued ahead of it.
  */
-function nextCandidate(db: Executor, now: string) {
+function nextCandidates(db: Executor, now: string, limit: number) {
   return db
     .selectFrom('task_jobs as j')
     .select('j.id')
@@ -234,7 +234,13 @@ function nextCandidate(db: Executor, now: string) {
     .orderBy('j.priority_rank', 'desc')
     .orderBy(DUE_ORDER)
     .orderBy('j.id', 'asc')
-    .limit(1);
+    .limit(limit);
+}
+
+/** The claim order of `nextCandidates`, for jobs already read. */
+function byClaimOrder(a: JobRow, b: JobRow): number {
+  const due = (j: JobRow) => j.due_at ?? '9999-12-31T23:59:59.999Z';
+  return b.priority_rank - a.priority_rank || (due(a) < due(b) ? -1 : due(a) > due(b) ? 1 : 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
 export interface ClaimInput {
@@ -256,24 +262,34 @@ function claimedBy(claim: ClaimInput) {
 }
 
 /**
- * Takes the next job under a lease, in one statement: `update ... where id = (next candidate)
- * returning *`. `null`: nothing to take.
+ * Takes up to `limit` next jobs under a lease, in one statement, in claim order:
+ * `with c as materialized (next candidates) update ... from c returning *`. Empty: nothing to take.
  *
- * The one place the dialects differ. On PostgreSQL the candidate row is locked with
- * `FOR UPDATE SKIP LOCKED`, so concurrent dispatchers each take a different row instead of queueing
- * behind one another. SQLite has no row locks and a single writer: one statement is atomic, and the
- * `state = 'queued'` condition is the same compare-and-set as `claimJob`'s.
+ * The one place the dialects differ. On PostgreSQL the candidate rows are locked with
+ * `FOR UPDATE SKIP LOCKED`, so concurrent dispatchers each take different rows instead of queueing
+ * behind one another; a locked candidate is re-checked against the candidate conditions when it is
+ * locked, so it is still queued. SQLite has no row locks and a single writer: the statement is atomic.
+ *
+ * Why this shape: a dispatcher with several free slots takes several jobs per statement (a burst of
+ * tasks costs one claim per batch, not one per job). The candidates are a materialized CTE joined by
+ * primary key, and the update has no condition of its own: `where id in (candidates)` let PostgreSQL
+ * re-run the locking subquery for every queued row (one `limit 1` claim took all 10,000 jobs), and a
+ * `state = 'queued'` condition on the updated table let it scan the queue as the join's outer side
+ * (docs/scheduling.md).
  */
-export function claimNextJob(db: Executor, dialect: Dialect, claim: ClaimInput): Promise<JobRow | undefined> {
-  let candidate = nextCandidate(db, claim.now);
-  if (dialect === 'postgres') candidate = candidate.forUpdate().skipLocked();
-  return db
+export async function claimNextJobs(db: Executor, dialect: Dialect, claim: ClaimInput, limit: number): Promise<JobRow[]> {
+  let candidates = nextCandidates(db, claim.now, limit);
+  if (dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
+  const rows = await db
+    .with((cte) => cte('c').materialized(), () => candidates)
     .updateTable('task_jobs')
     .set(claimedBy(claim))
-    .where('id', '=', candidate)
-    .where('state', '=', 'queued')
+    .from('c')
+    .whereRef('task_jobs.id', '=', 'c.id')
     .returningAll()
-    .executeTakeFirst();
+    .execute();
+  // PostgreSQL's `returning *` also returns the CTE's `id` (the same value); SQLite's only the table's.
+  return (rows as JobRow[]).sort(byClaimOrder);
 }
 
 /** Compare-and-set queued -> claimed (counts an attempt); answers the claimed job, or undefined. */

@@ -10,13 +10,14 @@ const jobsOf = (t: TestApp, id: string) => t.db.kysely.selectFrom('task_jobs').s
 describe('dispatch order and retries (no background workers)', () => {
   let t: TestApp;
   let key: string;
+  let tenantId: string;
   let agentId: string;
   const clock = new ManualClock('2030-01-01T00:00:00.000Z');
 
   beforeAll(async () => {
     t = await startApp({ TASK_WORKERS: '0', TASK_SCHEDULER: 'off', RUN_LEASE_SECONDS: '2' });
     t.services.tasks.useClock(clock);
-    ({ key } = await t.tenant());
+    ({ key, id: tenantId } = await t.tenant());
     agentId = await createAgent(t, key);
   });
   afterAll(() => t.close());
@@ -44,6 +45,34 @@ describe('dispatch order and retries (no background workers)', () => {
     ];
     const names = new Map(made.map(([n, id]) => [id, n]));
     expect((await drainOrder()).map((id) => names.get(id))).toEqual(['critical', 'high', 'medium-due-early', 'medium-due-late', 'medium-old', 'medium-new', 'low']);
+  });
+
+  it('claims several jobs in one statement, in claim order, and never a serial job queued behind another of its task', async () => {
+    const at = clock.now().toISOString();
+    const row = (name: string, priority: string) =>
+      newTaskRow({ id: newId(), tenant_id: tenantId, agent_id: agentId, app_id: 'ops', name, description: name, priority, status: 'pending', created_at: at });
+    const low = row('low', 'low');
+    const high = row('high', 'high');
+    const serial = row('serial', 'critical');
+    const jobs = {
+      low: t.services.tasks.executor.newJob(low, { kind: 'agent', reason: 'created' }),
+      high: t.services.tasks.executor.newJob(high, { kind: 'agent', reason: 'created' }),
+      serialFirst: t.services.tasks.executor.newJob(serial, { kind: 'agent', reason: 'schedule', serial: true }),
+      serialSecond: t.services.tasks.executor.newJob(serial, { kind: 'agent', reason: 'schedule', serial: true }),
+    };
+    await t.db.kysely.transaction().execute(async (trx) => {
+      for (const task of [low, high, serial]) await insertTask(trx, task);
+      // Inserted lowest priority first, so the claim's order is not the insertion order.
+      for (const job of [jobs.low, jobs.serialSecond, jobs.high, jobs.serialFirst].sort((a, b) => (a.id < b.id ? -1 : 1))) await insertJob(trx, job);
+    });
+    const claimed = await t.services.tasks.executor.claimUpTo(10);
+    expect(claimed.map((j) => j.id)).toEqual([jobs.serialFirst.id, jobs.high.id, jobs.low.id]);
+    expect(claimed.every((j) => j.state === 'claimed' && j.attempts === 1 && j.lease_owner === t.services.tasks.executor.owner)).toBe(true);
+    // The second serial job waits while the first is claimed, then is the only one left.
+    expect(await t.services.tasks.executor.claimUpTo(10)).toEqual([]);
+    await t.db.kysely.updateTable('task_jobs').set({ state: 'done' }).where('id', 'in', claimed.map((j) => j.id)).execute();
+    expect((await t.services.tasks.executor.claimUpTo(10)).map((j) => j.id)).toEqual([jobs.serialSecond.id]);
+    await t.db.kysely.updateTable('task_jobs').set({ state: 'done' }).where('id', '=', jobs.serialSecond.id).execute();
   });
 
   it('retries a failed run per the retry policy, with doubling back-off, then fails', async () => {
