@@ -4,13 +4,13 @@ import { Worker } from 'node:worker_threads';
 /**
  * SQLite's WAL checkpoints, off the event loop. By default the connection that commits past
  * `wal_autocheckpoint` pages copies the WAL back into the database file and syncs it, inside that
- * commit: on this project's write-heavy paths (every run, every task) that was a third of the cost of
- * a commit (106 -> 72 µs measured on SQLite; docs/benchmarks-history.md, third round). A worker thread with its own
- * connection runs a PASSIVE checkpoint (it never blocks writers or readers) every `intervalMs`, and
- * when the WAL has grown past RESTART_PAGES anyway, a RESTART one that makes writers wait for the rest
- * (little, as the passive one has just copied most), so that the next write rewinds the WAL: without
- * it, steady writes grew the WAL by 14 MB/s. The server's connection keeps a much higher automatic
- * threshold only as a fallback should the worker stop.
+ * commit: on this project's write-heavy paths (every run, every task) that was a third of the cost of a
+ * commit (106 -> 72 µs measured on SQLite; docs/benchmarks-history.md, third round). A worker thread
+ * with its own connection runs a PASSIVE checkpoint (it never blocks writers or readers) every
+ * `intervalMs`, and when the WAL has grown past RESTART_PAGES anyway, a RESTART one that makes writers
+ * wait for the rest (little, as the passive one has just copied most), so that the next write rewinds
+ * the WAL: without it, steady writes grew the WAL by 14 MB/s. The server's connection keeps a much
+ * higher automatic threshold only as a fallback should the worker stop.
  *
  * A RESTART holds the write lock while it copies the frames written since the passive pass began:
  * after a pass of 15-25 ms under load, 200-400 frames and 3-6 ms. So before it the worker runs more

@@ -204,6 +204,8 @@ export function jobsOfTask(db: Executor, taskId: string, states: readonly string
  * (migration 0010), so the claim walks that index instead of sorting the queue.
  */
 const DUE_ORDER = sql<string>`coalesce(j.due_at, '9999-12-31T23:59:59.999Z')`;
+/** DUE_ORDER's stand-in for "no dueAt", for ordering jobs already read. */
+const NO_DUE_AT = '9999-12-31T23:59:59.999Z';
 
 /**
  * The next job a dispatcher may take: queued and due, highest priority first, then earliest dueAt
@@ -239,7 +241,7 @@ function nextCandidates(db: Executor, now: string, limit: number) {
 
 /** The claim order of `nextCandidates`, for jobs already read. */
 function byClaimOrder(a: JobRow, b: JobRow): number {
-  const due = (j: JobRow) => j.due_at ?? '9999-12-31T23:59:59.999Z';
+  const due = (j: JobRow) => j.due_at ?? NO_DUE_AT;
   return b.priority_rank - a.priority_rank || (due(a) < due(b) ? -1 : due(a) > due(b) ? 1 : 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
