@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Insertable, Kysely, Updateable } from 'kysely';
 import type { Agent } from '../agents/schemas.js';
+import type { AgentsService } from '../agents/service.js';
 import * as conversationStore from '../conversations/store.js';
 import type { Db } from '../db/database.js';
 import type { Database, RunTable } from '../db/schema.js';
@@ -220,6 +221,7 @@ export class RunsService {
     private readonly log: FastifyBaseLogger,
     private readonly bus: SignalBus,
     private readonly limits: LimitsService,
+    private readonly agents: AgentsService,
   ) {
     // Followers on other replicas read the new events from the database when told.
     const notices = new NewEventNotices((runs) => this.bus.publish('run.events', { runs }));
@@ -943,8 +945,10 @@ export class RunsService {
     return runDetails(row);
   }
 
+  /** An agent's runs, kept after it is deleted; 404 for an agent this tenant never had a run of, nor has. */
   async listForAgent(tenantId: string, agentId: string, page: number, limit: number) {
     const { rows, total } = await store.listAgentRuns(this.db.kysely, tenantId, agentId, limit, (page - 1) * limit);
+    if (total === 0) await this.agents.get(tenantId, agentId);
     return { runs: rows.map(runSummary), total, page, limit };
   }
 
