@@ -90,9 +90,10 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   const agents = new AgentsService(db, config.defaultModel);
   const limits = new LimitsService(db, config.rateLimitPerMinute);
   const tools = new ToolRegistry();
-  const guard = new UrlGuard(config.mcpAllowedHosts, config.mcpAllowPrivateNetworks);
-  tools.register('mcp', mcpToolProvider((url) => guard.check(url)));
-  const runs = new RunsService(db, new ModelRegistry(config.providers), tools, new PriceTable(config.modelPrices), config.runLeaseMs, logger, bus, limits);
+  // Every outbound request made on a tenant's behalf connects through this guard (docs/operations.md).
+  const outbound = new OutboundGuard({ allowedHosts: config.mcpAllowedHosts, allowPrivateNetworks: config.mcpAllowPrivateNetworks });
+  tools.register('mcp', mcpToolProvider(outbound.fetch));
+  const runs = new RunsService(db, new ModelRegistry(config.providers), tools, new PriceTable(config.modelPrices), config.runLeaseMs, logger, bus, limits, agents);
   const files = new FilesService(db);
   const identity = new IdentityService(db, config, tenancy);
   tools.register('delegation', delegationToolProvider(identity, agents, () => runs));
