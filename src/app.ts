@@ -88,7 +88,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     : new LocalSignalBus();
   const tenancy = new TenancyService(db);
   const agents = new AgentsService(db, config.defaultModel);
-  const limits = new LimitsService(db, config.rateLimitPerMinute);
+  const limits = new LimitsService(db, config.rateLimitPerMinute, config.tokenRateLimitPerMinute);
   const tools = new ToolRegistry();
   // Every outbound request made on a tenant's behalf connects through this guard (docs/operations.md).
   const outbound = new OutboundGuard({ allowedHosts: config.mcpAllowedHosts, allowPrivateNetworks: config.mcpAllowPrivateNetworks });
@@ -264,7 +264,7 @@ export async function buildApp({ config, db, services = createServices(config, d
     await services.runs.stop();
     await services.bus.close();
   });
-  await app.register(identityRoutes, { identity: services.identity });
+  await app.register(identityRoutes, { identity: services.identity, limits: services.limits });
 
   return app;
 }

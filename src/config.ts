@@ -46,6 +46,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** Default requests per minute per API key (0: no limit) when neither key nor tenant sets one. */
   rateLimitPerMinute: number;
+  /** Token endpoint requests per minute per client (0: no limit); 0 by default when rateLimitPerMinute is. */
+  tokenRateLimitPerMinute: number;
   /** `iss` of every token the platform signs; defaults to `publicBaseUrl`. */
   issuer: string;
   /** SPIFFE trust domain of the agents' identities. */
@@ -175,6 +177,8 @@ export function loadConfig(env: Env = process.env): Config {
   const mcpAllowPrivateNetworks = boolean(env, 'MCP_ALLOW_PRIVATE_NETWORKS', false);
   const shutdownGraceMs = integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000;
   const rateLimitPerMinute = integer(env, 'RATE_LIMIT_PER_MINUTE', 6000, 0, 10_000_000);
+  // Minting is a signature and a committed row; a client needs a token an hour (they live one hour).
+  const tokenRateLimitPerMinute = integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', rateLimitPerMinute === 0 ? 0 : 300, 0, 10_000_000);
 
   const issuer = url(env, 'ISSUER', publicBaseUrl, ['http:', 'https:']).replace(/\/+$/, '');
 
@@ -219,6 +223,7 @@ export function loadConfig(env: Env = process.env): Config {
     mcpAllowPrivateNetworks,
     shutdownGraceMs,
     rateLimitPerMinute,
+    tokenRateLimitPerMinute,
     issuer,
     trustDomain,
     masterKey,

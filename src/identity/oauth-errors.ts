@@ -13,6 +13,8 @@ export type OAuthErrorCode =
   | 'invalid_scope'
   | 'invalid_target'
   | 'insufficient_scope'
+  /** Too many token requests from one client (429; registered for the token endpoint by RFC 8628). */
+  | 'slow_down'
   | 'server_error';
 
 export class OAuthError extends Error {

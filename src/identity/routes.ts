@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { decodeJwt } from 'jose';
 import { bearerToken } from '../http/auth.js';
 import { ProblemError } from '../http/errors.js';
 import { problems } from '../http/schemas.js';
@@ -31,6 +32,7 @@ import {
   UpdatePolicyBody,
 } from './schemas.js';
 import type { IdentityService } from './service.js';
+import type { LimitsService } from '../tenancy/limits.js';
 
 const tags = ['identity'];
 const tbacTags = ['tbac'];
@@ -56,7 +58,7 @@ const bearer = (header: string | undefined) => {
   return lastToken;
 };
 
-export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService }> = async (app, { identity }) => {
+export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits: LimitsService }> = async (app, { identity, limits }) => {
   identity.auditBuffer.onError = (err) => app.log.error({ err }, 'writing authorization audit events failed');
   app.addHook('onClose', async () => identity.flush());
 
@@ -218,8 +220,35 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
     schema: { tags: tbacTags, summary: 'Set the tenant\'s TBAC mode', body: Mode, response: { 200: Mode, ...problems(400, 401, 403, 415) } },
   }, async (req) => ({ mode: await identity.policies.setMode(req.principal, req.body.mode) }));
 
-  await app.register(oauthRoutes, { identity });
+  await app.register(oauthRoutes, { identity, limits });
 };
+
+/** A claim of a JWT read without verifying it (only to name who is asking), or undefined. */
+function unverifiedClaim(token: unknown, claim: 'iss' | 'sub'): string | undefined {
+  if (typeof token !== 'string') return undefined;
+  try {
+    const value = decodeJwt(token)[claim];
+    return typeof value === 'string' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The client a token request names, for its rate limit: the HTTP Basic user, `client_id`, the client
+ * assertion's issuer, or for a token exchange the actor's (else the subject's) `sub`; else the address.
+ */
+function tokenClient(req: FastifyRequest): string {
+  const body = (req.body ?? {}) as Record<string, unknown>;
+  const basic = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(req.headers.authorization ?? '');
+  if (basic) {
+    const user = Buffer.from(basic[1], 'base64').toString('utf8').split(':')[0];
+    if (user) return `client:${user.toLowerCase()}`;
+  }
+  if (typeof body.client_id === 'string' && body.client_id) return `client:${body.client_id.toLowerCase()}`;
+  const named = unverifiedClaim(body.client_assertion, 'iss') ?? unverifiedClaim(body.actor_token, 'sub') ?? unverifiedClaim(body.subject_token, 'sub');
+  return named ? `client:${named}` : `address:${req.ip}`;
+}
 
 /** Maps any error on the OAuth endpoints to an RFC 6749 body. */
 function oauthErrorOf(err: FastifyError | Error): OAuthError {
@@ -239,7 +268,7 @@ function oauthErrorOf(err: FastifyError | Error): OAuthError {
 }
 
 /** Token and introspection: form-encoded or JSON bodies, RFC 6749 errors, never cached. */
-const oauthRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService }> = async (app, { identity }) => {
+const oauthRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits: LimitsService }> = async (app, { identity, limits }) => {
   registerFormParser(app); // this plugin only: the rest of the API takes JSON alone
   app.addHook('onSend', async (_req, reply) => {
     reply.header('cache-control', 'no-store');
@@ -266,9 +295,17 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService }> = as
       summary: 'OAuth token endpoint: token exchange (RFC 8693; the SVID authenticates) and client_credentials',
       consumes: FORM_OR_JSON,
       body: TokenRequest,
-      response: { 200: TokenResponse, 400: OAuthErrorBody, 401: OAuthErrorBody, 500: OAuthErrorBody },
+      description: 'Rate limited per client (TOKEN_RATE_LIMIT_PER_MINUTE): 429 slow_down with Retry-After.',
+      response: { 200: TokenResponse, 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody, 500: OAuthErrorBody },
     },
-  }, async (req) => {
+  }, async (req, reply) => {
+    const rate = limits.checkTokenRequest(tokenClient(req));
+    if (rate) {
+      reply.header('ratelimit-limit', rate.limit).header('ratelimit-remaining', rate.remaining).header('ratelimit-reset', rate.resetSeconds);
+      if (!rate.allowed) {
+        throw new OAuthError('slow_down', `this client may request ${rate.limit} tokens per minute`, 429, { 'retry-after': String(rate.retryAfter) });
+      }
+    }
     invalidRequest(req);
     return identity.token(req.body as Record<string, string | string[] | undefined>, req.headers.authorization);
   });

@@ -346,8 +346,13 @@ export class IdentityService {
     try {
       const claims = await verifyAccessToken(this.ctx, credential, { audience: [this.apiAudience], kinds: ['client_credentials'] });
       const permissions = new Set(claims.scope.split(' ').filter(isPermission) as Permission[]);
-      const actorId = claims.client_id.startsWith(this.ctx.publicBaseUrl) ? claims.client_id.split('/').at(-2)! : claims.client_id;
-      return { tenantId: claims.tenant_id, actor: { type: 'access_token', id: actorId }, permissions };
+      if (claims.client_id.startsWith(this.ctx.publicBaseUrl)) {
+        return { tenantId: claims.tenant_id, actor: { type: 'access_token', id: claims.client_id.split('/').at(-2)! }, permissions };
+      }
+      // Minted from an API key (its client_id): counted against that key's request limit.
+      const key = await this.ctx.tenancy.apiKeyRateLimit(claims.client_id);
+      if (!key) return null;
+      return { tenantId: claims.tenant_id, actor: { type: 'access_token', id: claims.client_id }, permissions, apiKeyId: claims.client_id, rateLimitPerMinute: key.rateLimitPerMinute };
     } catch (err) {
       if (err instanceof TokenError) return null;
       throw err;

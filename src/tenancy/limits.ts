@@ -78,6 +78,8 @@ export class LimitsService {
   constructor(
     private readonly db: Db,
     private readonly defaultRateLimit: number,
+    /** Token endpoint requests per minute per client; 0: none. */
+    private readonly tokenRateLimit = 0,
   ) {
     this.agentBudgets = new ReadCache(db.changes, 'agents', { max: 10_000 });
   }
@@ -123,9 +125,19 @@ export class LimitsService {
     return this.tenantLimits(principal.tenantId).then((limits) => this.take(principal, limits.rateLimitPerMinute ?? this.defaultRateLimit));
   }
 
+  /**
+   * The token endpoint's limit, per client as the request names it (client_id, the Basic user, the
+   * assertion's issuer, the exchanged token's subject), counted before the client is authenticated.
+   */
+  checkTokenRequest(client: string): RateDecision | null {
+    return this.tokenRateLimit ? this.limiter.take(`token:${client}`, this.tokenRateLimit) : null;
+  }
+
   private take(principal: Principal, limit: number): RateDecision | null {
     if (!limit) return null;
-    return this.limiter.take(`${principal.actor.type}:${principal.actor.id ?? principal.tenantId}`, limit);
+    // A key and the access tokens minted from it share one count.
+    const counted = principal.apiKeyId ? `api_key:${principal.apiKeyId}` : `${principal.actor.type}:${principal.actor.id ?? principal.tenantId}`;
+    return this.limiter.take(counted, limit);
   }
 
   async usage(tenantId: string) {

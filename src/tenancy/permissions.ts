@@ -23,6 +23,11 @@ export interface Principal {
   tenantId: string;
   actor: Actor;
   permissions: ReadonlySet<Permission>;
+  /**
+   * The API key the credential is, or was minted from (a client_credentials access token): the
+   * request counts against that key's request limit, in the same count as the key's own requests.
+   */
+  apiKeyId?: string;
   /** The API key's own request limit, when it has one (overrides the tenant's). */
   rateLimitPerMinute?: number | null;
 }

@@ -166,7 +166,23 @@ export class TenancyService {
   authenticateApiKey(presented: string): MaybePromise<Principal | null> {
     if (!KEY_PATTERN.test(presented)) return null;
     const keyId = uuidFromHex(presented.slice(...KEY_ID));
-    const known = this.knownKeys.get(keyId, async () => {
+    const known = this.knownKey(keyId);
+    const secret = presented.slice(KEY_SECRET_AT);
+    return isPromise(known) ? known.then((k) => checkSecret(k, secret)) : checkSecret(known, secret);
+  }
+
+  /**
+   * The request limit of a key in force (its own, null: the tenant's), for the access tokens minted
+   * from it; undefined when the key is unknown or revoked.
+   */
+  apiKeyRateLimit(keyId: string): MaybePromise<{ rateLimitPerMinute: number | null } | undefined> {
+    const known = this.knownKey(keyId);
+    const limitOf = (k: KnownKey | undefined) => k && { rateLimitPerMinute: k.principal.rateLimitPerMinute ?? null };
+    return isPromise(known) ? known.then(limitOf) : limitOf(known);
+  }
+
+  private knownKey(keyId: string): MaybePromise<KnownKey | undefined> {
+    return this.knownKeys.get(keyId, async () => {
       const row = await store.findApiKeyForAuth(this.db.kysely, keyId);
       if (!row || row.revoked_at) return undefined;
       const secretHash = Buffer.from(row.secret_hash, 'hex');
@@ -175,12 +191,11 @@ export class TenancyService {
         tenantId: row.tenant_id,
         actor: { type: 'api_key', id: row.id },
         permissions: new Set(JSON.parse(row.permissions) as Permission[]),
+        apiKeyId: row.id,
         rateLimitPerMinute: row.rate_limit_per_minute,
       };
       return { secretHash, principal };
     });
-    const secret = presented.slice(KEY_SECRET_AT);
-    return isPromise(known) ? known.then((k) => checkSecret(k, secret)) : checkSecret(known, secret);
   }
 
   async getSettings(tenantId: string): Promise<Record<string, unknown>> {

@@ -2,12 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RateLimiter } from '../../src/tenancy/limits.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { readSse } from '../helpers/sse.js';
+import { expectOAuthError, tokenRequest } from '../identity/helpers.js';
 
 let t: TestApp;
 
 beforeAll(async () => {
   // Ten cents per token, so budgets are reached in a few runs of builtin/echo.
-  t = await startApp({ MODEL_PRICES: JSON.stringify({ 'builtin/echo': { input: 100_000, output: 100_000 } }) });
+  t = await startApp({ MODEL_PRICES: JSON.stringify({ 'builtin/echo': { input: 100_000, output: 100_000 } }), TOKEN_RATE_LIMIT_PER_MINUTE: '5' });
   await t.listen();
 });
 afterAll(() => t.close());
@@ -52,6 +53,75 @@ describe('request limits', () => {
     // Half-way through the next minute, half of the previous 10 still count: 5 more fit.
     const results = Array.from({ length: 6 }, () => limiter.take('k', 10, t0 + 90_000).allowed);
     expect(results).toEqual([true, true, true, true, true, false]);
+  });
+});
+
+describe('request limits through access tokens', () => {
+  const basic = (id: string, key: string) => ({ authorization: `Basic ${Buffer.from(`${id}:${key}`).toString('base64')}` });
+
+  async function limitedKey(owner: string, perMinute: number | null) {
+    const made = await t.request('POST', '/api/v1/api-keys', { key: owner, body: { name: 'limited', permissions: ['agents:read'] } });
+    expect(made.status).toBe(201);
+    if (perMinute !== null) expect((await t.request('PATCH', `/api/v1/api-keys/${made.body.apiKey.id}`, { key: owner, body: { rateLimitPerMinute: perMinute } })).status).toBe(200);
+    return { id: made.body.apiKey.id as string, key: made.body.key as string };
+  }
+
+  async function accessToken(k: { id: string; key: string }) {
+    const res = await tokenRequest(t, { grant_type: 'client_credentials' }, basic(k.id, k.key));
+    expect(res.status, res.text).toBe(200);
+    return res.body.access_token as string;
+  }
+
+  it('counts calls made with a token minted from a key against that key’s limit', async () => {
+    const { key } = await t.tenant();
+    const k = await limitedKey(key, 3);
+    const token = await accessToken(k);
+    const statuses: number[] = [];
+    let last;
+    for (let i = 0; i < 4; i++) {
+      last = await t.request('GET', '/api/v1/agents', { key: token });
+      statuses.push(last.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    expectProblem(last!, 429, 'rate_limited');
+    expect(last!.headers['ratelimit-limit']).toBe('3');
+    expect(Number(last!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+  });
+
+  it('shares one budget between the key and its tokens, and follows the tenant’s limit', async () => {
+    const { key } = await t.tenant();
+    const k = await limitedKey(key, 4);
+    const token = await accessToken(k);
+    const statuses = [];
+    for (const credential of [k.key, token, k.key, token, k.key, token]) statuses.push((await t.request('GET', '/api/v1/agents', { key: credential })).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+    // A key without a limit of its own: its tokens follow the tenant's limit, in the key's count.
+    const free = await limitedKey(key, null);
+    expect((await t.request('PUT', '/api/v1/limits', { key, body: { rateLimitPerMinute: 2 } })).status).toBe(200);
+    const freeToken = await accessToken(free);
+    expect((await t.request('GET', '/api/v1/agents', { key: free.key })).status).toBe(200);
+    const second = await t.request('GET', '/api/v1/agents', { key: freeToken });
+    expect(second.status).toBe(200);
+    expect(second.headers['ratelimit-limit']).toBe('2');
+    expectProblem(await t.request('GET', '/api/v1/agents', { key: freeToken }), 429, 'rate_limited');
+  });
+
+  it('limits the token endpoint per client', async () => {
+    const { key } = await t.tenant();
+    const k = await limitedKey(key, null);
+    const other = await limitedKey(key, null);
+    const limit = 5;
+    const burst = await Promise.all(Array.from({ length: limit + 5 }, () => tokenRequest(t, { grant_type: 'client_credentials' }, basic(k.id, k.key))));
+    expect(burst.filter((r) => r.status === 200)).toHaveLength(limit);
+    const refused = burst.filter((r) => r.status !== 200);
+    expect(refused).toHaveLength(5);
+    for (const r of refused) {
+      expectOAuthError(r, 429, 'slow_down');
+      expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    }
+    // Another client is not affected, nor are the key's API calls.
+    expect((await tokenRequest(t, { grant_type: 'client_credentials' }, basic(other.id, other.key))).status).toBe(200);
+    expect((await t.request('GET', '/api/v1/agents', { key: k.key })).status).toBe(200);
   });
 });
 
