@@ -98,6 +98,9 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   const identity = new IdentityService(db, config, tenancy);
   tools.register('delegation', delegationToolProvider(identity, agents, () => runs));
   const skillsDomain = createSkillsDomain(db, { agents, tools, runs, masterKey: loadMasterKey(config) });
+  // Deleting an agent ends its identity; its badge lists the skills it may use.
+  agents.deleteHooks.push(identity.forgetAgent);
+  identity.useSkillCapabilities((tenantId, agentId) => skillsDomain.skills.usableSkillBriefs(tenantId, agentId));
   const tasks = new TasksService(db, agents, runs, config, logger);
   // skill_request and connector_request become awaiting_approval tasks; approving performs them.
   registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);

@@ -65,7 +65,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
     config: { permission: 'agents:write' },
     schema: {
       tags,
-      summary: 'Delete an agent; its conversations, runs and audit events stay',
+      summary: 'Delete an agent; its conversations, runs and audit events stay; its keys are revoked and every token naming it stops being active',
       params: IdParams,
       response: { 204: Type.Null(), ...problems(401, 403, 404) },
     },
@@ -76,12 +76,12 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
 
   app.post('/api/v1/agents/:id/pause', {
     config: { permission: 'agents:write' },
-    schema: { tags, summary: 'Pause an agent: new executions are refused', params: IdParams, response: { 200: AgentRef, ...problems(401, 403, 404, 409) } },
+    schema: { tags, summary: 'Pause an agent: new executions are refused; a registered agent\'s identity is suspended (no SVIDs, badges, exchanges; its tokens are denied)', params: IdParams, response: { 200: AgentRef, ...problems(401, 403, 404, 409) } },
   }, async (req) => agents.setPaused(req.principal, req.params.id, true));
 
   app.post('/api/v1/agents/:id/resume', {
     config: { permission: 'agents:write' },
-    schema: { tags, summary: 'Resume a paused agent', params: IdParams, response: { 200: AgentRef, ...problems(401, 403, 404, 409) } },
+    schema: { tags, summary: 'Resume a paused agent: available again, or registered again for an externally hosted agent', params: IdParams, response: { 200: AgentRef, ...problems(401, 403, 404, 409) } },
   }, async (req) => agents.setPaused(req.principal, req.params.id, false));
 
   app.post('/api/v1/agents/:id/duplicate', {

@@ -149,7 +149,11 @@ export const UpdateAgentBody = Type.Object(
     model: Type.Optional(ModelString),
     systemPrompt: Type.Optional(Nullable(Prompt)),
     contextPrompt: Type.Optional(Nullable(Prompt)),
-    status: Type.Optional(Type.Union([Type.Literal('available'), Type.Literal('paused')])),
+    status: Type.Optional(
+      Type.Union([Type.Literal('available'), Type.Literal('paused')], {
+        description: 'paused refuses new executions; a registered (external) agent can be paused (its identity is suspended) but never set to available (409 agent_not_executable): resume it instead',
+      }),
+    ),
     tools: Type.Optional(Tools),
     configuration: Type.Optional(ConfigurationInput),
   },

@@ -187,8 +187,8 @@ export class AgentsService {
     return this.db.kysely.transaction().execute(async (trx) => {
       const current = await store.findAgent(trx, principal.tenantId, id);
       if (!current) throw notFound('agent');
-      if (input.status !== undefined && current.hosting === 'external') {
-        throw conflict('agent_registered', 'a registered (externally hosted) agent has no available or paused status');
+      if (input.status === 'available' && current.hosting === 'external') {
+        throw conflict('agent_not_executable', 'a registered (externally hosted) agent never becomes available; resume it to make it registered again');
       }
       await this.checkTools(trx, principal.tenantId, input.tools, id);
       const patch: Partial<store.AgentRow> = { updated_at: now() };
@@ -220,15 +220,16 @@ export class AgentsService {
     });
   }
 
-  /** available -> paused, or paused -> available; anything else is a 409 naming the state. */
+  /**
+   * available -> paused, or paused -> available; a registered (external) agent: registered -> paused
+   * (its identity is suspended) and paused -> registered. Anything else is a 409 naming the state.
+   */
   async setPaused(principal: Principal, id: string, paused: boolean): Promise<Agent> {
-    const [from, to] = paused ? ['available', 'paused'] : ['paused', 'available'];
     return this.db.kysely.transaction().execute(async (trx) => {
       const current = await store.findAgent(trx, principal.tenantId, id);
       if (!current) throw notFound('agent');
-      if (current.status === 'registered') {
-        throw conflict('agent_registered', 'a registered (externally hosted) agent cannot be paused or resumed');
-      }
+      const running = current.hosting === 'external' ? 'registered' : 'available';
+      const [from, to] = paused ? [running, 'paused'] : ['paused', running];
       if (current.status !== from) {
         throw paused
           ? conflict('agent_already_paused', 'the agent is already paused')

@@ -1,7 +1,8 @@
-import type { MaybePromise } from '../maybe-promise.js';
+import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { recordAudit, type AuditInput } from '../tenancy/audit.js';
 import type { IdentityContext } from './context.js';
 import { iso } from './keys.js';
+import { namedAgents } from './standing.js';
 import * as store from './store.js';
 import { TYP, TokenError } from './tokens.js';
 
@@ -171,6 +172,7 @@ export async function verifyAccessToken(
   const { payload } = await ctx.tokens.verify(token, ['at+jwt'], opts.audience);
   const claims = checkShape(payload);
   const state = assertInForce(await store.findTokenStateByJti(ctx.db.kysely, claims.jti), claims.tenant_id, opts.kinds ?? ['exchange', 'client_credentials'], claims);
+  await ctx.standings.check(claims, namedAgents(claims, ctx.trustDomain));
   return { ...claims, kind: state.kind as AccessTokenKind };
 }
 
@@ -181,6 +183,8 @@ export async function verifyAccessToken(
  */
 export interface VerifiedToken {
   readonly claims: AccessClaims;
+  /** The agents the token names (subject, audience, actors), checked on every use. */
+  readonly agents: readonly string[];
   /** Derived by the caller on first use and kept with the token (authorize.ts). */
   derived?: unknown;
 }
@@ -200,7 +204,8 @@ export function verifyAccessTokenCached(ctx: IdentityContext, token: string, kin
 
 async function verifyAndRemember(ctx: IdentityContext, token: string, kinds: readonly AccessTokenKind[]): Promise<VerifiedToken> {
   const { payload } = await ctx.tokens.verify(token, ['at+jwt']);
-  const entry: VerifiedToken = { claims: checkShape(payload) };
+  const claims = checkShape(payload);
+  const entry: VerifiedToken = { claims, agents: namedAgents(claims, ctx.trustDomain) };
   ctx.hot.verified.set(token, entry, entry.claims.exp * 1000 - ctx.clock.now());
   return inForce(ctx, entry, kinds);
 }
@@ -210,12 +215,18 @@ function inForce(ctx: IdentityContext, entry: VerifiedToken, kinds: readonly Acc
   const state = ctx.hot.tokenStates.get(claims.jti);
   if (state !== undefined) {
     assertInForce(state, claims.tenant_id, kinds, claims);
-    return entry;
+    return agentsStand(ctx, entry);
   }
   return loadState(ctx, claims.jti).then((loaded) => {
     assertInForce(loaded, claims.tenant_id, kinds, claims);
-    return entry;
+    return agentsStand(ctx, entry);
   });
+}
+
+/** The entry, once every agent it names is known to exist and not be suspended. */
+function agentsStand(ctx: IdentityContext, entry: VerifiedToken): MaybePromise<VerifiedToken> {
+  const checked = ctx.standings.check(entry.claims, entry.agents);
+  return isPromise(checked) ? checked.then(() => entry) : entry;
 }
 
 async function loadState(ctx: IdentityContext, jti: string): Promise<store.TokenState | null> {

@@ -4,7 +4,7 @@ import type { ToolSpec } from '../agents/schemas.js';
  * The agent badge: a W3C VC 2.0 credential secured with JOSE (`typ: vc+jwt`, `cty: vc`). The JWT
  * payload IS the credential (no `vc` claim); the registered claims repeat it: `iss` = `issuer`,
  * `sub` = `credentialSubject.id` (the SPIFFE ID), `jti` = `id`, `iat`/`exp` = `validFrom`/`validUntil`.
- * It describes what the agent can do: its tools (and, once skills exist, its skills). Tool sources
+ * It describes what the agent can do: its tools and the skills it may use (id, name, version). Tool sources
  * are described without secrets: never an MCP server's URL or headers.
  */
 
@@ -43,6 +43,8 @@ export interface BadgeSubject {
   name: string;
   hosting: string;
   tools: ToolSpec[];
+  /** The skills the agent may use now: assigned, enabled, active. */
+  skills: { id: string; name: string; version: string | null }[];
 }
 
 /**
@@ -52,8 +54,8 @@ export interface BadgeSubject {
  */
 export function badgeCredential(subject: BadgeSubject, issuer: string, id: string, iat: number, exp: number, compact = false) {
   const capabilities = compact
-    ? { toolSources: subject.tools.length, toolTypes: [...new Set(subject.tools.map((t) => t.type))], truncated: true, skills: [] }
-    : { tools: toolCapabilities(subject.tools), skills: [] };
+    ? { toolSources: subject.tools.length, toolTypes: [...new Set(subject.tools.map((t) => t.type))], truncated: true, skillCount: subject.skills.length, skills: [] }
+    : { tools: toolCapabilities(subject.tools), skills: subject.skills };
   return {
     '@context': [VC_CONTEXT_V2],
     id,

@@ -5,6 +5,7 @@ import { clientIdUrl, parseAudience } from './audience.js';
 import type { IdentityContext } from './context.js';
 import { iso } from './keys.js';
 import { OAuthError } from './oauth-errors.js';
+import { identitySuspended } from './standing.js';
 import * as store from './store.js';
 import { normalisedTyp, peekHeader } from './tokens.js';
 
@@ -139,6 +140,7 @@ async function agentClient(ctx: IdentityContext, req: ClientCredentialsRequest):
   const ref = parseAudience(iss, ctx.trustDomain, ctx.publicBaseUrl);
   const agent = ref ? await store.findAgentAnyTenant(ctx.db.kysely, ref.agentId) : undefined;
   if (!ref || !agent || (ref.tenantId !== undefined && ref.tenantId !== agent.tenant_id)) throw invalidClient('the client is unknown');
+  if (identitySuspended(agent)) throw invalidClient('the identity of this agent is suspended (paused)');
   const key = await ctx.agentKeys.verificationKey(agent.tenant_id, agent.id, header.kid);
   if (!key) throw invalidClient('client_assertion is not signed by a published key of this agent');
 

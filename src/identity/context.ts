@@ -5,6 +5,7 @@ import type { AuditBuffer } from './audit-buffer.js';
 import type { TtlCache } from './cache.js';
 import type { AgentKeyring, Clock, PlatformKeyring } from './keys.js';
 import type { PolicyEngine } from './policies.js';
+import type { AgentStandings } from './standing.js';
 import type { TokenState } from './store.js';
 import type { PlatformTokens } from './tokens.js';
 
@@ -25,6 +26,8 @@ export interface IdentityContext {
   tenancy: TenancyService;
   policies: PolicyEngine;
   audit: AuditBuffer;
+  /** Whether the agents a token names still exist and are not suspended (read on every use). */
+  standings: AgentStandings;
   spiffeIdOf(tenantId: string, agentId: string): string;
   /** Hot-path caches (authorization decisions); cleared by revocations made in this process. */
   hot: {

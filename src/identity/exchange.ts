@@ -157,6 +157,7 @@ export async function exchangeToken(ctx: IdentityContext, req: ExchangeRequest):
       // Absent and other-tenant look the same: other tenants' agents are never revealed.
       throw new OAuthError('invalid_target', 'the target agent was not found in the caller tenant');
     }
+    if ((await ctx.standings.of(tenantId, agent.id)) === 'suspended') throw new OAuthError('invalid_target', 'the identity of the target agent is suspended (paused)');
   }
   const target = targetId!;
 

@@ -132,7 +132,8 @@ export const IntrospectResponse = Type.Object({
   act: Type.Optional(
     Type.Unsafe<Act>({ type: 'object', additionalProperties: true, description: 'delegation chain: { sub, act? }, current actor outermost' }),
   ),
-});
+  tenant_id: Type.Optional(Type.String({ description: 'the tenant the token belongs to' })),
+}, { additionalProperties: true, description: 'active: false alone, or active: true with every claim of the token (spec 4.5 full claims) and token_type' });
 
 // ---- ExtAuthZ ----
 

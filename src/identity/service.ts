@@ -2,7 +2,9 @@ import { SignJWT } from 'jose';
 import type { ToolSpec } from '../agents/schemas.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { notFound } from '../http/errors.js';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+import { ProblemError, conflict, notFound, unauthorized } from '../http/errors.js';
 import { newId } from '../ids.js';
 import type { MaybePromise } from '../maybe-promise.js';
 import { recordAudit } from '../tenancy/audit.js';
@@ -30,7 +32,8 @@ import {
 import { loadMasterKey } from './master-key.js';
 import { OAuthError } from './oauth-errors.js';
 import { PolicyEngine } from './policies.js';
-import { agentSpiffeId } from './spiffe.js';
+import { agentSpiffeId, parseAgentSpiffeId } from './spiffe.js';
+import { AgentStandings, identitySuspended } from './standing.js';
 import * as store from './store.js';
 import type { TokenState } from './store.js';
 import { issueSvid } from './svid.js';
@@ -43,6 +46,17 @@ export const METADATA_MAX_BYTES = 5 * 1024;
 const TOKEN_RETENTION_MS = 24 * 3600 * 1000;
 
 const GRANT_TYPES = [GRANT_TOKEN_EXCHANGE, 'client_credentials'];
+
+/** A skill an agent may use now, as its badge lists it. */
+export interface SkillCapability {
+  id: string;
+  name: string;
+  /** The `version` the skill's metadata declares, or null. */
+  version: string | null;
+}
+
+/** The skills an agent may use now (assigned, enabled, active); the skills domain provides them. */
+export type SkillCapabilities = (tenantId: string, agentId: string) => Promise<readonly SkillCapability[]>;
 
 /**
  * Agent identity: keys, identity documents, SVIDs, badges, token exchange, introspection, the
@@ -57,6 +71,7 @@ export class IdentityService {
   readonly auditBuffer: AuditBuffer;
   readonly ctx: IdentityContext;
   private readonly badges = new Map<string, { key: string; token: string; exp: number }>();
+  private skillCapabilities: SkillCapabilities = async () => [];
   private lastPrune = 0;
 
   constructor(
@@ -84,6 +99,7 @@ export class IdentityService {
       tenancy,
       policies: this.policies,
       audit: this.auditBuffer,
+      standings: new AgentStandings(db),
       spiffeIdOf: (tenantId, agentId) => agentSpiffeId(trustDomain, tenantId, agentId),
       hot: { verified: new TtlCache<VerifiedToken>(PLATFORM_KEY_CACHE_MS), tokenStates: new TtlCache<TokenState | null>(DECISION_CACHE_MS) },
     };
@@ -118,19 +134,49 @@ export class IdentityService {
     return agent;
   }
 
+  /** No new SVIDs or badges for an agent whose identity is suspended (a registered agent paused). */
+  private notSuspended(agent: store.AgentIdentityRow) {
+    if (identitySuspended(agent)) throw conflict('agent_suspended', 'the agent is paused: its identity is suspended until it is resumed');
+    return agent;
+  }
+
+  /** Connects the skills domain: badges list the skills each agent may use. */
+  useSkillCapabilities(capabilities: SkillCapabilities) {
+    this.skillCapabilities = capabilities;
+  }
+
+  /**
+   * Deleting an agent (a delete hook, inside its transaction): its keys are revoked, and with them
+   * every SVID and token bound to them; the tokens it was issued or acts in are marked revoked down
+   * the chain. Tokens that merely name it (as audience or subject) stop at their next use: every
+   * verification checks the agents a token names (standing.ts).
+   */
+  readonly forgetAgent = async (trx: Kysely<Database>, tenantId: string, agentId: string) => {
+    const at = iso(this.clock.now());
+    await store.revokeAgentKeys(trx, tenantId, agentId, at);
+    let frontier = await store.activeTokensOfAgent(trx, tenantId, agentId);
+    for (let depth = 0; frontier.length && depth < 12; depth++) {
+      await store.revokeTokens(trx, tenantId, frontier, at);
+      frontier = await store.activeChildTokens(trx, tenantId, frontier);
+    }
+    this.ctx.hot.tokenStates.clear();
+  };
+
   // ---- public documents ----
 
   /** The badge of an agent, re-signed when the agent changed, the signing key changed, or half its life passed. */
   private async badge(agent: store.AgentIdentityRow, compact: boolean): Promise<string> {
     const { kid } = await this.platformKeys.signingKey();
-    const cacheKey = `${agent.updated_at}|${kid}`;
+    const skills = (await this.skillCapabilities(agent.tenant_id, agent.id)).map(({ id, name, version }) => ({ id, name, version }));
+    // A new badge when the agent, its skills or the signing key change; earlier ones stay valid until they expire.
+    const cacheKey = `${agent.updated_at}|${kid}|${JSON.stringify(skills)}`;
     const nowS = Math.floor(this.clock.now() / 1000);
     const cached = this.badges.get(`${agent.id}|${compact}`);
     if (cached && cached.key === cacheKey && cached.exp - nowS > BADGE_LIFETIME_S / 2) return cached.token;
     const spiffeId = this.ctx.spiffeIdOf(agent.tenant_id, agent.id);
     const id = `urn:uuid:${newId()}`;
     const credential = badgeCredential(
-      { spiffeId, agentId: agent.id, tenantId: agent.tenant_id, name: agent.name, hosting: agent.hosting, tools: JSON.parse(agent.tools) as ToolSpec[] },
+      { spiffeId, agentId: agent.id, tenantId: agent.tenant_id, name: agent.name, hosting: agent.hosting, tools: JSON.parse(agent.tools) as ToolSpec[], skills },
       this.issuer,
       id,
       nowS,
@@ -143,7 +189,7 @@ export class IdentityService {
   }
 
   async clientMetadata(agentId: string) {
-    const agent = await this.publicAgent(agentId);
+    const agent = this.notSuspended(await this.publicAgent(agentId));
     await this.agentKeys.ensureActive(agent.tenant_id, agent.id);
     const build = async (compact: boolean) => ({
       client_id: clientIdUrl(this.ctx.publicBaseUrl, agent.id),
@@ -186,7 +232,7 @@ export class IdentityService {
   // ---- SVIDs and agent keys ----
 
   async issueSvid(principal: Principal, agentId: string, audience: string[], ttlSeconds: number) {
-    await this.tenantAgent(principal.tenantId, agentId);
+    this.notSuspended(await this.tenantAgent(principal.tenantId, agentId));
     const svid = await issueSvid(this.ctx, principal.tenantId, agentId, audience, ttlSeconds);
     await recordAudit(this.db.kysely, {
       tenantId: principal.tenantId,
@@ -343,20 +389,30 @@ export class IdentityService {
     if (!looksLikeJwt(credential)) return null;
     const header = peekHeader(credential);
     if (!header || normalisedTyp(header) !== 'at+jwt') return null;
+    let claims;
     try {
-      const claims = await verifyAccessToken(this.ctx, credential, { audience: [this.apiAudience], kinds: ['client_credentials'] });
-      const permissions = new Set(claims.scope.split(' ').filter(isPermission) as Permission[]);
-      if (claims.client_id.startsWith(this.ctx.publicBaseUrl)) {
-        return { tenantId: claims.tenant_id, actor: { type: 'access_token', id: claims.client_id.split('/').at(-2)! }, permissions };
-      }
-      // Minted from an API key (its client_id): counted against that key's request limit.
-      const key = await this.ctx.tenancy.apiKeyRateLimit(claims.client_id);
-      if (!key) return null;
-      return { tenantId: claims.tenant_id, actor: { type: 'access_token', id: claims.client_id }, permissions, apiKeyId: claims.client_id, rateLimitPerMinute: key.rateLimitPerMinute };
+      claims = await verifyAccessToken(this.ctx, credential);
     } catch (err) {
       if (err instanceof TokenError) return null;
       throw err;
     }
+    // A delegation token (token exchange) is valid, but for agent-to-agent calls: say so.
+    if (claims.kind !== 'client_credentials' || claims.aud !== this.apiAudience) {
+      throw unauthorized(
+        'this is a delegation token (token exchange) for agent-to-agent calls: the callee checks it with POST /api/v1/identity/authorize; the API takes an API key or a client_credentials access token',
+        'delegation_token',
+      );
+    }
+    const permissions = new Set(claims.scope.split(' ').filter(isPermission) as Permission[]);
+    const agent = parseAgentSpiffeId(claims.sub, this.ctx.trustDomain);
+    if (agent) {
+      // An agent's own token: it acts as that agent and reaches only what the agent needs.
+      return { tenantId: claims.tenant_id, actor: { type: 'access_token', id: agent.agentId }, permissions, agentId: agent.agentId };
+    }
+    // Minted from an API key (its client_id): counted against that key's request limit.
+    const key = await this.ctx.tenancy.apiKeyRateLimit(claims.client_id);
+    if (!key) return null;
+    return { tenantId: claims.tenant_id, actor: { type: 'access_token', id: claims.client_id }, permissions, apiKeyId: claims.client_id, rateLimitPerMinute: key.rateLimitPerMinute };
   };
 
   // ---- platform keys (operators: CLI) ----

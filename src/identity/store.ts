@@ -210,6 +210,29 @@ export async function activeTokensOfAgentKey(db: Executor, tenantId: string, kid
   return rows.map((r) => r.jti);
 }
 
+/** Tokens issued to the agent (its SVIDs, API tokens, the delegations it acts in), not revoked yet. */
+export async function activeTokensOfAgent(db: Executor, tenantId: string, agentId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('identity_tokens')
+    .select('jti')
+    .where('tenant_id', '=', tenantId)
+    .where('agent_id', '=', agentId)
+    .where('revoked_at', 'is', null)
+    .execute();
+  return rows.map((r) => r.jti);
+}
+
+/** Every key of the agent, at once (the agent is deleted). */
+export function revokeAgentKeys(db: Executor, tenantId: string, agentId: string, at: string) {
+  return db
+    .updateTable('identity_agent_keys')
+    .set({ status: 'revoked', revoked_at: at })
+    .where('tenant_id', '=', tenantId)
+    .where('agent_id', '=', agentId)
+    .where('status', '!=', 'revoked')
+    .execute();
+}
+
 const chunks = <T>(items: T[], size = 500): T[][] =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 

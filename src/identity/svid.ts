@@ -67,7 +67,8 @@ export async function verifySvid(ctx: IdentityContext, token: string): Promise<V
   if (!ref) throw new TokenError('sub is not an agent SPIFFE ID of this trust domain');
   if (typeof payload.jti !== 'string') throw new TokenError('the SVID has no jti');
   const state = await checkNotRevoked(ctx, payload.jti, ref.tenantId, ['svid']);
-  const agent = await store.findAgent(ctx.db.kysely, ref.tenantId, ref.agentId);
-  if (!agent) throw new TokenError('the agent of the SVID no longer exists');
+  const standing = await ctx.standings.of(ref.tenantId, ref.agentId);
+  if (standing === 'gone') throw new TokenError('the agent of the SVID no longer exists');
+  if (standing === 'suspended') throw new TokenError('the identity of the agent of the SVID is suspended (paused)');
   return { tenantId: ref.tenantId, agentId: ref.agentId, spiffeId: payload.sub as string, jti: payload.jti, agentKeyId: state.agent_key_id };
 }

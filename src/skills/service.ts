@@ -85,6 +85,8 @@ export interface SkillBrief {
   id: string;
   name: string;
   description: string;
+  /** The `version` its metadata declares (SKILL.md front matter), or null. */
+  version: string | null;
 }
 
 export class SkillsService {
@@ -158,10 +160,15 @@ export class SkillsService {
     return store.agentAssignments(this.db.kysely, tenantId, agentId, { usableOnly: true });
   }
 
-  /** Id, name and description of the skills the agent may use now, highest priority first. */
+  /** Id, name, description and version of the skills the agent may use now, highest priority first. */
   async usableSkillBriefs(tenantId: string, agentId: string): Promise<readonly SkillBrief[]> {
     const cached = await this.usableBriefs.get(`${tenantId}:${agentId}`, async () => ({
-      skills: (await this.usableSkills(tenantId, agentId)).map((r) => ({ id: r.id, name: r.name, description: r.description })),
+      skills: (await this.usableSkills(tenantId, agentId)).map((r) => ({
+        id: r.id,
+        name: r.name,
+        description: r.description,
+        version: (JSON.parse(r.metadata) as Record<string, string>).version ?? null,
+      })),
     }));
     return cached!.skills;
   }

@@ -24,6 +24,11 @@ export interface Principal {
   actor: Actor;
   permissions: ReadonlySet<Permission>;
   /**
+   * The agent an agent's own access token (client_credentials with its private key) is bound to: such
+   * a principal reaches only that agent (http/auth.ts, agentScope).
+   */
+  agentId?: string;
+  /**
    * The API key the credential is, or was minted from (a client_credentials access token): the
    * request counts against that key's request limit, in the same count as the key's own requests.
    */

@@ -88,8 +88,9 @@ describe('create and get', () => {
   it('registers an externally hosted agent', async () => {
     const agent = await create({ name: 'ext', hosting: 'external' });
     expect(agent).toMatchObject({ status: 'registered', hosting: 'external' });
-    expectProblem(await t.request('POST', `/api/v1/agents/${agent.id}/pause`, { key }), 409, 'agent_registered');
-    expectProblem(await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { status: 'available' } }), 409, 'agent_registered');
+    // CONTRACT.md: a registered agent is never made available (it can be paused and resumed; test/identity/agent-lifecycle.test.ts).
+    expectProblem(await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { status: 'available' } }), 409, 'agent_not_executable');
+    expectProblem(await t.request('POST', `/api/v1/agents/${agent.id}/resume`, { key }), 409, 'agent_not_paused');
   });
 
   it('answers 404 for an unknown id and for another tenant’s agent', async () => {

@@ -140,7 +140,8 @@ describe('access tokens on the main API', () => {
     const b = await createAgent(t, acme.key);
     const s = await svidFor(t, acme.key, a.id);
     const delegation = await exchange(t, s.svid, b.id, 'tools:*');
-    expectProblem(await t.request('GET', '/api/v1/agents', { key: delegation.access_token }), 401, 'invalid_credentials');
+    // A valid delegation token is refused with its own reason (it is for agent-to-agent calls).
+    expectProblem(await t.request('GET', '/api/v1/agents', { key: delegation.access_token }), 401, 'delegation_token');
     expectProblem(await t.request('GET', '/api/v1/agents', { key: s.svid }), 401, 'invalid_credentials');
   });
 

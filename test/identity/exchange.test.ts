@@ -436,6 +436,7 @@ describe('introspection (RFC 7662)', () => {
       jti: p.jti,
       token_type: 'Bearer',
       act: { sub: spiffe(acme.id, a.id) },
+      tenant_id: acme.id,
     });
     const json = await t.request('POST', '/api/v1/identity/oauth/introspect', { key: acme.key, body: { token: access_token } });
     expect(json.body).toEqual(res.body);

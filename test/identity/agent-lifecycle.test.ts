@@ -1,0 +1,195 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { ASSERTION_TYPE, createAgent, decodePart, exchange, exchangeParams, expectOAuthError, joseVerify, svidFor, tokenRequest } from './helpers.js';
+
+/**
+ * The identity of an agent follows the agent's life: deleting it ends every token that names it
+ * (issue 21 item 5), pausing a registered agent suspends its identity and resuming restores it
+ * (item 18); introspection shows every claim (item 16); a delegation token on the main API is
+ * refused with a reason (item 23); the badge lists the agent's skills (item 17).
+ */
+
+let t: TestApp;
+let acme: { id: string; key: string };
+
+beforeAll(async () => {
+  t = await startApp();
+  acme = await t.tenant('acme');
+});
+afterAll(() => t.close());
+
+const authorize = (token: string, tool: string, callee: string) =>
+  t.request('POST', '/api/v1/identity/authorize', { key: acme.key, body: { token, tool, callee } });
+const introspect = (token: string) => t.request('POST', '/api/v1/identity/oauth/introspect', { key: acme.key, body: { token } });
+
+/** An access token for the main API, obtained by the agent itself (private_key_jwt). */
+async function agentApiToken(agentId: string) {
+  const assertion = await t.services.identity.signClientAssertion(acme.id, agentId);
+  const res = await tokenRequest(t, { grant_type: 'client_credentials', client_assertion_type: ASSERTION_TYPE, client_assertion: assertion });
+  expect(res.status, res.text).toBe(200);
+  return res.body.access_token as string;
+}
+
+describe('deleting an agent (item 5)', () => {
+  it('ends every token where it is subject, actor or audience, and revokes its keys', async () => {
+    const a = await createAgent(t, acme.key, { name: 'A' });
+    const b = await createAgent(t, acme.key, { name: 'B' });
+    const c = await createAgent(t, acme.key, { name: 'C' });
+    // A -> B (B is audience), B -> C re-delegating A's token (B is actor, A subject), C -> A.
+    const aToB = (await exchange(t, (await svidFor(t, acme.key, a.id)).svid, b.id, 'tools:*')).access_token;
+    const bSvid = (await svidFor(t, acme.key, b.id)).svid;
+    const redelegated = await tokenRequest(t, exchangeParams(aToB, c.id, 'tools:search', { subject_token_type: 'urn:ietf:params:oauth:token-type:access_token', actor_token: bSvid, actor_token_type: 'urn:ietf:params:oauth:token-type:jwt' }));
+    expect(redelegated.status, redelegated.text).toBe(200);
+    const bToC = redelegated.body.access_token as string;
+    const cToA = (await exchange(t, (await svidFor(t, acme.key, c.id)).svid, a.id, 'tools:*')).access_token;
+    const cToB = (await exchange(t, (await svidFor(t, acme.key, c.id)).svid, b.id, 'tools:*')).access_token;
+    const bApi = await agentApiToken(b.id);
+    const bSvidForLater = (await svidFor(t, acme.key, b.id)).svid;
+
+    expect((await authorize(aToB, 'search', b.id)).body).toMatchObject({ allowed: true });
+    expect((await authorize(bToC, 'search', c.id)).body).toMatchObject({ allowed: true });
+    expect((await authorize(cToB, 'search', b.id)).body).toMatchObject({ allowed: true });
+    expect((await introspect(bApi)).body.active).toBe(true);
+    expect((await t.request('GET', '/api/v1/agents', { key: bApi })).status).toBe(200);
+
+    expect((await t.request('DELETE', `/api/v1/agents/${b.id}`, { key: acme.key })).status).toBe(204);
+
+    // B is the audience, the actor (and, for its API token, the subject): all refused, at once.
+    for (const [token, callee] of [[aToB, b.id], [bToC, c.id], [cToB, b.id]] as const) {
+      const decision = await authorize(token, 'search', callee);
+      expect(decision.body, `${callee}`).toMatchObject({ allowed: false, reason: 'token_invalid' });
+      expect((await introspect(token)).body).toEqual({ active: false });
+    }
+    expect((await introspect(bApi)).body).toEqual({ active: false });
+    expectProblem(await t.request('GET', '/api/v1/agents', { key: bApi }), 401, 'invalid_credentials');
+    // Its SVIDs can no longer be exchanged, and its keys are revoked (not published, not usable).
+    expectOAuthError(await tokenRequest(t, exchangeParams(bSvidForLater, a.id, 'tools:x')), 400, 'invalid_grant');
+    const keys = await t.db.kysely.selectFrom('identity_agent_keys').select(['status', 'revoked_at']).where('agent_id', '=', b.id).execute();
+    expect(keys.length).toBeGreaterThan(0);
+    expect(keys.every((k) => k.status === 'revoked' && k.revoked_at)).toBe(true);
+
+    // Tokens naming only other agents are untouched.
+    expect((await authorize(cToA, 'search', a.id)).body).toMatchObject({ allowed: true });
+    expect((await introspect(cToA)).body.active).toBe(true);
+  });
+});
+
+describe('a registered agent paused and resumed (item 18)', () => {
+  it('pauses (identity suspended) and resumes back to registered, never available', async () => {
+    const ext = await createAgent(t, acme.key, { name: 'Outside', hosting: 'external' });
+    const other = await createAgent(t, acme.key, { name: 'Inside' });
+    const extToOther = (await exchange(t, (await svidFor(t, acme.key, ext.id)).svid, other.id, 'tools:*')).access_token;
+    const otherToExt = (await exchange(t, (await svidFor(t, acme.key, other.id)).svid, ext.id, 'tools:*')).access_token;
+    const extSvid = (await svidFor(t, acme.key, ext.id)).svid;
+    const extApi = await agentApiToken(ext.id);
+    expect((await authorize(extToOther, 'x', other.id)).body.allowed).toBe(true);
+
+    const paused = await t.request('POST', `/api/v1/agents/${ext.id}/pause`, { key: acme.key });
+    expect(paused.status, paused.text).toBe(200);
+    expect(paused.body.status).toBe('paused');
+
+    // Suspended: authorize denies its tokens, no new SVIDs, badges, exchanges or API tokens.
+    expect((await authorize(extToOther, 'x', other.id)).body).toMatchObject({ allowed: false, reason: 'token_invalid' });
+    expect((await authorize(otherToExt, 'x', ext.id)).body).toMatchObject({ allowed: false, reason: 'token_invalid' });
+    expect((await introspect(extApi)).body).toEqual({ active: false });
+    expectProblem(await t.request('POST', `/api/v1/identity/agents/${ext.id}/svid`, { key: acme.key, body: { audience: t.config.issuer } }), 409, 'agent_suspended');
+    expectProblem(await t.request('GET', `/api/v1/identity/agents/${ext.id}/client-metadata.json`), 409, 'agent_suspended');
+    expectOAuthError(await tokenRequest(t, exchangeParams(extSvid, other.id, 'tools:x')), 400, 'invalid_grant');
+    const otherSvid = (await svidFor(t, acme.key, other.id)).svid;
+    expectOAuthError(await tokenRequest(t, exchangeParams(otherSvid, ext.id, 'tools:x')), 400, 'invalid_target');
+    const assertion = await t.services.identity.signClientAssertion(acme.id, ext.id);
+    expectOAuthError(await tokenRequest(t, { grant_type: 'client_credentials', client_assertion_type: ASSERTION_TYPE, client_assertion: assertion }), 401, 'invalid_client');
+    // A paused registered agent cannot be "resumed" into available through an update either.
+    expectProblem(await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'available' } }), 409, 'agent_not_executable');
+    expectProblem(await t.request('POST', `/api/v1/agents/${ext.id}/pause`, { key: acme.key }), 409, 'agent_already_paused');
+
+    const resumed = await t.request('POST', `/api/v1/agents/${ext.id}/resume`, { key: acme.key });
+    expect(resumed.status, resumed.text).toBe(200);
+    expect(resumed.body.status).toBe('registered');
+    expect((await authorize(extToOther, 'x', other.id)).body.allowed).toBe(true);
+    expect((await introspect(extApi)).body.active).toBe(true);
+    expect((await t.request('POST', `/api/v1/identity/agents/${ext.id}/svid`, { key: acme.key, body: { audience: t.config.issuer } })).status).toBe(200);
+    expect((await t.request('GET', `/api/v1/identity/agents/${ext.id}/client-metadata.json`)).status).toBe(200);
+
+    // Through the update: paused, then back (to registered); available is refused.
+    const viaUpdate = await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'paused' } });
+    expect(viaUpdate.status, viaUpdate.text).toBe(200);
+    expect(viaUpdate.body.status).toBe('paused');
+    expect((await authorize(extToOther, 'x', other.id)).body.allowed).toBe(false);
+    expectProblem(await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'available' } }), 409, 'agent_not_executable');
+    expect((await t.request('POST', `/api/v1/agents/${ext.id}/resume`, { key: acme.key })).body.status).toBe('registered');
+    expectProblem(await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'available' } }), 409, 'agent_not_executable');
+    expect((await t.request('GET', `/api/v1/agents/${ext.id}`, { key: acme.key })).body.status).toBe('registered');
+  });
+});
+
+describe('introspection and the main API (items 16, 23)', () => {
+  it('introspection of an active token returns every claim of the token, tenant_id included', async () => {
+    const a = await createAgent(t, acme.key);
+    const b = await createAgent(t, acme.key);
+    const token = (await exchange(t, (await svidFor(t, acme.key, a.id)).svid, b.id, 'tools:search')).access_token;
+    const claims = decodePart(token, 1);
+    const res = await introspect(token);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ active: true, token_type: 'Bearer', ...claims });
+    expect(res.body.tenant_id).toBe(acme.id);
+
+    const api = await agentApiToken(a.id);
+    expect((await introspect(api)).body).toEqual({ active: true, token_type: 'Bearer', ...decodePart(api, 1) });
+  });
+
+  it('a valid delegation token on the main API is a 401 that says what the token is for', async () => {
+    const a = await createAgent(t, acme.key);
+    const b = await createAgent(t, acme.key);
+    const token = (await exchange(t, (await svidFor(t, acme.key, a.id)).svid, b.id, 'tools:search')).access_token;
+    const res = await t.request('GET', '/api/v1/agents', { key: token });
+    expectProblem(res, 401, 'delegation_token');
+    expect(res.body.detail).toMatch(/agent-to-agent/);
+    expect(res.body.detail).not.toMatch(/unknown, revoked or expired/);
+    expect(res.headers['www-authenticate']).toBe('Bearer');
+  });
+});
+
+describe('the badge lists the agent\'s skills (item 17)', () => {
+  const badgeOf = async (agentId: string) => {
+    const res = await t.request('GET', `/api/v1/identity/agents/${agentId}/client-metadata.json`);
+    expect(res.status, res.text).toBe(200);
+    return res.body.badge as string;
+  };
+  const createSkill = async (name: string, metadata: Record<string, string> = {}) => {
+    const res = await t.request('POST', '/api/skills', { key: acme.key, body: { name, description: `${name} skill`, category: 'sales', instructions: 'Do it.', metadata } });
+    expect(res.status, res.text).toBe(201);
+    return { ...(res.body as { id: string; name: string }), version: metadata.version ?? null };
+  };
+
+  it('holds the assigned, enabled skills (id, name, version) and is re-issued when assignments change', async () => {
+    const a = await createAgent(t, acme.key, { name: 'Seller' });
+    const pricing = await createSkill('pricing', { version: '1.2' });
+    const returns = await createSkill('returns');
+    const first = await badgeOf(a.id);
+    expect(decodePart(first, 1).credentialSubject.capabilities.skills).toEqual([]);
+
+    expect((await t.request('POST', `/api/skills/${pricing.id}/assign`, { key: acme.key, body: { agentId: a.id } })).status).toBe(201);
+    expect((await t.request('POST', `/api/skills/${returns.id}/assign`, { key: acme.key, body: { agentId: a.id } })).status).toBe(201);
+    const second = await badgeOf(a.id);
+    expect(second).not.toBe(first);
+    const skills = decodePart(second, 1).credentialSubject.capabilities.skills;
+    expect(skills).toHaveLength(2);
+    expect(skills).toEqual(expect.arrayContaining([
+      { id: pricing.id, name: 'pricing', version: pricing.version },
+      { id: returns.id, name: 'returns', version: returns.version },
+    ]));
+
+    // Disabled assignments are not capabilities.
+    const disabled = await t.request('PATCH', `/api/skills/${returns.id}/assignments/${a.id}`, { key: acme.key, body: { enabled: false } });
+    expect(disabled.status, disabled.text).toBe(200);
+    const third = await badgeOf(a.id);
+    expect(decodePart(third, 1).credentialSubject.capabilities.skills).toEqual([{ id: pricing.id, name: 'pricing', version: pricing.version }]);
+
+    // The earlier badges stay verifiable until they expire.
+    for (const badge of [first, second]) {
+      const { payload } = await joseVerify(t, badge, { typ: 'vc+jwt' });
+      expect(payload.exp! * 1000).toBeGreaterThan(Date.now());
+    }
+  });
+});
