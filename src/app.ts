@@ -11,6 +11,7 @@ import type { Config } from './config.js';
 import { ping, type Db } from './db/database.js';
 import { registerAuth } from './http/auth.js';
 import { requestChildLogger } from './http/request-logger.js';
+import { redactLogLine } from './log-redaction.js';
 import { ProblemError, registerErrorHandling } from './http/errors.js';
 import { registerJsonParser } from './http/json.js';
 import { closeAllStreams } from './http/sse.js';
@@ -73,12 +74,9 @@ export interface Services extends SkillsDomain {
   tasks: TasksService;
 }
 
-/** The process logger: JSON lines; credentials and secrets are redacted whatever a line includes. */
-export function createLogger(config: Config): FastifyBaseLogger {
-  return pino({
-    level: config.logLevel,
-    redact: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', '*.apiKey', '*.secret', '*.password', '*.privateKey'],
-  });
+/** The process logger: JSON lines; every line has its credentials redacted before it is written (log-redaction.ts). */
+export function createLogger(config: Config, destination?: pino.DestinationStream): FastifyBaseLogger {
+  return pino({ level: config.logLevel, hooks: { streamWrite: redactLogLine } }, destination);
 }
 
 export function createServices(config: Config, db: Db, logger: FastifyBaseLogger = createLogger(config)): Services {
