@@ -1,5 +1,9 @@
+import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { buildApp, createServices, type Services } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { migrate, openDatabase, type Db } from '../../src/db/database.js';
+import { createTestDatabase, dialect, expectProblem, startApp, type TestApp, type TestDatabase } from '../helpers/app.js';
 import { ASSERTION_TYPE, createAgent, decodePart, exchange, exchangeParams, expectOAuthError, joseVerify, svidFor, tokenRequest } from './helpers.js';
 
 /**
@@ -191,5 +195,78 @@ describe('the badge lists the agent\'s skills (item 17)', () => {
       const { payload } = await joseVerify(t, badge, { typ: 'vc+jwt' });
       expect(payload.exp! * 1000).toBeGreaterThan(Date.now());
     }
+  });
+});
+
+describe.skipIf(dialect !== 'postgres')('two replicas on one PostgreSQL database (items 5, 18)', () => {
+  let database: TestDatabase;
+  const replicas: { app: FastifyInstance; db: Db; services: Services }[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const config = loadConfig({ ...database.env, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://agentry.test' });
+    for (let i = 0; i < 2; i++) {
+      const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+      if (i === 0) await migrate(db);
+      const services = createServices(config, db);
+      const app = await buildApp({ config, db, services });
+      await app.ready();
+      replicas.push({ app, db, services });
+    }
+  });
+  afterAll(async () => {
+    for (const r of replicas) {
+      await r.app.close();
+      await r.db.close();
+    }
+    await database?.drop();
+  });
+
+  const call = async (i: number, method: string, url: string, key: string | null, body?: unknown) => {
+    const res = await replicas[i].app.inject({
+      method: method as 'GET',
+      url,
+      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      payload: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : undefined };
+  };
+  /** Waits for replica i to hear (NOTIFY) that the agents table changed since `stamp`. */
+  const heard = async (i: number, stamp: number | null) => {
+    while (replicas[i].db.changes.stamp('agents') === stamp) await new Promise((r) => setTimeout(r, 5));
+  };
+
+  it('a deletion on one replica ends the agent\'s tokens on the other as soon as it is notified', async () => {
+    const { apiKey: key } = await replicas[0].services.tenancy.createTenant('replicated');
+    const agent = async (name: string, extra: Record<string, unknown> = {}) => (await call(0, 'POST', '/api/v1/agents', key, { name, appId: 'x', ...extra })).body.id as string;
+    const a = await agent('A');
+    const b = await agent('B');
+    const ext = await agent('E', { hosting: 'external' });
+    const svid = async (id: string) => (await call(0, 'POST', `/api/v1/identity/agents/${id}/svid`, key, { audience: 'http://agentry.test' })).body.svid as string;
+    const exchangeOn = async (subject: string, audience: string) => {
+      const res = await replicas[0].services.identity.exchange({ subject_token: subject, subject_token_type: 'urn:ietf:params:oauth:token-type:jwt', audience: [audience], resource: [], scope: 'tools:*' });
+      return res.access_token;
+    };
+    const aToB = await exchangeOn(await svid(a), b);
+    const extToA = await exchangeOn(await svid(ext), a);
+    const decide = async (i: number, token: string, callee: string) => (await call(i, 'POST', '/api/v1/identity/authorize', key, { token, tool: 't', callee })).body;
+    // Replica 1 has verified and cached both tokens.
+    expect(await decide(1, aToB, b)).toMatchObject({ allowed: true });
+    expect(await decide(1, extToA, a)).toMatchObject({ allowed: true });
+
+    let stamp = replicas[1].db.changes.stamp('agents');
+    expect((await call(0, 'DELETE', `/api/v1/agents/${b}`, key)).status).toBe(204);
+    await heard(1, stamp);
+    expect(await decide(1, aToB, b)).toMatchObject({ allowed: false, reason: 'token_invalid' });
+    expect((await call(1, 'POST', '/api/v1/identity/oauth/introspect', key, { token: aToB })).body).toEqual({ active: false });
+
+    stamp = replicas[1].db.changes.stamp('agents');
+    expect((await call(0, 'POST', `/api/v1/agents/${ext}/pause`, key)).status).toBe(200);
+    await heard(1, stamp);
+    expect(await decide(1, extToA, a)).toMatchObject({ allowed: false, reason: 'token_invalid' });
+    stamp = replicas[1].db.changes.stamp('agents');
+    expect((await call(0, 'POST', `/api/v1/agents/${ext}/resume`, key)).body.status).toBe('registered');
+    await heard(1, stamp);
+    expect(await decide(1, extToA, a)).toMatchObject({ allowed: true });
   });
 });
