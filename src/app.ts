@@ -27,7 +27,7 @@ import { PriceTable } from './runtime/models/prices.js';
 import { ModelRegistry } from './runtime/models/registry.js';
 import { mcpToolProvider } from './runtime/tools/mcp.js';
 import { ToolRegistry } from './runtime/tools/registry.js';
-import { UrlGuard } from './runtime/tools/ssrf.js';
+import { OutboundGuard } from './runtime/tools/ssrf.js';
 import { LocalSignalBus, PostgresSignalBus, type SignalBus } from './signals/bus.js';
 import { identityRoutes } from './identity/routes.js';
 import { IdentityService } from './identity/service.js';
@@ -66,6 +66,8 @@ export interface Services extends SkillsDomain {
   limits: LimitsService;
   agents: AgentsService;
   tools: ToolRegistry;
+  /** The guard every outbound request made on a tenant's behalf connects through. */
+  outbound: OutboundGuard;
   runs: RunsService;
   files: FilesService;
   conversations: ConversationsService;
@@ -110,6 +112,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     limits,
     agents,
     tools,
+    outbound,
     runs,
     files,
     conversations: new ConversationsService(db, agents, runs, files),
@@ -267,5 +270,6 @@ export async function buildApp({ config, db, services = createServices(config, d
   });
   await app.register(identityRoutes, { identity: services.identity, limits: services.limits });
 
+    await services.outbound.close();
   return app;
 }

@@ -2,6 +2,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { McpTool } from '../../agents/schemas.js';
 import type { Static } from '@sinclair/typebox';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { OutboundRefused } from './ssrf.js';
 import { ToolError, type RuntimeTool, type ToolProvider, type ToolSet } from './types.js';
 
 type McpSource = Static<typeof McpTool>;
@@ -17,10 +19,11 @@ function contentText(content: unknown): string {
     .join('\n');
 }
 
-async function connect(source: McpSource, signal: AbortSignal): Promise<{ client: Client; tools: RuntimeTool[] }> {
+async function connect(source: McpSource, signal: AbortSignal, fetch: FetchLike): Promise<{ client: Client; tools: RuntimeTool[] }> {
   const client = new Client({ name: 'agentry', version: '0.1.0' });
   const transport = new StreamableHTTPClientTransport(new URL(source.url), {
     requestInit: { headers: source.headers ?? {} },
+    fetch,
   });
   await client.connect(transport, { signal });
   const listed: { name: string; description?: string; inputSchema: Record<string, unknown> }[] = [];
@@ -55,28 +58,38 @@ async function connect(source: McpSource, signal: AbortSignal): Promise<{ client
 /**
  * Tools from the MCP servers named in an agent's `tools` (`{ type: "mcp", url, headers?, name?,
  * allowedTools? }`), over Streamable HTTP with the MCP SDK client: one connection per server per run.
+ * Every request goes through `fetch`: the platform gives the outbound guard's (runtime/tools/ssrf.ts).
  */
-export function mcpToolProvider(checkUrl: (url: string) => Promise<void> = async () => {}): ToolProvider {
+export function mcpToolProvider(fetch: FetchLike): ToolProvider {
   return (ctx) => {
     const sources = ctx.agent.tools.filter((t): t is McpSource => t.type === 'mcp');
-    return sources.length ? connectAll(sources, ctx.signal, checkUrl) : { tools: [] };
+    return sources.length ? connectAll(sources, ctx.signal, fetch) : { tools: [] };
   };
 }
 
+/** Why a connection failed, for the run's warnings: the guard's refusal, or the innermost network error. */
+function failure(err: unknown): string {
+  const chain: Error[] = [];
+  for (let e = err; e instanceof Error && chain.length < 8; e = e.cause) chain.push(e);
+  const refused = chain.find((e) => e instanceof OutboundRefused);
+  if (refused) return `refused: ${refused.message}`;
+  const inner = chain[chain.length - 1];
+  return inner && inner !== chain[0] ? `${chain[0].message}: ${inner.message}` : String((err as Error)?.message ?? err);
+}
+
 /** Tools from each MCP server, over a connection per server kept for the run (`close` ends them). */
-async function connectAll(sources: McpSource[], signal: AbortSignal, checkUrl: (url: string) => Promise<void>): Promise<ToolSet> {
+async function connectAll(sources: McpSource[], signal: AbortSignal, fetch: FetchLike): Promise<ToolSet> {
   const clients: Client[] = [];
   const tools: RuntimeTool[] = [];
   const errors: string[] = [];
   await Promise.all(
     sources.map(async (source) => {
       try {
-        await checkUrl(source.url);
-        const c = await connect(source, signal);
+        const c = await connect(source, signal, fetch);
         clients.push(c.client);
         tools.push(...c.tools);
       } catch (err) {
-        errors.push(`${source.url}: ${(err as Error).message}`);
+        errors.push(`${source.url}: ${failure(err)}`);
       }
     }),
   );
