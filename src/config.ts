@@ -38,9 +38,9 @@ export interface Config {
   modelPrices: Record<string, { input: number; output: number }>;
   /** How long a run's lease lasts without renewal before another process declares it interrupted. */
   runLeaseMs: number;
-  /** Hosts (or host:port) agents may reach although they are loopback or private (MCP_ALLOWED_HOSTS). */
+  /** Hosts (or host:port), as written in URLs, agents may reach although not public (MCP_ALLOWED_HOSTS). */
   mcpAllowedHosts: string[];
-  /** Lets agents reach any private address (MCP_ALLOW_PRIVATE_NETWORKS=true); for closed networks only. */
+  /** Lets agents reach any address but the cloud metadata one (MCP_ALLOW_PRIVATE_NETWORKS=true); closed networks only. */
   mcpAllowPrivateNetworks: boolean;
   /** How long SIGTERM waits for running runs and streams before ending them. */
   shutdownGraceMs: number;
