@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
@@ -8,6 +7,7 @@ import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer
 import type { Database } from './schema.js';
 import { migrationProvider } from './migrations/index.js';
 import { preparedStatementName } from './prepared.js';
+import { createPrivateFile, ensurePrivateDir, tightenFile } from '../private-files.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -40,6 +40,9 @@ export function openDatabase(options: DbOptions): Db {
     // An idle client losing its connection must not crash the process; the next query reports it.
     pool.on('error', () => {});
     pool.on('connect', prepareTemplatesOn);
+    // Nor a checked-out one between two statements (in a transaction), where the pool does not listen:
+    // PostgreSQL restarting ends every backend at once. Its next statement fails, and the pool drops it.
+    pool.on('connect', (client) => client.on('error', () => {}));
     // Other replicas' writes arrive as notifications; until the signal bus listens, nothing is cached.
     const changes = new ChangeFeed(null, false);
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new ChangeTrackingPlugin(changes)] });
@@ -52,11 +55,15 @@ export function openDatabase(options: DbOptions): Db {
       close: () => kysely.destroy(),
     };
   }
-  fs.mkdirSync(options.dataDir, { recursive: true });
+  ensurePrivateDir(options.dataDir);
   const file = path.join(options.dataDir, 'agentry.sqlite');
+  // Created 0600 before SQLite opens it: SQLite gives its WAL and shared memory files the database
+  // file's mode; those an older version left readable are tightened once they exist.
+  createPrivateFile(file);
   const sqlite = new SQLite(file);
   // WAL lets the CLI and readers work while the server writes; busy_timeout waits out short locks.
   sqlite.pragma('journal_mode = WAL');
+  for (const suffix of ['-wal', '-shm']) tightenFile(`${file}${suffix}`);
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
