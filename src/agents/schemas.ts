@@ -17,6 +17,7 @@ export const BuiltinTool = Type.Object(
     name: Type.Union([Type.Literal('skills'), Type.Literal('connectors')], {
       description: 'skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request',
     }),
+    enabled: Type.Optional(Type.Boolean({ description: 'false: the group is off (input only; an agent lists only the groups it has)' })),
   },
   { additionalProperties: false, title: 'Built-in tool group' },
 );
@@ -45,6 +46,18 @@ export const AgentTool = Type.Object(
 export const ToolSpec = Type.Union([BuiltinTool, McpTool, AgentTool]);
 export type ToolSpec = Static<typeof ToolSpec>;
 export const Tools = Type.Array(ToolSpec, { maxItems: 64 });
+const CreateTools = Type.Array(ToolSpec, {
+  maxItems: 64,
+  description:
+    'The agent\'s tools, as given (entries with enabled: false left out). Left out: the built-in groups skills and connectors.',
+});
+const UpdateTools = Type.Array(ToolSpec, {
+  maxItems: 64,
+  description:
+    'Replaces the agent\'s MCP servers and delegations. The built-in groups are kept as they are unless the list names a ' +
+    'built-in group: then the built-in groups are exactly those it names without enabled: false (so the tools read from the ' +
+    'agent can be sent back as they are; to turn every group off, name each with enabled: false).',
+});
 
 export const ON_ACTIVE_RUN = ['reject', 'enqueue', 'inject'] as const;
 
@@ -81,6 +94,20 @@ export const DEFAULT_TOOLS: ToolSpec[] = [
   { type: 'builtin', name: 'skills' },
   { type: 'builtin', name: 'connectors' },
 ];
+
+/** The tools an agent keeps from a list given on create: as given, without the groups turned off. */
+export function toolsAsGiven(tools: ToolSpec[]): ToolSpec[] {
+  return tools.flatMap((t): ToolSpec[] => (t.type !== 'builtin' ? [t] : t.enabled === false ? [] : [{ type: 'builtin', name: t.name }]));
+}
+
+/**
+ * The tools after an update: MCP servers and delegations are replaced; the built-in groups are kept
+ * unless the list names one (adding an MCP server must not take skill_query away).
+ */
+export function toolsAfterUpdate(current: ToolSpec[], given: ToolSpec[]): ToolSpec[] {
+  if (given.some((t) => t.type === 'builtin')) return toolsAsGiven(given);
+  return [...current.filter((t) => t.type === 'builtin'), ...given];
+}
 
 export const Agent = Type.Object(
   {
@@ -132,7 +159,7 @@ export const CreateAgentBody = Type.Object(
         description: 'external: hosted elsewhere, holds only an identity here (status registered, never executed)',
       }),
     ),
-    tools: Type.Optional(Tools),
+    tools: Type.Optional(CreateTools),
     configuration: Type.Optional(ConfigurationInput),
   },
   { additionalProperties: false },
@@ -154,7 +181,7 @@ export const UpdateAgentBody = Type.Object(
         description: 'paused refuses new executions; a registered (external) agent can be paused (its identity is suspended) but never set to available (409 agent_not_executable): resume it instead',
       }),
     ),
-    tools: Type.Optional(Tools),
+    tools: Type.Optional(UpdateTools),
     configuration: Type.Optional(ConfigurationInput),
   },
   { additionalProperties: false },

@@ -10,6 +10,8 @@ import type { Actor, Principal } from '../tenancy/permissions.js';
 import {
   DEFAULT_CONFIGURATION,
   DEFAULT_TOOLS,
+  toolsAfterUpdate,
+  toolsAsGiven,
   type Agent,
   type Configuration,
   type ConfigurationInput,
@@ -168,7 +170,7 @@ export class AgentsService {
       context_prompt: input.contextPrompt ?? null,
       status: external ? 'registered' : 'available',
       hosting: external ? 'external' : 'platform',
-      tools: JSON.stringify(input.tools ?? DEFAULT_TOOLS),
+      tools: JSON.stringify(input.tools ? toolsAsGiven(input.tools) : DEFAULT_TOOLS),
       configuration: JSON.stringify(mergeConfiguration(DEFAULT_CONFIGURATION, input.configuration)),
       monthly_budget_usd: null,
       created_at: at,
@@ -201,7 +203,7 @@ export class AgentsService {
       if (input.systemPrompt !== undefined) patch.system_prompt = input.systemPrompt;
       if (input.contextPrompt !== undefined) patch.context_prompt = input.contextPrompt;
       if (input.status !== undefined) patch.status = input.status;
-      if (input.tools !== undefined) patch.tools = JSON.stringify(input.tools);
+      if (input.tools !== undefined) patch.tools = JSON.stringify(toolsAfterUpdate(toAgent(current).tools, input.tools));
       if (input.configuration !== undefined) {
         patch.configuration = JSON.stringify(mergeConfiguration(toAgent(current).configuration, input.configuration));
       }
