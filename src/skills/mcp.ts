@@ -7,6 +7,7 @@ import type { FastifyReply } from 'fastify';
 import type { AgentsService } from '../agents/service.js';
 import { Id, problems } from '../http/schemas.js';
 import { ToolError } from '../runtime/tools/types.js';
+import type { Permission } from '../tenancy/permissions.js';
 import type { SkillTools, ToolCaller } from './tools.js';
 
 /**
@@ -15,7 +16,7 @@ import type { SkillTools, ToolCaller } from './tools.js';
  * MCP server and transport (no session), answered as JSON. GET (server-initiated stream) and DELETE
  * (session end) have nothing to serve without sessions: 405, as the MCP specification allows.
  * Authenticated like the rest of the API (Bearer API key, permission skills:read); the agent must be
- * in the caller's tenant (404 otherwise).
+ * in the caller's tenant (404 otherwise). Each tool also needs what its HTTP twin needs (buildMcpServer).
  */
 
 const SERVER_INFO = { name: 'agentry-skills', version: '0.1.0' };
@@ -25,7 +26,12 @@ function toolResult(value: Record<string, unknown>, isError = false): CallToolRe
   return { content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: value, ...(isError ? { isError: true } : {}) };
 }
 
-export function buildMcpServer(tools: SkillTools, caller: ToolCaller): McpServer {
+/**
+ * The MCP server of one request. `permissions` are the calling credential's: each tool needs what its
+ * HTTP twin needs (skill_request and connector_request create approval tasks: agents:write, as
+ * POST /api/v1/tasks), else it answers a `forbidden` error result and does nothing.
+ */
+export function buildMcpServer(tools: SkillTools, caller: ToolCaller, permissions: ReadonlySet<Permission>): McpServer {
   const server = new McpServer(SERVER_INFO, {
     instructions: `Skills and integrations of the Agentry agent ${caller.agent.name}. Use skill_discover to see skills, skill_query to read one assigned to this agent.`,
   });
@@ -41,6 +47,9 @@ export function buildMcpServer(tools: SkillTools, caller: ToolCaller): McpServer
   }
   for (const def of defs) {
     server.registerTool(def.name, { description: def.description, inputSchema: def.input }, async (args: unknown) => {
+      if (!permissions.has(def.permission)) {
+        return toolResult({ error: { code: 'forbidden', message: `${def.name} needs the ${def.permission} permission, which this credential does not hold` } }, true);
+      }
       try {
         return toolResult(await tools.call(def, caller, args));
       } catch (err) {
@@ -71,7 +80,7 @@ export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService;
       ...base,
       summary: 'MCP (Streamable HTTP, stateless): the agent’s skill and connector tools',
       description:
-        'JSON-RPC messages of the Model Context Protocol: initialize, tools/list, tools/call. The tools are those the agent gets during runs: skill_discover, skill_query, skill_request (builtin group skills) and connector_discover, connector_request (builtin group connectors).',
+        'JSON-RPC messages of the Model Context Protocol: initialize, tools/list, tools/call. The tools are those the agent gets during runs: skill_discover, skill_query, skill_request (builtin group skills) and connector_discover, connector_request (builtin group connectors). Each tool needs what its HTTP twin needs: skill_request and connector_request create approval tasks, so they need agents:write (as POST /api/v1/tasks); without it they answer an error result with code forbidden and create nothing.',
       body: Type.Unknown({ description: 'a JSON-RPC message or batch' }),
       response: {
         200: Type.Unknown({ description: 'JSON-RPC response' }),
@@ -82,7 +91,7 @@ export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService;
   }, async (req, reply) => {
     const agent = await agents.get(req.principal.tenantId, req.params.agentId);
     if (req.body === undefined || req.body === null) return jsonRpcError(reply, 400, -32700, 'Parse error: send a JSON-RPC message');
-    const server = buildMcpServer(tools, { tenantId: req.principal.tenantId, agent, actor: req.principal.actor });
+    const server = buildMcpServer(tools, { tenantId: req.principal.tenantId, agent, actor: req.principal.actor }, req.principal.permissions);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.hijack();
     reply.raw.setHeader('x-request-id', req.id);

@@ -3,7 +3,7 @@ import type { Agent } from '../agents/schemas.js';
 import { newId } from '../ids.js';
 import { ToolError, type RuntimeTool, type ToolProvider } from '../runtime/tools/types.js';
 import type { ApprovalGateway } from '../tasks/approvals.js';
-import type { Actor } from '../tenancy/permissions.js';
+import type { Actor, Permission } from '../tenancy/permissions.js';
 import { CONNECTORS, findConnector } from './connectors/catalog.js';
 import type { ConnectorsService } from './connectors/service.js';
 import { rankReferences, terms } from './search.js';
@@ -34,6 +34,8 @@ export interface SkillToolDef<S extends z.ZodObject = z.ZodObject> {
   name: string;
   group: Group;
   description: string;
+  /** What the tool's HTTP twin needs; callers with permissions of their own (MCP clients) must hold it. */
+  permission: Permission;
   input: S;
   run(caller: ToolCaller, input: z.infer<S>): Promise<Record<string, unknown>>;
 }
@@ -145,6 +147,7 @@ export class SkillTools {
     return [
       define({
         name: 'skill_discover',
+        permission: 'skills:read',
         group: 'skills',
         description:
           'List the skills of this organisation (and of the platform store) by category or keyword: metadata only, each with assignedToMe. Query skills assigned to you with skill_query; ask for others with skill_request.',
@@ -156,6 +159,7 @@ export class SkillTools {
       }),
       define({
         name: 'skill_query',
+        permission: 'skills:read',
         group: 'skills',
         description:
           'Read one of your assigned skills: its instructions, its configuration for you, the reference passages that best match your query, and the lists of its reference files and scripts. Give referenceFile to read one file whole.',
@@ -169,6 +173,8 @@ export class SkillTools {
       }),
       define({
         name: 'skill_request',
+        // Creates an approval task (and a connector request): what POST /api/v1/tasks needs.
+        permission: 'agents:write',
         group: 'skills',
         description: 'Ask an administrator to assign you a skill (one from skill_discover that is not assigned to you). Creates an approval task; the skill is yours once approved.',
         input: z.object({
@@ -179,6 +185,7 @@ export class SkillTools {
       }),
       define({
         name: 'connector_discover',
+        permission: 'skills:read',
         group: 'connectors',
         description: 'List the integrations connected for this organisation and those available, each with the skills suggested for it.',
         input: z.object({
@@ -188,6 +195,8 @@ export class SkillTools {
       }),
       define({
         name: 'connector_request',
+        // Creates an approval task (and a connector request): what POST /api/v1/tasks needs.
+        permission: 'agents:write',
         group: 'connectors',
         description: 'Ask an administrator to connect an integration you need (an id from connector_discover). Creates a task for administrator review.',
         input: z.object({
