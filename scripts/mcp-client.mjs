@@ -5,7 +5,8 @@
 //   AGENTRY_KEY=agk_... node scripts/mcp-client.mjs <agentId>                      list the tools
 //   AGENTRY_KEY=agk_... node scripts/mcp-client.mjs <agentId> <tool> '<json args>'  call one
 //
-// AGENTRY_URL defaults to http://127.0.0.1:8080. The key needs the skills:read permission.
+// AGENTRY_URL is the server's address (default http://127.0.0.1:8080, as `npm start` serves); the key
+// needs the skills:read permission.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -18,7 +19,8 @@ if (!agentId || !key) {
 const base = (process.env.AGENTRY_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
 
 const client = new Client({ name: 'agentry-example-client', version: '1.0.0' });
-const transport = new StreamableHTTPClientTransport(new URL(`${base}/api/v1/agents/${agentId}/mcp`), {
+const endpoint = `${base}/api/v1/agents/${agentId}/mcp`;
+const transport = new StreamableHTTPClientTransport(new URL(endpoint), {
   requestInit: { headers: { authorization: `Bearer ${key}` } },
 });
 try {
@@ -35,8 +37,18 @@ try {
     if (result.isError) process.exitCode = 1;
   }
 } catch (err) {
-  process.stderr.write(`mcp-client: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`mcp-client: ${explain(err)}\n`);
   process.exitCode = 1;
 } finally {
   await client.close();
+}
+
+/** A failure that names the URL tried: "fetch failed" alone does not say that AGENTRY_URL is wrong. */
+function explain(err) {
+  const message = err instanceof Error ? err.message : String(err);
+  const cause = err instanceof Error && err.cause ? (err.cause.code ?? err.cause.message) : null;
+  if (message === 'fetch failed' || cause) {
+    return `could not reach ${endpoint}${cause ? ` (${cause})` : ''}: is the server running there? AGENTRY_URL sets its address.`;
+  }
+  return `${endpoint}: ${message}`;
 }
