@@ -73,6 +73,13 @@ describe('the guarded dispatcher', () => {
     await guard.close();
   });
 
+  it('refuses, rather than fails on, a lookup answer that is not an address', async () => {
+    const lookup: LookupFunction = (_host, _options, callback) => callback(null, [{ address: 'not-an-address', family: 4 }]);
+    const guard = new OutboundGuard({ allowedHosts: [], allowPrivateNetworks: true, lookup });
+    expect(await refusedWith(ping(guard, `http://odd.example:${port}/mcp`))).toMatch(/odd\.example resolves to not an IP address/);
+    await guard.close();
+  });
+
   it('connects only to the addresses it checked', async () => {
     // The name resolves (through the guard's lookup) to the loopback server, which private networks allow.
     const lookup: LookupFunction = (_host, _options, callback) => callback(null, [{ address: '127.0.0.1', family: 4 }]);

@@ -145,6 +145,7 @@ export class OutboundGuard {
 
   /** Why the address may not be connected to (`a loopback address...`), or null when it may. */
   refusal(address: string): string | null {
+    if (!ipaddr.isValid(address)) return 'not an IP address';
     if (isMetadataAddress(address)) return 'the cloud metadata address; only MCP_ALLOWED_HOSTS can allow it';
     const range = addressRange(address);
     if (range === 'unicast' || this.allowPrivate) return null;
