@@ -1,11 +1,50 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { badRequest } from './errors.js';
 
 /**
- * JSON body parsing: Fastify's safe parser (prototype-poisoning checks), except that an empty body
- * counts as no body, so `curl -X POST -H 'content-type: application/json'` works on action routes.
+ * Levels of nesting a JSON body may have (the body itself is one). Deeper documents are refused at
+ * parse time: every later step that walks a value recursively (validation, storage, serialization)
+ * would otherwise overflow the stack on them (a 500), and no request of this API needs more.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** True when `value` nests objects or arrays more than `levels` deep; recursion stops there. */
+function deeperThan(value: unknown, levels: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (levels === 0) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (deeperThan(item, levels - 1)) return true;
+    return false;
+  }
+  const record = value as Record<string, unknown>;
+  for (const key in record) if (deeperThan(record[key], levels - 1)) return true;
+  return false;
+}
+
+export type JsonParser = (request: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) => void;
+
+/**
+ * The platform's JSON parser: Fastify's safe parser (`__proto__` and `constructor` keys refused),
+ * then the nesting limit. Every route that takes JSON parses with it, webhook deliveries included.
+ */
+export function jsonParser(app: FastifyInstance): JsonParser {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  return (request, body, done) =>
+    parse(request, body, (err: Error | null, value?: unknown) => {
+      if (err) return done(err, undefined);
+      if (deeperThan(value, MAX_JSON_DEPTH)) {
+        return done(badRequest(`the JSON body nests deeper than ${MAX_JSON_DEPTH} levels`, undefined, 'json_too_deep'), undefined);
+      }
+      done(null, value);
+    });
+}
+
+/**
+ * JSON body parsing with `jsonParser`, except that an empty body counts as no body, so
+ * `curl -X POST -H 'content-type: application/json'` works on action routes.
  */
 export function registerJsonParser(app: FastifyInstance) {
-  const parse = app.getDefaultJsonParser('error', 'error');
+  const parse = jsonParser(app);
   // JSON only: any other body (text/plain included) is a 415.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {

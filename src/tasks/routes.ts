@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
+import { jsonParser } from '../http/json.js';
 import { Id, IdParams, PageQuery, problems } from '../http/schemas.js';
 import { RunDetailsSchema, RunSummarySchema } from '../runs/routes.js';
 import { CreateTaskBody, Fire, HookAccepted, ListTasksQuery, RunStarted, RunTaskBody, Task, TaskSummary } from './schemas.js';
@@ -102,9 +103,21 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
     schema: {
       tags,
       summary: 'Run the task now (any type); input is merged over the task input for this run',
+      description:
+        'Starts a run of the task at once, whatever its type or schedule. A task awaiting approval is not run: ' +
+        'the answer is 409 `task_awaiting_approval` (running it would bypass the approval); approve it first ' +
+        '(POST /api/v1/tasks/{id}/approve).',
       params: IdParams,
       body: RunTaskBody,
-      response: { 202: RunStarted, ...problems(400, 401, 403, 404, 409, 413, 415) },
+      response: {
+        202: RunStarted,
+        ...problems(400, 401, 403, 404, 413, 415),
+        409: Type.Ref('Problem', {
+          description:
+            '`task_awaiting_approval`: the task waits for approval (approve it, then run it); `task_not_runnable`: an approval ' +
+            'task, which acts when approved; `agent_not_found`: the task’s agent was deleted',
+        }),
+      },
     },
   }, async (req, reply) => reply.code(202).send(await tasks.run(req.principal, req.params.id, req.body?.input)));
 
@@ -185,11 +198,11 @@ declare module 'fastify' {
 
 /**
  * `POST /api/v1/hooks/:taskId`: public, authenticated by the HMAC signature over the raw body, so
- * this route keeps the body as bytes and parses it (with the platform's safe JSON parser) only once
+ * this route keeps the body as bytes and parses it (with the platform's JSON parser) only once
  * the signature holds.
  */
 export const hooksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = async (app, { tasks }) => {
-  const parseJson = app.getDefaultJsonParser('error', 'error');
+  const parseJson = jsonParser(app);
   const parse = (request: FastifyRequest) => (raw: Buffer) =>
     new Promise<unknown>((resolve, reject) =>
       parseJson(request, raw.toString('utf8'), (err, value) => (err ? reject(Object.assign(err, { statusCode: 400 })) : resolve(value))),
