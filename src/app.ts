@@ -12,7 +12,7 @@ import { ping, type Db } from './db/database.js';
 import { registerAuth } from './http/auth.js';
 import { requestChildLogger } from './http/request-logger.js';
 import { redactLogLine } from './log-redaction.js';
-import { ProblemError, registerErrorHandling } from './http/errors.js';
+import { ProblemError, clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerJsonParser } from './http/json.js';
 import { closeAllStreams } from './http/sse.js';
 import { Problem } from './http/schemas.js';
@@ -159,6 +159,9 @@ export async function buildApp({ config, db, services = createServices(config, d
     childLoggerFactory: requestChildLogger,
     ajv: { customOptions: { removeAdditional: false } },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // Errors raised before any route or hook runs, and requests Node's parser refuses, are problems too.
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Every route, for the OpenAPI completeness test and the generated-input (fuzz) suite.

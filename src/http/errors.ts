@@ -1,4 +1,7 @@
+import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 
 export interface FieldError {
   path: string;
@@ -29,10 +32,13 @@ const TITLES: Record<number, string> = {
   404: 'Not Found',
   405: 'Method Not Allowed',
   406: 'Not Acceptable',
+  408: 'Request Timeout',
   409: 'Conflict',
   413: 'Content Too Large',
+  414: 'URI Too Long',
   415: 'Unsupported Media Type',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   503: 'Service Unavailable',
 };
@@ -67,23 +73,125 @@ export function sendProblem(reply: FastifyReply, err: ProblemError) {
 /** Ajv's instancePath (`/tools/0/url`) plus the missing property, as one readable path. */
 function fieldErrors(err: FastifyError): FieldError[] {
   const context = (err as { validationContext?: string }).validationContext ?? 'body';
-  return (err.validation ?? []).map((v) => {
-    let where = v.instancePath.replace(/^\//, '').replace(/\//g, '.');
-    const params = v.params as Record<string, unknown>;
-    if (v.keyword === 'required' && typeof params.missingProperty === 'string') {
-      where = where ? `${where}.${params.missingProperty}` : params.missingProperty;
-      return { path: `${context}.${where}`, message: 'is required' };
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const v of collapseUnions((err.validation ?? []) as ErrorObject[])) {
+    const field = fieldError(context, v);
+    const id = `${field.path}\u0000${field.message}`;
+    if (!seen.has(id)) out.push(field);
+    seen.add(id);
+  }
+  return out;
+}
+
+function fieldError(context: string, v: ErrorObject): FieldError {
+  let where = v.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  const params = v.params as Record<string, unknown>;
+  if (v.keyword === 'required' && typeof params.missingProperty === 'string') {
+    where = where ? `${where}.${params.missingProperty}` : params.missingProperty;
+    return { path: `${context}.${where}`, message: 'is required' };
+  }
+  if (v.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
+    where = where ? `${where}.${params.additionalProperty}` : params.additionalProperty;
+    return { path: `${context}.${where}`, message: 'is not a known field' };
+  }
+  let message = v.message ?? 'is invalid';
+  if (v.keyword === 'enum' && Array.isArray(params.allowedValues)) message = mustBeOneOf(params.allowedValues);
+  if (v.keyword === 'const') message = `must be ${String(params.allowedValue)}`;
+  if (v.keyword === 'type') message = `must be ${[params.type as string | string[]].flat().map(aType).join(' or ')}`;
+  return { path: where ? `${context}.${where}` : context, message };
+}
+
+/** A JSON Schema type as a reader says it: `a string`, `an object`, `null`. */
+const aType = (type: string) => (type === 'null' ? 'null' : /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`);
+
+const mustBeOneOf = (values: unknown[]) => (values.length === 1 ? `must be ${String(values[0])}` : `must be one of ${values.map(String).join(', ')}`);
+
+/**
+ * Ajv reports a value that matches no member of a union (`anyOf`, what TypeBox makes of
+ * `Union([Literal(...), ...])` and `Nullable`) as the errors of every member plus "must match a
+ * schema in anyOf". Each union's errors become what a person can act on: a union of values and types
+ * at one place says which it allows (`must be one of available, paused`); a union of object shapes
+ * whose tag (`type`) matched none says which tags there are; otherwise the errors of the member that
+ * came closest are kept (the value has its type, and fewest errors).
+ */
+function collapseUnions(errors: ErrorObject[]): ErrorObject[] {
+  let remaining = errors;
+  const unions = errors.filter(isUnion).sort((a, b) => a.schemaPath.length - b.schemaPath.length);
+  for (const union of unions) {
+    if (!remaining.includes(union)) continue; // inside a member already dropped
+    const prefix = `${union.schemaPath}/`;
+    // The same union schema is met at every item of an array: its errors are those at or below its value.
+    const at = union.instancePath;
+    const inside = remaining.filter((e) => e.schemaPath.startsWith(prefix) && (e.instancePath === at || e.instancePath.startsWith(`${at}/`)));
+    const leaves = inside.filter((e) => !isUnion(e));
+    let replacement: ErrorObject[];
+    if (leaves.length && leaves.every((e) => e.instancePath === union.instancePath && ['const', 'enum', 'type'].includes(e.keyword))) {
+      replacement = [{ ...union, keyword: COLLAPSED, message: allowedByUnion(leaves, prefix), params: {} }];
+    } else {
+      const members = new Map<string, ErrorObject[]>();
+      for (const e of inside) {
+        const member = e.schemaPath.slice(prefix.length).split('/')[0];
+        members.set(member, [...(members.get(member) ?? []), e]);
+      }
+      const discriminator = sharedValueError([...members.values()]);
+      if (discriminator) {
+        // No member's tag (`type`) matched: what the tag may be is the one thing to say.
+        const tags = inside.filter((e) => e.instancePath === discriminator && (e.keyword === 'const' || e.keyword === 'enum'));
+        replacement = [{ ...tags[0], keyword: COLLAPSED, message: allowedByUnion(tags, prefix), params: {} }];
+      } else {
+        // A member whose type the value has (its errors lie deeper) beats one that refuses the value's type.
+        const rank = (member: ErrorObject[]) =>
+          (member.some((e) => e.keyword === 'type' && e.instancePath === union.instancePath) ? 1e6 : 0) + member.filter((e) => !isUnion(e)).length;
+        replacement = [...members.values()].sort((a, b) => rank(a) - rank(b))[0] ?? [union];
+      }
     }
-    if (v.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
-      where = where ? `${where}.${params.additionalProperty}` : params.additionalProperty;
-      return { path: `${context}.${where}`, message: 'is not a known field' };
-    }
-    let message = v.message ?? 'is invalid';
-    if (v.keyword === 'enum' && Array.isArray(params.allowedValues)) {
-      message = `must be one of: ${params.allowedValues.join(', ')}`;
-    }
-    return { path: where ? `${context}.${where}` : context, message };
-  });
+    const index = remaining.indexOf(union);
+    const kept = remaining.filter((e) => e !== union && !inside.includes(e));
+    const before = remaining.slice(0, index).filter((e) => kept.includes(e)).length;
+    remaining = [...kept.slice(0, before), ...replacement, ...kept.slice(before)];
+  }
+  return remaining;
+}
+
+/** The field below the union at which every member refuses the value (a const or enum tag), if any. */
+function sharedValueError(members: ErrorObject[][]): string | undefined {
+  const tagPaths = members.map((m) => new Set(m.filter((e) => e.keyword === 'const' || e.keyword === 'enum').map((e) => e.instancePath)));
+  return [...(tagPaths[0] ?? [])].find((path) => tagPaths.every((paths) => paths.has(path)));
+}
+
+/** The keyword of an error made from a union's errors; its message is final. */
+const COLLAPSED = 'x-union';
+
+const isUnion = (e: ErrorObject) => e.keyword === 'anyOf' || e.keyword === 'oneOf';
+
+/**
+ * "must be one of a, b" for the values a union's members allow, with "or null", "or a string" for
+ * members that ask for a type only. A member that names values (a Literal is a type and a value)
+ * contributes those values, not its type.
+ */
+function allowedByUnion(leaves: ErrorObject[], prefix: string): string {
+  const members = new Map<string, ErrorObject[]>();
+  for (const e of leaves) {
+    const member = e.schemaPath.startsWith(prefix) ? e.schemaPath.slice(prefix.length).split('/')[0] : e.schemaPath;
+    members.set(member, [...(members.get(member) ?? []), e]);
+  }
+  const values = new Set<unknown>();
+  const types = new Set<string>();
+  for (const errors of members.values()) {
+    const named = errors.flatMap((e) => {
+      const params = e.params as Record<string, unknown>;
+      if (e.keyword === 'const') return [params.allowedValue];
+      return e.keyword === 'enum' ? (params.allowedValues as unknown[]) : [];
+    });
+    if (named.length) named.forEach((v) => values.add(v));
+    else for (const e of errors) if (e.keyword === 'type') [(e.params as { type: string | string[] }).type].flat().forEach((t) => types.add(t));
+  }
+  if (!types.size) return mustBeOneOf([...values]);
+  const alternatives = [...values].map(String).concat([...types].map(aType));
+  if (alternatives.length === 1) return `must be ${alternatives[0]}`;
+  const last = alternatives.pop();
+  return `must be ${values.size > 1 ? 'one of ' : ''}${alternatives.join(', ')} or ${last}`;
 }
 
 const DB_UNAVAILABLE_CODES = new Set([
@@ -125,6 +233,10 @@ function fromFastifyError(err: FastifyError): ProblemError {
     return badRequest(first ? `${first.path} ${first.message}` : 'request is invalid', errors);
   }
   switch (err.code) {
+    case 'FST_ERR_BAD_URL':
+      return badRequest(`the URL is not valid: ${err.message}`, undefined, 'invalid_url');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new ProblemError(414, 'uri_too_long', 'a path segment of the URL is longer than the 200 characters allowed');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ProblemError(413, 'payload_too_large', 'request body exceeds the 1 MiB limit');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -146,8 +258,55 @@ function fromFastifyError(err: FastifyError): ProblemError {
   const status = err.statusCode ?? 500;
   if (status === 413) return new ProblemError(413, 'payload_too_large', 'request body is too large');
   if (status === 415) return new ProblemError(415, 'unsupported_media_type', 'send the body as application/json');
-  if (status >= 400 && status < 500) return new ProblemError(status, 'bad_request', err.message);
+  if (status >= 400 && status < 500) return new ProblemError(status, CLIENT_ERROR_CODES[status] ?? 'bad_request', err.message);
   return new ProblemError(500, 'internal_error', 'an internal error occurred; it has been logged');
+}
+
+/** Stable codes for the client-error statuses that framework and plugin errors carry. */
+const CLIENT_ERROR_CODES: Record<number, string> = {
+  400: 'bad_request',
+  404: 'not_found',
+  406: 'not_acceptable',
+  408: 'request_timeout',
+  413: 'payload_too_large',
+  414: 'uri_too_long',
+  415: 'unsupported_media_type',
+  431: 'headers_too_large',
+};
+
+/**
+ * Errors Fastify raises before a request reaches any route or hook (a path whose percent-encoding is
+ * broken, a path parameter over the length limit): the `frameworkErrors` option sends them here.
+ */
+export function frameworkErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const problem = fromFastifyError(err);
+  request.log.info({ code: problem.code, status: problem.status }, 'request rejected');
+  return sendProblem(reply, problem);
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (malformed request line or header,
+ * headers over the size limit, a request not received in time): the `clientErrorHandler` option.
+ * Only the socket is left, so the problem is written on it as a whole response.
+ */
+export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket) {
+  // A reset connection has no one left to answer (https://nodejs.org/api/http.html#event-clienterror).
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const problem =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new ProblemError(408, 'request_timeout', 'the request was not received in time')
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? new ProblemError(431, 'headers_too_large', 'the request headers are larger than the server accepts')
+        : new ProblemError(400, 'bad_request', 'the request is not valid HTTP/1.1');
+  this.log.debug({ code: problem.code, cause: err.code }, 'client error');
+  if (socket.writable) {
+    const body = JSON.stringify(problemBody(problem.status, problem.code, problem.detail));
+    socket.write(
+      `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\nContent-Type: application/problem+json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
 }
 
 /** Installs the error and not-found handlers: every error leaves as problem+json, never a stack. */
@@ -161,7 +320,18 @@ export function registerErrorHandling(app: FastifyInstance) {
     else request.log.info({ code: problem.code, status: problem.status }, 'request rejected');
     return sendProblem(reply, problem);
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, new ProblemError(404, 'route_not_found', `no route for ${request.method} ${request.url.split('?')[0]}`)),
-  );
+  // A path that some route answers, with a method none does, is a 405 naming the methods it takes.
+  const methods = new Set<string>();
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) methods.add(method);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0];
+    const allowed = [...methods].filter((method) => method !== request.method && app.findRoute({ method: method as 'GET', url: path })).sort();
+    if (allowed.length) {
+      const allow = allowed.join(', ');
+      return sendProblem(reply, new ProblemError(405, 'method_not_allowed', `${request.method} is not allowed on ${path}; use ${allow}`, undefined, { allow }));
+    }
+    return sendProblem(reply, new ProblemError(404, 'route_not_found', `no route for ${request.method} ${path}`));
+  });
 }
