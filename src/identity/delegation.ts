@@ -12,6 +12,14 @@ type AgentToolSpec = Static<typeof AgentTool>;
 export const MAX_DELEGATION_DEPTH = 3;
 const TOKEN_TYPE_JWT = 'urn:ietf:params:oauth:token-type:jwt';
 
+/** The input of every delegation tool; one object, so its check is compiled once (runtime/tools/input-schema.ts). */
+const DELEGATION_INPUT = {
+  type: 'object',
+  properties: { message: { type: 'string', description: 'what to ask the agent', minLength: 1, maxLength: 100000 } },
+  required: ['message'],
+  additionalProperties: false,
+};
+
 const toolNameFor = (spec: AgentToolSpec, calleeName: string) =>
   spec.name ?? `ask_${calleeName.toLowerCase().replace(/[^a-z0-9_-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 56) || 'agent'}`;
 
@@ -39,12 +47,7 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
         description:
           spec.description ??
           `Ask the agent "${callee.name}"${callee.role ? ` (${callee.role})` : ''} to handle a request${callee.description ? `: ${callee.description}` : ''}. Answers with its reply.`,
-        inputSchema: {
-          type: 'object',
-          properties: { message: { type: 'string', description: 'what to ask the agent', minLength: 1, maxLength: 100000 } },
-          required: ['message'],
-          additionalProperties: false,
-        },
+        inputSchema: DELEGATION_INPUT,
         async execute(input, toolCtx) {
           // Runs started by delegation know how deep they are: A -> B -> A loops stop.
           const depth = (toolCtx.delegationDepth ?? 0) + 1;
@@ -73,7 +76,8 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
             principal: caller,
             agent: callee,
             kind: 'delegation',
-            content: String((input as { message: string }).message),
+            // The tool loop has checked the input against DELEGATION_INPUT: message is a non-empty string.
+            content: (input as { message: string }).message,
             onActiveRun: 'reject',
             delegationDepth: depth,
           });

@@ -1,5 +1,6 @@
 import type { JSONSchema7, JSONValue, LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Prompt, LanguageModelV3ToolResultPart } from '@ai-sdk/provider';
 import { streamStep, type StepToolCall } from './model-step.js';
+import { invalidToolInput } from './tools/input-schema.js';
 import { ToolError, type RuntimeTool, type ToolContext } from './tools/types.js';
 
 /** A message of the conversation's history, as the model is given it. */
@@ -107,9 +108,11 @@ export async function runLoop(input: LoopInput): Promise<LoopResult> {
     result.toolCalls.push(record);
     input.onEvent({ event: 'tool_call_start', data: { id: record.id, name: record.name, input: record.input } });
     const tool = toolsByName.get(call.toolName);
+    // What the model got wrong: an unknown tool, input that is not JSON, or input its schema refuses.
+    const invalid = call.invalid ?? (tool ? invalidToolInput(tool, call.input) : `unknown tool ${call.toolName}`);
     let value: Record<string, unknown>;
-    if (call.invalid || !tool) {
-      value = { error: { code: 'invalid_tool_call', message: call.invalid ?? `unknown tool ${call.toolName}` } };
+    if (invalid !== undefined || !tool) {
+      value = { error: { code: 'invalid_tool_call', message: invalid } };
     } else {
       const timeout = AbortSignal.timeout(input.toolTimeoutMs);
       const signal = AbortSignal.any([input.signal, timeout]);
@@ -135,7 +138,7 @@ export async function runLoop(input: LoopInput): Promise<LoopResult> {
       toolCallId: call.toolCallId,
       toolName: call.toolName,
       // The model is told what was wrong with its call in words, as the AI SDK did.
-      output: call.invalid ? { type: 'error-text', value: call.invalid } : { type: 'json', value: value as JSONValue },
+      output: invalid !== undefined ? { type: 'error-text', value: invalid } : { type: 'json', value: value as JSONValue },
     };
   };
 

@@ -6,7 +6,8 @@ import { z } from 'zod';
 
 /** A real MCP server (MCP SDK, Streamable HTTP, stateless) with a few tools for runtime tests. */
 export async function startMcpServer() {
-  const state = { calls: [] as { name: string; args: unknown }[], aborted: 0, headers: [] as http.IncomingHttpHeaders[] };
+  // calls: what the tools' handlers ran; rpc: every JSON-RPC method that reached the server (checked or not).
+  const state = { calls: [] as { name: string; args: unknown }[], rpc: [] as string[], aborted: 0, headers: [] as http.IncomingHttpHeaders[] };
 
   function build() {
     const server = new McpServer({ name: 'test-tools', version: '1.0.0' });
@@ -54,6 +55,7 @@ export async function startMcpServer() {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
+    for (const message of [body].flat()) if (message?.method) state.rpc.push(message.method);
     const server = build();
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on('close', () => {

@@ -76,7 +76,8 @@ describe('delegation to another agent (SVID -> token exchange -> ExtAuthZ -> cal
     const b = await agent({ name: 'Pong', tools: [{ type: 'agent', agentId: a.id, name: 'ask_ping' }] });
     await t.request('POST', `/api/v1/agents/${a.id}`, { key, body: { tools: [{ type: 'agent', agentId: b.id, name: 'ask_pong' }] } });
     // The callee gets the caller's message; a message that is itself a /tool line makes each agent delegate again.
-    const res = await execute(a.id, '/tool ask_pong {"message":"/tool ask_ping {\\"message\\":\\"/tool ask_pong {\\\\\\"message\\\\\\":\\\\\\"/tool ask_ping {}\\\\\\"}\\"}"}');
+    const line = (tool: string, message: string) => `/tool ${tool} ${JSON.stringify({ message })}`;
+    const res = await execute(a.id, line('ask_pong', line('ask_ping', line('ask_pong', line('ask_ping', 'one level too many')))));
     expect(res.status).toBe(200);
     // Three levels of delegation run; the fourth is refused and the refusal travels back up as results.
     expect(JSON.stringify(res.body.toolCalls[0].result)).toContain('delegation_too_deep');

@@ -578,25 +578,22 @@ describe('tool calls the model got wrong', () => {
     expect(run).toMatchObject({ status: 'completed', output: 'Sorry.' });
   });
 
-  it('passes input that parses but breaks the schema to the tool, whose failure goes back as a JSON result', async () => {
-    // No client-side schema check: the MCP server refuses the arguments (tool_failed, not invalid_tool_call).
+  it('refuses input that parses but breaks the tool’s schema before the tool runs, and tells the model which field (Anthropic)', async () => {
+    const rpcBefore = mcp.state.rpc.length;
     vendor.script(
       { sse: anthropicStream({ id: 'msg_01', blocks: [{ type: 'tool_use', id: 'toolu_str', name: 'add', input: ['{"a": "two", "b": 3}'] }], stop_reason: 'tool_use', usage: { input_tokens: 30, output_tokens: 6 } }) },
       { sse: anthropicStream({ id: 'msg_02', blocks: [{ type: 'text', text: ['Sorry.'] }], usage: { input_tokens: 60, output_tokens: 2 } }) },
     );
     const { run } = await stream('anthropic/claude-sonnet-4-5', 'add two and 3');
-    expect(calls(run)).toEqual([
-      {
-        id: 'toolu_str',
-        name: 'add',
-        input: { a: 'two', b: 3 },
-        result: { error: { code: 'tool_failed', message: expect.stringContaining('Input validation error: Invalid arguments for tool add') } },
-      },
-    ]);
-    const result = run.toolCalls[0].result;
+    const message = 'Invalid input for tool add: a must be number (got string)';
+    expect(calls(run)).toEqual([{ id: 'toolu_str', name: 'add', input: { a: 'two', b: 3 }, result: { error: { code: 'invalid_tool_call', message } } }]);
+    // The MCP server was asked for its tools, never to call one.
+    expect(mcp.state.rpc.slice(rpcBefore)).not.toContain('tools/call');
+    // The call goes back as the model made it; its result is the error text, flagged as an error.
     expect(vendor.requests[1].body.messages.slice(1)).toEqual([
       { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_str', name: 'add', input: { a: 'two', b: 3 } }] },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_str', content: JSON.stringify(result) }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_str', content: message, is_error: true }] },
     ]);
+    expect(run).toMatchObject({ status: 'completed', output: 'Sorry.' });
   });
 });

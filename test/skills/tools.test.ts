@@ -110,9 +110,9 @@ describe('skill_query', () => {
   });
 
   it('answers a tool error for invalid input', async () => {
+    // Checked against the tool's schema by the tool loop, before the tool runs.
     const result = await callTool(t, key, agent.id, 'skill_query', { query: 'x' });
-    expect(result.error.code).toBe('invalid_input');
-    expect(result.error.message).toContain('skillId');
+    expect(result.error).toEqual({ code: 'invalid_tool_call', message: 'Invalid input for tool skill_query: skillId is required' });
   });
 });
 
@@ -146,7 +146,7 @@ describe('requests', () => {
   it('checks the request before anything else', async () => {
     expect((await callTool(t, key, agent.id, 'skill_request', { skillId: skill.id, reason: 'x' })).error.code).toBe('already_assigned');
     expect((await callTool(t, key, agent.id, 'skill_request', { skillId: 'no-such-thing', reason: 'x' })).error.code).toBe('skill_not_found');
-    expect((await callTool(t, key, agent.id, 'skill_request', { skillId: skill.id })).error.code).toBe('invalid_input');
+    expect((await callTool(t, key, agent.id, 'skill_request', { skillId: skill.id })).error.code).toBe('invalid_tool_call');
     expect((await callTool(t, key, agent.id, 'connector_request', { integrationId: 'myspace', reason: 'x' })).error.code).toBe('connector_not_found');
   });
 });

@@ -1,5 +1,6 @@
 import { isPromise, type MaybePromise } from '../../maybe-promise.js';
-import type { ToolContext, ToolProvider, ToolSet } from './types.js';
+import { inputCheck } from './input-schema.js';
+import type { RuntimeTool, ToolContext, ToolProvider, ToolSet } from './types.js';
 
 /** Collects tool providers and assembles the tools of one run. */
 export class ToolRegistry {
@@ -31,12 +32,25 @@ function provideSafely(p: { name: string; provide: ToolProvider }, ctx: ToolCont
   }
 }
 
-/** One set of the providers' sets: the first tool of each name, every warning, one close for all. */
+/**
+ * One set of the providers' sets: the first tool of each name, every warning, one close for all.
+ * A tool whose input schema cannot check its calls (`input-schema.ts`) is left out, with a warning,
+ * rather than offered to the model and refused at every call; the schemas are compiled here, once each.
+ */
 function combine(sets: ToolSet[]): ToolSet {
   const warnings = sets.flatMap((s) => s.warnings ?? []);
   const closing = sets.filter((s) => s.close);
   const seen = new Set<string>();
-  const tools = sets.flatMap((s) => s.tools).filter((t) => (seen.has(t.name) ? false : (seen.add(t.name), true)));
+  const usable = (t: RuntimeTool) => {
+    try {
+      inputCheck(t.inputSchema);
+      return true;
+    } catch (err) {
+      warnings.push(`tool ${t.name} left out: its input schema is unusable (${(err as Error).message})`);
+      return false;
+    }
+  };
+  const tools = sets.flatMap((s) => s.tools).filter((t) => (seen.has(t.name) ? false : (seen.add(t.name), usable(t))));
   return {
     tools,
     warnings,
