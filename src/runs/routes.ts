@@ -95,7 +95,9 @@ export const RunDetailsSchema = Type.Composite([
         usage: TokenUsage,
       }),
     ),
-    warnings: Type.Array(Type.String()),
+    warnings: Type.Array(Type.String(), {
+      description: 'tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once',
+    }),
     budget: Type.Object(
       {
         tenant: Type.Optional(Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number() })),

@@ -684,8 +684,10 @@ export class RunsService {
       failure = { code: 'interrupted', message: controller.signal.reason.message };
     }
     const cancelled = !failure && (controller.signal.aborted || loop?.finish === 'cancelled');
-    const result: LoopResult = loop ?? { output: '', steps: [], toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 }, finish: 'cancelled' };
-    return this.finish(runId, tenantId, conversationId, conversationCreatedAt, agent.model, result, cancelled ? 'cancelled' : failure ? 'failed' : 'completed', failure, toolSet.warnings ?? [], startedAtMs);
+    const result: LoopResult = loop ?? { output: '', steps: [], toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 }, finish: 'cancelled', warnings: [] };
+    // The run's warnings: tool sources that could not contribute, then what the provider warned about.
+    const warnings = [...(toolSet.warnings ?? []), ...result.warnings];
+    return this.finish(runId, tenantId, conversationId, conversationCreatedAt, agent.model, result, cancelled ? 'cancelled' : failure ? 'failed' : 'completed', failure, warnings, startedAtMs);
   }
 
   private async contributedPrompt(runId: string, ctx: Parameters<SystemPromptContributor>[0]): Promise<string[]> {

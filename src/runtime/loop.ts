@@ -41,6 +41,8 @@ export interface LoopResult {
   usage: { inputTokens: number; outputTokens: number };
   /** How the loop ended: stop (answered), max_steps, length (token cap), cancelled. */
   finish: 'stop' | 'max_steps' | 'length' | 'cancelled';
+  /** What the provider warned about (unsupported settings...), each once however many steps said it. */
+  warnings: string[];
 }
 
 /** Thrown when the model call fails; carries what was produced before the failure. */
@@ -94,7 +96,7 @@ export async function runLoop(input: LoopInput): Promise<LoopResult> {
   const prompt: LanguageModelV3Prompt = [];
   if (input.system) prompt.push({ role: 'system', content: input.system });
   for (const m of input.messages) prompt.push(turn(m.role, m.content));
-  const result: LoopResult = { output: '', steps: [], toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 }, finish: 'stop' };
+  const result: LoopResult = { output: '', steps: [], toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 }, finish: 'stop', warnings: [] };
 
   const toolsByName = new Map(input.tools.map((t) => [t.name, t]));
   const toolNames = new Set(toolsByName.keys());
@@ -183,6 +185,7 @@ export async function runLoop(input: LoopInput): Promise<LoopResult> {
       }
       throw new ModelCallError(errorMessage(err), result);
     }
+    for (const w of output.warnings) if (!result.warnings.includes(w)) result.warnings.push(w);
     step.finishReason = output.finishReason;
     step.usage = output.usage;
     result.usage.inputTokens += output.usage.inputTokens;

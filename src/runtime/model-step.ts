@@ -5,6 +5,7 @@ import {
   type LanguageModelV3Message,
   type LanguageModelV3StreamPart,
   type SharedV3ProviderMetadata,
+  type SharedV3Warning,
 } from '@ai-sdk/provider';
 
 /**
@@ -36,6 +37,8 @@ export interface StepOutput {
   usage: { inputTokens: number; outputTokens: number };
   /** The first error the stream reported; what was produced before it stays in `message`. */
   error?: unknown;
+  /** What the provider warned about at the start of the stream (a setting the model does not support...), in words. */
+  warnings: string[];
 }
 
 export interface StepHandlers {
@@ -115,6 +118,19 @@ function parseToolCall(part: Extract<LanguageModelV3StreamPart, { type: 'tool-ca
   return call;
 }
 
+/** A provider's warning in words, as the AI SDK's own warning log words it. */
+export function describeWarning(w: SharedV3Warning): string {
+  const details = 'details' in w && w.details ? ` (${w.details})` : '';
+  switch (w.type) {
+    case 'unsupported':
+      return `model warning: the feature "${w.feature}" is not supported${details}`;
+    case 'compatibility':
+      return `model warning: the feature "${w.feature}" is used in a compatibility mode${details}`;
+    default:
+      return `model warning: ${(w as { message?: string }).message ?? JSON.stringify(w)}`;
+  }
+}
+
 function usageOf(part: Extract<LanguageModelV3StreamPart, { type: 'finish' }>) {
   return { inputTokens: part.usage.inputTokens.total ?? 0, outputTokens: part.usage.outputTokens.total ?? 0 };
 }
@@ -133,7 +149,7 @@ export async function streamStep(
   const { stream } = await callWithRetry(model, options);
   const content: AssistantPart[] = [];
   const open = new Map<string, OpenPart>();
-  const out: StepOutput = { message: { role: 'assistant', content }, toolCalls: [], finishReason: 'other', usage: { inputTokens: 0, outputTokens: 0 } };
+  const out: StepOutput = { message: { role: 'assistant', content }, toolCalls: [], finishReason: 'other', usage: { inputTokens: 0, outputTokens: 0 }, warnings: [] };
   const openPart = (type: OpenPart['type'], id: string, metadata?: SharedV3ProviderMetadata) => {
     const part: OpenPart = { type, text: '', providerOptions: metadata };
     open.set(`${type}:${id}`, part);
@@ -153,6 +169,9 @@ export async function streamStep(
       const { done, value: part } = await reader.read();
       if (done) break;
       switch (part.type) {
+        case 'stream-start':
+          for (const w of part.warnings) out.warnings.push(describeWarning(w));
+          break;
         case 'text-start':
         case 'reasoning-start':
           openPart(part.type === 'text-start' ? 'text' : 'reasoning', part.id, part.providerMetadata);
@@ -211,7 +230,7 @@ export async function streamStep(
           out.finishReason = 'error';
           break;
         default:
-          // stream-start, response-metadata, tool-input-*, source, raw: nothing the loop keeps.
+          // response-metadata, tool-input-*, source, raw: nothing the loop keeps.
           break;
       }
     }

@@ -597,3 +597,47 @@ describe('tool calls the model got wrong', () => {
     expect(run).toMatchObject({ status: 'completed', output: 'Sorry.' });
   });
 });
+
+// ====================================================================== 7. Provider warnings
+
+describe('provider warnings', () => {
+  it('records the warnings a provider reports at the start of its stream in the run’s warnings, once each', async () => {
+    // gpt-5-mini is a reasoning model: @ai-sdk/openai drops the temperature and says so in stream-start.
+    const res = await t.request('POST', '/api/v1/agents', {
+      key,
+      body: { name: 'warned', appId: 'a', model: 'openai/gpt-5-mini', tools: [{ type: 'mcp', url: mcp.url }], configuration: { temperature: 0.2 } },
+    });
+    expect(res.status, res.text).toBe(201);
+    vendor.script(
+      { sse: responsesStream({ id: 'resp_w1', items: [{ type: 'function_call', id: 'fc_w1', call_id: 'call_w1', name: 'add', arguments: ['{"a":1,"b":2}'] }], usage: { input_tokens: 40, output_tokens: 9 } }) },
+      { sse: responsesStream({ id: 'resp_w2', items: [{ type: 'message', id: 'msg_w2', text: ['3.'] }], usage: { input_tokens: 60, output_tokens: 2 } }) },
+    );
+    const events = await readSse(await t.fetch(`/api/v1/agents/${res.body.id}/stream`, key, { body: { message: 'add 1 and 2' } }));
+    expect(events.at(-1)!.event).toBe('done');
+    // The setting was not sent, as the warning says.
+    expect(vendor.requests.map((r) => r.body.temperature)).toEqual([undefined, undefined]);
+    const run = (await t.request('GET', `/api/v1/runs/${events.at(-1)!.data.runId}`, { key })).body;
+    expect(run).toMatchObject({ status: 'completed', output: '3.' });
+    // Both steps reported it; the run keeps it once.
+    expect(run.warnings).toEqual(['model warning: the feature "temperature" is not supported (temperature is not supported for reasoning models)']);
+  });
+
+  it('keeps the warnings of a run whose model call then failed', async () => {
+    const res = await t.request('POST', '/api/v1/agents', {
+      key,
+      body: { name: 'warned-failing', appId: 'a', model: 'openai/gpt-5-mini', configuration: { temperature: 0.2 } },
+    });
+    vendor.script({
+      sse: responsesStream({
+        id: 'resp_w3',
+        items: [{ type: 'message', id: 'msg_w3', text: ['Part'] }, { type: 'raw', event: { type: 'error', code: 'server_error', message: 'The model produced invalid content.', param: null } }],
+        end: false,
+      }),
+    });
+    const events = await readSse(await t.fetch(`/api/v1/agents/${res.body.id}/stream`, key, { body: { message: 'hi' } }));
+    expect(events.at(-1)).toMatchObject({ event: 'error', data: { code: 'model_error' } });
+    const runs = await t.request('GET', `/api/v1/agents/${res.body.id}/runs`, { key });
+    const run = (await t.request('GET', `/api/v1/runs/${runs.body.runs[0].id}`, { key })).body;
+    expect(run).toMatchObject({ status: 'failed', output: 'Part', warnings: ['model warning: the feature "temperature" is not supported (temperature is not supported for reasoning models)'] });
+  });
+});
