@@ -162,6 +162,7 @@ export async function buildApp({ config, db, services = createServices(config, d
     // Errors raised before any route or hook runs, and requests Node's parser refuses, are problems too.
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
+    http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Every route, for the OpenAPI completeness test and the generated-input (fuzz) suite.

@@ -320,6 +320,15 @@ export function registerErrorHandling(app: FastifyInstance) {
     else request.log.info({ code: problem.code, status: problem.status }, 'request rejected');
     return sendProblem(reply, problem);
   });
+  // RFC 9112 3.2: an HTTP/1.1 request without Host is a 400. Node would answer it with an empty body,
+  // so it lets such requests through (http.requireHostHeader: false, in app.ts) and they end here.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      return done(new ProblemError(400, 'bad_request', 'an HTTP/1.1 request needs a Host header'));
+    }
+    done();
+  });
+
   // A path that some route answers, with a method none does, is a 405 naming the methods it takes.
   const methods = new Set<string>();
   app.addHook('onRoute', (route) => {

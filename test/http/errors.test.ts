@@ -64,6 +64,14 @@ describe('framework errors are problems with a stable code', () => {
     expectProblem(await raw('GET /healthz HTTP/1.1\r\nHost: agentry.test\r\nBad Header Line\r\n\r\n'), 400, 'bad_request');
   });
 
+  it('an HTTP/1.1 request without Host: 400 bad_request', async () => {
+    const res = await raw('GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expectProblem(res, 400, 'bad_request');
+    expect(res.body.detail).toContain('Host');
+    // HTTP/1.0 has no Host header to require.
+    expect((await raw('GET /healthz HTTP/1.0\r\n\r\n')).status).toBe(200);
+  });
+
   it('headers over the size limit: 431 headers_too_large', async () => {
     expectProblem(await get('/healthz', `X-Big: ${'a'.repeat(20 * 1024)}\r\n`), 431, 'headers_too_large');
   });
