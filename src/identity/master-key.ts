@@ -2,12 +2,14 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
+import { PRIVATE_FILE_MODE, ensurePrivateDir, tightenFile } from '../private-files.js';
 
 export const MASTER_KEY_FILE = 'master.key';
 
 /**
  * The key that encrypts private keys at rest: `MASTER_KEY` from the configuration, or else
- * `DATA_DIR/master.key`, generated (32 random bytes, base64, mode 0600) on first start.
+ * `DATA_DIR/master.key`, generated (32 random bytes, base64, mode 0600, in a 0700 folder) on first start;
+ * a key file or folder left readable by others is tightened.
  *
  * Creation is atomic and race-free: the key is written to a private temporary file that is then
  * hard-linked into place, which fails when another process got there first (its key is used then).
@@ -15,13 +17,16 @@ export const MASTER_KEY_FILE = 'master.key';
  */
 export function loadMasterKey(config: Pick<Config, 'masterKey' | 'dataDir'>): Buffer {
   if (config.masterKey) return config.masterKey.reveal();
+  ensurePrivateDir(config.dataDir);
   const file = path.join(config.dataDir, MASTER_KEY_FILE);
   const existing = readKeyFile(file);
-  if (existing) return existing;
+  if (existing) {
+    tightenFile(file); // one an older version (or a copy) left readable
+    return existing;
+  }
 
-  fs.mkdirSync(config.dataDir, { recursive: true });
   const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  fs.writeFileSync(tmp, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+  fs.writeFileSync(tmp, `${randomBytes(32).toString('base64')}\n`, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
   try {
     fs.linkSync(tmp, file);
   } catch (err) {

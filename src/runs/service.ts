@@ -14,9 +14,9 @@ import { ModelUnavailableError, type ModelRegistry } from '../runtime/models/reg
 import type { ToolRegistry } from '../runtime/tools/registry.js';
 import type { ToolSet } from '../runtime/tools/types.js';
 import type { SignalBus } from '../signals/bus.js';
-import type { LimitsService } from '../tenancy/limits.js';
+import type { LimitsService, RunLimits } from '../tenancy/limits.js';
 import type { Principal } from '../tenancy/permissions.js';
-import { type DeferredInserts, GroupCommit } from '../db/group-commit.js';
+import { DeferredInserts, GroupCommit } from '../db/group-commit.js';
 import { NewEventNotices, RunEventHub, eventRows, readStoredEvents, runsNoticed, type RunChannel, type RunEvent, type RunEventListener } from './events.js';
 import * as store from './store.js';
 import { runDetails, runSummary, type RunError } from './views.js';
@@ -365,7 +365,8 @@ export class RunsService {
     if (this.draining) throw new ProblemError(503, 'shutting_down', 'this server is shutting down; retry on another replica', undefined, { 'retry-after': '1' });
     executable(input.agent);
     const tenantId = input.principal.tenantId;
-    const budget = await this.limits.admitRun(tenantId, input.agent.id);
+    // Null when no limit or budget applies: then the start is group-committed with no admission at all.
+    const limits = await this.limits.runLimits(tenantId, input.agent.id);
     const runId = newId();
     let at = now();
     let conversationId = input.conversationId;
@@ -382,11 +383,12 @@ export class RunsService {
 
     let history: HistoryMessage[] = [];
     let userMessageId = newId();
-    const options = { enableTools: input.enableTools ?? true, maxTokens: input.maxTokens ?? null, onActiveRun: input.onActiveRun ?? null, budget };
+    const options = { enableTools: input.enableTools ?? true, maxTokens: input.maxTokens ?? null, onActiveRun: input.onActiveRun ?? null, budget: {} };
     // Streaming callers want the first token as soon as it exists, which writing the start and the end
     // as one would hold back until the end: their runs start as the others do.
     const streaming = input.kind === 'stream' || input.kind === 'chat';
-    if (!conversationId && !input.onStart && !input.onFinish && !streaming) return this.startAhead({ input, runId, at, userMessageId, options });
+    // A run under limits is admitted before it executes, so never ahead of its start.
+    if (!limits && !conversationId && !input.onStart && !input.onFinish && !streaming) return this.startAhead({ input, runId, at, userMessageId, options });
     const policy = input.onActiveRun ?? input.agent.configuration.onActiveRun;
     const deadline = Date.now() + ENQUEUE_WAIT_MS;
 
@@ -394,7 +396,7 @@ export class RunsService {
     // in it, and its history read after the claim, so no answer that ended meanwhile is missed. A busy
     // conversation writes nothing; the agent's policy then injects, waits or refuses.
     for (;;) {
-      const started = await this.startTransaction({ input, runId, at, userMessageId, options }, conversation);
+      const started = await this.startTransaction({ input, runId, at, userMessageId, options }, conversation, limits);
       if (started) {
         ({ conversation, history } = started);
         break;
@@ -495,10 +497,13 @@ export class RunsService {
   private async startTransaction(
     run: RunStart,
     existing: conversationStore.ConversationRow | undefined,
+    limits: RunLimits | null,
   ): Promise<{ conversation: conversationStore.ConversationRow; history: HistoryMessage[] } | null> {
     const { input, runId, at } = run;
     const tenantId = input.principal.tenantId;
     const write = async (trx: Kysely<Database>, later: DeferredInserts) => {
+      // Counted and claimed in this transaction: the run row it inserts is the reservation.
+      if (limits) run.options.budget = await this.limits.admitInTransaction(trx, tenantId, input.agent.id, limits);
       let history: HistoryMessage[] = [];
       if (existing) {
         if (!(await conversationStore.claimConversation(trx, tenantId, existing.id, runId, { at, createdAt: existing.created_at }))) {
@@ -513,7 +518,19 @@ export class RunsService {
       await input.onStart?.(trx, { runId, startedAt: at });
       return { conversation: rows.conversation ?? existing!, history };
     };
-    return this.starts.write(write);
+    // An admission locks the tenant (PostgreSQL) until its start commits: alone, so a batch of other
+    // tenants' starts never waits for that lock, nor is rolled back by a refusal.
+    return limits ? this.writeAlone(write) : this.starts.write(write);
+  }
+
+  /** A start written in a transaction of its own, its rows inserted before it commits as a batch's are. */
+  private writeAlone<T>(write: (trx: Kysely<Database>, later: DeferredInserts) => Promise<T>): Promise<T> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const later = new DeferredInserts();
+      const result = await write(trx, later);
+      await later.flush(trx);
+      return result;
+    });
   }
 
   /** The rows a run's start inserts; a new conversation (when `existing` is not given) is born holding the run. */

@@ -15,6 +15,17 @@ export interface TenantLimits {
   monthlyBudgetUsd: number | null;
 }
 
+/** What a run's admission needs besides the tenant's limits (read again from its locked row). */
+export interface RunLimits {
+  agentBudgetUsd: number | null;
+}
+
+/** The budgets a run started under and the month-to-date spend before it (the run records it). */
+export interface RunBudget {
+  tenant?: { monthlyBudgetUsd: number; spentUsd: number };
+  agent?: { monthlyBudgetUsd: number; spentUsd: number };
+}
+
 const NO_LIMITS: TenantLimits = { rateLimitPerMinute: null, maxConcurrentRuns: null, monthlyBudgetUsd: null };
 const CACHE_MS = 5_000;
 
@@ -163,40 +174,64 @@ export class LimitsService {
   }
 
   /**
-   * Before a run starts: refuses it when the tenant runs too many at once (429) or when the tenant's
-   * or the agent's month-to-date spend has reached its budget (402). Returns the budget picture the
-   * run records. (Checks, not reservations: two runs starting at the same instant can both pass.)
+   * The limits a run's start must be admitted under, or null when neither the tenant nor the agent
+   * has any: such a run's start needs no admission, no transaction of its own and no lock. Read from
+   * memory (tenant limits for CACHE_MS, agents' budgets until the agents table changes).
    */
-  async admitRun(tenantId: string, agentId: string) {
+  async runLimits(tenantId: string, agentId: string): Promise<RunLimits | null> {
     const limits = await this.tenantLimits(tenantId);
-    if (limits.maxConcurrentRuns !== null) {
-      const running = await store.runningRuns(this.db.kysely, tenantId);
-      if (running >= limits.maxConcurrentRuns) {
-        throw new ProblemError(429, 'concurrency_limit', `the tenant already runs ${running} of at most ${limits.maxConcurrentRuns} runs at once`, undefined, { 'retry-after': '1' });
-      }
-    }
     const agent = await this.agentBudgets.get(`${tenantId}:${agentId}`, async () => {
       const row = await store.agentBudget(this.db.kysely, tenantId, agentId);
       return row && { monthlyBudgetUsd: row.monthly_budget_usd };
     });
-    const budget: Record<string, { monthlyBudgetUsd: number; spentUsd: number }> = {};
-    // Only a budget needs the month (computing it was ~1 % of an execute's CPU without one).
-    if (limits.monthlyBudgetUsd === null && agent?.monthlyBudgetUsd == null) return budget;
+    const agentBudgetUsd = agent?.monthlyBudgetUsd ?? null;
+    if (limits.maxConcurrentRuns === null && limits.monthlyBudgetUsd === null && agentBudgetUsd === null) return null;
+    return { agentBudgetUsd };
+  }
+
+  /**
+   * Admits a run inside the transaction that records its start, so counting and claiming are one
+   * step: on PostgreSQL the tenant's row is locked first (admissions of one tenant take turns on
+   * every replica, and each counts the runs the ones before it committed); on SQLite the one
+   * connection's transaction is the single writer. The tenant's limits are read from that row.
+   * Refuses with 429 when the tenant already runs `maxConcurrentRuns`, and with 402 when a budget's
+   * month-to-date spend, plus the largest cost of one run this month for each run still running
+   * under it, has reached the budget: two runs started together near the end of a budget are not
+   * both admitted. Answers the budget picture the run records.
+   */
+  async admitInTransaction(trx: store.Executor, tenantId: string, agentId: string, runLimits: RunLimits): Promise<RunBudget> {
+    const tenant = await store.findTenantSettingsForUpdate(trx, tenantId, this.db.dialect === 'postgres');
+    const settings = tenant ? (JSON.parse(tenant.settings) as { limits?: Partial<TenantLimits> }) : {};
+    const limits = { ...NO_LIMITS, ...(settings.limits ?? {}) };
+    let running: number | undefined;
+    if (limits.maxConcurrentRuns !== null) {
+      running = await store.runningRuns(trx, tenantId);
+      if (running >= limits.maxConcurrentRuns) {
+        throw new ProblemError(429, 'concurrency_limit', `the tenant already runs ${running} of at most ${limits.maxConcurrentRuns} runs at once`, undefined, { 'retry-after': '1' });
+      }
+    }
+    const budget: RunBudget = {};
+    if (limits.monthlyBudgetUsd === null && runLimits.agentBudgetUsd === null) return budget;
     const since = monthStart();
     if (limits.monthlyBudgetUsd !== null) {
-      const spentUsd = await store.spendSince(this.db.kysely, tenantId, since);
-      budget.tenant = { monthlyBudgetUsd: limits.monthlyBudgetUsd, spentUsd };
-      if (spentUsd >= limits.monthlyBudgetUsd) {
-        throw new ProblemError(402, 'budget_exceeded', `the tenant has spent $${spentUsd} of its $${limits.monthlyBudgetUsd} monthly budget`);
-      }
+      running ??= await store.runningRuns(trx, tenantId);
+      budget.tenant = await this.underBudget(trx, 'tenant', limits.monthlyBudgetUsd, running, tenantId, since);
     }
-    if (agent?.monthlyBudgetUsd != null) {
-      const spentUsd = await store.spendSince(this.db.kysely, tenantId, since, agentId);
-      budget.agent = { monthlyBudgetUsd: agent.monthlyBudgetUsd, spentUsd };
-      if (spentUsd >= agent.monthlyBudgetUsd) {
-        throw new ProblemError(402, 'budget_exceeded', `the agent has spent $${spentUsd} of its $${agent.monthlyBudgetUsd} monthly budget`);
-      }
+    if (runLimits.agentBudgetUsd !== null) {
+      const agentRunning = await store.runningRuns(trx, tenantId, agentId);
+      budget.agent = await this.underBudget(trx, 'agent', runLimits.agentBudgetUsd, agentRunning, tenantId, since, agentId);
     }
     return budget;
+  }
+
+  /** The budget picture, or 402 when the spend and what the running runs are reserved have reached it. */
+  private async underBudget(trx: store.Executor, whose: 'tenant' | 'agent', monthlyBudgetUsd: number, running: number, tenantId: string, since: string, agentId?: string) {
+    const { spentUsd, largestRunUsd } = await store.spendAndLargestSince(trx, tenantId, since, agentId);
+    const reservedUsd = Math.round(running * largestRunUsd * 1e9) / 1e9;
+    if (spentUsd + reservedUsd >= monthlyBudgetUsd) {
+      const reserved = reservedUsd > 0 ? `, and its ${running} running runs are counted at $${largestRunUsd} each (its largest run this month)` : '';
+      throw new ProblemError(402, 'budget_exceeded', `the ${whose} has spent $${spentUsd} of its $${monthlyBudgetUsd} monthly budget${reserved}`);
+    }
+    return { monthlyBudgetUsd, spentUsd };
   }
 }

@@ -77,14 +77,29 @@ export async function spendSince(db: Executor, tenantId: string, since: string, 
   return Math.round(Number(row?.spent ?? 0) * 1e9) / 1e9;
 }
 
-export async function runningRuns(db: Executor, tenantId: string): Promise<number> {
-  const row = await db
+/** The month's spend and the largest cost of one run in it, for the tenant or one of its agents (run admission). */
+export async function spendAndLargestSince(db: Executor, tenantId: string, since: string, agentId?: string): Promise<{ spentUsd: number; largestRunUsd: number }> {
+  let q = db
+    .selectFrom('runs')
+    .select((eb) => [eb.fn.sum<number | string | null>('cost').as('spent'), eb.fn.max<number | string | null>('cost').as('largest')])
+    .where('tenant_id', '=', tenantId)
+    .where('created_at', '>=', since);
+  if (agentId) q = q.where('agent_id', '=', agentId);
+  const row = await q.executeTakeFirst();
+  const usd = (v: number | string | null | undefined) => Math.round(Number(v ?? 0) * 1e9) / 1e9;
+  return { spentUsd: usd(row?.spent), largestRunUsd: usd(row?.largest) };
+}
+
+/** The tenant's runs executing now (or one agent's). */
+export async function runningRuns(db: Executor, tenantId: string, agentId?: string): Promise<number> {
+  let q = db
     .selectFrom('runs')
     .select((eb) => eb.fn.countAll<number | string>().as('n'))
     .where('tenant_id', '=', tenantId)
     // A literal, as in the partial index of running runs (runs_running_lease), which may serve it.
-    .where('status', '=', sql.lit('running'))
-    .executeTakeFirstOrThrow();
+    .where('status', '=', sql.lit('running'));
+  if (agentId) q = q.where('agent_id', '=', agentId);
+  const row = await q.executeTakeFirstOrThrow();
   return Number(row.n);
 }
 

@@ -1,0 +1,156 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp, createServices, type Services } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { migrate, openDatabase, type Db } from '../../src/db/database.js';
+import { createTestDatabase, dialect, expectProblem, startApp, type TestApp, type TestDatabase } from '../helpers/app.js';
+
+/**
+ * Run admission reserves: the count of running runs and the claim of a new one are one atomic step,
+ * so a burst of parallel runs cannot all pass a check that none of them has claimed yet.
+ */
+
+// Ten cents per token (builtin/echo counts words), so budgets are reached in a few runs.
+const PRICES = JSON.stringify({ 'builtin/echo': { input: 100_000, output: 100_000 } });
+// Long enough that the admitted runs are still running while the whole burst is admitted or refused.
+const SLOW = '/delay 150\none two three four five six';
+
+interface Caller {
+  app: FastifyInstance;
+}
+
+/** Starts a run over HTTP: execute (JSON) or stream (SSE, read to its end by inject). */
+async function startRun(on: Caller, key: string, agentId: string, kind: 'execute' | 'stream', message = SLOW) {
+  const res = await on.app.inject({
+    method: 'POST',
+    url: `/api/v1/agents/${agentId}/${kind}`,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    payload: JSON.stringify({ message }),
+  });
+  let body: any;
+  try {
+    body = JSON.parse(res.body);
+  } catch {
+    body = undefined;
+  }
+  return { status: res.statusCode, headers: res.headers, body, text: res.body, kind };
+}
+
+/** Twelve runs at once, half executes and half streams, over the given instances in turn. */
+async function burst(instances: Caller[], key: string, agentId: string, size = 12) {
+  return Promise.all(Array.from({ length: size }, (_, i) => startRun(instances[i % instances.length], key, agentId, i % 2 ? 'stream' : 'execute')));
+}
+
+function expectAdmitted(results: Awaited<ReturnType<typeof burst>>, admitted: number) {
+  const ran = results.filter((r) => r.status === 200);
+  const refused = results.filter((r) => r.status !== 200);
+  expect(ran.length, results.map((r) => `${r.kind} ${r.status}`).join(', ')).toBe(admitted);
+  for (const r of refused) {
+    expectProblem(r, 429, 'concurrency_limit');
+    expect(r.headers['retry-after']).toBe('1');
+  }
+  for (const r of ran) {
+    if (r.kind === 'execute') expect(r.body.status).toBe('completed');
+    else expect(r.text).toContain('event: done');
+  }
+}
+
+describe('concurrent runs', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ MODEL_PRICES: PRICES });
+  });
+  afterAll(() => t.close());
+
+  it('holds maxConcurrentRuns against a burst, and again for the bursts after it', async () => {
+    const { key } = await t.tenant();
+    expect((await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 2 } })).status).toBe(200);
+    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    for (let round = 0; round < 3; round++) {
+      expectAdmitted(await burst([t], key, agent.id), 2);
+      // Every admitted run has ended: nothing is left counted.
+      expect((await t.request('GET', '/api/v1/limits', { key })).body.usage.runningRuns).toBe(0);
+    }
+  });
+
+  it('does not count other tenants’ runs, and runs freely without a limit', async () => {
+    const limited = await t.tenant();
+    const free = await t.tenant();
+    await t.request('PUT', '/api/v1/limits', { key: limited.key, body: { maxConcurrentRuns: 1 } });
+    const a = (await t.request('POST', '/api/v1/agents', { key: limited.key, body: { name: 'a', appId: 'x' } })).body;
+    const b = (await t.request('POST', '/api/v1/agents', { key: free.key, body: { name: 'b', appId: 'x' } })).body;
+    const [one, all] = await Promise.all([burst([t], limited.key, a.id, 6), burst([t], free.key, b.id, 6)]);
+    expectAdmitted(one, 1);
+    expectAdmitted(all, 6);
+  });
+});
+
+describe('budgets', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ MODEL_PRICES: PRICES });
+  });
+  afterAll(() => t.close());
+
+  it('admits one of two runs started together near the end of the tenant’s budget', async () => {
+    const { key } = await t.tenant();
+    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const first = await startRun(t, key, agent.id, 'execute');
+    const cost = first.body.cost as number;
+    expect(cost).toBeGreaterThan(0);
+    // Under budget, but the run started first is counted as costing what the first one did.
+    expect((await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: cost * 1.5 } })).status).toBe(200);
+    const pair = await Promise.all([startRun(t, key, agent.id, 'execute'), startRun(t, key, agent.id, 'stream')]);
+    expect(pair.filter((r) => r.status === 200)).toHaveLength(1);
+    expectProblem(pair.find((r) => r.status !== 200)!, 402, 'budget_exceeded');
+    expectProblem(await startRun(t, key, agent.id, 'execute'), 402, 'budget_exceeded');
+    // With nothing running, a run is admitted while the spend is under the budget, as before.
+    expect((await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: cost * 2.5 } })).status).toBe(200);
+    expect((await startRun(t, key, agent.id, 'execute')).status).toBe(200);
+  });
+
+  it('does the same for an agent’s own budget', async () => {
+    const { key } = await t.tenant();
+    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const cost = (await startRun(t, key, agent.id, 'execute')).body.cost as number;
+    expect((await t.request('PUT', `/api/v1/agents/${agent.id}/budget`, { key, body: { monthlyBudgetUsd: cost * 1.5 } })).status).toBe(200);
+    const pair = await Promise.all([startRun(t, key, agent.id, 'stream'), startRun(t, key, agent.id, 'execute')]);
+    expect(pair.filter((r) => r.status === 200)).toHaveLength(1);
+    expectProblem(pair.find((r) => r.status !== 200)!, 402, 'budget_exceeded');
+  });
+});
+
+describe.skipIf(dialect !== 'postgres')('concurrent runs across two instances on one PostgreSQL database', () => {
+  let database: TestDatabase;
+  const instances: { app: FastifyInstance; db: Db; services: Services }[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const config = loadConfig({ ...database.env, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://agentry.test', MODEL_PRICES: PRICES });
+    for (let i = 0; i < 2; i++) {
+      const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+      if (i === 0) await migrate(db);
+      const services = createServices(config, db);
+      const app = await buildApp({ config, db, services });
+      await app.ready();
+      instances.push({ app, db, services });
+    }
+  });
+  afterAll(async () => {
+    for (const { app, db } of instances) {
+      await app.close();
+      await db.close();
+    }
+    await database?.drop();
+  });
+
+  it('admits exactly maxConcurrentRuns of a burst spread over both, burst after burst', async () => {
+    const [a, b] = instances;
+    const { apiKey: key } = await a.services.tenancy.createTenant('two instances');
+    const call = (on: Caller, method: 'POST' | 'PUT', url: string, body: unknown) =>
+      on.app.inject({ method, url, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+    expect((await call(a, 'PUT', '/api/v1/limits', { maxConcurrentRuns: 2 })).statusCode).toBe(200);
+    const agent = JSON.parse((await call(b, 'POST', '/api/v1/agents', { name: 'a', appId: 'x' })).body);
+    for (let round = 0; round < 2; round++) expectAdmitted(await burst([a, b], key, agent.id), 2);
+  });
+});
