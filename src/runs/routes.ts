@@ -212,11 +212,12 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
     schema: {
       tags: ['executions'],
       summary: 'Execution history of an agent, newest first (kept after the agent is deleted)',
+      description: '404 `not_found` when the agent is unknown, or another tenant’s, and has no runs here.',
       params: IdParams,
       querystring: Type.Object(PageQuery, { additionalProperties: false }),
       response: {
         200: Type.Object({ runs: Type.Array(RunSummarySchema), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }),
-        ...problems(400, 401, 403),
+        ...problems(400, 401, 403, 404),
       },
     },
   }, async (req) => runs.listForAgent(req.principal.tenantId, req.params.id, req.query.page, req.query.limit));

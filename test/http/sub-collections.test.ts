@@ -79,6 +79,12 @@ describe('sub-collections of a missing parent', () => {
     expect(SUB_ROUTES.map((r) => r.url)).toEqual(expect.arrayContaining(nested));
   });
 
+  it('every such route documents its 404 in the OpenAPI document', async () => {
+    const doc = (await t.request('GET', '/openapi.json')).body;
+    const undocumented = SUB_ROUTES.map((r) => r.url.replace(/:([A-Za-z]+)/g, '{$1}')).filter((path) => !doc.paths[path]?.get?.responses?.['404']);
+    expect(undocumented).toEqual([]);
+  });
+
   for (const { url, parent, public: isPublic } of SUB_ROUTES) {
     it(`GET ${url}: 404 for an unknown ${parent}`, async () => {
       expectProblem(await t.request('GET', withId(url, UNKNOWN_ID), { key }), 404, 'not_found');
