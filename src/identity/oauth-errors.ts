@@ -1,6 +1,7 @@
 /**
  * Errors of the OAuth endpoints (token, introspection): RFC 6749 section 5.2 bodies
- * `{ error, error_description }`, HTTP 400, except `invalid_client` (401) and `server_error` (500).
+ * `{ error, error_description }`, HTTP 400, except `invalid_client` (401), `server_error` (500) and
+ * `temporarily_unavailable` (503: the database cannot be reached).
  * RFC 6749 limits both strings to printable ASCII without `"` and `\`; `oauthDescription` enforces it.
  */
 
@@ -15,13 +16,15 @@ export type OAuthErrorCode =
   | 'insufficient_scope'
   /** Too many token requests from one client (429; registered for the token endpoint by RFC 8628). */
   | 'slow_down'
-  | 'server_error';
+  | 'server_error'
+  /** The database cannot be reached (503 with Retry-After), as RFC 6749 4.1.2.1 names it. */
+  | 'temporarily_unavailable';
 
 export class OAuthError extends Error {
   constructor(
     readonly error: OAuthErrorCode,
     readonly description: string,
-    readonly status: number = error === 'server_error' ? 500 : error === 'invalid_client' ? 401 : 400,
+    readonly status: number = error === 'server_error' ? 500 : error === 'temporarily_unavailable' ? 503 : error === 'invalid_client' ? 401 : 400,
     readonly headers: Record<string, string> = {},
   ) {
     super(description);

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { decodeJwt } from 'jose';
 import { bearerToken } from '../http/auth.js';
-import { ProblemError } from '../http/errors.js';
+import { isDatabaseUnavailable, ProblemError } from '../http/errors.js';
 import { problems } from '../http/schemas.js';
 import { registerFormParser } from './form.js';
 import { OAuthError } from './oauth-errors.js';
@@ -253,6 +253,10 @@ function tokenClient(req: FastifyRequest): string {
 /** Maps any error on the OAuth endpoints to an RFC 6749 body. */
 function oauthErrorOf(err: FastifyError | Error): OAuthError {
   if (err instanceof OAuthError) return err;
+  // An outage is not a server error here either (the rest of the API answers 503 database_unavailable).
+  if (isDatabaseUnavailable(err) || (err instanceof ProblemError && err.code === 'database_unavailable')) {
+    return new OAuthError('temporarily_unavailable', 'the database cannot be reached; retry shortly', 503, { 'retry-after': '5' });
+  }
   if (err instanceof ProblemError) {
     if (err.status === 401) return new OAuthError('invalid_client', err.detail, 401, { 'www-authenticate': 'Bearer' });
     if (err.status === 403) return new OAuthError('insufficient_scope', err.detail, 403);
@@ -296,7 +300,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits
       consumes: FORM_OR_JSON,
       body: TokenRequest,
       description: 'Rate limited per client (TOKEN_RATE_LIMIT_PER_MINUTE): 429 slow_down with Retry-After.',
-      response: { 200: TokenResponse, 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody, 500: OAuthErrorBody },
+      response: { 200: TokenResponse, 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody, 500: OAuthErrorBody, 503: OAuthErrorBody },
     },
   }, async (req, reply) => {
     const rate = limits.checkTokenRequest(tokenClient(req));
@@ -318,7 +322,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits
       summary: 'Token introspection (RFC 7662): always 200; active false for invalid, expired, revoked or foreign tokens',
       consumes: FORM_OR_JSON,
       body: IntrospectRequest,
-      response: { 200: IntrospectResponse, 400: OAuthErrorBody, 401: OAuthErrorBody, 403: OAuthErrorBody },
+      response: { 200: IntrospectResponse, 400: OAuthErrorBody, 401: OAuthErrorBody, 403: OAuthErrorBody, 503: OAuthErrorBody },
     },
   }, async (req) => {
     invalidRequest(req);

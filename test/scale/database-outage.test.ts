@@ -24,8 +24,20 @@ describe.skipIf(dialect !== 'postgres')('a database outage', () => {
 
   it('answers 503 with a clear problem while the database is away, and recovers when it returns', async () => {
     const { apiKey } = JSON.parse((await cli(['tenants', 'create', 'outage', '--json'], database.env)).stdout);
+    const auth = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
     const get = () => fetch(`${server.url}/api/v1/agents`, { headers: { authorization: `Bearer ${apiKey}` } });
     expect((await get()).status).toBe(200);
+    const agent = (await (await fetch(`${server.url}/api/v1/agents`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Outage', appId: 'outage' }) })).json()) as { id: string };
+    const svidRes = await fetch(`${server.url}/api/v1/identity/agents/${agent.id}/svid`, { method: 'POST', headers: auth, body: JSON.stringify({ audience: server.url }) });
+    const { svid } = (await svidRes.json()) as { svid: string };
+    const exchange = () =>
+      fetch(`${server.url}/api/v1/identity/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: svid, subject_token_type: 'urn:ietf:params:oauth:token-type:jwt', audience: agent.id, scope: 'tools:search' }),
+      });
+    const before = await exchange();
+    expect(before.status, await before.clone().text()).toBe(200);
 
     await proxy.down();
     for (const res of [await get(), await fetch(`${server.url}/readyz`)]) {
@@ -35,6 +47,11 @@ describe.skipIf(dialect !== 'postgres')('a database outage', () => {
       expect(body.code).toBe('database_unavailable');
       expect(JSON.stringify(body)).not.toMatch(/at \w+ \(|ECONN/);
     }
+    // The OAuth endpoints answer in RFC 6749's form, and an outage is not a server error there either.
+    const token = await exchange();
+    expect(token.status).toBe(503);
+    expect(token.headers.get('retry-after')).toBe('5');
+    expect(await token.json()).toEqual({ error: 'temporarily_unavailable', error_description: expect.stringMatching(/database/) });
     expect(server.child.exitCode).toBeNull();
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
 
