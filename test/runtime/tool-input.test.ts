@@ -170,6 +170,9 @@ describe('MCP servers’ own schemas', () => {
         },
       },
       { name: 'dangling', inputSchema: { type: 'object', properties: { x: { $ref: '#/definitions/missing' } } } },
+      // A pattern whose matching time grows exponentially: checking a call against it in the shared
+      // process would let one tenant's MCP server stall everybody's runs.
+      { name: 'stall', inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } } },
     ]);
     try {
       const a = await agent({ tools: [{ type: 'mcp', url: raw.url }] });
@@ -182,11 +185,17 @@ describe('MCP servers’ own schemas', () => {
       expect(good.toolCalls[0].result).toEqual({ got: { items: [{ sku: 'ABC-1', qty: 2 }] } });
       expect(raw.called).toHaveLength(1);
 
-      // The tool whose schema refers to nothing is not offered to the model; the run says why.
-      const dangling = await execute(a.id, '/tool dangling {"x":1}');
-      expect(dangling.toolCalls[0].result).toEqual(invalid("Model tried to call unavailable tool 'dangling'. Available tools: order."));
+      // The tools whose schema refers to nothing or holds an unsafe pattern are not offered to the model; the run says why.
+      const dangling = await execute(a.id, `/tool dangling {"x":1}\n/tool stall {"s":"${'a'.repeat(40)}!"}`);
+      expect(dangling.toolCalls.map((c: { result: unknown }) => c.result)).toEqual([
+        invalid("Model tried to call unavailable tool 'dangling'. Available tools: order."),
+        invalid("Model tried to call unavailable tool 'stall'. Available tools: order."),
+      ]);
       const run = await t.request('GET', `/api/v1/runs/${dangling.runId}`, { key });
-      expect(run.body.warnings).toEqual([expect.stringMatching(/^tool dangling left out: its input schema is unusable \(.*missing.*\)$/)]);
+      expect(run.body.warnings).toEqual([
+        expect.stringMatching(/^tool dangling left out: its input schema is unusable \(.*missing.*\)$/),
+        'tool stall left out: its input schema is unusable (the pattern "^(a+)+$" could take exponential time to match)',
+      ]);
       expect(raw.called).toHaveLength(1);
     } finally {
       await raw.close();

@@ -1,13 +1,15 @@
+import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
+import safeRegex from 'safe-regex2';
 
 /**
  * Checks a tool call's input against the tool's JSON Schema (the one the model was shown), for every
  * kind of tool: built-in, skill, delegation and MCP tools alike. Each schema is compiled once: per
  * schema object, and per schema text for the MCP servers' schemas, which arrive as new objects on
  * every run. Schemas come from MCP servers a tenant names, so they are untrusted input: a schema
- * larger than MAX_SCHEMA_CHARS, or one Ajv cannot compile, makes its tool unusable (the registry
- * leaves such a tool out, with a warning on the run).
+ * larger than MAX_SCHEMA_CHARS, one holding an unsafe pattern, or one Ajv cannot compile makes its
+ * tool unusable (the registry leaves such a tool out, with a warning on the run).
  */
 
 /** What is wrong with an input, in words for the model; undefined when the input is valid. */
@@ -18,10 +20,23 @@ const MAX_SCHEMA_CHARS = 64 * 1024;
 const MAX_CACHED_TEXTS = 2_000;
 const MAX_ISSUES = 10;
 
+/**
+ * Patterns (`pattern`, `patternProperties`) are compiled with JavaScript's backtracking engine, in the
+ * process every tenant shares: one whose matching time can grow exponentially (nested quantifiers,
+ * `(a+)+`) makes its schema unusable, so that no input can stall the event loop.
+ */
+const safeRegExp: RegExpEngine = Object.assign(
+  (pattern: string, flags: string) => {
+    if (!safeRegex(pattern)) throw new Error(`the pattern ${JSON.stringify(pattern)} could take exponential time to match`);
+    return new RegExp(pattern, flags);
+  },
+  { code: 'safeRegExp' },
+);
+
 // Draft 2020-12, the dialect of MCP and of zod's JSON Schema output. Not strict: real schemas carry
 // keywords and formats Ajv does not know, which describe but do not constrain. Input is never changed
 // (no defaults, coercion or removal): the tool gets exactly what the model sent.
-const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: false, logger: false });
+const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: false, logger: false, code: { regExp: safeRegExp } });
 addFormats.default(ajv);
 
 type Compiled = { check: InputCheck } | { unusable: string };
