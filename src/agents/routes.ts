@@ -46,7 +46,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
   }, async (req, reply) => reply.code(201).send(await agents.create(req.principal, req.body)));
 
   app.get('/api/v1/agents/:id', {
-    config: { permission: 'agents:read' },
+    config: { permission: 'agents:read', agentScope: { param: 'id' } },
     schema: { tags, summary: 'Get an agent with its tools and configuration', params: IdParams, response: { 200: AgentRef, ...problems(401, 403, 404) } },
   }, async (req, reply) => agentJson.send(reply, await agents.get(req.principal.tenantId, req.params.id)));
 

@@ -2,6 +2,7 @@ import path from 'node:path';
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
+import { create as createContentDisposition } from 'content-disposition';
 import type { Db } from '../db/database.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { readUploadedFile } from '../http/upload.js';
@@ -32,6 +33,16 @@ export function cleanFileName(raw: string): string {
   // eslint-disable-next-line no-control-regex
   const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
   return cleaned && cleaned !== '.' && cleaned !== '..' ? cleaned : 'file';
+}
+
+/**
+ * `Content-Disposition: attachment` naming the file (RFC 6266): a name that is not plain ASCII goes in
+ * `filename*` (RFC 8187, UTF-8, percent-encoded), after an ASCII `filename` for older clients: accents
+ * dropped, other characters `_`.
+ */
+export function attachmentDisposition(name: string): string {
+  const ascii = name.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^\x20-\x7e]/gu, '_');
+  return createContentDisposition(name, { type: 'attachment', fallback: ascii });
 }
 
 export class FilesService {
@@ -115,14 +126,15 @@ export const filesRoutes: FastifyPluginAsyncTypebox<{ files: FilesService }> = a
       tags: ['conversations'],
       summary: 'Download an attachment',
       params: IdParams,
-      description: 'Answers the file bytes with their content type.',
+      description:
+        'Answers the file bytes with their content type, as an attachment named by `Content-Disposition` (RFC 6266): `filename*` (RFC 8187, UTF-8) for a name that is not ASCII, after an ASCII `filename` fallback.',
       response: problems(401, 403, 404),
     },
   }, async (req, reply) => {
     const f = await files.get(req.principal.tenantId, req.params.id);
     return reply
       .header('content-type', f.content_type)
-      .header('content-disposition', `attachment; filename="${f.name.replace(/["\\]/g, '_')}"`)
+      .header('content-disposition', attachmentDisposition(f.name))
       .header('x-content-type-options', 'nosniff')
       .send(Buffer.from(f.data, 'base64'));
   });

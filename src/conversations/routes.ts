@@ -48,7 +48,7 @@ const OnActiveRun = Type.Union([Type.Literal('reject'), Type.Literal('enqueue'),
 
 export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: ConversationsService }> = async (app, { conversations }) => {
   app.get('/api/v1/conversations', {
-    config: { permission: 'agents:read' },
+    config: { permission: 'agents:read', agentScope: 'own' },
     schema: {
       tags,
       summary: 'List conversations, newest first',
@@ -63,6 +63,8 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
     },
   }, async (req) => {
     const { page, limit, ...filter } = req.query;
+    // An agent's own token lists that agent's conversations only.
+    if (req.principal.agentId !== undefined) filter.agentId = req.principal.agentId;
     return conversations.list(req.principal.tenantId, filter, page, limit);
   });
 
@@ -105,9 +107,9 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
   }, async (req) => conversations.stats(req.principal.tenantId));
 
   app.get('/api/v1/conversations/:id', {
-    config: { permission: 'agents:read' },
+    config: { permission: 'agents:read', agentScope: 'own' },
     schema: { tags, summary: 'A conversation with its participants and metadata', params: IdParams, response: { 200: ConversationWithParticipants, ...problems(401, 403, 404) } },
-  }, async (req) => conversations.get(req.principal.tenantId, req.params.id));
+  }, async (req) => conversations.get(req.principal.tenantId, req.params.id, req.principal.agentId));
 
   app.patch('/api/v1/conversations/:id', {
     config: { permission: 'agents:write' },
@@ -132,7 +134,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
   });
 
   app.get('/api/v1/conversations/:id/messages', {
-    config: { permission: 'agents:read' },
+    config: { permission: 'agents:read', agentScope: 'own' },
     schema: {
       tags,
       summary: 'Messages, oldest first: the `limit` newest ones older than `before`',
@@ -143,10 +145,10 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
       ),
       response: { 200: Type.Object({ messages: Type.Array(Message), hasMore: Type.Boolean() }), ...problems(400, 401, 403, 404) },
     },
-  }, async (req) => conversations.messages(req.principal.tenantId, req.params.id, req.query.limit, req.query.before));
+  }, async (req) => conversations.messages(req.principal.tenantId, req.params.id, req.query.limit, req.query.before, req.principal.agentId));
 
   app.post('/api/v1/conversations/:id/messages', {
-    config: { permission: 'agents:write' },
+    config: { permission: 'agents:write', agentScope: 'own' },
     schema: {
       tags,
       summary: 'Send a message; answers with the agent’s reply',

@@ -53,9 +53,10 @@ export class ConversationsService {
     return { conversations: rows.map(summary), total, page, limit };
   }
 
-  private async row(tenantId: string, id: string) {
+  /** The conversation; with `agentId` (an agent's own token), only a conversation of that agent. */
+  private async row(tenantId: string, id: string, agentId?: string) {
     const row = await store.findConversation(this.db.kysely, tenantId, id);
-    if (!row) throw notFound('conversation');
+    if (!row || (agentId !== undefined && row.agent_id !== agentId)) throw notFound('conversation');
     return row;
   }
 
@@ -86,8 +87,8 @@ export class ConversationsService {
     return details(row);
   }
 
-  async get(tenantId: string, id: string) {
-    const row = await this.row(tenantId, id);
+  async get(tenantId: string, id: string, agentId?: string) {
+    const row = await this.row(tenantId, id, agentId);
     const agent = await this.agents.get(tenantId, row.agent_id).catch(() => null);
     return {
       ...details(row),
@@ -119,8 +120,8 @@ export class ConversationsService {
     });
   }
 
-  async messages(tenantId: string, id: string, limit: number, before?: string) {
-    await this.row(tenantId, id);
+  async messages(tenantId: string, id: string, limit: number, before?: string, agentId?: string) {
+    await this.row(tenantId, id, agentId);
     if (before && !(await store.findMessage(this.db.kysely, tenantId, id, before))) {
       throw new ProblemError(400, 'validation_failed', 'before names no message of this conversation', [{ path: 'querystring.before', message: 'names no message of this conversation' }]);
     }
@@ -130,7 +131,7 @@ export class ConversationsService {
 
   /** Posts a user message and waits for the agent's reply (or hands it to the running answer). */
   async post(principal: Principal, id: string, input: { content: string; attachments?: string[]; onActiveRun?: OnActiveRun }) {
-    const row = await this.row(principal.tenantId, id);
+    const row = await this.row(principal.tenantId, id, principal.agentId);
     if (row.status !== 'active') throw conflict('conversation_not_active', `the conversation is ${row.status}; only active conversations take messages`);
     const agent = await this.agents.get(principal.tenantId, row.agent_id).catch(() => {
       throw conflict('agent_deleted', 'the agent of this conversation was deleted; the conversation is read-only');

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import type { Permission, Principal } from '../tenancy/permissions.js';
-import { ProblemError, forbidden, unauthorized } from './errors.js';
+import { ProblemError, forbidden, notFound, unauthorized } from './errors.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -9,6 +9,12 @@ declare module 'fastify' {
     permission?: Permission;
     /** Public routes skip authentication (health, identity documents, OpenAPI). */
     public?: boolean;
+    /**
+     * What an agent's own access token (a principal bound to an agent) may do here: `{ param }`, the
+     * route's agent is that path parameter and must be the token's agent (else 404); `'own'`, the
+     * route's service scopes what it reads or changes to the token's agent. Absent: 403.
+     */
+    agentScope?: AgentScope;
   }
   interface FastifyRequest {
     principal: Principal;
@@ -24,6 +30,19 @@ export type CredentialVerifier = (credential: string) => MaybePromise<Principal 
 
 /** Runs after authentication and the permission check, e.g. the per-key request limit. */
 export type Admission = (request: FastifyRequest, reply: FastifyReply) => MaybePromise<void>;
+
+export type AgentScope = { param: string } | 'own';
+
+/**
+ * An agent's own access token reaches only that agent: routes that declare it (agentScope), for the
+ * agent's own resources. One check for every route, after authentication.
+ */
+function checkAgentReach(request: FastifyRequest, agentId: string, scope: AgentScope | undefined) {
+  if (scope === undefined) {
+    throw forbidden("an agent's own access token reaches only that agent (itself, its runs and conversations, its skills, its MCP endpoint and SVIDs); use an API key for this operation");
+  }
+  if (scope !== 'own' && (request.params as Record<string, string | undefined>)[scope.param] !== agentId) throw notFound('agent');
+}
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
@@ -60,13 +79,18 @@ export function registerAuth(app: FastifyInstance, verifiers: CredentialVerifier
     // OpenAPI: every non-public route is documented as needing the bearer credential.
     route.schema ??= {};
     (route.schema as Record<string, unknown>).security ??= [{ bearerAuth: [] }];
-    const authenticate = authenticator(verifiers, route.config?.permission, admit);
+    const authenticate = authenticator(verifiers, route.config?.permission, admit, route.config?.agentScope);
     const own = route.onRequest ? [route.onRequest].flat() : [];
     route.onRequest = [authenticate, ...own];
   });
 }
 
-function authenticator(verifiers: CredentialVerifier[], permission: Permission | undefined, admit: Admission | undefined): onRequestHookHandler {
+function authenticator(
+  verifiers: CredentialVerifier[],
+  permission: Permission | undefined,
+  admit: Admission | undefined,
+  agentScope: AgentScope | undefined,
+): onRequestHookHandler {
   /** After verification: the principal, its permission, then admission; `done` exactly once. */
   const accept = (request: FastifyRequest, reply: FastifyReply, principal: Principal | null, done: HookHandlerDoneFunction) => {
     let admitted: MaybePromise<void>;
@@ -74,6 +98,7 @@ function authenticator(verifiers: CredentialVerifier[], permission: Permission |
       if (!principal) throw unauthorized('the credential is unknown, revoked or expired', 'invalid_credentials');
       request.principal = principal;
       if (permission && !principal.permissions.has(permission)) throw forbidden(`this operation needs the ${permission} permission`);
+      if (principal.agentId !== undefined) checkAgentReach(request, principal.agentId, agentScope);
       admitted = admit?.(request, reply);
     } catch (err) {
       return done(err as Error);

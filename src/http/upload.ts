@@ -11,11 +11,19 @@ export async function readUploadedFile(req: FastifyRequest, maxBytes: number, wh
   const part = await req.file();
   if (!part) throw badRequest('the form holds no file', [{ path: 'body.file', message: 'is required' }]);
   try {
-    return { filename: part.filename, mimetype: part.mimetype, data: await part.toBuffer() };
+    return { filename: formDataName(part.filename), mimetype: part.mimetype, data: await part.toBuffer() };
   } catch (err) {
     if ((err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') {
       throw new ProblemError(413, 'payload_too_large', `${what} are limited to ${maxBytes} bytes`);
     }
     throw err;
   }
+}
+
+/**
+ * A file name as the client meant it: browsers and curl send `"`, CR and LF in a multipart file name
+ * as %22, %0D and %0A (HTML's multipart/form-data encoding), which busboy leaves as they are.
+ */
+function formDataName(name: string): string {
+  return name.replace(/%(22|0D|0A)/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 }

@@ -19,14 +19,18 @@ import { normalisedTyp, peekHeader } from './tokens.js';
  *   urn:ietf:params:oauth:client-assertion-type:jwt-bearer and `client_assertion` a JWT signed (ES256)
  *   by one of the agent's published keys: `iss` = `sub` = its client ID (client ID URL, SPIFFE ID or
  *   agent id), `aud` containing the token endpoint URL or the issuer, `exp` at most 1 hour ahead, a
- *   `jti` never used before. Scope: `agents:read` and/or `skills:read` (default `agents:read`).
- *   Revoking the key that signed the assertion deactivates the token.
+ *   `jti` never used before. Scope: `agents:read`, `agents:write`, `skills:read` (default
+ *   `agents:read`); the token reaches only that agent (http/auth.ts). Revoking the key that signed the
+ *   assertion deactivates the token.
  */
 
 export const GRANT_CLIENT_CREDENTIALS = 'client_credentials';
 export const ASSERTION_TYPE_JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
-/** What an agent may ask for with client_credentials, and what it gets by default. */
-export const AGENT_CLIENT_PERMISSIONS: readonly Permission[] = ['agents:read', 'skills:read'];
+/**
+ * What an agent may ask for with client_credentials, and what it gets by default. Its token is bound
+ * to the agent (Principal.agentId): agents:write lets it run itself, not change anything else.
+ */
+export const AGENT_CLIENT_PERMISSIONS: readonly Permission[] = ['agents:read', 'agents:write', 'skills:read'];
 export const AGENT_CLIENT_DEFAULT_PERMISSIONS: readonly Permission[] = ['agents:read'];
 const MAX_ASSERTION_LIFETIME_S = 3600;
 

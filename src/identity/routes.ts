@@ -104,7 +104,8 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
   // ---- SVIDs and agent keys ----
 
   app.post('/api/v1/identity/agents/:agentId/svid', {
-    config: { permission: 'agents:write' },
+    // An agent's own token gets its own SVIDs: delegation through token exchange.
+    config: { permission: 'agents:write', agentScope: { param: 'agentId' } },
     schema: {
       tags,
       summary: 'Issue a JWT-SVID for an agent',
@@ -115,7 +116,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
   }, async (req) => identity.issueSvid(req.principal, req.params.agentId, [req.body.audience].flat(), req.body.ttlSeconds));
 
   app.get('/api/v1/identity/agents/:agentId/keys', {
-    config: { permission: 'agents:read' },
+    config: { permission: 'agents:read', agentScope: { param: 'agentId' } },
     schema: {
       tags,
       summary: 'The agent\'s keys, newest first, with their status (never private parts)',

@@ -184,7 +184,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
   });
 
   app.post('/api/v1/agents/:id/execute', {
-    config: { permission: 'agents:write' },
+    config: { permission: 'agents:write', agentScope: { param: 'id' } },
     schema: {
       ...executeSchema('Execute an agent: JSON result, or SSE when stream is true', 'optional'),
       description: `With "stream": true the answer is ${SSE_DESCRIPTION}`,
@@ -200,7 +200,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
     ['/api/v1/agents/:id/chat', 'Chat with an agent (always streams over SSE)'],
     ['/api/v1/agents/:id/stream', 'Stream an agent’s answer over SSE (same body as execute)'],
   ] as const) {
-    app.post(path, { config: { permission: 'agents:write' }, schema: executeSchema(summary, 'always') }, async (req, reply) => {
+    app.post(path, { config: { permission: 'agents:write', agentScope: { param: 'id' } }, schema: executeSchema(summary, 'always') }, async (req, reply) => {
       const handle = await startExecution(req, req.params.id, req.body, path.endsWith('chat') ? 'chat' : 'stream');
       if (isInjected(handle)) return reply.code(202).send(handle);
       return streamRun(runs, req, reply, req.principal.tenantId, handle.runId, 0);
@@ -208,7 +208,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
   }
 
   app.get('/api/v1/agents/:id/runs', {
-    config: { permission: 'agents:read' },
+    config: { permission: 'agents:read', agentScope: { param: 'id' } },
     schema: {
       tags: ['executions'],
       summary: 'Execution history of an agent, newest first (kept after the agent is deleted)',
@@ -225,17 +225,17 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
   const RunParams = Type.Object({ runId: Id });
 
   app.get('/api/v1/runs/:runId', {
-    config: { permission: 'agents:read' },
+    config: { permission: 'agents:read', agentScope: 'own' },
     schema: {
       tags: ['executions'],
       summary: 'A run with its tool calls and steps',
       params: RunParams,
       response: { 200: RunDetailsSchema, ...problems(401, 403, 404) },
     },
-  }, async (req) => runs.get(req.principal.tenantId, req.params.runId));
+  }, async (req) => runs.get(req.principal.tenantId, req.params.runId, req.principal.agentId));
 
   app.post('/api/v1/runs/:runId/cancel', {
-    config: { permission: 'agents:write' },
+    config: { permission: 'agents:write', agentScope: 'own' },
     schema: {
       tags: ['executions'],
       summary: 'Cancel a run: the model stream and tools are aborted; partial output is kept',
@@ -245,7 +245,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
   }, async (req) => runs.cancel(req.principal, req.params.runId));
 
   app.get('/api/v1/runs/:runId/events', {
-    config: { permission: 'agents:read' },
+    config: { permission: 'agents:read', agentScope: 'own' },
     schema: {
       tags: ['executions'],
       summary: 'Replay a run’s events after Last-Event-ID (header or lastEventId query), then follow live',
@@ -253,5 +253,8 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
       querystring: Type.Object({ lastEventId: Type.Optional(Type.Integer({ minimum: 0 })) }, { additionalProperties: false }),
       response: { ...sseResponse, ...problems(400, 401, 403, 404) },
     },
-  }, async (req, reply) => streamRun(runs, req, reply, req.principal.tenantId, req.params.runId, lastEventId(req)));
+  }, async (req, reply) => {
+    if (req.principal.agentId !== undefined) await runs.get(req.principal.tenantId, req.params.runId, req.principal.agentId);
+    return streamRun(runs, req, reply, req.principal.tenantId, req.params.runId, lastEventId(req));
+  });
 };

@@ -5,7 +5,7 @@ import type { AgentsService } from '../agents/service.js';
 import * as conversationStore from '../conversations/store.js';
 import type { Db } from '../db/database.js';
 import type { Database, RunTable } from '../db/schema.js';
-import { ProblemError, conflict, notFound } from '../http/errors.js';
+import { ProblemError, conflict, isDatabaseUnavailable, notFound } from '../http/errors.js';
 import { newId, now } from '../ids.js';
 import { isPromise } from '../maybe-promise.js';
 import { ModelCallError, runLoop, type ConversationTurn, type LoopResult } from '../runtime/loop.js';
@@ -839,25 +839,37 @@ export class RunsService {
     onFinish: ActiveRun['onFinish'],
     finished: RunFinished,
   ): Promise<boolean> {
-    try {
-      return await this.ends.write(async (trx: Kysely<Database>, later: DeferredInserts) => {
-        const last = end.events();
-        const r = await store.finishRun(trx, runId, end.patch);
-        if (!Number(r.numUpdatedRows)) return false;
-        if (end.reply) {
-          later.insert('messages', end.reply);
-          // Counted and released in one statement.
-          await conversationStore.countMessages(trx, conversationId, 1, end.at, conversationCreatedAt, runId);
-        } else {
-          await conversationStore.releaseConversation(trx, conversationId, runId);
+    const write = async (trx: Kysely<Database>, later: DeferredInserts) => {
+      const last = end.events();
+      const r = await store.finishRun(trx, runId, end.patch);
+      if (!Number(r.numUpdatedRows)) return false;
+      if (end.reply) {
+        later.insert('messages', end.reply);
+        // Counted and released in one statement.
+        await conversationStore.countMessages(trx, conversationId, 1, end.at, conversationCreatedAt, runId);
+      } else {
+        await conversationStore.releaseConversation(trx, conversationId, runId);
+      }
+      for (const row of eventRows(runId, last)) later.insert('run_events', row);
+      await onFinish?.(trx, finished);
+      return true;
+    };
+    // An end that meets a database outage (PostgreSQL restarting) is written once the database is back,
+    // for as long as the run's lease lasts (it stays active here, so its lease is renewed once the
+    // database answers). Given up at once, it would stay `running`, its conversation busy, until the lease
+    // expired and another process declared it interrupted (the soak, docs/benchmarks.md).
+    const giveUpAt = Date.now() + this.leaseMs;
+    for (let waitMs = 250; ; waitMs = Math.min(waitMs * 2, 2000)) {
+      try {
+        return await this.ends.write(write);
+      } catch (err) {
+        if (!isDatabaseUnavailable(err) || Date.now() + waitMs > giveUpAt) {
+          this.log.error({ err, runId }, 'could not record the end of a run');
+          return false;
         }
-        for (const row of eventRows(runId, last)) later.insert('run_events', row);
-        await onFinish?.(trx, finished);
-        return true;
-      });
-    } catch (err) {
-      this.log.error({ err, runId }, 'could not record the end of a run');
-      return false;
+        if (waitMs === 250) this.log.warn({ runId, cause: (err as Error).message }, 'the end of a run waits for the database');
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+      }
     }
   }
 
@@ -900,9 +912,10 @@ export class RunsService {
   }
 
   /** Cancels a queued or running run; answers the run as it stands afterwards. */
-  async cancel(principal: Pick<Principal, 'tenantId' | 'actor'>, runId: string) {
+  async cancel(principal: Pick<Principal, 'tenantId' | 'actor' | 'agentId'>, runId: string) {
     const run = await store.findRun(this.db.kysely, principal.tenantId, runId);
-    if (!run) throw notFound('run');
+    // An agent's own token reaches only that agent's runs.
+    if (!run || (principal.agentId !== undefined && run.agent_id !== principal.agentId)) throw notFound('run');
     if (!store.ACTIVE_STATUSES.includes(run.status as 'running')) {
       throw conflict('run_not_active', `the run is already ${run.status}`);
     }
@@ -958,9 +971,10 @@ export class RunsService {
     };
   }
 
-  async get(tenantId: string, runId: string) {
+  /** A run; with `agentId` (an agent's own token), only a run of that agent. */
+  async get(tenantId: string, runId: string, agentId?: string) {
     const row = await store.findRun(this.db.kysely, tenantId, runId);
-    if (!row) throw notFound('run');
+    if (!row || (agentId !== undefined && row.agent_id !== agentId)) throw notFound('run');
     return runDetails(row);
   }
 

@@ -75,7 +75,7 @@ export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService;
   const base = { tags: ['skills'], params };
 
   app.post(url, {
-    config: { permission: 'skills:read' },
+    config: { permission: 'skills:read', agentScope: { param: 'agentId' } },
     schema: {
       ...base,
       summary: 'MCP (Streamable HTTP, stateless): the agent’s skill and connector tools',
@@ -115,7 +115,7 @@ export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService;
     app.route({
       method,
       url,
-      config: { permission: 'skills:read' },
+      config: { permission: 'skills:read', agentScope: { param: 'agentId' } },
       schema: {
         ...base,
         summary: `MCP ${method}: not offered by this stateless server (405)`,

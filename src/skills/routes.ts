@@ -91,7 +91,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
   }, async (req, reply) => reply.code(201).send(await skills.acquire(req.principal, req.params.id)));
 
   app.get('/api/skills/agent/:agentId', {
-    config: { permission: 'skills:read' },
+    config: { permission: 'skills:read', agentScope: { param: 'agentId' } },
     schema: {
       tags,
       summary: 'The skills assigned to an agent, with each assignment, highest priority first',

@@ -82,6 +82,8 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
   }, async (req) => tenancy.setKeyRateLimit(req.principal.tenantId, req.params.id, req.body.rateLimitPerMinute, req.principal.actor));
 
   app.get('/api/v1/tenant', {
+    // Describes only the caller: any credential may ask, an agent's own token included.
+    config: { agentScope: 'own' },
     schema: {
       tags: ['tenancy'],
       summary: 'The caller: its tenant and the permissions of the credential used',

@@ -1,3 +1,4 @@
+import { parse as parseContentDisposition } from 'content-disposition';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 
@@ -162,6 +163,32 @@ describe('attachments', () => {
     const bin = (await (await upload('pic.png', 'image/png', Buffer.from([0x89, 0x50, 0x4e, 0x47]))).json()) as { id: string };
     const withBin = await t.request('POST', `/api/v1/conversations/${c.id}/messages`, { key, body: { content: 'and this', attachments: [bin.id] } });
     expect(withBin.body.message.content).toContain('[Attachment pic.png (image/png, 4 bytes): binary content not shown]');
+  });
+
+  it('downloads a file under its own name, whatever the script: RFC 6266 with an ASCII fallback and RFC 8187 filename*', async () => {
+    const base = await t.listen();
+    const names = ['отчёт 2026.pdf', '报告.txt', 'a "quoted"; name.txt', 'naïve “smart” ;quotes.txt', 'café.txt', '100% done.txt', '🙂.txt', 'plain.txt'];
+    for (const name of names) {
+      const res = await upload(name, 'application/octet-stream', `content of ${name}`);
+      expect(res.status, name).toBe(201);
+      const file = (await res.json()) as { id: string; name: string };
+      expect(file.name).toBe(name);
+      const download = await fetch(`${base}/api/v1/files/${file.id}/content`, { headers: { authorization: `Bearer ${key}` } });
+      expect(download.status, `${name}: ${download.status}`).toBe(200);
+      expect(await download.text()).toBe(`content of ${name}`);
+      const header = download.headers.get('content-disposition')!;
+      // Headers are bytes: the value is plain ASCII, so no client has to guess its encoding.
+      expect(header, name).toMatch(/^[\x20-\x7e]+$/);
+      const parsed = parseContentDisposition(header);
+      expect(parsed.type).toBe('attachment');
+      expect(parsed.parameters.filename, header).toBe(name);
+      if (!/^[\x20-\x7e]*$/.test(name)) {
+        expect(header, name).toContain(`filename*=UTF-8''`);
+        // The fallback for clients without RFC 8187: a plain filename parameter, before filename*.
+        expect(header.indexOf('; filename=')).toBeLessThan(header.indexOf('; filename*='));
+        expect(parseContentDisposition(header, { extended: false }).parameters.filename, header).toMatch(/^[\x20-\x7e]+$/);
+      }
+    }
   });
 
   it('refuses unknown or foreign attachments, oversize files and non-multipart bodies', async () => {

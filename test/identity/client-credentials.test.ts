@@ -174,15 +174,19 @@ describe('client_credentials for an agent (private_key_jwt)', () => {
       client_id: `${t.config.publicBaseUrl}/api/v1/identity/agents/${a.id}/client-metadata.json`,
       aud: apiAudience(),
     });
-    expect((await t.request('GET', '/api/v1/agents', { key: res.body.access_token })).status).toBe(200);
+    // The token reaches that agent only (test/identity/agent-token-reach.test.ts walks every route).
+    expect((await t.request('GET', `/api/v1/agents/${a.id}`, { key: res.body.access_token })).status).toBe(200);
+    expectProblem(await t.request('GET', '/api/v1/agents', { key: res.body.access_token }), 403, 'forbidden');
     expectProblem(await t.request('POST', '/api/v1/agents', { key: res.body.access_token, body: { name: 'x', appId: 'y' } }), 403, 'forbidden');
     const me = (await t.request('GET', '/api/v1/tenant', { key: res.body.access_token })).body;
     expect(me.credential).toEqual({ type: 'access_token', id: a.id, permissions: ['agents:read'] });
 
     const skills = await tokenRequest(t, assertionParams(await t.services.identity.signClientAssertion(acme.id, a.id), { scope: 'agents:read skills:read' }));
     expect(skills.body.scope).toBe('agents:read skills:read');
+    // agents:write lets it run itself (its token is bound to it); settings are never an agent's.
+    expect((await tokenRequest(t, assertionParams(await t.services.identity.signClientAssertion(acme.id, a.id), { scope: 'agents:write' }))).status).toBe(200);
     expectOAuthError(
-      await tokenRequest(t, assertionParams(await t.services.identity.signClientAssertion(acme.id, a.id), { scope: 'agents:write' })),
+      await tokenRequest(t, assertionParams(await t.services.identity.signClientAssertion(acme.id, a.id), { scope: 'settings:write' })),
       400,
       'insufficient_scope',
     );
@@ -243,10 +247,10 @@ describe('client_credentials for an agent (private_key_jwt)', () => {
       .setExpirationTime('1m')
       .sign(old.key);
     expect((await tokenRequest(t, assertionParams(signedByOld))).status).toBe(200);
-    expect((await t.request('GET', '/api/v1/agents', { key: token })).status).toBe(200);
+    expect((await t.request('GET', `/api/v1/agents/${a.id}`, { key: token })).status).toBe(200);
 
     expect((await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${old.kid}`, { key: acme.key })).status).toBe(204);
-    expectProblem(await t.request('GET', '/api/v1/agents', { key: token }), 401, 'invalid_credentials');
+    expectProblem(await t.request('GET', `/api/v1/agents/${a.id}`, { key: token }), 401, 'invalid_credentials');
     const again = await new SignJWT({ jti: crypto.randomUUID() })
       .setProtectedHeader({ alg: 'ES256', kid: old.kid })
       .setIssuer(clientId)

@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { ASSERTION_TYPE, tokenRequest } from './helpers.js';
+
+/**
+ * Issue 21 item 8: an agent's own access token (client_credentials with its private key) reaches
+ * only what that agent needs: itself, its runs, its conversations, its skills, its MCP endpoint and
+ * its SVIDs (for delegation through token exchange). This walks every route of the app with such a
+ * token: the routes listed below answer for the agent's own resources and 404 for another agent's;
+ * every other route answers 403 (or 404), whatever it is given.
+ */
+
+/** The routes an agent's own token reaches (for its own resources only). */
+const ALLOWED = new Set([
+  'GET /api/v1/tenant',
+  'GET /api/v1/agents/:id',
+  'POST /api/v1/agents/:id/execute',
+  'POST /api/v1/agents/:id/chat',
+  'POST /api/v1/agents/:id/stream',
+  'GET /api/v1/agents/:id/runs',
+  'GET /api/v1/runs/:runId',
+  'POST /api/v1/runs/:runId/cancel',
+  'GET /api/v1/runs/:runId/events',
+  'GET /api/v1/conversations',
+  'GET /api/v1/conversations/:id',
+  'GET /api/v1/conversations/:id/messages',
+  'POST /api/v1/conversations/:id/messages',
+  'GET /api/skills/agent/:agentId',
+  'POST /api/v1/agents/:agentId/mcp',
+  'GET /api/v1/agents/:agentId/mcp',
+  'DELETE /api/v1/agents/:agentId/mcp',
+  'POST /api/v1/identity/agents/:agentId/svid',
+  'GET /api/v1/identity/agents/:agentId/keys',
+]);
+
+/** Bodies for the allowed routes, so that they pass validation and reach their checks. */
+const BODIES: Record<string, unknown> = {
+  'POST /api/v1/agents/:id/execute': { message: 'hello' },
+  'POST /api/v1/agents/:id/chat': { message: 'hello' },
+  'POST /api/v1/agents/:id/stream': { message: 'hello' },
+  'POST /api/v1/conversations/:id/messages': { content: 'hello again' },
+  'POST /api/v1/agents/:agentId/mcp': { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
+  'POST /api/v1/identity/agents/:agentId/svid': { audience: 'http://agentry.test' },
+};
+
+let t: TestApp;
+let admin: string;
+let token: string;
+interface Owned {
+  agentId: string;
+  conversationId: string;
+  runId: string;
+}
+let self: Owned;
+let other: Owned;
+const shared: Record<string, string> = {};
+
+async function agentWithHistory(name: string): Promise<Owned> {
+  const agent = await t.request('POST', '/api/v1/agents', { key: admin, body: { name, appId: 'app' } });
+  expect(agent.status, agent.text).toBe(201);
+  const run = await t.request('POST', `/api/v1/agents/${agent.body.id}/execute`, { key: admin, body: { message: `hi ${name}` } });
+  expect(run.status, run.text).toBe(200);
+  return { agentId: agent.body.id, conversationId: run.body.conversationId, runId: run.body.runId };
+}
+
+beforeAll(async () => {
+  t = await startApp();
+  const tenant = await t.tenant('acme');
+  admin = tenant.key;
+  self = await agentWithHistory('Self');
+  other = await agentWithHistory('Other');
+  const skill = await t.request('POST', '/api/skills', { key: admin, body: { name: 'pricing', description: 'prices', category: 'sales', instructions: 'Quote.' } });
+  shared.skill = skill.body.id;
+  for (const agentId of [self.agentId, other.agentId]) {
+    expect((await t.request('POST', `/api/skills/${shared.skill}/assign`, { key: admin, body: { agentId } })).status).toBe(201);
+  }
+  const task = await t.request('POST', '/api/v1/tasks', { key: admin, body: { name: 'report', description: 'write it', agentId: other.agentId } });
+  expect(task.status, task.text).toBe(201);
+  shared.task = task.body.id;
+  const policy = await t.request('POST', '/api/v1/identity/tbac/policies', { key: admin, body: { callerAgentId: '*', calleeAgentId: '*', toolName: 'x' } });
+  shared.policy = policy.body.id;
+  shared.apiKey = (await t.request('GET', '/api/v1/tenant', { key: admin })).body.credential.id;
+  const keys = await t.request('GET', `/api/v1/identity/agents/${other.agentId}/keys`, { key: admin });
+  shared.kid = keys.body.keys[0]?.kid ?? 'kid';
+
+  const assertion = await t.services.identity.signClientAssertion(tenant.id, self.agentId);
+  const res = await tokenRequest(t, {
+    grant_type: 'client_credentials',
+    client_assertion_type: ASSERTION_TYPE,
+    client_assertion: assertion,
+    scope: 'agents:read agents:write skills:read',
+  });
+  expect(res.status, res.text).toBe(200);
+  token = res.body.access_token;
+});
+afterAll(() => t.close());
+
+/** The route's URL with its parameters naming `whose` resources (or the tenant's shared ones). */
+function urlFor(route: string, whose: Owned): string {
+  return route.replace(/:(\w+)/g, (_m, name: string) => {
+    if (name === 'agentId') return whose.agentId;
+    if (name === 'runId') return whose.runId;
+    if (name === 'keyId') return shared.kid;
+    if (name === 'taskId') return shared.task;
+    if (route.startsWith('/api/v1/agents/')) return whose.agentId;
+    if (route.startsWith('/api/v1/conversations/')) return whose.conversationId;
+    if (route.startsWith('/api/v1/tasks/')) return shared.task;
+    if (route.startsWith('/api/skills/store/')) return 'store-entry';
+    if (route.startsWith('/api/skills/')) return shared.skill;
+    if (route.startsWith('/api/v1/api-keys/')) return shared.apiKey;
+    if (route.startsWith('/api/v1/connectors/')) return 'slack';
+    if (route.startsWith('/api/v1/identity/tbac/policies/')) return shared.policy;
+    return '01a00000-0000-7000-8000-000000000000';
+  });
+}
+
+function call(method: string, route: string, whose: Owned) {
+  const key = `${method} ${route}`;
+  const body = method === 'GET' || method === 'DELETE' ? undefined : (BODIES[key] ?? {});
+  const headers = route.endsWith('/mcp') ? { accept: 'application/json, text/event-stream' } : undefined;
+  return t.request(method, urlFor(route, whose), { key: token, body, headers });
+}
+
+describe('an agent\'s own access token', () => {
+  it('walks every route: the listed ones reach only the agent\'s own resources, the rest are refused', async () => {
+    const catalog = (t.app as unknown as { routeCatalog: { method: string; url: string; public: boolean }[] }).routeCatalog.filter((r) => !r.public);
+    expect(catalog.length).toBeGreaterThan(80);
+    const routes = new Set(catalog.map((r) => `${r.method} ${r.url}`));
+    for (const allowed of ALLOWED) expect(routes.has(allowed), `${allowed} is a route`).toBe(true);
+
+    const wrong: string[] = [];
+    for (const { method, url } of catalog) {
+      const key = `${method} ${url}`;
+      // Routes without parameters name no agent's resources (the conversation list is checked below).
+      const foreign = url.includes(':') ? await call(method, url, other) : { status: 403, text: '' };
+      if (![403, 404].includes(foreign.status)) wrong.push(`${key} with another agent's resources: ${foreign.status} ${foreign.text.slice(0, 160)}`);
+      const own = await call(method, url, self);
+      if (ALLOWED.has(key)) {
+        if ([401, 403, 404].includes(own.status) || own.status >= 500) wrong.push(`${key} with its own resources: ${own.status} ${own.text.slice(0, 160)}`);
+      } else if (![403, 404].includes(own.status)) {
+        wrong.push(`${key} (not for agents) with its own resources: ${own.status} ${own.text.slice(0, 160)}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('lists only its own conversations and runs itself', async () => {
+    const list = await t.request('GET', `/api/v1/conversations?agentId=${other.agentId}`, { key: token });
+    expect(list.status).toBe(200);
+    expect(list.body.conversations.map((c: { agentId: string }) => c.agentId)).not.toContain(other.agentId);
+    const all = await t.request('GET', '/api/v1/conversations', { key: token });
+    expect(all.body.conversations.length).toBeGreaterThan(0);
+    expect(new Set(all.body.conversations.map((c: { agentId: string }) => c.agentId))).toEqual(new Set([self.agentId]));
+
+    const run = await t.request('POST', `/api/v1/agents/${self.agentId}/execute`, { key: token, body: { message: 'from myself' } });
+    expect(run.status, run.text).toBe(200);
+    expect(run.body.output).toContain('from myself');
+    const refused = await t.request('GET', '/api/v1/agents', { key: token });
+    expect(refused.status).toBe(403);
+    expect(refused.body.code).toBe('forbidden');
+    expect(refused.body.detail).toMatch(/agent's own access token/);
+  });
+});
