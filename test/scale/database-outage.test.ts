@@ -64,4 +64,34 @@ describe.skipIf(dialect !== 'postgres')('a database outage', () => {
     expect(status).toBe(200);
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
   });
+
+  it('a run ending while the database is away is recorded when it returns: not left running until its lease expires', async () => {
+    const { apiKey } = JSON.parse((await cli(['tenants', 'create', 'outage-run', '--json'], database.env)).stdout);
+    const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
+    const agent = (await (await fetch(`${server.url}/api/v1/agents`, { method: 'POST', headers, body: JSON.stringify({ name: 'Ends late', appId: 'outage' }) })).json()) as { id: string };
+    // Two words, 1.5 s apart: the database goes away after the first (its start and first token are written).
+    const res = await fetch(`${server.url}/api/v1/agents/${agent.id}/stream`, { method: 'POST', headers, body: JSON.stringify({ message: '/delay 1500\none two' }) });
+    expect(res.status).toBe(200);
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    while (!/event: token/.test(text)) text += (await reader.read()).value ?? '';
+    const logged = server.output().length;
+    await proxy.down();
+    // The run's end meets the outage (the server says so), then the database comes back.
+    while (!/the end of a run/.test(server.output().slice(logged))) await new Promise((r) => setTimeout(r, 50));
+    await proxy.up();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    const events = [...text.matchAll(/event: (\w+)\ndata: (.*)/g)].map((m) => ({ event: m[1], data: JSON.parse(m[2]) }));
+    expect(events.map((e) => e.event)).toEqual(['token', 'token', 'done']);
+    const { runId, conversationId } = events[2].data as { runId: string; conversationId: string };
+    const run = (await (await fetch(`${server.url}/api/v1/runs/${runId}`, { headers })).json()) as { status: string; output: string };
+    expect(run).toMatchObject({ status: 'completed', output: 'one two' });
+    // Its conversation is free again at once (not busy until the lease expires).
+    const next = await fetch(`${server.url}/api/v1/conversations/${conversationId}/messages`, { method: 'POST', headers, body: JSON.stringify({ content: 'and again' }) });
+    expect(next.status).toBe(200);
+  });
 });
