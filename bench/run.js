@@ -342,7 +342,9 @@ const USAGE = `usage: node bench/run.js [--db sqlite|postgres] [--duration <s>] 
                      (other load under ${DISTURBED_PCT}% of a core over 2 s); for shared machines
   --out <file>       write the results JSON there instead
   --no-write         print only
-scenarios: ${SCENARIOS.map((s) => s.name).join(', ')} (baseline always runs first and last)`;
+scenarios: ${SCENARIOS.map((s) => s.name).join(', ')} (baseline always runs first and last)
+  --only soak        ten minutes of mixed traffic on PostgreSQL, two replicas, PostgreSQL restarted half-way
+                     (bench/soak.js; its options: node bench/soak.js --help)`;
 
 function parseOptions(argv) {
   const { values } = parseArgs({
@@ -384,6 +386,14 @@ function parseOptions(argv) {
   const waitIdle = Number(values['wait-idle']);
   if (!Number.isFinite(waitIdle) || waitIdle < 0) fail('--wait-idle must be a number of seconds >= 0');
   return { db: values.db, duration, warmup: WARMUP_SECONDS, connections, scenarios, cpuProf: values['cpu-prof'], serverNodeArgs, waitIdle, out: values.out, write: !values['no-write'] };
+}
+
+/** `--only soak` (alone): the soak scenario, bench/soak.js, which takes its own options. */
+function onlySoak(argv) {
+  const i = argv.findIndex((a) => a === '--only' || a.startsWith('--only='));
+  if (i === -1) return false;
+  const value = argv[i].startsWith('--only=') ? argv[i].slice('--only='.length) : argv[i + 1];
+  return value === 'soak';
 }
 
 // ---- processes -------------------------------------------------------------------------------
@@ -735,6 +745,11 @@ function log(msg) {
 // ---- main ------------------------------------------------------------------------------------
 
 async function main() {
+  // The soak is a run of its own (two replicas, its own PostgreSQL, a restart): bench/soak.js.
+  if (onlySoak(process.argv.slice(2))) {
+    await (await import('./soak.js')).main(process.argv.slice(2));
+    return;
+  }
   const opts = parseOptions(process.argv.slice(2));
   const started = new Date();
   const cleanups = [];
