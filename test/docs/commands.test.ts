@@ -99,6 +99,9 @@ export function expectation(text: string): RegExp {
   return new RegExp(text.split('...').map(literal).join('[\\s\\S]*?'));
 }
 
+/** Longer than the walk-through needs (about a minute, most of it waiting for a cron minute). */
+const SHELL_DEADLINE_MS = 200_000;
+
 const DOCS = ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
 
 let database: TestDatabase;
@@ -146,8 +149,10 @@ async function runAll(blocks: Block[]): Promise<{ outcomes: Outcome[]; serverLog
     if (block.kind === 'skip') continue;
     if (block.kind === 'server') {
       script.push(`(\n${block.commands.map((c) => ports(c.text)).join('\n')}\n) > ${serverLog} 2>&1 &`);
+      // The commands below need it: a server that does not come up ends the shell (its log says why).
       script.push(
         `for i in $(seq 300); do command curl -sf -o /dev/null http://127.0.0.1:${port}/healthz && break; sleep 0.1; done`,
+        `command curl -sf -o /dev/null http://127.0.0.1:${port}/healthz || { echo "the server did not answer on port ${port}"; exit 1; }`,
       );
       continue;
     }
@@ -165,17 +170,26 @@ async function runAll(blocks: Block[]): Promise<{ outcomes: Outcome[]; serverLog
   let raw = '';
   child.stdout!.on('data', (d) => (raw += d));
   child.stderr!.on('data', (d) => (raw += d));
+  // The server and the demo MCP server run in the background: the whole group is stopped at the end,
+  // or when a command hangs (then the report names the command that did not finish).
+  const stop = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // already gone
+    }
+  };
+  const deadline = setTimeout(() => stop('SIGKILL'), SHELL_DEADLINE_MS);
   await new Promise((resolve) => child.once('exit', resolve));
-  // The server and the demo MCP server were started in the background: stop the whole group.
-  try {
-    process.kill(-child.pid!, 'SIGTERM');
-  } catch {
-    // already gone
-  }
+  clearTimeout(deadline);
+  stop('SIGTERM');
   await new Promise((r) => setTimeout(r, 500));
   const outcomes: Outcome[] = all.map((command, n) => {
     const section = new RegExp(`@@BEGIN ${n}\\n([\\s\\S]*?)\\n@@END ${n} (\\d+)`).exec(raw);
-    if (!section) return { command, code: -1, output: '(never ran)', statuses: [] };
+    if (!section) {
+      const started = raw.indexOf(`@@BEGIN ${n}\n`);
+      return { command, code: -1, output: started < 0 ? '(never ran)' : `(did not finish)\n${raw.slice(started).slice(-700)}`, statuses: [] };
+    }
     const statuses = [...section[1].matchAll(/@@HTTP (\d{3})/g)].map((m) => Number(m[1]));
     return { command, code: Number(section[2]), output: section[1].replace(/\n?@@HTTP \d{3}\n?/g, ''), statuses };
   });
@@ -210,9 +224,10 @@ describe('the documentation, followed literally', () => {
   it('runs every command of README.md and docs/*.md, in order: each exits 0 and prints what the text says', async () => {
     const blocks = DOCS.flatMap((f) => shellBlocks(f, fs.readFileSync(path.join(ROOT, f), 'utf8')));
     const { outcomes, serverLog, raw } = await runAll(blocks);
-    const failures = outcomes.map(failure).filter((f): f is string => f !== null);
-    // A command that never ran: the shell stopped (a syntax error in a block); its last words say why.
-    if (outcomes.some((o) => o.code === -1)) failures.push(`the shell stopped; its output ended with:\n${raw.slice(-1500)}`);
+    const stopped = outcomes.findIndex((o) => o.code === -1);
+    const failures = (stopped < 0 ? outcomes : outcomes.slice(0, stopped + 1)).map(failure).filter((f): f is string => f !== null);
+    // The shell stopped (a syntax error in a block, a server that did not start, a hang): its last words say why.
+    if (stopped >= 0) failures.push(`the shell stopped; ${outcomes.length - stopped} commands did not run. Its output ended with:\n${raw.slice(-1500)}`);
     expect(outcomes.length).toBeGreaterThan(40);
     expect(failures, `${failures.join('\n\n')}\n\nserver log (tail):\n${serverLog.slice(-2000)}`).toEqual([]);
   }, 240_000);
