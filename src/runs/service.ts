@@ -14,9 +14,9 @@ import { ModelUnavailableError, type ModelRegistry } from '../runtime/models/reg
 import type { ToolRegistry } from '../runtime/tools/registry.js';
 import type { ToolSet } from '../runtime/tools/types.js';
 import type { SignalBus } from '../signals/bus.js';
-import type { LimitsService, RunLimits } from '../tenancy/limits.js';
+import { newAdmissionBatch, withdrawAdmission, type AdmissionBatch, type LimitsService, type RunLimits } from '../tenancy/limits.js';
 import type { Principal } from '../tenancy/permissions.js';
-import { DeferredInserts, GroupCommit } from '../db/group-commit.js';
+import { type DeferredInserts, GroupCommit } from '../db/group-commit.js';
 import { NewEventNotices, RunEventHub, eventRows, readStoredEvents, runsNoticed, type RunChannel, type RunEvent, type RunEventListener } from './events.js';
 import * as store from './store.js';
 import { runDetails, runSummary, type RunError } from './views.js';
@@ -145,6 +145,10 @@ interface RunStart {
   options: Record<string, unknown>;
 }
 
+/** What a run's start answers once written, or the refusal of its admission (nothing was written). */
+type StartWritten = StartedRun | { refused: ProblemError };
+type StartedRun = { conversation: conversationStore.ConversationRow; history: HistoryMessage[] };
+
 /** The rows a run's start inserts; `conversation` only when the run opens a new conversation. */
 interface StartRows {
   conversation?: conversationStore.ConversationRow;
@@ -211,6 +215,12 @@ export class RunsService {
   private readonly starts: GroupCommit;
   /** Runs' ends, written several to a transaction behind the requests waiting to be served. */
   private readonly ends: GroupCommit;
+  /**
+   * Starts of runs under a tenant's concurrency limit or a budget, each admitted in the transaction
+   * that inserts it; one batch at a time, as admissions hold a lock until they commit.
+   */
+  private readonly admittedStarts: GroupCommit;
+  private readonly admissions = new WeakMap<DeferredInserts, AdmissionBatch>();
 
   constructor(
     private readonly db: Db,
@@ -228,6 +238,7 @@ export class RunsService {
     this.events = new RunEventHub(db, (err) => this.log.error({ err }, 'run event write failed'), (runId, seq) => notices.add(runId, seq));
     const concurrency = db.dialect === 'postgres' ? POSTGRES_BATCHES_AT_ONCE : 1;
     this.starts = new GroupCommit(db.kysely, { maxBatch: STARTS_PER_COMMIT, concurrency, writesPaused: db.writesPaused });
+    this.admittedStarts = new GroupCommit(db.kysely, { maxBatch: STARTS_PER_COMMIT, concurrency: 1, writesPaused: db.writesPaused });
     this.ends = new GroupCommit(db.kysely, {
       maxBatch: ENDS_PER_COMMIT,
       concurrency,
@@ -498,15 +509,26 @@ export class RunsService {
     run: RunStart,
     existing: conversationStore.ConversationRow | undefined,
     limits: RunLimits | null,
-  ): Promise<{ conversation: conversationStore.ConversationRow; history: HistoryMessage[] } | null> {
+  ): Promise<StartedRun | null> {
     const { input, runId, at } = run;
     const tenantId = input.principal.tenantId;
-    const write = async (trx: Kysely<Database>, later: DeferredInserts) => {
-      // Counted and claimed in this transaction: the run row it inserts is the reservation.
-      if (limits) run.options.budget = await this.limits.admitInTransaction(trx, tenantId, input.agent.id, limits);
+    const write = async (trx: Kysely<Database>, later: DeferredInserts): Promise<StartWritten | null> => {
+      // Counted and claimed in this transaction: the run row it inserts is the reservation. A refusal
+      // is an answer (nothing written yet), so the other starts of the batch go ahead.
+      let admission: AdmissionBatch | undefined;
+      if (limits) {
+        admission = this.admissionOf(later);
+        try {
+          run.options.budget = await this.limits.admitInTransaction(trx, admission, tenantId, input.agent.id, limits);
+        } catch (err) {
+          if (err instanceof ProblemError) return { refused: err };
+          throw err;
+        }
+      }
       let history: HistoryMessage[] = [];
       if (existing) {
         if (!(await conversationStore.claimConversation(trx, tenantId, existing.id, runId, { at, createdAt: existing.created_at }))) {
+          if (admission) withdrawAdmission(admission, tenantId, input.agent.id);
           return null;
         }
         history = await conversationStore.history(trx, tenantId, existing.id, input.agent.configuration.memoryWindow);
@@ -518,19 +540,17 @@ export class RunsService {
       await input.onStart?.(trx, { runId, startedAt: at });
       return { conversation: rows.conversation ?? existing!, history };
     };
-    // An admission locks the tenant (PostgreSQL) until its start commits: alone, so a batch of other
-    // tenants' starts never waits for that lock, nor is rolled back by a refusal.
-    return limits ? this.writeAlone(write) : this.starts.write(write);
+    // Starts to admit have batches of their own, so the others' never wait for an admission's lock.
+    const written = await (limits ? this.admittedStarts : this.starts).write(write);
+    if (written && 'refused' in written) throw written.refused;
+    return written;
   }
 
-  /** A start written in a transaction of its own, its rows inserted before it commits as a batch's are. */
-  private writeAlone<T>(write: (trx: Kysely<Database>, later: DeferredInserts) => Promise<T>): Promise<T> {
-    return this.db.kysely.transaction().execute(async (trx) => {
-      const later = new DeferredInserts();
-      const result = await write(trx, later);
-      await later.flush(trx);
-      return result;
-    });
+  /** The admissions of the transaction `later` belongs to (one DeferredInserts per transaction). */
+  private admissionOf(later: DeferredInserts): AdmissionBatch {
+    let batch = this.admissions.get(later);
+    if (!batch) this.admissions.set(later, (batch = newAdmissionBatch()));
+    return batch;
   }
 
   /** The rows a run's start inserts; a new conversation (when `existing` is not given) is born holding the run. */

@@ -20,6 +20,20 @@ export interface RunLimits {
   agentBudgetUsd: number | null;
 }
 
+/** The admissions of one transaction: tenants already locked, runs admitted but not yet inserted. */
+export interface AdmissionBatch {
+  locked: Set<string>;
+  /** By `tenant:<id>` and `agent:<tenant>:<id>`. */
+  admitted: Map<string, number>;
+}
+
+export const newAdmissionBatch = (): AdmissionBatch => ({ locked: new Set(), admitted: new Map() });
+
+/** Takes back an admission whose run did not start after all (its conversation was busy). */
+export function withdrawAdmission(batch: AdmissionBatch, tenantId: string, agentId: string) {
+  for (const key of [`tenant:${tenantId}`, `agent:${tenantId}:${agentId}`]) batch.admitted.set(key, (batch.admitted.get(key) ?? 1) - 1);
+}
+
 /** The budgets a run started under and the month-to-date spend before it (the run records it). */
 export interface RunBudget {
   tenant?: { monthlyBudgetUsd: number; spentUsd: number };
@@ -191,36 +205,48 @@ export class LimitsService {
 
   /**
    * Admits a run inside the transaction that records its start, so counting and claiming are one
-   * step: on PostgreSQL the tenant's row is locked first (admissions of one tenant take turns on
-   * every replica, and each counts the runs the ones before it committed); on SQLite the one
-   * connection's transaction is the single writer. The tenant's limits are read from that row.
-   * Refuses with 429 when the tenant already runs `maxConcurrentRuns`, and with 402 when a budget's
-   * month-to-date spend, plus the largest cost of one run this month for each run still running
-   * under it, has reached the budget: two runs started together near the end of a budget are not
-   * both admitted. Answers the budget picture the run records.
+   * step. The transaction first takes the lock admissions share: on PostgreSQL the tenant's row
+   * (`FOR UPDATE`: admissions of one tenant take turns on every replica, each counting the runs the
+   * ones before it committed); on SQLite the write lock, taken before anything is read (the single
+   * writer; reading first could meet a checkpoint's lock without waiting). The tenant's limits are
+   * read from its row. Refuses with 429 when the tenant already runs `maxConcurrentRuns`, and with 402
+   * when a budget's month-to-date spend, plus the largest cost of one run this month for each run
+   * still running under it, has reached the budget: two runs started together near the end of a
+   * budget are not both admitted. `batch` holds the runs admitted earlier in the same transaction,
+   * which its queries cannot see yet (their rows are inserted at its end). Answers the budget picture
+   * the run records.
    */
-  async admitInTransaction(trx: store.Executor, tenantId: string, agentId: string, runLimits: RunLimits): Promise<RunBudget> {
-    const tenant = await store.findTenantSettingsForUpdate(trx, tenantId, this.db.dialect === 'postgres');
+  async admitInTransaction(trx: store.Executor, batch: AdmissionBatch, tenantId: string, agentId: string, runLimits: RunLimits): Promise<RunBudget> {
+    if (!batch.locked.has(tenantId)) {
+      await store.lockForAdmission(trx, tenantId, this.db.dialect);
+      batch.locked.add(tenantId);
+    }
+    const tenant = await store.findTenant(trx, tenantId);
     const settings = tenant ? (JSON.parse(tenant.settings) as { limits?: Partial<TenantLimits> }) : {};
     const limits = { ...NO_LIMITS, ...(settings.limits ?? {}) };
+    const tenantKey = `tenant:${tenantId}`;
+    const agentKey = `agent:${tenantId}:${agentId}`;
     let running: number | undefined;
+    const tenantRunning = async () => (running ??= (await store.runningRuns(trx, tenantId)) + (batch.admitted.get(tenantKey) ?? 0));
     if (limits.maxConcurrentRuns !== null) {
-      running = await store.runningRuns(trx, tenantId);
-      if (running >= limits.maxConcurrentRuns) {
-        throw new ProblemError(429, 'concurrency_limit', `the tenant already runs ${running} of at most ${limits.maxConcurrentRuns} runs at once`, undefined, { 'retry-after': '1' });
+      const now = await tenantRunning();
+      if (now >= limits.maxConcurrentRuns) {
+        throw new ProblemError(429, 'concurrency_limit', `the tenant already runs ${now} of at most ${limits.maxConcurrentRuns} runs at once`, undefined, { 'retry-after': '1' });
       }
     }
     const budget: RunBudget = {};
-    if (limits.monthlyBudgetUsd === null && runLimits.agentBudgetUsd === null) return budget;
-    const since = monthStart();
-    if (limits.monthlyBudgetUsd !== null) {
-      running ??= await store.runningRuns(trx, tenantId);
-      budget.tenant = await this.underBudget(trx, 'tenant', limits.monthlyBudgetUsd, running, tenantId, since);
+    if (limits.monthlyBudgetUsd !== null || runLimits.agentBudgetUsd !== null) {
+      const since = monthStart();
+      if (limits.monthlyBudgetUsd !== null) {
+        budget.tenant = await this.underBudget(trx, 'tenant', limits.monthlyBudgetUsd, await tenantRunning(), tenantId, since);
+      }
+      if (runLimits.agentBudgetUsd !== null) {
+        const agentRunning = (await store.runningRuns(trx, tenantId, agentId)) + (batch.admitted.get(agentKey) ?? 0);
+        budget.agent = await this.underBudget(trx, 'agent', runLimits.agentBudgetUsd, agentRunning, tenantId, since, agentId);
+      }
     }
-    if (runLimits.agentBudgetUsd !== null) {
-      const agentRunning = await store.runningRuns(trx, tenantId, agentId);
-      budget.agent = await this.underBudget(trx, 'agent', runLimits.agentBudgetUsd, agentRunning, tenantId, since, agentId);
-    }
+    batch.admitted.set(tenantKey, (batch.admitted.get(tenantKey) ?? 0) + 1);
+    batch.admitted.set(agentKey, (batch.admitted.get(agentKey) ?? 0) + 1);
     return budget;
   }
 

@@ -77,6 +77,15 @@ export async function spendSince(db: Executor, tenantId: string, since: string, 
   return Math.round(Number(row?.spent ?? 0) * 1e9) / 1e9;
 }
 
+/**
+ * The lock run admissions take first: the tenant's row on PostgreSQL; on SQLite the database's write
+ * lock (an UPDATE that matches nothing takes it and writes nothing), waited for by the busy handler.
+ */
+export async function lockForAdmission(db: Executor, tenantId: string, dialect: 'sqlite' | 'postgres'): Promise<void> {
+  if (dialect === 'postgres') await db.selectFrom('tenants').select('id').where('id', '=', tenantId).forUpdate().execute();
+  else await sql`update tenants set settings = settings where 0`.execute(db);
+}
+
 /** The month's spend and the largest cost of one run in it, for the tenant or one of its agents (run admission). */
 export async function spendAndLargestSince(db: Executor, tenantId: string, since: string, agentId?: string): Promise<{ spentUsd: number; largestRunUsd: number }> {
   let q = db
