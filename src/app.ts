@@ -101,7 +101,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   // Deleting an agent ends its identity; its badge lists the skills it may use.
   agents.deleteHooks.push(identity.forgetAgent);
   identity.useSkillCapabilities((tenantId, agentId) => skillsDomain.skills.usableSkillBriefs(tenantId, agentId));
-  const tasks = new TasksService(db, agents, runs, config, logger);
+  const tasks = new TasksService({ db, agents, runs, config, log: logger });
   // skill_request and connector_request become awaiting_approval tasks; approving performs them.
   registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);
   return {

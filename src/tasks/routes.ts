@@ -37,8 +37,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
       },
     },
   }, async (req) => {
-    const { page, limit, ...filter } = req.query;
-    return tasks.list(req.principal.tenantId, filter, page, limit);
+    return tasks.list(req.principal.tenantId, req.query);
   });
 
   app.post('/api/v1/tasks', {
@@ -63,7 +62,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
         ...problems(400, 401, 403),
       },
     },
-  }, async (req) => tasks.pendingApproval(req.principal.tenantId, req.query.page, req.query.limit));
+  }, async (req) => tasks.pendingApproval(req.principal.tenantId, req.query));
 
   app.get('/api/v1/tasks/runs/:runId', {
     config: { permission: 'agents:read' },
@@ -173,7 +172,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
         ...problems(400, 401, 403, 404),
       },
     },
-  }, async (req) => tasks.listRuns(req.principal.tenantId, req.params.id, req.query.page, req.query.limit));
+  }, async (req) => tasks.listRuns(req.principal.tenantId, req.params.id, req.query));
 
   app.get('/api/v1/tasks/:id/fires', {
     config: { permission: 'agents:read' },
@@ -187,7 +186,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
         ...problems(400, 401, 403, 404),
       },
     },
-  }, async (req) => tasks.listFires(req.principal.tenantId, req.params.id, req.query.page, req.query.limit));
+  }, async (req) => tasks.listFires(req.principal.tenantId, req.params.id, req.query));
 };
 
 declare module 'fastify' {
@@ -225,7 +224,7 @@ export const hooksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
       response: { 202: HookAccepted, ...problems(400, 401, 404, 409, 413, 415) },
     },
   }, async (req, reply) => {
-    const result = await tasks.webhook(req.params.taskId, req.headers, req.rawBody ?? Buffer.alloc(0), parse(req));
+    const result = await tasks.webhook({ taskId: req.params.taskId, headers: req.headers, rawBody: req.rawBody ?? Buffer.alloc(0), parse: parse(req) });
     return reply.code(202).send(result);
   });
 };

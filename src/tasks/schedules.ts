@@ -13,14 +13,31 @@ const BATCH = 100;
  * transaction: moves next_run_at to the following cron time by compare-and-set (so each cron time
  * is claimed by exactly one replica), records the fire decision(s), and queues the work.
  */
+export interface CronFiringOptions {
+  db: Db;
+  /** Decides each fire and wakes the dispatcher. */
+  executor: TaskExecutor;
+  /** Scheduler time (injectable clock). */
+  clock: () => Date;
+  /** How late a cron time may still fire (TASK_MISFIRE_GRACE_SECONDS); later ones are misfires. */
+  graceMs: number;
+  log: FastifyBaseLogger;
+}
+
 export class CronFiring {
-  constructor(
-    private readonly db: Db,
-    private readonly executor: TaskExecutor,
-    private readonly clock: () => Date,
-    private readonly graceMs: number,
-    private readonly log: FastifyBaseLogger,
-  ) {}
+  private readonly db: Db;
+  private readonly executor: TaskExecutor;
+  private readonly clock: () => Date;
+  private readonly graceMs: number;
+  private readonly log: FastifyBaseLogger;
+
+  constructor({ db, executor, clock, graceMs, log }: CronFiringOptions) {
+    this.db = db;
+    this.executor = executor;
+    this.clock = clock;
+    this.graceMs = graceMs;
+    this.log = log;
+  }
 
   /** Fires what is due now; answers how many cron times this process claimed. */
   async tick(): Promise<number> {

@@ -191,6 +191,11 @@ export function insertJob(db: Executor, row: JobRow) {
   return db.insertInto('task_jobs').values(row).execute();
 }
 
+/** A job's own input (merged over the task's for its run). */
+export function setJobInput(db: Executor, id: string, input: string) {
+  return db.updateTable('task_jobs').set({ input }).where('id', '=', id).execute();
+}
+
 export function findJobByRun(db: Executor, runId: string) {
   return db.selectFrom('task_jobs').selectAll().where('run_id', '=', runId).executeTakeFirst();
 }
@@ -379,6 +384,3 @@ export async function listFires(db: Executor, tenantId: string, taskId: string, 
   ]);
   return { rows, total: count };
 }
-
-// ------------------------------------------------------------------ secret key
-

@@ -1,3 +1,4 @@
+import { Worker } from 'node:worker_threads';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, createServices, type Services } from '../../src/app.js';
@@ -82,6 +83,37 @@ describe('concurrent runs', () => {
     const [one, all] = await Promise.all([burst([t], limited.key, a.id, 6), burst([t], free.key, b.id, 6)]);
     expectAdmitted(one, 1);
     expectAdmitted(all, 6);
+  });
+});
+
+describe.skipIf(dialect !== 'sqlite')('admission on SQLite', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp();
+  });
+  afterAll(() => t.close());
+
+  it('waits for another connection’s write lock instead of failing (503) when that connection commits', async () => {
+    const { key } = await t.tenant();
+    await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 5 } });
+    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    // Another connection (the CLI, a checkpoint) holds the write lock, then commits a change.
+    const worker = new Worker(
+      `const { parentPort, workerData } = require('node:worker_threads');
+       const db = new (require('better-sqlite3'))(workerData.file);
+       db.exec('begin immediate');
+       db.prepare('update tenants set name = name').run();
+       parentPort.postMessage('locked');
+       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+       db.exec('commit');
+       db.close();`,
+      { eval: true, workerData: { file: t.db.location } },
+    );
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    await new Promise((resolve) => worker.once('message', resolve));
+    const res = await startRun(t, key, agent.id, 'execute', 'hello');
+    expect(res.status, res.text).toBe(200);
+    await exited;
   });
 });
 

@@ -1,0 +1,50 @@
+import { ProblemError, conflict } from '../http/errors.js';
+import type { RunError } from '../runs/views.js';
+
+/**
+ * How tasks read the errors of the domains they call. Agents and runs still signal refusals as
+ * problems (HTTP statuses); this module is the one place in tasks that looks at them, so the worker
+ * and the service decide on typed outcomes instead.
+ */
+
+/** Why a task's run (or approval action) did not start, and what the job records. */
+export type StartFailure =
+  /** Refused for now, not for the task's sake (the tenant's concurrency limit, this replica stopping): try again later. */
+  | { kind: 'refused_for_now'; retryAfterSeconds: number; error: RunError }
+  /** The task's agent no longer exists. */
+  | { kind: 'agent_gone'; error: RunError }
+  /** A rule refused it (agent paused, budget spent, ...): the attempt fails. */
+  | { kind: 'refused'; error: RunError }
+  /** A fault, not a decision: logged, and the attempt fails. */
+  | { kind: 'unexpected'; error: RunError };
+
+const AGENT_GONE: RunError = { code: 'agent_not_found', message: 'the task’s agent no longer exists' };
+
+export function startFailure(err: unknown): StartFailure {
+  if (!(err instanceof ProblemError)) {
+    return { kind: 'unexpected', error: { code: 'internal_error', message: 'the run could not start; the error is in the server log' } };
+  }
+  if (err.status === 404) return { kind: 'agent_gone', error: AGENT_GONE };
+  const error = { code: err.code, message: err.detail };
+  if (err.status === 429 || err.status === 503) {
+    return { kind: 'refused_for_now', retryAfterSeconds: Math.max(1, Number(err.headers?.['retry-after'] ?? 5)), error };
+  }
+  return { kind: 'refused', error };
+}
+
+/** A refusal the caller is told about as it is (it was recorded on the job); anything else is a fault. */
+export const isRefusal = (err: unknown): err is ProblemError => err instanceof ProblemError;
+
+/** What an approval action's failure records: a refusal's own code, or `action_failed`. */
+export function actionError(err: unknown): RunError {
+  if (err instanceof ProblemError) return { code: err.code, message: err.detail };
+  return { code: 'action_failed', message: err instanceof Error ? err.message : String(err) };
+}
+
+/** The answer to a person whose task's agent no longer exists. */
+export const agentGone = () => conflict(AGENT_GONE.code, AGENT_GONE.message);
+
+export const isNotFound = (err: unknown) => err instanceof ProblemError && err.status === 404;
+
+/** Cancelling a run that already ended. */
+export const isRunNotActive = (err: unknown) => err instanceof ProblemError && err.code === 'run_not_active';

@@ -1,0 +1,44 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { AgentsService } from '../agents/service.js';
+import type { Db } from '../db/database.js';
+import type { RunsService } from '../runs/service.js';
+import type { RunError } from '../runs/views.js';
+import type { Actor } from '../tenancy/permissions.js';
+
+/**
+ * What every part of the task work (jobs, fires, worker, settling) shares, built once by
+ * TaskExecutor: one object instead of the same six parameters in every constructor.
+ */
+export interface TaskResources {
+  db: Db;
+  agents: AgentsService;
+  runs: RunsService;
+  /** Scheduler time (injectable clock): availability, back-off, fire decisions. */
+  clock: () => Date;
+  /** How long a claimed job's lease lasts without renewal. */
+  leaseMs: number;
+  log: FastifyBaseLogger;
+  /** Registered approval actions: what approving, and rejecting, a task with that action does. */
+  actions: ApprovalActions;
+  /** Tells the dispatcher that work was queued here, so it wakes at once. */
+  enqueued: () => void;
+}
+
+export type ActionHandler = (input: { tenantId: string; taskId: string; payload: Record<string, unknown>; decidedBy: Actor }) => Promise<void>;
+
+export interface ApprovalActions {
+  approved: Map<string, ActionHandler>;
+  rejected: Map<string, ActionHandler>;
+}
+
+/** The actor of work the platform starts on its own (dispatch, cron, triggers). */
+export const SCHEDULER_ACTOR: Actor = { type: 'system', id: 'scheduler' };
+
+/** Lease owner of task jobs: the same id as this process's run leases. */
+export const leaseOwner = (r: Pick<TaskResources, 'runs'>) => r.runs.instanceId;
+
+/** Leases measure whether a process is alive: real time, never the scheduler clock. */
+export const leaseUntil = (r: Pick<TaskResources, 'leaseMs'>) => new Date(Date.now() + r.leaseMs).toISOString();
+
+/** A job's `error` column: the run error as JSON. */
+export const errorText = (e: RunError) => JSON.stringify(e);

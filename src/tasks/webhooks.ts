@@ -1,0 +1,84 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../db/database.js';
+import { ProblemError, badRequest, conflict, notFound } from '../http/errors.js';
+import type { SecretBox } from '../identity/secret-box.js';
+import type { Actor } from '../tenancy/permissions.js';
+import type { TaskExecutor } from './executor.js';
+import { auditTask } from './lookup.js';
+import * as store from './store.js';
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER, checkSignature } from './webhook-signatures.js';
+
+const WEBHOOK_ACTOR: Actor = { type: 'system', id: 'webhook' };
+
+export interface WebhookDeliveriesOptions {
+  db: Db;
+  executor: TaskExecutor;
+  /** Opens the tasks' sealed webhook secrets. */
+  secrets: SecretBox;
+  /** Scheduler time: how far a delivery's timestamp may be from now. */
+  clock: () => Date;
+  log: FastifyBaseLogger;
+}
+
+/** A delivery to POST /api/v1/hooks/:taskId, as the route hands it over. */
+export interface Delivery {
+  taskId: string;
+  headers: Record<string, string | string[] | undefined>;
+  rawBody: Buffer;
+  /** The JSON parser of the other routes (size and depth limits). */
+  parse: (raw: Buffer) => Promise<unknown>;
+}
+
+/** Webhook deliveries of triggered tasks (docs/scheduling.md, "Webhook triggers"). */
+export class WebhookDeliveries {
+  constructor(private readonly o: WebhookDeliveriesOptions) {}
+
+  /**
+   * A delivery signed with the task's secret over `<timestamp>.<raw body>`. A bad, missing or stale
+   * signature runs nothing (401). The same signed delivery twice fires once.
+   */
+  async deliver({ taskId, headers, rawBody, parse }: Delivery) {
+    const { db, executor, secrets, log } = this.o;
+    const task = await store.findTaskById(db.kysely, taskId);
+    if (!task || task.trigger_type !== 'webhook' || !task.webhook_secret) throw notFound('webhook');
+    const header = (name: string) => {
+      const v = headers[name];
+      return Array.isArray(v) ? v[0] : v;
+    };
+    const secret = secrets.open(task.webhook_secret, task.id);
+    if (secret === null) log.warn({ taskId }, 'the webhook secret cannot be opened with this master key (MASTER_KEY changed?)');
+    const signatureHeader = header(SIGNATURE_HEADER);
+    const check = secret === null ? 'invalid_signature' : checkSignature(secret, header(TIMESTAMP_HEADER), signatureHeader, rawBody, this.o.clock().getTime());
+    if (check !== 'ok') {
+      const detail = {
+        missing_signature: `send ${TIMESTAMP_HEADER} (unix seconds) and ${SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" with the task secret>`,
+        invalid_signature: 'the signature does not match the body and timestamp',
+        signature_expired: 'the timestamp is more than 5 minutes away from the server time',
+      }[check];
+      throw new ProblemError(401, check, detail, undefined, { 'www-authenticate': 'HMAC-SHA256' });
+    }
+    const body = rawBody.length ? await parse(rawBody) : {};
+    if (!body || typeof body !== 'object' || Array.isArray(body)) {
+      throw badRequest('the body must be a JSON object (it becomes the run input)', [{ path: 'body', message: 'must be object' }]);
+    }
+    if (task.status === 'awaiting_approval') throw conflict('task_awaiting_approval', 'the task awaits approval; deliveries are refused until then');
+    const key = `webhook:${signatureHeader!.trim().slice('sha256='.length).toLowerCase()}`;
+    const result = await db.kysely.transaction().execute(async (trx) => {
+      const r = await executor.fire(trx, task, { source: 'webhook', key, input: body as Record<string, unknown> });
+      if (!r.duplicate) {
+        const who = { tenantId: task.tenant_id, actor: WEBHOOK_ACTOR };
+        await auditTask(trx, { who, action: 'task.webhook_received', taskId: task.id, detail: { fireId: r.fire.id, decision: r.fire.decision } });
+      }
+      return r;
+    });
+    if (result.job) executor.onEnqueued();
+    return {
+      accepted: true as const,
+      taskId: task.id,
+      fireId: result.fire.id,
+      decision: result.fire.decision,
+      reason: result.fire.reason,
+      duplicate: result.duplicate,
+    };
+  }
+}
