@@ -54,7 +54,7 @@ describe('deleting an agent (item 5)', () => {
     expect((await authorize(bToC, 'search', c.id)).body).toMatchObject({ allowed: true });
     expect((await authorize(cToB, 'search', b.id)).body).toMatchObject({ allowed: true });
     expect((await introspect(bApi)).body.active).toBe(true);
-    expect((await t.request('GET', '/api/v1/agents', { key: bApi })).status).toBe(200);
+    expect((await t.request('GET', `/api/v1/agents/${b.id}`, { key: bApi })).status).toBe(200);
 
     expect((await t.request('DELETE', `/api/v1/agents/${b.id}`, { key: acme.key })).status).toBe(204);
 
@@ -65,7 +65,7 @@ describe('deleting an agent (item 5)', () => {
       expect((await introspect(token)).body).toEqual({ active: false });
     }
     expect((await introspect(bApi)).body).toEqual({ active: false });
-    expectProblem(await t.request('GET', '/api/v1/agents', { key: bApi }), 401, 'invalid_credentials');
+    expectProblem(await t.request('GET', `/api/v1/agents/${b.id}`, { key: bApi }), 401, 'invalid_credentials');
     // Its SVIDs can no longer be exchanged, and its keys are revoked (not published, not usable).
     expectOAuthError(await tokenRequest(t, exchangeParams(bSvidForLater, a.id, 'tools:x')), 400, 'invalid_grant');
     const keys = await t.db.kysely.selectFrom('identity_agent_keys').select(['status', 'revoked_at']).where('agent_id', '=', b.id).execute();
