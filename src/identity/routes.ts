@@ -69,8 +69,9 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
     schema: {
       tags,
       summary: 'Client ID Metadata Document of an agent (client_id = this URL), with its SPIFFE ID and signed badge',
+      description: 'A paused registered agent has its identity suspended: 409 agent_suspended (no new badge) until it is resumed.',
       params: AgentParams,
-      response: { 200: ClientMetadata, ...problems(404) },
+      response: { 200: ClientMetadata, ...problems(404, 409) },
     },
   }, async (req, reply) => {
     reply.header('cache-control', CACHE.clientMetadata);
@@ -109,9 +110,10 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
     schema: {
       tags,
       summary: 'Issue a JWT-SVID for an agent',
+      description: 'A paused registered agent has its identity suspended: 409 agent_suspended until it is resumed.',
       params: AgentParams,
       body: SvidBody,
-      response: { 200: SvidResponse, ...problems(400, 401, 403, 404, 415) },
+      response: { 200: SvidResponse, ...problems(400, 401, 403, 404, 409, 415) },
     },
   }, async (req) => identity.issueSvid(req.principal, req.params.agentId, [req.body.audience].flat(), req.body.ttlSeconds));
 
