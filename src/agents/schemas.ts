@@ -54,9 +54,9 @@ const CreateTools = Type.Array(ToolSpec, {
 const UpdateTools = Type.Array(ToolSpec, {
   maxItems: 64,
   description:
-    'Replaces the agent\'s MCP servers and delegations. The built-in groups are kept as they are unless the list names a ' +
-    'built-in group: then the built-in groups are exactly those it names without enabled: false (so the tools read from the ' +
-    'agent can be sent back as they are; to turn every group off, name each with enabled: false).',
+    'Replaces the agent\'s MCP servers and delegations. The built-in groups are kept as they are, but for those the list ' +
+    'names: a group named with enabled: false is turned off; a list that names a group without enabled: false is the ' +
+    'complete set (the tools read from the agent can be sent back as they are).',
 });
 
 export const ON_ACTIVE_RUN = ['reject', 'enqueue', 'inject'] as const;
@@ -101,12 +101,15 @@ export function toolsAsGiven(tools: ToolSpec[]): ToolSpec[] {
 }
 
 /**
- * The tools after an update: MCP servers and delegations are replaced; the built-in groups are kept
- * unless the list names one (adding an MCP server must not take skill_query away).
+ * The tools after an update: MCP servers and delegations are replaced. Built-in groups the list does
+ * not name are kept (adding an MCP server must not take skill_query away), unless the list turns a
+ * group on: then it is the complete set, as the agent's own tools read back and sent again are.
  */
 export function toolsAfterUpdate(current: ToolSpec[], given: ToolSpec[]): ToolSpec[] {
-  if (given.some((t) => t.type === 'builtin')) return toolsAsGiven(given);
-  return [...current.filter((t) => t.type === 'builtin'), ...given];
+  const named = given.flatMap((t) => (t.type === 'builtin' ? [t] : []));
+  const complete = named.some((t) => t.enabled !== false);
+  const kept = complete ? [] : current.filter((t) => t.type === 'builtin' && !named.some((n) => n.name === t.name));
+  return [...kept, ...toolsAsGiven(given)];
 }
 
 export const Agent = Type.Object(

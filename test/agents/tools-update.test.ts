@@ -64,6 +64,13 @@ describe('updating tools', () => {
     expect((await update(id, BOTH)).body.tools).toEqual(BOTH);
   });
 
+  it('turns one built-in group off with enabled: false, keeping the other', async () => {
+    const id = await agentWithDefaults();
+    const res = await update(id, [{ type: 'builtin', name: 'skills', enabled: false }, MCP]);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.tools).toEqual([{ type: 'builtin', name: 'connectors' }, MCP]);
+  });
+
   it('turns every built-in group off only when asked to, with enabled: false', async () => {
     const id = await agentWithDefaults();
     const res = await update(id, [{ type: 'builtin', name: 'skills', enabled: false }, { type: 'builtin', name: 'connectors', enabled: false }, MCP]);
