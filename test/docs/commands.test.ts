@@ -13,8 +13,10 @@
  *   line indented by two or more spaces continues the one above.
  * - Every command must exit 0, and every HTTP request it makes must answer below 400 unless its
  *   expected output shows that status (`"status":409`), or the command is a loop (`until`, `while`) polling.
- * The only rewrites: `npx agentry` runs dist/cli.js (what npx runs in the checkout), and the ports. The server listens on a free port instead of 8080, the demo
- * MCP server on a free port instead of 3001 (they may be taken on the machine running the tests).
+ * The only rewrites: `npx agentry` runs dist/cli.js (what npx runs in the checkout), and the ports: the
+ * server listens on a free port instead of 8080 (PORT is set), the demo MCP server on a free port
+ * instead of 3001 (either may be taken on the machine running the tests). The commands run in a
+ * temporary folder shaped like the checkout, so the files they write (pricing/) stay out of it.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
