@@ -1,0 +1,76 @@
+/**
+ * Dependency rules of src/ (docs/architecture.md, "Rules the build enforces"). `npm run deps` checks
+ * them; what broke a rule before the rule existed is listed in depcruise-baseline.json (TODO(issue 22):
+ * empty it as the domains are reshaped) and regenerated with `npm run deps:baseline` only when a
+ * violation is removed, never to admit a new one. Cycles between folders (src/runs <-> src/conversations,
+ * counting top-level files such as src/config.ts as folders of their own) are judged by
+ * scripts/folder-cycles.mjs on this cruise's graph: dependency-cruiser's folder scope sees only the
+ * innermost folder of each module (src/runtime/tools, not src/runtime).
+ */
+const DOMAINS = '(agents|conversations|identity|runs|skills|tasks|tenancy)';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'A module cycle makes the order of evaluation matter and the pieces impossible to read apart.',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'store-only-from-own-domain',
+      severity: 'error',
+      comment: "One owner per table: a domain's store is imported only inside its own folder; other domains call its service.",
+      from: { path: '^src/([^/]+)/' },
+      to: { path: '^src/[^/]+/store\\.ts$', pathNot: '^src/$1/' },
+    },
+    {
+      name: 'store-not-from-top-level',
+      severity: 'error',
+      comment: "app.ts, cli.ts and main.ts compose services; they do not reach a domain's store.",
+      from: { path: '^src/[^/]+\\.ts$' },
+      to: { path: '^src/[^/]+/store\\.ts$' },
+    },
+    {
+      name: 'store-calls-no-service',
+      severity: 'error',
+      comment: 'Data flows one way, route -> service -> store: a store never calls a service or a route.',
+      from: { path: '/store\\.ts$' },
+      to: { path: '/(service|routes)\\.ts$' },
+    },
+    {
+      name: 'routes-touch-no-sql',
+      severity: 'error',
+      comment: 'Routes hold the HTTP contract and call their service; the database, stores and SQL sit below it.',
+      from: { path: '/routes\\.ts$' },
+      to: { path: ['^src/db/', '/store\\.ts$', '(^|/)node_modules/kysely/'] },
+    },
+    {
+      name: 'runtime-imports-no-domain',
+      severity: 'error',
+      comment: 'The runtime (models, tool loop, tools) is what domains build on; it imports none of them.',
+      from: { path: '^src/runtime/' },
+      to: { path: `^src/${DOMAINS}/` },
+    },
+    {
+      name: 'src-imports-no-tests',
+      severity: 'error',
+      comment: 'Product code never reaches into test/ or bench/.',
+      from: { path: '^src/' },
+      to: { path: '^(test|bench)/' },
+    },
+  ],
+  options: {
+    includeOnly: { path: ['^src/', '(^|/)node_modules/kysely/'] },
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+    },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};
