@@ -6,9 +6,7 @@ import { defineConfig } from 'vitest/config';
  */
 const projects = [
   { extends: true as const, test: { name: 'sqlite', env: { AGENTRY_TEST_DB: 'sqlite' } } },
-  ...(process.env.DATABASE_URL
-    ? [{ extends: true as const, test: { name: 'postgres', env: { AGENTRY_TEST_DB: 'postgres' } } }]
-    : []),
+  ...(process.env.DATABASE_URL ? [{ extends: true as const, test: { name: 'postgres', env: { AGENTRY_TEST_DB: 'postgres' } } }] : []),
 ];
 
 export default defineConfig({

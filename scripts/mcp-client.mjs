@@ -46,7 +46,8 @@ try {
 /** A failure that names the URL tried: "fetch failed" alone does not say that AGENTRY_URL is wrong. */
 function explain(err) {
   const message = err instanceof Error ? err.message : String(err);
-  const cause = err instanceof Error && err.cause ? (err.cause.code ?? err.cause.message) : null;
+  const reason = /** @type {{ code?: string, message?: string } | undefined} */ (err instanceof Error ? err.cause : undefined);
+  const cause = reason ? (reason.code ?? reason.message) : null;
   if (message === 'fetch failed' || cause) {
     return `could not reach ${endpoint}${cause ? ` (${cause})` : ''}: is the server running there? AGENTRY_URL sets its address.`;
   }

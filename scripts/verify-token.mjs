@@ -32,7 +32,9 @@ const { values, positionals } = parseArgs({
   options: { base: { type: 'string' }, issuer: { type: 'string' }, audience: { type: 'string' } },
 });
 if (!values.base || positionals.length !== 1) {
-  process.stderr.write('usage: node scripts/verify-token.mjs --base <server URL> [--issuer <iss>] [--audience <my identity>] <token | ->\n');
+  process.stderr.write(
+    'usage: node scripts/verify-token.mjs --base <server URL> [--issuer <iss>] [--audience <my identity>] <token | ->\n',
+  );
   process.exit(2);
 }
 const base = values.base.replace(/\/+$/, '');
@@ -40,6 +42,7 @@ const issuer = (values.issuer ?? base).replace(/\/+$/, '');
 const token = positionals[0] === '-' ? await readStdin() : positionals[0];
 
 // 1. The trust bundle.
+/** @type {{ keys?: ({ use?: string } & Record<string, unknown>)[], spiffe_sequence?: number }} */
 let bundle;
 try {
   const res = await fetch(`${base}/.well-known/spiffe/trust-bundle`);
@@ -78,13 +81,12 @@ try {
     requiredClaims: ['exp'],
   }));
 } catch (err) {
-  if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWSSignatureVerificationFailed) fail(2, 'the signature does not verify against the trust bundle');
+  if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWSSignatureVerificationFailed)
+    fail(2, 'the signature does not verify against the trust bundle');
   if (err instanceof errors.JWTExpired) fail(4, 'the token has expired');
   if (err instanceof errors.JWTClaimValidationFailed && err.claim === 'iss') fail(4, `iss is not ${issuer}`);
   if (err instanceof errors.JWTClaimValidationFailed && err.claim === 'aud') fail(5, `${values.audience} is not in aud`);
   fail(2, err.message);
 }
 
-process.stdout.write(
-  `${JSON.stringify({ valid: true, type, header, claims: payload, trustBundleSequence: bundle.spiffe_sequence })}\n`,
-);
+process.stdout.write(`${JSON.stringify({ valid: true, type, header, claims: payload, trustBundleSequence: bundle.spiffe_sequence })}\n`);

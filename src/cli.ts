@@ -63,7 +63,11 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
     const name = arg?.trim();
     if (!name || name.length > 200) throw new UsageError('tenants create needs a name (1 to 200 characters)');
     const { tenant, apiKey } = await tenancy.createTenant(name, CLI_ACTOR);
-    print(json, { tenant: { id: tenant.id, name: tenant.name }, apiKey }, `tenant ${tenant.id} (${tenant.name})\napi key (shown once): ${apiKey}`);
+    print(
+      json,
+      { tenant: { id: tenant.id, name: tenant.name }, apiKey },
+      `tenant ${tenant.id} (${tenant.name})\napi key (shown once): ${apiKey}`,
+    );
     return;
   }
   if (group === 'tenants' && action === 'list') {
@@ -77,7 +81,12 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
     await tenancy.requireTenant(tenantId);
     if (action === 'create') {
       if (!values.permissions) throw new UsageError('keys create needs --permissions, e.g. agents:read,agents:write');
-      const permissions = parsePermissions(values.permissions.split(',').map((p) => p.trim()).filter(Boolean));
+      const permissions = parsePermissions(
+        values.permissions
+          .split(',')
+          .map((p) => p.trim())
+          .filter(Boolean),
+      );
       if (!permissions.length) throw new UsageError('keys create needs at least one permission');
       const { view, secret } = await tenancy.createKey(tenantId, { name: values.name ?? 'cli key', permissions }, CLI_ACTOR);
       print(json, { apiKey: view, key: secret }, `key ${view.id} [${view.permissions.join(', ')}]\napi key (shown once): ${secret}`);
@@ -88,7 +97,9 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
       print(
         json,
         { apiKeys },
-        apiKeys.map((k) => `${k.id}  ${k.name}  [${k.permissions.join(', ')}]${k.revokedAt ? `  revoked ${k.revokedAt}` : ''}`).join('\n') || '(no keys)',
+        apiKeys
+          .map((k) => `${k.id}  ${k.name}  [${k.permissions.join(', ')}]${k.revokedAt ? `  revoked ${k.revokedAt}` : ''}`)
+          .join('\n') || '(no keys)',
       );
       return;
     }

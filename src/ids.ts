@@ -23,7 +23,8 @@ export function newId(): string {
     randomFillSync(pool);
     taken = 0;
   }
-  const random = pool.subarray(taken, (taken += 16));
+  const random = pool.subarray(taken, taken + 16);
+  taken += 16;
   const ms = Date.now();
   if (ms > lastMs) {
     lastMs = ms;
@@ -71,5 +72,4 @@ export function now(): string {
   return iso;
 }
 
-export const isUuid = (value: string): boolean =>
-  /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+export const isUuid = (value: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);

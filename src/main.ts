@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 import './v8-flags.js'; // first: V8 flags before anything else is loaded
 import { buildApp, createLogger, createServices, shutdown } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
 
 /** Starts the platform: configuration -> database (migrated) -> HTTP server; stops on SIGINT/SIGTERM. */
 async function main() {
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (err) {

@@ -30,7 +30,7 @@ export const FileView = Type.Object({
 /** A safe display name: the last path segment, without control characters, at most 255 characters. */
 export function cleanFileName(raw: string): string {
   const base = path.posix.basename(raw.replace(/\\/g, '/'));
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
   const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
   return cleaned && cleaned !== '.' && cleaned !== '..' ? cleaned : 'file';
 }

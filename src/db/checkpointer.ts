@@ -95,7 +95,10 @@ export interface CheckpointerOptions {
   restartPages?: number;
 }
 
-export function startCheckpointer(file: string, { intervalMs = 250, restartPages = RESTART_PAGES }: CheckpointerOptions = {}): Checkpointer {
+export function startCheckpointer(
+  file: string,
+  { intervalMs = 250, restartPages = RESTART_PAGES }: CheckpointerOptions = {},
+): Checkpointer {
   const paused = new Int32Array(new SharedArrayBuffer(4));
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,

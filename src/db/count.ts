@@ -5,7 +5,7 @@ import { sql, type SelectQueryBuilder } from 'kysely';
  * filters) with its selection and ordering replaced by count(*). PostgreSQL answers count(*) as a
  * bigint string, SQLite as a number; both come back as a number.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: any list query of any table; only its filters are kept
 export async function countRows(query: SelectQueryBuilder<any, any, any>): Promise<number> {
   const row = await query.clearSelect().clearOrderBy().select(sql<number | string>`count(*)`.as('n')).executeTakeFirstOrThrow();
   return Number((row as { n: number | string }).n);

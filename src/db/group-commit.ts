@@ -16,14 +16,21 @@ export class DeferredInserts {
   insert<T extends keyof Database & string>(table: T, row: Insertable<Database[T]>): void {
     const columns = Object.keys(row);
     let lists = this.shapes.get(table);
-    if (!lists) this.shapes.set(table, (lists = []));
+    if (!lists) {
+      lists = [];
+      this.shapes.set(table, lists);
+    }
     let entry = lists.find((l) => sameColumns(l.columns, columns));
-    if (!entry) lists.push((entry = { columns, rows: [] }));
+    if (!entry) {
+      entry = { columns, rows: [] };
+      lists.push(entry);
+    }
     entry.rows.push(row);
   }
 
   async flush(trx: Kysely<Database>): Promise<void> {
-    for (const [table, lists] of this.shapes) for (const { rows } of lists) await insertRows(trx, table as keyof Database & string, rows as never[]);
+    for (const [table, lists] of this.shapes)
+      for (const { rows } of lists) await insertRows(trx, table as keyof Database & string, rows as never[]);
     this.shapes.clear();
   }
 }
@@ -132,7 +139,9 @@ export class GroupCommit {
       for (const q of batch) await this.alone(q);
       return;
     }
-    batch.forEach((q, i) => q.resolve(results[i]));
+    batch.forEach((q, i) => {
+      q.resolve(results[i]);
+    });
   }
 
   private async alone(q: Queued) {

@@ -65,9 +65,15 @@ function compile(db: Kysely<Database>, build: Build): Template {
 function template(db: Kysely<Database>, key: string, build: Build): Template {
   const adapter = db.getExecutor().adapter;
   let byKey = templates.get(adapter);
-  if (!byKey) templates.set(adapter, (byKey = new Map()));
+  if (!byKey) {
+    byKey = new Map();
+    templates.set(adapter, byKey);
+  }
   let t = byKey.get(key);
-  if (!t) byKey.set(key, (t = compile(db, build)));
+  if (!t) {
+    t = compile(db, build);
+    byKey.set(key, t);
+  }
   return t;
 }
 
@@ -88,7 +94,12 @@ function run(db: Kysely<Database>, key: string, t: Template, value: (slot: Named
  * Runs the statement `build` makes, with `values` in place of its placeholders. `key` names the
  * template: the same key must always build the same statement.
  */
-export async function runPrepared(db: Kysely<Database>, key: string, build: Build, values: Record<string, unknown>): Promise<QueryResult<unknown>> {
+export async function runPrepared(
+  db: Kysely<Database>,
+  key: string,
+  build: Build,
+  values: Record<string, unknown>,
+): Promise<QueryResult<unknown>> {
   return run(db, key, template(db, key, build), (slot) => values[slot.name]);
 }
 
@@ -104,7 +115,11 @@ export function placeholders<T extends object>(row: T, p: Placeholder, prefix = 
  * counts to a small set (insertRows: powers of two), as each count is a template and, on PostgreSQL,
  * a statement prepared on every connection.
  */
-export async function insertPrepared<T extends keyof Database & string>(db: Kysely<Database>, table: T, rows: Insertable<Database[T]>[]): Promise<QueryResult<unknown>> {
+export async function insertPrepared<T extends keyof Database & string>(
+  db: Kysely<Database>,
+  table: T,
+  rows: Insertable<Database[T]>[],
+): Promise<QueryResult<unknown>> {
   const key = `insert ${table} ${rows.length} ${Object.keys(rows[0]).join(',')}`;
   const t = template(db, key, (q, p) => q.insertInto(table).values(rows.map((row, i) => placeholders(row, p, `${i}.`)) as never));
   return run(db, key, t, (slot) => (rows[slot.row] as Record<string, unknown>)[slot.column]);
@@ -121,7 +136,11 @@ const MAX_ROWS_PER_INSERT = 256;
  * out as the powers of two that sum to n (at most 256 each), so the statements are nine
  * compiled-once templates per shape instead of one for every n.
  */
-export async function insertRows<T extends keyof Database & string>(db: Kysely<Database>, table: T, rows: Insertable<Database[T]>[]): Promise<void> {
+export async function insertRows<T extends keyof Database & string>(
+  db: Kysely<Database>,
+  table: T,
+  rows: Insertable<Database[T]>[],
+): Promise<void> {
   let at = 0;
   for (let size = MAX_ROWS_PER_INSERT; at < rows.length; ) {
     if (rows.length - at >= size) {

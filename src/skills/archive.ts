@@ -35,7 +35,7 @@ const unsafe = (entry: string, why: string) =>
   ]);
 const tooLarge = (detail: string) => new ProblemError(400, 'archive_too_large', detail, [{ path: 'archive', message: detail }]);
 
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
 const printable = (s: string) => s.replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, 300);
 
 /** The entry's path relative to the archive root, or a 400 when it could escape it. */

@@ -21,8 +21,17 @@ describe('group commit', () => {
   afterAll(() => opened?.close());
 
   const namesIn = async (executor: Db['kysely'], prefix: string) =>
-    (await sql<{ name: string }>`select name from scratch where name like ${`${prefix}%`} order by name`.execute(executor)).rows.map((r) => r.name);
-  const names = async () => (await db.kysely.selectFrom('scratch' as never).select('name' as never).orderBy('name' as never).execute()).map((r) => (r as { name: string }).name);
+    (await sql<{ name: string }>`select name from scratch where name like ${`${prefix}%`} order by name`.execute(executor)).rows.map(
+      (r) => r.name,
+    );
+  const names = async () =>
+    (
+      await db.kysely
+        .selectFrom('scratch' as never)
+        .select('name' as never)
+        .orderBy('name' as never)
+        .execute()
+    ).map((r) => (r as { name: string }).name);
 
   /** A write inserting `name`, counting how often it ran; `fail` makes it throw after its insert. */
   function insert(name: string, runs: Map<string, number>, fail = false) {
@@ -38,7 +47,12 @@ describe('group commit', () => {
     const runs = new Map<string, number>();
     const writer = new GroupCommit(db.kysely, { maxBatch: 8 });
     const results = await Promise.allSettled(['a1', 'a2', 'a3', 'a4'].map((n) => writer.write(insert(n, runs, n === 'a3'))));
-    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual(['A1', 'A2', 'a3 refused', 'A4']);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual([
+      'A1',
+      'A2',
+      'a3 refused',
+      'A4',
+    ]);
     expect(await names()).toEqual(['a1', 'a2', 'a4']);
     // They shared one transaction: a3's failure rolled back a1 and a2 with it, then each of the four
     // ran alone (a4, after a3 in the batch, never ran in the shared one).
@@ -104,7 +118,10 @@ describe('group commit', () => {
       },
     });
     let committed = false;
-    const written = writer.write(insert('p1', runs)).then((v) => ((committed = true), v));
+    const written = writer.write(insert('p1', runs)).then((v) => {
+      committed = true;
+      return v;
+    });
     // Several turns of the event loop: the batch is waiting, nothing has run or been written.
     for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
     expect(asked).toBe(1);
@@ -150,7 +167,14 @@ describe('group commit', () => {
         }),
       ),
     );
-    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual(['e1', 'e2', 'e3', 'e4 refused', 'e5', 'e6']);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual([
+      'e1',
+      'e2',
+      'e3',
+      'e4 refused',
+      'e5',
+      'e6',
+    ]);
     // e4's failure rolled the batch back: each ran again alone, and e4's row never went in.
     expect(await names()).toEqual(expect.arrayContaining(['e1', 'e2', 'e3', 'e5', 'e6']));
     expect((await names()).includes('e4')).toBe(false);
@@ -159,7 +183,11 @@ describe('group commit', () => {
 
     // Without a failure, six writes' rows go in as two INSERTs (4 + 2 rows: powers of two).
     statements.length = 0;
-    await Promise.all(['f1', 'f2', 'f3', 'f4', 'f5', 'f6'].map((name) => writer.write(async (_trx, later) => later.insert('scratch' as never, { name } as never))));
+    await Promise.all(
+      ['f1', 'f2', 'f3', 'f4', 'f5', 'f6'].map((name) =>
+        writer.write(async (_trx, later) => later.insert('scratch' as never, { name } as never)),
+      ),
+    );
     expect(statements.filter((k) => k === 'InsertQueryNode')).toHaveLength(2);
     expect((await names()).filter((n) => n.startsWith('f'))).toEqual(['f1', 'f2', 'f3', 'f4', 'f5', 'f6']);
   });
@@ -167,7 +195,9 @@ describe('group commit', () => {
   it('fails only the write whose handed-over row the database refuses', async () => {
     await sql`insert into scratch (name) values ('g2')`.execute(db.kysely);
     const writer = new GroupCommit(db.kysely, { maxBatch: 8 });
-    const results = await Promise.allSettled(['g1', 'g2', 'g3'].map((name) => writer.write(async (_trx, later) => later.insert('scratch' as never, { name } as never))));
+    const results = await Promise.allSettled(
+      ['g1', 'g2', 'g3'].map((name) => writer.write(async (_trx, later) => later.insert('scratch' as never, { name } as never))),
+    );
     // g2 exists: the batch's INSERT failed as a whole, then each write went in alone.
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((await names()).filter((n) => n.startsWith('g'))).toEqual(['g1', 'g2', 'g3']);

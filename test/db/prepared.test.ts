@@ -21,7 +21,12 @@ describe('prepared statements', () => {
   });
   afterAll(() => opened?.close());
 
-  const rows = async () => (await sql<{ id: string; name: string | null; n: number; note: string | null }>`select * from prepared_scratch order by id`.execute(db.kysely)).rows;
+  const rows = async () =>
+    (
+      await sql<{ id: string; name: string | null; n: number; note: string | null }>`select * from prepared_scratch order by id`.execute(
+        db.kysely,
+      )
+    ).rows;
 
   it('inserts one or several rows, nulls included, as Kysely would', async () => {
     await insertPrepared(db.kysely, table, [{ id: 'a', name: 'first', n: 1, note: null }] as never);
@@ -31,7 +36,10 @@ describe('prepared statements', () => {
     ] as never);
     expect(result.numAffectedRows).toBe(2n);
     // Kysely's own insert beside it, for the same shape.
-    await db.kysely.insertInto(table).values({ id: 'd', name: 'kysely', n: 4, note: null } as never).execute();
+    await db.kysely
+      .insertInto(table)
+      .values({ id: 'd', name: 'kysely', n: 4, note: null } as never)
+      .execute();
     expect(await rows()).toEqual([
       { id: 'a', name: 'first', n: 1, note: null },
       { id: 'b', name: null, n: 2, note: 'x' },
@@ -94,7 +102,16 @@ describe('prepared statements', () => {
 
   it('refuses to run with a placeholder left without a value', async () => {
     await expect(
-      runPrepared(db.kysely, 'test missing', (q, p) => q.updateTable(table).set(placeholders({ name: '' }, p) as never).where('id' as never, '=', p('id')), { name: 'x' }),
+      runPrepared(
+        db.kysely,
+        'test missing',
+        (q, p) =>
+          q
+            .updateTable(table)
+            .set(placeholders({ name: '' }, p) as never)
+            .where('id' as never, '=', p('id')),
+        { name: 'x' },
+      ),
     ).rejects.toThrow('prepared statement test missing: no value for id');
   });
 
@@ -104,10 +121,18 @@ describe('prepared statements', () => {
       // One connection for the whole transaction: pg_prepared_statements shows that session's.
       await insertPrepared(trx, table, [row] as never);
       await insertPrepared(trx, table, [{ ...row, id: 'i' }] as never);
-      await trx.selectFrom(table).selectAll().where('id' as never, '=', 'h' as never).execute();
-      const { rows: prepared } = await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(trx);
+      await trx
+        .selectFrom(table)
+        .selectAll()
+        .where('id' as never, '=', 'h' as never)
+        .execute();
+      const { rows: prepared } = await sql<{ name: string; statement: string }>`select name, statement from pg_prepared_statements`.execute(
+        trx,
+      );
       // The one-row insert, prepared once although it ran twice; every named statement is a template.
-      const oneRow = prepared.filter((p) => p.statement.startsWith('insert into "prepared_scratch"') && p.statement.endsWith('($1, $2, $3, $4)'));
+      const oneRow = prepared.filter(
+        (p) => p.statement.startsWith('insert into "prepared_scratch"') && p.statement.endsWith('($1, $2, $3, $4)'),
+      );
       expect(oneRow).toHaveLength(1);
       for (const p of prepared) expect(p.name).toBe(preparedStatementName(p.statement));
       // A statement Kysely builds each time is not prepared by name.
@@ -118,7 +143,12 @@ describe('prepared statements', () => {
 
   it('inserts any number of rows whole, as statements of power-of-two sizes (at most 256 rows each)', async () => {
     await sql`delete from prepared_scratch`.execute(db.kysely);
-    const burst = Array.from({ length: 300 }, (_, i) => ({ id: `r${String(i).padStart(3, '0')}`, name: `n${i}`, n: i, note: i % 7 ? null : 'x' }));
+    const burst = Array.from({ length: 300 }, (_, i) => ({
+      id: `r${String(i).padStart(3, '0')}`,
+      name: `n${i}`,
+      n: i,
+      note: i % 7 ? null : 'x',
+    }));
     const sizes: number[] = [];
     const counting = db.kysely.withPlugin({
       transformQuery: (args) => {

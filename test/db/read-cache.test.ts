@@ -53,14 +53,22 @@ describe('cached reads follow writes from anywhere', () => {
 
   it('a list page shows an agent created by another process', async () => {
     const before = await t.request('GET', '/api/v1/agents?limit=5', { key: tenant.key });
-    const created = (await t.services.agents.create({ tenantId: tenant.id, actor: { type: 'cli', id: null }, permissions: new Set(), rateLimitPerMinute: null }, { name: 'own write', appId: 'a' })).id;
+    const created = (
+      await t.services.agents.create(
+        { tenantId: tenant.id, actor: { type: 'cli', id: null }, permissions: new Set(), rateLimitPerMinute: null },
+        { name: 'own write', appId: 'a' },
+      )
+    ).id;
     // Own writes: at once, on both dialects.
     const own = await t.request('GET', '/api/v1/agents?limit=5', { key: tenant.key });
     expect(own.body.total).toBe(before.body.total + 1);
     expect(own.body.agents[0].id).toBe(created);
     const row = await other.kysely.selectFrom('agents').selectAll().where('id', '=', created).executeTakeFirstOrThrow();
     const foreignId = '01900000-0000-7000-8000-00000000f00d';
-    await other.kysely.insertInto('agents').values({ ...row, id: foreignId, name: 'foreign write' }).execute();
+    await other.kysely
+      .insertInto('agents')
+      .values({ ...row, id: foreignId, name: 'foreign write' })
+      .execute();
     await eventually(async () => {
       const res = await t.request('GET', '/api/v1/agents?limit=5', { key: tenant.key });
       expect(res.body.total).toBe(before.body.total + 2);
@@ -69,7 +77,11 @@ describe('cached reads follow writes from anywhere', () => {
   });
 
   it('a key revoked by another connection is refused', async () => {
-    const doomed = await t.services.tenancy.createKey(tenant.id, { name: 'doomed', permissions: ['agents:read'] }, { type: 'cli', id: null });
+    const doomed = await t.services.tenancy.createKey(
+      tenant.id,
+      { name: 'doomed', permissions: ['agents:read'] },
+      { type: 'cli', id: null },
+    );
     expect((await t.request('GET', `/api/v1/agents/${agentId}`, { key: doomed.secret })).status).toBe(200);
     await other.kysely.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', doomed.view.id).execute();
     await eventually(async () => {
@@ -104,7 +116,9 @@ describe('cached reads follow writes from anywhere', () => {
     await admin.connect();
     try {
       // Kill the signal bus's LISTEN connection; it reconnects after about a second.
-      const killed = await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'LISTEN%'`);
+      const killed = await admin.query(
+        `select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'LISTEN%'`,
+      );
       expect(killed.rowCount).toBeGreaterThan(0);
       const deadline = Date.now() + 2000;
       while (t.db.changes.stamp('agents') !== null && Date.now() < deadline) await sleep(5);
@@ -146,8 +160,12 @@ describe('ReadCache', () => {
     const value = await cache.get('k', async () => ({ list: [1] }));
     expect(Object.isFrozen(value) && Object.isFrozen(value!.list)).toBe(true);
     let misses = 0;
-    await cache.get('missing', async () => (misses++, undefined));
-    await cache.get('missing', async () => (misses++, undefined));
+    const miss = async () => {
+      misses++;
+      return undefined;
+    };
+    await cache.get('missing', miss);
+    await cache.get('missing', miss);
     expect(misses).toBe(2);
   });
 

@@ -52,5 +52,4 @@ describe('partial indexes of runs', () => {
     expect(listed).toBeDefined();
     expect(await plan(listed!)).toContain('runs_tenant_task');
   });
-
 });

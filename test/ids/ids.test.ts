@@ -23,7 +23,8 @@ describe('newId', () => {
       expect('89ab').toContain(id[19]); // RFC 9562 variant
     }
     expect(new Set(ids).size).toBe(ids.length);
-    for (let i = 1; i < ids.length; i++) if (!(ids[i - 1] < ids[i])) throw new Error(`ids ${i - 1} and ${i} out of order: ${ids[i - 1]} ${ids[i]}`);
+    for (let i = 1; i < ids.length; i++)
+      if (!(ids[i - 1] < ids[i])) throw new Error(`ids ${i - 1} and ${i} out of order: ${ids[i - 1]} ${ids[i]}`);
     expect(timestampOf(ids[0])).toBeGreaterThanOrEqual(before);
     expect(timestampOf(ids.at(-1)!)).toBeLessThanOrEqual(after + 1);
   });

@@ -35,11 +35,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', 'varchar(24)', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('audit_events_tenant').on('audit_events').columns(['tenant_id', 'id']).execute();
-  await db.schema
-    .createIndex('audit_events_resource')
-    .on('audit_events')
-    .columns(['tenant_id', 'resource_type', 'resource_id'])
-    .execute();
+  await db.schema.createIndex('audit_events_resource').on('audit_events').columns(['tenant_id', 'resource_type', 'resource_id']).execute();
 
   await db.schema
     .createTable('agents')

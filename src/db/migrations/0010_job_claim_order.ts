@@ -9,7 +9,9 @@ import { type Kysely, sql } from 'kysely';
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropIndex('task_jobs_claim').execute();
-  await sql`create index task_jobs_claim on task_jobs (state, priority_rank desc, (coalesce(due_at, '9999-12-31T23:59:59.999Z')), id)`.execute(db);
+  await sql`create index task_jobs_claim on task_jobs (state, priority_rank desc, (coalesce(due_at, '9999-12-31T23:59:59.999Z')), id)`.execute(
+    db,
+  );
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
