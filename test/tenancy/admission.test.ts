@@ -74,6 +74,27 @@ describe('concurrent runs', () => {
     }
   });
 
+  it('does not count a run whose conversation turned out busy', async () => {
+    const { key } = await t.tenant();
+    await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 2 } });
+    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const conversation = (await t.request('POST', '/api/v1/conversations', { key, body: { agentId: agent.id } })).body;
+    const say = (message: string, conversationId?: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: `/api/v1/agents/${agent.id}/execute`,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({ message, conversationId, onActiveRun: 'reject' }),
+      });
+    // One run answers in the conversation; then, together, another message to it and a new run.
+    const first = say(SLOW, conversation.id);
+    for (let i = 0; i < 100 && (await t.request('GET', '/api/v1/limits', { key })).body.usage.runningRuns === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    const [busy, fresh] = await Promise.all([say('me too', conversation.id), say('hello')]);
+    expect(busy.statusCode, busy.body).toBe(409);
+    expect(fresh.statusCode, fresh.body).toBe(200);
+    expect((await first).statusCode).toBe(200);
+  });
+
   it('does not count other tenants’ runs, and runs freely without a limit', async () => {
     const limited = await t.tenant();
     const free = await t.tenant();
