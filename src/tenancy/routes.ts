@@ -13,14 +13,14 @@ const ApiKey = Type.Object({
   name: Type.String(),
   permissions: Type.Array(Type.String()),
   createdAt: Timestamp,
-  rateLimitPerMinute: Nullable(Type.Integer({ description: 'this key’s own requests per minute; null: the tenant’s' })),
+  rateLimitPerMinute: Nullable(Type.Integer({ description: 'this key’s own requests per minute, the access tokens minted from it counted with it; null: the tenant’s' })),
   revokedAt: Nullable(Timestamp),
 });
 
 const Limits = Type.Object({
-  rateLimitPerMinute: Nullable(Type.Integer({ minimum: 1, description: 'per API key; null: the platform default' })),
-  maxConcurrentRuns: Nullable(Type.Integer({ minimum: 1, description: 'runs executing at once; null: no limit' })),
-  monthlyBudgetUsd: Nullable(Type.Number({ minimum: 0, description: 'USD per calendar month (UTC); null: no budget' })),
+  rateLimitPerMinute: Nullable(Type.Integer({ minimum: 1, description: 'per API key (with the access tokens minted from it) without a limit of its own; null: the platform default' })),
+  maxConcurrentRuns: Nullable(Type.Integer({ minimum: 1, description: 'runs executing at once, on all replicas together (a run is counted from its admission to its end); null: no limit' })),
+  monthlyBudgetUsd: Nullable(Type.Number({ minimum: 0, description: 'USD per calendar month (UTC): a run is admitted while the month’s spend, plus the month’s largest run cost for each run still running, is below it (docs/operations.md); null: no budget' })),
 });
 const LimitsView = Type.Composite([
   Limits,
