@@ -6,6 +6,7 @@ import { newId, now } from '../ids.js';
 import type { Principal } from '../tenancy/permissions.js';
 import type { ApprovalGateway } from './approvals.js';
 import type { TaskExecutor } from './executor.js';
+import { optionalObjectColumn } from './columns.js';
 import { auditTask, type TaskLookup } from './lookup.js';
 import { firstFire } from './new-task.js';
 import type { ActionHandler } from './resources.js';
@@ -47,14 +48,18 @@ export class ApprovalTasks implements ApprovalGateway {
     const at = now();
     const decided = { ...task, decision: 'approved', decided_by_type: principal.actor.type, decided_by_id: principal.actor.id, decided_at: at };
     const job = await db.kysely.transaction().execute(async (trx) => {
-      const r = await store.transitionTask(trx, task.id, ['awaiting_approval'], {
-        status: action ? 'running' : 'pending',
-        decision: 'approved',
-        decided_by_type: principal.actor.type,
-        decided_by_id: principal.actor.id,
-        decided_at: at,
-        next_run_at: firstFire(task, this.o.clock()),
-        updated_at: at,
+      const r = await store.transitionTask(trx, {
+        taskId: task.id,
+        from: ['awaiting_approval'],
+        set: {
+          status: action ? 'running' : 'pending',
+          decision: 'approved',
+          decided_by_type: principal.actor.type,
+          decided_by_id: principal.actor.id,
+          decided_at: at,
+          next_run_at: firstFire(task, this.o.clock()),
+          updated_at: at,
+        },
       });
       if (!Number(r.numUpdatedRows)) throw conflict('task_not_awaiting_approval', 'the task was decided meanwhile');
       let job: store.JobRow | null = null;
@@ -77,20 +82,24 @@ export class ApprovalTasks implements ApprovalGateway {
     if (task.status !== 'awaiting_approval') throw conflict('task_not_awaiting_approval', `the task is ${task.status}, not awaiting approval`);
     const at = now();
     await db.kysely.transaction().execute(async (trx) => {
-      const r = await store.transitionTask(trx, task.id, ['awaiting_approval'], {
-        status: 'cancelled',
-        decision: 'rejected',
-        decided_by_type: principal.actor.type,
-        decided_by_id: principal.actor.id,
-        decided_at: at,
-        updated_at: at,
+      const r = await store.transitionTask(trx, {
+        taskId: task.id,
+        from: ['awaiting_approval'],
+        set: {
+          status: 'cancelled',
+          decision: 'rejected',
+          decided_by_type: principal.actor.type,
+          decided_by_id: principal.actor.id,
+          decided_at: at,
+          updated_at: at,
+        },
       });
       if (!Number(r.numUpdatedRows)) throw conflict('task_not_awaiting_approval', 'the task was decided meanwhile');
       await auditTask(trx, { who: principal, action: 'task.rejected', taskId: task.id, detail: { action: task.approval_action } });
     });
     const handler = task.approval_action ? executor.actions.rejected.get(task.approval_action) : undefined;
     if (handler) {
-      const payload = task.approval_payload ? (JSON.parse(task.approval_payload) as Record<string, unknown>) : {};
+      const payload = optionalObjectColumn(task.approval_payload, 'tasks.approval_payload') ?? {};
       await handler({ tenantId: task.tenant_id, taskId: task.id, payload, decidedBy: principal.actor }).catch((err) =>
         log.warn({ err, taskId: task.id, action: task.approval_action }, 'rejection handler failed'),
       );

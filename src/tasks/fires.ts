@@ -98,7 +98,7 @@ export class FireDecisions {
    * true when work was queued. A deleted source task fires nothing.
    */
   async fireEvent(trx: Kysely<Database>, { event, source, key, input }: TaskEvent): Promise<boolean> {
-    const listeners = await store.eventListeners(trx, source.tenant_id, source.task_id, event);
+    const listeners = await store.eventListeners(trx, { tenantId: source.tenant_id, sourceTaskId: source.task_id, event });
     if (!listeners.length || !(await store.findTaskById(trx, source.task_id))) return false;
     let queued = false;
     for (const listener of listeners) {

@@ -81,7 +81,7 @@ export class JobQueue {
     this.renewTimer = setInterval(() => {
       if (!this.held.size) return;
       store
-        .renewJobLeases(this.r.db.kysely, leaseOwner(this.r), [...this.held], leaseUntil(this.r))
+        .renewJobLeases(this.r.db.kysely, { owner: leaseOwner(this.r), jobIds: [...this.held], until: leaseUntil(this.r) })
         .catch((err) => this.r.log.error({ err }, 'task lease renewal failed'));
     }, this.r.leaseMs / 3);
     this.renewTimer.unref();
@@ -103,7 +103,7 @@ export class JobQueue {
       // An approval action under way is not interrupted: approving was the decision.
       if (job.kind === 'action' && job.state === 'claimed') continue;
       const cancelled = { state: 'cancelled', error: errorText(error), lease_owner: null, lease_expires_at: null, updated_at: now() };
-      if (await store.moveJob(trx, job.id, [job.state], cancelled)) n++;
+      if (await store.moveJob(trx, { jobId: job.id, from: [job.state], set: cancelled })) n++;
     }
     return n;
   }

@@ -5,6 +5,7 @@ import { conflict, notFound } from '../http/errors.js';
 import { now } from '../ids.js';
 import { executable } from '../runs/service.js';
 import type { Principal } from '../tenancy/permissions.js';
+import { objectColumn } from './columns.js';
 import type { TaskExecutor } from './executor.js';
 import { agentGone, isNotFound } from './failures.js';
 import { auditTask, type TaskLookup } from './lookup.js';
@@ -59,7 +60,7 @@ export class ManualRuns {
         }
       }
       if (claimed && override) {
-        const input = JSON.stringify({ ...(JSON.parse(claimed.input) as object), ...override });
+        const input = JSON.stringify({ ...objectColumn(claimed.input, 'task_jobs.input'), ...override });
         await store.setJobInput(trx, claimed.id, input);
         claimed = { ...claimed, input };
       }
@@ -83,13 +84,13 @@ export class ManualRuns {
     if (!isAction) await this.agentFor(task);
     const lastJob = task.last_run_id ? await store.findJobByRun(db.kysely, task.last_run_id) : undefined;
     const job = await db.kysely.transaction().execute(async (trx) => {
-      const moved = await store.transitionTask(trx, task.id, ['failed'], { status: 'pending', updated_at: now() });
+      const moved = await store.transitionTask(trx, { taskId: task.id, from: ['failed'], set: { status: 'pending', updated_at: now() } });
       if (!Number(moved.numUpdatedRows)) throw conflict('task_not_failed', 'the task changed state meanwhile');
       const superseded = await executor.cancelPending(trx, task.id, { error: { code: 'superseded', message: 'superseded by a manual retry' }, onlyRetries: true });
       const job = executor.newJob(task, {
         kind: isAction ? 'action' : 'agent',
         reason: 'retry',
-        input: lastJob ? (JSON.parse(lastJob.input) as Record<string, unknown>) : undefined,
+        input: lastJob ? objectColumn(lastJob.input, 'task_jobs.input') : undefined,
         claimed: true,
       });
       await store.insertJob(trx, job);

@@ -123,7 +123,7 @@ export class TasksService implements ApprovalGateway {
   // ---------------------------------------------------------------- reading
 
   async list(tenantId: string, { page, limit, ...filter }: store.TaskFilter & Paging) {
-    const { rows, total } = await store.listTasks(this.db.kysely, tenantId, filter, limit, (page - 1) * limit);
+    const { rows, total } = await store.listTasks(this.db.kysely, { tenantId, filter, limit, offset: (page - 1) * limit });
     return { tasks: rows.map(taskSummary), total, page, limit };
   }
 
@@ -137,7 +137,7 @@ export class TasksService implements ApprovalGateway {
     const [recent, latestCompleted, fires] = await Promise.all([
       this.runs.listForTask(tenantId, id, 1, RECENT_RUNS),
       this.runs.listForTask(tenantId, id, 1, 1, 'completed'),
-      store.listFires(this.db.kysely, tenantId, id, RECENT_FIRES, 0),
+      store.listFires(this.db.kysely, { tenantId, taskId: id, limit: RECENT_FIRES, offset: 0 }),
     ]);
     return {
       ...this.lookup.view(row),
@@ -155,7 +155,7 @@ export class TasksService implements ApprovalGateway {
 
   async listFires(tenantId: string, id: string, { page, limit }: Paging) {
     await this.lookup.row(tenantId, id);
-    const { rows, total } = await store.listFires(this.db.kysely, tenantId, id, limit, (page - 1) * limit);
+    const { rows, total } = await store.listFires(this.db.kysely, { tenantId, taskId: id, limit, offset: (page - 1) * limit });
     return { fires: rows.map(fireView), total, page, limit };
   }
 
@@ -167,7 +167,7 @@ export class TasksService implements ApprovalGateway {
   }
 
   async pendingApproval(tenantId: string, { page, limit }: Paging) {
-    const { rows, total } = await store.listPendingApproval(this.db.kysely, tenantId, limit, (page - 1) * limit);
+    const { rows, total } = await store.listPendingApproval(this.db.kysely, { tenantId, limit, offset: (page - 1) * limit });
     return { tasks: rows.map((r) => this.lookup.view(r)), total, page, limit };
   }
 

@@ -59,7 +59,7 @@ export class Settling {
       const patch = retryAt
         ? { state: 'queued', available_at: retryAt, error: errorText(error), lease_owner: null, lease_expires_at: null, updated_at: at }
         : { state: 'failed', error: errorText(error), lease_owner: null, lease_expires_at: null, updated_at: at };
-      if (!(await store.moveJob(trx, job.id, ['claimed'], patch, leaseExpiresAt === undefined ? {} : { leaseExpiresAt }))) return false;
+      if (!(await store.moveJob(trx, { jobId: job.id, from: ['claimed'], set: patch, leaseExpiresAt }))) return false;
       if (!task) return false;
       await store.updateTask(trx, task.id, { status: 'failed', last_error: errorText(error), updated_at: at });
       const chained = retryAt ? false : await this.fires.fireEvent(trx, { event: 'task.failed', source: job, key: `job:${job.id}`, input: { jobId: job.id, error } });
@@ -97,8 +97,8 @@ export class Settling {
     const patch = retryAt
       ? { state: 'queued', run_id: null, available_at: retryAt, error, updated_at: at }
       : { state: status === 'completed' ? 'done' : status, error, updated_at: at };
-    if (!(await store.moveJob(trx, job.id, ['running'], patch, { runId }))) return false;
-    await store.recordRunEnd(trx, job.task_id, runId, status, error, at);
+    if (!(await store.moveJob(trx, { jobId: job.id, from: ['running'], set: patch, runId }))) return false;
+    await store.recordRunEnd(trx, { taskId: job.task_id, runId, status, error, at });
     let chained = false;
     if (status === 'completed') chained = await this.fires.fireEvent(trx, { event: 'task.completed', source: job, key: runId, input: { runId, output: run.output } });
     if (status === 'failed' && !retryAt) chained = await this.fires.fireEvent(trx, { event: 'task.failed', source: job, key: runId, input: { runId, error: run.error } });

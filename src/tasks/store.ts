@@ -25,6 +25,12 @@ export interface TaskFilter {
 
 export type TaskWithQueue = TaskRow & { queued_at: string | null };
 
+/** A page of a list: how many rows, after how many. */
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
 /** Tasks with `queued_at`: when their earliest queued job may start (part of nextRunAt). */
 function withQueue(db: Executor) {
   return db
@@ -40,7 +46,7 @@ function withQueue(db: Executor) {
     );
 }
 
-export async function listTasks(db: Executor, tenantId: string, filter: TaskFilter, limit: number, offset: number) {
+export async function listTasks(db: Executor, { tenantId, filter, limit, offset }: { tenantId: string; filter: TaskFilter } & Page) {
   let q = db.selectFrom('tasks').where('tenant_id', '=', tenantId).where('deleted_at', 'is', null);
   if (filter.agentId) q = q.where('agent_id', '=', filter.agentId);
   if (filter.teamId) q = q.where('team_id', '=', filter.teamId);
@@ -115,18 +121,27 @@ export function updateTask(db: Executor, id: string, patch: Updateable<TaskTable
 }
 
 /** Compare-and-set on status: the transition happens only from one of `from`. */
-export function transitionTask(db: Executor, id: string, from: readonly string[], patch: Updateable<TaskTable>) {
+export function transitionTask(db: Executor, { taskId, from, set }: { taskId: string; from: readonly string[]; set: Updateable<TaskTable> }) {
   return db
     .updateTable('tasks')
-    .set(patch)
-    .where('id', '=', id)
+    .set(set)
+    .where('id', '=', taskId)
     .where('status', 'in', [...from])
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
 }
 
 /** A run of the task ended: its status becomes the task's, unless a newer run started meanwhile. */
-export function recordRunEnd(db: Executor, taskId: string, runId: string, status: string, error: string | null, at: string) {
+export interface RunEnd {
+  taskId: string;
+  runId: string;
+  status: string;
+  /** The run's error as JSON, or null. */
+  error: string | null;
+  at: string;
+}
+
+export function recordRunEnd(db: Executor, { taskId, runId, status, error, at }: RunEnd) {
   return db
     .updateTable('tasks')
     .set({ status, last_error: error, updated_at: at })
@@ -135,7 +150,7 @@ export function recordRunEnd(db: Executor, taskId: string, runId: string, status
     .executeTakeFirst();
 }
 
-export async function listPendingApproval(db: Executor, tenantId: string, limit: number, offset: number) {
+export async function listPendingApproval(db: Executor, { tenantId, limit, offset }: { tenantId: string } & Page) {
   const q = db.selectFrom('tasks').where('tenant_id', '=', tenantId).where('deleted_at', 'is', null).where('status', '=', 'awaiting_approval');
   const [rows, count] = await Promise.all([
     withQueue(db).where('tasks.id', 'in', q.select('id')).orderBy('tasks.id', 'asc').limit(limit).offset(offset).execute(),
@@ -161,11 +176,11 @@ export function dueSchedules(db: Executor, now: string, limit: number) {
  * Claims one cron time: next_run_at moves from `due` to `next` only if it still is `due`, so
  * exactly one replica wins each fire time (the loser updates no row).
  */
-export async function claimFireTime(db: Executor, id: string, due: string, next: string | null, at: string): Promise<boolean> {
+export async function claimFireTime(db: Executor, { taskId, due, next, at }: { taskId: string; due: string; next: string | null; at: string }): Promise<boolean> {
   const r = await db
     .updateTable('tasks')
     .set({ next_run_at: next, updated_at: at })
-    .where('id', '=', id)
+    .where('id', '=', taskId)
     .where('next_run_at', '=', due)
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
@@ -173,7 +188,7 @@ export async function claimFireTime(db: Executor, id: string, due: string, next:
 }
 
 /** Triggered tasks listening for `event` of the source task. */
-export function eventListeners(db: Executor, tenantId: string, sourceTaskId: string, event: string) {
+export function eventListeners(db: Executor, { tenantId, sourceTaskId, event }: { tenantId: string; sourceTaskId: string; event: string }) {
   return db
     .selectFrom('tasks')
     .selectAll()
@@ -305,40 +320,45 @@ export function claimJob(db: Executor, id: string, claim: ClaimInput): Promise<J
 }
 
 /** The claimed job's run has started: the run's own lease takes over from the job's. */
-export function markJobRunning(db: Executor, id: string, owner: string, runId: string, at: string) {
+export function markJobRunning(db: Executor, { jobId, owner, runId, at }: { jobId: string; owner: string; runId: string; at: string }) {
   return db
     .updateTable('task_jobs')
     .set({ state: 'running', run_id: runId, lease_expires_at: null, updated_at: at })
-    .where('id', '=', id)
+    .where('id', '=', jobId)
     .where('state', '=', 'claimed')
     .where('lease_owner', '=', owner)
     .executeTakeFirst();
 }
 
-export function renewJobLeases(db: Executor, owner: string, ids: string[], until: string) {
+export function renewJobLeases(db: Executor, { owner, jobIds, until }: { owner: string; jobIds: string[]; until: string }) {
   return db
     .updateTable('task_jobs')
     .set({ lease_expires_at: until })
-    .where('id', 'in', ids)
+    .where('id', 'in', jobIds)
     .where('lease_owner', '=', owner)
     .where('state', '=', 'claimed')
     .execute();
+}
+
+export interface JobMove {
+  jobId: string;
+  /** The states the job may be in; it moves only from one of them. */
+  from: readonly string[];
+  set: Updateable<TaskJobTable>;
+  /** When given, the job's run must still be this one. */
+  runId?: string;
+  /** When given, the job's lease must still expire then (nobody renewed it since). */
+  leaseExpiresAt?: string | null;
 }
 
 /**
  * Compare-and-set from one of `from` states (and, when given, the run or lease the caller saw):
  * exactly one caller moves a job on.
  */
-export async function moveJob(
-  db: Executor,
-  id: string,
-  from: readonly string[],
-  patch: Updateable<TaskJobTable>,
-  guard: { runId?: string; leaseExpiresAt?: string | null } = {},
-): Promise<boolean> {
-  let q = db.updateTable('task_jobs').set(patch).where('id', '=', id).where('state', 'in', [...from]);
-  if (guard.runId !== undefined) q = q.where('run_id', '=', guard.runId);
-  if (guard.leaseExpiresAt !== undefined) q = q.where('lease_expires_at', guard.leaseExpiresAt === null ? 'is' : '=', guard.leaseExpiresAt);
+export async function moveJob(db: Executor, { jobId, from, set, runId, leaseExpiresAt }: JobMove): Promise<boolean> {
+  let q = db.updateTable('task_jobs').set(set).where('id', '=', jobId).where('state', 'in', [...from]);
+  if (runId !== undefined) q = q.where('run_id', '=', runId);
+  if (leaseExpiresAt !== undefined) q = q.where('lease_expires_at', leaseExpiresAt === null ? 'is' : '=', leaseExpiresAt);
   const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
@@ -376,7 +396,7 @@ export function findFire(db: Executor, taskId: string, fireKey: string) {
   return db.selectFrom('task_fires').selectAll().where('task_id', '=', taskId).where('fire_key', '=', fireKey).executeTakeFirst();
 }
 
-export async function listFires(db: Executor, tenantId: string, taskId: string, limit: number, offset: number) {
+export async function listFires(db: Executor, { tenantId, taskId, limit, offset }: { tenantId: string; taskId: string } & Page) {
   const q = db.selectFrom('task_fires').where('tenant_id', '=', tenantId).where('task_id', '=', taskId);
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),

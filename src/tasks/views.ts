@@ -1,10 +1,9 @@
 import type { Actor } from '../tenancy/permissions.js';
+import { errorColumn, objectColumn, optionalObjectColumn } from './columns.js';
 import type { Task } from './schemas.js';
 import type { FireRow, TaskRow } from './store.js';
 
 /** Public shapes of tasks and fire records. */
-
-const parse = <T>(text: string | null): T | null => (text ? (JSON.parse(text) as T) : null);
 
 function actor(type: string | null, id: string | null): Actor | null {
   return type ? { type: type as Actor['type'], id } : null;
@@ -43,7 +42,7 @@ export function taskView(row: TaskRow & { queued_at?: string | null }, publicBas
     row.requires_approval || row.approval_action
       ? {
           action: row.approval_action,
-          payload: parse<Record<string, unknown>>(row.approval_payload),
+          payload: optionalObjectColumn(row.approval_payload, 'tasks.approval_payload'),
           requestedBy: actor(row.requested_by_type, row.requested_by_id),
           decision: row.decision as 'approved' | 'rejected' | null,
           decidedBy: actor(row.decided_by_type, row.decided_by_id),
@@ -53,7 +52,7 @@ export function taskView(row: TaskRow & { queued_at?: string | null }, publicBas
   return {
     ...taskSummary(row),
     timezone: row.timezone,
-    input: JSON.parse(row.input) as Record<string, unknown>,
+    input: objectColumn(row.input, 'tasks.input'),
     requiresApproval: Boolean(row.requires_approval),
     misfirePolicy: row.misfire_policy,
     overlapPolicy: row.overlap_policy,
@@ -61,7 +60,7 @@ export function taskView(row: TaskRow & { queued_at?: string | null }, publicBas
     trigger,
     approval,
     lastRunId: row.last_run_id,
-    lastError: parse<{ code: string; message: string }>(row.last_error),
+    lastError: errorColumn(row.last_error, 'tasks.last_error'),
     updatedAt: row.updated_at,
   };
 }
@@ -76,6 +75,6 @@ export function fireView(row: FireRow) {
     reason: row.reason,
     missed: row.missed,
     jobId: row.job_id,
-    detail: JSON.parse(row.detail) as Record<string, unknown>,
+    detail: objectColumn(row.detail, 'task_fires.detail'),
   };
 }

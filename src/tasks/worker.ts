@@ -1,6 +1,7 @@
 import { now } from '../ids.js';
 import { isInjected, type RunOutcome } from '../runs/service.js';
 import type { Actor } from '../tenancy/permissions.js';
+import { objectColumn, optionalObjectColumn } from './columns.js';
 import { actionError, agentGone, isRefusal, startFailure } from './failures.js';
 import type { JobQueue } from './jobs.js';
 import { SCHEDULER_ACTOR, errorText, leaseOwner, type TaskResources } from './resources.js';
@@ -58,7 +59,7 @@ export class TaskWorker {
     const task = await store.findTaskById(this.r.db.kysely, job.task_id);
     if (!task) {
       const cancelled = { state: 'cancelled', error: errorText({ code: 'task_deleted', message: 'the task was deleted' }), lease_owner: null, lease_expires_at: null, updated_at: now() };
-      await store.moveJob(this.r.db.kysely, job.id, ['claimed'], cancelled);
+      await store.moveJob(this.r.db.kysely, { jobId: job.id, from: ['claimed'], set: cancelled });
       return null;
     }
     let runId: string;
@@ -68,7 +69,7 @@ export class TaskWorker {
     let done: Promise<RunOutcome | null>;
     try {
       const agent = await this.r.agents.get(task.tenant_id, task.agent_id);
-      const input = { ...(JSON.parse(task.input) as object), ...(JSON.parse(job.input) as object) };
+      const input = { ...objectColumn(task.input, 'tasks.input'), ...objectColumn(job.input, 'task_jobs.input') };
       const handle = await this.r.runs.start({
         principal: { tenantId: task.tenant_id, actor },
         agent,
@@ -79,7 +80,7 @@ export class TaskWorker {
         // The job is marked running, and the task takes the run, in the run's own start; the job is
         // settled in the run's own end.
         onStart: async (trx, run) => {
-          const r = await store.markJobRunning(trx, job.id, leaseOwner(this.r), run.runId, now());
+          const r = await store.markJobRunning(trx, { jobId: job.id, owner: leaseOwner(this.r), runId: run.runId, at: now() });
           if (!Number(r.numUpdatedRows)) throw new JobNoLongerClaimed();
           await store.updateTask(trx, task.id, { status: 'running', last_run_id: run.runId, last_run_at: run.startedAt, last_error: null, updated_at: now() });
         },
@@ -96,7 +97,7 @@ export class TaskWorker {
       // Automatic work refused for now goes back in the queue a little later instead of spending an
       // attempt; a person's manual run is told why.
       if (failure.kind === 'refused_for_now' && actor === SCHEDULER_ACTOR) {
-        await store.moveJob(this.r.db.kysely, job.id, ['claimed'], {
+        const requeued = {
           state: 'queued',
           attempts: Math.max(0, job.attempts - 1),
           available_at: new Date(Date.now() + failure.retryAfterSeconds * 1000).toISOString(),
@@ -104,7 +105,8 @@ export class TaskWorker {
           lease_expires_at: null,
           claimed_by: null,
           updated_at: now(),
-        });
+        };
+        await store.moveJob(this.r.db.kysely, { jobId: job.id, from: ['claimed'], set: requeued });
         return null;
       }
       if (failure.kind === 'unexpected') this.r.log.error({ err, taskId: task.id }, 'task run could not start');
@@ -126,7 +128,7 @@ export class TaskWorker {
     const db = this.r.db.kysely;
     const task = await store.findTaskById(db, job.task_id);
     if (!task) {
-      await store.moveJob(db, job.id, ['claimed'], { state: 'cancelled', lease_owner: null, lease_expires_at: null, updated_at: now() });
+      await store.moveJob(db, { jobId: job.id, from: ['claimed'], set: { state: 'cancelled', lease_owner: null, lease_expires_at: null, updated_at: now() } });
       return null;
     }
     const startedAt = now();
@@ -141,7 +143,7 @@ export class TaskWorker {
       await handler({
         tenantId: task.tenant_id,
         taskId: task.id,
-        payload: task.approval_payload ? (JSON.parse(task.approval_payload) as Record<string, unknown>) : {},
+        payload: optionalObjectColumn(task.approval_payload, 'tasks.approval_payload') ?? {},
         decidedBy: actorOf(task.decided_by_type, task.decided_by_id),
       });
     } catch (err) {
@@ -151,7 +153,7 @@ export class TaskWorker {
     }
     const at = now();
     await db.transaction().execute(async (trx) => {
-      if (!(await store.moveJob(trx, job.id, ['claimed'], { state: 'done', lease_owner: null, lease_expires_at: null, error: null, updated_at: at }))) return;
+      if (!(await store.moveJob(trx, { jobId: job.id, from: ['claimed'], set: { state: 'done', lease_owner: null, lease_expires_at: null, error: null, updated_at: at } }))) return;
       await store.updateTask(trx, task.id, { status: 'completed', last_error: null, updated_at: at });
     });
     return noRun;
