@@ -8,6 +8,8 @@
  * innermost folder of each module (src/runtime/tools, not src/runtime).
  */
 const DOMAINS = '(agents|conversations|identity|runs|skills|tasks|tenancy)';
+/** A domain's store: its store.ts, a store.ts in a folder of it, or the modules of a store/ folder. */
+const STORE = ['^src/[^/]+/store\\.ts$', '^src/[^/]+/store/', '^src/[^/]+/[^/]+/store\\.ts$'];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -24,20 +26,20 @@ module.exports = {
       severity: 'error',
       comment: "One owner per table: a domain's store is imported only inside its own folder; other domains call its service.",
       from: { path: '^src/([^/]+)/' },
-      to: { path: '^src/[^/]+/store\\.ts$', pathNot: '^src/$1/' },
+      to: { path: STORE, pathNot: '^src/$1/' },
     },
     {
       name: 'store-not-from-top-level',
       severity: 'error',
       comment: "app.ts, cli.ts and main.ts compose services; they do not reach a domain's store.",
       from: { path: '^src/[^/]+\\.ts$' },
-      to: { path: '^src/[^/]+/store\\.ts$' },
+      to: { path: STORE },
     },
     {
       name: 'store-calls-no-service',
       severity: 'error',
       comment: 'Data flows one way, route -> service -> store: a store never calls a service or a route.',
-      from: { path: '/store\\.ts$' },
+      from: { path: STORE },
       to: { path: '/(service|routes)\\.ts$' },
     },
     {
@@ -45,7 +47,7 @@ module.exports = {
       severity: 'error',
       comment: 'Routes hold the HTTP contract and call their service; the database, stores and SQL sit below it.',
       from: { path: '/routes\\.ts$' },
-      to: { path: ['^src/db/', '/store\\.ts$', '(^|/)node_modules/kysely/'] },
+      to: { path: ['^src/db/', ...STORE, '(^|/)node_modules/kysely/'] },
     },
     {
       name: 'runtime-imports-no-domain',
