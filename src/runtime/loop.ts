@@ -1,4 +1,5 @@
 import type { JSONSchema7, JSONValue, LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Prompt, LanguageModelV3ToolResultPart } from '@ai-sdk/provider';
+import { now } from '../ids.js';
 import { streamStep, type StepToolCall } from './model-step.js';
 import { invalidToolInput } from './tools/input-schema.js';
 import { ToolError, type RuntimeTool, type ToolContext } from './tools/types.js';
@@ -106,7 +107,7 @@ export async function runLoop(input: LoopInput): Promise<LoopResult> {
 
   /** Runs one call (or records why it cannot run) and answers what goes back to the model. */
   const runTool = async (call: StepToolCall): Promise<LanguageModelV3ToolResultPart> => {
-    const record: ToolCallRecord = { id: call.toolCallId, name: call.toolName, input: call.input, result: null, startedAt: new Date().toISOString(), completedAt: null };
+    const record: ToolCallRecord = { id: call.toolCallId, name: call.toolName, input: call.input, result: null, startedAt: now(), completedAt: null };
     result.toolCalls.push(record);
     input.onEvent({ event: 'tool_call_start', data: { id: record.id, name: record.name, input: record.input } });
     const tool = toolsByName.get(call.toolName);
@@ -133,7 +134,7 @@ export async function runLoop(input: LoopInput): Promise<LoopResult> {
       }
     }
     record.result = value;
-    record.completedAt = new Date().toISOString();
+    record.completedAt = now();
     input.onEvent({ event: 'tool_call_end', data: { id: record.id, result: value } });
     return {
       type: 'tool-result',

@@ -1,7 +1,8 @@
 /**
- * Where the scheduler reads the time. Cron fire times, misfire decisions, retry back-off and queue
- * eligibility use it, so tests move time by hand instead of waiting. Leases do not: they measure
- * whether a process is alive, which only real time can tell.
+ * The process's one clock. Stored timestamps (ids.ts `now()`), cron fire times, misfire decisions,
+ * retry back-off and queue eligibility read it, and the scheduler takes it injected, so tests move time
+ * by hand instead of waiting. Leases do not: they measure whether a process is alive, which only real
+ * time can tell.
  */
 export interface Clock {
   now(): Date;
