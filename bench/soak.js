@@ -425,7 +425,13 @@ async function soak(opts, started, cleanups) {
 
   const sampler = setInterval(() => {
     const t = round(now() / 1000, 0);
-    samples.push({ atSeconds: t, rssMb: replicas.map((x) => { const kb = readRssKb(x.pid); return kb === null ? null : round(kb / 1024); }), inFlight });
+    const sample = { atSeconds: t, rssMb: replicas.map((x) => { const kb = readRssKb(x.pid); return kb === null ? null : round(kb / 1024); }), inFlight, taskJobs: null };
+    samples.push(sample);
+    // The task queue (null while the database is away): cron fires wait in it behind one-time tasks.
+    admin
+      .query(`select state, count(*)::int as n from task_jobs where tenant_id = $1 and state in ('queued', 'claimed', 'running') group by state`, [tenant.id])
+      .then(({ rows }) => (sample.taskJobs = Object.fromEntries(rows.map((r) => [r.state, r.n]))))
+      .catch(() => {});
   }, opts.sampleSeconds * 1000);
   const tokenRefresh = setInterval(() => {
     exchange().then(
@@ -595,7 +601,8 @@ async function checkDatabase(db, tenantId, cronTasks, acknowledgedTasks, checked
     const bound = new Date(checkedAt.getTime() - 10_000).toISOString();
     const fires = await q(
       `select f.fire_key, f.scheduled_for, f.decision, f.reason, f.missed, f.job_id, f.decided_at,
-              (select count(*) from runs r where r.id = (select j.run_id from task_jobs j where j.id = f.job_id))::int as runs
+              (select count(*) from runs r where r.id = (select j.run_id from task_jobs j where j.id = f.job_id))::int as runs,
+              (select r.started_at from runs r where r.id = (select j.run_id from task_jobs j where j.id = f.job_id)) as run_started_at
          from task_fires f where f.task_id = $1 and f.scheduled_for <= $2 order by f.scheduled_for`,
       [task.id, bound],
     );
@@ -613,6 +620,8 @@ async function checkDatabase(db, tenantId, cronTasks, acknowledgedTasks, checked
       notFired: expected.filter((t) => !byTime.has(t)),
       notFiredButRecorded: fires.filter((f) => f.decision !== 'fired').map((f) => ({ scheduledFor: f.scheduled_for, decision: f.decision, reason: f.reason, missed: f.missed })),
       firesWithoutOneRun: fires.filter((f) => f.decision === 'fired' && f.runs !== 1).map((f) => ({ scheduledFor: f.scheduled_for, runs: f.runs })),
+      // Seconds from the cron time to its run's start: a fire's job waits in the queue with all others.
+      runStartDelaySeconds: fires.filter((f) => f.run_started_at).map((f) => ({ scheduledFor: f.scheduled_for, seconds: round((Date.parse(f.run_started_at) - Date.parse(f.scheduled_for)) / 1000) })),
       lateFires: fires
         .map((f) => ({ scheduledFor: f.scheduled_for, lateSeconds: round((Date.parse(f.decided_at) - Date.parse(f.scheduled_for)) / 1000) }))
         .filter((f) => f.lateSeconds > 5),
@@ -652,6 +661,17 @@ function rssJudgement(samples, seconds, replicas) {
   return { warmupSeconds: warmup, perReplica: perMinute };
 }
 
+function queueByMinute(samples) {
+  const minutes = [];
+  for (const s of samples) {
+    if (!s.taskJobs) continue;
+    const m = Math.floor(s.atSeconds / 60);
+    const q = s.taskJobs.queued ?? 0;
+    minutes[m] = Math.max(minutes[m] ?? 0, q);
+  }
+  return Array.from(minutes, (v) => v ?? '-').join(' ');
+}
+
 function printReport(r) {
   const lines = [
     `Agentry soak, PostgreSQL ${r.database.version} (${r.database.description}), ${r.date}`,
@@ -669,7 +689,8 @@ function printReport(r) {
     `runs: ${r.findings.runsByStatus.map((x) => `${x.kind}/${x.status}${x.error ? `/${x.error}` : ''}: ${x.n}`).join(', ')}`,
     `one-time tasks: ${JSON.stringify({ ...r.findings.oneTimeTasks, neverRun: r.findings.oneTimeTasks.neverRun.length, runMoreThanOnce: r.findings.oneTimeTasks.runMoreThanOnce.length, acknowledgedButMissing: r.findings.oneTimeTasks.acknowledgedButMissing.length })}`,
     ...r.findings.oneTimeTasks.neverRun.map((t) => `  never run: ${t.id} ${t.status}, jobs ${t.jobs}, last error ${t.lastError}`),
-    ...r.findings.cron.map((c) => `cron ${c.id}: ${c.expectedTimes} times expected, ${c.fires} fires, ${c.runs} runs; twice: ${c.firedTwice.length}, not fired: ${c.notFired.length}, recorded not fired: ${c.notFiredButRecorded.length}, fires without one run: ${c.firesWithoutOneRun.length}, late (> 5 s): ${c.lateFires.map((f) => `${f.scheduledFor.slice(11, 16)} +${f.lateSeconds} s`).join(' ') || 'none'}`),
+    ...r.findings.cron.map((c) => `cron ${c.id}: ${c.expectedTimes} times expected, ${c.fires} fires, ${c.runs} runs; twice: ${c.firedTwice.length}, not fired: ${c.notFired.length}, recorded not fired: ${c.notFiredButRecorded.length}, fires without one run: ${c.firesWithoutOneRun.length}, decided late (> 5 s): ${c.lateFires.map((f) => `${f.scheduledFor.slice(11, 16)} +${f.lateSeconds} s`).join(' ') || 'none'}; run started after (s): ${c.runStartDelaySeconds.map((f) => `${f.scheduledFor.slice(11, 16)} +${f.seconds}`).join(' ')}${c.notFiredButRecorded.length ? `; not fired: ${c.notFiredButRecorded.map((f) => `${f.scheduledFor.slice(11, 16)} ${f.decision} (${f.reason})`).join(' ')}` : ''}`),
+    `queued task jobs by minute (most in a sample): ${queueByMinute(r.samples)}`,
   ];
   process.stdout.write(`\n${lines.join('\n')}\n`);
 }
