@@ -1,18 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, secretOf, type TestDatabase } from './helpers/app.js';
-import { cli, startServer, type ServerProcess } from './helpers/process.js';
+import { secretOf, startProcess, type TestDatabase, type TestProcess } from './helpers/app.js';
+import { cli, type ServerProcess } from './helpers/process.js';
 
 let database: TestDatabase;
 let server: ServerProcess;
+let proc: TestProcess;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startServer(database.env);
+  proc = await startProcess();
+  ({ database, server } = proc);
 });
-afterAll(async () => {
-  await server?.stop();
-  await database.drop();
-});
+afterAll(() => proc?.close());
 
 const api = (path: string, key: string, init: RequestInit = {}) =>
   fetch(`${server.url}${path}`, {

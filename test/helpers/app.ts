@@ -2,10 +2,26 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import createClient, { type Client } from 'openapi-fetch';
 import pg from 'pg';
+import { expect } from 'vitest';
 import { buildApp, createServices, type Services } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { migrate, openDatabase, type Db } from '../../src/db/database.js';
+import type { components, paths } from '../generated/openapi.js';
+import { startServer, type ServerProcess } from './process.js';
+
+/*
+ * The test fixtures: every test file starts here. `startApp()` gives an app in this process (with a
+ * typed client over `app.inject`), `startProcess()` the built server as a real process; both on a
+ * fresh database of the dialect under test. Tenants, keys and agents are made through the API.
+ */
+
+/** The API's own types, generated from the served OpenAPI document (`npm run test:types`). */
+export type Api = Client<paths>;
+export type Agent = components['schemas']['Agent'];
+export type Permission = NonNullable<paths['/api/v1/api-keys']['post']['requestBody']>['content']['application/json']['permissions'][number];
+export type AgentInput = NonNullable<paths['/api/v1/agents']['post']['requestBody']>['content']['application/json'];
 
 export type Dialect = 'sqlite' | 'postgres';
 export const dialect: Dialect = process.env.AGENTRY_TEST_DB === 'postgres' ? 'postgres' : 'sqlite';
@@ -80,6 +96,12 @@ export interface TestApp {
   services: Services;
   /** Creates a tenant through the real service and returns its all-permissions key. */
   tenant(name?: string): Promise<{ id: string; key: string }>;
+  /** A new API key of the tenant of `key`, holding only `permissions`. */
+  key(key: string, permissions: Permission[]): Promise<string>;
+  /** Creates an agent (name 'agent', appId 'app' unless given) and expects 201. */
+  agent(key: string, body?: Partial<AgentInput>): Promise<Agent>;
+  /** A client typed by the OpenAPI document, calling the app in process with `key` as bearer. */
+  api(key?: string | null): Api;
   request<T = any>(method: string, url: string, options?: RequestOptions): Promise<Response<T>>;
   /** Listens on a free loopback port (for SSE and MCP clients); returns the base URL. */
   listen(): Promise<string>;
@@ -99,6 +121,12 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
   await app.ready();
   let counter = 0;
   let baseUrl: string | undefined;
+  const api = (key?: string | null): Api =>
+    createClient<paths>({
+      baseUrl: 'http://agentry.test',
+      fetch: (request) => injectFetch(app, request),
+      headers: key ? { authorization: `Bearer ${key}` } : {},
+    });
   return {
     app,
     db,
@@ -108,6 +136,17 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
       const { tenant, apiKey } = await services.tenancy.createTenant(name);
       return { id: tenant.id, key: apiKey };
     },
+    async key(key, permissions) {
+      const { data, error, response } = await api(key).POST('/api/v1/api-keys', { body: { name: permissions.join('+'), permissions } });
+      expect(response.status, JSON.stringify(error)).toBe(201);
+      return data!.key;
+    },
+    async agent(key, body = {}) {
+      const { data, error, response } = await api(key).POST('/api/v1/agents', { body: { name: 'agent', appId: 'app', ...body } });
+      expect(response.status, JSON.stringify(error)).toBe(201);
+      return data!;
+    },
+    api,
     async request(method, url, options = {}) {
       const headers: Record<string, string> = { ...(options.headers ?? {}) };
       if (options.key) headers.authorization = `Bearer ${options.key}`;
@@ -141,6 +180,48 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
     async close() {
       await app.close();
       await db.close();
+      await database.drop();
+    },
+  };
+}
+
+/** Answers a fetch Request through `app.inject`, so the typed client needs no listening socket. */
+async function injectFetch(app: FastifyInstance, request: Request): Promise<globalThis.Response> {
+  const url = new URL(request.url);
+  const payload = request.body ? Buffer.from(await request.arrayBuffer()) : undefined;
+  const res = await app.inject({ method: request.method as 'GET', url: url.pathname + url.search, headers: Object.fromEntries(request.headers), payload });
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    for (const v of [value ?? []].flat()) headers.append(name, String(v));
+  }
+  const empty = res.statusCode === 204 || res.statusCode === 304 || request.method === 'HEAD';
+  return new globalThis.Response(empty ? null : res.rawPayload, { status: res.statusCode, headers });
+}
+
+export interface TestProcess {
+  server: ServerProcess;
+  database: TestDatabase;
+  url: string;
+  /** Stops the server (SIGTERM) and drops its database. */
+  close(): Promise<void>;
+}
+
+/** The built server (`dist/main.js`) as a real process on a fresh test database. */
+export async function startProcess(extraEnv: Record<string, string> = {}): Promise<TestProcess> {
+  const database = await createTestDatabase();
+  let server: ServerProcess;
+  try {
+    server = await startServer({ ...database.env, ...extraEnv });
+  } catch (err) {
+    await database.drop();
+    throw err;
+  }
+  return {
+    server,
+    database,
+    url: server.url,
+    async close() {
+      await server.stop();
       await database.drop();
     },
   };
