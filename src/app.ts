@@ -88,14 +88,14 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     : new LocalSignalBus();
   const tenancy = new TenancyService(db);
   const agents = new AgentsService(db, config.defaultModel);
-  const limits = new LimitsService(db, config.rateLimitPerMinute, config.tokenRateLimitPerMinute);
+  const limits = new LimitsService(db, agents, config.rateLimitPerMinute, config.tokenRateLimitPerMinute);
   const tools = new ToolRegistry();
   // Every outbound request made on a tenant's behalf connects through this guard (docs/operations.md).
   const outbound = new OutboundGuard({ allowedHosts: config.mcpAllowedHosts, allowPrivateNetworks: config.mcpAllowPrivateNetworks });
   tools.register('mcp', mcpToolProvider(outbound.fetch));
   const runs = new RunsService(db, new ModelRegistry(config.providers), tools, new PriceTable(config.modelPrices), config.runLeaseMs, logger, bus, limits, agents);
   const files = new FilesService(db);
-  const identity = new IdentityService(db, config, tenancy);
+  const identity = new IdentityService(db, config, tenancy, agents);
   tools.register('delegation', delegationToolProvider(identity, agents, () => runs));
   const skillsDomain = createSkillsDomain(db, { agents, tools, runs, masterKey: loadMasterKey(config) });
   // Deleting an agent ends its identity; its badge lists the skills it may use.

@@ -4,6 +4,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { migrate, openDatabase, type Db } from './db/database.js';
 import { ProblemError } from './http/errors.js';
 import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S } from './identity/keys.js';
+import { AgentsService } from './agents/service.js';
 import { IdentityService } from './identity/service.js';
 import { PERMISSIONS } from './tenancy/permissions.js';
 import { TenancyService, parsePermissions } from './tenancy/service.js';
@@ -111,7 +112,7 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
     }
   }
   if (group === 'identity') {
-    const identity = new IdentityService(db, config, tenancy);
+    const identity = new IdentityService(db, config, tenancy, new AgentsService(db, config.defaultModel));
     const describe = (k: { kid: string; generation: number; status: string; activatesAt: string; expiresAt: string | null }) =>
       `${k.kid}  #${k.generation}  ${k.status}  signs from ${k.activatesAt}${k.expiresAt ? `  published until ${k.expiresAt}` : ''}`;
     if (action === 'platform-keys') {

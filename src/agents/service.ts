@@ -55,6 +55,9 @@ export type DuplicateHook = (trx: Kysely<Database>, tenantId: string, fromId: st
 /** Called inside the delete transaction, so other domains can drop what they attach to agents. */
 export type DeleteHook = (trx: Kysely<Database>, tenantId: string, agentId: string) => Promise<void>;
 
+/** What identity documents (SVIDs, badges, standings) read of an agent. */
+export type AgentIdentity = Pick<store.AgentRow, 'id' | 'tenant_id' | 'name' | 'status' | 'hosting' | 'tools' | 'updated_at'>;
+
 export interface AgentPage {
   agents: {
     id: string;
@@ -82,6 +85,8 @@ export class AgentsService {
    */
   private readonly cachedAgents: ReadCache<Agent>;
   private readonly cachedPages: ReadCache<AgentPage>;
+  /** Agents' budgets, read at every run's start. */
+  private readonly cachedBudgets: ReadCache<{ monthlyBudgetUsd: number | null }>;
 
   constructor(
     private readonly db: Db,
@@ -89,6 +94,7 @@ export class AgentsService {
   ) {
     this.cachedAgents = new ReadCache(db.changes, 'agents', { max: 10_000 });
     this.cachedPages = new ReadCache(db.changes, 'agents', { max: 1_000 });
+    this.cachedBudgets = new ReadCache(db.changes, 'agents', { max: 10_000 });
   }
 
   private checkModel(model: string) {
@@ -140,6 +146,32 @@ export class AgentsService {
     const row = await store.findAgent(this.db.kysely, tenantId, id);
     if (!row) throw notFound('agent');
     return row;
+  }
+
+  /** The agent of any tenant, by id alone (public identity documents); undefined when there is none. */
+  identityAnyTenant(id: string): Promise<AgentIdentity | undefined> {
+    return store.findAgentIdentityAnyTenant(this.db.kysely, id);
+  }
+
+  /** The ids among `ids` that name agents of the tenant; `db` is the caller's transaction. */
+  existingIds(db: Kysely<Database>, tenantId: string, ids: string[]): Promise<Set<string>> {
+    return store.existingAgentIds(db, tenantId, ids);
+  }
+
+  /** The agent's monthly budget (null: none), or undefined when there is no such agent. */
+  budget(tenantId: string, id: string) {
+    return this.cachedBudgets.get(`${tenantId}:${id}`, async () => {
+      const row = await store.findAgentBudget(this.db.kysely, tenantId, id);
+      return row && { monthlyBudgetUsd: row.monthly_budget_usd };
+    });
+  }
+
+  async setBudget(tenantId: string, id: string, budget: number | null, actor: Actor): Promise<void> {
+    await this.db.kysely.transaction().execute(async (trx) => {
+      const r = await store.setAgentBudget(trx, tenantId, id, budget);
+      if (!Number(r.numUpdatedRows)) throw notFound('agent');
+      await this.audit(trx, { tenantId, actor }, 'agent.budget_updated', id, { monthlyBudgetUsd: budget });
+    });
   }
 
   /** The agent as the API shows it; shared and frozen, so callers must not change it. */

@@ -125,20 +125,33 @@ function isAct(value: unknown, depth = 0): value is Act {
 }
 
 /** Throws TokenError unless the state says the token and its source credentials are in force. */
-function assertInForce(state: store.TokenState | null | undefined, tenantId: string, kinds: readonly string[], claims?: AccessClaims): store.TokenState {
+function assertInForce(state: TokenState | null | undefined, tenantId: string, kinds: readonly string[], claims?: AccessClaims): TokenState {
   const fail = (reason: string): never => {
     throw new TokenError(reason, claims as unknown as Record<string, unknown> | undefined);
   };
   if (!state || state.tenant_id !== tenantId || !kinds.includes(state.kind)) return fail('the token is unknown to this platform');
   if (state.revoked_at) fail('the token has been revoked');
-  if (state.api_key_id && (state.api_key_revoked_at || !state.api_key_found)) fail('the API key the token was issued to has been revoked');
+  if (state.api_key_id && !state.api_key_in_force) fail('the API key the token was issued to has been revoked');
   if (state.agent_key_id && (state.agent_key_status === 'revoked' || !state.agent_key_status)) fail('the agent key behind the token has been revoked');
   return state;
 }
 
 /** Throws TokenError unless the token's row and its source credentials are still in force. */
-export async function checkNotRevoked(ctx: IdentityContext, jti: string, tenantId: string, kinds: string[]): Promise<store.TokenState> {
-  return assertInForce(await store.findTokenStateByJti(ctx.db.kysely, jti), tenantId, kinds);
+export async function checkNotRevoked(ctx: IdentityContext, jti: string, tenantId: string, kinds: string[]): Promise<TokenState> {
+  return assertInForce(await readTokenState(ctx, jti), tenantId, kinds);
+}
+
+/** A token's row with the state of its source credentials: its agent key (identity's) and its API key (tenancy's). */
+export interface TokenState extends store.TokenRecord {
+  /** Whether the API key the token was issued to still exists unrevoked (null: none). */
+  api_key_in_force: boolean | null;
+}
+
+async function readTokenState(ctx: IdentityContext, jti: string): Promise<TokenState | undefined> {
+  const row = await store.findTokenStateByJti(ctx.db.kysely, jti);
+  if (!row) return undefined;
+  const apiKey = row.api_key_id ? await ctx.tenancy.apiKeyRateLimit(row.api_key_id) : null;
+  return { ...row, api_key_in_force: row.api_key_id ? apiKey !== undefined : null };
 }
 
 function checkShape(payload: Record<string, unknown>) {
@@ -171,7 +184,7 @@ export async function verifyAccessToken(
 ): Promise<AccessClaims & { kind: AccessTokenKind }> {
   const { payload } = await ctx.tokens.verify(token, ['at+jwt'], opts.audience);
   const claims = checkShape(payload);
-  const state = assertInForce(await store.findTokenStateByJti(ctx.db.kysely, claims.jti), claims.tenant_id, opts.kinds ?? ['exchange', 'client_credentials'], claims);
+  const state = assertInForce(await readTokenState(ctx, claims.jti), claims.tenant_id, opts.kinds ?? ['exchange', 'client_credentials'], claims);
   await ctx.standings.check(claims, namedAgents(claims, ctx.trustDomain));
   return { ...claims, kind: state.kind as AccessTokenKind };
 }
@@ -229,8 +242,8 @@ function agentsStand(ctx: IdentityContext, entry: VerifiedToken): MaybePromise<V
   return isPromise(checked) ? checked.then(() => entry) : entry;
 }
 
-async function loadState(ctx: IdentityContext, jti: string): Promise<store.TokenState | null> {
-  const state = (await store.findTokenStateByJti(ctx.db.kysely, jti)) ?? null;
+async function loadState(ctx: IdentityContext, jti: string): Promise<TokenState | null> {
+  const state = (await readTokenState(ctx, jti)) ?? null;
   ctx.hot.tokenStates.set(jti, state);
   return state;
 }

@@ -142,7 +142,7 @@ async function agentClient(ctx: IdentityContext, req: ClientCredentialsRequest):
   if (typeof iss !== 'string') throw invalidClient('client_assertion has no iss');
   if (req.client_id !== undefined && req.client_id !== iss) throw invalidClient('client_id differs from the assertion issuer');
   const ref = parseAudience(iss, ctx.trustDomain, ctx.publicBaseUrl);
-  const agent = ref ? await store.findAgentAnyTenant(ctx.db.kysely, ref.agentId) : undefined;
+  const agent = ref ? await ctx.agents.identityAnyTenant(ref.agentId) : undefined;
   if (!ref || !agent || (ref.tenantId !== undefined && ref.tenantId !== agent.tenant_id)) throw invalidClient('the client is unknown');
   if (identitySuspended(agent)) throw invalidClient('the identity of this agent is suspended (paused)');
   const key = await ctx.agentKeys.verificationKey(agent.tenant_id, agent.id, header.kid);

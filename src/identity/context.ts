@@ -1,12 +1,13 @@
+import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import type { TenancyService } from '../tenancy/service.js';
-import type { VerifiedToken } from './access-token.js';
+import type { TokenState, VerifiedToken } from './access-token.js';
 import type { AuditBuffer } from './audit-buffer.js';
 import type { TtlCache } from './cache.js';
 import type { AgentKeyring, Clock, PlatformKeyring } from './keys.js';
 import type { PolicyEngine } from './policies.js';
 import type { AgentStandings } from './standing.js';
-import type { TokenState } from './store.js';
+
 import type { PlatformTokens } from './tokens.js';
 
 /** What the identity modules share; built once by IdentityService. */
@@ -24,6 +25,8 @@ export interface IdentityContext {
   agentKeys: AgentKeyring;
   tokens: PlatformTokens;
   tenancy: TenancyService;
+  /** Agents are read through their domain's service (identity documents, standings, policies). */
+  agents: AgentsService;
   policies: PolicyEngine;
   audit: AuditBuffer;
   /** Whether the agents a token names still exist and are not suspended (read on every use). */

@@ -152,7 +152,7 @@ export async function exchangeToken(ctx: IdentityContext, req: ExchangeRequest):
     if (!ref) throw new OAuthError('invalid_target', 'audience must be an agent SPIFFE ID, client ID URL or agent id');
     if (targetId !== null && ref.agentId !== targetId) throw new OAuthError('invalid_target', 'all audience and resource values must name the same agent');
     targetId = ref.agentId;
-    const agent = await store.findAgentAnyTenant(ctx.db.kysely, ref.agentId);
+    const agent = await ctx.agents.identityAnyTenant(ref.agentId);
     if (!agent || (ref.tenantId !== undefined && ref.tenantId !== agent.tenant_id) || agent.tenant_id !== tenantId) {
       // Absent and other-tenant look the same: other tenants' agents are never revealed.
       throw new OAuthError('invalid_target', 'the target agent was not found in the caller tenant');

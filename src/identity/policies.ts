@@ -1,3 +1,4 @@
+import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import { badRequest, conflict, notFound } from '../http/errors.js';
 import { newId, now } from '../ids.js';
@@ -73,6 +74,7 @@ export class PolicyEngine {
   constructor(
     private readonly db: Db,
     private readonly tenancy: TenancyService,
+    private readonly agents: AgentsService,
   ) {}
 
   async list(tenantId: string, filter: store.PolicyFilter, page: number, limit: number) {
@@ -94,7 +96,7 @@ export class PolicyEngine {
   /** Named agents must exist in the tenant (`*` stands for any). */
   private async checkAgents(trx: store.Executor, tenantId: string, input: CreatePolicyInput) {
     const named = (['callerAgentId', 'calleeAgentId'] as const).filter((f) => input[f] !== WILDCARD);
-    const found = await store.existingAgentIds(trx, tenantId, named.map((f) => input[f]));
+    const found = await this.agents.existingIds(trx, tenantId, named.map((f) => input[f]));
     const errors = named.filter((f) => !found.has(input[f])).map((f) => ({ path: `body.${f}`, message: 'names no agent in this tenant' }));
     if (errors.length) throw badRequest(`${errors[0].path} ${errors[0].message}`, errors);
   }

@@ -1,5 +1,6 @@
 import { SignJWT } from 'jose';
 import type { ToolSpec } from '../agents/schemas.js';
+import type { AgentIdentity, AgentsService } from '../agents/service.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { Kysely } from 'kysely';
@@ -10,7 +11,7 @@ import type { MaybePromise } from '../maybe-promise.js';
 import { recordAudit } from '../tenancy/audit.js';
 import { isPermission, type Permission, type Principal } from '../tenancy/permissions.js';
 import type { TenancyService } from '../tenancy/service.js';
-import { verifyAccessToken, type VerifiedToken } from './access-token.js';
+import { verifyAccessToken, type TokenState, type VerifiedToken } from './access-token.js';
 import { agentJwksUrl, clientIdUrl } from './audience.js';
 import { AuditBuffer } from './audit-buffer.js';
 import { authorize, type AuthorizeResult } from './authorize.js';
@@ -35,7 +36,6 @@ import { PolicyEngine } from './policies.js';
 import { agentSpiffeId, parseAgentSpiffeId } from './spiffe.js';
 import { AgentStandings, identitySuspended } from './standing.js';
 import * as store from './store.js';
-import type { TokenState } from './store.js';
 import { issueSvid } from './svid.js';
 import { PlatformTokens, TYP, TokenError, looksLikeJwt, peekHeader, normalisedTyp } from './tokens.js';
 
@@ -78,11 +78,12 @@ export class IdentityService {
     private readonly db: Db,
     config: Pick<Config, 'issuer' | 'trustDomain' | 'publicBaseUrl' | 'masterKey' | 'dataDir'>,
     tenancy: TenancyService,
+    private readonly agents: AgentsService,
   ) {
     const masterKey = loadMasterKey(config);
     this.platformKeys = new PlatformKeyring(db, masterKey, this.clock);
     this.agentKeys = new AgentKeyring(db, masterKey, this.clock);
-    this.policies = new PolicyEngine(db, tenancy);
+    this.policies = new PolicyEngine(db, tenancy, agents);
     this.auditBuffer = new AuditBuffer(db);
     const trustDomain = config.trustDomain;
     this.ctx = {
@@ -99,7 +100,8 @@ export class IdentityService {
       tenancy,
       policies: this.policies,
       audit: this.auditBuffer,
-      standings: new AgentStandings(db),
+      agents,
+      standings: new AgentStandings(db, agents),
       spiffeIdOf: (tenantId, agentId) => agentSpiffeId(trustDomain, tenantId, agentId),
       hot: { verified: new TtlCache<VerifiedToken>(PLATFORM_KEY_CACHE_MS), tokenStates: new TtlCache<TokenState | null>(DECISION_CACHE_MS) },
     };
@@ -123,19 +125,17 @@ export class IdentityService {
   // ---- agents ----
 
   private async publicAgent(agentId: string) {
-    const agent = await store.findAgentAnyTenant(this.db.kysely, agentId);
+    const agent = await this.agents.identityAnyTenant(agentId);
     if (!agent) throw notFound('agent');
     return agent;
   }
 
   private async tenantAgent(tenantId: string, agentId: string) {
-    const agent = await store.findAgent(this.db.kysely, tenantId, agentId);
-    if (!agent) throw notFound('agent');
-    return agent;
+    return this.agents.getRow(tenantId, agentId);
   }
 
   /** No new SVIDs or badges for an agent whose identity is suspended (a registered agent paused). */
-  private notSuspended(agent: store.AgentIdentityRow) {
+  private notSuspended(agent: AgentIdentity) {
     if (identitySuspended(agent)) throw conflict('agent_suspended', 'the agent is paused: its identity is suspended until it is resumed');
     return agent;
   }
@@ -165,7 +165,7 @@ export class IdentityService {
   // ---- public documents ----
 
   /** The badge of an agent, re-signed when the agent changed, the signing key changed, or half its life passed. */
-  private async badge(agent: store.AgentIdentityRow, compact: boolean): Promise<string> {
+  private async badge(agent: AgentIdentity, compact: boolean): Promise<string> {
     const { kid } = await this.platformKeys.signingKey();
     const skills = (await this.skillCapabilities(agent.tenant_id, agent.id)).map(({ id, name, version }) => ({ id, name, version }));
     // A new badge when the agent, its skills or the signing key change; earlier ones stay valid until they expire.

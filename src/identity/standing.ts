@@ -1,4 +1,5 @@
 import { ReadCache } from '../db/changes.js';
+import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import type { Act, AccessClaims } from './access-token.js';
@@ -29,14 +30,17 @@ export const identitySuspended = (agent: { status: string; hosting: string }) =>
 export class AgentStandings {
   private readonly cache: ReadCache<AgentState>;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    db: Db,
+    private readonly agents: AgentsService,
+  ) {
     this.cache = new ReadCache(db.changes, 'agents', { max: 10_000 });
   }
 
   /** The standing of an agent of the tenant; answers without a promise when cached. */
   of(tenantId: string, agentId: string): MaybePromise<Standing> {
     const state = this.cache.get(agentId, async () => {
-      const row = await store.findAgentAnyTenant(this.db.kysely, agentId);
+      const row = await this.agents.identityAnyTenant(agentId);
       // A missing agent is remembered too (as tenant null): any write to agents makes it stale.
       return row ? { tenantId: row.tenant_id, suspended: identitySuspended(row) } : { tenantId: null, suspended: false };
     });

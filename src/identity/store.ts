@@ -26,35 +26,6 @@ export function isUniqueViolation(err: unknown): boolean {
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
-// ---- agents (read-only, for identity documents) ----
-
-export interface AgentIdentityRow {
-  id: string;
-  tenant_id: string;
-  name: string;
-  status: string;
-  hosting: string;
-  tools: string;
-  updated_at: string;
-}
-
-const AGENT_COLUMNS = ['id', 'tenant_id', 'name', 'status', 'hosting', 'tools', 'updated_at'] as const;
-
-/** Public documents name an agent by id alone; its tenant comes from the row. */
-export function findAgentAnyTenant(db: Executor, agentId: string): Promise<AgentIdentityRow | undefined> {
-  return db.selectFrom('agents').select(AGENT_COLUMNS).where('id', '=', agentId).executeTakeFirst();
-}
-
-export function findAgent(db: Executor, tenantId: string, agentId: string): Promise<AgentIdentityRow | undefined> {
-  return db.selectFrom('agents').select(AGENT_COLUMNS).where('tenant_id', '=', tenantId).where('id', '=', agentId).executeTakeFirst();
-}
-
-export async function existingAgentIds(db: Executor, tenantId: string, ids: string[]): Promise<Set<string>> {
-  if (!ids.length) return new Set();
-  const rows = await db.selectFrom('agents').select('id').where('tenant_id', '=', tenantId).where('id', 'in', ids).execute();
-  return new Set(rows.map((r) => r.id));
-}
-
 // ---- platform keys (not tenant data) ----
 
 export function listPlatformKeys(db: Executor): Promise<PlatformKeyRow[]> {
@@ -157,23 +128,20 @@ export function insertToken(db: Executor, row: TokenRow) {
   return db.insertInto('identity_tokens').values(row).execute();
 }
 
-export interface TokenState {
+export interface TokenRecord {
   tenant_id: string;
   kind: string;
   revoked_at: string | null;
   agent_key_id: string | null;
   api_key_id: string | null;
-  /** Revocation state of the credentials the token derives from. */
-  api_key_found: string | null;
-  api_key_revoked_at: string | null;
+  /** Revocation state of the agent key the token derives from (its API key's is tenancy's: access-token.ts). */
   agent_key_status: string | null;
 }
 
-/** A token and the state of its source credentials, by jti (the tenant is checked by the caller). */
-export function findTokenStateByJti(db: Executor, jti: string): Promise<TokenState | undefined> {
+/** A token and the state of the agent key it derives from, by jti (the tenant is checked by the caller). */
+export function findTokenStateByJti(db: Executor, jti: string): Promise<TokenRecord | undefined> {
   return db
     .selectFrom('identity_tokens as t')
-    .leftJoin('api_keys as k', 'k.id', 't.api_key_id')
     .leftJoin('identity_agent_keys as g', 'g.kid', 't.agent_key_id')
     .select([
       't.tenant_id',
@@ -181,8 +149,6 @@ export function findTokenStateByJti(db: Executor, jti: string): Promise<TokenSta
       't.revoked_at',
       't.agent_key_id',
       't.api_key_id',
-      'k.id as api_key_found',
-      'k.revoked_at as api_key_revoked_at',
       'g.status as agent_key_status',
     ])
     .where('t.jti', '=', jti)

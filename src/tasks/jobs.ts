@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { newId, now } from '../ids.js';
 import type { RunError } from '../runs/views.js';
+import { Loop } from '../scheduler/loop.js';
 import { errorText, leaseOwner, leaseUntil, type TaskResources } from './resources.js';
 import { PRIORITY_RANK, type Priority } from './schemas.js';
 import * as store from './store.js';
@@ -34,9 +35,11 @@ export interface CancelPending {
 export class JobQueue {
   /** Claimed jobs this process works on; their leases are renewed until the run starts or the action ends. */
   readonly held = new Set<string>();
-  private renewTimer: NodeJS.Timeout | undefined;
+  private readonly renewal: Loop;
 
-  constructor(private readonly r: TaskResources) {}
+  constructor(private readonly r: TaskResources) {
+    this.renewal = new Loop('task lease renewal', r.leaseMs / 3, () => this.renewLeases(), r.log);
+  }
 
   newJob(task: store.TaskRow, job: NewJob): store.JobRow {
     const at = now();
@@ -77,18 +80,18 @@ export class JobQueue {
     return store.claimJob(trx, jobId, { owner: leaseOwner(this.r), now: now(), leaseUntil: leaseUntil(this.r) });
   }
 
+  private async renewLeases() {
+    if (!this.held.size) return;
+    await store.renewJobLeases(this.r.db.kysely, { owner: leaseOwner(this.r), jobIds: [...this.held], until: leaseUntil(this.r) });
+  }
+
+  /** Renews the leases of the jobs this process holds, a third of a lease apart. */
   startRenewal() {
-    this.renewTimer = setInterval(() => {
-      if (!this.held.size) return;
-      store
-        .renewJobLeases(this.r.db.kysely, { owner: leaseOwner(this.r), jobIds: [...this.held], until: leaseUntil(this.r) })
-        .catch((err) => this.r.log.error({ err }, 'task lease renewal failed'));
-    }, this.r.leaseMs / 3);
-    this.renewTimer.unref();
+    this.renewal.start();
   }
 
   stopRenewal() {
-    clearInterval(this.renewTimer);
+    return this.renewal.stop();
   }
 
   /**

@@ -115,8 +115,7 @@ export class TasksService implements ApprovalGateway {
   }
 
   async stop() {
-    this.executor.stopRenewal();
-    await Promise.all([...this.loops.map((l) => l.stop()), this.dispatcher.stop()]);
+    await Promise.all([this.executor.stopRenewal(), ...this.loops.map((l) => l.stop()), this.dispatcher.stop()]);
     this.loops.length = 0;
   }
 

@@ -1,4 +1,3 @@
-import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import { ProblemError, notFound } from '../http/errors.js';
 import { recordAudit } from './audit.js';
@@ -18,6 +17,13 @@ export interface TenantLimits {
 /** What a run's admission needs besides the tenant's limits (read again from its locked row). */
 export interface RunLimits {
   agentBudgetUsd: number | null;
+}
+
+/** The agents domain's budgets, as limits read and set them (agents owns the column). */
+export interface AgentBudgets {
+  budget(tenantId: string, agentId: string): MaybePromise<{ monthlyBudgetUsd: number | null } | undefined>;
+  /** Throws not found when the tenant has no such agent. */
+  setBudget(tenantId: string, agentId: string, budget: number | null, actor: Actor): Promise<void>;
 }
 
 /** The admissions of one transaction: tenants already locked, runs admitted but not yet inserted. */
@@ -97,17 +103,14 @@ export class LimitsService {
   readonly limiter = new RateLimiter();
   private readonly cache = new Map<string, { at: number; limits: TenantLimits }>();
 
-  /** Agents' budgets, read at every run's start: from memory until the agents table changes. */
-  private readonly agentBudgets: ReadCache<{ monthlyBudgetUsd: number | null }>;
-
   constructor(
     private readonly db: Db,
+    /** Read at every run's start: from memory until the agents table changes. */
+    private readonly agentBudgets: AgentBudgets,
     private readonly defaultRateLimit: number,
     /** Token endpoint requests per minute per client; 0: none. */
     private readonly tokenRateLimit = 0,
-  ) {
-    this.agentBudgets = new ReadCache(db.changes, 'agents', { max: 10_000 });
-  }
+  ) {}
 
   async tenantLimits(tenantId: string): Promise<TenantLimits> {
     const cached = this.cachedTenantLimits(tenantId);
@@ -172,18 +175,14 @@ export class LimitsService {
   }
 
   async agentBudget(tenantId: string, agentId: string) {
-    const row = await store.agentBudget(this.db.kysely, tenantId, agentId);
-    if (!row) throw notFound('agent');
+    const budget = await this.agentBudgets.budget(tenantId, agentId);
+    if (!budget) throw notFound('agent');
     const since = monthStart();
-    return { agentId, month: since.slice(0, 7), monthlyBudgetUsd: row.monthly_budget_usd, spentUsd: await store.spendSince(this.db.kysely, tenantId, since, agentId) };
+    return { agentId, month: since.slice(0, 7), monthlyBudgetUsd: budget.monthlyBudgetUsd, spentUsd: await store.spendSince(this.db.kysely, tenantId, since, agentId) };
   }
 
   async setAgentBudget(tenantId: string, agentId: string, budget: number | null, actor: Actor) {
-    await this.db.kysely.transaction().execute(async (trx) => {
-      const r = await store.setAgentBudget(trx, tenantId, agentId, budget);
-      if (!Number(r.numUpdatedRows)) throw notFound('agent');
-      await recordAudit(trx, { tenantId, actor, action: 'agent.budget_updated', resourceType: 'agent', resourceId: agentId, detail: { monthlyBudgetUsd: budget } });
-    });
+    await this.agentBudgets.setBudget(tenantId, agentId, budget, actor);
     return this.agentBudget(tenantId, agentId);
   }
 
@@ -194,10 +193,7 @@ export class LimitsService {
    */
   async runLimits(tenantId: string, agentId: string): Promise<RunLimits | null> {
     const limits = await this.tenantLimits(tenantId);
-    const agent = await this.agentBudgets.get(`${tenantId}:${agentId}`, async () => {
-      const row = await store.agentBudget(this.db.kysely, tenantId, agentId);
-      return row && { monthlyBudgetUsd: row.monthly_budget_usd };
-    });
+    const agent = await this.agentBudgets.budget(tenantId, agentId);
     const agentBudgetUsd = agent?.monthlyBudgetUsd ?? null;
     if (limits.maxConcurrentRuns === null && limits.monthlyBudgetUsd === null && agentBudgetUsd === null) return null;
     return { agentBudgetUsd };

@@ -111,11 +111,3 @@ export async function runningRuns(db: Executor, tenantId: string, agentId?: stri
   const row = await q.executeTakeFirstOrThrow();
   return Number(row.n);
 }
-
-export function agentBudget(db: Executor, tenantId: string, agentId: string) {
-  return db.selectFrom('agents').select(['id', 'monthly_budget_usd']).where('tenant_id', '=', tenantId).where('id', '=', agentId).executeTakeFirst();
-}
-
-export function setAgentBudget(db: Executor, tenantId: string, agentId: string, budget: number | null) {
-  return db.updateTable('agents').set({ monthly_budget_usd: budget }).where('tenant_id', '=', tenantId).where('id', '=', agentId).executeTakeFirst();
-}

@@ -9,7 +9,7 @@ import { IdentityService } from '../../src/identity/service.js';
 import { loadMasterKey } from '../../src/identity/master-key.js';
 import { MAX_SPIFFE_ID_BYTES, parseSpiffeId, trustDomainError } from '../../src/identity/spiffe.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { createAgent, svidFor } from './helpers.js';
+import { svidFor } from './helpers.js';
 
 let t: TestApp;
 let acme: { id: string; key: string };
@@ -94,7 +94,7 @@ describe('SPIFFE ID syntax', () => {
   });
 
   it('gives agents SPIFFE IDs that satisfy the syntax', async () => {
-    const a = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
     const { spiffeId } = await svidFor(t, acme.key, a.id, 'x');
     expect(spiffeId).toBe(`spiffe://agentry.local/tenant/${acme.id}/agent/${a.id}`);
     expect(parseSpiffeId(spiffeId)).not.toBeNull();
@@ -121,7 +121,7 @@ describe('private keys at rest', () => {
   });
 
   it('stores private keys only sealed with AES-256-GCM, bound to their row', async () => {
-    const a = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
     await jwksKids(a.id);
     const rows = [
       ...(await t.db.kysely.selectFrom('identity_agent_keys').selectAll().where('agent_id', '=', a.id).execute()),
@@ -145,7 +145,7 @@ describe('private keys at rest', () => {
 
 describe('agent key rotation and revocation', () => {
   it('rotates: a new key is active, the old one is rotated and stays published until it expires', async () => {
-    const a = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
     const [first] = await jwksKids(a.id);
     const res = await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key });
     expect(res.status).toBe(201);
@@ -179,7 +179,7 @@ describe('agent key rotation and revocation', () => {
   });
 
   it('gives an externally hosted agent its new private key, once', async () => {
-    const ext = await createAgent(t, acme.key, { hosting: 'external' });
+    const ext = await t.agent(acme.key, { hosting: 'external' });
     const res = await t.request('POST', `/api/v1/identity/agents/${ext.id}/keys/rotate`, { key: acme.key });
     expect(res.status).toBe(201);
     expect(res.body.rotated).toEqual([]); // it had no key yet
@@ -189,7 +189,7 @@ describe('agent key rotation and revocation', () => {
   });
 
   it('keeps one active key under concurrent rotations', async () => {
-    const a = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
     const results = await Promise.all(Array.from({ length: 4 }, () => t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key })));
     for (const r of results) expect([201, 409]).toContain(r.status);
     const rows = await t.db.kysely.selectFrom('identity_agent_keys').selectAll().where('agent_id', '=', a.id).execute();
@@ -198,7 +198,7 @@ describe('agent key rotation and revocation', () => {
   });
 
   it('revokes a key: gone from the JWKS at once; a new key appears on next use', async () => {
-    const a = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
     const [kid] = await jwksKids(a.id);
     const res = await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${kid}`, { key: acme.key });
     expect(res.status).toBe(204);
@@ -212,7 +212,7 @@ describe('agent key rotation and revocation', () => {
   });
 
   it('revokes a rotated key before its grace period ends', async () => {
-    const a = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
     const [old] = await jwksKids(a.id);
     await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key });
     expect(await jwksKids(a.id)).toContain(old);
@@ -221,8 +221,8 @@ describe('agent key rotation and revocation', () => {
   });
 
   it('enforces the key-agent binding: 404 for another agent\'s key, another tenant, unknown keys', async () => {
-    const a = await createAgent(t, acme.key);
-    const b = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
+    const b = await t.agent(acme.key);
     const [kidA] = await jwksKids(a.id);
     expectProblem(await t.request('DELETE', `/api/v1/identity/agents/${b.id}/keys/${kidA}`, { key: acme.key }), 404, 'not_found');
     expectProblem(await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${kidA}`, { key: globex.key }), 404, 'not_found');
@@ -233,7 +233,7 @@ describe('agent key rotation and revocation', () => {
   });
 
   it('needs agents:write to rotate or revoke', async () => {
-    const a = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
     const reader = (await t.request('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'r', permissions: ['agents:read'] } })).body.key;
     expectProblem(await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: reader }), 403, 'forbidden');
     expectProblem(await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/x`, { key: reader }), 403, 'forbidden');
@@ -242,7 +242,7 @@ describe('agent key rotation and revocation', () => {
   });
 
   it('audits rotations and revocations', async () => {
-    const a = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
     const [kid] = await jwksKids(a.id);
     await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key });
     await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${kid}`, { key: acme.key });
@@ -259,7 +259,7 @@ describe('platform key creation', () => {
     try {
       expect(await fresh.db.kysely.selectFrom('identity_platform_keys').selectAll().execute()).toHaveLength(0);
       // Separate service instances stand for separate processes sharing the database.
-      const services = Array.from({ length: 4 }, () => new IdentityService(fresh.db, fresh.config, fresh.services.tenancy));
+      const services = Array.from({ length: 4 }, () => new IdentityService(fresh.db, fresh.config, fresh.services.tenancy, fresh.services.agents));
       const jwks = await Promise.all(services.map((s) => s.platformJwks()));
       const rows = await fresh.db.kysely.selectFrom('identity_platform_keys').selectAll().execute();
       expect(rows).toHaveLength(1);
@@ -273,7 +273,7 @@ describe('platform key creation', () => {
 describe('platform key rotation', () => {
   const bundle = async () => (await t.request('GET', '/.well-known/spiffe/trust-bundle')).body;
   const signingKid = async () => {
-    const a = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
     return decodeProtectedHeader((await svidFor(t, acme.key, a.id, 'x')).svid).kid;
   };
 
@@ -316,7 +316,7 @@ describe('platform key rotation', () => {
   });
 
   it('revokes a platform key: it leaves the bundle at once and its tokens stop verifying', async () => {
-    const a = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
     const { svid } = await svidFor(t, acme.key, a.id);
     const kid = decodeProtectedHeader(svid).kid!;
     const seq = (await bundle()).spiffe_sequence;
@@ -326,7 +326,7 @@ describe('platform key rotation', () => {
     expect(after.spiffe_sequence).toBeGreaterThan(seq);
     // A new signing key exists at once, and the old SVID no longer verifies.
     expect(await signingKid()).not.toBe(kid);
-    const b = await createAgent(t, acme.key);
+    const b = await t.agent(acme.key);
     const res = await t.request('POST', '/api/v1/identity/oauth/token', {
       payload: new URLSearchParams({
         grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
