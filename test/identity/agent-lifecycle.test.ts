@@ -4,7 +4,7 @@ import { buildApp, createServices, type Services } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { migrate, openDatabase, type Db } from '../../src/db/database.js';
 import { createTestDatabase, dialect, expectProblem, startApp, type TestApp, type TestDatabase } from '../helpers/app.js';
-import { ASSERTION_TYPE, createAgent, decodePart, exchange, exchangeParams, expectOAuthError, joseVerify, svidFor, tokenRequest } from './helpers.js';
+import { ASSERTION_TYPE, decodePart, exchange, exchangeParams, expectOAuthError, joseVerify, svidFor, tokenRequest } from './helpers.js';
 
 /**
  * The identity of an agent follows the agent's life: deleting it ends every token that names it
@@ -36,9 +36,9 @@ async function agentApiToken(agentId: string) {
 
 describe('deleting an agent (item 5)', () => {
   it('ends every token where it is subject, actor or audience, and revokes its keys', async () => {
-    const a = await createAgent(t, acme.key, { name: 'A' });
-    const b = await createAgent(t, acme.key, { name: 'B' });
-    const c = await createAgent(t, acme.key, { name: 'C' });
+    const a = await t.agent(acme.key, { name: 'A' });
+    const b = await t.agent(acme.key, { name: 'B' });
+    const c = await t.agent(acme.key, { name: 'C' });
     // A -> B (B is audience), B -> C re-delegating A's token (B is actor, A subject), C -> A.
     const aToB = (await exchange(t, (await svidFor(t, acme.key, a.id)).svid, b.id, 'tools:*')).access_token;
     const bSvid = (await svidFor(t, acme.key, b.id)).svid;
@@ -80,8 +80,8 @@ describe('deleting an agent (item 5)', () => {
 
 describe('a registered agent paused and resumed (item 18)', () => {
   it('pauses (identity suspended) and resumes back to registered, never available', async () => {
-    const ext = await createAgent(t, acme.key, { name: 'Outside', hosting: 'external' });
-    const other = await createAgent(t, acme.key, { name: 'Inside' });
+    const ext = await t.agent(acme.key, { name: 'Outside', hosting: 'external' });
+    const other = await t.agent(acme.key, { name: 'Inside' });
     const extToOther = (await exchange(t, (await svidFor(t, acme.key, ext.id)).svid, other.id, 'tools:*')).access_token;
     const otherToExt = (await exchange(t, (await svidFor(t, acme.key, other.id)).svid, ext.id, 'tools:*')).access_token;
     const extSvid = (await svidFor(t, acme.key, ext.id)).svid;
@@ -129,8 +129,8 @@ describe('a registered agent paused and resumed (item 18)', () => {
 
 describe('introspection and the main API (items 16, 23)', () => {
   it('introspection of an active token returns every claim of the token, tenant_id included', async () => {
-    const a = await createAgent(t, acme.key);
-    const b = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
+    const b = await t.agent(acme.key);
     const token = (await exchange(t, (await svidFor(t, acme.key, a.id)).svid, b.id, 'tools:search')).access_token;
     const claims = decodePart(token, 1);
     const res = await introspect(token);
@@ -143,8 +143,8 @@ describe('introspection and the main API (items 16, 23)', () => {
   });
 
   it('a valid delegation token on the main API is a 401 that says what the token is for', async () => {
-    const a = await createAgent(t, acme.key);
-    const b = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
+    const b = await t.agent(acme.key);
     const token = (await exchange(t, (await svidFor(t, acme.key, a.id)).svid, b.id, 'tools:search')).access_token;
     const res = await t.request('GET', '/api/v1/agents', { key: token });
     expectProblem(res, 401, 'delegation_token');
@@ -167,7 +167,7 @@ describe('the badge lists the agent\'s skills (item 17)', () => {
   };
 
   it('holds the assigned, enabled skills (id, name, version) and is re-issued when assignments change', async () => {
-    const a = await createAgent(t, acme.key, { name: 'Seller' });
+    const a = await t.agent(acme.key, { name: 'Seller' });
     const pricing = await createSkill('pricing', { version: '1.2' });
     const returns = await createSkill('returns');
     const first = await badgeOf(a.id);

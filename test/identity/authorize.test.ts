@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { TT_ACCESS, TT_JWT, createAgent, exchange, exchangeParams, svidFor, tamper, tokenRequest } from './helpers.js';
+import { TT_ACCESS, TT_JWT, exchange, exchangeParams, svidFor, tamper, tokenRequest } from './helpers.js';
 
 let t: TestApp;
 let acme: { id: string; key: string };
@@ -25,8 +25,8 @@ const setMode = async (mode: string, key = acme.key) => expect((await t.request(
 
 /** Two fresh agents of acme and a token for caller -> callee with the given scope. */
 async function pair(scope = 'tools:*') {
-  const caller = await createAgent(t, acme.key, { name: 'caller' });
-  const callee = await createAgent(t, acme.key, { name: 'callee' });
+  const caller = await t.agent(acme.key, { name: 'caller' });
+  const callee = await t.agent(acme.key, { name: 'callee' });
   const { svid } = await svidFor(t, acme.key, caller.id);
   const { access_token } = await exchange(t, svid, callee.id, scope);
   return { caller, callee, token: access_token };
@@ -34,8 +34,8 @@ async function pair(scope = 'tools:*') {
 
 describe('TBAC policies', () => {
   it('creates (allow by default), lists with filters and pages, updates and deletes', async () => {
-    const x = await createAgent(t, acme.key);
-    const y = await createAgent(t, acme.key);
+    const x = await t.agent(acme.key);
+    const y = await t.agent(acme.key);
     const res = await t.request('POST', '/api/v1/identity/tbac/policies', { key: acme.key, body: { callerAgentId: x.id, calleeAgentId: y.id, toolName: 'search' } });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
@@ -86,7 +86,7 @@ describe('TBAC policies', () => {
   });
 
   it('refuses a second policy for the same triple with 409 policy_exists, also under concurrency', async () => {
-    const x = await createAgent(t, acme.key);
+    const x = await t.agent(acme.key);
     await policy({ callerAgentId: x.id, calleeAgentId: '*', toolName: 'a' });
     expectProblem(await t.request('POST', '/api/v1/identity/tbac/policies', { key: acme.key, body: { callerAgentId: x.id, calleeAgentId: '*', toolName: 'a', effect: 'deny' } }), 409, 'policy_exists');
     const results = await Promise.all(
@@ -98,8 +98,8 @@ describe('TBAC policies', () => {
   });
 
   it('validates bodies: fields, agents of the tenant, conditions', async () => {
-    const x = await createAgent(t, acme.key);
-    const foreign = await createAgent(t, globex.key);
+    const x = await t.agent(acme.key);
+    const foreign = await t.agent(globex.key);
     const bad = async (body: Record<string, unknown>, path?: string) => {
       const res = await t.request('POST', '/api/v1/identity/tbac/policies', { key: acme.key, body: { callerAgentId: x.id, calleeAgentId: '*', toolName: 'ok', ...body } });
       expectProblem(res, 400, 'validation_failed');
@@ -168,8 +168,8 @@ describe('TBAC mode', () => {
 describe('ExtAuthZ: the decision and its order', () => {
   it('allows with no_policy_audit_allow by default and denies with no_policy_enforce_deny in enforce mode', async () => {
     const tenant = await t.tenant('modes');
-    const caller = await createAgent(t, tenant.key);
-    const callee = await createAgent(t, tenant.key);
+    const caller = await t.agent(tenant.key);
+    const callee = await t.agent(tenant.key);
     const { access_token } = await exchange(t, (await svidFor(t, tenant.key, caller.id)).svid, callee.id, 'tools:search');
     expect((await authorize({ token: access_token, tool: 'search', callee: callee.id })).body).toEqual({ allowed: true, reason: 'no_policy_audit_allow' });
     await setMode('enforce', tenant.key);
@@ -189,7 +189,7 @@ describe('ExtAuthZ: the decision and its order', () => {
     // An SVID (typ JWT) is not an access token.
     await invalid({ token: (await svidFor(t, acme.key, caller.id, 'x')).svid });
     // Wrong callee: the token's audience is another agent.
-    const other = await createAgent(t, acme.key);
+    const other = await t.agent(acme.key);
     await invalid({ token, callee: other.id });
     // A client_credentials token (for the API) is not a delegation token.
     const [, hex] = /^agk_([0-9a-f]{32})_/.exec(acme.key)!;
@@ -327,9 +327,9 @@ describe('policy precedence', () => {
   });
 
   it('decides on the current actor of a delegation chain', async () => {
-    const a = await createAgent(t, acme.key, { name: 'origin' });
-    const b = await createAgent(t, acme.key, { name: 'middle' });
-    const c = await createAgent(t, acme.key, { name: 'end' });
+    const a = await t.agent(acme.key, { name: 'origin' });
+    const b = await t.agent(acme.key, { name: 'middle' });
+    const c = await t.agent(acme.key, { name: 'end' });
     const t1 = await exchange(t, (await svidFor(t, acme.key, a.id)).svid, b.id, 'tools:*');
     const r2 = await tokenRequest(t, {
       ...exchangeParams(t1.access_token, c.id, 'tools:run'),
@@ -346,8 +346,8 @@ describe('policy precedence', () => {
   it('enforce mode denies without a matching policy but lets an allow policy through', async () => {
     const tenant = await t.tenant('enforcing');
     await setMode('enforce', tenant.key);
-    const caller = await createAgent(t, tenant.key);
-    const callee = await createAgent(t, tenant.key);
+    const caller = await t.agent(tenant.key);
+    const callee = await t.agent(tenant.key);
     const allow = await t.request('POST', '/api/v1/identity/tbac/policies', { key: tenant.key, body: { callerAgentId: caller.id, calleeAgentId: callee.id, toolName: 'ok' } });
     const { access_token } = await exchange(t, (await svidFor(t, tenant.key, caller.id)).svid, callee.id, 'tools:ok');
     expect(await decide(access_token, 'ok', callee.id)).toEqual({ allowed: true, reason: 'policy_allow', policyId: allow.body.id });
@@ -359,8 +359,8 @@ describe('policy precedence', () => {
 describe('auditing decisions', () => {
   it('audits every decision in the token\'s tenant (not forged tokens, which have no trustworthy tenant)', async () => {
     const tenant = await t.tenant('audited');
-    const caller = await createAgent(t, tenant.key);
-    const callee = await createAgent(t, tenant.key);
+    const caller = await t.agent(tenant.key);
+    const callee = await t.agent(tenant.key);
     const { access_token } = await exchange(t, (await svidFor(t, tenant.key, caller.id)).svid, callee.id, 'tools:a');
     await t.request('POST', '/api/v1/identity/tbac/policies', { key: tenant.key, body: { callerAgentId: caller.id, calleeAgentId: '*', toolName: 'a', effect: 'deny' } });
     const outcomes = [
@@ -383,8 +383,8 @@ describe('auditing decisions', () => {
   it('writes queued decisions when the app closes', async () => {
     const other = await startApp();
     const tenant = await other.tenant();
-    const caller = await createAgent(other, tenant.key);
-    const callee = await createAgent(other, tenant.key);
+    const caller = await other.agent(tenant.key);
+    const callee = await other.agent(tenant.key);
     const { access_token } = await exchange(other, (await svidFor(other, tenant.key, caller.id)).svid, callee.id, 'tools:a');
     for (let i = 0; i < 3; i++) await other.request('POST', '/api/v1/identity/authorize', { body: { token: access_token, tool: 'a', callee: callee.id } });
     const answeredBy = new Date().toISOString();

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import {
   ASSERTION_TYPE,
-  createAgent,
+  
   decodePart,
   exchange,
   expectOAuthError,
@@ -110,7 +110,7 @@ describe('access tokens on the main API', () => {
     const events = (await t.request('GET', `/api/v1/audit-events?resourceId=${created.body.id}`, { key: acme.key })).body.events;
     expect(events[0]).toMatchObject({ action: 'agent.created', actorType: 'access_token', actorId: k.id });
     // Tenant scoping holds: another tenant's agent is not found.
-    const foreign = await createAgent(t, globex.key);
+    const foreign = await t.agent(globex.key);
     expectProblem(await t.request('GET', `/api/v1/agents/${foreign.id}`, { key: writer }), 404, 'not_found');
   });
 
@@ -136,8 +136,8 @@ describe('access tokens on the main API', () => {
     } finally {
       clock.now = real;
     }
-    const a = await createAgent(t, acme.key);
-    const b = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
+    const b = await t.agent(acme.key);
     const s = await svidFor(t, acme.key, a.id);
     const delegation = await exchange(t, s.svid, b.id, 'tools:*');
     // A valid delegation token is refused with its own reason (it is for agent-to-agent calls).
@@ -163,7 +163,7 @@ describe('client_credentials for an agent (private_key_jwt)', () => {
   });
 
   it('issues an API token (default scope agents:read) to an agent that signs with its own key', async () => {
-    const a = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
     const assertion = await t.services.identity.signClientAssertion(acme.id, a.id);
     const res = await tokenRequest(t, assertionParams(assertion));
     expect(res.status, res.text).toBe(200);
@@ -193,7 +193,7 @@ describe('client_credentials for an agent (private_key_jwt)', () => {
   });
 
   it('accepts each assertion once, and only well-formed, fresh, correctly addressed and signed ones', async () => {
-    const a = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
     const assertion = await t.services.identity.signClientAssertion(acme.id, a.id);
     expect((await tokenRequest(t, assertionParams(assertion))).status).toBe(200);
     expectOAuthError(await tokenRequest(t, assertionParams(assertion)), 401, 'invalid_client'); // replay
@@ -227,13 +227,13 @@ describe('client_credentials for an agent (private_key_jwt)', () => {
     expectOAuthError(await tokenRequest(t, assertionParams(await forge(real.key, { ...base, exp: now + 7200 }))), 401, 'invalid_client');
     expectOAuthError(await tokenRequest(t, assertionParams(await forge(real.key, base, { typ: 'at+jwt' }))), 401, 'invalid_client');
     // A different agent's identity claimed with this agent's key.
-    const b = await createAgent(t, acme.key);
+    const b = await t.agent(acme.key);
     const bId = `${t.config.publicBaseUrl}/api/v1/identity/agents/${b.id}/client-metadata.json`;
     expectOAuthError(await tokenRequest(t, assertionParams(await forge(real.key, { ...base, iss: bId, sub: bId }))), 401, 'invalid_client');
   });
 
   it('keeps accepting a rotated key during its grace period; a revoked key and its tokens stop at once', async () => {
-    const a = await createAgent(t, acme.key);
+    const a = await t.agent(acme.key);
     const old = await t.services.identity.agentKeys.signingKey(acme.id, a.id);
     const oldAssertion = await t.services.identity.signClientAssertion(acme.id, a.id);
     const token = (await tokenRequest(t, assertionParams(oldAssertion))).body.access_token;
@@ -264,7 +264,7 @@ describe('client_credentials for an agent (private_key_jwt)', () => {
   });
 
   it('lets an externally hosted agent authenticate with the private key it received on rotation', async () => {
-    const ext = await createAgent(t, acme.key, { hosting: 'external' });
+    const ext = await t.agent(acme.key, { hosting: 'external' });
     const rotated = await t.request('POST', `/api/v1/identity/agents/${ext.id}/keys/rotate`, { key: acme.key });
     const jwk = rotated.body.privateJwk as JWK;
     const key = await importJWK(jwk, 'ES256');

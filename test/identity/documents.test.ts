@@ -1,7 +1,7 @@
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { bundleKeySet, createAgent, decodePart, hasJwcrypto, joseVerify, platformJwks, pyVerify, svidFor } from './helpers.js';
+import { bundleKeySet, decodePart, hasJwcrypto, joseVerify, platformJwks, pyVerify, svidFor } from './helpers.js';
 
 let t: TestApp;
 let acme: { id: string; key: string };
@@ -13,8 +13,8 @@ beforeAll(async () => {
   t = await startApp();
   acme = await t.tenant('acme');
   globex = await t.tenant('globex');
-  peer = await createAgent(t, acme.key, { name: 'Peer' });
-  agent = await createAgent(t, acme.key, {
+  peer = await t.agent(acme.key, { name: 'Peer' });
+  agent = await t.agent(acme.key, {
     name: 'Support',
     tools: [
       { type: 'builtin', name: 'skills' },
@@ -51,7 +51,7 @@ describe('client metadata document (IETF Client ID Metadata Document)', () => {
   });
 
   it('finds an agent of any tenant by its id alone', async () => {
-    const other = await createAgent(t, globex.key, { name: 'Globex bot' });
+    const other = await t.agent(globex.key, { name: 'Globex bot' });
     const res = await t.request('GET', `/api/v1/identity/agents/${other.id}/client-metadata.json`);
     expect(res.status).toBe(200);
     expect(res.body.spiffe_id).toBe(`spiffe://agentry.local/tenant/${globex.id}/agent/${other.id}`);
@@ -59,12 +59,12 @@ describe('client metadata document (IETF Client ID Metadata Document)', () => {
 
   it('stays under 5 KB for an agent with the most tools allowed', async () => {
     const tools = Array.from({ length: 64 }, (_, i) => ({
-      type: 'mcp',
+      type: 'mcp' as const,
       url: `https://mcp${i}.example.com/x`,
       name: `srv${i}`.padEnd(32, 'x').slice(0, 32),
       allowedTools: Array.from({ length: 8 }, (_, j) => `tool_${j}_`.padEnd(60, 'y')),
     }));
-    const big = await createAgent(t, acme.key, { name: 'n'.repeat(200), tools });
+    const big = await t.agent(acme.key, { name: 'n'.repeat(200), tools });
     const res = await t.request('GET', `/api/v1/identity/agents/${big.id}/client-metadata.json`);
     expect(res.status).toBe(200);
     expect(Buffer.byteLength(res.text)).toBeLessThan(5 * 1024);
@@ -110,7 +110,7 @@ describe('badge (W3C VC 2.0 secured with JOSE)', () => {
   });
 
   it('follows changes of the agent\'s tools', async () => {
-    const a = await createAgent(t, acme.key, { name: 'changing' });
+    const a = await t.agent(acme.key, { name: 'changing' });
     const before = decodePart((await t.request('GET', `/api/v1/identity/agents/${a.id}/client-metadata.json`)).body.badge, 1);
     expect(before.credentialSubject.capabilities.tools.map((x: { name: string }) => x.name)).toEqual(['skills', 'connectors']);
     await t.request('POST', `/api/v1/agents/${a.id}`, { key: acme.key, body: { tools: [{ type: 'builtin', name: 'connectors' }] } });
@@ -131,7 +131,7 @@ describe('badge (W3C VC 2.0 secured with JOSE)', () => {
 
 describe('agent JWKS', () => {
   it('publishes the agent\'s EC P-256 public keys (created on first use), never private parts', async () => {
-    const a = await createAgent(t, acme.key, { name: 'fresh' });
+    const a = await t.agent(acme.key, { name: 'fresh' });
     const res = await t.request('GET', `/api/v1/identity/agents/${a.id}/jwks.json`);
     expect(res.status).toBe(200);
     expect(res.headers['cache-control']).toMatch(/^public, max-age=\d+$/);
@@ -145,7 +145,7 @@ describe('agent JWKS', () => {
   });
 
   it('creates exactly one key when many first uses race', async () => {
-    const a = await createAgent(t, acme.key, { name: 'racy' });
+    const a = await t.agent(acme.key, { name: 'racy' });
     const results = await Promise.all(Array.from({ length: 8 }, () => t.request('GET', `/api/v1/identity/agents/${a.id}/jwks.json`)));
     const kids = new Set(results.map((r) => r.body.keys.map((k: { kid: string }) => k.kid).join()));
     expect(kids.size).toBe(1);

@@ -6,7 +6,7 @@ import {
   FORM,
   TT_ACCESS,
   TT_JWT,
-  createAgent,
+  
   decodePart,
   exchange,
   exchangeParams,
@@ -34,8 +34,8 @@ beforeAll(async () => {
   t = await startApp();
   acme = await t.tenant('acme');
   globex = await t.tenant('globex');
-  [a, b, c, d] = [await createAgent(t, acme.key, { name: 'A' }), await createAgent(t, acme.key, { name: 'B' }), await createAgent(t, acme.key, { name: 'C' }), await createAgent(t, acme.key, { name: 'D' })];
-  foreign = await createAgent(t, globex.key, { name: 'G' });
+  [a, b, c, d] = [await t.agent(acme.key, { name: 'A' }), await t.agent(acme.key, { name: 'B' }), await t.agent(acme.key, { name: 'C' }), await t.agent(acme.key, { name: 'D' })];
+  foreign = await t.agent(globex.key, { name: 'G' });
 });
 afterAll(() => t.close());
 
@@ -310,7 +310,7 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
   });
 
   it('invalid_grant once the agent key behind the SVID is revoked', async () => {
-    const agent = await createAgent(t, acme.key);
+    const agent = await t.agent(acme.key);
     const s = await svidFor(t, acme.key, agent.id);
     const kid = (await t.request('GET', `/api/v1/identity/agents/${agent.id}/jwks.json`)).body.keys[0].kid;
     expect((await t.request('DELETE', `/api/v1/identity/agents/${agent.id}/keys/${kid}`, { key: acme.key })).status).toBe(204);
@@ -318,7 +318,7 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
   });
 
   it('invalid_grant when the SVID\'s agent was deleted', async () => {
-    const agent = await createAgent(t, acme.key);
+    const agent = await t.agent(acme.key);
     const s = await svidFor(t, acme.key, agent.id);
     await t.request('DELETE', `/api/v1/agents/${agent.id}`, { key: acme.key });
     expectOAuthError(await tokenRequest(t, exchangeParams(s.svid, b.id, 'tools:x')), 400, 'invalid_grant');
@@ -373,8 +373,8 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
   it('server_error (500) when the platform fails', async () => {
     const broken = await startApp();
     const tenant = await broken.tenant();
-    const agent = await createAgent(broken, tenant.key);
-    const other = await createAgent(broken, tenant.key);
+    const agent = await broken.agent(tenant.key);
+    const other = await broken.agent(tenant.key);
     const s = await svidFor(broken, tenant.key, agent.id);
     // The token store is gone: verifying the SVID fails inside the platform.
     await sql`drop table identity_tokens`.execute(broken.db.kysely);
@@ -389,8 +389,8 @@ describe('configured ISSUER and TRUST_DOMAIN', () => {
     const other = await startApp({ ISSUER: 'https://issuer.example.com', TRUST_DOMAIN: 'prod.example' });
     try {
       const tenant = await other.tenant();
-      const x = await createAgent(other, tenant.key);
-      const y = await createAgent(other, tenant.key);
+      const x = await other.agent(tenant.key);
+      const y = await other.agent(tenant.key);
       const s1 = await svidFor(other, tenant.key, x.id, 'https://issuer.example.com');
       expect(s1.spiffeId).toBe(`spiffe://prod.example/tenant/${tenant.id}/agent/${x.id}`);
       expect(decodePart(s1.svid, 1).iss).toBe('https://issuer.example.com');
@@ -465,7 +465,7 @@ describe('introspection (RFC 7662)', () => {
   });
 
   it('deactivates tokens down the chain when the agent key behind them is revoked', async () => {
-    const agent = await createAgent(t, acme.key);
+    const agent = await t.agent(acme.key);
     const s = await svidFor(t, acme.key, agent.id);
     const svidB = await svidFor(t, acme.key, b.id);
     const t1 = await exchange(t, s.svid, b.id, 'tools:*');

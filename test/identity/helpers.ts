@@ -20,12 +20,6 @@ export function tokenRequest(t: TestApp, params: Record<string, string | string[
   return t.request('POST', '/api/v1/identity/oauth/token', { payload: form(params), headers: { ...FORM, ...headers } });
 }
 
-export async function createAgent(t: TestApp, key: string, body: Record<string, unknown> = {}) {
-  const res = await t.request('POST', '/api/v1/agents', { key, body: { name: 'agent', appId: 'app', ...body } });
-  expect(res.status, res.text).toBe(201);
-  return res.body as { id: string; name: string; tools: unknown[] };
-}
-
 export async function svidFor(t: TestApp, key: string, agentId: string, audience: string | string[] = t.config.issuer, ttlSeconds?: number) {
   const res = await t.request('POST', `/api/v1/identity/agents/${agentId}/svid`, { key, body: { audience, ...(ttlSeconds ? { ttlSeconds } : {}) } });
   expect(res.status, res.text).toBe(200);

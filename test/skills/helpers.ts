@@ -6,19 +6,6 @@ import type { ApprovalGateway } from '../../src/tasks/approvals.js';
 import type { Actor } from '../../src/tenancy/permissions.js';
 import type { TestApp } from '../helpers/app.js';
 
-/** A new API key of the tenant holding only these permissions. */
-export async function createKey(t: TestApp, key: string, permissions: string[]) {
-  const res = await t.request('POST', '/api/v1/api-keys', { key, body: { name: permissions.join('+'), permissions } });
-  expect(res.status, res.text).toBe(201);
-  return res.body.key as string;
-}
-
-export async function createAgent(t: TestApp, key: string, body: Record<string, unknown> = {}) {
-  const res = await t.request('POST', '/api/v1/agents', { key, body: { name: 'Helper', appId: 'app', ...body } });
-  expect(res.status, res.text).toBe(201);
-  return res.body as { id: string; name: string };
-}
-
 export async function createSkill(t: TestApp, key: string, body: Record<string, unknown> = {}) {
   const res = await t.request('POST', '/api/skills', {
     key,

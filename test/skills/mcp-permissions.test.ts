@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
-import { createAgent, createKey, createSkill } from './helpers.js';
+import { createSkill } from './helpers.js';
 
 /**
  * Issue 21 item 6: each MCP tool needs the permission its HTTP twin needs. skill_request and
@@ -20,7 +20,7 @@ beforeAll(async () => {
   t = await startApp();
   base = await t.listen();
   ({ key: admin } = await t.tenant('acme'));
-  agentId = (await createAgent(t, admin, { name: 'Outside', hosting: 'external' })).id;
+  agentId = (await t.agent(admin, { name: 'Outside', hosting: 'external' })).id;
   skillId = (await createSkill(t, admin, { name: 'pricing' })).id;
 });
 afterAll(() => t.close());
@@ -39,7 +39,7 @@ const connectorRequests = async () => (await t.request('GET', '/api/v1/connector
 
 describe('MCP tools check the permission of their HTTP twin', () => {
   it('a skills:read key reads, but skill_request and connector_request answer forbidden and create nothing', async () => {
-    const readOnly = await createKey(t, admin, ['skills:read']);
+    const readOnly = await t.key(admin, ['skills:read']);
     // Its HTTP twin: POST /api/v1/tasks is a 403 for this key.
     expect((await t.request('POST', '/api/v1/tasks', { key: readOnly, body: { name: 'x', description: 'y', agentId } })).status).toBe(403);
     const client = await connect(readOnly);
@@ -60,7 +60,7 @@ describe('MCP tools check the permission of their HTTP twin', () => {
   });
 
   it('a key with skills:read and agents:write makes both requests', async () => {
-    const writer = await createKey(t, admin, ['skills:read', 'agents:write']);
+    const writer = await t.key(admin, ['skills:read', 'agents:write']);
     const client = await connect(writer);
     const tasksBefore = await pendingTasks();
     const skill = await client.callTool({ name: 'skill_request', arguments: { skillId, reason: 'need it' } });

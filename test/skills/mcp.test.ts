@@ -4,7 +4,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { registerSkillApprovalHandlers } from '../../src/skills/index.js';
-import { assign, createAgent, createKey, createSkill, fakeGateway } from './helpers.js';
+import { assign, createSkill, fakeGateway } from './helpers.js';
 
 let t: TestApp;
 let base: string;
@@ -20,7 +20,7 @@ beforeAll(async () => {
   ({ key } = await t.tenant('acme'));
   ({ key: otherKey } = await t.tenant('globex'));
   // An agent hosted elsewhere: it holds an identity here and uses the platform's skills over MCP.
-  external = await createAgent(t, key, { name: 'Outside', hosting: 'external' });
+  external = await t.agent(key, { name: 'Outside', hosting: 'external' });
   const skill = await createSkill(t, key, {
     name: 'pricing',
     references: [{ name: 'prices.md', content: '# Prices\nThe Team plan costs 20 EUR per seat.\n\n# Support\nEmail only.' }],
@@ -87,11 +87,11 @@ describe('MCP endpoint', () => {
   });
 
   it('serves only the tool groups in the agent’s tools list', async () => {
-    const skillsOnly = await createAgent(t, key, { hosting: 'external', tools: [{ type: 'builtin', name: 'skills' }] });
+    const skillsOnly = await t.agent(key, { hosting: 'external', tools: [{ type: 'builtin', name: 'skills' }] });
     const client = await connect(skillsOnly.id);
     expect((await client.listTools()).tools.map((x) => x.name)).toEqual(['skill_discover', 'skill_query', 'skill_request']);
     await client.close();
-    const none = await createAgent(t, key, { tools: [] });
+    const none = await t.agent(key, { tools: [] });
     const bare = await connect(none.id);
     expect((await bare.listTools()).tools).toEqual([]);
     await bare.close();
@@ -109,7 +109,7 @@ describe('MCP endpoint', () => {
     expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
     expect((await post(external.id, { authorization: 'Bearer agk_nope' })).status).toBe(401);
 
-    const forbidden = await post(external.id, { authorization: `Bearer ${await createKey(t, key, ['agents:read'])}` });
+    const forbidden = await post(external.id, { authorization: `Bearer ${await t.key(key, ['agents:read'])}` });
     expect(forbidden.status).toBe(403);
     expect((await json(forbidden)).code).toBe('forbidden');
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { assign, createAgent, createKey, createSkill } from './helpers.js';
+import { expectProblem, startApp, type Permission, type TestApp } from '../helpers/app.js';
+import { assign, createSkill } from './helpers.js';
 
 let t: TestApp;
 let key: string;
@@ -13,7 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const keyWith = (permissions: string[]) => createKey(t, key, permissions);
+const keyWith = (permissions: Permission[]) => t.key(key, permissions);
 
 describe('custom skills', () => {
   it('creates a skill with references and scripts, in the contract shape', async () => {
@@ -202,7 +202,7 @@ describe('listing', () => {
 
 describe('assignments', () => {
   it('assigns (201, enabled, assignedBy = key id), lists both ways, updates and unassigns', async () => {
-    const agent = await createAgent(t, key, { name: 'Seller' });
+    const agent = await t.agent(key, { name: 'Seller' });
     const skill = await createSkill(t, key, { name: 'negotiation' });
     const keyId = (await t.request('GET', '/api/v1/tenant', { key })).body;
     const res = await t.request('POST', `/api/skills/${skill.id}/assign`, { key, body: { agentId: agent.id, config: { region: 'EU' }, priority: 5 } });
@@ -250,7 +250,7 @@ describe('assignments', () => {
   });
 
   it('orders an agent’s skills by priority, highest first (default 0)', async () => {
-    const agent = await createAgent(t, key);
+    const agent = await t.agent(key);
     const low = await createSkill(t, key, { name: 'low-prio' });
     const high = await createSkill(t, key, { name: 'high-prio' });
     const mid = await createSkill(t, key, { name: 'mid-prio' });
@@ -263,7 +263,7 @@ describe('assignments', () => {
   });
 
   it('answers 404 for a missing skill or agent, 400 for bad bodies, 409 for an archived skill', async () => {
-    const agent = await createAgent(t, key);
+    const agent = await t.agent(key);
     const skill = await createSkill(t, key, { name: 'assign-errors' });
     const missing = '0190f1c2-0000-7000-8000-000000000000';
     expectProblem(await t.request('POST', `/api/skills/${missing}/assign`, { key, body: { agentId: agent.id } }), 404, 'not_found');
@@ -285,7 +285,7 @@ describe('assignments', () => {
   });
 
   it('copies assignments when an agent is duplicated, and drops them when it is deleted', async () => {
-    const agent = await createAgent(t, key, { name: 'Original' });
+    const agent = await t.agent(key, { name: 'Original' });
     const skill = await createSkill(t, key, { name: 'copied-skill' });
     await assign(t, key, skill.id, agent.id, { priority: 3, config: { tone: 'formal' } });
     await t.request('PATCH', `/api/skills/${skill.id}/assignments/${agent.id}`, { key, body: { enabled: false } });
@@ -306,7 +306,7 @@ describe('permissions and tenant isolation', () => {
     const reader = await keyWith(['skills:read']);
     const agentsOnly = await keyWith(['agents:read', 'agents:write']);
     const skill = await createSkill(t, key, { name: 'guarded' });
-    const agent = await createAgent(t, key);
+    const agent = await t.agent(key);
     expect((await t.request('GET', '/api/skills', { key: reader })).status).toBe(200);
     expect((await t.request('GET', `/api/skills/${skill.id}`, { key: reader })).status).toBe(200);
     expect((await t.request('GET', '/api/skills/categories', { key: reader })).status).toBe(200);
@@ -325,9 +325,9 @@ describe('permissions and tenant isolation', () => {
 
   it('never shows or touches another tenant’s skills, agents or assignments (404)', async () => {
     const mine = await createSkill(t, key, { name: 'private-skill', category: 'secret-category' });
-    const myAgent = await createAgent(t, key);
+    const myAgent = await t.agent(key);
     await assign(t, key, mine.id, myAgent.id);
-    const theirAgent = await createAgent(t, otherKey);
+    const theirAgent = await t.agent(otherKey);
     const theirs = await createSkill(t, otherKey, { name: 'their-skill' });
 
     expectProblem(await t.request('GET', `/api/skills/${mine.id}`, { key: otherKey }), 404, 'not_found');

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadStoreCatalog } from '../../src/skills/catalog.js';
 import { CONNECTORS } from '../../src/skills/connectors/catalog.js';
-import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { createKey, createSkill } from './helpers.js';
+import { expectProblem, startApp, type Permission, type TestApp } from '../helpers/app.js';
+import { createSkill } from './helpers.js';
 
 let t: TestApp;
 let key: string;
@@ -15,7 +15,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const keyWith = (permissions: string[]) => createKey(t, key, permissions);
+const keyWith = (permissions: Permission[]) => t.key(key, permissions);
 
 describe('the store catalog', () => {
   it('ships valid skills in the four example categories, each with references', () => {

@@ -3,7 +3,7 @@ import { registerSkillApprovalHandlers } from '../../src/skills/index.js';
 import { announceSkills } from '../../src/skills/tools.js';
 import type { Actor } from '../../src/tenancy/permissions.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { assign, callTool, createAgent, createSkill, fakeGateway } from './helpers.js';
+import { assign, callTool, createSkill, fakeGateway } from './helpers.js';
 
 const PRICING_REFERENCE = `# Pricing
 
@@ -35,7 +35,7 @@ let skill: { id: string; name: string };
 beforeAll(async () => {
   t = await startApp();
   ({ key, id: tenantId } = await t.tenant('acme'));
-  agent = await createAgent(t, key, { name: 'Seller', systemPrompt: 'You sell.' });
+  agent = await t.agent(key, { name: 'Seller', systemPrompt: 'You sell.' });
   skill = await createSkill(t, key, {
     name: 'pricing',
     description: 'Answers pricing and discount questions',
@@ -179,13 +179,13 @@ describe('connector_discover and connector_request', () => {
   });
 
   it('gives an agent only the tool groups in its tools list', async () => {
-    const skillsOnly = await createAgent(t, key, { tools: [{ type: 'builtin', name: 'skills' }] });
+    const skillsOnly = await t.agent(key, { tools: [{ type: 'builtin', name: 'skills' }] });
     const res = await t.request('POST', `/api/v1/agents/${skillsOnly.id}/execute`, { key, body: { message: '/tool connector_discover {}' } });
     expect(res.status).toBe(200);
     expect(res.body.toolCalls[0].result.error.code).toBe('invalid_tool_call');
     expect((await callTool(t, key, skillsOnly.id, 'skill_discover', {})).skills.length).toBeGreaterThan(0);
 
-    const none = await createAgent(t, key, { tools: [] });
+    const none = await t.agent(key, { tools: [] });
     const plain = await t.request('POST', `/api/v1/agents/${none.id}/execute`, { key, body: { message: '/tool skill_discover {}' } });
     expect(plain.body.toolCalls).toEqual([]);
   });
@@ -200,7 +200,7 @@ describe('system prompt', () => {
   };
 
   it('announces the enabled skills of active status, highest priority first, and nothing else', async () => {
-    const announcer = await createAgent(t, key, { name: 'Announcer', systemPrompt: 'Be brief.' });
+    const announcer = await t.agent(key, { name: 'Announcer', systemPrompt: 'Be brief.' });
     const baseline = await inputTokens(announcer.id);
     expect(baseline).toBe(words('Be brief. hello there'));
 
@@ -242,7 +242,7 @@ describe('requests through an approval gateway', () => {
   beforeAll(async () => {
     a = await startApp();
     ({ key: k } = await a.tenant('approvals'));
-    bot = await createAgent(a, k, { name: 'Bot' });
+    bot = await a.agent(k, { name: 'Bot' });
     registerSkillApprovalHandlers(fake.gateway, a.services.skillTools);
   });
   afterAll(() => a.close());
