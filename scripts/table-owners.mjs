@@ -21,10 +21,6 @@ const OWNERS = {
 // Remove an entry when its query moves; never add one.
 const KNOWN = new Set([
   'src/conversations/files.ts files',
-  'src/runs/service.ts conversations',
-  'src/runs/service.ts messages',
-  'src/runs/service.ts run_events',
-  'src/runs/service.ts runs',
   'src/skills/connectors/service.ts connector_connections',
   'src/skills/connectors/service.ts connector_requests',
   'src/skills/store.ts agents',

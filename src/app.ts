@@ -22,7 +22,7 @@ import { filesRoutes, FilesService } from './conversations/files.js';
 import { conversationsRoutes } from './conversations/routes.js';
 import { ConversationsService } from './conversations/service.js';
 import { runsRoutes } from './runs/routes.js';
-import { RunsService } from './runs/service.js';
+import { type Admission, RunsService } from './runs/service.js';
 import { PriceTable } from './runtime/models/prices.js';
 import { ModelRegistry } from './runtime/models/registry.js';
 import { mcpToolProvider } from './runtime/tools/mcp.js';
@@ -39,7 +39,7 @@ import { TasksService } from './tasks/service.js';
 import { createSkillsDomain, registerSkillApprovalHandlers, skillsDomainRoutes, type SkillsDomain } from './skills/index.js';
 import { tenancyRoutes } from './tenancy/routes.js';
 import { TenancyService } from './tenancy/service.js';
-import { LimitsService, type RateDecision } from './tenancy/limits.js';
+import { type AdmissionBatch, LimitsService, type RateDecision, type RunLimits, newAdmissionBatch, withdrawAdmission } from './tenancy/limits.js';
 import { isPromise } from './maybe-promise.js';
 
 export const BODY_LIMIT = 1024 * 1024;
@@ -81,6 +81,16 @@ export function createLogger(config: Config, destination?: pino.DestinationStrea
   return pino({ level: config.logLevel, hooks: { streamWrite: redactLogLine } }, destination);
 }
 
+/** Tenancy's limits as the admission a run's start asks (runs/admission.ts): the two domains meet only here. */
+function runAdmission(limits: LimitsService): Admission<RunLimits, AdmissionBatch> {
+  return {
+    runLimits: (tenantId, agentId) => limits.runLimits(tenantId, agentId),
+    newBatch: newAdmissionBatch,
+    admit: (trx, a) => limits.admitInTransaction(trx, a.batch, a.tenantId, a.agentId, a.limits),
+    withdraw: withdrawAdmission,
+  };
+}
+
 export function createServices(config: Config, db: Db, logger: FastifyBaseLogger = createLogger(config)): Services {
   // One process on SQLite; on PostgreSQL, signals cross replicas with LISTEN/NOTIFY.
   const bus: SignalBus = config.databaseUrl
@@ -93,7 +103,17 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   // Every outbound request made on a tenant's behalf connects through this guard (docs/operations.md).
   const outbound = new OutboundGuard({ allowedHosts: config.mcpAllowedHosts, allowPrivateNetworks: config.mcpAllowPrivateNetworks });
   tools.register('mcp', mcpToolProvider(outbound.fetch));
-  const runs = new RunsService(db, new ModelRegistry(config.providers), tools, new PriceTable(config.modelPrices), config.runLeaseMs, logger, bus, limits, agents);
+  const runs = new RunsService({
+    db,
+    models: new ModelRegistry(config.providers),
+    tools,
+    prices: new PriceTable(config.modelPrices),
+    leaseMs: config.runLeaseMs,
+    log: logger,
+    bus,
+    admission: runAdmission(limits),
+    agents,
+  });
   const files = new FilesService(db);
   const identity = new IdentityService(db, config, tenancy, agents);
   tools.register('delegation', delegationToolProvider(identity, agents, () => runs));

@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { ConversationTable, Database, MessageTable } from '../db/schema.js';
 import { countRows } from '../db/count.js';
+import type { DeferredInserts } from '../db/group-commit.js';
 import { insertPrepared, runPrepared } from '../db/prepared.js';
 
 /** SQL for conversations and messages; every statement names its tenant. */
@@ -84,6 +85,15 @@ export function releaseConversation(db: Executor, id: string, runId: string) {
     (q, p) => q.updateTable('conversations').set({ active_run_id: null }).where('id', '=', p('id')).where('active_run_id', '=', p('runId')),
     { id, runId },
   );
+}
+
+/** A conversation's row (then a message's) inserted with the other rows of a group commit's transaction. */
+export function deferConversation(later: DeferredInserts, row: ConversationRow) {
+  later.insert('conversations', row);
+}
+
+export function deferMessage(later: DeferredInserts, row: MessageRow) {
+  later.insert('messages', row);
 }
 
 export function insertMessage(db: Executor, row: MessageRow) {

@@ -1,14 +1,15 @@
-import { type Kysely, type Selectable, type Updateable, sql } from 'kysely';
-import type { Database, RunTable } from '../db/schema.js';
+import { type Insertable, type Kysely, type Selectable, type Updateable, sql } from 'kysely';
 import { countRows } from '../db/count.js';
+import type { DeferredInserts } from '../db/group-commit.js';
 import { insertRows, placeholders, runPrepared } from '../db/prepared.js';
+import type { Database, RunTable } from '../db/schema.js';
+import { type TerminalStatus, isActive, statusesBefore } from './statuses.js';
 
-/** SQL for runs and their event log. */
+/** SQL for runs and their event log: the only module that names the `runs` and `run_events` tables. */
 
 export type RunRow = Selectable<RunTable>;
 type Executor = Kysely<Database>;
-
-export const ACTIVE_STATUSES = ['queued', 'running'] as const;
+type EventRow = { run_id: string; seq: number; event: string; data: string };
 
 export function findRun(db: Executor, tenantId: string, id: string) {
   return db.selectFrom('runs').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
@@ -37,15 +38,44 @@ export async function listTaskRuns(db: Executor, tenantId: string, taskId: strin
   return { rows, total: count };
 }
 
-/** Moves a run to a terminal state only if it is still active: exactly one terminal write wins. */
-export async function finishRun(db: Executor, id: string, patch: Updateable<RunTable>) {
+/** A run's row (and then its events) inserted with the other rows of a group commit's transaction. */
+export function deferRun(later: DeferredInserts, row: Insertable<RunTable>) {
+  later.insert('runs', row);
+}
+
+export function deferEvents(later: DeferredInserts, rows: EventRow[]) {
+  for (const row of rows) later.insert('run_events', row);
+}
+
+/**
+ * Moves a run to a terminal state only from a status it may follow (runs/statuses.ts): exactly one
+ * terminal write wins.
+ */
+export async function finishRun(db: Executor, id: string, patch: Updateable<RunTable> & { status: TerminalStatus }) {
+  const from = statusesBefore(patch.status);
   const r = await runPrepared(
     db,
-    `finish run ${Object.keys(patch).join(',')}`,
-    (q, p) => q.updateTable('runs').set(placeholders(patch, p)).where('id', '=', p('$id')).where('status', 'in', [...ACTIVE_STATUSES]),
+    `finish run from ${from.join('|')} ${Object.keys(patch).join(',')}`,
+    (q, p) => q.updateTable('runs').set(placeholders(patch, p)).where('id', '=', p('$id')).where('status', 'in', from),
     { ...patch, $id: id },
   );
   return { numUpdatedRows: r.numAffectedRows ?? 0n };
+}
+
+/** Asks the process running a run to cancel it (read at its next lease renewal). */
+export function requestCancel(db: Executor, id: string) {
+  return db.updateTable('runs').set({ cancel_requested: 1 }).where('id', '=', id).execute();
+}
+
+/** Of `ids`, the runs whose cancel was requested (by another process, through the row). */
+export function cancelRequested(db: Executor, ids: string[]) {
+  return db.selectFrom('runs').select('id').where('id', 'in', ids).where('cancel_requested', '=', 1).execute();
+}
+
+/** Whether a run is still going: false when it ended, or does not exist. */
+export async function isRunActive(db: Executor, id: string): Promise<boolean> {
+  const run = await findRunById(db, id);
+  return Boolean(run && isActive(run.status));
 }
 
 /**
@@ -82,8 +112,42 @@ export function expiredRuns(db: Executor, now: string, limit: number) {
   return expiredRunsQuery(db, now, limit).execute();
 }
 
+/** USD spent by runs created since `since` (the month's start), for the tenant or one of its agents. */
+export async function spendSince(db: Executor, scope: { tenantId: string; since: string; agentId?: string }): Promise<number> {
+  let q = db.selectFrom('runs').select((eb) => eb.fn.sum<number | string | null>('cost').as('spent')).where('tenant_id', '=', scope.tenantId).where('created_at', '>=', scope.since);
+  if (scope.agentId) q = q.where('agent_id', '=', scope.agentId);
+  const row = await q.executeTakeFirst();
+  return Math.round(Number(row?.spent ?? 0) * 1e9) / 1e9;
+}
+
+/** The month's spend and the largest cost of one run in it, for the tenant or one of its agents (run admission). */
+export async function spendAndLargestSince(db: Executor, scope: { tenantId: string; since: string; agentId?: string }): Promise<{ spentUsd: number; largestRunUsd: number }> {
+  let q = db
+    .selectFrom('runs')
+    .select((eb) => [eb.fn.sum<number | string | null>('cost').as('spent'), eb.fn.max<number | string | null>('cost').as('largest')])
+    .where('tenant_id', '=', scope.tenantId)
+    .where('created_at', '>=', scope.since);
+  if (scope.agentId) q = q.where('agent_id', '=', scope.agentId);
+  const row = await q.executeTakeFirst();
+  const usd = (v: number | string | null | undefined) => Math.round(Number(v ?? 0) * 1e9) / 1e9;
+  return { spentUsd: usd(row?.spent), largestRunUsd: usd(row?.largest) };
+}
+
+/** The tenant's runs executing now (or one agent's). */
+export async function runningRuns(db: Executor, scope: { tenantId: string; agentId?: string }): Promise<number> {
+  let q = db
+    .selectFrom('runs')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('tenant_id', '=', scope.tenantId)
+    // A literal, as in the partial index of running runs (runs_running_lease), which may serve it.
+    .where('status', '=', sql.lit('running'));
+  if (scope.agentId) q = q.where('agent_id', '=', scope.agentId);
+  const row = await q.executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /** Events in as few INSERTs as keep the statement texts few (db/prepared.ts insertRows). */
-export function insertEvents(db: Executor, rows: { run_id: string; seq: number; event: string; data: string }[]) {
+export function insertEvents(db: Executor, rows: EventRow[]) {
   return insertRows(db, 'run_events', rows);
 }
 

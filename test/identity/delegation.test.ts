@@ -10,19 +10,14 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const agent = async (body: Record<string, unknown>) => {
-  const res = await t.request('POST', '/api/v1/agents', { key, body: { appId: 'x', ...body } });
-  expect(res.status, res.text).toBe(201);
-  return res.body as { id: string; tools: unknown[] };
-};
 const execute = (id: string, message: string) => t.request('POST', `/api/v1/agents/${id}/execute`, { key, body: { message } });
 const setMode = (mode: 'audit' | 'enforce') => t.request('PUT', '/api/v1/identity/tbac/mode', { key, body: { mode } });
 const policy = (body: Record<string, unknown>) => t.request('POST', '/api/v1/identity/tbac/policies', { key, body });
 
 describe('delegation to another agent (SVID -> token exchange -> ExtAuthZ -> callee run)', () => {
   it('runs the callee when allowed and gives its reply to the caller', async () => {
-    const helper = await agent({ name: 'Research Helper', role: 'researcher' });
-    const lead = await agent({ name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
+    const helper = await t.agent(key, { name: 'Research Helper', role: 'researcher' });
+    const lead = await t.agent(key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
     const res = await execute(lead.id, '/tool ask_helper {"message":"find the answer"}');
     expect(res.status, res.text).toBe(200);
     const call = res.body.toolCalls[0];
@@ -37,15 +32,15 @@ describe('delegation to another agent (SVID -> token exchange -> ExtAuthZ -> cal
   });
 
   it('names the tool after the callee by default', async () => {
-    const helper = await agent({ name: 'Billing Expert' });
-    const lead = await agent({ name: 'Lead2', tools: [{ type: 'agent', agentId: helper.id }] });
+    const helper = await t.agent(key, { name: 'Billing Expert' });
+    const lead = await t.agent(key, { name: 'Lead2', tools: [{ type: 'agent', agentId: helper.id }] });
     const res = await execute(lead.id, '/tool ask_billing_expert {"message":"refund?"}');
     expect(res.body.toolCalls[0].result.output).toBe('refund?');
   });
 
   it('refuses when a policy denies: the denial is the tool result and no callee run happens', async () => {
-    const helper = await agent({ name: 'Guarded' });
-    const lead = await agent({ name: 'Lead3', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_guarded' }] });
+    const helper = await t.agent(key, { name: 'Guarded' });
+    const lead = await t.agent(key, { name: 'Lead3', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_guarded' }] });
     const p = await policy({ callerAgentId: lead.id, calleeAgentId: helper.id, toolName: 'ask_guarded', effect: 'deny' });
     expect(p.status).toBe(201);
     const res = await execute(lead.id, '/tool ask_guarded {"message":"let me in"}');
@@ -57,8 +52,8 @@ describe('delegation to another agent (SVID -> token exchange -> ExtAuthZ -> cal
   });
 
   it('in enforce mode needs an allowing policy', async () => {
-    const helper = await agent({ name: 'Strict' });
-    const lead = await agent({ name: 'Lead4', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_strict' }] });
+    const helper = await t.agent(key, { name: 'Strict' });
+    const lead = await t.agent(key, { name: 'Lead4', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_strict' }] });
     expect((await setMode('enforce')).status).toBe(200);
     try {
       const denied = await execute(lead.id, '/tool ask_strict {"message":"hello"}');
@@ -72,8 +67,8 @@ describe('delegation to another agent (SVID -> token exchange -> ExtAuthZ -> cal
   });
 
   it('stops delegation loops', async () => {
-    const a = await agent({ name: 'Ping' });
-    const b = await agent({ name: 'Pong', tools: [{ type: 'agent', agentId: a.id, name: 'ask_ping' }] });
+    const a = await t.agent(key, { name: 'Ping' });
+    const b = await t.agent(key, { name: 'Pong', tools: [{ type: 'agent', agentId: a.id, name: 'ask_ping' }] });
     await t.request('POST', `/api/v1/agents/${a.id}`, { key, body: { tools: [{ type: 'agent', agentId: b.id, name: 'ask_pong' }] } });
     // The callee gets the caller's message; a message that is itself a /tool line makes each agent delegate again.
     const line = (tool: string, message: string) => `/tool ${tool} ${JSON.stringify({ message })}`;

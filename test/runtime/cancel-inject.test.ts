@@ -18,11 +18,6 @@ afterAll(async () => {
   await mcp.close();
 });
 
-async function agent(body: Record<string, unknown> = {}) {
-  const res = await t.request('POST', '/api/v1/agents', { key, body: { name: 'bot', appId: 'app', ...body } });
-  return res.body as { id: string };
-}
-
 /** Starts a streamed run and returns once its first event arrived, with the stream still open. */
 async function startStream(agentId: string, message: string, conversationId?: string) {
   const res = await t.fetch(`/api/v1/agents/${agentId}/stream`, key, { body: { message, conversationId } });
@@ -39,7 +34,7 @@ async function startStream(agentId: string, message: string, conversationId?: st
 
 describe('cancel', () => {
   it('aborts a slow tool at once, keeps partial output, ends cancelled exactly once', async () => {
-    const a = await agent({ tools: [{ type: 'mcp', url: mcp.url }] });
+    const a = await t.agent(key, { tools: [{ type: 'mcp', url: mcp.url }] });
     const { runId, events } = await startStream(a.id, '/tool slow {"ms":10000}');
     // Wait until the tool is in flight.
     for (let i = 0; i < 100 && !mcp.state.calls.some((c) => c.name === 'slow'); i++) await new Promise((r) => setTimeout(r, 20));
@@ -56,7 +51,7 @@ describe('cancel', () => {
   });
 
   it('stops a streaming answer and keeps what was said', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const { runId, conversationId, events } = await startStream(a.id, '/delay 50\none two three four five six seven eight nine ten');
     await new Promise((r) => setTimeout(r, 180));
     const res = await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key });
@@ -78,7 +73,7 @@ describe('cancel', () => {
 
 describe('inject', () => {
   it('delivers a message at the next step boundary of the running answer', async () => {
-    const a = await agent({ tools: [{ type: 'mcp', url: mcp.url }] });
+    const a = await t.agent(key, { tools: [{ type: 'mcp', url: mcp.url }] });
     const slowCalls = () => mcp.state.calls.filter((c) => c.name === 'slow').length;
     const before = slowCalls();
     const { runId, conversationId, events } = await startStream(a.id, '/tool slow {"ms":400}');
@@ -102,7 +97,7 @@ describe('inject', () => {
   });
 
   it('gives a message injected during the final step its own turn', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const { runId, conversationId, events } = await startStream(a.id, '/delay 60\nslow words here');
     await new Promise((r) => setTimeout(r, 70));
     await t.request('POST', `/api/v1/conversations/${conversationId}/inject`, { key, body: { content: 'late news' } });
@@ -114,7 +109,7 @@ describe('inject', () => {
   });
 
   it('answers 409 no_active_run when nothing is running', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const conv = await t.request('POST', '/api/v1/conversations', { key, body: { agentId: a.id } });
     expectProblem(await t.request('POST', `/api/v1/conversations/${conv.body.id}/inject`, { key, body: { content: 'x' } }), 409, 'no_active_run');
     expectProblem(await t.request('POST', `/api/v1/conversations/${conv.body.id}/inject`, { key, body: {} }), 400, 'validation_failed');
@@ -124,7 +119,7 @@ describe('inject', () => {
 
 describe('a second message while the agent answers (onActiveRun)', () => {
   it('rejects by default with 409 conversation_busy', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const { conversationId, events } = await startStream(a.id, '/delay 40\na b c d e');
     const res = await t.request('POST', `/api/v1/conversations/${conversationId}/messages`, { key, body: { content: 'wait' } });
     expectProblem(res, 409, 'conversation_busy');
@@ -132,7 +127,7 @@ describe('a second message while the agent answers (onActiveRun)', () => {
   });
 
   it('enqueues: the message runs after the current answer', async () => {
-    const a = await agent({ configuration: { onActiveRun: 'enqueue' } });
+    const a = await t.agent(key, { configuration: { onActiveRun: 'enqueue' } });
     const { conversationId, events } = await startStream(a.id, '/delay 30\na b c d');
     const res = await t.request('POST', `/api/v1/conversations/${conversationId}/messages`, { key, body: { content: 'queued one' } });
     expect(res.status).toBe(200);
@@ -143,7 +138,7 @@ describe('a second message while the agent answers (onActiveRun)', () => {
   });
 
   it('injects when asked per message', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const { runId, conversationId, events } = await startStream(a.id, '/delay 40\na b c d e');
     const res = await t.request('POST', `/api/v1/conversations/${conversationId}/messages`, { key, body: { content: 'btw', onActiveRun: 'inject' } });
     expect(res.status).toBe(202);

@@ -19,18 +19,12 @@ afterAll(async () => {
   await mcp.close();
 });
 
-async function agent(body: Record<string, unknown> = {}, k = key) {
-  const res = await t.request('POST', '/api/v1/agents', { key: k, body: { name: 'bot', appId: 'app', ...body } });
-  expect(res.status, res.text).toBe(201);
-  return res.body as { id: string };
-}
-
 const execute = (agentId: string, body: Record<string, unknown>, k = key) =>
   t.request('POST', `/api/v1/agents/${agentId}/execute`, { key: k, body });
 
 describe('execute', () => {
   it('answers with output, conversation, cost, tokens, duration and stores the run', async () => {
-    const a = await agent({ systemPrompt: 'You are terse.' });
+    const a = await t.agent(key, { systemPrompt: 'You are terse.' });
     const res = await execute(a.id, { message: 'hello there' });
     expect(res.status, res.text).toBe(200);
     // Input tokens: system prompt (3 words) + message (2); output: 2 words.
@@ -61,7 +55,7 @@ describe('execute', () => {
   });
 
   it('keeps context across calls with conversationId', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const first = await execute(a.id, { message: 'one two three' });
     const second = await execute(a.id, { message: 'four', conversationId: first.body.conversationId });
     expect(second.status).toBe(200);
@@ -78,41 +72,41 @@ describe('execute', () => {
   });
 
   it('bounds history by configuration.memoryWindow', async () => {
-    const a = await agent({ configuration: { memoryWindow: 1 } });
+    const a = await t.agent(key, { configuration: { memoryWindow: 1 } });
     const first = await execute(a.id, { message: 'alpha beta gamma' });
     const second = await execute(a.id, { message: 'delta', conversationId: first.body.conversationId });
     expect(second.body.tokenUsage.inputTokens).toBe(4); // the last message (3 words) + the new one
   });
 
   it('caps output with maxTokens', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const res = await execute(a.id, { message: 'a b c d e f g', maxTokens: 3 });
     expect(res.body.output).toBe('a b c');
     expect(res.body.tokenUsage.outputTokens).toBe(3);
   });
 
   it('refuses paused and registered agents, unknown agents and foreign conversations', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     await t.request('POST', `/api/v1/agents/${a.id}/pause`, { key });
     expectProblem(await execute(a.id, { message: 'hi' }), 409, 'agent_paused');
     for (const path of ['chat', 'stream']) {
       expectProblem(await t.request('POST', `/api/v1/agents/${a.id}/${path}`, { key, body: { message: 'hi' } }), 409, 'agent_paused');
     }
-    const ext = await agent({ hosting: 'external' });
+    const ext = await t.agent(key, { hosting: 'external' });
     expectProblem(await execute(ext.id, { message: 'hi' }), 409, 'agent_not_executable');
     expectProblem(await execute('01a00000-0000-7000-8000-000000000000', { message: 'hi' }), 404, 'not_found');
     expectProblem(await execute(a.id, { message: 'hi' }, otherKey), 404, 'not_found');
 
-    const b = await agent();
+    const b = await t.agent(key);
     const conv = await execute(b.id, { message: 'mine' });
-    const foreign = await agent({}, otherKey);
+    const foreign = await t.agent(otherKey, {});
     expectProblem(await execute(foreign.id, { message: 'x', conversationId: conv.body.conversationId }, otherKey), 404, 'not_found');
-    const c = await agent();
+    const c = await t.agent(key);
     expectProblem(await execute(c.id, { message: 'x', conversationId: conv.body.conversationId }), 409, 'conversation_agent_mismatch');
   });
 
   it('validates the body', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     expectProblem(await execute(a.id, {}), 400, 'validation_failed');
     expectProblem(await execute(a.id, { message: '' }), 400, 'validation_failed');
     expectProblem(await execute(a.id, { message: 'x', maxTokens: 0 }), 400, 'validation_failed');
@@ -121,14 +115,14 @@ describe('execute', () => {
   });
 
   it('needs agents:write to execute and agents:read to read runs', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const reader = await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'r', permissions: ['agents:read'] } });
     expectProblem(await execute(a.id, { message: 'x' }, reader.body.key), 403, 'forbidden');
     expect((await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key: reader.body.key })).status).toBe(200);
   });
 
   it('reports a failing model as 502 and leaves the conversation consistent', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const ok = await execute(a.id, { message: 'first' });
     const res = await execute(a.id, { message: '/fail the model is down', conversationId: ok.body.conversationId });
     expectProblem(res, 502, 'model_error');
@@ -143,7 +137,7 @@ describe('execute', () => {
   });
 
   it('fails clearly when a provider is not configured', async () => {
-    const a = await agent({ model: 'openai/gpt-4o-mini' });
+    const a = await t.agent(key, { model: 'openai/gpt-4o-mini' });
     const res = await execute(a.id, { message: 'hi' });
     expectProblem(res, 502, 'model_unavailable');
     expect(res.body.detail).toContain('OPENAI_API_KEY');
@@ -152,7 +146,7 @@ describe('execute', () => {
 
 describe('tools', () => {
   it('calls tools of an MCP server named in the agent’s tools', async () => {
-    const a = await agent({ tools: [{ type: 'mcp', url: mcp.url, headers: { 'x-test': 'yes' } }] });
+    const a = await t.agent(key, { tools: [{ type: 'mcp', url: mcp.url, headers: { 'x-test': 'yes' } }] });
     const res = await execute(a.id, { message: '/tool add {"a":2,"b":40}' });
     expect(res.status, res.text).toBe(200);
     expect(res.body.toolCalls).toEqual([{ name: 'add', input: { a: 2, b: 40 }, result: { sum: 42 } }]);
@@ -166,7 +160,7 @@ describe('tools', () => {
   });
 
   it('wraps plain results, prefixes names, filters allowedTools', async () => {
-    const a = await agent({ tools: [{ type: 'mcp', url: mcp.url, name: 'ext', allowedTools: ['shout'] }] });
+    const a = await t.agent(key, { tools: [{ type: 'mcp', url: mcp.url, name: 'ext', allowedTools: ['shout'] }] });
     const res = await execute(a.id, { message: '/tool ext_shout {"text":"hey"}' });
     expect(res.body.toolCalls[0]).toMatchObject({ name: 'ext_shout', result: { text: 'HEY' } });
     const denied = await execute(a.id, { message: '/tool ext_add {"a":1,"b":1}' });
@@ -174,7 +168,7 @@ describe('tools', () => {
   });
 
   it('gives tool failures back to the model as results', async () => {
-    const a = await agent({ tools: [{ type: 'mcp', url: mcp.url }] });
+    const a = await t.agent(key, { tools: [{ type: 'mcp', url: mcp.url }] });
     const res = await execute(a.id, { message: '/tool broken {}' });
     expect(res.status).toBe(200);
     expect(res.body.toolCalls[0].result).toEqual({ error: { code: 'tool_failed', message: 'the broken tool is broken' } });
@@ -182,14 +176,14 @@ describe('tools', () => {
   });
 
   it('times a tool out per configuration.toolTimeoutMs', async () => {
-    const a = await agent({ tools: [{ type: 'mcp', url: mcp.url }], configuration: { toolTimeoutMs: 200 } });
+    const a = await t.agent(key, { tools: [{ type: 'mcp', url: mcp.url }], configuration: { toolTimeoutMs: 200 } });
     const res = await execute(a.id, { message: '/tool slow {"ms":5000}' });
     expect(res.body.toolCalls[0].result).toEqual({ error: { code: 'tool_timeout', message: 'the tool did not answer in time' } });
     expect(res.body.duration).toBeLessThan(3000);
   });
 
   it('records a warning when an MCP server is unreachable, and still answers', async () => {
-    const a = await agent({ tools: [{ type: 'mcp', url: 'http://127.0.0.1:9/mcp' }] });
+    const a = await t.agent(key, { tools: [{ type: 'mcp', url: 'http://127.0.0.1:9/mcp' }] });
     const res = await execute(a.id, { message: 'still here' });
     expect(res.body.output).toBe('still here');
     const run = await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key });
@@ -197,7 +191,7 @@ describe('tools', () => {
   });
 
   it('runs without tools when enableTools is false', async () => {
-    const a = await agent({ tools: [{ type: 'mcp', url: mcp.url }] });
+    const a = await t.agent(key, { tools: [{ type: 'mcp', url: mcp.url }] });
     const before = mcp.state.calls.length;
     const res = await execute(a.id, { message: '/tool add {"a":1,"b":1}', enableTools: false });
     expect(res.body.toolCalls).toEqual([]);
@@ -206,7 +200,7 @@ describe('tools', () => {
   });
 
   it('stops at configuration.maxSteps', async () => {
-    const a = await agent({ tools: [{ type: 'mcp', url: mcp.url }], configuration: { maxSteps: 1 } });
+    const a = await t.agent(key, { tools: [{ type: 'mcp', url: mcp.url }], configuration: { maxSteps: 1 } });
     const res = await execute(a.id, { message: '/tool add {"a":1,"b":2}' });
     expect(res.body.toolCalls).toHaveLength(1);
     expect(res.body.output).toBe('');
@@ -217,7 +211,7 @@ describe('tools', () => {
 
 describe('run history', () => {
   it('pages an agent’s runs newest first, and keeps them after the agent is deleted', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     for (const m of ['r1', 'r2', 'r3']) await execute(a.id, { message: m });
     const page = await t.request('GET', `/api/v1/agents/${a.id}/runs?limit=2`, { key });
     expect(page.body).toMatchObject({ total: 3, page: 1, limit: 2 });
@@ -234,7 +228,7 @@ describe('run history', () => {
   });
 
   it('hides another tenant’s runs', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const res = await execute(a.id, { message: 'secret' });
     expectProblem(await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key: otherKey }), 404, 'not_found');
     expectProblem(await t.request('POST', `/api/v1/runs/${res.body.runId}/cancel`, { key: otherKey }), 404, 'not_found');

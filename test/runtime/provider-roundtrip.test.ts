@@ -52,14 +52,7 @@ afterEach(() => {
 });
 
 /** A fresh agent (so its run list holds just this test's run) with the MCP test tools add, shout, slow, broken. */
-async function agent(model: string) {
-  const res = await t.request('POST', '/api/v1/agents', {
-    key,
-    body: { name: 'roundtrip', appId: 'a', model, systemPrompt: 'Be brief.', tools: [{ type: 'mcp', url: mcp.url }] },
-  });
-  expect(res.status, res.text).toBe(201);
-  return res.body as { id: string };
-}
+const agent = (model: string) => t.agent(key, { name: 'roundtrip', appId: 'a', model, systemPrompt: 'Be brief.', tools: [{ type: 'mcp', url: mcp.url }] });
 
 /** Runs the agent over SSE; answers the events and the stored run (GET /api/v1/runs/:id). */
 async function stream(model: string, message: string, extra: Record<string, unknown> = {}) {

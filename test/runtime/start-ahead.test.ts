@@ -34,12 +34,6 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-async function agent() {
-  const res = await t.request('POST', '/api/v1/agents', { key, body: { name: 'bot', appId: 'app' } });
-  expect(res.status, res.text).toBe(201);
-  return res.body.id as string;
-}
-
 /** Tables written, one entry per statement, while `action` runs (the change feed hears every write). */
 async function tablesWritten<T>(action: () => Promise<T>): Promise<{ result: T; writes: string[] }> {
   const writes: string[] = [];
@@ -81,7 +75,7 @@ async function stored(runId: string) {
 
 describe('a run written once, as it ended', () => {
   it('writes each row of a run that ended before its start was written once, and stores what a streamed run stores', async () => {
-    const agentId = await agent();
+    const agentId = (await t.agent(key)).id;
     await t.listen();
     const message = 'Hello, where is my order 4711?';
 
@@ -117,7 +111,7 @@ describe('a run written once, as it ended', () => {
   });
 
   it('does not announce to other replicas the events of a run recorded with them, and announces a streamed run’s', async () => {
-    const agentId = await agent();
+    const agentId = (await t.agent(key)).id;
     // An agent's first run reads what later runs find in memory (its skills, on PostgreSQL a round trip
     // during which the start is written ahead of the end): warm up.
     await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: 'warm up' } });
@@ -139,7 +133,7 @@ describe('a run written once, as it ended', () => {
   });
 
   it('calls no tool before the run is recorded', async () => {
-    const agentId = await agent();
+    const agentId = (await t.agent(key)).id;
     probed.length = 0;
     const res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: '/tool probe {}' } });
     expect(res.status, res.text).toBe(200);
@@ -150,7 +144,7 @@ describe('a run written once, as it ended', () => {
   });
 
   it('shows a run that outlasts its start as running, then ends it as usual', async () => {
-    const agentId = await agent();
+    const agentId = (await t.agent(key)).id;
     const pending = t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: '/delay 150\nslow answer here' } });
     let running: { id: string; conversationId: string } | undefined;
     for (let i = 0; i < 100 && !running; i++) {
@@ -170,7 +164,7 @@ describe('a run written once, as it ended', () => {
   });
 
   it('leaves nothing behind, and runs no tool, when the start cannot be written', async () => {
-    const agentId = await agent();
+    const agentId = (await t.agent(key)).id;
     const before = await Promise.all(['runs', 'conversations', 'messages', 'run_events'].map((table) => rowCount(table)));
     probed.length = 0;
     // The start's INSERT into messages fails while the table is away.

@@ -19,11 +19,6 @@ afterAll(async () => {
   await mcp.close();
 });
 
-async function agent(body: Record<string, unknown> = {}) {
-  const res = await t.request('POST', '/api/v1/agents', { key, body: { name: 'bot', appId: 'app', ...body } });
-  return res.body as { id: string };
-}
-
 const text = (events: SseEvent[]) => events.filter((e) => e.event === 'token').map((e) => e.data.text).join('');
 const seqs = (events: SseEvent[]) => events.map((e) => Number(e.id));
 
@@ -38,7 +33,7 @@ async function waitForRun(runId: string, status: string) {
 
 describe('SSE streaming', () => {
   it('streams tokens then done, each event with an increasing id', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     for (const path of ['stream', 'chat']) {
       const res = await t.fetch(`/api/v1/agents/${a.id}/${path}`, key, { body: { message: 'streaming is fun' } });
       expect(res.status).toBe(200);
@@ -55,14 +50,14 @@ describe('SSE streaming', () => {
   });
 
   it('streams execute when stream is true', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const res = await t.fetch(`/api/v1/agents/${a.id}/execute`, key, { body: { message: 'yes please', stream: true } });
     const events = await readSse(res);
     expect(events.map((e) => e.event)).toEqual(['token', 'token', 'done']);
   });
 
   it('streams a tool call as it happens', async () => {
-    const a = await agent({ tools: [{ type: 'mcp', url: mcp.url }] });
+    const a = await t.agent(key, { tools: [{ type: 'mcp', url: mcp.url }] });
     const res = await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: '/tool add {"a":1,"b":2}' } });
     const events = await readSse(res);
     expect(events.map((e) => e.event)).toEqual(['tool_call_start', 'tool_call_end', 'token', 'token', 'token', 'done']);
@@ -73,14 +68,14 @@ describe('SSE streaming', () => {
   });
 
   it('ends with an error event when the model fails', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const res = await t.fetch(`/api/v1/agents/${a.id}/chat`, key, { body: { message: '/fail no luck' } });
     const events = await readSse(res);
     expect(events).toEqual([{ id: '1', event: 'error', data: { code: 'model_error', message: 'no luck' } }]);
   });
 
   it('answers problems (not a stream) when the request is refused', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     await t.request('POST', `/api/v1/agents/${a.id}/pause`, { key });
     const res = await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: 'hi' } });
     expect(res.status).toBe(409);
@@ -88,7 +83,7 @@ describe('SSE streaming', () => {
   });
 
   it('replays what a reconnecting client missed with Last-Event-ID, losing and duplicating nothing', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const words = Array.from({ length: 12 }, (_, i) => `w${i}`).join(' ');
     const controller = new AbortController();
     const res = await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: `/delay 40\n${words}` }, signal: controller.signal });
@@ -113,7 +108,7 @@ describe('SSE streaming', () => {
   });
 
   it('replays a run that ended a while ago from the database: the same events, from any point', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const words = Array.from({ length: 9 }, (_, i) => `v${i}`).join(' ');
     const live = await readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: words } }));
     expect(live.at(-1)!.event).toBe('done');
@@ -130,7 +125,7 @@ describe('SSE streaming', () => {
   });
 
   it('keeps a streamed run in memory for reconnects after its end, and replays an unfollowed one from the database', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const live = await readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: 'followed live' } }));
     expect(t.services.runs.events.get(String(live.at(-1)!.data.runId))).toBeDefined();
     // Answered as JSON: nobody followed it, so nobody can be reconnecting; it is not kept.
@@ -146,7 +141,7 @@ describe('SSE streaming', () => {
   it('streams many runs at once: each gets its own events in order, and the stored log is what was streamed', async () => {
     // The events of all runs are written together (one statement per turn of the event loop) and
     // the runs' ends several to a transaction: nothing may cross from one run to another.
-    const a = await agent();
+    const a = await t.agent(key);
     const messages = Array.from({ length: 24 }, (_, i) => Array.from({ length: 3 + (i % 5) }, (_, j) => `r${i}w${j}`).join(' '));
     // Some tokens arrive over time, so writes of several turns interleave with other runs' ends.
     const sent = messages.map((message, i) => (i % 3 === 0 ? `/delay 5\n${message}` : message));
@@ -170,7 +165,7 @@ describe('SSE streaming', () => {
   });
 
   it('stores a long burst of tokens whole, as few rows', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     // 300 tokens emitted in one turn: one row of tokens (runs/events.ts eventRows), then the end's.
     const message = Array.from({ length: 300 }, (_, i) => `t${i}`).join(' ');
     const events = await readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message } }));
@@ -184,7 +179,7 @@ describe('SSE streaming', () => {
   });
 
   it('keeps running when the client disconnects', async () => {
-    const a = await agent();
+    const a = await t.agent(key);
     const controller = new AbortController();
     const res = await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: '/delay 30\na b c d e f' }, signal: controller.signal });
     const first = await readSse(res, { stopAfter: (ev) => ev.length === 1, controller });

@@ -29,12 +29,6 @@ afterAll(async () => {
   await t?.close();
   await mcp?.close();
 });
-
-async function agent(body: Record<string, unknown>) {
-  const res = await t.request('POST', '/api/v1/agents', { key, body: { name: 'bot', appId: 'app', ...body } });
-  expect(res.status, res.text).toBe(201);
-  return res.body as { id: string };
-}
 const execute = async (agentId: string, message: string) => {
   const res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message } });
   expect(res.status, res.text).toBe(200);
@@ -45,8 +39,8 @@ const invalid = (message: string) => ({ error: { code: 'invalid_tool_call', mess
 
 describe('delegation tool input', () => {
   it('never starts the callee when the model omits message, gives the wrong type or an unknown field', async () => {
-    const helper = await agent({ name: 'Helper' });
-    const lead = await agent({ name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
+    const helper = await t.agent(key, { name: 'Helper' });
+    const lead = await t.agent(key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
 
     const omitted = await execute(lead.id, '/tool ask_helper {}');
     expect(omitted.status).toBe('completed');
@@ -74,7 +68,7 @@ describe('delegation tool input', () => {
 
 describe('MCP tool input', () => {
   it('does not send arguments of the wrong type to the MCP server; a valid call still goes', async () => {
-    const a = await agent({ tools: [{ type: 'mcp', url: mcp.url }] });
+    const a = await t.agent(key, { tools: [{ type: 'mcp', url: mcp.url }] });
     const before = mcp.state.calls.length;
     const rpcBefore = mcp.state.rpc.length;
     const res = await execute(a.id, '/tool add {"a":"two"}');
@@ -90,7 +84,7 @@ describe('MCP tool input', () => {
   });
 
   it('checks every call of a step on its own: the valid one runs, the invalid one is refused', async () => {
-    const a = await agent({ tools: [{ type: 'mcp', url: mcp.url, name: 'ext' }] });
+    const a = await t.agent(key, { tools: [{ type: 'mcp', url: mcp.url, name: 'ext' }] });
     const before = mcp.state.calls.length;
     const rpcBefore = mcp.state.rpc.length;
     const res = await execute(a.id, '/tool ext_shout {"text":["not","a","string"]}\n/tool ext_shout {"text":"hey"}');
@@ -100,7 +94,7 @@ describe('MCP tool input', () => {
   });
 
   it('shows the refused call as an error in the streamed events and in the run record', async () => {
-    const a = await agent({ tools: [{ type: 'mcp', url: mcp.url }] });
+    const a = await t.agent(key, { tools: [{ type: 'mcp', url: mcp.url }] });
     const rpcBefore = mcp.state.rpc.length;
     const events = await readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: '/tool add {"a":1,"b":"2"}' } }));
     const result = invalid('Invalid input for tool add: b must be number (got string)');
@@ -117,7 +111,7 @@ describe('MCP tool input', () => {
 
 describe('built-in tool input', () => {
   it('checks the skill tools against the schema they announce', async () => {
-    const a = await agent({ tools: [{ type: 'builtin', name: 'skills' }, { type: 'builtin', name: 'connectors' }] });
+    const a = await t.agent(key, { tools: [{ type: 'builtin', name: 'skills' }, { type: 'builtin', name: 'connectors' }] });
     const res = await execute(a.id, '/tool skill_query {"query":"prices","referenceFile":7}');
     expect(res.toolCalls[0].result).toEqual(invalid('Invalid input for tool skill_query: skillId is required; referenceFile must be string (got number)'));
     const tooLong = await execute(a.id, `/tool connector_discover {"category":"${'x'.repeat(65)}"}`);
@@ -175,7 +169,7 @@ describe('MCP servers’ own schemas', () => {
       { name: 'stall', inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } } },
     ]);
     try {
-      const a = await agent({ tools: [{ type: 'mcp', url: raw.url }] });
+      const a = await t.agent(key, { tools: [{ type: 'mcp', url: raw.url }] });
       const bad = await execute(a.id, '/tool order {"items":[{"sku":"ABC-1","qty":2},{"sku":"abc","qty":0}],"express":"yes"}');
       expect(bad.toolCalls[0].result).toEqual(
         invalid('Invalid input for tool order: items[1].sku must match pattern "^[A-Z]{3}-\\d+$"; items[1].qty must be >= 1; express must be boolean (got string)'),

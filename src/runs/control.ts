@@ -1,0 +1,98 @@
+import * as conversations from '../conversations/turns.js';
+import { conflict, notFound } from '../http/errors.js';
+import { newId, now } from '../ids.js';
+import type { RunResources } from './resources.js';
+import { isActive } from './statuses.js';
+import * as store from './store.js';
+import type { RunPrincipal } from './types.js';
+
+/**
+ * Controlling a run that is under way, here or in another process: a message injected at its next
+ * step boundary, a cancel, waiting for its end.
+ */
+export class RunControl {
+  constructor(private readonly r: RunResources) {}
+
+  /** Delivers a message to the run answering in the conversation, at its next step boundary. */
+  async inject(m: { tenantId: string; conversationId: string; content: string }): Promise<{ runId: string; messageId: string }> {
+    const { tenantId, conversationId, content } = m;
+    const conversation = await conversations.findConversation(this.r.db.kysely, tenantId, conversationId);
+    if (!conversation) throw notFound('conversation');
+    const runId = conversation.active_run_id;
+    if (!runId) throw conflict('no_active_run', 'the agent is not responding in this conversation');
+    const run = this.r.active.get(runId);
+    if (run?.closing) throw conflict('no_active_run', 'the agent is finishing its answer; send the message normally');
+    if (run) {
+      run.inbox.push(content);
+    } else {
+      // The run executes in another process: it gets the message through the signal bus.
+      const row = await store.findRunById(this.r.db.kysely, runId);
+      if (row?.status !== 'running') throw conflict('no_active_run', 'the agent is not responding in this conversation');
+      await this.r.bus.publish('run.inject', { runId, content });
+    }
+    const at = now();
+    const messageId = newId();
+    await this.r.db.kysely.transaction().execute(async (trx) => {
+      await conversations.insertMessage(trx, {
+        id: messageId,
+        tenant_id: tenantId,
+        conversation_id: conversationId,
+        run_id: runId,
+        role: 'user',
+        content,
+        tool_calls: null,
+        token_usage: null,
+        attachments: null,
+        created_at: at,
+      });
+      await conversations.countMessages(trx, conversationId, 1, at, conversation.created_at);
+    });
+    return { runId, messageId };
+  }
+
+  /** Cancels a queued or running run, here, through the row, or in another process; waits for its end there. */
+  async cancel(principal: Pick<RunPrincipal, 'tenantId' | 'agentId'>, runId: string): Promise<void> {
+    const run = await store.findRun(this.r.db.kysely, principal.tenantId, runId);
+    // An agent's own token reaches only that agent's runs.
+    if (!run || (principal.agentId !== undefined && run.agent_id !== principal.agentId)) throw notFound('run');
+    if (!isActive(run.status)) throw conflict('run_not_active', `the run is already ${run.status}`);
+    const local = this.r.active.get(runId);
+    if (local) {
+      local.controller.abort(new Error('cancelled'));
+      await local.done;
+    } else if (run.lease_expires_at && run.lease_expires_at < now()) {
+      // Nobody holds it any more: end it here.
+      const ended = await this.r.db.kysely.transaction().execute(async (trx) => {
+        const r = await store.finishRun(trx, runId, {
+          status: 'cancelled',
+          error: JSON.stringify({ code: 'cancelled', message: 'the run was cancelled' }),
+          completed_at: now(),
+          lease_owner: null,
+          lease_expires_at: null,
+        });
+        if (run.conversation_id) await conversations.releaseConversation(trx, run.conversation_id, runId);
+        return Number(r.numUpdatedRows) === 1;
+      });
+      if (ended) await this.r.finished.notify({ runId, tenantId: run.tenant_id, taskId: run.task_id, status: 'cancelled' });
+    } else {
+      // Another process runs it: the signal reaches it at once; the flag, at its next lease renewal.
+      await store.requestCancel(this.r.db.kysely, runId);
+      await this.r.bus.publish('run.cancel', { runId });
+      await this.waitForEnd(runId, this.r.leaseMs);
+    }
+  }
+
+  /** Resolves when the run has ended (here or in another process), or after the timeout. */
+  async waitForEnd(runId: string, timeoutMs: number): Promise<void> {
+    const local = this.r.active.get(runId);
+    if (local) {
+      await Promise.race([local.done, new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
+      return;
+    }
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (!(await store.isRunActive(this.r.db.kysely, runId))) return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}

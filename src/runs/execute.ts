@@ -1,0 +1,156 @@
+import type { ConversationRow } from '../conversations/turns.js';
+import { isPromise } from '../maybe-promise.js';
+import { type ConversationTurn, type LoopResult, ModelCallError, runLoop } from '../runtime/loop.js';
+import { ModelUnavailableError } from '../runtime/models/registry.js';
+import type { ToolSet } from '../runtime/tools/types.js';
+import type { RunChannel } from './events.js';
+import type { RunFinish } from './finish.js';
+import type { ActiveRun, PendingStart, RunResources } from './resources.js';
+import { ShutdownAbort, type RunOutcome, type StartRunInput, type SystemPromptContributor } from './types.js';
+import type { RunError } from './views.js';
+
+/** A run whose start is written (or on its way: `start`), ready to execute here. */
+export interface Launch {
+  input: StartRunInput;
+  runId: string;
+  conversation: ConversationRow;
+  /** The conversation's earlier messages the model is given. */
+  history: { role: string; content: string }[];
+  at: string;
+  channel: RunChannel;
+  start?: PendingStart;
+}
+
+/** Executing a run: the tool loop over the agent's model and tools, its events, then its end. */
+export class RunExecution {
+  constructor(
+    private readonly r: RunResources,
+    private readonly ending: RunFinish,
+  ) {}
+
+  /** Registers the run as executing here and sets it going. */
+  launch(l: Launch): ActiveRun {
+    const { input, runId } = l;
+    const messages: ConversationTurn[] = l.history.map((m) => ({
+      role: m.role === 'assistant' ? 'assistant' : 'user',
+      content: m.content,
+    }));
+    messages.push({ role: 'user', content: input.modelContext ? `${input.content}\n\n${input.modelContext}` : input.content });
+    const controller = new AbortController();
+    const activeRun: ActiveRun = {
+      controller,
+      inbox: [],
+      channel: l.channel,
+      done: Promise.resolve(null),
+      closing: false,
+      taskId: input.taskId ?? null,
+      onFinish: input.onFinish,
+      start: l.start,
+    };
+    this.r.active.set(runId, activeRun);
+    activeRun.done = this.execute({ runId, conversation: l.conversation, input, messages, activeRun, startedAtMs: Date.parse(l.at) }).catch(
+      (err) => {
+        this.r.log.error({ err, runId }, 'run execution failed unexpectedly');
+        return null;
+      },
+    );
+    return activeRun;
+  }
+
+  private async execute(x: {
+    runId: string;
+    conversation: ConversationRow;
+    input: StartRunInput;
+    messages: ConversationTurn[];
+    activeRun: ActiveRun;
+    startedAtMs: number;
+  }): Promise<RunOutcome | null> {
+    const { runId, input, activeRun } = x;
+    const { channel, controller } = activeRun;
+    const agent = input.agent;
+    const tenantId = input.principal.tenantId;
+    const conversationId = x.conversation.id;
+    let toolSet: ToolSet = { tools: [] };
+    let loop: LoopResult | undefined;
+    let failure: RunError | undefined;
+    try {
+      const model = this.r.models.resolve(agent.model);
+      const toolContext = { tenantId, agent, runId, conversationId, delegationDepth: input.delegationDepth };
+      const toolsEnabled = input.enableTools ?? true;
+      if (toolsEnabled) {
+        const tools = this.r.tools.forRun({ ...toolContext, signal: controller.signal });
+        toolSet = isPromise(tools) ? await tools : tools;
+      }
+      const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled });
+      const system = [agent.systemPrompt, agent.contextPrompt, ...contributed].filter(Boolean).join('\n\n') || undefined;
+      const maxTokens = input.maxTokens ?? agent.configuration.maxTokens ?? undefined;
+      loop = await runLoop({
+        model,
+        system,
+        messages: x.messages,
+        tools: toolSet.tools,
+        toolContext,
+        maxSteps: agent.configuration.maxSteps,
+        maxTokens,
+        temperature: agent.configuration.temperature ?? undefined,
+        toolTimeoutMs: agent.configuration.toolTimeoutMs,
+        signal: controller.signal,
+        drainInbox: () => activeRun.inbox.splice(0),
+        onEvent: (e) => channel.emit(e.event, e.data),
+        // No tool acts for a run that is not recorded yet.
+        beforeToolCalls: activeRun.start ? () => activeRun.start!.written : undefined,
+      });
+    } catch (err) {
+      if (err instanceof ModelCallError) {
+        loop = err.partial;
+        failure = { code: 'model_error', message: err.message };
+      } else if (err instanceof ModelUnavailableError) {
+        failure = { code: err.code, message: err.message };
+      } else if (controller.signal.aborted) {
+        loop = undefined;
+      } else {
+        this.r.log.error({ err, runId }, 'run failed');
+        failure = { code: 'internal_error', message: 'the run failed unexpectedly; the error is in the server log' };
+      }
+    } finally {
+      activeRun.closing = true;
+      if (toolSet.close) await toolSet.close().catch(() => {});
+    }
+    if (!failure && controller.signal.reason instanceof ShutdownAbort) {
+      failure = { code: 'interrupted', message: controller.signal.reason.message };
+    }
+    const cancelled = !failure && (controller.signal.aborted || loop?.finish === 'cancelled');
+    const result: LoopResult = loop ?? {
+      output: '',
+      steps: [],
+      toolCalls: [],
+      usage: { inputTokens: 0, outputTokens: 0 },
+      finish: 'cancelled',
+      warnings: [],
+    };
+    return this.ending.finish({
+      runId,
+      tenantId,
+      conversation: { id: conversationId, createdAt: x.conversation.created_at },
+      model: agent.model,
+      result,
+      status: cancelled ? 'cancelled' : failure ? 'failed' : 'completed',
+      failure,
+      // The run's warnings: tool sources that could not contribute, then what the provider warned about.
+      warnings: [...(toolSet.warnings ?? []), ...result.warnings],
+      startedAtMs: x.startedAtMs,
+    });
+  }
+
+  private async contributedPrompt(runId: string, ctx: Parameters<SystemPromptContributor>[0]): Promise<string[]> {
+    const parts = await Promise.all(
+      this.r.systemPromptContributors.map((contribute) =>
+        contribute(ctx).catch((err) => {
+          this.r.log.warn({ err, runId }, 'a system prompt contributor failed; its section is left out');
+          return undefined;
+        }),
+      ),
+    );
+    return parts.filter((p): p is string => Boolean(p));
+  }
+}

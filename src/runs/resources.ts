@@ -1,0 +1,101 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Updateable } from 'kysely';
+import type { AgentsService } from '../agents/service.js';
+import type { MessageRow } from '../conversations/turns.js';
+import type { Db } from '../db/database.js';
+import type { RunTable } from '../db/schema.js';
+import type { PriceTable } from '../runtime/models/prices.js';
+import type { ModelRegistry } from '../runtime/models/registry.js';
+import type { ToolRegistry } from '../runtime/tools/registry.js';
+import type { SignalBus } from '../signals/bus.js';
+import type { Admission } from './admission.js';
+import type { RunChannel, RunEvent, RunEventHub } from './events.js';
+import type { TerminalStatus } from './statuses.js';
+import type { RunFinished, RunFinishedListener, RunOutcome, StartRunInput, SystemPromptContributor } from './types.js';
+
+/** What the runs service is built from (app.ts). */
+export interface RunsOptions {
+  db: Db;
+  models: ModelRegistry;
+  tools: ToolRegistry;
+  prices: PriceTable;
+  /** How long a run's lease lasts; renewed every third of it. */
+  leaseMs: number;
+  log: FastifyBaseLogger;
+  bus: SignalBus;
+  admission: Admission;
+  agents: AgentsService;
+}
+
+/**
+ * The one object every part of the run engine (start, execute, finish, leases, control, follow) is
+ * built from: the options, and the state of this process they share.
+ */
+export interface RunResources extends RunsOptions {
+  /** This process, as lease owner. */
+  instanceId: string;
+  events: RunEventHub;
+  /** Runs executing in this process. */
+  active: Map<string, ActiveRun>;
+  finished: FinishedListeners;
+  /** Sections other domains add to every run's system prompt, in this order. */
+  systemPromptContributors: SystemPromptContributor[];
+}
+
+/** A run executing in this process. */
+export interface ActiveRun {
+  controller: AbortController;
+  inbox: string[];
+  channel: RunChannel;
+  done: Promise<RunOutcome | null>;
+  /** Set once the loop has returned: later injections are refused rather than lost. */
+  closing: boolean;
+  taskId: string | null;
+  onFinish?: StartRunInput['onFinish'];
+  /** Set for a run that executes while its start waits for a batch (start.ts, `startAhead`). */
+  start?: PendingStart;
+}
+
+/** The start of a run executing ahead of it (start.ts, `startAhead`). */
+export interface PendingStart {
+  /** `queued` until a batch first takes the start; while queued, the run's end may join it. */
+  phase: 'queued' | 'writing';
+  /** The run's end, when it came while the start was queued: the two are written as one. */
+  end?: RunEnd;
+  /** Settles when the start (with the end, if it joined) is committed; rejects if it could not be. */
+  written: Promise<void>;
+  failed: boolean;
+}
+
+/** A run's end as finish.ts writes it. */
+export interface RunEnd {
+  at: string;
+  patch: Updateable<RunTable> & { status: TerminalStatus };
+  reply: MessageRow | null;
+  /** The run's last events, taken from its channel once. */
+  events: () => RunEvent[];
+}
+
+/**
+ * Listeners told of every run that ends, by the process that wrote the terminal state (after the
+ * write); one that fails is logged, and the others are still told.
+ */
+export class FinishedListeners {
+  private readonly listeners: RunFinishedListener[] = [];
+
+  constructor(private readonly log: FastifyBaseLogger) {}
+
+  add(listener: RunFinishedListener) {
+    this.listeners.push(listener);
+  }
+
+  async notify(run: RunFinished) {
+    for (const listener of this.listeners) {
+      try {
+        await listener(run);
+      } catch (err) {
+        this.log.error({ err, runId: run.runId }, 'run finished listener failed');
+      }
+    }
+  }
+}

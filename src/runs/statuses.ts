@@ -1,0 +1,41 @@
+/**
+ * A run's statuses and which may follow which, in one place: every writer of a run's status asks
+ * here. A run is written `running` when it starts (`queued` is reserved for runs admitted but not
+ * yet executing) and moves exactly once to a terminal status; nothing follows a terminal one.
+ */
+
+export const RUN_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** Statuses of a run still going: one that may still be cancelled, and whose lease is kept. */
+export const ACTIVE_STATUSES = ['queued', 'running'] as const;
+export type ActiveStatus = (typeof ACTIVE_STATUSES)[number];
+
+export const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled'] as const;
+export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
+
+const NEXT: Record<RunStatus, readonly RunStatus[]> = {
+  queued: ['running', ...TERMINAL_STATUSES],
+  running: TERMINAL_STATUSES,
+  completed: [],
+  failed: [],
+  cancelled: [],
+};
+
+export function isActive(status: string): status is ActiveStatus {
+  return (ACTIVE_STATUSES as readonly string[]).includes(status);
+}
+
+export function isTerminal(status: string): status is TerminalStatus {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
+}
+
+/** Whether a run in status `from` may be moved to `to`. */
+export function mayFollow(from: RunStatus, to: RunStatus): boolean {
+  return NEXT[from].includes(to);
+}
+
+/** The statuses a run may be in for `to` to be written: the guard of the UPDATE that writes it. */
+export function statusesBefore(to: RunStatus): RunStatus[] {
+  return RUN_STATUSES.filter((from) => mayFollow(from, to));
+}

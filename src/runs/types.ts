@@ -1,0 +1,116 @@
+import type { Kysely } from 'kysely';
+import type { Agent } from '../agents/schemas.js';
+import type { ConversationRow, MessageRow } from '../conversations/turns.js';
+import type { Database } from '../db/schema.js';
+import type { LoopResult } from '../runtime/loop.js';
+import type { TerminalStatus } from './statuses.js';
+import type { RunError } from './views.js';
+
+/** The public shapes of the runs domain: what other domains hand to it and get back. */
+
+export type RunKind = 'execute' | 'chat' | 'stream' | 'message' | 'task' | 'delegation';
+export type OnActiveRun = 'reject' | 'enqueue' | 'inject';
+
+/** Who starts or cancels a run: declared here (not tenancy's Principal) so runs need not import tenancy. */
+export interface RunPrincipal {
+  tenantId: string;
+  actor: { id: string | null };
+  /** Set for an agent's own token: it reaches only that agent's runs. */
+  agentId?: string;
+}
+
+export interface StartRunInput {
+  principal: Pick<RunPrincipal, 'tenantId' | 'actor'>;
+  agent: Agent;
+  kind: RunKind;
+  /** The user's message as stored in the conversation. */
+  content: string;
+  /** Extra text the model sees with the message (attachments, task input); not stored as content. */
+  modelContext?: string;
+  attachments?: string[];
+  conversationId?: string;
+  /** The conversation's row, when the caller has just read it (not read again). */
+  conversation?: ConversationRow;
+  enableTools?: boolean;
+  maxTokens?: number;
+  taskId?: string;
+  onActiveRun?: OnActiveRun;
+  /** For a run another agent started through a delegation tool: how many delegations deep it is. */
+  delegationDepth?: number;
+  /**
+   * Written with the run's start, in its transaction (a task marks its job running): the run exists
+   * exactly when this has been written. Throwing aborts the start; nothing is written.
+   */
+  onStart?: (trx: Kysely<Database>, run: { runId: string; startedAt: string }) => Promise<void>;
+  /**
+   * Written with the run's end when this process writes it, in its transaction (a task settles its
+   * job). Throwing aborts that write: the run then ends through lease recovery, whose end is told to
+   * `onRunFinished` listeners as usual.
+   */
+  onFinish?: (trx: Kysely<Database>, run: RunFinished) => Promise<void>;
+}
+
+/** A started run; `done` settles when it reaches its terminal state. */
+export interface RunHandle {
+  runId: string;
+  conversationId: string;
+  userMessageId: string;
+  startedAt: string;
+  /** The run's end as this process wrote it; null when it was ended elsewhere (read it with `get`). */
+  done: Promise<RunOutcome | null>;
+}
+
+/** How a run ended, as its end was written: callers answer from this without reading the run back. */
+export interface RunOutcome {
+  runId: string;
+  conversationId: string;
+  status: TerminalStatus;
+  output: string;
+  error: RunError | null;
+  cost: number;
+  tokenUsage: { inputTokens: number; outputTokens: number };
+  toolCalls: LoopResult['toolCalls'];
+  duration: number;
+  /** The assistant's message the run added to the conversation, if any. */
+  reply: MessageRow | null;
+}
+
+/** A run reached its terminal state (told to `onRunFinished` listeners, once per run). */
+export interface RunFinished {
+  runId: string;
+  tenantId: string;
+  taskId: string | null;
+  status: TerminalStatus;
+  /** The end as written, when the writer knows it whole (listeners need not read the run back). */
+  ended?: { output: string; error: RunError | null };
+  /** The run's own `onFinish` was written in the same transaction as this end. */
+  finishedInTransaction?: boolean;
+}
+
+export type RunFinishedListener = (run: RunFinished) => Promise<void> | void;
+
+/** What `start` answers when the message went to an already running run instead. */
+export interface InjectedInstead {
+  injected: true;
+  runId: string;
+  messageId: string;
+  conversationId: string;
+}
+
+export function isInjected(x: RunHandle | InjectedInstead): x is InjectedInstead {
+  return (x as InjectedInstead).injected === true;
+}
+
+/** Abort reason when the server shuts down before a run could finish. */
+export class ShutdownAbort extends Error {
+  constructor() {
+    super('the server shut down before the run finished');
+  }
+}
+
+/**
+ * Adds a section to the system prompt of a run, after the agent's own prompts (the skills domain
+ * announces the agent's skills this way). Called once per run; `undefined` adds nothing; one that
+ * fails is logged and left out, so it never stops the run.
+ */
+export type SystemPromptContributor = (ctx: { tenantId: string; agent: Agent; toolsEnabled: boolean }) => Promise<string | undefined>;
