@@ -5,6 +5,7 @@ import { migrate, openDatabase, type Db } from './db/database.js';
 import { ProblemError } from './http/errors.js';
 import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S } from './identity/keys.js';
 import { AgentsService } from './agents/service.js';
+import { loadMasterKey } from './identity/master-key.js';
 import { IdentityService } from './identity/service.js';
 import { PERMISSIONS } from './tenancy/permissions.js';
 import { TenancyService, parsePermissions } from './tenancy/service.js';
@@ -53,12 +54,12 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
   const json = values.json ?? false;
 
   if (group === 'migrate') {
-    const applied = await migrate(db);
+    const applied = await migrate(db, { masterKey: () => loadMasterKey(config) });
     print(json, { applied }, applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date');
     return;
   }
   // Every other command needs the schema in place; applying it is idempotent.
-  await migrate(db);
+  await migrate(db, { masterKey: () => loadMasterKey(config) });
 
   if (group === 'tenants' && action === 'create') {
     const name = arg?.trim();

@@ -3,6 +3,7 @@ import './v8-flags.js'; // first: V8 flags before anything else is loaded
 import { buildApp, createLogger, createServices, shutdown } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
+import { loadMasterKey } from './identity/master-key.js';
 
 /** Starts the platform: configuration -> database (migrated) -> HTTP server; stops on SIGINT/SIGTERM. */
 async function main() {
@@ -18,7 +19,7 @@ async function main() {
   }
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
-    await migrate(db);
+    await migrate(db, { masterKey: () => loadMasterKey(config) });
   } catch (err) {
     process.stderr.write(`agentry: cannot prepare the database at ${db.location}: ${(err as Error).message}\n`);
     process.exit(1);

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { ChangeFeed, ChangeTrackingPlugin } from './changes.js';
 import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
 import type { Database } from './schema.js';
-import { migrationProvider } from './migrations/index.js';
+import { type MigrationContext, migrationProvider } from './migrations/index.js';
 import { preparedStatementName } from './prepared.js';
 import { createPrivateFile, ensurePrivateDir, tightenFile } from '../private-files.js';
 
@@ -149,10 +149,10 @@ function cachePreparedStatements(sqlite: SQLite.Database) {
 }
 
 /** Applies every pending migration; safe to call from several processes at once. */
-export async function migrate(db: Db): Promise<string[]> {
+export async function migrate(db: Db, context: MigrationContext = {}): Promise<string[]> {
   // Migrations are independent additions developed side by side; a database that already ran a
   // later-numbered one still takes an earlier-numbered newcomer.
-  const migrator = new Migrator({ db: db.kysely, provider: migrationProvider, allowUnorderedMigrations: true });
+  const migrator = new Migrator({ db: db.kysely, provider: migrationProvider(context), allowUnorderedMigrations: true });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

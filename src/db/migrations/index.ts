@@ -10,6 +10,7 @@ import * as m0008 from './0008_message_run_index.js';
 import * as m0009 from './0009_skill_change_notifications.js';
 import * as m0010 from './0010_job_claim_order.js';
 import * as m0011 from './0011_partial_run_indexes.js';
+import { sealedBoxMigration, type SealedBoxMigrationContext } from './0012_one_sealed_box.js';
 
 /**
  * Every migration, in order. Migrations are code (Kysely's schema builder), so one list serves
@@ -29,6 +30,9 @@ const migrations: Record<string, Migration> = {
   '0011_partial_run_indexes': m0011,
 };
 
-export const migrationProvider: MigrationProvider = {
-  getMigrations: async () => migrations,
-};
+/** What a migration needs besides the database: only the master key, to re-seal stored secrets (0012). */
+export type MigrationContext = SealedBoxMigrationContext;
+
+export function migrationProvider(context: MigrationContext = {}): MigrationProvider {
+  return { getMigrations: async () => ({ ...migrations, '0012_one_sealed_box': sealedBoxMigration(context) }) };
+}
