@@ -36,15 +36,29 @@ export function findAgent(db: Executor, tenantId: string, id: string) {
 
 /** The columns identity documents need. Public documents name an agent by id alone: its tenant comes from the row. */
 export function findAgentIdentityAnyTenant(db: Executor, id: string) {
-  return db.selectFrom('agents').select(['id', 'tenant_id', 'name', 'status', 'hosting', 'tools', 'updated_at']).where('id', '=', id).executeTakeFirst();
+  return db
+    .selectFrom('agents')
+    .select(['id', 'tenant_id', 'name', 'status', 'hosting', 'tools', 'updated_at'])
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 export function findAgentBudget(db: Executor, tenantId: string, id: string) {
-  return db.selectFrom('agents').select(['id', 'monthly_budget_usd']).where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+  return db
+    .selectFrom('agents')
+    .select(['id', 'monthly_budget_usd'])
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 export function setAgentBudget(db: Executor, tenantId: string, id: string, budget: number | null) {
-  return db.updateTable('agents').set({ monthly_budget_usd: budget }).where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+  return db
+    .updateTable('agents')
+    .set({ monthly_budget_usd: budget })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 export async function existingAgentIds(db: Executor, tenantId: string, ids: string[]): Promise<Set<string>> {

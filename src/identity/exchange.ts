@@ -3,7 +3,6 @@ import { clientIdUrl, parseAudience } from './audience.js';
 import type { IdentityContext } from './context.js';
 import { OAuthError } from './oauth-errors.js';
 import { parseAgentSpiffeId } from './spiffe.js';
-import * as store from './store.js';
 import { verifySvid, type VerifiedSvid } from './svid.js';
 import { TokenError, normalisedTyp, peekHeader } from './tokens.js';
 

@@ -4,7 +4,6 @@ import type { Db } from '../db/database.js';
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import type { Act, AccessClaims } from './access-token.js';
 import { parseAgentSpiffeId } from './spiffe.js';
-import * as store from './store.js';
 import { TokenError } from './tokens.js';
 
 /**
