@@ -10,7 +10,7 @@ import * as store from './store.js';
  * delivery or a platform event queues work, per the task's overlap policy, each key at most once.
  */
 
-export type FireSource = 'schedule' | 'webhook' | 'event';
+type FireSource = 'schedule' | 'webhook' | 'event';
 
 export interface FireInput {
   source: FireSource;

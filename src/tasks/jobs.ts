@@ -12,8 +12,8 @@ import * as store from './store.js';
  * process holds, and cancelling queued work. The claim statement itself is in store.ts.
  */
 
-export type JobKind = 'agent' | 'action';
-export type JobReason = 'created' | 'approved' | 'manual' | 'retry' | 'schedule' | 'webhook' | 'event';
+type JobKind = 'agent' | 'action';
+type JobReason = 'created' | 'approved' | 'manual' | 'retry' | 'schedule' | 'webhook' | 'event';
 
 export interface NewJob {
   kind: JobKind;

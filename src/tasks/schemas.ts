@@ -2,17 +2,15 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Id, Json, Nullable, PageQuery, Timestamp } from '../http/schemas.js';
 import { OPTIONAL_BODY } from '../http/validation.js';
 
-export const TASK_STATUSES = ['pending', 'awaiting_approval', 'running', 'completed', 'failed', 'cancelled'] as const;
-export type TaskStatus = (typeof TASK_STATUSES)[number];
-export const TASK_TYPES = ['one_time', 'scheduled', 'triggered'] as const;
-export type TaskType = (typeof TASK_TYPES)[number];
-export const PRIORITIES = ['low', 'medium', 'high', 'critical'] as const;
+const TASK_STATUSES = ['pending', 'awaiting_approval', 'running', 'completed', 'failed', 'cancelled'] as const;
+const TASK_TYPES = ['one_time', 'scheduled', 'triggered'] as const;
+const PRIORITIES = ['low', 'medium', 'high', 'critical'] as const;
 export type Priority = (typeof PRIORITIES)[number];
 /** Dispatch order: higher first. */
 export const PRIORITY_RANK: Record<Priority, number> = { low: 0, medium: 1, high: 2, critical: 3 };
-export const MISFIRE_POLICIES = ['skip', 'fire_once'] as const;
-export const OVERLAP_POLICIES = ['skip', 'queue', 'allow'] as const;
-export const TRIGGER_EVENTS = ['task.completed', 'task.failed'] as const;
+const MISFIRE_POLICIES = ['skip', 'fire_once'] as const;
+const OVERLAP_POLICIES = ['skip', 'queue', 'allow'] as const;
+const TRIGGER_EVENTS = ['task.completed', 'task.failed'] as const;
 
 const literals = <T extends readonly string[]>(values: T, description?: string) =>
   Type.Union(
@@ -22,7 +20,7 @@ const literals = <T extends readonly string[]>(values: T, description?: string) 
 
 const Scope = Type.String({ minLength: 1, maxLength: 128 });
 
-export const RetryPolicy = Type.Object(
+const RetryPolicy = Type.Object(
   {
     maxAttempts: Type.Integer({ minimum: 1, maximum: 10, default: 1, description: 'runs per piece of work, the first included; 1: no automatic retry' }),
     backoffSeconds: Type.Integer({
@@ -35,7 +33,7 @@ export const RetryPolicy = Type.Object(
   { additionalProperties: false },
 );
 
-export const TriggerInput = Type.Object(
+const TriggerInput = Type.Object(
   {
     type: Type.Optional(literals(['webhook', 'event'] as const, 'webhook: POST /api/v1/hooks/{taskId}, signed; event: another task completed or failed')),
     event: Type.Optional(literals(TRIGGER_EVENTS)),
@@ -43,7 +41,6 @@ export const TriggerInput = Type.Object(
   },
   { additionalProperties: false },
 );
-export type TriggerInput = Static<typeof TriggerInput>;
 
 export const CreateTaskBody = Type.Object(
   {
@@ -88,14 +85,14 @@ export const ListTasksQuery = Type.Object(
 const ActorSchema = Type.Object({ type: Type.String(), id: Nullable(Type.String()) });
 const ErrorSchema = Type.Object({ code: Type.String(), message: Type.String() });
 
-export const Trigger = Nullable(
+const Trigger = Nullable(
   Type.Union([
     Type.Object({ type: Type.Literal('webhook'), url: Type.String(), secret: Type.Optional(Type.String({ description: 'shown once, at creation' })) }),
     Type.Object({ type: Type.Literal('event'), event: Type.String(), taskId: Type.String() }),
   ]),
 );
 
-export const Approval = Nullable(
+const Approval = Nullable(
   Type.Object({
     action: Nullable(Type.String({ description: 'registered action performed on approval; null: approval lets the agent run' })),
     payload: Nullable(Json),

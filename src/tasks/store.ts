@@ -23,7 +23,7 @@ export interface TaskFilter {
   type?: string;
 }
 
-export type TaskWithQueue = TaskRow & { queued_at: string | null };
+type TaskWithQueue = TaskRow & { queued_at: string | null };
 
 /** A page of a list: how many rows, after how many. */
 export interface Page {

@@ -9,7 +9,7 @@ import crypto from 'node:crypto';
 export const SIGNATURE_HEADER = 'x-agentry-signature';
 export const TIMESTAMP_HEADER = 'x-agentry-timestamp';
 /** A signed delivery is accepted this long around its timestamp; the same delivery only once. */
-export const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
+const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
 
 export const newWebhookSecret = () => `whsec_${crypto.randomBytes(32).toString('base64url')}`;
 
