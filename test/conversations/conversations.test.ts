@@ -11,7 +11,7 @@ beforeAll(async () => {
   t = await startApp();
   ({ key } = await t.tenant('acme'));
   ({ key: otherKey } = await t.tenant('globex'));
-  agentId = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'Helper', appId: 'support' } })).body.id;
+  agentId = (await t.agent(key, { name: 'Helper', appId: 'support' })).id;
 });
 afterAll(() => t.close());
 
@@ -120,7 +120,7 @@ describe('conversations', () => {
 
   it('computes stats', async () => {
     const { key: k } = await t.tenant('stats');
-    const a = (await t.request('POST', '/api/v1/agents', { key: k, body: { name: 's', appId: 'x' } })).body.id;
+    const a = (await t.agent(k, { name: 's', appId: 'x' })).id;
     const c1 = (await t.request('POST', '/api/v1/conversations', { key: k, body: { agentId: a } })).body.id;
     const c2 = (await t.request('POST', '/api/v1/conversations', { key: k, body: { agentId: a } })).body.id;
     await t.request('POST', '/api/v1/conversations', { key: k, body: { agentId: a } });

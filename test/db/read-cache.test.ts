@@ -34,7 +34,7 @@ describe('cached reads follow writes from anywhere', () => {
     t = await startApp();
     other = openDatabase({ databaseUrl: t.config.databaseUrl, dataDir: t.config.dataDir });
     tenant = await t.tenant();
-    agentId = (await t.request('POST', '/api/v1/agents', { key: tenant.key, body: { name: 'before', appId: 'a' } })).body.id;
+    agentId = (await t.agent(tenant.key, { name: 'before', appId: 'a' })).id;
   });
   afterAll(async () => {
     await other?.close();

@@ -42,7 +42,7 @@ beforeAll(async () => {
     [keyA, idsA, 'alpha'],
     [keyB, idsB, MARKER],
   ] as const) {
-    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name, appId: name, systemPrompt: name } })).body;
+    const agent = await t.agent(key, { name, appId: name, systemPrompt: name });
     const run = (await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: name } })).body;
     ids.push(agent.id, run.runId, run.conversationId);
   }

@@ -61,7 +61,7 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 it('still lists the runs of a deleted agent (history is kept)', async () => {
-  const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'gone', appId: 'app', model: 'builtin/echo' } })).body;
+  const agent = await t.agent(key, { name: 'gone', appId: 'app', model: 'builtin/echo' });
   expect((await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'hi' } })).status).toBe(200);
   expect((await t.request('DELETE', `/api/v1/agents/${agent.id}`, { key })).status).toBe(204);
   const runs = await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key });

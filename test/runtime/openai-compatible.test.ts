@@ -55,7 +55,7 @@ describe('openai-compatible provider', () => {
   afterAll(() => t.close());
 
   it('streams a local model’s answer with usage and cost', async () => {
-    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'local', appId: 'a', model: 'openai-compatible/tiny', systemPrompt: 'Be nice.' } })).body;
+    const agent = await t.agent(key, { name: 'local', appId: 'a', model: 'openai-compatible/tiny', systemPrompt: 'Be nice.' });
     const events = await readSse(await t.fetch(`/api/v1/agents/${agent.id}/stream`, key, { body: { message: 'hi there', maxTokens: 50 } }));
     expect(events.filter((e) => e.event === 'token').map((e) => e.data.text)).toEqual(['Hello', ' from', ' a local model']);
     const done = events.at(-1)!;
@@ -78,7 +78,7 @@ describe('openai-compatible provider', () => {
     const mcp = await startMcpServer();
     try {
       // The simulated model asks for get_weather; the MCP server lacks it, so the loop records a tool error.
-      const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'w', appId: 'a', model: 'openai-compatible/tiny', tools: [{ type: 'mcp', url: mcp.url }] } })).body;
+      const agent = await t.agent(key, { name: 'w', appId: 'a', model: 'openai-compatible/tiny', tools: [{ type: 'mcp', url: mcp.url }] });
       const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'weather please' } });
       expect(res.status, res.text).toBe(200);
       expect(res.body.toolCalls[0]).toMatchObject({ name: 'get_weather', input: { city: 'Oslo' } });

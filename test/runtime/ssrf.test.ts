@@ -134,7 +134,7 @@ describe('agents cannot reach private networks by default', () => {
 
   it('does not call a loopback MCP server and says why on the run', async () => {
     const { key } = await t.tenant();
-    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x', tools: [{ type: 'mcp', url: mcp.url }] } })).body;
+    const agent = await t.agent(key, { name: 'a', appId: 'x', tools: [{ type: 'mcp', url: mcp.url }] });
     const before = mcp.state.headers.length;
     const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '/tool add {"a":1,"b":2}' } });
     expect(res.body.toolCalls).toEqual([]);
@@ -150,7 +150,7 @@ describe('agents cannot reach private networks by default', () => {
     try {
       const { key } = await allowed.tenant();
       const url = mcp.url.replace('127.0.0.1', 'localhost');
-      const agent = (await allowed.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x', tools: [{ type: 'mcp', url }] } })).body;
+      const agent = await allowed.agent(key, { name: 'a', appId: 'x', tools: [{ type: 'mcp', url }] });
       const res = await allowed.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '/tool add {"a":1,"b":2}' } });
       expect(res.body.toolCalls[0]).toMatchObject({ name: 'add', result: { sum: 3 } });
     } finally {

@@ -66,7 +66,7 @@ describe('concurrent runs', () => {
   it('holds maxConcurrentRuns against a burst, and again for the bursts after it', async () => {
     const { key } = await t.tenant();
     expect((await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 2 } })).status).toBe(200);
-    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const agent = await t.agent(key, { name: 'a', appId: 'x' });
     for (let round = 0; round < 3; round++) {
       expectAdmitted(await burst([t], key, agent.id), 2);
       // Every admitted run has ended: nothing is left counted.
@@ -77,7 +77,7 @@ describe('concurrent runs', () => {
   it('does not count a run whose conversation turned out busy', async () => {
     const { key } = await t.tenant();
     await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 2 } });
-    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const agent = await t.agent(key, { name: 'a', appId: 'x' });
     const conversation = (await t.request('POST', '/api/v1/conversations', { key, body: { agentId: agent.id } })).body;
     const say = (message: string, conversationId?: string) =>
       t.app.inject({
@@ -100,8 +100,8 @@ describe('concurrent runs', () => {
     const limited = await t.tenant();
     const free = await t.tenant();
     await t.request('PUT', '/api/v1/limits', { key: limited.key, body: { maxConcurrentRuns: 1 } });
-    const a = (await t.request('POST', '/api/v1/agents', { key: limited.key, body: { name: 'a', appId: 'x' } })).body;
-    const b = (await t.request('POST', '/api/v1/agents', { key: free.key, body: { name: 'b', appId: 'x' } })).body;
+    const a = await t.agent(limited.key, { name: 'a', appId: 'x' });
+    const b = await t.agent(free.key, { name: 'b', appId: 'x' });
     const [one, all] = await Promise.all([burst([t], limited.key, a.id, 6), burst([t], free.key, b.id, 6)]);
     expectAdmitted(one, 1);
     expectAdmitted(all, 6);
@@ -118,7 +118,7 @@ describe.skipIf(dialect !== 'sqlite')('admission on SQLite', () => {
   it('waits for another connection’s write lock instead of failing (503) when that connection commits', async () => {
     const { key } = await t.tenant();
     await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 5 } });
-    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const agent = await t.agent(key, { name: 'a', appId: 'x' });
     // Another connection (the CLI, a checkpoint) holds the write lock, then commits a change.
     const worker = new Worker(
       `const { parentPort, workerData } = require('node:worker_threads');
@@ -148,7 +148,7 @@ describe('budgets', () => {
 
   it('admits one of two runs started together near the end of the tenant’s budget', async () => {
     const { key } = await t.tenant();
-    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const agent = await t.agent(key, { name: 'a', appId: 'x' });
     const first = await startRun(t, key, agent.id, 'execute');
     const cost = first.body.cost as number;
     expect(cost).toBeGreaterThan(0);
@@ -165,7 +165,7 @@ describe('budgets', () => {
 
   it('does the same for an agent’s own budget', async () => {
     const { key } = await t.tenant();
-    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const agent = await t.agent(key, { name: 'a', appId: 'x' });
     const cost = (await startRun(t, key, agent.id, 'execute')).body.cost as number;
     expect((await t.request('PUT', `/api/v1/agents/${agent.id}/budget`, { key, body: { monthlyBudgetUsd: cost * 1.5 } })).status).toBe(200);
     const pair = await Promise.all([startRun(t, key, agent.id, 'stream'), startRun(t, key, agent.id, 'execute')]);

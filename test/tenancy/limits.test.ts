@@ -129,7 +129,7 @@ describe('concurrent runs', () => {
   it('refuses a run over the tenant’s maximum with 429 concurrency_limit', async () => {
     const { key } = await t.tenant();
     await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 1 } });
-    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const agent = await t.agent(key, { name: 'a', appId: 'x' });
     const stream = readSse(await t.fetch(`/api/v1/agents/${agent.id}/stream`, key, { body: { message: '/delay 100\na b c d' } }));
     await new Promise((r) => setTimeout(r, 80));
     const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'me too' } });
@@ -143,7 +143,7 @@ describe('concurrent runs', () => {
 describe('budgets', () => {
   it('refuses runs once the tenant’s month-to-date spend reaches its budget (402)', async () => {
     const { key } = await t.tenant();
-    const agent = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const agent = await t.agent(key, { name: 'a', appId: 'x' });
     await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 0.5 } });
     const first = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'a b' } });
     expect(first.body.cost).toBeCloseTo(0.4, 9);
@@ -164,8 +164,8 @@ describe('budgets', () => {
 
   it('holds an agent to its own budget', async () => {
     const { key } = await t.tenant();
-    const a = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
-    const b = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'b', appId: 'x' } })).body;
+    const a = await t.agent(key, { name: 'a', appId: 'x' });
+    const b = await t.agent(key, { name: 'b', appId: 'x' });
     const set = await t.request('PUT', `/api/v1/agents/${a.id}/budget`, { key, body: { monthlyBudgetUsd: 0.1 } });
     expect(set.body).toMatchObject({ agentId: a.id, monthlyBudgetUsd: 0.1, spentUsd: 0 });
     expect((await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'x' } })).status).toBe(200);
@@ -179,7 +179,7 @@ describe('budgets', () => {
   it('needs settings permissions and stays in the tenant', async () => {
     const { key } = await t.tenant();
     const { key: otherKey } = await t.tenant();
-    const a = (await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } })).body;
+    const a = await t.agent(key, { name: 'a', appId: 'x' });
     const reader = (await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'r', permissions: ['agents:read', 'agents:write'] } })).body.key;
     expectProblem(await t.request('GET', '/api/v1/limits', { key: reader }), 403, 'forbidden');
     expectProblem(await t.request('PUT', '/api/v1/limits', { key: reader, body: { maxConcurrentRuns: 5 } }), 403, 'forbidden');
