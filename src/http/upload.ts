@@ -10,14 +10,17 @@ export async function readUploadedFile(req: FastifyRequest, maxBytes: number, wh
   if (!req.isMultipart()) throw new ProblemError(415, 'unsupported_media_type', 'upload the file as multipart/form-data');
   const part = await req.file();
   if (!part) throw badRequest('the form holds no file', [{ path: 'body.file', message: 'is required' }]);
+  const tooLarge = () => new ProblemError(413, 'payload_too_large', `${what} are limited to ${maxBytes} bytes`);
+  let data: Buffer;
   try {
-    return { filename: formDataName(part.filename), mimetype: part.mimetype, data: await part.toBuffer() };
+    data = await part.toBuffer();
   } catch (err) {
-    if ((err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') {
-      throw new ProblemError(413, 'payload_too_large', `${what} are limited to ${maxBytes} bytes`);
-    }
+    if ((err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge();
     throw err;
   }
+  // toBuffer() does not throw when the limit is reached with the last chunk: the stream says so.
+  if (part.file.truncated) throw tooLarge();
+  return { filename: formDataName(part.filename), mimetype: part.mimetype, data };
 }
 
 /**

@@ -16,8 +16,9 @@ export function isTimeZone(zone: string): boolean {
   }
 }
 
+/** `sloppyRanges`: a step after a number or nothing (`5/5`, `/10`) stays accepted, as it was before croner 10. */
 function pattern(expression: string, timezone: string) {
-  return new Cron(expression, { timezone, paused: true });
+  return new Cron(expression, { timezone, paused: true, sloppyRanges: true });
 }
 
 /** Why the expression is not acceptable, or null when it is. */
