@@ -4,12 +4,11 @@ import type { Db } from '../db/database.js';
 import { conflict } from '../http/errors.js';
 import { newId, now } from '../ids.js';
 import type { Principal } from '../tenancy/permissions.js';
-import type { ApprovalGateway } from './approvals.js';
+import type { ActionHandler, ApprovalGateway } from './approvals.js';
 import type { TaskExecutor } from './executor.js';
 import { optionalObjectColumn } from './columns.js';
 import { auditTask, type TaskLookup } from './lookup.js';
 import { firstFire } from './new-task.js';
-import type { ActionHandler } from './resources.js';
 import type { Task } from './schemas.js';
 import * as store from './store.js';
 

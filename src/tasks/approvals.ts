@@ -19,8 +19,11 @@ export interface ApprovalGateway {
   }): Promise<{ taskId: string }>;
 
   /** Registers what approving a task with this action does; called once at start-up per action. */
-  onApproved(action: string, handler: (input: { tenantId: string; taskId: string; payload: Record<string, unknown>; decidedBy: Actor }) => Promise<void>): void;
+  onApproved(action: string, handler: ActionHandler): void;
 
   /** Optional: what rejecting does beyond cancelling the task (e.g. mark a request rejected). */
-  onRejected(action: string, handler: (input: { tenantId: string; taskId: string; payload: Record<string, unknown>; decidedBy: Actor }) => Promise<void>): void;
+  onRejected(action: string, handler: ActionHandler): void;
 }
+
+/** What approving (or rejecting) a task with a registered action does. */
+export type ActionHandler = (input: { tenantId: string; taskId: string; payload: Record<string, unknown>; decidedBy: Actor }) => Promise<void>;

@@ -4,6 +4,7 @@ import type { Db } from '../db/database.js';
 import type { RunsService } from '../runs/service.js';
 import type { RunError } from '../runs/views.js';
 import type { Actor } from '../tenancy/permissions.js';
+import type { ActionHandler } from './approvals.js';
 
 /**
  * What every part of the task work (jobs, fires, worker, settling) shares, built once by
@@ -23,8 +24,6 @@ export interface TaskResources {
   /** Tells the dispatcher that work was queued here, so it wakes at once. */
   enqueued: () => void;
 }
-
-export type ActionHandler = (input: { tenantId: string; taskId: string; payload: Record<string, unknown>; decidedBy: Actor }) => Promise<void>;
 
 export interface ApprovalActions {
   approved: Map<string, ActionHandler>;
