@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { ProblemError, conflict, notFound } from '../../src/http/errors.js';
+import { errorColumn, objectColumn, optionalObjectColumn } from '../../src/tasks/columns.js';
+import { startFailure } from '../../src/tasks/failures.js';
+
+describe('a refused start, as the task worker reads it', () => {
+  it('the tenant at its limit, or a replica stopping: try later, after Retry-After (5 s without one)', () => {
+    const limited = new ProblemError(429, 'concurrency_limit', 'the tenant runs its maximum', undefined, { 'retry-after': '2' });
+    expect(startFailure(limited)).toEqual({ kind: 'refused_for_now', retryAfterSeconds: 2, error: { code: 'concurrency_limit', message: 'the tenant runs its maximum' } });
+    expect(startFailure(new ProblemError(503, 'shutting_down', 'the server is stopping'))).toMatchObject({ kind: 'refused_for_now', retryAfterSeconds: 5 });
+  });
+
+  it('a missing agent, a rule that refuses, and a fault are told apart', () => {
+    expect(startFailure(notFound('agent'))).toEqual({ kind: 'agent_gone', error: { code: 'agent_not_found', message: 'the task’s agent no longer exists' } });
+    expect(startFailure(conflict('agent_paused', 'the agent is paused'))).toEqual({ kind: 'refused', error: { code: 'agent_paused', message: 'the agent is paused' } });
+    expect(startFailure(new Error('boom'))).toMatchObject({ kind: 'unexpected', error: { code: 'internal_error' } });
+  });
+});
+
+describe('JSON columns of tasks', () => {
+  it('parse through their schemas; a damaged value is an error naming the column', () => {
+    expect(objectColumn('{"a":1}', 'tasks.input')).toEqual({ a: 1 });
+    expect(optionalObjectColumn(null, 'tasks.approval_payload')).toBeNull();
+    expect(errorColumn('{"code":"model_error","message":"no"}', 'tasks.last_error')).toEqual({ code: 'model_error', message: 'no' });
+    expect(() => objectColumn('[1,2]', 'tasks.input')).toThrow('the stored tasks.input does not fit its schema');
+    expect(() => errorColumn('{"code":1}', 'tasks.last_error')).toThrow('tasks.last_error');
+  });
+});
