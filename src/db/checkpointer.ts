@@ -5,7 +5,7 @@ import { Worker } from 'node:worker_threads';
  * SQLite's WAL checkpoints, off the event loop. By default the connection that commits past
  * `wal_autocheckpoint` pages copies the WAL back into the database file and syncs it, inside that
  * commit: on this project's write-heavy paths (every run, every task) that was a third of the cost of a
- * commit (106 -> 72 µs measured on SQLite; docs/benchmarks-history.md, third round). A worker thread
+ * commit (106 -> 72 µs measured on SQLite). A worker thread
  * with its own connection runs a PASSIVE checkpoint (it never blocks writers or readers) every
  * `intervalMs`, and when the WAL has grown past RESTART_PAGES anyway, a RESTART one that makes writers
  * wait for the rest (little, as the passive one has just copied most), so that the next write rewinds
@@ -16,7 +16,7 @@ import { Worker } from 'node:worker_threads';
  * after a pass of 15-25 ms under load, 200-400 frames and 3-6 ms. So before it the worker runs more
  * passive passes, each copying what was written during the one before, until one finds at most
  * CATCH_UP_FRAMES new (at most CATCH_UP_PASSES): the RESTART is then left a few frames, and writers
- * are held 0.1-2 ms at the median instead of 3-6 (docs/benchmarks-history.md, ninth round).
+ * are held 0.1-2 ms at the median instead of 3-6.
  *
  * A server write meeting the RESTART would sleep in SQLite's busy handler (1, then 2, then 5
  * ms: statements of 3.3 and 8.4 ms, the whole event loop asleep). So the worker raises a shared flag

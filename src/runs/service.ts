@@ -22,7 +22,6 @@ export {
   type RunFinished,
   type RunFinishedListener,
   type RunHandle,
-  type RunKind,
   type RunOutcome,
   type StartRunInput,
   type SystemPromptContributor,

@@ -4,14 +4,14 @@
  * yet executing) and moves exactly once to a terminal status; nothing follows a terminal one.
  */
 
-export const RUN_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled'] as const;
+const RUN_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
 /** Statuses of a run still going: one that may still be cancelled, and whose lease is kept. */
-export const ACTIVE_STATUSES = ['queued', 'running'] as const;
+const ACTIVE_STATUSES = ['queued', 'running'] as const;
 export type ActiveStatus = (typeof ACTIVE_STATUSES)[number];
 
-export const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled'] as const;
+const TERMINAL_STATUSES = ['completed', 'failed', 'cancelled'] as const;
 export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 
 const NEXT: Record<RunStatus, readonly RunStatus[]> = {
@@ -26,12 +26,8 @@ export function isActive(status: string): status is ActiveStatus {
   return (ACTIVE_STATUSES as readonly string[]).includes(status);
 }
 
-export function isTerminal(status: string): status is TerminalStatus {
-  return (TERMINAL_STATUSES as readonly string[]).includes(status);
-}
-
 /** Whether a run in status `from` may be moved to `to`. */
-export function mayFollow(from: RunStatus, to: RunStatus): boolean {
+function mayFollow(from: RunStatus, to: RunStatus): boolean {
   return NEXT[from].includes(to);
 }
 

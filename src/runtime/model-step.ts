@@ -12,7 +12,7 @@ import {
  * One model step, driven over the provider interface (`LanguageModelV3.doStream`) rather than the AI
  * SDK's `streamText`: streamText costs 1.1-1.4 ms of CPU per step (web-stream transforms, zod
  * validation of the whole prompt on every step, telemetry wrappers) against ~40 µs for the echo
- * model's own stream, and that was most of a run's CPU (docs/benchmarks-history.md, third round). The
+ * model's own stream, and that was most of a run's CPU. The
  * providers (OpenAI, Anthropic, OpenAI-compatible) are the AI SDK's own; what this file takes over
  * from streamText is small and fixed by the V3 specification: retrying the call once, collecting the
  * streamed parts into the assistant message that the next step sends back (provider metadata
