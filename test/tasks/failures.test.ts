@@ -6,13 +6,26 @@ import { startFailure } from '../../src/tasks/failures.js';
 describe('a refused start, as the task worker reads it', () => {
   it('the tenant at its limit, or a replica stopping: try later, after Retry-After (5 s without one)', () => {
     const limited = new ProblemError(429, 'concurrency_limit', 'the tenant runs its maximum', undefined, { 'retry-after': '2' });
-    expect(startFailure(limited)).toEqual({ kind: 'refused_for_now', retryAfterSeconds: 2, error: { code: 'concurrency_limit', message: 'the tenant runs its maximum' } });
-    expect(startFailure(new ProblemError(503, 'shutting_down', 'the server is stopping'))).toMatchObject({ kind: 'refused_for_now', retryAfterSeconds: 5 });
+    expect(startFailure(limited)).toEqual({
+      kind: 'refused_for_now',
+      retryAfterSeconds: 2,
+      error: { code: 'concurrency_limit', message: 'the tenant runs its maximum' },
+    });
+    expect(startFailure(new ProblemError(503, 'shutting_down', 'the server is stopping'))).toMatchObject({
+      kind: 'refused_for_now',
+      retryAfterSeconds: 5,
+    });
   });
 
   it('a missing agent, a rule that refuses, and a fault are told apart', () => {
-    expect(startFailure(notFound('agent'))).toEqual({ kind: 'agent_gone', error: { code: 'agent_not_found', message: 'the task’s agent no longer exists' } });
-    expect(startFailure(conflict('agent_paused', 'the agent is paused'))).toEqual({ kind: 'refused', error: { code: 'agent_paused', message: 'the agent is paused' } });
+    expect(startFailure(notFound('agent'))).toEqual({
+      kind: 'agent_gone',
+      error: { code: 'agent_not_found', message: 'the task’s agent no longer exists' },
+    });
+    expect(startFailure(conflict('agent_paused', 'the agent is paused'))).toEqual({
+      kind: 'refused',
+      error: { code: 'agent_paused', message: 'the agent is paused' },
+    });
     expect(startFailure(new Error('boom'))).toMatchObject({ kind: 'unexpected', error: { code: 'internal_error' } });
   });
 });
