@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { migrate, openDatabase, type Db } from './db/database.js';
 import { ProblemError } from './http/errors.js';
-import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S } from './identity/keys.js';
+import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S } from './identity/key-material.js';
 import { AgentsService } from './agents/service.js';
 import { loadMasterKey } from './identity/master-key.js';
 import { IdentityService } from './identity/service.js';

@@ -1,7 +1,7 @@
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { recordAudit, type AuditInput } from '../tenancy/audit.js';
 import type { IdentityContext } from './context.js';
-import { iso } from './keys.js';
+import { iso } from './key-material.js';
 import { namedAgents } from './standing.js';
 import * as store from './store.js';
 import { TYP, TokenError } from './tokens.js';

@@ -3,7 +3,7 @@ import { PERMISSIONS, isPermission, type Permission } from '../tenancy/permissio
 import { mintAccessToken } from './access-token.js';
 import { clientIdUrl, parseAudience } from './audience.js';
 import type { IdentityContext } from './context.js';
-import { iso } from './keys.js';
+import { iso } from './key-material.js';
 import { OAuthError } from './oauth-errors.js';
 import { identitySuspended } from './standing.js';
 import * as store from './store.js';

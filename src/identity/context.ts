@@ -4,7 +4,9 @@ import type { TenancyService } from '../tenancy/service.js';
 import type { TokenState, VerifiedToken } from './access-token.js';
 import type { AuditBuffer } from './audit-buffer.js';
 import type { TtlCache } from './cache.js';
-import type { AgentKeyring, Clock, PlatformKeyring } from './keys.js';
+import type { AgentKeyring } from './agent-keys.js';
+import type { Clock } from './key-material.js';
+import type { PlatformKeyring } from './platform-keys.js';
 import type { PolicyEngine } from './policies.js';
 import type { AgentStandings } from './standing.js';
 

@@ -21,15 +21,9 @@ import { clientCredentials, type ClientCredentialsRequest } from './client-crede
 import type { IdentityContext } from './context.js';
 import { GRANT_TOKEN_EXCHANGE, exchangeToken, type ExchangeRequest } from './exchange.js';
 import { introspect } from './introspect.js';
-import {
-  AgentKeyring,
-  DEFAULT_PLATFORM_ACTIVATION_DELAY_S,
-  PLATFORM_KEY_CACHE_MS,
-  PlatformKeyring,
-  iso,
-  publishedJwk,
-  type Clock,
-} from './keys.js';
+import { AgentKeyring, publishedJwk } from './agent-keys.js';
+import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S, PLATFORM_KEY_CACHE_MS, iso, type Clock } from './key-material.js';
+import { PlatformKeyring } from './platform-keys.js';
 import { loadMasterKey } from './master-key.js';
 import { OAuthError } from './oauth-errors.js';
 import { PolicyEngine } from './policies.js';

@@ -1,6 +1,6 @@
 import { checkNotRevoked } from './access-token.js';
 import type { IdentityContext } from './context.js';
-import { iso } from './keys.js';
+import { iso } from './key-material.js';
 import { parseAgentSpiffeId } from './spiffe.js';
 import * as store from './store.js';
 import { TYP, TokenError } from './tokens.js';
