@@ -271,7 +271,7 @@ export async function buildApp({ config, db, services = createServices(config, d
     return { status: 'ready' as const, database: db.dialect };
   });
 
-  await app.register(tenancyRoutes, { tenancy: services.tenancy, limits: services.limits, db });
+  await app.register(tenancyRoutes, { tenancy: services.tenancy, limits: services.limits });
   await app.register(agentsRoutes, { agents: services.agents });
   await app.register(runsRoutes, { runs: services.runs, agents: services.agents, files: services.files });
   await app.register(conversationsRoutes, { conversations: services.conversations });

@@ -176,12 +176,17 @@ export class AgentsService {
 
   /** The agent as the API shows it; shared and frozen, so callers must not change it. */
   async get(tenantId: string, id: string): Promise<Agent> {
-    const agent = await this.cachedAgents.get(`${tenantId}:${id}`, async () => {
+    const agent = await this.find(tenantId, id);
+    if (!agent) throw notFound('agent');
+    return agent;
+  }
+
+  /** As get, but undefined when the tenant has no such agent. */
+  async find(tenantId: string, id: string): Promise<Agent | undefined> {
+    return this.cachedAgents.get(`${tenantId}:${id}`, async () => {
       const row = await store.findAgent(this.db.kysely, tenantId, id);
       return row && toAgent(row);
     });
-    if (!agent) throw notFound('agent');
-    return agent;
   }
 
   async create(principal: Principal, input: CreateAgentBody): Promise<Agent> {

@@ -10,6 +10,7 @@ import { IdParams, Timestamp, problems } from '../http/schemas.js';
 import { newId, now } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { Principal } from '../tenancy/permissions.js';
+import * as store from './store.js';
 
 /** Attachments: files uploaded once, referenced by id from messages. Stored in the database. */
 
@@ -60,14 +61,14 @@ export class FilesService {
       created_at: now(),
     };
     await this.db.kysely.transaction().execute(async (trx) => {
-      await trx.insertInto('files').values(row).execute();
+      await store.insertFile(trx, row);
       await recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, action: 'file.uploaded', resourceType: 'file', resourceId: row.id, detail: { name: row.name, size: row.size } });
     });
     return { id: row.id, name: row.name, contentType: row.content_type, size: row.size, createdAt: row.created_at };
   }
 
   async get(tenantId: string, id: string) {
-    const row = await this.db.kysely.selectFrom('files').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+    const row = await store.findFile(this.db.kysely, tenantId, id);
     if (!row) throw notFound('file');
     return row;
   }
@@ -75,7 +76,7 @@ export class FilesService {
   /** What the model sees of the attachments: text files inline, other files by name and type only. */
   async modelContext(tenantId: string, ids: string[]): Promise<string> {
     const unique = [...new Set(ids)];
-    const rows = await this.db.kysely.selectFrom('files').selectAll().where('tenant_id', '=', tenantId).where('id', 'in', unique).execute();
+    const rows = await store.findFiles(this.db.kysely, tenantId, unique);
     const byId = new Map(rows.map((r) => [r.id, r]));
     const missing = ids.map((id, i) => ({ id, i })).filter((x) => !byId.has(x.id));
     if (missing.length) {

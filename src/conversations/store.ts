@@ -193,3 +193,19 @@ export async function stats(db: Executor, tenantId: string) {
     averageDurationMs: Math.round(Number(row.avgDuration ?? 0)),
   };
 }
+
+// ---- files (attachments) ----
+
+export type FileRow = Database['files'];
+
+export function insertFile(db: Executor, row: FileRow) {
+  return db.insertInto('files').values(row).execute();
+}
+
+export function findFile(db: Executor, tenantId: string, id: string) {
+  return db.selectFrom('files').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+}
+
+export function findFiles(db: Executor, tenantId: string, ids: string[]) {
+  return db.selectFrom('files').selectAll().where('tenant_id', '=', tenantId).where('id', 'in', ids).execute();
+}

@@ -137,7 +137,12 @@ export class SkillsService {
 
   private async assignmentsOf(tenantId: string, skillId: string) {
     const rows = await store.skillAssignments(this.db.kysely, tenantId, skillId);
-    return rows.map((r) => ({ ...toAssignment(r), agentName: r.agent_name, agentStatus: r.agent_status }));
+    // Agents are the agents domain's: their names and states come from its (cached) service.
+    const agents = await Promise.all(rows.map((r) => this.agents.find(tenantId, r.agent_id)));
+    return rows.flatMap((r, i) => {
+      const agent = agents[i];
+      return agent ? [{ ...toAssignment(r), agentName: agent.name, agentStatus: agent.status }] : [];
+    });
   }
 
   async agentsOf(tenantId: string, skillId: string) {

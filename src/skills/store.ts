@@ -150,17 +150,15 @@ export function deleteAgentAssignments(db: Executor, tenantId: string, agentId: 
   return db.deleteFrom('skill_assignments').where('tenant_id', '=', tenantId).where('agent_id', '=', agentId).execute();
 }
 
-/** The assignments of a skill with the names of their agents, highest priority first. */
+/** The assignments of a skill, highest priority first. */
 export function skillAssignments(db: Executor, tenantId: string, skillId: string) {
   return db
-    .selectFrom('skill_assignments as a')
-    .innerJoin('agents as g', (j) => j.onRef('g.id', '=', 'a.agent_id').onRef('g.tenant_id', '=', 'a.tenant_id'))
-    .selectAll('a')
-    .select(['g.name as agent_name', 'g.status as agent_status'])
-    .where('a.tenant_id', '=', tenantId)
-    .where('a.skill_id', '=', skillId)
-    .orderBy('a.priority', 'desc')
-    .orderBy('a.created_at')
+    .selectFrom('skill_assignments')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('skill_id', '=', skillId)
+    .orderBy('priority', 'desc')
+    .orderBy('created_at')
     .execute();
 }
 

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { newId, now } from '../ids.js';
 import type { Actor } from './permissions.js';
-import { countRows } from '../db/count.js';
+import * as store from './store.js';
 
 export interface AuditInput {
   tenantId: string;
@@ -32,30 +32,11 @@ export function auditRow(event: AuditInput): AuditRow {
 
 /** Writes one audit event; callers pass their transaction so the event commits with the change. */
 export async function recordAudit(db: Kysely<Database>, event: AuditInput): Promise<void> {
-  await db.insertInto('audit_events').values(auditRow(event)).execute();
+  await store.insertAuditEvent(db, auditRow(event));
 }
 
-export interface AuditFilter {
-  action?: string;
-  resourceType?: string;
-  resourceId?: string;
-  actorId?: string;
-  since?: string;
-  until?: string;
-}
-
-export async function listAudit(db: Kysely<Database>, tenantId: string, filter: AuditFilter, limit: number, offset: number) {
-  let q = db.selectFrom('audit_events').where('tenant_id', '=', tenantId);
-  if (filter.action) q = q.where('action', '=', filter.action);
-  if (filter.resourceType) q = q.where('resource_type', '=', filter.resourceType);
-  if (filter.resourceId) q = q.where('resource_id', '=', filter.resourceId);
-  if (filter.actorId) q = q.where('actor_id', '=', filter.actorId);
-  if (filter.since) q = q.where('created_at', '>=', filter.since);
-  if (filter.until) q = q.where('created_at', '<', filter.until);
-  const [rows, count] = await Promise.all([
-    q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    countRows(q),
-  ]);
+export async function listAudit(db: Kysely<Database>, tenantId: string, filter: store.AuditFilter, limit: number, offset: number) {
+  const { rows, total: count } = await store.listAuditEvents(db, tenantId, filter, { limit, offset });
   return {
     events: rows.map((r) => ({
       id: r.id,

@@ -1,8 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { IdParams, Json, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
-import { listAudit } from './audit.js';
-import type { Db } from '../db/database.js';
 import { PERMISSIONS } from './permissions.js';
 import { parsePermissions, type TenancyService } from './service.js';
 import type { LimitsService } from './limits.js';
@@ -33,7 +31,7 @@ const AgentBudget = Type.Object({
   spentUsd: Type.Number(),
 });
 
-export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService; limits: LimitsService; db: Db }> = async (app, { tenancy, limits, db }) => {
+export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService; limits: LimitsService }> = async (app, { tenancy, limits }) => {
   const limitsView = async (tenantId: string) => ({ ...(await limits.tenantLimits(tenantId)), usage: await limits.usage(tenantId) });
 
   app.get('/api/v1/limits', {
@@ -190,7 +188,7 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
     const { page, limit, ...filter } = req.query;
     // Timestamps are stored normalised to UTC with milliseconds; normalise the bounds the same way.
     const norm = (t?: string) => (t ? new Date(t).toISOString() : undefined);
-    const result = await listAudit(db.kysely, req.principal.tenantId, { ...filter, since: norm(filter.since), until: norm(filter.until) }, limit, (page - 1) * limit);
+    const result = await tenancy.auditEvents(req.principal.tenantId, { ...filter, since: norm(filter.since), until: norm(filter.until) }, page, limit);
     return { ...result, page, limit };
   });
 };

@@ -4,7 +4,7 @@ import type { Db } from '../db/database.js';
 import { badRequest, forbidden, notFound } from '../http/errors.js';
 import { newId, now } from '../ids.js';
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
-import { recordAudit } from './audit.js';
+import { listAudit, recordAudit } from './audit.js';
 import { PERMISSIONS, isPermission, type Actor, type Permission, type Principal } from './permissions.js';
 import * as store from './store.js';
 
@@ -196,6 +196,11 @@ export class TenancyService {
       };
       return { secretHash, principal };
     });
+  }
+
+  /** A page of the tenant's audit events, newest first. */
+  auditEvents(tenantId: string, filter: store.AuditFilter, page: number, limit: number) {
+    return listAudit(this.db.kysely, tenantId, filter, limit, (page - 1) * limit);
   }
 
   async getSettings(tenantId: string): Promise<Record<string, unknown>> {

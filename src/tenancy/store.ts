@@ -111,3 +111,31 @@ export async function runningRuns(db: Executor, tenantId: string, agentId?: stri
   const row = await q.executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+// ---- audit events ----
+
+export function insertAuditEvent(db: Executor, row: Database['audit_events']) {
+  return db.insertInto('audit_events').values(row).execute();
+}
+
+export interface AuditFilter {
+  action?: string;
+  resourceType?: string;
+  resourceId?: string;
+  actorId?: string;
+  since?: string;
+  until?: string;
+}
+
+/** A page of the tenant's audit events, newest first, and the count of all that match. */
+export async function listAuditEvents(db: Executor, tenantId: string, filter: AuditFilter, page: { limit: number; offset: number }) {
+  let q = db.selectFrom('audit_events').where('tenant_id', '=', tenantId);
+  if (filter.action) q = q.where('action', '=', filter.action);
+  if (filter.resourceType) q = q.where('resource_type', '=', filter.resourceType);
+  if (filter.resourceId) q = q.where('resource_id', '=', filter.resourceId);
+  if (filter.actorId) q = q.where('actor_id', '=', filter.actorId);
+  if (filter.since) q = q.where('created_at', '>=', filter.since);
+  if (filter.until) q = q.where('created_at', '<', filter.until);
+  const [rows, total] = await Promise.all([q.selectAll().orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(), countRows(q)]);
+  return { rows, total };
+}

@@ -1,17 +1,15 @@
 import { SecretBox } from '../../identity/secret-box.js';
-import type { Kysely, Selectable } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Db } from '../../db/database.js';
-import type { ConnectorConnectionTable, ConnectorRequestTable, Database } from '../../db/schema.js';
+import type { Database } from '../../db/schema.js';
 import { badRequest, conflict, notFound } from '../../http/errors.js';
 import { newId, now } from '../../ids.js';
 import { recordAudit } from '../../tenancy/audit.js';
 import type { Caller } from '../service.js';
 import { isUniqueViolation } from '../store.js';
 import { CONNECTORS, checkConfiguration, findConnector, maskConfiguration, type Connector } from './catalog.js';
-import { countRows } from '../../db/count.js';
-
-type ConnectionRow = Selectable<ConnectorConnectionTable>;
-type RequestRow = Selectable<ConnectorRequestTable>;
+import * as store from './store.js';
+import type { ConnectionRow, RequestRow } from './store.js';
 
 export const REQUEST_STATUSES = ['pending', 'accepted', 'rejected'] as const;
 export type RequestStatus = (typeof REQUEST_STATUSES)[number];
@@ -62,10 +60,6 @@ export class ConnectorsService {
     return c;
   }
 
-  private findConnection(db: Kysely<Database>, tenantId: string, connectorId: string) {
-    return db.selectFrom('connector_connections').selectAll().where('tenant_id', '=', tenantId).where('connector_id', '=', connectorId).executeTakeFirst();
-  }
-
   view(connector: Connector, connection?: ConnectionRow) {
     return {
       id: connector.id,
@@ -98,7 +92,7 @@ export class ConnectorsService {
 
   async get(tenantId: string, id: string) {
     const connector = this.requireConnector(id);
-    return this.view(connector, await this.findConnection(this.db.kysely, tenantId, id));
+    return this.view(connector, await store.findConnection(this.db.kysely, tenantId, id));
   }
 
   async connect(caller: Caller, id: string, input: Record<string, unknown>) {
@@ -118,8 +112,8 @@ export class ConnectorsService {
     const already = () => conflict('already_connected', `${connector.name} is already connected; update the connection or disconnect it first`);
     try {
       await this.db.kysely.transaction().execute(async (trx) => {
-        if (await this.findConnection(trx, caller.tenantId, id)) throw already();
-        await trx.insertInto('connector_connections').values(row).execute();
+        if (await store.findConnection(trx, caller.tenantId, id)) throw already();
+        await store.insertConnection(trx, row);
         // Field names only: values (secrets) never reach the audit trail.
         await this.audit(trx, caller, 'connector.connected', id, { fields: Object.keys(configuration) });
       });
@@ -134,12 +128,12 @@ export class ConnectorsService {
   async updateConnection(caller: Caller, id: string, input: Record<string, unknown>) {
     const connector = this.requireConnector(id);
     return this.db.kysely.transaction().execute(async (trx) => {
-      const current = await this.findConnection(trx, caller.tenantId, id);
+      const current = await store.findConnection(trx, caller.tenantId, id);
       if (!current) throw notFound('connection');
       const { configuration, errors } = checkConfiguration(connector, input, this.openConfiguration(current));
       if (errors.length) throw badRequest(`${errors[0].path} ${errors[0].message}`, errors);
       const patch = { configuration: this.sealConfiguration(caller.tenantId, id, configuration), updated_at: now() };
-      await trx.updateTable('connector_connections').set(patch).where('id', '=', current.id).execute();
+      await store.updateConnection(trx, caller.tenantId, current.id, patch);
       await this.audit(trx, caller, 'connector.updated', id, { fields: Object.keys(input) });
       return this.view(connector, { ...current, ...patch });
     });
@@ -148,7 +142,7 @@ export class ConnectorsService {
   async disconnect(caller: Caller, id: string) {
     this.requireConnector(id);
     await this.db.kysely.transaction().execute(async (trx) => {
-      const result = await trx.deleteFrom('connector_connections').where('tenant_id', '=', caller.tenantId).where('connector_id', '=', id).executeTakeFirst();
+      const result = await store.deleteConnection(trx, caller.tenantId, id);
       if (!Number(result.numDeletedRows)) throw notFound('connection');
       await this.audit(trx, caller, 'connector.disconnected', id, {});
     });
@@ -156,7 +150,7 @@ export class ConnectorsService {
 
   /** This tenant's connections, by connector id. */
   async connectionsById(tenantId: string): Promise<Map<string, ConnectionRow>> {
-    const rows = await this.db.kysely.selectFrom('connector_connections').selectAll().where('tenant_id', '=', tenantId).execute();
+    const rows = await store.listConnections(this.db.kysely, tenantId);
     return new Map(rows.map((c) => [c.connector_id, c]));
   }
 
@@ -178,7 +172,7 @@ export class ConnectorsService {
       decided_at: null,
     };
     await this.db.kysely.transaction().execute(async (trx) => {
-      await trx.insertInto('connector_requests').values(row).execute();
+      await store.insertRequest(trx, row);
       await recordAudit(trx, {
         tenantId: caller.tenantId,
         actor: caller.actor,
@@ -194,11 +188,11 @@ export class ConnectorsService {
   /** Accepts or rejects a pending request (what approving or rejecting its task does); idempotent. */
   async decideRequest(caller: Caller, requestId: string, status: 'accepted' | 'rejected') {
     return this.db.kysely.transaction().execute(async (trx) => {
-      const row = await trx.selectFrom('connector_requests').selectAll().where('tenant_id', '=', caller.tenantId).where('id', '=', requestId).executeTakeFirst();
+      const row = await store.findRequest(trx, caller.tenantId, requestId);
       if (!row) throw notFound('connector request');
       if (row.status !== 'pending') return requestView(row);
       const patch = { status, decided_by: caller.actor.id, decided_at: now() };
-      await trx.updateTable('connector_requests').set(patch).where('id', '=', requestId).execute();
+      await store.updateRequest(trx, caller.tenantId, requestId, patch);
       await recordAudit(trx, {
         tenantId: caller.tenantId,
         actor: caller.actor,
@@ -212,27 +206,14 @@ export class ConnectorsService {
   }
 
   /** Requests, newest first. */
-  async listRequests(tenantId: string, filter: { status?: string; agentId?: string; connectorId?: string }, page: number, limit: number) {
-    let q = this.db.kysely.selectFrom('connector_requests').where('tenant_id', '=', tenantId);
-    if (filter.status) q = q.where('status', '=', filter.status);
-    if (filter.agentId) q = q.where('agent_id', '=', filter.agentId);
-    if (filter.connectorId) q = q.where('connector_id', '=', filter.connectorId);
-    const [rows, count] = await Promise.all([
-      q.selectAll().orderBy('id', 'desc').limit(limit).offset((page - 1) * limit).execute(),
-      countRows(q),
-    ]);
-    return { requests: rows.map(requestView), total: count, page, limit };
+  async listRequests(tenantId: string, filter: store.RequestFilter, page: number, limit: number) {
+    const { rows, total } = await store.listRequests(this.db.kysely, tenantId, filter, { limit, offset: (page - 1) * limit });
+    return { requests: rows.map(requestView), total, page, limit };
   }
 
   /** The latest request of an agent per connector. */
   async latestRequests(tenantId: string, agentId: string): Promise<Map<string, ReturnType<typeof requestView>>> {
-    const rows = await this.db.kysely
-      .selectFrom('connector_requests')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .where('agent_id', '=', agentId)
-      .orderBy('id')
-      .execute();
+    const rows = await store.requestsOfAgent(this.db.kysely, tenantId, agentId);
     return new Map(rows.map((r) => [r.connector_id, requestView(r)]));
   }
 
