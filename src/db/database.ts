@@ -1,6 +1,15 @@
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import {
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+  SqliteDialect,
+  type SqliteDatabase,
+  sql,
+} from 'kysely';
 import pg from 'pg';
 import { ChangeFeed, ChangeTrackingPlugin } from './changes.js';
 import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
@@ -39,13 +48,15 @@ export function openDatabase(options: DbOptions): Db {
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 });
     // An idle client losing its connection must not crash the process; the next query reports it.
     pool.on('error', () => {});
-    pool.on('connect', prepareTemplatesOn);
     // Nor a checked-out one between two statements (in a transaction), where the pool does not listen:
     // PostgreSQL restarting ends every backend at once. Its next statement fails, and the pool drops it.
     pool.on('connect', (client) => client.on('error', () => {}));
     // Other replicas' writes arrive as notifications; until the signal bus listens, nothing is cached.
     const changes = new ChangeFeed(null, false);
-    const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [new ChangeTrackingPlugin(changes)] });
+    const kysely = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: namingTemplates(pool) }),
+      plugins: [new ChangeTrackingPlugin(changes)],
+    });
     const u = new URL(options.databaseUrl);
     return {
       kysely,
@@ -73,8 +84,10 @@ export function openDatabase(options: DbOptions): Db {
   sqlite.pragma('journal_size_limit = 67108864');
   const checkpointer = startCheckpointer(file);
   const changes = new ChangeFeed(externalChanges(sqlite));
-  cachePreparedStatements(sqlite);
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }), plugins: [new ChangeTrackingPlugin(changes)] });
+  const kysely = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: reusingStatements(sqlite) }),
+    plugins: [new ChangeTrackingPlugin(changes)],
+  });
   return {
     kysely,
     dialect: 'sqlite',
@@ -89,16 +102,32 @@ export function openDatabase(options: DbOptions): Db {
 }
 
 /**
- * The statements every run writes are compiled once (db/prepared.ts); on PostgreSQL they are also
- * prepared once per connection, as named statements, so PostgreSQL parses and plans them once
- * instead of on every run. Kysely's driver sends text and values; this names the known texts.
+ * The pool as Kysely sees it: the statements every run writes are compiled once (db/prepared.ts), and
+ * are sent here as named statements, so PostgreSQL parses and plans each once per connection instead
+ * of on every run. Any other SQL goes as Kysely sends it.
  */
-function prepareTemplatesOn(client: pg.PoolClient) {
-  const query = client.query.bind(client) as (text: unknown, values?: unknown, callback?: unknown) => unknown;
-  client.query = ((text: unknown, values?: unknown, callback?: unknown) => {
-    const name = typeof text === 'string' ? preparedStatementName(text) : undefined;
-    return name ? query({ name, text, values }, callback) : query(text, values, callback);
-  }) as typeof client.query;
+function namingTemplates(pool: pg.Pool): PostgresPool {
+  const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  const named = (client: pg.PoolClient): PostgresPoolClient => ({
+    query: ((text: string | object, values?: unknown[]) => {
+      if (typeof text !== 'string') return client.query(text as never); // a cursor (Kysely's stream())
+      const name = preparedStatementName(text);
+      return name ? client.query({ name, text, values }) : client.query(text, values);
+    }) as unknown as PostgresPoolClient['query'],
+    release: () => client.release(),
+  });
+  return {
+    async connect() {
+      const client = await pool.connect();
+      let wrapped = clients.get(client);
+      if (!wrapped) {
+        wrapped = named(client);
+        clients.set(client, wrapped);
+      }
+      return wrapped;
+    },
+    end: () => pool.end(),
+  };
 }
 
 /** How stale another process's commit may be seen: data_version is read at most this often. */
@@ -129,23 +158,25 @@ function externalChanges(sqlite: SQLite.Database): () => boolean {
 const STATEMENT_CACHE_SIZE = 1000;
 
 /**
- * Kysely's SQLite driver prepares every query anew; preparing costs more than running most of our
- * queries. Statements are reused per SQL text (the text is parameterised, so the set is small and
- * bounded; the oldest is dropped past the limit). Safe because queries run to completion in
- * `all()`/`run()`; nothing here uses Kysely's `stream()` (statement iteration) on SQLite.
+ * The connection as Kysely sees it, reusing prepared statements: Kysely's SQLite driver prepares every
+ * query anew, and preparing costs more than running most of our queries (docs/benchmarks.md). Statements
+ * are kept per SQL text (parameterised, so the set is small; the oldest goes past the limit). Safe because
+ * queries run to completion in `all()`/`run()`; nothing here uses Kysely's `stream()` on SQLite.
  */
-function cachePreparedStatements(sqlite: SQLite.Database) {
-  const prepare = sqlite.prepare.bind(sqlite);
+function reusingStatements(sqlite: SQLite.Database): SqliteDatabase {
   const cache = new Map<string, SQLite.Statement>();
-  sqlite.prepare = ((source: string) => {
-    let stmt = cache.get(source);
-    if (!stmt) {
-      stmt = prepare(source);
-      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
-      cache.set(source, stmt);
-    }
-    return stmt;
-  }) as typeof sqlite.prepare;
+  return {
+    prepare(source: string) {
+      let stmt = cache.get(source);
+      if (!stmt) {
+        stmt = sqlite.prepare(source);
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+        cache.set(source, stmt);
+      }
+      return stmt;
+    },
+    close: () => sqlite.close(),
+  };
 }
 
 /** Applies every pending migration; safe to call from several processes at once. */
