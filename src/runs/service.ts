@@ -184,14 +184,14 @@ export class RunsService {
 
   /** An agent's runs, kept after it is deleted; 404 for an agent this tenant never had a run of, nor has. */
   async listForAgent(tenantId: string, agentId: string, page: number, limit: number) {
-    const { rows, total } = await store.listAgentRuns(this.r.db.kysely, tenantId, agentId, limit, (page - 1) * limit);
+    const { rows, total } = await store.listAgentRuns(this.r.db.kysely, { tenantId, agentId, limit, offset: (page - 1) * limit });
     if (total === 0) await this.r.agents.get(tenantId, agentId);
     return { runs: rows.map(runSummary), total, page, limit };
   }
 
   /** A task's runs, newest first; `status` narrows them (e.g. the latest completed one). */
   async listForTask(tenantId: string, taskId: string, page: number, limit: number, status?: string) {
-    const { rows, total } = await store.listTaskRuns(this.r.db.kysely, tenantId, taskId, limit, (page - 1) * limit, status);
+    const { rows, total } = await store.listTaskRuns(this.r.db.kysely, { tenantId, taskId, limit, offset: (page - 1) * limit, status });
     return { runs: rows.map(runSummary), total, page, limit };
   }
 

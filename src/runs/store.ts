@@ -19,7 +19,14 @@ export function findRunById(db: Executor, id: string) {
   return db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-export async function listAgentRuns(db: Executor, tenantId: string, agentId: string, limit: number, offset: number) {
+/** One page of runs, newest first. */
+interface RunsPage {
+  tenantId: string;
+  limit: number;
+  offset: number;
+}
+
+export async function listAgentRuns(db: Executor, { tenantId, agentId, limit, offset }: RunsPage & { agentId: string }) {
   const q = db.selectFrom('runs').where('tenant_id', '=', tenantId).where('agent_id', '=', agentId);
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
@@ -28,7 +35,7 @@ export async function listAgentRuns(db: Executor, tenantId: string, agentId: str
   return { rows, total: count };
 }
 
-export async function listTaskRuns(db: Executor, tenantId: string, taskId: string, limit: number, offset: number, status?: string) {
+export async function listTaskRuns(db: Executor, { tenantId, taskId, limit, offset, status }: RunsPage & { taskId: string; status?: string }) {
   let q = db.selectFrom('runs').where('tenant_id', '=', tenantId).where('task_id', '=', taskId);
   if (status) q = q.where('status', '=', status);
   const [rows, count] = await Promise.all([
