@@ -572,12 +572,12 @@ export interface paths {
         /** List API keys (never their secrets) */
         get: {
             parameters: {
-                query: {
+                query?: {
                     /** @description page number, from 1 */
-                    page: number;
+                    page?: number;
                     /** @description page size, 1 to 100 */
-                    limit: number;
-                    includeRevoked: boolean;
+                    limit?: number;
+                    includeRevoked?: boolean;
                 };
                 header?: never;
                 path?: never;
@@ -726,11 +726,11 @@ export interface paths {
         /** Audit events of the tenant, newest first */
         get: {
             parameters: {
-                query: {
+                query?: {
                     /** @description page number, from 1 */
-                    page: number;
+                    page?: number;
                     /** @description page size, 1 to 100 */
-                    limit: number;
+                    limit?: number;
                     action?: string;
                     resourceType?: string;
                     resourceId?: string;
@@ -822,9 +822,9 @@ export interface paths {
         /** List agents */
         get: {
             parameters: {
-                query: {
-                    page: number;
-                    limit: number;
+                query?: {
+                    page?: number;
+                    limit?: number;
                     appId?: string;
                     teamId?: string;
                     status?: "available" | "paused" | "registered";
@@ -2089,11 +2089,11 @@ export interface paths {
          */
         get: {
             parameters: {
-                query: {
+                query?: {
                     /** @description page number, from 1 */
-                    page: number;
+                    page?: number;
                     /** @description page size, 1 to 100 */
-                    limit: number;
+                    limit?: number;
                 };
                 header?: never;
                 path: {
@@ -2571,11 +2571,11 @@ export interface paths {
         /** List conversations, newest first */
         get: {
             parameters: {
-                query: {
+                query?: {
                     /** @description page number, from 1 */
-                    page: number;
+                    page?: number;
                     /** @description page size, 1 to 100 */
-                    limit: number;
+                    limit?: number;
                     /** @description identifier (UUID v7) */
                     agentId?: string;
                     status?: "active" | "completed" | "archived";
@@ -3053,8 +3053,8 @@ export interface paths {
         /** Messages, oldest first: the `limit` newest ones older than `before` */
         get: {
             parameters: {
-                query: {
-                    limit: number;
+                query?: {
+                    limit?: number;
                     /** @description identifier (UUID v7) */
                     before?: string;
                 };
@@ -3603,11 +3603,11 @@ export interface paths {
         /** List tasks, newest first */
         get: {
             parameters: {
-                query: {
+                query?: {
                     /** @description page number, from 1 */
-                    page: number;
+                    page?: number;
                     /** @description page size, 1 to 100 */
-                    limit: number;
+                    limit?: number;
                     /** @description identifier (UUID v7) */
                     agentId?: string;
                     teamId?: string;
@@ -3839,11 +3839,11 @@ export interface paths {
         /** Tasks awaiting a human decision, oldest first */
         get: {
             parameters: {
-                query: {
+                query?: {
                     /** @description page number, from 1 */
-                    page: number;
+                    page?: number;
                     /** @description page size, 1 to 100 */
-                    limit: number;
+                    limit?: number;
                 };
                 header?: never;
                 path?: never;
@@ -4737,11 +4737,11 @@ export interface paths {
         /** The task’s runs, newest first */
         get: {
             parameters: {
-                query: {
+                query?: {
                     /** @description page number, from 1 */
-                    page: number;
+                    page?: number;
                     /** @description page size, 1 to 100 */
-                    limit: number;
+                    limit?: number;
                 };
                 header?: never;
                 path: {
@@ -4859,11 +4859,11 @@ export interface paths {
         /** The task’s fire decisions (cron times, webhook deliveries, platform events), newest first */
         get: {
             parameters: {
-                query: {
+                query?: {
                     /** @description page number, from 1 */
-                    page: number;
+                    page?: number;
                     /** @description page size, 1 to 100 */
-                    limit: number;
+                    limit?: number;
                 };
                 header?: never;
                 path: {
@@ -5068,16 +5068,16 @@ export interface paths {
         /** List the tenant’s skills (active by default), filtered by category, status, source or words */
         get: {
             parameters: {
-                query: {
+                query?: {
                     /** @description e.g. engineering, sales, support, finance */
                     category?: string;
-                    status: "active" | "archived" | "all";
+                    status?: "active" | "archived" | "all";
                     source?: "custom" | "store";
                     /** @description words in the name or description */
                     q?: string;
-                    page: number;
+                    page?: number;
                     /** @description page size, 1 to 200 */
-                    limit: number;
+                    limit?: number;
                 };
                 header?: never;
                 path?: never;
@@ -6264,8 +6264,8 @@ export interface paths {
         /** Export a skill: its SKILL.md (format=md, default) or the whole folder as a zip (format=zip) */
         get: {
             parameters: {
-                query: {
-                    format: "md" | "zip";
+                query?: {
+                    format?: "md" | "zip";
                 };
                 header?: never;
                 path: {
@@ -6867,15 +6867,15 @@ export interface paths {
         /** Connector requests agents made (connector_request), newest first */
         get: {
             parameters: {
-                query: {
+                query?: {
                     status?: "pending" | "accepted" | "rejected";
                     /** @description identifier (UUID v7) */
                     agentId?: string;
                     connectorId?: string;
                     /** @description page number, from 1 */
-                    page: number;
+                    page?: number;
                     /** @description page size, 1 to 100 */
-                    limit: number;
+                    limit?: number;
                 };
                 header?: never;
                 path?: never;
@@ -8275,9 +8275,9 @@ export interface paths {
         /** List TBAC policies, newest first */
         get: {
             parameters: {
-                query: {
-                    page: number;
-                    limit: number;
+                query?: {
+                    page?: number;
+                    limit?: number;
                     /** @description agent id, or * for any */
                     callerAgentId?: string;
                     /** @description agent id, or * for any */

@@ -1,19 +1,17 @@
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
-import { cli, startServer, type ServerProcess } from '../helpers/process.js';
+import { startProcess, type TestDatabase, type TestProcess } from '../helpers/app.js';
+import { cli, type ServerProcess } from '../helpers/process.js';
 
 let database: TestDatabase;
 let server: ServerProcess;
+let proc: TestProcess;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startServer({ ...database.env, LOG_LEVEL: 'warn' });
+  proc = await startProcess({ LOG_LEVEL: 'warn' });
+  ({ database, server } = proc);
 });
-afterAll(async () => {
-  await server?.stop();
-  await database?.drop();
-});
+afterAll(() => proc?.close());
 
 const bundle = async () => (await fetch(`${server.url}/.well-known/spiffe/trust-bundle`)).json() as Promise<{ keys: { kid: string }[]; spiffe_sequence: number }>;
 

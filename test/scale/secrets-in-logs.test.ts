@@ -1,21 +1,19 @@
 import { SignJWT, decodeJwt, importJWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signature } from '../../src/tasks/webhook-signatures.js';
-import { createTestDatabase, secretOf, type TestDatabase } from '../helpers/app.js';
-import { cli, startServer, type ServerProcess } from '../helpers/process.js';
+import { secretOf, startProcess, type TestDatabase, type TestProcess } from '../helpers/app.js';
+import { cli, type ServerProcess } from '../helpers/process.js';
 import { zip } from '../skills/helpers.js';
 
 let database: TestDatabase;
 let server: ServerProcess;
+let proc: TestProcess;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  server = await startServer({ ...database.env, LOG_LEVEL: 'trace' });
+  proc = await startProcess({ LOG_LEVEL: 'trace' });
+  ({ database, server } = proc);
 });
-afterAll(async () => {
-  await server?.stop();
-  await database.drop();
-});
+afterAll(() => proc?.close());
 
 describe('logs of a full session at LOG_LEVEL=trace', () => {
   it('never contain an API key, a key secret or a tool credential', async () => {
