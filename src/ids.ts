@@ -11,7 +11,9 @@ export function newId(): string {
 }
 
 /** Request ids (`x-request-id`, the logs): the same v7 ids, so a log line's request sorts by time. */
-export const newRequestId = newId;
+export function newRequestId(): string {
+  return newId();
+}
 
 /** The current time as stored and returned everywhere: ISO 8601 UTC with milliseconds. */
 export function now(): string {
