@@ -48,7 +48,7 @@ describe('partial indexes of runs', () => {
       if (query.sql.includes('order by')) listed ??= query;
       return (original as (...a: unknown[]) => never)(query, ...rest);
     }) as never;
-    await listTaskRuns(capturing, 'tenant', 'task', 20, 0);
+    await listTaskRuns(capturing, { tenantId: 'tenant', taskId: 'task', limit: 20, offset: 0 });
     expect(listed).toBeDefined();
     expect(await plan(listed!)).toContain('runs_tenant_task');
   });
