@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { createAgent, createTask, taskIn, waitFor } from './helpers.js';
+import { createTask, taskIn, waitFor } from './helpers.js';
 
 /**
  * The tasks API: every endpoint and transition, valid and not. The app dispatches nothing by itself
@@ -17,7 +17,7 @@ beforeAll(async () => {
   t = await startApp({ TASK_WORKERS: '0', TASK_SCHEDULER: 'off' });
   ({ key, id: tenantId } = await t.tenant('acme'));
   ({ key: otherKey } = await t.tenant('globex'));
-  agentId = await createAgent(t, key);
+  agentId = (await t.agent(key, { appId: 'ops' })).id;
 });
 afterAll(() => t.close());
 
@@ -150,11 +150,11 @@ describe('create', () => {
 
   it('needs an agent of the tenant that can run here', async () => {
     expectProblem(await post('/api/v1/tasks', { name: 'x', description: 'x', agentId: '01900000-0000-7000-8000-000000000000' }), 404, 'not_found');
-    const foreign = await createAgent(t, otherKey);
+    const foreign = (await t.agent(otherKey, { appId: 'ops' })).id;
     expectProblem(await post('/api/v1/tasks', { name: 'x', description: 'x', agentId: foreign }), 404, 'not_found');
-    const external = await createAgent(t, key, { hosting: 'external' });
+    const external = (await t.agent(key, { appId: 'ops', hosting: 'external' })).id;
     expectProblem(await post('/api/v1/tasks', { name: 'x', description: 'x', agentId: external }), 409, 'agent_not_executable');
-    const paused = await createAgent(t, key, { name: 'paused' });
+    const paused = (await t.agent(key, { appId: 'ops', name: 'paused' })).id;
     await post(`/api/v1/agents/${paused}/pause`);
     expectProblem(await post('/api/v1/tasks', { name: 'x', description: 'x', agentId: paused }), 409, 'agent_paused');
   });
@@ -177,7 +177,7 @@ describe('create', () => {
 
 describe('list and get', () => {
   it('lists with filters and paging, newest first, never another tenant’s', async () => {
-    const other = await createAgent(t, key, { name: 'Other' });
+    const other = (await t.agent(key, { appId: 'ops', name: 'Other' })).id;
     const a = await createTask(t, key, { agentId: other, name: 'L1', teamId: 'blue' });
     const b = await createTask(t, key, { agentId: other, name: 'L2', type: 'scheduled', schedule: '*/30 * * * *' });
     const c = await createTask(t, key, { agentId: other, name: 'L3', requiresApproval: true, teamId: 'blue' });
@@ -260,7 +260,7 @@ describe('run', () => {
   });
 
   it('refuses paused agents, tasks awaiting approval and approval tasks', async () => {
-    const paused = await createAgent(t, key, { name: 'sleepy' });
+    const paused = (await t.agent(key, { appId: 'ops', name: 'sleepy' })).id;
     const task = await createTask(t, key, { agentId: paused });
     await post(`/api/v1/agents/${paused}/pause`);
     expectProblem(await post(`/api/v1/tasks/${task.id}/run`), 409, 'agent_paused');
@@ -271,7 +271,7 @@ describe('run', () => {
   });
 
   it('fails a dispatched task whose agent is paused, and retry runs it once resumed', async () => {
-    const agent = await createAgent(t, key, { name: 'napper' });
+    const agent = (await t.agent(key, { appId: 'ops', name: 'napper' })).id;
     const task = await createTask(t, key, { agentId: agent });
     await post(`/api/v1/agents/${agent}/pause`);
     await dispatch();

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalGateway } from '../../src/tasks/approvals.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { createAgent } from './helpers.js';
 
 /**
  * The ApprovalGateway as the skills domain uses it: `services.tasks.createApprovalTask(...)` for a
@@ -32,7 +31,7 @@ beforeAll(async () => {
     rejected.push(taskId);
   });
   ({ key, id: tenantId } = await t.tenant());
-  agentId = await createAgent(t, key);
+  agentId = (await t.agent(key, { appId: 'ops' })).id;
 });
 afterAll(() => t.close());
 

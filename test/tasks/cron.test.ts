@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/scheduler/clock.js';
 import { cronProblem, nextFire, planFires } from '../../src/scheduler/cron.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
-import { createAgent, createTask, replica, waitFor } from './helpers.js';
+import { createTask, replica, waitFor } from './helpers.js';
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
@@ -96,7 +96,7 @@ describe('cron firing', () => {
     t = await startApp({ TASK_WORKERS: '0', TASK_SCHEDULER: 'off' });
     t.services.tasks.useClock(clock);
     ({ key } = await t.tenant());
-    agentId = await createAgent(t, key);
+    agentId = (await t.agent(key, { appId: 'ops' })).id;
   });
   afterAll(() => t.close());
 
@@ -282,7 +282,7 @@ describe('cron in the background', () => {
     const t = await startApp({ TASK_POLL_MS: '50' });
     try {
       const { key } = await t.tenant();
-      const agentId = await createAgent(t, key);
+      const agentId = (await t.agent(key, { appId: 'ops' })).id;
       // Let the scheduler believe the next minute is here.
       const clock = new ManualClock(new Date());
       t.services.tasks.useClock(clock);
@@ -309,7 +309,7 @@ describe.skipIf(dialect !== 'postgres')('cron across replicas (PostgreSQL)', () 
       t.services.tasks.useClock(clock);
       other.services.tasks.useClock(clock);
       const { key } = await t.tenant();
-      const agentId = await createAgent(t, key);
+      const agentId = (await t.agent(key, { appId: 'ops' })).id;
       const ids: string[] = [];
       for (let i = 0; i < 20; i++) ids.push((await createTask(t, key, { agentId, type: 'scheduled', schedule: '*/30 * * * *', overlapPolicy: 'allow' })).id);
       for (const at of ['2026-11-20T10:30:01.000Z', '2026-11-20T11:00:01.000Z', '2026-11-20T11:30:01.000Z']) {

@@ -3,7 +3,7 @@ import { newId } from '../../src/ids.js';
 import { ManualClock } from '../../src/scheduler/clock.js';
 import { insertJob, insertTask, newTaskRow } from '../../src/tasks/store.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
-import { createAgent, createTask, replica, taskIn, waitFor } from './helpers.js';
+import { createTask, replica, taskIn, waitFor } from './helpers.js';
 
 const jobsOf = (t: TestApp, id: string) => t.db.kysely.selectFrom('task_jobs').selectAll().where('task_id', '=', id).orderBy('id').execute();
 
@@ -18,7 +18,7 @@ describe('dispatch order and retries (no background workers)', () => {
     t = await startApp({ TASK_WORKERS: '0', TASK_SCHEDULER: 'off', RUN_LEASE_SECONDS: '2' });
     t.services.tasks.useClock(clock);
     ({ key, id: tenantId } = await t.tenant());
-    agentId = await createAgent(t, key);
+    agentId = (await t.agent(key, { appId: 'ops' })).id;
   });
   afterAll(() => t.close());
 
@@ -186,7 +186,7 @@ describe('the worker pool', () => {
     const t = await startApp({ TASK_WORKERS: '2', TASK_POLL_MS: '60000' });
     try {
       const { key } = await t.tenant();
-      const agentId = await createAgent(t, key);
+      const agentId = (await t.agent(key, { appId: 'ops' })).id;
       await new Promise((r) => setTimeout(r, 100));
       const started = Date.now();
       const task = await createTask(t, key, { agentId });
@@ -201,7 +201,7 @@ describe('the worker pool', () => {
     const t = await startApp({ TASK_WORKERS: '2', TASK_POLL_MS: '50' });
     try {
       const { key } = await t.tenant();
-      const agentId = await createAgent(t, key);
+      const agentId = (await t.agent(key, { appId: 'ops' })).id;
       let peak = 0;
       const sampler = setInterval(() => (peak = Math.max(peak, t.services.tasks.dispatcher.activeCount)), 5);
       const ids: string[] = [];
@@ -220,7 +220,7 @@ describe('the worker pool', () => {
     const t = await startApp({ TASK_WORKERS: '4', TASK_POLL_MS: '20' });
     try {
       const { key, id: tenantId } = await t.tenant();
-      const agentId = await createAgent(t, key);
+      const agentId = (await t.agent(key, { appId: 'ops' })).id;
       const ids = await insertDueTasks(t, tenantId, agentId, 200);
       t.services.tasks.dispatcher.wake();
       await waitFor(async () => (await countRuns(t, ids, 'completed')) === 200, 60_000, '200 completed runs');
@@ -274,7 +274,7 @@ describe.skipIf(dialect !== 'postgres')('two dispatchers on one PostgreSQL datab
     const b = await replica(a, { TASK_WORKERS: '4', TASK_POLL_MS: '20' });
     try {
       const { key, id: tenantId } = await a.tenant();
-      const agentId = await createAgent(a, key);
+      const agentId = (await a.agent(key, { appId: 'ops' })).id;
       const ids = await insertDueTasks(a, tenantId, agentId, 200);
       a.services.tasks.dispatcher.wake();
       b.services.tasks.dispatcher.wake();

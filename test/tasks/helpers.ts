@@ -20,12 +20,6 @@ export async function waitFor<T>(check: () => Promise<T> | T, timeoutMs = 10_000
   }
 }
 
-export async function createAgent(t: TestApp, key: string, body: Record<string, unknown> = {}) {
-  const res = await t.request('POST', '/api/v1/agents', { key, body: { name: 'Worker', appId: 'ops', ...body } });
-  if (res.status !== 201) throw new Error(`agent not created: ${res.text}`);
-  return res.body.id as string;
-}
-
 export async function createTask(t: TestApp, key: string, body: Record<string, unknown>) {
   const res = await t.request('POST', '/api/v1/tasks', { key, body: { name: 'Task', description: 'hello from a task', ...body } });
   if (res.status !== 201) throw new Error(`task not created: ${res.text}`);

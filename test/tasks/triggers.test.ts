@@ -2,7 +2,7 @@ import { SecretBox } from '../../src/identity/secret-box.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signature } from '../../src/tasks/webhook-signatures.js';
 import { dialect, expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { createAgent, createTask, replica, taskIn, waitFor } from './helpers.js';
+import { createTask, replica, taskIn, waitFor } from './helpers.js';
 
 let t: TestApp;
 let key: string;
@@ -11,7 +11,7 @@ let agentId: string;
 beforeAll(async () => {
   t = await startApp({ TASK_WORKERS: '2', TASK_POLL_MS: '50' });
   ({ key } = await t.tenant());
-  agentId = await createAgent(t, key);
+  agentId = (await t.agent(key, { appId: 'ops' })).id;
 });
 afterAll(() => t.close());
 
