@@ -23,6 +23,7 @@ import { conversationsRoutes } from './conversations/routes.js';
 import { ConversationsService } from './conversations/service.js';
 import { runsRoutes } from './runs/routes.js';
 import { type Admission, RunsService } from './runs/service.js';
+import { runUsage } from './runs/usage.js';
 import { PriceTable } from './runtime/models/prices.js';
 import { ModelRegistry } from './runtime/models/registry.js';
 import { mcpToolProvider } from './runtime/tools/mcp.js';
@@ -98,7 +99,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     : new LocalSignalBus();
   const tenancy = new TenancyService(db);
   const agents = new AgentsService(db, config.defaultModel);
-  const limits = new LimitsService(db, agents, config.rateLimitPerMinute, config.tokenRateLimitPerMinute);
+  const limits = new LimitsService(db, { agentBudgets: agents, runUsage }, config.rateLimitPerMinute, config.tokenRateLimitPerMinute);
   const tools = new ToolRegistry();
   // Every outbound request made on a tenant's behalf connects through this guard (docs/operations.md).
   const outbound = new OutboundGuard({ allowedHosts: config.mcpAllowedHosts, allowPrivateNetworks: config.mcpAllowPrivateNetworks });

@@ -1,3 +1,4 @@
+import { TtlCache } from '../cache.js';
 import type { Db } from '../db/database.js';
 import { ProblemError, notFound } from '../http/errors.js';
 import { recordAudit } from './audit.js';
@@ -24,6 +25,16 @@ export interface AgentBudgets {
   budget(tenantId: string, agentId: string): MaybePromise<{ monthlyBudgetUsd: number | null } | undefined>;
   /** Throws not found when the tenant has no such agent. */
   setBudget(tenantId: string, agentId: string, budget: number | null, actor: Actor): Promise<void>;
+}
+
+/**
+ * What limits count of runs. The runs domain owns the table and provides this (runs/usage.ts, wired
+ * in app.ts), so tenancy imports nothing of runs; the queries run in the admission's transaction.
+ */
+export interface RunUsage {
+  spendSince(db: store.Executor, scope: { tenantId: string; since: string; agentId?: string }): Promise<number>;
+  spendAndLargestSince(db: store.Executor, scope: { tenantId: string; since: string; agentId?: string }): Promise<{ spentUsd: number; largestRunUsd: number }>;
+  runningRuns(db: store.Executor, scope: { tenantId: string; agentId?: string }): Promise<number>;
 }
 
 /** The admissions of one transaction: tenants already locked, runs admitted but not yet inserted. */
@@ -101,16 +112,22 @@ export class RateLimiter {
 /** Tenant limits and budgets: settings, request limits, concurrency and month-to-date spend. */
 export class LimitsService {
   readonly limiter = new RateLimiter();
-  private readonly cache = new Map<string, { at: number; limits: TenantLimits }>();
+  private readonly cache = new TtlCache<TenantLimits>(CACHE_MS);
+
+  /** Read at every run's start: from memory until the agents table changes. */
+  private readonly agentBudgets: AgentBudgets;
+  private readonly runUsage: RunUsage;
 
   constructor(
     private readonly db: Db,
-    /** Read at every run's start: from memory until the agents table changes. */
-    private readonly agentBudgets: AgentBudgets,
+    domains: { agentBudgets: AgentBudgets; runUsage: RunUsage },
     private readonly defaultRateLimit: number,
     /** Token endpoint requests per minute per client; 0: none. */
     private readonly tokenRateLimit = 0,
-  ) {}
+  ) {
+    this.agentBudgets = domains.agentBudgets;
+    this.runUsage = domains.runUsage;
+  }
 
   async tenantLimits(tenantId: string): Promise<TenantLimits> {
     const cached = this.cachedTenantLimits(tenantId);
@@ -118,13 +135,12 @@ export class LimitsService {
     const tenant = await store.findTenant(this.db.kysely, tenantId);
     const settings = tenant ? (JSON.parse(tenant.settings) as { limits?: Partial<TenantLimits> }) : {};
     const limits = { ...NO_LIMITS, ...(settings.limits ?? {}) };
-    this.cache.set(tenantId, { at: Date.now(), limits });
+    this.cache.set(tenantId, limits);
     return limits;
   }
 
   private cachedTenantLimits(tenantId: string): TenantLimits | undefined {
-    const cached = this.cache.get(tenantId);
-    return cached && Date.now() - cached.at < CACHE_MS ? cached.limits : undefined;
+    return this.cache.get(tenantId);
   }
 
   async setTenantLimits(tenantId: string, patch: Partial<TenantLimits>, actor: Actor): Promise<TenantLimits> {
@@ -170,7 +186,7 @@ export class LimitsService {
 
   async usage(tenantId: string) {
     const since = monthStart();
-    const [spentUsd, runningRuns] = await Promise.all([store.spendSince(this.db.kysely, tenantId, since), store.runningRuns(this.db.kysely, tenantId)]);
+    const [spentUsd, runningRuns] = await Promise.all([this.runUsage.spendSince(this.db.kysely, { tenantId, since }), this.runUsage.runningRuns(this.db.kysely, { tenantId })]);
     return { month: since.slice(0, 7), spentUsd, runningRuns };
   }
 
@@ -178,7 +194,7 @@ export class LimitsService {
     const budget = await this.agentBudgets.budget(tenantId, agentId);
     if (!budget) throw notFound('agent');
     const since = monthStart();
-    return { agentId, month: since.slice(0, 7), monthlyBudgetUsd: budget.monthlyBudgetUsd, spentUsd: await store.spendSince(this.db.kysely, tenantId, since, agentId) };
+    return { agentId, month: since.slice(0, 7), monthlyBudgetUsd: budget.monthlyBudgetUsd, spentUsd: await this.runUsage.spendSince(this.db.kysely, { tenantId, since, agentId }) };
   }
 
   async setAgentBudget(tenantId: string, agentId: string, budget: number | null, actor: Actor) {
@@ -223,7 +239,7 @@ export class LimitsService {
     const tenantKey = `tenant:${tenantId}`;
     const agentKey = `agent:${tenantId}:${agentId}`;
     let running: number | undefined;
-    const tenantRunning = async () => (running ??= (await store.runningRuns(trx, tenantId)) + (batch.admitted.get(tenantKey) ?? 0));
+    const tenantRunning = async () => (running ??= (await this.runUsage.runningRuns(trx, { tenantId })) + (batch.admitted.get(tenantKey) ?? 0));
     if (limits.maxConcurrentRuns !== null) {
       const now = await tenantRunning();
       if (now >= limits.maxConcurrentRuns) {
@@ -237,7 +253,7 @@ export class LimitsService {
         budget.tenant = await this.underBudget(trx, 'tenant', limits.monthlyBudgetUsd, await tenantRunning(), tenantId, since);
       }
       if (runLimits.agentBudgetUsd !== null) {
-        const agentRunning = (await store.runningRuns(trx, tenantId, agentId)) + (batch.admitted.get(agentKey) ?? 0);
+        const agentRunning = (await this.runUsage.runningRuns(trx, { tenantId, agentId })) + (batch.admitted.get(agentKey) ?? 0);
         budget.agent = await this.underBudget(trx, 'agent', runLimits.agentBudgetUsd, agentRunning, tenantId, since, agentId);
       }
     }
@@ -248,7 +264,7 @@ export class LimitsService {
 
   /** The budget picture, or 402 when the spend and what the running runs are reserved have reached it. */
   private async underBudget(trx: store.Executor, whose: 'tenant' | 'agent', monthlyBudgetUsd: number, running: number, tenantId: string, since: string, agentId?: string) {
-    const { spentUsd, largestRunUsd } = await store.spendAndLargestSince(trx, tenantId, since, agentId);
+    const { spentUsd, largestRunUsd } = await this.runUsage.spendAndLargestSince(trx, { tenantId, since, agentId });
     const reservedUsd = Math.round(running * largestRunUsd * 1e9) / 1e9;
     if (spentUsd + reservedUsd >= monthlyBudgetUsd) {
       const reserved = reservedUsd > 0 ? `, and its ${running} running runs are counted at $${largestRunUsd} each (its largest run this month)` : '';

@@ -69,14 +69,6 @@ export function setApiKeyRateLimit(db: Executor, tenantId: string, id: string, l
   return db.updateTable('api_keys').set({ rate_limit_per_minute: limit }).where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
 }
 
-/** USD spent by runs created since `since` (the month's start), for the tenant or one of its agents. */
-export async function spendSince(db: Executor, tenantId: string, since: string, agentId?: string): Promise<number> {
-  let q = db.selectFrom('runs').select((eb) => eb.fn.sum<number | string | null>('cost').as('spent')).where('tenant_id', '=', tenantId).where('created_at', '>=', since);
-  if (agentId) q = q.where('agent_id', '=', agentId);
-  const row = await q.executeTakeFirst();
-  return Math.round(Number(row?.spent ?? 0) * 1e9) / 1e9;
-}
-
 /**
  * The lock run admissions take first: the tenant's row on PostgreSQL; on SQLite the database's write
  * lock (an UPDATE that matches nothing takes it and writes nothing), waited for by the busy handler.
@@ -84,32 +76,6 @@ export async function spendSince(db: Executor, tenantId: string, since: string, 
 export async function lockForAdmission(db: Executor, tenantId: string, dialect: 'sqlite' | 'postgres'): Promise<void> {
   if (dialect === 'postgres') await db.selectFrom('tenants').select('id').where('id', '=', tenantId).forUpdate().execute();
   else await sql`update tenants set settings = settings where 0`.execute(db);
-}
-
-/** The month's spend and the largest cost of one run in it, for the tenant or one of its agents (run admission). */
-export async function spendAndLargestSince(db: Executor, tenantId: string, since: string, agentId?: string): Promise<{ spentUsd: number; largestRunUsd: number }> {
-  let q = db
-    .selectFrom('runs')
-    .select((eb) => [eb.fn.sum<number | string | null>('cost').as('spent'), eb.fn.max<number | string | null>('cost').as('largest')])
-    .where('tenant_id', '=', tenantId)
-    .where('created_at', '>=', since);
-  if (agentId) q = q.where('agent_id', '=', agentId);
-  const row = await q.executeTakeFirst();
-  const usd = (v: number | string | null | undefined) => Math.round(Number(v ?? 0) * 1e9) / 1e9;
-  return { spentUsd: usd(row?.spent), largestRunUsd: usd(row?.largest) };
-}
-
-/** The tenant's runs executing now (or one agent's). */
-export async function runningRuns(db: Executor, tenantId: string, agentId?: string): Promise<number> {
-  let q = db
-    .selectFrom('runs')
-    .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('tenant_id', '=', tenantId)
-    // A literal, as in the partial index of running runs (runs_running_lease), which may serve it.
-    .where('status', '=', sql.lit('running'));
-  if (agentId) q = q.where('agent_id', '=', agentId);
-  const row = await q.executeTakeFirstOrThrow();
-  return Number(row.n);
 }
 
 // ---- audit events ----
