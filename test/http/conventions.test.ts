@@ -95,8 +95,8 @@ describe('HTTP conventions', () => {
   });
 
   it('accepts an empty JSON body on action routes', async () => {
-    const agent = await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x' } });
-    const res = await t.request('POST', `/api/v1/agents/${agent.body.id}/pause`, {
+    const agent = await t.agent(key, { name: 'a', appId: 'x' });
+    const res = await t.request('POST', `/api/v1/agents/${agent.id}/pause`, {
       key,
       payload: '',
       headers: { 'content-type': 'application/json' },

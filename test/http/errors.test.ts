@@ -106,12 +106,12 @@ const nested = (depth: number) => '{"a":'.repeat(depth - 1) + '{}' + '}'.repeat(
 
 describe('JSON nesting depth', () => {
   it(`is limited to ${MAX_JSON_DEPTH} levels at parse time, on every JSON route`, async () => {
-    const agent = await t.request('POST', '/api/v1/agents', { key, body: { name: 'deep', appId: 'app' } });
+    const agent = await t.agent(key, { name: 'deep', appId: 'app' });
     const conversation = (depth: number) =>
       t.request('POST', '/api/v1/conversations', {
         key,
         // The body is one level, metadata a second: metadata's value nests the rest.
-        payload: `{"agentId":"${agent.body.id}","metadata":{"m":${nested(depth - 2)}}}`,
+        payload: `{"agentId":"${agent.id}","metadata":{"m":${nested(depth - 2)}}}`,
         headers: { 'content-type': 'application/json' },
       });
     const deep = await conversation(4_500);
@@ -130,8 +130,8 @@ describe('JSON nesting depth', () => {
   });
 
   it('holds for signed webhook deliveries too', async () => {
-    const agent = await t.request('POST', '/api/v1/agents', { key, body: { name: 'hooked', appId: 'app' } });
-    const task = await t.request('POST', '/api/v1/tasks', { key, body: { name: 'hook', description: 'x', agentId: agent.body.id, type: 'triggered', trigger: { type: 'webhook' } } });
+    const agent = await t.agent(key, { name: 'hooked', appId: 'app' });
+    const task = await t.request('POST', '/api/v1/tasks', { key, body: { name: 'hook', description: 'x', agentId: agent.id, type: 'triggered', trigger: { type: 'webhook' } } });
     expect(task.status, task.text).toBe(201);
     const { createHmac } = await import('node:crypto');
     const body = nested(4_500);
@@ -147,13 +147,13 @@ describe('JSON nesting depth', () => {
 
 describe('validation messages name the field and what was expected', () => {
   it('an enum in a body lists the allowed values once', async () => {
-    const agent = await t.request('POST', '/api/v1/agents', { key, body: { name: 'e', appId: 'app' } });
-    const res = await t.request('POST', `/api/v1/agents/${agent.body.id}`, { key, body: { status: 'sleeping' } });
+    const agent = await t.agent(key, { name: 'e', appId: 'app' });
+    const res = await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { status: 'sleeping' } });
     expectProblem(res, 400, 'validation_failed');
     expect(res.body.errors).toEqual([{ path: 'body.status', message: 'must be one of available, paused' }]);
     expect(res.body.detail).toBe('body.status must be one of available, paused');
     // A value of the wrong type gets the same answer, not "or a string".
-    const typed = await t.request('POST', `/api/v1/agents/${agent.body.id}`, { key, body: { status: 5 } });
+    const typed = await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { status: 5 } });
     expect(typed.body.errors).toEqual([{ path: 'body.status', message: 'must be one of available, paused' }]);
   });
 
