@@ -3,71 +3,19 @@ import type { AgentsService } from '../agents/service.js';
 import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { ProblemError, badRequest, conflict, notFound } from '../http/errors.js';
+import { badRequest, conflict, notFound } from '../http/errors.js';
 import { newId, now } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
-import type { Principal } from '../tenancy/permissions.js';
 import { readArchive, skillFromEntries } from './archive.js';
 import { storeCatalog, type StoreSkill } from './catalog.js';
 import { checkSkillFiles, inferLanguage, parseSkillMd, renderSkillMd, type ScriptFile, type SkillContent, type SkillFile } from './format.js';
 import type { AssignBody, Assignment, CreateSkillBody, ImportSkillBody, Skill, UpdateAssignmentBody, UpdateSkillBody } from './schemas.js';
+import { SkillAssignments } from './assignments.js';
 import * as store from './store.js';
-
-/** Who acts: a request's principal, or the approver of a task. */
-export type Caller = Pick<Principal, 'tenantId' | 'actor'>;
-
-const MAX_CONFIG_BYTES = 16 * 1024;
-
-function fileLists(files: store.FileBrief[]) {
-  return {
-    references: files.filter((f) => f.kind === 'reference').map((f) => ({ name: f.name, size: f.size })),
-    scripts: files.filter((f) => f.kind === 'script').map((f) => ({ name: f.name, language: f.language ?? 'text', size: f.size })),
-  };
-}
-
-export function toSkill(row: store.SkillRow, files: store.FileBrief[]): Skill {
-  return {
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    category: row.category,
-    source: row.source as Skill['source'],
-    storeId: row.store_id,
-    status: row.status as Skill['status'],
-    instructions: row.instructions,
-    metadata: JSON.parse(row.metadata) as Record<string, string>,
-    ...fileLists(files.filter((f) => f.skill_id === row.id)),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
-
-export function toAssignment(row: Pick<store.AssignmentRow, 'skill_id' | 'agent_id' | 'enabled' | 'priority' | 'config' | 'assigned_by' | 'created_at' | 'updated_at'>): Assignment {
-  return {
-    skillId: row.skill_id,
-    agentId: row.agent_id,
-    enabled: Boolean(row.enabled),
-    priority: Number(row.priority),
-    config: JSON.parse(row.config) as Record<string, unknown>,
-    assignedBy: row.assigned_by,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
-
-/** The assignment half of a row of `store.agentAssignments`. */
-export function assignmentOf(row: store.AgentAssignmentRow): Assignment {
-  return toAssignment({ ...row, skill_id: row.id, created_at: row.assigned_at, updated_at: row.assignment_updated_at });
-}
+import { type Caller, type SkillBrief, assignmentOf, toAssignment, toSkill } from './views.js';
 
 const scriptsWithLanguage = (scripts: { name: string; content: string; language?: string }[] | undefined): ScriptFile[] =>
   (scripts ?? []).map((s) => ({ name: s.name, content: s.content, language: s.language ?? inferLanguage(s.name) }));
-
-function checkConfig(config: Record<string, unknown> | undefined) {
-  if (config && Buffer.byteLength(JSON.stringify(config)) > MAX_CONFIG_BYTES) {
-    throw badRequest(`config must be at most ${MAX_CONFIG_BYTES} bytes of JSON`, [{ path: 'body.config', message: `must be at most ${MAX_CONFIG_BYTES} bytes of JSON` }]);
-  }
-}
 
 const nameTaken = (name: string, existing?: store.SkillRow) =>
   conflict(
@@ -77,21 +25,15 @@ const nameTaken = (name: string, existing?: store.SkillRow) =>
       : `a skill named ${name} already exists in this tenant`,
   );
 
+
 /**
  * Skills of a tenant: custom ones (JSON, SKILL.md, archive), store ones (acquired from the catalog),
  * and their assignments to agents. Every mutation writes its audit event in its transaction.
  */
-export interface SkillBrief {
-  id: string;
-  name: string;
-  description: string;
-  /** The `version` its metadata declares (SKILL.md front matter), or null. */
-  version: string | null;
-}
-
 export class SkillsService {
   /** What every run's system prompt names: read from memory until skills or assignments change. */
   private readonly usableBriefs: ReadCache<{ skills: SkillBrief[] }>;
+  private readonly assignments: SkillAssignments;
 
   constructor(
     private readonly db: Db,
@@ -99,6 +41,9 @@ export class SkillsService {
     private readonly catalog: () => StoreSkill[] = storeCatalog,
   ) {
     this.usableBriefs = new ReadCache(db.changes, ['skills', 'skill_assignments'], { max: 10_000 });
+    this.assignments = new SkillAssignments(db, agents, (caller, storeId) => this.acquire(caller, storeId));
+    this.copyAssignments = this.assignments.copyAssignments;
+    this.forgetAgent = this.assignments.forgetAgent;
   }
 
   private async views(tenantId: string, rows: store.SkillRow[]): Promise<Skill[]> {
@@ -382,96 +327,28 @@ export class SkillsService {
     return this.create(caller, entry, undefined, { storeId });
   }
 
-  // ---------------------------------------------------------------- assignments
+  // ---------------------------------------------------------------- assignments (assignments.ts)
 
-  async assign(caller: Caller, skillId: string, body: AssignBody): Promise<Assignment> {
-    checkConfig(body.config);
-    const skill = await this.requireSkill(this.db.kysely, caller.tenantId, skillId);
-    await this.agents.getRow(caller.tenantId, body.agentId);
-    if (skill.status !== 'active') throw conflict('skill_archived', 'the skill is archived; restore it (PATCH status active) before assigning it');
-    const at = now();
-    const row: store.AssignmentRow = {
-      skill_id: skillId,
-      agent_id: body.agentId,
-      tenant_id: caller.tenantId,
-      enabled: 1,
-      priority: body.priority ?? 0,
-      config: JSON.stringify(body.config ?? {}),
-      assigned_by: caller.actor.id,
-      created_at: at,
-      updated_at: at,
-    };
-    const alreadyAssigned = () => badRequest(`the skill is already assigned to agent ${body.agentId}`, undefined, 'already_assigned');
-    try {
-      await this.db.kysely.transaction().execute(async (trx) => {
-        if (await store.findAssignment(trx, caller.tenantId, skillId, body.agentId)) throw alreadyAssigned();
-        await store.insertAssignment(trx, row);
-        await this.audit(trx, caller, 'skill.assigned', skillId, { agentId: body.agentId, priority: row.priority });
-      });
-    } catch (err) {
-      if (store.isUniqueViolation(err)) throw alreadyAssigned();
-      throw err;
-    }
-    return toAssignment(row);
+  assign(caller: Caller, skillId: string, body: AssignBody): Promise<Assignment> {
+    return this.assignments.assign(caller, skillId, body);
   }
 
-  private async requireAssignment(trx: Kysely<Database>, tenantId: string, skillId: string, agentId: string) {
-    await this.requireSkill(trx, tenantId, skillId);
-    const row = await store.findAssignment(trx, tenantId, skillId, agentId);
-    if (!row) throw new ProblemError(404, 'not_found', 'the skill is not assigned to that agent (assignment not found)');
-    return row;
+  unassign(caller: Caller, skillId: string, agentId: string): Promise<void> {
+    return this.assignments.unassign(caller, skillId, agentId);
   }
 
-  async unassign(caller: Caller, skillId: string, agentId: string): Promise<void> {
-    await this.db.kysely.transaction().execute(async (trx) => {
-      await this.requireAssignment(trx, caller.tenantId, skillId, agentId);
-      await store.deleteAssignment(trx, caller.tenantId, skillId, agentId);
-      await this.audit(trx, caller, 'skill.unassigned', skillId, { agentId });
-    });
+  updateAssignment(caller: Caller, skillId: string, agentId: string, body: UpdateAssignmentBody): Promise<Assignment> {
+    return this.assignments.update(caller, skillId, agentId, body);
   }
 
-  async updateAssignment(caller: Caller, skillId: string, agentId: string, body: UpdateAssignmentBody): Promise<Assignment> {
-    checkConfig(body.config);
-    return this.db.kysely.transaction().execute(async (trx) => {
-      const current = await this.requireAssignment(trx, caller.tenantId, skillId, agentId);
-      const patch: Parameters<typeof store.updateAssignment>[4] = { updated_at: now() };
-      if (body.enabled !== undefined) patch.enabled = body.enabled ? 1 : 0;
-      if (body.priority !== undefined) patch.priority = body.priority;
-      if (body.config !== undefined) patch.config = JSON.stringify(body.config);
-      await store.updateAssignment(trx, caller.tenantId, skillId, agentId, patch);
-      await this.audit(trx, caller, 'skill.assignment_updated', skillId, { agentId, fields: Object.keys(body) });
-      return toAssignment({ ...current, ...patch });
-    });
+  /** What approving a `skill_request` does (SkillAssignments.grant). */
+  grant(caller: Caller, input: { agentId: string; skillId?: string; storeId?: string; taskId: string }): Promise<Assignment> {
+    return this.assignments.grant(caller, input);
   }
 
-  /**
-   * What approving a `skill_request` does: acquires the store skill first when the request named one
-   * the tenant does not have yet, then assigns the skill to the agent (or enables a disabled assignment).
-   */
-  async grant(caller: Caller, input: { agentId: string; skillId?: string; storeId?: string; taskId: string }): Promise<Assignment> {
-    let skillId = input.skillId;
-    if (!skillId && input.storeId) {
-      const acquired = await store.findSkillByStoreId(this.db.kysely, caller.tenantId, input.storeId);
-      skillId = acquired?.id ?? (await this.acquire(caller, input.storeId)).id;
-    }
-    if (!skillId) throw badRequest('the approved request names no skill');
-    const existing = await store.findAssignment(this.db.kysely, caller.tenantId, skillId, input.agentId);
-    if (!existing) return this.assign(caller, skillId, { agentId: input.agentId, priority: 0 });
-    if (existing.enabled) return toAssignment(existing);
-    return this.updateAssignment(caller, skillId, input.agentId, { enabled: true });
-  }
-
-  // ---------------------------------------------------------------- hooks for the agents domain
-
-  /** Duplicate: the copy gets the original's assignments (enabled, priority, config, assignedBy). */
-  copyAssignments = async (trx: Kysely<Database>, tenantId: string, fromId: string, toId: string) => {
-    await store.copyAssignments(trx, tenantId, fromId, toId, now());
-  };
-
-  /** Delete: the agent's assignments go with it (the audit trail keeps what happened). */
-  forgetAgent = async (trx: Kysely<Database>, tenantId: string, agentId: string) => {
-    await store.deleteAgentAssignments(trx, tenantId, agentId);
-  };
+  /** Hooks for the agents domain: a duplicate copies the assignments, a delete drops them. */
+  readonly copyAssignments: SkillAssignments['copyAssignments'];
+  readonly forgetAgent: SkillAssignments['forgetAgent'];
 
   private audit(trx: Kysely<Database>, caller: Caller, action: string, id: string, detail: Record<string, unknown>) {
     return recordAudit(trx, { tenantId: caller.tenantId, actor: caller.actor, action, resourceType: 'skill', resourceId: id, detail });

@@ -5,7 +5,7 @@ import type { Database } from '../../db/schema.js';
 import { badRequest, conflict, notFound } from '../../http/errors.js';
 import { newId, now } from '../../ids.js';
 import { recordAudit } from '../../tenancy/audit.js';
-import type { Caller } from '../service.js';
+import type { Caller } from '../views.js';
 import { isUniqueViolation } from '../store.js';
 import { CONNECTORS, checkConfiguration, findConnector, maskConfiguration, type Connector } from './catalog.js';
 import * as store from './store.js';
