@@ -124,8 +124,8 @@ describe('TBAC policies', () => {
     expect(list.body.total).toBe(0);
     expectProblem(await t.request('PATCH', `/api/v1/identity/tbac/policies/${p.id}`, { key: globex.key, body: { effect: 'deny' } }), 404, 'not_found');
     expectProblem(await t.request('DELETE', `/api/v1/identity/tbac/policies/${p.id}`, { key: globex.key }), 404, 'not_found');
-    const reader = (await t.request('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'r', permissions: ['settings:read'] } })).body.key;
-    const agentsOnly = (await t.request('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'a', permissions: ['agents:read', 'agents:write'] } })).body.key;
+    const reader = await t.key(acme.key, ['settings:read']);
+    const agentsOnly = await t.key(acme.key, ['agents:read', 'agents:write']);
     expect((await t.request('GET', '/api/v1/identity/tbac/policies', { key: reader })).status).toBe(200);
     expectProblem(await t.request('GET', '/api/v1/identity/tbac/policies', { key: agentsOnly }), 403, 'forbidden');
     expectProblem(await t.request('POST', '/api/v1/identity/tbac/policies', { key: reader, body: { callerAgentId: '*', calleeAgentId: '*', toolName: 'z' } }), 403, 'forbidden');
@@ -157,7 +157,7 @@ describe('TBAC mode', () => {
     // Other tenants are untouched.
     expect((await t.request('GET', '/api/v1/identity/tbac/mode', { key: globex.key })).body).toEqual({ mode: 'audit' });
     expectProblem(await t.request('PUT', '/api/v1/identity/tbac/mode', { key: tenant.key, body: { mode: 'strict' } }), 400, 'validation_failed');
-    const reader = (await t.request('POST', '/api/v1/api-keys', { key: tenant.key, body: { name: 'r', permissions: ['settings:read'] } })).body.key;
+    const reader = await t.key(tenant.key, ['settings:read']);
     expect((await t.request('GET', '/api/v1/identity/tbac/mode', { key: reader })).status).toBe(200);
     expectProblem(await t.request('PUT', '/api/v1/identity/tbac/mode', { key: reader, body: { mode: 'audit' } }), 403, 'forbidden');
     const events = (await t.request('GET', `/api/v1/audit-events?action=tenant.settings_updated`, { key: tenant.key })).body.events;

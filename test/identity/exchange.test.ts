@@ -503,7 +503,7 @@ describe('introspection (RFC 7662)', () => {
     const anon = await introspect(access_token, null);
     expectOAuthError(anon, 401, 'invalid_client');
     expect(anon.headers['www-authenticate']).toBe('Bearer');
-    const writer = (await t.request('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'w', permissions: ['settings:read'] } })).body.key;
+    const writer = await t.key(acme.key, ['settings:read']);
     expectOAuthError(await introspect(access_token, writer), 403, 'insufficient_scope');
     expectOAuthError(await introspect(undefined), 400, 'invalid_request');
   });

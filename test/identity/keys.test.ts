@@ -234,7 +234,7 @@ describe('agent key rotation and revocation', () => {
 
   it('needs agents:write to rotate or revoke', async () => {
     const a = await t.agent(acme.key);
-    const reader = (await t.request('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'r', permissions: ['agents:read'] } })).body.key;
+    const reader = await t.key(acme.key, ['agents:read']);
     expectProblem(await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: reader }), 403, 'forbidden');
     expectProblem(await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/x`, { key: reader }), 403, 'forbidden');
     expectProblem(await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`), 401, 'missing_credentials');

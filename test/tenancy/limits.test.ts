@@ -180,7 +180,7 @@ describe('budgets', () => {
     const { key } = await t.tenant();
     const { key: otherKey } = await t.tenant();
     const a = await t.agent(key, { name: 'a', appId: 'x' });
-    const reader = (await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'r', permissions: ['agents:read', 'agents:write'] } })).body.key;
+    const reader = await t.key(key, ['agents:read', 'agents:write']);
     expectProblem(await t.request('GET', '/api/v1/limits', { key: reader }), 403, 'forbidden');
     expectProblem(await t.request('PUT', '/api/v1/limits', { key: reader, body: { maxConcurrentRuns: 5 } }), 403, 'forbidden');
     expectProblem(await t.request('PUT', `/api/v1/agents/${a.id}/budget`, { key: otherKey, body: { monthlyBudgetUsd: 1 } }), 404, 'not_found');
