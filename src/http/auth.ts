@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
-import type { Permission, Principal } from '../tenancy/permissions.js';
+import type { Permission, Principal } from './principal.js';
 import { ProblemError, forbidden, notFound, unauthorized } from './errors.js';
 
 declare module 'fastify' {

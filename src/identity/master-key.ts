@@ -1,10 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../config.js';
 import { PRIVATE_FILE_MODE, ensurePrivateDir, tightenFile } from '../private-files.js';
 
 export const MASTER_KEY_FILE = 'master.key';
+
+/** Where the master key comes from: the configuration's (config.ts is one), or a file in the data folder. */
+export interface MasterKeySource {
+  masterKey?: { reveal(): Buffer } | undefined;
+  dataDir: string;
+}
 
 /**
  * The key that encrypts private keys at rest: `MASTER_KEY` from the configuration, or else
@@ -15,7 +20,7 @@ export const MASTER_KEY_FILE = 'master.key';
  * hard-linked into place, which fails when another process got there first (its key is used then).
  * Replicas sharing a PostgreSQL database on different machines must all be given one `MASTER_KEY`.
  */
-export function loadMasterKey(config: Pick<Config, 'masterKey' | 'dataDir'>): Buffer {
+export function loadMasterKey(config: MasterKeySource): Buffer {
   if (config.masterKey) return config.masterKey.reveal();
   ensurePrivateDir(config.dataDir);
   const file = path.join(config.dataDir, MASTER_KEY_FILE);

@@ -1,7 +1,5 @@
 import { SignJWT } from 'jose';
-import type { ToolSpec } from '../agents/schemas.js';
 import type { AgentIdentity, AgentsService } from '../agents/service.js';
-import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
@@ -15,7 +13,7 @@ import { verifyAccessToken, type TokenState, type VerifiedToken } from './access
 import { agentJwksUrl, clientIdUrl } from './audience.js';
 import { AuditBuffer } from './audit-buffer.js';
 import { authorize, type AuthorizeResult } from './authorize.js';
-import { BADGE_LIFETIME_S, badgeCredential } from './badge.js';
+import { BadgeSigner } from './badges.js';
 import { DECISION_CACHE_MS, TtlCache } from './cache.js';
 import { clientCredentials, type ClientCredentialsRequest } from './client-credentials.js';
 import type { IdentityContext } from './context.js';
@@ -24,7 +22,7 @@ import { introspect } from './introspect.js';
 import { AgentKeyring, publishedJwk } from './agent-keys.js';
 import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S, PLATFORM_KEY_CACHE_MS, iso, type Clock } from './key-material.js';
 import { PlatformKeyring } from './platform-keys.js';
-import { loadMasterKey } from './master-key.js';
+import { loadMasterKey, type MasterKeySource } from './master-key.js';
 import { OAuthError } from './oauth-errors.js';
 import { PolicyEngine } from './policies.js';
 import { agentSpiffeId, parseAgentSpiffeId } from './spiffe.js';
@@ -52,6 +50,13 @@ export interface SkillCapability {
 /** The skills an agent may use now (assigned, enabled, active); the skills domain provides them. */
 export type SkillCapabilities = (tenantId: string, agentId: string) => Promise<readonly SkillCapability[]>;
 
+/** The settings identity needs (config.ts's Config has them), so identity does not depend on config.ts. */
+export interface IdentityConfig extends MasterKeySource {
+  issuer: string;
+  trustDomain: string;
+  publicBaseUrl: string;
+}
+
 /**
  * Agent identity: keys, identity documents, SVIDs, badges, token exchange, introspection, the
  * ExtAuthZ decision and TBAC policies. Routes call it over HTTP; a runtime can call `exchange`,
@@ -64,13 +69,13 @@ export class IdentityService {
   readonly policies: PolicyEngine;
   readonly auditBuffer: AuditBuffer;
   readonly ctx: IdentityContext;
-  private readonly badges = new Map<string, { key: string; token: string; exp: number }>();
+  private readonly badges: BadgeSigner;
   private skillCapabilities: SkillCapabilities = async () => [];
   private lastPrune = 0;
 
   constructor(
     private readonly db: Db,
-    config: Pick<Config, 'issuer' | 'trustDomain' | 'publicBaseUrl' | 'masterKey' | 'dataDir'>,
+    config: IdentityConfig,
     tenancy: TenancyService,
     private readonly agents: AgentsService,
   ) {
@@ -99,6 +104,7 @@ export class IdentityService {
       spiffeIdOf: (tenantId, agentId) => agentSpiffeId(trustDomain, tenantId, agentId),
       hot: { verified: new TtlCache<VerifiedToken>(PLATFORM_KEY_CACHE_MS), tokenStates: new TtlCache<TokenState | null>(DECISION_CACHE_MS) },
     };
+    this.badges = new BadgeSigner(this.ctx);
   }
 
   get issuer() {
@@ -158,28 +164,10 @@ export class IdentityService {
 
   // ---- public documents ----
 
-  /** The badge of an agent, re-signed when the agent changed, the signing key changed, or half its life passed. */
+  /** The badge of an agent with the skills it may use (badges.ts signs and keeps it). */
   private async badge(agent: AgentIdentity, compact: boolean): Promise<string> {
-    const { kid } = await this.platformKeys.signingKey();
     const skills = (await this.skillCapabilities(agent.tenant_id, agent.id)).map(({ id, name, version }) => ({ id, name, version }));
-    // A new badge when the agent, its skills or the signing key change; earlier ones stay valid until they expire.
-    const cacheKey = `${agent.updated_at}|${kid}|${JSON.stringify(skills)}`;
-    const nowS = Math.floor(this.clock.now() / 1000);
-    const cached = this.badges.get(`${agent.id}|${compact}`);
-    if (cached && cached.key === cacheKey && cached.exp - nowS > BADGE_LIFETIME_S / 2) return cached.token;
-    const spiffeId = this.ctx.spiffeIdOf(agent.tenant_id, agent.id);
-    const id = `urn:uuid:${newId()}`;
-    const credential = badgeCredential(
-      { spiffeId, agentId: agent.id, tenantId: agent.tenant_id, name: agent.name, hosting: agent.hosting, tools: JSON.parse(agent.tools) as ToolSpec[], skills },
-      this.issuer,
-      id,
-      nowS,
-      nowS + BADGE_LIFETIME_S,
-      compact,
-    );
-    const signed = await this.ctx.tokens.sign({ typ: TYP.badge, cty: 'vc', sub: spiffeId, iat: nowS, lifetimeS: BADGE_LIFETIME_S, jti: id, payload: credential });
-    this.badges.set(`${agent.id}|${compact}`, { key: cacheKey, token: signed.token, exp: signed.exp });
-    return signed.token;
+    return this.badges.badge(agent, skills, compact);
   }
 
   async clientMetadata(agentId: string) {

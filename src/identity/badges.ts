@@ -1,0 +1,58 @@
+import { LRUCache } from 'lru-cache';
+import type { ToolSpec } from '../agents/schemas.js';
+import type { AgentIdentity } from '../agents/service.js';
+import { newId } from '../ids.js';
+import { BADGE_LIFETIME_S, badgeCredential } from './badge.js';
+import type { IdentityContext } from './context.js';
+import { TYP } from './tokens.js';
+
+/** The skills a badge lists for an agent (id, name, version). */
+export type BadgeSkills = { id: string; name: string; version: string | null }[];
+
+/**
+ * Signs agents' badges (badge.ts), keeping the last one per agent and form: a badge is re-signed when
+ * the agent, its skills or the signing key change, or half its life has passed; earlier ones stay valid
+ * until they expire.
+ */
+export class BadgeSigner {
+  private readonly signed = new LRUCache<string, { key: string; token: string; exp: number }>({ max: 10_000 });
+
+  constructor(private readonly ctx: IdentityContext) {}
+
+  async badge(agent: AgentIdentity, skills: BadgeSkills, compact: boolean): Promise<string> {
+    const { kid } = await this.ctx.platformKeys.signingKey();
+    const cacheKey = `${agent.updated_at}|${kid}|${JSON.stringify(skills)}`;
+    const nowS = Math.floor(this.ctx.clock.now() / 1000);
+    const cached = this.signed.get(`${agent.id}|${compact}`);
+    if (cached && cached.key === cacheKey && cached.exp - nowS > BADGE_LIFETIME_S / 2) return cached.token;
+    const spiffeId = this.ctx.spiffeIdOf(agent.tenant_id, agent.id);
+    const id = `urn:uuid:${newId()}`;
+    const credential = badgeCredential(
+      {
+        spiffeId,
+        agentId: agent.id,
+        tenantId: agent.tenant_id,
+        name: agent.name,
+        hosting: agent.hosting,
+        tools: JSON.parse(agent.tools) as ToolSpec[],
+        skills,
+      },
+      this.ctx.issuer,
+      id,
+      nowS,
+      nowS + BADGE_LIFETIME_S,
+      compact,
+    );
+    const signed = await this.ctx.tokens.sign({
+      typ: TYP.badge,
+      cty: 'vc',
+      sub: spiffeId,
+      iat: nowS,
+      lifetimeS: BADGE_LIFETIME_S,
+      jti: id,
+      payload: credential,
+    });
+    this.signed.set(`${agent.id}|${compact}`, { key: cacheKey, token: signed.token, exp: signed.exp });
+    return signed.token;
+  }
+}
