@@ -7,7 +7,7 @@ import { type Clock, iso, AGENT_KEY_GRACE_S, type PublicJwk, generateEs256Key, m
 
 /** Agents' own key pairs (their JWKS, SVIDs and the assertions they sign): rotation and revocation. */
 
-export type AgentKeyStatus = 'active' | 'rotated' | 'revoked';
+type AgentKeyStatus = 'active' | 'rotated' | 'revoked';
 
 export interface AgentKeyView {
   kid: string;
@@ -20,7 +20,7 @@ export interface AgentKeyView {
 }
 
 /** Active keys, and rotated keys until they expire, are published; revoked keys never. */
-export function agentKeyPublished(row: store.AgentKeyRow, now: number): boolean {
+function agentKeyPublished(row: store.AgentKeyRow, now: number): boolean {
   if (row.status === 'active') return true;
   return row.status === 'rotated' && row.expires_at !== null && Date.parse(row.expires_at) > now;
 }

@@ -16,7 +16,7 @@ import {
 
 /** The platform's signing keys (tokens, SVIDs, badges): generations, activation, retirement, revocation. */
 
-export type PlatformKeyStatus = 'pending' | 'active' | 'retired' | 'expired' | 'revoked';
+type PlatformKeyStatus = 'pending' | 'active' | 'retired' | 'expired' | 'revoked';
 
 export interface PlatformKeyView {
   kid: string;
@@ -37,7 +37,7 @@ const publicationEnd = (retiresAt: string | null) =>
  * Status of a platform key, derived from its timestamps: published from creation (pending until
  * `activates_at`), signing until `retires_at`, published until the longest token lifetime after that.
  */
-export function platformKeyStatus(row: store.PlatformKeyRow, now: number): PlatformKeyStatus {
+function platformKeyStatus(row: store.PlatformKeyRow, now: number): PlatformKeyStatus {
   if (row.revoked_at) return 'revoked';
   const end = publicationEnd(row.retires_at);
   if (end !== null && end <= now) return 'expired';
