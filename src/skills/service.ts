@@ -3,7 +3,7 @@ import type { AgentsService } from '../agents/service.js';
 import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { badRequest, conflict, notFound } from '../http/errors.js';
+import { conflict, notFound } from '../http/errors.js';
 import { newId, now } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
 import { readArchive, skillFromEntries } from './archive.js';
