@@ -1,4 +1,4 @@
-import { ProblemError, conflict } from '../http/errors.js';
+import { ProblemError, conflict, isDatabaseUnavailable } from '../http/errors.js';
 import type { RunError } from '../runs/views.js';
 
 /**
@@ -11,6 +11,8 @@ import type { RunError } from '../runs/views.js';
 export type StartFailure =
   /** Refused for now, not for the task's sake (the tenant's concurrency limit, this replica stopping): try again later. */
   | { kind: 'refused_for_now'; retryAfterSeconds: number; error: RunError }
+  /** The database could not be reached: no run was written, and the attempt is not the task's to spend. */
+  | { kind: 'database_unavailable'; retryAfterSeconds: number; error: RunError }
   /** The task's agent no longer exists. */
   | { kind: 'agent_gone'; error: RunError }
   /** A rule refused it (agent paused, budget spent, ...): the attempt fails. */
@@ -19,8 +21,14 @@ export type StartFailure =
   | { kind: 'unexpected'; error: RunError };
 
 const AGENT_GONE: RunError = { code: 'agent_not_found', message: 'the task’s agent no longer exists' };
+const DATABASE_UNAVAILABLE: RunError = { code: 'database_unavailable', message: 'the database could not be reached' };
+/** How long a job whose start met a database outage waits before it is claimed again. */
+const DATABASE_RETRY_SECONDS = 5;
 
 export function startFailure(err: unknown): StartFailure {
+  if (isDatabaseUnavailable(err) || (err instanceof ProblemError && err.code === 'database_unavailable')) {
+    return { kind: 'database_unavailable', retryAfterSeconds: DATABASE_RETRY_SECONDS, error: DATABASE_UNAVAILABLE };
+  }
   if (!(err instanceof ProblemError)) {
     return { kind: 'unexpected', error: { code: 'internal_error', message: 'the run could not start; the error is in the server log' } };
   }

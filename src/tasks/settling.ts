@@ -68,6 +68,24 @@ export class Settling {
     if (queued) this.r.enqueued();
   }
 
+  /**
+   * A claimed job whose run never started goes back in the queue without spending its attempt (the
+   * claim counted one), available at `availableAt`; true when it moved. Guarded by the lease the
+   * caller saw (the sweep) or by its owner (the worker), so a claim taken over since is left alone.
+   */
+  releaseUnstarted(job: store.JobRow, { availableAt, ...seen }: { availableAt: Date; leaseExpiresAt?: string | null; leaseOwner?: string }) {
+    const queued = {
+      state: 'queued',
+      attempts: Math.max(0, job.attempts - 1),
+      available_at: availableAt.toISOString(),
+      lease_owner: null,
+      lease_expires_at: null,
+      claimed_by: null,
+      updated_at: now(),
+    };
+    return store.moveJob(this.r.db.kysely, { jobId: job.id, from: ['claimed'], set: queued, ...seen });
+  }
+
   /** Told by RunsService when any run ends (here or, for interrupted runs, elsewhere). */
   async runEnded(runId: string, ended?: RunFinished) {
     const job = await store.findJobByRun(this.r.db.kysely, runId);
@@ -107,13 +125,24 @@ export class Settling {
 
   /**
    * The safety net behind the fast paths: claimed jobs whose process stopped renewing the lease are
-   * retried or failed; running jobs whose run ended unheard of (the process died between the run's
+   * queued again (a run that never started spends no attempt), or, for approval actions, retried or
+   * failed; running jobs whose run ended unheard of (the process died between the run's
    * terminal write and settling the job) are settled.
    */
   async sweep() {
     const realNow = new Date().toISOString();
     for (const job of await store.expiredClaims(this.r.db.kysely, realNow, 100)) {
       if (this.jobs.held.has(job.id)) continue;
+      if (job.kind === 'agent') {
+        // Its run never started (the run's start moves the job to running in the run's own
+        // transaction): whether the claimer died or the database went away, nothing was attempted.
+        if (await this.releaseUnstarted(job, { availableAt: this.r.clock(), leaseExpiresAt: job.lease_expires_at })) {
+          this.r.log.warn({ jobId: job.id, taskId: job.task_id }, 'task work lost its lease before its run started: queued again');
+          this.r.enqueued();
+        }
+        continue;
+      }
+      // An approval action may have had its effect before its process stopped: the attempt counts.
       const task = await store.findTaskById(this.r.db.kysely, job.task_id);
       this.r.log.warn({ jobId: job.id, taskId: job.task_id }, 'task work lost its lease: its process stopped');
       const error = { code: 'interrupted', message: 'the process working on it stopped before it finished' };

@@ -349,16 +349,19 @@ export interface JobMove {
   runId?: string;
   /** When given, the job's lease must still expire then (nobody renewed it since). */
   leaseExpiresAt?: string | null;
+  /** When given, the job must still be claimed by this owner (nobody else took it over since). */
+  leaseOwner?: string;
 }
 
 /**
  * Compare-and-set from one of `from` states (and, when given, the run or lease the caller saw):
  * exactly one caller moves a job on.
  */
-export async function moveJob(db: Executor, { jobId, from, set, runId, leaseExpiresAt }: JobMove): Promise<boolean> {
+export async function moveJob(db: Executor, { jobId, from, set, runId, leaseExpiresAt, leaseOwner }: JobMove): Promise<boolean> {
   let q = db.updateTable('task_jobs').set(set).where('id', '=', jobId).where('state', 'in', [...from]);
   if (runId !== undefined) q = q.where('run_id', '=', runId);
   if (leaseExpiresAt !== undefined) q = q.where('lease_expires_at', leaseExpiresAt === null ? 'is' : '=', leaseExpiresAt);
+  if (leaseOwner !== undefined) q = q.where('lease_owner', '=', leaseOwner);
   const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }

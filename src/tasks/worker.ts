@@ -94,19 +94,20 @@ export class TaskWorker {
       // The job was cancelled (or its task deleted) while the run was starting: no run was created.
       if (err instanceof JobNoLongerClaimed) return null;
       const failure = startFailure(err);
+      // The database away is nobody's decision: the job goes back in the queue, its attempt unspent,
+      // whoever started it (a person is told). If that write fails too, the job stays claimed until
+      // its lease expires and the sweep puts it back the same way.
+      if (failure.kind === 'database_unavailable') {
+        const release = { leaseOwner: leaseOwner(this.r), availableAt: new Date(this.r.clock().getTime() + failure.retryAfterSeconds * 1000) };
+        await this.settling.releaseUnstarted(job, release).catch((e) => this.r.log.warn({ err: e, jobId: job.id }, 'a task job could not be queued again: the sweep will'));
+        this.r.log.warn({ err, taskId: task.id }, 'task run could not start: the database is unavailable');
+        if (actor === SCHEDULER_ACTOR) return null;
+        throw err;
+      }
       // Automatic work refused for now goes back in the queue a little later instead of spending an
       // attempt; a person's manual run is told why.
       if (failure.kind === 'refused_for_now' && actor === SCHEDULER_ACTOR) {
-        const requeued = {
-          state: 'queued',
-          attempts: Math.max(0, job.attempts - 1),
-          available_at: new Date(Date.now() + failure.retryAfterSeconds * 1000).toISOString(),
-          lease_owner: null,
-          lease_expires_at: null,
-          claimed_by: null,
-          updated_at: now(),
-        };
-        await store.moveJob(this.r.db.kysely, { jobId: job.id, from: ['claimed'], set: requeued });
+        await this.settling.releaseUnstarted(job, { leaseOwner: leaseOwner(this.r), availableAt: new Date(Date.now() + failure.retryAfterSeconds * 1000) });
         return null;
       }
       if (failure.kind === 'unexpected') this.r.log.error({ err, taskId: task.id }, 'task run could not start');

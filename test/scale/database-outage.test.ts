@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.js';
+import { createTestDatabase, dialect, startApp, type TestApp, type TestDatabase } from '../helpers/app.js';
 import { cli, startServer, type ServerProcess } from '../helpers/process.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
+import { createTask, replica, waitFor, type Replica } from '../tasks/helpers.js';
 
 describe.skipIf(dialect !== 'postgres')('a database outage', () => {
   let database: TestDatabase;
@@ -93,5 +94,66 @@ describe.skipIf(dialect !== 'postgres')('a database outage', () => {
     // Its conversation is free again at once (not busy until the lease expires).
     const next = await fetch(`${server.url}/api/v1/conversations/${conversationId}/messages`, { method: 'POST', headers, body: JSON.stringify({ content: 'and again' }) });
     expect(next.status).toBe(200);
+  });
+});
+
+describe.skipIf(dialect !== 'postgres')('a one-time task claimed during a database outage', () => {
+  const env = { TASK_WORKERS: '0', TASK_SCHEDULER: 'off', RUN_LEASE_SECONDS: '2' };
+  let t: TestApp;
+  let cut: Replica;
+  let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
+
+  beforeAll(async () => {
+    t = await startApp(env);
+    const direct = new URL(t.config.databaseUrl!);
+    proxy = await startTcpProxy(direct.hostname, Number(direct.port || 5432));
+    const viaProxy = new URL(direct);
+    viaProxy.port = String(proxy.port);
+    // A second replica whose database connection goes through the proxy, so it alone loses it.
+    cut = await replica(t, { ...env, DATABASE_URL: viaProxy.toString() });
+  });
+  afterAll(async () => {
+    await cut?.close();
+    await proxy?.close();
+    await t?.close();
+  });
+
+  it('runs once when the database is back, its only attempt not spent by the outage', async () => {
+    const { key } = await t.tenant();
+    const agentId = (await t.agent(key, { appId: 'outage' })).id;
+    const task = await createTask(t, key, { agentId, description: 'after the outage' });
+    const jobs = () => t.db.kysely.selectFrom('task_jobs').selectAll().where('task_id', '=', task.id).execute();
+
+    const job = (await cut.services.tasks.executor.claimNext())!;
+    expect(job).toMatchObject({ task_id: task.id, state: 'claimed', attempts: 1 });
+    // The run's start meets the outage, and so does recording that it failed: the job stays claimed.
+    await proxy.down();
+    await cut.services.tasks.executor.execute(job).catch(() => undefined);
+    await proxy.up();
+    expect(await jobs()).toMatchObject([{ state: 'claimed', run_id: null }]);
+
+    // Its lease expires; either replica's sweep (both at once here) puts it back, unspent.
+    const back = await waitFor(
+      async () => {
+        await Promise.all([t.services.tasks.executor.sweep(), cut.services.tasks.executor.sweep()]);
+        const [row] = await jobs();
+        return row.state === 'queued' ? row : null;
+      },
+      10_000,
+      'the job to be queued again',
+    );
+    expect(back).toMatchObject({ attempts: 0, lease_owner: null, run_id: null });
+
+    // Both replicas try to claim it: exactly one gets it, and its run is the task's only one.
+    const claims = (await Promise.all([t.services.tasks.executor.claimNext(), cut.services.tasks.executor.claimNext()])).filter((j) => j !== null);
+    expect(claims).toHaveLength(1);
+    expect(claims[0]).toMatchObject({ id: job.id, attempts: 1 });
+    await Promise.all([t.services.tasks.executor.sweep(), cut.services.tasks.executor.sweep()]);
+    const owner = claims[0]!.lease_owner === cut.services.runs.instanceId ? cut : t;
+    await owner.services.tasks.executor.execute(claims[0]!);
+    const done = (await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body;
+    expect(done).toMatchObject({ status: 'completed', runCount: 1, lastError: null });
+    expect(await jobs()).toMatchObject([{ state: 'done', attempts: 1 }]);
+    expect((await t.request('GET', `/api/v1/tasks/${task.id}/runs`, { key })).body.total).toBe(1);
   });
 });

@@ -124,12 +124,12 @@ describe('dispatch order and retries (no background workers)', () => {
     expect((await jobsOf(t, task.id))[0].state).toBe('cancelled');
   });
 
-  it('work whose claiming process died loses its lease and is retried, or failed when no attempt is left', async () => {
+  it('work whose claiming process died before its run started loses its lease and is queued again, its attempt not spent', async () => {
     const retried = await createTask(t, key, { agentId, retryPolicy: { maxAttempts: 2, backoffSeconds: 0 } });
-    const failed = await createTask(t, key, { agentId });
-    // Another "process" claims both, then dies without renewing.
+    const once = await createTask(t, key, { agentId });
+    // Another "process" claims both, then dies without renewing (and without starting a run).
     const past = new Date(Date.now() - 1000).toISOString();
-    for (const id of [retried.id, failed.id]) {
+    for (const id of [retried.id, once.id]) {
       await t.db.kysely
         .updateTable('task_jobs')
         .set((eb) => ({ state: 'claimed', lease_owner: 'dead-process', claimed_by: 'dead-process', lease_expires_at: past, attempts: eb('attempts', '+', 1) }))
@@ -137,15 +137,47 @@ describe('dispatch order and retries (no background workers)', () => {
         .execute();
     }
     await t.services.tasks.executor.sweep();
-    expect((await jobsOf(t, retried.id))[0]).toMatchObject({ state: 'queued', attempts: 1, lease_owner: null });
-    expect((await jobsOf(t, failed.id))[0]).toMatchObject({ state: 'failed', attempts: 1 });
-    const f = (await t.request('GET', `/api/v1/tasks/${failed.id}`, { key })).body;
-    expect(f).toMatchObject({ status: 'failed', lastError: { code: 'interrupted' } });
-    // The retry then runs here.
-    const job = await t.services.tasks.executor.claimNext();
-    expect(job).toMatchObject({ task_id: retried.id, attempts: 2 });
-    await t.services.tasks.executor.execute(job as never);
-    expect((await t.request('GET', `/api/v1/tasks/${retried.id}`, { key })).body.status).toBe('completed');
+    for (const id of [retried.id, once.id]) {
+      expect((await jobsOf(t, id))[0]).toMatchObject({ state: 'queued', attempts: 0, lease_owner: null, run_id: null });
+      expect((await t.request('GET', `/api/v1/tasks/${id}`, { key })).body).toMatchObject({ status: 'pending', lastError: null });
+    }
+    // Each then runs here, once, on its first attempt (even the task with a single one).
+    for (let i = 0; i < 2; i++) {
+      const job = await t.services.tasks.executor.claimNext();
+      expect(job).toMatchObject({ attempts: 1 });
+      await t.services.tasks.executor.execute(job as never);
+    }
+    for (const id of [retried.id, once.id]) {
+      expect((await t.request('GET', `/api/v1/tasks/${id}`, { key })).body).toMatchObject({ status: 'completed', runCount: 1 });
+      expect(await jobsOf(t, id)).toMatchObject([{ state: 'done', attempts: 1 }]);
+    }
+  });
+
+  it('a run whose start meets a database outage is queued again, its attempt not spent, and runs once when the database is back', async () => {
+    const task = await createTask(t, key, { agentId });
+    const job = (await t.services.tasks.executor.claimNext())!;
+    expect(job).toMatchObject({ task_id: task.id, attempts: 1 });
+    // The run's start fails the way a cut PostgreSQL connection does.
+    const runs = t.services.runs;
+    const start = runs.start;
+    runs.start = async () => {
+      throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+    };
+    try {
+      await t.services.tasks.executor.execute(job);
+    } finally {
+      runs.start = start;
+    }
+    const [queued] = await jobsOf(t, task.id);
+    expect(queued).toMatchObject({ state: 'queued', attempts: 0, lease_owner: null, run_id: null });
+    expect(queued.available_at > clock.now().toISOString()).toBe(true);
+    expect((await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body).toMatchObject({ status: 'pending', runCount: 0 });
+    expect(await t.services.tasks.executor.claimNext()).toBeNull();
+    clock.advance(5_000);
+    const again = await t.services.tasks.executor.claimNext();
+    expect(again).toMatchObject({ id: job.id, attempts: 1 });
+    await t.services.tasks.executor.execute(again!);
+    expect((await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body).toMatchObject({ status: 'completed', runCount: 1 });
   });
 
   it('a run interrupted in a dead process is failed by recovery and the work retried', async () => {

@@ -17,6 +17,13 @@ describe('a refused start, as the task worker reads it', () => {
     });
   });
 
+  it('the database away: queued again after 5 s, whether the driver says so or a problem does', () => {
+    const expected = { kind: 'database_unavailable', retryAfterSeconds: 5, error: { code: 'database_unavailable', message: 'the database could not be reached' } };
+    expect(startFailure(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))).toEqual(expected);
+    expect(startFailure(new Error('Connection terminated unexpectedly'))).toEqual(expected);
+    expect(startFailure(new ProblemError(503, 'database_unavailable', 'the database does not answer'))).toEqual(expected);
+  });
+
   it('a missing agent, a rule that refuses, and a fault are told apart', () => {
     expect(startFailure(notFound('agent'))).toEqual({
       kind: 'agent_gone',
