@@ -1,4 +1,4 @@
-import type { StepRecord, ToolCallRecord } from '../runtime/loop.js';
+import { errorColumn, optionsColumn, stepsColumn, toolCallsColumn, warningsColumn } from './columns.js';
 import type { RunRow } from './store.js';
 
 /** Public shapes of a run (spec 2.5, CONTRACT.md "Executions and streaming"). */
@@ -9,7 +9,7 @@ export interface RunError {
 }
 
 export function runSummary(row: RunRow) {
-  const toolCalls = JSON.parse(row.tool_calls) as ToolCallRecord[];
+  const toolCalls = toolCallsColumn(row.tool_calls);
   return {
     id: row.id,
     runId: row.id,
@@ -20,7 +20,7 @@ export function runSummary(row: RunRow) {
     status: row.status,
     model: row.model,
     output: row.output,
-    error: row.error ? (JSON.parse(row.error) as RunError) : null,
+    error: errorColumn(row.error),
     cost: row.cost,
     duration: row.duration_ms,
     tokenUsage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
@@ -31,19 +31,17 @@ export function runSummary(row: RunRow) {
   };
 }
 
-type BudgetPicture = Record<string, { monthlyBudgetUsd: number; spentUsd: number }>;
-
 export function runDetails(row: RunRow) {
-  const { budget, ...options } = JSON.parse(row.options) as Record<string, unknown> & { budget?: BudgetPicture };
+  const { budget, ...options } = optionsColumn(row.options);
   return {
     ...runSummary(row),
     input: row.input,
     options,
     /** The budgets in force when the run started, and what had been spent against them before it. */
     budget: budget ?? {},
-    toolCalls: JSON.parse(row.tool_calls) as ToolCallRecord[],
-    steps: JSON.parse(row.steps) as StepRecord[],
-    warnings: JSON.parse(row.warnings) as string[],
+    toolCalls: toolCallsColumn(row.tool_calls),
+    steps: stepsColumn(row.steps),
+    warnings: warningsColumn(row.warnings),
   };
 }
 
