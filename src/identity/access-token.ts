@@ -1,5 +1,6 @@
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { recordAudit, type AuditInput } from '../tenancy/audit.js';
+import type { AccessClaims, AccessTokenKind, Act, TokenState, VerifiedToken } from './claims.js';
 import type { IdentityContext } from './context.js';
 import { iso } from './key-material.js';
 import { namedAgents } from './standing.js';
@@ -20,26 +21,6 @@ import { TYP, TokenError } from './tokens.js';
 export const ACCESS_TOKEN_LIFETIME_S = 3600;
 /** Delegation chains deeper than this are refused. */
 export const MAX_ACT_DEPTH = 8;
-
-export interface Act {
-  sub: string;
-  act?: Act;
-}
-
-export type AccessTokenKind = 'exchange' | 'client_credentials';
-
-export interface AccessClaims {
-  iss: string;
-  sub: string;
-  aud: string;
-  client_id: string;
-  scope: string;
-  iat: number;
-  exp: number;
-  jti: string;
-  act?: Act;
-  tenant_id: string;
-}
 
 export interface MintInput {
   kind: AccessTokenKind;
@@ -141,12 +122,6 @@ export async function checkNotRevoked(ctx: IdentityContext, jti: string, tenantI
   return assertInForce(await readTokenState(ctx, jti), tenantId, kinds);
 }
 
-/** A token's row with the state of its source credentials: its agent key (identity's) and its API key (tenancy's). */
-export interface TokenState extends store.TokenRecord {
-  /** Whether the API key the token was issued to still exists unrevoked (null: none). */
-  api_key_in_force: boolean | null;
-}
-
 async function readTokenState(ctx: IdentityContext, jti: string): Promise<TokenState | undefined> {
   const row = await store.findTokenStateByJti(ctx.db.kysely, jti);
   if (!row) return undefined;
@@ -187,19 +162,6 @@ export async function verifyAccessToken(
   const state = assertInForce(await readTokenState(ctx, claims.jti), claims.tenant_id, opts.kinds ?? ['exchange', 'client_credentials'], claims);
   await ctx.standings.check(claims, namedAgents(claims, ctx.trustDomain));
   return { ...claims, kind: state.kind as AccessTokenKind };
-}
-
-/**
- * A token whose signature and claims verified, as the authorization hot path keeps it (by the token
- * itself, in `ctx.hot.verified`): its claims (shared, never changed) and what the hot path derives
- * from them once per token rather than once per request.
- */
-export interface VerifiedToken {
-  readonly claims: AccessClaims;
-  /** The agents the token names (subject, audience, actors), checked on every use. */
-  readonly agents: readonly string[];
-  /** Derived by the caller on first use and kept with the token (authorize.ts). */
-  derived?: unknown;
 }
 
 /**

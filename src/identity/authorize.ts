@@ -1,5 +1,6 @@
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
-import { verifyAccessTokenCached, type AccessTokenKind, type VerifiedToken } from './access-token.js';
+import { verifyAccessTokenCached } from './access-token.js';
+import type { AccessTokenKind, VerifiedToken } from './claims.js';
 import { parseAudience, type AudienceRef } from './audience.js';
 import type { IdentityContext } from './context.js';
 import { scopeCovers } from './exchange.js';

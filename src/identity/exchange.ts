@@ -1,4 +1,5 @@
-import { MAX_ACT_DEPTH, actDepth, mintAccessToken, verifyAccessToken, type AccessClaims, type Act } from './access-token.js';
+import { MAX_ACT_DEPTH, actDepth, mintAccessToken, verifyAccessToken } from './access-token.js';
+import type { AccessClaims, Act } from './claims.js';
 import { clientIdUrl, parseAudience } from './audience.js';
 import type { IdentityContext } from './context.js';
 import { OAuthError } from './oauth-errors.js';

@@ -1,5 +1,6 @@
 import type { Principal } from '../tenancy/permissions.js';
-import { verifyAccessToken, type AccessClaims } from './access-token.js';
+import { verifyAccessToken } from './access-token.js';
+import type { AccessClaims } from './claims.js';
 import type { IdentityContext } from './context.js';
 import { TokenError, looksLikeJwt } from './tokens.js';
 

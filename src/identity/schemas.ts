@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Id, Nullable, Timestamp } from '../http/schemas.js';
 import { OPTIONAL_BODY } from '../http/validation.js';
-import type { Act } from './access-token.js';
+import type { Act } from './claims.js';
 import { SVID_DEFAULT_TTL_S, SVID_MAX_TTL_S } from './svid.js';
 
 export const AgentParams = Type.Object({ agentId: Id });

@@ -2,7 +2,7 @@ import { ReadCache } from '../db/changes.js';
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
-import type { Act, AccessClaims } from './access-token.js';
+import type { AccessClaims, Act } from './claims.js';
 import { parseAgentSpiffeId } from './spiffe.js';
 import { TokenError } from './tokens.js';
 
