@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
-import { ROOT, startServer, type ServerProcess } from '../helpers/process.js';
+import { cli, ROOT, startServer, type ServerProcess } from '../helpers/process.js';
 
 /**
  * docs/identity.md promises that its walk-through works as shown: this runs every `sh` block of it, in
@@ -13,10 +13,14 @@ import { ROOT, startServer, type ServerProcess } from '../helpers/process.js';
 
 let database: TestDatabase;
 let server: ServerProcess;
+/** The Acme tenant's key, made with the CLI as the README's walk-through makes it before this page. */
+let key: string;
 
 beforeAll(async () => {
   database = await createTestDatabase();
   server = await startServer({ ...database.env, LOG_LEVEL: 'warn' });
+  const created = await cli(['tenants', 'create', 'Acme', '--json'], database.env);
+  key = JSON.parse(created.stdout).apiKey;
 });
 afterAll(async () => {
   await server?.stop();
@@ -46,7 +50,8 @@ describe('docs/identity.md walk-through', () => {
 
   it('runs as shown against a real server', { timeout: 180_000 }, () => {
     const script = ['set -e -o pipefail', ...blocks, 'echo "TOKEN=$TOKEN"', 'echo "CALLEE=$CALLEE"', 'echo "TENANT=$TENANT"'].join('\n');
-    const run = bash(script, { ...database.env, BASE: server.url });
+    // The page's preconditions: AGENTRY_URL is the running server, KEY the Acme tenant's key.
+    const run = bash(script, { ...database.env, AGENTRY_URL: server.url, KEY: key });
     expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
     const out = run.stdout;
     for (const answer of expectedAnswers) expect(out, `the page shows ${answer}`).toMatch(toPattern(answer));
