@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { migrate, openDatabase, type Db } from './db/database.js';
+import { DomainError } from './errors.js';
 import { ProblemError } from './http/errors.js';
 import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S } from './identity/key-material.js';
 import { AgentsService } from './agents/service.js';
@@ -157,7 +158,7 @@ async function main() {
     if (err instanceof UsageError) {
       process.stderr.write(`agentry: ${err.message}\n\n${USAGE}`);
       process.exitCode = 2;
-    } else if (err instanceof ConfigError || err instanceof ProblemError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    } else if (err instanceof ConfigError || err instanceof DomainError || err instanceof ProblemError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`agentry: ${(err as Error).message}\n`);
       process.exitCode = 2;
     } else {

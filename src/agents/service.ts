@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { badRequest, conflict, notFound } from '../http/errors.js';
+import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { parseModelId } from '../runtime/models/model-id.js';
 import { recordAudit } from '../tenancy/audit.js';
@@ -99,7 +99,7 @@ export class AgentsService {
 
   private checkModel(model: string) {
     const parsed = parseModelId(model);
-    if (typeof parsed === 'string') throw badRequest(`model ${parsed}`, [{ path: 'body.model', message: parsed }]);
+    if (typeof parsed === 'string') throw new InvalidInput(`model ${parsed}`, [{ path: 'body.model', message: parsed }]);
   }
 
   /** Delegation tools must name agents of the same tenant. */
@@ -113,7 +113,7 @@ export class AgentsService {
       ...missing.map((w) => ({ path: `body.tools.${w.i}.agentId`, message: 'names no agent in this tenant' })),
       ...self.map((w) => ({ path: `body.tools.${w.i}.agentId`, message: 'an agent cannot delegate to itself' })),
     ];
-    if (errors.length) throw badRequest(`tools.${errors[0].path.split('.')[2]}.agentId ${errors[0].message}`, errors);
+    if (errors.length) throw new InvalidInput(`tools.${errors[0].path.split('.')[2]}.agentId ${errors[0].message}`, errors);
   }
 
   async list(tenantId: string, filter: store.AgentFilter, page: number, limit: number): Promise<AgentPage> {
@@ -144,7 +144,7 @@ export class AgentsService {
 
   async getRow(tenantId: string, id: string): Promise<store.AgentRow> {
     const row = await store.findAgent(this.db.kysely, tenantId, id);
-    if (!row) throw notFound('agent');
+    if (!row) throw new NotFound('agent');
     return row;
   }
 
@@ -169,7 +169,7 @@ export class AgentsService {
   async setBudget(tenantId: string, id: string, budget: number | null, actor: Actor): Promise<void> {
     await this.db.kysely.transaction().execute(async (trx) => {
       const r = await store.setAgentBudget(trx, tenantId, id, budget);
-      if (!Number(r.numUpdatedRows)) throw notFound('agent');
+      if (!Number(r.numUpdatedRows)) throw new NotFound('agent');
       await this.audit(trx, { tenantId, actor }, 'agent.budget_updated', id, { monthlyBudgetUsd: budget });
     });
   }
@@ -177,7 +177,7 @@ export class AgentsService {
   /** The agent as the API shows it; shared and frozen, so callers must not change it. */
   async get(tenantId: string, id: string): Promise<Agent> {
     const agent = await this.find(tenantId, id);
-    if (!agent) throw notFound('agent');
+    if (!agent) throw new NotFound('agent');
     return agent;
   }
 
@@ -225,9 +225,9 @@ export class AgentsService {
     if (input.model !== undefined) this.checkModel(input.model);
     return this.db.kysely.transaction().execute(async (trx) => {
       const current = await store.findAgent(trx, principal.tenantId, id);
-      if (!current) throw notFound('agent');
+      if (!current) throw new NotFound('agent');
       if (input.status === 'available' && current.hosting === 'external') {
-        throw conflict('agent_not_executable', 'a registered (externally hosted) agent never becomes available; resume it to make it registered again');
+        throw new Conflict('agent_not_executable', 'a registered (externally hosted) agent never becomes available; resume it to make it registered again');
       }
       await this.checkTools(trx, principal.tenantId, input.tools, id);
       const patch: Partial<store.AgentRow> = { updated_at: now() };
@@ -253,7 +253,7 @@ export class AgentsService {
   async delete(principal: Principal, id: string): Promise<void> {
     await this.db.kysely.transaction().execute(async (trx) => {
       const result = await store.deleteAgent(trx, principal.tenantId, id);
-      if (!Number(result.numDeletedRows)) throw notFound('agent');
+      if (!Number(result.numDeletedRows)) throw new NotFound('agent');
       for (const hook of this.deleteHooks) await hook(trx, principal.tenantId, id);
       await this.audit(trx, principal, 'agent.deleted', id, {});
     });
@@ -266,17 +266,17 @@ export class AgentsService {
   async setPaused(principal: Principal, id: string, paused: boolean): Promise<Agent> {
     return this.db.kysely.transaction().execute(async (trx) => {
       const current = await store.findAgent(trx, principal.tenantId, id);
-      if (!current) throw notFound('agent');
+      if (!current) throw new NotFound('agent');
       const running = current.hosting === 'external' ? 'registered' : 'available';
       const [from, to] = paused ? [running, 'paused'] : ['paused', running];
       if (current.status !== from) {
         throw paused
-          ? conflict('agent_already_paused', 'the agent is already paused')
-          : conflict('agent_not_paused', 'the agent is not paused');
+          ? new Conflict('agent_already_paused', 'the agent is already paused')
+          : new Conflict('agent_not_paused', 'the agent is not paused');
       }
       const at = now();
       const result = await store.transitionAgent(trx, principal.tenantId, id, from, to, at);
-      if (!Number(result.numUpdatedRows)) throw conflict('agent_state_changed', 'the agent changed state meanwhile; retry');
+      if (!Number(result.numUpdatedRows)) throw new Conflict('agent_state_changed', 'the agent changed state meanwhile; retry');
       await this.audit(trx, principal, paused ? 'agent.paused' : 'agent.resumed', id, {});
       return toAgent({ ...current, status: to, updated_at: at });
     });
@@ -285,7 +285,7 @@ export class AgentsService {
   async duplicate(principal: Principal, id: string, name?: string): Promise<Agent> {
     return this.db.kysely.transaction().execute(async (trx) => {
       const source = await store.findAgent(trx, principal.tenantId, id);
-      if (!source) throw notFound('agent');
+      if (!source) throw new NotFound('agent');
       const at = now();
       const copy: store.AgentRow = {
         ...source,

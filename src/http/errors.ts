@@ -2,15 +2,14 @@ import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { type AnyDomainError, DomainError, type FieldError, isDatabaseUnavailable } from '../errors.js';
 
-export interface FieldError {
-  path: string;
-  message: string;
-}
+export { type FieldError, isDatabaseUnavailable };
 
 /**
- * An error that becomes an RFC 9457 problem response. Services throw these; the error handler
- * turns them into `application/problem+json` with a stable `code`.
+ * An error that becomes an RFC 9457 problem response. The HTTP layer throws these; domains throw
+ * `DomainError`s (src/errors.ts), which `problemOf` maps. The error handler turns either into
+ * `application/problem+json` with a stable `code`.
  */
 export class ProblemError extends Error {
   constructor(
@@ -194,32 +193,34 @@ function allowedByUnion(leaves: ErrorObject[], prefix: string): string {
   return `must be ${values.size > 1 ? 'one of ' : ''}${alternatives.join(', ')} or ${last}`;
 }
 
-const DB_UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  '57P01', // admin_shutdown
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now
-  '08000',
-  '08001',
-  '08003',
-  '08004',
-  '08006',
-  '53300', // too_many_connections
-  'SQLITE_BUSY',
-  'SQLITE_LOCKED',
-]);
-
-/** True for errors that mean "the database cannot be reached right now", not a bug. */
-export function isDatabaseUnavailable(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown };
-  if (typeof e?.code === 'string' && DB_UNAVAILABLE_CODES.has(e.code)) return true;
-  const message = typeof e?.message === 'string' ? e.message : '';
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed|driver has already been destroyed/i.test(message);
+/** The one place a domain error becomes a problem: its status and headers are decided here. */
+export function problemOf(err: DomainError): ProblemError {
+  const e = err as AnyDomainError;
+  const retryAfter = (seconds?: number) => (seconds === undefined ? undefined : { 'retry-after': String(seconds) });
+  switch (e.kind) {
+    case 'invalid_input':
+      return new ProblemError(400, e.code, e.detail, e.errors);
+    case 'unauthenticated':
+      return new ProblemError(401, e.code, e.detail, undefined, { 'www-authenticate': e.scheme });
+    case 'budget_exceeded':
+      return new ProblemError(402, e.code, e.detail);
+    case 'forbidden':
+      return new ProblemError(403, e.code, e.detail);
+    case 'not_found':
+      return new ProblemError(404, e.code, e.detail);
+    case 'conflict':
+      return new ProblemError(409, e.code, e.detail);
+    case 'limit_exceeded':
+      return new ProblemError(429, e.code, e.detail, undefined, retryAfter(e.retryAfterSeconds));
+    case 'run_failed':
+      return new ProblemError(502, e.code, e.detail);
+    case 'unavailable':
+      return new ProblemError(503, e.code, e.detail, undefined, retryAfter(e.retryAfterSeconds));
+    default: {
+      const unmapped: never = e;
+      throw new Error(`no problem is mapped for ${(unmapped as DomainError).constructor.name}`);
+    }
+  }
 }
 
 /** Maps Fastify's own errors (parsing, limits, validation) onto our problem codes. */
@@ -312,10 +313,11 @@ export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoExcep
 /** Installs the error and not-found handlers: every error leaves as problem+json, never a stack. */
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const problem = err instanceof ProblemError ? err : fromFastifyError(err);
+    const expected = err instanceof ProblemError || err instanceof DomainError;
+    const problem = err instanceof ProblemError ? err : err instanceof DomainError ? problemOf(err) : fromFastifyError(err);
     if (problem.status === 503) request.log.warn({ code: problem.code, cause: (err as Error).message }, 'request failed: database unavailable');
     // Our own 5xx problems (a model that failed, say) are expected conditions: no stack needed.
-    else if (err instanceof ProblemError && problem.status >= 500) request.log.warn({ code: problem.code, detail: problem.detail }, 'request failed');
+    else if (expected && problem.status >= 500) request.log.warn({ code: problem.code, detail: problem.detail }, 'request failed');
     else if (problem.status >= 500) request.log.error({ err }, 'request failed');
     else request.log.info({ code: problem.code, status: problem.status }, 'request rejected');
     return sendProblem(reply, problem);

@@ -14,7 +14,7 @@ export interface Admission<Limits = unknown, Batch = unknown> {
   newBatch(): Batch;
   /**
    * Admits a run inside the transaction that records its start; answers what the run records of its
-   * budget, or throws the refusal (a ProblemError, answered to the caller; nothing is written).
+   * budget, or throws the refusal (a LimitExceeded or BudgetExceeded, answered to the caller; nothing is written).
    */
   admit(trx: Kysely<Database>, request: { batch: Batch; tenantId: string; agentId: string; limits: Limits }): Promise<unknown>;
   /** Takes back an admission whose start wrote nothing (its conversation turned out busy). */

@@ -1,5 +1,5 @@
 import * as conversations from '../conversations/turns.js';
-import { conflict, notFound } from '../http/errors.js';
+import { Conflict, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
 import type { RunResources } from './resources.js';
 import { isActive } from './statuses.js';
@@ -17,17 +17,17 @@ export class RunControl {
   async inject(m: { tenantId: string; conversationId: string; content: string }): Promise<{ runId: string; messageId: string }> {
     const { tenantId, conversationId, content } = m;
     const conversation = await conversations.findConversation(this.r.db.kysely, tenantId, conversationId);
-    if (!conversation) throw notFound('conversation');
+    if (!conversation) throw new NotFound('conversation');
     const runId = conversation.active_run_id;
-    if (!runId) throw conflict('no_active_run', 'the agent is not responding in this conversation');
+    if (!runId) throw new Conflict('no_active_run', 'the agent is not responding in this conversation');
     const run = this.r.active.get(runId);
-    if (run?.closing) throw conflict('no_active_run', 'the agent is finishing its answer; send the message normally');
+    if (run?.closing) throw new Conflict('no_active_run', 'the agent is finishing its answer; send the message normally');
     if (run) {
       run.inbox.push(content);
     } else {
       // The run executes in another process: it gets the message through the signal bus.
       const row = await store.findRunById(this.r.db.kysely, runId);
-      if (row?.status !== 'running') throw conflict('no_active_run', 'the agent is not responding in this conversation');
+      if (row?.status !== 'running') throw new Conflict('no_active_run', 'the agent is not responding in this conversation');
       await this.r.bus.publish('run.inject', { runId, content });
     }
     const at = now();
@@ -54,8 +54,8 @@ export class RunControl {
   async cancel(principal: Pick<RunPrincipal, 'tenantId' | 'agentId'>, runId: string): Promise<void> {
     const run = await store.findRun(this.r.db.kysely, principal.tenantId, runId);
     // An agent's own token reaches only that agent's runs.
-    if (!run || (principal.agentId !== undefined && run.agent_id !== principal.agentId)) throw notFound('run');
-    if (!isActive(run.status)) throw conflict('run_not_active', `the run is already ${run.status}`);
+    if (!run || (principal.agentId !== undefined && run.agent_id !== principal.agentId)) throw new NotFound('run');
+    if (!isActive(run.status)) throw new Conflict('run_not_active', `the run is already ${run.status}`);
     const local = this.r.active.get(runId);
     if (local) {
       local.controller.abort(new Error('cancelled'));

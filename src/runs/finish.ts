@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import * as conversations from '../conversations/turns.js';
 import { type DeferredInserts, GroupCommit } from '../db/group-commit.js';
 import type { Database } from '../db/schema.js';
-import { isDatabaseUnavailable } from '../http/errors.js';
+import { isDatabaseUnavailable } from '../errors.js';
 import { newId, now } from '../ids.js';
 import type { LoopResult } from '../runtime/loop.js';
 import { type RunEvent, eventRows } from './events.js';

@@ -1,4 +1,4 @@
-import { notFound } from '../http/errors.js';
+import { NotFound } from '../errors.js';
 import { type RunEventListener, readStoredEvents } from './events.js';
 import type { RunResources } from './resources.js';
 import { isActive } from './statuses.js';
@@ -32,7 +32,7 @@ export class RunFollowers {
     const channel = this.r.events.get(runId);
     if (channel?.tenantId === tenantId) return channel.follow(f.afterSeq, listener);
     const run = await store.findRun(this.r.db.kysely, tenantId, runId);
-    if (!run) throw notFound('run');
+    if (!run) throw new NotFound('run');
 
     let stopped = false;
     let last = f.afterSeq;

@@ -3,7 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentsService } from '../agents/service.js';
 import type { FilesService } from '../conversations/files.js';
-import { ProblemError } from '../http/errors.js';
+import { Conflict, RunFailed } from '../errors.js';
 import { Id, IdParams, Json, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
 import { lastEventId, openSse } from '../http/sse.js';
 import type { RunHandle, RunsService } from './service.js';
@@ -156,9 +156,9 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
   async function respondJson(req: FastifyRequest, reply: FastifyReply, handle: RunHandle) {
     const run = await runs.outcome(req.principal.tenantId, handle);
     if (run.status === 'failed') {
-      throw new ProblemError(502, run.error?.code ?? 'run_failed', `the run failed: ${run.error?.message ?? 'unknown error'} (run ${run.runId})`);
+      throw new RunFailed(run.error?.code ?? 'run_failed', `the run failed: ${run.error?.message ?? 'unknown error'} (run ${run.runId})`);
     }
-    if (run.status === 'cancelled') throw new ProblemError(409, 'run_cancelled', `the run was cancelled (run ${run.runId})`);
+    if (run.status === 'cancelled') throw new Conflict('run_cancelled', `the run was cancelled (run ${run.runId})`);
     return reply.send({
       output: run.output,
       conversationId: run.conversationId,

@@ -1,5 +1,5 @@
 import * as conversations from '../conversations/turns.js';
-import { ProblemError, notFound } from '../http/errors.js';
+import { NotFound, Unavailable } from '../errors.js';
 import { newId } from '../ids.js';
 import { RunControl } from './control.js';
 import { NewEventNotices, RunEventHub, type RunEventListener, runsNoticed } from './events.js';
@@ -28,7 +28,6 @@ export {
   ShutdownAbort,
   isInjected,
 } from './types.js';
-export { ProblemError };
 
 /**
  * Runs: every execution of an agent. A facade over one part per job, all built from one
@@ -122,7 +121,7 @@ export class RunsService {
   }
 
   async start(input: StartRunInput): Promise<RunHandle | InjectedInstead> {
-    if (this.draining) throw new ProblemError(503, 'shutting_down', 'this server is shutting down; retry on another replica', undefined, { 'retry-after': '1' });
+    if (this.draining) throw new Unavailable('shutting_down', 'this server is shutting down; retry on another replica', 1);
     return this.starts.start(input);
   }
 
@@ -178,7 +177,7 @@ export class RunsService {
   /** A run; with `agentId` (an agent's own token), only a run of that agent. */
   async get(tenantId: string, runId: string, agentId?: string) {
     const row = await store.findRun(this.r.db.kysely, tenantId, runId);
-    if (!row || (agentId !== undefined && row.agent_id !== agentId)) throw notFound('run');
+    if (!row || (agentId !== undefined && row.agent_id !== agentId)) throw new NotFound('run');
     return runDetails(row);
   }
 

@@ -3,7 +3,7 @@ import type { Agent } from '../agents/schemas.js';
 import * as conversations from '../conversations/turns.js';
 import { type DeferredInserts, GroupCommit } from '../db/group-commit.js';
 import type { Database, RunTable } from '../db/schema.js';
-import { ProblemError, conflict, notFound } from '../http/errors.js';
+import { BudgetExceeded, Conflict, LimitExceeded, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
 import type { RunControl } from './control.js';
 import { eventRows } from './events.js';
@@ -22,13 +22,13 @@ const POSTGRES_BATCHES_AT_ONCE = 4;
 type HistoryMessage = Awaited<ReturnType<typeof conversations.history>>[number];
 type StartedRun = { conversation: conversations.ConversationRow; history: HistoryMessage[] };
 /** What a run's start answers once written, or the refusal of its admission (nothing was written). */
-type StartWritten = StartedRun | { refused: ProblemError };
+type StartWritten = StartedRun | { refused: LimitExceeded | BudgetExceeded };
 
 /** Refuses to start a run of an agent that is paused or hosted elsewhere. */
 export function executable(agent: Agent) {
-  if (agent.status === 'paused') throw conflict('agent_paused', 'the agent is paused; resume it to execute');
+  if (agent.status === 'paused') throw new Conflict('agent_paused', 'the agent is paused; resume it to execute');
   if (agent.hosting === 'external' || agent.status === 'registered') {
-    throw conflict('agent_not_executable', 'the agent is hosted elsewhere (registered) and cannot be executed here');
+    throw new Conflict('agent_not_executable', 'the agent is hosted elsewhere (registered) and cannot be executed here');
   }
 }
 
@@ -71,12 +71,12 @@ export class RunStarts {
 
     if (conversationId) {
       conversation = input.conversation ?? (await conversations.findConversation(this.r.db.kysely, tenantId, conversationId));
-      if (!conversation) throw notFound('conversation');
+      if (!conversation) throw new NotFound('conversation');
       if (conversation.agent_id !== input.agent.id) {
-        throw conflict('conversation_agent_mismatch', 'the conversation belongs to another agent');
+        throw new Conflict('conversation_agent_mismatch', 'the conversation belongs to another agent');
       }
       if (conversation.status !== 'active')
-        throw conflict('conversation_not_active', `the conversation is ${conversation.status}; only active conversations take messages`);
+        throw new Conflict('conversation_not_active', `the conversation is ${conversation.status}; only active conversations take messages`);
     }
 
     let history: HistoryMessage[] = [];
@@ -202,7 +202,7 @@ export class RunStarts {
         try {
           run.options.budget = await this.r.admission.admit(trx, { batch, tenantId, agentId, limits });
         } catch (err) {
-          if (err instanceof ProblemError) return { refused: err };
+          if (err instanceof LimitExceeded || err instanceof BudgetExceeded) return { refused: err };
           throw err;
         }
       }
@@ -247,15 +247,15 @@ export class RunStarts {
   }): Promise<InjectedInstead | undefined> {
     const { tenantId, conversationId } = b;
     const current = await conversations.findConversation(this.r.db.kysely, tenantId, conversationId);
-    if (!current) throw notFound('conversation');
-    if (current.status !== 'active') throw conflict('conversation_not_active', `the conversation is ${current.status}`);
+    if (!current) throw new NotFound('conversation');
+    if (current.status !== 'active') throw new Conflict('conversation_not_active', `the conversation is ${current.status}`);
     if (!current.active_run_id) return undefined;
     if (b.policy === 'inject') {
       const injected = await this.systems.control.inject({ tenantId, conversationId, content: b.input.content });
       return { injected: true, ...injected, conversationId };
     }
     if (b.policy !== 'enqueue' || Date.now() > b.deadline) {
-      throw conflict('conversation_busy', 'the agent is still answering in this conversation; wait, inject, or set onActiveRun');
+      throw new Conflict('conversation_busy', 'the agent is still answering in this conversation; wait, inject, or set onActiveRun');
     }
     await this.systems.control.waitForEnd(current.active_run_id, b.deadline - Date.now());
     return undefined;

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
-import { conflict } from '../http/errors.js';
+import { Conflict } from '../errors.js';
 import { newId, now } from '../ids.js';
 import type { Principal } from '../tenancy/permissions.js';
 import type { ActionHandler, ApprovalGateway } from './approvals.js';
@@ -39,10 +39,10 @@ export class ApprovalTasks implements ApprovalGateway {
   async approve(principal: Principal, id: string): Promise<Task> {
     const { db, executor, lookup } = this.o;
     const task = await lookup.row(principal.tenantId, id);
-    if (task.status !== 'awaiting_approval') throw conflict('task_not_awaiting_approval', `the task is ${task.status}, not awaiting approval`);
+    if (task.status !== 'awaiting_approval') throw new Conflict('task_not_awaiting_approval', `the task is ${task.status}, not awaiting approval`);
     const action = task.approval_action;
     if (action && !executor.actions.approved.has(action)) {
-      throw conflict('approval_action_unavailable', `nothing on this server can perform ${action}; the task stays awaiting approval`);
+      throw new Conflict('approval_action_unavailable', `nothing on this server can perform ${action}; the task stays awaiting approval`);
     }
     const at = now();
     const decided = { ...task, decision: 'approved', decided_by_type: principal.actor.type, decided_by_id: principal.actor.id, decided_at: at };
@@ -60,7 +60,7 @@ export class ApprovalTasks implements ApprovalGateway {
           updated_at: at,
         },
       });
-      if (!Number(r.numUpdatedRows)) throw conflict('task_not_awaiting_approval', 'the task was decided meanwhile');
+      if (!Number(r.numUpdatedRows)) throw new Conflict('task_not_awaiting_approval', 'the task was decided meanwhile');
       let job: store.JobRow | null = null;
       if (action || task.type === 'one_time') {
         job = executor.newJob(decided, { kind: action ? 'action' : 'agent', reason: 'approved', claimed: Boolean(action) });
@@ -78,7 +78,7 @@ export class ApprovalTasks implements ApprovalGateway {
   async reject(principal: Principal, id: string): Promise<Task> {
     const { db, executor, lookup, log } = this.o;
     const task = await lookup.row(principal.tenantId, id);
-    if (task.status !== 'awaiting_approval') throw conflict('task_not_awaiting_approval', `the task is ${task.status}, not awaiting approval`);
+    if (task.status !== 'awaiting_approval') throw new Conflict('task_not_awaiting_approval', `the task is ${task.status}, not awaiting approval`);
     const at = now();
     await db.kysely.transaction().execute(async (trx) => {
       const r = await store.transitionTask(trx, {
@@ -93,7 +93,7 @@ export class ApprovalTasks implements ApprovalGateway {
           updated_at: at,
         },
       });
-      if (!Number(r.numUpdatedRows)) throw conflict('task_not_awaiting_approval', 'the task was decided meanwhile');
+      if (!Number(r.numUpdatedRows)) throw new Conflict('task_not_awaiting_approval', 'the task was decided meanwhile');
       await auditTask(trx, { who: principal, action: 'task.rejected', taskId: task.id, detail: { action: task.approval_action } });
     });
     const handler = task.approval_action ? executor.actions.rejected.get(task.approval_action) : undefined;

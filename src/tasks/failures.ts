@@ -1,10 +1,10 @@
-import { ProblemError, conflict, isDatabaseUnavailable } from '../http/errors.js';
+import { Conflict, DomainError, LimitExceeded, NotFound, Unavailable, isDatabaseUnavailable } from '../errors.js';
+import { ProblemError } from '../http/errors.js';
 import type { RunError } from '../runs/views.js';
 
 /**
- * How tasks read the errors of the domains they call. Agents and runs still signal refusals as
- * problems (HTTP statuses); this module is the one place in tasks that looks at them, so the worker
- * and the service decide on typed outcomes instead.
+ * How tasks read the errors of the domains they call: by their type (src/errors.ts). This module is
+ * the one place in tasks that looks at them, so the worker and the service decide on typed outcomes.
  */
 
 /** Why a task's run (or approval action) did not start, and what the job records. */
@@ -24,35 +24,40 @@ const AGENT_GONE: RunError = { code: 'agent_not_found', message: 'the task’s a
 const DATABASE_UNAVAILABLE: RunError = { code: 'database_unavailable', message: 'the database could not be reached' };
 /** How long a job whose start met a database outage waits before it is claimed again. */
 const DATABASE_RETRY_SECONDS = 5;
+/** How long a job refused for now waits when the refusal names no time. */
+const REFUSED_RETRY_SECONDS = 5;
 
 export function startFailure(err: unknown): StartFailure {
-  if (isDatabaseUnavailable(err) || (err instanceof ProblemError && err.code === 'database_unavailable')) {
+  if (isDatabaseUnavailable(err) || (err instanceof Unavailable && err.code === 'database_unavailable')) {
     return { kind: 'database_unavailable', retryAfterSeconds: DATABASE_RETRY_SECONDS, error: DATABASE_UNAVAILABLE };
   }
-  if (!(err instanceof ProblemError)) {
+  if (!(err instanceof DomainError)) {
     return { kind: 'unexpected', error: { code: 'internal_error', message: 'the run could not start; the error is in the server log' } };
   }
-  if (err.status === 404) return { kind: 'agent_gone', error: AGENT_GONE };
+  if (err instanceof NotFound) return { kind: 'agent_gone', error: AGENT_GONE };
   const error = { code: err.code, message: err.detail };
-  if (err.status === 429 || err.status === 503) {
-    return { kind: 'refused_for_now', retryAfterSeconds: Math.max(1, Number(err.headers?.['retry-after'] ?? 5)), error };
+  if (err instanceof LimitExceeded || err instanceof Unavailable) {
+    return { kind: 'refused_for_now', retryAfterSeconds: Math.max(1, err.retryAfterSeconds ?? REFUSED_RETRY_SECONDS), error };
   }
   return { kind: 'refused', error };
 }
 
-/** A refusal the caller is told about as it is (it was recorded on the job); anything else is a fault. */
-export const isRefusal = (err: unknown): err is ProblemError => err instanceof ProblemError;
+/**
+ * A refusal the caller is told about as it is (it was recorded on the job); anything else is a fault.
+ * Approval actions are performed by skills, which still refuse with problems.
+ */
+export const isRefusal = (err: unknown): err is DomainError | ProblemError => err instanceof DomainError || err instanceof ProblemError;
 
 /** What an approval action's failure records: a refusal's own code, or `action_failed`. */
 export function actionError(err: unknown): RunError {
-  if (err instanceof ProblemError) return { code: err.code, message: err.detail };
+  if (isRefusal(err)) return { code: err.code, message: err.detail };
   return { code: 'action_failed', message: err instanceof Error ? err.message : String(err) };
 }
 
 /** The answer to a person whose task's agent no longer exists. */
-export const agentGone = () => conflict(AGENT_GONE.code, AGENT_GONE.message);
+export const agentGone = () => new Conflict(AGENT_GONE.code, AGENT_GONE.message);
 
-export const isNotFound = (err: unknown) => err instanceof ProblemError && err.status === 404;
+export const isNotFound = (err: unknown) => err instanceof NotFound;
 
 /** Cancelling a run that already ended. */
-export const isRunNotActive = (err: unknown) => err instanceof ProblemError && err.code === 'run_not_active';
+export const isRunNotActive = (err: unknown) => err instanceof Conflict && err.code === 'run_not_active';

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { notFound } from '../http/errors.js';
+import { NotFound } from '../errors.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { Principal } from '../tenancy/permissions.js';
 import type { Task } from './schemas.js';
@@ -19,7 +19,7 @@ export class TaskLookup {
   /** The task (not deleted) of this tenant; another tenant's is simply not found. */
   async row(tenantId: string, id: string) {
     const row = await store.findTask(this.db.kysely, tenantId, id);
-    if (!row) throw notFound('task');
+    if (!row) throw new NotFound('task');
     return row;
   }
 

@@ -1,7 +1,7 @@
 import type { Agent } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
-import { conflict, notFound } from '../http/errors.js';
+import { Conflict, NotFound } from '../errors.js';
 import { now } from '../ids.js';
 import { executable } from '../runs/service.js';
 import type { Principal } from '../tenancy/permissions.js';
@@ -40,7 +40,7 @@ export class ManualRuns {
   }
 
   private started(taskId: string, s: Started | null) {
-    if (!s) throw notFound('task');
+    if (!s) throw new NotFound('task');
     return { runId: s.runId, status: 'running', startedAt: s.startedAt, taskId, conversationId: s.conversationId };
   }
 
@@ -48,8 +48,8 @@ export class ManualRuns {
   async run(principal: Principal, id: string, override: Record<string, unknown> | undefined) {
     const { db, executor, lookup } = this.o;
     const task = await lookup.row(principal.tenantId, id);
-    if (task.status === 'awaiting_approval') throw conflict('task_awaiting_approval', 'the task awaits approval; approve it first');
-    if (task.approval_action) throw conflict('task_not_runnable', 'an approval task performs its action when approved; retry it if that failed');
+    if (task.status === 'awaiting_approval') throw new Conflict('task_awaiting_approval', 'the task awaits approval; approve it first');
+    if (task.approval_action) throw new Conflict('task_not_runnable', 'an approval task performs its action when approved; retry it if that failed');
     await this.agentFor(task);
     const job = await db.kysely.transaction().execute(async (trx) => {
       let claimed: store.JobRow | undefined;
@@ -79,13 +79,13 @@ export class ManualRuns {
   async retry(principal: Principal, id: string) {
     const { db, executor, lookup } = this.o;
     const task = await lookup.row(principal.tenantId, id);
-    if (task.status !== 'failed') throw conflict('task_not_failed', `only a failed task can be retried; this one is ${task.status}`);
+    if (task.status !== 'failed') throw new Conflict('task_not_failed', `only a failed task can be retried; this one is ${task.status}`);
     const isAction = Boolean(task.approval_action);
     if (!isAction) await this.agentFor(task);
     const lastJob = task.last_run_id ? await store.findJobByRun(db.kysely, task.last_run_id) : undefined;
     const job = await db.kysely.transaction().execute(async (trx) => {
       const moved = await store.transitionTask(trx, { taskId: task.id, from: ['failed'], set: { status: 'pending', updated_at: now() } });
-      if (!Number(moved.numUpdatedRows)) throw conflict('task_not_failed', 'the task changed state meanwhile');
+      if (!Number(moved.numUpdatedRows)) throw new Conflict('task_not_failed', 'the task changed state meanwhile');
       const superseded = await executor.cancelPending(trx, task.id, { error: { code: 'superseded', message: 'superseded by a manual retry' }, onlyRetries: true });
       const job = executor.newJob(task, {
         kind: isAction ? 'action' : 'agent',

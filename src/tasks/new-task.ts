@@ -1,5 +1,5 @@
 import type { Agent } from '../agents/schemas.js';
-import type { FieldError } from '../http/errors.js';
+import type { FieldError } from '../errors.js';
 import { nextFire, cronProblem, isTimeZone } from '../scheduler/cron.js';
 import type { Principal } from '../tenancy/permissions.js';
 import type { CreateTaskBody } from './schemas.js';

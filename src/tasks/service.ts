@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AgentsService } from '../agents/service.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { badRequest, conflict, notFound } from '../http/errors.js';
+import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import { loadMasterKey } from '../identity/master-key.js';
 import { SecretBox } from '../identity/secret-box.js';
 import { newId, now } from '../ids.js';
@@ -160,7 +160,7 @@ export class TasksService implements ApprovalGateway {
   /** A task run's details; runs of deleted tasks stay readable. */
   async getRun(tenantId: string, runId: string) {
     const run = await this.runs.get(tenantId, runId);
-    if (!run.taskId) throw notFound('task run');
+    if (!run.taskId) throw new NotFound('task run');
     return run;
   }
 
@@ -174,12 +174,12 @@ export class TasksService implements ApprovalGateway {
   async create(principal: Principal, input: CreateTaskBody): Promise<Task> {
     const type = input.type ?? 'one_time';
     const errors = checkCreateBody(input, type);
-    if (errors.length) throw badRequest(`${errors[0].path} ${errors[0].message}`, errors);
+    if (errors.length) throw new InvalidInput(`${errors[0].path} ${errors[0].message}`, errors);
     const agent = await this.agents.get(principal.tenantId, input.agentId);
     executable(agent);
     const isEvent = isEventTrigger(input, type);
     if (isEvent && !(await store.findTask(this.db.kysely, principal.tenantId, input.trigger!.taskId!))) {
-      throw badRequest('body.trigger.taskId names no task in this tenant', [{ path: 'body.trigger.taskId', message: 'names no task in this tenant' }]);
+      throw new InvalidInput('body.trigger.taskId names no task in this tenant', [{ path: 'body.trigger.taskId', message: 'names no task in this tenant' }]);
     }
     const secret = type === 'triggered' && !isEvent ? newWebhookSecret() : null;
     const id = newId();
@@ -211,7 +211,7 @@ export class TasksService implements ApprovalGateway {
     const task = await this.lookup.row(principal.tenantId, id);
     const hasQueued = task.queued_at !== null;
     if (task.status !== 'pending' && task.status !== 'running' && !hasQueued) {
-      throw conflict('task_not_pending_or_running', `only a pending or running task can be cancelled; this one is ${task.status}`);
+      throw new Conflict('task_not_pending_or_running', `only a pending or running task can be cancelled; this one is ${task.status}`);
     }
     await this.db.kysely.transaction().execute(async (trx) => {
       const dropped = await this.executor.cancelPending(trx, task.id, { error: { code: 'cancelled', message: 'the task was cancelled' } });
@@ -228,7 +228,7 @@ export class TasksService implements ApprovalGateway {
     await this.db.kysely.transaction().execute(async (trx) => {
       await this.executor.cancelPending(trx, task.id, { error: { code: 'task_deleted', message: 'the task was deleted' } });
       const r = await store.updateTask(trx, task.id, { deleted_at: now(), next_run_at: null, updated_at: now() });
-      if (!Number(r.numUpdatedRows)) throw notFound('task');
+      if (!Number(r.numUpdatedRows)) throw new NotFound('task');
       await auditTask(trx, { who: principal, action: 'task.deleted', taskId: task.id, detail: { name: task.name } });
     });
     await this.executor.cancelRunning(principal.tenantId, task.id, principal.actor);

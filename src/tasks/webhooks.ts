@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/database.js';
-import { ProblemError, badRequest, conflict, notFound } from '../http/errors.js';
+import { Conflict, InvalidInput, NotFound, Unauthenticated } from '../errors.js';
 import type { SecretBox } from '../identity/secret-box.js';
 import type { Actor } from '../tenancy/permissions.js';
 import type { TaskExecutor } from './executor.js';
@@ -40,7 +40,7 @@ export class WebhookDeliveries {
   async deliver({ taskId, headers, rawBody, parse }: Delivery) {
     const { db, executor, secrets, log } = this.o;
     const task = await store.findTaskById(db.kysely, taskId);
-    if (!task || task.trigger_type !== 'webhook' || !task.webhook_secret) throw notFound('webhook');
+    if (!task || task.trigger_type !== 'webhook' || !task.webhook_secret) throw new NotFound('webhook');
     const header = (name: string) => {
       const v = headers[name];
       return Array.isArray(v) ? v[0] : v;
@@ -55,13 +55,13 @@ export class WebhookDeliveries {
         invalid_signature: 'the signature does not match the body and timestamp',
         signature_expired: 'the timestamp is more than 5 minutes away from the server time',
       }[check];
-      throw new ProblemError(401, check, detail, undefined, { 'www-authenticate': 'HMAC-SHA256' });
+      throw new Unauthenticated(check, detail, 'HMAC-SHA256');
     }
     const body = rawBody.length ? await parse(rawBody) : {};
     if (!body || typeof body !== 'object' || Array.isArray(body)) {
-      throw badRequest('the body must be a JSON object (it becomes the run input)', [{ path: 'body', message: 'must be object' }]);
+      throw new InvalidInput('the body must be a JSON object (it becomes the run input)', [{ path: 'body', message: 'must be object' }]);
     }
-    if (task.status === 'awaiting_approval') throw conflict('task_awaiting_approval', 'the task awaits approval; deliveries are refused until then');
+    if (task.status === 'awaiting_approval') throw new Conflict('task_awaiting_approval', 'the task awaits approval; deliveries are refused until then');
     const key = `webhook:${signatureHeader!.trim().slice('sha256='.length).toLowerCase()}`;
     const result = await db.kysely.transaction().execute(async (trx) => {
       const r = await executor.fire(trx, task, { source: 'webhook', key, input: body as Record<string, unknown> });

@@ -1,6 +1,7 @@
 import { TtlCache } from '../cache.js';
 import type { Db } from '../db/database.js';
-import { ProblemError, notFound } from '../http/errors.js';
+import { BudgetExceeded, LimitExceeded } from '../errors.js';
+import { notFound } from '../http/errors.js';
 import { recordAudit } from './audit.js';
 import type { Actor, Principal } from './permissions.js';
 import type { MaybePromise } from '../maybe-promise.js';
@@ -243,7 +244,7 @@ export class LimitsService {
     if (limits.maxConcurrentRuns !== null) {
       const now = await tenantRunning();
       if (now >= limits.maxConcurrentRuns) {
-        throw new ProblemError(429, 'concurrency_limit', `the tenant already runs ${now} of at most ${limits.maxConcurrentRuns} runs at once`, undefined, { 'retry-after': '1' });
+        throw new LimitExceeded('concurrency_limit', `the tenant already runs ${now} of at most ${limits.maxConcurrentRuns} runs at once`, 1);
       }
     }
     const budget: RunBudget = {};
@@ -268,7 +269,7 @@ export class LimitsService {
     const reservedUsd = Math.round(running * largestRunUsd * 1e9) / 1e9;
     if (spentUsd + reservedUsd >= monthlyBudgetUsd) {
       const reserved = reservedUsd > 0 ? `, and its ${running} running runs are counted at $${largestRunUsd} each (its largest run this month)` : '';
-      throw new ProblemError(402, 'budget_exceeded', `the ${whose} has spent $${spentUsd} of its $${monthlyBudgetUsd} monthly budget${reserved}`);
+      throw new BudgetExceeded(`the ${whose} has spent $${spentUsd} of its $${monthlyBudgetUsd} monthly budget${reserved}`);
     }
     return { monthlyBudgetUsd, spentUsd };
   }

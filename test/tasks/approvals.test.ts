@@ -108,6 +108,6 @@ describe('approval tasks', () => {
 
   it('refuses an agent of another tenant', async () => {
     const { id: other } = await t.tenant('other');
-    await expect(gateway.createApprovalTask({ tenantId: other, agentId, name: 'x', description: 'x', action: 'skill.assign', payload: {}, requestedBy: { type: 'agent', id: agentId } })).rejects.toMatchObject({ status: 404 });
+    await expect(gateway.createApprovalTask({ tenantId: other, agentId, name: 'x', description: 'x', action: 'skill.assign', payload: {}, requestedBy: { type: 'agent', id: agentId } })).rejects.toMatchObject({ code: 'not_found', detail: 'agent not found' });
   });
 });

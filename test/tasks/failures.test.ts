@@ -1,35 +1,35 @@
 import { describe, expect, it } from 'vitest';
-import { ProblemError, conflict, notFound } from '../../src/http/errors.js';
+import { Conflict, LimitExceeded, NotFound, Unavailable } from '../../src/errors.js';
 import { errorColumn, objectColumn, optionalObjectColumn } from '../../src/tasks/columns.js';
 import { startFailure } from '../../src/tasks/failures.js';
 
 describe('a refused start, as the task worker reads it', () => {
   it('the tenant at its limit, or a replica stopping: try later, after Retry-After (5 s without one)', () => {
-    const limited = new ProblemError(429, 'concurrency_limit', 'the tenant runs its maximum', undefined, { 'retry-after': '2' });
+    const limited = new LimitExceeded('concurrency_limit', 'the tenant runs its maximum', 2);
     expect(startFailure(limited)).toEqual({
       kind: 'refused_for_now',
       retryAfterSeconds: 2,
       error: { code: 'concurrency_limit', message: 'the tenant runs its maximum' },
     });
-    expect(startFailure(new ProblemError(503, 'shutting_down', 'the server is stopping'))).toMatchObject({
+    expect(startFailure(new Unavailable('shutting_down', 'the server is stopping'))).toMatchObject({
       kind: 'refused_for_now',
       retryAfterSeconds: 5,
     });
   });
 
-  it('the database away: queued again after 5 s, whether the driver says so or a problem does', () => {
+  it('the database away: queued again after 5 s, whether the driver says so or a domain error does', () => {
     const expected = { kind: 'database_unavailable', retryAfterSeconds: 5, error: { code: 'database_unavailable', message: 'the database could not be reached' } };
     expect(startFailure(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))).toEqual(expected);
     expect(startFailure(new Error('Connection terminated unexpectedly'))).toEqual(expected);
-    expect(startFailure(new ProblemError(503, 'database_unavailable', 'the database does not answer'))).toEqual(expected);
+    expect(startFailure(new Unavailable('database_unavailable', 'the database does not answer'))).toEqual(expected);
   });
 
   it('a missing agent, a rule that refuses, and a fault are told apart', () => {
-    expect(startFailure(notFound('agent'))).toEqual({
+    expect(startFailure(new NotFound('agent'))).toEqual({
       kind: 'agent_gone',
       error: { code: 'agent_not_found', message: 'the task’s agent no longer exists' },
     });
-    expect(startFailure(conflict('agent_paused', 'the agent is paused'))).toEqual({
+    expect(startFailure(new Conflict('agent_paused', 'the agent is paused'))).toEqual({
       kind: 'refused',
       error: { code: 'agent_paused', message: 'the agent is paused' },
     });
