@@ -5,16 +5,19 @@
 //   npm run bench -- --db postgres                 # PostgreSQL (DATABASE_URL or postgres://postgres@127.0.0.1:5432/postgres)
 //   npm run bench -- --only get-agent --duration 5 --connections 20
 //   npm run bench -- --only get-agent --cpu-prof   # the server runs under `node --cpu-prof`
+//   npm run bench -- --repeat 3                    # three full runs, each target judged on their median
 //
 // What runs where:
 //   - the real server: `node dist/main.js` as a child process (LOG_LEVEL=warn, temporary DATA_DIR,
 //     or a fresh PostgreSQL database created and dropped by this run);
 //   - the baseline: `node bench/baseline.js`, a bare Fastify server answering one fixed JSON body,
 //     also a child process, measured at the start and at the end of the same run;
-//   - the load: autocannon, in this process, separate from both servers.
+//   - the load: autocannon, in this process, separate from both servers;
+//   - for execute-openai-compatible: `node bench/mock-provider.js`, a local OpenAI-compatible
+//     provider (aimock) streaming a canned chat completion over HTTP, also a child process.
 // Timings are reported, never asserted: nothing here fails because a number is low.
 
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,6 +26,7 @@ import { parseArgs, promisify } from 'node:util';
 import autocannon from 'autocannon';
 import { CLK_TCK, cpuTicksOfStat, readCpuTicks, readRssKb, startChild } from './processes.js';
 import { dispatcher, idleStreams, sseStream } from './scenarios.js';
+import { judgement, meets, SSE_FIRST_TOKEN_P99_FACTOR } from './targets.js';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -42,6 +46,10 @@ const NEAR_BASELINE_SECONDS = 3;
  */
 const FRESH_TOKENS = 12_000;
 
+/** The model of execute-openai-compatible's agent, answered by bench/mock-provider.js. */
+const MOCK_PROVIDER_MODEL = 'openai-compatible/bench-mock';
+const MOCK_PROVIDER_SCENARIO = 'execute-openai-compatible';
+
 /** The server's task worker pool, for dispatcher-10k. */
 const TASK_WORKERS = 50;
 /** Above this much CPU (% of one core) used by the rest of the machine, a scenario is marked as disturbed. */
@@ -55,15 +63,15 @@ const DISTURBED_PCT = 25;
 //   target       minimum ratio of its requests/s to the baseline's (issue 8), or null;
 //   targetPostgres the same on PostgreSQL, where issue 8 sets only execute's (without it, no target
 //                there, and a run() scenario's `met` is not reported);
-//   targetText   run() scenarios: their target in words (e.g. 'first token p99 <= 5 ms'), shown in
-//                the table; whether it is met is the `met` the scenario returns;
+//   targetText   run() scenarios: their target in words (e.g. 'RSS <= 1024 MB'), shown in the
+//                table; whether it is met is judged from the row's figures by bench/targets.js;
 //   setup(ctx, opts) optional: create what the scenario needs through the HTTP API (ctx.api);
 //   request(ctx) one autocannon request { method, path, headers?, body? }, repeated;
 //   requests(ctx) an autocannon `requests` array, each connection cycling through it;
 //   run(ctx, m)  for what is not request/response throughput (time to first SSE token, idle
 //                connections, dispatcher drain time): do the work inside `m.measure(fn)`, which
 //                samples the server's RSS and CPU around it (m.opts holds the options), and return
-//                { ...m.measure result, metrics: {...}, errors, met: boolean | null, summary }:
+//                { ...m.measure result, metrics: {...}, errors, summary }:
 //                `summary` is one line for the report, `metrics` goes to the results JSON.
 // `baseline` is measured first and last on every run; the others run in this order.
 // ---------------------------------------------------------------------------------------------
@@ -73,7 +81,7 @@ const json = { 'content-type': 'application/json' };
 /**
  * @typedef {{ method?: string, path: string, headers?: Record<string, string>, body?: string }} Request
  * @typedef {{ measure: (fn: () => Promise<any>) => Promise<object>, opts: object }} Measurer
- * @typedef {{ metrics: object, errors: number, met: boolean | null, summary: string }} RunOutcome
+ * @typedef {{ metrics: object, errors: number, summary: string }} RunOutcome
  * @typedef {{ name: string, description: string, target: number | null, targetPostgres?: number, targetText?: string, server?: 'baseline',
  *   setup?: (ctx: object, opts: object) => Promise<void>, request?: (ctx: object) => Request,
  *   requests?: (ctx: object) => Request[], run?: (ctx: object, m: Measurer) => Promise<RunOutcome & object> }} Scenario
@@ -102,6 +110,21 @@ const SCENARIOS = [
       method: 'POST',
       path: `/api/v1/agents/${ctx.agentIds[0]}/execute`,
       headers: json,
+      body: JSON.stringify({ message: 'Hello, where is my order 4711? It was due yesterday.' }),
+    }),
+  },
+  {
+    name: 'execute-openai-compatible',
+    description:
+      `POST /api/v1/agents/:id/execute, ${MOCK_PROVIDER_MODEL} over HTTP: a local OpenAI-compatible server (aimock, ` +
+      'bench/mock-provider.js) streams a canned chat completion; a new conversation each time',
+    target: null,
+    setup: mockProviderAgentSetup,
+    request: (ctx) => ({
+      method: 'POST',
+      path: `/api/v1/agents/${ctx.mockProviderAgentId}/execute`,
+      headers: json,
+      // The mock's fixture (bench/fixtures/openai-compatible.json) answers a message about this order.
       body: JSON.stringify({ message: 'Hello, where is my order 4711? It was due yesterday.' }),
     }),
   },
@@ -193,6 +216,20 @@ const SCENARIOS = [
   idleStreams,
   dispatcher,
 ];
+
+/** An agent like the others but on MOCK_PROVIDER_MODEL, which the server reaches over HTTP. */
+async function mockProviderAgentSetup(ctx) {
+  if (ctx.mockProviderAgentId) return;
+  const agent = await ctx.api('POST', '/api/v1/agents', {
+    name: 'Bench agent, OpenAI-compatible provider',
+    appId: 'support',
+    role: 'support agent',
+    description: 'Seeded by bench/run.js for execute-openai-compatible',
+    systemPrompt: ctx.systemPrompt,
+    model: MOCK_PROVIDER_MODEL,
+  });
+  ctx.mockProviderAgentId = agent.id;
+}
 
 /** One SVID for agent 0 addressed to the issuer, exchanged once for a token on agent 1's `search` tool. */
 async function identitySetup(ctx) {
@@ -335,6 +372,11 @@ const BASELINE = {
 
 const USAGE = `usage: node bench/run.js [--db sqlite|postgres] [--duration <s>] [--connections <n>]
                          [--only <scenario,...>] [--wait-idle <s>] [--cpu-prof] [--server-node-arg <flag>]... [--no-write]
+                         [--repeat <n>]
+  --repeat <n>       n full runs one after the other (each its own servers and database), then every
+                     target judged on the median of the n (bench/median.js); issue 22 judges on 3.
+                     Each run's results go to bench/results/<date>T<hhmm>-<db>-run<i>.json, the median
+                     to <date>T<hhmm>-<db>-median.json (or --out)
   --cpu-prof         run the server under node --cpu-prof (profiles in .bench-data/profiles/)
   --server-node-arg  extra flag for the server's node process, e.g. --server-node-arg=--import=./x.mjs
                      (experiments; results then go to .bench-data/ instead of bench/results/)
@@ -359,6 +401,7 @@ function parseOptions(argv) {
       'no-write': { type: 'boolean', default: false },
       'wait-idle': { type: 'string', default: '0' },
       out: { type: 'string' },
+      repeat: { type: 'string', default: '1' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -385,7 +428,10 @@ function parseOptions(argv) {
   const serverNodeArgs = values['server-node-arg'];
   const waitIdle = Number(values['wait-idle']);
   if (!Number.isFinite(waitIdle) || waitIdle < 0) fail('--wait-idle must be a number of seconds >= 0');
-  return { db: values.db, duration, warmup: WARMUP_SECONDS, connections, scenarios, cpuProf: values['cpu-prof'], serverNodeArgs, waitIdle, out: values.out, write: !values['no-write'] };
+  const repeat = Number(values.repeat);
+  if (!Number.isInteger(repeat) || repeat < 1) fail('--repeat must be a whole number >= 1');
+  if (repeat > 1 && (values['cpu-prof'] || serverNodeArgs.length)) fail('--repeat is for results runs: not with --cpu-prof or --server-node-arg');
+  return { db: values.db, only: values.only, repeat, duration, warmup: WARMUP_SECONDS, connections, scenarios, cpuProf: values['cpu-prof'], serverNodeArgs, waitIdle, out: values.out, write: !values['no-write'] };
 }
 
 /** `--only soak` (alone): the soak scenario, bench/soak.js, which takes its own options. */
@@ -505,10 +551,11 @@ function ticksBetween(before, after) {
 
 /**
  * Runs `fn` while sampling the server process: peak RSS (VmRSS every 100 ms) and CPU use, with
- * the CPU use of this process (the load generator), of PostgreSQL's processes and of everything
- * else on the machine (other people's work shows up there), all in % of one core.
+ * the CPU use of this process (the load generator), of PostgreSQL's processes, of the mock provider
+ * (when it runs) and of everything else on the machine (other people's work shows up there), all in
+ * % of one core.
  */
-async function measure(pid, fn, { postgres } = {}) {
+async function measure(pid, fn, { postgres, mockPid } = {}) {
   let peakKb = readRssKb(pid) ?? 0;
   const timer = setInterval(() => {
     peakKb = Math.max(peakKb, readRssKb(pid) ?? 0);
@@ -516,6 +563,7 @@ async function measure(pid, fn, { postgres } = {}) {
   const startedAt = Date.now();
   const t0 = process.hrtime.bigint();
   const ticks0 = readCpuTicks(pid);
+  const mock0 = mockPid ? readCpuTicks(mockPid) : null;
   const pg0 = postgres ? readPostgresTicks(postgres) : null;
   const machine0 = readMachineTicks();
   const self0 = process.cpuUsage();
@@ -530,11 +578,13 @@ async function measure(pid, fn, { postgres } = {}) {
   const machine1 = readMachineTicks();
   const pg1 = postgres ? readPostgresTicks(postgres) : null;
   const ticks1 = readCpuTicks(pid);
+  const mock1 = mockPid ? readCpuTicks(mockPid) : null;
   peakKb = Math.max(peakKb, readRssKb(pid) ?? 0);
   const pctOfCore = (ticks) => round((ticks / CLK_TCK / seconds) * 100, 0);
   const serverCpuPct = ticks0 === null || ticks1 === null ? null : pctOfCore(ticks1 - ticks0);
   const loadgenCpuPct = round(((self.user + self.system) / 1e6 / seconds) * 100, 0);
   const dbCpuPct = postgres ? pctOfCore(ticksBetween(pg0, pg1)) : null;
+  const mockCpuPct = mock0 === null || mock1 === null ? null : pctOfCore(mock1 - mock0);
   // /proc/stat sums all cores: busy share x cores = % of one core.
   const machineCpuPct = round(((machine1.busy - machine0.busy) / (machine1.total - machine0.total)) * os.cpus().length * 100, 0);
   return {
@@ -545,7 +595,8 @@ async function measure(pid, fn, { postgres } = {}) {
     serverCpuPct,
     loadgenCpuPct,
     dbCpuPct,
-    otherCpuPct: Math.max(0, machineCpuPct - (serverCpuPct ?? 0) - loadgenCpuPct - (dbCpuPct ?? 0)),
+    mockCpuPct,
+    otherCpuPct: Math.max(0, machineCpuPct - (serverCpuPct ?? 0) - loadgenCpuPct - (dbCpuPct ?? 0) - (mockCpuPct ?? 0)),
     machineCpuPct,
     loadavg1: round(os.loadavg()[0], 2),
   };
@@ -613,7 +664,7 @@ async function runScenario(scenario, ctx, opts) {
   if (scenario.setup) await scenario.setup(ctx, opts);
   if (opts.waitIdle) await waitIdle(opts.waitIdle);
   if (scenario.run) {
-    const result = await scenario.run(ctx, { measure: (fn) => measure(target.pid, fn, { postgres: ctx.pgDatabase }), opts });
+    const result = await scenario.run(ctx, { measure: (fn) => measure(target.pid, fn, { postgres: ctx.pgDatabase, mockPid: ctx.mockProvider?.pid }), opts });
     const { value: _value, startedAt, machineCpuPct: _machine, ...rest } = result;
     return {
       name: scenario.name,
@@ -621,7 +672,6 @@ async function runScenario(scenario, ctx, opts) {
       target: goal,
       targetText: postgres ? null : (scenario.targetText ?? null),
       ...rest,
-      ...(postgres ? { met: null } : {}),
       seconds: round(rest.seconds, 2),
       window: [round((startedAt - target.spawnedAt) / 1000, 1), round((startedAt - target.spawnedAt) / 1000 + rest.seconds, 1)],
       disturbed: rest.otherCpuPct > DISTURBED_PCT,
@@ -629,7 +679,7 @@ async function runScenario(scenario, ctx, opts) {
   }
   const bodyBytes = await checkFirstRequest(target.url, scenario, ctx);
   await cannon(target.url, scenario, ctx, opts, WARMUP_SECONDS);
-  const m = await measure(target.pid, () => cannon(target.url, scenario, ctx, opts, opts.duration), { postgres: ctx.pgDatabase });
+  const m = await measure(target.pid, () => cannon(target.url, scenario, ctx, opts, opts.duration), { postgres: ctx.pgDatabase, mockPid: ctx.mockProvider?.pid });
   const r = m.value;
   return {
     name: scenario.name,
@@ -651,6 +701,7 @@ async function runScenario(scenario, ctx, opts) {
     serverCpuPct: m.serverCpuPct,
     loadgenCpuPct: m.loadgenCpuPct,
     dbCpuPct: m.dbCpuPct,
+    mockCpuPct: m.mockCpuPct,
     otherCpuPct: m.otherCpuPct,
     // CPU time the server spent per request: steadier than req/s when others share the machine
     serverUsPerRequest: m.serverCpuPct === null ? null : round((m.serverCpuPct / 100 / r.requests.average) * 1e6, 0),
@@ -666,7 +717,7 @@ async function seed(ctx, env) {
   const created = JSON.parse(stdout);
   ctx.apiKey = created.apiKey;
   ctx.tenantId = created.tenant.id;
-  const systemPrompt =
+  ctx.systemPrompt =
     'You are a support agent for a mid-sized online shop. Answer customer questions about orders, ' +
     'shipping, returns and invoices kindly and precisely. When you do not know, say so and offer to ' +
     'hand over to a human colleague. Never promise refunds; explain the return policy instead.';
@@ -677,7 +728,7 @@ async function seed(ctx, env) {
       appId: i % 2 ? 'support' : 'sales',
       role: 'support agent',
       description: `Seeded by bench/run.js (#${i})`,
-      systemPrompt,
+      systemPrompt: ctx.systemPrompt,
     });
     ctx.agentIds.push(agent.id);
   }
@@ -713,7 +764,7 @@ function machine() {
 
 /** The results table; `r.ratio` and `r.nearRatio` are set by main (null for the baselines). */
 function table(rows) {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU% srv', 'gen', 'db', 'other', 'µs/req', 'ratio', 'near', 'target', 'met'];
+  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU% srv', 'gen', 'db', 'mock', 'other', 'µs/req', 'ratio', 'near', 'target', 'met'];
   const lines = rows.map((r) =>
     [
       `${r.label ?? r.name}${r.disturbed ? ' *' : ''}`,
@@ -725,6 +776,7 @@ function table(rows) {
       r.serverCpuPct ?? '-',
       r.loadgenCpuPct ?? '-',
       r.dbCpuPct ?? '-',
+      r.mockCpuPct ?? '-',
       r.otherCpuPct ?? '-',
       r.serverUsPerRequest ?? '-',
       r.ratio == null ? '-' : r.ratio.toFixed(2),
@@ -751,6 +803,10 @@ async function main() {
     return;
   }
   const opts = parseOptions(process.argv.slice(2));
+  if (opts.repeat > 1) {
+    await repeatedRuns(opts);
+    return;
+  }
   const started = new Date();
   const cleanups = [];
   const cleanup = async () => {
@@ -780,12 +836,22 @@ async function main() {
     env.DATA_DIR = dataDir;
 
     let database = { dialect: 'sqlite', version: await sqliteVersion() };
+    let mockProvider = null;
     if (opts.db === 'postgres') {
       const pgdb = await createPgDatabase();
       cleanups.push(pgdb.drop);
       env.DATABASE_URL = pgdb.url;
       database = { dialect: 'postgres', version: pgdb.version, name: pgdb.name };
       log(`PostgreSQL ${pgdb.version}: database ${pgdb.name}`);
+    }
+
+    // The mock provider first: the server reads OPENAI_COMPATIBLE_BASE_URL when it starts.
+    if (opts.scenarios.some((s) => s.name === MOCK_PROVIDER_SCENARIO)) {
+      mockProvider = await startChild('mock-provider', ['bench/mock-provider.js'], { ...process.env }, '/health');
+      cleanups.push(mockProvider.stop);
+      env.OPENAI_COMPATIBLE_BASE_URL = `${mockProvider.url}/v1`;
+      env.OPENAI_COMPATIBLE_API_KEY = 'bench';
+      log(`mock OpenAI-compatible provider ${mockProvider.url} (pid ${mockProvider.pid})`);
     }
 
     let profileDir = null;
@@ -805,7 +871,7 @@ async function main() {
     cleanups.push(baseline.stop);
     log(`server ${server.url} (pid ${server.pid}), baseline ${baseline.url} (pid ${baseline.pid})`);
 
-    const ctx = { server, baseline, dialect: database.dialect, pgDatabase: database.name };
+    const ctx = { server, baseline, dialect: database.dialect, pgDatabase: database.name, mockProvider };
     ctx.api = makeApi(ctx);
     await seed(ctx, env);
     log(`seeded tenant ${ctx.tenantId} with ${ctx.agentIds.length} agents`);
@@ -843,8 +909,12 @@ async function main() {
       r.nearBaseline = { before: samples[i], after: samples[i + 1], mean: round((samples[i] + samples[i + 1]) / 2, 0) };
       r.nearRatio = r.reqPerSec === undefined || r.ratioTo ? null : round(r.reqPerSec / r.nearBaseline.mean, 3);
     });
-    // A run() scenario decides `met` itself (its target is not a ratio); the others by their ratio.
-    for (const r of rows) if (r.met === undefined) r.met = r.target && r.ratio !== null ? r.ratio >= r.target : null;
+    // Every target is judged the way bench/median.js judges several runs (bench/targets.js): a ratio
+    // against its minimum, the SSE first token against the bare server's of this run, RSS, seconds.
+    for (const r of rows) {
+      const judged = r.server === 'baseline' ? null : judgement(r, database.dialect);
+      r.met = judged ? meets(judged.figure, judged) : null;
+    }
     mach.loadavgAtEnd = os.loadavg().map((n) => round(n, 2));
 
     const result = {
@@ -879,10 +949,12 @@ async function main() {
         (b0.disturbed || b1.disturbed ? '\nWARNING: a baseline run was disturbed by other load; the ratios of this run are not reliable' : ''),
       'errors = non-2xx + socket errors; RSS = peak VmRSS of the measured server; p50/p99 in whole ms (0 = under 1 ms)',
       'CPU% (100 = one core busy): srv = measured server, gen = autocannon (this process), db = PostgreSQL backends of the bench database,',
+      '  mock = the mock OpenAI-compatible provider (bench/mock-provider.js, when execute-openai-compatible runs),',
       `other = the rest of the machine (${mach.cores} cores = ${mach.cores * 100}%), someone else's load; * = other above ${DISTURBED_PCT}%: disturbed, rerun`,
       'µs/req = server CPU time per request (srv CPU / req/s); ratio = req/s / baseline mean; near = req/s / the mean of the',
       `  ${NEAR_BASELINE_SECONDS} s baseline samples taken just before and just after the scenario (met is decided by ratio)`,
-      'sse-stream: ratio = streams/s / the bare server\'s streams/s with the same clients (its figures are in the summary line)',
+      'sse-stream: ratio = streams/s / the bare server\'s streams/s with the same clients (its figures are in the summary line);',
+      `  met: its first-token p99 / the bare server's first-token p99 <= ${SSE_FIRST_TOKEN_P99_FACTOR}`,
     ].join('\n');
     process.stdout.write(`\n${out}\n`);
 
@@ -902,6 +974,41 @@ async function main() {
     await cleanup();
     throw err;
   }
+}
+
+/**
+ * `--repeat n`: n full runs, each a child `node bench/run.js` with the same options (its own servers,
+ * its own database, its own results file), then the targets judged on the median of the n.
+ */
+async function repeatedRuns(opts) {
+  const { combine, report } = await import('./median.js');
+  // The date and time of the first run's start: two repeated runs on one day keep their files apart.
+  const stamp = new Date().toISOString().slice(0, 16).replace(':', '');
+  const dir = opts.write ? path.join(ROOT, 'bench', 'results') : fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-bench-repeat-'));
+  fs.mkdirSync(dir, { recursive: true });
+  const args = ['--db', opts.db, '--duration', String(opts.duration), '--connections', String(opts.connections), '--wait-idle', String(opts.waitIdle)];
+  if (opts.only) args.push('--only', opts.only);
+  const files = [];
+  for (let i = 1; i <= opts.repeat; i++) {
+    const file = path.join(dir, `${stamp}-${opts.db}-run${i}.json`);
+    log(`run ${i} of ${opts.repeat} -> ${path.relative(ROOT, file)}`);
+    const code = await new Promise((resolve) => {
+      const child = spawn(process.execPath, [path.join(ROOT, 'bench', 'run.js'), ...args, '--out', file], { cwd: ROOT, stdio: 'inherit' });
+      child.once('exit', (c, signal) => resolve(signal ? 1 : c));
+    });
+    if (code !== 0) throw new Error(`run ${i} of ${opts.repeat} failed (exit ${code}); the runs before it are in ${path.relative(ROOT, dir)}`);
+    files.push(file);
+  }
+  const runs = files.map((f) => JSON.parse(fs.readFileSync(f, 'utf8')));
+  const verdicts = combine(runs);
+  process.stdout.write(`\n${report(runs, verdicts)}\n`);
+  if (!opts.write) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    return;
+  }
+  const out = opts.out ? path.resolve(opts.out) : path.join(dir, `${stamp}-${opts.db}-median.json`);
+  fs.writeFileSync(out, `${JSON.stringify({ runs: files.map((f) => path.relative(path.dirname(out), f)), dialect: opts.db, targets: verdicts }, null, 2)}\n`);
+  log(`wrote ${path.relative(ROOT, out)}`);
 }
 
 main().catch((err) => {
