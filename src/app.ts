@@ -292,9 +292,9 @@ export async function buildApp({ config, db, services = createServices(config, d
     await services.tasks.stop();
     await services.runs.stop();
     await services.bus.close();
+    await services.outbound.close();
   });
   await app.register(identityRoutes, { identity: services.identity, limits: services.limits });
 
-    await services.outbound.close();
   return app;
 }
