@@ -1,8 +1,8 @@
 /**
  * The errors domains throw when they refuse or cannot do what was asked. They say what happened in
- * the domain's words, each with a stable `code`; only the HTTP layer (`http/errors.ts`) decides which
- * status, headers and problem body each kind becomes. Other callers (the task worker, the CLI) read
- * them by type.
+ * the domain's words, each with a stable `code`; only the HTTP layer's error handler (`problemOf`)
+ * decides which status, headers and problem body each kind becomes. Other callers (the task worker,
+ * the CLI) read them by type.
  */
 
 /** A field of the input and what is wrong with it. */

@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { create as createContentDisposition } from 'content-disposition';
 import type { Db } from '../db/database.js';
-import { badRequest, notFound } from '../http/errors.js';
+import { InvalidInput, NotFound } from '../errors.js';
 import { readUploadedFile } from '../http/upload.js';
 import { IdParams, Timestamp, problems } from '../http/schemas.js';
 import { newId, now } from '../ids.js';
@@ -69,7 +69,7 @@ export class FilesService {
 
   async get(tenantId: string, id: string) {
     const row = await store.findFile(this.db.kysely, tenantId, id);
-    if (!row) throw notFound('file');
+    if (!row) throw new NotFound('file');
     return row;
   }
 
@@ -80,7 +80,7 @@ export class FilesService {
     const byId = new Map(rows.map((r) => [r.id, r]));
     const missing = ids.map((id, i) => ({ id, i })).filter((x) => !byId.has(x.id));
     if (missing.length) {
-      throw badRequest(
+      throw new InvalidInput(
         `attachments.${missing[0].i} names no file of this tenant`,
         missing.map((m) => ({ path: `body.attachments.${m.i}`, message: 'names no file of this tenant' })),
       );

@@ -1,6 +1,6 @@
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
-import { ProblemError, conflict, notFound } from '../http/errors.js';
+import { Conflict, InvalidInput, NotFound, RunFailed } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { isInjected, type OnActiveRun, type RunsService } from '../runs/service.js';
 import { recordAudit } from '../tenancy/audit.js';
@@ -56,7 +56,7 @@ export class ConversationsService {
   /** The conversation; with `agentId` (an agent's own token), only a conversation of that agent. */
   private async row(tenantId: string, id: string, agentId?: string) {
     const row = await store.findConversation(this.db.kysely, tenantId, id);
-    if (!row || (agentId !== undefined && row.agent_id !== agentId)) throw notFound('conversation');
+    if (!row || (agentId !== undefined && row.agent_id !== agentId)) throw new NotFound('conversation');
     return row;
   }
 
@@ -123,7 +123,7 @@ export class ConversationsService {
   async messages(tenantId: string, id: string, limit: number, before?: string, agentId?: string) {
     await this.row(tenantId, id, agentId);
     if (before && !(await store.findMessage(this.db.kysely, tenantId, id, before))) {
-      throw new ProblemError(400, 'validation_failed', 'before names no message of this conversation', [{ path: 'querystring.before', message: 'names no message of this conversation' }]);
+      throw new InvalidInput('before names no message of this conversation', [{ path: 'querystring.before', message: 'names no message of this conversation' }]);
     }
     const { rows, hasMore } = await store.messagesBefore(this.db.kysely, tenantId, id, limit, before);
     return { messages: rows.map(messageView), hasMore };
@@ -132,9 +132,9 @@ export class ConversationsService {
   /** Posts a user message and waits for the agent's reply (or hands it to the running answer). */
   async post(principal: Principal, id: string, input: { content: string; attachments?: string[]; onActiveRun?: OnActiveRun }) {
     const row = await this.row(principal.tenantId, id, principal.agentId);
-    if (row.status !== 'active') throw conflict('conversation_not_active', `the conversation is ${row.status}; only active conversations take messages`);
+    if (row.status !== 'active') throw new Conflict('conversation_not_active', `the conversation is ${row.status}; only active conversations take messages`);
     const agent = await this.agents.get(principal.tenantId, row.agent_id).catch(() => {
-      throw conflict('agent_deleted', 'the agent of this conversation was deleted; the conversation is read-only');
+      throw new Conflict('agent_deleted', 'the agent of this conversation was deleted; the conversation is read-only');
     });
     const modelContext = input.attachments?.length ? await this.files.modelContext(principal.tenantId, input.attachments) : undefined;
     const handle = await this.runs.start({
@@ -151,9 +151,9 @@ export class ConversationsService {
     if (isInjected(handle)) return { injected: handle };
     const run = await this.runs.outcome(principal.tenantId, handle);
     if (run.status === 'failed') {
-      throw new ProblemError(502, run.error?.code ?? 'run_failed', `the agent could not answer: ${run.error?.message ?? 'unknown error'} (run ${run.runId})`);
+      throw new RunFailed(run.error?.code ?? 'run_failed', `the agent could not answer: ${run.error?.message ?? 'unknown error'} (run ${run.runId})`);
     }
-    if (!run.reply) throw new ProblemError(409, 'run_cancelled', `the run ended ${run.status} without a reply (run ${run.runId})`);
+    if (!run.reply) throw new Conflict('run_cancelled', `the run ended ${run.status} without a reply (run ${run.runId})`);
     return { reply: { message: messageView(run.reply), cost: run.cost, runId: run.runId } };
   }
 
