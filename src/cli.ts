@@ -158,7 +158,12 @@ async function main() {
     if (err instanceof UsageError) {
       process.stderr.write(`agentry: ${err.message}\n\n${USAGE}`);
       process.exitCode = 2;
-    } else if (err instanceof ConfigError || err instanceof DomainError || err instanceof ProblemError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    } else if (
+      err instanceof ConfigError ||
+      err instanceof DomainError ||
+      err instanceof ProblemError ||
+      (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+    ) {
       process.stderr.write(`agentry: ${(err as Error).message}\n`);
       process.exitCode = 2;
     } else {

@@ -105,7 +105,16 @@ export class RunFailed extends DomainError {
 }
 
 /** Every domain error there is: the HTTP layer maps each, and the compiler checks it misses none. */
-export type AnyDomainError = NotFound | Conflict | InvalidInput | Forbidden | Unauthenticated | LimitExceeded | BudgetExceeded | Unavailable | RunFailed;
+export type AnyDomainError =
+  | NotFound
+  | Conflict
+  | InvalidInput
+  | Forbidden
+  | Unauthenticated
+  | LimitExceeded
+  | BudgetExceeded
+  | Unavailable
+  | RunFailed;
 
 const DB_UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED',
@@ -132,5 +141,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };
   if (typeof e?.code === 'string' && DB_UNAVAILABLE_CODES.has(e.code)) return true;
   const message = typeof e?.message === 'string' ? e.message : '';
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed|driver has already been destroyed/i.test(message);
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection is closed|driver has already been destroyed/i.test(
+    message,
+  );
 }

@@ -76,7 +76,10 @@ export class RunStarts {
         throw new Conflict('conversation_agent_mismatch', 'the conversation belongs to another agent');
       }
       if (conversation.status !== 'active')
-        throw new Conflict('conversation_not_active', `the conversation is ${conversation.status}; only active conversations take messages`);
+        throw new Conflict(
+          'conversation_not_active',
+          `the conversation is ${conversation.status}; only active conversations take messages`,
+        );
     }
 
     let history: HistoryMessage[] = [];

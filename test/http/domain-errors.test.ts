@@ -1,12 +1,27 @@
 import { describe, expect, it } from 'vitest';
-import { BudgetExceeded, Conflict, Forbidden, InvalidInput, LimitExceeded, NotFound, RunFailed, Unauthenticated, Unavailable } from '../../src/errors.js';
+import {
+  BudgetExceeded,
+  Conflict,
+  Forbidden,
+  InvalidInput,
+  LimitExceeded,
+  NotFound,
+  RunFailed,
+  Unauthenticated,
+  Unavailable,
+} from '../../src/errors.js';
 import { problemOf } from '../../src/http/errors.js';
 
 describe('a domain error, as the HTTP layer answers it', () => {
   it('each kind becomes its status, keeping its code, detail, field errors and Retry-After', () => {
     const cases = [
       [new InvalidInput('body.x is bad', [{ path: 'body.x', message: 'is bad' }]), 400, 'validation_failed', undefined],
-      [new Unauthenticated('invalid_signature', 'the signature does not match', 'HMAC-SHA256'), 401, 'invalid_signature', { 'www-authenticate': 'HMAC-SHA256' }],
+      [
+        new Unauthenticated('invalid_signature', 'the signature does not match', 'HMAC-SHA256'),
+        401,
+        'invalid_signature',
+        { 'www-authenticate': 'HMAC-SHA256' },
+      ],
       [new BudgetExceeded('the tenant has spent $5 of its $5 monthly budget'), 402, 'budget_exceeded', undefined],
       [new Forbidden('not yours'), 403, 'forbidden', undefined],
       [new NotFound('agent'), 404, 'not_found', undefined],
@@ -22,6 +37,8 @@ describe('a domain error, as the HTTP layer answers it', () => {
       expect(problem.headers).toEqual(headers);
     }
     expect(problemOf(new NotFound('agent')).detail).toBe('agent not found');
-    expect(problemOf(new InvalidInput('body.x is bad', [{ path: 'body.x', message: 'is bad' }])).errors).toEqual([{ path: 'body.x', message: 'is bad' }]);
+    expect(problemOf(new InvalidInput('body.x is bad', [{ path: 'body.x', message: 'is bad' }])).errors).toEqual([
+      { path: 'body.x', message: 'is bad' },
+    ]);
   });
 });

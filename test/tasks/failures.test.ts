@@ -18,7 +18,11 @@ describe('a refused start, as the task worker reads it', () => {
   });
 
   it('the database away: queued again after 5 s, whether the driver says so or a domain error does', () => {
-    const expected = { kind: 'database_unavailable', retryAfterSeconds: 5, error: { code: 'database_unavailable', message: 'the database could not be reached' } };
+    const expected = {
+      kind: 'database_unavailable',
+      retryAfterSeconds: 5,
+      error: { code: 'database_unavailable', message: 'the database could not be reached' },
+    };
     expect(startFailure(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }))).toEqual(expected);
     expect(startFailure(new Error('Connection terminated unexpectedly'))).toEqual(expected);
     expect(startFailure(new Unavailable('database_unavailable', 'the database does not answer'))).toEqual(expected);
