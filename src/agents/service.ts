@@ -261,7 +261,7 @@ export class AgentsService {
 
   /**
    * available -> paused, or paused -> available; a registered (external) agent: registered -> paused
-   * (its identity is suspended) and paused -> registered. Anything else is a 409 naming the state.
+   * (its identity is suspended) and paused -> registered. Anything else is a Conflict naming the state.
    */
   async setPaused(principal: Principal, id: string, paused: boolean): Promise<Agent> {
     return this.db.kysely.transaction().execute(async (trx) => {

@@ -181,7 +181,7 @@ export class RunsService {
     return runDetails(row);
   }
 
-  /** An agent's runs, kept after it is deleted; 404 for an agent this tenant never had a run of, nor has. */
+  /** An agent's runs, kept after it is deleted; NotFound for an agent this tenant never had a run of, nor has. */
   async listForAgent(tenantId: string, agentId: string, page: number, limit: number) {
     const { rows, total } = await store.listAgentRuns(this.r.db.kysely, { tenantId, agentId, limit, offset: (page - 1) * limit });
     if (total === 0) await this.r.agents.get(tenantId, agentId);

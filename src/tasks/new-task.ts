@@ -7,7 +7,7 @@ import * as store from './store.js';
 
 /** What a create body becomes: the checks its schema cannot express, and the task's row. */
 
-/** The body's fields that do not fit its task type, or that type's missing ones (every one, as 400 field errors). */
+/** The body's fields that do not fit its task type, or that type's missing ones (every one, as field errors). */
 export function checkCreateBody(input: CreateTaskBody, type: string): FieldError[] {
   const errors: FieldError[] = [];
   const refuse = (field: string, message: string) => errors.push({ path: `body.${field}`, message });

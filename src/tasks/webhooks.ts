@@ -35,7 +35,7 @@ export class WebhookDeliveries {
 
   /**
    * A delivery signed with the task's secret over `<timestamp>.<raw body>`. A bad, missing or stale
-   * signature runs nothing (401). The same signed delivery twice fires once.
+   * signature runs nothing (Unauthenticated). The same signed delivery twice fires once.
    */
   async deliver({ taskId, headers, rawBody, parse }: Delivery) {
     const { db, executor, secrets, log } = this.o;
