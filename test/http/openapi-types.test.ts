@@ -14,7 +14,9 @@ const write = process.env.AGENTRY_WRITE_OPENAPI_TYPES === '1';
  * A query parameter with a default is one a client may leave out; the served document marks it required
  * (TypeBox's querystring object lists it), which would make every typed call spell out page and limit.
  */
-function optionalDefaults(document: { paths?: Record<string, Record<string, { parameters?: { in: string; required?: boolean; schema?: object }[] }>> }) {
+function optionalDefaults(document: {
+  paths?: Record<string, Record<string, { parameters?: { in: string; required?: boolean; schema?: object }[] }>>;
+}) {
   for (const item of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(item)) {
       for (const parameter of operation.parameters ?? []) {
