@@ -99,10 +99,10 @@ describe('cached reads follow writes from anywhere', () => {
     expect(skill.status).toBe(201);
     expect((await t.request('POST', `/api/skills/${skill.body.id}/assign`, { key: tenant.key, body: { agentId } })).status).toBe(201);
     // Own writes: at once, on both dialects.
-    expect(await briefs()).toEqual([{ id: skill.body.id, name: 'refunds', description: 'How refunds work' }]);
+    expect(await briefs()).toEqual([{ id: skill.body.id, name: 'refunds', description: 'How refunds work', version: null }]);
     await other.kysely.updateTable('skills').set({ description: 'Refunds, changed elsewhere' }).where('id', '=', skill.body.id).execute();
     await eventually(async () => {
-      expect(await briefs()).toEqual([{ id: skill.body.id, name: 'refunds', description: 'Refunds, changed elsewhere' }]);
+      expect(await briefs()).toEqual([{ id: skill.body.id, name: 'refunds', description: 'Refunds, changed elsewhere', version: null }]);
     });
     await other.kysely.updateTable('skill_assignments').set({ enabled: 0 }).where('skill_id', '=', skill.body.id).execute();
     await eventually(async () => {
