@@ -8,7 +8,7 @@ import path from 'node:path';
 const ROOT = path.resolve(import.meta.dirname, '..');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.listen(0, '127.0.0.1', () => {
@@ -17,6 +17,30 @@ function freePort() {
     });
     srv.on('error', reject);
   });
+}
+
+/**
+ * Work to undo at the end of a run (servers, databases, folders), last in first out; also run on
+ * SIGINT/SIGTERM, so an interrupted run leaves nothing behind. A failing step is logged, not thrown.
+ */
+export function cleanupStack(log, signalMessage) {
+  const steps = [];
+  const run = async () => {
+    while (steps.length) {
+      try {
+        await steps.pop()();
+      } catch (err) {
+        log(`cleanup: ${err.message}`);
+      }
+    }
+  };
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    process.once(signal, () => {
+      log(`${signal}: ${signalMessage}`);
+      void run().then(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    });
+  }
+  return { steps, run };
 }
 
 /**

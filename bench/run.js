@@ -24,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import autocannon from 'autocannon';
-import { CLK_TCK, cpuTicksOfStat, readCpuTicks, readRssKb, startChild } from './processes.js';
+import { CLK_TCK, cleanupStack, cpuTicksOfStat, readCpuTicks, readRssKb, startChild } from './processes.js';
 import { dispatcher, idleStreams, sseStream } from './scenarios.js';
 import { judgement, meets, SSE_FIRST_TOKEN_P99_FACTOR } from './targets.js';
 
@@ -808,22 +808,7 @@ async function main() {
     return;
   }
   const started = new Date();
-  const cleanups = [];
-  const cleanup = async () => {
-    while (cleanups.length) {
-      try {
-        await cleanups.pop()();
-      } catch (err) {
-        log(`cleanup: ${err.message}`);
-      }
-    }
-  };
-  for (const signal of ['SIGINT', 'SIGTERM']) {
-    process.once(signal, () => {
-      log(`${signal}: stopping the servers, removing the bench data`);
-      void cleanup().then(() => process.exit(signal === 'SIGINT' ? 130 : 143));
-    });
-  }
+  const { steps: cleanups, run: cleanup } = cleanupStack(log, 'stopping the servers, removing the bench data');
 
   try {
     await ensureBuilt();

@@ -26,13 +26,12 @@ import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { createParser } from 'eventsource-parser';
 import pg from 'pg';
-import { readRssKb, startChild } from './processes.js';
+import { cleanupStack, freePort, readRssKb, startChild } from './processes.js';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -144,16 +143,6 @@ function pgBinDir(given) {
   return path.join(base, versions[0], 'bin');
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
 
 /** Runs a PostgreSQL tool, as the `postgres` user when this process is root (initdb refuses root). */
 async function pgTool(bin, tool, args) {
@@ -247,22 +236,7 @@ function request(replica, { method = 'GET', path: urlPath, headers = {}, body, s
 async function main(argv) {
   const opts = parseOptions(argv);
   const started = new Date();
-  const cleanups = [];
-  const cleanup = async () => {
-    while (cleanups.length) {
-      try {
-        await cleanups.pop()();
-      } catch (err) {
-        log(`cleanup: ${err.message}`);
-      }
-    }
-  };
-  for (const signal of ['SIGINT', 'SIGTERM']) {
-    process.once(signal, () => {
-      log(`${signal}: stopping`);
-      void cleanup().then(() => process.exit(130));
-    });
-  }
+  const { steps: cleanups, run: cleanup } = cleanupStack(log, 'stopping');
   try {
     return await soak(opts, started, cleanups);
   } finally {
