@@ -73,6 +73,9 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream
     close() {
       if (closed) return;
       finish();
+      // Uncorked first: on Node 24 end() on a still-corked response drops what the cork holds (the
+      // final event); on Node 20 it flushed it.
+      if (corked) uncork();
       raw.end();
     },
     closed: closedPromise,
