@@ -156,7 +156,7 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
         headers['content-type'] ??= 'application/json';
       }
       const res = await app.inject({ method: method as any, url, headers, payload });
-      let body: any = undefined;
+      let body: any ;
       try {
         body = res.body ? JSON.parse(res.body) : undefined;
       } catch {
@@ -228,6 +228,40 @@ export async function startProcess(extraEnv: Record<string, string> = {}): Promi
 }
 
 /** The secret part of an API key (`agk_<32 hex id>_<secret>`; the secret may itself contain `_`). */
+export interface Replica {
+  app: FastifyInstance;
+  db: Db;
+  services: Services;
+}
+
+/**
+ * `count` in-process instances of the app on one fresh database (the first migrates it), as replicas
+ * sharing PostgreSQL are; `close` closes them all and drops the database.
+ */
+export async function startReplicas(count: number, extraEnv: Record<string, string> = {}): Promise<{ replicas: Replica[]; close(): Promise<void> }> {
+  const database = await createTestDatabase();
+  const config = loadConfig({ ...database.env, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://agentry.test', ...extraEnv });
+  const replicas: Replica[] = [];
+  for (let i = 0; i < count; i++) {
+    const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+    if (i === 0) await migrate(db);
+    const services = createServices(config, db);
+    const app = await buildApp({ config, db, services });
+    await app.ready();
+    replicas.push({ app, db, services });
+  }
+  return {
+    replicas,
+    close: async () => {
+      for (const { app, db } of replicas) {
+        await app.close();
+        await db.close();
+      }
+      await database.drop();
+    },
+  };
+}
+
 export const secretOf = (apiKey: string) => apiKey.slice('agk_'.length + 32 + 1);
 
 /** Asserts an RFC 9457 problem response with the given status and code. */

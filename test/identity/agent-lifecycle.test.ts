@@ -1,9 +1,5 @@
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, createServices, type Services } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { migrate, openDatabase, type Db } from '../../src/db/database.js';
-import { createTestDatabase, dialect, expectProblem, startApp, type TestApp, type TestDatabase } from '../helpers/app.js';
+import { dialect, expectProblem, type Replica, startApp, startReplicas, type TestApp } from '../helpers/app.js';
 import { ASSERTION_TYPE, decodePart, exchange, exchangeParams, expectOAuthError, joseVerify, svidFor, tokenRequest } from './helpers.js';
 
 /**
@@ -199,27 +195,15 @@ describe('the badge lists the agent\'s skills (item 17)', () => {
 });
 
 describe.skipIf(dialect !== 'postgres')('two replicas on one PostgreSQL database (items 5, 18)', () => {
-  let database: TestDatabase;
-  const replicas: { app: FastifyInstance; db: Db; services: Services }[] = [];
+  let started: Awaited<ReturnType<typeof startReplicas>> | undefined;
+  const replicas: Replica[] = [];
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    const config = loadConfig({ ...database.env, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://agentry.test' });
-    for (let i = 0; i < 2; i++) {
-      const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-      if (i === 0) await migrate(db);
-      const services = createServices(config, db);
-      const app = await buildApp({ config, db, services });
-      await app.ready();
-      replicas.push({ app, db, services });
-    }
+    started = await startReplicas(2);
+    replicas.push(...started.replicas);
   });
   afterAll(async () => {
-    for (const r of replicas) {
-      await r.app.close();
-      await r.db.close();
-    }
-    await database?.drop();
+    await started?.close();
   });
 
   const call = async (i: number, method: string, url: string, key: string | null, body?: unknown) => {

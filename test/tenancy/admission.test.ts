@@ -1,10 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, createServices, type Services } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { migrate, openDatabase, type Db } from '../../src/db/database.js';
-import { createTestDatabase, dialect, expectProblem, startApp, type TestApp, type TestDatabase } from '../helpers/app.js';
+import { dialect, expectProblem, type Replica, startApp, startReplicas, type TestApp } from '../helpers/app.js';
 
 /**
  * Run admission reserves: the count of running runs and the claim of a new one are one atomic step,
@@ -175,27 +172,15 @@ describe('budgets', () => {
 });
 
 describe.skipIf(dialect !== 'postgres')('concurrent runs across two instances on one PostgreSQL database', () => {
-  let database: TestDatabase;
-  const instances: { app: FastifyInstance; db: Db; services: Services }[] = [];
+  let started: Awaited<ReturnType<typeof startReplicas>> | undefined;
+  const instances: Replica[] = [];
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    const config = loadConfig({ ...database.env, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://agentry.test', MODEL_PRICES: PRICES });
-    for (let i = 0; i < 2; i++) {
-      const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-      if (i === 0) await migrate(db);
-      const services = createServices(config, db);
-      const app = await buildApp({ config, db, services });
-      await app.ready();
-      instances.push({ app, db, services });
-    }
+    started = await startReplicas(2, { MODEL_PRICES: PRICES });
+    instances.push(...started.replicas);
   });
   afterAll(async () => {
-    for (const { app, db } of instances) {
-      await app.close();
-      await db.close();
-    }
-    await database?.drop();
+    await started?.close();
   });
 
   it('admits exactly maxConcurrentRuns of a burst spread over both, burst after burst', async () => {
