@@ -1,9 +1,6 @@
-import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
-import type { AgentsService } from '../agents/service.js';
-import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import type { RunFinished, RunsService } from '../runs/service.js';
+import type { RunFinished } from '../runs/service.js';
 import type { Actor } from '../tenancy/permissions.js';
 import { FireDecisions, type FireInput } from './fires.js';
 import { JobQueue, type CancelPending, type NewJob } from './jobs.js';
@@ -20,15 +17,8 @@ import { TaskWorker } from './worker.js';
  *   settling.ts  a job's end: retry, fail, chain; and the sweep after a process died
  */
 
-export interface TaskExecutorOptions {
-  db: Db;
-  agents: AgentsService;
-  runs: RunsService;
-  /** Scheduler time (injectable clock): availability, back-off, fire decisions. */
-  clock: () => Date;
-  leaseMs: number;
-  log: FastifyBaseLogger;
-}
+/** What the task work is built from; the rest of its TaskResources it makes itself. */
+export type TaskExecutorOptions = Pick<TaskResources, 'db' | 'agents' | 'runs' | 'clock' | 'leaseMs' | 'log'>;
 
 export class TaskExecutor {
   readonly actions: ApprovalActions = { approved: new Map(), rejected: new Map() };
