@@ -15,7 +15,7 @@
  * redact are written unchanged.
  */
 
-export const REDACTED = '[redacted]';
+const REDACTED = '[redacted]';
 
 /** Member names (lower case, letters and digits only) that hold credentials: by suffix, so `x-api-key`, `webhookSecret`, `refresh_token` match. */
 const SENSITIVE_NAME = /(authorization|cookie|passw(or)?d|passphrase|secret|token|apikey|privatekey|privatejwk|assertion|masterkey|credentials?|svid)$/;
@@ -34,12 +34,12 @@ const TEXT_RULES: [RegExp, string | ((match: string, ...groups: string[]) => str
 const MAY_HOLD_CREDENTIAL =
   /authori[sz]ation|cookie|passw|passphrase|secret|token|api.?key|private|assertion|master.?key|credential|svid|agk_|whsec_|bearer|basic|digest|eyJ|"(?:d|p|q|dp|dq|qi|oth|k)":/i;
 
-export function isSensitiveName(name: string): boolean {
+function isSensitiveName(name: string): boolean {
   return SENSITIVE_NAME.test(name.toLowerCase().replace(/[^a-z0-9]/g, ''));
 }
 
 /** The text with every credential-looking part replaced. */
-export function redactText(text: string): string {
+function redactText(text: string): string {
   let out = text;
   for (const [pattern, replacement] of TEXT_RULES) out = out.replace(pattern, replacement as string);
   return out;

@@ -7,7 +7,7 @@ import fs from 'node:fs';
  * installations at start.
  */
 
-export const PRIVATE_DIR_MODE = 0o700;
+const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
 
 /** Creates the folder (and missing parents) 0700, or tightens an existing one to 0700. */

@@ -5,14 +5,14 @@
  * (fixed width, so they sort and compare as text), JSON is text, booleans are 0/1 integers.
  * That keeps one set of queries valid on SQLite and PostgreSQL.
  */
-export interface TenantTable {
+interface TenantTable {
   id: string;
   name: string;
   settings: string;
   created_at: string;
 }
 
-export interface ApiKeyTable {
+interface ApiKeyTable {
   id: string;
   tenant_id: string;
   name: string;
@@ -25,7 +25,7 @@ export interface ApiKeyTable {
   rate_limit_per_minute: number | null;
 }
 
-export interface AuditEventTable {
+interface AuditEventTable {
   id: string;
   tenant_id: string;
   actor_type: string;
@@ -116,14 +116,14 @@ export interface RunTable {
   completed_at: string | null;
 }
 
-export interface RunEventTable {
+interface RunEventTable {
   run_id: string;
   seq: number;
   event: string;
   data: string;
 }
 
-export interface FileTable {
+interface FileTable {
   id: string;
   tenant_id: string;
   name: string;

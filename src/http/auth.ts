@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHookHandler } from 'fastify';
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import type { Permission, Principal } from './principal.js';
-import { ProblemError, forbidden, notFound, unauthorized } from './errors.js';
+import { forbidden, notFound, unauthorized } from './errors.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -31,7 +31,7 @@ export type CredentialVerifier = (credential: string) => MaybePromise<Principal 
 /** Runs after authentication and the permission check, e.g. the per-key request limit. */
 export type Admission = (request: FastifyRequest, reply: FastifyReply) => MaybePromise<void>;
 
-export type AgentScope = { param: string } | 'own';
+type AgentScope = { param: string } | 'own';
 
 /**
  * An agent's own access token reaches only that agent: routes that declare it (agentScope), for the
@@ -121,11 +121,4 @@ function authenticator(
     if (isPromise(verified)) verified.then((principal) => accept(request, reply, principal, done), done);
     else accept(request, reply, verified, done);
   };
-}
-
-/** Throws 403 unless the principal holds the permission; for routes whose need depends on input. */
-export function requirePermission(principal: Principal, permission: Permission) {
-  if (!principal.permissions.has(permission)) {
-    throw new ProblemError(403, 'forbidden', `this operation needs the ${permission} permission`);
-  }
 }

@@ -50,7 +50,7 @@ export const forbidden = (detail: string) => new ProblemError(403, 'forbidden', 
 export const unauthorized = (detail: string, code = 'unauthorized') =>
   new ProblemError(401, code, detail, undefined, { 'www-authenticate': 'Bearer' });
 
-export function problemBody(status: number, code: string, detail: string, errors?: FieldError[]) {
+function problemBody(status: number, code: string, detail: string, errors?: FieldError[]) {
   return {
     type: `https://agentry.dev/problems/${code}`,
     title: TITLES[status] ?? 'Error',
@@ -61,7 +61,7 @@ export function problemBody(status: number, code: string, detail: string, errors
   };
 }
 
-export function sendProblem(reply: FastifyReply, err: ProblemError) {
+function sendProblem(reply: FastifyReply, err: ProblemError) {
   if (err.headers) reply.headers(err.headers);
   return reply
     .code(err.status)

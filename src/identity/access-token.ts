@@ -18,7 +18,7 @@ import { TYP, TokenError } from './tokens.js';
  * it derives from, are not revoked.
  */
 
-export const ACCESS_TOKEN_LIFETIME_S = 3600;
+const ACCESS_TOKEN_LIFETIME_S = 3600;
 /** Delegation chains deeper than this are refused. */
 export const MAX_ACT_DEPTH = 8;
 

@@ -23,7 +23,7 @@ import { TokenError } from './tokens.js';
  * what it derives from a token (its agents, its scope) is kept with the verified token.
  */
 
-export type AuthorizeReason = 'token_invalid' | 'tool_not_in_scope' | PolicyReason;
+type AuthorizeReason = 'token_invalid' | 'tool_not_in_scope' | PolicyReason;
 
 export interface AuthorizeResult {
   allowed: boolean;

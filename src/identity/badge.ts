@@ -9,7 +9,7 @@ import type { ToolSpec } from '../agents/schemas.js';
  */
 
 export const BADGE_LIFETIME_S = 86_400;
-export const VC_CONTEXT_V2 = 'https://www.w3.org/ns/credentials/v2';
+const VC_CONTEXT_V2 = 'https://www.w3.org/ns/credentials/v2';
 
 const BUILTIN_TOOLS: Record<string, string[]> = {
   skills: ['skill_discover', 'skill_query', 'skill_request'],
@@ -23,7 +23,7 @@ export interface ToolCapability {
   agentId?: string;
 }
 
-export function toolCapabilities(tools: ToolSpec[]): ToolCapability[] {
+function toolCapabilities(tools: ToolSpec[]): ToolCapability[] {
   return tools.map((t): ToolCapability => {
     switch (t.type) {
       case 'builtin':

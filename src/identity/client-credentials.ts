@@ -24,14 +24,14 @@ import { normalisedTyp, peekHeader } from './tokens.js';
  *   assertion deactivates the token.
  */
 
-export const GRANT_CLIENT_CREDENTIALS = 'client_credentials';
-export const ASSERTION_TYPE_JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+const GRANT_CLIENT_CREDENTIALS = 'client_credentials';
+const ASSERTION_TYPE_JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 /**
  * What an agent may ask for with client_credentials, and what it gets by default. Its token is bound
  * to the agent (Principal.agentId): agents:write lets it run itself, not change anything else.
  */
-export const AGENT_CLIENT_PERMISSIONS: readonly Permission[] = ['agents:read', 'agents:write', 'skills:read'];
-export const AGENT_CLIENT_DEFAULT_PERMISSIONS: readonly Permission[] = ['agents:read'];
+const AGENT_CLIENT_PERMISSIONS: readonly Permission[] = ['agents:read', 'agents:write', 'skills:read'];
+const AGENT_CLIENT_DEFAULT_PERMISSIONS: readonly Permission[] = ['agents:read'];
 const MAX_ASSERTION_LIFETIME_S = 3600;
 
 export interface ClientCredentialsRequest {

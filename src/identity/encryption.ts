@@ -7,7 +7,7 @@ import { SecretBox, isSealedBox } from './secret-box.js';
 
 const PURPOSE = 'private-keys';
 
-export class DecryptionError extends Error {}
+class DecryptionError extends Error {}
 
 export function seal(masterKey: Buffer, plaintext: string, aad: string): string {
   return new SecretBox(masterKey, PURPOSE).seal(plaintext, aad);

@@ -3,7 +3,6 @@ import type { AccessClaims, Act } from './claims.js';
 import { clientIdUrl, parseAudience } from './audience.js';
 import type { IdentityContext } from './context.js';
 import { OAuthError } from './oauth-errors.js';
-import { parseAgentSpiffeId } from './spiffe.js';
 import { verifySvid, type VerifiedSvid } from './svid.js';
 import { TokenError, normalisedTyp, peekHeader } from './tokens.js';
 
@@ -26,14 +25,14 @@ import { TokenError, normalisedTyp, peekHeader } from './tokens.js';
  */
 
 export const GRANT_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
-export const TOKEN_TYPE = {
+const TOKEN_TYPE = {
   jwt: 'urn:ietf:params:oauth:token-type:jwt',
   accessToken: 'urn:ietf:params:oauth:token-type:access_token',
   idToken: 'urn:ietf:params:oauth:token-type:id_token',
 } as const;
 
 const TOOL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$/;
-export const isToolName = (s: string) => TOOL_NAME.test(s);
+const isToolName = (s: string) => TOOL_NAME.test(s);
 
 export interface ExchangeRequest {
   subject_token?: string;
@@ -55,7 +54,7 @@ export interface ExchangeResponse {
 }
 
 /** `tools:<name>` / `tools:*` scopes, deduplicated, in request order; OAuthError otherwise. */
-export function parseToolScopes(scope: string | undefined): string[] {
+function parseToolScopes(scope: string | undefined): string[] {
   if (scope === undefined || scope.trim() === '') throw new OAuthError('invalid_request', 'scope is required (space-separated tools:<name> or tools:*)');
   const scopes = [...new Set(scope.split(' ').filter(Boolean))];
   const bad = scopes.filter((s) => !(s === 'tools:*' || (s.startsWith('tools:') && isToolName(s.slice(6)))));
@@ -203,9 +202,4 @@ export async function exchangeToken(ctx: IdentityContext, req: ExchangeRequest):
     expires_in: claims.exp - claims.iat,
     scope: claims.scope,
   };
-}
-
-/** The agent id behind an agent SPIFFE ID of this trust domain (or null). */
-export function agentIdOf(ctx: IdentityContext, spiffeId: string | undefined): { tenantId: string; agentId: string } | null {
-  return typeof spiffeId === 'string' ? parseAgentSpiffeId(spiffeId, ctx.trustDomain) : null;
 }

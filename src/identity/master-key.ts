@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PRIVATE_FILE_MODE, ensurePrivateDir, tightenFile } from '../private-files.js';
 
-export const MASTER_KEY_FILE = 'master.key';
+const MASTER_KEY_FILE = 'master.key';
 
 /** Where the master key comes from: the configuration's (config.ts is one), or a file in the data folder. */
 export interface MasterKeySource {

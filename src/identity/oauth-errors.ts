@@ -36,6 +36,6 @@ export class OAuthError extends Error {
 }
 
 /** Printable ASCII (%x20-21 / %x23-5B / %x5D-7E): anything else becomes `?`; at most 400 characters. */
-export function oauthDescription(text: string): string {
+function oauthDescription(text: string): string {
   return text.replace(/[^\x20\x21\x23-\x5B\x5D-\x7E]/g, '?').slice(0, 400);
 }

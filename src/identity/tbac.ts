@@ -44,7 +44,7 @@ export interface Decision {
 
 const minutes = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
 
-export function conditionsHold(conditions: Conditions | null, at: number): boolean {
+function conditionsHold(conditions: Conditions | null, at: number): boolean {
   if (!conditions) return true;
   if (conditions.notBefore && at < Date.parse(conditions.notBefore)) return false;
   if (conditions.notAfter && at >= Date.parse(conditions.notAfter)) return false;
@@ -76,7 +76,7 @@ const specificity = (p: Policy) =>
 const fieldMatches = (field: string, value: string) => field === WILDCARD || field === value;
 
 /** The deciding policy among candidates for (caller, callee, tool), or null when none matches. */
-export function decidingPolicy(policies: Policy[], caller: string, callee: string, tool: string, at: number): Policy | null {
+function decidingPolicy(policies: Policy[], caller: string, callee: string, tool: string, at: number): Policy | null {
   let best: Policy | null = null;
   let bestScore = -1;
   for (const p of policies) {

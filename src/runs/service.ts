@@ -25,7 +25,6 @@ export {
   type RunOutcome,
   type StartRunInput,
   type SystemPromptContributor,
-  ShutdownAbort,
   isInjected,
 } from './types.js';
 

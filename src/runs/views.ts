@@ -44,6 +44,3 @@ export function runDetails(row: RunRow) {
     warnings: warningsColumn(row.warnings),
   };
 }
-
-export type RunSummary = ReturnType<typeof runSummary>;
-export type RunDetails = ReturnType<typeof runDetails>;

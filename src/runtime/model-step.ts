@@ -119,7 +119,7 @@ function parseToolCall(part: Extract<LanguageModelV3StreamPart, { type: 'tool-ca
 }
 
 /** A provider's warning in words, as the AI SDK's own warning log words it. */
-export function describeWarning(w: SharedV3Warning): string {
+function describeWarning(w: SharedV3Warning): string {
   const details = 'details' in w && w.details ? ` (${w.details})` : '';
   switch (w.type) {
     case 'unsupported':

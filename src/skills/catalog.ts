@@ -10,7 +10,7 @@ import type { SkillContent } from './format.js';
  * A store skill's id is its name.
  */
 
-export const STORE_CATALOG_DIR = path.join(import.meta.dirname, 'store-catalog');
+const STORE_CATALOG_DIR = path.join(import.meta.dirname, 'store-catalog');
 
 export type StoreSkill = SkillContent & { id: string };
 

@@ -30,7 +30,7 @@ export function terms(text: string): string[] {
   return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => w.length >= 2 && !STOP_WORDS.has(w)).map(singular);
 }
 
-export interface Section {
+interface Section {
   reference: string;
   heading: string | null;
   text: string;
@@ -39,7 +39,7 @@ export interface Section {
 const SECTION_CHARS = 1500;
 
 /** A reference cut into sections at its headings; long sections cut again at paragraph breaks. */
-export function sectionsOf(reference: string, content: string): Section[] {
+function sectionsOf(reference: string, content: string): Section[] {
   const out: Section[] = [];
   let heading: string | null = null;
   let lines: string[] = [];

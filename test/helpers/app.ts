@@ -18,10 +18,10 @@ import { startServer, type ServerProcess } from './process.js';
  */
 
 /** The API's own types, generated from the served OpenAPI document (`npm run test:types`). */
-export type Api = Client<paths>;
-export type Agent = components['schemas']['Agent'];
+type Api = Client<paths>;
+type Agent = components['schemas']['Agent'];
 export type Permission = NonNullable<paths['/api/v1/api-keys']['post']['requestBody']>['content']['application/json']['permissions'][number];
-export type AgentInput = NonNullable<paths['/api/v1/agents']['post']['requestBody']>['content']['application/json'];
+type AgentInput = NonNullable<paths['/api/v1/agents']['post']['requestBody']>['content']['application/json'];
 
 export type Dialect = 'sqlite' | 'postgres';
 export const dialect: Dialect = process.env.AGENTRY_TEST_DB === 'postgres' ? 'postgres' : 'sqlite';
@@ -67,7 +67,7 @@ export interface Response<T = any> {
   text: string;
 }
 
-export interface RequestOptions {
+interface RequestOptions {
   key?: string | null;
   body?: unknown;
   headers?: Record<string, string>;

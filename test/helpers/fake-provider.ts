@@ -17,7 +17,7 @@ export interface ScriptedResponse {
   sse?: string[];
 }
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   url: string;
   headers: http.IncomingHttpHeaders;

@@ -3,7 +3,7 @@ import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload, type
 import { expect } from 'vitest';
 import type { Response, TestApp } from '../helpers/app.js';
 
-export const GRANT_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const GRANT_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const TT_JWT = 'urn:ietf:params:oauth:token-type:jwt';
 export const TT_ACCESS = 'urn:ietf:params:oauth:token-type:access_token';
 export const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';

@@ -21,7 +21,7 @@ import type {
  * tool loop, streaming and accounting as every real model. Token counts are words (whitespace-split).
  */
 
-export const ECHO_MAX_DELAY_MS = 10_000;
+const ECHO_MAX_DELAY_MS = 10_000;
 
 interface Directives {
   text: string;

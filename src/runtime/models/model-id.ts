@@ -1,9 +1,9 @@
 /** The providers a model identifier (`provider/name`) may name. */
-export const PROVIDERS = ['openai', 'anthropic', 'openai-compatible', 'builtin'] as const;
-export type Provider = (typeof PROVIDERS)[number];
+const PROVIDERS = ['openai', 'anthropic', 'openai-compatible', 'builtin'] as const;
+type Provider = (typeof PROVIDERS)[number];
 
 /** Models the platform implements itself; they need no network. */
-export const BUILTIN_MODELS = ['echo'] as const;
+const BUILTIN_MODELS = ['echo'] as const;
 
 export interface ModelId {
   provider: Provider;

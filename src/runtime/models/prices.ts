@@ -8,7 +8,7 @@ export interface Price {
  * Default list prices of common models (USD per 1M tokens, as published by the providers; override
  * or extend with MODEL_PRICES). Unknown models cost 0 and the run says so in its cost being 0.
  */
-export const DEFAULT_PRICES: Record<string, Price> = {
+const DEFAULT_PRICES: Record<string, Price> = {
   'builtin/echo': { input: 0, output: 0 },
   'openai/gpt-4o': { input: 2.5, output: 10 },
   'openai/gpt-4o-mini': { input: 0.15, output: 0.6 },
