@@ -59,8 +59,7 @@ export class RunFinish {
    * conversation released, and the run's last events (the terminal one included), which are
    * published only once committed; the reply and the events go in with the rest of the batch's rows.
    * Exactly one terminal write wins; a run ended elsewhere meanwhile (recovered as interrupted) keeps
-   * that end and its followers are told. A run whose start is still queued (start.ts, startAhead)
-   * hands its end to the start, and the two are written as one.
+   * that end and its followers are told.
    */
   async finish(ending: Ending): Promise<RunOutcome | null> {
     const { runId, tenantId, result, status } = ending;
@@ -125,22 +124,11 @@ export class RunFinish {
       },
     };
     const start = activeRun.start;
-    let won = false;
-    /** Written with the run's start: it became visible with all its events, so no follower elsewhere waits for them. */
-    const folded = start?.phase === 'queued';
-    if (folded) {
-      // Its start has not been taken by a batch yet: the run is written once, ended (startAhead).
-      start.end = end;
-      won = await start.written.then(
-        () => true,
-        () => false,
-      );
-    } else {
-      // A start under way is committed first (startAhead); one that failed leaves nothing to end.
-      await start?.written.catch(() => {});
-      if (!start?.failed)
-        won = await this.writeEnd({ runId, conversation: ending.conversation, end, onFinish: activeRun.onFinish, finished });
-    }
+    // A start still on its way is committed first (start.ts, startAhead); one that failed leaves nothing to end.
+    await start?.written.catch(() => {});
+    const won = start?.failed
+      ? false
+      : await this.writeEnd({ runId, conversation: ending.conversation, end, onFinish: activeRun.onFinish, finished });
     if (start?.failed) {
       // The run was never recorded, and its caller was given the error (startAhead).
       channel.takePending();
@@ -150,7 +138,7 @@ export class RunFinish {
     }
     const last = lastEvents();
     if (won) {
-      await channel.written(last, !folded);
+      await channel.written(last);
     } else {
       // Written by the ordinary path instead, ending with the news that this end did not count.
       last[last.length - 1] = {

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Updateable } from 'kysely';
+import type { Agent } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
 import type { MessageRow } from '../conversations/turns.js';
 import type { Db } from '../db/database.js';
@@ -17,7 +18,7 @@ import type { RunFinished, RunFinishedListener, RunOutcome, StartRunInput, Syste
 export interface RunsOptions {
   db: Db;
   models: ModelRegistry;
-  tools: ToolRegistry;
+  tools: ToolRegistry<Agent>;
   prices: PriceTable;
   /** How long a run's lease lasts; renewed every third of it. */
   leaseMs: number;
@@ -58,11 +59,7 @@ export interface ActiveRun {
 
 /** The start of a run executing ahead of it (start.ts, `startAhead`). */
 export interface PendingStart {
-  /** `queued` until a batch first takes the start; while queued, the run's end may join it. */
-  phase: 'queued' | 'writing';
-  /** The run's end, when it came while the start was queued: the two are written as one. */
-  end?: RunEnd;
-  /** Settles when the start (with the end, if it joined) is committed; rejects if it could not be. */
+  /** Settles when the start is committed; rejects if it could not be. */
   written: Promise<void>;
   failed: boolean;
 }

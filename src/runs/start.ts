@@ -130,9 +130,8 @@ export class RunStarts {
   /**
    * Starts a run in a new conversation, with nothing else to write in its start (no task's job), without
    * waiting for its start to be written: the run executes while its start waits for the next batch of
-   * starts, and answers once the start is committed, as `start` always does. A run that ends before its
-   * batch is written (an answer within that turn) is written once, as it ended: the conversation, both
-   * messages, the run and its events as rows of the batch, and no UPDATE of either. Nothing of the run
+   * starts, and answers once the start is committed, as `start` always does: the model's first request
+   * does not wait for a commit. Nothing of the run
    * leaves this process before its start is committed: its events wait (held channel), tools wait
    * (`beforeToolCalls`), and nobody else knows its id yet. If the start cannot be written the run is
    * aborted, leaves nothing behind, and the caller gets the error.
@@ -142,26 +141,12 @@ export class RunStarts {
     const rows = startRows(run, { lease: { owner: this.r.instanceId, ms: this.r.leaseMs } });
     const conversation = rows.conversation!;
     const channel = this.r.events.open(runId, input.principal.tenantId, { held: true });
-    const start: PendingStart = { phase: 'queued', written: Promise.resolve(), failed: false };
+    const start: PendingStart = { written: Promise.resolve(), failed: false };
     start.written = this.starts
       .write(async (_trx, later) => {
-        start.phase = 'writing';
-        const end = start.end;
-        if (!end) {
-          conversations.deferConversation(later, conversation);
-          conversations.deferMessage(later, rows.message);
-          store.deferRun(later, rows.run);
-          return;
-        }
-        // The rows as the end would leave them (finish.ts: countMessages or releaseConversation, finishRun).
-        const replied = end.reply
-          ? { message_count: 2, last_message_at: end.at, duration_ms: Date.parse(end.at) - Date.parse(at), updated_at: end.at }
-          : {};
-        conversations.deferConversation(later, { ...conversation, ...replied, active_run_id: null });
+        conversations.deferConversation(later, conversation);
         conversations.deferMessage(later, rows.message);
-        if (end.reply) conversations.deferMessage(later, end.reply);
-        store.deferRun(later, { ...rows.run, ...end.patch } as Insertable<RunTable>);
-        store.deferEvents(later, eventRows(runId, end.events()));
+        store.deferRun(later, rows.run);
       })
       .catch((err: unknown) => {
         start.failed = true;
