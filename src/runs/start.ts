@@ -1,12 +1,11 @@
-import type { Insertable, Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Agent } from '../agents/schemas.js';
 import * as conversations from '../conversations/turns.js';
 import { type DeferredInserts, GroupCommit } from '../db/group-commit.js';
-import type { Database, RunTable } from '../db/schema.js';
+import type { Database } from '../db/schema.js';
 import { BudgetExceeded, Conflict, LimitExceeded, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
 import type { RunControl } from './control.js';
-import { eventRows } from './events.js';
 import type { RunExecution } from './execute.js';
 import type { PendingStart, RunResources } from './resources.js';
 import { type RunStart, startRows } from './start-rows.js';
