@@ -2,9 +2,10 @@ import path from 'node:path';
 import { inspect } from 'node:util';
 import { trustDomainError } from './identity/spiffe.js';
 import { parseModelId } from './runtime/models/model-id.js';
+import type { ProviderSettings } from './runtime/models/registry.js';
 
 /** A secret value that never shows up in logs, JSON or `util.inspect` output. */
-export class Secret {
+class Secret {
   readonly #value: Buffer;
   constructor(value: Buffer) {
     this.#value = value;
@@ -58,7 +59,7 @@ export interface Config {
 }
 
 /** The task dispatcher and cron scheduler of this process (docs/scheduling.md). */
-export interface TaskSettings {
+interface TaskSettings {
   /** Worker slots for dispatched task runs (TASK_WORKERS); 0: this process dispatches no tasks. */
   workers: number;
   /** How often the dispatcher and the cron scheduler look for due work (TASK_POLL_MS). */
@@ -67,13 +68,6 @@ export interface TaskSettings {
   scheduler: boolean;
   /** A cron time found later than this is a misfire (TASK_MISFIRE_GRACE_SECONDS). */
   misfireGraceMs: number;
-}
-
-export interface ProviderSettings {
-  openai: { apiKey?: string; baseUrl?: string };
-  anthropic: { apiKey?: string; baseUrl?: string };
-  /** Any server speaking the OpenAI API: Ollama, vLLM, LM Studio, llama.cpp server. */
-  openaiCompatible: { apiKey?: string; baseUrl?: string };
 }
 
 /** Thrown for invalid configuration; `main` prints the message as one line and exits. */

@@ -1,9 +1,9 @@
-import { Type, type Static } from '@sinclair/typebox';
-import { Id, Nullable, Timestamp } from '../http/schemas.js';
+import { Type, type Static } from 'typebox';
+import { Id, Literals, Nullable, Timestamp } from '../http/schemas.js';
 import { OPTIONAL_BODY } from '../http/validation.js';
+import { McpTool } from '../runtime/tools/mcp-source.js';
 
-export const AGENT_STATUSES = ['available', 'paused', 'registered'] as const;
-export type AgentStatus = (typeof AGENT_STATUSES)[number];
+const AGENT_STATUSES = ['available', 'paused', 'registered'] as const;
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Scope = Type.String({ minLength: 1, maxLength: 128 });
@@ -11,7 +11,7 @@ const Prompt = Type.String({ maxLength: 100_000 });
 const ModelString = Type.String({ minLength: 3, maxLength: 200, description: 'provider/model-name, e.g. openai/gpt-4o-mini or builtin/echo' });
 const ToolName = Type.String({ pattern: '^[a-zA-Z0-9_-]{1,64}$', description: 'name the model sees' });
 
-export const BuiltinTool = Type.Object(
+const BuiltinTool = Type.Object(
   {
     type: Type.Literal('builtin'),
     name: Type.Union([Type.Literal('skills'), Type.Literal('connectors')], {
@@ -20,17 +20,6 @@ export const BuiltinTool = Type.Object(
     enabled: Type.Optional(Type.Boolean({ description: 'false: the group is off (input only; an agent lists only the groups it has)' })),
   },
   { additionalProperties: false, title: 'Built-in tool group' },
-);
-
-export const McpTool = Type.Object(
-  {
-    type: Type.Literal('mcp'),
-    url: Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048, description: 'Streamable HTTP MCP endpoint' }),
-    headers: Type.Optional(Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 8192 }))),
-    name: Type.Optional(Type.String({ pattern: '^[a-zA-Z0-9_-]{1,32}$', description: 'prefix for the server tool names' })),
-    allowedTools: Type.Optional(Type.Array(Type.String({ maxLength: 128 }), { maxItems: 256 })),
-  },
-  { additionalProperties: false, title: 'MCP server tool source' },
 );
 
 export const AgentTool = Type.Object(
@@ -45,7 +34,7 @@ export const AgentTool = Type.Object(
 
 export const ToolSpec = Type.Union([BuiltinTool, McpTool, AgentTool]);
 export type ToolSpec = Static<typeof ToolSpec>;
-export const Tools = Type.Array(ToolSpec, { maxItems: 64 });
+const Tools = Type.Array(ToolSpec, { maxItems: 64 });
 const CreateTools = Type.Array(ToolSpec, {
   maxItems: 64,
   description:
@@ -59,7 +48,7 @@ const UpdateTools = Type.Array(ToolSpec, {
     'complete set (the tools read from the agent can be sent back as they are).',
 });
 
-export const ON_ACTIVE_RUN = ['reject', 'enqueue', 'inject'] as const;
+const ON_ACTIVE_RUN = ['reject', 'enqueue', 'inject'] as const;
 
 /** Stored configuration: every key present, defaults filled in. */
 export const Configuration = Type.Object(
@@ -68,7 +57,7 @@ export const Configuration = Type.Object(
     maxSteps: Type.Integer({ minimum: 1, maximum: 50, description: 'model steps per run (tool round trips + 1)' }),
     maxTokens: Nullable(Type.Integer({ minimum: 1, maximum: 200_000, description: 'output token cap per model step' })),
     memoryWindow: Type.Integer({ minimum: 0, maximum: 1000, description: 'how many earlier conversation messages the model sees' }),
-    onActiveRun: Type.Union(ON_ACTIVE_RUN.map((v) => Type.Literal(v)), {
+    onActiveRun: Literals(ON_ACTIVE_RUN, {
       description: 'what a message does while the agent still answers in the same conversation',
     }),
     toolTimeoutMs: Type.Integer({ minimum: 100, maximum: 600_000 }),
@@ -121,7 +110,7 @@ export const Agent = Type.Object(
     model: Type.String(),
     systemPrompt: Nullable(Type.String()),
     contextPrompt: Nullable(Type.String()),
-    status: Type.Union(AGENT_STATUSES.map((s) => Type.Literal(s))),
+    status: Literals(AGENT_STATUSES),
     hosting: Type.Union([Type.Literal('platform'), Type.Literal('external')]),
     teamId: Nullable(Type.String()),
     appId: Type.String(),
@@ -199,7 +188,7 @@ export const ListAgentsQuery = Type.Object(
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
     appId: Type.Optional(Scope),
     teamId: Type.Optional(Scope),
-    status: Type.Optional(Type.Union(AGENT_STATUSES.map((s) => Type.Literal(s)))),
+    status: Type.Optional(Literals(AGENT_STATUSES)),
   },
   { additionalProperties: false },
 );

@@ -1,3 +1,4 @@
+import type { Agent } from '../agents/schemas.js';
 import type { ConversationRow } from '../conversations/turns.js';
 import { isPromise } from '../maybe-promise.js';
 import { type ConversationTurn, type LoopResult, ModelCallError, runLoop } from '../runtime/loop.js';
@@ -31,7 +32,7 @@ export class RunExecution {
   /** Registers the run as executing here and sets it going. */
   launch(l: Launch): ActiveRun {
     const { input, runId } = l;
-    const messages: ConversationTurn[] = l.history.map((m) => ({
+    const messages: ConversationTurn[] = [...(input.history ?? []), ...l.history].map((m) => ({
       role: m.role === 'assistant' ? 'assistant' : 'user',
       content: m.content,
     }));
@@ -70,7 +71,7 @@ export class RunExecution {
     const agent = input.agent;
     const tenantId = input.principal.tenantId;
     const conversationId = x.conversation.id;
-    let toolSet: ToolSet = { tools: [] };
+    let toolSet: ToolSet<Agent> = { tools: [] };
     let loop: LoopResult | undefined;
     let failure: RunError | undefined;
     try {
@@ -82,7 +83,8 @@ export class RunExecution {
         toolSet = isPromise(tools) ? await tools : tools;
       }
       const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled });
-      const system = [agent.systemPrompt, agent.contextPrompt, ...contributed].filter(Boolean).join('\n\n') || undefined;
+      const system =
+        [agent.systemPrompt, agent.contextPrompt, ...contributed, input.instructions].filter(Boolean).join('\n\n') || undefined;
       const maxTokens = input.maxTokens ?? agent.configuration.maxTokens ?? undefined;
       loop = await runLoop({
         model,

@@ -2,7 +2,7 @@ import type { JSONSchema7, JSONValue, LanguageModelV3, LanguageModelV3FunctionTo
 import { now } from '../ids.js';
 import { streamStep, type StepToolCall } from './model-step.js';
 import { invalidToolInput } from './tools/input-schema.js';
-import { ToolError, type RuntimeTool, type ToolContext } from './tools/types.js';
+import { ToolError, type RuntimeTool, type ToolAgent, type ToolContext } from './tools/types.js';
 
 /** A message of the conversation's history, as the model is given it. */
 export interface ConversationTurn {
@@ -11,12 +11,12 @@ export interface ConversationTurn {
 }
 
 /** The events a run streams (CONTRACT.md "Executions and streaming"), minus `done`/`error`. */
-export type LoopEvent =
+type LoopEvent =
   | { event: 'token'; data: { text: string } }
   | { event: 'tool_call_start'; data: { id: string; name: string; input: unknown } }
   | { event: 'tool_call_end'; data: { id: string; result: Record<string, unknown> } };
 
-export interface ToolCallRecord {
+interface ToolCallRecord {
   id: string;
   name: string;
   input: unknown;
@@ -25,7 +25,7 @@ export interface ToolCallRecord {
   completedAt: string | null;
 }
 
-export interface StepRecord {
+interface StepRecord {
   index: number;
   text: string;
   toolCallIds: string[];
@@ -56,12 +56,12 @@ export class ModelCallError extends Error {
   }
 }
 
-export interface LoopInput {
+export interface LoopInput<A extends ToolAgent = ToolAgent> {
   model: LanguageModelV3;
   system?: string;
   messages: ConversationTurn[];
-  tools: RuntimeTool[];
-  toolContext: Omit<ToolContext, 'signal'>;
+  tools: RuntimeTool<A>[];
+  toolContext: Omit<ToolContext<A>, 'signal'>;
   maxSteps: number;
   maxTokens?: number;
   temperature?: number;
@@ -75,7 +75,7 @@ export interface LoopInput {
 }
 
 /** Tool results are always JSON objects: other values are wrapped as `{ value }`. */
-export function asResultObject(value: unknown): Record<string, unknown> {
+function asResultObject(value: unknown): Record<string, unknown> {
   if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
   return { value: value === undefined ? null : value };
 }
@@ -93,7 +93,7 @@ function toolErrorResult(err: unknown, signal: AbortSignal, timedOut: boolean): 
  * step is recorded. The step's tool calls run together once it has ended; their failures, and calls
  * the model got wrong, go back to the model as results.
  */
-export async function runLoop(input: LoopInput): Promise<LoopResult> {
+export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise<LoopResult> {
   const prompt: LanguageModelV3Prompt = [];
   if (input.system) prompt.push({ role: 'system', content: input.system });
   for (const m of input.messages) prompt.push(turn(m.role, m.content));

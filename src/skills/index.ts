@@ -1,12 +1,9 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { Agent } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import type { RunsService } from '../runs/service.js';
 import type { ToolRegistry } from '../runtime/tools/registry.js';
-import { connectorsRoutes } from './connectors/routes.js';
 import { ConnectorsService } from './connectors/service.js';
-import { skillsMcpRoutes } from './mcp.js';
-import { skillsRoutes } from './routes.js';
 import { SkillsService } from './service.js';
 import { SkillTools } from './tools.js';
 
@@ -24,7 +21,7 @@ export interface SkillsDomain {
  * an agent copies or drops its assignments. Approvals are wired separately, once the tasks domain
  * exists: `registerSkillApprovalHandlers(tasks, skillTools)`.
  */
-export function createSkillsDomain(db: Db, deps: { agents: AgentsService; tools: ToolRegistry; runs: RunsService; masterKey: Buffer }): SkillsDomain {
+export function createSkillsDomain(db: Db, deps: { agents: AgentsService; tools: ToolRegistry<Agent>; runs: RunsService; masterKey: Buffer }): SkillsDomain {
   const skills = new SkillsService(db, deps.agents);
   const connectors = new ConnectorsService(db, deps.masterKey);
   const skillTools = new SkillTools(skills, connectors);
@@ -34,10 +31,3 @@ export function createSkillsDomain(db: Db, deps: { agents: AgentsService; tools:
   deps.agents.deleteHooks.push(skills.forgetAgent);
   return { skills, connectors, skillTools };
 }
-
-/** The domain's HTTP routes: /api/skills, /api/v1/connectors, /api/v1/agents/:agentId/mcp. */
-export const skillsDomainRoutes: FastifyPluginAsync<SkillsDomain & { agents: AgentsService }> = async (app, deps) => {
-  await app.register(skillsRoutes, { skills: deps.skills });
-  await app.register(connectorsRoutes, { connectors: deps.connectors });
-  await app.register(skillsMcpRoutes, { agents: deps.agents, tools: deps.skillTools });
-};

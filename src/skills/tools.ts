@@ -4,6 +4,7 @@ import { newId } from '../ids.js';
 import { ToolError, type RuntimeTool, type ToolProvider } from '../runtime/tools/types.js';
 import type { ApprovalGateway } from '../tasks/approvals.js';
 import type { Actor, Permission } from '../tenancy/permissions.js';
+import { assignmentConfigColumn } from './columns.js';
 import { CONNECTORS, findConnector } from './connectors/catalog.js';
 import type { ConnectorsService } from './connectors/service.js';
 import { rankReferences, terms } from './search.js';
@@ -42,7 +43,7 @@ export interface SkillToolDef<S extends z.ZodObject = z.ZodObject> {
 
 const define = <S extends z.ZodObject>(def: SkillToolDef<S>) => def as unknown as SkillToolDef;
 
-export const hasGroup = (agent: Agent, group: Group) => agent.tools.some((t) => t.type === 'builtin' && t.name === group);
+const hasGroup = (agent: Agent, group: Group) => agent.tools.some((t) => t.type === 'builtin' && t.name === group);
 
 const jsonSchemas = new WeakMap<z.ZodObject, Record<string, unknown>>();
 
@@ -50,7 +51,7 @@ const jsonSchemas = new WeakMap<z.ZodObject, Record<string, unknown>>();
  * JSON Schema of a tool's input, as models and MCP clients read it. Converted once per schema:
  * converting on every run was an eighth of an execute's CPU time.
  */
-export function inputJsonSchema(schema: z.ZodObject): Record<string, unknown> {
+function inputJsonSchema(schema: z.ZodObject): Record<string, unknown> {
   let json = jsonSchemas.get(schema);
   if (!json) {
     const { $schema: _ignored, ...rest } = z.toJSONSchema(schema) as Record<string, unknown>;
@@ -123,9 +124,9 @@ export class SkillTools {
   }
 
   /** The tool provider for runs: the agent acts as itself. */
-  provider(): ToolProvider {
+  provider(): ToolProvider<Agent> {
     return (ctx) => ({
-      tools: this.toolsFor(ctx.agent).map<RuntimeTool>((def) => ({
+      tools: this.toolsFor(ctx.agent).map<RuntimeTool<Agent>>((def) => ({
         name: def.name,
         description: def.description,
         inputSchema: inputJsonSchema(def.input),
@@ -264,7 +265,7 @@ export class SkillTools {
     return {
       skill: skillSummary(skill),
       priority: Number(assignment.priority),
-      config: JSON.parse(assignment.config) as Record<string, unknown>,
+      config: assignmentConfigColumn(assignment.config),
       instructions: skill.instructions,
       query: input.query,
       matches: rankReferences(references, input.query, input.context ?? ''),

@@ -2,9 +2,16 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import type { ProviderSettings } from '../../config.js';
 import { EchoLanguageModel } from './echo.js';
 import { parseModelId } from './model-id.js';
+
+/** How to reach each provider (from configuration: config.ts fills it from the environment). */
+export interface ProviderSettings {
+  openai: { apiKey?: string; baseUrl?: string };
+  anthropic: { apiKey?: string; baseUrl?: string };
+  /** Any server speaking the OpenAI API: Ollama, vLLM, LM Studio, llama.cpp server. */
+  openaiCompatible: { apiKey?: string; baseUrl?: string };
+}
 
 /** A model that cannot be used as configured; the run fails with this code and message. */
 export class ModelUnavailableError extends Error {

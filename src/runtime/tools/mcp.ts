@@ -1,12 +1,9 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { McpTool } from '../../agents/schemas.js';
-import type { Static } from '@sinclair/typebox';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { McpSource } from './mcp-source.js';
 import { OutboundRefused } from './ssrf.js';
 import { ToolError, type RuntimeTool, type ToolProvider, type ToolSet } from './types.js';
-
-type McpSource = Static<typeof McpTool>;
 
 const MAX_TOOLS_PER_SERVER = 256;
 

@@ -1,12 +1,12 @@
 import { isPromise, type MaybePromise } from '../../maybe-promise.js';
 import { inputCheck } from './input-schema.js';
-import type { RuntimeTool, ToolContext, ToolProvider, ToolSet } from './types.js';
+import type { RuntimeTool, ToolAgent, ToolContext, ToolProvider, ToolSet } from './types.js';
 
-/** Collects tool providers and assembles the tools of one run. */
-export class ToolRegistry {
-  private readonly providers: { name: string; provide: ToolProvider }[] = [];
+/** Collects tool providers and assembles the tools of one run, for agents of type A. */
+export class ToolRegistry<A extends ToolAgent = ToolAgent> {
+  private readonly providers: { name: string; provide: ToolProvider<A> }[] = [];
 
-  register(name: string, provide: ToolProvider) {
+  register(name: string, provide: ToolProvider<A>) {
     this.providers.push({ name, provide });
   }
 
@@ -16,14 +16,14 @@ export class ToolRegistry {
    * when every provider does (the agent has nothing for them to connect to or look up), which
    * spares a run without tools a round of promises.
    */
-  forRun(ctx: ToolContext): MaybePromise<ToolSet> {
+  forRun(ctx: ToolContext<A>): MaybePromise<ToolSet<A>> {
     const sets = this.providers.map((p) => provideSafely(p, ctx));
-    return sets.some(isPromise) ? Promise.all(sets).then(combine) : combine(sets as ToolSet[]);
+    return sets.some(isPromise) ? Promise.all(sets).then(combine) : combine(sets as ToolSet<A>[]);
   }
 }
 
-function provideSafely(p: { name: string; provide: ToolProvider }, ctx: ToolContext): MaybePromise<ToolSet> {
-  const unavailable = (err: unknown): ToolSet => ({ tools: [], warnings: [`${p.name} tools unavailable: ${(err as Error).message}`] });
+function provideSafely<A extends ToolAgent>(p: { name: string; provide: ToolProvider<A> }, ctx: ToolContext<A>): MaybePromise<ToolSet<A>> {
+  const unavailable = (err: unknown): ToolSet<A> => ({ tools: [], warnings: [`${p.name} tools unavailable: ${(err as Error).message}`] });
   try {
     const set = p.provide(ctx);
     return isPromise(set) ? set.catch(unavailable) : set;
@@ -37,11 +37,11 @@ function provideSafely(p: { name: string; provide: ToolProvider }, ctx: ToolCont
  * A tool whose input schema cannot check its calls (`input-schema.ts`) is left out, with a warning,
  * rather than offered to the model and refused at every call; the schemas are compiled here, once each.
  */
-function combine(sets: ToolSet[]): ToolSet {
+function combine<A extends ToolAgent>(sets: ToolSet<A>[]): ToolSet<A> {
   const warnings = sets.flatMap((s) => s.warnings ?? []);
   const closing = sets.filter((s) => s.close);
   const seen = new Set<string>();
-  const usable = (t: RuntimeTool) => {
+  const usable = (t: RuntimeTool<A>) => {
     try {
       inputCheck(t.inputSchema);
       return true;

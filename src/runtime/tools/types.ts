@@ -1,10 +1,18 @@
 import type { MaybePromise } from '../../maybe-promise.js';
-import type { Agent } from '../../agents/schemas.js';
+
+/**
+ * What the runtime reads of the agent a run executes: its id and its tool specs (each provider picks
+ * its kind by `type`). Domains hand over their own agent type, which tools then get back unchanged.
+ */
+export interface ToolAgent {
+  id: string;
+  tools: readonly { type: string }[];
+}
 
 /** What a tool knows about the run that calls it. */
-export interface ToolContext {
+export interface ToolContext<A extends ToolAgent = ToolAgent> {
   tenantId: string;
-  agent: Agent;
+  agent: A;
   runId: string;
   conversationId: string | null;
   /** How many delegations deep the run is (0 or absent: not started by another agent). */
@@ -14,18 +22,18 @@ export interface ToolContext {
 }
 
 /** A tool as the runtime offers it to the model. */
-export interface RuntimeTool {
+export interface RuntimeTool<A extends ToolAgent = ToolAgent> {
   name: string;
   description: string;
   /** JSON Schema of the input object. */
   inputSchema: Record<string, unknown>;
   /** The result becomes a JSON object for the model and the run record; throwing is a tool error. */
-  execute(input: unknown, ctx: ToolContext): Promise<unknown>;
+  execute(input: unknown, ctx: ToolContext<A>): Promise<unknown>;
 }
 
 /** A set of tools for one run, with anything to release when the run ends (connections...). */
-export interface ToolSet {
-  tools: RuntimeTool[];
+export interface ToolSet<A extends ToolAgent = ToolAgent> {
+  tools: RuntimeTool<A>[];
   /** Sources that could not contribute (a server down); recorded on the run. */
   warnings?: string[];
   close?(): Promise<void>;
@@ -36,7 +44,7 @@ export interface ToolSet {
  * delegation to other agents); each looks at the agent's `tools` list and answers for its kind,
  * synchronously when it has nothing to wait for (most agents have no tools of most kinds).
  */
-export type ToolProvider = (ctx: Omit<ToolContext, 'signal'> & { signal: AbortSignal }) => MaybePromise<ToolSet>;
+export type ToolProvider<A extends ToolAgent = ToolAgent> = (ctx: ToolContext<A>) => MaybePromise<ToolSet<A>>;
 
 /** A tool failure the model sees as `{ error: { code, message } }`. */
 export class ToolError extends Error {
