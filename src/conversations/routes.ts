@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
-import { Id, IdParams, Json, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
-import { InjectedResult } from '../runs/routes.js';
+import { Type } from 'typebox';
+import { Id, IdParams, Json, Literals, Nullable, PageQuery, problems, Timestamp } from '../http/schemas.js';
+import { InjectedResult } from './schemas.js';
 import { CONVERSATION_STATUSES, type ConversationsService } from './service.js';
 
 const tags = ['conversations'];
-const Status = Type.Union(CONVERSATION_STATUSES.map((s) => Type.Literal(s)));
+const Status = Literals(CONVERSATION_STATUSES);
 const Metadata = Type.Record(Type.String({ maxLength: 128 }), Type.Unknown(), { description: 'custom tags' });
 
 const ConversationSummary = Type.Object({
@@ -18,20 +18,20 @@ const ConversationSummary = Type.Object({
   lastMessageAt: Nullable(Timestamp),
   createdAt: Timestamp,
 });
-const ConversationDetails = Type.Composite([
+const ConversationDetails = Type.Evaluate(Type.Intersect([
   ConversationSummary,
   Type.Object({
     metadata: Json,
     updatedAt: Timestamp,
     activeRunId: Nullable(Type.String({ description: 'the run answering right now, if any' })),
   }),
-]);
-const ConversationWithParticipants = Type.Composite([
+]));
+const ConversationWithParticipants = Type.Evaluate(Type.Intersect([
   ConversationDetails,
   Type.Object({
     participants: Type.Array(Type.Object({ type: Type.String(), id: Type.String(), name: Nullable(Type.String()) })),
   }),
-]);
+]));
 const Message = Type.Object({
   id: Type.String(),
   role: Type.String({ description: 'user or assistant' }),

@@ -1,10 +1,11 @@
+import type { Agent } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import { Conflict, InvalidInput, NotFound, RunFailed } from '../errors.js';
 import { newId, now } from '../ids.js';
-import { isInjected, type OnActiveRun, type RunsService } from '../runs/service.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { Principal } from '../tenancy/permissions.js';
+import { attachmentsColumn, metadataColumn, tokenUsageColumn, toolCallsColumn } from './columns.js';
 import type { FilesService } from './files.js';
 import * as store from './store.js';
 
@@ -24,27 +25,67 @@ function summary(row: store.ConversationRow) {
 }
 
 function details(row: store.ConversationRow) {
-  return { ...summary(row), metadata: JSON.parse(row.metadata) as Record<string, unknown>, updatedAt: row.updated_at, activeRunId: row.active_run_id };
+  return { ...summary(row), metadata: metadataColumn(row.metadata), updatedAt: row.updated_at, activeRunId: row.active_run_id };
 }
 
-export function messageView(row: store.MessageRow) {
+function messageView(row: store.MessageRow) {
   return {
     id: row.id,
     role: row.role,
     content: row.content,
-    toolCalls: row.tool_calls ? (JSON.parse(row.tool_calls) as { name: string; input: unknown }[]) : [],
-    tokenUsage: row.token_usage ? (JSON.parse(row.token_usage) as { inputTokens: number; outputTokens: number }) : null,
-    attachments: row.attachments ? (JSON.parse(row.attachments) as string[]) : [],
+    toolCalls: toolCallsColumn(row.tool_calls),
+    tokenUsage: tokenUsageColumn(row.token_usage),
+    attachments: attachmentsColumn(row.attachments),
     runId: row.run_id,
     createdAt: row.created_at,
   };
+}
+
+/** What the conversation does when a message arrives while a run answers it (the agent's configuration by default). */
+type OnActiveRun = Agent['configuration']['onActiveRun'];
+
+/** A message posted to a conversation, for the run that answers it. */
+interface MessageRun {
+  principal: Principal;
+  agent: Agent;
+  content: string;
+  /** Extra text the model sees with the message (the attachments' contents); not stored as content. */
+  modelContext?: string;
+  attachments?: string[];
+  conversation: store.ConversationRow;
+  onActiveRun?: OnActiveRun;
+}
+
+/** How a posted message was answered: by a run that has ended, or handed to the run already answering. */
+type MessageAnswer =
+  | { injected: { injected: true; runId: string; messageId: string; conversationId: string } }
+  | {
+      ended: {
+        runId: string;
+        status: string;
+        error: { code: string; message: string } | null;
+        cost: number;
+        reply: store.MessageRow | null;
+      };
+    };
+
+/**
+ * Posting a message starts a run. The run engine writes its turns through this domain (turns.ts),
+ * so this domain does not import it: it declares what it needs, and app.ts hands it the runs
+ * domain's implementation (runs/messages.ts).
+ */
+export interface RunStarter {
+  /** Starts the run answering the message and waits for its end, or hands the message to the conversation's running run. */
+  answer(message: MessageRun): Promise<MessageAnswer>;
+  /** Adds the message to the conversation's running run. */
+  inject(tenantId: string, conversationId: string, content: string): Promise<{ runId: string; messageId: string }>;
 }
 
 export class ConversationsService {
   constructor(
     private readonly db: Db,
     private readonly agents: AgentsService,
-    private readonly runs: RunsService,
+    private readonly runs: RunStarter,
     private readonly files: FilesService,
   ) {}
 
@@ -89,7 +130,8 @@ export class ConversationsService {
 
   async get(tenantId: string, id: string, agentId?: string) {
     const row = await this.row(tenantId, id, agentId);
-    const agent = await this.agents.get(tenantId, row.agent_id).catch(() => null);
+    // A deleted agent leaves its name unknown; any other failure (the database away) is the request's.
+    const agent = await this.agents.find(tenantId, row.agent_id);
     return {
       ...details(row),
       participants: [
@@ -137,19 +179,17 @@ export class ConversationsService {
       throw new Conflict('agent_deleted', 'the agent of this conversation was deleted; the conversation is read-only');
     });
     const modelContext = input.attachments?.length ? await this.files.modelContext(principal.tenantId, input.attachments) : undefined;
-    const handle = await this.runs.start({
+    const answer = await this.runs.answer({
       principal,
       agent,
-      kind: 'message',
       content: input.content,
       modelContext,
       attachments: input.attachments,
-      conversationId: id,
       conversation: row,
       onActiveRun: input.onActiveRun,
     });
-    if (isInjected(handle)) return { injected: handle };
-    const run = await this.runs.outcome(principal.tenantId, handle);
+    if ('injected' in answer) return { injected: answer.injected };
+    const run = answer.ended;
     if (run.status === 'failed') {
       throw new RunFailed(run.error?.code ?? 'run_failed', `the agent could not answer: ${run.error?.message ?? 'unknown error'} (run ${run.runId})`);
     }

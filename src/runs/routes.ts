@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentsService } from '../agents/service.js';
 import type { FilesService } from '../conversations/files.js';
+import { InjectedResult } from '../conversations/schemas.js';
 import { Conflict, RunFailed } from '../errors.js';
 import { Id, IdParams, Json, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
 import { lastEventId, openSse } from '../http/sse.js';
@@ -18,7 +19,7 @@ const TokenUsage = Type.Object({ inputTokens: Type.Integer(), outputTokens: Type
 const RunErrorSchema = Nullable(Type.Object({ code: Type.String(), message: Type.String() }));
 const ToolCallBrief = Type.Object({ id: Type.String(), name: Type.String(), input: Type.Unknown(), result: Nullable(Json) });
 
-export const ExecuteBody = Type.Object(
+const ExecuteBody = Type.Object(
   {
     message: Type.String({ minLength: 1, maxLength: 100_000 }),
     conversationId: Type.Optional(Id),
@@ -32,7 +33,7 @@ export const ExecuteBody = Type.Object(
 );
 type ExecuteBody = Static<typeof ExecuteBody>;
 
-export const ExecutionResult = Type.Object({
+const ExecutionResult = Type.Object({
   output: Type.String(),
   conversationId: Type.String(),
   runId: Type.String(),
@@ -41,13 +42,6 @@ export const ExecutionResult = Type.Object({
   tokenUsage: TokenUsage,
   toolCalls: Type.Array(Type.Object({ name: Type.String(), input: Type.Unknown(), result: Nullable(Json) })),
   duration: Type.Integer({ description: 'milliseconds' }),
-});
-
-export const InjectedResult = Type.Object({
-  injected: Type.Literal(true),
-  runId: Type.String(),
-  messageId: Type.String(),
-  conversationId: Type.String(),
 });
 
 export const RunSummarySchema = Type.Object({
@@ -70,7 +64,7 @@ export const RunSummarySchema = Type.Object({
   completedAt: Nullable(Timestamp),
 });
 
-export const RunDetailsSchema = Type.Composite([
+export const RunDetailsSchema = Type.Evaluate(Type.Intersect([
   Type.Omit(RunSummarySchema, ['toolCalls']),
   Type.Object({
     input: Type.String(),
@@ -106,14 +100,14 @@ export const RunDetailsSchema = Type.Composite([
       { description: 'budgets in force when the run started and the month-to-date spend before it (USD)' },
     ),
   }),
-]);
+]));
 
 const SSE_DESCRIPTION =
   'Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).';
 const sseResponse = { 200: Type.String({ description: SSE_DESCRIPTION, contentMediaType: 'text/event-stream' }) };
 
 /** Streams a run's events to the client until the run ends; the run goes on if the client leaves. */
-export async function streamRun(runs: RunsService, request: FastifyRequest, reply: FastifyReply, tenantId: string, runId: string, afterSeq: number) {
+async function streamRun(runs: RunsService, request: FastifyRequest, reply: FastifyReply, tenantId: string, runId: string, afterSeq: number) {
   // Look the run up before taking over the response, so a wrong id is still a normal 404.
   const sse = { stream: undefined as ReturnType<typeof openSse> | undefined };
   const buffered: Parameters<Parameters<RunsService['follow']>[3]>[0][] = [];

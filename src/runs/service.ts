@@ -18,7 +18,6 @@ export type { RunsOptions } from './resources.js';
 export { executable } from './start.js';
 export {
   type InjectedInstead,
-  type OnActiveRun,
   type RunFinished,
   type RunFinishedListener,
   type RunHandle,
