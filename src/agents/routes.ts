@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { IdParams, problems } from '../http/schemas.js';
 import { SerializedOnce } from '../http/serialized.js';
 import {

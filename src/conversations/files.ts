@@ -1,7 +1,7 @@
 import path from 'node:path';
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { create as createContentDisposition } from 'content-disposition';
 import type { Db } from '../db/database.js';
 import { InvalidInput, NotFound } from '../errors.js';

@@ -1,4 +1,4 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { type TLiteral, type TSchema, type TSchemaOptions, type TUnion, Type } from 'typebox';
 
 /** Shared schema pieces; every route composes its contract from these. */
 
@@ -45,3 +45,9 @@ export interface Page {
 export const offsetOf = (p: Page) => (p.page - 1) * p.limit;
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/** One of the given strings: a union of literals, its static type the union of the values (TypeBox 1 types a Union over a mapped array as never). */
+export const Literals = <const T extends readonly string[]>(values: T, options?: TSchemaOptions) =>
+  Type.Union(
+    values.map((v) => Type.Literal(v)),
+    options,
+  ) as unknown as TUnion<{ -readonly [K in keyof T]: TLiteral<T[K]> }>;

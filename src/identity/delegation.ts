@@ -1,6 +1,6 @@
 import type { AgentTool } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
-import type { Static } from '@sinclair/typebox';
+import type { Static } from 'typebox';
 import { isInjected, type RunsService } from '../runs/service.js';
 import { ToolError, type RuntimeTool, type ToolProvider, type ToolSet } from '../runtime/tools/types.js';
 import { OAuthError } from './oauth-errors.js';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { decodeJwt } from 'jose';
 import { bearerToken } from '../http/auth.js';

@@ -1,5 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox';
-import { Id, Nullable, Timestamp } from '../http/schemas.js';
+import { Type, type Static } from 'typebox';
+import { Id, Literals, Nullable, Timestamp } from '../http/schemas.js';
 import { OPTIONAL_BODY } from '../http/validation.js';
 import type { Act } from './claims.js';
 import { SVID_DEFAULT_TTL_S, SVID_MAX_TTL_S } from './svid.js';
@@ -58,7 +58,7 @@ export const ClientMetadata = Type.Object({
 
 export const AgentKey = Type.Object({
   kid: Type.String(),
-  status: Type.Union(['active', 'rotated', 'revoked', 'expired'].map((s) => Type.Literal(s))),
+  status: Literals(['active', 'rotated', 'revoked', 'expired']),
   createdAt: Timestamp,
   rotatedAt: Nullable(Timestamp),
   expiresAt: Nullable(Timestamp),
@@ -151,9 +151,7 @@ export type AuthorizeBody = Static<typeof AuthorizeBody>;
 
 export const AuthorizeResponse = Type.Object({
   allowed: Type.Boolean(),
-  reason: Type.Union(
-    ['token_invalid', 'tool_not_in_scope', 'policy_allow', 'policy_deny', 'no_policy_audit_allow', 'no_policy_enforce_deny'].map((r) => Type.Literal(r)),
-  ),
+  reason: Literals(['token_invalid', 'tool_not_in_scope', 'policy_allow', 'policy_deny', 'no_policy_audit_allow', 'no_policy_enforce_deny']),
   policyId: Type.Optional(Type.String({ description: 'the policy that decided' })),
   detail: Type.Optional(Type.String({ description: 'why the token is invalid' })),
 });

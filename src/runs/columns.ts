@@ -1,5 +1,5 @@
-import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import { Value } from '@sinclair/typebox/value';
+import { type Static, type TSchema, Type } from 'typebox';
+import { Value } from 'typebox/value';
 
 /**
  * The JSON columns of runs, parsed through their schemas: a value that does not fit is a damaged row,

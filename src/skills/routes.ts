@@ -1,7 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
-import { Value } from '@sinclair/typebox/value';
+import { Type } from 'typebox';
+import { Value } from 'typebox/value';
 import { strToU8, zipSync, type Zippable } from 'fflate';
 import { badRequest } from '../http/errors.js';
 import { Id, IdParams, problems } from '../http/schemas.js';
@@ -128,7 +128,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
       }
       if (typeof req.body === 'string') return reply.code(201).send(await skills.importSkillMd(req.principal, { skillMd: req.body }, 'body'));
       if (!Value.Check(ImportSkillBody, req.body)) {
-        const errors = [...Value.Errors(ImportSkillBody, req.body)].map((e) => ({ path: `body${e.path.replace(/\//g, '.')}`, message: e.message }));
+        const errors = [...Value.Errors(ImportSkillBody, req.body)].map((e) => ({ path: `body${e.instancePath.replace(/\//g, '.')}`, message: e.message }));
         throw badRequest(errors.length ? `${errors[0].path} ${errors[0].message}` : 'the body is invalid', errors);
       }
       return reply.code(201).send(await skills.importSkillMd(req.principal, req.body));

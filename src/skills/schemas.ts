@@ -1,5 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox';
-import { Id, Json, Nullable, Timestamp } from '../http/schemas.js';
+import { Type, type Static } from 'typebox';
+import { Id, Json, Literals, Nullable, Timestamp } from '../http/schemas.js';
 import { FILE_NAME_PATTERN, LANGUAGE_PATTERN, LIMITS, NAME_PATTERN } from './format.js';
 
 /** HTTP shapes of the skills API (/api/skills). */
@@ -51,7 +51,7 @@ export const UpdateSkillBody = Type.Object(
     metadata: Type.Optional(Metadata),
     references: Type.Optional(Type.Array(ReferenceInput, { maxItems: LIMITS.files, description: 'replaces every reference' })),
     scripts: Type.Optional(Type.Array(ScriptInput, { maxItems: LIMITS.files, description: 'replaces every script' })),
-    status: Type.Optional(Type.Union(SKILL_STATUSES.map((s) => Type.Literal(s)), { description: 'archived, or active to restore' })),
+    status: Type.Optional(Literals(SKILL_STATUSES, { description: 'archived, or active to restore' })),
   },
   { additionalProperties: false },
 );
@@ -73,9 +73,9 @@ export const Skill = Type.Object(
     name: Type.String(),
     description: Type.String(),
     category: Nullable(Type.String()),
-    source: Type.Union(SKILL_SOURCES.map((s) => Type.Literal(s)), { description: 'custom (tenant-created) or store (acquired from the store)' }),
+    source: Literals(SKILL_SOURCES, { description: 'custom (tenant-created) or store (acquired from the store)' }),
     storeId: Nullable(Type.String({ description: 'the store entry a store skill was acquired from' })),
-    status: Type.Union(SKILL_STATUSES.map((s) => Type.Literal(s))),
+    status: Literals(SKILL_STATUSES),
     instructions: Type.String(),
     metadata: Type.Record(Type.String(), Type.String()),
     references: Type.Array(Type.Object({ name: Type.String(), size: Type.Integer({ description: 'bytes' }) })),
@@ -102,20 +102,20 @@ export const Assignment = Type.Object(
 );
 export type Assignment = Static<typeof Assignment>;
 
-export const AgentAssignment = Type.Composite([
+export const AgentAssignment = Type.Evaluate(Type.Intersect([
   Assignment,
   Type.Object({ agentName: Type.String(), agentStatus: Type.String() }),
-]);
+]));
 
-export const SkillDetails = Type.Composite([Skill, Type.Object({ assignments: Type.Array(AgentAssignment) })]);
+export const SkillDetails = Type.Evaluate(Type.Intersect([Skill, Type.Object({ assignments: Type.Array(AgentAssignment) })]));
 
-export const AgentSkill = Type.Composite([Skill, Type.Object({ assignment: Assignment })]);
+export const AgentSkill = Type.Evaluate(Type.Intersect([Skill, Type.Object({ assignment: Assignment })]));
 
 export const ListSkillsQuery = Type.Object(
   {
     category: Type.Optional(Category),
-    status: Type.Union([...SKILL_STATUSES.map((s) => Type.Literal(s)), Type.Literal('all')], { default: 'active' }),
-    source: Type.Optional(Type.Union(SKILL_SOURCES.map((s) => Type.Literal(s)))),
+    status: Literals([...SKILL_STATUSES, 'all'], { default: 'active' }),
+    source: Type.Optional(Literals(SKILL_SOURCES)),
     q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'words in the name or description' })),
     page: Type.Integer({ minimum: 1, default: 1 }),
     limit: Type.Integer({ minimum: 1, maximum: 200, default: 50, description: 'page size, 1 to 200' }),
@@ -151,4 +151,4 @@ export const StoreSkill = Type.Object({
   skillId: Nullable(Type.String({ description: 'the tenant skill, once acquired' })),
 });
 
-export const StoreSkillDetails = Type.Composite([StoreSkill, Type.Object({ instructions: Type.String() })]);
+export const StoreSkillDetails = Type.Evaluate(Type.Intersect([StoreSkill, Type.Object({ instructions: Type.String() })]));

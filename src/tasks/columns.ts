@@ -1,5 +1,5 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { Value } from '@sinclair/typebox/value';
+import { Type, type Static, type TSchema } from 'typebox';
+import { Value } from 'typebox/value';
 
 /**
  * The JSON columns of tasks, task_jobs and task_fires, parsed through their schemas: a value that

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import type { FastifyRequest } from 'fastify';
 import { jsonParser } from '../http/json.js';
 import { Id, IdParams, PageQuery, problems } from '../http/schemas.js';
@@ -12,7 +12,7 @@ const TaskRef = Type.Ref('Task');
 const tags = ['tasks'];
 const Paging = Type.Object(PageQuery, { additionalProperties: false });
 
-const TaskDetails = Type.Composite([
+const TaskDetails = Type.Evaluate(Type.Intersect([
   Task,
   Type.Object({
     output: Type.Union([Type.String(), Type.Null()], { description: 'output of the latest completed run' }),
@@ -20,7 +20,7 @@ const TaskDetails = Type.Composite([
     runCount: Type.Integer(),
     fires: Type.Array(Fire, { description: 'the 20 most recent fire decisions, newest first' }),
   }),
-]);
+]));
 
 const RunParams = Type.Object({ runId: Id });
 

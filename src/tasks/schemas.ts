@@ -1,5 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox';
-import { Id, Json, Nullable, PageQuery, Timestamp } from '../http/schemas.js';
+import { Type, type Static } from 'typebox';
+import { Id, Json, Literals, Nullable, PageQuery, Timestamp } from '../http/schemas.js';
 import { OPTIONAL_BODY } from '../http/validation.js';
 
 const TASK_STATUSES = ['pending', 'awaiting_approval', 'running', 'completed', 'failed', 'cancelled'] as const;
@@ -12,11 +12,7 @@ const MISFIRE_POLICIES = ['skip', 'fire_once'] as const;
 const OVERLAP_POLICIES = ['skip', 'queue', 'allow'] as const;
 const TRIGGER_EVENTS = ['task.completed', 'task.failed'] as const;
 
-const literals = <T extends readonly string[]>(values: T, description?: string) =>
-  Type.Union(
-    values.map((v) => Type.Literal(v)),
-    description ? { description } : {},
-  );
+const literals = <const T extends readonly string[]>(values: T, description?: string) => Literals(values, description ? { description } : {});
 
 const Scope = Type.String({ minLength: 1, maxLength: 128 });
 
@@ -120,8 +116,8 @@ export const TaskSummary = Type.Object({
   createdAt: Timestamp,
 });
 
-export const Task = Type.Composite(
-  [
+export const Task = Type.Evaluate(
+  Type.Intersect([
     TaskSummary,
     Type.Object({
       timezone: Nullable(Type.String()),
@@ -136,7 +132,7 @@ export const Task = Type.Composite(
       lastError: Nullable(ErrorSchema),
       updatedAt: Timestamp,
     }),
-  ],
+  ]),
   { $id: 'Task', title: 'Task' },
 );
 export type Task = Static<typeof Task>;

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
-import { IdParams, Json, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
+import { Type } from 'typebox';
+import { IdParams, Json, Literals, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
 import { PERMISSIONS } from './permissions.js';
 import { parsePermissions, type TenancyService } from './service.js';
 import type { LimitsService } from './limits.js';
 
-const PermissionSchema = Type.Union(PERMISSIONS.map((p) => Type.Literal(p)));
+const PermissionSchema = Literals(PERMISSIONS);
 const ApiKey = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -20,10 +20,10 @@ const Limits = Type.Object({
   maxConcurrentRuns: Nullable(Type.Integer({ minimum: 1, description: 'runs executing at once, on all replicas together (a run is counted from its admission to its end); null: no limit' })),
   monthlyBudgetUsd: Nullable(Type.Number({ minimum: 0, description: 'USD per calendar month (UTC): a run is admitted while the month’s spend, plus the month’s largest run cost for each run still running, is below it (docs/operations.md); null: no budget' })),
 });
-const LimitsView = Type.Composite([
+const LimitsView = Type.Evaluate(Type.Intersect([
   Limits,
   Type.Object({ usage: Type.Object({ month: Type.String(), spentUsd: Type.Number(), runningRuns: Type.Integer() }) }),
-]);
+]));
 const AgentBudget = Type.Object({
   agentId: Type.String(),
   month: Type.String({ description: 'YYYY-MM (UTC)' }),

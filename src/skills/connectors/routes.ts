@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from '@sinclair/typebox';
-import { Id, Nullable, PageQuery, Timestamp, problems } from '../../http/schemas.js';
+import { Type } from 'typebox';
+import { Id, Literals, Nullable, PageQuery, Timestamp, problems } from '../../http/schemas.js';
 import { REQUEST_STATUSES, type ConnectorsService } from './service.js';
 
 const tags = ['connectors'];
@@ -44,7 +44,7 @@ const ConnectorRequest = Type.Object({
   agentId: Type.String(),
   connectorId: Type.String(),
   reason: Type.String(),
-  status: Type.Union(REQUEST_STATUSES.map((s) => Type.Literal(s))),
+  status: Literals(REQUEST_STATUSES),
   taskId: Nullable(Type.String()),
   requestedBy: Nullable(Type.String()),
   decidedBy: Nullable(Type.String()),
@@ -74,7 +74,7 @@ export const connectorsRoutes: FastifyPluginAsyncTypebox<{ connectors: Connector
       summary: 'Connector requests agents made (connector_request), newest first',
       querystring: Type.Object(
         {
-          status: Type.Optional(Type.Union(REQUEST_STATUSES.map((s) => Type.Literal(s)))),
+          status: Type.Optional(Literals(REQUEST_STATUSES)),
           agentId: Type.Optional(Id),
           connectorId: Type.Optional(Type.String({ maxLength: 64 })),
           ...PageQuery,
