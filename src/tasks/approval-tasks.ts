@@ -10,7 +10,7 @@ import { optionalObjectColumn } from './columns.js';
 import { auditTask, type TaskLookup } from './lookup.js';
 import { firstFire } from './new-task.js';
 import type { Task } from './schemas.js';
-import * as store from './store.js';
+import * as store from './store/index.js';
 
 export interface ApprovalTasksOptions {
   db: Db;

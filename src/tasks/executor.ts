@@ -6,7 +6,7 @@ import { FireDecisions, type FireInput } from './fires.js';
 import { JobQueue, type CancelPending, type NewJob } from './jobs.js';
 import { SCHEDULER_ACTOR, leaseOwner, type ApprovalActions, type TaskResources } from './resources.js';
 import { Settling } from './settling.js';
-import type * as store from './store.js';
+import type * as store from './store/index.js';
 import { TaskWorker } from './worker.js';
 
 /**

@@ -3,7 +3,7 @@ import type { Database } from '../db/schema.js';
 import { newId, now } from '../ids.js';
 import type { JobQueue } from './jobs.js';
 import type { TaskResources } from './resources.js';
-import * as store from './store.js';
+import * as store from './store/index.js';
 
 /**
  * Fire decisions of scheduled and triggered tasks (task_fires): whether a cron time, a webhook

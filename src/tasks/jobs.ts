@@ -5,11 +5,11 @@ import type { RunError } from '../runs/views.js';
 import { Loop } from '../scheduler/loop.js';
 import { errorText, leaseOwner, leaseUntil, type TaskResources } from './resources.js';
 import { PRIORITY_RANK, type Priority } from './schemas.js';
-import * as store from './store.js';
+import * as store from './store/index.js';
 
 /**
  * The work queue of tasks (task_jobs): new jobs, claims under a lease, renewal of the leases this
- * process holds, and cancelling queued work. The claim statement itself is in store.ts.
+ * process holds, and cancelling queued work. The claim statement itself is in store/jobs.ts.
  */
 
 type JobKind = 'agent' | 'action';

@@ -5,7 +5,7 @@ import { NotFound } from '../errors.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { Principal } from '../tenancy/permissions.js';
 import type { Task } from './schemas.js';
-import * as store from './store.js';
+import * as store from './store/index.js';
 import { taskView } from './views.js';
 
 /** What every operation on a task does first and last: find it in the tenant, answer its view. */

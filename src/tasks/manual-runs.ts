@@ -9,7 +9,7 @@ import { objectColumn } from './columns.js';
 import type { TaskExecutor } from './executor.js';
 import { agentGone, isNotFound } from './failures.js';
 import { auditTask, type TaskLookup } from './lookup.js';
-import * as store from './store.js';
+import * as store from './store/index.js';
 import type { Started } from './worker.js';
 
 export interface ManualRunsOptions {

@@ -3,7 +3,7 @@ import type { FieldError } from '../errors.js';
 import { nextFire, cronProblem, isTimeZone } from '../scheduler/cron.js';
 import type { Principal } from '../tenancy/permissions.js';
 import type { CreateTaskBody } from './schemas.js';
-import * as store from './store.js';
+import * as store from './store/index.js';
 
 /** What a create body becomes: the checks its schema cannot express, and the task's row. */
 

@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import { newId } from '../ids.js';
 import { planFires } from '../scheduler/cron.js';
 import type { TaskExecutor } from './executor.js';
-import * as store from './store.js';
+import * as store from './store/index.js';
 
 /** Due scheduled tasks handled per tick; the rest wait for the next tick (a moment later). */
 const BATCH = 100;

@@ -19,7 +19,7 @@ import { ManualRuns } from './manual-runs.js';
 import { checkCreateBody, firstFire, isEventTrigger, taskRowFromBody } from './new-task.js';
 import { CronFiring } from './schedules.js';
 import type { CreateTaskBody, Task } from './schemas.js';
-import * as store from './store.js';
+import * as store from './store/index.js';
 import { fireView, taskSummary } from './views.js';
 import { newWebhookSecret } from './webhook-signatures.js';
 import { WebhookDeliveries, type Delivery } from './webhooks.js';

@@ -8,7 +8,7 @@ import { isRunNotActive } from './failures.js';
 import type { FireDecisions } from './fires.js';
 import type { JobQueue } from './jobs.js';
 import { errorText, type TaskResources } from './resources.js';
-import * as store from './store.js';
+import * as store from './store/index.js';
 
 /**
  * Settling jobs: when a job's run ends (done, cancelled, or failed and queued again per the retry

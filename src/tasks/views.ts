@@ -1,7 +1,7 @@
 import type { Actor } from '../tenancy/permissions.js';
 import { errorColumn, objectColumn, optionalObjectColumn } from './columns.js';
 import type { Task } from './schemas.js';
-import type { FireRow, TaskRow } from './store.js';
+import type { FireRow, TaskRow } from './store/index.js';
 
 /** Public shapes of tasks and fire records. */
 

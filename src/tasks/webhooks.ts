@@ -5,7 +5,7 @@ import type { SecretBox } from '../identity/secret-box.js';
 import type { Actor } from '../tenancy/permissions.js';
 import type { TaskExecutor } from './executor.js';
 import { auditTask } from './lookup.js';
-import * as store from './store.js';
+import * as store from './store/index.js';
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, checkSignature } from './webhook-signatures.js';
 
 const WEBHOOK_ACTOR: Actor = { type: 'system', id: 'webhook' };

@@ -6,7 +6,7 @@ import { actionError, agentGone, isRefusal, startFailure } from './failures.js';
 import type { JobQueue } from './jobs.js';
 import { SCHEDULER_ACTOR, errorText, leaseOwner, type TaskResources } from './resources.js';
 import type { Settling } from './settling.js';
-import * as store from './store.js';
+import * as store from './store/index.js';
 
 /**
  * Executing a job claimed by this process: starting its agent run (the job is marked running in the

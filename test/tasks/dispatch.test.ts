@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
 import { ManualClock } from '../../src/scheduler/clock.js';
-import { insertJob, insertTask, newTaskRow } from '../../src/tasks/store.js';
+import { insertJob, insertTask, newTaskRow } from '../../src/tasks/store/index.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { createTask, replica, taskIn, waitFor } from './helpers.js';
 

@@ -5,7 +5,7 @@ import { type Kysely, sql } from 'kysely';
  * age. `due_at asc nulls last` cannot walk the 0005 index (nulls sort first in it), so every claim
  * sorted all queued jobs: ~100 µs per claim with 2,000 queued on SQLite, growing with the queue.
  * This index holds the order itself; the claim query orders by the same expression
- * (tasks/store.ts nextCandidate, whose literal must stay equal to this one).
+ * (tasks/store/jobs.ts nextCandidates, whose literal must stay equal to this one).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropIndex('task_jobs_claim').execute();
