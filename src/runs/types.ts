@@ -8,7 +8,7 @@ import type { RunError } from './views.js';
 
 /** The public shapes of the runs domain: what other domains hand to it and get back. */
 
-type RunKind = 'execute' | 'chat' | 'stream' | 'message' | 'task' | 'delegation';
+type RunKind = 'execute' | 'chat' | 'stream' | 'message' | 'task' | 'delegation' | 'chat_completion';
 export type OnActiveRun = 'reject' | 'enqueue' | 'inject';
 
 /** Who starts or cancels a run: declared here (not tenancy's Principal) so runs need not import tenancy. */
@@ -27,6 +27,13 @@ export interface StartRunInput {
   content: string;
   /** Extra text the model sees with the message (attachments, task input); not stored as content. */
   modelContext?: string;
+  /**
+   * Earlier turns the caller holds (an OpenAI-style client sends the whole conversation): the model
+   * sees them before the conversation's own history; they are not stored.
+   */
+  history?: { role: 'user' | 'assistant'; content: string }[];
+  /** The caller's instructions, added to the system prompt after the agent's own sections; not stored. */
+  instructions?: string;
   attachments?: string[];
   conversationId?: string;
   /** The conversation's row, when the caller has just read it (not read again). */
