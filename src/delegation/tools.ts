@@ -1,15 +1,15 @@
-import type { AgentTool } from '../agents/schemas.js';
-import type { AgentsService } from '../agents/service.js';
 import type { Static } from 'typebox';
-import { isInjected, type RunsService } from '../runs/service.js';
-import { ToolError, type RuntimeTool, type ToolProvider, type ToolSet } from '../runtime/tools/types.js';
-import { OAuthError } from './oauth-errors.js';
-import type { IdentityService } from './service.js';
+import type { Agent, AgentTool } from '../agents/schemas.js';
+import type { AgentsService } from '../agents/service.js';
+import { OAuthError } from '../identity/oauth-errors.js';
+import type { IdentityService } from '../identity/service.js';
+import { isInjected, type RunOutcome, type RunsService } from '../runs/service.js';
+import { ToolError, type RuntimeTool, type ToolContext, type ToolProvider, type ToolSet } from '../runtime/tools/types.js';
 
 type AgentToolSpec = Static<typeof AgentTool>;
 
 /** How deep agents may delegate to agents that delegate in turn (A -> B -> C ...). */
-export const MAX_DELEGATION_DEPTH = 3;
+const MAX_DELEGATION_DEPTH = 3;
 const TOKEN_TYPE_JWT = 'urn:ietf:params:oauth:token-type:jwt';
 
 /** The input of every delegation tool; one object, so its check is compiled once (runtime/tools/input-schema.ts). */
@@ -21,7 +21,14 @@ const DELEGATION_INPUT = {
 };
 
 const toolNameFor = (spec: AgentToolSpec, calleeName: string) =>
-  spec.name ?? `ask_${calleeName.toLowerCase().replace(/[^a-z0-9_-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 56) || 'agent'}`;
+  spec.name ??
+  `ask_${
+    calleeName
+      .toLowerCase()
+      .replace(/[^a-z0-9_-]+/g, '_')
+      .replace(/^_+|_+$/g, '')
+      .slice(0, 56) || 'agent'
+  }`;
 
 /**
  * Delegation to other agents, as tools: an agent's `tools` may name another agent
@@ -31,10 +38,10 @@ const toolNameFor = (spec: AgentToolSpec, calleeName: string) =>
  * allowed runs the callee with the message. A denial reaches the model as the tool's error result
  * and the run record. The TBAC tool name is the tool's name in the caller's list.
  */
-export function delegationToolProvider(identity: IdentityService, agents: AgentsService, runs: () => RunsService): ToolProvider {
-  const delegationTools = async (ctx: Parameters<ToolProvider>[0], specs: AgentToolSpec[]): Promise<ToolSet> => {
+export function delegationToolProvider(identity: IdentityService, agents: AgentsService, runs: () => RunsService): ToolProvider<Agent> {
+  const delegationTools = async (ctx: ToolContext<Agent>, specs: AgentToolSpec[]): Promise<ToolSet<Agent>> => {
     const warnings: string[] = [];
-    const tools: RuntimeTool[] = [];
+    const tools: RuntimeTool<Agent>[] = [];
     for (const spec of specs) {
       const callee = await agents.get(ctx.tenantId, spec.agentId).catch(() => null);
       if (!callee) {
@@ -51,7 +58,8 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
         async execute(input, toolCtx) {
           // Runs started by delegation know how deep they are: A -> B -> A loops stop.
           const depth = (toolCtx.delegationDepth ?? 0) + 1;
-          if (depth > MAX_DELEGATION_DEPTH) throw new ToolError('delegation_too_deep', `agents may delegate at most ${MAX_DELEGATION_DEPTH} levels deep`);
+          if (depth > MAX_DELEGATION_DEPTH)
+            throw new ToolError('delegation_too_deep', `agents may delegate at most ${MAX_DELEGATION_DEPTH} levels deep`);
           const caller = { tenantId: ctx.tenantId, actor: { type: 'agent' as const, id: ctx.agent.id } };
           // 1. The caller's identity, 2. a token for exactly this tool on this callee, 3. the decision.
           let accessToken: string;
@@ -66,7 +74,8 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
             });
             accessToken = exchanged.access_token;
           } catch (err) {
-            if (err instanceof OAuthError) throw new ToolError('access_denied', `token exchange refused: ${err.error} (${err.description})`);
+            if (err instanceof OAuthError)
+              throw new ToolError('access_denied', `token exchange refused: ${err.error} (${err.description})`);
             throw err;
           }
           const decision = await identity.authorize(accessToken, name, callee.id);
@@ -82,9 +91,12 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
             delegationDepth: depth,
           });
           if (isInjected(handle)) throw new ToolError('delegation_failed', 'the callee was busy');
-          const onAbort = () => void runs().cancel(caller, handle.runId).catch(() => {});
+          const onAbort = () =>
+            void runs()
+              .cancel(caller, handle.runId)
+              .catch(() => {});
           toolCtx.signal.addEventListener('abort', onAbort, { once: true });
-          let run;
+          let run: RunOutcome;
           try {
             run = await runs().outcome(ctx.tenantId, handle);
           } finally {
@@ -93,7 +105,14 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
           if (run.status !== 'completed') {
             throw new ToolError('delegation_failed', `the agent's run ${run.status}${run.error ? `: ${run.error.message}` : ''}`);
           }
-          return { output: run.output, agentId: callee.id, runId: run.runId, conversationId: run.conversationId, authorization: decision.reason, cost: run.cost };
+          return {
+            output: run.output,
+            agentId: callee.id,
+            runId: run.runId,
+            conversationId: run.conversationId,
+            authorization: decision.reason,
+            cost: run.cost,
+          };
         },
       });
     }
