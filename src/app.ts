@@ -19,9 +19,11 @@ import { Problem } from './http/schemas.js';
 import { registerValidation } from './http/validation.js';
 import { newRequestId } from './ids.js';
 import { filesRoutes, FilesService } from './conversations/files.js';
+import { delegationToolProvider } from './delegation/tools.js';
 import { conversationsRoutes } from './conversations/routes.js';
 import { ConversationsService } from './conversations/service.js';
 import { runsRoutes } from './runs/routes.js';
+import { messageRuns } from './runs/messages.js';
 import { type Admission, RunsService } from './runs/service.js';
 import { runUsage } from './runs/usage.js';
 import { PriceTable } from './runtime/models/prices.js';
@@ -32,7 +34,6 @@ import { OutboundGuard } from './runtime/tools/ssrf.js';
 import { LocalSignalBus, PostgresSignalBus, type SignalBus } from './signals/bus.js';
 import { identityRoutes } from './identity/routes.js';
 import { IdentityService } from './identity/service.js';
-import { delegationToolProvider } from './identity/delegation.js';
 import { loadMasterKey } from './identity/master-key.js';
 import { hooksRoutes, tasksRoutes } from './tasks/routes.js';
 import { Task } from './tasks/schemas.js';
@@ -66,7 +67,7 @@ export interface Services extends SkillsDomain {
   tenancy: TenancyService;
   limits: LimitsService;
   agents: AgentsService;
-  tools: ToolRegistry;
+  tools: ToolRegistry<Agent>;
   /** The guard every outbound request made on a tenant's behalf connects through. */
   outbound: OutboundGuard;
   runs: RunsService;
@@ -100,7 +101,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   const tenancy = new TenancyService(db);
   const agents = new AgentsService(db, config.defaultModel);
   const limits = new LimitsService(db, { agentBudgets: agents, runUsage }, config.rateLimitPerMinute, config.tokenRateLimitPerMinute);
-  const tools = new ToolRegistry();
+  const tools = new ToolRegistry<Agent>();
   // Every outbound request made on a tenant's behalf connects through this guard (docs/operations.md).
   const outbound = new OutboundGuard({ allowedHosts: config.mcpAllowedHosts, allowPrivateNetworks: config.mcpAllowPrivateNetworks });
   tools.register('mcp', mcpToolProvider(outbound.fetch));
@@ -136,7 +137,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     outbound,
     runs,
     files,
-    conversations: new ConversationsService(db, agents, runs, files),
+    conversations: new ConversationsService(db, agents, messageRuns(runs), files),
     identity,
     tasks,
   };
