@@ -14,13 +14,13 @@ import * as store from './store.js';
 
 /** Attachments: files uploaded once, referenced by id from messages. Stored in the database. */
 
-export const MAX_FILE_BYTES = 5 * 1024 * 1024;
+const MAX_FILE_BYTES = 5 * 1024 * 1024;
 /** How much of a text attachment the model sees. */
 const MODEL_TEXT_LIMIT = 100_000;
 
 const TEXT_TYPES = /^(text\/|application\/(json|xml|yaml|x-yaml|csv|javascript|x-ndjson)|application\/[\w.+-]+\+(json|xml))/i;
 
-export const FileView = Type.Object({
+const FileView = Type.Object({
   id: Type.String(),
   name: Type.String(),
   contentType: Type.String(),
@@ -29,7 +29,7 @@ export const FileView = Type.Object({
 });
 
 /** A safe display name: the last path segment, without control characters, at most 255 characters. */
-export function cleanFileName(raw: string): string {
+function cleanFileName(raw: string): string {
   const base = path.posix.basename(raw.replace(/\\/g, '/'));
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
   const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
@@ -41,7 +41,7 @@ export function cleanFileName(raw: string): string {
  * `filename*` (RFC 8187, UTF-8, percent-encoded), after an ASCII `filename` for older clients: accents
  * dropped, other characters `_`.
  */
-export function attachmentDisposition(name: string): string {
+function attachmentDisposition(name: string): string {
   const ascii = name.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^\x20-\x7e]/gu, '_');
   return createContentDisposition(name, { type: 'attachment', fallback: ascii });
 }

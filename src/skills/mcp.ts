@@ -31,7 +31,7 @@ function toolResult(value: Record<string, unknown>, isError = false): CallToolRe
  * HTTP twin needs (skill_request and connector_request create approval tasks: agents:write, as
  * POST /api/v1/tasks), else it answers a `forbidden` error result and does nothing.
  */
-export function buildMcpServer(tools: SkillTools, caller: ToolCaller, permissions: ReadonlySet<Permission>): McpServer {
+function buildMcpServer(tools: SkillTools, caller: ToolCaller, permissions: ReadonlySet<Permission>): McpServer {
   const server = new McpServer(SERVER_INFO, {
     instructions: `Skills and integrations of the Agentry agent ${caller.agent.name}. Use skill_discover to see skills, skill_query to read one assigned to this agent.`,
   });
