@@ -1,15 +1,14 @@
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import pino from 'pino';
-import { agentsRoutes } from './agents/routes.js';
+import { agentsPlugin } from './agents/plugin.js';
 import { Agent } from './agents/schemas.js';
 import { AgentsService } from './agents/service.js';
 import type { Config } from './config.js';
-import { ping, type Db } from './db/database.js';
+import type { Db } from './db/database.js';
 import { registerAuth } from './http/auth.js';
+import { healthPlugin } from './http/health.js';
+import { registerOpenApi } from './http/openapi.js';
 import { requestChildLogger } from './http/request-logger.js';
 import { redactLogLine } from './log-redaction.js';
 import { ProblemError, clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
@@ -18,11 +17,11 @@ import { closeAllStreams } from './http/sse.js';
 import { Problem } from './http/schemas.js';
 import { registerValidation } from './http/validation.js';
 import { newRequestId } from './ids.js';
-import { filesRoutes, FilesService } from './conversations/files.js';
+import { FilesService } from './conversations/files.js';
 import { delegationToolProvider } from './delegation/tools.js';
-import { conversationsRoutes } from './conversations/routes.js';
+import { conversationsPlugin } from './conversations/plugin.js';
 import { ConversationsService } from './conversations/service.js';
-import { runsRoutes } from './runs/routes.js';
+import { runsPlugin } from './runs/plugin.js';
 import { messageRuns } from './runs/messages.js';
 import { type Admission, RunsService } from './runs/service.js';
 import { runUsage } from './runs/usage.js';
@@ -32,21 +31,23 @@ import { mcpToolProvider } from './runtime/tools/mcp.js';
 import { ToolRegistry } from './runtime/tools/registry.js';
 import { OutboundGuard } from './runtime/tools/ssrf.js';
 import { LocalSignalBus, PostgresSignalBus, type SignalBus } from './signals/bus.js';
-import { identityRoutes } from './identity/routes.js';
+import { identityPlugin } from './identity/plugin.js';
 import { IdentityService } from './identity/service.js';
 import { loadMasterKey } from './identity/master-key.js';
-import { hooksRoutes, tasksRoutes } from './tasks/routes.js';
+import { tasksPlugin } from './tasks/plugin.js';
 import { Task } from './tasks/schemas.js';
 import { TasksService } from './tasks/service.js';
-import { createSkillsDomain, registerSkillApprovalHandlers, skillsDomainRoutes, type SkillsDomain } from './skills/index.js';
-import { tenancyRoutes } from './tenancy/routes.js';
+import { skillsPlugin } from './skills/plugin.js';
+import { createSkillsDomain, registerSkillApprovalHandlers, type SkillsDomain } from './skills/index.js';
+import { openaiCompatPlugin } from './openai-compat/plugin.js';
+import { tenancyPlugin } from './tenancy/plugin.js';
 import { TenancyService } from './tenancy/service.js';
 import { type AdmissionBatch, LimitsService, type RateDecision, type RunLimits, newAdmissionBatch, withdrawAdmission } from './tenancy/limits.js';
 import { isPromise } from './maybe-promise.js';
 
-export const BODY_LIMIT = 1024 * 1024;
+const BODY_LIMIT = 1024 * 1024;
 
-export interface RouteEntry {
+interface RouteEntry {
   method: string;
   url: string;
   public: boolean;
@@ -96,7 +97,7 @@ function runAdmission(limits: LimitsService): Admission<RunLimits, AdmissionBatc
 export function createServices(config: Config, db: Db, logger: FastifyBaseLogger = createLogger(config)): Services {
   // One process on SQLite; on PostgreSQL, signals cross replicas with LISTEN/NOTIFY.
   const bus: SignalBus = config.databaseUrl
-    ? new PostgresSignalBus(config.databaseUrl, (err) => logger.warn({ err }, 'signal bus connection problem'), db.changes)
+    ? new PostgresSignalBus(config.databaseUrl, (err) => logger.warn({ err }, 'signal bus problem (its connection, or a malformed notification dropped)'), db.changes)
     : new LocalSignalBus();
   const tenancy = new TenancyService(db);
   const agents = new AgentsService(db, config.defaultModel);
@@ -117,7 +118,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     agents,
   });
   const files = new FilesService(db);
-  const identity = new IdentityService(db, config, tenancy, agents);
+  const identity = new IdentityService(db, config, tenancy, agents, logger);
   tools.register('delegation', delegationToolProvider(identity, agents, () => runs));
   const skillsDomain = createSkillsDomain(db, { agents, tools, runs, masterKey: loadMasterKey(config) });
   // Deleting an agent ends its identity; its badge lists the skills it may use.
@@ -216,11 +217,9 @@ export async function buildApp({ config, db, services = createServices(config, d
   registerJsonParser(app);
   registerValidation(app, [Problem, Agent, Task]);
 
-  // The interactive API page is public, like the document it renders (marked before registerAuth
-  // looks at each route).
-  app.addHook('onRoute', (route) => {
-    if (route.url.startsWith('/docs')) route.config = { ...(route.config ?? {}), public: true };
-  });
+  // The document collects every route, so it comes before them all; its page is marked public
+  // before registerAuth looks at each route.
+  await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl });
   registerAuth(
     app,
     [(credential) => services.tenancy.authenticateApiKey(credential), services.identity.verifyCredential],
@@ -230,72 +229,29 @@ export async function buildApp({ config, db, services = createServices(config, d
       return isPromise(rate) ? rate.then((r) => applyRate(reply, r)) : applyRate(reply, rate);
     },
   );
+  await app.register(healthPlugin, { db });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Agentry',
-        version: '0.1.0',
-        description: 'Self-hosted, multi-tenant platform that hosts AI agents. Errors are RFC 9457 problem details.',
-      },
-      servers: [{ url: config.publicBaseUrl }],
-      components: {
-        securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key (agk_...) or OAuth access token' },
-        },
-      },
-    },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}` },
-  });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
-
-  app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
-
-  app.get('/healthz', {
-    config: { public: true },
-    schema: { tags: ['health'], summary: 'Liveness', response: { 200: Type.Object({ status: Type.Literal('ok') }) } },
-  }, async () => ({ status: 'ok' as const }));
-
-  app.get('/readyz', {
-    config: { public: true },
-    schema: {
-      tags: ['health'],
-      summary: 'Readiness: the database answers',
-      response: { 200: Type.Object({ status: Type.Literal('ready'), database: Type.String() }), 503: Type.Ref('Problem') },
-    },
-  }, async () => {
-    try {
-      await ping(db);
-    } catch {
-      throw new ProblemError(503, 'database_unavailable', 'the database does not answer');
-    }
-    return { status: 'ready' as const, database: db.dialect };
-  });
-
-  await app.register(tenancyRoutes, { tenancy: services.tenancy, limits: services.limits });
-  await app.register(agentsRoutes, { agents: services.agents });
-  await app.register(runsRoutes, { runs: services.runs, agents: services.agents, files: services.files });
-  await app.register(conversationsRoutes, { conversations: services.conversations });
-  await app.register(filesRoutes, { files: services.files });
-  await app.register(tasksRoutes, { tasks: services.tasks });
-  await app.register(hooksRoutes, { tasks: services.tasks });
-  await app.register(skillsDomainRoutes, { ...services });
-
-  // Lease renewal and recovery of runs interrupted elsewhere, the task dispatcher, cron firing and
-  // the task sweep run while the server does.
+  // The signal bus, which runs and tasks use in the background, starts before them and closes after
+  // them: the root's onReady hooks run before its plugins', and onClose hooks run last-added first.
   app.addHook('onReady', async () => {
     if (services.bus instanceof PostgresSignalBus) await services.bus.start();
-    await services.runs.startBackground();
-    services.tasks.startBackground();
   });
   app.addHook('onClose', async () => {
-    await services.tasks.stop();
-    await services.runs.stop();
     await services.bus.close();
     await services.outbound.close();
   });
-  await app.register(identityRoutes, { identity: services.identity, limits: services.limits });
+
+  // Each domain, with what it needs. The order is the background work's: a plugin's onReady hooks run
+  // after those of the plugins registered before it, its onClose hooks before theirs. So tasks (which
+  // start runs) stop before runs stop, as in shutdown().
+  await app.register(tenancyPlugin, { tenancy: services.tenancy, limits: services.limits });
+  await app.register(agentsPlugin, { agents: services.agents });
+  await app.register(runsPlugin, { runs: services.runs, agents: services.agents, files: services.files });
+  await app.register(conversationsPlugin, { conversations: services.conversations, files: services.files });
+  await app.register(tasksPlugin, { tasks: services.tasks });
+  await app.register(skillsPlugin, { skills: services.skills, connectors: services.connectors, skillTools: services.skillTools, agents: services.agents });
+  await app.register(identityPlugin, { identity: services.identity, limits: services.limits });
+  await app.register(openaiCompatPlugin, { runs: services.runs, agents: services.agents });
 
   return app;
 }

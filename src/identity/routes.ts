@@ -3,7 +3,8 @@ import { Type } from 'typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { decodeJwt } from 'jose';
 import { bearerToken } from '../http/auth.js';
-import { isDatabaseUnavailable, ProblemError } from '../http/errors.js';
+import { DomainError } from '../errors.js';
+import { isDatabaseUnavailable, ProblemError, problemOf } from '../http/errors.js';
 import { problems } from '../http/schemas.js';
 import { registerFormParser } from './form.js';
 import { OAuthError } from './oauth-errors.js';
@@ -38,7 +39,7 @@ const tags = ['identity'];
 const tbacTags = ['tbac'];
 const FORM_OR_JSON = ['application/x-www-form-urlencoded', 'application/json'];
 
-export const CACHE = {
+const CACHE = {
   platformJwks: 'public, max-age=3600',
   trustBundle: 'public, max-age=300',
   clientMetadata: 'public, max-age=300',
@@ -59,9 +60,6 @@ const bearer = (header: string | undefined) => {
 };
 
 export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits: LimitsService }> = async (app, { identity, limits }) => {
-  identity.auditBuffer.onError = (err) => app.log.error({ err }, 'writing authorization audit events failed');
-  app.addHook('onClose', async () => identity.flush());
-
   // ---- public documents ----
 
   app.get('/api/v1/identity/agents/:agentId/client-metadata.json', {
@@ -256,6 +254,8 @@ function tokenClient(req: FastifyRequest): string {
 /** Maps any error on the OAuth endpoints to an RFC 6749 body. */
 function oauthErrorOf(err: FastifyError | Error): OAuthError {
   if (err instanceof OAuthError) return err;
+  // A domain error answers here as it would elsewhere in the API, then in RFC 6749's words.
+  if (err instanceof DomainError) return oauthErrorOf(problemOf(err));
   // An outage is not a server error here either (the rest of the API answers 503 database_unavailable).
   if (isDatabaseUnavailable(err) || (err instanceof ProblemError && err.code === 'database_unavailable')) {
     return new OAuthError('temporarily_unavailable', 'the database cannot be reached; retry shortly', 503, { 'retry-after': '5' });

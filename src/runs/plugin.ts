@@ -1,0 +1,25 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { AgentsService } from '../agents/service.js';
+import type { FilesService } from '../conversations/files.js';
+import { runsRoutes } from './routes.js';
+import type { RunsService } from './service.js';
+
+export interface RunsPluginOptions {
+  runs: RunsService;
+  agents: AgentsService;
+  files: FilesService;
+}
+
+/**
+ * The runs domain: its routes, and while the server runs, lease renewal of the runs executing here and
+ * recovery of runs whose lease expired elsewhere (runs/leases.ts).
+ */
+export const runsPlugin: FastifyPluginAsync<RunsPluginOptions> = async (app, { runs, agents, files }) => {
+  app.addHook('onReady', async () => {
+    await runs.startBackground();
+  });
+  app.addHook('onClose', async () => {
+    await runs.stop();
+  });
+  await app.register(runsRoutes, { runs, agents, files });
+};
