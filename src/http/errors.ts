@@ -69,12 +69,21 @@ function sendProblem(reply: FastifyReply, err: ProblemError) {
     .send(problemBody(err.status, err.code, err.detail, err.errors));
 }
 
+/**
+ * The 400 problem of a request part that failed its schema, from the validator's (Ajv's) errors: what
+ * Fastify's own validation produces, for a route that validates a part itself (one body of several types).
+ */
+export function validationFailed(context: string, validation: ErrorObject[]): ProblemError {
+  const errors = fieldErrors(context, validation);
+  const first = errors[0];
+  return badRequest(first ? `${first.path} ${first.message}` : 'request is invalid', errors);
+}
+
 /** Ajv's instancePath (`/tools/0/url`) plus the missing property, as one readable path. */
-function fieldErrors(err: FastifyError): FieldError[] {
-  const context = (err as { validationContext?: string }).validationContext ?? 'body';
+function fieldErrors(context: string, validation: ErrorObject[]): FieldError[] {
   const seen = new Set<string>();
   const out: FieldError[] = [];
-  for (const v of collapseUnions((err.validation ?? []) as ErrorObject[])) {
+  for (const v of collapseUnions(validation)) {
     const field = fieldError(context, v);
     const id = `${field.path}\u0000${field.message}`;
     if (!seen.has(id)) out.push(field);
@@ -229,9 +238,7 @@ function fromFastifyError(err: FastifyError): ProblemError {
     return new ProblemError(503, 'database_unavailable', 'the database cannot be reached; retry shortly', undefined, { 'retry-after': '5' });
   }
   if (err.validation) {
-    const errors = fieldErrors(err);
-    const first = errors[0];
-    return badRequest(first ? `${first.path} ${first.message}` : 'request is invalid', errors);
+    return validationFailed((err as { validationContext?: string }).validationContext ?? 'body', err.validation as ErrorObject[]);
   }
   switch (err.code) {
     case 'FST_ERR_BAD_URL':

@@ -1,9 +1,8 @@
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { Value } from 'typebox/value';
 import { strToU8, zipSync, type Zippable } from 'fflate';
-import { badRequest } from '../http/errors.js';
+import { badRequest, validationFailed } from '../http/errors.js';
 import { Id, IdParams, problems } from '../http/schemas.js';
 import { readUploadedFile } from '../http/upload.js';
 import { ARCHIVE_LIMITS, archiveKind } from './archive.js';
@@ -127,11 +126,10 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
         return reply.code(201).send(await skills.importSkillMd(req.principal, { skillMd: text }, 'file'));
       }
       if (typeof req.body === 'string') return reply.code(201).send(await skills.importSkillMd(req.principal, { skillMd: req.body }, 'body'));
-      if (!Value.Check(ImportSkillBody, req.body)) {
-        const errors = [...Value.Errors(ImportSkillBody, req.body)].map((e) => ({ path: `body${e.instancePath.replace(/\//g, '.')}`, message: e.message }));
-        throw badRequest(errors.length ? `${errors[0].path} ${errors[0].message}` : 'the body is invalid', errors);
-      }
-      return reply.code(201).send(await skills.importSkillMd(req.principal, req.body));
+      // A JSON body is checked here, by the validator of every other body: the route has no one body schema.
+      const validate = req.compileValidationSchema(ImportSkillBody, 'body');
+      if (!validate(req.body)) throw validationFailed('body', validate.errors ?? []);
+      return reply.code(201).send(await skills.importSkillMd(req.principal, req.body as ImportSkillBody));
     });
   });
 

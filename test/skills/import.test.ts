@@ -66,6 +66,21 @@ describe('SKILL.md', () => {
     expectProblem(await t.request('POST', '/api/skills/import', { key, body: { references: [] } }), 400, 'validation_failed');
   });
 
+  it('reports a JSON body that fails its schema as every other route reports its body: each field once, in the same words', async () => {
+    const cases: [unknown, { path: string; message: string }[]][] = [
+      [{ skillMd: skillMd('x'), extra: true }, [{ path: 'body.extra', message: 'is not a known field' }]],
+      [{ skillMd: '' }, [{ path: 'body.skillMd', message: 'must NOT have fewer than 1 characters' }]],
+      [{ references: [] }, [{ path: 'body.skillMd', message: 'is required' }]],
+      [{ skillMd: 7 }, [{ path: 'body.skillMd', message: 'must be a string' }]],
+    ];
+    for (const [body, errors] of cases) {
+      const res = await t.request('POST', '/api/skills/import', { key, body });
+      expectProblem(res, 400, 'validation_failed');
+      expect(res.body.errors, JSON.stringify(body)).toEqual(errors);
+      expect(res.body.detail).toBe(`${errors[0].path} ${errors[0].message}`);
+    }
+  });
+
   it('explains what is wrong with a SKILL.md (400 invalid_skill_md)', async () => {
     const cases: [string, string][] = [
       ['# no front matter', 'skillMd'],
