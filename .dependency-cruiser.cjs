@@ -1,13 +1,13 @@
 /**
  * Dependency rules of src/ (docs/architecture.md, "Rules the build enforces"). `npm run deps` checks
- * them; what broke a rule before the rule existed is listed in depcruise-baseline.json (TODO(issue 22):
- * empty it as the domains are reshaped) and regenerated with `npm run deps:baseline` only when a
- * violation is removed, never to admit a new one. Cycles between folders (src/runs <-> src/conversations,
- * counting top-level files such as src/config.ts as folders of their own) are judged by
- * scripts/folder-cycles.mjs on this cruise's graph: dependency-cruiser's folder scope sees only the
- * innermost folder of each module (src/runtime/tools, not src/runtime).
+ * them; depcruise-baseline.json lists what broke a rule before the rule existed (empty now: every
+ * violation is fixed). `npm run deps:baseline` regenerates it only when a violation is removed, never
+ * to admit a new one. Cycles between folders (counting top-level files such as src/config.ts as
+ * folders of their own) are judged by scripts/folder-cycles.mjs on this cruise's graph:
+ * dependency-cruiser's folder scope sees only the innermost folder of each module (src/runtime/tools,
+ * not src/runtime).
  */
-const DOMAINS = '(agents|conversations|identity|runs|skills|tasks|tenancy)';
+const DOMAINS = '(agents|conversations|delegation|identity|runs|skills|tasks|tenancy)';
 /** A domain's store: its store.ts, a store.ts in a folder of it, or the modules of a store/ folder. */
 const STORE = ['^src/[^/]+/store\\.ts$', '^src/[^/]+/store/', '^src/[^/]+/[^/]+/store\\.ts$'];
 

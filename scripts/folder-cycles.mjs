@@ -4,9 +4,10 @@
 // folder scope sees only a module's innermost folder, so it misses src/agents <-> src/runtime when
 // the imports involve src/runtime/models and src/runtime/tools.
 //
-// Edges that closed a cycle before this check existed are listed in depcruise-baseline.folders.json
-// (TODO(issue 22): empty it). `--update` rewrites that list from the current tree; use it only after
-// removing a cycle, never to admit a new one.
+// depcruise-baseline.folders.json lists edges that closed a cycle before this check existed (empty
+// now: runtime/ is the bottom layer, runs sits above conversations, delegation has its own folder).
+// `--update` rewrites that list from the current tree; use it only after removing a cycle, never to
+// admit a new one.
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const BASELINE = new URL('../depcruise-baseline.folders.json', import.meta.url);
