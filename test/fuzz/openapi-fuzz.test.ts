@@ -164,9 +164,11 @@ describe('generated hostile requests against every documented operation', () => 
         if (res.statusCode >= 400 && res.statusCode < 500) {
           expect(String(res.headers['content-type']), where).toMatch(/^application\/(problem\+json|json)/);
           const body = JSON.parse(res.body);
-          // Problem details; RFC 6749 errors on the OAuth endpoints; JSON-RPC errors on the MCP endpoint.
+          // Problem details; RFC 6749 errors on the OAuth endpoints; JSON-RPC errors on the MCP endpoint;
+          // OpenAI's errors on the OpenAI-compatible /v1 routes.
           const jsonRpc = op.path.endsWith('/mcp') && body.jsonrpc === '2.0' && typeof body.error?.code === 'number';
-          expect(jsonRpc || typeof (body.code ?? body.error) === 'string', where).toBe(true);
+          const openAi = op.path.startsWith('/v1/') && typeof body.error?.message === 'string' && typeof body.error?.code === 'string';
+          expect(jsonRpc || openAi || typeof (body.code ?? body.error) === 'string', where).toBe(true);
           expect(await fingerprint(), `state changed on rejected ${where}`).toBe(before);
         }
       }),

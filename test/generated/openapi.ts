@@ -9090,6 +9090,409 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenAI-compatible: the tenant’s executable agents as models (`agent:<agentId>`) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "list";
+                            data: {
+                                /** @description `agent:<agentId>` */
+                                id: string;
+                                /** @enum {string} */
+                                object: "model";
+                                /** @description Unix seconds, the agent’s creation */
+                                created: number;
+                                /** @description the agent’s appId */
+                                owned_by: string;
+                                /** @description the agent’s name */
+                                name: string;
+                                app_id: string;
+                                description: string | null;
+                            }[];
+                        };
+                    };
+                };
+                /** @description an OpenAI error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                                type: string;
+                                code: string | null;
+                                param: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description an OpenAI error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                                type: string;
+                                code: string | null;
+                                param: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description an OpenAI error */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                                type: string;
+                                code: string | null;
+                                param: string | null;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OpenAI-compatible chat completion: a run of the agent named by model
+         * @description The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. With "stream": true, Server-Sent Events of `data: <chat.completion.chunk JSON>` lines: the first delta holds the role, then content deltas, then one with finish_reason; with stream_options.include_usage a last chunk with empty choices and the usage; then `data: [DONE]`. A run that fails mid-stream sends `data: {"error":{...}}` and no [DONE].
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description identifier (UUID v7) */
+                    "x-agentry-conversation-id"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description `agent:<agentId>`, as GET /v1/models lists it */
+                        model: string;
+                        /** @description the last message is the user input; earlier user and assistant messages are the history the model sees; system and developer messages are added after the agent’s own system prompt */
+                        messages: ({
+                            role: "system" | "developer" | "user" | "assistant" | "tool" | "function";
+                            content?: (string | ({
+                                type: string;
+                                text?: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[]) | null;
+                            name?: string;
+                            tool_calls?: unknown[];
+                            tool_call_id?: string;
+                            function_call?: unknown;
+                            refusal?: string | null;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        stream?: boolean | null;
+                        stream_options?: ({
+                            include_usage?: boolean;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        max_tokens?: number | null;
+                        max_completion_tokens?: number | null;
+                        n?: number | null;
+                        tools?: unknown[] | null;
+                        functions?: unknown[] | null;
+                        tool_choice?: unknown | null;
+                        function_call?: unknown | null;
+                        response_format?: ({
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        }) | null;
+                        stop?: (string | string[]) | null;
+                        logprobs?: boolean | null;
+                        top_logprobs?: number | null;
+                        logit_bias?: {
+                            [key: string]: number;
+                        } | null;
+                        metadata?: {
+                            [key: string]: string;
+                        } | null;
+                        temperature?: number | null;
+                        top_p?: number | null;
+                        presence_penalty?: number | null;
+                        frequency_penalty?: number | null;
+                        seed?: number | null;
+                        parallel_tool_calls?: boolean | null;
+                        /** @description accepted and ignored: the run is recorded under the credential’s actor */
+                        user?: string;
+                        store?: boolean | null;
+                        reasoning_effort?: string | null;
+                        service_tier?: string | null;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description `chatcmpl-<runId>` */
+                            id: string;
+                            /** @enum {string} */
+                            object: "chat.completion";
+                            /** @description Unix seconds, the run’s start */
+                            created: number;
+                            model: string;
+                            choices: {
+                                index: number;
+                                message: {
+                                    /** @enum {string} */
+                                    role: "assistant";
+                                    content: string;
+                                    refusal: null;
+                                };
+                                /** @description stop: the agent answered; length: max tokens or the agent’s maxSteps cut the answer short */
+                                finish_reason: "stop" | "length";
+                                logprobs: null;
+                            }[];
+                            usage: {
+                                prompt_tokens: number;
+                                completion_tokens: number;
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                /** @description an OpenAI error */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                                type: string;
+                                code: string | null;
+                                param: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description an OpenAI error */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                                type: string;
+                                code: string | null;
+                                param: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description an OpenAI error */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                                type: string;
+                                code: string | null;
+                                param: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description an OpenAI error */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                                type: string;
+                                code: string | null;
+                                param: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description an OpenAI error */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                                type: string;
+                                code: string | null;
+                                param: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description an OpenAI error */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                                type: string;
+                                code: string | null;
+                                param: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description an OpenAI error */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                                type: string;
+                                code: string | null;
+                                param: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description an OpenAI error */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                                type: string;
+                                code: string | null;
+                                param: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description an OpenAI error */
+                502: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                                type: string;
+                                code: string | null;
+                                param: string | null;
+                            };
+                        };
+                    };
+                };
+                /** @description an OpenAI error */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                message: string;
+                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                                type: string;
+                                code: string | null;
+                                param: string | null;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {

@@ -1,0 +1,88 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { DomainError } from '../errors.js';
+import { problemOf } from '../http/errors.js';
+import { Id } from '../http/schemas.js';
+import { openSse } from '../http/sse.js';
+import { openAiError } from './errors.js';
+import { CHUNK_DESCRIPTION, ChatCompletion, ChatCompletionBody, ModelList, openAiErrors } from './schemas.js';
+import type { OpenAiCompatService } from './service.js';
+
+const CONVERSATION_HEADER = 'x-agentry-conversation-id';
+
+/**
+ * GET /v1/models and POST /v1/chat/completions, with the API's bearer credentials. Errors on these
+ * routes leave in OpenAI's shape: the app's error handler makes its problem as everywhere, and this
+ * plugin's onSend hook rewrites it.
+ */
+export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiCompatService }> = async (app, { service }) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    const type = reply.getHeader('content-type');
+    if (typeof type !== 'string' || !type.startsWith('application/problem+json') || typeof payload !== 'string') return done(null, payload);
+    const error = openAiError(JSON.parse(payload));
+    reply.code(error.status).type('application/json; charset=utf-8').headers(error.headers);
+    done(null, JSON.stringify(error.body));
+  });
+
+  app.get(
+    '/v1/models',
+    {
+      config: { permission: 'agents:read', agentScope: 'own' },
+      schema: {
+        tags: ['openai'],
+        summary: 'OpenAI-compatible: the tenant’s executable agents as models (`agent:<agentId>`)',
+        response: { 200: ModelList, ...openAiErrors(401, 403, 429) },
+      },
+    },
+    async (req) => service.models(req.principal),
+  );
+
+  app.post(
+    '/v1/chat/completions',
+    {
+      config: { permission: 'agents:write', agentScope: 'own' },
+      schema: {
+        tags: ['openai'],
+        summary: 'OpenAI-compatible chat completion: a run of the agent named by model',
+        description: `The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. ${CHUNK_DESCRIPTION}`,
+        headers: Type.Object({ [CONVERSATION_HEADER]: Type.Optional(Id) }),
+        body: ChatCompletionBody,
+        response: { 200: ChatCompletion, ...openAiErrors(400, 401, 403, 404, 409, 413, 415, 429, 502, 503) },
+      },
+    },
+    async (req, reply) => {
+      const started = await service.start({
+        principal: req.principal,
+        body: req.body,
+        conversationHeader: req.headers[CONVERSATION_HEADER],
+      });
+      const { runId, conversationId } = started.handle;
+      if (!req.body.stream) {
+        reply.header('x-run-id', runId).header(CONVERSATION_HEADER, conversationId);
+        return service.complete(req.principal, started);
+      }
+      // Set on the raw response: openSse writes the head itself (and merges these into it).
+      reply.raw.setHeader('x-run-id', runId);
+      reply.raw.setHeader(CONVERSATION_HEADER, conversationId);
+      const sse = openSse(req, reply);
+      // OpenAI's stream is `data:` lines alone (no id or event); openSse keeps the connection, heartbeat and shutdown.
+      const write = (data: string) => {
+        if (!sse.isClosed()) reply.raw.write(`data: ${data}\n\n`);
+      };
+      try {
+        await service.stream(req.principal, started, Boolean(req.body.stream_options?.include_usage), (chunk) =>
+          write(JSON.stringify(chunk)),
+        );
+        write('[DONE]');
+      } catch (err) {
+        if (!(err instanceof DomainError)) req.log.error({ err, runId }, 'chat completion stream failed');
+        const problem =
+          err instanceof DomainError
+            ? problemOf(err)
+            : { status: 500, code: 'internal_error', detail: 'the stream failed; the error is in the server log' };
+        write(JSON.stringify(openAiError(problem).body));
+      }
+      sse.close();
+    },
+  );
+};

@@ -1,0 +1,244 @@
+import type { AgentsService } from '../agents/service.js';
+import { Conflict, InvalidInput, NotFound, RunFailed } from '../errors.js';
+import type { Principal } from '../http/principal.js';
+import { type RunHandle, type RunOutcome, type RunsService, isInjected } from '../runs/service.js';
+import type { ChatCompletion, ChatCompletionBody, ChatMessage, FinishReason, ModelList, Usage } from './schemas.js';
+
+/**
+ * Agents as OpenAI models (docs/clients.md, "OpenAI-compatible endpoint"): GET /v1/models lists the
+ * tenant's executable agents, and a chat completion is a run of the agent (kind `chat_completion`)
+ * through the runs service, as execute's, with the client's messages mapped onto it.
+ */
+
+const MODEL_PREFIX = 'agent:';
+const PAGE = 100;
+
+const completionId = (runId: string) => `chatcmpl-${runId}`;
+
+/** A chat completion's request, mapped onto a run. */
+interface CompletionRequest {
+  principal: Principal;
+  body: ChatCompletionBody;
+  /** X-Agentry-Conversation-Id: continue that server-side conversation. */
+  conversationHeader?: string;
+}
+
+/** A started chat completion: the run, and what the answer is built from. */
+export interface StartedCompletion {
+  handle: RunHandle;
+  /** The model as the client named it, echoed in every answer. */
+  model: string;
+  created: number;
+}
+
+const refuse = (param: string, message: string) => new InvalidInput(message, [{ path: `body.${param}`, message }], 'unsupported_parameter');
+
+/** The text of a message's content; only text parts are understood. */
+function textOf(message: ChatMessage, index: number): string {
+  const content = message.content;
+  if (content === undefined || content === null) return '';
+  if (typeof content === 'string') return content;
+  return content
+    .map((part) => {
+      if (part.type !== 'text' || typeof part.text !== 'string') {
+        throw refuse(`messages.${index}.content`, `messages[${index}] holds a ${part.type} part; only text content is supported`);
+      }
+      return part.text;
+    })
+    .join('');
+}
+
+/** The client's messages as the run's input: the last user message, the turns before it, and instructions. */
+function mapMessages(messages: ChatMessage[]) {
+  const history: { role: 'user' | 'assistant'; content: string }[] = [];
+  const instructions: string[] = [];
+  messages.forEach((m, i) => {
+    if (m.role === 'tool' || m.role === 'function' || m.tool_calls?.length || m.function_call) {
+      throw refuse(
+        `messages.${i}`,
+        `messages[${i}] is a client tool call or result; this agent's tools run on the server and the client sends none`,
+      );
+    }
+    const text = textOf(m, i);
+    if (m.role === 'system' || m.role === 'developer') instructions.push(text);
+    else history.push({ role: m.role as 'user' | 'assistant', content: text });
+  });
+  const last = history.pop();
+  if (last?.role !== 'user' || messages[messages.length - 1].role !== 'user') {
+    throw refuse(`messages.${messages.length - 1}`, 'the last message must be the user’s: it is the input the agent answers');
+  }
+  if (!last.content.trim()) throw refuse(`messages.${messages.length - 1}.content`, 'the last user message is empty');
+  return { input: last.content, history, instructions: instructions.filter(Boolean).join('\n\n') || undefined };
+}
+
+/** Refuses what would change the answer's meaning and cannot be honoured; answers whether tools are off. */
+function checkOptions(body: ChatCompletionBody): { enableTools: boolean } {
+  if (body.n !== undefined && body.n !== null && body.n !== 1) throw refuse('n', 'n must be 1: an agent run gives one answer');
+  if (body.tools?.length) throw refuse('tools', 'client tools are not supported: the agent calls its own tools on the server');
+  if (body.functions?.length) throw refuse('functions', 'client functions are not supported: the agent calls its own tools on the server');
+  const choice = body.tool_choice ?? body.function_call;
+  if (choice !== undefined && choice !== null && choice !== 'auto' && choice !== 'none') {
+    throw refuse(
+      body.tool_choice !== undefined ? 'tool_choice' : 'function_call',
+      'only "auto" (the agent’s tools) or "none" (no tools) is supported',
+    );
+  }
+  if (body.response_format && body.response_format.type !== 'text') {
+    throw refuse('response_format', `response_format ${body.response_format.type} is not supported: the agent answers in text`);
+  }
+  if (body.stop?.length) throw refuse('stop', 'stop sequences are not supported');
+  if (body.logprobs) throw refuse('logprobs', 'logprobs are not supported');
+  if (body.top_logprobs !== undefined && body.top_logprobs !== null) throw refuse('top_logprobs', 'logprobs are not supported');
+  if (body.logit_bias && Object.keys(body.logit_bias).length) throw refuse('logit_bias', 'logit_bias is not supported');
+  return { enableTools: choice !== 'none' };
+}
+
+/** Which server-side conversation the request continues, if any. */
+function conversationOf(body: ChatCompletionBody, header: string | undefined): string | undefined {
+  const fromMetadata = body.metadata?.conversation_id;
+  if (header && fromMetadata && header !== fromMetadata) {
+    throw refuse(
+      'metadata.conversation_id',
+      'metadata.conversation_id and the X-Agentry-Conversation-Id header name different conversations',
+    );
+  }
+  return header || fromMetadata || undefined;
+}
+
+/** How the run ended, in OpenAI's words: an answer cut short by max tokens or the agent's maxSteps is `length`. */
+function finishReason(run: Awaited<ReturnType<RunsService['get']>>): FinishReason {
+  const last = run.steps[run.steps.length - 1];
+  return last && (last.finishReason === 'length' || last.finishReason === 'tool-calls') ? 'length' : 'stop';
+}
+
+const usageOf = (outcome: RunOutcome): Usage => ({
+  prompt_tokens: outcome.tokenUsage.inputTokens,
+  completion_tokens: outcome.tokenUsage.outputTokens,
+  total_tokens: outcome.tokenUsage.inputTokens + outcome.tokenUsage.outputTokens,
+});
+
+export class OpenAiCompatService {
+  constructor(
+    private readonly runs: RunsService,
+    private readonly agents: AgentsService,
+  ) {}
+
+  /** The tenant's executable agents (status available, hosted here); an agent's own token sees only itself. */
+  async models(principal: Principal): Promise<ModelList> {
+    const agents = [];
+    for (let page = 1; ; page++) {
+      const p = await this.agents.list(principal.tenantId, { status: 'available' }, page, PAGE);
+      agents.push(...p.agents);
+      if (page * PAGE >= p.total || !p.agents.length) break;
+    }
+    return {
+      object: 'list',
+      data: agents
+        .filter((a) => a.hosting === 'platform' && (principal.agentId === undefined || a.id === principal.agentId))
+        .map((a) => ({
+          id: `${MODEL_PREFIX}${a.id}`,
+          object: 'model' as const,
+          created: Math.floor(Date.parse(a.createdAt) / 1000),
+          owned_by: a.appId,
+          name: a.name,
+          app_id: a.appId,
+          description: a.description,
+        })),
+    };
+  }
+
+  /** Starts the agent's run for a chat completion; every refusal happens here, before anything is written. */
+  async start(req: CompletionRequest): Promise<StartedCompletion> {
+    const { principal, body } = req;
+    const { enableTools } = checkOptions(body);
+    const { input, history, instructions } = mapMessages(body.messages);
+    const conversationId = conversationOf(body, req.conversationHeader);
+    const agentId = body.model.startsWith(MODEL_PREFIX) ? body.model.slice(MODEL_PREFIX.length) : '';
+    const agent =
+      agentId && (principal.agentId === undefined || principal.agentId === agentId)
+        ? await this.agents.find(principal.tenantId, agentId)
+        : undefined;
+    if (!agent) throw new NotFound(`model ${body.model}`);
+    const handle = await this.runs.start({
+      principal,
+      agent,
+      kind: 'chat_completion',
+      content: input,
+      // A named conversation's stored history is what the model sees; the client's copy is not added to it.
+      history: conversationId ? undefined : history,
+      instructions,
+      conversationId,
+      enableTools,
+      maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
+      // A busy conversation is refused (409): an OpenAI answer cannot be "injected into another run".
+      onActiveRun: 'reject',
+    });
+    if (isInjected(handle)) throw new Conflict('conversation_busy', 'the agent is still answering in this conversation');
+    return { handle, model: body.model, created: Math.floor(Date.parse(handle.startedAt) / 1000) };
+  }
+
+  /**
+   * How the run ended, for an answer: throws RunFailed (the run failed) or Conflict (cancelled), as
+   * execute does; otherwise the outcome with OpenAI's finish reason and usage.
+   */
+  async ended(principal: Principal, started: StartedCompletion) {
+    const outcome = await this.runs.outcome(principal.tenantId, started.handle);
+    if (outcome.status === 'failed') {
+      throw new RunFailed(
+        outcome.error?.code ?? 'run_failed',
+        `the run failed: ${outcome.error?.message ?? 'unknown error'} (run ${outcome.runId})`,
+      );
+    }
+    if (outcome.status === 'cancelled') throw new Conflict('run_cancelled', `the run was cancelled (run ${outcome.runId})`);
+    const run = await this.runs.get(principal.tenantId, outcome.runId);
+    return { outcome, finishReason: finishReason(run), usage: usageOf(outcome) };
+  }
+
+  /** The whole answer of a non-streamed chat completion. */
+  async complete(principal: Principal, started: StartedCompletion): Promise<ChatCompletion> {
+    const { outcome, finishReason, usage } = await this.ended(principal, started);
+    return {
+      id: completionId(outcome.runId),
+      object: 'chat.completion',
+      created: started.created,
+      model: started.model,
+      choices: [
+        { index: 0, message: { role: 'assistant', content: outcome.output, refusal: null }, finish_reason: finishReason, logprobs: null },
+      ],
+      usage,
+    };
+  }
+
+  /**
+   * A streamed chat completion: `send` is given each chat.completion.chunk, from the role to the
+   * finish reason (and the usage when asked); the agent's tool calls are not shown. Throws as
+   * `ended` does when the run did not complete, after the content it streamed.
+   */
+  async stream(principal: Principal, started: StartedCompletion, includeUsage: boolean, send: (chunk: object) => void): Promise<void> {
+    const base = {
+      id: completionId(started.handle.runId),
+      object: 'chat.completion.chunk',
+      created: started.created,
+      model: started.model,
+    };
+    // With include_usage every chunk says `usage: null` until the last one, as OpenAI's do.
+    const pending = includeUsage ? { usage: null } : {};
+    const delta = (d: object, finish: FinishReason | null = null) => ({
+      ...base,
+      choices: [{ index: 0, delta: d, finish_reason: finish, logprobs: null }],
+      ...pending,
+    });
+    send(delta({ role: 'assistant', content: '' }));
+    let streamEnded!: () => void;
+    const end = new Promise<void>((resolve) => (streamEnded = resolve));
+    const unsubscribe = await this.runs.follow(principal.tenantId, started.handle.runId, 0, (e) => {
+      if (e === null) streamEnded();
+      else if (e.event === 'token') send(delta({ content: String(e.data.text) }));
+    });
+    await end;
+    unsubscribe();
+    const { finishReason, usage } = await this.ended(principal, started);
+    send(delta({}, finishReason));
+    if (includeUsage) send({ ...base, choices: [], usage });
+  }
+}

@@ -1,0 +1,343 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp } from '../helpers/app.js';
+
+let t: TestApp;
+let baseURL: string;
+
+beforeAll(async () => {
+  // A price for builtin/echo, so runs record a cost (USD per million words: a word costs a cent).
+  t = await startApp({ MODEL_PRICES: JSON.stringify({ 'builtin/echo': { input: 10_000, output: 10_000 } }) });
+  baseURL = `${await t.listen()}/v1`;
+});
+afterAll(() => t?.close());
+
+/** The official client against this server; no retries, so each refusal is seen as it is. */
+const client = (apiKey: string) => new OpenAI({ baseURL, apiKey, maxRetries: 0 });
+
+async function caught(promise: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof OpenAI.APIError) return err;
+    throw err;
+  }
+  throw new Error('expected an OpenAI API error');
+}
+
+describe('GET /v1/models', () => {
+  it('lists the tenant’s executable agents as agent:<id>, with their appId and name', async () => {
+    const { key } = await t.tenant();
+    const support = await t.agent(key, { name: 'support-bot', appId: 'support', model: 'builtin/echo', description: 'answers tickets' });
+    const paused = await t.agent(key, { name: 'paused-bot', model: 'builtin/echo' });
+    expect((await t.request('POST', `/api/v1/agents/${paused.id}/pause`, { key })).status).toBe(200);
+    await t.agent((await t.tenant()).key, { name: 'other-tenant' });
+
+    const models = [];
+    for await (const model of client(key).models.list()) models.push(model);
+    expect(models).toEqual([
+      {
+        id: `agent:${support.id}`,
+        object: 'model',
+        created: Math.floor(Date.parse(support.createdAt) / 1000),
+        owned_by: 'support',
+        name: 'support-bot',
+        app_id: 'support',
+        description: 'answers tickets',
+      },
+    ]);
+  });
+});
+
+describe('POST /v1/chat/completions', () => {
+  it('runs the agent: the last user message is the input, earlier turns and system messages reach the model', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo', systemPrompt: 'You repeat.' });
+    const openai = client(key);
+
+    const alone = await openai.chat.completions.create({
+      model: `agent:${agent.id}`,
+      messages: [{ role: 'user', content: 'echo these words' }],
+    });
+    const { data, response } = await openai.chat.completions
+      .create({
+        model: `agent:${agent.id}`,
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'hello' },
+          { role: 'assistant', content: 'hi' },
+          { role: 'user', content: [{ type: 'text', text: 'echo these words' }] },
+        ],
+        temperature: 0.2,
+      })
+      .withResponse();
+
+    const runId = response.headers.get('x-run-id')!;
+    expect(data).toEqual({
+      id: `chatcmpl-${runId}`,
+      object: 'chat.completion',
+      created: expect.any(Number),
+      model: `agent:${agent.id}`,
+      choices: [
+        { index: 0, message: { role: 'assistant', content: 'echo these words', refusal: null }, finish_reason: 'stop', logprobs: null },
+      ],
+      usage: { prompt_tokens: expect.any(Number), completion_tokens: 3, total_tokens: expect.any(Number) },
+    });
+    // builtin/echo counts the words of its whole prompt: "Be brief." "hello" "hi" are four more.
+    expect(data.usage!.prompt_tokens).toBe(alone.usage!.prompt_tokens + 4);
+    expect(data.usage!.total_tokens).toBe(data.usage!.prompt_tokens + 3);
+
+    // Recorded as any run: its kind, input, output, tokens and cost; the conversation holds the input and the answer.
+    const { data: run } = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } });
+    expect(run).toMatchObject({
+      kind: 'chat_completion',
+      status: 'completed',
+      input: 'echo these words',
+      output: 'echo these words',
+      conversationId: response.headers.get('x-agentry-conversation-id'),
+      tokenUsage: { inputTokens: data.usage!.prompt_tokens, outputTokens: 3 },
+    });
+    expect(run!.cost).toBeCloseTo((data.usage!.total_tokens * 10_000) / 1_000_000, 10);
+    const messages = await t.request('GET', `/api/v1/conversations/${run!.conversationId}/messages`, { key });
+    expect(messages.body.messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([
+      ['user', 'echo these words'],
+      ['assistant', 'echo these words'],
+    ]);
+  });
+
+  it('applies max_tokens and says finish_reason length', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const data = await client(key).chat.completions.create({
+      model: `agent:${agent.id}`,
+      messages: [{ role: 'user', content: 'one two three four five' }],
+      max_tokens: 2,
+    });
+    expect(data.choices[0]).toMatchObject({ message: { content: 'one two' }, finish_reason: 'length' });
+    expect(data.usage!.completion_tokens).toBe(2);
+  });
+
+  it('continues a server-side conversation named by X-Agentry-Conversation-Id or metadata.conversation_id', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const openai = client(key);
+    const first = await openai.chat.completions
+      .create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'first' }] })
+      .withResponse();
+    const conversationId = first.response.headers.get('x-agentry-conversation-id')!;
+
+    const byHeader = await openai.chat.completions
+      .create(
+        { model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'second' }] },
+        { headers: { 'X-Agentry-Conversation-Id': conversationId } },
+      )
+      .withResponse();
+    expect(byHeader.response.headers.get('x-agentry-conversation-id')).toBe(conversationId);
+    // The stored history ("first", "first") reached the model: two more prompt words than the first call.
+    expect(byHeader.data.usage!.prompt_tokens).toBe(first.data.usage!.prompt_tokens + 2);
+
+    const byMetadata = await openai.chat.completions
+      .create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'third' }], metadata: { conversation_id: conversationId } })
+      .withResponse();
+    expect(byMetadata.response.headers.get('x-agentry-conversation-id')).toBe(conversationId);
+    const messages = await t.request('GET', `/api/v1/conversations/${conversationId}/messages`, { key });
+    expect(messages.body.messages.map((m: { content: string }) => m.content)).toEqual([
+      'first',
+      'first',
+      'second',
+      'second',
+      'third',
+      'third',
+    ]);
+
+    const mismatch = await caught(
+      openai.chat.completions.create(
+        { model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'x' }], metadata: { conversation_id: 'another' } },
+        { headers: { 'X-Agentry-Conversation-Id': conversationId } },
+      ),
+    );
+    expect(mismatch).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(mismatch.param).toBe('metadata.conversation_id');
+  });
+
+  it('streams chat.completion.chunk events with the usage last, then [DONE]', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const { data: stream, response } = await client(key)
+      .chat.completions.create({
+        model: `agent:${agent.id}`,
+        messages: [{ role: 'user', content: 'stream these four words' }],
+        stream: true,
+        stream_options: { include_usage: true },
+      })
+      .withResponse();
+    const runId = response.headers.get('x-run-id')!;
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+
+    for (const chunk of chunks)
+      expect(chunk).toMatchObject({ id: `chatcmpl-${runId}`, object: 'chat.completion.chunk', model: `agent:${agent.id}` });
+    expect(chunks[0].choices[0].delta).toEqual({ role: 'assistant', content: '' });
+    const content = chunks.flatMap((c) => c.choices.map((choice) => choice.delta.content ?? '')).join('');
+    expect(content).toBe('stream these four words');
+    expect(chunks.length).toBeGreaterThan(4);
+    expect(chunks.at(-2)!.choices[0]).toMatchObject({ delta: {}, finish_reason: 'stop' });
+    const last = chunks.at(-1)!;
+    expect(last.choices).toEqual([]);
+    const { data: run } = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } });
+    expect(last.usage).toEqual({
+      prompt_tokens: run!.tokenUsage.inputTokens,
+      completion_tokens: 4,
+      total_tokens: run!.tokenUsage.inputTokens + 4,
+    });
+    expect(run).toMatchObject({ kind: 'chat_completion', status: 'completed', output: 'stream these four words' });
+    // Only the last chunk carries usage.
+    expect(chunks.slice(0, -1).every((c) => c.usage === null)).toBe(true);
+  });
+
+  it('writes OpenAI’s stream format: data lines only, ending with data: [DONE]', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const res = await fetch(`${baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'hi there' }], stream: true }),
+    });
+    const text = await res.text();
+    const events = text.split('\n\n').filter(Boolean);
+    expect(events.every((e) => e.startsWith('data: '))).toBe(true);
+    expect(events.at(-1)).toBe('data: [DONE]');
+    // Without include_usage no chunk has a usage field.
+    expect(events.slice(0, -1).every((e) => !('usage' in JSON.parse(e.slice(6))))).toBe(true);
+  });
+
+  it('does not expose the agent’s server-side tool calls', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const { data, response } = await client(key)
+      .chat.completions.create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: '/tool skill_discover {}' }] })
+      .withResponse();
+    expect(data.choices[0].message).not.toHaveProperty('tool_calls');
+    expect(data.choices[0].finish_reason).toBe('stop');
+    const runId = response.headers.get('x-run-id')!;
+    const { data: run } = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } });
+    expect(run!.toolCalls.map((c) => c.name)).toEqual(['skill_discover']);
+  });
+});
+
+describe('errors in OpenAI’s shape', () => {
+  it('unknown model: 404', async () => {
+    const { key } = await t.tenant();
+    const other = await t.agent((await t.tenant()).key, { model: 'builtin/echo' });
+    for (const model of ['agent:0193a1b2-0000-7000-8000-000000000000', `agent:${other.id}`, 'gpt-4o']) {
+      const err = await caught(client(key).chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] }));
+      expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(err.error).toEqual({ message: `model ${model} not found`, type: 'invalid_request_error', code: 'not_found', param: null });
+    }
+  });
+
+  it('paused agent: 409 agent_paused', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    await t.request('POST', `/api/v1/agents/${agent.id}/pause`, { key });
+    const err = await caught(
+      client(key).chat.completions.create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'hi' }] }),
+    );
+    expect(err).toBeInstanceOf(OpenAI.ConflictError);
+    expect(err.code).toBe('agent_paused');
+    expect(err.type).toBe('invalid_request_error');
+  });
+
+  it('bad key: 401', async () => {
+    const err = await caught(client(`agk_${'0'.repeat(32)}_${'A'.repeat(43)}`).models.list());
+    expect(err).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(err.error).toMatchObject({ type: 'authentication_error', code: 'invalid_credentials' });
+  });
+
+  it('tenant rate limit: 429 with Retry-After', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const limited = await t.key(key, ['agents:read', 'agents:write']);
+    expect((await t.request('PUT', '/api/v1/limits', { key, body: { rateLimitPerMinute: 1 } })).status).toBe(200);
+    await client(limited).chat.completions.create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'hi' }] });
+    const err = await caught(
+      client(limited).chat.completions.create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'hi' }] }),
+    );
+    expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(err.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limited' });
+    expect(Number(err.headers?.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  });
+
+  it('spent budget: 429 insufficient_quota, not to be retried', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    expect((await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 0 } })).status).toBe(200);
+    const err = await caught(
+      client(key).chat.completions.create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'hi' }] }),
+    );
+    expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(err.error).toMatchObject({ type: 'insufficient_quota', code: 'budget_exceeded' });
+    expect(err.headers?.get('x-should-retry')).toBe('false');
+    expect(Number(err.headers?.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  });
+
+  it('refuses what it cannot honour, naming the parameter: n > 1, client tools, response_format, tool results', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const model = `agent:${agent.id}`;
+    const messages = [{ role: 'user' as const, content: 'hi' }];
+    const cases: [Promise<unknown>, string][] = [
+      [client(key).chat.completions.create({ model, messages, n: 2 }), 'n'],
+      [
+        client(key).chat.completions.create({ model, messages, tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }),
+        'tools',
+      ],
+      [client(key).chat.completions.create({ model, messages, response_format: { type: 'json_object' } }), 'response_format'],
+      [
+        client(key).chat.completions.create({ model, messages: [...messages, { role: 'tool', tool_call_id: 'c1', content: '42' }] }),
+        'messages.1',
+      ],
+      [client(key).chat.completions.create({ model, messages: [...messages, { role: 'assistant', content: 'hello' }] }), 'messages.1'],
+      [client(key).chat.completions.create({ model, messages, unknown_option: true } as never), 'unknown_option'],
+    ];
+    for (const [request, param] of cases) {
+      const err = await caught(request);
+      expect(err, param).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(err.error, param).toMatchObject({ type: 'invalid_request_error', param });
+    }
+    // Nothing ran.
+    const runs = await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key });
+    expect(runs.body.total).toBe(0);
+  });
+
+  it('a failed run: 502 without retry, and an error event in a stream', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const err = await caught(
+      client(key).chat.completions.create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: '/fail boom' }] }),
+    );
+    expect(err).toBeInstanceOf(OpenAI.InternalServerError);
+    expect(err.status).toBe(502);
+    expect(err.error).toMatchObject({ type: 'server_error', code: 'model_error' });
+    expect(err.headers?.get('x-should-retry')).toBe('false');
+
+    const stream = await client(key).chat.completions.create({
+      model: `agent:${agent.id}`,
+      messages: [{ role: 'user', content: '/fail boom' }],
+      stream: true,
+    });
+    const streamed = await caught(
+      (async () => {
+        for await (const _chunk of stream);
+      })(),
+    );
+    expect(streamed.error).toMatchObject({ type: 'server_error', code: 'model_error' });
+  });
+
+  it('keeps problem details on the rest of the API', async () => {
+    const res = await t.request('GET', '/api/v1/agents', { key: 'nope' });
+    expect(res.status).toBe(401);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  });
+});
