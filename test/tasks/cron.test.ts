@@ -37,8 +37,8 @@ describe('cron vectors', () => {
   it('handles the spring-forward change in America/New_York (2026-03-08, 02:00 -> 03:00)', () => {
     // Daily 09:00 moves from 14:00 UTC to 13:00 UTC across the change.
     expect(fires('0 9 * * *', 'America/New_York', '2026-03-06T12:00:00.000Z', 3)).toEqual(['2026-03-06T14:00:00.000Z', '2026-03-07T14:00:00.000Z', '2026-03-08T13:00:00.000Z']);
-    // 02:30 does not exist that day: it fires at the first instant after the gap (03:30 EDT), once.
-    expect(fires('30 2 * * *', 'America/New_York', '2026-03-07T12:00:00.000Z', 3)).toEqual(['2026-03-08T07:30:00.000Z', '2026-03-09T06:30:00.000Z', '2026-03-10T06:30:00.000Z']);
+    // 02:30 does not exist that day: it fires at the first instant after the gap (03:00 EDT), once.
+    expect(fires('30 2 * * *', 'America/New_York', '2026-03-07T12:00:00.000Z', 3)).toEqual(['2026-03-08T07:00:00.000Z', '2026-03-09T06:30:00.000Z', '2026-03-10T06:30:00.000Z']);
     // Every 30 minutes: the hour from 02:00 to 03:00 is skipped, no double fires.
     expect(fires('*/30 * * * *', 'America/New_York', '2026-03-08T06:00:00.000Z', 3)).toEqual(['2026-03-08T06:30:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-08T07:30:00.000Z']);
   });
@@ -243,13 +243,13 @@ describe('cron firing', () => {
   it('fires across a daylight-saving change in the task’s time zone', async () => {
     clock.set('2026-03-07T12:00:00.000Z');
     const task = await createTask(t, key, { agentId, type: 'scheduled', schedule: '30 2 * * *', timezone: 'America/New_York', overlapPolicy: 'allow' });
-    expect(task.nextRunAt).toBe('2026-03-08T07:30:00.000Z');
-    clock.set('2026-03-08T07:30:05.000Z');
+    expect(task.nextRunAt).toBe('2026-03-08T07:00:00.000Z');
+    clock.set('2026-03-08T07:00:05.000Z');
     await tick();
     clock.set('2026-03-09T06:30:05.000Z');
     await tick();
     expect((await firesOf(task.id)).map((f: { scheduledFor: string; decision: string }) => [f.scheduledFor, f.decision])).toEqual([
-      ['2026-03-08T07:30:00.000Z', 'fired'],
+      ['2026-03-08T07:00:00.000Z', 'fired'],
       ['2026-03-09T06:30:00.000Z', 'fired'],
     ]);
     await t.request('DELETE', `/api/v1/tasks/${task.id}`, { key });
