@@ -223,6 +223,14 @@ describe('POST /v1/chat/completions', () => {
     const runId = response.headers.get('x-run-id')!;
     const { data: run } = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } });
     expect(run!.toolCalls.map((c) => c.name)).toEqual(['skill_discover']);
+
+    // tool_choice "none": the run goes without the agent's tools.
+    const without = await client(key).chat.completions.create({
+      model: `agent:${agent.id}`,
+      messages: [{ role: 'user', content: '/tool skill_discover {}' }],
+      tool_choice: 'none',
+    });
+    expect(without.choices[0].message.content).toBe('no tools are available to this run');
   });
 });
 
