@@ -22,7 +22,7 @@ app.post('/stream', (req, reply) => {
   const words = String(req.body?.message ?? '').split(/(?<=\s)/);
   const event = (id, name, data) => `id: ${id}\nevent: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
   let out = '';
-  words.forEach((text, i) => (out += event(i + 1, 'token', { text })));
+  for (const [i, text] of words.entries()) out += event(i + 1, 'token', { text });
   out += event(words.length + 1, 'done', { conversationId: 'bare', runId: 'bare', cost: 0, tokenUsage: { inputTokens: words.length, outputTokens: words.length } });
   reply.hijack();
   reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' });

@@ -33,7 +33,7 @@ const IDLE = new Set(['(idle)']);
 
 function shortUrl(url) {
   if (!url) return '';
-  let u = url.replace(/^file:\/\//, '');
+  const u = url.replace(/^file:\/\//, '');
   const nm = u.lastIndexOf('/node_modules/');
   if (nm >= 0) return u.slice(nm + '/node_modules/'.length);
   if (u.startsWith(ROOT)) return path.relative(ROOT, u);

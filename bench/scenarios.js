@@ -128,7 +128,10 @@ export const sseStream = {
       const running = clients(
         warmup + duration + 1,
         (f, d, startedAt) => {
-          if (startedAt >= windowStart && startedAt < windowEnd) firstToken.push(f), toDone.push(d);
+          if (startedAt >= windowStart && startedAt < windowEnd) {
+            firstToken.push(f);
+            toDone.push(d);
+          }
         },
         connections,
         target,

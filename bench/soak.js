@@ -356,10 +356,13 @@ async function soak(opts, started, cleanups) {
     const w = windowOf(sentAt);
     const key = `${kind} ${r.status}`;
     w.outcomes[key] = (w.outcomes[key] ?? 0) + 1;
-    if (r.status.startsWith('2')) (w.latency[kind] ??= []).push(r.ms);
-    else {
+    if (r.status.startsWith('2')) {
+      w.latency[kind] ??= [];
+      w.latency[kind].push(r.ms);
+    } else {
       answers.push({ window: w, status: r.status, answeredAt: sentAt + r.ms });
-      if ((errorsSeen[key] ??= []).length < 3) errorsSeen[key].push({ atSeconds: round(sentAt / 1000), body: r.body?.slice(0, 300) ?? '' });
+      errorsSeen[key] ??= [];
+      if (errorsSeen[key].length < 3) errorsSeen[key].push({ atSeconds: round(sentAt / 1000), body: r.body?.slice(0, 300) ?? '' });
     }
   };
 
@@ -369,7 +372,8 @@ async function soak(opts, started, cleanups) {
   let taskSerial = 0;
   let agentTurn = 0;
   const one = async () => {
-    const kind = mixTable[(mixNext = (mixNext + 37) % mixTable.length)]; // 37 is prime to 100: every kind, spread out
+    mixNext = (mixNext + 37) % mixTable.length; // 37 is prime to 100: every kind, spread out
+    const kind = mixTable[mixNext];
     const replica = nextReplica();
     const agentId = agentIds[agentTurn++ % AGENTS];
     const sentAt = now();
@@ -458,7 +462,6 @@ async function soak(opts, started, cleanups) {
   log(`load stopped; waiting for ${pending.size} requests in flight`);
   await Promise.all(pending);
   await restart;
-  const loadEndedAt = new Date();
 
   // ---- afterwards: the database's view ----
   // Queued task work drains, runs end (or, if a process lost them, their leases expire and they are
@@ -604,7 +607,11 @@ async function checkDatabase(db, tenantId, cronTasks, acknowledgedTasks, checked
   return { runsByStatus, oneTimeTasks, cron };
 }
 
-const countBy = (rows, key) => rows.reduce((acc, r) => ((acc[key(r)] = (acc[key(r)] ?? 0) + 1), acc), {});
+const countBy = (rows, key) => {
+  const counts = {};
+  for (const r of rows) counts[key(r)] = (counts[key(r)] ?? 0) + 1;
+  return counts;
+};
 
 function percentiles(values) {
   if (!values.length) return null;
@@ -623,7 +630,9 @@ function rssJudgement(samples, seconds, replicas) {
     const minutes = [];
     for (const s of samples) {
       const m = Math.floor(s.atSeconds / 60);
-      if (s.rssMb[i] !== null) (minutes[m] ??= []).push(s.rssMb[i]); // null: the replica had exited
+      if (s.rssMb[i] === null) continue; // the replica had exited
+      minutes[m] ??= [];
+      minutes[m].push(s.rssMb[i]);
     }
     return { replica: x.name, medianMbByMinute: Array.from(minutes, (v) => (v ? percentiles(v).p50 : null)), exited: samples.some((s) => s.rssMb[i] === null) };
   });

@@ -48,15 +48,16 @@ const mark = (what, at, duration = 0) => log.push([at, what, duration]);
 
 // Requests and their first token.
 const emit = http.Server.prototype.emit;
-http.Server.prototype.emit = function (event, req, res) {
+http.Server.prototype.emit = function (event, ...args) {
   if (event === 'request') {
+    const res = args[1];
     res.traceArrival = now();
     mark('request', res.traceArrival);
   }
-  return emit.apply(this, arguments);
+  return emit.call(this, event, ...args);
 };
 const write = http.ServerResponse.prototype.write;
-http.ServerResponse.prototype.write = function (chunk) {
+http.ServerResponse.prototype.write = function (chunk, ...rest) {
   if (this.traceArrival !== undefined && typeof chunk === 'string') {
     if (!this.traceFirstToken && chunk.includes('\nevent: token\n')) {
       this.traceFirstToken = now();
@@ -65,15 +66,15 @@ http.ServerResponse.prototype.write = function (chunk) {
     }
     if (chunk.includes('\nevent: done\n')) mark('done', now());
   }
-  return write.apply(this, arguments);
+  return write.call(this, chunk, ...rest);
 };
 
 /** Wraps a `writesPaused()` so that each wait for a RESTART checkpoint is marked. */
 function markPauses(owner, key, who) {
   const original = owner[key];
   if (!original || original.traced) return;
-  const wrapped = function () {
-    const paused = original.apply(this, arguments);
+  const wrapped = function (...args) {
+    const paused = original.apply(this, args);
     if (paused) {
       const t0 = now();
       paused.then(() => mark(`${who} waited for a RESTART`, t0, now() - t0));
@@ -117,10 +118,10 @@ Database.prototype.prepare = function (source) {
   const label = `sql ${source.slice(0, 32).replace(/\s+/g, ' ')}`;
   for (const method of ['run', 'all', 'get']) {
     const original = stmt[method];
-    stmt[method] = function () {
+    stmt[method] = function (...args) {
       const t0 = now();
       try {
-        return original.apply(this, arguments);
+        return original.apply(this, args);
       } finally {
         const d = now() - t0;
         if (d > SLOW_STATEMENT_MS) mark(label, t0, d);

@@ -13,7 +13,10 @@ const prepare = Database.prototype.prepare;
 const caches = new WeakMap();
 Database.prototype.prepare = function cachedPrepare(sql) {
   let cache = caches.get(this);
-  if (!cache) caches.set(this, (cache = new Map()));
+  if (!cache) {
+    cache = new Map();
+    caches.set(this, cache);
+  }
   let stmt = cache.get(sql);
   if (!stmt) {
     stmt = prepare.call(this, sql);

@@ -51,7 +51,7 @@ function answer(req, reply) {
   const rest = () => {
     burn(burnRest);
     let out = '';
-    words.slice(1).forEach((text, i) => (out += event(i + 2, 'token', { text })));
+    for (const [i, text] of words.slice(1).entries()) out += event(i + 2, 'token', { text });
     res.end(out + event(words.length + 1, 'done', { runId: 'model' }));
   };
   if (schedule === 'each') return void setImmediate(rest);

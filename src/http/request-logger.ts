@@ -20,7 +20,8 @@ class RequestLogger {
   ) {}
 
   private real(): FastifyBaseLogger {
-    return (this.made ??= this.parent.child(this.bindings));
+    this.made ??= this.parent.child(this.bindings);
+    return this.made;
   }
 
   private enabled(level: Level): boolean {

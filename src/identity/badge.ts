@@ -25,14 +25,9 @@ export interface ToolCapability {
 
 function toolCapabilities(tools: ToolSpec[]): ToolCapability[] {
   return tools.map((t): ToolCapability => {
-    switch (t.type) {
-      case 'builtin':
-        return { type: 'builtin', name: t.name, tools: BUILTIN_TOOLS[t.name] ?? [] };
-      case 'mcp':
-        return { type: 'mcp', ...(t.name ? { name: t.name } : {}), ...(t.allowedTools ? { tools: t.allowedTools } : {}) };
-      case 'agent':
-        return { type: 'agent', agentId: t.agentId, ...(t.name ? { name: t.name } : {}) };
-    }
+    if (t.type === 'builtin') return { type: 'builtin', name: t.name, tools: BUILTIN_TOOLS[t.name] ?? [] };
+    if (t.type === 'mcp') return { type: 'mcp', ...(t.name ? { name: t.name } : {}), ...(t.allowedTools ? { tools: t.allowedTools } : {}) };
+    return { type: 'agent', agentId: t.agentId, ...(t.name ? { name: t.name } : {}) };
   });
 }
 

@@ -1,4 +1,4 @@
-import { decodeJwt, errors, jwtVerify } from 'jose';
+import { decodeJwt, errors, type JWTPayload, jwtVerify } from 'jose';
 import { PERMISSIONS, isPermission, type Permission } from '../tenancy/permissions.js';
 import { mintAccessToken } from './access-token.js';
 import { clientIdUrl, parseAudience } from './audience.js';
@@ -148,7 +148,7 @@ async function agentClient(ctx: IdentityContext, req: ClientCredentialsRequest):
   const key = await ctx.agentKeys.verificationKey(agent.tenant_id, agent.id, header.kid);
   if (!key) throw invalidClient('client_assertion is not signed by a published key of this agent');
 
-  let payload;
+  let payload: JWTPayload;
   try {
     ({ payload } = await jwtVerify(assertion, key.key, {
       algorithms: ['ES256'],

@@ -1,6 +1,6 @@
 import type { JSONSchema7, JSONValue, LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Prompt, LanguageModelV3ToolResultPart } from '@ai-sdk/provider';
 import { now } from '../ids.js';
-import { streamStep, type StepToolCall } from './model-step.js';
+import { type StepOutput, streamStep, type StepToolCall } from './model-step.js';
 import { invalidToolInput } from './tools/input-schema.js';
 import { ToolError, type RuntimeTool, type ToolAgent, type ToolContext } from './tools/types.js';
 
@@ -158,7 +158,7 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
 
     const step: StepRecord = { index, text: '', toolCallIds: [], injected, finishReason: 'stop', usage: { inputTokens: 0, outputTokens: 0 } };
     result.steps.push(step);
-    let output;
+    let output: StepOutput;
     try {
       output = await streamStep(
         input.model,

@@ -245,7 +245,7 @@ export class SkillTools {
 
   private async querySkill(caller: ToolCaller, input: { skillId: string; query: string; context?: string; referenceFile?: string }) {
     const found = await this.skills.findForAgent(caller.tenantId, caller.agent.id, input.skillId);
-    if (!found?.assignment || !found.assignment.enabled) {
+    if (!found?.assignment?.enabled) {
       throw new ToolError('skill_not_assigned', `the skill ${input.skillId} is not assigned to you (or its assignment is disabled); skill_discover lists skills, skill_request asks for one`);
     }
     const { skill, assignment } = found;

@@ -89,7 +89,7 @@ export class Settling {
   /** Told by RunsService when any run ends (here or, for interrupted runs, elsewhere). */
   async runEnded(runId: string, ended?: RunFinished) {
     const job = await store.findJobByRun(this.r.db.kysely, runId);
-    if (!job || job.state !== 'running') return;
+    if (job?.state !== 'running') return;
     await this.settleRun(job, ended);
   }
 

@@ -40,7 +40,7 @@ export class WebhookDeliveries {
   async deliver({ taskId, headers, rawBody, parse }: Delivery) {
     const { db, executor, secrets, log } = this.o;
     const task = await store.findTaskById(db.kysely, taskId);
-    if (!task || task.trigger_type !== 'webhook' || !task.webhook_secret) throw new NotFound('webhook');
+    if (task?.trigger_type !== 'webhook' || !task.webhook_secret) throw new NotFound('webhook');
     const header = (name: string) => {
       const v = headers[name];
       return Array.isArray(v) ? v[0] : v;

@@ -26,13 +26,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
 import { ROOT, freePort } from '../helpers/process.js';
 
-export interface Command {
+interface Command {
   file: string;
   line: number;
   text: string;
   expect: string[];
 }
-export interface Block {
+interface Block {
   file: string;
   line: number;
   kind: 'run' | 'server' | 'skip';
@@ -43,7 +43,7 @@ export interface Block {
 const EXPECT_START = /^(\{|\[|event:|\d{3}$)/;
 
 /** The shell blocks of one Markdown file, each split into commands with the output they should print. */
-export function shellBlocks(file: string, markdown: string): Block[] {
+function shellBlocks(file: string, markdown: string): Block[] {
   const lines = markdown.split('\n');
   const blocks: Block[] = [];
   for (let i = 0; i < lines.length; i++) {
@@ -74,7 +74,7 @@ function commands(file: string, lines: string[], firstLine: number): Command[] {
     if (trimmed.startsWith('#')) {
       const text = trimmed.slice(1);
       if (last && EXPECT_START.test(text.trim())) last.expect.push(text.trim());
-      else if (last && last.expect.length && /^\s{2,}\S/.test(text)) last.expect[last.expect.length - 1] += ` ${text.trim()}`;
+      else if (last?.expect.length && /^\s{2,}\S/.test(text)) last.expect[last.expect.length - 1] += ` ${text.trim()}`;
       else last = null;
       continue;
     }
@@ -93,7 +93,7 @@ function commands(file: string, lines: string[], firstLine: number): Command[] {
  * An expected-output line as a regular expression: `...` is anything; whitespace is optional, also
  * around JSON punctuation (so a compact line matches pretty-printed output).
  */
-export function expectation(text: string): RegExp {
+function expectation(text: string): RegExp {
   const literal = (part: string) =>
     [...part.trim()]
       .map((c) => (/\s/.test(c) ? '\\s*' : /[{}[\],:]/.test(c) ? `\\s*\\${c}\\s*` : c.replace(/[.*+?^$()|\\]/g, '\\$&')))

@@ -165,7 +165,7 @@ describe('a run that executes while its start is written', () => {
     probed.length = 0;
     // The start's INSERT into messages fails while the table is away.
     await sql`alter table messages rename to messages_away`.execute(t.db.kysely);
-    let res;
+    let res: Awaited<ReturnType<TestApp['request']>>;
     try {
       res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: '/tool probe {}' } });
     } finally {

@@ -145,7 +145,11 @@ async function startRawMcpServer(tools: { name: string; inputSchema: Record<stri
   return {
     url: `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}/mcp`,
     called,
-    close: () => new Promise<void>((r) => (httpServer.closeAllConnections(), httpServer.close(() => r()))),
+    close: () =>
+      new Promise<void>((r) => {
+        httpServer.closeAllConnections();
+        httpServer.close(() => r());
+      }),
   };
 }
 

@@ -10,7 +10,7 @@ import { waitFor } from './helpers.js';
  */
 
 let database: TestDatabase;
-let servers: ServerProcess[] = [];
+const servers: ServerProcess[] = [];
 const env = () => ({ ...database.env, RUN_LEASE_SECONDS: '2', TASK_POLL_MS: '100', LOG_LEVEL: 'warn' });
 
 beforeAll(async () => {

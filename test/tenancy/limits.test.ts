@@ -20,7 +20,7 @@ describe('request limits', () => {
     const set = await t.request('PATCH', `/api/v1/api-keys/${limited.body.apiKey.id}`, { key, body: { rateLimitPerMinute: 3 } });
     expect(set.body.rateLimitPerMinute).toBe(3);
     const statuses: number[] = [];
-    let last;
+    let last: Awaited<ReturnType<TestApp['request']>> | undefined;
     for (let i = 0; i < 4; i++) {
       last = await t.request('GET', '/api/v1/agents', { key: limited.body.key });
       statuses.push(last.status);
@@ -77,7 +77,7 @@ describe('request limits through access tokens', () => {
     const k = await limitedKey(key, 3);
     const token = await accessToken(k);
     const statuses: number[] = [];
-    let last;
+    let last: Awaited<ReturnType<TestApp['request']>> | undefined;
     for (let i = 0; i < 4; i++) {
       last = await t.request('GET', '/api/v1/agents', { key: token });
       statuses.push(last.status);

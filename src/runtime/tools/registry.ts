@@ -50,7 +50,13 @@ function combine<A extends ToolAgent>(sets: ToolSet<A>[]): ToolSet<A> {
       return false;
     }
   };
-  const tools = sets.flatMap((s) => s.tools).filter((t) => (seen.has(t.name) ? false : (seen.add(t.name), usable(t))));
+  const tools = sets
+    .flatMap((s) => s.tools)
+    .filter((t) => {
+      if (seen.has(t.name)) return false;
+      seen.add(t.name);
+      return usable(t);
+    });
   return {
     tools,
     warnings,
