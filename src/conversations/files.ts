@@ -101,7 +101,21 @@ export const filesRoutes: FastifyPluginAsyncTypebox<{ files: FilesService }> = a
   await app.register(multipart, { limits: { fileSize: MAX_FILE_BYTES, files: 1, fields: 5, parts: 6 } });
 
   app.post('/api/v1/files', {
-    config: { permission: 'agents:write' },
+    config: {
+      permission: 'agents:write',
+      requestBody: {
+        required: true,
+        content: {
+          'multipart/form-data': {
+            schema: {
+              type: 'object',
+              required: ['file'],
+              properties: { file: { type: 'string', format: 'binary', description: 'the attachment; its part’s file name and content type are kept' } },
+            },
+          },
+        },
+      },
+    },
     schema: {
       tags: ['conversations'],
       summary: `Upload an attachment (multipart/form-data, one file field, at most ${MAX_FILE_BYTES / 1024 / 1024} MiB)`,

@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { openapiDocumentHooks } from './openapi-document.js';
 
 export interface OpenApiOptions {
   /** The server the document names. */
@@ -25,7 +26,9 @@ export async function registerOpenApi(app: FastifyInstance, { publicBaseUrl }: O
       info: {
         title: 'Agentry',
         version: '0.1.0',
-        description: 'Self-hosted, multi-tenant platform that hosts AI agents. Errors are RFC 9457 problem details.',
+        description:
+          'Self-hosted, multi-tenant platform that hosts AI agents. Errors are RFC 9457 problem details, except on the OpenAI-compatible /v1 routes (OpenAI’s error shape; docs/clients.md).',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
       servers: [{ url: publicBaseUrl }],
       components: {
@@ -35,6 +38,8 @@ export async function registerOpenApi(app: FastifyInstance, { publicBaseUrl }: O
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}` },
+    // What the route schemas cannot say: operation names, problem and stream media types, examples.
+    ...openapiDocumentHooks(),
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
 

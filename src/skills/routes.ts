@@ -34,6 +34,24 @@ const IMPORT_DESCRIPTION = `Creates a custom skill from the Agent Skills format,
   top-level folder named like the skill, references/, scripts/), or a SKILL.md file.
 Archives: at most ${ARCHIVE_LIMITS.uploadBytes} bytes, ${ARCHIVE_LIMITS.entries} entries and ${ARCHIVE_LIMITS.unpackedBytes} bytes unpacked; absolute paths, \`..\` and links are refused (400).`;
 
+const SKILL_MD_EXAMPLE = '---\nname: release-notes\ndescription: Writes release notes from a list of changes\n---\nGroup the changes by kind.\n';
+
+/** The import reads its body itself (three content types), so the document learns them from the route's config. */
+const IMPORT_REQUEST_BODY = {
+  required: true,
+  content: {
+    'text/markdown': { schema: { type: 'string', description: 'the text of a SKILL.md' }, example: SKILL_MD_EXAMPLE },
+    'application/json': { schema: ImportSkillBody, example: { skillMd: SKILL_MD_EXAMPLE } },
+    'multipart/form-data': {
+      schema: {
+        type: 'object',
+        required: ['file'],
+        properties: { file: { type: 'string', format: 'binary', description: 'a zip, tar or tar.gz of the skill folder, or a SKILL.md file' } },
+      },
+    },
+  },
+};
+
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> = async (app, { skills }) => {
@@ -105,7 +123,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
     await scope.register(multipart, { limits: { fileSize: ARCHIVE_LIMITS.uploadBytes, files: 1, fields: 2, parts: 3 } });
 
     scope.post('/api/skills/import', {
-      config: { permission: 'skills:write' },
+      config: { permission: 'skills:write', requestBody: IMPORT_REQUEST_BODY },
       schema: {
         tags,
         summary: 'Create a custom skill from a SKILL.md, or from a zip/tar(.gz) of a skill folder',

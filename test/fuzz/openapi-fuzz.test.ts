@@ -53,7 +53,7 @@ beforeAll(async () => {
         method: method.toUpperCase(),
         path,
         params: (op.parameters ?? []).filter((p: any) => p.in === 'path').map((p: any) => p.name),
-        public: !op.security,
+        public: !op.security?.length,
         query: Object.fromEntries((op.parameters ?? []).filter((p: any) => p.in === 'query').map((p: any) => [p.name, p.schema])),
         body: op.requestBody?.content?.['application/json']?.schema,
       });

@@ -12,29 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            status: "ok";
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -51,39 +29,7 @@ export interface paths {
             cookie?: never;
         };
         /** Readiness: the database answers */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            status: "ready";
-                            database: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -100,118 +46,9 @@ export interface paths {
             cookie?: never;
         };
         /** The tenant’s limits and budget, with this month’s usage */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            rateLimitPerMinute: number | null;
-                            maxConcurrentRuns: number | null;
-                            monthlyBudgetUsd: number | null;
-                            usage: {
-                                month: string;
-                                spentUsd: number;
-                                runningRuns: number;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getLimits"];
         /** Set the tenant’s limits and monthly budget (fields left out keep their value; null removes a limit) */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        rateLimitPerMinute?: number | null;
-                        maxConcurrentRuns?: number | null;
-                        monthlyBudgetUsd?: number | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            rateLimitPerMinute: number | null;
-                            maxConcurrentRuns: number | null;
-                            monthlyBudgetUsd: number | null;
-                            usage: {
-                                month: string;
-                                spentUsd: number;
-                                runningRuns: number;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        put: operations["setLimits"];
         post?: never;
         delete?: never;
         options?: never;
@@ -227,134 +64,9 @@ export interface paths {
             cookie?: never;
         };
         /** An agent’s monthly budget and month-to-date spend */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            agentId: string;
-                            /** @description YYYY-MM (UTC) */
-                            month: string;
-                            monthlyBudgetUsd: number | null;
-                            spentUsd: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getAgentBudget"];
         /** Set an agent’s monthly budget in USD (null: none) */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        monthlyBudgetUsd: number | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            agentId: string;
-                            /** @description YYYY-MM (UTC) */
-                            month: string;
-                            monthlyBudgetUsd: number | null;
-                            spentUsd: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        put: operations["setAgentBudget"];
         post?: never;
         delete?: never;
         options?: never;
@@ -373,133 +85,11 @@ export interface paths {
         put?: never;
         post?: never;
         /** Revoke an API key (it stops working at once) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
         /** Set an API key’s own request limit (null: the tenant’s) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        rateLimitPerMinute: number | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string;
-                            permissions: string[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            rateLimitPerMinute: number | null;
-                            revokedAt: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        patch: operations["updateApiKey"];
         trace?: never;
     };
     "/api/v1/tenant": {
@@ -510,50 +100,7 @@ export interface paths {
             cookie?: never;
         };
         /** The caller: its tenant and the permissions of the credential used */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            tenant: {
-                                id: string;
-                                name: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                            };
-                            credential: {
-                                type: string;
-                                id: string | null;
-                                permissions: string[];
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getTenant"];
         put?: never;
         post?: never;
         delete?: never;
@@ -570,146 +117,10 @@ export interface paths {
             cookie?: never;
         };
         /** List API keys (never their secrets) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size, 1 to 100 */
-                    limit?: number;
-                    includeRevoked?: boolean;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            apiKeys: {
-                                id: string;
-                                name: string;
-                                permissions: string[];
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                rateLimitPerMinute: number | null;
-                                revokedAt: string | null;
-                            }[];
-                            total: number;
-                            page: number;
-                            limit: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listApiKeys"];
         put?: never;
         /** Create an API key; the key is in this response only */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name: string;
-                        permissions: ("agents:read" | "agents:write" | "settings:read" | "settings:write" | "skills:read" | "skills:write")[];
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            apiKey: {
-                                id: string;
-                                name: string;
-                                permissions: string[];
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                rateLimitPerMinute: number | null;
-                                revokedAt: string | null;
-                            };
-                            /** @description shown once */
-                            key: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["createApiKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -724,86 +135,7 @@ export interface paths {
             cookie?: never;
         };
         /** Audit events of the tenant, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size, 1 to 100 */
-                    limit?: number;
-                    action?: string;
-                    resourceType?: string;
-                    resourceId?: string;
-                    actorId?: string;
-                    /** @example 2026-11-22T09:00:00.000Z */
-                    since?: string;
-                    /** @example 2026-11-22T09:00:00.000Z */
-                    until?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            events: {
-                                id: string;
-                                actorType: string;
-                                actorId: string | null;
-                                action: string;
-                                resourceType: string;
-                                resourceId: string | null;
-                                detail: {
-                                    [key: string]: unknown;
-                                };
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                            }[];
-                            total: number;
-                            page: number;
-                            limit: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listAuditEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -820,204 +152,10 @@ export interface paths {
             cookie?: never;
         };
         /** List agents */
-        get: {
-            parameters: {
-                query?: {
-                    page?: number;
-                    limit?: number;
-                    appId?: string;
-                    teamId?: string;
-                    status?: "available" | "paused" | "registered";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            agents: {
-                                id: string;
-                                name: string;
-                                role: string | null;
-                                description: string | null;
-                                model: string;
-                                status: string;
-                                hosting: string;
-                                teamId: string | null;
-                                appId: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                            }[];
-                            total: number;
-                            page: number;
-                            limit: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listAgents"];
         put?: never;
         /** Create an agent */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name: string;
-                        appId: string;
-                        teamId?: string;
-                        role?: string;
-                        description?: string;
-                        /** @description provider/model-name, e.g. openai/gpt-4o-mini or builtin/echo */
-                        model?: string;
-                        systemPrompt?: string;
-                        contextPrompt?: string;
-                        /** @description external: hosted elsewhere, holds only an identity here (status registered, never executed) */
-                        hosting?: "platform" | "external";
-                        /** @description The agent's tools, as given (entries with enabled: false left out). Left out: the built-in groups skills and connectors. */
-                        tools?: ({
-                            /** @enum {string} */
-                            type: "builtin";
-                            /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request */
-                            name: "skills" | "connectors";
-                            /** @description false: the group is off (input only; an agent lists only the groups it has) */
-                            enabled?: boolean;
-                        } | {
-                            /** @enum {string} */
-                            type: "mcp";
-                            /**
-                             * Format: uri
-                             * @description Streamable HTTP MCP endpoint
-                             */
-                            url: string;
-                            headers?: {
-                                [key: string]: string;
-                            };
-                            /** @description prefix for the server tool names */
-                            name?: string;
-                            allowedTools?: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "agent";
-                            /** @description identifier (UUID v7) */
-                            agentId: string;
-                            /** @description name the model sees */
-                            name?: string;
-                            description?: string;
-                        })[];
-                        configuration?: {
-                            temperature?: number | null;
-                            /** @description model steps per run (tool round trips + 1) */
-                            maxSteps?: number;
-                            maxTokens?: number | null;
-                            /** @description how many earlier conversation messages the model sees */
-                            memoryWindow?: number;
-                            /** @description what a message does while the agent still answers in the same conversation */
-                            onActiveRun?: "reject" | "enqueue" | "inject";
-                            toolTimeoutMs?: number;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Agent"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["createAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1032,251 +170,12 @@ export interface paths {
             cookie?: never;
         };
         /** Get an agent with its tools and configuration */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Agent"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getAgent"];
         put?: never;
         /** Update an agent (only the fields given change) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name?: string;
-                        appId?: string;
-                        teamId?: string | null;
-                        role?: string | null;
-                        description?: string | null;
-                        /** @description provider/model-name, e.g. openai/gpt-4o-mini or builtin/echo */
-                        model?: string;
-                        systemPrompt?: string | null;
-                        contextPrompt?: string | null;
-                        /** @description paused refuses new executions; a registered (external) agent can be paused (its identity is suspended) but never set to available (409 agent_not_executable): resume it instead */
-                        status?: "available" | "paused";
-                        /** @description Replaces the agent's MCP servers and delegations. The built-in groups are kept as they are, but for those the list names: a group named with enabled: false is turned off; a list that names a group without enabled: false is the complete set (the tools read from the agent can be sent back as they are). */
-                        tools?: ({
-                            /** @enum {string} */
-                            type: "builtin";
-                            /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request */
-                            name: "skills" | "connectors";
-                            /** @description false: the group is off (input only; an agent lists only the groups it has) */
-                            enabled?: boolean;
-                        } | {
-                            /** @enum {string} */
-                            type: "mcp";
-                            /**
-                             * Format: uri
-                             * @description Streamable HTTP MCP endpoint
-                             */
-                            url: string;
-                            headers?: {
-                                [key: string]: string;
-                            };
-                            /** @description prefix for the server tool names */
-                            name?: string;
-                            allowedTools?: string[];
-                        } | {
-                            /** @enum {string} */
-                            type: "agent";
-                            /** @description identifier (UUID v7) */
-                            agentId: string;
-                            /** @description name the model sees */
-                            name?: string;
-                            description?: string;
-                        })[];
-                        configuration?: {
-                            temperature?: number | null;
-                            /** @description model steps per run (tool round trips + 1) */
-                            maxSteps?: number;
-                            maxTokens?: number | null;
-                            /** @description how many earlier conversation messages the model sees */
-                            memoryWindow?: number;
-                            /** @description what a message does while the agent still answers in the same conversation */
-                            onActiveRun?: "reject" | "enqueue" | "inject";
-                            toolTimeoutMs?: number;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Agent"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["updateAgent"];
         /** Delete an agent; its conversations, runs and audit events stay; its keys are revoked and every token naming it stops being active */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        delete: operations["deleteAgent"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1292,65 +191,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Pause an agent: new executions are refused; a registered agent's identity is suspended (no SVIDs, badges, exchanges; its tokens are denied) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Agent"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["pauseAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1367,65 +208,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Resume a paused agent: available again, or registered again for an externally hosted agent */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Agent"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["resumeAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1442,71 +225,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Duplicate an agent (prompts, tools, configuration; not keys or history) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Agent"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["duplicateAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1521,50 +240,7 @@ export interface paths {
             cookie?: never;
         };
         /** List the apps (workspaces) in use in the tenant */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            apps: {
-                                id: string;
-                                agentCount: number;
-                            }[];
-                            total: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listApps"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1586,170 +262,7 @@ export interface paths {
          * Execute an agent: JSON result, or SSE when stream is true
          * @description With "stream": true the answer is Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        message: string;
-                        /** @description identifier (UUID v7) */
-                        conversationId?: string;
-                        /** @default true */
-                        enableTools?: boolean;
-                        maxTokens?: number;
-                        /** @default false */
-                        stream?: boolean;
-                        /** @description file ids from POST /api/v1/files */
-                        attachments?: string[];
-                        onActiveRun?: "reject" | "enqueue" | "inject";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            output: string;
-                            conversationId: string;
-                            runId: string;
-                            status: string;
-                            /** @description USD */
-                            cost: number;
-                            tokenUsage: {
-                                inputTokens: number;
-                                outputTokens: number;
-                            };
-                            toolCalls: {
-                                name: string;
-                                input: unknown;
-                                result: {
-                                    [key: string]: unknown;
-                                } | null;
-                            }[];
-                            /** @description milliseconds */
-                            duration: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            injected: true;
-                            runId: string;
-                            messageId: string;
-                            conversationId: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                402: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                502: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["executeAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1766,150 +279,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Chat with an agent (always streams over SSE) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        message: string;
-                        /** @description identifier (UUID v7) */
-                        conversationId?: string;
-                        /** @default true */
-                        enableTools?: boolean;
-                        maxTokens?: number;
-                        /** @default false */
-                        stream?: boolean;
-                        /** @description file ids from POST /api/v1/files */
-                        attachments?: string[];
-                        onActiveRun?: "reject" | "enqueue" | "inject";
-                    };
-                };
-            };
-            responses: {
-                /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            injected: true;
-                            runId: string;
-                            messageId: string;
-                            conversationId: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                402: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                502: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["chatWithAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1926,150 +296,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Stream an agent’s answer over SSE (same body as execute) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        message: string;
-                        /** @description identifier (UUID v7) */
-                        conversationId?: string;
-                        /** @default true */
-                        enableTools?: boolean;
-                        maxTokens?: number;
-                        /** @default false */
-                        stream?: boolean;
-                        /** @description file ids from POST /api/v1/files */
-                        attachments?: string[];
-                        onActiveRun?: "reject" | "enqueue" | "inject";
-                    };
-                };
-            };
-            responses: {
-                /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            injected: true;
-                            runId: string;
-                            messageId: string;
-                            conversationId: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                402: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                502: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["streamAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2087,112 +314,7 @@ export interface paths {
          * Execution history of an agent, newest first (kept after the agent is deleted)
          * @description 404 `not_found` when the agent is unknown, or another tenant’s, and has no runs here.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size, 1 to 100 */
-                    limit?: number;
-                };
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            runs: {
-                                id: string;
-                                runId: string;
-                                agentId: string;
-                                conversationId: string | null;
-                                taskId: string | null;
-                                kind: string;
-                                /** @description queued, running, completed, failed, cancelled */
-                                status: string;
-                                model: string;
-                                output: string;
-                                error: {
-                                    code: string;
-                                    message: string;
-                                } | null;
-                                /** @description USD */
-                                cost: number;
-                                duration: number | null;
-                                tokenUsage: {
-                                    inputTokens: number;
-                                    outputTokens: number;
-                                };
-                                toolCalls: {
-                                    id: string;
-                                    name: string;
-                                    input: unknown;
-                                    result: {
-                                        [key: string]: unknown;
-                                    } | null;
-                                }[];
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                startedAt: string | null;
-                                completedAt: string | null;
-                            }[];
-                            total: number;
-                            page: number;
-                            limit: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listAgentRuns"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2209,127 +331,7 @@ export interface paths {
             cookie?: never;
         };
         /** A run with its tool calls and steps */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    runId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            runId: string;
-                            agentId: string;
-                            conversationId: string | null;
-                            taskId: string | null;
-                            kind: string;
-                            /** @description queued, running, completed, failed, cancelled */
-                            status: string;
-                            model: string;
-                            output: string;
-                            error: {
-                                code: string;
-                                message: string;
-                            } | null;
-                            /** @description USD */
-                            cost: number;
-                            duration: number | null;
-                            tokenUsage: {
-                                inputTokens: number;
-                                outputTokens: number;
-                            };
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            startedAt: string | null;
-                            completedAt: string | null;
-                            input: string;
-                            options: {
-                                [key: string]: unknown;
-                            };
-                            toolCalls: {
-                                id: string;
-                                name: string;
-                                input: unknown;
-                                result: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                startedAt: string;
-                                completedAt: string | null;
-                            }[];
-                            steps: {
-                                index: number;
-                                text: string;
-                                toolCallIds: string[];
-                                injected: string[];
-                                finishReason: string;
-                                usage: {
-                                    inputTokens: number;
-                                    outputTokens: number;
-                                };
-                            }[];
-                            /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
-                            warnings: string[];
-                            /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
-                            budget: {
-                                tenant?: {
-                                    monthlyBudgetUsd: number;
-                                    spentUsd: number;
-                                };
-                                agent?: {
-                                    monthlyBudgetUsd: number;
-                                    spentUsd: number;
-                                };
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getRun"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2348,136 +350,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Cancel a run: the model stream and tools are aborted; partial output is kept */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    runId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            runId: string;
-                            agentId: string;
-                            conversationId: string | null;
-                            taskId: string | null;
-                            kind: string;
-                            /** @description queued, running, completed, failed, cancelled */
-                            status: string;
-                            model: string;
-                            output: string;
-                            error: {
-                                code: string;
-                                message: string;
-                            } | null;
-                            /** @description USD */
-                            cost: number;
-                            duration: number | null;
-                            tokenUsage: {
-                                inputTokens: number;
-                                outputTokens: number;
-                            };
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            startedAt: string | null;
-                            completedAt: string | null;
-                            input: string;
-                            options: {
-                                [key: string]: unknown;
-                            };
-                            toolCalls: {
-                                id: string;
-                                name: string;
-                                input: unknown;
-                                result: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                startedAt: string;
-                                completedAt: string | null;
-                            }[];
-                            steps: {
-                                index: number;
-                                text: string;
-                                toolCallIds: string[];
-                                injected: string[];
-                                finishReason: string;
-                                usage: {
-                                    inputTokens: number;
-                                    outputTokens: number;
-                                };
-                            }[];
-                            /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
-                            warnings: string[];
-                            /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
-                            budget: {
-                                tenant?: {
-                                    monthlyBudgetUsd: number;
-                                    spentUsd: number;
-                                };
-                                agent?: {
-                                    monthlyBudgetUsd: number;
-                                    spentUsd: number;
-                                };
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["cancelRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2491,68 +364,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Replay a run’s events after Last-Event-ID (header or lastEventId query), then follow live */
-        get: {
-            parameters: {
-                query?: {
-                    lastEventId?: number;
-                };
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    runId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        /**
+         * Replay a run’s events after Last-Event-ID (header or lastEventId query), then follow live
+         * @description 204 (the SSE standard’s “stop reconnecting”) when the run has ended and Last-Event-ID is at or past its last event: an EventSource reconnecting after `done` stops there.
+         */
+        get: operations["getRunEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2569,173 +385,10 @@ export interface paths {
             cookie?: never;
         };
         /** List conversations, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size, 1 to 100 */
-                    limit?: number;
-                    /** @description identifier (UUID v7) */
-                    agentId?: string;
-                    status?: "active" | "completed" | "archived";
-                    appId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            conversations: {
-                                id: string;
-                                name: string | null;
-                                agentId: string;
-                                appId: string | null;
-                                status: string;
-                                messageCount: number;
-                                lastMessageAt: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                            }[];
-                            total: number;
-                            page: number;
-                            limit: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listConversations"];
         put?: never;
         /** Start a conversation with an agent */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description identifier (UUID v7) */
-                        agentId: string;
-                        name?: string;
-                        appId?: string;
-                        /** @description custom tags */
-                        metadata?: {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string | null;
-                            agentId: string;
-                            appId: string | null;
-                            status: string;
-                            messageCount: number;
-                            lastMessageAt: string | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                            activeRunId: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["createConversation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2750,53 +403,7 @@ export interface paths {
             cookie?: never;
         };
         /** Conversation statistics of the tenant */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            total: number;
-                            active: number;
-                            completed: number;
-                            archived: number;
-                            totalMessages: number;
-                            averageMessagesPerConversation: number;
-                            /** @description mean of lastMessageAt - createdAt */
-                            averageDurationMs: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getConversationStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2813,234 +420,15 @@ export interface paths {
             cookie?: never;
         };
         /** A conversation with its participants and metadata */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string | null;
-                            agentId: string;
-                            appId: string | null;
-                            status: string;
-                            messageCount: number;
-                            lastMessageAt: string | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                            activeRunId: string | null;
-                            participants: {
-                                type: string;
-                                id: string;
-                                name: string | null;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getConversation"];
         put?: never;
         post?: never;
         /** Delete a conversation (soft: kept for audit, gone from the API) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        delete: operations["deleteConversation"];
         options?: never;
         head?: never;
         /** Rename, change status (active, completed, archived) or replace metadata */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name?: string | null;
-                        status?: "active" | "completed" | "archived";
-                        /** @description custom tags */
-                        metadata?: {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string | null;
-                            agentId: string;
-                            appId: string | null;
-                            status: string;
-                            messageCount: number;
-                            lastMessageAt: string | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                            activeRunId: string | null;
-                            participants: {
-                                type: string;
-                                id: string;
-                                name: string | null;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        patch: operations["updateConversation"];
         trace?: never;
     };
     "/api/v1/conversations/{id}/messages": {
@@ -3051,220 +439,10 @@ export interface paths {
             cookie?: never;
         };
         /** Messages, oldest first: the `limit` newest ones older than `before` */
-        get: {
-            parameters: {
-                query?: {
-                    limit?: number;
-                    /** @description identifier (UUID v7) */
-                    before?: string;
-                };
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            messages: {
-                                id: string;
-                                /** @description user or assistant */
-                                role: string;
-                                content: string;
-                                toolCalls: {
-                                    name: string;
-                                    input: unknown;
-                                }[];
-                                tokenUsage: {
-                                    inputTokens: number;
-                                    outputTokens: number;
-                                } | null;
-                                attachments: string[];
-                                runId: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                            }[];
-                            hasMore: boolean;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listMessages"];
         put?: never;
         /** Send a message; answers with the agent’s reply */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        content: string;
-                        attachments?: string[];
-                        /** @description overrides the agent’s configuration.onActiveRun for this message */
-                        onActiveRun?: "reject" | "enqueue" | "inject";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            message: {
-                                id: string;
-                                /** @description user or assistant */
-                                role: string;
-                                content: string;
-                                toolCalls: {
-                                    name: string;
-                                    input: unknown;
-                                }[];
-                                tokenUsage: {
-                                    inputTokens: number;
-                                    outputTokens: number;
-                                } | null;
-                                attachments: string[];
-                                runId: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                            };
-                            /** @description USD */
-                            cost: number;
-                            runId: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            injected: true;
-                            runId: string;
-                            messageId: string;
-                            conversationId: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                502: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["sendMessage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3281,83 +459,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Send a message to the agent while it is still answering; it joins at the next step */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        content: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            messageId: string;
-                            runId: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["injectMessage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3374,82 +476,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Upload an attachment (multipart/form-data, one file field, at most 5 MiB) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string;
-                            contentType: string;
-                            /** @description bytes */
-                            size: number;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["uploadFile"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3464,67 +491,7 @@ export interface paths {
             cookie?: never;
         };
         /** An attachment’s metadata */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string;
-                            contentType: string;
-                            /** @description bytes */
-                            size: number;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getFile"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3544,47 +511,7 @@ export interface paths {
          * Download an attachment
          * @description Answers the file bytes with their content type, as an attachment named by `Content-Disposition` (RFC 6266): `filename*` (RFC 8187, UTF-8) for a name that is not ASCII, after an ASCII `filename` fallback.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["downloadFile"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3601,228 +528,13 @@ export interface paths {
             cookie?: never;
         };
         /** List tasks, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size, 1 to 100 */
-                    limit?: number;
-                    /** @description identifier (UUID v7) */
-                    agentId?: string;
-                    teamId?: string;
-                    appId?: string;
-                    status?: "pending" | "awaiting_approval" | "running" | "completed" | "failed" | "cancelled";
-                    type?: "one_time" | "scheduled" | "triggered";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            tasks: {
-                                id: string;
-                                name: string;
-                                description: string;
-                                agentId: string;
-                                teamId: string | null;
-                                appId: string;
-                                type: string;
-                                schedule: string | null;
-                                priority: string;
-                                dueAt: string | null;
-                                /** @description pending, awaiting_approval, running, completed, failed, cancelled */
-                                status: string;
-                                lastRunAt: string | null;
-                                nextRunAt: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                            }[];
-                            total: number;
-                            page: number;
-                            limit: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listTasks"];
         put?: never;
         /**
          * Create a task (one-time: queued at once; scheduled: cron; triggered: webhook or platform event)
          * @description A webhook-triggered task answers trigger.url and trigger.secret; the secret is shown this once.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name: string;
-                        /** @description what the agent should do; executed as a message */
-                        description: string;
-                        /** @description identifier (UUID v7) */
-                        agentId: string;
-                        teamId?: string;
-                        /** @description default: the agent's app */
-                        appId?: string;
-                        type?: "one_time" | "scheduled" | "triggered";
-                        /** @description cron expression, five fields; scheduled tasks only */
-                        schedule?: string;
-                        /** @description IANA time zone of the schedule (default UTC) */
-                        timezone?: string;
-                        priority?: "low" | "medium" | "high" | "critical";
-                        /**
-                         * Format: date-time
-                         * @description deadline of a one-time task; earlier deadlines dispatch first
-                         */
-                        dueAt?: string;
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                        requiresApproval?: boolean;
-                        /** @description scheduled tasks: what a cron time found late does (default skip) */
-                        misfirePolicy?: "skip" | "fire_once";
-                        /** @description scheduled and triggered tasks: a fire while work is active (default skip) */
-                        overlapPolicy?: "skip" | "queue" | "allow";
-                        retryPolicy?: {
-                            /**
-                             * @description runs per piece of work, the first included; 1: no automatic retry
-                             * @default 1
-                             */
-                            maxAttempts?: number;
-                            /**
-                             * @description wait before the first retry; doubled for each later one
-                             * @default 10
-                             */
-                            backoffSeconds?: number;
-                        };
-                        trigger?: {
-                            /** @description webhook: POST /api/v1/hooks/{taskId}, signed; event: another task completed or failed */
-                            type?: "webhook" | "event";
-                            event?: "task.completed" | "task.failed";
-                            /** @description identifier (UUID v7) */
-                            taskId?: string;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Task"];
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["createTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3837,63 +549,7 @@ export interface paths {
             cookie?: never;
         };
         /** Tasks awaiting a human decision, oldest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size, 1 to 100 */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            tasks: components["schemas"]["Task"][];
-                            total: number;
-                            page: number;
-                            limit: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listTasksPendingApproval"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3910,127 +566,7 @@ export interface paths {
             cookie?: never;
         };
         /** A task run with its tool calls and steps (also after the task was deleted) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    runId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            runId: string;
-                            agentId: string;
-                            conversationId: string | null;
-                            taskId: string | null;
-                            kind: string;
-                            /** @description queued, running, completed, failed, cancelled */
-                            status: string;
-                            model: string;
-                            output: string;
-                            error: {
-                                code: string;
-                                message: string;
-                            } | null;
-                            /** @description USD */
-                            cost: number;
-                            duration: number | null;
-                            tokenUsage: {
-                                inputTokens: number;
-                                outputTokens: number;
-                            };
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            startedAt: string | null;
-                            completedAt: string | null;
-                            input: string;
-                            options: {
-                                [key: string]: unknown;
-                            };
-                            toolCalls: {
-                                id: string;
-                                name: string;
-                                input: unknown;
-                                result: {
-                                    [key: string]: unknown;
-                                } | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                startedAt: string;
-                                completedAt: string | null;
-                            }[];
-                            steps: {
-                                index: number;
-                                text: string;
-                                toolCallIds: string[];
-                                injected: string[];
-                                finishReason: string;
-                                usage: {
-                                    inputTokens: number;
-                                    outputTokens: number;
-                                };
-                            }[];
-                            /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
-                            warnings: string[];
-                            /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
-                            budget: {
-                                tenant?: {
-                                    monthlyBudgetUsd: number;
-                                    spentUsd: number;
-                                };
-                                agent?: {
-                                    monthlyBudgetUsd: number;
-                                    spentUsd: number;
-                                };
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getTaskRun"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4047,247 +583,11 @@ export interface paths {
             cookie?: never;
         };
         /** A task with its recent runs, latest output and recent fire decisions */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string;
-                            description: string;
-                            agentId: string;
-                            teamId: string | null;
-                            appId: string;
-                            type: string;
-                            schedule: string | null;
-                            priority: string;
-                            dueAt: string | null;
-                            /** @description pending, awaiting_approval, running, completed, failed, cancelled */
-                            status: string;
-                            lastRunAt: string | null;
-                            nextRunAt: string | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            timezone: string | null;
-                            input: {
-                                [key: string]: unknown;
-                            };
-                            requiresApproval: boolean;
-                            misfirePolicy: string;
-                            overlapPolicy: string;
-                            retryPolicy: {
-                                /**
-                                 * @description runs per piece of work, the first included; 1: no automatic retry
-                                 * @default 1
-                                 */
-                                maxAttempts: number;
-                                /**
-                                 * @description wait before the first retry; doubled for each later one
-                                 * @default 10
-                                 */
-                                backoffSeconds: number;
-                            };
-                            trigger: ({
-                                /** @enum {string} */
-                                type: "webhook";
-                                url: string;
-                                /** @description shown once, at creation */
-                                secret?: string;
-                            } | {
-                                /** @enum {string} */
-                                type: "event";
-                                event: string;
-                                taskId: string;
-                            }) | null;
-                            approval: {
-                                action: string | null;
-                                payload: {
-                                    [key: string]: unknown;
-                                } | null;
-                                requestedBy: {
-                                    type: string;
-                                    id: string | null;
-                                } | null;
-                                decision: ("approved" | "rejected") | null;
-                                decidedBy: {
-                                    type: string;
-                                    id: string | null;
-                                } | null;
-                                decidedAt: string | null;
-                            } | null;
-                            lastRunId: string | null;
-                            lastError: {
-                                code: string;
-                                message: string;
-                            } | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                            /** @description output of the latest completed run */
-                            output: string | null;
-                            /** @description the 10 most recent runs, newest first */
-                            runs: {
-                                id: string;
-                                runId: string;
-                                agentId: string;
-                                conversationId: string | null;
-                                taskId: string | null;
-                                kind: string;
-                                /** @description queued, running, completed, failed, cancelled */
-                                status: string;
-                                model: string;
-                                output: string;
-                                error: {
-                                    code: string;
-                                    message: string;
-                                } | null;
-                                /** @description USD */
-                                cost: number;
-                                duration: number | null;
-                                tokenUsage: {
-                                    inputTokens: number;
-                                    outputTokens: number;
-                                };
-                                toolCalls: {
-                                    id: string;
-                                    name: string;
-                                    input: unknown;
-                                    result: {
-                                        [key: string]: unknown;
-                                    } | null;
-                                }[];
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                startedAt: string | null;
-                                completedAt: string | null;
-                            }[];
-                            runCount: number;
-                            /** @description the 20 most recent fire decisions, newest first */
-                            fires: {
-                                id: string;
-                                /** @description schedule, webhook or event */
-                                source: string;
-                                scheduledFor: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                decidedAt: string;
-                                /** @description fired (work queued), queued (waits for the active run), skipped */
-                                decision: string;
-                                reason: string | null;
-                                /** @description cron times passed over by this decision */
-                                missed: number;
-                                jobId: string | null;
-                                detail: {
-                                    [key: string]: unknown;
-                                };
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getTask"];
         put?: never;
         post?: never;
         /** Delete a task: schedules and triggers stop, queued work is dropped, running runs stop; runs stay readable */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        delete: operations["deleteTask"];
         options?: never;
         head?: never;
         patch?: never;
@@ -4306,111 +606,7 @@ export interface paths {
          * Run the task now (any type); input is merged over the task input for this run
          * @description Starts a run of the task at once, whatever its type or schedule. A task awaiting approval is not run: the answer is 409 `task_awaiting_approval` (running it would bypass the approval); approve it first (POST /api/v1/tasks/{id}/approve).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description merged over the task input for this run */
-                        input?: {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            runId: string | null;
-                            status: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            startedAt: string;
-                            taskId: string;
-                            conversationId: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description `task_awaiting_approval`: the task waits for approval (approve it, then run it); `task_not_runnable`: an approval task, which acts when approved; `agent_not_found`: the task’s agent was deleted */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["runTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4427,65 +623,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Cancel a pending or running task: queued work is dropped, a running agent stops at its next tool boundary */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Task"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["cancelTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4502,75 +640,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Run a failed task again with the same configuration */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            runId: string | null;
-                            status: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            startedAt: string;
-                            taskId: string;
-                            conversationId: string | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["retryTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4587,65 +657,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Approve a task awaiting approval: it is queued, or its action is performed */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Task"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["approveTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4662,65 +674,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Reject a task awaiting approval: it is cancelled */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Task"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["rejectTask"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4735,112 +689,7 @@ export interface paths {
             cookie?: never;
         };
         /** The task’s runs, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size, 1 to 100 */
-                    limit?: number;
-                };
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            runs: {
-                                id: string;
-                                runId: string;
-                                agentId: string;
-                                conversationId: string | null;
-                                taskId: string | null;
-                                kind: string;
-                                /** @description queued, running, completed, failed, cancelled */
-                                status: string;
-                                model: string;
-                                output: string;
-                                error: {
-                                    code: string;
-                                    message: string;
-                                } | null;
-                                /** @description USD */
-                                cost: number;
-                                duration: number | null;
-                                tokenUsage: {
-                                    inputTokens: number;
-                                    outputTokens: number;
-                                };
-                                toolCalls: {
-                                    id: string;
-                                    name: string;
-                                    input: unknown;
-                                    result: {
-                                        [key: string]: unknown;
-                                    } | null;
-                                }[];
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                startedAt: string | null;
-                                completedAt: string | null;
-                            }[];
-                            total: number;
-                            page: number;
-                            limit: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listTaskRuns"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4857,94 +706,7 @@ export interface paths {
             cookie?: never;
         };
         /** The task’s fire decisions (cron times, webhook deliveries, platform events), newest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size, 1 to 100 */
-                    limit?: number;
-                };
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            fires: {
-                                id: string;
-                                /** @description schedule, webhook or event */
-                                source: string;
-                                scheduledFor: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                decidedAt: string;
-                                /** @description fired (work queued), queued (waits for the active run), skipped */
-                                decision: string;
-                                reason: string | null;
-                                /** @description cron times passed over by this decision */
-                                missed: number;
-                                jobId: string | null;
-                                detail: {
-                                    [key: string]: unknown;
-                                };
-                            }[];
-                            total: number;
-                            page: number;
-                            limit: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listTaskFires"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4966,92 +728,7 @@ export interface paths {
          * Webhook trigger of a task: the JSON body becomes the run input
          * @description Signed with the task secret: x-agentry-timestamp: <unix seconds>, x-agentry-signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>">. Deliveries more than 5 minutes from the server time, or with a bad signature, are refused (401) and run nothing; the same delivery twice fires once.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    taskId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {boolean} */
-                            accepted: true;
-                            taskId: string;
-                            fireId: string;
-                            decision: string;
-                            reason: string | null;
-                            /** @description the same signed delivery was received before; nothing new happens */
-                            duplicate: boolean;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["triggerTaskWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5066,239 +743,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the tenant’s skills (active by default), filtered by category, status, source or words */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description e.g. engineering, sales, support, finance */
-                    category?: string;
-                    status?: "active" | "archived" | "all";
-                    source?: "custom" | "store";
-                    /** @description words in the name or description */
-                    q?: string;
-                    page?: number;
-                    /** @description page size, 1 to 200 */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            skills: {
-                                id: string;
-                                name: string;
-                                description: string;
-                                category: string | null;
-                                /** @description custom (tenant-created) or store (acquired from the store) */
-                                source: "custom" | "store";
-                                storeId: string | null;
-                                status: "active" | "archived";
-                                instructions: string;
-                                metadata: {
-                                    [key: string]: string;
-                                };
-                                references: {
-                                    name: string;
-                                    /** @description bytes */
-                                    size: number;
-                                }[];
-                                scripts: {
-                                    name: string;
-                                    language: string;
-                                    /** @description bytes */
-                                    size: number;
-                                }[];
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                updatedAt: string;
-                            }[];
-                            total: number;
-                            page: number;
-                            limit: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listSkills"];
         put?: never;
         /** Create a custom skill */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description lowercase letters, digits and single hyphens (Agent Skills format), unique in the tenant */
-                        name: string;
-                        /** @description what the skill does and when to use it */
-                        description: string;
-                        category?: string | null;
-                        /** @description the body of SKILL.md (Markdown) */
-                        instructions: string;
-                        metadata?: {
-                            [key: string]: string;
-                        };
-                        references?: {
-                            /** @description relative path, e.g. pricing.md or api/endpoints.md */
-                            name: string;
-                            content: string;
-                        }[];
-                        scripts?: {
-                            /** @description relative path, e.g. pricing.md or api/endpoints.md */
-                            name: string;
-                            /** @description inferred from the extension when left out (python, bash, javascript, ...) */
-                            language?: string;
-                            content: string;
-                        }[];
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string;
-                            description: string;
-                            category: string | null;
-                            /** @description custom (tenant-created) or store (acquired from the store) */
-                            source: "custom" | "store";
-                            storeId: string | null;
-                            status: "active" | "archived";
-                            instructions: string;
-                            metadata: {
-                                [key: string]: string;
-                            };
-                            references: {
-                                name: string;
-                                /** @description bytes */
-                                size: number;
-                            }[];
-                            scripts: {
-                                name: string;
-                                language: string;
-                                /** @description bytes */
-                                size: number;
-                            }[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["createSkill"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5313,46 +761,7 @@ export interface paths {
             cookie?: never;
         };
         /** The categories of the tenant’s active skills */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            categories: string[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listSkillCategories"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5369,75 +778,7 @@ export interface paths {
             cookie?: never;
         };
         /** The skill store: skills shipped with the platform, and whether this tenant acquired each */
-        get: {
-            parameters: {
-                query?: {
-                    category?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            skills: {
-                                /** @description store id (the skill name) */
-                                id: string;
-                                name: string;
-                                description: string;
-                                category: string | null;
-                                references: {
-                                    name: string;
-                                    size: number;
-                                }[];
-                                scripts: {
-                                    name: string;
-                                    language: string;
-                                    size: number;
-                                }[];
-                                acquired: boolean;
-                                skillId: string | null;
-                            }[];
-                            total: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listStoreSkills"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5454,74 +795,7 @@ export interface paths {
             cookie?: never;
         };
         /** A store skill with its instructions */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description store id (the skill name) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description store id (the skill name) */
-                            id: string;
-                            name: string;
-                            description: string;
-                            category: string | null;
-                            references: {
-                                name: string;
-                                size: number;
-                            }[];
-                            scripts: {
-                                name: string;
-                                language: string;
-                                size: number;
-                            }[];
-                            acquired: boolean;
-                            skillId: string | null;
-                            instructions: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getStoreSkill"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5540,99 +814,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Acquire a store skill: the tenant gets its own copy (source store) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description store id (the skill name) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string;
-                            description: string;
-                            category: string | null;
-                            /** @description custom (tenant-created) or store (acquired from the store) */
-                            source: "custom" | "store";
-                            storeId: string | null;
-                            status: "active" | "archived";
-                            instructions: string;
-                            metadata: {
-                                [key: string]: string;
-                            };
-                            references: {
-                                name: string;
-                                /** @description bytes */
-                                size: number;
-                            }[];
-                            scripts: {
-                                name: string;
-                                language: string;
-                                /** @description bytes */
-                                size: number;
-                            }[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["acquireStoreSkill"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5647,115 +829,7 @@ export interface paths {
             cookie?: never;
         };
         /** The skills assigned to an agent, with each assignment, highest priority first */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    agentId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            skills: {
-                                id: string;
-                                name: string;
-                                description: string;
-                                category: string | null;
-                                /** @description custom (tenant-created) or store (acquired from the store) */
-                                source: "custom" | "store";
-                                storeId: string | null;
-                                status: "active" | "archived";
-                                instructions: string;
-                                metadata: {
-                                    [key: string]: string;
-                                };
-                                references: {
-                                    name: string;
-                                    /** @description bytes */
-                                    size: number;
-                                }[];
-                                scripts: {
-                                    name: string;
-                                    language: string;
-                                    /** @description bytes */
-                                    size: number;
-                                }[];
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                updatedAt: string;
-                                /** Skill assignment */
-                                assignment: {
-                                    skillId: string;
-                                    agentId: string;
-                                    enabled: boolean;
-                                    /** @description higher means more likely to be used; default 0 */
-                                    priority: number;
-                                    config: {
-                                        [key: string]: unknown;
-                                    };
-                                    assignedBy: string | null;
-                                    /**
-                                     * Format: date-time
-                                     * @example 2026-11-22T09:00:00.000Z
-                                     */
-                                    createdAt: string;
-                                    /**
-                                     * Format: date-time
-                                     * @example 2026-11-22T09:00:00.000Z
-                                     */
-                                    updatedAt: string;
-                                };
-                            }[];
-                            total: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listAgentSkills"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5782,114 +856,7 @@ export interface paths {
          *       top-level folder named like the skill, references/, scripts/), or a SKILL.md file.
          *     Archives: at most 5242880 bytes, 500 entries and 8388608 bytes unpacked; absolute paths, `..` and links are refused (400).
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string;
-                            description: string;
-                            category: string | null;
-                            /** @description custom (tenant-created) or store (acquired from the store) */
-                            source: "custom" | "store";
-                            storeId: string | null;
-                            status: "active" | "archived";
-                            instructions: string;
-                            metadata: {
-                                [key: string]: string;
-                            };
-                            references: {
-                                name: string;
-                                /** @description bytes */
-                                size: number;
-                            }[];
-                            scripts: {
-                                name: string;
-                                language: string;
-                                /** @description bytes */
-                                size: number;
-                            }[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["importSkill"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5904,354 +871,15 @@ export interface paths {
             cookie?: never;
         };
         /** A skill with all its assignments */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string;
-                            description: string;
-                            category: string | null;
-                            /** @description custom (tenant-created) or store (acquired from the store) */
-                            source: "custom" | "store";
-                            storeId: string | null;
-                            status: "active" | "archived";
-                            instructions: string;
-                            metadata: {
-                                [key: string]: string;
-                            };
-                            references: {
-                                name: string;
-                                /** @description bytes */
-                                size: number;
-                            }[];
-                            scripts: {
-                                name: string;
-                                language: string;
-                                /** @description bytes */
-                                size: number;
-                            }[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                            assignments: {
-                                skillId: string;
-                                agentId: string;
-                                enabled: boolean;
-                                /** @description higher means more likely to be used; default 0 */
-                                priority: number;
-                                config: {
-                                    [key: string]: unknown;
-                                };
-                                assignedBy: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                updatedAt: string;
-                                agentName: string;
-                                agentStatus: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getSkill"];
         put?: never;
         post?: never;
         /** Archive a skill (200 with the archived skill; idempotent). Assignments are kept but inactive until it is restored. */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string;
-                            description: string;
-                            category: string | null;
-                            /** @description custom (tenant-created) or store (acquired from the store) */
-                            source: "custom" | "store";
-                            storeId: string | null;
-                            status: "active" | "archived";
-                            instructions: string;
-                            metadata: {
-                                [key: string]: string;
-                            };
-                            references: {
-                                name: string;
-                                /** @description bytes */
-                                size: number;
-                            }[];
-                            scripts: {
-                                name: string;
-                                language: string;
-                                /** @description bytes */
-                                size: number;
-                            }[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        delete: operations["archiveSkill"];
         options?: never;
         head?: never;
         /** Update a custom skill (only the fields given change; references/scripts given replace them); status archives or restores */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description lowercase letters, digits and single hyphens (Agent Skills format), unique in the tenant */
-                        name?: string;
-                        /** @description what the skill does and when to use it */
-                        description?: string;
-                        category?: string | null;
-                        /** @description the body of SKILL.md (Markdown) */
-                        instructions?: string;
-                        metadata?: {
-                            [key: string]: string;
-                        };
-                        /** @description replaces every reference */
-                        references?: {
-                            /** @description relative path, e.g. pricing.md or api/endpoints.md */
-                            name: string;
-                            content: string;
-                        }[];
-                        /** @description replaces every script */
-                        scripts?: {
-                            /** @description relative path, e.g. pricing.md or api/endpoints.md */
-                            name: string;
-                            /** @description inferred from the extension when left out (python, bash, javascript, ...) */
-                            language?: string;
-                            content: string;
-                        }[];
-                        /** @description archived, or active to restore */
-                        status?: "active" | "archived";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string;
-                            description: string;
-                            category: string | null;
-                            /** @description custom (tenant-created) or store (acquired from the store) */
-                            source: "custom" | "store";
-                            storeId: string | null;
-                            status: "active" | "archived";
-                            instructions: string;
-                            metadata: {
-                                [key: string]: string;
-                            };
-                            references: {
-                                name: string;
-                                /** @description bytes */
-                                size: number;
-                            }[];
-                            scripts: {
-                                name: string;
-                                language: string;
-                                /** @description bytes */
-                                size: number;
-                            }[];
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        patch: operations["updateSkill"];
         trace?: never;
     };
     "/api/skills/{id}/export": {
@@ -6262,67 +890,7 @@ export interface paths {
             cookie?: never;
         };
         /** Export a skill: its SKILL.md (format=md, default) or the whole folder as a zip (format=zip) */
-        get: {
-            parameters: {
-                query?: {
-                    format?: "md" | "zip";
-                };
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description text/markdown (SKILL.md) or application/zip */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": string;
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["exportSkill"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6339,81 +907,7 @@ export interface paths {
             cookie?: never;
         };
         /** The agents a skill is assigned to, with enabled, priority, config and assignedBy */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            agents: {
-                                skillId: string;
-                                agentId: string;
-                                enabled: boolean;
-                                /** @description higher means more likely to be used; default 0 */
-                                priority: number;
-                                config: {
-                                    [key: string]: unknown;
-                                };
-                                assignedBy: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                updatedAt: string;
-                                agentName: string;
-                                agentStatus: string;
-                            }[];
-                            total: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listSkillAgents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6432,128 +926,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Assign a skill to an agent of the same tenant (enabled; 400 already_assigned if it is) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description identifier (UUID v7) */
-                        agentId: string;
-                        /** @description per-assignment configuration the skill tools hand to the agent */
-                        config?: {
-                            [key: string]: unknown;
-                        };
-                        /**
-                         * @description higher means more likely to be used
-                         * @default 0
-                         */
-                        priority?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            skillId: string;
-                            agentId: string;
-                            enabled: boolean;
-                            /** @description higher means more likely to be used; default 0 */
-                            priority: number;
-                            config: {
-                                [key: string]: unknown;
-                            };
-                            assignedBy: string | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["assignSkill"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6571,56 +944,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Remove a skill from an agent */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                    /** @description identifier (UUID v7) */
-                    agentId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        delete: operations["unassignSkill"];
         options?: never;
         head?: never;
         patch?: never;
@@ -6640,117 +964,7 @@ export interface paths {
         options?: never;
         head?: never;
         /** Update an assignment: enabled, config, priority */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                    /** @description identifier (UUID v7) */
-                    agentId: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        enabled?: boolean;
-                        /** @description per-assignment configuration the skill tools hand to the agent */
-                        config?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description higher means more likely to be used */
-                        priority?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            skillId: string;
-                            agentId: string;
-                            enabled: boolean;
-                            /** @description higher means more likely to be used; default 0 */
-                            priority: number;
-                            config: {
-                                [key: string]: unknown;
-                            };
-                            assignedBy: string | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        patch: operations["updateSkillAssignment"];
         trace?: never;
     };
     "/api/v1/connectors": {
@@ -6761,94 +975,7 @@ export interface paths {
             cookie?: never;
         };
         /** The integration catalog with this tenant’s connections (secrets masked) */
-        get: {
-            parameters: {
-                query?: {
-                    category?: string;
-                    connected?: boolean;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            connectors: {
-                                id: string;
-                                name: string;
-                                category: string;
-                                description: string;
-                                fields: {
-                                    name: string;
-                                    label: string;
-                                    /** @description string, secret, url, email or boolean */
-                                    type: string;
-                                    required: boolean;
-                                    /** @description stored, never shown: answered as ******** */
-                                    secret: boolean;
-                                    description: string;
-                                }[];
-                                suggestedSkills: string[];
-                                connected: boolean;
-                                connection: {
-                                    id: string;
-                                    /** @description secret values masked */
-                                    configuration: {
-                                        [key: string]: unknown;
-                                    };
-                                    connectedBy: string | null;
-                                    /**
-                                     * Format: date-time
-                                     * @example 2026-11-22T09:00:00.000Z
-                                     */
-                                    connectedAt: string;
-                                    /**
-                                     * Format: date-time
-                                     * @example 2026-11-22T09:00:00.000Z
-                                     */
-                                    updatedAt: string;
-                                } | null;
-                            }[];
-                            total: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listConnectors"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6865,82 +992,7 @@ export interface paths {
             cookie?: never;
         };
         /** Connector requests agents made (connector_request), newest first */
-        get: {
-            parameters: {
-                query?: {
-                    status?: "pending" | "accepted" | "rejected";
-                    /** @description identifier (UUID v7) */
-                    agentId?: string;
-                    connectorId?: string;
-                    /** @description page number, from 1 */
-                    page?: number;
-                    /** @description page size, 1 to 100 */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            requests: {
-                                id: string;
-                                agentId: string;
-                                connectorId: string;
-                                reason: string;
-                                status: "pending" | "accepted" | "rejected";
-                                taskId: string | null;
-                                requestedBy: string | null;
-                                decidedBy: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                decidedAt: string | null;
-                            }[];
-                            total: number;
-                            page: number;
-                            limit: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listConnectorRequests"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6957,91 +1009,7 @@ export interface paths {
             cookie?: never;
         };
         /** One connector with this tenant’s connection (secrets masked) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description connector id, e.g. github */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string;
-                            category: string;
-                            description: string;
-                            fields: {
-                                name: string;
-                                label: string;
-                                /** @description string, secret, url, email or boolean */
-                                type: string;
-                                required: boolean;
-                                /** @description stored, never shown: answered as ******** */
-                                secret: boolean;
-                                description: string;
-                            }[];
-                            suggestedSkills: string[];
-                            connected: boolean;
-                            connection: {
-                                id: string;
-                                /** @description secret values masked */
-                                configuration: {
-                                    [key: string]: unknown;
-                                };
-                                connectedBy: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                connectedAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                updatedAt: string;
-                            } | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getConnector"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7060,135 +1028,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Connect an integration with its configuration (validated per connector; 409 already_connected) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description connector id, e.g. github */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        configuration: {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string;
-                            category: string;
-                            description: string;
-                            fields: {
-                                name: string;
-                                label: string;
-                                /** @description string, secret, url, email or boolean */
-                                type: string;
-                                required: boolean;
-                                /** @description stored, never shown: answered as ******** */
-                                secret: boolean;
-                                description: string;
-                            }[];
-                            suggestedSkills: string[];
-                            connected: boolean;
-                            connection: {
-                                id: string;
-                                /** @description secret values masked */
-                                configuration: {
-                                    [key: string]: unknown;
-                                };
-                                connectedBy: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                connectedAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                updatedAt: string;
-                            } | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["connectConnector"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7209,126 +1049,7 @@ export interface paths {
         options?: never;
         head?: never;
         /** Change some fields of a connection (others keep their value; null removes an optional one) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description connector id, e.g. github */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        configuration: {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            name: string;
-                            category: string;
-                            description: string;
-                            fields: {
-                                name: string;
-                                label: string;
-                                /** @description string, secret, url, email or boolean */
-                                type: string;
-                                required: boolean;
-                                /** @description stored, never shown: answered as ******** */
-                                secret: boolean;
-                                description: string;
-                            }[];
-                            suggestedSkills: string[];
-                            connected: boolean;
-                            connection: {
-                                id: string;
-                                /** @description secret values masked */
-                                configuration: {
-                                    [key: string]: unknown;
-                                };
-                                connectedBy: string | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                connectedAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                updatedAt: string;
-                            } | null;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        patch: operations["updateConnection"];
         trace?: never;
     };
     "/api/v1/connectors/{id}/disconnect": {
@@ -7341,54 +1062,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Disconnect an integration (its configuration is deleted) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description connector id, e.g. github */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["disconnectConnector"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7403,174 +1077,15 @@ export interface paths {
             cookie?: never;
         };
         /** MCP GET: not offered by this stateless server (405) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    agentId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description JSON-RPC error */
-                405: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": unknown;
-                    };
-                };
-            };
-        };
+        get: operations["openAgentMcpStream"];
         put?: never;
         /**
          * MCP (Streamable HTTP, stateless): the agent’s skill and connector tools
          * @description JSON-RPC messages of the Model Context Protocol: initialize, tools/list, tools/call. The tools are those the agent gets during runs: skill_discover, skill_query, skill_request (builtin group skills) and connector_discover, connector_request (builtin group connectors). Each tool needs what its HTTP twin needs: skill_request and connector_request create approval tasks, so they need agents:write (as POST /api/v1/tasks); without it they answer an error result with code forbidden and create nothing.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    agentId: string;
-                };
-                cookie?: never;
-            };
-            /** @description a JSON-RPC message or batch */
-            requestBody: {
-                content: {
-                    "application/json": unknown;
-                };
-            };
-            responses: {
-                /** @description JSON-RPC response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": unknown;
-                    };
-                };
-                /** @description accepted (notifications) */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["callAgentMcp"];
         /** MCP DELETE: not offered by this stateless server (405) */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    agentId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description JSON-RPC error */
-                405: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": unknown;
-                    };
-                };
-            };
-        };
+        delete: operations["endAgentMcpSession"];
         options?: never;
         head?: never;
         patch?: never;
@@ -7587,59 +1102,7 @@ export interface paths {
          * Client ID Metadata Document of an agent (client_id = this URL), with its SPIFFE ID and signed badge
          * @description A paused registered agent has its identity suspended: 409 agent_suspended (no new badge) until it is resumed.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    agentId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description this document's own URL */
-                            client_id: string;
-                            client_name: string;
-                            jwks_uri: string;
-                            grant_types: string[];
-                            /** @enum {string} */
-                            token_endpoint_auth_method: "private_key_jwt";
-                            token_endpoint_auth_signing_alg: string;
-                            spiffe_id: string;
-                            /** @description W3C VC 2.0 credential (vc+jwt) describing the agent's capabilities */
-                            badge: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getAgentClientMetadata"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7656,48 +1119,7 @@ export interface paths {
             cookie?: never;
         };
         /** The agent's public keys (EC P-256): active and recently rotated */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    agentId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            keys: {
-                                kty: string;
-                                crv: string;
-                                x: string;
-                                y: string;
-                                kid: string;
-                                use: string;
-                                alg?: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getAgentJwks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7714,36 +1136,7 @@ export interface paths {
             cookie?: never;
         };
         /** Platform JWKS: verifies SVIDs, badges and access tokens */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            keys: {
-                                kty: string;
-                                crv: string;
-                                x: string;
-                                y: string;
-                                kid: string;
-                                use: string;
-                                alg?: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getPlatformJwks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7760,41 +1153,7 @@ export interface paths {
             cookie?: never;
         };
         /** SPIFFE trust bundle of the trust domain (JWT-SVID keys) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description use "jwt-svid", no alg */
-                            keys: {
-                                kty: string;
-                                crv: string;
-                                x: string;
-                                y: string;
-                                kid: string;
-                                use: string;
-                                alg?: string;
-                            }[];
-                            /** @description changes (upwards) whenever the keys change */
-                            spiffe_sequence: number;
-                            /** @description seconds */
-                            spiffe_refresh_hint: number;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getSpiffeTrustBundle"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7816,101 +1175,7 @@ export interface paths {
          * Issue a JWT-SVID for an agent
          * @description A paused registered agent has its identity suspended: 409 agent_suspended until it is resumed.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    agentId: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description who the SVID is for; to use it for token exchange, include the issuer or the token endpoint URL */
-                        audience: string | string[];
-                        /** @default 3600 */
-                        ttlSeconds: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description JWT-SVID (typ JWT, ES256) */
-                            svid: string;
-                            spiffeId: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            expiresAt: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["issueAgentSvid"];
         delete?: never;
         options?: never;
         head?: never;
@@ -7925,78 +1190,7 @@ export interface paths {
             cookie?: never;
         };
         /** The agent's keys, newest first, with their status (never private parts) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    agentId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            keys: {
-                                kid: string;
-                                status: "active" | "rotated" | "revoked" | "expired";
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                rotatedAt: string | null;
-                                expiresAt: string | null;
-                                revokedAt: string | null;
-                                publicJwk: {
-                                    kty: string;
-                                    crv: string;
-                                    x: string;
-                                    y: string;
-                                    kid: string;
-                                    use: string;
-                                    alg?: string;
-                                };
-                            }[];
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listAgentKeys"];
         put?: never;
         post?: never;
         delete?: never;
@@ -8015,113 +1209,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Rotate the agent's key: a new EC P-256 key; the old one is marked rotated (published 24 h more) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    agentId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            key: {
-                                kid: string;
-                                status: "active" | "rotated" | "revoked" | "expired";
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                rotatedAt: string | null;
-                                expiresAt: string | null;
-                                revokedAt: string | null;
-                                publicJwk: {
-                                    kty: string;
-                                    crv: string;
-                                    x: string;
-                                    y: string;
-                                    kid: string;
-                                    use: string;
-                                    alg?: string;
-                                };
-                            };
-                            /** @description the keys this rotation retired; published until their expiresAt */
-                            rotated: {
-                                kid: string;
-                                status: "active" | "rotated" | "revoked" | "expired";
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                rotatedAt: string | null;
-                                expiresAt: string | null;
-                                revokedAt: string | null;
-                                publicJwk: {
-                                    kty: string;
-                                    crv: string;
-                                    x: string;
-                                    y: string;
-                                    kid: string;
-                                    use: string;
-                                    alg?: string;
-                                };
-                            }[];
-                            /** @description externally hosted agents only: the new private key (JWK), shown once */
-                            privateJwk?: {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["rotateAgentKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8139,55 +1227,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Revoke one of the agent's keys: it leaves the JWKS at once, and tokens bound to it stop working */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    agentId: string;
-                    keyId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        delete: operations["revokeAgentKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -8203,62 +1243,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** ExtAuthZ: may the bearer of this delegation token call this tool of this agent? (200 even for bad tokens) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description the exchanged access token (or send it as Authorization: Bearer) */
-                        token?: string;
-                        /** @description tool name */
-                        tool: string;
-                        /** @description the callee agent: id, SPIFFE ID or client ID URL */
-                        callee: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            allowed: boolean;
-                            reason: "token_invalid" | "tool_not_in_scope" | "policy_allow" | "policy_deny" | "no_policy_audit_allow" | "no_policy_enforce_deny";
-                            /** @description the policy that decided */
-                            policyId?: string;
-                            /** @description why the token is invalid */
-                            detail?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["authorizeToolCall"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8273,238 +1258,10 @@ export interface paths {
             cookie?: never;
         };
         /** List TBAC policies, newest first */
-        get: {
-            parameters: {
-                query?: {
-                    page?: number;
-                    limit?: number;
-                    /** @description agent id, or * for any */
-                    callerAgentId?: string;
-                    /** @description agent id, or * for any */
-                    calleeAgentId?: string;
-                    /** @description tool name, or * for any */
-                    toolName?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            policies: {
-                                id: string;
-                                callerAgentId: string;
-                                calleeAgentId: string;
-                                toolName: string;
-                                effect: "allow" | "deny";
-                                description: string | null;
-                                conditions: {
-                                    /**
-                                     * Format: date-time
-                                     * @description the policy applies from this time
-                                     */
-                                    notBefore?: string;
-                                    /**
-                                     * Format: date-time
-                                     * @description the policy expires at this time
-                                     */
-                                    notAfter?: string;
-                                    /** @description daily UTC window, start included, end excluded; may span midnight */
-                                    timeWindow?: {
-                                        /** @description HH:MM, UTC */
-                                        start: string;
-                                        /** @description HH:MM, UTC */
-                                        end: string;
-                                    };
-                                } | null;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                createdAt: string;
-                                /**
-                                 * Format: date-time
-                                 * @example 2026-11-22T09:00:00.000Z
-                                 */
-                                updatedAt: string;
-                            }[];
-                            total: number;
-                            page: number;
-                            limit: number;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["listTbacPolicies"];
         put?: never;
         /** Create a TBAC policy (one per caller, callee, tool) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description agent id, or * for any */
-                        callerAgentId: string;
-                        /** @description agent id, or * for any */
-                        calleeAgentId: string;
-                        /** @description tool name, or * for any */
-                        toolName: string;
-                        effect?: "allow" | "deny";
-                        description?: string | null;
-                        conditions?: {
-                            /**
-                             * Format: date-time
-                             * @description the policy applies from this time
-                             */
-                            notBefore?: string;
-                            /**
-                             * Format: date-time
-                             * @description the policy expires at this time
-                             */
-                            notAfter?: string;
-                            /** @description daily UTC window, start included, end excluded; may span midnight */
-                            timeWindow?: {
-                                /** @description HH:MM, UTC */
-                                start: string;
-                                /** @description HH:MM, UTC */
-                                end: string;
-                            };
-                        } | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            callerAgentId: string;
-                            calleeAgentId: string;
-                            toolName: string;
-                            effect: "allow" | "deny";
-                            description: string | null;
-                            conditions: {
-                                /**
-                                 * Format: date-time
-                                 * @description the policy applies from this time
-                                 */
-                                notBefore?: string;
-                                /**
-                                 * Format: date-time
-                                 * @description the policy expires at this time
-                                 */
-                                notAfter?: string;
-                                /** @description daily UTC window, start included, end excluded; may span midnight */
-                                timeWindow?: {
-                                    /** @description HH:MM, UTC */
-                                    start: string;
-                                    /** @description HH:MM, UTC */
-                                    end: string;
-                                };
-                            } | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        post: operations["createTbacPolicy"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8522,187 +1279,11 @@ export interface paths {
         put?: never;
         post?: never;
         /** Delete a policy */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        delete: operations["deleteTbacPolicy"];
         options?: never;
         head?: never;
         /** Change a policy's effect, description or conditions (null clears) */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description identifier (UUID v7) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        effect?: "allow" | "deny";
-                        description?: string | null;
-                        conditions?: {
-                            /**
-                             * Format: date-time
-                             * @description the policy applies from this time
-                             */
-                            notBefore?: string;
-                            /**
-                             * Format: date-time
-                             * @description the policy expires at this time
-                             */
-                            notAfter?: string;
-                            /** @description daily UTC window, start included, end excluded; may span midnight */
-                            timeWindow?: {
-                                /** @description HH:MM, UTC */
-                                start: string;
-                                /** @description HH:MM, UTC */
-                                end: string;
-                            };
-                        } | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            callerAgentId: string;
-                            calleeAgentId: string;
-                            toolName: string;
-                            effect: "allow" | "deny";
-                            description: string | null;
-                            conditions: {
-                                /**
-                                 * Format: date-time
-                                 * @description the policy applies from this time
-                                 */
-                                notBefore?: string;
-                                /**
-                                 * Format: date-time
-                                 * @description the policy expires at this time
-                                 */
-                                notAfter?: string;
-                                /** @description daily UTC window, start included, end excluded; may span midnight */
-                                timeWindow?: {
-                                    /** @description HH:MM, UTC */
-                                    start: string;
-                                    /** @description HH:MM, UTC */
-                                    end: string;
-                                };
-                            } | null;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @example 2026-11-22T09:00:00.000Z
-                             */
-                            updatedAt: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        patch: operations["updateTbacPolicy"];
         trace?: never;
     };
     "/api/v1/identity/tbac/mode": {
@@ -8713,114 +1294,9 @@ export interface paths {
             cookie?: never;
         };
         /** What decides when no policy matches: audit (allow, default) or enforce (deny) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description what happens when no policy matches */
-                            mode: "audit" | "enforce";
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        get: operations["getTbacMode"];
         /** Set the tenant's TBAC mode */
-        put: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description what happens when no policy matches */
-                        mode: "audit" | "enforce";
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description what happens when no policy matches */
-                            mode: "audit" | "enforce";
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description Default Response */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Problem"];
-                    };
-                };
-            };
-        };
+        put: operations["setTbacMode"];
         post?: never;
         delete?: never;
         options?: never;
@@ -8841,131 +1317,7 @@ export interface paths {
          * OAuth token endpoint: token exchange (RFC 8693; the SVID authenticates) and client_credentials
          * @description Rate limited per client (TOKEN_RATE_LIMIT_PER_MINUTE): 429 slow_down with Retry-After.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/x-www-form-urlencoded": {
-                        grant_type: string;
-                        subject_token?: string;
-                        subject_token_type?: string;
-                        actor_token?: string;
-                        actor_token_type?: string;
-                        requested_token_type?: string;
-                        audience?: string | string[];
-                        resource?: string | string[];
-                        scope?: string;
-                        client_id?: string;
-                        client_secret?: string;
-                        client_assertion?: string;
-                        client_assertion_type?: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                    "application/json": {
-                        grant_type: string;
-                        subject_token?: string;
-                        subject_token_type?: string;
-                        actor_token?: string;
-                        actor_token_type?: string;
-                        requested_token_type?: string;
-                        audience?: string | string[];
-                        resource?: string | string[];
-                        scope?: string;
-                        client_id?: string;
-                        client_secret?: string;
-                        client_assertion?: string;
-                        client_assertion_type?: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            access_token: string;
-                            /** @description token exchange only */
-                            issued_token_type?: string;
-                            /** @enum {string} */
-                            token_type: "Bearer";
-                            expires_in: number;
-                            scope: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            error_description: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            error_description: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            error_description: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                500: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            error_description: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            error_description: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["requestToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -8982,108 +1334,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Token introspection (RFC 7662): always 200; active false for invalid, expired, revoked or foreign tokens */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/x-www-form-urlencoded": {
-                        token?: string;
-                        token_type_hint?: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                    "application/json": {
-                        token?: string;
-                        token_type_hint?: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            responses: {
-                /** @description active: false alone, or active: true with every claim of the token (spec 4.5 full claims) and token_type */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            active: boolean;
-                            scope?: string;
-                            client_id?: string;
-                            sub?: string;
-                            aud?: string;
-                            iss?: string;
-                            exp?: number;
-                            iat?: number;
-                            jti?: string;
-                            token_type?: string;
-                            /** @description delegation chain: { sub, act? }, current actor outermost */
-                            act?: {
-                                [key: string]: unknown;
-                            };
-                            /** @description the tenant the token belongs to */
-                            tenant_id?: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            error_description: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            error_description: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            error_description: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            error_description: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["introspectToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -9098,94 +1349,7 @@ export interface paths {
             cookie?: never;
         };
         /** OpenAI-compatible: the tenant’s executable agents as models (`agent:<agentId>`) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @enum {string} */
-                            object: "list";
-                            data: {
-                                /** @description `agent:<agentId>` */
-                                id: string;
-                                /** @enum {string} */
-                                object: "model";
-                                /** @description Unix seconds, the agent’s creation */
-                                created: number;
-                                /** @description the agent’s appId */
-                                owned_by: string;
-                                /** @description the agent’s name */
-                                name: string;
-                                app_id: string;
-                                description: string | null;
-                            }[];
-                        };
-                    };
-                };
-                /** @description an OpenAI error */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                message: string;
-                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                                type: string;
-                                code: string | null;
-                                param: string | null;
-                            };
-                        };
-                    };
-                };
-                /** @description an OpenAI error */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                message: string;
-                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                                type: string;
-                                code: string | null;
-                                param: string | null;
-                            };
-                        };
-                    };
-                };
-                /** @description an OpenAI error */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                message: string;
-                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                                type: string;
-                                code: string | null;
-                                param: string | null;
-                            };
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listModels"];
         put?: never;
         post?: never;
         delete?: never;
@@ -9207,286 +1371,44 @@ export interface paths {
          * OpenAI-compatible chat completion: a run of the agent named by model
          * @description The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. With "stream": true, Server-Sent Events of `data: <chat.completion.chunk JSON>` lines: the first delta holds the role, then content deltas, then one with finish_reason; with stream_options.include_usage a last chunk with empty choices and the usage; then `data: [DONE]`. A run that fails mid-stream sends `data: {"error":{...}}` and no [DONE].
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description identifier (UUID v7) */
-                    "x-agentry-conversation-id"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description `agent:<agentId>`, as GET /v1/models lists it */
-                        model: string;
-                        /** @description the last message is the user input; earlier user and assistant messages are the history the model sees; system and developer messages are added after the agent’s own system prompt */
-                        messages: ({
-                            role: "system" | "developer" | "user" | "assistant" | "tool" | "function";
-                            content?: (string | ({
-                                type: string;
-                                text?: string;
-                            } & {
-                                [key: string]: unknown;
-                            })[]) | null;
-                            name?: string;
-                            tool_calls?: unknown[];
-                            tool_call_id?: string;
-                            function_call?: unknown;
-                            refusal?: string | null;
-                        } & {
-                            [key: string]: unknown;
-                        })[];
-                        stream?: boolean | null;
-                        stream_options?: ({
-                            include_usage?: boolean;
-                        } & {
-                            [key: string]: unknown;
-                        }) | null;
-                        max_tokens?: number | null;
-                        max_completion_tokens?: number | null;
-                        n?: number | null;
-                        tools?: unknown[] | null;
-                        functions?: unknown[] | null;
-                        tool_choice?: unknown | null;
-                        function_call?: unknown | null;
-                        response_format?: ({
-                            type: string;
-                        } & {
-                            [key: string]: unknown;
-                        }) | null;
-                        stop?: (string | string[]) | null;
-                        logprobs?: boolean | null;
-                        top_logprobs?: number | null;
-                        logit_bias?: {
-                            [key: string]: number;
-                        } | null;
-                        metadata?: {
-                            [key: string]: string;
-                        } | null;
-                        temperature?: number | null;
-                        top_p?: number | null;
-                        presence_penalty?: number | null;
-                        frequency_penalty?: number | null;
-                        seed?: number | null;
-                        parallel_tool_calls?: boolean | null;
-                        /** @description accepted and ignored: the run is recorded under the credential’s actor */
-                        user?: string;
-                        store?: boolean | null;
-                        reasoning_effort?: string | null;
-                        service_tier?: string | null;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description `chatcmpl-<runId>` */
-                            id: string;
-                            /** @enum {string} */
-                            object: "chat.completion";
-                            /** @description Unix seconds, the run’s start */
-                            created: number;
-                            model: string;
-                            choices: {
-                                index: number;
-                                message: {
-                                    /** @enum {string} */
-                                    role: "assistant";
-                                    content: string;
-                                    refusal: null;
-                                };
-                                /** @description stop: the agent answered; length: max tokens or the agent’s maxSteps cut the answer short */
-                                finish_reason: "stop" | "length";
-                                logprobs: null;
-                            }[];
-                            usage: {
-                                prompt_tokens: number;
-                                completion_tokens: number;
-                                total_tokens: number;
-                            };
-                        };
-                    };
-                };
-                /** @description an OpenAI error */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                message: string;
-                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                                type: string;
-                                code: string | null;
-                                param: string | null;
-                            };
-                        };
-                    };
-                };
-                /** @description an OpenAI error */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                message: string;
-                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                                type: string;
-                                code: string | null;
-                                param: string | null;
-                            };
-                        };
-                    };
-                };
-                /** @description an OpenAI error */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                message: string;
-                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                                type: string;
-                                code: string | null;
-                                param: string | null;
-                            };
-                        };
-                    };
-                };
-                /** @description an OpenAI error */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                message: string;
-                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                                type: string;
-                                code: string | null;
-                                param: string | null;
-                            };
-                        };
-                    };
-                };
-                /** @description an OpenAI error */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                message: string;
-                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                                type: string;
-                                code: string | null;
-                                param: string | null;
-                            };
-                        };
-                    };
-                };
-                /** @description an OpenAI error */
-                413: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                message: string;
-                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                                type: string;
-                                code: string | null;
-                                param: string | null;
-                            };
-                        };
-                    };
-                };
-                /** @description an OpenAI error */
-                415: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                message: string;
-                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                                type: string;
-                                code: string | null;
-                                param: string | null;
-                            };
-                        };
-                    };
-                };
-                /** @description an OpenAI error */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                message: string;
-                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                                type: string;
-                                code: string | null;
-                                param: string | null;
-                            };
-                        };
-                    };
-                };
-                /** @description an OpenAI error */
-                502: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                message: string;
-                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                                type: string;
-                                code: string | null;
-                                param: string | null;
-                            };
-                        };
-                    };
-                };
-                /** @description an OpenAI error */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: {
-                                message: string;
-                                /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                                type: string;
-                                code: string | null;
-                                param: string | null;
-                            };
-                        };
-                    };
-                };
-            };
+        post: operations["createChatCompletion"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{tenantId}/agents/{agentId}/.well-known/agent-card.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
         };
+        /** A2A: the agent’s Agent Card (public; only executable agents, only under their own tenant’s path) */
+        get: operations["getA2aAgentCard"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/a2a/{tenantId}/agents/{agentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A2A JSON-RPC: message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe
+         * @description An A2A task is a run of the agent; its contextId the run's conversation. message/stream and tasks/resubscribe answer text/event-stream: each event a `data:` line holding a JSON-RPC response whose result is the task, then artifact-update events (the reply’s text in chunks), then a status-update with final: true.
+         */
+        post: operations["callA2aAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -9655,11 +1577,9300 @@ export interface components {
             updatedAt: string;
         };
     };
-    responses: never;
+    responses: {
+        /** @description The request is invalid: `errors` lists every field that failed validation. */
+        BadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://agentry.dev/problems/validation_failed",
+                 *       "title": "Bad Request",
+                 *       "status": 400,
+                 *       "detail": "body.name must have at least 1 character",
+                 *       "code": "validation_failed"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No credential, or one that is unknown, expired or revoked (`WWW-Authenticate: Bearer`). */
+        Unauthenticated: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://agentry.dev/problems/missing_credentials",
+                 *       "title": "Unauthorized",
+                 *       "status": 401,
+                 *       "detail": "send Authorization: Bearer <api key or access token>",
+                 *       "code": "missing_credentials"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The credential lacks the permission this operation needs. */
+        Forbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://agentry.dev/problems/forbidden",
+                 *       "title": "Forbidden",
+                 *       "status": 403,
+                 *       "detail": "this operation needs the agents:write permission",
+                 *       "code": "forbidden"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No such resource in the caller’s tenant. */
+        NotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://agentry.dev/problems/not_found",
+                 *       "title": "Not Found",
+                 *       "status": 404,
+                 *       "detail": "agent not found",
+                 *       "code": "not_found"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The tenant’s or key’s request rate limit is reached; retry after `Retry-After` seconds. */
+        TooManyRequests: {
+            headers: {
+                /** @description seconds to wait */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://agentry.dev/problems/rate_limited",
+                 *       "title": "Too Many Requests",
+                 *       "status": 429,
+                 *       "detail": "this key may make 60 requests per minute",
+                 *       "code": "rate_limited"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description An unexpected failure (500) or a dependency that does not answer (503, with `Retry-After` when known). */
+        ServerError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "https://agentry.dev/problems/database_unavailable",
+                 *       "title": "Service Unavailable",
+                 *       "status": 503,
+                 *       "detail": "the database does not answer",
+                 *       "code": "database_unavailable"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+    };
     parameters: never;
     requestBodies: never;
     headers: never;
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    getHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "ok"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ok";
+                    };
+                };
+            };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "status": "ready",
+                     *       "database": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "ready";
+                        database: string;
+                    };
+                };
+            };
+            /** @description Problem 503 */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "rateLimitPerMinute": 1,
+                     *       "maxConcurrentRuns": 1,
+                     *       "monthlyBudgetUsd": 0,
+                     *       "usage": {
+                     *         "month": "string",
+                     *         "spentUsd": 1.5,
+                     *         "runningRuns": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        rateLimitPerMinute: number | null;
+                        maxConcurrentRuns: number | null;
+                        monthlyBudgetUsd: number | null;
+                        usage: {
+                            month: string;
+                            spentUsd: number;
+                            runningRuns: number;
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    setLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "rateLimitPerMinute": 1,
+                 *       "maxConcurrentRuns": 1,
+                 *       "monthlyBudgetUsd": 0
+                 *     }
+                 */
+                "application/json": {
+                    rateLimitPerMinute?: number | null;
+                    maxConcurrentRuns?: number | null;
+                    monthlyBudgetUsd?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "rateLimitPerMinute": 1,
+                     *       "maxConcurrentRuns": 1,
+                     *       "monthlyBudgetUsd": 0,
+                     *       "usage": {
+                     *         "month": "string",
+                     *         "spentUsd": 1.5,
+                     *         "runningRuns": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        rateLimitPerMinute: number | null;
+                        maxConcurrentRuns: number | null;
+                        monthlyBudgetUsd: number | null;
+                        usage: {
+                            month: string;
+                            spentUsd: number;
+                            runningRuns: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getAgentBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "agentId": "string",
+                     *       "month": "string",
+                     *       "monthlyBudgetUsd": 1.5,
+                     *       "spentUsd": 1.5
+                     *     }
+                     */
+                    "application/json": {
+                        agentId: string;
+                        /** @description YYYY-MM (UTC) */
+                        month: string;
+                        monthlyBudgetUsd: number | null;
+                        spentUsd: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    setAgentBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "monthlyBudgetUsd": 0
+                 *     }
+                 */
+                "application/json": {
+                    monthlyBudgetUsd: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "agentId": "string",
+                     *       "month": "string",
+                     *       "monthlyBudgetUsd": 1.5,
+                     *       "spentUsd": 1.5
+                     *     }
+                     */
+                    "application/json": {
+                        agentId: string;
+                        /** @description YYYY-MM (UTC) */
+                        month: string;
+                        monthlyBudgetUsd: number | null;
+                        spentUsd: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    updateApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "rateLimitPerMinute": 1
+                 *     }
+                 */
+                "application/json": {
+                    rateLimitPerMinute: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "permissions": [
+                     *         "string"
+                     *       ],
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "rateLimitPerMinute": 1,
+                     *       "revokedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        permissions: string[];
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        rateLimitPerMinute: number | null;
+                        revokedAt: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getTenant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "tenant": {
+                     *         "id": "string",
+                     *         "name": "string",
+                     *         "createdAt": "2026-11-22T09:00:00.000Z"
+                     *       },
+                     *       "credential": {
+                     *         "type": "string",
+                     *         "id": "string",
+                     *         "permissions": [
+                     *           "string"
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        tenant: {
+                            id: string;
+                            name: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                        };
+                        credential: {
+                            type: string;
+                            id: string | null;
+                            permissions: string[];
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                includeRevoked?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "apiKeys": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "permissions": [
+                     *             "string"
+                     *           ],
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "rateLimitPerMinute": 1,
+                     *           "revokedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        apiKeys: {
+                            id: string;
+                            name: string;
+                            permissions: string[];
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            rateLimitPerMinute: number | null;
+                            revokedAt: string | null;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "string",
+                 *       "permissions": [
+                 *         "agents:read"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    permissions: ("agents:read" | "agents:write" | "settings:read" | "settings:write" | "skills:read" | "skills:write")[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "apiKey": {
+                     *         "id": "string",
+                     *         "name": "string",
+                     *         "permissions": [
+                     *           "string"
+                     *         ],
+                     *         "createdAt": "2026-11-22T09:00:00.000Z",
+                     *         "rateLimitPerMinute": 1,
+                     *         "revokedAt": "2026-11-22T09:00:00.000Z"
+                     *       },
+                     *       "key": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        apiKey: {
+                            id: string;
+                            name: string;
+                            permissions: string[];
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            rateLimitPerMinute: number | null;
+                            revokedAt: string | null;
+                        };
+                        /** @description shown once */
+                        key: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                action?: string;
+                resourceType?: string;
+                resourceId?: string;
+                actorId?: string;
+                /** @example 2026-11-22T09:00:00.000Z */
+                since?: string;
+                /** @example 2026-11-22T09:00:00.000Z */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "events": [
+                     *         {
+                     *           "id": "string",
+                     *           "actorType": "string",
+                     *           "actorId": "string",
+                     *           "action": "string",
+                     *           "resourceType": "string",
+                     *           "resourceId": "string",
+                     *           "detail": {},
+                     *           "createdAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        events: {
+                            id: string;
+                            actorType: string;
+                            actorId: string | null;
+                            action: string;
+                            resourceType: string;
+                            resourceId: string | null;
+                            detail: {
+                                [key: string]: unknown;
+                            };
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listAgents: {
+        parameters: {
+            query?: {
+                page?: number;
+                limit?: number;
+                appId?: string;
+                teamId?: string;
+                status?: "available" | "paused" | "registered";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "agents": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "role": "string",
+                     *           "description": "string",
+                     *           "model": "string",
+                     *           "status": "string",
+                     *           "hosting": "string",
+                     *           "teamId": "string",
+                     *           "appId": "string",
+                     *           "createdAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        agents: {
+                            id: string;
+                            name: string;
+                            role: string | null;
+                            description: string | null;
+                            model: string;
+                            status: string;
+                            hosting: string;
+                            teamId: string | null;
+                            appId: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    createAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "string",
+                 *       "appId": "string",
+                 *       "teamId": "string",
+                 *       "role": "string",
+                 *       "description": "string",
+                 *       "model": "string",
+                 *       "systemPrompt": "string",
+                 *       "contextPrompt": "string",
+                 *       "hosting": "platform",
+                 *       "tools": [
+                 *         {
+                 *           "type": "builtin",
+                 *           "name": "skills",
+                 *           "enabled": true
+                 *         }
+                 *       ],
+                 *       "configuration": {
+                 *         "temperature": 0,
+                 *         "maxSteps": 1,
+                 *         "maxTokens": 1,
+                 *         "memoryWindow": 0,
+                 *         "onActiveRun": "reject",
+                 *         "toolTimeoutMs": 100
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    appId: string;
+                    teamId?: string;
+                    role?: string;
+                    description?: string;
+                    /** @description provider/model-name, e.g. openai/gpt-4o-mini or builtin/echo */
+                    model?: string;
+                    systemPrompt?: string;
+                    contextPrompt?: string;
+                    /** @description external: hosted elsewhere, holds only an identity here (status registered, never executed) */
+                    hosting?: "platform" | "external";
+                    /** @description The agent's tools, as given (entries with enabled: false left out). Left out: the built-in groups skills and connectors. */
+                    tools?: ({
+                        /** @enum {string} */
+                        type: "builtin";
+                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request */
+                        name: "skills" | "connectors";
+                        /** @description false: the group is off (input only; an agent lists only the groups it has) */
+                        enabled?: boolean;
+                    } | {
+                        /** @enum {string} */
+                        type: "mcp";
+                        /**
+                         * Format: uri
+                         * @description Streamable HTTP MCP endpoint
+                         */
+                        url: string;
+                        headers?: {
+                            [key: string]: string;
+                        };
+                        /** @description prefix for the server tool names */
+                        name?: string;
+                        allowedTools?: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "agent";
+                        /** @description identifier (UUID v7) */
+                        agentId: string;
+                        /** @description name the model sees */
+                        name?: string;
+                        description?: string;
+                    })[];
+                    configuration?: {
+                        temperature?: number | null;
+                        /** @description model steps per run (tool round trips + 1) */
+                        maxSteps?: number;
+                        maxTokens?: number | null;
+                        /** @description how many earlier conversation messages the model sees */
+                        memoryWindow?: number;
+                        /** @description what a message does while the agent still answers in the same conversation */
+                        onActiveRun?: "reject" | "enqueue" | "inject";
+                        toolTimeoutMs?: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "role": "string",
+                     *       "description": "string",
+                     *       "model": "string",
+                     *       "systemPrompt": "string",
+                     *       "contextPrompt": "string",
+                     *       "status": "available",
+                     *       "hosting": "platform",
+                     *       "teamId": "string",
+                     *       "appId": "string",
+                     *       "tools": [
+                     *         {
+                     *           "type": "builtin",
+                     *           "name": "skills",
+                     *           "enabled": true
+                     *         }
+                     *       ],
+                     *       "configuration": {
+                     *         "temperature": 0,
+                     *         "maxSteps": 1,
+                     *         "maxTokens": 1,
+                     *         "memoryWindow": 0,
+                     *         "onActiveRun": "reject",
+                     *         "toolTimeoutMs": 100
+                     *       },
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "role": "string",
+                     *       "description": "string",
+                     *       "model": "string",
+                     *       "systemPrompt": "string",
+                     *       "contextPrompt": "string",
+                     *       "status": "available",
+                     *       "hosting": "platform",
+                     *       "teamId": "string",
+                     *       "appId": "string",
+                     *       "tools": [
+                     *         {
+                     *           "type": "builtin",
+                     *           "name": "skills",
+                     *           "enabled": true
+                     *         }
+                     *       ],
+                     *       "configuration": {
+                     *         "temperature": 0,
+                     *         "maxSteps": 1,
+                     *         "maxTokens": 1,
+                     *         "memoryWindow": 0,
+                     *         "onActiveRun": "reject",
+                     *         "toolTimeoutMs": 100
+                     *       },
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    updateAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "string",
+                 *       "appId": "string",
+                 *       "teamId": "string",
+                 *       "role": "string",
+                 *       "description": "string",
+                 *       "model": "string",
+                 *       "systemPrompt": "string",
+                 *       "contextPrompt": "string",
+                 *       "status": "available",
+                 *       "tools": [
+                 *         {
+                 *           "type": "builtin",
+                 *           "name": "skills",
+                 *           "enabled": true
+                 *         }
+                 *       ],
+                 *       "configuration": {
+                 *         "temperature": 0,
+                 *         "maxSteps": 1,
+                 *         "maxTokens": 1,
+                 *         "memoryWindow": 0,
+                 *         "onActiveRun": "reject",
+                 *         "toolTimeoutMs": 100
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    name?: string;
+                    appId?: string;
+                    teamId?: string | null;
+                    role?: string | null;
+                    description?: string | null;
+                    /** @description provider/model-name, e.g. openai/gpt-4o-mini or builtin/echo */
+                    model?: string;
+                    systemPrompt?: string | null;
+                    contextPrompt?: string | null;
+                    /** @description paused refuses new executions; a registered (external) agent can be paused (its identity is suspended) but never set to available (409 agent_not_executable): resume it instead */
+                    status?: "available" | "paused";
+                    /** @description Replaces the agent's MCP servers and delegations. The built-in groups are kept as they are, but for those the list names: a group named with enabled: false is turned off; a list that names a group without enabled: false is the complete set (the tools read from the agent can be sent back as they are). */
+                    tools?: ({
+                        /** @enum {string} */
+                        type: "builtin";
+                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request */
+                        name: "skills" | "connectors";
+                        /** @description false: the group is off (input only; an agent lists only the groups it has) */
+                        enabled?: boolean;
+                    } | {
+                        /** @enum {string} */
+                        type: "mcp";
+                        /**
+                         * Format: uri
+                         * @description Streamable HTTP MCP endpoint
+                         */
+                        url: string;
+                        headers?: {
+                            [key: string]: string;
+                        };
+                        /** @description prefix for the server tool names */
+                        name?: string;
+                        allowedTools?: string[];
+                    } | {
+                        /** @enum {string} */
+                        type: "agent";
+                        /** @description identifier (UUID v7) */
+                        agentId: string;
+                        /** @description name the model sees */
+                        name?: string;
+                        description?: string;
+                    })[];
+                    configuration?: {
+                        temperature?: number | null;
+                        /** @description model steps per run (tool round trips + 1) */
+                        maxSteps?: number;
+                        maxTokens?: number | null;
+                        /** @description how many earlier conversation messages the model sees */
+                        memoryWindow?: number;
+                        /** @description what a message does while the agent still answers in the same conversation */
+                        onActiveRun?: "reject" | "enqueue" | "inject";
+                        toolTimeoutMs?: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "role": "string",
+                     *       "description": "string",
+                     *       "model": "string",
+                     *       "systemPrompt": "string",
+                     *       "contextPrompt": "string",
+                     *       "status": "available",
+                     *       "hosting": "platform",
+                     *       "teamId": "string",
+                     *       "appId": "string",
+                     *       "tools": [
+                     *         {
+                     *           "type": "builtin",
+                     *           "name": "skills",
+                     *           "enabled": true
+                     *         }
+                     *       ],
+                     *       "configuration": {
+                     *         "temperature": 0,
+                     *         "maxSteps": 1,
+                     *         "maxTokens": 1,
+                     *         "memoryWindow": 0,
+                     *         "onActiveRun": "reject",
+                     *         "toolTimeoutMs": 100
+                     *       },
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    deleteAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    pauseAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "role": "string",
+                     *       "description": "string",
+                     *       "model": "string",
+                     *       "systemPrompt": "string",
+                     *       "contextPrompt": "string",
+                     *       "status": "available",
+                     *       "hosting": "platform",
+                     *       "teamId": "string",
+                     *       "appId": "string",
+                     *       "tools": [
+                     *         {
+                     *           "type": "builtin",
+                     *           "name": "skills",
+                     *           "enabled": true
+                     *         }
+                     *       ],
+                     *       "configuration": {
+                     *         "temperature": 0,
+                     *         "maxSteps": 1,
+                     *         "maxTokens": 1,
+                     *         "memoryWindow": 0,
+                     *         "onActiveRun": "reject",
+                     *         "toolTimeoutMs": 100
+                     *       },
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    resumeAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "role": "string",
+                     *       "description": "string",
+                     *       "model": "string",
+                     *       "systemPrompt": "string",
+                     *       "contextPrompt": "string",
+                     *       "status": "available",
+                     *       "hosting": "platform",
+                     *       "teamId": "string",
+                     *       "appId": "string",
+                     *       "tools": [
+                     *         {
+                     *           "type": "builtin",
+                     *           "name": "skills",
+                     *           "enabled": true
+                     *         }
+                     *       ],
+                     *       "configuration": {
+                     *         "temperature": 0,
+                     *         "maxSteps": 1,
+                     *         "maxTokens": 1,
+                     *         "memoryWindow": 0,
+                     *         "onActiveRun": "reject",
+                     *         "toolTimeoutMs": 100
+                     *       },
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    duplicateAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "string"
+                 *     }
+                 */
+                "application/json": {
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "role": "string",
+                     *       "description": "string",
+                     *       "model": "string",
+                     *       "systemPrompt": "string",
+                     *       "contextPrompt": "string",
+                     *       "status": "available",
+                     *       "hosting": "platform",
+                     *       "teamId": "string",
+                     *       "appId": "string",
+                     *       "tools": [
+                     *         {
+                     *           "type": "builtin",
+                     *           "name": "skills",
+                     *           "enabled": true
+                     *         }
+                     *       ],
+                     *       "configuration": {
+                     *         "temperature": 0,
+                     *         "maxSteps": 1,
+                     *         "maxTokens": 1,
+                     *         "memoryWindow": 0,
+                     *         "onActiveRun": "reject",
+                     *         "toolTimeoutMs": 100
+                     *       },
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listApps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "apps": [
+                     *         {
+                     *           "id": "string",
+                     *           "agentCount": 1
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
+                    "application/json": {
+                        apps: {
+                            id: string;
+                            agentCount: number;
+                        }[];
+                        total: number;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    executeAgent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A key the client chooses (1-255 printable ASCII characters) to make retries safe: for 24 hours the same key with the same request answers the original run or task instead of starting another; with a different request, 422 idempotency_key_reused. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "message": "string",
+                 *       "conversationId": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "enableTools": true,
+                 *       "maxTokens": 1,
+                 *       "stream": false,
+                 *       "attachments": [
+                 *         "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                 *       ],
+                 *       "onActiveRun": "reject"
+                 *     }
+                 */
+                "application/json": {
+                    message: string;
+                    /** @description identifier (UUID v7) */
+                    conversationId?: string;
+                    /** @default true */
+                    enableTools?: boolean;
+                    maxTokens?: number;
+                    /** @default false */
+                    stream?: boolean;
+                    /** @description file ids from POST /api/v1/files */
+                    attachments?: string[];
+                    onActiveRun?: "reject" | "enqueue" | "inject";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    /** @description the run this answer belongs to */
+                    "x-run-id"?: string;
+                    /** @description the conversation of the run */
+                    "x-conversation-id"?: string;
+                    /** @description present on an Idempotency-Key retry: the original run’s result */
+                    "idempotent-replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "output": "string",
+                     *       "conversationId": "string",
+                     *       "runId": "string",
+                     *       "status": "string",
+                     *       "cost": 1.5,
+                     *       "tokenUsage": {
+                     *         "inputTokens": 1,
+                     *         "outputTokens": 1
+                     *       },
+                     *       "toolCalls": [
+                     *         {
+                     *           "name": "string",
+                     *           "input": {},
+                     *           "result": {}
+                     *         }
+                     *       ],
+                     *       "duration": 1
+                     *     }
+                     */
+                    "application/json": {
+                        output: string;
+                        conversationId: string;
+                        runId: string;
+                        status: string;
+                        /** @description USD */
+                        cost: number;
+                        tokenUsage: {
+                            inputTokens: number;
+                            outputTokens: number;
+                        };
+                        toolCalls: {
+                            name: string;
+                            input: unknown;
+                            result: {
+                                [key: string]: unknown;
+                            } | null;
+                        }[];
+                        /** @description milliseconds */
+                        duration: number;
+                    };
+                    /**
+                     * @example id: 1
+                     *     event: token
+                     *     data: {"text":"Hello"}
+                     *
+                     *     id: 2
+                     *     event: done
+                     *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "injected": true,
+                     *       "runId": "string",
+                     *       "messageId": "string",
+                     *       "conversationId": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        injected: true;
+                        runId: string;
+                        messageId: string;
+                        conversationId: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            /** @description Problem 402 */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 422 */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            /** @description Problem 502 */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    chatWithAgent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A key the client chooses (1-255 printable ASCII characters) to make retries safe: for 24 hours the same key with the same request answers the original run or task instead of starting another; with a different request, 422 idempotency_key_reused. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "message": "string",
+                 *       "conversationId": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "enableTools": true,
+                 *       "maxTokens": 1,
+                 *       "stream": false,
+                 *       "attachments": [
+                 *         "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                 *       ],
+                 *       "onActiveRun": "reject"
+                 *     }
+                 */
+                "application/json": {
+                    message: string;
+                    /** @description identifier (UUID v7) */
+                    conversationId?: string;
+                    /** @default true */
+                    enableTools?: boolean;
+                    maxTokens?: number;
+                    /** @default false */
+                    stream?: boolean;
+                    /** @description file ids from POST /api/v1/files */
+                    attachments?: string[];
+                    onActiveRun?: "reject" | "enqueue" | "inject";
+                };
+            };
+        };
+        responses: {
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            200: {
+                headers: {
+                    /** @description the run this answer belongs to */
+                    "x-run-id"?: string;
+                    /** @description the conversation of the run */
+                    "x-conversation-id"?: string;
+                    /** @description /api/v1/runs/{runId}/events: where to resume this stream (with Last-Event-ID) */
+                    "content-location"?: string;
+                    /** @description present on an Idempotency-Key retry: the original run’s events are replayed */
+                    "idempotent-replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example id: 1
+                     *     event: token
+                     *     data: {"text":"Hello"}
+                     *
+                     *     id: 2
+                     *     event: done
+                     *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "injected": true,
+                     *       "runId": "string",
+                     *       "messageId": "string",
+                     *       "conversationId": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        injected: true;
+                        runId: string;
+                        messageId: string;
+                        conversationId: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            /** @description Problem 402 */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 422 */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            /** @description Problem 502 */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    streamAgent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A key the client chooses (1-255 printable ASCII characters) to make retries safe: for 24 hours the same key with the same request answers the original run or task instead of starting another; with a different request, 422 idempotency_key_reused. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "message": "string",
+                 *       "conversationId": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "enableTools": true,
+                 *       "maxTokens": 1,
+                 *       "stream": false,
+                 *       "attachments": [
+                 *         "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                 *       ],
+                 *       "onActiveRun": "reject"
+                 *     }
+                 */
+                "application/json": {
+                    message: string;
+                    /** @description identifier (UUID v7) */
+                    conversationId?: string;
+                    /** @default true */
+                    enableTools?: boolean;
+                    maxTokens?: number;
+                    /** @default false */
+                    stream?: boolean;
+                    /** @description file ids from POST /api/v1/files */
+                    attachments?: string[];
+                    onActiveRun?: "reject" | "enqueue" | "inject";
+                };
+            };
+        };
+        responses: {
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            200: {
+                headers: {
+                    /** @description the run this answer belongs to */
+                    "x-run-id"?: string;
+                    /** @description the conversation of the run */
+                    "x-conversation-id"?: string;
+                    /** @description /api/v1/runs/{runId}/events: where to resume this stream (with Last-Event-ID) */
+                    "content-location"?: string;
+                    /** @description present on an Idempotency-Key retry: the original run’s events are replayed */
+                    "idempotent-replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example id: 1
+                     *     event: token
+                     *     data: {"text":"Hello"}
+                     *
+                     *     id: 2
+                     *     event: done
+                     *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "injected": true,
+                     *       "runId": "string",
+                     *       "messageId": "string",
+                     *       "conversationId": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        injected: true;
+                        runId: string;
+                        messageId: string;
+                        conversationId: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            /** @description Problem 402 */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 422 */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            /** @description Problem 502 */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listAgentRuns: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "runs": [
+                     *         {
+                     *           "id": "string",
+                     *           "runId": "string",
+                     *           "agentId": "string",
+                     *           "conversationId": "string",
+                     *           "taskId": "string",
+                     *           "kind": "string",
+                     *           "status": "string",
+                     *           "model": "string",
+                     *           "output": "string",
+                     *           "error": {
+                     *             "code": "string",
+                     *             "message": "string"
+                     *           },
+                     *           "cost": 1.5,
+                     *           "duration": 1,
+                     *           "tokenUsage": {
+                     *             "inputTokens": 1,
+                     *             "outputTokens": 1
+                     *           },
+                     *           "toolCalls": [
+                     *             {
+                     *               "id": "string",
+                     *               "name": "string",
+                     *               "input": {},
+                     *               "result": {}
+                     *             }
+                     *           ],
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "startedAt": "2026-11-22T09:00:00.000Z",
+                     *           "completedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        runs: {
+                            id: string;
+                            runId: string;
+                            agentId: string;
+                            conversationId: string | null;
+                            taskId: string | null;
+                            kind: string;
+                            /** @description queued, running, completed, failed, cancelled */
+                            status: string;
+                            model: string;
+                            output: string;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** @description USD */
+                            cost: number;
+                            duration: number | null;
+                            tokenUsage: {
+                                inputTokens: number;
+                                outputTokens: number;
+                            };
+                            toolCalls: {
+                                id: string;
+                                name: string;
+                                input: unknown;
+                                result: {
+                                    [key: string]: unknown;
+                                } | null;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            startedAt: string | null;
+                            completedAt: string | null;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "runId": "string",
+                     *       "agentId": "string",
+                     *       "conversationId": "string",
+                     *       "taskId": "string",
+                     *       "kind": "string",
+                     *       "status": "string",
+                     *       "model": "string",
+                     *       "output": "string",
+                     *       "error": {
+                     *         "code": "string",
+                     *         "message": "string"
+                     *       },
+                     *       "cost": 1.5,
+                     *       "duration": 1,
+                     *       "tokenUsage": {
+                     *         "inputTokens": 1,
+                     *         "outputTokens": 1
+                     *       },
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "startedAt": "2026-11-22T09:00:00.000Z",
+                     *       "completedAt": "2026-11-22T09:00:00.000Z",
+                     *       "input": "string",
+                     *       "options": {},
+                     *       "toolCalls": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "input": {},
+                     *           "result": {},
+                     *           "startedAt": "2026-11-22T09:00:00.000Z",
+                     *           "completedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "steps": [
+                     *         {
+                     *           "index": 1,
+                     *           "text": "string",
+                     *           "toolCallIds": [
+                     *             "string"
+                     *           ],
+                     *           "injected": [
+                     *             "string"
+                     *           ],
+                     *           "finishReason": "string",
+                     *           "usage": {
+                     *             "inputTokens": 1,
+                     *             "outputTokens": 1
+                     *           }
+                     *         }
+                     *       ],
+                     *       "warnings": [
+                     *         "string"
+                     *       ],
+                     *       "budget": {
+                     *         "tenant": {
+                     *           "monthlyBudgetUsd": 1.5,
+                     *           "spentUsd": 1.5
+                     *         },
+                     *         "agent": {
+                     *           "monthlyBudgetUsd": 1.5,
+                     *           "spentUsd": 1.5
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        runId: string;
+                        agentId: string;
+                        conversationId: string | null;
+                        taskId: string | null;
+                        kind: string;
+                        /** @description queued, running, completed, failed, cancelled */
+                        status: string;
+                        model: string;
+                        output: string;
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** @description USD */
+                        cost: number;
+                        duration: number | null;
+                        tokenUsage: {
+                            inputTokens: number;
+                            outputTokens: number;
+                        };
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                        input: string;
+                        options: {
+                            [key: string]: unknown;
+                        };
+                        toolCalls: {
+                            id: string;
+                            name: string;
+                            input: unknown;
+                            result: {
+                                [key: string]: unknown;
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            startedAt: string;
+                            completedAt: string | null;
+                        }[];
+                        steps: {
+                            index: number;
+                            text: string;
+                            toolCallIds: string[];
+                            injected: string[];
+                            finishReason: string;
+                            usage: {
+                                inputTokens: number;
+                                outputTokens: number;
+                            };
+                        }[];
+                        /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
+                        warnings: string[];
+                        /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
+                        budget: {
+                            tenant?: {
+                                monthlyBudgetUsd: number;
+                                spentUsd: number;
+                            };
+                            agent?: {
+                                monthlyBudgetUsd: number;
+                                spentUsd: number;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    cancelRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "runId": "string",
+                     *       "agentId": "string",
+                     *       "conversationId": "string",
+                     *       "taskId": "string",
+                     *       "kind": "string",
+                     *       "status": "string",
+                     *       "model": "string",
+                     *       "output": "string",
+                     *       "error": {
+                     *         "code": "string",
+                     *         "message": "string"
+                     *       },
+                     *       "cost": 1.5,
+                     *       "duration": 1,
+                     *       "tokenUsage": {
+                     *         "inputTokens": 1,
+                     *         "outputTokens": 1
+                     *       },
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "startedAt": "2026-11-22T09:00:00.000Z",
+                     *       "completedAt": "2026-11-22T09:00:00.000Z",
+                     *       "input": "string",
+                     *       "options": {},
+                     *       "toolCalls": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "input": {},
+                     *           "result": {},
+                     *           "startedAt": "2026-11-22T09:00:00.000Z",
+                     *           "completedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "steps": [
+                     *         {
+                     *           "index": 1,
+                     *           "text": "string",
+                     *           "toolCallIds": [
+                     *             "string"
+                     *           ],
+                     *           "injected": [
+                     *             "string"
+                     *           ],
+                     *           "finishReason": "string",
+                     *           "usage": {
+                     *             "inputTokens": 1,
+                     *             "outputTokens": 1
+                     *           }
+                     *         }
+                     *       ],
+                     *       "warnings": [
+                     *         "string"
+                     *       ],
+                     *       "budget": {
+                     *         "tenant": {
+                     *           "monthlyBudgetUsd": 1.5,
+                     *           "spentUsd": 1.5
+                     *         },
+                     *         "agent": {
+                     *           "monthlyBudgetUsd": 1.5,
+                     *           "spentUsd": 1.5
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        runId: string;
+                        agentId: string;
+                        conversationId: string | null;
+                        taskId: string | null;
+                        kind: string;
+                        /** @description queued, running, completed, failed, cancelled */
+                        status: string;
+                        model: string;
+                        output: string;
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** @description USD */
+                        cost: number;
+                        duration: number | null;
+                        tokenUsage: {
+                            inputTokens: number;
+                            outputTokens: number;
+                        };
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                        input: string;
+                        options: {
+                            [key: string]: unknown;
+                        };
+                        toolCalls: {
+                            id: string;
+                            name: string;
+                            input: unknown;
+                            result: {
+                                [key: string]: unknown;
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            startedAt: string;
+                            completedAt: string | null;
+                        }[];
+                        steps: {
+                            index: number;
+                            text: string;
+                            toolCallIds: string[];
+                            injected: string[];
+                            finishReason: string;
+                            usage: {
+                                inputTokens: number;
+                                outputTokens: number;
+                            };
+                        }[];
+                        /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
+                        warnings: string[];
+                        /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
+                        budget: {
+                            tenant?: {
+                                monthlyBudgetUsd: number;
+                                spentUsd: number;
+                            };
+                            agent?: {
+                                monthlyBudgetUsd: number;
+                                spentUsd: number;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getRunEvents: {
+        parameters: {
+            query?: {
+                lastEventId?: number;
+            };
+            header?: {
+                /**
+                 * @description The id of the last event the client received: the replay starts after it (same as the lastEventId query).
+                 * @example 42
+                 */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /** @description identifier (UUID v7) */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            200: {
+                headers: {
+                    /** @description the run this answer belongs to */
+                    "x-run-id"?: string;
+                    /** @description the conversation of the run */
+                    "x-conversation-id"?: string;
+                    /** @description /api/v1/runs/{runId}/events: where to resume this stream (with Last-Event-ID) */
+                    "content-location"?: string;
+                    /** @description present on an Idempotency-Key retry: the original run’s events are replayed */
+                    "idempotent-replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example id: 1
+                     *     event: token
+                     *     data: {"text":"Hello"}
+                     *
+                     *     id: 2
+                     *     event: done
+                     *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description the run has ended and every event was seen: stop reconnecting */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listConversations: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                /** @description identifier (UUID v7) */
+                agentId?: string;
+                status?: "active" | "completed" | "archived";
+                appId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "conversations": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "agentId": "string",
+                     *           "appId": "string",
+                     *           "status": "string",
+                     *           "messageCount": 1,
+                     *           "lastMessageAt": "2026-11-22T09:00:00.000Z",
+                     *           "createdAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        conversations: {
+                            id: string;
+                            name: string | null;
+                            agentId: string;
+                            appId: string | null;
+                            status: string;
+                            messageCount: number;
+                            lastMessageAt: string | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    createConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "agentId": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "name": "string",
+                 *       "appId": "string",
+                 *       "metadata": {}
+                 *     }
+                 */
+                "application/json": {
+                    /** @description identifier (UUID v7) */
+                    agentId: string;
+                    name?: string;
+                    appId?: string;
+                    /** @description custom tags */
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "agentId": "string",
+                     *       "appId": "string",
+                     *       "status": "string",
+                     *       "messageCount": 1,
+                     *       "lastMessageAt": "2026-11-22T09:00:00.000Z",
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "metadata": {},
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *       "activeRunId": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string | null;
+                        agentId: string;
+                        appId: string | null;
+                        status: string;
+                        messageCount: number;
+                        lastMessageAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                        activeRunId: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getConversationStats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "total": 1,
+                     *       "active": 1,
+                     *       "completed": 1,
+                     *       "archived": 1,
+                     *       "totalMessages": 1,
+                     *       "averageMessagesPerConversation": 1.5,
+                     *       "averageDurationMs": 1
+                     *     }
+                     */
+                    "application/json": {
+                        total: number;
+                        active: number;
+                        completed: number;
+                        archived: number;
+                        totalMessages: number;
+                        averageMessagesPerConversation: number;
+                        /** @description mean of lastMessageAt - createdAt */
+                        averageDurationMs: number;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "agentId": "string",
+                     *       "appId": "string",
+                     *       "status": "string",
+                     *       "messageCount": 1,
+                     *       "lastMessageAt": "2026-11-22T09:00:00.000Z",
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "metadata": {},
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *       "activeRunId": "string",
+                     *       "participants": [
+                     *         {
+                     *           "type": "string",
+                     *           "id": "string",
+                     *           "name": "string"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string | null;
+                        agentId: string;
+                        appId: string | null;
+                        status: string;
+                        messageCount: number;
+                        lastMessageAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                        activeRunId: string | null;
+                        participants: {
+                            type: string;
+                            id: string;
+                            name: string | null;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    deleteConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    updateConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "string",
+                 *       "status": "active",
+                 *       "metadata": {}
+                 *     }
+                 */
+                "application/json": {
+                    name?: string | null;
+                    status?: "active" | "completed" | "archived";
+                    /** @description custom tags */
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "agentId": "string",
+                     *       "appId": "string",
+                     *       "status": "string",
+                     *       "messageCount": 1,
+                     *       "lastMessageAt": "2026-11-22T09:00:00.000Z",
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "metadata": {},
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *       "activeRunId": "string",
+                     *       "participants": [
+                     *         {
+                     *           "type": "string",
+                     *           "id": "string",
+                     *           "name": "string"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string | null;
+                        agentId: string;
+                        appId: string | null;
+                        status: string;
+                        messageCount: number;
+                        lastMessageAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                        activeRunId: string | null;
+                        participants: {
+                            type: string;
+                            id: string;
+                            name: string | null;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listMessages: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description identifier (UUID v7) */
+                before?: string;
+            };
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "messages": [
+                     *         {
+                     *           "id": "string",
+                     *           "role": "string",
+                     *           "content": "string",
+                     *           "toolCalls": [
+                     *             {
+                     *               "name": "string",
+                     *               "input": {}
+                     *             }
+                     *           ],
+                     *           "tokenUsage": {
+                     *             "inputTokens": 1,
+                     *             "outputTokens": 1
+                     *           },
+                     *           "attachments": [
+                     *             "string"
+                     *           ],
+                     *           "runId": "string",
+                     *           "createdAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "hasMore": true
+                     *     }
+                     */
+                    "application/json": {
+                        messages: {
+                            id: string;
+                            /** @description user or assistant */
+                            role: string;
+                            content: string;
+                            toolCalls: {
+                                name: string;
+                                input: unknown;
+                            }[];
+                            tokenUsage: {
+                                inputTokens: number;
+                                outputTokens: number;
+                            } | null;
+                            attachments: string[];
+                            runId: string | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                        }[];
+                        hasMore: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    sendMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "content": "string",
+                 *       "attachments": [
+                 *         "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                 *       ],
+                 *       "onActiveRun": "reject"
+                 *     }
+                 */
+                "application/json": {
+                    content: string;
+                    attachments?: string[];
+                    /** @description overrides the agent’s configuration.onActiveRun for this message */
+                    onActiveRun?: "reject" | "enqueue" | "inject";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "message": {
+                     *         "id": "string",
+                     *         "role": "string",
+                     *         "content": "string",
+                     *         "toolCalls": [
+                     *           {
+                     *             "name": "string",
+                     *             "input": {}
+                     *           }
+                     *         ],
+                     *         "tokenUsage": {
+                     *           "inputTokens": 1,
+                     *           "outputTokens": 1
+                     *         },
+                     *         "attachments": [
+                     *           "string"
+                     *         ],
+                     *         "runId": "string",
+                     *         "createdAt": "2026-11-22T09:00:00.000Z"
+                     *       },
+                     *       "cost": 1.5,
+                     *       "runId": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        message: {
+                            id: string;
+                            /** @description user or assistant */
+                            role: string;
+                            content: string;
+                            toolCalls: {
+                                name: string;
+                                input: unknown;
+                            }[];
+                            tokenUsage: {
+                                inputTokens: number;
+                                outputTokens: number;
+                            } | null;
+                            attachments: string[];
+                            runId: string | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                        };
+                        /** @description USD */
+                        cost: number;
+                        runId: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "injected": true,
+                     *       "runId": "string",
+                     *       "messageId": "string",
+                     *       "conversationId": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        injected: true;
+                        runId: string;
+                        messageId: string;
+                        conversationId: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            /** @description Problem 502 */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    injectMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "content": "string"
+                 *     }
+                 */
+                "application/json": {
+                    content: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "messageId": "string",
+                     *       "runId": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        messageId: string;
+                        runId: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    uploadFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "file": "string"
+                 *     }
+                 */
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the attachment; its part’s file name and content type are kept
+                     */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "contentType": "string",
+                     *       "size": 1,
+                     *       "createdAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        contentType: string;
+                        /** @description bytes */
+                        size: number;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "contentType": "string",
+                     *       "size": 1,
+                     *       "createdAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        contentType: string;
+                        /** @description bytes */
+                        size: number;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    downloadFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file’s bytes, with the content type it was uploaded with. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listTasks: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                /** @description identifier (UUID v7) */
+                agentId?: string;
+                teamId?: string;
+                appId?: string;
+                status?: "pending" | "awaiting_approval" | "running" | "completed" | "failed" | "cancelled";
+                type?: "one_time" | "scheduled" | "triggered";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "tasks": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "description": "string",
+                     *           "agentId": "string",
+                     *           "teamId": "string",
+                     *           "appId": "string",
+                     *           "type": "string",
+                     *           "schedule": "string",
+                     *           "priority": "string",
+                     *           "dueAt": "2026-11-22T09:00:00.000Z",
+                     *           "status": "string",
+                     *           "lastRunAt": "2026-11-22T09:00:00.000Z",
+                     *           "nextRunAt": "2026-11-22T09:00:00.000Z",
+                     *           "createdAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        tasks: {
+                            id: string;
+                            name: string;
+                            description: string;
+                            agentId: string;
+                            teamId: string | null;
+                            appId: string;
+                            type: string;
+                            schedule: string | null;
+                            priority: string;
+                            dueAt: string | null;
+                            /** @description pending, awaiting_approval, running, completed, failed, cancelled */
+                            status: string;
+                            lastRunAt: string | null;
+                            nextRunAt: string | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    createTask: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description A key the client chooses (1-255 printable ASCII characters) to make retries safe: for 24 hours the same key with the same request answers the original run or task instead of starting another; with a different request, 422 idempotency_key_reused. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "string",
+                 *       "description": "string",
+                 *       "agentId": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "teamId": "string",
+                 *       "appId": "string",
+                 *       "type": "one_time",
+                 *       "schedule": "string",
+                 *       "timezone": "string",
+                 *       "priority": "low",
+                 *       "dueAt": "2026-11-22T09:00:00.000Z",
+                 *       "input": {},
+                 *       "requiresApproval": true,
+                 *       "misfirePolicy": "skip",
+                 *       "overlapPolicy": "skip",
+                 *       "retryPolicy": {
+                 *         "maxAttempts": 1,
+                 *         "backoffSeconds": 10
+                 *       },
+                 *       "trigger": {
+                 *         "type": "webhook",
+                 *         "event": "task.completed",
+                 *         "taskId": "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    /** @description what the agent should do; executed as a message */
+                    description: string;
+                    /** @description identifier (UUID v7) */
+                    agentId: string;
+                    teamId?: string;
+                    /** @description default: the agent's app */
+                    appId?: string;
+                    type?: "one_time" | "scheduled" | "triggered";
+                    /** @description cron expression, five fields; scheduled tasks only */
+                    schedule?: string;
+                    /** @description IANA time zone of the schedule (default UTC) */
+                    timezone?: string;
+                    priority?: "low" | "medium" | "high" | "critical";
+                    /**
+                     * Format: date-time
+                     * @description deadline of a one-time task; earlier deadlines dispatch first
+                     */
+                    dueAt?: string;
+                    input?: {
+                        [key: string]: unknown;
+                    };
+                    requiresApproval?: boolean;
+                    /** @description scheduled tasks: what a cron time found late does (default skip) */
+                    misfirePolicy?: "skip" | "fire_once";
+                    /** @description scheduled and triggered tasks: a fire while work is active (default skip) */
+                    overlapPolicy?: "skip" | "queue" | "allow";
+                    retryPolicy?: {
+                        /**
+                         * @description runs per piece of work, the first included; 1: no automatic retry
+                         * @default 1
+                         */
+                        maxAttempts?: number;
+                        /**
+                         * @description wait before the first retry; doubled for each later one
+                         * @default 10
+                         */
+                        backoffSeconds?: number;
+                    };
+                    trigger?: {
+                        /** @description webhook: POST /api/v1/hooks/{taskId}, signed; event: another task completed or failed */
+                        type?: "webhook" | "event";
+                        event?: "task.completed" | "task.failed";
+                        /** @description identifier (UUID v7) */
+                        taskId?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "agentId": "string",
+                     *       "teamId": "string",
+                     *       "appId": "string",
+                     *       "type": "string",
+                     *       "schedule": "string",
+                     *       "priority": "string",
+                     *       "dueAt": "2026-11-22T09:00:00.000Z",
+                     *       "status": "string",
+                     *       "lastRunAt": "2026-11-22T09:00:00.000Z",
+                     *       "nextRunAt": "2026-11-22T09:00:00.000Z",
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "timezone": "string",
+                     *       "input": {},
+                     *       "requiresApproval": true,
+                     *       "misfirePolicy": "string",
+                     *       "overlapPolicy": "string",
+                     *       "retryPolicy": {
+                     *         "maxAttempts": 1,
+                     *         "backoffSeconds": 10
+                     *       },
+                     *       "trigger": {
+                     *         "type": "webhook",
+                     *         "url": "string",
+                     *         "secret": "string"
+                     *       },
+                     *       "approval": {
+                     *         "action": "string",
+                     *         "payload": {},
+                     *         "requestedBy": {
+                     *           "type": "string",
+                     *           "id": "string"
+                     *         },
+                     *         "decision": "approved",
+                     *         "decidedBy": {
+                     *           "type": "string",
+                     *           "id": "string"
+                     *         },
+                     *         "decidedAt": "2026-11-22T09:00:00.000Z"
+                     *       },
+                     *       "lastRunId": "string",
+                     *       "lastError": {
+                     *         "code": "string",
+                     *         "message": "string"
+                     *       },
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 422 */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listTasksPendingApproval: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "tasks": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "description": "string",
+                     *           "agentId": "string",
+                     *           "teamId": "string",
+                     *           "appId": "string",
+                     *           "type": "string",
+                     *           "schedule": "string",
+                     *           "priority": "string",
+                     *           "dueAt": "2026-11-22T09:00:00.000Z",
+                     *           "status": "string",
+                     *           "lastRunAt": "2026-11-22T09:00:00.000Z",
+                     *           "nextRunAt": "2026-11-22T09:00:00.000Z",
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "timezone": "string",
+                     *           "input": {},
+                     *           "requiresApproval": true,
+                     *           "misfirePolicy": "string",
+                     *           "overlapPolicy": "string",
+                     *           "retryPolicy": {
+                     *             "maxAttempts": 1,
+                     *             "backoffSeconds": 10
+                     *           },
+                     *           "trigger": {
+                     *             "type": "webhook",
+                     *             "url": "string",
+                     *             "secret": "string"
+                     *           },
+                     *           "approval": {
+                     *             "action": "string",
+                     *             "payload": {},
+                     *             "requestedBy": {
+                     *               "type": "string",
+                     *               "id": "string"
+                     *             },
+                     *             "decision": "approved",
+                     *             "decidedBy": {
+                     *               "type": "string",
+                     *               "id": "string"
+                     *             },
+                     *             "decidedAt": "2026-11-22T09:00:00.000Z"
+                     *           },
+                     *           "lastRunId": "string",
+                     *           "lastError": {
+                     *             "code": "string",
+                     *             "message": "string"
+                     *           },
+                     *           "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        tasks: components["schemas"]["Task"][];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getTaskRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "runId": "string",
+                     *       "agentId": "string",
+                     *       "conversationId": "string",
+                     *       "taskId": "string",
+                     *       "kind": "string",
+                     *       "status": "string",
+                     *       "model": "string",
+                     *       "output": "string",
+                     *       "error": {
+                     *         "code": "string",
+                     *         "message": "string"
+                     *       },
+                     *       "cost": 1.5,
+                     *       "duration": 1,
+                     *       "tokenUsage": {
+                     *         "inputTokens": 1,
+                     *         "outputTokens": 1
+                     *       },
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "startedAt": "2026-11-22T09:00:00.000Z",
+                     *       "completedAt": "2026-11-22T09:00:00.000Z",
+                     *       "input": "string",
+                     *       "options": {},
+                     *       "toolCalls": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "input": {},
+                     *           "result": {},
+                     *           "startedAt": "2026-11-22T09:00:00.000Z",
+                     *           "completedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "steps": [
+                     *         {
+                     *           "index": 1,
+                     *           "text": "string",
+                     *           "toolCallIds": [
+                     *             "string"
+                     *           ],
+                     *           "injected": [
+                     *             "string"
+                     *           ],
+                     *           "finishReason": "string",
+                     *           "usage": {
+                     *             "inputTokens": 1,
+                     *             "outputTokens": 1
+                     *           }
+                     *         }
+                     *       ],
+                     *       "warnings": [
+                     *         "string"
+                     *       ],
+                     *       "budget": {
+                     *         "tenant": {
+                     *           "monthlyBudgetUsd": 1.5,
+                     *           "spentUsd": 1.5
+                     *         },
+                     *         "agent": {
+                     *           "monthlyBudgetUsd": 1.5,
+                     *           "spentUsd": 1.5
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        runId: string;
+                        agentId: string;
+                        conversationId: string | null;
+                        taskId: string | null;
+                        kind: string;
+                        /** @description queued, running, completed, failed, cancelled */
+                        status: string;
+                        model: string;
+                        output: string;
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /** @description USD */
+                        cost: number;
+                        duration: number | null;
+                        tokenUsage: {
+                            inputTokens: number;
+                            outputTokens: number;
+                        };
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        startedAt: string | null;
+                        completedAt: string | null;
+                        input: string;
+                        options: {
+                            [key: string]: unknown;
+                        };
+                        toolCalls: {
+                            id: string;
+                            name: string;
+                            input: unknown;
+                            result: {
+                                [key: string]: unknown;
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            startedAt: string;
+                            completedAt: string | null;
+                        }[];
+                        steps: {
+                            index: number;
+                            text: string;
+                            toolCallIds: string[];
+                            injected: string[];
+                            finishReason: string;
+                            usage: {
+                                inputTokens: number;
+                                outputTokens: number;
+                            };
+                        }[];
+                        /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
+                        warnings: string[];
+                        /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
+                        budget: {
+                            tenant?: {
+                                monthlyBudgetUsd: number;
+                                spentUsd: number;
+                            };
+                            agent?: {
+                                monthlyBudgetUsd: number;
+                                spentUsd: number;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "agentId": "string",
+                     *       "teamId": "string",
+                     *       "appId": "string",
+                     *       "type": "string",
+                     *       "schedule": "string",
+                     *       "priority": "string",
+                     *       "dueAt": "2026-11-22T09:00:00.000Z",
+                     *       "status": "string",
+                     *       "lastRunAt": "2026-11-22T09:00:00.000Z",
+                     *       "nextRunAt": "2026-11-22T09:00:00.000Z",
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "timezone": "string",
+                     *       "input": {},
+                     *       "requiresApproval": true,
+                     *       "misfirePolicy": "string",
+                     *       "overlapPolicy": "string",
+                     *       "retryPolicy": {
+                     *         "maxAttempts": 1,
+                     *         "backoffSeconds": 10
+                     *       },
+                     *       "trigger": {
+                     *         "type": "webhook",
+                     *         "url": "string",
+                     *         "secret": "string"
+                     *       },
+                     *       "approval": {
+                     *         "action": "string",
+                     *         "payload": {},
+                     *         "requestedBy": {
+                     *           "type": "string",
+                     *           "id": "string"
+                     *         },
+                     *         "decision": "approved",
+                     *         "decidedBy": {
+                     *           "type": "string",
+                     *           "id": "string"
+                     *         },
+                     *         "decidedAt": "2026-11-22T09:00:00.000Z"
+                     *       },
+                     *       "lastRunId": "string",
+                     *       "lastError": {
+                     *         "code": "string",
+                     *         "message": "string"
+                     *       },
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *       "output": "string",
+                     *       "runs": [
+                     *         {
+                     *           "id": "string",
+                     *           "runId": "string",
+                     *           "agentId": "string",
+                     *           "conversationId": "string",
+                     *           "taskId": "string",
+                     *           "kind": "string",
+                     *           "status": "string",
+                     *           "model": "string",
+                     *           "output": "string",
+                     *           "error": {
+                     *             "code": "string",
+                     *             "message": "string"
+                     *           },
+                     *           "cost": 1.5,
+                     *           "duration": 1,
+                     *           "tokenUsage": {
+                     *             "inputTokens": 1,
+                     *             "outputTokens": 1
+                     *           },
+                     *           "toolCalls": [
+                     *             {
+                     *               "id": "string",
+                     *               "name": "string",
+                     *               "input": {},
+                     *               "result": {}
+                     *             }
+                     *           ],
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "startedAt": "2026-11-22T09:00:00.000Z",
+                     *           "completedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "runCount": 1,
+                     *       "fires": [
+                     *         {
+                     *           "id": "string",
+                     *           "source": "string",
+                     *           "scheduledFor": "2026-11-22T09:00:00.000Z",
+                     *           "decidedAt": "2026-11-22T09:00:00.000Z",
+                     *           "decision": "string",
+                     *           "reason": "string",
+                     *           "missed": 1,
+                     *           "jobId": "string",
+                     *           "detail": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: string;
+                        agentId: string;
+                        teamId: string | null;
+                        appId: string;
+                        type: string;
+                        schedule: string | null;
+                        priority: string;
+                        dueAt: string | null;
+                        /** @description pending, awaiting_approval, running, completed, failed, cancelled */
+                        status: string;
+                        lastRunAt: string | null;
+                        nextRunAt: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        timezone: string | null;
+                        input: {
+                            [key: string]: unknown;
+                        };
+                        requiresApproval: boolean;
+                        misfirePolicy: string;
+                        overlapPolicy: string;
+                        retryPolicy: {
+                            /**
+                             * @description runs per piece of work, the first included; 1: no automatic retry
+                             * @default 1
+                             */
+                            maxAttempts: number;
+                            /**
+                             * @description wait before the first retry; doubled for each later one
+                             * @default 10
+                             */
+                            backoffSeconds: number;
+                        };
+                        trigger: ({
+                            /** @enum {string} */
+                            type: "webhook";
+                            url: string;
+                            /** @description shown once, at creation */
+                            secret?: string;
+                        } | {
+                            /** @enum {string} */
+                            type: "event";
+                            event: string;
+                            taskId: string;
+                        }) | null;
+                        approval: {
+                            action: string | null;
+                            payload: {
+                                [key: string]: unknown;
+                            } | null;
+                            requestedBy: {
+                                type: string;
+                                id: string | null;
+                            } | null;
+                            decision: ("approved" | "rejected") | null;
+                            decidedBy: {
+                                type: string;
+                                id: string | null;
+                            } | null;
+                            decidedAt: string | null;
+                        } | null;
+                        lastRunId: string | null;
+                        lastError: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                        /** @description output of the latest completed run */
+                        output: string | null;
+                        /** @description the 10 most recent runs, newest first */
+                        runs: {
+                            id: string;
+                            runId: string;
+                            agentId: string;
+                            conversationId: string | null;
+                            taskId: string | null;
+                            kind: string;
+                            /** @description queued, running, completed, failed, cancelled */
+                            status: string;
+                            model: string;
+                            output: string;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** @description USD */
+                            cost: number;
+                            duration: number | null;
+                            tokenUsage: {
+                                inputTokens: number;
+                                outputTokens: number;
+                            };
+                            toolCalls: {
+                                id: string;
+                                name: string;
+                                input: unknown;
+                                result: {
+                                    [key: string]: unknown;
+                                } | null;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            startedAt: string | null;
+                            completedAt: string | null;
+                        }[];
+                        runCount: number;
+                        /** @description the 20 most recent fire decisions, newest first */
+                        fires: {
+                            id: string;
+                            /** @description schedule, webhook or event */
+                            source: string;
+                            scheduledFor: string | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            decidedAt: string;
+                            /** @description fired (work queued), queued (waits for the active run), skipped */
+                            decision: string;
+                            reason: string | null;
+                            /** @description cron times passed over by this decision */
+                            missed: number;
+                            jobId: string | null;
+                            detail: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    deleteTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    runTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "input": {}
+                 *     }
+                 */
+                "application/json": {
+                    /** @description merged over the task input for this run */
+                    input?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "runId": "string",
+                     *       "status": "string",
+                     *       "startedAt": "2026-11-22T09:00:00.000Z",
+                     *       "taskId": "string",
+                     *       "conversationId": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        runId: string | null;
+                        status: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        startedAt: string;
+                        taskId: string;
+                        conversationId: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description `task_awaiting_approval`: the task waits for approval (approve it, then run it); `task_not_runnable`: an approval task, which acts when approved; `agent_not_found`: the task’s agent was deleted */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    cancelTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "agentId": "string",
+                     *       "teamId": "string",
+                     *       "appId": "string",
+                     *       "type": "string",
+                     *       "schedule": "string",
+                     *       "priority": "string",
+                     *       "dueAt": "2026-11-22T09:00:00.000Z",
+                     *       "status": "string",
+                     *       "lastRunAt": "2026-11-22T09:00:00.000Z",
+                     *       "nextRunAt": "2026-11-22T09:00:00.000Z",
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "timezone": "string",
+                     *       "input": {},
+                     *       "requiresApproval": true,
+                     *       "misfirePolicy": "string",
+                     *       "overlapPolicy": "string",
+                     *       "retryPolicy": {
+                     *         "maxAttempts": 1,
+                     *         "backoffSeconds": 10
+                     *       },
+                     *       "trigger": {
+                     *         "type": "webhook",
+                     *         "url": "string",
+                     *         "secret": "string"
+                     *       },
+                     *       "approval": {
+                     *         "action": "string",
+                     *         "payload": {},
+                     *         "requestedBy": {
+                     *           "type": "string",
+                     *           "id": "string"
+                     *         },
+                     *         "decision": "approved",
+                     *         "decidedBy": {
+                     *           "type": "string",
+                     *           "id": "string"
+                     *         },
+                     *         "decidedAt": "2026-11-22T09:00:00.000Z"
+                     *       },
+                     *       "lastRunId": "string",
+                     *       "lastError": {
+                     *         "code": "string",
+                     *         "message": "string"
+                     *       },
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    retryTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "runId": "string",
+                     *       "status": "string",
+                     *       "startedAt": "2026-11-22T09:00:00.000Z",
+                     *       "taskId": "string",
+                     *       "conversationId": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        runId: string | null;
+                        status: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        startedAt: string;
+                        taskId: string;
+                        conversationId: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    approveTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "agentId": "string",
+                     *       "teamId": "string",
+                     *       "appId": "string",
+                     *       "type": "string",
+                     *       "schedule": "string",
+                     *       "priority": "string",
+                     *       "dueAt": "2026-11-22T09:00:00.000Z",
+                     *       "status": "string",
+                     *       "lastRunAt": "2026-11-22T09:00:00.000Z",
+                     *       "nextRunAt": "2026-11-22T09:00:00.000Z",
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "timezone": "string",
+                     *       "input": {},
+                     *       "requiresApproval": true,
+                     *       "misfirePolicy": "string",
+                     *       "overlapPolicy": "string",
+                     *       "retryPolicy": {
+                     *         "maxAttempts": 1,
+                     *         "backoffSeconds": 10
+                     *       },
+                     *       "trigger": {
+                     *         "type": "webhook",
+                     *         "url": "string",
+                     *         "secret": "string"
+                     *       },
+                     *       "approval": {
+                     *         "action": "string",
+                     *         "payload": {},
+                     *         "requestedBy": {
+                     *           "type": "string",
+                     *           "id": "string"
+                     *         },
+                     *         "decision": "approved",
+                     *         "decidedBy": {
+                     *           "type": "string",
+                     *           "id": "string"
+                     *         },
+                     *         "decidedAt": "2026-11-22T09:00:00.000Z"
+                     *       },
+                     *       "lastRunId": "string",
+                     *       "lastError": {
+                     *         "code": "string",
+                     *         "message": "string"
+                     *       },
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    rejectTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "agentId": "string",
+                     *       "teamId": "string",
+                     *       "appId": "string",
+                     *       "type": "string",
+                     *       "schedule": "string",
+                     *       "priority": "string",
+                     *       "dueAt": "2026-11-22T09:00:00.000Z",
+                     *       "status": "string",
+                     *       "lastRunAt": "2026-11-22T09:00:00.000Z",
+                     *       "nextRunAt": "2026-11-22T09:00:00.000Z",
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "timezone": "string",
+                     *       "input": {},
+                     *       "requiresApproval": true,
+                     *       "misfirePolicy": "string",
+                     *       "overlapPolicy": "string",
+                     *       "retryPolicy": {
+                     *         "maxAttempts": 1,
+                     *         "backoffSeconds": 10
+                     *       },
+                     *       "trigger": {
+                     *         "type": "webhook",
+                     *         "url": "string",
+                     *         "secret": "string"
+                     *       },
+                     *       "approval": {
+                     *         "action": "string",
+                     *         "payload": {},
+                     *         "requestedBy": {
+                     *           "type": "string",
+                     *           "id": "string"
+                     *         },
+                     *         "decision": "approved",
+                     *         "decidedBy": {
+                     *           "type": "string",
+                     *           "id": "string"
+                     *         },
+                     *         "decidedAt": "2026-11-22T09:00:00.000Z"
+                     *       },
+                     *       "lastRunId": "string",
+                     *       "lastError": {
+                     *         "code": "string",
+                     *         "message": "string"
+                     *       },
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listTaskRuns: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "runs": [
+                     *         {
+                     *           "id": "string",
+                     *           "runId": "string",
+                     *           "agentId": "string",
+                     *           "conversationId": "string",
+                     *           "taskId": "string",
+                     *           "kind": "string",
+                     *           "status": "string",
+                     *           "model": "string",
+                     *           "output": "string",
+                     *           "error": {
+                     *             "code": "string",
+                     *             "message": "string"
+                     *           },
+                     *           "cost": 1.5,
+                     *           "duration": 1,
+                     *           "tokenUsage": {
+                     *             "inputTokens": 1,
+                     *             "outputTokens": 1
+                     *           },
+                     *           "toolCalls": [
+                     *             {
+                     *               "id": "string",
+                     *               "name": "string",
+                     *               "input": {},
+                     *               "result": {}
+                     *             }
+                     *           ],
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "startedAt": "2026-11-22T09:00:00.000Z",
+                     *           "completedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        runs: {
+                            id: string;
+                            runId: string;
+                            agentId: string;
+                            conversationId: string | null;
+                            taskId: string | null;
+                            kind: string;
+                            /** @description queued, running, completed, failed, cancelled */
+                            status: string;
+                            model: string;
+                            output: string;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** @description USD */
+                            cost: number;
+                            duration: number | null;
+                            tokenUsage: {
+                                inputTokens: number;
+                                outputTokens: number;
+                            };
+                            toolCalls: {
+                                id: string;
+                                name: string;
+                                input: unknown;
+                                result: {
+                                    [key: string]: unknown;
+                                } | null;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            startedAt: string | null;
+                            completedAt: string | null;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listTaskFires: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "fires": [
+                     *         {
+                     *           "id": "string",
+                     *           "source": "string",
+                     *           "scheduledFor": "2026-11-22T09:00:00.000Z",
+                     *           "decidedAt": "2026-11-22T09:00:00.000Z",
+                     *           "decision": "string",
+                     *           "reason": "string",
+                     *           "missed": 1,
+                     *           "jobId": "string",
+                     *           "detail": {}
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        fires: {
+                            id: string;
+                            /** @description schedule, webhook or event */
+                            source: string;
+                            scheduledFor: string | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            decidedAt: string;
+                            /** @description fired (work queued), queued (waits for the active run), skipped */
+                            decision: string;
+                            reason: string | null;
+                            /** @description cron times passed over by this decision */
+                            missed: number;
+                            jobId: string | null;
+                            detail: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    triggerTaskWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                taskId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "accepted": true,
+                     *       "taskId": "string",
+                     *       "fireId": "string",
+                     *       "decision": "string",
+                     *       "reason": "string",
+                     *       "duplicate": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        accepted: true;
+                        taskId: string;
+                        fireId: string;
+                        decision: string;
+                        reason: string | null;
+                        /** @description the same signed delivery was received before; nothing new happens */
+                        duplicate: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listSkills: {
+        parameters: {
+            query?: {
+                /** @description e.g. engineering, sales, support, finance */
+                category?: string;
+                status?: "active" | "archived" | "all";
+                source?: "custom" | "store";
+                /** @description words in the name or description */
+                q?: string;
+                page?: number;
+                /** @description page size, 1 to 200 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "skills": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "description": "string",
+                     *           "category": "string",
+                     *           "source": "custom",
+                     *           "storeId": "string",
+                     *           "status": "active",
+                     *           "instructions": "string",
+                     *           "metadata": {},
+                     *           "references": [
+                     *             {
+                     *               "name": "string",
+                     *               "size": 1
+                     *             }
+                     *           ],
+                     *           "scripts": [
+                     *             {
+                     *               "name": "string",
+                     *               "language": "string",
+                     *               "size": 1
+                     *             }
+                     *           ],
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        skills: {
+                            id: string;
+                            name: string;
+                            description: string;
+                            category: string | null;
+                            /** @description custom (tenant-created) or store (acquired from the store) */
+                            source: "custom" | "store";
+                            storeId: string | null;
+                            status: "active" | "archived";
+                            instructions: string;
+                            metadata: {
+                                [key: string]: string;
+                            };
+                            references: {
+                                name: string;
+                                /** @description bytes */
+                                size: number;
+                            }[];
+                            scripts: {
+                                name: string;
+                                language: string;
+                                /** @description bytes */
+                                size: number;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            updatedAt: string;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    createSkill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "description": "string",
+                 *       "category": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "instructions": "string",
+                 *       "metadata": {},
+                 *       "references": [
+                 *         {
+                 *           "name": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *           "content": "string"
+                 *         }
+                 *       ],
+                 *       "scripts": [
+                 *         {
+                 *           "name": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *           "language": "python",
+                 *           "content": "string"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description lowercase letters, digits and single hyphens (Agent Skills format), unique in the tenant */
+                    name: string;
+                    /** @description what the skill does and when to use it */
+                    description: string;
+                    category?: string | null;
+                    /** @description the body of SKILL.md (Markdown) */
+                    instructions: string;
+                    metadata?: {
+                        [key: string]: string;
+                    };
+                    references?: {
+                        /** @description relative path, e.g. pricing.md or api/endpoints.md */
+                        name: string;
+                        content: string;
+                    }[];
+                    scripts?: {
+                        /** @description relative path, e.g. pricing.md or api/endpoints.md */
+                        name: string;
+                        /**
+                         * @description inferred from the extension when left out (python, bash, javascript, ...)
+                         * @example python
+                         */
+                        language?: string;
+                        content: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "category": "string",
+                     *       "source": "custom",
+                     *       "storeId": "string",
+                     *       "status": "active",
+                     *       "instructions": "string",
+                     *       "metadata": {},
+                     *       "references": [
+                     *         {
+                     *           "name": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "scripts": [
+                     *         {
+                     *           "name": "string",
+                     *           "language": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: string;
+                        category: string | null;
+                        /** @description custom (tenant-created) or store (acquired from the store) */
+                        source: "custom" | "store";
+                        storeId: string | null;
+                        status: "active" | "archived";
+                        instructions: string;
+                        metadata: {
+                            [key: string]: string;
+                        };
+                        references: {
+                            name: string;
+                            /** @description bytes */
+                            size: number;
+                        }[];
+                        scripts: {
+                            name: string;
+                            language: string;
+                            /** @description bytes */
+                            size: number;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listSkillCategories: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "categories": [
+                     *         "string"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        categories: string[];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listStoreSkills: {
+        parameters: {
+            query?: {
+                category?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "skills": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "description": "string",
+                     *           "category": "string",
+                     *           "references": [
+                     *             {
+                     *               "name": "string",
+                     *               "size": 1
+                     *             }
+                     *           ],
+                     *           "scripts": [
+                     *             {
+                     *               "name": "string",
+                     *               "language": "string",
+                     *               "size": 1
+                     *             }
+                     *           ],
+                     *           "acquired": true,
+                     *           "skillId": "string"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
+                    "application/json": {
+                        skills: {
+                            /** @description store id (the skill name) */
+                            id: string;
+                            name: string;
+                            description: string;
+                            category: string | null;
+                            references: {
+                                name: string;
+                                size: number;
+                            }[];
+                            scripts: {
+                                name: string;
+                                language: string;
+                                size: number;
+                            }[];
+                            acquired: boolean;
+                            skillId: string | null;
+                        }[];
+                        total: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getStoreSkill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description store id (the skill name) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "category": "string",
+                     *       "references": [
+                     *         {
+                     *           "name": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "scripts": [
+                     *         {
+                     *           "name": "string",
+                     *           "language": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "acquired": true,
+                     *       "skillId": "string",
+                     *       "instructions": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description store id (the skill name) */
+                        id: string;
+                        name: string;
+                        description: string;
+                        category: string | null;
+                        references: {
+                            name: string;
+                            size: number;
+                        }[];
+                        scripts: {
+                            name: string;
+                            language: string;
+                            size: number;
+                        }[];
+                        acquired: boolean;
+                        skillId: string | null;
+                        instructions: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    acquireStoreSkill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description store id (the skill name) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "category": "string",
+                     *       "source": "custom",
+                     *       "storeId": "string",
+                     *       "status": "active",
+                     *       "instructions": "string",
+                     *       "metadata": {},
+                     *       "references": [
+                     *         {
+                     *           "name": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "scripts": [
+                     *         {
+                     *           "name": "string",
+                     *           "language": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: string;
+                        category: string | null;
+                        /** @description custom (tenant-created) or store (acquired from the store) */
+                        source: "custom" | "store";
+                        storeId: string | null;
+                        status: "active" | "archived";
+                        instructions: string;
+                        metadata: {
+                            [key: string]: string;
+                        };
+                        references: {
+                            name: string;
+                            /** @description bytes */
+                            size: number;
+                        }[];
+                        scripts: {
+                            name: string;
+                            language: string;
+                            /** @description bytes */
+                            size: number;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listAgentSkills: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "skills": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "description": "string",
+                     *           "category": "string",
+                     *           "source": "custom",
+                     *           "storeId": "string",
+                     *           "status": "active",
+                     *           "instructions": "string",
+                     *           "metadata": {},
+                     *           "references": [
+                     *             {
+                     *               "name": "string",
+                     *               "size": 1
+                     *             }
+                     *           ],
+                     *           "scripts": [
+                     *             {
+                     *               "name": "string",
+                     *               "language": "string",
+                     *               "size": 1
+                     *             }
+                     *           ],
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *           "assignment": {
+                     *             "skillId": "string",
+                     *             "agentId": "string",
+                     *             "enabled": true,
+                     *             "priority": 1.5,
+                     *             "config": {},
+                     *             "assignedBy": "string",
+                     *             "createdAt": "2026-11-22T09:00:00.000Z",
+                     *             "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
+                    "application/json": {
+                        skills: {
+                            id: string;
+                            name: string;
+                            description: string;
+                            category: string | null;
+                            /** @description custom (tenant-created) or store (acquired from the store) */
+                            source: "custom" | "store";
+                            storeId: string | null;
+                            status: "active" | "archived";
+                            instructions: string;
+                            metadata: {
+                                [key: string]: string;
+                            };
+                            references: {
+                                name: string;
+                                /** @description bytes */
+                                size: number;
+                            }[];
+                            scripts: {
+                                name: string;
+                                language: string;
+                                /** @description bytes */
+                                size: number;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            updatedAt: string;
+                            /** Skill assignment */
+                            assignment: {
+                                skillId: string;
+                                agentId: string;
+                                enabled: boolean;
+                                /** @description higher means more likely to be used; default 0 */
+                                priority: number;
+                                config: {
+                                    [key: string]: unknown;
+                                };
+                                assignedBy: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @example 2026-11-22T09:00:00.000Z
+                                 */
+                                createdAt: string;
+                                /**
+                                 * Format: date-time
+                                 * @example 2026-11-22T09:00:00.000Z
+                                 */
+                                updatedAt: string;
+                            };
+                        }[];
+                        total: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    importSkill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example ---
+                 *     name: release-notes
+                 *     description: Writes release notes from a list of changes
+                 *     ---
+                 *     Group the changes by kind.
+                 */
+                "text/markdown": string;
+                /**
+                 * @example {
+                 *       "skillMd": "---\nname: release-notes\ndescription: Writes release notes from a list of changes\n---\nGroup the changes by kind.\n"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description the text of a SKILL.md (front matter + instructions) */
+                    skillMd: string;
+                    references?: {
+                        /** @description relative path, e.g. pricing.md or api/endpoints.md */
+                        name: string;
+                        content: string;
+                    }[];
+                    scripts?: {
+                        /** @description relative path, e.g. pricing.md or api/endpoints.md */
+                        name: string;
+                        /**
+                         * @description inferred from the extension when left out (python, bash, javascript, ...)
+                         * @example python
+                         */
+                        language?: string;
+                        content: string;
+                    }[];
+                };
+                /**
+                 * @example {
+                 *       "file": "string"
+                 *     }
+                 */
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description a zip, tar or tar.gz of the skill folder, or a SKILL.md file
+                     */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "category": "string",
+                     *       "source": "custom",
+                     *       "storeId": "string",
+                     *       "status": "active",
+                     *       "instructions": "string",
+                     *       "metadata": {},
+                     *       "references": [
+                     *         {
+                     *           "name": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "scripts": [
+                     *         {
+                     *           "name": "string",
+                     *           "language": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: string;
+                        category: string | null;
+                        /** @description custom (tenant-created) or store (acquired from the store) */
+                        source: "custom" | "store";
+                        storeId: string | null;
+                        status: "active" | "archived";
+                        instructions: string;
+                        metadata: {
+                            [key: string]: string;
+                        };
+                        references: {
+                            name: string;
+                            /** @description bytes */
+                            size: number;
+                        }[];
+                        scripts: {
+                            name: string;
+                            language: string;
+                            /** @description bytes */
+                            size: number;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getSkill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "category": "string",
+                     *       "source": "custom",
+                     *       "storeId": "string",
+                     *       "status": "active",
+                     *       "instructions": "string",
+                     *       "metadata": {},
+                     *       "references": [
+                     *         {
+                     *           "name": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "scripts": [
+                     *         {
+                     *           "name": "string",
+                     *           "language": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *       "assignments": [
+                     *         {
+                     *           "skillId": "string",
+                     *           "agentId": "string",
+                     *           "enabled": true,
+                     *           "priority": 1.5,
+                     *           "config": {},
+                     *           "assignedBy": "string",
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *           "agentName": "string",
+                     *           "agentStatus": "string"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: string;
+                        category: string | null;
+                        /** @description custom (tenant-created) or store (acquired from the store) */
+                        source: "custom" | "store";
+                        storeId: string | null;
+                        status: "active" | "archived";
+                        instructions: string;
+                        metadata: {
+                            [key: string]: string;
+                        };
+                        references: {
+                            name: string;
+                            /** @description bytes */
+                            size: number;
+                        }[];
+                        scripts: {
+                            name: string;
+                            language: string;
+                            /** @description bytes */
+                            size: number;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                        assignments: {
+                            skillId: string;
+                            agentId: string;
+                            enabled: boolean;
+                            /** @description higher means more likely to be used; default 0 */
+                            priority: number;
+                            config: {
+                                [key: string]: unknown;
+                            };
+                            assignedBy: string | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            updatedAt: string;
+                            agentName: string;
+                            agentStatus: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    archiveSkill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "category": "string",
+                     *       "source": "custom",
+                     *       "storeId": "string",
+                     *       "status": "active",
+                     *       "instructions": "string",
+                     *       "metadata": {},
+                     *       "references": [
+                     *         {
+                     *           "name": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "scripts": [
+                     *         {
+                     *           "name": "string",
+                     *           "language": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: string;
+                        category: string | null;
+                        /** @description custom (tenant-created) or store (acquired from the store) */
+                        source: "custom" | "store";
+                        storeId: string | null;
+                        status: "active" | "archived";
+                        instructions: string;
+                        metadata: {
+                            [key: string]: string;
+                        };
+                        references: {
+                            name: string;
+                            /** @description bytes */
+                            size: number;
+                        }[];
+                        scripts: {
+                            name: string;
+                            language: string;
+                            /** @description bytes */
+                            size: number;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    updateSkill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "description": "string",
+                 *       "category": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "instructions": "string",
+                 *       "metadata": {},
+                 *       "references": [
+                 *         {
+                 *           "name": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *           "content": "string"
+                 *         }
+                 *       ],
+                 *       "scripts": [
+                 *         {
+                 *           "name": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *           "language": "python",
+                 *           "content": "string"
+                 *         }
+                 *       ],
+                 *       "status": "active"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description lowercase letters, digits and single hyphens (Agent Skills format), unique in the tenant */
+                    name?: string;
+                    /** @description what the skill does and when to use it */
+                    description?: string;
+                    category?: string | null;
+                    /** @description the body of SKILL.md (Markdown) */
+                    instructions?: string;
+                    metadata?: {
+                        [key: string]: string;
+                    };
+                    /** @description replaces every reference */
+                    references?: {
+                        /** @description relative path, e.g. pricing.md or api/endpoints.md */
+                        name: string;
+                        content: string;
+                    }[];
+                    /** @description replaces every script */
+                    scripts?: {
+                        /** @description relative path, e.g. pricing.md or api/endpoints.md */
+                        name: string;
+                        /**
+                         * @description inferred from the extension when left out (python, bash, javascript, ...)
+                         * @example python
+                         */
+                        language?: string;
+                        content: string;
+                    }[];
+                    /** @description archived, or active to restore */
+                    status?: "active" | "archived";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "category": "string",
+                     *       "source": "custom",
+                     *       "storeId": "string",
+                     *       "status": "active",
+                     *       "instructions": "string",
+                     *       "metadata": {},
+                     *       "references": [
+                     *         {
+                     *           "name": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "scripts": [
+                     *         {
+                     *           "name": "string",
+                     *           "language": "string",
+                     *           "size": 1
+                     *         }
+                     *       ],
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: string;
+                        category: string | null;
+                        /** @description custom (tenant-created) or store (acquired from the store) */
+                        source: "custom" | "store";
+                        storeId: string | null;
+                        status: "active" | "archived";
+                        instructions: string;
+                        metadata: {
+                            [key: string]: string;
+                        };
+                        references: {
+                            name: string;
+                            /** @description bytes */
+                            size: number;
+                        }[];
+                        scripts: {
+                            name: string;
+                            language: string;
+                            /** @description bytes */
+                            size: number;
+                        }[];
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    exportSkill: {
+        parameters: {
+            query?: {
+                format?: "md" | "zip";
+            };
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The SKILL.md (format=md) or a zip of the skill folder (format=zip). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example ---
+                     *     name: release-notes
+                     *     description: Writes release notes
+                     *     ---
+                     */
+                    "text/markdown": string;
+                    "application/zip": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listSkillAgents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "agents": [
+                     *         {
+                     *           "skillId": "string",
+                     *           "agentId": "string",
+                     *           "enabled": true,
+                     *           "priority": 1.5,
+                     *           "config": {},
+                     *           "assignedBy": "string",
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *           "agentName": "string",
+                     *           "agentStatus": "string"
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
+                    "application/json": {
+                        agents: {
+                            skillId: string;
+                            agentId: string;
+                            enabled: boolean;
+                            /** @description higher means more likely to be used; default 0 */
+                            priority: number;
+                            config: {
+                                [key: string]: unknown;
+                            };
+                            assignedBy: string | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            updatedAt: string;
+                            agentName: string;
+                            agentStatus: string;
+                        }[];
+                        total: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    assignSkill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "agentId": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "config": {},
+                 *       "priority": 0
+                 *     }
+                 */
+                "application/json": {
+                    /** @description identifier (UUID v7) */
+                    agentId: string;
+                    /** @description per-assignment configuration the skill tools hand to the agent */
+                    config?: {
+                        [key: string]: unknown;
+                    };
+                    /**
+                     * @description higher means more likely to be used
+                     * @default 0
+                     */
+                    priority?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "skillId": "string",
+                     *       "agentId": "string",
+                     *       "enabled": true,
+                     *       "priority": 1.5,
+                     *       "config": {},
+                     *       "assignedBy": "string",
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        skillId: string;
+                        agentId: string;
+                        enabled: boolean;
+                        /** @description higher means more likely to be used; default 0 */
+                        priority: number;
+                        config: {
+                            [key: string]: unknown;
+                        };
+                        assignedBy: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    unassignSkill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    updateSkillAssignment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": true,
+                 *       "config": {},
+                 *       "priority": -1000000
+                 *     }
+                 */
+                "application/json": {
+                    enabled?: boolean;
+                    /** @description per-assignment configuration the skill tools hand to the agent */
+                    config?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description higher means more likely to be used */
+                    priority?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "skillId": "string",
+                     *       "agentId": "string",
+                     *       "enabled": true,
+                     *       "priority": 1.5,
+                     *       "config": {},
+                     *       "assignedBy": "string",
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        skillId: string;
+                        agentId: string;
+                        enabled: boolean;
+                        /** @description higher means more likely to be used; default 0 */
+                        priority: number;
+                        config: {
+                            [key: string]: unknown;
+                        };
+                        assignedBy: string | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listConnectors: {
+        parameters: {
+            query?: {
+                category?: string;
+                connected?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "connectors": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "category": "string",
+                     *           "description": "string",
+                     *           "fields": [
+                     *             {
+                     *               "name": "string",
+                     *               "label": "string",
+                     *               "type": "string",
+                     *               "required": true,
+                     *               "secret": true,
+                     *               "description": "string"
+                     *             }
+                     *           ],
+                     *           "suggestedSkills": [
+                     *             "string"
+                     *           ],
+                     *           "connected": true,
+                     *           "connection": {
+                     *             "id": "string",
+                     *             "configuration": {},
+                     *             "connectedBy": "string",
+                     *             "connectedAt": "2026-11-22T09:00:00.000Z",
+                     *             "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "total": 1
+                     *     }
+                     */
+                    "application/json": {
+                        connectors: {
+                            id: string;
+                            name: string;
+                            category: string;
+                            description: string;
+                            fields: {
+                                name: string;
+                                label: string;
+                                /** @description string, secret, url, email or boolean */
+                                type: string;
+                                required: boolean;
+                                /** @description stored, never shown: answered as ******** */
+                                secret: boolean;
+                                description: string;
+                            }[];
+                            suggestedSkills: string[];
+                            connected: boolean;
+                            connection: {
+                                id: string;
+                                /** @description secret values masked */
+                                configuration: {
+                                    [key: string]: unknown;
+                                };
+                                connectedBy: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @example 2026-11-22T09:00:00.000Z
+                                 */
+                                connectedAt: string;
+                                /**
+                                 * Format: date-time
+                                 * @example 2026-11-22T09:00:00.000Z
+                                 */
+                                updatedAt: string;
+                            } | null;
+                        }[];
+                        total: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listConnectorRequests: {
+        parameters: {
+            query?: {
+                status?: "pending" | "accepted" | "rejected";
+                /** @description identifier (UUID v7) */
+                agentId?: string;
+                connectorId?: string;
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "requests": [
+                     *         {
+                     *           "id": "string",
+                     *           "agentId": "string",
+                     *           "connectorId": "string",
+                     *           "reason": "string",
+                     *           "status": "pending",
+                     *           "taskId": "string",
+                     *           "requestedBy": "string",
+                     *           "decidedBy": "string",
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "decidedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        requests: {
+                            id: string;
+                            agentId: string;
+                            connectorId: string;
+                            reason: string;
+                            status: "pending" | "accepted" | "rejected";
+                            taskId: string | null;
+                            requestedBy: string | null;
+                            decidedBy: string | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            decidedAt: string | null;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getConnector: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description connector id, e.g. github */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "category": "string",
+                     *       "description": "string",
+                     *       "fields": [
+                     *         {
+                     *           "name": "string",
+                     *           "label": "string",
+                     *           "type": "string",
+                     *           "required": true,
+                     *           "secret": true,
+                     *           "description": "string"
+                     *         }
+                     *       ],
+                     *       "suggestedSkills": [
+                     *         "string"
+                     *       ],
+                     *       "connected": true,
+                     *       "connection": {
+                     *         "id": "string",
+                     *         "configuration": {},
+                     *         "connectedBy": "string",
+                     *         "connectedAt": "2026-11-22T09:00:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        category: string;
+                        description: string;
+                        fields: {
+                            name: string;
+                            label: string;
+                            /** @description string, secret, url, email or boolean */
+                            type: string;
+                            required: boolean;
+                            /** @description stored, never shown: answered as ******** */
+                            secret: boolean;
+                            description: string;
+                        }[];
+                        suggestedSkills: string[];
+                        connected: boolean;
+                        connection: {
+                            id: string;
+                            /** @description secret values masked */
+                            configuration: {
+                                [key: string]: unknown;
+                            };
+                            connectedBy: string | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            connectedAt: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            updatedAt: string;
+                        } | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    connectConnector: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description connector id, e.g. github */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "configuration": {}
+                 *     }
+                 */
+                "application/json": {
+                    configuration: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "category": "string",
+                     *       "description": "string",
+                     *       "fields": [
+                     *         {
+                     *           "name": "string",
+                     *           "label": "string",
+                     *           "type": "string",
+                     *           "required": true,
+                     *           "secret": true,
+                     *           "description": "string"
+                     *         }
+                     *       ],
+                     *       "suggestedSkills": [
+                     *         "string"
+                     *       ],
+                     *       "connected": true,
+                     *       "connection": {
+                     *         "id": "string",
+                     *         "configuration": {},
+                     *         "connectedBy": "string",
+                     *         "connectedAt": "2026-11-22T09:00:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        category: string;
+                        description: string;
+                        fields: {
+                            name: string;
+                            label: string;
+                            /** @description string, secret, url, email or boolean */
+                            type: string;
+                            required: boolean;
+                            /** @description stored, never shown: answered as ******** */
+                            secret: boolean;
+                            description: string;
+                        }[];
+                        suggestedSkills: string[];
+                        connected: boolean;
+                        connection: {
+                            id: string;
+                            /** @description secret values masked */
+                            configuration: {
+                                [key: string]: unknown;
+                            };
+                            connectedBy: string | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            connectedAt: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            updatedAt: string;
+                        } | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    updateConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description connector id, e.g. github */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "configuration": {}
+                 *     }
+                 */
+                "application/json": {
+                    configuration: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "category": "string",
+                     *       "description": "string",
+                     *       "fields": [
+                     *         {
+                     *           "name": "string",
+                     *           "label": "string",
+                     *           "type": "string",
+                     *           "required": true,
+                     *           "secret": true,
+                     *           "description": "string"
+                     *         }
+                     *       ],
+                     *       "suggestedSkills": [
+                     *         "string"
+                     *       ],
+                     *       "connected": true,
+                     *       "connection": {
+                     *         "id": "string",
+                     *         "configuration": {},
+                     *         "connectedBy": "string",
+                     *         "connectedAt": "2026-11-22T09:00:00.000Z",
+                     *         "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        category: string;
+                        description: string;
+                        fields: {
+                            name: string;
+                            label: string;
+                            /** @description string, secret, url, email or boolean */
+                            type: string;
+                            required: boolean;
+                            /** @description stored, never shown: answered as ******** */
+                            secret: boolean;
+                            description: string;
+                        }[];
+                        suggestedSkills: string[];
+                        connected: boolean;
+                        connection: {
+                            id: string;
+                            /** @description secret values masked */
+                            configuration: {
+                                [key: string]: unknown;
+                            };
+                            connectedBy: string | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            connectedAt: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            updatedAt: string;
+                        } | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    disconnectConnector: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description connector id, e.g. github */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    openAgentMcpStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description JSON-RPC error */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+        };
+    };
+    callAgentMcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        /** @description a JSON-RPC message or batch */
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description JSON-RPC response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": unknown;
+                };
+            };
+            /** @description accepted (notifications) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    endAgentMcpSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description JSON-RPC error */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+        };
+    };
+    getAgentClientMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "client_id": "string",
+                     *       "client_name": "string",
+                     *       "jwks_uri": "string",
+                     *       "grant_types": [
+                     *         "string"
+                     *       ],
+                     *       "token_endpoint_auth_method": "private_key_jwt",
+                     *       "token_endpoint_auth_signing_alg": "string",
+                     *       "spiffe_id": "string",
+                     *       "badge": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description this document's own URL */
+                        client_id: string;
+                        client_name: string;
+                        jwks_uri: string;
+                        grant_types: string[];
+                        /** @enum {string} */
+                        token_endpoint_auth_method: "private_key_jwt";
+                        token_endpoint_auth_signing_alg: string;
+                        spiffe_id: string;
+                        /** @description W3C VC 2.0 credential (vc+jwt) describing the agent's capabilities */
+                        badge: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getAgentJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kty": "string",
+                     *           "crv": "string",
+                     *           "x": "string",
+                     *           "y": "string",
+                     *           "kid": "string",
+                     *           "use": "string",
+                     *           "alg": "string"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        keys: {
+                            kty: string;
+                            crv: string;
+                            x: string;
+                            y: string;
+                            kid: string;
+                            use: string;
+                            alg?: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getPlatformJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kty": "string",
+                     *           "crv": "string",
+                     *           "x": "string",
+                     *           "y": "string",
+                     *           "kid": "string",
+                     *           "use": "string",
+                     *           "alg": "string"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        keys: {
+                            kty: string;
+                            crv: string;
+                            x: string;
+                            y: string;
+                            kid: string;
+                            use: string;
+                            alg?: string;
+                        }[];
+                    };
+                };
+            };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getSpiffeTrustBundle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kty": "string",
+                     *           "crv": "string",
+                     *           "x": "string",
+                     *           "y": "string",
+                     *           "kid": "string",
+                     *           "use": "string",
+                     *           "alg": "string"
+                     *         }
+                     *       ],
+                     *       "spiffe_sequence": 1,
+                     *       "spiffe_refresh_hint": 1
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description use "jwt-svid", no alg */
+                        keys: {
+                            kty: string;
+                            crv: string;
+                            x: string;
+                            y: string;
+                            kid: string;
+                            use: string;
+                            alg?: string;
+                        }[];
+                        /** @description changes (upwards) whenever the keys change */
+                        spiffe_sequence: number;
+                        /** @description seconds */
+                        spiffe_refresh_hint: number;
+                    };
+                };
+            };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    issueAgentSvid: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "audience": "string",
+                 *       "ttlSeconds": 3600
+                 *     }
+                 */
+                "application/json": {
+                    /** @description who the SVID is for; to use it for token exchange, include the issuer or the token endpoint URL */
+                    audience: string | string[];
+                    /** @default 3600 */
+                    ttlSeconds: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "svid": "string",
+                     *       "spiffeId": "string",
+                     *       "expiresAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description JWT-SVID (typ JWT, ES256) */
+                        svid: string;
+                        spiffeId: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        expiresAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listAgentKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kid": "string",
+                     *           "status": "active",
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "rotatedAt": "2026-11-22T09:00:00.000Z",
+                     *           "expiresAt": "2026-11-22T09:00:00.000Z",
+                     *           "revokedAt": "2026-11-22T09:00:00.000Z",
+                     *           "publicJwk": {
+                     *             "kty": "string",
+                     *             "crv": "string",
+                     *             "x": "string",
+                     *             "y": "string",
+                     *             "kid": "string",
+                     *             "use": "string",
+                     *             "alg": "string"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        keys: {
+                            kid: string;
+                            status: "active" | "rotated" | "revoked" | "expired";
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            rotatedAt: string | null;
+                            expiresAt: string | null;
+                            revokedAt: string | null;
+                            publicJwk: {
+                                kty: string;
+                                crv: string;
+                                x: string;
+                                y: string;
+                                kid: string;
+                                use: string;
+                                alg?: string;
+                            };
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    rotateAgentKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "key": {
+                     *         "kid": "string",
+                     *         "status": "active",
+                     *         "createdAt": "2026-11-22T09:00:00.000Z",
+                     *         "rotatedAt": "2026-11-22T09:00:00.000Z",
+                     *         "expiresAt": "2026-11-22T09:00:00.000Z",
+                     *         "revokedAt": "2026-11-22T09:00:00.000Z",
+                     *         "publicJwk": {
+                     *           "kty": "string",
+                     *           "crv": "string",
+                     *           "x": "string",
+                     *           "y": "string",
+                     *           "kid": "string",
+                     *           "use": "string",
+                     *           "alg": "string"
+                     *         }
+                     *       },
+                     *       "rotated": [
+                     *         {
+                     *           "kid": "string",
+                     *           "status": "active",
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "rotatedAt": "2026-11-22T09:00:00.000Z",
+                     *           "expiresAt": "2026-11-22T09:00:00.000Z",
+                     *           "revokedAt": "2026-11-22T09:00:00.000Z",
+                     *           "publicJwk": {
+                     *             "kty": "string",
+                     *             "crv": "string",
+                     *             "x": "string",
+                     *             "y": "string",
+                     *             "kid": "string",
+                     *             "use": "string",
+                     *             "alg": "string"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "privateJwk": {}
+                     *     }
+                     */
+                    "application/json": {
+                        key: {
+                            kid: string;
+                            status: "active" | "rotated" | "revoked" | "expired";
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            rotatedAt: string | null;
+                            expiresAt: string | null;
+                            revokedAt: string | null;
+                            publicJwk: {
+                                kty: string;
+                                crv: string;
+                                x: string;
+                                y: string;
+                                kid: string;
+                                use: string;
+                                alg?: string;
+                            };
+                        };
+                        /** @description the keys this rotation retired; published until their expiresAt */
+                        rotated: {
+                            kid: string;
+                            status: "active" | "rotated" | "revoked" | "expired";
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            rotatedAt: string | null;
+                            expiresAt: string | null;
+                            revokedAt: string | null;
+                            publicJwk: {
+                                kty: string;
+                                crv: string;
+                                x: string;
+                                y: string;
+                                kid: string;
+                                use: string;
+                                alg?: string;
+                            };
+                        }[];
+                        /** @description externally hosted agents only: the new private key (JWK), shown once */
+                        privateJwk?: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    revokeAgentKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                agentId: string;
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    authorizeToolCall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "string",
+                 *       "tool": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "callee": "string"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description the exchanged access token (or send it as Authorization: Bearer) */
+                    token?: string;
+                    /** @description tool name */
+                    tool: string;
+                    /** @description the callee agent: id, SPIFFE ID or client ID URL */
+                    callee: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "allowed": true,
+                     *       "reason": "token_invalid",
+                     *       "policyId": "string",
+                     *       "detail": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        allowed: boolean;
+                        reason: "token_invalid" | "tool_not_in_scope" | "policy_allow" | "policy_deny" | "no_policy_audit_allow" | "no_policy_enforce_deny";
+                        /** @description the policy that decided */
+                        policyId?: string;
+                        /** @description why the token is invalid */
+                        detail?: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listTbacPolicies: {
+        parameters: {
+            query?: {
+                page?: number;
+                limit?: number;
+                /** @description agent id, or * for any */
+                callerAgentId?: string;
+                /** @description agent id, or * for any */
+                calleeAgentId?: string;
+                /** @description tool name, or * for any */
+                toolName?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "policies": [
+                     *         {
+                     *           "id": "string",
+                     *           "callerAgentId": "string",
+                     *           "calleeAgentId": "string",
+                     *           "toolName": "string",
+                     *           "effect": "allow",
+                     *           "description": "string",
+                     *           "conditions": {
+                     *             "notBefore": "2026-11-22T09:00:00.000Z",
+                     *             "notAfter": "2026-11-22T09:00:00.000Z",
+                     *             "timeWindow": {
+                     *               "start": "09:00",
+                     *               "end": "09:00"
+                     *             }
+                     *           },
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        policies: {
+                            id: string;
+                            callerAgentId: string;
+                            calleeAgentId: string;
+                            toolName: string;
+                            effect: "allow" | "deny";
+                            description: string | null;
+                            conditions: {
+                                /**
+                                 * Format: date-time
+                                 * @description the policy applies from this time
+                                 */
+                                notBefore?: string;
+                                /**
+                                 * Format: date-time
+                                 * @description the policy expires at this time
+                                 */
+                                notAfter?: string;
+                                /** @description daily UTC window, start included, end excluded; may span midnight */
+                                timeWindow?: {
+                                    /**
+                                     * @description HH:MM, UTC
+                                     * @example 09:00
+                                     */
+                                    start: string;
+                                    /**
+                                     * @description HH:MM, UTC
+                                     * @example 09:00
+                                     */
+                                    end: string;
+                                };
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            updatedAt: string;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    createTbacPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "callerAgentId": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "calleeAgentId": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "toolName": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "effect": "allow",
+                 *       "description": "string",
+                 *       "conditions": {
+                 *         "notBefore": "2026-11-22T09:00:00.000Z",
+                 *         "notAfter": "2026-11-22T09:00:00.000Z",
+                 *         "timeWindow": {
+                 *           "start": "09:00",
+                 *           "end": "09:00"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description agent id, or * for any */
+                    callerAgentId: string;
+                    /** @description agent id, or * for any */
+                    calleeAgentId: string;
+                    /** @description tool name, or * for any */
+                    toolName: string;
+                    effect?: "allow" | "deny";
+                    description?: string | null;
+                    conditions?: {
+                        /**
+                         * Format: date-time
+                         * @description the policy applies from this time
+                         */
+                        notBefore?: string;
+                        /**
+                         * Format: date-time
+                         * @description the policy expires at this time
+                         */
+                        notAfter?: string;
+                        /** @description daily UTC window, start included, end excluded; may span midnight */
+                        timeWindow?: {
+                            /**
+                             * @description HH:MM, UTC
+                             * @example 09:00
+                             */
+                            start: string;
+                            /**
+                             * @description HH:MM, UTC
+                             * @example 09:00
+                             */
+                            end: string;
+                        };
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "callerAgentId": "string",
+                     *       "calleeAgentId": "string",
+                     *       "toolName": "string",
+                     *       "effect": "allow",
+                     *       "description": "string",
+                     *       "conditions": {
+                     *         "notBefore": "2026-11-22T09:00:00.000Z",
+                     *         "notAfter": "2026-11-22T09:00:00.000Z",
+                     *         "timeWindow": {
+                     *           "start": "09:00",
+                     *           "end": "09:00"
+                     *         }
+                     *       },
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        callerAgentId: string;
+                        calleeAgentId: string;
+                        toolName: string;
+                        effect: "allow" | "deny";
+                        description: string | null;
+                        conditions: {
+                            /**
+                             * Format: date-time
+                             * @description the policy applies from this time
+                             */
+                            notBefore?: string;
+                            /**
+                             * Format: date-time
+                             * @description the policy expires at this time
+                             */
+                            notAfter?: string;
+                            /** @description daily UTC window, start included, end excluded; may span midnight */
+                            timeWindow?: {
+                                /**
+                                 * @description HH:MM, UTC
+                                 * @example 09:00
+                                 */
+                                start: string;
+                                /**
+                                 * @description HH:MM, UTC
+                                 * @example 09:00
+                                 */
+                                end: string;
+                            };
+                        } | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    deleteTbacPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    updateTbacPolicy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "effect": "allow",
+                 *       "description": "string",
+                 *       "conditions": {
+                 *         "notBefore": "2026-11-22T09:00:00.000Z",
+                 *         "notAfter": "2026-11-22T09:00:00.000Z",
+                 *         "timeWindow": {
+                 *           "start": "09:00",
+                 *           "end": "09:00"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    effect?: "allow" | "deny";
+                    description?: string | null;
+                    conditions?: {
+                        /**
+                         * Format: date-time
+                         * @description the policy applies from this time
+                         */
+                        notBefore?: string;
+                        /**
+                         * Format: date-time
+                         * @description the policy expires at this time
+                         */
+                        notAfter?: string;
+                        /** @description daily UTC window, start included, end excluded; may span midnight */
+                        timeWindow?: {
+                            /**
+                             * @description HH:MM, UTC
+                             * @example 09:00
+                             */
+                            start: string;
+                            /**
+                             * @description HH:MM, UTC
+                             * @example 09:00
+                             */
+                            end: string;
+                        };
+                    } | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "callerAgentId": "string",
+                     *       "calleeAgentId": "string",
+                     *       "toolName": "string",
+                     *       "effect": "allow",
+                     *       "description": "string",
+                     *       "conditions": {
+                     *         "notBefore": "2026-11-22T09:00:00.000Z",
+                     *         "notAfter": "2026-11-22T09:00:00.000Z",
+                     *         "timeWindow": {
+                     *           "start": "09:00",
+                     *           "end": "09:00"
+                     *         }
+                     *       },
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        callerAgentId: string;
+                        calleeAgentId: string;
+                        toolName: string;
+                        effect: "allow" | "deny";
+                        description: string | null;
+                        conditions: {
+                            /**
+                             * Format: date-time
+                             * @description the policy applies from this time
+                             */
+                            notBefore?: string;
+                            /**
+                             * Format: date-time
+                             * @description the policy expires at this time
+                             */
+                            notAfter?: string;
+                            /** @description daily UTC window, start included, end excluded; may span midnight */
+                            timeWindow?: {
+                                /**
+                                 * @description HH:MM, UTC
+                                 * @example 09:00
+                                 */
+                                start: string;
+                                /**
+                                 * @description HH:MM, UTC
+                                 * @example 09:00
+                                 */
+                                end: string;
+                            };
+                        } | null;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getTbacMode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "mode": "audit"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description what happens when no policy matches */
+                        mode: "audit" | "enforce";
+                    };
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    setTbacMode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "mode": "audit"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description what happens when no policy matches */
+                    mode: "audit" | "enforce";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "mode": "audit"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description what happens when no policy matches */
+                        mode: "audit" | "enforce";
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    requestToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "grant_type": "string",
+                 *       "subject_token": "string",
+                 *       "subject_token_type": "string",
+                 *       "actor_token": "string",
+                 *       "actor_token_type": "string",
+                 *       "requested_token_type": "string",
+                 *       "audience": "string",
+                 *       "resource": "string",
+                 *       "scope": "string",
+                 *       "client_id": "string",
+                 *       "client_secret": "string",
+                 *       "client_assertion": "string",
+                 *       "client_assertion_type": "string"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": {
+                    grant_type: string;
+                    subject_token?: string;
+                    subject_token_type?: string;
+                    actor_token?: string;
+                    actor_token_type?: string;
+                    requested_token_type?: string;
+                    audience?: string | string[];
+                    resource?: string | string[];
+                    scope?: string;
+                    client_id?: string;
+                    client_secret?: string;
+                    client_assertion?: string;
+                    client_assertion_type?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "grant_type": "string",
+                 *       "subject_token": "string",
+                 *       "subject_token_type": "string",
+                 *       "actor_token": "string",
+                 *       "actor_token_type": "string",
+                 *       "requested_token_type": "string",
+                 *       "audience": "string",
+                 *       "resource": "string",
+                 *       "scope": "string",
+                 *       "client_id": "string",
+                 *       "client_secret": "string",
+                 *       "client_assertion": "string",
+                 *       "client_assertion_type": "string"
+                 *     }
+                 */
+                "application/json": {
+                    grant_type: string;
+                    subject_token?: string;
+                    subject_token_type?: string;
+                    actor_token?: string;
+                    actor_token_type?: string;
+                    requested_token_type?: string;
+                    audience?: string | string[];
+                    resource?: string | string[];
+                    scope?: string;
+                    client_id?: string;
+                    client_secret?: string;
+                    client_assertion?: string;
+                    client_assertion_type?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "access_token": "string",
+                     *       "issued_token_type": "string",
+                     *       "token_type": "Bearer",
+                     *       "expires_in": 1,
+                     *       "scope": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        access_token: string;
+                        /** @description token exchange only */
+                        issued_token_type?: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                        expires_in: number;
+                        scope: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+        };
+    };
+    introspectToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "token": "string",
+                 *       "token_type_hint": "string"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": {
+                    token?: string;
+                    token_type_hint?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "token": "string",
+                 *       "token_type_hint": "string"
+                 *     }
+                 */
+                "application/json": {
+                    token?: string;
+                    token_type_hint?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description active: false alone, or active: true with every claim of the token (spec 4.5 full claims) and token_type */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "active": true,
+                     *       "scope": "string",
+                     *       "client_id": "string",
+                     *       "sub": "string",
+                     *       "aud": "string",
+                     *       "iss": "string",
+                     *       "exp": 1,
+                     *       "iat": 1,
+                     *       "jti": "string",
+                     *       "token_type": "string",
+                     *       "act": {},
+                     *       "tenant_id": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        active: boolean;
+                        scope?: string;
+                        client_id?: string;
+                        sub?: string;
+                        aud?: string;
+                        iss?: string;
+                        exp?: number;
+                        iat?: number;
+                        jti?: string;
+                        token_type?: string;
+                        /** @description delegation chain: { sub, act? }, current actor outermost */
+                        act?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description the tenant the token belongs to */
+                        tenant_id?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+        };
+    };
+    listModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "string",
+                     *           "object": "model",
+                     *           "created": 1,
+                     *           "owned_by": "string",
+                     *           "name": "string",
+                     *           "app_id": "string",
+                     *           "description": "string"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        object: "list";
+                        data: {
+                            /** @description `agent:<agentId>` */
+                            id: string;
+                            /** @enum {string} */
+                            object: "model";
+                            /** @description Unix seconds, the agent’s creation */
+                            created: number;
+                            /** @description the agent’s appId */
+                            owned_by: string;
+                            /** @description the agent’s name */
+                            name: string;
+                            app_id: string;
+                            description: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    createChatCompletion: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description identifier (UUID v7) */
+                "x-agentry-conversation-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "model": "string",
+                 *       "messages": [
+                 *         {
+                 *           "role": "system",
+                 *           "content": "string",
+                 *           "name": "string",
+                 *           "tool_calls": [
+                 *             {}
+                 *           ],
+                 *           "tool_call_id": "string",
+                 *           "function_call": {},
+                 *           "refusal": "string"
+                 *         }
+                 *       ],
+                 *       "stream": true,
+                 *       "stream_options": {
+                 *         "include_usage": true
+                 *       },
+                 *       "max_tokens": 1,
+                 *       "max_completion_tokens": 1,
+                 *       "n": 1,
+                 *       "tools": [
+                 *         {}
+                 *       ],
+                 *       "functions": [
+                 *         {}
+                 *       ],
+                 *       "tool_choice": {},
+                 *       "function_call": {},
+                 *       "response_format": {
+                 *         "type": "string"
+                 *       },
+                 *       "stop": "string",
+                 *       "logprobs": true,
+                 *       "top_logprobs": 1,
+                 *       "logit_bias": {},
+                 *       "metadata": {},
+                 *       "temperature": 1.5,
+                 *       "top_p": 1.5,
+                 *       "presence_penalty": 1.5,
+                 *       "frequency_penalty": 1.5,
+                 *       "seed": 1,
+                 *       "parallel_tool_calls": true,
+                 *       "user": "string",
+                 *       "store": true,
+                 *       "reasoning_effort": "string",
+                 *       "service_tier": "string"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description `agent:<agentId>`, as GET /v1/models lists it */
+                    model: string;
+                    /** @description the last message is the user input; earlier user and assistant messages are the history the model sees; system and developer messages are added after the agent’s own system prompt */
+                    messages: ({
+                        role: "system" | "developer" | "user" | "assistant" | "tool" | "function";
+                        content?: (string | ({
+                            type: string;
+                            text?: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[]) | null;
+                        name?: string;
+                        tool_calls?: unknown[];
+                        tool_call_id?: string;
+                        function_call?: unknown;
+                        refusal?: string | null;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    stream?: boolean | null;
+                    stream_options?: ({
+                        include_usage?: boolean;
+                    } & {
+                        [key: string]: unknown;
+                    }) | null;
+                    max_tokens?: number | null;
+                    max_completion_tokens?: number | null;
+                    n?: number | null;
+                    tools?: unknown[] | null;
+                    functions?: unknown[] | null;
+                    tool_choice?: unknown | null;
+                    function_call?: unknown | null;
+                    response_format?: ({
+                        type: string;
+                    } & {
+                        [key: string]: unknown;
+                    }) | null;
+                    stop?: (string | string[]) | null;
+                    logprobs?: boolean | null;
+                    top_logprobs?: number | null;
+                    logit_bias?: {
+                        [key: string]: number;
+                    } | null;
+                    metadata?: {
+                        [key: string]: string;
+                    } | null;
+                    temperature?: number | null;
+                    top_p?: number | null;
+                    presence_penalty?: number | null;
+                    frequency_penalty?: number | null;
+                    seed?: number | null;
+                    parallel_tool_calls?: boolean | null;
+                    /** @description accepted and ignored: the run is recorded under the credential’s actor */
+                    user?: string;
+                    store?: boolean | null;
+                    reasoning_effort?: string | null;
+                    service_tier?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "object": "chat.completion",
+                     *       "created": 1,
+                     *       "model": "string",
+                     *       "choices": [
+                     *         {
+                     *           "index": 1,
+                     *           "message": {
+                     *             "role": "assistant",
+                     *             "content": "string",
+                     *             "refusal": null
+                     *           },
+                     *           "finish_reason": "stop",
+                     *           "logprobs": null
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 1,
+                     *         "completion_tokens": 1,
+                     *         "total_tokens": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description `chatcmpl-<runId>` */
+                        id: string;
+                        /** @enum {string} */
+                        object: "chat.completion";
+                        /** @description Unix seconds, the run’s start */
+                        created: number;
+                        model: string;
+                        choices: {
+                            index: number;
+                            message: {
+                                /** @enum {string} */
+                                role: "assistant";
+                                content: string;
+                                refusal: null;
+                            };
+                            /** @description stop: the agent answered; length: max tokens or the agent’s maxSteps cut the answer short */
+                            finish_reason: "stop" | "length";
+                            logprobs: null;
+                        }[];
+                        usage: {
+                            prompt_tokens: number;
+                            completion_tokens: number;
+                            total_tokens: number;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getA2aAgentCard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                tenantId: string;
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "protocolVersion": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "url": "string",
+                     *       "preferredTransport": "string",
+                     *       "version": "string",
+                     *       "capabilities": {
+                     *         "streaming": true,
+                     *         "pushNotifications": true,
+                     *         "stateTransitionHistory": true
+                     *       },
+                     *       "defaultInputModes": [
+                     *         "string"
+                     *       ],
+                     *       "defaultOutputModes": [
+                     *         "string"
+                     *       ],
+                     *       "skills": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "description": "string",
+                     *           "tags": [
+                     *             "string"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "securitySchemes": {},
+                     *       "security": [
+                     *         {}
+                     *       ],
+                     *       "provider": {
+                     *         "organization": "string",
+                     *         "url": "string"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        protocolVersion: string;
+                        name: string;
+                        description: string;
+                        /** @description the JSON-RPC endpoint */
+                        url: string;
+                        preferredTransport: string;
+                        version: string;
+                        capabilities: {
+                            streaming: boolean;
+                            pushNotifications: boolean;
+                            stateTransitionHistory: boolean;
+                        };
+                        defaultInputModes: string[];
+                        defaultOutputModes: string[];
+                        skills: {
+                            id: string;
+                            name: string;
+                            description: string;
+                            tags: string[];
+                        }[];
+                        securitySchemes: {
+                            [key: string]: {
+                                [key: string]: unknown;
+                            };
+                        };
+                        security: {
+                            [key: string]: string[];
+                        }[];
+                        provider?: {
+                            organization: string;
+                            url: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    callA2aAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                tenantId: string;
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "jsonrpc": "2.0",
+                 *       "id": "string",
+                 *       "method": "string",
+                 *       "params": {}
+                 *     }
+                 */
+                "application/json": {
+                    /** @enum {string} */
+                    jsonrpc: "2.0";
+                    id?: string | number | null;
+                    /** @description message/send, message/stream, tasks/get, tasks/cancel or tasks/resubscribe */
+                    method: string;
+                    params?: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": "string",
+                     *       "result": {
+                     *         "kind": "task",
+                     *         "id": "string",
+                     *         "contextId": "string",
+                     *         "status": {
+                     *           "state": "submitted",
+                     *           "message": {
+                     *             "kind": "message",
+                     *             "role": "user",
+                     *             "parts": [
+                     *               {
+                     *                 "kind": "text",
+                     *                 "text": "string"
+                     *               }
+                     *             ],
+                     *             "messageId": "string",
+                     *             "taskId": "string",
+                     *             "contextId": "string"
+                     *           },
+                     *           "timestamp": "string"
+                     *         },
+                     *         "artifacts": [
+                     *           {
+                     *             "artifactId": "string",
+                     *             "name": "string",
+                     *             "parts": [
+                     *               {
+                     *                 "kind": "text",
+                     *                 "text": "string"
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "history": [
+                     *           {
+                     *             "kind": "message",
+                     *             "role": "user",
+                     *             "parts": [
+                     *               {
+                     *                 "kind": "text",
+                     *                 "text": "string"
+                     *               }
+                     *             ],
+                     *             "messageId": "string",
+                     *             "taskId": "string",
+                     *             "contextId": "string"
+                     *           }
+                     *         ],
+                     *         "metadata": {}
+                     *       },
+                     *       "error": {
+                     *         "code": 1,
+                     *         "message": "string",
+                     *         "data": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {string} */
+                        jsonrpc: "2.0";
+                        id: string | number | null;
+                        /** A2A Task */
+                        result?: {
+                            /** @enum {string} */
+                            kind: "task";
+                            /** @description the Agentry run id */
+                            id: string;
+                            /** @description the Agentry conversation id */
+                            contextId: string;
+                            status: {
+                                state: "submitted" | "working" | "input-required" | "completed" | "canceled" | "failed" | "rejected" | "auth-required" | "unknown";
+                                message?: {
+                                    /** @enum {string} */
+                                    kind: "message";
+                                    role: "user" | "agent";
+                                    parts: {
+                                        /** @enum {string} */
+                                        kind: "text";
+                                        text: string;
+                                    }[];
+                                    messageId: string;
+                                    taskId?: string;
+                                    contextId?: string;
+                                };
+                                timestamp?: string;
+                            };
+                            artifacts?: {
+                                artifactId: string;
+                                name?: string;
+                                parts: {
+                                    /** @enum {string} */
+                                    kind: "text";
+                                    text: string;
+                                }[];
+                            }[];
+                            history?: {
+                                /** @enum {string} */
+                                kind: "message";
+                                role: "user" | "agent";
+                                parts: {
+                                    /** @enum {string} */
+                                    kind: "text";
+                                    text: string;
+                                }[];
+                                messageId: string;
+                                taskId?: string;
+                                contextId?: string;
+                            }[];
+                            metadata?: {
+                                [key: string]: unknown;
+                            };
+                        };
+                        error?: {
+                            /** @description -32001 task not found, -32002 not cancelable, -326xx JSON-RPC */
+                            code: number;
+                            message: string;
+                            data?: unknown;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+}

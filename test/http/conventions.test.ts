@@ -112,18 +112,26 @@ describe('OpenAPI', () => {
     expect(res.status).toBe(200);
     expect(res.body.openapi).toBe('3.1.0');
     const documented = new Set<string>();
-    for (const [p, ops] of Object.entries<Record<string, unknown>>(res.body.paths)) {
-      for (const m of Object.keys(ops)) documented.add(`${m.toUpperCase()} ${p}`);
+    const operationIds = new Map<string, string>();
+    for (const [p, ops] of Object.entries<Record<string, { operationId?: string }>>(res.body.paths)) {
+      for (const [m, op] of Object.entries(ops)) {
+        documented.add(`${m.toUpperCase()} ${p}`);
+        if (op.operationId) operationIds.set(`${m.toUpperCase()} ${p}`, op.operationId);
+      }
     }
     const routes = t.app.routeCatalog.filter((r) => !r.url.startsWith('/docs') && r.url !== '/openapi.json');
     expect(routes.length).toBeGreaterThan(10);
     for (const r of routes) {
       const openapiPath = r.url.replace(/:([A-Za-z]+)/g, '{$1}');
       expect(documented, `${r.method} ${r.url}`).toContain(`${r.method} ${openapiPath}`);
+      // Code generators name their methods after it: a new route gets one in OPERATION_IDS of src/http/openapi-document.ts.
+      expect(operationIds.get(`${r.method} ${openapiPath}`), `${r.method} ${r.url} has no operationId`).toMatch(/^[a-z][a-zA-Z0-9]+$/);
     }
+    expect(new Set(operationIds.values()).size, 'operationIds are unique').toBe(operationIds.size);
     const getAgent = res.body.paths['/api/v1/agents/{id}'].get;
     expect(getAgent.security).toEqual([{ bearerAuth: [] }]);
-    expect(res.body.paths['/healthz'].get.security).toBeUndefined();
+    // A public route says so explicitly: no security requirement at all.
+    expect(res.body.paths['/healthz'].get.security).toEqual([]);
   });
 
   it('serves the interactive page', async () => {

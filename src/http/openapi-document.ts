@@ -1,0 +1,388 @@
+import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * OpenAPI request body of a route that reads its body itself (multipart, text), so no validation
+     * schema describes it: a Request Body Object, its schemas plain JSON Schema.
+     */
+    requestBody?: {
+      description?: string;
+      required?: boolean;
+      content: Record<string, { schema: object; example?: unknown; encoding?: object }>;
+    };
+  }
+}
+
+/**
+ * The OpenAPI document (GET /openapi.json) as code generators want it: @fastify/swagger builds it from the
+ * route schemas, and the two hooks below add what those schemas cannot say (operation names, problem
+ * media types, shared error responses, non-JSON bodies, examples). `npm run lint:openapi` lints the result.
+ */
+
+/**
+ * Every operation's stable name (code generators turn it into a method name): verb + noun, camelCase,
+ * unique. A route missing here fails test/http/conventions.test.ts.
+ */
+const OPERATION_IDS: Record<string, string> = {
+  'GET /healthz': 'getHealth',
+  'GET /readyz': 'getReadiness',
+  'GET /api/v1/limits': 'getLimits',
+  'PUT /api/v1/limits': 'setLimits',
+  'GET /api/v1/agents/{id}/budget': 'getAgentBudget',
+  'PUT /api/v1/agents/{id}/budget': 'setAgentBudget',
+  'PATCH /api/v1/api-keys/{id}': 'updateApiKey',
+  'DELETE /api/v1/api-keys/{id}': 'revokeApiKey',
+  'GET /api/v1/tenant': 'getTenant',
+  'GET /api/v1/api-keys': 'listApiKeys',
+  'POST /api/v1/api-keys': 'createApiKey',
+  'GET /api/v1/audit-events': 'listAuditEvents',
+  'GET /api/v1/agents': 'listAgents',
+  'POST /api/v1/agents': 'createAgent',
+  'GET /api/v1/agents/{id}': 'getAgent',
+  'POST /api/v1/agents/{id}': 'updateAgent',
+  'DELETE /api/v1/agents/{id}': 'deleteAgent',
+  'POST /api/v1/agents/{id}/pause': 'pauseAgent',
+  'POST /api/v1/agents/{id}/resume': 'resumeAgent',
+  'POST /api/v1/agents/{id}/duplicate': 'duplicateAgent',
+  'GET /api/v1/apps': 'listApps',
+  'POST /api/v1/agents/{id}/execute': 'executeAgent',
+  'POST /api/v1/agents/{id}/chat': 'chatWithAgent',
+  'POST /api/v1/agents/{id}/stream': 'streamAgent',
+  'GET /api/v1/agents/{id}/runs': 'listAgentRuns',
+  'GET /api/v1/runs/{runId}': 'getRun',
+  'POST /api/v1/runs/{runId}/cancel': 'cancelRun',
+  'GET /api/v1/runs/{runId}/events': 'getRunEvents',
+  'GET /api/v1/conversations': 'listConversations',
+  'POST /api/v1/conversations': 'createConversation',
+  'GET /api/v1/conversations/stats': 'getConversationStats',
+  'GET /api/v1/conversations/{id}': 'getConversation',
+  'PATCH /api/v1/conversations/{id}': 'updateConversation',
+  'DELETE /api/v1/conversations/{id}': 'deleteConversation',
+  'GET /api/v1/conversations/{id}/messages': 'listMessages',
+  'POST /api/v1/conversations/{id}/messages': 'sendMessage',
+  'POST /api/v1/conversations/{id}/inject': 'injectMessage',
+  'POST /api/v1/files': 'uploadFile',
+  'GET /api/v1/files/{id}': 'getFile',
+  'GET /api/v1/files/{id}/content': 'downloadFile',
+  'GET /api/v1/tasks': 'listTasks',
+  'POST /api/v1/tasks': 'createTask',
+  'GET /api/v1/tasks/pending-approval': 'listTasksPendingApproval',
+  'GET /api/v1/tasks/runs/{runId}': 'getTaskRun',
+  'GET /api/v1/tasks/{id}': 'getTask',
+  'DELETE /api/v1/tasks/{id}': 'deleteTask',
+  'POST /api/v1/tasks/{id}/run': 'runTask',
+  'POST /api/v1/tasks/{id}/cancel': 'cancelTask',
+  'POST /api/v1/tasks/{id}/retry': 'retryTask',
+  'POST /api/v1/tasks/{id}/approve': 'approveTask',
+  'POST /api/v1/tasks/{id}/reject': 'rejectTask',
+  'GET /api/v1/tasks/{id}/runs': 'listTaskRuns',
+  'GET /api/v1/tasks/{id}/fires': 'listTaskFires',
+  'POST /api/v1/hooks/{taskId}': 'triggerTaskWebhook',
+  'GET /api/skills': 'listSkills',
+  'POST /api/skills': 'createSkill',
+  'GET /api/skills/categories': 'listSkillCategories',
+  'GET /api/skills/store': 'listStoreSkills',
+  'GET /api/skills/store/{id}': 'getStoreSkill',
+  'POST /api/skills/store/{id}/acquire': 'acquireStoreSkill',
+  'GET /api/skills/agent/{agentId}': 'listAgentSkills',
+  'POST /api/skills/import': 'importSkill',
+  'GET /api/skills/{id}': 'getSkill',
+  'PATCH /api/skills/{id}': 'updateSkill',
+  'DELETE /api/skills/{id}': 'archiveSkill',
+  'GET /api/skills/{id}/export': 'exportSkill',
+  'GET /api/skills/{id}/agents': 'listSkillAgents',
+  'POST /api/skills/{id}/assign': 'assignSkill',
+  'DELETE /api/skills/{id}/unassign/{agentId}': 'unassignSkill',
+  'PATCH /api/skills/{id}/assignments/{agentId}': 'updateSkillAssignment',
+  'GET /api/v1/connectors': 'listConnectors',
+  'GET /api/v1/connectors/requests': 'listConnectorRequests',
+  'GET /api/v1/connectors/{id}': 'getConnector',
+  'POST /api/v1/connectors/{id}/connect': 'connectConnector',
+  'PATCH /api/v1/connectors/{id}/connection': 'updateConnection',
+  'POST /api/v1/connectors/{id}/disconnect': 'disconnectConnector',
+  'POST /api/v1/agents/{agentId}/mcp': 'callAgentMcp',
+  'GET /api/v1/agents/{agentId}/mcp': 'openAgentMcpStream',
+  'DELETE /api/v1/agents/{agentId}/mcp': 'endAgentMcpSession',
+  'GET /api/v1/identity/agents/{agentId}/client-metadata.json': 'getAgentClientMetadata',
+  'GET /api/v1/identity/agents/{agentId}/jwks.json': 'getAgentJwks',
+  'GET /api/v1/identity/.well-known/jwks.json': 'getPlatformJwks',
+  'GET /.well-known/spiffe/trust-bundle': 'getSpiffeTrustBundle',
+  'POST /api/v1/identity/agents/{agentId}/svid': 'issueAgentSvid',
+  'GET /api/v1/identity/agents/{agentId}/keys': 'listAgentKeys',
+  'POST /api/v1/identity/agents/{agentId}/keys/rotate': 'rotateAgentKey',
+  'DELETE /api/v1/identity/agents/{agentId}/keys/{keyId}': 'revokeAgentKey',
+  'POST /api/v1/identity/authorize': 'authorizeToolCall',
+  'GET /api/v1/identity/tbac/policies': 'listTbacPolicies',
+  'POST /api/v1/identity/tbac/policies': 'createTbacPolicy',
+  'PATCH /api/v1/identity/tbac/policies/{id}': 'updateTbacPolicy',
+  'DELETE /api/v1/identity/tbac/policies/{id}': 'deleteTbacPolicy',
+  'GET /api/v1/identity/tbac/mode': 'getTbacMode',
+  'PUT /api/v1/identity/tbac/mode': 'setTbacMode',
+  'POST /api/v1/identity/oauth/token': 'requestToken',
+  'POST /api/v1/identity/oauth/introspect': 'introspectToken',
+  'GET /v1/models': 'listModels',
+  'POST /v1/chat/completions': 'createChatCompletion',
+};
+
+const PROBLEM_MEDIA_TYPE = 'application/problem+json';
+const problemContent = { [PROBLEM_MEDIA_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } };
+
+const exampleProblem = (status: number, code: string, title: string, detail: string) => ({
+  [PROBLEM_MEDIA_TYPE]: {
+    schema: { $ref: '#/components/schemas/Problem' },
+    example: { type: `https://agentry.dev/problems/${code}`, title, status, detail, code },
+  },
+});
+
+/** The problem answers any route may give, shared by reference instead of repeated per operation. */
+const SHARED_RESPONSES: Record<string, { name: string; response: JsonNode }> = {
+  400: {
+    name: 'BadRequest',
+    response: {
+      description: 'The request is invalid: `errors` lists every field that failed validation.',
+      content: exampleProblem(400, 'validation_failed', 'Bad Request', 'body.name must have at least 1 character'),
+    },
+  },
+  401: {
+    name: 'Unauthenticated',
+    response: {
+      description: 'No credential, or one that is unknown, expired or revoked (`WWW-Authenticate: Bearer`).',
+      content: exampleProblem(401, 'missing_credentials', 'Unauthorized', 'send Authorization: Bearer <api key or access token>'),
+    },
+  },
+  403: {
+    name: 'Forbidden',
+    response: {
+      description: 'The credential lacks the permission this operation needs.',
+      content: exampleProblem(403, 'forbidden', 'Forbidden', 'this operation needs the agents:write permission'),
+    },
+  },
+  404: {
+    name: 'NotFound',
+    response: {
+      description: 'No such resource in the caller’s tenant.',
+      content: exampleProblem(404, 'not_found', 'Not Found', 'agent not found'),
+    },
+  },
+  429: {
+    name: 'TooManyRequests',
+    response: {
+      description: 'The tenant’s or key’s request rate limit is reached; retry after `Retry-After` seconds.',
+      headers: { 'Retry-After': { description: 'seconds to wait', schema: { type: 'integer', minimum: 0 } } },
+      content: exampleProblem(429, 'rate_limited', 'Too Many Requests', 'this key may make 60 requests per minute'),
+    },
+  },
+  default: {
+    name: 'ServerError',
+    response: {
+      description: 'An unexpected failure (500) or a dependency that does not answer (503, with `Retry-After` when known).',
+      content: exampleProblem(503, 'database_unavailable', 'Service Unavailable', 'the database does not answer'),
+    },
+  },
+};
+
+const SSE_EXAMPLE = [
+  'id: 1\nevent: token\ndata: {"text":"Hello"}\n',
+  'id: 2\nevent: done\ndata: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}\n',
+].join('\n');
+
+const binary = { type: 'string', format: 'binary' };
+
+/** Successful answers that are not JSON (streams, files), by operation. */
+const SUCCESS_CONTENT: Record<string, Record<string, JsonNode>> = {
+  downloadFile: {
+    200: {
+      description: 'The file’s bytes, with the content type it was uploaded with.',
+      content: { 'application/octet-stream': { schema: binary } },
+    },
+  },
+  exportSkill: {
+    200: {
+      description: 'The SKILL.md (format=md) or a zip of the skill folder (format=zip).',
+      content: {
+        'text/markdown': { schema: { type: 'string' }, example: '---\nname: release-notes\ndescription: Writes release notes\n---\n' },
+        'application/zip': { schema: binary },
+      },
+    },
+  },
+};
+
+/** Request headers a route reads itself. */
+const HEADERS: Record<string, JsonNode[]> = {
+  getRunEvents: [
+    {
+      name: 'Last-Event-ID',
+      in: 'header',
+      required: false,
+      description: 'The id of the last event the client received: the replay starts after it (same as the lastEventId query).',
+      schema: { type: 'string', pattern: '^[0-9]+$' },
+      example: '42',
+    },
+  ],
+};
+
+/** A JSON object of the document or of one of its schemas, read and written by key. */
+type JsonNode = { [key: string]: unknown };
+const isNode = (value: unknown): value is JsonNode => typeof value === 'object' && value !== null && !Array.isArray(value);
+const node = (value: unknown): JsonNode => (isNode(value) ? value : {});
+const nodes = (value: unknown): JsonNode[] => (Array.isArray(value) ? value.filter(isNode) : []);
+const numberOr = (value: unknown, otherwise: number) => (typeof value === 'number' ? value : otherwise);
+
+/**
+ * @fastify/swagger's two hooks: `transform` sees each route (its name; for a public route, no security
+ * requirement; the request body its config declares), then `transformObject` the whole document (media
+ * types, shared error responses, examples).
+ */
+export function openapiDocumentHooks(): { transform: SwaggerTransform; transformObject: SwaggerTransformObject } {
+  const requestBodies = new Map<string, JsonNode>();
+
+  const transform: SwaggerTransform = ({ schema, url, route }) => {
+    const path = url.replace(/:([A-Za-z]+)/g, '{$1}');
+    const operationId = OPERATION_IDS[`${[route.method].flat()[0]} ${path}`];
+    if (operationId && route.config?.requestBody) requestBodies.set(operationId, route.config.requestBody);
+    return {
+      url,
+      schema: {
+        ...schema,
+        ...(operationId ? { operationId } : {}),
+        ...(route.config?.public ? { security: [] } : {}),
+      },
+    };
+  };
+
+  const transformObject: SwaggerTransformObject = (documentObject) => {
+    const document: JsonNode = 'openapiObject' in documentObject ? documentObject.openapiObject : documentObject.swaggerObject;
+    document.components ??= {};
+    node(document.components).responses = Object.fromEntries(Object.values(SHARED_RESPONSES).map(({ name, response }) => [name, response]));
+    for (const item of Object.values(node(document.paths))) {
+      for (const operation of Object.values(node(item)).filter(isNode)) finishOperation(document, operation, requestBodies);
+    }
+    // execute answers JSON, or the stream's events when the body asks for `stream: true`.
+    const successContent = (path: string) => node(node(node(node(node(document.paths)[path]).post).responses)['200']).content;
+    const stream = node(successContent('/api/v1/agents/{id}/stream'))['text/event-stream'];
+    const execute = successContent('/api/v1/agents/{id}/execute');
+    if (stream && isNode(execute)) execute['text/event-stream'] = stream;
+    return document;
+  };
+
+  return { transform, transformObject };
+}
+
+function finishOperation(document: JsonNode, operation: JsonNode, requestBodies: Map<string, JsonNode>) {
+  const id = typeof operation.operationId === 'string' ? operation.operationId : '';
+  operation.responses ??= {};
+  const responses = node(operation.responses);
+  const errors = Object.entries(responses).filter(([status]) => Number(status) >= 400);
+  // Routes that answer some errors in a format of their own (OpenAI's on /v1, JSON-RPC's on MCP) keep
+  // those as declared, and get no shared problem answers they might not give.
+  const ownErrorFormat = errors.some(([, response]) => !isProblem(node(response)));
+  for (const [status, response] of Object.entries(responses)) {
+    const code = Number(status);
+    if (code >= 400 && isProblem(node(response))) responses[status] = problemResponse(node(response), status);
+    else if (code >= 200 && code < 300) responses[status] = successResponse(document, node(response));
+  }
+  const parameters = nodes(operation.parameters);
+  if (!ownErrorFormat) {
+    const common = [
+      ...(parameters.length > 0 || operation.requestBody || requestBodies.has(id) ? ['400'] : []),
+      ...(nodes(operation.security).length > 0 ? ['401', '403', '429'] : []),
+      ...(parameters.some((p) => p.in === 'path') ? ['404'] : []),
+      'default',
+    ];
+    for (const status of common) responses[status] ??= sharedRef(status);
+  }
+  const requestBody = requestBodies.get(id);
+  if (requestBody) operation.requestBody = requestBody;
+  if (SUCCESS_CONTENT[id]) Object.assign(responses, SUCCESS_CONTENT[id]);
+  if (HEADERS[id]) operation.parameters = [...parameters, ...HEADERS[id]];
+  for (const media of Object.values(node(node(operation.requestBody).content)).filter(isNode)) {
+    if (media.example === undefined && media.examples === undefined && media.schema)
+      media.example = exampleOf(document, node(media.schema));
+  }
+}
+
+const isProblem = (response: JsonNode) =>
+  !response.content || node(node(node(response.content)['application/json']).schema).$ref === '#/components/schemas/Problem';
+
+const sharedRef = (status: string) => ({ $ref: `#/components/responses/${SHARED_RESPONSES[status].name}` });
+
+/** A problem answer: the shared one when the route says nothing of its own, else its words with the problem media type. */
+function problemResponse(response: JsonNode, status: string): JsonNode {
+  if (response.$ref) return response;
+  const ownWords = typeof response.description === 'string' && response.description !== 'Default Response';
+  if (!ownWords && SHARED_RESPONSES[status]) return sharedRef(status);
+  return { ...response, description: ownWords ? response.description : `Problem ${status}`, content: problemContent };
+}
+
+/** A success answer: a schema naming its media type (SSE) is declared as that type; JSON gets an example. */
+function successResponse(document: JsonNode, response: JsonNode): JsonNode {
+  const json = node(node(response.content)['application/json']);
+  if (!isNode(json.schema)) return response;
+  const { contentMediaType, ...schema } = json.schema;
+  if (contentMediaType === 'text/event-stream') {
+    return { ...response, content: { [contentMediaType]: { schema, example: SSE_EXAMPLE } } };
+  }
+  if (json.example === undefined && json.examples === undefined) json.example = exampleOf(document, json.schema);
+  return response;
+}
+
+const FORMAT_EXAMPLES: Record<string, string> = {
+  'date-time': '2026-11-22T09:00:00.000Z',
+  date: '2026-11-22',
+  uri: 'https://agentry.example/api/v1',
+  url: 'https://agentry.example/api/v1',
+  email: 'ops@example.com',
+  uuid: '0192f3a4-5b6c-7d8e-9f01-23456789abcd',
+};
+
+/**
+ * An example value of a schema: the schema's own `examples` or `default` where it has them, else one
+ * built from its parts. test/http/openapi-document.test.ts validates every example against its schema.
+ */
+function exampleOf(document: JsonNode, schema: JsonNode, depth = 0): unknown {
+  if (depth > 12) return null;
+  if (typeof schema.$ref === 'string') return exampleOf(document, resolveRef(document, schema.$ref), depth + 1);
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
+  for (const own of [schema.example, schema.const, schema.default]) if (own !== undefined) return own;
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  const alternatives = nodes(schema.anyOf ?? schema.oneOf);
+  if (alternatives.length > 0) return exampleOf(document, alternatives.find((s) => s.type !== 'null') ?? alternatives[0], depth + 1);
+  const parts = nodes(schema.allOf);
+  if (parts.length > 0) return Object.assign({}, ...parts.map((s) => node(exampleOf(document, s, depth + 1))));
+  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
+  switch (type) {
+    case 'array':
+      return Array.from({ length: Math.max(numberOr(schema.minItems, 1), 1) }, () => exampleOf(document, node(schema.items), depth + 1));
+    case 'integer':
+      return numberOr(schema.minimum, numberOr(schema.exclusiveMinimum, 0) + 1);
+    case 'number':
+      return numberOr(schema.minimum, numberOr(schema.exclusiveMinimum, 0) + 1.5);
+    case 'boolean':
+      return true;
+    case 'null':
+      return null;
+    case 'string':
+      return stringExample(schema);
+    default:
+      return Object.fromEntries(
+        Object.entries(node(schema.properties)).map(([name, property]) => [name, exampleOf(document, node(property), depth + 1)]),
+      );
+  }
+}
+
+function stringExample(schema: JsonNode): string {
+  if (typeof schema.format === 'string' && FORMAT_EXAMPLES[schema.format]) return FORMAT_EXAMPLES[schema.format];
+  // An identifier fits the patterns of ids and names; a pattern it does not fit needs `examples` on its schema.
+  const base = schema.pattern ? '0192f3a4-5b6c-7d8e-9f01-23456789abcd' : 'string';
+  const padded = base.padEnd(numberOr(schema.minLength, 0), 'x');
+  return padded.slice(0, numberOr(schema.maxLength, padded.length));
+}
+
+function resolveRef(document: JsonNode, ref: string): JsonNode {
+  if (!ref.startsWith('#/')) return {};
+  return ref
+    .slice(2)
+    .split('/')
+    .reduce<JsonNode>((at, key) => node(at[key.replace(/~1/g, '/').replace(/~0/g, '~')]), document);
+}
