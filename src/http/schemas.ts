@@ -29,20 +29,11 @@ export function problems(...statuses: number[]): Record<number, TSchema> {
   return out;
 }
 
-/** The statuses every authenticated route can answer. */
-export const AUTH_PROBLEMS = [400, 401, 403, 429] as const;
-
 export const PageQuery = {
-  page: Type.Integer({ minimum: 1, default: 1, description: 'page number, from 1' }),
+  // Bounded so that (page - 1) * limit stays an offset the databases take (an unbounded page overflowed to Infinity: 500).
+  page: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 1, description: 'page number, from 1' }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'page size, 1 to 100' }),
 };
-
-export interface Page {
-  page: number;
-  limit: number;
-}
-
-export const offsetOf = (p: Page) => (p.page - 1) * p.limit;
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 /** One of the given strings: a union of literals, its static type the union of the values (TypeBox 1 types a Union over a mapped array as never). */
