@@ -4,24 +4,24 @@ import { FILE_NAME_PATTERN, LANGUAGE_PATTERN, LIMITS, NAME_PATTERN } from './for
 
 /** HTTP shapes of the skills API (/api/skills). */
 
-export const SKILL_STATUSES = ['active', 'archived'] as const;
-export const SKILL_SOURCES = ['custom', 'store'] as const;
+const SKILL_STATUSES = ['active', 'archived'] as const;
+const SKILL_SOURCES = ['custom', 'store'] as const;
 
-export const SkillName = Type.String({
+const SkillName = Type.String({
   minLength: 1,
   maxLength: LIMITS.name,
   pattern: NAME_PATTERN,
   description: 'lowercase letters, digits and single hyphens (Agent Skills format), unique in the tenant',
 });
-export const Category = Type.String({ minLength: 1, maxLength: LIMITS.category, pattern: NAME_PATTERN, description: 'e.g. engineering, sales, support, finance' });
+const Category = Type.String({ minLength: 1, maxLength: LIMITS.category, pattern: NAME_PATTERN, description: 'e.g. engineering, sales, support, finance' });
 const Description = Type.String({ minLength: 1, maxLength: LIMITS.description, description: 'what the skill does and when to use it' });
 const Instructions = Type.String({ minLength: 1, maxLength: LIMITS.instructions, description: 'the body of SKILL.md (Markdown)' });
 const Metadata = Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: LIMITS.metadataValue }), { maxProperties: LIMITS.metadataKeys });
 const FileName = Type.String({ minLength: 1, maxLength: LIMITS.fileName, pattern: FILE_NAME_PATTERN, description: 'relative path, e.g. pricing.md or api/endpoints.md' });
-const Language = Type.String({ pattern: LANGUAGE_PATTERN, description: 'inferred from the extension when left out (python, bash, javascript, ...)' });
+const Language = Type.String({ pattern: LANGUAGE_PATTERN, examples: ['python'], description: 'inferred from the extension when left out (python, bash, javascript, ...)' });
 
-export const ReferenceInput = Type.Object({ name: FileName, content: Type.String({ maxLength: LIMITS.fileBytes }) }, { additionalProperties: false });
-export const ScriptInput = Type.Object(
+const ReferenceInput = Type.Object({ name: FileName, content: Type.String({ maxLength: LIMITS.fileBytes }) }, { additionalProperties: false });
+const ScriptInput = Type.Object(
   { name: FileName, language: Type.Optional(Language), content: Type.String({ maxLength: LIMITS.fileBytes }) },
   { additionalProperties: false },
 );
@@ -126,7 +126,7 @@ export type ListSkillsQuery = Static<typeof ListSkillsQuery>;
 
 const PRIORITY_RANGE = { minimum: -1_000_000, maximum: 1_000_000, description: 'higher means more likely to be used' };
 const Priority = Type.Number(PRIORITY_RANGE);
-const Config = Type.Record(Type.String(), Type.Unknown(), { description: 'per-assignment configuration the skill tools hand to the agent' });
+export const Config = Type.Record(Type.String(), Type.Unknown(), { description: 'per-assignment configuration the skill tools hand to the agent' });
 
 export const AssignBody = Type.Object(
   { agentId: Id, config: Type.Optional(Config), priority: Type.Optional(Type.Number({ ...PRIORITY_RANGE, default: 0 })) },
