@@ -85,7 +85,7 @@ describe('badge (W3C VC 2.0 secured with JOSE)', () => {
     expect(payload.type).toContain('VerifiableCredential');
     expect(payload.issuer).toBe(t.config.issuer);
     expect(payload.iss).toBe(payload.issuer);
-    const subject = payload.credentialSubject as Record<string, any>;
+    const subject = payload.credentialSubject as Record<string, unknown>;
     expect(subject.id).toBe(doc.spiffe_id);
     expect(payload.sub).toBe(subject.id);
     expect(payload).not.toHaveProperty('vc');

@@ -108,7 +108,11 @@ export class OutboundGuard {
     this.allowed = new Set(options.allowedHosts.map(normalizeAllowEntry));
     this.allowPrivate = options.allowPrivateNetworks;
     const resolve: LookupFunction = options.lookup ?? ((hostname, opts, callback) => dns.lookup(hostname, opts, callback));
-    const lookup = (hostname: string, opts: dns.LookupOptions, callback: (...args: any[]) => void) => {
+    const lookup = (
+      hostname: string,
+      opts: dns.LookupOptions,
+      callback: (err: NodeJS.ErrnoException | null, address?: string | dns.LookupAddress[], family?: number) => void,
+    ) => {
       resolve(hostname, { ...opts, all: true }, (err, addresses) => {
         if (err) return callback(err);
         for (const { address } of addresses) {
