@@ -8,7 +8,7 @@ import type { RunError } from './views.js';
 
 /** The public shapes of the runs domain: what other domains hand to it and get back. */
 
-type RunKind = 'execute' | 'chat' | 'stream' | 'message' | 'task' | 'delegation' | 'chat_completion';
+type RunKind = 'execute' | 'chat' | 'stream' | 'message' | 'task' | 'delegation' | 'chat_completion' | 'a2a';
 export type OnActiveRun = 'reject' | 'enqueue' | 'inject';
 
 /** Who starts or cancels a run: declared here (not tenancy's Principal) so runs need not import tenancy. */

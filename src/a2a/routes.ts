@@ -1,0 +1,60 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { NotFound } from '../errors.js';
+import { problems } from '../http/schemas.js';
+import { openSse } from '../http/sse.js';
+import { AgentCard, CardParams, JsonRpcRequest, JsonRpcResponse } from './schemas.js';
+import type { A2aService } from './service.js';
+
+const STREAM_DESCRIPTION =
+  'message/stream and tasks/resubscribe answer text/event-stream: each event a `data:` line holding a JSON-RPC response whose result is ' +
+  'the task, then artifact-update events (the reply’s text in chunks), then a status-update with final: true.';
+
+/**
+ * The A2A routes (docs/clients.md, "Agent2Agent (A2A)"): each executable agent's public Agent Card
+ * under its tenant's path, and its JSON-RPC endpoint with the API's bearer credentials.
+ */
+export const a2aRoutes: FastifyPluginAsyncTypebox<{ service: A2aService }> = async (app, { service }) => {
+  app.get(
+    '/a2a/:tenantId/agents/:agentId/.well-known/agent-card.json',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'getA2aAgentCard',
+        tags: ['a2a'],
+        summary: 'A2A: the agent’s Agent Card (public; only executable agents, only under their own tenant’s path)',
+        params: CardParams,
+        response: { 200: AgentCard, ...problems(400, 404) },
+      },
+    },
+    async (req) => service.card(req.params.tenantId, req.params.agentId),
+  );
+
+  app.post(
+    '/a2a/:tenantId/agents/:agentId',
+    {
+      config: { permission: 'agents:write', agentScope: { param: 'agentId' } },
+      // The JSON-RPC envelope is checked by the service: a malformed call answers a JSON-RPC error.
+      validatorCompiler: ({ httpPart }) => (httpPart === 'body' ? () => true : undefined) as never,
+      schema: {
+        operationId: 'callA2aAgent',
+        tags: ['a2a'],
+        summary: 'A2A JSON-RPC: message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe',
+        description: `An A2A task is a run of the agent; its contextId the run's conversation. ${STREAM_DESCRIPTION}`,
+        params: CardParams,
+        body: JsonRpcRequest,
+        response: { 200: JsonRpcResponse, ...problems(400, 401, 403, 404, 413, 415, 429) },
+      },
+    },
+    async (req, reply) => {
+      if (req.params.tenantId !== req.principal.tenantId) throw new NotFound('agent');
+      const agent = await service.agentOf(req.principal.tenantId, req.params.agentId);
+      const answer = await service.call(req.principal, agent, req.body);
+      if (answer.kind === 'response') return answer.body;
+      const sse = openSse(req, reply);
+      await answer.events((result) => {
+        if (!sse.isClosed()) reply.raw.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: answer.id, result })}\n\n`);
+      }, sse.closed);
+      sse.close();
+    },
+  );
+};

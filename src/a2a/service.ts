@@ -1,0 +1,339 @@
+import type { Static, TSchema } from 'typebox';
+import { Compile } from 'typebox/compile';
+import type { Agent } from '../agents/schemas.js';
+import type { AgentsService } from '../agents/service.js';
+import { Conflict, DomainError, InvalidInput, NotFound } from '../errors.js';
+import type { Principal } from '../http/principal.js';
+import { type RunsService, isInjected } from '../runs/service.js';
+import {
+  type A2aArtifact,
+  type A2aMessage,
+  type A2aTask,
+  type AgentCard,
+  type JsonRpcResponse,
+  MessageSendParams,
+  TaskIdParams,
+  TaskQueryParams,
+  type TaskState,
+} from './schemas.js';
+
+/**
+ * Agents as A2A agents (docs/clients.md, "Agent2Agent (A2A)"): an A2A task is a run of the agent
+ * (kind `a2a`), its context the run's conversation. The JSON-RPC binding of protocol 0.3 is answered
+ * here; the routes only carry it over HTTP and SSE.
+ */
+
+const PROTOCOL_VERSION = '0.3.0';
+
+/** A JSON-RPC error object (the A2A codes: -32001 task not found, -32002 not cancelable, ...). */
+class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+const INVALID_REQUEST = -32600;
+const METHOD_NOT_FOUND = -32601;
+const INVALID_PARAMS = -32602;
+const INTERNAL = -32603;
+const TASK_NOT_FOUND = -32001;
+const TASK_NOT_CANCELABLE = -32002;
+const PUSH_NOT_SUPPORTED = -32003;
+const UNSUPPORTED_OPERATION = -32004;
+const CONTENT_TYPE_NOT_SUPPORTED = -32005;
+
+type RunView = Awaited<ReturnType<RunsService['get']>>;
+
+/** A run's status as an A2A task state; the other way, docs/clients.md has the table. */
+const STATE_OF_RUN: Record<string, TaskState> = {
+  queued: 'submitted',
+  running: 'working',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'canceled',
+};
+const FINAL_STATES: readonly TaskState[] = ['completed', 'canceled', 'failed', 'rejected'];
+
+const textMessage = (role: 'user' | 'agent', text: string, messageId: string, run: RunView): A2aMessage => ({
+  kind: 'message',
+  role,
+  parts: [{ kind: 'text', text }],
+  messageId,
+  taskId: run.id,
+  ...(run.conversationId ? { contextId: run.conversationId } : {}),
+});
+
+const artifactId = (runId: string) => `${runId}-response`;
+const responseArtifact = (runId: string, text: string): A2aArtifact => ({
+  artifactId: artifactId(runId),
+  name: 'response',
+  parts: [{ kind: 'text', text }],
+});
+
+/** A run as an A2A task: its input and reply as history, its reply as the `response` artifact. */
+function taskOf(run: RunView, historyLength?: number): A2aTask {
+  const state = STATE_OF_RUN[run.status] ?? 'unknown';
+  const reply = run.output ? textMessage('agent', run.output, `${run.id}-reply`, run) : undefined;
+  const statusMessage =
+    state === 'failed' || state === 'canceled'
+      ? textMessage('agent', run.error?.message ?? state, `${run.id}-status`, run)
+      : state === 'completed'
+        ? reply
+        : undefined;
+  const history = [textMessage('user', run.input, `${run.id}-input`, run), ...(reply ? [reply] : [])];
+  return {
+    kind: 'task',
+    id: run.id,
+    contextId: run.conversationId ?? '',
+    status: { state, ...(statusMessage ? { message: statusMessage } : {}), timestamp: run.completedAt ?? run.startedAt ?? run.createdAt },
+    ...(run.output ? { artifacts: [responseArtifact(run.id, run.output)] } : {}),
+    history: historyLength === undefined ? history : historyLength === 0 ? [] : history.slice(-historyLength),
+    metadata: { agentId: run.agentId, runStatus: run.status },
+  };
+}
+
+const validators = new Map<TSchema, ReturnType<typeof Compile>>();
+function check<T extends TSchema>(schema: T, params: unknown): Static<T> {
+  let validator = validators.get(schema);
+  if (!validator) {
+    validator = Compile(schema);
+    validators.set(schema, validator);
+  }
+  if (validator.Check(params)) return params as Static<T>;
+  const errors = [...validator.Errors(params)]
+    .slice(0, 10)
+    .map((e) => ({ path: `params${e.instancePath.replaceAll('/', '.')}`, message: e.message }));
+  throw new RpcError(INVALID_PARAMS, `invalid params: ${errors.map((e) => `${e.path} ${e.message}`).join('; ')}`, { errors });
+}
+
+/** Domain errors as JSON-RPC errors; anything else is left to the app's error handler (a 500). */
+function rpcErrorOf(err: unknown): RpcError {
+  if (err instanceof RpcError) return err;
+  if (err instanceof NotFound)
+    return err.resource === 'run'
+      ? new RpcError(TASK_NOT_FOUND, 'task not found')
+      : new RpcError(INVALID_PARAMS, err.detail, { code: err.code });
+  if (err instanceof InvalidInput) return new RpcError(INVALID_PARAMS, err.detail, { code: err.code, errors: err.errors });
+  if (err instanceof DomainError) return new RpcError(INTERNAL, err.detail, { code: err.code });
+  throw err;
+}
+
+/** One JSON-RPC event of a stream: a task, a status update or an artifact update. */
+export type StreamEvent = Record<string, unknown>;
+
+/** What a call answers: a JSON-RPC response, or the events of an SSE stream (sent through `send`). */
+export type RpcAnswer =
+  | { kind: 'response'; body: JsonRpcResponse }
+  | { kind: 'stream'; id: string | number | null; events: (send: (result: StreamEvent) => void, closed: Promise<void>) => Promise<void> };
+
+interface Envelope {
+  id: string | number | null;
+  method: string;
+  params: unknown;
+}
+
+function envelopeOf(body: unknown): Envelope {
+  const b = body as Record<string, unknown> | null;
+  const id = b && typeof b === 'object' && (typeof b.id === 'string' || typeof b.id === 'number') ? b.id : null;
+  if (!b || typeof b !== 'object' || Array.isArray(b) || b.jsonrpc !== '2.0' || typeof b.method !== 'string') {
+    throw Object.assign(new RpcError(INVALID_REQUEST, 'not a JSON-RPC 2.0 request (jsonrpc "2.0" and a method are required)'), { id });
+  }
+  return { id, method: b.method, params: b.params ?? {} };
+}
+
+export class A2aService {
+  constructor(
+    private readonly runs: RunsService,
+    private readonly agents: AgentsService,
+    private readonly skillBriefs: (
+      tenantId: string,
+      agentId: string,
+    ) => Promise<readonly { id: string; name: string; description: string }[]>,
+    private readonly publicBaseUrl: string,
+  ) {}
+
+  /** The agent an A2A call or card names: an executable agent of that tenant, or NotFound (nothing of another tenant is revealed). */
+  async agentOf(tenantId: string, agentId: string): Promise<Agent> {
+    const agent = await this.agents.find(tenantId, agentId);
+    if (agent?.status !== 'available' || agent.hosting !== 'platform') throw new NotFound('agent');
+    return agent;
+  }
+
+  endpointOf(tenantId: string, agentId: string): string {
+    return `${this.publicBaseUrl}/a2a/${tenantId}/agents/${agentId}`;
+  }
+
+  /** The Agent Card: public, served only on its tenant's path and only for an executable agent. */
+  async card(tenantId: string, agentId: string): Promise<AgentCard> {
+    const agent = await this.agentOf(tenantId, agentId);
+    const skills = await this.skillBriefs(tenantId, agentId);
+    return {
+      protocolVersion: PROTOCOL_VERSION,
+      name: agent.name,
+      description: agent.description ?? agent.role ?? agent.name,
+      url: this.endpointOf(tenantId, agentId),
+      preferredTransport: 'JSONRPC',
+      version: agent.updatedAt,
+      capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['text/plain'],
+      // The agent's assigned skills; an agent without any still answers, as one general skill.
+      skills: skills.length
+        ? skills.map((s) => ({ id: s.id, name: s.name, description: s.description, tags: ['skill'] }))
+        : [{ id: 'conversation', name: agent.name, description: agent.description ?? 'answers messages', tags: ['conversation'] }],
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'an Agentry API key or access token with agents:write' },
+        oauth2: {
+          type: 'oauth2',
+          description: 'an agent identity’s client credentials against Agentry’s token endpoint',
+          flows: { clientCredentials: { tokenUrl: `${this.publicBaseUrl}/api/v1/identity/oauth/token`, scopes: {} } },
+        },
+      },
+      security: [{ bearer: [] }, { oauth2: [] }],
+    };
+  }
+
+  /** One JSON-RPC call on the agent's endpoint. Errors found before a stream begins are JSON-RPC error responses. */
+  async call(principal: Principal, agent: Agent, body: unknown): Promise<RpcAnswer> {
+    let envelope: Envelope;
+    try {
+      envelope = envelopeOf(body);
+    } catch (err) {
+      return errorResponse((err as { id: string | number | null }).id, err as RpcError);
+    }
+    try {
+      return await this.dispatch(principal, agent, envelope);
+    } catch (err) {
+      return errorResponse(envelope.id, rpcErrorOf(err));
+    }
+  }
+
+  private async dispatch(principal: Principal, agent: Agent, { id, method, params }: Envelope): Promise<RpcAnswer> {
+    const result = (value: A2aTask): RpcAnswer => ({ kind: 'response', body: { jsonrpc: '2.0', id, result: value } });
+    switch (method) {
+      case 'message/send': {
+        const p = check(MessageSendParams, params);
+        const handle = await this.start(principal, agent, p);
+        if (p.configuration?.blocking !== false) await this.runs.outcome(principal.tenantId, handle);
+        return result(taskOf(await this.runs.get(principal.tenantId, handle.runId), p.configuration?.historyLength));
+      }
+      case 'message/stream': {
+        const p = check(MessageSendParams, params);
+        const handle = await this.start(principal, agent, p);
+        return { kind: 'stream', id, events: (send, closed) => this.follow(principal, agent, handle.runId, send, closed) };
+      }
+      case 'tasks/get': {
+        const p = check(TaskQueryParams, params);
+        return result(taskOf(await this.runs.get(principal.tenantId, p.id, agent.id), p.historyLength));
+      }
+      case 'tasks/cancel': {
+        const p = check(TaskIdParams, params);
+        const run = await this.runs.get(principal.tenantId, p.id, agent.id);
+        try {
+          return result(taskOf(await this.runs.cancel({ ...principal, agentId: agent.id }, run.id)));
+        } catch (err) {
+          if (err instanceof Conflict) throw new RpcError(TASK_NOT_CANCELABLE, `task cannot be canceled: ${err.detail}`);
+          throw err;
+        }
+      }
+      case 'tasks/resubscribe': {
+        const p = check(TaskIdParams, params);
+        const run = await this.runs.get(principal.tenantId, p.id, agent.id);
+        return { kind: 'stream', id, events: (send, closed) => this.follow(principal, agent, run.id, send, closed) };
+      }
+      case 'tasks/pushNotificationConfig/set':
+      case 'tasks/pushNotificationConfig/get':
+      case 'tasks/pushNotificationConfig/list':
+      case 'tasks/pushNotificationConfig/delete':
+        throw new RpcError(PUSH_NOT_SUPPORTED, 'push notifications are not supported: use message/stream or tasks/resubscribe');
+      case 'agent/getAuthenticatedExtendedCard':
+        throw new RpcError(UNSUPPORTED_OPERATION, 'there is no extended card: the public card is complete');
+      default:
+        throw new RpcError(METHOD_NOT_FOUND, `method ${method} is not supported`);
+    }
+  }
+
+  /** A user's message as a run of the agent; the contextId continues that conversation. */
+  private async start(principal: Principal, agent: Agent, p: MessageSendParams) {
+    const { message } = p;
+    if (message.role !== 'user') throw new RpcError(INVALID_PARAMS, 'params.message.role must be "user"');
+    if (message.taskId) {
+      throw new RpcError(
+        UNSUPPORTED_OPERATION,
+        'a task cannot be continued (no task waits for input): send the message with its contextId instead',
+      );
+    }
+    const texts = message.parts.map((part) => {
+      if (part.kind !== 'text') throw new RpcError(CONTENT_TYPE_NOT_SUPPORTED, `${part.kind} parts are not supported: only text`);
+      return (part as { text: string }).text;
+    });
+    const content = texts.join('\n');
+    if (!content.trim()) throw new RpcError(INVALID_PARAMS, 'the message has no text');
+    const handle = await this.runs.start({
+      principal,
+      agent,
+      kind: 'a2a',
+      content,
+      conversationId: message.contextId,
+      // A busy context is refused: an A2A task cannot be injected into another task's run.
+      onActiveRun: 'reject',
+    });
+    if (isInjected(handle)) throw new Conflict('conversation_busy', 'the agent is still answering in this context');
+    return handle;
+  }
+
+  /**
+   * A task's events for message/stream and tasks/resubscribe: the task as it stands, its reply's text
+   * as artifact chunks (from the first token, so a resubscriber rebuilds the whole text), then the
+   * final status. A client going away stops the stream, not the run.
+   */
+  private async follow(principal: Principal, agent: Agent, runId: string, send: (e: StreamEvent) => void, closed: Promise<void>) {
+    const first = await this.runs.get(principal.tenantId, runId, agent.id);
+    const contextId = first.conversationId ?? '';
+    const { artifacts: _, ...snapshot } = taskOf(first);
+    send(snapshot);
+    let chunks = 0;
+    let ended!: () => void;
+    const end = new Promise<void>((resolve) => (ended = resolve));
+    const unsubscribe = await this.runs.follow(principal.tenantId, runId, 0, (e) => {
+      if (e === null) return ended();
+      if (e.event !== 'token') return;
+      const append = chunks++ > 0;
+      send({
+        kind: 'artifact-update',
+        taskId: runId,
+        contextId,
+        artifact: responseArtifact(runId, String(e.data.text)),
+        append,
+        lastChunk: false,
+      });
+    });
+    await Promise.race([end, closed]);
+    unsubscribe();
+    const run = await this.runs.get(principal.tenantId, runId, agent.id);
+    const task = taskOf(run);
+    if (!FINAL_STATES.includes(task.status.state)) return;
+    // A reply the model gave without streaming tokens still reaches the client whole.
+    if (run.output && chunks === 0)
+      send({
+        kind: 'artifact-update',
+        taskId: runId,
+        contextId,
+        artifact: responseArtifact(runId, run.output),
+        append: false,
+        lastChunk: true,
+      });
+    send({ kind: 'status-update', taskId: runId, contextId, status: task.status, final: true });
+  }
+}
+
+function errorResponse(id: string | number | null, err: RpcError): RpcAnswer {
+  return {
+    kind: 'response',
+    body: { jsonrpc: '2.0', id, error: { code: err.code, message: err.message, ...(err.data !== undefined ? { data: err.data } : {}) } },
+  };
+}
