@@ -25,8 +25,11 @@ export abstract class DomainError extends Error {
 /** The named resource does not exist (or the caller may not know it does). */
 export class NotFound extends DomainError {
   readonly kind = 'not_found';
-  constructor(readonly resource: string) {
-    super('not_found', `${resource} not found`);
+  constructor(
+    readonly resource: string,
+    detail = `${resource} not found`,
+  ) {
+    super('not_found', detail);
   }
 }
 

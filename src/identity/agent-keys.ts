@@ -1,6 +1,6 @@
 import { importJWK, type CryptoKey, type JWK } from 'jose';
 import type { Db } from '../db/database.js';
-import { conflict } from '../http/errors.js';
+import { Conflict } from '../errors.js';
 import { open, seal } from './encryption.js';
 import * as store from './store.js';
 import { type Clock, iso, AGENT_KEY_GRACE_S, type PublicJwk, generateEs256Key, maxGeneration } from './key-material.js';
@@ -123,7 +123,7 @@ export class AgentKeyring {
         // A concurrent rotation or first-use creation took this generation; go again.
       }
     }
-    throw conflict('key_rotation_conflict', 'the agent key is being rotated concurrently; retry');
+    throw new Conflict('key_rotation_conflict', 'the agent key is being rotated concurrently; retry');
   }
 
   /** Revokes one key of the agent; null when the agent has no such key. */

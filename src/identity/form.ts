@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { badRequest } from '../http/errors.js';
+import { InvalidInput } from '../errors.js';
 
 const FORBIDDEN_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
 
@@ -12,7 +12,8 @@ export function registerFormParser(app: FastifyInstance) {
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
     const out: Record<string, string | string[]> = {};
     for (const [key, value] of new URLSearchParams(body as string)) {
-      if (FORBIDDEN_KEYS.has(key)) return done(badRequest(`the form field ${key} is not allowed`, undefined, 'invalid_body'), undefined);
+      if (FORBIDDEN_KEYS.has(key))
+        return done(new InvalidInput(`the form field ${key} is not allowed`, undefined, 'invalid_body'), undefined);
       const prev = out[key];
       out[key] = prev === undefined ? value : [prev, value].flat();
     }

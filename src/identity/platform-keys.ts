@@ -1,6 +1,6 @@
 import { importJWK, type CryptoKey, type JWK } from 'jose';
 import type { Db } from '../db/database.js';
-import { conflict } from '../http/errors.js';
+import { Conflict } from '../errors.js';
 import { open, seal } from './encryption.js';
 import * as store from './store.js';
 import {
@@ -213,7 +213,7 @@ export class PlatformKeyring {
       this.invalidate();
       if (key) return (await this.list()).find((k) => k.kid === key.kid)!;
     }
-    throw conflict('key_rotation_conflict', 'another process is rotating the platform key; retry');
+    throw new Conflict('key_rotation_conflict', 'another process is rotating the platform key; retry');
   }
 
   /** Revokes a platform key: it leaves the JWKS and trust bundle, and its tokens stop verifying. */

@@ -1,6 +1,6 @@
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
-import { badRequest, conflict, notFound } from '../http/errors.js';
+import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
 import type { MaybePromise } from '../maybe-promise.js';
 import { recordAudit } from '../tenancy/audit.js';
@@ -86,7 +86,7 @@ export class PolicyEngine {
   private checkConditions(conditions: Conditions | null | undefined): Conditions | null | undefined {
     if (!conditions) return conditions;
     const problem = conditionsError(conditions);
-    if (problem) throw badRequest(`${problem.path} ${problem.message}`, [problem]);
+    if (problem) throw new InvalidInput(`${problem.path} ${problem.message}`, [problem]);
     const out: Conditions = { ...conditions };
     if (out.notBefore) out.notBefore = new Date(out.notBefore).toISOString();
     if (out.notAfter) out.notAfter = new Date(out.notAfter).toISOString();
@@ -98,7 +98,7 @@ export class PolicyEngine {
     const named = (['callerAgentId', 'calleeAgentId'] as const).filter((f) => input[f] !== WILDCARD);
     const found = await this.agents.existingIds(trx, tenantId, named.map((f) => input[f]));
     const errors = named.filter((f) => !found.has(input[f])).map((f) => ({ path: `body.${f}`, message: 'names no agent in this tenant' }));
-    if (errors.length) throw badRequest(`${errors[0].path} ${errors[0].message}`, errors);
+    if (errors.length) throw new InvalidInput(`${errors[0].path} ${errors[0].message}`, errors);
   }
 
   async create(principal: Principal, input: CreatePolicyInput): Promise<PolicyView> {
@@ -129,7 +129,7 @@ export class PolicyEngine {
       });
     } catch (err) {
       if (store.isUniqueViolation(err)) {
-        throw conflict('policy_exists', 'a policy for this (callerAgentId, calleeAgentId, toolName) already exists; update it instead');
+        throw new Conflict('policy_exists', 'a policy for this (callerAgentId, calleeAgentId, toolName) already exists; update it instead');
       }
       throw err;
     }
@@ -141,7 +141,7 @@ export class PolicyEngine {
     if (input.conditions !== undefined) input = { ...input, conditions: this.checkConditions(input.conditions) };
     const updated = await this.db.kysely.transaction().execute(async (trx) => {
       const current = await store.findPolicy(trx, principal.tenantId, id);
-      if (!current) throw notFound('policy');
+      if (!current) throw new NotFound('policy');
       const patch: Partial<store.PolicyRow> = { updated_at: now() };
       if (input.effect !== undefined) patch.effect = input.effect;
       if (input.description !== undefined) patch.description = input.description;
@@ -157,7 +157,7 @@ export class PolicyEngine {
   async delete(principal: Principal, id: string): Promise<void> {
     await this.db.kysely.transaction().execute(async (trx) => {
       const current = await store.findPolicy(trx, principal.tenantId, id);
-      if (!current) throw notFound('policy');
+      if (!current) throw new NotFound('policy');
       await store.deletePolicy(trx, principal.tenantId, id);
       await this.audit(trx, principal, 'tbac_policy.deleted', id, {
         callerAgentId: current.caller_agent_id,

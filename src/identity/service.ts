@@ -1,9 +1,9 @@
 import { SignJWT } from 'jose';
 import type { AgentIdentity, AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
+import { Conflict, NotFound, Unauthenticated } from '../errors.js';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { ProblemError, conflict, notFound, unauthorized } from '../http/errors.js';
 import { newId } from '../ids.js';
 import type { MaybePromise } from '../maybe-promise.js';
 import { recordAudit } from '../tenancy/audit.js';
@@ -127,7 +127,7 @@ export class IdentityService {
 
   private async publicAgent(agentId: string) {
     const agent = await this.agents.identityAnyTenant(agentId);
-    if (!agent) throw notFound('agent');
+    if (!agent) throw new NotFound('agent');
     return agent;
   }
 
@@ -137,7 +137,7 @@ export class IdentityService {
 
   /** No new SVIDs or badges for an agent whose identity is suspended (a registered agent paused). */
   private notSuspended(agent: AgentIdentity) {
-    if (identitySuspended(agent)) throw conflict('agent_suspended', 'the agent is paused: its identity is suspended until it is resumed');
+    if (identitySuspended(agent)) throw new Conflict('agent_suspended', 'the agent is paused: its identity is suspended until it is resumed');
     return agent;
   }
 
@@ -257,7 +257,7 @@ export class IdentityService {
   async revokeAgentKey(principal: Principal, agentId: string, kid: string) {
     await this.tenantAgent(principal.tenantId, agentId);
     const result = await this.agentKeys.revoke(principal.tenantId, agentId, kid);
-    if (!result) throw notFound('key');
+    if (!result) throw new NotFound('key');
     if (!result.changed) return;
     const at = iso(this.clock.now());
     const revokedTokens = await this.revokeTokensOfAgentKey(principal.tenantId, kid, at);
@@ -381,9 +381,10 @@ export class IdentityService {
     }
     // A delegation token (token exchange) is valid, but for agent-to-agent calls: say so.
     if (claims.kind !== 'client_credentials' || claims.aud !== this.apiAudience) {
-      throw unauthorized(
-        'this is a delegation token (token exchange) for agent-to-agent calls: the callee checks it with POST /api/v1/identity/authorize; the API takes an API key or a client_credentials access token',
+      throw new Unauthenticated(
         'delegation_token',
+        'this is a delegation token (token exchange) for agent-to-agent calls: the callee checks it with POST /api/v1/identity/authorize; the API takes an API key or a client_credentials access token',
+        'Bearer',
       );
     }
     const permissions = new Set(claims.scope.split(' ').filter(isPermission) as Permission[]);

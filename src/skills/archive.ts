@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import tar from 'tar-stream';
-import { ProblemError } from '../http/errors.js';
+import { DomainError, InvalidInput } from '../errors.js';
 import { inferLanguage, parseSkillMd, type SkillContent } from './format.js';
 
 /**
@@ -28,12 +28,10 @@ export interface ArchiveEntry {
   data: Buffer;
 }
 
-const invalid = (detail: string) => new ProblemError(400, 'invalid_archive', detail, [{ path: 'archive', message: detail }]);
+const invalid = (detail: string) => new InvalidInput(detail, [{ path: 'archive', message: detail }], 'invalid_archive');
 const unsafe = (entry: string, why: string) =>
-  new ProblemError(400, 'unsafe_archive_entry', `archive entry "${printable(entry)}" is refused: ${why}`, [
-    { path: `archive.${printable(entry)}`, message: why },
-  ]);
-const tooLarge = (detail: string) => new ProblemError(400, 'archive_too_large', detail, [{ path: 'archive', message: detail }]);
+  new InvalidInput(`archive entry "${printable(entry)}" is refused: ${why}`, [{ path: `archive.${printable(entry)}`, message: why }], 'unsafe_archive_entry');
+const tooLarge = (detail: string) => new InvalidInput(detail, [{ path: 'archive', message: detail }], 'archive_too_large');
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
 const printable = (s: string) => s.replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, 300);
@@ -209,7 +207,7 @@ async function readTar(buf: Buffer): Promise<ArchiveEntry[]> {
   try {
     await done;
   } catch (err) {
-    if (err instanceof ProblemError) throw err;
+    if (err instanceof DomainError) throw err;
     throw invalid(`the tar archive is corrupt: ${(err as Error).message}`);
   }
   return budget.entries;
@@ -236,9 +234,11 @@ function text(entry: ArchiveEntry): string {
   try {
     return utf8.decode(entry.data).replace(/^\uFEFF/, '');
   } catch {
-    throw new ProblemError(400, 'invalid_skill_file', `"${printable(entry.path)}" is not UTF-8 text; references and scripts must be text`, [
-      { path: `archive.${printable(entry.path)}`, message: 'is not UTF-8 text' },
-    ]);
+    throw new InvalidInput(
+      `"${printable(entry.path)}" is not UTF-8 text; references and scripts must be text`,
+      [{ path: `archive.${printable(entry.path)}`, message: 'is not UTF-8 text' }],
+      'invalid_skill_file',
+    );
   }
 }
 
@@ -265,9 +265,11 @@ export function skillFromEntries(all: ArchiveEntry[]): SkillContent {
   const parsed = parseSkillMd(text(skillMdEntry), `archive.${root}SKILL.md`);
   const folder = root.slice(0, -1);
   if (folder && folder !== parsed.name) {
-    throw new ProblemError(400, 'invalid_skill_md', `the skill name "${parsed.name}" must match its folder name "${printable(folder)}"`, [
-      { path: `archive.${root}SKILL.md.name`, message: `must match the folder name "${printable(folder)}"` },
-    ]);
+    throw new InvalidInput(
+      `the skill name "${parsed.name}" must match its folder name "${printable(folder)}"`,
+      [{ path: `archive.${root}SKILL.md.name`, message: `must match the folder name "${printable(folder)}"` }],
+      'invalid_skill_md',
+    );
   }
   const under = (dir: string) =>
     entries

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { ProblemError, badRequest, conflict, notFound } from '../http/errors.js';
+import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import { now } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { AssignBody, Assignment, Skill, UpdateAssignmentBody } from './schemas.js';
@@ -13,7 +13,7 @@ const MAX_CONFIG_BYTES = 16 * 1024;
 
 function checkConfig(config: Record<string, unknown> | undefined) {
   if (config && Buffer.byteLength(JSON.stringify(config)) > MAX_CONFIG_BYTES) {
-    throw badRequest(`config must be at most ${MAX_CONFIG_BYTES} bytes of JSON`, [
+    throw new InvalidInput(`config must be at most ${MAX_CONFIG_BYTES} bytes of JSON`, [
       { path: 'body.config', message: `must be at most ${MAX_CONFIG_BYTES} bytes of JSON` },
     ]);
   }
@@ -33,7 +33,7 @@ export class SkillAssignments {
 
   private async requireSkill(db: Kysely<Database>, tenantId: string, id: string) {
     const row = await store.findSkill(db, tenantId, id);
-    if (!row) throw notFound('skill');
+    if (!row) throw new NotFound('skill');
     return row;
   }
 
@@ -42,7 +42,7 @@ export class SkillAssignments {
     const skill = await this.requireSkill(this.db.kysely, caller.tenantId, skillId);
     await this.agents.getRow(caller.tenantId, body.agentId);
     if (skill.status !== 'active')
-      throw conflict('skill_archived', 'the skill is archived; restore it (PATCH status active) before assigning it');
+      throw new Conflict('skill_archived', 'the skill is archived; restore it (PATCH status active) before assigning it');
     const at = now();
     const row: store.AssignmentRow = {
       skill_id: skillId,
@@ -55,7 +55,7 @@ export class SkillAssignments {
       created_at: at,
       updated_at: at,
     };
-    const alreadyAssigned = () => badRequest(`the skill is already assigned to agent ${body.agentId}`, undefined, 'already_assigned');
+    const alreadyAssigned = () => new InvalidInput(`the skill is already assigned to agent ${body.agentId}`, undefined, 'already_assigned');
     try {
       await this.db.kysely.transaction().execute(async (trx) => {
         if (await store.findAssignment(trx, caller.tenantId, skillId, body.agentId)) throw alreadyAssigned();
@@ -72,7 +72,7 @@ export class SkillAssignments {
   private async requireAssignment(trx: Kysely<Database>, tenantId: string, skillId: string, agentId: string) {
     await this.requireSkill(trx, tenantId, skillId);
     const row = await store.findAssignment(trx, tenantId, skillId, agentId);
-    if (!row) throw new ProblemError(404, 'not_found', 'the skill is not assigned to that agent (assignment not found)');
+    if (!row) throw new NotFound('assignment', 'the skill is not assigned to that agent (assignment not found)');
     return row;
   }
 
@@ -108,7 +108,7 @@ export class SkillAssignments {
       const acquired = await store.findSkillByStoreId(this.db.kysely, caller.tenantId, input.storeId);
       skillId = acquired?.id ?? (await this.acquire(caller, input.storeId)).id;
     }
-    if (!skillId) throw badRequest('the approved request names no skill');
+    if (!skillId) throw new InvalidInput('the approved request names no skill');
     const existing = await store.findAssignment(this.db.kysely, caller.tenantId, skillId, input.agentId);
     if (!existing) return this.assign(caller, skillId, { agentId: input.agentId, priority: 0 });
     if (existing.enabled) return toAssignment(existing);

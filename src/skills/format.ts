@@ -1,5 +1,5 @@
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { ProblemError, type FieldError } from '../http/errors.js';
+import { type FieldError, InvalidInput } from '../errors.js';
 
 /**
  * The Agent Skills format: a folder holding `SKILL.md` (YAML front matter with `name` and
@@ -62,7 +62,7 @@ const KEPT_FRONT_MATTER = ['license', 'compatibility', 'allowed-tools'] as const
 const KNOWN_FRONT_MATTER = ['name', 'description', 'category', 'metadata', ...KEPT_FRONT_MATTER];
 
 const invalidSkillMd = (errors: FieldError[]) =>
-  new ProblemError(400, 'invalid_skill_md', `SKILL.md is invalid: ${errors[0].path} ${errors[0].message}`, errors);
+  new InvalidInput(`SKILL.md is invalid: ${errors[0].path} ${errors[0].message}`, errors, 'invalid_skill_md');
 
 export function nameProblem(value: unknown): string | null {
   if (typeof value !== 'string' || !value) return 'is required';
@@ -231,7 +231,7 @@ export function checkSkillFiles(content: Pick<SkillContent, 'references' | 'scri
   }
   if (errors.length) {
     const code = tooLarge ? 'skill_too_large' : 'invalid_skill_file';
-    throw new ProblemError(400, code, `${errors[0].path} ${errors[0].message}`, errors);
+    throw new InvalidInput(`${errors[0].path} ${errors[0].message}`, errors, code);
   }
 }
 

@@ -3,7 +3,7 @@ import type { AgentsService } from '../agents/service.js';
 import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { conflict, notFound } from '../http/errors.js';
+import { Conflict, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
 import { readArchive, skillFromEntries } from './archive.js';
@@ -18,7 +18,7 @@ const scriptsWithLanguage = (scripts: { name: string; content: string; language?
   (scripts ?? []).map((s) => ({ name: s.name, content: s.content, language: s.language ?? inferLanguage(s.name) }));
 
 const nameTaken = (name: string, existing?: store.SkillRow) =>
-  conflict(
+  new Conflict(
     'skill_name_taken',
     existing?.status === 'archived'
       ? `an archived skill is named ${name}; restore it (PATCH status active) or choose another name`
@@ -53,7 +53,7 @@ export class SkillsService {
 
   private async requireSkill(db: Kysely<Database>, tenantId: string, id: string) {
     const row = await store.findSkill(db, tenantId, id);
-    if (!row) throw notFound('skill');
+    if (!row) throw new NotFound('skill');
     return row;
   }
 
@@ -209,7 +209,7 @@ export class SkillsService {
     try {
       await this.db.kysely.transaction().execute(async (trx) => {
         if (origin && (await store.findSkillByStoreId(trx, caller.tenantId, origin.storeId))) {
-          throw conflict('already_acquired', `the store skill ${origin.storeId} is already acquired by this tenant`);
+          throw new Conflict('already_acquired', `the store skill ${origin.storeId} is already acquired by this tenant`);
         }
         const existing = await store.findSkillByName(trx, caller.tenantId, content.name);
         if (existing) throw nameTaken(content.name, existing);
@@ -219,7 +219,7 @@ export class SkillsService {
       });
     } catch (err) {
       // Two creations racing past the checks: the unique indexes decide.
-      if (store.isUniqueViolation(err)) throw origin ? conflict('already_acquired', `the store skill ${origin.storeId} is already acquired`) : nameTaken(content.name);
+      if (store.isUniqueViolation(err)) throw origin ? new Conflict('already_acquired', `the store skill ${origin.storeId} is already acquired`) : nameTaken(content.name);
       throw err;
     }
     return this.getSkill(caller.tenantId, row.id);
@@ -240,7 +240,7 @@ export class SkillsService {
         const current = await this.requireSkill(trx, caller.tenantId, id);
         const contentFields = Object.keys(body).filter((k) => k !== 'status');
         if (current.source === 'store' && contentFields.length) {
-          throw conflict('store_skill_read_only', 'store skills cannot be edited; export it and import the copy as a custom skill, or change only its status');
+          throw new Conflict('store_skill_read_only', 'store skills cannot be edited; export it and import the copy as a custom skill, or change only its status');
         }
         // Nothing to change (archiving an archived skill, an empty body): the skill stays as it is.
         if (!contentFields.length && (body.status === undefined || body.status === current.status)) return;
@@ -315,7 +315,7 @@ export class SkillsService {
 
   async getStore(tenantId: string, storeId: string) {
     const entry = this.storeEntry(storeId);
-    if (!entry) throw notFound('store skill');
+    if (!entry) throw new NotFound('store skill');
     const acquired = await store.findSkillByStoreId(this.db.kysely, tenantId, storeId);
     return { ...this.storeView(entry, acquired), instructions: entry.instructions };
   }
@@ -323,7 +323,7 @@ export class SkillsService {
   /** Copies a store skill into the tenant (source `store`); 409 when the tenant already has it. */
   acquire(caller: Caller, storeId: string): Promise<Skill> {
     const entry = this.storeEntry(storeId);
-    if (!entry) throw notFound('store skill');
+    if (!entry) throw new NotFound('store skill');
     return this.create(caller, entry, undefined, { storeId });
   }
 

@@ -1,5 +1,4 @@
 import { Conflict, DomainError, LimitExceeded, NotFound, Unavailable, isDatabaseUnavailable } from '../errors.js';
-import { ProblemError } from '../http/errors.js';
 import type { RunError } from '../runs/views.js';
 
 /**
@@ -42,11 +41,8 @@ export function startFailure(err: unknown): StartFailure {
   return { kind: 'refused', error };
 }
 
-/**
- * A refusal the caller is told about as it is (it was recorded on the job); anything else is a fault.
- * Approval actions are performed by skills, which still refuse with problems.
- */
-export const isRefusal = (err: unknown): err is DomainError | ProblemError => err instanceof DomainError || err instanceof ProblemError;
+/** A refusal the caller is told about as it is (it was recorded on the job); anything else is a fault. */
+export const isRefusal = (err: unknown): err is DomainError => err instanceof DomainError;
 
 /** What an approval action's failure records: a refusal's own code, or `action_failed`. */
 export function actionError(err: unknown): RunError {

@@ -1,7 +1,6 @@
 import { TtlCache } from '../cache.js';
 import type { Db } from '../db/database.js';
-import { BudgetExceeded, LimitExceeded } from '../errors.js';
-import { notFound } from '../http/errors.js';
+import { BudgetExceeded, LimitExceeded, NotFound } from '../errors.js';
 import { recordAudit } from './audit.js';
 import type { Actor, Principal } from './permissions.js';
 import type { MaybePromise } from '../maybe-promise.js';
@@ -147,7 +146,7 @@ export class LimitsService {
   async setTenantLimits(tenantId: string, patch: Partial<TenantLimits>, actor: Actor): Promise<TenantLimits> {
     const limits = await this.db.kysely.transaction().execute(async (trx) => {
       const tenant = await store.findTenant(trx, tenantId);
-      if (!tenant) throw notFound('tenant');
+      if (!tenant) throw new NotFound('tenant');
       const settings = JSON.parse(tenant.settings) as Record<string, unknown>;
       const next = { ...NO_LIMITS, ...((settings.limits as Partial<TenantLimits>) ?? {}), ...patch };
       await store.updateTenantSettings(trx, tenantId, JSON.stringify({ ...settings, limits: next }));
@@ -193,7 +192,7 @@ export class LimitsService {
 
   async agentBudget(tenantId: string, agentId: string) {
     const budget = await this.agentBudgets.budget(tenantId, agentId);
-    if (!budget) throw notFound('agent');
+    if (!budget) throw new NotFound('agent');
     const since = monthStart();
     return { agentId, month: since.slice(0, 7), monthlyBudgetUsd: budget.monthlyBudgetUsd, spentUsd: await this.runUsage.spendSince(this.db.kysely, { tenantId, since, agentId }) };
   }

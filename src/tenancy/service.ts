@@ -1,7 +1,7 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
-import { badRequest, forbidden, notFound } from '../http/errors.js';
+import { Forbidden, InvalidInput, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { listAudit, recordAudit } from './audit.js';
@@ -55,7 +55,7 @@ function keyView(row: {
 export function parsePermissions(values: string[]): Permission[] {
   const unknown = values.filter((v) => !isPermission(v));
   if (unknown.length) {
-    throw badRequest(`unknown permission ${unknown.join(', ')}; known: ${PERMISSIONS.join(', ')}`, [
+    throw new InvalidInput(`unknown permission ${unknown.join(', ')}; known: ${PERMISSIONS.join(', ')}`, [
       { path: 'body.permissions', message: `unknown: ${unknown.join(', ')}` },
     ]);
   }
@@ -101,7 +101,7 @@ export class TenancyService {
 
   async requireTenant(id: string) {
     const tenant = await store.findTenant(this.db.kysely, id);
-    if (!tenant) throw notFound('tenant');
+    if (!tenant) throw new NotFound('tenant');
     return tenant;
   }
 
@@ -109,7 +109,7 @@ export class TenancyService {
     // A key may only hand out permissions it holds itself.
     if (granter) {
       const missing = input.permissions.filter((p) => !granter.permissions.has(p));
-      if (missing.length) throw forbidden(`cannot grant permissions this key does not hold: ${missing.join(', ')}`);
+      if (missing.length) throw new Forbidden(`cannot grant permissions this key does not hold: ${missing.join(', ')}`);
     }
     return this.db.kysely.transaction().execute((trx) => this.insertKey(trx, tenantId, input.name, input.permissions, actor));
   }
@@ -141,7 +141,7 @@ export class TenancyService {
   async revokeKey(tenantId: string, keyId: string, actor: Actor) {
     await this.db.kysely.transaction().execute(async (trx) => {
       const row = await store.findApiKey(trx, tenantId, keyId);
-      if (!row) throw notFound('api key');
+      if (!row) throw new NotFound('api key');
       if (row.revoked_at) return;
       await store.revokeApiKey(trx, tenantId, keyId, now());
       await recordAudit(trx, { tenantId, actor, action: 'api_key.revoked', resourceType: 'api_key', resourceId: keyId });
@@ -151,7 +151,7 @@ export class TenancyService {
   async setKeyRateLimit(tenantId: string, keyId: string, limit: number | null, actor: Actor): Promise<ApiKeyView> {
     return this.db.kysely.transaction().execute(async (trx) => {
       const row = await store.findApiKey(trx, tenantId, keyId);
-      if (!row) throw notFound('api key');
+      if (!row) throw new NotFound('api key');
       await store.setApiKeyRateLimit(trx, tenantId, keyId, limit);
       await recordAudit(trx, { tenantId, actor, action: 'api_key.updated', resourceType: 'api_key', resourceId: keyId, detail: { rateLimitPerMinute: limit } });
       return keyView({ ...row, rate_limit_per_minute: limit });
@@ -212,7 +212,7 @@ export class TenancyService {
   async updateSettings(tenantId: string, patch: Record<string, unknown>, actor: Actor): Promise<Record<string, unknown>> {
     return this.db.kysely.transaction().execute(async (trx) => {
       const row = await store.findTenantSettingsForUpdate(trx, tenantId, this.db.dialect === 'postgres');
-      if (!row) throw notFound('tenant');
+      if (!row) throw new NotFound('tenant');
       const settings = { ...(JSON.parse(row.settings) as Record<string, unknown>), ...patch };
       await store.updateTenantSettings(trx, tenantId, JSON.stringify(settings));
       await recordAudit(trx, { tenantId, actor, action: 'tenant.settings_updated', resourceType: 'tenant', resourceId: tenantId, detail: patch });

@@ -37,6 +37,9 @@ describe('a domain error, as the HTTP layer answers it', () => {
       expect(problem.headers).toEqual(headers);
     }
     expect(problemOf(new NotFound('agent')).detail).toBe('agent not found');
+    expect(problemOf(new NotFound('assignment', 'the skill is not assigned to that agent')).detail).toBe(
+      'the skill is not assigned to that agent',
+    );
     expect(problemOf(new InvalidInput('body.x is bad', [{ path: 'body.x', message: 'is bad' }])).errors).toEqual([
       { path: 'body.x', message: 'is bad' },
     ]);

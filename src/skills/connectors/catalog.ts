@@ -1,4 +1,4 @@
-import type { FieldError } from '../../http/errors.js';
+import type { FieldError } from '../../errors.js';
 
 /**
  * The integrations the platform knows (data shipped with it). A tenant connects one by giving the

@@ -2,7 +2,7 @@ import { SecretBox } from '../../identity/secret-box.js';
 import type { Kysely } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
-import { badRequest, conflict, notFound } from '../../http/errors.js';
+import { Conflict, InvalidInput, NotFound } from '../../errors.js';
 import { newId, now } from '../../ids.js';
 import { recordAudit } from '../../tenancy/audit.js';
 import type { Caller } from '../views.js';
@@ -56,7 +56,7 @@ export class ConnectorsService {
 
   private requireConnector(id: string): Connector {
     const c = findConnector(id);
-    if (!c) throw notFound('connector');
+    if (!c) throw new NotFound('connector');
     return c;
   }
 
@@ -98,7 +98,7 @@ export class ConnectorsService {
   async connect(caller: Caller, id: string, input: Record<string, unknown>) {
     const connector = this.requireConnector(id);
     const { configuration, errors } = checkConfiguration(connector, input);
-    if (errors.length) throw badRequest(`${errors[0].path} ${errors[0].message}`, errors);
+    if (errors.length) throw new InvalidInput(`${errors[0].path} ${errors[0].message}`, errors);
     const at = now();
     const row: ConnectionRow = {
       id: newId(),
@@ -109,7 +109,7 @@ export class ConnectorsService {
       created_at: at,
       updated_at: at,
     };
-    const already = () => conflict('already_connected', `${connector.name} is already connected; update the connection or disconnect it first`);
+    const already = () => new Conflict('already_connected', `${connector.name} is already connected; update the connection or disconnect it first`);
     try {
       await this.db.kysely.transaction().execute(async (trx) => {
         if (await store.findConnection(trx, caller.tenantId, id)) throw already();
@@ -129,9 +129,9 @@ export class ConnectorsService {
     const connector = this.requireConnector(id);
     return this.db.kysely.transaction().execute(async (trx) => {
       const current = await store.findConnection(trx, caller.tenantId, id);
-      if (!current) throw notFound('connection');
+      if (!current) throw new NotFound('connection');
       const { configuration, errors } = checkConfiguration(connector, input, this.openConfiguration(current));
-      if (errors.length) throw badRequest(`${errors[0].path} ${errors[0].message}`, errors);
+      if (errors.length) throw new InvalidInput(`${errors[0].path} ${errors[0].message}`, errors);
       const patch = { configuration: this.sealConfiguration(caller.tenantId, id, configuration), updated_at: now() };
       await store.updateConnection(trx, caller.tenantId, current.id, patch);
       await this.audit(trx, caller, 'connector.updated', id, { fields: Object.keys(input) });
@@ -143,7 +143,7 @@ export class ConnectorsService {
     this.requireConnector(id);
     await this.db.kysely.transaction().execute(async (trx) => {
       const result = await store.deleteConnection(trx, caller.tenantId, id);
-      if (!Number(result.numDeletedRows)) throw notFound('connection');
+      if (!Number(result.numDeletedRows)) throw new NotFound('connection');
       await this.audit(trx, caller, 'connector.disconnected', id, {});
     });
   }
@@ -189,7 +189,7 @@ export class ConnectorsService {
   async decideRequest(caller: Caller, requestId: string, status: 'accepted' | 'rejected') {
     return this.db.kysely.transaction().execute(async (trx) => {
       const row = await store.findRequest(trx, caller.tenantId, requestId);
-      if (!row) throw notFound('connector request');
+      if (!row) throw new NotFound('connector request');
       if (row.status !== 'pending') return requestView(row);
       const patch = { status, decided_by: caller.actor.id, decided_at: now() };
       await store.updateRequest(trx, caller.tenantId, requestId, patch);
