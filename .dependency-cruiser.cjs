@@ -50,6 +50,14 @@ module.exports = {
       to: { path: ['^src/db/', ...STORE, '(^|/)node_modules/kysely/'] },
     },
     {
+      name: 'domain-below-routes-knows-no-http',
+      comment:
+        'Below the routes, domains throw the errors of src/errors.ts and know no HTTP status; only routes import the problem+json helpers of http/errors.ts (problemOf maps domain errors).',
+      severity: 'error',
+      from: { path: `^src/${DOMAINS}/`, pathNot: '/(routes|plugin)\\.ts$' },
+      to: { path: '^src/http/errors\\.ts$' },
+    },
+    {
       name: 'runtime-imports-no-domain',
       severity: 'error',
       comment: 'The runtime (models, tool loop, tools) is what domains build on; it imports none of them.',
