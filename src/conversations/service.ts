@@ -175,9 +175,9 @@ export class ConversationsService {
   async post(principal: Principal, id: string, input: { content: string; attachments?: string[]; onActiveRun?: OnActiveRun }) {
     const row = await this.row(principal.tenantId, id, principal.agentId);
     if (row.status !== 'active') throw new Conflict('conversation_not_active', `the conversation is ${row.status}; only active conversations take messages`);
-    const agent = await this.agents.get(principal.tenantId, row.agent_id).catch(() => {
-      throw new Conflict('agent_deleted', 'the agent of this conversation was deleted; the conversation is read-only');
-    });
+    // Only a deleted agent makes the conversation read-only; any other failure is the request's.
+    const agent = await this.agents.find(principal.tenantId, row.agent_id);
+    if (!agent) throw new Conflict('agent_deleted', 'the agent of this conversation was deleted; the conversation is read-only');
     const modelContext = input.attachments?.length ? await this.files.modelContext(principal.tenantId, input.attachments) : undefined;
     const answer = await this.runs.answer({
       principal,

@@ -68,7 +68,10 @@ const checkpoint = () => {
         parentPort.postMessage('resumed');
       }
     }
-  } catch {}
+  } catch {
+    // Best effort: a checkpoint refused (the database busy past the timeout) is tried again at the next
+    // tick, and the server's own checkpoints past the fallback threshold still bound the WAL.
+  }
 };
 const timer = setInterval(checkpoint, workerData.intervalMs);
 parentPort.on('message', () => {

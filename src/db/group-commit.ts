@@ -108,6 +108,7 @@ export class GroupCommit {
 
   private async writeBatch() {
     try {
+      // beforeBatch reports its own failures; the batch is written regardless.
       await this.options.beforeBatch?.().catch(() => {});
       const paused = this.options.writesPaused?.();
       if (paused) await paused;
@@ -136,6 +137,7 @@ export class GroupCommit {
     try {
       results = await this.inTransaction(batch.map((q) => q.work));
     } catch {
+      // Not lost: each write runs again alone, so it fails (and is rejected with its error) only for its own reasons.
       for (const q of batch) await this.alone(q);
       return;
     }

@@ -3,6 +3,7 @@ import type { AgentIdentity, AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import { Conflict, NotFound, Unauthenticated } from '../errors.js';
 import type { Kysely } from 'kysely';
+import type { BaseLogger } from 'pino';
 import type { Database } from '../db/schema.js';
 import { newId } from '../ids.js';
 import type { MaybePromise } from '../maybe-promise.js';
@@ -79,6 +80,8 @@ export class IdentityService {
     config: IdentityConfig,
     tenancy: TenancyService,
     private readonly agents: AgentsService,
+    /** Where failures of background upkeep (pruning expired tokens) are reported. */
+    private readonly log?: Pick<BaseLogger, 'warn'>,
   ) {
     const masterKey = loadMasterKey(config);
     this.platformKeys = new PlatformKeyring(db, masterKey, this.clock);
@@ -420,7 +423,8 @@ export class IdentityService {
     const now = this.clock.now();
     if (now - this.lastPrune < 3600_000) return;
     this.lastPrune = now;
-    void store.pruneTokens(this.db.kysely, iso(now - TOKEN_RETENTION_MS)).catch(() => {});
+    // Pruning again in an hour is soon enough, but a failure is reported.
+    void store.pruneTokens(this.db.kysely, iso(now - TOKEN_RETENTION_MS)).catch((err) => this.log?.warn({ err }, 'pruning expired tokens failed'));
   }
 }
 

@@ -56,6 +56,7 @@ export class PostgresSignalBus implements SignalBus {
     private readonly changes?: ChangeFeed,
   ) {
     this.pool = new pg.Pool({ connectionString, max: 2 });
+    // An idle client losing its connection must not crash the process; the next NOTIFY reports it.
     this.pool.on('error', () => {});
   }
 
@@ -84,6 +85,7 @@ export class PostgresSignalBus implements SignalBus {
       if (this.client === client) this.client = null;
       // Changes committed from now until listening again would go unnoticed.
       this.changes?.setLive(false);
+      // The connection is already lost (its error reported above); ending it only frees what is left.
       void client.end().catch(() => {});
       if (!this.closed) setTimeout(() => void this.connect(), 1000).unref();
     };
@@ -110,6 +112,7 @@ export class PostgresSignalBus implements SignalBus {
 
   async close() {
     this.closed = true;
+    // Best effort on the way out: a connection already broken has nothing left to end.
     await this.client?.end().catch(() => {});
     await this.pool.end().catch(() => {});
     await this.local.close();
