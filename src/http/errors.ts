@@ -45,7 +45,6 @@ const TITLES: Record<number, string> = {
 export const badRequest = (detail: string, errors?: FieldError[], code = 'validation_failed') =>
   new ProblemError(400, code, detail, errors);
 export const notFound = (resource: string) => new ProblemError(404, 'not_found', `${resource} not found`);
-export const conflict = (code: string, detail: string) => new ProblemError(409, code, detail);
 export const forbidden = (detail: string) => new ProblemError(403, 'forbidden', detail);
 export const unauthorized = (detail: string, code = 'unauthorized') =>
   new ProblemError(401, code, detail, undefined, { 'www-authenticate': 'Bearer' });
