@@ -21,9 +21,10 @@ try {
   await migrate(db);
   const services = createServices(config, db);
   const app = await buildApp({ config, db, services });
-  await app.ready();
+  const served = await app.inject({ method: 'GET', url: '/openapi.json' });
+  if (served.statusCode !== 200) throw new Error(`GET /openapi.json answered ${served.statusCode}`);
   fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
-  fs.writeFileSync(out, `${JSON.stringify(app.swagger(), null, 2)}\n`);
+  fs.writeFileSync(out, `${JSON.stringify(served.json(), null, 2)}\n`);
   await app.close();
   await db.close();
 } finally {
