@@ -7,7 +7,7 @@
  * dependency-cruiser's folder scope sees only the innermost folder of each module (src/runtime/tools,
  * not src/runtime).
  */
-const DOMAINS = '(agents|conversations|delegation|identity|runs|skills|tasks|tenancy)';
+const DOMAINS = '(agents|conversations|delegation|identity|openai-compat|runs|skills|tasks|tenancy)';
 /** A domain's store: its store.ts, a store.ts in a folder of it, or the modules of a store/ folder. */
 const STORE = ['^src/[^/]+/store\\.ts$', '^src/[^/]+/store/', '^src/[^/]+/[^/]+/store\\.ts$'];
 
