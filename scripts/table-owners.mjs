@@ -14,6 +14,7 @@ const OWNERS = {
   runs: ['runs', 'run_events'],
   tasks: ['tasks', 'task_jobs', 'task_fires'],
   skills: ['skills', 'skill_files', 'skill_assignments', 'connector_connections', 'connector_requests'],
+  idempotency: ['idempotency_keys'],
   identity: ['identity_platform_keys', 'identity_agent_keys', 'identity_tokens', 'tbac_policies'],
 };
 

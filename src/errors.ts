@@ -102,6 +102,11 @@ export class Unavailable extends DomainError {
   }
 }
 
+/** The request is well formed but contradicts what was recorded for it (an Idempotency-Key reused with another body). */
+export class Unprocessable extends DomainError {
+  readonly kind = 'unprocessable';
+}
+
 /** A run the caller waited for ended failed (its model or a tool failed); `code` is the run's error code. */
 export class RunFailed extends DomainError {
   readonly kind = 'run_failed';
@@ -117,6 +122,7 @@ export type AnyDomainError =
   | LimitExceeded
   | BudgetExceeded
   | Unavailable
+  | Unprocessable
   | RunFailed;
 
 const DB_UNAVAILABLE_CODES = new Set([

@@ -343,6 +343,19 @@ export interface ConnectorRequestTable {
   decided_at: string | null;
 }
 
+/** A client's Idempotency-Key and what the request that claimed it started (idempotency/store.ts). */
+export interface IdempotencyKeyTable {
+  tenant_id: string;
+  key: string;
+  fingerprint: string;
+  run_id: string | null;
+  task_id: string | null;
+  message_id: string | null;
+  response_status: number | null;
+  created_at: string;
+  expires_at: string;
+}
+
 export interface Database {
   tenants: TenantTable;
   api_keys: ApiKeyTable;
@@ -365,4 +378,5 @@ export interface Database {
   skill_assignments: SkillAssignmentTable;
   connector_connections: ConnectorConnectionTable;
   connector_requests: ConnectorRequestTable;
+  idempotency_keys: IdempotencyKeyTable;
 }

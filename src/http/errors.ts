@@ -36,6 +36,7 @@ const TITLES: Record<number, string> = {
   413: 'Content Too Large',
   414: 'URI Too Long',
   415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
   429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
@@ -56,7 +57,7 @@ function problemBody(status: number, code: string, detail: string, errors?: Fiel
     status,
     detail,
     code,
-    ...(errors && errors.length ? { errors } : {}),
+    ...(errors?.length ? { errors } : {}),
   };
 }
 
@@ -191,8 +192,8 @@ function allowedByUnion(leaves: ErrorObject[], prefix: string): string {
       if (e.keyword === 'const') return [params.allowedValue];
       return e.keyword === 'enum' ? (params.allowedValues as unknown[]) : [];
     });
-    if (named.length) named.forEach((v) => values.add(v));
-    else for (const e of errors) if (e.keyword === 'type') [(e.params as { type: string | string[] }).type].flat().forEach((t) => types.add(t));
+    if (named.length) for (const v of named) values.add(v);
+    else for (const e of errors) if (e.keyword === 'type') for (const t of [(e.params as { type: string | string[] }).type].flat()) types.add(t);
   }
   if (!types.size) return mustBeOneOf([...values]);
   const alternatives = [...values].map(String).concat([...types].map(aType));
@@ -218,6 +219,8 @@ export function problemOf(err: DomainError): ProblemError {
       return new ProblemError(404, e.code, e.detail);
     case 'conflict':
       return new ProblemError(409, e.code, e.detail);
+    case 'unprocessable':
+      return new ProblemError(422, e.code, e.detail);
     case 'limit_exceeded':
       return new ProblemError(429, e.code, e.detail, undefined, retryAfter(e.retryAfterSeconds));
     case 'run_failed':

@@ -9,6 +9,7 @@ import {
   RunFailed,
   Unauthenticated,
   Unavailable,
+  Unprocessable,
 } from '../../src/errors.js';
 import { problemOf } from '../../src/http/errors.js';
 
@@ -26,6 +27,7 @@ describe('a domain error, as the HTTP layer answers it', () => {
       [new Forbidden('not yours'), 403, 'forbidden', undefined],
       [new NotFound('agent'), 404, 'not_found', undefined],
       [new Conflict('agent_paused', 'the agent is paused'), 409, 'agent_paused', undefined],
+      [new Unprocessable('idempotency_key_reused', 'the key was used with another request'), 422, 'idempotency_key_reused', undefined],
       [new LimitExceeded('concurrency_limit', 'the tenant runs its maximum', 1), 429, 'concurrency_limit', { 'retry-after': '1' }],
       [new RunFailed('model_error', 'the run failed'), 502, 'model_error', undefined],
       [new Unavailable('shutting_down', 'stopping', 1), 503, 'shutting_down', { 'retry-after': '1' }],
