@@ -34,12 +34,16 @@ import { LocalSignalBus, PostgresSignalBus, type SignalBus } from './signals/bus
 import { identityPlugin } from './identity/plugin.js';
 import { IdentityService } from './identity/service.js';
 import { loadMasterKey } from './identity/master-key.js';
+import { IdempotencyService } from './idempotency/service.js';
 import { tasksPlugin } from './tasks/plugin.js';
 import { Task } from './tasks/schemas.js';
 import { TasksService } from './tasks/service.js';
 import { skillsPlugin } from './skills/plugin.js';
 import { createSkillsDomain, registerSkillApprovalHandlers, type SkillsDomain } from './skills/index.js';
 import { openaiCompatPlugin } from './openai-compat/plugin.js';
+import { a2aPlugin } from './a2a/plugin.js';
+import { a2aToolProvider } from './a2a/tools.js';
+import { SecretBox, isSealedBox } from './identity/secret-box.js';
 import { tenancyPlugin } from './tenancy/plugin.js';
 import { TenancyService } from './tenancy/service.js';
 import { type AdmissionBatch, LimitsService, type RateDecision, type RunLimits, newAdmissionBatch, withdrawAdmission } from './tenancy/limits.js';
@@ -77,6 +81,8 @@ export interface Services extends SkillsDomain {
   identity: IdentityService;
   /** Tasks and the scheduler; also the ApprovalGateway other domains use (src/tasks/approvals.ts). */
   tasks: TasksService;
+  /** Idempotency-Key claims, shared by the runs' and tasks' routes. */
+  idempotency: IdempotencyService;
 }
 
 /** The process logger: JSON lines; every line has its credentials redacted before it is written (log-redaction.ts). */
@@ -120,11 +126,17 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   const files = new FilesService(db);
   const identity = new IdentityService(db, config, tenancy, agents, logger);
   tools.register('delegation', delegationToolProvider(identity, agents, () => runs));
-  const skillsDomain = createSkillsDomain(db, { agents, tools, runs, masterKey: loadMasterKey(config) });
+  const masterKey = loadMasterKey(config);
+  const skillsDomain = createSkillsDomain(db, { agents, tools, runs, masterKey });
+  // Remote A2A agents as tools; their credentials sealed at rest by the agents service, opened for a call.
+  const a2aCredentials = new SecretBox(masterKey, 'a2a-credentials');
+  agents.useCredentialSealer({ seal: (plain, owner) => a2aCredentials.seal(plain, owner), isSealed: isSealedBox });
+  tools.register('a2a', a2aToolProvider(outbound.fetch, identity.policies, a2aCredentials));
   // Deleting an agent ends its identity; its badge lists the skills it may use.
   agents.deleteHooks.push(identity.forgetAgent);
   identity.useSkillCapabilities((tenantId, agentId) => skillsDomain.skills.usableSkillBriefs(tenantId, agentId));
-  const tasks = new TasksService({ db, agents, runs, config, log: logger });
+  const idempotency = new IdempotencyService(db);
+  const tasks = new TasksService({ db, agents, runs, idempotency, config, log: logger });
   // skill_request and connector_request become awaiting_approval tasks; approving performs them.
   registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);
   return {
@@ -141,6 +153,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     conversations: new ConversationsService(db, agents, messageRuns(runs), files),
     identity,
     tasks,
+    idempotency,
   };
 }
 
@@ -191,6 +204,7 @@ export async function buildApp({ config, db, services = createServices(config, d
   // Every route, for the OpenAPI completeness test and the generated-input (fuzz) suite.
   const routeCatalog: RouteEntry[] = [];
   app.decorate('routeCatalog', routeCatalog);
+  app.decorate('sseHeartbeatMs', config.sseHeartbeatMs);
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) {
       if (method !== 'HEAD' && !route.schema?.hide) routeCatalog.push({ method, url: route.url, public: Boolean(route.config?.public) });
@@ -246,12 +260,13 @@ export async function buildApp({ config, db, services = createServices(config, d
   // start runs) stop before runs stop, as in shutdown().
   await app.register(tenancyPlugin, { tenancy: services.tenancy, limits: services.limits });
   await app.register(agentsPlugin, { agents: services.agents });
-  await app.register(runsPlugin, { runs: services.runs, agents: services.agents, files: services.files });
+  await app.register(runsPlugin, { runs: services.runs, agents: services.agents, files: services.files, idempotency: services.idempotency });
   await app.register(conversationsPlugin, { conversations: services.conversations, files: services.files });
   await app.register(tasksPlugin, { tasks: services.tasks });
   await app.register(skillsPlugin, { skills: services.skills, connectors: services.connectors, skillTools: services.skillTools, agents: services.agents });
   await app.register(identityPlugin, { identity: services.identity, limits: services.limits });
   await app.register(openaiCompatPlugin, { runs: services.runs, agents: services.agents });
+  await app.register(a2aPlugin, { runs: services.runs, agents: services.agents, skills: services.skills, publicBaseUrl: config.publicBaseUrl });
 
   return app;
 }

@@ -1,5 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** How often an idle stream gets a comment line (SSE_HEARTBEAT_SECONDS); buildApp decorates the root with it. */
+    sseHeartbeatMs?: number;
+  }
+}
+
 const HEARTBEAT_MS = 15_000;
 
 export interface SseStream {
@@ -12,7 +19,7 @@ export interface SseStream {
 
 /**
  * Takes over the response and writes Server-Sent Events: `id:`, `event:` and one `data:` line of
- * JSON per event, and a comment line every 15 s so proxies keep idle connections open.
+ * JSON per event, and a comment line every SSE_HEARTBEAT_SECONDS (15 s) so proxies keep idle connections open.
  */
 /** Open streams per server, so a shutdown can end them. */
 const openStreams = new WeakMap<object, Set<SseStream>>();
@@ -52,7 +59,7 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream
   const closedPromise = new Promise<void>((r) => (resolveClosed = r));
   const heartbeat = setInterval(() => {
     if (!closed) raw.write(': keep-alive\n\n');
-  }, HEARTBEAT_MS);
+  }, request.server.sseHeartbeatMs ?? HEARTBEAT_MS);
   heartbeat.unref();
   const finish = () => {
     if (closed) return;

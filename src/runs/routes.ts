@@ -7,7 +7,9 @@ import { InjectedResult } from '../conversations/schemas.js';
 import { Conflict, RunFailed } from '../errors.js';
 import { Id, IdParams, Json, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
 import { lastEventId, openSse } from '../http/sse.js';
-import type { RunHandle, RunsService } from './service.js';
+import { IdempotencyHeaders, REPLAYED_HEADER } from '../idempotency/schemas.js';
+import type { IdempotencyService, IdempotentOutcome } from '../idempotency/service.js';
+import type { InjectedInstead, RunHandle, RunOutcome, RunsService } from './service.js';
 import { isInjected } from './service.js';
 
 /**
@@ -33,7 +35,13 @@ const ExecuteBody = Type.Object(
 );
 type ExecuteBody = Static<typeof ExecuteBody>;
 
-const ExecutionResult = Type.Object({
+const RunHeaders = {
+  'x-run-id': Type.String({ description: 'the run this answer belongs to' }),
+  'x-conversation-id': Type.String({ description: 'the conversation of the run' }),
+};
+
+const ExecutionResult = Type.Object(
+  {
   output: Type.String(),
   conversationId: Type.String(),
   runId: Type.String(),
@@ -42,7 +50,14 @@ const ExecutionResult = Type.Object({
   tokenUsage: TokenUsage,
   toolCalls: Type.Array(Type.Object({ name: Type.String(), input: Type.Unknown(), result: Nullable(Json) })),
   duration: Type.Integer({ description: 'milliseconds' }),
-});
+  },
+  {
+    headers: {
+      ...RunHeaders,
+      [REPLAYED_HEADER]: Type.Literal('true', { description: 'present on an Idempotency-Key retry: the original run’s result' }),
+    },
+  },
+);
 
 export const RunSummarySchema = Type.Object({
   id: Type.String(),
@@ -104,10 +119,33 @@ export const RunDetailsSchema = Type.Evaluate(Type.Intersect([
 
 const SSE_DESCRIPTION =
   'Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).';
-const sseResponse = { 200: Type.String({ description: SSE_DESCRIPTION, contentMediaType: 'text/event-stream' }) };
+const StreamHeaders = {
+  ...RunHeaders,
+  'content-location': Type.String({ description: '/api/v1/runs/{runId}/events: where to resume this stream (with Last-Event-ID)' }),
+  [REPLAYED_HEADER]: Type.Literal('true', { description: 'present on an Idempotency-Key retry: the original run’s events are replayed' }),
+};
+// `headers` of a response schema: @fastify/swagger lists them as the response's headers in the OpenAPI document.
+const sseResponse = {
+  200: Type.String({ description: SSE_DESCRIPTION, contentMediaType: 'text/event-stream', headers: StreamHeaders }),
+};
+
+/** Names the run before the first event, so a client that loses the connection can resume it instead of starting another. */
+function nameRun(reply: FastifyReply, runId: string, conversationId: string | null) {
+  reply.raw.setHeader('x-run-id', runId);
+  if (conversationId) reply.raw.setHeader('x-conversation-id', conversationId);
+  reply.raw.setHeader('content-location', `/api/v1/runs/${runId}/events`);
+}
 
 /** Streams a run's events to the client until the run ends; the run goes on if the client leaves. */
-async function streamRun(runs: RunsService, request: FastifyRequest, reply: FastifyReply, tenantId: string, runId: string, afterSeq: number) {
+async function streamRun(
+  runs: RunsService,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  run: { tenantId: string; runId: string; conversationId: string | null },
+  afterSeq: number,
+) {
+  const { tenantId, runId } = run;
+  nameRun(reply, runId, run.conversationId);
   // Look the run up before taking over the response, so a wrong id is still a normal 404.
   const sse = { stream: undefined as ReturnType<typeof openSse> | undefined };
   const buffered: Parameters<Parameters<RunsService['follow']>[3]>[0][] = [];
@@ -125,9 +163,9 @@ async function streamRun(runs: RunsService, request: FastifyRequest, reply: Fast
   unsubscribe();
 }
 
-export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: AgentsService; files: FilesService }> = async (
+export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: AgentsService; files: FilesService; idempotency: IdempotencyService }> = async (
   app,
-  { runs, agents, files },
+  { runs, agents, files, idempotency },
 ) => {
   async function startExecution(req: FastifyRequest, agentId: string, body: ExecuteBody, kind: 'execute' | 'chat' | 'stream') {
     const tenantId = req.principal.tenantId;
@@ -147,8 +185,9 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
     });
   }
 
-  async function respondJson(req: FastifyRequest, reply: FastifyReply, handle: RunHandle) {
-    const run = await runs.outcome(req.principal.tenantId, handle);
+  async function respondJson(reply: FastifyReply, outcome: Promise<RunOutcome>) {
+    const run = await outcome;
+    reply.header('x-run-id', run.runId).header('x-conversation-id', run.conversationId);
     if (run.status === 'failed') {
       throw new RunFailed(run.error?.code ?? 'run_failed', `the run failed: ${run.error?.message ?? 'unknown error'} (run ${run.runId})`);
     }
@@ -165,15 +204,59 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
     });
   }
 
+  /**
+   * Starts the execution, or with an Idempotency-Key already used for this request, answers the run
+   * that request started (a stream replayed after Last-Event-ID) instead of starting another.
+   */
+  async function execution(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    kind: 'execute' | 'chat' | 'stream',
+    input: { agentId: string; body: ExecuteBody; key: string | undefined },
+  ) {
+    const tenantId = req.principal.tenantId;
+    const streamed = kind !== 'execute';
+    const { agentId, body, key } = input;
+    const request = { method: req.method, route: req.routeOptions.url, agentId, body };
+    const claim = key === undefined ? undefined : await idempotency.claim(tenantId, key, request);
+    if (claim?.replay) return replay(req, reply, claim.replay, streamed);
+    let handle: RunHandle | InjectedInstead;
+    try {
+      handle = await startExecution(req, agentId, body, kind);
+    } catch (err) {
+      // Nothing started: a retry with the key tries again.
+      if (claim) await idempotency.release(tenantId, claim);
+      throw err;
+    }
+    if (claim) {
+      const outcome = isInjected(handle) ? { status: 202, runId: handle.runId, messageId: handle.messageId } : { status: 200, runId: handle.runId };
+      await idempotency.record(tenantId, claim, outcome);
+    }
+    if (isInjected(handle)) return reply.code(202).send(handle);
+    if (streamed) return streamRun(runs, req, reply, { tenantId, runId: handle.runId, conversationId: handle.conversationId }, 0);
+    return respondJson(reply, runs.outcome(tenantId, handle));
+  }
+
+  async function replay(req: FastifyRequest, reply: FastifyReply, original: IdempotentOutcome, streamed: boolean) {
+    const tenantId = req.principal.tenantId;
+    const runId = original.runId ?? '';
+    if (original.status === 202) return reply.code(202).header(REPLAYED_HEADER, 'true').send({ injected: true, runId, messageId: original.messageId ?? '' });
+    if (!streamed) return respondJson(reply.header(REPLAYED_HEADER, 'true'), runs.outcomeOf(tenantId, runId));
+    const state = await runs.eventsState(tenantId, runId);
+    reply.raw.setHeader(REPLAYED_HEADER, 'true');
+    return streamRun(runs, req, reply, { tenantId, runId, conversationId: state.conversationId }, lastEventId(req));
+  }
+
   const executeSchema = (summary: string, streaming: 'always' | 'optional') => ({
     tags: ['executions'],
     summary,
     params: IdParams,
+    headers: IdempotencyHeaders,
     body: ExecuteBody,
     response: {
       ...(streaming === 'always' ? sseResponse : { 200: ExecutionResult }),
       202: InjectedResult,
-      ...problems(400, 401, 402, 403, 404, 409, 413, 415, 429, 502),
+      ...problems(400, 401, 402, 403, 404, 409, 413, 415, 422, 429, 502),
     },
   });
 
@@ -183,22 +266,17 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
       ...executeSchema('Execute an agent: JSON result, or SSE when stream is true', 'optional'),
       description: `With "stream": true the answer is ${SSE_DESCRIPTION}`,
     },
-  }, async (req, reply) => {
-    const handle = await startExecution(req, req.params.id, req.body, req.body.stream ? 'stream' : 'execute');
-    if (isInjected(handle)) return reply.code(202).send(handle);
-    if (req.body.stream) return streamRun(runs, req, reply, req.principal.tenantId, handle.runId, 0);
-    return respondJson(req, reply, handle);
-  });
+  }, async (req, reply) =>
+    execution(req, reply, req.body.stream ? 'stream' : 'execute', { agentId: req.params.id, body: req.body, key: req.headers['idempotency-key'] }),
+  );
 
   for (const [path, summary] of [
     ['/api/v1/agents/:id/chat', 'Chat with an agent (always streams over SSE)'],
     ['/api/v1/agents/:id/stream', 'Stream an agent’s answer over SSE (same body as execute)'],
   ] as const) {
-    app.post(path, { config: { permission: 'agents:write', agentScope: { param: 'id' } }, schema: executeSchema(summary, 'always') }, async (req, reply) => {
-      const handle = await startExecution(req, req.params.id, req.body, path.endsWith('chat') ? 'chat' : 'stream');
-      if (isInjected(handle)) return reply.code(202).send(handle);
-      return streamRun(runs, req, reply, req.principal.tenantId, handle.runId, 0);
-    });
+    app.post(path, { config: { permission: 'agents:write', agentScope: { param: 'id' } }, schema: executeSchema(summary, 'always') }, async (req, reply) =>
+      execution(req, reply, path.endsWith('chat') ? 'chat' : 'stream', { agentId: req.params.id, body: req.body, key: req.headers['idempotency-key'] }),
+    );
   }
 
   app.get('/api/v1/agents/:id/runs', {
@@ -243,12 +321,18 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
     schema: {
       tags: ['executions'],
       summary: 'Replay a run’s events after Last-Event-ID (header or lastEventId query), then follow live',
+      description:
+        '204 (the SSE standard’s “stop reconnecting”) when the run has ended and Last-Event-ID is at or past its last event: an EventSource reconnecting after `done` stops there.',
       params: RunParams,
       querystring: Type.Object({ lastEventId: Type.Optional(Type.Integer({ minimum: 0 })) }, { additionalProperties: false }),
-      response: { ...sseResponse, ...problems(400, 401, 403, 404) },
+      response: { ...sseResponse, 204: Type.Null({ description: 'the run has ended and every event was seen: stop reconnecting' }), ...problems(400, 401, 403, 404) },
     },
   }, async (req, reply) => {
-    if (req.principal.agentId !== undefined) await runs.get(req.principal.tenantId, req.params.runId, req.principal.agentId);
-    return streamRun(runs, req, reply, req.principal.tenantId, req.params.runId, lastEventId(req));
+    const { tenantId, agentId } = req.principal;
+    const runId = req.params.runId;
+    const afterSeq = lastEventId(req);
+    const state = await runs.eventsState(tenantId, runId, agentId);
+    if (state.ended && afterSeq >= state.lastSeq) return reply.code(204).header('x-run-id', runId).send(null);
+    return streamRun(runs, req, reply, { tenantId, runId, conversationId: state.conversationId }, afterSeq);
   });
 };

@@ -9,6 +9,7 @@ import { RunFollowers } from './follow.js';
 import { RunLeases } from './leases.js';
 import { FinishedListeners, type RunResources, type RunsOptions } from './resources.js';
 import { RunStarts } from './start.js';
+import { isActive } from './statuses.js';
 import * as store from './store.js';
 import { type InjectedInstead, type RunFinishedListener, type RunHandle, type RunOutcome, type RunPrincipal, ShutdownAbort, type StartRunInput, type SystemPromptContributor } from './types.js';
 import { runDetails, runSummary } from './views.js';
@@ -26,6 +27,9 @@ export {
   type SystemPromptContributor,
   isInjected,
 } from './types.js';
+
+/** How long an idempotent retry of a non-streamed execution waits for the original run's end. */
+const RETRY_WAITS_FOR_END_MS = 60 * 60 * 1000;
 
 /**
  * Runs: every execution of an agent. A facade over one part per job, all built from one
@@ -170,6 +174,30 @@ export class RunsService {
       duration: run.duration ?? 0,
       reply: reply ?? null,
     };
+  }
+
+  /**
+   * How an earlier run ended, waiting for its end here or in another process (an idempotent retry of
+   * the request that started it answers this).
+   */
+  async outcomeOf(tenantId: string, runId: string): Promise<RunOutcome> {
+    const run = await this.get(tenantId, runId);
+    // Executing here: its end as written; elsewhere: read back once it has ended.
+    const local = this.r.active.get(runId);
+    if (!local) await this.control.waitForEnd(runId, RETRY_WAITS_FOR_END_MS);
+    const done = local?.done ?? Promise.resolve(null);
+    return this.outcome(tenantId, { runId, conversationId: run.conversationId ?? '', userMessageId: '', startedAt: run.createdAt, done });
+  }
+
+  /**
+   * What a follower of a run's events needs before its first event: the conversation, whether the run
+   * has ended and the id of its last stored event (a reconnect past it is told to stop).
+   */
+  async eventsState(tenantId: string, runId: string, agentId?: string): Promise<{ conversationId: string | null; ended: boolean; lastSeq: number }> {
+    const row = await store.findRun(this.r.db.kysely, tenantId, runId);
+    if (!row || (agentId !== undefined && row.agent_id !== agentId)) throw new NotFound('run');
+    const ended = !isActive(row.status);
+    return { conversationId: row.conversation_id, ended, lastSeq: ended ? await store.lastEventSeq(this.r.db.kysely, runId) : 0 };
   }
 
   /** A run; with `agentId` (an agent's own token), only a run of that agent. */

@@ -168,3 +168,9 @@ export function eventsAfter(db: Executor, runId: string, afterSeq: number) {
     .orderBy('seq')
     .execute();
 }
+
+/** The id of a run's last stored event (0: none yet). */
+export async function lastEventSeq(db: Executor, runId: string): Promise<number> {
+  const row = await db.selectFrom('run_events').select((eb) => eb.fn.max('seq').as('seq')).where('run_id', '=', runId).executeTakeFirst();
+  return Number(row?.seq ?? 0);
+}

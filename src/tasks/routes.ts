@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { FastifyRequest } from 'fastify';
 import { jsonParser } from '../http/json.js';
 import { Id, IdParams, PageQuery, problems } from '../http/schemas.js';
+import { IdempotencyHeaders, REPLAYED_HEADER } from '../idempotency/schemas.js';
 import { RunDetailsSchema, RunSummarySchema } from '../runs/routes.js';
 import { CreateTaskBody, Fire, HookAccepted, ListTasksQuery, RunStarted, RunTaskBody, Task, TaskSummary } from './schemas.js';
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER } from './webhook-signatures.js';
@@ -46,10 +47,16 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
       tags,
       summary: 'Create a task (one-time: queued at once; scheduled: cron; triggered: webhook or platform event)',
       description: 'A webhook-triggered task answers trigger.url and trigger.secret; the secret is shown this once.',
+      headers: IdempotencyHeaders,
       body: CreateTaskBody,
-      response: { 201: TaskRef, ...problems(400, 401, 403, 404, 409, 413, 415) },
+      response: { 201: TaskRef, ...problems(400, 401, 403, 404, 409, 413, 415, 422) },
     },
-  }, async (req, reply) => reply.code(201).send(await tasks.create(req.principal, req.body)));
+  }, async (req, reply) => {
+    const { task, replayed } = await tasks.createOnce(req.principal, req.body, req.headers['idempotency-key']);
+    // A replay answers 201 as the first time (the webhook secret is not shown again), marked as a replay.
+    if (replayed) reply.header(REPLAYED_HEADER, 'true');
+    return reply.code(201).send(task);
+  });
 
   app.get('/api/v1/tasks/pending-approval', {
     config: { permission: 'agents:read' },

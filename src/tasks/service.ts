@@ -3,6 +3,7 @@ import type { AgentsService } from '../agents/service.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { Conflict, InvalidInput, NotFound } from '../errors.js';
+import type { IdempotencyService } from '../idempotency/service.js';
 import { loadMasterKey } from '../identity/master-key.js';
 import { SecretBox } from '../identity/secret-box.js';
 import { newId, now } from '../ids.js';
@@ -36,6 +37,7 @@ export interface TasksServiceOptions {
   db: Db;
   agents: AgentsService;
   runs: RunsService;
+  idempotency: IdempotencyService;
   config: Pick<Config, 'tasks' | 'runLeaseMs' | 'publicBaseUrl' | 'masterKey' | 'dataDir'>;
   log: FastifyBaseLogger;
 }
@@ -63,9 +65,11 @@ export class TasksService implements ApprovalGateway {
   private readonly approvals: ApprovalTasks;
   private readonly webhooks: WebhookDeliveries;
   private readonly loops: Loop[] = [];
+  private readonly idempotency: IdempotencyService;
 
-  constructor({ db, agents, runs, config, log }: TasksServiceOptions) {
+  constructor({ db, agents, runs, idempotency, config, log }: TasksServiceOptions) {
     this.db = db;
+    this.idempotency = idempotency;
     this.agents = agents;
     this.runs = runs;
     this.config = config;
@@ -102,7 +106,8 @@ export class TasksService implements ApprovalGateway {
   startBackground() {
     const { workers, pollMs, scheduler } = this.config.tasks;
     this.executor.startRenewal();
-    const sweep = new Loop('task sweep', this.config.runLeaseMs / 2, () => this.executor.sweep(), this.log);
+    // Expired idempotency keys go with the same sweep: one loop per process for the housekeeping.
+    const sweep = new Loop('task sweep', this.config.runLeaseMs / 2, async () => void (await Promise.all([this.executor.sweep(), this.idempotency.sweep()])), this.log);
     this.loops.push(sweep);
     sweep.start();
     if (scheduler) {
@@ -170,6 +175,25 @@ export class TasksService implements ApprovalGateway {
   }
 
   // ---------------------------------------------------------------- changing
+
+  /**
+   * Creates a task; with an Idempotency-Key an earlier request with the same body already used, answers
+   * the task that request created (`replayed`) instead of creating another.
+   */
+  async createOnce(principal: Principal, input: CreateTaskBody, key: string | undefined): Promise<{ task: Task; replayed: boolean }> {
+    if (key === undefined) return { task: await this.create(principal, input), replayed: false };
+    const tenantId = principal.tenantId;
+    const claim = await this.idempotency.claim(tenantId, key, { method: 'POST', route: '/api/v1/tasks', body: input });
+    if (claim.replay?.taskId) return { task: await this.get(tenantId, claim.replay.taskId), replayed: true };
+    try {
+      const task = await this.create(principal, input);
+      await this.idempotency.record(tenantId, claim, { status: 201, taskId: task.id });
+      return { task, replayed: false };
+    } catch (err) {
+      await this.idempotency.release(tenantId, claim);
+      throw err;
+    }
+  }
 
   async create(principal: Principal, input: CreateTaskBody): Promise<Task> {
     const type = input.type ?? 'one_time';

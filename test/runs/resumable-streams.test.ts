@@ -1,0 +1,359 @@
+import { fetchEventSource } from '@microsoft/fetch-event-source';
+import { EventSource } from 'eventsource';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem, startApp, startReplicas, type TestApp } from '../helpers/app.js';
+import { readSse, type SseEvent } from '../helpers/sse.js';
+
+/**
+ * Streams that survive a dropped connection (docs/runtime.md, "Streams and retries"), with stock
+ * clients: `eventsource` on GET /runs/:runId/events, `@microsoft/fetch-event-source` on POST .../stream.
+ */
+
+let t: TestApp;
+let key: string;
+let base: string;
+
+beforeAll(async () => {
+  // A one-second heartbeat, so the idle-stream case does not wait 15 s.
+  t = await startApp({ SSE_HEARTBEAT_SECONDS: '1' });
+  ({ key } = await t.tenant('streams'));
+  base = await t.listen();
+});
+afterAll(() => t?.close());
+
+const WORDS = 'one two three four five six seven eight';
+const SLOW = `/delay 60\n${WORDS}`;
+
+type Received = SseEvent;
+
+/** Every event received once, in order, and the whole answer: nothing lost, nothing repeated. */
+function expectExactlyOnce(events: Received[]) {
+  const ids = events.map((e) => Number(e.id));
+  expect(ids).toEqual(ids.map((_, i) => i + 1));
+  expect(
+    events
+      .filter((e) => e.event === 'token')
+      .map((e) => e.data.text)
+      .join(''),
+  ).toBe(WORDS);
+  expect(events.at(-1)?.event).toBe('done');
+}
+
+async function runsOfAgent(agentId: string) {
+  const res = await t.request('GET', `/api/v1/agents/${agentId}/runs`, { key });
+  expect(res.status).toBe(200);
+  return res.body.total as number;
+}
+
+interface Calls {
+  count: number;
+  lastEventIds: (string | null)[];
+  statuses: number[];
+}
+
+/**
+ * A fetch for the clients: adds the API key, counts requests, and makes the first responses lose
+ * their connection after `dropAfter[n]` events (the request is aborted, so the server's socket
+ * closes, and the client reads a network error after that event).
+ */
+function droppingFetch(dropAfter: number[], calls: Calls) {
+  return async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+    const n = calls.count++;
+    const headers = new Headers(init.headers);
+    headers.set('authorization', `Bearer ${key}`);
+    calls.lastEventIds.push(headers.get('last-event-id'));
+    const upstream = new AbortController();
+    init.signal?.addEventListener('abort', () => upstream.abort());
+    const res = await fetch(input, { ...init, headers, signal: upstream.signal });
+    calls.statuses.push(res.status);
+    const limit = dropAfter[n];
+    if (limit === undefined || !res.body) return res;
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    const encoder = new TextEncoder();
+    let buffer = '';
+    let seen = 0;
+    let cut = false;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (cut) {
+          upstream.abort();
+          controller.error(new TypeError('connection dropped'));
+          return;
+        }
+        const { done, value } = await reader.read();
+        if (done) return controller.close();
+        buffer += decoder.decode(value, { stream: true });
+        for (let end = buffer.indexOf('\n\n'); end >= 0 && !cut; end = buffer.indexOf('\n\n')) {
+          const block = buffer.slice(0, end + 2);
+          buffer = buffer.slice(end + 2);
+          controller.enqueue(encoder.encode(block));
+          if (block.startsWith('id:') && ++seen >= limit) cut = true;
+        }
+      },
+    });
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+}
+
+/** Starts a slow streamed run and answers its id (from the header) while it is still running. */
+async function startSlowRun(agentId: string) {
+  const controller = new AbortController();
+  const res = await t.fetch(`/api/v1/agents/${agentId}/stream`, key, { body: { message: SLOW }, signal: controller.signal });
+  const runId = res.headers.get('x-run-id')!;
+  controller.abort();
+  await res.body?.cancel().catch(() => {});
+  return runId;
+}
+
+/** fetch-event-source reads `window` and `document` (browser globals): minimal ones for Node. */
+function browserShims() {
+  const g = globalThis as Record<string, unknown>;
+  g.window ??= { fetch: globalThis.fetch, setTimeout, clearTimeout };
+  g.document ??= { hidden: false, addEventListener() {}, removeEventListener() {} };
+}
+
+describe('the run is named before the first event', () => {
+  it('stream, chat and execute with stream:true answer X-Run-Id, X-Conversation-Id and Content-Location with the head', async () => {
+    const agent = await t.agent(key);
+    for (const [path, body] of [
+      ['stream', { message: '/delay 300\nhello there' }],
+      ['chat', { message: '/delay 300\nhello there' }],
+      ['execute', { message: '/delay 300\nhello there', stream: true }],
+    ] as const) {
+      const res = await t.fetch(`/api/v1/agents/${agent.id}/${path}`, key, { body });
+      // fetch resolves on the head; the first token is 300 ms away.
+      const runId = res.headers.get('x-run-id');
+      expect(runId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(res.headers.get('x-conversation-id')).toMatch(/^[0-9a-f-]{36}$/);
+      expect(res.headers.get('content-location')).toBe(`/api/v1/runs/${runId}/events`);
+      const events = await readSse(res);
+      expect(events.at(-1)?.data).toMatchObject({ runId, conversationId: res.headers.get('x-conversation-id') });
+    }
+  });
+
+  it('a JSON execute answers X-Run-Id and X-Conversation-Id too', async () => {
+    const agent = await t.agent(key);
+    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'hi' } });
+    expect(res.status).toBe(200);
+    expect(res.headers['x-run-id']).toBe(res.body.runId);
+    expect(res.headers['x-conversation-id']).toBe(res.body.conversationId);
+  });
+
+  it('an idle stream gets a keep-alive comment', async () => {
+    const agent = await t.agent(key);
+    const comments: string[] = [];
+    const res = await t.fetch(`/api/v1/agents/${agent.id}/stream`, key, { body: { message: '/delay 1500\nslow' } });
+    const events = await readSse(res, { comments });
+    expect(events.map((e) => e.event)).toEqual(['token', 'done']);
+    expect(comments).toContain('keep-alive');
+  });
+});
+
+describe('reconnecting to a run’s events', () => {
+  it('answers 204 once the run has ended and Last-Event-ID is its last event', async () => {
+    const agent = await t.agent(key);
+    const res = await t.fetch(`/api/v1/agents/${agent.id}/stream`, key, { body: { message: 'a b c' } });
+    const events = await readSse(res);
+    const runId = res.headers.get('x-run-id')!;
+    const last = events.at(-1)!.id!;
+    const done = await t.fetch(`/api/v1/runs/${runId}/events`, key, { headers: { 'last-event-id': last } });
+    expect(done.status).toBe(204);
+    expect(await done.text()).toBe('');
+    const before = await t.fetch(`/api/v1/runs/${runId}/events`, key, { headers: { 'last-event-id': String(Number(last) - 1) } });
+    expect(before.status).toBe(200);
+    expect(before.headers.get('x-run-id')).toBe(runId);
+    expect((await readSse(before)).map((e) => e.event)).toEqual(['done']);
+    expect((await t.request('GET', `/api/v1/runs/${runId}/events?lastEventId=${last}`, { key })).status).toBe(204);
+  });
+
+  it('eventsource: a dropped connection resumes after Last-Event-ID, and after done the reconnect gets 204 and stops', async () => {
+    const agent = await t.agent(key);
+    const runId = await startSlowRun(agent.id);
+    const calls: Calls = { count: 0, lastEventIds: [], statuses: [] };
+    const received: Received[] = [];
+    const source = new EventSource(`${base}/api/v1/runs/${runId}/events`, { fetch: droppingFetch([3], calls) });
+    for (const type of ['token', 'done']) {
+      source.addEventListener(type, (e) => received.push({ id: e.lastEventId, event: type, data: JSON.parse(e.data) }));
+    }
+    // Ends only when the client gives up for good: after the 204, not after a number of seconds.
+    await new Promise<void>((resolve) => {
+      source.onerror = () => {
+        if (source.readyState === source.CLOSED) resolve();
+      };
+    });
+    expectExactlyOnce(received);
+    const lastId = received.at(-1)!.id;
+    // The first request, the one after the drop (from event 3), the one after done (answered 204), and no other.
+    expect(calls.lastEventIds).toEqual([null, '3', lastId]);
+    expect(calls.statuses).toEqual([200, 200, 204]);
+    expect(await runsOfAgent(agent.id)).toBe(1);
+  }, 20_000);
+
+  it('eventsource on a finished run replays it once, then stops at the 204', async () => {
+    const agent = await t.agent(key);
+    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: WORDS } });
+    const calls: Calls = { count: 0, lastEventIds: [], statuses: [] };
+    const received: string[] = [];
+    const source = new EventSource(`${base}/api/v1/runs/${res.body.runId}/events`, { fetch: droppingFetch([], calls) });
+    source.addEventListener('done', (e) => received.push(e.lastEventId));
+    await new Promise<void>((resolve) => {
+      source.onerror = () => {
+        if (source.readyState === source.CLOSED) resolve();
+      };
+    });
+    expect(received).toHaveLength(1);
+    expect(calls.statuses).toEqual([200, 204]);
+  }, 20_000);
+});
+
+describe('Idempotency-Key', () => {
+  it('fetch-event-source: a POST stream dropped mid-way is re-sent with the same key and resumes: one run, every event once', async () => {
+    browserShims();
+    const agent = await t.agent(key);
+    const calls: Calls = { count: 0, lastEventIds: [], statuses: [] };
+    const received: Received[] = [];
+    const runIds: (string | null)[] = [];
+    await fetchEventSource(`${base}/api/v1/agents/${agent.id}/stream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': `stream-${agent.id}` },
+      body: JSON.stringify({ message: SLOW }),
+      fetch: droppingFetch([2, 4], calls),
+      openWhenHidden: true,
+      async onopen(res) {
+        expect(res.status).toBe(200);
+        runIds.push(res.headers.get('x-run-id'));
+      },
+      onmessage(e) {
+        received.push({ id: e.id, event: e.event, data: JSON.parse(e.data) });
+      },
+      onerror() {
+        return 20; // retry (the library's way: the interval in ms)
+      },
+    });
+    expectExactlyOnce(received);
+    expect(calls.lastEventIds).toEqual([null, '2', '6']);
+    expect(new Set(runIds).size).toBe(1);
+    expect(received.at(-1)?.data.runId).toBe(runIds[0]);
+    expect(await runsOfAgent(agent.id)).toBe(1);
+  }, 20_000);
+
+  it('a retried JSON execute answers the original run’s result, marked as replayed', async () => {
+    const agent = await t.agent(key);
+    const headers = { 'idempotency-key': 'order-42' };
+    const first = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body: { message: 'just once' } });
+    expect(first.status).toBe(200);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    const again = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body: { message: 'just once' } });
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expect(again.headers['x-run-id']).toBe(first.body.runId);
+    expect(await runsOfAgent(agent.id)).toBe(1);
+    // Keys are per tenant: another tenant's same key starts its own run.
+    const other = await t.tenant('other');
+    const otherAgent = await t.agent(other.key);
+    const theirs = await t.request('POST', `/api/v1/agents/${otherAgent.id}/execute`, {
+      key: other.key,
+      headers,
+      body: { message: 'just once' },
+    });
+    expect(theirs.status).toBe(200);
+    expect(theirs.body.runId).not.toBe(first.body.runId);
+  });
+
+  it('a retried stream without Last-Event-ID replays the run from its start', async () => {
+    const agent = await t.agent(key);
+    const headers = { 'idempotency-key': `replay-${agent.id}` };
+    const first = await readSse(await t.fetch(`/api/v1/agents/${agent.id}/stream`, key, { headers, body: { message: WORDS } }));
+    const res = await t.fetch(`/api/v1/agents/${agent.id}/stream`, key, { headers, body: { message: WORDS } });
+    expect(res.headers.get('idempotent-replayed')).toBe('true');
+    expect(await readSse(res)).toEqual(first);
+    expect(await runsOfAgent(agent.id)).toBe(1);
+  });
+
+  it('the same key with another body is 422 idempotency_key_reused; a malformed key is 400 naming the header', async () => {
+    const agent = await t.agent(key);
+    const headers = { 'idempotency-key': `reuse-${agent.id}` };
+    expect((await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body: { message: 'first' } })).status).toBe(200);
+    const reused = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body: { message: 'second' } });
+    expectProblem(reused, 422, 'idempotency_key_reused');
+    expect(reused.body.detail).toContain('Idempotency-Key');
+    const elsewhere = await t.request('POST', `/api/v1/agents/${agent.id}/stream`, { key, headers, body: { message: 'first' } });
+    expectProblem(elsewhere, 422, 'idempotency_key_reused');
+    for (const bad of ['x'.repeat(256), 'tab\there']) {
+      const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
+        key,
+        headers: { 'idempotency-key': bad },
+        body: { message: 'x' },
+      });
+      expectProblem(res, 400, 'validation_failed');
+      expect(JSON.stringify(res.body.errors)).toContain('idempotency-key');
+    }
+    expect(await runsOfAgent(agent.id)).toBe(1);
+  });
+
+  it('task creation: a retry answers the original task (201, Idempotent-Replayed: true); another body is 422', async () => {
+    const agent = await t.agent(key);
+    const headers = { 'idempotency-key': `task-${agent.id}` };
+    const body = { agentId: agent.id, name: 'nightly', description: 'the nightly report', type: 'scheduled', schedule: '0 3 * * *' };
+    const first = await t.request('POST', '/api/v1/tasks', { key, headers, body });
+    expect(first.status).toBe(201);
+    const again = await t.request('POST', '/api/v1/tasks', { key, headers, body });
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.id).toBe(first.body.id);
+    expectProblem(
+      await t.request('POST', '/api/v1/tasks', { key, headers, body: { ...body, name: 'other' } }),
+      422,
+      'idempotency_key_reused',
+    );
+    const list = await t.request('GET', `/api/v1/tasks?agentId=${agent.id}`, { key });
+    expect(list.body.tasks.filter((task: { name: string }) => task.name === 'nightly')).toHaveLength(1);
+  });
+
+  it('a request that started nothing leaves the key free for its retry', async () => {
+    const agent = await t.agent(key);
+    const headers = { 'idempotency-key': `paused-${agent.id}` };
+    await t.request('POST', `/api/v1/agents/${agent.id}/pause`, { key });
+    expect((await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body: { message: 'hi' } })).status).toBe(409);
+    await t.request('POST', `/api/v1/agents/${agent.id}/resume`, { key });
+    const retried = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body: { message: 'hi' } });
+    expect(retried.status).toBe(200);
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+  });
+});
+
+describe('Idempotency-Key across replicas', () => {
+  it('the same key sent to two replicas at once starts one run', async () => {
+    const started = await startReplicas(2);
+    try {
+      const [a, b] = started.replicas;
+      const { apiKey } = await a.services.tenancy.createTenant('replicas');
+      const call = (on: typeof a, url: string, body: unknown, headers: Record<string, string> = {}) =>
+        on.app.inject({
+          method: 'POST',
+          url,
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', ...headers },
+          payload: JSON.stringify(body),
+        });
+      const agent = JSON.parse((await call(a, '/api/v1/agents', { name: 'a', appId: 'x' })).body);
+      for (let round = 0; round < 3; round++) {
+        const headers = { 'idempotency-key': `both-${round}` };
+        const answers = await Promise.all(
+          [a, b, a, b].map((on) => call(on, `/api/v1/agents/${agent.id}/execute`, { message: SLOW }, headers)),
+        );
+        expect(answers.map((r) => r.statusCode)).toEqual([200, 200, 200, 200]);
+        expect(new Set(answers.map((r) => JSON.parse(r.body).runId)).size).toBe(1);
+      }
+      const runs = await a.app.inject({
+        method: 'GET',
+        url: `/api/v1/agents/${agent.id}/runs`,
+        headers: { authorization: `Bearer ${apiKey}` },
+      });
+      expect(JSON.parse(runs.body).total).toBe(3);
+    } finally {
+      await started.close();
+    }
+  }, 30_000);
+});
