@@ -187,6 +187,11 @@ const SSE_EXAMPLE = [
   'id: 2\nevent: done\ndata: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}\n',
 ].join('\n');
 
+const CHUNK_STREAM_EXAMPLE = [
+  'data: {"id":"chatcmpl-0192f3a4","object":"chat.completion.chunk","created":1795856400,"model":"agent:0192f3a4-5b6c-7d8e-9f01-23456789abcd","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"},"finish_reason":null}]}\n',
+  'data: [DONE]\n',
+].join('\n');
+
 const binary = { type: 'string', format: 'binary' };
 
 /** Successful answers that are not JSON (streams, files), by operation. */
@@ -263,6 +268,13 @@ export function openapiDocumentHooks(): { transform: SwaggerTransform; transform
     const stream = node(successContent('/api/v1/agents/{id}/stream'))['text/event-stream'];
     const execute = successContent('/api/v1/agents/{id}/execute');
     if (stream && isNode(execute)) execute['text/event-stream'] = stream;
+    // So does the OpenAI-compatible completion, in OpenAI's chunk format (its route's description says which).
+    const completion = successContent('/v1/chat/completions');
+    if (isNode(completion))
+      completion['text/event-stream'] = {
+        schema: { type: 'string', description: 'chat.completion.chunk objects as `data:` lines, then `data: [DONE]`' },
+        example: CHUNK_STREAM_EXAMPLE,
+      };
     return document;
   };
 

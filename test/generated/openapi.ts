@@ -1474,6 +1474,19 @@ export interface components {
                 /** @description name the model sees */
                 name?: string;
                 description?: string;
+            } | {
+                /** @enum {string} */
+                type: "a2a";
+                /** @description the tool the model sees is a2a_<name> (what TBAC policies match) */
+                name: string;
+                /**
+                 * Format: uri
+                 * @description the remote agent's Agent Card
+                 */
+                cardUrl: string;
+                description?: string;
+                /** @description the bearer credential the remote agent expects; sealed at rest and read back sealed (v1.…): sending that back keeps it */
+                credential?: string;
             })[];
             configuration: {
                 temperature: number | null;
@@ -2477,6 +2490,19 @@ export interface operations {
                         /** @description name the model sees */
                         name?: string;
                         description?: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "a2a";
+                        /** @description the tool the model sees is a2a_<name> (what TBAC policies match) */
+                        name: string;
+                        /**
+                         * Format: uri
+                         * @description the remote agent's Agent Card
+                         */
+                        cardUrl: string;
+                        description?: string;
+                        /** @description the bearer credential the remote agent expects; sealed at rest and read back sealed (v1.…): sending that back keeps it */
+                        credential?: string;
                     })[];
                     configuration?: {
                         temperature?: number | null;
@@ -2702,6 +2728,19 @@ export interface operations {
                         /** @description name the model sees */
                         name?: string;
                         description?: string;
+                    } | {
+                        /** @enum {string} */
+                        type: "a2a";
+                        /** @description the tool the model sees is a2a_<name> (what TBAC policies match) */
+                        name: string;
+                        /**
+                         * Format: uri
+                         * @description the remote agent's Agent Card
+                         */
+                        cardUrl: string;
+                        description?: string;
+                        /** @description the bearer credential the remote agent expects; sealed at rest and read back sealed (v1.…): sending that back keeps it */
+                        credential?: string;
                     })[];
                     configuration?: {
                         temperature?: number | null;
@@ -10409,6 +10448,12 @@ export interface operations {
                             total_tokens: number;
                         };
                     };
+                    /**
+                     * @example data: {"id":"chatcmpl-0192f3a4","object":"chat.completion.chunk","created":1795856400,"model":"agent:0192f3a4-5b6c-7d8e-9f01-23456789abcd","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello"},"finish_reason":null}]}
+                     *
+                     *     data: [DONE]
+                     */
+                    "text/event-stream": string;
                 };
             };
             /** @description an OpenAI error */

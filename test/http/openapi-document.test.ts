@@ -69,6 +69,7 @@ describe('OpenAPI document for code generators', () => {
       expect(content['text/event-stream'].example).toMatch(/^id: 1\nevent: token\ndata: /);
     }
     expect(Object.keys(byId('executeAgent').responses['200'].content).sort()).toEqual(['application/json', 'text/event-stream']);
+    expect(Object.keys(byId('createChatCompletion').responses['200'].content).sort()).toEqual(['application/json', 'text/event-stream']);
     const header = byId('getRunEvents').parameters.find((p: Json) => p.in === 'header');
     expect(header).toMatchObject({ name: 'Last-Event-ID', required: false, schema: { type: 'string' } });
     expect(operations.filter((o) => o.op.parameters?.some((p: Json) => p.name === 'Last-Event-ID')).map((o) => o.op.operationId)).toEqual([
