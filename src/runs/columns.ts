@@ -1,5 +1,5 @@
-import { type Static, type TSchema, Type } from 'typebox';
-import { Value } from 'typebox/value';
+import { Type } from 'typebox';
+import { parseJsonColumn } from '../db/json-column.js';
 
 /**
  * The JSON columns of runs, parsed through their schemas: a value that does not fit is a damaged row,
@@ -28,16 +28,16 @@ const Steps = Type.Array(
   }),
 );
 const Budget = Type.Record(Type.String(), Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number() }));
-const Options = Type.Intersect([Type.Record(Type.String(), Type.Unknown()), Type.Object({ budget: Type.Optional(Budget) })]);
+/** A run's warnings; a `tokens` row of run_events (the texts of the tokens it holds). */
+const Texts = Type.Array(Type.String());
+/** An event's data; the options a run was started with. */
+const JsonObject = Type.Record(Type.String(), Type.Unknown());
+const Options = Type.Intersect([JsonObject, Type.Object({ budget: Type.Optional(Budget) })]);
 
-function parseColumn<T extends TSchema>(schema: T, text: string, column: string): Static<T> {
-  const value: unknown = JSON.parse(text);
-  if (!Value.Check(schema, value)) throw new Error(`the stored run ${column} does not fit its schema`);
-  return value;
-}
-
-export const errorColumn = (text: string | null) => (text ? parseColumn(StoredError, text, 'error') : null);
-export const toolCallsColumn = (text: string) => parseColumn(ToolCalls, text, 'tool_calls');
-export const stepsColumn = (text: string) => parseColumn(Steps, text, 'steps');
-export const warningsColumn = (text: string) => parseColumn(Type.Array(Type.String()), text, 'warnings');
-export const optionsColumn = (text: string) => parseColumn(Options, text, 'options');
+export const errorColumn = (text: string | null) => (text ? parseJsonColumn(StoredError, text, 'runs.error') : null);
+export const toolCallsColumn = (text: string) => parseJsonColumn(ToolCalls, text, 'runs.tool_calls');
+export const stepsColumn = (text: string) => parseJsonColumn(Steps, text, 'runs.steps');
+export const warningsColumn = (text: string) => parseJsonColumn(Texts, text, 'runs.warnings');
+export const optionsColumn = (text: string) => parseJsonColumn(Options, text, 'runs.options');
+export const eventDataColumn = (text: string) => parseJsonColumn(JsonObject, text, 'run_events.data');
+export const tokenTextsColumn = (text: string) => parseJsonColumn(Texts, text, 'run_events.data');

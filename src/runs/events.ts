@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import { eventDataColumn, tokenTextsColumn } from './columns.js';
 import * as store from './store.js';
 
 export interface RunEvent {
@@ -191,10 +192,10 @@ export function storedEvents(rows: Omit<EventRow, 'run_id'>[], afterSeq = 0): Ru
   const events: RunEvent[] = [];
   for (const row of rows) {
     if (row.event !== TOKENS_ROW) {
-      if (row.seq > afterSeq) events.push({ seq: row.seq, event: row.event, data: JSON.parse(row.data) });
+      if (row.seq > afterSeq) events.push({ seq: row.seq, event: row.event, data: eventDataColumn(row.data) });
       continue;
     }
-    const texts = JSON.parse(row.data) as string[];
+    const texts = tokenTextsColumn(row.data);
     const first = row.seq - texts.length + 1;
     texts.forEach((text, i) => {
       if (first + i > afterSeq) events.push({ seq: first + i, event: 'token', data: { text } });

@@ -1,5 +1,5 @@
-import { Type, type Static, type TSchema } from 'typebox';
-import { Value } from 'typebox/value';
+import { Type } from 'typebox';
+import { parseJsonColumn } from '../db/json-column.js';
 
 /**
  * The JSON columns of tasks, task_jobs and task_fires, parsed through their schemas: a value that
@@ -9,17 +9,11 @@ import { Value } from 'typebox/value';
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
 const StoredError = Type.Object({ code: Type.String(), message: Type.String() });
 
-function parseColumn<T extends TSchema>(schema: T, text: string, column: string): Static<T> {
-  const value: unknown = JSON.parse(text);
-  if (!Value.Check(schema, value)) throw new Error(`the stored ${column} does not fit its schema`);
-  return value;
-}
-
 /** A JSON object column: task and job `input`, fire `detail`, `approval_payload`. */
-export const objectColumn = (text: string, column: string) => parseColumn(JsonObject, text, column);
+export const objectColumn = (text: string, column: string) => parseJsonColumn(JsonObject, text, column);
 
 /** A nullable JSON object column; empty is null. */
 export const optionalObjectColumn = (text: string | null, column: string) => (text ? objectColumn(text, column) : null);
 
 /** A stored error (`{ code, message }`): a task's `last_error`; empty is null. */
-export const errorColumn = (text: string | null, column: string) => (text ? parseColumn(StoredError, text, column) : null);
+export const errorColumn = (text: string | null, column: string) => (text ? parseJsonColumn(StoredError, text, column) : null);
