@@ -1,48 +1,44 @@
 import { SignJWT } from 'jose';
 import type { AgentIdentity, AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
-import { Conflict, NotFound, Unauthenticated } from '../errors.js';
+import { Conflict, NotFound } from '../errors.js';
 import type { Kysely } from 'kysely';
 import type { BaseLogger } from 'pino';
 import type { Database } from '../db/schema.js';
 import { newId } from '../ids.js';
 import type { MaybePromise } from '../maybe-promise.js';
 import { recordAudit } from '../tenancy/audit.js';
-import { isPermission, type Permission, type Principal } from '../tenancy/permissions.js';
+import type { Principal } from '../tenancy/permissions.js';
 import type { TenancyService } from '../tenancy/service.js';
-import { verifyAccessToken } from './access-token.js';
 import type { TokenState, VerifiedToken } from './claims.js';
-import { agentJwksUrl, clientIdUrl } from './audience.js';
+import { verifyApiCredential } from './api-credential.js';
+import { clientIdUrl } from './audience.js';
 import { AuditBuffer } from './audit-buffer.js';
 import { authorize, type AuthorizeResult } from './authorize.js';
 import { BadgeSigner } from './badges.js';
 import { DECISION_CACHE_MS, TtlCache } from './cache.js';
-import { clientCredentials, type ClientCredentialsRequest } from './client-credentials.js';
 import type { IdentityContext } from './context.js';
-import { GRANT_TOKEN_EXCHANGE, exchangeToken, type ExchangeRequest } from './exchange.js';
+import { agentJwks, clientMetadata, platformJwks, trustBundle } from './documents.js';
+import { exchangeToken, type ExchangeRequest } from './exchange.js';
 import { introspect } from './introspect.js';
-import { AgentKeyring, publishedJwk } from './agent-keys.js';
+import { AgentKeyring } from './agent-keys.js';
 import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S, PLATFORM_KEY_CACHE_MS, iso, type Clock } from './key-material.js';
 import { PlatformKeyring } from './platform-keys.js';
 import { loadMasterKey, type MasterKeySource } from './master-key.js';
-import { OAuthError } from './oauth-errors.js';
 import { PolicyEngine } from './policies.js';
-import { agentSpiffeId, parseAgentSpiffeId } from './spiffe.js';
+import { revokeTokenChain } from './revocation.js';
+import { agentSpiffeId } from './spiffe.js';
 import { AgentStandings, identitySuspended } from './standing.js';
 import * as store from './store.js';
 import { issueSvid } from './svid.js';
-import { PlatformTokens, TYP, TokenError, looksLikeJwt, peekHeader, normalisedTyp } from './tokens.js';
+import { tokenGrant } from './token-endpoint.js';
+import { PlatformTokens } from './tokens.js';
 
-export const TRUST_BUNDLE_REFRESH_HINT_S = 300;
-/** The client metadata document stays below this size (IETF Client ID Metadata Document draft). */
-export const METADATA_MAX_BYTES = 5 * 1024;
 /** Token rows are kept this long after they expire, then pruned. */
 const TOKEN_RETENTION_MS = 24 * 3600 * 1000;
 
-const GRANT_TYPES = [GRANT_TOKEN_EXCHANGE, 'client_credentials'];
-
 /** A skill an agent may use now, as its badge lists it. */
-export interface SkillCapability {
+interface SkillCapability {
   id: string;
   name: string;
   /** The `version` the skill's metadata declares, or null. */
@@ -158,11 +154,7 @@ export class IdentityService {
   readonly forgetAgent = async (trx: Kysely<Database>, tenantId: string, agentId: string) => {
     const at = iso(this.clock.now());
     await store.revokeAgentKeys(trx, tenantId, agentId, at);
-    let frontier = await store.activeTokensOfAgent(trx, tenantId, agentId);
-    for (let depth = 0; frontier.length && depth < 12; depth++) {
-      await store.revokeTokens(trx, tenantId, frontier, at);
-      frontier = await store.activeChildTokens(trx, tenantId, frontier);
-    }
+    await revokeTokenChain(trx, tenantId, await store.activeTokensOfAgent(trx, tenantId, agentId), at);
     this.ctx.hot.tokenStates.clear();
   };
 
@@ -176,43 +168,19 @@ export class IdentityService {
 
   async clientMetadata(agentId: string) {
     const agent = this.notSuspended(await this.publicAgent(agentId));
-    await this.agentKeys.ensureActive(agent.tenant_id, agent.id);
-    const build = async (compact: boolean) => ({
-      client_id: clientIdUrl(this.ctx.publicBaseUrl, agent.id),
-      client_name: agent.name,
-      jwks_uri: agentJwksUrl(this.ctx.publicBaseUrl, agent.id),
-      grant_types: GRANT_TYPES,
-      token_endpoint_auth_method: 'private_key_jwt' as const,
-      token_endpoint_auth_signing_alg: 'ES256',
-      spiffe_id: this.ctx.spiffeIdOf(agent.tenant_id, agent.id),
-      badge: await this.badge(agent, compact),
-    });
-    const doc = await build(false);
-    return Buffer.byteLength(JSON.stringify(doc)) < METADATA_MAX_BYTES - 256 ? doc : build(true);
+    return clientMetadata(this.ctx, agent, (compact) => this.badge(agent, compact));
   }
 
   async agentJwks(agentId: string) {
-    const agent = await this.publicAgent(agentId);
-    const keys = await this.agentKeys.published(agent.tenant_id, agent.id);
-    return { keys: keys.map(publishedJwk) };
+    return agentJwks(this.ctx, await this.publicAgent(agentId));
   }
 
-  async platformJwks() {
-    const { published } = await this.platformKeys.snapshot();
-    return { keys: published.map((row) => publishedJwk(row)) };
+  platformJwks() {
+    return platformJwks(this.ctx);
   }
 
-  /** SPIFFE bundle: a JWKS of `jwt-svid` keys (no `alg`), with sequence and refresh hint. */
-  async trustBundle() {
-    const { published, sequence } = await this.platformKeys.snapshot();
-    return {
-      keys: published.map((row) => {
-        const { kty, crv, x, y, kid } = publishedJwk(row);
-        return { kty, crv, x, y, kid, use: 'jwt-svid' as const };
-      }),
-      spiffe_sequence: sequence,
-      spiffe_refresh_hint: TRUST_BUNDLE_REFRESH_HINT_S,
-    };
+  trustBundle() {
+    return trustBundle(this.ctx);
   }
 
   // ---- SVIDs and agent keys ----
@@ -277,14 +245,7 @@ export class IdentityService {
 
   /** Marks the tokens bound to a key revoked, and every token exchanged from them, down the chain. */
   private async revokeTokensOfAgentKey(tenantId: string, kid: string, at: string): Promise<number> {
-    let frontier = await store.activeTokensOfAgentKey(this.db.kysely, tenantId, kid);
-    let total = 0;
-    for (let depth = 0; frontier.length && depth < 12; depth++) {
-      await store.revokeTokens(this.db.kysely, tenantId, frontier, at);
-      total += frontier.length;
-      frontier = await store.activeChildTokens(this.db.kysely, tenantId, frontier);
-    }
-    return total;
+    return revokeTokenChain(this.db.kysely, tenantId, await store.activeTokensOfAgentKey(this.db.kysely, tenantId, kid), at);
   }
 
   /** In-process, for a runtime acting as the agent: a `private_key_jwt` client assertion. */
@@ -306,51 +267,10 @@ export class IdentityService {
 
   // ---- OAuth ----
 
-  /** The token endpoint: token exchange or client_credentials. Throws OAuthError. */
+  /** The token endpoint: token exchange or client_credentials (token-endpoint.ts). Throws OAuthError. */
   async token(params: Record<string, string | string[] | undefined>, authorization?: string) {
-    const one = (name: string): string | undefined => {
-      const v = params[name];
-      if (Array.isArray(v)) {
-        if (v.length > 1) throw new OAuthError('invalid_request', `${name} must not repeat`);
-        return v[0];
-      }
-      return v;
-    };
-    const many = (name: string): string[] => {
-      const v = params[name];
-      return v === undefined ? [] : [v].flat();
-    };
-    const grantType = one('grant_type');
-    if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
     this.maybePrune();
-    if (grantType === GRANT_TOKEN_EXCHANGE) {
-      if (one('client_assertion') !== undefined || one('client_secret') !== undefined || /^Basic\s/i.test(authorization ?? '')) {
-        throw new OAuthError('invalid_request', 'token exchange is authenticated by the subject token; send no client credentials');
-      }
-      const req: ExchangeRequest = {
-        subject_token: one('subject_token'),
-        subject_token_type: one('subject_token_type'),
-        actor_token: one('actor_token'),
-        actor_token_type: one('actor_token_type'),
-        requested_token_type: one('requested_token_type'),
-        audience: many('audience'),
-        resource: many('resource'),
-        scope: one('scope'),
-      };
-      return this.exchange(req);
-    }
-    if (grantType === 'client_credentials') {
-      const req: ClientCredentialsRequest = {
-        authorization,
-        client_id: one('client_id'),
-        client_secret: one('client_secret'),
-        client_assertion: one('client_assertion'),
-        client_assertion_type: one('client_assertion_type'),
-        scope: one('scope'),
-      };
-      return clientCredentials(this.ctx, req);
-    }
-    throw new OAuthError('unsupported_grant_type', `grant_type must be ${GRANT_TOKEN_EXCHANGE} or client_credentials`);
+    return tokenGrant(this.ctx, params, authorization);
   }
 
   /** RFC 8693 token exchange (also for in-process callers, such as the runtime delegating to an agent). */
@@ -367,40 +287,8 @@ export class IdentityService {
     return authorize(this.ctx, token, tool, callee);
   }
 
-  /**
-   * Credential verifier for the main API: `client_credentials` access tokens (at+jwt, aud = the API)
-   * authenticate like API keys; their scope holds the permissions.
-   */
-  readonly verifyCredential = async (credential: string): Promise<Principal | null> => {
-    if (!looksLikeJwt(credential)) return null;
-    const header = peekHeader(credential);
-    if (!header || normalisedTyp(header) !== 'at+jwt') return null;
-    let claims;
-    try {
-      claims = await verifyAccessToken(this.ctx, credential);
-    } catch (err) {
-      if (err instanceof TokenError) return null;
-      throw err;
-    }
-    // A delegation token (token exchange) is valid, but for agent-to-agent calls: say so.
-    if (claims.kind !== 'client_credentials' || claims.aud !== this.apiAudience) {
-      throw new Unauthenticated(
-        'delegation_token',
-        'this is a delegation token (token exchange) for agent-to-agent calls: the callee checks it with POST /api/v1/identity/authorize; the API takes an API key or a client_credentials access token',
-        'Bearer',
-      );
-    }
-    const permissions = new Set(claims.scope.split(' ').filter(isPermission) as Permission[]);
-    const agent = parseAgentSpiffeId(claims.sub, this.ctx.trustDomain);
-    if (agent) {
-      // An agent's own token: it acts as that agent and reaches only what the agent needs.
-      return { tenantId: claims.tenant_id, actor: { type: 'access_token', id: agent.agentId }, permissions, agentId: agent.agentId };
-    }
-    // Minted from an API key (its client_id): counted against that key's request limit.
-    const key = await this.ctx.tenancy.apiKeyRateLimit(claims.client_id);
-    if (!key) return null;
-    return { tenantId: claims.tenant_id, actor: { type: 'access_token', id: claims.client_id }, permissions, apiKeyId: claims.client_id, rateLimitPerMinute: key.rateLimitPerMinute };
-  };
+  /** Credential verifier for the main API: client_credentials access tokens (api-credential.ts). */
+  readonly verifyCredential = (credential: string): Promise<Principal | null> => verifyApiCredential(this.ctx, credential);
 
   // ---- platform keys (operators: CLI) ----
 

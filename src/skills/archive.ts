@@ -37,7 +37,7 @@ const tooLarge = (detail: string) => new InvalidInput(detail, [{ path: 'archive'
 const printable = (s: string) => s.replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, 300);
 
 /** The entry's path relative to the archive root, or a 400 when it could escape it. */
-export function safeEntryPath(raw: string): string {
+function safeEntryPath(raw: string): string {
   if (raw.includes('\0')) throw unsafe(raw, 'the name contains a NUL byte');
   const name = raw.replace(/\\/g, '/');
   if (name.startsWith('/') || /^[A-Za-z]:/.test(name)) throw unsafe(raw, 'absolute paths are not allowed');

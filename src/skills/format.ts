@@ -64,7 +64,7 @@ const KNOWN_FRONT_MATTER = ['name', 'description', 'category', 'metadata', ...KE
 const invalidSkillMd = (errors: FieldError[]) =>
   new InvalidInput(`SKILL.md is invalid: ${errors[0].path} ${errors[0].message}`, errors, 'invalid_skill_md');
 
-export function nameProblem(value: unknown): string | null {
+function nameProblem(value: unknown): string | null {
   if (typeof value !== 'string' || !value) return 'is required';
   if (value.length > LIMITS.name) return `must be at most ${LIMITS.name} characters`;
   if (!NAME_RE.test(value)) return 'must be lowercase letters, digits and single hyphens, not starting or ending with a hyphen';
@@ -172,7 +172,7 @@ export function parseSkillMd(raw: string, where = 'skillMd'): Omit<SkillContent,
   return { name: fm.name as string, description, category, instructions, metadata, frontMatter };
 }
 
-export function categoryProblem(value: unknown): string | null {
+function categoryProblem(value: unknown): string | null {
   if (typeof value !== 'string') return 'must be text';
   if (value.length > LIMITS.category || !NAME_RE.test(value)) {
     return `must be lowercase letters, digits and single hyphens, at most ${LIMITS.category} characters (e.g. engineering)`;
@@ -180,7 +180,7 @@ export function categoryProblem(value: unknown): string | null {
   return null;
 }
 
-export function metadataProblems(metadata: Record<string, string>, where: string): FieldError[] {
+function metadataProblems(metadata: Record<string, string>, where: string): FieldError[] {
   const errors: FieldError[] = [];
   const keys = Object.keys(metadata);
   if (keys.length > LIMITS.metadataKeys) errors.push({ path: where, message: `must have at most ${LIMITS.metadataKeys} keys` });

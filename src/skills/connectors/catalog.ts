@@ -7,9 +7,9 @@ import type { FieldError } from '../../errors.js';
  * `suggestedSkills` name store skills that work well with the integration.
  */
 
-export type FieldType = 'string' | 'secret' | 'url' | 'email' | 'boolean';
+type FieldType = 'string' | 'secret' | 'url' | 'email' | 'boolean';
 
-export interface ConnectorField {
+interface ConnectorField {
   name: string;
   label: string;
   type: FieldType;
@@ -29,7 +29,7 @@ export interface Connector {
   suggestedSkills: string[];
 }
 
-export const MASK = '********';
+const MASK = '********';
 
 const field = (name: string, label: string, type: FieldType, required: boolean, description: string, extra: Partial<ConnectorField> = {}): ConnectorField => ({
   name,
@@ -155,7 +155,7 @@ function valueProblem(f: ConnectorField, value: unknown): string | null {
     } catch {
       // reported below
     }
-    if (!url || url.protocol !== 'https:') return 'must be an https:// URL';
+    if (url?.protocol !== 'https:') return 'must be an https:// URL';
   }
   // Never echo a secret back, not even in an error.
   if (f.pattern && !new RegExp(f.pattern).test(value)) return f.type === 'secret' ? 'does not look like a valid value for this field' : `must match ${f.pattern}`;
