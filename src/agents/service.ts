@@ -6,10 +6,12 @@ import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { parseModelId } from '../runtime/models/model-id.js';
 import { recordAudit } from '../tenancy/audit.js';
+import { configurationColumn, toolsColumn } from './columns.js';
 import type { Actor, Principal } from '../tenancy/permissions.js';
 import {
   DEFAULT_CONFIGURATION,
   DEFAULT_TOOLS,
+  MAX_A2A_AGENTS,
   toolsAfterUpdate,
   toolsAsGiven,
   type Agent,
@@ -21,7 +23,7 @@ import {
 } from './schemas.js';
 import * as store from './store.js';
 
-export function toAgent(row: store.AgentRow): Agent {
+function toAgent(row: store.AgentRow): Agent {
   return {
     id: row.id,
     name: row.name,
@@ -34,8 +36,8 @@ export function toAgent(row: store.AgentRow): Agent {
     hosting: row.hosting as Agent['hosting'],
     teamId: row.team_id,
     appId: row.app_id,
-    tools: JSON.parse(row.tools) as ToolSpec[],
-    configuration: { ...DEFAULT_CONFIGURATION, ...(JSON.parse(row.configuration) as Partial<Configuration>) },
+    tools: toolsColumn(row.tools),
+    configuration: { ...DEFAULT_CONFIGURATION, ...configurationColumn(row.configuration) },
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -76,7 +78,17 @@ export interface AgentPage {
   limit: number;
 }
 
+/** Seals remote agents' credentials at rest (the one sealed-box format, identity/secret-box.ts); app.ts hands it over. */
+export interface CredentialSealer {
+  seal(plain: string, owner: string): string;
+  isSealed(value: string): boolean;
+}
+
+/** The owner a remote A2A agent's credential is sealed for: the tenant (a duplicated agent keeps working). */
+export const a2aCredentialOwner = (tenantId: string) => `${tenantId}/a2a-credential`;
+
 export class AgentsService {
+  private sealer: CredentialSealer | null = null;
   readonly duplicateHooks: DuplicateHook[] = [];
   readonly deleteHooks: DeleteHook[] = [];
   /**
@@ -102,9 +114,33 @@ export class AgentsService {
     if (typeof parsed === 'string') throw new InvalidInput(`model ${parsed}`, [{ path: 'body.model', message: parsed }]);
   }
 
+  useCredentialSealer(sealer: CredentialSealer) {
+    this.sealer = sealer;
+  }
+
+  /** Remote A2A agents' credentials as stored: sealed (a value read back sealed is kept as it is). */
+  private sealCredentials(tenantId: string, tools: ToolSpec[]): ToolSpec[] {
+    return tools.map((t) => {
+      if (t.type !== 'a2a' || t.credential === undefined || this.sealer?.isSealed(t.credential)) return t;
+      if (!this.sealer) throw new Error('no credential sealer: remote agents\' credentials cannot be stored');
+      return { ...t, credential: this.sealer.seal(t.credential, a2aCredentialOwner(tenantId)) };
+    });
+  }
+
+  /** Remote A2A agents: at most MAX_A2A_AGENTS, each name once (the tool is a2a_<name>). */
+  private checkRemoteAgents(tools: ToolSpec[] | undefined) {
+    const remote = (tools ?? []).flatMap((t, i) => (t.type === 'a2a' ? [{ i, name: t.name }] : []));
+    if (remote.length > MAX_A2A_AGENTS) {
+      throw new InvalidInput(`at most ${MAX_A2A_AGENTS} remote A2A agents`, [{ path: 'body.tools', message: `at most ${MAX_A2A_AGENTS} entries of type a2a` }]);
+    }
+    const twice = remote.find((r, k) => remote.findIndex((o) => o.name === r.name) !== k);
+    if (twice) throw new InvalidInput(`tools.${twice.i}.name ${twice.name} is used twice`, [{ path: `body.tools.${twice.i}.name`, message: 'another remote A2A agent has this name' }]);
+  }
+
   /** Delegation tools must name agents of the same tenant. */
   private async checkTools(trx: Kysely<Database>, tenantId: string, tools: ToolSpec[] | undefined, selfId?: string) {
     if (!tools) return;
+    this.checkRemoteAgents(tools);
     const wanted = tools.flatMap((t, i) => (t.type === 'agent' ? [{ i, id: t.agentId }] : []));
     const found = await store.existingAgentIds(trx, tenantId, wanted.map((w) => w.id).filter((id) => id !== selfId));
     const missing = wanted.filter((w) => w.id !== selfId && !found.has(w.id));
@@ -207,7 +243,7 @@ export class AgentsService {
       context_prompt: input.contextPrompt ?? null,
       status: external ? 'registered' : 'available',
       hosting: external ? 'external' : 'platform',
-      tools: JSON.stringify(input.tools ? toolsAsGiven(input.tools) : DEFAULT_TOOLS),
+      tools: JSON.stringify(input.tools ? this.sealCredentials(principal.tenantId, toolsAsGiven(input.tools)) : DEFAULT_TOOLS),
       configuration: JSON.stringify(mergeConfiguration(DEFAULT_CONFIGURATION, input.configuration)),
       monthly_budget_usd: null,
       created_at: at,
@@ -240,7 +276,7 @@ export class AgentsService {
       if (input.systemPrompt !== undefined) patch.system_prompt = input.systemPrompt;
       if (input.contextPrompt !== undefined) patch.context_prompt = input.contextPrompt;
       if (input.status !== undefined) patch.status = input.status;
-      if (input.tools !== undefined) patch.tools = JSON.stringify(toolsAfterUpdate(toAgent(current).tools, input.tools));
+      if (input.tools !== undefined) patch.tools = JSON.stringify(this.sealCredentials(principal.tenantId, toolsAfterUpdate(toAgent(current).tools, input.tools)));
       if (input.configuration !== undefined) {
         patch.configuration = JSON.stringify(mergeConfiguration(toAgent(current).configuration, input.configuration));
       }

@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import type { ToolSpec } from '../agents/schemas.js';
+import { toolsColumn } from '../agents/columns.js';
 import type { AgentIdentity } from '../agents/service.js';
 import { newId } from '../ids.js';
 import { BADGE_LIFETIME_S, badgeCredential } from './badge.js';
@@ -34,7 +34,7 @@ export class BadgeSigner {
         tenantId: agent.tenant_id,
         name: agent.name,
         hosting: agent.hosting,
-        tools: JSON.parse(agent.tools) as ToolSpec[],
+        tools: toolsColumn(agent.tools),
         skills,
       },
       this.ctx.issuer,
