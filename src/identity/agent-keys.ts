@@ -1,6 +1,7 @@
 import { importJWK, type CryptoKey, type JWK } from 'jose';
 import type { Db } from '../db/database.js';
 import { Conflict } from '../errors.js';
+import { privateJwkColumn, publicJwkColumn } from './columns.js';
 import { open, seal } from './encryption.js';
 import * as store from './store.js';
 import { type Clock, iso, AGENT_KEY_GRACE_S, type PublicJwk, generateEs256Key, maxGeneration } from './key-material.js';
@@ -26,7 +27,7 @@ function agentKeyPublished(row: store.AgentKeyRow, now: number): boolean {
 }
 
 export const publishedJwk = (row: { kid: string; public_jwk: string }) => ({
-  ...(JSON.parse(row.public_jwk) as PublicJwk),
+  ...publicJwkColumn(row.public_jwk, 'identity_agent_keys.public_jwk'),
   kid: row.kid,
   use: 'sig' as const,
   alg: 'ES256' as const,
@@ -140,13 +141,13 @@ export class AgentKeyring {
   async verificationKey(tenantId: string, agentId: string, kid: string): Promise<{ row: store.AgentKeyRow; key: CryptoKey } | null> {
     const row = await store.findAgentKey(this.db.kysely, tenantId, agentId, kid);
     if (!row || !agentKeyPublished(row, this.clock.now())) return null;
-    return { row, key: (await importJWK(JSON.parse(row.public_jwk) as JWK, 'ES256')) as CryptoKey };
+    return { row, key: (await importJWK(publicJwkColumn(row.public_jwk, 'identity_agent_keys.public_jwk'), 'ES256')) as CryptoKey };
   }
 
   /** The agent's active private key, for a runtime that signs on the agent's behalf in-process. */
   async signingKey(tenantId: string, agentId: string): Promise<{ kid: string; key: CryptoKey }> {
     const row = await this.ensureActive(tenantId, agentId);
-    const jwk = JSON.parse(open(this.masterKey, row.private_jwk, this.aad(row.kid))) as JWK;
+    const jwk = privateJwkColumn(open(this.masterKey, row.private_jwk, this.aad(row.kid)), 'identity_agent_keys.private_jwk');
     return { kid: row.kid, key: (await importJWK(jwk, 'ES256')) as CryptoKey };
   }
 }

@@ -1,6 +1,7 @@
-import { importJWK, type CryptoKey, type JWK } from 'jose';
+import { importJWK, type CryptoKey } from 'jose';
 import type { Db } from '../db/database.js';
 import { Conflict } from '../errors.js';
+import { privateJwkColumn, publicJwkColumn } from './columns.js';
 import { open, seal } from './encryption.js';
 import * as store from './store.js';
 import {
@@ -135,7 +136,7 @@ export class PlatformKeyring {
     if (!row || !isPublished(platformKeyStatus(row, this.clock.now()))) return null;
     let key = this.verifyKeys.get(kid);
     if (!key) {
-      key = importJWK(JSON.parse(row.public_jwk) as JWK, 'ES256') as Promise<CryptoKey>;
+      key = importJWK(publicJwkColumn(row.public_jwk, 'identity_platform_keys.public_jwk'), 'ES256') as Promise<CryptoKey>;
       this.verifyKeys.set(kid, key);
     }
     return key;
@@ -157,8 +158,8 @@ export class PlatformKeyring {
     const kid = row.kid;
     let key = this.signKeys.get(kid);
     if (!key) {
-      const sealed = row.private_jwk;
-      key = importJWK(JSON.parse(open(this.masterKey, sealed, this.aad(kid))) as JWK, 'ES256') as Promise<CryptoKey>;
+      const jwk = privateJwkColumn(open(this.masterKey, row.private_jwk, this.aad(kid)), 'identity_platform_keys.private_jwk');
+      key = importJWK(jwk, 'ES256') as Promise<CryptoKey>;
       key.catch(() => this.signKeys.delete(kid));
       this.signKeys.set(kid, key);
     }

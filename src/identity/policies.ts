@@ -7,6 +7,7 @@ import { recordAudit } from '../tenancy/audit.js';
 import type { Principal } from '../tenancy/permissions.js';
 import type { TenancyService } from '../tenancy/service.js';
 import { DECISION_CACHE_MS, TtlCache } from './cache.js';
+import { conditionsColumn } from './columns.js';
 import * as store from './store.js';
 import {
   DEFAULT_TBAC_MODE,
@@ -50,7 +51,7 @@ function view(row: store.PolicyRow): PolicyView {
     toolName: row.tool_name,
     effect: row.effect as Effect,
     description: row.description,
-    conditions: row.conditions ? (JSON.parse(row.conditions) as Conditions) : null,
+    conditions: conditionsColumn(row.conditions),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -63,7 +64,7 @@ function withMode(decision: Decision, mode: TbacMode): Decision & { mode: TbacMo
 }
 
 /** The key in the tenant's settings JSON that holds its TBAC mode. */
-export const TBAC_MODE_SETTING = 'tbacMode';
+const TBAC_MODE_SETTING = 'tbacMode';
 
 /** TBAC policies of a tenant (CRUD) and the decision for a (caller, callee, tool) request. */
 export class PolicyEngine {

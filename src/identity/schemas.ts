@@ -2,6 +2,7 @@ import { Type, type Static } from 'typebox';
 import { Id, Literals, Nullable, Timestamp } from '../http/schemas.js';
 import { OPTIONAL_BODY } from '../http/validation.js';
 import type { Act } from './claims.js';
+import { Conditions } from './conditions.js';
 import { SVID_DEFAULT_TTL_S, SVID_MAX_TTL_S } from './svid.js';
 
 export const AgentParams = Type.Object({ agentId: Id });
@@ -27,7 +28,7 @@ export const SvidResponse = Type.Object({
   expiresAt: Timestamp,
 });
 
-export const Jwk = Type.Object({
+const Jwk = Type.Object({
   kty: Type.String(),
   crv: Type.String(),
   x: Type.String(),
@@ -137,7 +138,7 @@ export const IntrospectResponse = Type.Object({
 
 // ---- ExtAuthZ ----
 
-export const ToolName = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$', description: 'tool name' });
+const ToolName = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$', description: 'tool name' });
 
 export const AuthorizeBody = Type.Object(
   {
@@ -161,19 +162,6 @@ export const AuthorizeResponse = Type.Object({
 const AgentOrAny = Type.String({ minLength: 1, maxLength: 64, pattern: '^(\\*|[A-Za-z0-9_-]+)$', description: 'agent id, or * for any' });
 const ToolOrAny = Type.String({ pattern: '^(\\*|[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127})$', description: 'tool name, or * for any' });
 const Effect = Type.Union([Type.Literal('allow'), Type.Literal('deny')]);
-const HHMM = Type.String({ pattern: '^([01][0-9]|2[0-3]):[0-5][0-9]$', description: 'HH:MM, UTC' });
-
-export const Conditions = Type.Object(
-  {
-    notBefore: Type.Optional(Type.String({ format: 'date-time', description: 'the policy applies from this time' })),
-    notAfter: Type.Optional(Type.String({ format: 'date-time', description: 'the policy expires at this time' })),
-    timeWindow: Type.Optional(
-      Type.Object({ start: HHMM, end: HHMM }, { additionalProperties: false, description: 'daily UTC window, start included, end excluded; may span midnight' }),
-    ),
-  },
-  { additionalProperties: false, description: 'all given conditions must hold at decision time for the policy to match' },
-);
-
 export const Policy = Type.Object({
   id: Type.String(),
   callerAgentId: Type.String(),
