@@ -8,6 +8,7 @@ import { newId, now } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
 import { readArchive, skillFromEntries } from './archive.js';
 import { storeCatalog, type StoreSkill } from './catalog.js';
+import { frontMatterColumn, metadataColumn } from './columns.js';
 import { checkSkillFiles, inferLanguage, parseSkillMd, renderSkillMd, type ScriptFile, type SkillContent, type SkillFile } from './format.js';
 import type { AssignBody, Assignment, CreateSkillBody, ImportSkillBody, Skill, UpdateAssignmentBody, UpdateSkillBody } from './schemas.js';
 import { SkillAssignments } from './assignments.js';
@@ -117,7 +118,7 @@ export class SkillsService {
         id: r.id,
         name: r.name,
         description: r.description,
-        version: (JSON.parse(r.metadata) as Record<string, string>).version ?? null,
+        version: metadataColumn(r.metadata).version ?? null,
       })),
     }));
     return cached!.skills;
@@ -151,8 +152,8 @@ export class SkillsService {
       description: row.description,
       category: row.category,
       instructions: row.instructions,
-      metadata: JSON.parse(row.metadata) as Record<string, string>,
-      frontMatter: JSON.parse(row.front_matter) as Record<string, string>,
+      metadata: metadataColumn(row.metadata),
+      frontMatter: frontMatterColumn(row.front_matter),
     });
     return { name: row.name, skillMd, files };
   }

@@ -1,4 +1,5 @@
 import type { Principal } from '../tenancy/permissions.js';
+import { assignmentConfigColumn, metadataColumn } from './columns.js';
 import type { Assignment, Skill } from './schemas.js';
 import type * as store from './store.js';
 
@@ -24,7 +25,7 @@ export function toSkill(row: store.SkillRow, files: store.FileBrief[]): Skill {
     storeId: row.store_id,
     status: row.status as Skill['status'],
     instructions: row.instructions,
-    metadata: JSON.parse(row.metadata) as Record<string, string>,
+    metadata: metadataColumn(row.metadata),
     ...fileLists(files.filter((f) => f.skill_id === row.id)),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -39,7 +40,7 @@ export function toAssignment(
     agentId: row.agent_id,
     enabled: Boolean(row.enabled),
     priority: Number(row.priority),
-    config: JSON.parse(row.config) as Record<string, unknown>,
+    config: assignmentConfigColumn(row.config),
     assignedBy: row.assigned_by,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

@@ -5,6 +5,7 @@ import type { Database } from '../../db/schema.js';
 import { Conflict, InvalidInput, NotFound } from '../../errors.js';
 import { newId, now } from '../../ids.js';
 import { recordAudit } from '../../tenancy/audit.js';
+import { connectionConfigurationColumn } from '../columns.js';
 import type { Caller } from '../views.js';
 import { isUniqueViolation } from '../store.js';
 import { CONNECTORS, checkConfiguration, findConnector, maskConfiguration, type Connector } from './catalog.js';
@@ -12,7 +13,7 @@ import * as store from './store.js';
 import type { ConnectionRow, RequestRow } from './store.js';
 
 export const REQUEST_STATUSES = ['pending', 'accepted', 'rejected'] as const;
-export type RequestStatus = (typeof REQUEST_STATUSES)[number];
+type RequestStatus = (typeof REQUEST_STATUSES)[number];
 
 function requestView(r: RequestRow) {
   return {
@@ -51,7 +52,7 @@ export class ConnectorsService {
   private openConfiguration(row: { tenant_id: string; connector_id: string; configuration: string }): Record<string, unknown> {
     const plain = this.box.open(row.configuration, `${row.tenant_id}/${row.connector_id}`);
     if (plain === null) throw new Error(`the configuration of connector ${row.connector_id} cannot be opened with this master key`);
-    return JSON.parse(plain) as Record<string, unknown>;
+    return connectionConfigurationColumn(plain);
   }
 
   private requireConnector(id: string): Connector {
