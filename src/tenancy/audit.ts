@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { newId, now } from '../ids.js';
+import { auditDetailColumn } from './columns.js';
 import type { Actor } from './permissions.js';
 import * as store from './store.js';
 
@@ -13,10 +14,10 @@ export interface AuditInput {
   detail?: Record<string, unknown>;
 }
 
-export type AuditRow = Database['audit_events'];
+type AuditRow = Database['audit_events'];
 
 /** The row of an event happening now (its id and time are taken here, not when it is written). */
-export function auditRow(event: AuditInput): AuditRow {
+function auditRow(event: AuditInput): AuditRow {
   return {
     id: newId(),
     tenant_id: event.tenantId,
@@ -45,7 +46,7 @@ export async function listAudit(db: Kysely<Database>, tenantId: string, filter: 
       action: r.action,
       resourceType: r.resource_type,
       resourceId: r.resource_id,
-      detail: JSON.parse(r.detail) as Record<string, unknown>,
+      detail: auditDetailColumn(r.detail),
       createdAt: r.created_at,
     })),
     total: count,

@@ -2,6 +2,7 @@ import { TtlCache } from '../cache.js';
 import type { Db } from '../db/database.js';
 import { BudgetExceeded, LimitExceeded, NotFound } from '../errors.js';
 import { recordAudit } from './audit.js';
+import { settingsColumn } from './columns.js';
 import type { Actor, Principal } from './permissions.js';
 import type { MaybePromise } from '../maybe-promise.js';
 import * as store from './store.js';
@@ -61,7 +62,7 @@ const NO_LIMITS: TenantLimits = { rateLimitPerMinute: null, maxConcurrentRuns: n
 const CACHE_MS = 5_000;
 
 /** The first instant of the current UTC month, as stored timestamps are written. */
-export function monthStart(now = new Date()): string {
+function monthStart(now = new Date()): string {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString();
 }
 
@@ -133,7 +134,7 @@ export class LimitsService {
     const cached = this.cachedTenantLimits(tenantId);
     if (cached) return cached;
     const tenant = await store.findTenant(this.db.kysely, tenantId);
-    const settings = tenant ? (JSON.parse(tenant.settings) as { limits?: Partial<TenantLimits> }) : {};
+    const settings = tenant ? settingsColumn(tenant.settings) : {};
     const limits = { ...NO_LIMITS, ...(settings.limits ?? {}) };
     this.cache.set(tenantId, limits);
     return limits;
@@ -147,8 +148,8 @@ export class LimitsService {
     const limits = await this.db.kysely.transaction().execute(async (trx) => {
       const tenant = await store.findTenant(trx, tenantId);
       if (!tenant) throw new NotFound('tenant');
-      const settings = JSON.parse(tenant.settings) as Record<string, unknown>;
-      const next = { ...NO_LIMITS, ...((settings.limits as Partial<TenantLimits>) ?? {}), ...patch };
+      const settings = settingsColumn(tenant.settings);
+      const next = { ...NO_LIMITS, ...(settings.limits ?? {}), ...patch };
       await store.updateTenantSettings(trx, tenantId, JSON.stringify({ ...settings, limits: next }));
       await recordAudit(trx, { tenantId, actor, action: 'tenant.limits_updated', resourceType: 'tenant', resourceId: tenantId, detail: patch });
       return next;
@@ -234,7 +235,7 @@ export class LimitsService {
       batch.locked.add(tenantId);
     }
     const tenant = await store.findTenant(trx, tenantId);
-    const settings = tenant ? (JSON.parse(tenant.settings) as { limits?: Partial<TenantLimits> }) : {};
+    const settings = tenant ? settingsColumn(tenant.settings) : {};
     const limits = { ...NO_LIMITS, ...(settings.limits ?? {}) };
     const tenantKey = `tenant:${tenantId}`;
     const agentKey = `agent:${tenantId}:${agentId}`;

@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { IdParams, Json, Literals, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
+import { IdParams, Json, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
 import { PERMISSIONS } from './permissions.js';
 import { parsePermissions, type TenancyService } from './service.js';
 import type { LimitsService } from './limits.js';
+import { Limits, PermissionSchema } from './schemas.js';
 
-const PermissionSchema = Literals(PERMISSIONS);
 const ApiKey = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -15,11 +15,6 @@ const ApiKey = Type.Object({
   revokedAt: Nullable(Timestamp),
 });
 
-const Limits = Type.Object({
-  rateLimitPerMinute: Nullable(Type.Integer({ minimum: 1, description: 'per API key (with the access tokens minted from it) without a limit of its own; null: the platform default' })),
-  maxConcurrentRuns: Nullable(Type.Integer({ minimum: 1, description: 'runs executing at once, on all replicas together (a run is counted from its admission to its end); null: no limit' })),
-  monthlyBudgetUsd: Nullable(Type.Number({ minimum: 0, description: 'USD per calendar month (UTC): a run is admitted while the month’s spend, plus the month’s largest run cost for each run still running, is below it (docs/operations.md); null: no budget' })),
-});
 const LimitsView = Type.Evaluate(Type.Intersect([
   Limits,
   Type.Object({ usage: Type.Object({ month: Type.String(), spentUsd: Type.Number(), runningRuns: Type.Integer() }) }),

@@ -5,6 +5,7 @@ import { Forbidden, InvalidInput, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { listAudit, recordAudit } from './audit.js';
+import { permissionsColumn, settingsColumn } from './columns.js';
 import { PERMISSIONS, isPermission, type Actor, type Permission, type Principal } from './permissions.js';
 import * as store from './store.js';
 
@@ -45,7 +46,7 @@ function keyView(row: {
   return {
     id: row.id,
     name: row.name,
-    permissions: JSON.parse(row.permissions) as Permission[],
+    permissions: permissionsColumn(row.permissions),
     rateLimitPerMinute: row.rate_limit_per_minute,
     createdAt: row.created_at,
     revokedAt: row.revoked_at,
@@ -190,7 +191,7 @@ export class TenancyService {
       const principal: Principal = {
         tenantId: row.tenant_id,
         actor: { type: 'api_key', id: row.id },
-        permissions: new Set(JSON.parse(row.permissions) as Permission[]),
+        permissions: new Set(permissionsColumn(row.permissions)),
         apiKeyId: row.id,
         rateLimitPerMinute: row.rate_limit_per_minute,
       };
@@ -205,7 +206,7 @@ export class TenancyService {
 
   async getSettings(tenantId: string): Promise<Record<string, unknown>> {
     const tenant = await this.requireTenant(tenantId);
-    return JSON.parse(tenant.settings) as Record<string, unknown>;
+    return settingsColumn(tenant.settings);
   }
 
   /** Merges `patch` into the tenant's settings in one transaction (no lost updates) and audits it. */
@@ -213,7 +214,7 @@ export class TenancyService {
     return this.db.kysely.transaction().execute(async (trx) => {
       const row = await store.findTenantSettingsForUpdate(trx, tenantId, this.db.dialect === 'postgres');
       if (!row) throw new NotFound('tenant');
-      const settings = { ...(JSON.parse(row.settings) as Record<string, unknown>), ...patch };
+      const settings = { ...settingsColumn(row.settings), ...patch };
       await store.updateTenantSettings(trx, tenantId, JSON.stringify(settings));
       await recordAudit(trx, { tenantId, actor, action: 'tenant.settings_updated', resourceType: 'tenant', resourceId: tenantId, detail: patch });
       return settings;
