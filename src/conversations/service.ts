@@ -2,6 +2,7 @@ import type { Agent } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import { Conflict, InvalidInput, NotFound, RunFailed } from '../errors.js';
+import type { IdempotencyService } from '../idempotency/service.js';
 import { newId, now } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { Principal } from '../tenancy/permissions.js';
@@ -56,18 +57,29 @@ interface MessageRun {
   onActiveRun?: OnActiveRun;
 }
 
+/** The answer to a posted message, from how its run ended. */
+function replyOf(run: MessageRunEnd) {
+  if (run.status === 'failed') {
+    throw new RunFailed(run.error?.code ?? 'run_failed', `the agent could not answer: ${run.error?.message ?? 'unknown error'} (run ${run.runId})`);
+  }
+  if (!run.reply) throw new Conflict('run_cancelled', `the run ended ${run.status} without a reply (run ${run.runId})`);
+  return { message: messageView(run.reply), cost: run.cost, runId: run.runId };
+}
+
+/** How a run answering a message ended. */
+interface MessageRunEnd {
+  runId: string;
+  status: string;
+  error: { code: string; message: string } | null;
+  cost: number;
+  reply: store.MessageRow | null;
+}
+
 /** How a posted message was answered: by a run that has ended, or handed to the run already answering. */
-type MessageAnswer =
-  | { injected: { injected: true; runId: string; messageId: string; conversationId: string } }
-  | {
-      ended: {
-        runId: string;
-        status: string;
-        error: { code: string; message: string } | null;
-        cost: number;
-        reply: store.MessageRow | null;
-      };
-    };
+type MessageAnswer = { injected: { injected: true; runId: string; messageId: string; conversationId: string } } | { ended: MessageRunEnd };
+
+/** Told once the message's run is recorded (or the message handed to the running run), before the run ends. */
+type MessageStarted = (started: { runId: string; injectedMessageId?: string }) => Promise<void>;
 
 /**
  * Posting a message starts a run. The run engine writes its turns through this domain (turns.ts),
@@ -76,7 +88,9 @@ type MessageAnswer =
  */
 export interface RunStarter {
   /** Starts the run answering the message and waits for its end, or hands the message to the conversation's running run. */
-  answer(message: MessageRun): Promise<MessageAnswer>;
+  answer(message: MessageRun, started?: MessageStarted): Promise<MessageAnswer>;
+  /** How an earlier run ended, waiting for its end (an idempotent retry's answer). */
+  endOf(tenantId: string, runId: string): Promise<MessageRunEnd>;
   /** Adds the message to the conversation's running run. */
   inject(tenantId: string, conversationId: string, content: string): Promise<{ runId: string; messageId: string }>;
 }
@@ -87,6 +101,7 @@ export class ConversationsService {
     private readonly agents: AgentsService,
     private readonly runs: RunStarter,
     private readonly files: FilesService,
+    private readonly idempotency: IdempotencyService,
   ) {}
 
   async list(tenantId: string, filter: store.ConversationFilter, page: number, limit: number) {
@@ -172,7 +187,36 @@ export class ConversationsService {
   }
 
   /** Posts a user message and waits for the agent's reply (or hands it to the running answer). */
-  async post(principal: Principal, id: string, input: { content: string; attachments?: string[]; onActiveRun?: OnActiveRun }) {
+  /**
+   * Posts a message; with an Idempotency-Key an earlier request with the same message already used,
+   * answers what that request started (`replayed`) instead of starting another run.
+   */
+  async postOnce(principal: Principal, id: string, input: { content: string; attachments?: string[]; onActiveRun?: OnActiveRun }, key: string | undefined) {
+    if (key === undefined) return { ...(await this.post(principal, id, input)), replayed: false };
+    const tenantId = principal.tenantId;
+    const claim = await this.idempotency.claim(tenantId, key, { method: 'POST', route: '/api/v1/conversations/:id/messages', conversationId: id, body: input });
+    const original = claim.replay;
+    if (original?.runId) {
+      if (original.status === 202) {
+        return { injected: { injected: true as const, runId: original.runId, messageId: original.messageId ?? '', conversationId: id }, replayed: true };
+      }
+      return { reply: replyOf(await this.runs.endOf(tenantId, original.runId)), replayed: true };
+    }
+    let recorded = false;
+    try {
+      const answer = await this.post(principal, id, input, async ({ runId, injectedMessageId }) => {
+        await this.idempotency.record(tenantId, claim, { status: injectedMessageId ? 202 : 200, runId, messageId: injectedMessageId });
+        recorded = true;
+      });
+      return { ...answer, replayed: false };
+    } catch (err) {
+      // Nothing started: a retry with the key tries again.
+      if (!recorded) await this.idempotency.release(tenantId, claim);
+      throw err;
+    }
+  }
+
+  async post(principal: Principal, id: string, input: { content: string; attachments?: string[]; onActiveRun?: OnActiveRun }, started?: MessageStarted) {
     const row = await this.row(principal.tenantId, id, principal.agentId);
     if (row.status !== 'active') throw new Conflict('conversation_not_active', `the conversation is ${row.status}; only active conversations take messages`);
     // Only a deleted agent makes the conversation read-only; any other failure is the request's.
@@ -187,14 +231,9 @@ export class ConversationsService {
       attachments: input.attachments,
       conversation: row,
       onActiveRun: input.onActiveRun,
-    });
+    }, started);
     if ('injected' in answer) return { injected: answer.injected };
-    const run = answer.ended;
-    if (run.status === 'failed') {
-      throw new RunFailed(run.error?.code ?? 'run_failed', `the agent could not answer: ${run.error?.message ?? 'unknown error'} (run ${run.runId})`);
-    }
-    if (!run.reply) throw new Conflict('run_cancelled', `the run ended ${run.status} without a reply (run ${run.runId})`);
-    return { reply: { message: messageView(run.reply), cost: run.cost, runId: run.runId } };
+    return { reply: replyOf(answer.ended) };
   }
 
   inject(principal: Principal, id: string, content: string) {
