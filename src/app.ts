@@ -150,7 +150,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     outbound,
     runs,
     files,
-    conversations: new ConversationsService(db, agents, messageRuns(runs), files),
+    conversations: new ConversationsService(db, agents, messageRuns(runs), files, idempotency),
     identity,
     tasks,
     idempotency,

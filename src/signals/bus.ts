@@ -1,6 +1,8 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
+import { Type } from 'typebox';
 import type { ChangeFeed } from '../db/changes.js';
+import { parseJson } from '../db/json-column.js';
 
 /**
  * Signals between the processes that share one database: run cancel, inject, and "new events of run
@@ -37,6 +39,8 @@ export class LocalSignalBus implements SignalBus {
 const CHANNEL = 'agentry_signals';
 /** Table names NOTIFYed by the change triggers when a write commits (migration 0007). */
 const CHANGES_CHANNEL = 'agentry_changes';
+/** What `publish` sends on CHANNEL. */
+const Notification = Type.Object({ topic: Type.String(), payload: Type.Record(Type.String(), Type.Unknown()) });
 
 /**
  * LISTEN on a dedicated connection; NOTIFY through a pool. If the listening connection drops (database
@@ -71,9 +75,10 @@ export class PostgresSignalBus implements SignalBus {
       if (msg.channel === CHANGES_CHANNEL && msg.payload) return this.changes?.changed(msg.payload);
       if (msg.channel !== CHANNEL || !msg.payload) return;
       try {
-        const { topic, payload } = JSON.parse(msg.payload) as { topic: string; payload: Record<string, unknown> };
+        const { topic, payload } = parseJson(Notification, msg.payload, 'a signal notification');
         void this.local.publish(topic, payload);
       } catch (err) {
+        // Malformed (not one this code sent): dropped, and told as a warning.
         this.onError(err);
       }
     });
