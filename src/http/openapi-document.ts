@@ -214,17 +214,23 @@ const SUCCESS_CONTENT: Record<string, Record<string, JsonNode>> = {
 };
 
 /** Request headers a route reads itself. */
+const lastEventId = (description: string): JsonNode => ({
+  name: 'Last-Event-ID',
+  in: 'header',
+  required: false,
+  description,
+  schema: { type: 'string', pattern: '^[0-9]+$' },
+  example: '42',
+});
+const retriedStream = lastEventId(
+  'On a retry with the same Idempotency-Key: the replay of the original run’s events starts after this id.',
+);
+
 const HEADERS: Record<string, JsonNode[]> = {
-  getRunEvents: [
-    {
-      name: 'Last-Event-ID',
-      in: 'header',
-      required: false,
-      description: 'The id of the last event the client received: the replay starts after it (same as the lastEventId query).',
-      schema: { type: 'string', pattern: '^[0-9]+$' },
-      example: '42',
-    },
-  ],
+  getRunEvents: [lastEventId('The id of the last event the client received: the replay starts after it (same as the lastEventId query).')],
+  streamAgent: [retriedStream],
+  chatWithAgent: [retriedStream],
+  executeAgent: [retriedStream],
 };
 
 /** A JSON object of the document or of one of its schemas, read and written by key. */

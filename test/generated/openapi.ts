@@ -3119,6 +3119,11 @@ export interface operations {
             header?: {
                 /** @description A key the client chooses (1-255 printable ASCII characters) to make retries safe: for 24 hours the same key with the same request answers the original run or task instead of starting another; with a different request, 422 idempotency_key_reused. */
                 "idempotency-key"?: string;
+                /**
+                 * @description On a retry with the same Idempotency-Key: the replay of the original run’s events starts after this id.
+                 * @example 42
+                 */
+                "Last-Event-ID"?: string;
             };
             path: {
                 /** @description identifier (UUID v7) */
@@ -3314,6 +3319,11 @@ export interface operations {
             header?: {
                 /** @description A key the client chooses (1-255 printable ASCII characters) to make retries safe: for 24 hours the same key with the same request answers the original run or task instead of starting another; with a different request, 422 idempotency_key_reused. */
                 "idempotency-key"?: string;
+                /**
+                 * @description On a retry with the same Idempotency-Key: the replay of the original run’s events starts after this id.
+                 * @example 42
+                 */
+                "Last-Event-ID"?: string;
             };
             path: {
                 /** @description identifier (UUID v7) */
@@ -3469,6 +3479,11 @@ export interface operations {
             header?: {
                 /** @description A key the client chooses (1-255 printable ASCII characters) to make retries safe: for 24 hours the same key with the same request answers the original run or task instead of starting another; with a different request, 422 idempotency_key_reused. */
                 "idempotency-key"?: string;
+                /**
+                 * @description On a retry with the same Idempotency-Key: the replay of the original run’s events starts after this id.
+                 * @example 42
+                 */
+                "Last-Event-ID"?: string;
             };
             path: {
                 /** @description identifier (UUID v7) */
@@ -4627,7 +4642,10 @@ export interface operations {
     sendMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description A key the client chooses (1-255 printable ASCII characters) to make retries safe: for 24 hours the same key with the same request answers the original run or task instead of starting another; with a different request, 422 idempotency_key_reused. */
+                "idempotency-key"?: string;
+            };
             path: {
                 /** @description identifier (UUID v7) */
                 id: string;
@@ -4743,6 +4761,15 @@ export interface operations {
             404: components["responses"]["NotFound"];
             /** @description Problem 409 */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 422 */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
