@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { Id, IdParams, Json, Literals, Nullable, PageQuery, problems, Timestamp } from '../http/schemas.js';
+import { IdempotencyHeaders, REPLAYED_HEADER } from '../idempotency/schemas.js';
 import { InjectedResult } from './schemas.js';
 import { CONVERSATION_STATUSES, type ConversationsService } from './service.js';
 
@@ -153,6 +154,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
       tags,
       summary: 'Send a message; answers with the agent’s reply',
       params: IdParams,
+      headers: IdempotencyHeaders,
       body: Type.Object(
         {
           content: Type.String({ minLength: 1, maxLength: 100_000 }),
@@ -164,11 +166,12 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
       response: {
         200: Type.Object({ message: Message, cost: Type.Number({ description: 'USD' }), runId: Type.String() }),
         202: InjectedResult,
-        ...problems(400, 401, 403, 404, 409, 502),
+        ...problems(400, 401, 403, 404, 409, 422, 502),
       },
     },
   }, async (req, reply) => {
-    const result = await conversations.post(req.principal, req.params.id, req.body);
+    const result = await conversations.postOnce(req.principal, req.params.id, req.body, req.headers['idempotency-key']);
+    if (result.replayed) reply.header(REPLAYED_HEADER, 'true');
     if (result.injected) return reply.code(202).send(result.injected);
     return reply.send(result.reply!);
   });

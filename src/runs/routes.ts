@@ -240,7 +240,10 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
   async function replay(req: FastifyRequest, reply: FastifyReply, original: IdempotentOutcome, streamed: boolean) {
     const tenantId = req.principal.tenantId;
     const runId = original.runId ?? '';
-    if (original.status === 202) return reply.code(202).header(REPLAYED_HEADER, 'true').send({ injected: true, runId, messageId: original.messageId ?? '' });
+    if (original.status === 202) {
+      const { conversationId } = await runs.eventsState(tenantId, runId);
+      return reply.code(202).header(REPLAYED_HEADER, 'true').send({ injected: true, runId, messageId: original.messageId ?? '', conversationId: conversationId ?? '' });
+    }
     if (!streamed) return respondJson(reply.header(REPLAYED_HEADER, 'true'), runs.outcomeOf(tenantId, runId));
     const state = await runs.eventsState(tenantId, runId);
     reply.raw.setHeader(REPLAYED_HEADER, 'true');

@@ -312,6 +312,40 @@ describe('Idempotency-Key', () => {
     expect(list.body.tasks.filter((task: { name: string }) => task.name === 'nightly')).toHaveLength(1);
   });
 
+  it('a retried conversation message answers the original reply; one run', async () => {
+    const agent = await t.agent(key);
+    const conversation = await t.request('POST', '/api/v1/conversations', { key, body: { agentId: agent.id } });
+    expect(conversation.status).toBe(201);
+    const url = `/api/v1/conversations/${conversation.body.id}/messages`;
+    const headers = { 'idempotency-key': `message-${agent.id}` };
+    const first = await t.request('POST', url, { key, headers, body: { content: 'hello once' } });
+    expect(first.status).toBe(200);
+    const again = await t.request('POST', url, { key, headers, body: { content: 'hello once' } });
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expectProblem(await t.request('POST', url, { key, headers, body: { content: 'hello twice' } }), 422, 'idempotency_key_reused');
+    expect(await runsOfAgent(agent.id)).toBe(1);
+    const messages = await t.request('GET', url, { key });
+    expect(messages.body.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
+  });
+
+  it('a retried message that joined a running run answers the same 202', async () => {
+    const agent = await t.agent(key);
+    const running = await t.fetch(`/api/v1/agents/${agent.id}/stream`, key, { body: { message: SLOW } });
+    const conversationId = running.headers.get('x-conversation-id')!;
+    const headers = { 'idempotency-key': `inject-${agent.id}` };
+    const body = { message: 'also this', conversationId, onActiveRun: 'inject' };
+    const first = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body });
+    expect(first.status).toBe(202);
+    const again = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body });
+    expect(again.status).toBe(202);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    await readSse(running);
+    expect(await runsOfAgent(agent.id)).toBe(1);
+  });
+
   it('a request that started nothing leaves the key free for its retry', async () => {
     const agent = await t.agent(key);
     const headers = { 'idempotency-key': `paused-${agent.id}` };
