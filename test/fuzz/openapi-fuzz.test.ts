@@ -30,7 +30,7 @@ let keyB: string;
 let readerA: string;
 const idsA: string[] = [];
 const idsB: string[] = [];
-let operations: Operation[] = [];
+const operations: Operation[] = [];
 let tables: string[] = [];
 
 beforeAll(async () => {
@@ -87,6 +87,7 @@ const nasty = fc.constantFrom(
   "' OR 1=1 --",
   '"; DROP TABLE agents; --',
   '<script>alert(1)</script>',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a log-injection payload, meant literally
   '${jndi:ldap://x}',
   '\u0000',
   '💥🔥',
