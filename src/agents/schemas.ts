@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Id, Literals, Nullable, Timestamp } from '../http/schemas.js';
+import { Id, Literals, Nullable, PageQuery, Timestamp } from '../http/schemas.js';
 import { OPTIONAL_BODY } from '../http/validation.js';
 import { McpTool } from '../runtime/tools/mcp-source.js';
 
@@ -32,7 +32,29 @@ export const AgentTool = Type.Object(
   { additionalProperties: false, title: 'Delegation to another agent' },
 );
 
-export const ToolSpec = Type.Union([BuiltinTool, McpTool, AgentTool]);
+/** How many remote A2A agents one agent may call. */
+export const MAX_A2A_AGENTS = 16;
+
+/** A remote A2A agent as a tool (`a2a_<name>`), docs/clients.md "Calling remote A2A agents". */
+export const A2aAgentTool = Type.Object(
+  {
+    type: Type.Literal('a2a'),
+    name: Type.String({ pattern: '^[a-zA-Z0-9_-]{1,60}$', description: 'the tool the model sees is a2a_<name> (what TBAC policies match)' }),
+    cardUrl: Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048, description: 'the remote agent\'s Agent Card' }),
+    description: Type.Optional(Type.String({ maxLength: 2000 })),
+    credential: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 8192,
+        description: 'the bearer credential the remote agent expects; sealed at rest and read back sealed (v1.…): sending that back keeps it',
+      }),
+    ),
+  },
+  { additionalProperties: false, title: 'Remote A2A agent' },
+);
+export type A2aAgentTool = Static<typeof A2aAgentTool>;
+
+export const ToolSpec = Type.Union([BuiltinTool, McpTool, AgentTool, A2aAgentTool]);
 export type ToolSpec = Static<typeof ToolSpec>;
 const Tools = Type.Array(ToolSpec, { maxItems: 64 });
 const CreateTools = Type.Array(ToolSpec, {
@@ -184,7 +206,7 @@ export const DuplicateAgentBody = Type.Object({ name: Type.Optional(Name) }, { a
 
 export const ListAgentsQuery = Type.Object(
   {
-    page: Type.Integer({ minimum: 1, default: 1 }),
+    page: PageQuery.page,
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
     appId: Type.Optional(Scope),
     teamId: Type.Optional(Scope),

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Id, Literals, Nullable, Timestamp } from '../http/schemas.js';
+import { Id, Literals, Nullable, PageQuery, Timestamp } from '../http/schemas.js';
 import { OPTIONAL_BODY } from '../http/validation.js';
 import type { Act } from './claims.js';
 import { Conditions } from './conditions.js';
@@ -199,7 +199,7 @@ export type UpdatePolicyBody = Static<typeof UpdatePolicyBody>;
 
 export const ListPoliciesQuery = Type.Object(
   {
-    page: Type.Integer({ minimum: 1, default: 1 }),
+    page: PageQuery.page,
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
     callerAgentId: Type.Optional(AgentOrAny),
     calleeAgentId: Type.Optional(AgentOrAny),

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Id, Json, Literals, Nullable, Timestamp } from '../http/schemas.js';
+import { Id, Json, Literals, Nullable, PageQuery, Timestamp } from '../http/schemas.js';
 import { FILE_NAME_PATTERN, LANGUAGE_PATTERN, LIMITS, NAME_PATTERN } from './format.js';
 
 /** HTTP shapes of the skills API (/api/skills). */
@@ -117,7 +117,7 @@ export const ListSkillsQuery = Type.Object(
     status: Literals([...SKILL_STATUSES, 'all'], { default: 'active' }),
     source: Type.Optional(Literals(SKILL_SOURCES)),
     q: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'words in the name or description' })),
-    page: Type.Integer({ minimum: 1, default: 1 }),
+    page: PageQuery.page,
     limit: Type.Integer({ minimum: 1, maximum: 200, default: 50, description: 'page size, 1 to 200' }),
   },
   { additionalProperties: false },

@@ -89,6 +89,10 @@ describe('HTTP conventions', () => {
     expectProblem(await t.request('GET', '/api/v1/agents?limit=101', { key }), 400, 'validation_failed');
     expectProblem(await t.request('GET', '/api/v1/agents?page=0', { key }), 400, 'validation_failed');
     expectProblem(await t.request('GET', '/api/v1/agents?page=abc', { key }), 400, 'validation_failed');
+    // A page whose offset no database takes is refused on every list, not answered with a 500.
+    for (const list of ['/api/v1/agents', '/api/skills', '/api/v1/identity/tbac/policies', '/api/v1/tasks']) {
+      expectProblem(await t.request('GET', `${list}?page=1e300`, { key }), 400, 'validation_failed');
+    }
     const ok = await t.request('GET', '/api/v1/agents?limit=100&page=3', { key });
     expect(ok.status).toBe(200);
     expect(ok.body).toMatchObject({ page: 3, limit: 100 });
