@@ -17,7 +17,7 @@ const BUILTIN_TOOLS: Record<string, string[]> = {
 };
 
 export interface ToolCapability {
-  type: 'builtin' | 'mcp' | 'agent';
+  type: 'builtin' | 'mcp' | 'agent' | 'a2a';
   name?: string;
   tools?: string[];
   agentId?: string;
@@ -27,6 +27,7 @@ function toolCapabilities(tools: ToolSpec[]): ToolCapability[] {
   return tools.map((t): ToolCapability => {
     if (t.type === 'builtin') return { type: 'builtin', name: t.name, tools: BUILTIN_TOOLS[t.name] ?? [] };
     if (t.type === 'mcp') return { type: 'mcp', ...(t.name ? { name: t.name } : {}), ...(t.allowedTools ? { tools: t.allowedTools } : {}) };
+    if (t.type === 'a2a') return { type: 'a2a', name: t.name, tools: [`a2a_${t.name}`] };
     return { type: 'agent', agentId: t.agentId, ...(t.name ? { name: t.name } : {}) };
   });
 }

@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import { Role, TaskState } from '@a2a-js/sdk';
+import { type Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import type { A2aAgentTool, Agent } from '../agents/schemas.js';
+import { a2aCredentialOwner } from '../agents/service.js';
+import { ToolError, type RuntimeTool, type ToolContext, type ToolProvider } from '../runtime/tools/types.js';
+
+type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
+
+/** What the tools need of identity: TBAC's decision for a tool name (identity/policies.ts). */
+export interface ToolPolicies {
+  evaluate(
+    tenantId: string,
+    caller: string,
+    callee: string,
+    tool: string,
+    at: number,
+  ): { allowed: boolean; reason: string } | Promise<{ allowed: boolean; reason: string }>;
+}
+
+/** Opens the credentials the agents service sealed (identity/secret-box.ts). */
+export interface CredentialOpener {
+  open(sealed: string, owner: string): string | null;
+}
+
+/** A remote agent is not one of this platform's: TBAC policies naming it match by tool name, with `*` as callee. */
+const ANY_CALLEE = '*';
+
+const A2A_INPUT = {
+  type: 'object',
+  properties: { message: { type: 'string', description: 'what to ask the remote agent', minLength: 1, maxLength: 100000 } },
+  required: ['message'],
+  additionalProperties: false,
+};
+
+type Task = Awaited<ReturnType<Client['getTask']>>;
+type Part = Task['artifacts'][number]['parts'][number];
+const textOf = (parts: Part[]) => parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+
+/** The official SDK's client speaking A2A 0.3 or 1.0 as the card says, every request through the guarded fetch. */
+function clientFactory(fetch: FetchLike, credential: string | null): ClientFactory {
+  const fetchImpl = ((input: string | URL, init?: RequestInit) => {
+    const headers = new Headers(init?.headers);
+    if (credential) headers.set('authorization', `Bearer ${credential}`);
+    return fetch(input, { ...init, headers });
+  }) as typeof globalThis.fetch;
+  return new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }),
+    }),
+  );
+}
+
+const FINAL = new Set([
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_REJECTED,
+]);
+
+/** Sends the message as a streamed task and gathers its text; the run's cancellation cancels the remote task. */
+async function ask(client: Client, message: string, signal: AbortSignal) {
+  const request = {
+    message: { messageId: randomUUID(), role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: message } }] },
+  } as unknown as Parameters<Client['sendMessageStream']>[0];
+  let taskId = '';
+  let contextId = '';
+  let text = '';
+  let state: TaskState | undefined;
+  let statusText = '';
+  const cancelRemote = () => {
+    if (taskId) void client.cancelTask({ id: taskId } as never).catch(() => {});
+  };
+  signal.addEventListener('abort', cancelRemote, { once: true });
+  try {
+    for await (const event of client.sendMessageStream(request, { signal })) {
+      const payload = event.payload;
+      if (payload?.$case === 'task') {
+        ({ id: taskId, contextId } = payload.value);
+        state = payload.value.status?.state;
+      } else if (payload?.$case === 'message') {
+        // A remote agent may answer with a message instead of a task.
+        text = textOf(payload.value.parts);
+        state = TaskState.TASK_STATE_COMPLETED;
+      } else if (payload?.$case === 'artifactUpdate') {
+        const chunk = textOf(payload.value.artifact?.parts ?? []);
+        text = payload.value.append ? text + chunk : chunk;
+      } else if (payload?.$case === 'statusUpdate') {
+        state = payload.value.status?.state;
+        statusText = textOf(payload.value.status?.message?.parts ?? []);
+      }
+      if (state !== undefined && FINAL.has(state) && payload?.$case !== 'task') break;
+    }
+  } finally {
+    signal.removeEventListener('abort', cancelRemote);
+  }
+  return { taskId, contextId, text, state, statusText };
+}
+
+/**
+ * Remote A2A agents as tools: an agent's `tools` may list `{ "type": "a2a", "name", "cardUrl",
+ * "credential"? }`, each the tool `a2a_<name>`. A call asks TBAC for that tool name, then sends the
+ * model's message to the remote agent as a streamed task (card and calls through the SSRF guard's
+ * fetch, with the credential unsealed for the call), and answers its text. docs/clients.md.
+ */
+export function a2aToolProvider(fetch: FetchLike, policies: ToolPolicies, credentials: CredentialOpener): ToolProvider<Agent> {
+  const toolFor = (ctx: ToolContext<Agent>, spec: A2aAgentTool): RuntimeTool<Agent> => {
+    const name = `a2a_${spec.name}`;
+    return {
+      name,
+      description:
+        spec.description ?? `Ask the remote agent "${spec.name}" (A2A, ${spec.cardUrl}) to handle a request. Answers with its reply.`,
+      inputSchema: A2A_INPUT,
+      async execute(input, toolCtx) {
+        const decision = await policies.evaluate(ctx.tenantId, ctx.agent.id, ANY_CALLEE, name, Date.now());
+        if (!decision.allowed) throw new ToolError('access_denied', `TBAC denied ${name}: ${decision.reason}`);
+        const credential = spec.credential ? credentials.open(spec.credential, a2aCredentialOwner(ctx.tenantId)) : null;
+        if (spec.credential && !credential)
+          throw new ToolError('credential_unusable', `the credential of ${name} cannot be opened here; set it again`);
+        let answer: Awaited<ReturnType<typeof ask>>;
+        try {
+          const client = await clientFactory(fetch, credential).createFromUrl(spec.cardUrl, '');
+          answer = await ask(client, (input as { message: string }).message, toolCtx.signal);
+        } catch (err) {
+          if (toolCtx.signal.aborted) throw err;
+          const cause = (err as Error & { cause?: Error }).cause;
+          throw new ToolError('remote_agent_unreachable', `${(err as Error).message}${cause?.message ? ` (${cause.message})` : ''}`);
+        }
+        if (answer.state !== TaskState.TASK_STATE_COMPLETED) {
+          const state = answer.state === undefined ? 'unknown' : TaskState[answer.state];
+          throw new ToolError('remote_task_failed', `the remote task ended ${state}${answer.statusText ? `: ${answer.statusText}` : ''}`);
+        }
+        return { output: answer.text, taskId: answer.taskId, contextId: answer.contextId };
+      },
+    };
+  };
+  return (ctx) => {
+    const specs = ctx.agent.tools.filter((t): t is A2aAgentTool => t.type === 'a2a');
+    return { tools: specs.map((spec) => toolFor(ctx, spec)) };
+  };
+}
