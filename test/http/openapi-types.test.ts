@@ -1,31 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import openapiTS, { astToString, COMMENT_HEADER, type OpenAPI3 } from 'openapi-typescript';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { typesOf } from '../helpers/openapi-types.js';
 
 // The typed test client (test/helpers/app.ts) is only as true as these types: they are generated from
 // the document the app serves, and this test fails when the committed file differs from it.
 // `npm run test:types` writes the file anew.
 const generated = path.resolve(import.meta.dirname, '../generated/openapi.ts');
 const write = process.env.AGENTRY_WRITE_OPENAPI_TYPES === '1';
-
-/**
- * A query parameter with a default is one a client may leave out; the served document marks it required
- * (TypeBox's querystring object lists it), which would make every typed call spell out page and limit.
- */
-function optionalDefaults(document: {
-  paths?: Record<string, Record<string, { parameters?: { in: string; required?: boolean; schema?: object }[] }>>;
-}) {
-  for (const item of Object.values(document.paths ?? {})) {
-    for (const operation of Object.values(item)) {
-      for (const parameter of operation.parameters ?? []) {
-        if (parameter.in === 'query' && parameter.schema && 'default' in parameter.schema) parameter.required = false;
-      }
-    }
-  }
-  return document as OpenAPI3;
-}
 
 let t: TestApp;
 beforeAll(async () => {
@@ -35,7 +18,7 @@ afterAll(() => t?.close());
 
 it('the committed OpenAPI types are those of the served document', async () => {
   const document = (await t.request('GET', '/openapi.json')).body;
-  const types = COMMENT_HEADER + astToString(await openapiTS(optionalDefaults(document)));
+  const types = await typesOf(document);
   if (write) fs.writeFileSync(generated, types);
   expect(fs.readFileSync(generated, 'utf8'), 'test/generated/openapi.ts is stale: run npm run test:types').toBe(types);
 });

@@ -1,0 +1,283 @@
+import type { paths } from './generated/openapi.js';
+import { type AgentryOptions, Http, type RequestOptions } from './http.js';
+import { PageIterator } from './pages.js';
+import { RunStream, type StreamOptions } from './stream.js';
+import type {
+  Agent,
+  AgentInput,
+  AgentKey,
+  AgentSummary,
+  AgentUpdate,
+  ApiKey,
+  AuditEvent,
+  BodyOf,
+  Conversation,
+  ConversationSummary,
+  CreatedApiKey,
+  ExecuteInput,
+  ExecutionResult,
+  Message,
+  QueryOf,
+  ResponseOf,
+  RunDetails,
+  RunSummary,
+  Skill,
+  SkillSummary,
+  Task,
+  TaskSummary,
+  TbacPolicy,
+} from './types.js';
+
+type CallOptions = Pick<RequestOptions, 'signal' | 'headers'>;
+/** A list's filters without its paging, which the iterator does itself. */
+type Filters<Q> = Omit<Q, 'page'>;
+
+const seg = encodeURIComponent;
+
+/** The Agentry API: `new Agentry({ baseUrl, apiKey })`, then one property per resource. */
+export class Agentry {
+  readonly http: Http;
+  readonly agents: Agents;
+  readonly conversations: Conversations;
+  readonly runs: Runs;
+  readonly tasks: Tasks;
+  readonly skills: Skills;
+  readonly identity: Identity;
+  readonly apiKeys: ApiKeys;
+  readonly audit: Audit;
+
+  constructor(options: AgentryOptions) {
+    this.http = new Http(options);
+    this.agents = new Agents(this.http);
+    this.conversations = new Conversations(this.http);
+    this.runs = new Runs(this.http);
+    this.tasks = new Tasks(this.http);
+    this.skills = new Skills(this.http);
+    this.identity = new Identity(this.http);
+    this.apiKeys = new ApiKeys(this.http);
+    this.audit = new Audit(this.http);
+  }
+}
+
+function paged<T>(http: Http, path: string, itemsKey: string, query: object = {}, options?: CallOptions) {
+  return new PageIterator<T>((page) => http.json('GET', path, { ...options, query: { ...query, page } }), itemsKey);
+}
+
+class Agents {
+  constructor(private readonly http: Http) {}
+
+  list(query: Filters<QueryOf<paths['/api/v1/agents']['get']>> = {}, options?: CallOptions) {
+    return paged<AgentSummary>(this.http, '/api/v1/agents', 'agents', query, options);
+  }
+  get(id: string, options?: CallOptions) {
+    return this.http.json<Agent>('GET', `/api/v1/agents/${seg(id)}`, options);
+  }
+  create(body: AgentInput, options?: CallOptions) {
+    return this.http.json<Agent>('POST', '/api/v1/agents', { ...options, body });
+  }
+  update(id: string, body: AgentUpdate, options?: CallOptions) {
+    return this.http.json<Agent>('POST', `/api/v1/agents/${seg(id)}`, { ...options, body });
+  }
+  delete(id: string, options?: CallOptions) {
+    return this.http.json<void>('DELETE', `/api/v1/agents/${seg(id)}`, options);
+  }
+  pause(id: string, options?: CallOptions) {
+    return this.http.json<Agent>('POST', `/api/v1/agents/${seg(id)}/pause`, options);
+  }
+  resume(id: string, options?: CallOptions) {
+    return this.http.json<Agent>('POST', `/api/v1/agents/${seg(id)}/resume`, options);
+  }
+  /** Runs the agent and answers its result as JSON (no streaming). */
+  execute(id: string, body: Omit<ExecuteInput, 'stream'>, options?: CallOptions) {
+    return this.http.json<ExecutionResult>('POST', `/api/v1/agents/${seg(id)}/execute`, { ...options, body });
+  }
+  /** Runs the agent and streams its events; a dropped connection resumes where it broke. */
+  stream(id: string, body: Omit<ExecuteInput, 'stream'>, options: StreamOptions & Pick<CallOptions, 'headers'> = {}) {
+    return new RunStream(
+      this.http,
+      () =>
+        this.http.send('POST', `/api/v1/agents/${seg(id)}/stream`, {
+          body,
+          signal: options.signal,
+          headers: { accept: 'text/event-stream', ...options.headers },
+        }),
+      options,
+    );
+  }
+  /** The agent's runs, newest first. */
+  runs(id: string, query: Filters<QueryOf<paths['/api/v1/agents/{id}/runs']['get']>> = {}, options?: CallOptions) {
+    return paged<RunSummary>(this.http, `/api/v1/agents/${seg(id)}/runs`, 'runs', query, options);
+  }
+}
+
+class Runs {
+  constructor(private readonly http: Http) {}
+
+  get(runId: string, options?: CallOptions) {
+    return this.http.json<RunDetails>('GET', `/api/v1/runs/${seg(runId)}`, options);
+  }
+  cancel(runId: string, options?: CallOptions) {
+    return this.http.json<RunDetails>('POST', `/api/v1/runs/${seg(runId)}/cancel`, options);
+  }
+  /** A run's events after `lastEventId` (0: all of them), then live ones until it ends. */
+  events(runId: string, options: StreamOptions & { lastEventId?: number } = {}) {
+    return new RunStream(
+      this.http,
+      () =>
+        this.http.send('GET', `/api/v1/runs/${seg(runId)}/events`, {
+          signal: options.signal,
+          headers: { accept: 'text/event-stream', 'last-event-id': String(options.lastEventId ?? 0) },
+        }),
+      options,
+    );
+  }
+}
+
+class Conversations {
+  constructor(private readonly http: Http) {}
+
+  list(query: Filters<QueryOf<paths['/api/v1/conversations']['get']>> = {}, options?: CallOptions) {
+    return paged<ConversationSummary>(this.http, '/api/v1/conversations', 'conversations', query, options);
+  }
+  get(id: string, options?: CallOptions) {
+    return this.http.json<Conversation>('GET', `/api/v1/conversations/${seg(id)}`, options);
+  }
+  create(body: BodyOf<paths['/api/v1/conversations']['post']>, options?: CallOptions) {
+    return this.http.json<ResponseOf<paths['/api/v1/conversations']['post']>>('POST', '/api/v1/conversations', { ...options, body });
+  }
+  update(id: string, body: BodyOf<paths['/api/v1/conversations/{id}']['patch']>, options?: CallOptions) {
+    return this.http.json<ResponseOf<paths['/api/v1/conversations/{id}']['patch']>>('PATCH', `/api/v1/conversations/${seg(id)}`, {
+      ...options,
+      body,
+    });
+  }
+  delete(id: string, options?: CallOptions) {
+    return this.http.json<void>('DELETE', `/api/v1/conversations/${seg(id)}`, options);
+  }
+  send(id: string, body: BodyOf<paths['/api/v1/conversations/{id}/messages']['post']>, options?: CallOptions) {
+    return this.http.json<ResponseOf<paths['/api/v1/conversations/{id}/messages']['post']>>(
+      'POST',
+      `/api/v1/conversations/${seg(id)}/messages`,
+      {
+        ...options,
+        body,
+      },
+    );
+  }
+  /** The conversation's messages, newest first, following the `before` cursor page after page. */
+  async *messages(id: string, query: { limit?: number } = {}, options?: CallOptions): AsyncGenerator<Message> {
+    let before: string | undefined;
+    for (;;) {
+      const page = await this.http.json<ResponseOf<paths['/api/v1/conversations/{id}/messages']['get']>>(
+        'GET',
+        `/api/v1/conversations/${seg(id)}/messages`,
+        { ...options, query: { ...query, before } },
+      );
+      // Each page is oldest first: the newest `limit` messages older than the cursor.
+      yield* [...page.messages].reverse();
+      if (!page.hasMore || page.messages.length === 0) return;
+      before = page.messages[0].id;
+    }
+  }
+}
+
+class Tasks {
+  constructor(private readonly http: Http) {}
+
+  list(query: Filters<QueryOf<paths['/api/v1/tasks']['get']>> = {}, options?: CallOptions) {
+    return paged<TaskSummary>(this.http, '/api/v1/tasks', 'tasks', query, options);
+  }
+  get(id: string, options?: CallOptions) {
+    return this.http.json<Task>('GET', `/api/v1/tasks/${seg(id)}`, options);
+  }
+  create(body: BodyOf<paths['/api/v1/tasks']['post']>, options?: CallOptions) {
+    return this.http.json<Task>('POST', '/api/v1/tasks', { ...options, body });
+  }
+  delete(id: string, options?: CallOptions) {
+    return this.http.json<void>('DELETE', `/api/v1/tasks/${seg(id)}`, options);
+  }
+  cancel(id: string, options?: CallOptions) {
+    return this.http.json<ResponseOf<paths['/api/v1/tasks/{id}/cancel']['post']>>('POST', `/api/v1/tasks/${seg(id)}/cancel`, options);
+  }
+  run(id: string, options?: CallOptions) {
+    return this.http.json<ResponseOf<paths['/api/v1/tasks/{id}/run']['post']>>('POST', `/api/v1/tasks/${seg(id)}/run`, options);
+  }
+}
+
+class Skills {
+  constructor(private readonly http: Http) {}
+
+  list(query: Filters<QueryOf<paths['/api/skills']['get']>> = {}, options?: CallOptions) {
+    return paged<SkillSummary>(this.http, '/api/skills', 'skills', query, options);
+  }
+  get(id: string, options?: CallOptions) {
+    return this.http.json<Skill>('GET', `/api/skills/${seg(id)}`, options);
+  }
+  create(body: BodyOf<paths['/api/skills']['post']>, options?: CallOptions) {
+    return this.http.json<ResponseOf<paths['/api/skills']['post']>>('POST', '/api/skills', { ...options, body });
+  }
+  archive(id: string, options?: CallOptions) {
+    return this.http.json<ResponseOf<paths['/api/skills/{id}']['delete']>>('DELETE', `/api/skills/${seg(id)}`, options);
+  }
+  assign(id: string, body: BodyOf<paths['/api/skills/{id}/assign']['post']>, options?: CallOptions) {
+    return this.http.json<ResponseOf<paths['/api/skills/{id}/assign']['post']>>('POST', `/api/skills/${seg(id)}/assign`, {
+      ...options,
+      body,
+    });
+  }
+}
+
+class Identity {
+  constructor(private readonly http: Http) {}
+
+  keys(agentId: string, options?: CallOptions) {
+    return this.http.json<{ keys: AgentKey[] }>('GET', `/api/v1/identity/agents/${seg(agentId)}/keys`, options);
+  }
+  rotateKey(agentId: string, options?: CallOptions) {
+    return this.http.json<ResponseOf<paths['/api/v1/identity/agents/{agentId}/keys/rotate']['post']>>(
+      'POST',
+      `/api/v1/identity/agents/${seg(agentId)}/keys/rotate`,
+      options,
+    );
+  }
+  policies(query: Filters<QueryOf<paths['/api/v1/identity/tbac/policies']['get']>> = {}, options?: CallOptions) {
+    return paged<TbacPolicy>(this.http, '/api/v1/identity/tbac/policies', 'policies', query, options);
+  }
+  createPolicy(body: BodyOf<paths['/api/v1/identity/tbac/policies']['post']>, options?: CallOptions) {
+    return this.http.json<ResponseOf<paths['/api/v1/identity/tbac/policies']['post']>>('POST', '/api/v1/identity/tbac/policies', {
+      ...options,
+      body,
+    });
+  }
+  deletePolicy(id: string, options?: CallOptions) {
+    return this.http.json<void>('DELETE', `/api/v1/identity/tbac/policies/${seg(id)}`, options);
+  }
+}
+
+class ApiKeys {
+  constructor(private readonly http: Http) {}
+
+  list(query: Filters<QueryOf<paths['/api/v1/api-keys']['get']>> = {}, options?: CallOptions) {
+    return paged<ApiKey>(this.http, '/api/v1/api-keys', 'apiKeys', query, options);
+  }
+  create(body: BodyOf<paths['/api/v1/api-keys']['post']>, options?: CallOptions) {
+    return this.http.json<CreatedApiKey>('POST', '/api/v1/api-keys', { ...options, body });
+  }
+  update(id: string, body: BodyOf<paths['/api/v1/api-keys/{id}']['patch']>, options?: CallOptions) {
+    return this.http.json<ResponseOf<paths['/api/v1/api-keys/{id}']['patch']>>('PATCH', `/api/v1/api-keys/${seg(id)}`, {
+      ...options,
+      body,
+    });
+  }
+  revoke(id: string, options?: CallOptions) {
+    return this.http.json<void>('DELETE', `/api/v1/api-keys/${seg(id)}`, options);
+  }
+}
+
+class Audit {
+  constructor(private readonly http: Http) {}
+
+  list(query: Filters<QueryOf<paths['/api/v1/audit-events']['get']>> = {}, options?: CallOptions) {
+    return paged<AuditEvent>(this.http, '/api/v1/audit-events', 'events', query, options);
+  }
+}

@@ -1,0 +1,125 @@
+import { AgentryError } from './errors.js';
+import type { Http } from './http.js';
+import { parseSse } from './sse.js';
+import type { RunDetails } from './types.js';
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** The events of a run's stream, as docs/api.md lists them; `seq` is the event's id (Last-Event-ID). */
+export type RunEvent =
+  | { type: 'token'; seq: number; data: { text: string } }
+  | { type: 'tool_call_start'; seq: number; data: { id: string; name: string; input: unknown } }
+  | { type: 'tool_call_end'; seq: number; data: { id: string; result: Record<string, unknown> } }
+  | { type: 'done'; seq: number; data: { conversationId: string; runId: string; cost: number; tokenUsage: TokenUsage } }
+  | { type: 'error'; seq: number; data: { code: string; message: string } };
+
+export interface StreamOptions {
+  /** Stops reading locally (the run goes on on the server: `cancel()` stops it there). */
+  signal?: AbortSignal;
+  /** Reconnections through GET /runs/{runId}/events after a dropped connection (default 5). */
+  maxReconnects?: number;
+}
+
+const RECONNECT_DELAY_MS = 250;
+
+/**
+ * A streamed run: an async iterable of its events, each seen exactly once. When the connection drops
+ * before the run's last event, it resumes from the last event seen (Last-Event-ID) on the run's events
+ * endpoint, so nothing is repeated and no second run starts.
+ */
+export class RunStream implements AsyncIterable<RunEvent> {
+  private readonly opened: Promise<Response>;
+  private started = false;
+  private runIdValue: string | undefined;
+  private conversationIdValue: string | undefined;
+
+  constructor(
+    private readonly http: Http,
+    open: () => Promise<Response>,
+    private readonly options: StreamOptions = {},
+  ) {
+    this.opened = open().then((response) => {
+      this.runIdValue = response.headers.get('x-run-id') ?? undefined;
+      this.conversationIdValue = response.headers.get('x-conversation-id') ?? undefined;
+      return response;
+    });
+    // Failures surface through iteration or runId(); this keeps an unread one from being unhandled.
+    this.opened.catch(() => {});
+  }
+
+  /** The run's id, known once the server has answered (before its first event). */
+  async runId(): Promise<string> {
+    await this.opened;
+    if (!this.runIdValue)
+      throw new AgentryError({ status: 0, code: 'missing_run_id', detail: 'the stream did not name its run (X-Run-Id)' });
+    return this.runIdValue;
+  }
+
+  /** The conversation the run belongs to (X-Conversation-Id). */
+  async conversationId(): Promise<string | undefined> {
+    await this.opened;
+    return this.conversationIdValue;
+  }
+
+  /** Cancels the run on the server; its stream then ends with its last events. */
+  async cancel(): Promise<RunDetails> {
+    const runId = await this.runId();
+    return this.http.json<RunDetails>('POST', `/api/v1/runs/${encodeURIComponent(runId)}/cancel`);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<RunEvent> {
+    if (this.started) throw new TypeError('a RunStream can be iterated once');
+    this.started = true;
+    const { signal } = this.options;
+    const maxReconnects = this.options.maxReconnects ?? 5;
+    let response: Response | undefined = await this.opened;
+    let lastSeq = 0;
+    let reconnects = 0;
+    for (;;) {
+      if (response?.body) {
+        try {
+          for await (const message of parseSse(response.body)) {
+            const seq = Number(message.id);
+            if (Number.isFinite(seq) && seq <= lastSeq) continue;
+            if (Number.isFinite(seq)) lastSeq = seq;
+            const event = { type: message.event, seq, data: JSON.parse(message.data) } as RunEvent;
+            this.runIdValue ??= event.type === 'done' ? event.data.runId : undefined;
+            yield event;
+            if (event.type === 'done' || event.type === 'error') return;
+          }
+        } catch (err) {
+          if (signal?.aborted) throw signal.reason;
+          if (err instanceof SyntaxError) throw err;
+          // The connection broke mid-stream: resume below.
+        }
+      }
+      if (signal?.aborted) throw signal.reason;
+      if (reconnects++ >= maxReconnects) {
+        throw new AgentryError({
+          status: 0,
+          code: 'stream_interrupted',
+          detail: `the stream broke ${reconnects} times; last event ${lastSeq}`,
+        });
+      }
+      await this.http.wait(RECONNECT_DELAY_MS * reconnects, signal);
+      const runId = await this.runId();
+      try {
+        response = await this.http.send('GET', `/api/v1/runs/${encodeURIComponent(runId)}/events`, {
+          headers: { accept: 'text/event-stream', 'last-event-id': String(lastSeq) },
+          signal,
+        });
+      } catch (err) {
+        if (err instanceof AgentryError && err.status === 0 && err.code === 'network_error') {
+          response = undefined;
+          continue;
+        }
+        throw err;
+      }
+      // 204: the run ended and every event was seen.
+      if (response.status === 204) return;
+    }
+  }
+}

@@ -1,0 +1,38 @@
+import type { components, paths } from './generated/openapi.js';
+
+/** What a 200 or 201 answer of the operation carries as JSON. */
+export type ResponseOf<O> = O extends { responses: infer R }
+  ? R extends { 200: { content: { 'application/json': infer B } } }
+    ? B
+    : R extends { 201: { content: { 'application/json': infer B } } }
+      ? B
+      : undefined
+  : never;
+/** The operation's JSON request body. */
+export type BodyOf<O> = O extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+/** The operation's query parameters. */
+export type QueryOf<O> = O extends { parameters: { query?: infer Q } } ? NonNullable<Q> : never;
+
+export type Problem = components['schemas']['Problem'];
+export type Agent = ResponseOf<paths['/api/v1/agents/{id}']['get']>;
+export type AgentSummary = ResponseOf<paths['/api/v1/agents']['get']>['agents'][number];
+export type AgentInput = BodyOf<paths['/api/v1/agents']['post']>;
+export type AgentUpdate = BodyOf<paths['/api/v1/agents/{id}']['post']>;
+export type ExecuteInput = BodyOf<paths['/api/v1/agents/{id}/execute']['post']>;
+export type ExecutionResult = ResponseOf<paths['/api/v1/agents/{id}/execute']['post']>;
+export type RunSummary = ResponseOf<paths['/api/v1/agents/{id}/runs']['get']>['runs'][number];
+export type RunDetails = ResponseOf<paths['/api/v1/runs/{runId}']['get']>;
+export type Conversation = ResponseOf<paths['/api/v1/conversations/{id}']['get']>;
+export type ConversationSummary = ResponseOf<paths['/api/v1/conversations']['get']>['conversations'][number];
+export type Message = ResponseOf<paths['/api/v1/conversations/{id}/messages']['get']>['messages'][number];
+export type Task = ResponseOf<paths['/api/v1/tasks/{id}']['get']>;
+export type TaskSummary = ResponseOf<paths['/api/v1/tasks']['get']>['tasks'][number];
+export type Skill = ResponseOf<paths['/api/skills/{id}']['get']>;
+export type SkillSummary = ResponseOf<paths['/api/skills']['get']>['skills'][number];
+export type ApiKey = ResponseOf<paths['/api/v1/api-keys']['get']>['apiKeys'][number];
+export type CreatedApiKey = ResponseOf<paths['/api/v1/api-keys']['post']>;
+export type AuditEvent = ResponseOf<paths['/api/v1/audit-events']['get']>['events'][number];
+export type TbacPolicy = ResponseOf<paths['/api/v1/identity/tbac/policies']['get']>['policies'][number];
+export type AgentKey = ResponseOf<paths['/api/v1/identity/agents/{agentId}/keys']['get']>['keys'][number];
+
+export type { components, paths };
