@@ -452,7 +452,8 @@ describe('OpenAPI', () => {
     for (const path of ['/api/v1/tasks', '/api/v1/tasks/{id}', '/api/v1/tasks/{id}/run', '/api/v1/tasks/pending-approval', '/api/v1/tasks/runs/{runId}', '/api/v1/hooks/{taskId}']) {
       expect(doc.paths[path], path).toBeTruthy();
     }
-    expect(doc.paths['/api/v1/hooks/{taskId}'].post.security).toBeUndefined();
+    // Public: an empty security list (the webhook's own secret is its authentication).
+    expect(doc.paths['/api/v1/hooks/{taskId}'].post.security).toEqual([]);
     expect(doc.paths['/api/v1/tasks'].post.security).toEqual([{ bearerAuth: [] }]);
   });
 });
