@@ -2342,6 +2342,7 @@ export interface operations {
     listAgents: {
         parameters: {
             query?: {
+                /** @description page number, from 1 */
                 page?: number;
                 limit?: number;
                 appId?: string;
@@ -6537,6 +6538,7 @@ export interface operations {
                 source?: "custom" | "store";
                 /** @description words in the name or description */
                 q?: string;
+                /** @description page number, from 1 */
                 page?: number;
                 /** @description page size, 1 to 200 */
                 limit?: number;
@@ -9367,6 +9369,7 @@ export interface operations {
     listTbacPolicies: {
         parameters: {
             query?: {
+                /** @description page number, from 1 */
                 page?: number;
                 limit?: number;
                 /** @description agent id, or * for any */
