@@ -88,6 +88,7 @@ export class RunExecution {
       const maxTokens = input.maxTokens ?? agent.configuration.maxTokens ?? undefined;
       loop = await runLoop({
         model,
+        retry: this.r.models.retryPolicy(agent.model),
         system,
         messages: x.messages,
         tools: toolSet.tools,
@@ -105,7 +106,7 @@ export class RunExecution {
     } catch (err) {
       if (err instanceof ModelCallError) {
         loop = err.partial;
-        failure = { code: 'model_error', message: err.message };
+        failure = { code: err.code, message: err.message };
       } else if (err instanceof ModelUnavailableError) {
         failure = { code: err.code, message: err.message };
       } else if (controller.signal.aborted) {

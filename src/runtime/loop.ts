@@ -1,6 +1,7 @@
 import type { JSONSchema7, JSONValue, LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Prompt, LanguageModelV3ToolResultPart } from '@ai-sdk/provider';
 import { now } from '../ids.js';
 import { type StepOutput, streamStep, type StepToolCall } from './model-step.js';
+import { ProviderError, type ProviderErrorCode, type RetryPolicy } from './models/retries.js';
 import { invalidToolInput } from './tools/input-schema.js';
 import { ToolError, type RuntimeTool, type ToolAgent, type ToolContext } from './tools/types.js';
 
@@ -46,11 +47,12 @@ export interface LoopResult {
   warnings: string[];
 }
 
-/** Thrown when the model call fails; carries what was produced before the failure. */
+/** Thrown when the model call fails; carries what was produced before the failure, and its code (model_error when not the provider's). */
 export class ModelCallError extends Error {
   constructor(
     message: string,
     readonly partial: LoopResult,
+    readonly code: ProviderErrorCode | 'model_error' = 'model_error',
   ) {
     super(message);
   }
@@ -58,6 +60,8 @@ export class ModelCallError extends Error {
 
 export interface LoopInput<A extends ToolAgent = ToolAgent> {
   model: LanguageModelV3;
+  /** How a failed model call is retried (the model's provider's policy). */
+  retry?: RetryPolicy;
   system?: string;
   messages: ConversationTurn[];
   tools: RuntimeTool<A>[];
@@ -178,13 +182,14 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
             input.onEvent({ event: 'token', data: { text } });
           },
         },
+        input.retry,
       );
     } catch (err) {
       if (input.signal.aborted) {
         result.finish = 'cancelled';
         return result;
       }
-      throw new ModelCallError(errorMessage(err), result);
+      throw new ModelCallError(errorMessage(err), result, err instanceof ProviderError ? err.code : undefined);
     }
     for (const w of output.warnings) if (!result.warnings.includes(w)) result.warnings.push(w);
     step.finishReason = output.finishReason;
@@ -195,7 +200,7 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
       result.finish = 'cancelled';
       return result;
     }
-    if (output.error !== undefined) throw new ModelCallError(errorMessage(output.error), result);
+    if (output.error !== undefined) throw new ModelCallError(errorMessage(output.error), result, output.errorCode);
 
     // Tools run once the step has ended well: a step cut off (length, content filter) may hold a
     // call that was never finished. A step that ends with `stop` after calling tools (some local

@@ -1,12 +1,12 @@
-import {
-  APICallError,
-  type LanguageModelV3,
-  type LanguageModelV3CallOptions,
-  type LanguageModelV3Message,
-  type LanguageModelV3StreamPart,
-  type SharedV3ProviderMetadata,
-  type SharedV3Warning,
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3Message,
+  LanguageModelV3StreamPart,
+  SharedV3ProviderMetadata,
+  SharedV3Warning,
 } from '@ai-sdk/provider';
+import { abortableDelay, classifyProviderError, DEFAULT_RETRY_POLICY, type ProviderErrorCode, ProviderError, type RetryPolicy, retryDelayMs } from './models/retries.js';
 
 /**
  * One model step, driven over the provider interface (`LanguageModelV3.doStream`) rather than the AI
@@ -14,7 +14,8 @@ import {
  * validation of the whole prompt on every step, telemetry wrappers) against ~40 µs for the echo
  * model's own stream, and that was most of a run's CPU. The
  * providers (OpenAI, Anthropic, OpenAI-compatible) are the AI SDK's own; what this file takes over
- * from streamText is small and fixed by the V3 specification: retrying the call once, collecting the
+ * from streamText is small and fixed by the V3 specification: retrying the call (models/retries.ts decides
+ * how; streamText's own retry is not in the path), collecting the
  * streamed parts into the assistant message that the next step sends back (provider metadata
  * included: reasoning item ids, encrypted reasoning, thinking signatures), and parsing tool-call input.
  */
@@ -37,6 +38,8 @@ export interface StepOutput {
   usage: { inputTokens: number; outputTokens: number };
   /** The first error the stream reported; what was produced before it stays in `message`. */
   error?: unknown;
+  /** The error's code when it was the provider's (a broken connection, an overloaded event...). */
+  errorCode?: ProviderErrorCode;
   /** What the provider warned about at the start of the stream (a setting the model does not support...), in words. */
   warnings: string[];
 }
@@ -47,54 +50,6 @@ export interface StepHandlers {
 
 type AssistantPart = StepOutput['message']['content'][number];
 type OpenPart = { type: 'text' | 'reasoning'; text: string; providerOptions?: SharedV3ProviderMetadata };
-
-const RETRY_DELAY_MS = 2_000;
-const MAX_RETRY_DELAY_MS = 60_000;
-
-/**
- * Calls the model, retrying once when the provider says the failure is retryable (429, 5xx),
- * after the delay its `retry-after(-ms)` header asks for, else 2 s (what streamText did with
- * `maxRetries: 1`). The error message of a second failure says both attempts failed.
- */
-async function callWithRetry(model: LanguageModelV3, options: LanguageModelV3CallOptions) {
-  try {
-    return await model.doStream(options);
-  } catch (first) {
-    if (options.abortSignal?.aborted || !(APICallError.isInstance(first) && first.isRetryable)) throw first;
-    await abortableDelay(retryDelayMs(first), options.abortSignal);
-    try {
-      return await model.doStream(options);
-    } catch (second) {
-      if (options.abortSignal?.aborted) throw second;
-      throw new Error(`Failed after 2 attempts. Last error: ${second instanceof Error ? second.message : String(second)}`, { cause: second });
-    }
-  }
-}
-
-function retryDelayMs(error: APICallError): number {
-  const headers = error.responseHeaders ?? {};
-  let ms = headers['retry-after-ms'] ? Number.parseFloat(headers['retry-after-ms']) : Number.NaN;
-  if (Number.isNaN(ms) && headers['retry-after']) {
-    const seconds = Number.parseFloat(headers['retry-after']);
-    ms = Number.isNaN(seconds) ? Date.parse(headers['retry-after']) - Date.now() : seconds * 1000;
-  }
-  return ms >= 0 && ms < MAX_RETRY_DELAY_MS ? ms : RETRY_DELAY_MS;
-}
-
-function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /** Tool-call input arrives as JSON text; empty text means no arguments. Messages as the AI SDK words them. */
 function parseToolCall(part: Extract<LanguageModelV3StreamPart, { type: 'tool-call' }>, known: ReadonlySet<string>): StepToolCall {
@@ -137,16 +92,56 @@ function usageOf(part: Extract<LanguageModelV3StreamPart, { type: 'finish' }>) {
 
 /**
  * Streams one step. Text and reasoning parts keep the provider metadata of their last chunk that had
- * any (start, delta or end), as the next request needs it; empty text parts are dropped. A stream
- * that errors part-way answers what it had, with `error` set; a call that fails outright throws.
+ * any (start, delta or end), as the next request needs it; empty text parts are dropped. A provider
+ * failure before any text reached the client is retried as `retry` says; one after it ends the step
+ * with `error` set and what was said kept. A call that fails for good throws (a ProviderError when
+ * it was the provider's).
  */
 export async function streamStep(
   model: LanguageModelV3,
   options: LanguageModelV3CallOptions,
   toolNames: ReadonlySet<string>,
   handlers: StepHandlers,
+  retry: RetryPolicy = DEFAULT_RETRY_POLICY,
 ): Promise<StepOutput> {
-  const { stream } = await callWithRetry(model, options);
+  const signal = options.abortSignal;
+  for (let attempt = 1; ; attempt++) {
+    let out: StepOutput;
+    let emitted = false;
+    try {
+      const { stream } = await model.doStream(options);
+      out = await readStep(stream, toolNames, {
+        onText: (delta) => {
+          emitted = true;
+          handlers.onText(delta);
+        },
+      });
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      const failure = classifyProviderError(err);
+      if (!failure) throw err;
+      const delay = retryDelayMs(retry, attempt, failure);
+      if (delay === undefined) throw new ProviderError(failure.code, failure.message, { cause: err });
+      await abortableDelay(delay, signal);
+      continue;
+    }
+    if (out.error === undefined || signal?.aborted) return out;
+    const failure = classifyProviderError(out.error);
+    // Nothing reached the client yet: the step starts over as if this attempt had not been.
+    const delay = failure && !emitted ? retryDelayMs(retry, attempt, failure) : undefined;
+    if (delay === undefined) {
+      if (failure) out.errorCode = failure.code;
+      return out;
+    }
+    await abortableDelay(delay, signal);
+  }
+}
+
+/**
+ * Reads one attempt's stream into the step's output. A stream that errors part-way answers what it
+ * had, with `error` set.
+ */
+async function readStep(stream: ReadableStream<LanguageModelV3StreamPart>, toolNames: ReadonlySet<string>, handlers: StepHandlers): Promise<StepOutput> {
   const content: AssistantPart[] = [];
   const open = new Map<string, OpenPart>();
   const out: StepOutput = { message: { role: 'assistant', content }, toolCalls: [], finishReason: 'other', usage: { inputTokens: 0, outputTokens: 0 }, warnings: [] };

@@ -314,8 +314,8 @@ describe('provider errors', () => {
   const serverError = (message: string) => openaiError(500, message, 'server_error', null, { 'retry-after-ms': '10' });
   const answer = { sse: responsesStream({ id: 'resp_ok', items: [{ type: 'message', id: 'msg_ok', text: ['Fine.'] }], usage: { input_tokens: 9, output_tokens: 2 } }) };
 
-  it('retries a 500 once (maxRetries: 1) and completes', async () => {
-    // The AI SDK honours retry-after-ms (as OpenAI sends it); without it, it waits 2 s before the retry.
+  it('retries a 500 and completes', async () => {
+    // retry-after-ms (as OpenAI sends it) sets the wait before the retry.
     vendor.script(serverError('The server had an error while processing your request.'), answer);
     const { events, run } = await stream('openai/gpt-5-mini', 'hello');
     expect(vendor.requests).toHaveLength(2);
@@ -327,11 +327,11 @@ describe('provider errors', () => {
     expect(run).toMatchObject({ status: 'completed', output: 'Fine.', error: null });
   });
 
-  it('fails the run with model_error after the second 500', async () => {
-    vendor.script(serverError('first failure'), serverError('second failure'));
+  it('fails the run with provider_unavailable after the third 500 (MODEL_RETRY_MAX_ATTEMPTS 3)', async () => {
+    vendor.script(serverError('first failure'), serverError('second failure'), serverError('third failure'));
     const { events, run } = await stream('openai/gpt-5-mini', 'hello');
-    expect(vendor.requests).toHaveLength(2);
-    const error = { code: 'model_error', message: 'Failed after 2 attempts. Last error: second failure' };
+    expect(vendor.requests).toHaveLength(3);
+    const error = { code: 'provider_unavailable', message: 'third failure' };
     expect(brief(events)).toEqual([{ event: 'error', data: error }]);
     expect(run).toMatchObject({ status: 'failed', output: '', error, tokenUsage: { inputTokens: 0, outputTokens: 0 }, toolCalls: [] });
   });
@@ -343,11 +343,11 @@ describe('provider errors', () => {
     const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'hello' } });
     expect(vendor.requests).toHaveLength(1);
     expect(res.status).toBe(502);
-    expect(res.body).toMatchObject({ status: 502, code: 'model_error' });
+    expect(res.body).toMatchObject({ status: 502, code: 'provider_bad_request' });
     const runId = /\(run ([0-9a-f-]+)\)$/.exec(res.body.detail)![1];
     expect(res.body.detail).toBe(`the run failed: ${message} (run ${runId})`);
     const run = (await t.request('GET', `/api/v1/runs/${runId}`, { key })).body;
-    expect(run).toMatchObject({ status: 'failed', output: '', error: { code: 'model_error', message }, toolCalls: [] });
+    expect(run).toMatchObject({ status: 'failed', output: '', error: { code: 'provider_bad_request', message }, toolCalls: [] });
   });
 
   it('keeps the output, tool calls and usage of earlier steps when the stream errors mid-way', async () => {
@@ -370,8 +370,9 @@ describe('provider errors', () => {
       },
     );
     const { events, run } = await stream('anthropic/claude-sonnet-4-5', 'one plus one');
-    // The provider hands the loop the error event's plain object ({ type, message }): its message is kept.
-    const error = { code: 'model_error', message: 'Overloaded' };
+    // The provider hands the loop the error event's plain object ({ type, message }): its message is
+    // kept, its type classified; after output the step is not retried.
+    const error = { code: 'provider_unavailable', message: 'Overloaded' };
     expect(brief(events)).toEqual([
       { event: 'tool_call_start', data: { id: 'toolu_01', name: 'add', input: { a: 1, b: 1 } } },
       { event: 'tool_call_end', data: { id: 'toolu_01', result: { sum: 2 } } },

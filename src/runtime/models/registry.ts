@@ -4,13 +4,21 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { EchoLanguageModel } from './echo.js';
 import { parseModelId } from './model-id.js';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retries.js';
+
+/** How to reach a provider, and how its failed calls are retried (the defaults when unset). */
+interface ProviderAccess {
+  apiKey?: string;
+  baseUrl?: string;
+  retry?: RetryPolicy;
+}
 
 /** How to reach each provider (from configuration: config.ts fills it from the environment). */
 export interface ProviderSettings {
-  openai: { apiKey?: string; baseUrl?: string };
-  anthropic: { apiKey?: string; baseUrl?: string };
+  openai: ProviderAccess;
+  anthropic: ProviderAccess;
   /** Any server speaking the OpenAI API: Ollama, vLLM, LM Studio, llama.cpp server. */
-  openaiCompatible: { apiKey?: string; baseUrl?: string };
+  openaiCompatible: ProviderAccess;
 }
 
 /** A model that cannot be used as configured; the run fails with this code and message. */
@@ -29,6 +37,14 @@ export class ModelRegistry {
   private compatible?: ReturnType<typeof createOpenAICompatible>;
 
   constructor(private readonly settings: ProviderSettings) {}
+
+  /** The retry policy of the model's provider (`builtin/echo` and unknown ids get the defaults). */
+  retryPolicy(model: string): RetryPolicy {
+    const id = parseModelId(model);
+    if (typeof id === 'string' || id.provider === 'builtin') return DEFAULT_RETRY_POLICY;
+    const provider = id.provider === 'openai-compatible' ? this.settings.openaiCompatible : this.settings[id.provider];
+    return provider.retry ?? DEFAULT_RETRY_POLICY;
+  }
 
   resolve(model: string): LanguageModelV3 {
     const id = parseModelId(model);
