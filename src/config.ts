@@ -3,6 +3,7 @@ import { inspect } from 'node:util';
 import { trustDomainError } from './identity/spiffe.js';
 import { parseModelId } from './runtime/models/model-id.js';
 import type { ProviderSettings } from './runtime/models/registry.js';
+import { DEFAULT_RETRY_POLICY } from './runtime/models/retries.js';
 
 /** A secret value that never shows up in logs, JSON or `util.inspect` output. */
 class Secret {
@@ -156,15 +157,28 @@ export function loadConfig(env: Env = process.env): Config {
   const parsed = parseModelId(defaultModel);
   if (typeof parsed === 'string') throw new ConfigError('DEFAULT_MODEL', `${parsed}, got "${defaultModel}"`);
 
+  const retry = {
+    maxAttempts: integer(env, 'MODEL_RETRY_MAX_ATTEMPTS', DEFAULT_RETRY_POLICY.maxAttempts, 1, 20),
+    baseMs: integer(env, 'MODEL_RETRY_BASE_MS', DEFAULT_RETRY_POLICY.baseMs, 0, 600_000),
+    maxDelayMs: integer(env, 'MODEL_RETRY_MAX_DELAY_MS', DEFAULT_RETRY_POLICY.maxDelayMs, 0, 3_600_000),
+  };
+  // A provider's own MAX_ATTEMPTS (OPENAI_RETRY_MAX_ATTEMPTS...) overrides the common one.
+  const retryOf = (prefix: string) => ({ ...retry, maxAttempts: integer(env, `${prefix}_RETRY_MAX_ATTEMPTS`, retry.maxAttempts, 1, 20) });
   const providers: ProviderSettings = {
-    openai: { apiKey: env.OPENAI_API_KEY || undefined, baseUrl: env.OPENAI_BASE_URL ? url(env, 'OPENAI_BASE_URL', '', ['http:', 'https:']) : undefined },
+    openai: {
+      apiKey: env.OPENAI_API_KEY || undefined,
+      baseUrl: env.OPENAI_BASE_URL ? url(env, 'OPENAI_BASE_URL', '', ['http:', 'https:']) : undefined,
+      retry: retryOf('OPENAI'),
+    },
     anthropic: {
       apiKey: env.ANTHROPIC_API_KEY || undefined,
       baseUrl: env.ANTHROPIC_BASE_URL ? url(env, 'ANTHROPIC_BASE_URL', '', ['http:', 'https:']) : undefined,
+      retry: retryOf('ANTHROPIC'),
     },
     openaiCompatible: {
       apiKey: env.OPENAI_COMPATIBLE_API_KEY || undefined,
       baseUrl: env.OPENAI_COMPATIBLE_BASE_URL ? url(env, 'OPENAI_COMPATIBLE_BASE_URL', '', ['http:', 'https:']) : undefined,
+      retry: retryOf('OPENAI_COMPATIBLE'),
     },
   };
 
