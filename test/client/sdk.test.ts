@@ -93,6 +93,30 @@ describe('typed calls and errors', () => {
     expect(audit.map((e) => e.action)).toContain('agent.deleted');
   });
 
+  it('tasks, skills and identity answer typed', async () => {
+    const agent = await client.agents.create({ name: 'Worker', appId: 'sdk-more', model: 'builtin/echo' });
+    const task = await client.tasks.create({
+      name: 'Yearly',
+      description: 'once a year',
+      agentId: agent.id,
+      type: 'scheduled',
+      schedule: '0 0 1 1 *',
+    });
+    expect(await client.tasks.get(task.id)).toMatchObject({ id: task.id, name: 'Yearly', agentId: agent.id });
+    expect((await client.tasks.list({ agentId: agent.id }).toArray()).map((t) => t.id)).toEqual([task.id]);
+    await client.tasks.delete(task.id);
+    expect(await client.tasks.get(task.id).catch((e) => e)).toMatchObject({ status: 404 });
+
+    const skill = await client.skills.create({ name: 'sdk-skill', description: 'a skill', instructions: 'Be brief.' });
+    expect(await client.skills.get(skill.id)).toMatchObject({ id: skill.id, name: 'sdk-skill' });
+    expect((await client.skills.list({ q: 'sdk-skill' }).toArray()).map((s) => s.id)).toContain(skill.id);
+
+    const before = (await client.identity.keys(agent.id)).keys;
+    await client.identity.rotateKey(agent.id);
+    expect((await client.identity.keys(agent.id)).keys.length).toBeGreaterThan(before.length);
+    expect(await client.identity.policies().toArray()).toEqual([]);
+  });
+
   it('a 400 is an AgentryError naming the field; a 404 carries its code', async () => {
     const invalid = await client.agents.create({ appId: 'x' } as never).catch((e) => e);
     expect(invalid).toBeInstanceOf(AgentryError);
