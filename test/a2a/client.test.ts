@@ -128,6 +128,27 @@ describe('the remote agents list', () => {
     expect(twice.status).toBe(400);
   });
 
+  it('asks TBAC by the tool name first: in enforce mode a call needs a policy for a2a_<name> (callee *)', async () => {
+    const caller = await t.agent(key, {
+      model: 'builtin/echo',
+      tools: [{ type: 'a2a', name: 'strict', cardUrl: 'http://127.0.0.1:9/card.json' }],
+    });
+    const setMode = (mode: string) => t.request('PUT', '/api/v1/identity/tbac/mode', { key, body: { mode } });
+    expect((await setMode('enforce')).status).toBe(200);
+    try {
+      const execute = () =>
+        t.request('POST', `/api/v1/agents/${caller.id}/execute`, { key, body: { message: '/tool a2a_strict {"message":"hi"}' } });
+      expect((await execute()).body.toolCalls[0].result.error).toMatchObject({ code: 'access_denied' });
+      const policy = { callerAgentId: caller.id, calleeAgentId: '*', toolName: 'a2a_strict', effect: 'allow' };
+      const created = await t.request('POST', '/api/v1/identity/tbac/policies', { key, body: policy });
+      expect(created.status, created.text).toBe(201);
+      // Allowed: the call goes on to the network, where the guard refuses loopback.
+      expect((await execute()).body.toolCalls[0].result.error).toMatchObject({ code: 'remote_agent_unreachable' });
+    } finally {
+      await setMode('audit');
+    }
+  });
+
   it('reaches no private address through the SSRF guard unless allowed', async () => {
     const base = await t.listen();
     const target = await t.agent(key, { model: 'builtin/echo' });
