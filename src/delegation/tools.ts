@@ -43,7 +43,8 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
     const warnings: string[] = [];
     const tools: RuntimeTool<Agent>[] = [];
     for (const spec of specs) {
-      const callee = await agents.get(ctx.tenantId, spec.agentId).catch(() => null);
+      // A deleted callee skips its tool; any other failure (the database away) is the run's.
+      const callee = await agents.find(ctx.tenantId, spec.agentId);
       if (!callee) {
         warnings.push(`delegation tool for agent ${spec.agentId} skipped: the agent no longer exists`);
         continue;
@@ -94,6 +95,7 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
           const onAbort = () =>
             void runs()
               .cancel(caller, handle.runId)
+              // The caller's run is ending anyway; a callee that already ended cannot be cancelled.
               .catch(() => {});
           toolCtx.signal.addEventListener('abort', onAbort, { once: true });
           let run: RunOutcome;

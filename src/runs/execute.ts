@@ -117,7 +117,9 @@ export class RunExecution {
       }
     } finally {
       activeRun.closing = true;
-      if (toolSet.close) await toolSet.close().catch(() => {});
+      // Closing the tools' connections (MCP sessions) cannot change how the run ended: logged, not raised.
+      if (toolSet.close)
+        await toolSet.close().catch((err: unknown) => this.r.log.warn({ err, runId }, 'closing the run’s tool connections failed'));
     }
     if (!failure && controller.signal.reason instanceof ShutdownAbort) {
       failure = { code: 'interrupted', message: controller.signal.reason.message };

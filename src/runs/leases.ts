@@ -84,7 +84,10 @@ export class RunLeases {
       });
       // Followers of the stream learn how it ended.
       const seq = (events.at(-1)?.seq ?? 0) + 1;
-      await store.insertEvents(this.r.db.kysely, [{ run_id: run.id, seq, event: 'error', data: JSON.stringify(error) }]).catch(() => {});
+      await store
+        .insertEvents(this.r.db.kysely, [{ run_id: run.id, seq, event: 'error', data: JSON.stringify(error) }])
+        // The run is already ended; followers then see its terminal status without the closing event.
+        .catch((err: unknown) => this.r.log.warn({ err, runId: run.id }, 'could not write the closing event of an interrupted run'));
       this.r.log.warn({ runId: run.id }, 'run interrupted: its process stopped renewing the lease');
     }
     return recovered;
