@@ -22,6 +22,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
   app.get('/api/v1/agents', {
     config: { permission: 'agents:read' },
     schema: {
+      operationId: 'listAgents',
       tags,
       summary: 'List agents',
       querystring: ListAgentsQuery,
@@ -38,6 +39,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
   app.post('/api/v1/agents', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'createAgent',
       tags,
       summary: 'Create an agent',
       body: CreateAgentBody,
@@ -47,12 +49,13 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
 
   app.get('/api/v1/agents/:id', {
     config: { permission: 'agents:read', agentScope: { param: 'id' } },
-    schema: { tags, summary: 'Get an agent with its tools and configuration', params: IdParams, response: { 200: AgentRef, ...problems(401, 403, 404) } },
+    schema: { operationId: 'getAgent', tags, summary: 'Get an agent with its tools and configuration', params: IdParams, response: { 200: AgentRef, ...problems(401, 403, 404) } },
   }, async (req, reply) => agentJson.send(reply, await agents.get(req.principal.tenantId, req.params.id)));
 
   app.post('/api/v1/agents/:id', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'updateAgent',
       tags,
       summary: 'Update an agent (only the fields given change)',
       params: IdParams,
@@ -64,6 +67,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
   app.delete('/api/v1/agents/:id', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'deleteAgent',
       tags,
       summary: 'Delete an agent; its conversations, runs and audit events stay; its keys are revoked and every token naming it stops being active',
       params: IdParams,
@@ -76,17 +80,18 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
 
   app.post('/api/v1/agents/:id/pause', {
     config: { permission: 'agents:write' },
-    schema: { tags, summary: 'Pause an agent: new executions are refused; a registered agent\'s identity is suspended (no SVIDs, badges, exchanges; its tokens are denied)', params: IdParams, response: { 200: AgentRef, ...problems(401, 403, 404, 409) } },
+    schema: { operationId: 'pauseAgent', tags, summary: 'Pause an agent: new executions are refused; a registered agent\'s identity is suspended (no SVIDs, badges, exchanges; its tokens are denied)', params: IdParams, response: { 200: AgentRef, ...problems(401, 403, 404, 409) } },
   }, async (req) => agents.setPaused(req.principal, req.params.id, true));
 
   app.post('/api/v1/agents/:id/resume', {
     config: { permission: 'agents:write' },
-    schema: { tags, summary: 'Resume a paused agent: available again, or registered again for an externally hosted agent', params: IdParams, response: { 200: AgentRef, ...problems(401, 403, 404, 409) } },
+    schema: { operationId: 'resumeAgent', tags, summary: 'Resume a paused agent: available again, or registered again for an externally hosted agent', params: IdParams, response: { 200: AgentRef, ...problems(401, 403, 404, 409) } },
   }, async (req) => agents.setPaused(req.principal, req.params.id, false));
 
   app.post('/api/v1/agents/:id/duplicate', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'duplicateAgent',
       tags,
       summary: 'Duplicate an agent (prompts, tools, configuration; not keys or history)',
       params: IdParams,
@@ -98,6 +103,7 @@ export const agentsRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService }> 
   app.get('/api/v1/apps', {
     config: { permission: 'agents:read' },
     schema: {
+      operationId: 'listApps',
       tags: ['tenancy'],
       summary: 'List the apps (workspaces) in use in the tenant',
       response: {

@@ -117,6 +117,7 @@ export const filesRoutes: FastifyPluginAsyncTypebox<{ files: FilesService }> = a
       },
     },
     schema: {
+      operationId: 'uploadFile',
       tags: ['conversations'],
       summary: `Upload an attachment (multipart/form-data, one file field, at most ${MAX_FILE_BYTES / 1024 / 1024} MiB)`,
       consumes: ['multipart/form-data'],
@@ -129,7 +130,7 @@ export const filesRoutes: FastifyPluginAsyncTypebox<{ files: FilesService }> = a
 
   app.get('/api/v1/files/:id', {
     config: { permission: 'agents:read' },
-    schema: { tags: ['conversations'], summary: 'An attachment’s metadata', params: IdParams, response: { 200: FileView, ...problems(401, 403, 404) } },
+    schema: { operationId: 'getFile', tags: ['conversations'], summary: 'An attachment’s metadata', params: IdParams, response: { 200: FileView, ...problems(401, 403, 404) } },
   }, async (req) => {
     const f = await files.get(req.principal.tenantId, req.params.id);
     return { id: f.id, name: f.name, contentType: f.content_type, size: f.size, createdAt: f.created_at };
@@ -138,6 +139,7 @@ export const filesRoutes: FastifyPluginAsyncTypebox<{ files: FilesService }> = a
   app.get('/api/v1/files/:id/content', {
     config: { permission: 'agents:read' },
     schema: {
+      operationId: 'downloadFile',
       tags: ['conversations'],
       summary: 'Download an attachment',
       params: IdParams,

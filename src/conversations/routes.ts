@@ -51,6 +51,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
   app.get('/api/v1/conversations', {
     config: { permission: 'agents:read', agentScope: 'own' },
     schema: {
+      operationId: 'listConversations',
       tags,
       summary: 'List conversations, newest first',
       querystring: Type.Object(
@@ -72,6 +73,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
   app.post('/api/v1/conversations', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'createConversation',
       tags,
       summary: 'Start a conversation with an agent',
       body: Type.Object(
@@ -90,6 +92,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
   app.get('/api/v1/conversations/stats', {
     config: { permission: 'agents:read' },
     schema: {
+      operationId: 'getConversationStats',
       tags,
       summary: 'Conversation statistics of the tenant',
       response: {
@@ -109,12 +112,13 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
 
   app.get('/api/v1/conversations/:id', {
     config: { permission: 'agents:read', agentScope: 'own' },
-    schema: { tags, summary: 'A conversation with its participants and metadata', params: IdParams, response: { 200: ConversationWithParticipants, ...problems(401, 403, 404) } },
+    schema: { operationId: 'getConversation', tags, summary: 'A conversation with its participants and metadata', params: IdParams, response: { 200: ConversationWithParticipants, ...problems(401, 403, 404) } },
   }, async (req) => conversations.get(req.principal.tenantId, req.params.id, req.principal.agentId));
 
   app.patch('/api/v1/conversations/:id', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'updateConversation',
       tags,
       summary: 'Rename, change status (active, completed, archived) or replace metadata',
       params: IdParams,
@@ -128,7 +132,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
 
   app.delete('/api/v1/conversations/:id', {
     config: { permission: 'agents:write' },
-    schema: { tags, summary: 'Delete a conversation (soft: kept for audit, gone from the API)', params: IdParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
+    schema: { operationId: 'deleteConversation', tags, summary: 'Delete a conversation (soft: kept for audit, gone from the API)', params: IdParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
   }, async (req, reply) => {
     await conversations.delete(req.principal, req.params.id);
     return reply.code(204).send(null);
@@ -137,6 +141,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
   app.get('/api/v1/conversations/:id/messages', {
     config: { permission: 'agents:read', agentScope: 'own' },
     schema: {
+      operationId: 'listMessages',
       tags,
       summary: 'Messages, oldest first: the `limit` newest ones older than `before`',
       params: IdParams,
@@ -151,6 +156,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
   app.post('/api/v1/conversations/:id/messages', {
     config: { permission: 'agents:write', agentScope: 'own' },
     schema: {
+      operationId: 'sendMessage',
       tags,
       summary: 'Send a message; answers with the agent’s reply',
       params: IdParams,
@@ -179,6 +185,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
   app.post('/api/v1/conversations/:id/inject', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'injectMessage',
       tags,
       summary: 'Send a message to the agent while it is still answering; it joins at the next step',
       params: IdParams,

@@ -15,7 +15,12 @@ export const healthPlugin: FastifyPluginAsyncTypebox<HealthPluginOptions> = asyn
     '/healthz',
     {
       config: { public: true },
-      schema: { tags: ['health'], summary: 'Liveness', response: { 200: Type.Object({ status: Type.Literal('ok') }) } },
+      schema: {
+        operationId: 'getHealth',
+        tags: ['health'],
+        summary: 'Liveness',
+        response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+      },
     },
     async () => ({ status: 'ok' as const }),
   );
@@ -25,6 +30,7 @@ export const healthPlugin: FastifyPluginAsyncTypebox<HealthPluginOptions> = asyn
     {
       config: { public: true },
       schema: {
+        operationId: 'getReadiness',
         tags: ['health'],
         summary: 'Readiness: the database answers',
         response: { 200: Type.Object({ status: Type.Literal('ready'), database: Type.String() }), ...problems(503) },

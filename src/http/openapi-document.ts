@@ -16,114 +16,10 @@ declare module 'fastify' {
 
 /**
  * The OpenAPI document (GET /openapi.json) as code generators want it: @fastify/swagger builds it from the
- * route schemas, and the two hooks below add what those schemas cannot say (operation names, problem
- * media types, shared error responses, non-JSON bodies, examples). `npm run lint:openapi` lints the result.
+ * route schemas, and the two hooks below add what those schemas cannot say (problem media types, shared
+ * error responses, non-JSON bodies, examples). `npm run lint:openapi` lints the result. Each route names
+ * its operation in `schema.operationId` (verb + noun, camelCase, unique: test/http/conventions.test.ts).
  */
-
-/**
- * Every operation's stable name (code generators turn it into a method name): verb + noun, camelCase,
- * unique. A route missing here fails test/http/conventions.test.ts.
- */
-const OPERATION_IDS: Record<string, string> = {
-  'GET /healthz': 'getHealth',
-  'GET /readyz': 'getReadiness',
-  'GET /api/v1/limits': 'getLimits',
-  'PUT /api/v1/limits': 'setLimits',
-  'GET /api/v1/agents/{id}/budget': 'getAgentBudget',
-  'PUT /api/v1/agents/{id}/budget': 'setAgentBudget',
-  'PATCH /api/v1/api-keys/{id}': 'updateApiKey',
-  'DELETE /api/v1/api-keys/{id}': 'revokeApiKey',
-  'GET /api/v1/tenant': 'getTenant',
-  'GET /api/v1/api-keys': 'listApiKeys',
-  'POST /api/v1/api-keys': 'createApiKey',
-  'GET /api/v1/audit-events': 'listAuditEvents',
-  'GET /api/v1/agents': 'listAgents',
-  'POST /api/v1/agents': 'createAgent',
-  'GET /api/v1/agents/{id}': 'getAgent',
-  'POST /api/v1/agents/{id}': 'updateAgent',
-  'DELETE /api/v1/agents/{id}': 'deleteAgent',
-  'POST /api/v1/agents/{id}/pause': 'pauseAgent',
-  'POST /api/v1/agents/{id}/resume': 'resumeAgent',
-  'POST /api/v1/agents/{id}/duplicate': 'duplicateAgent',
-  'GET /api/v1/apps': 'listApps',
-  'POST /api/v1/agents/{id}/execute': 'executeAgent',
-  'POST /api/v1/agents/{id}/chat': 'chatWithAgent',
-  'POST /api/v1/agents/{id}/stream': 'streamAgent',
-  'GET /api/v1/agents/{id}/runs': 'listAgentRuns',
-  'GET /api/v1/runs/{runId}': 'getRun',
-  'POST /api/v1/runs/{runId}/cancel': 'cancelRun',
-  'GET /api/v1/runs/{runId}/events': 'getRunEvents',
-  'GET /api/v1/conversations': 'listConversations',
-  'POST /api/v1/conversations': 'createConversation',
-  'GET /api/v1/conversations/stats': 'getConversationStats',
-  'GET /api/v1/conversations/{id}': 'getConversation',
-  'PATCH /api/v1/conversations/{id}': 'updateConversation',
-  'DELETE /api/v1/conversations/{id}': 'deleteConversation',
-  'GET /api/v1/conversations/{id}/messages': 'listMessages',
-  'POST /api/v1/conversations/{id}/messages': 'sendMessage',
-  'POST /api/v1/conversations/{id}/inject': 'injectMessage',
-  'POST /api/v1/files': 'uploadFile',
-  'GET /api/v1/files/{id}': 'getFile',
-  'GET /api/v1/files/{id}/content': 'downloadFile',
-  'GET /api/v1/tasks': 'listTasks',
-  'POST /api/v1/tasks': 'createTask',
-  'GET /api/v1/tasks/pending-approval': 'listTasksPendingApproval',
-  'GET /api/v1/tasks/runs/{runId}': 'getTaskRun',
-  'GET /api/v1/tasks/{id}': 'getTask',
-  'DELETE /api/v1/tasks/{id}': 'deleteTask',
-  'POST /api/v1/tasks/{id}/run': 'runTask',
-  'POST /api/v1/tasks/{id}/cancel': 'cancelTask',
-  'POST /api/v1/tasks/{id}/retry': 'retryTask',
-  'POST /api/v1/tasks/{id}/approve': 'approveTask',
-  'POST /api/v1/tasks/{id}/reject': 'rejectTask',
-  'GET /api/v1/tasks/{id}/runs': 'listTaskRuns',
-  'GET /api/v1/tasks/{id}/fires': 'listTaskFires',
-  'POST /api/v1/hooks/{taskId}': 'triggerTaskWebhook',
-  'GET /api/skills': 'listSkills',
-  'POST /api/skills': 'createSkill',
-  'GET /api/skills/categories': 'listSkillCategories',
-  'GET /api/skills/store': 'listStoreSkills',
-  'GET /api/skills/store/{id}': 'getStoreSkill',
-  'POST /api/skills/store/{id}/acquire': 'acquireStoreSkill',
-  'GET /api/skills/agent/{agentId}': 'listAgentSkills',
-  'POST /api/skills/import': 'importSkill',
-  'GET /api/skills/{id}': 'getSkill',
-  'PATCH /api/skills/{id}': 'updateSkill',
-  'DELETE /api/skills/{id}': 'archiveSkill',
-  'GET /api/skills/{id}/export': 'exportSkill',
-  'GET /api/skills/{id}/agents': 'listSkillAgents',
-  'POST /api/skills/{id}/assign': 'assignSkill',
-  'DELETE /api/skills/{id}/unassign/{agentId}': 'unassignSkill',
-  'PATCH /api/skills/{id}/assignments/{agentId}': 'updateSkillAssignment',
-  'GET /api/v1/connectors': 'listConnectors',
-  'GET /api/v1/connectors/requests': 'listConnectorRequests',
-  'GET /api/v1/connectors/{id}': 'getConnector',
-  'POST /api/v1/connectors/{id}/connect': 'connectConnector',
-  'PATCH /api/v1/connectors/{id}/connection': 'updateConnection',
-  'POST /api/v1/connectors/{id}/disconnect': 'disconnectConnector',
-  'POST /api/v1/agents/{agentId}/mcp': 'callAgentMcp',
-  'GET /api/v1/agents/{agentId}/mcp': 'openAgentMcpStream',
-  'DELETE /api/v1/agents/{agentId}/mcp': 'endAgentMcpSession',
-  'GET /api/v1/identity/agents/{agentId}/client-metadata.json': 'getAgentClientMetadata',
-  'GET /api/v1/identity/agents/{agentId}/jwks.json': 'getAgentJwks',
-  'GET /api/v1/identity/.well-known/jwks.json': 'getPlatformJwks',
-  'GET /.well-known/spiffe/trust-bundle': 'getSpiffeTrustBundle',
-  'POST /api/v1/identity/agents/{agentId}/svid': 'issueAgentSvid',
-  'GET /api/v1/identity/agents/{agentId}/keys': 'listAgentKeys',
-  'POST /api/v1/identity/agents/{agentId}/keys/rotate': 'rotateAgentKey',
-  'DELETE /api/v1/identity/agents/{agentId}/keys/{keyId}': 'revokeAgentKey',
-  'POST /api/v1/identity/authorize': 'authorizeToolCall',
-  'GET /api/v1/identity/tbac/policies': 'listTbacPolicies',
-  'POST /api/v1/identity/tbac/policies': 'createTbacPolicy',
-  'PATCH /api/v1/identity/tbac/policies/{id}': 'updateTbacPolicy',
-  'DELETE /api/v1/identity/tbac/policies/{id}': 'deleteTbacPolicy',
-  'GET /api/v1/identity/tbac/mode': 'getTbacMode',
-  'PUT /api/v1/identity/tbac/mode': 'setTbacMode',
-  'POST /api/v1/identity/oauth/token': 'requestToken',
-  'POST /api/v1/identity/oauth/introspect': 'introspectToken',
-  'GET /v1/models': 'listModels',
-  'POST /v1/chat/completions': 'createChatCompletion',
-};
 
 const PROBLEM_MEDIA_TYPE = 'application/problem+json';
 const problemContent = { [PROBLEM_MEDIA_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } };
@@ -241,25 +137,17 @@ const nodes = (value: unknown): JsonNode[] => (Array.isArray(value) ? value.filt
 const numberOr = (value: unknown, otherwise: number) => (typeof value === 'number' ? value : otherwise);
 
 /**
- * @fastify/swagger's two hooks: `transform` sees each route (its name; for a public route, no security
- * requirement; the request body its config declares), then `transformObject` the whole document (media
+ * @fastify/swagger's two hooks: `transform` sees each route (for a public route, no security requirement;
+ * the request body its config declares, by operationId), then `transformObject` the whole document (media
  * types, shared error responses, examples).
  */
 export function openapiDocumentHooks(): { transform: SwaggerTransform; transformObject: SwaggerTransformObject } {
   const requestBodies = new Map<string, JsonNode>();
 
   const transform: SwaggerTransform = ({ schema, url, route }) => {
-    const path = url.replace(/:([A-Za-z]+)/g, '{$1}');
-    const operationId = OPERATION_IDS[`${[route.method].flat()[0]} ${path}`];
+    const operationId = schema?.operationId;
     if (operationId && route.config?.requestBody) requestBodies.set(operationId, route.config.requestBody);
-    return {
-      url,
-      schema: {
-        ...schema,
-        ...(operationId ? { operationId } : {}),
-        ...(route.config?.public ? { security: [] } : {}),
-      },
-    };
+    return { url, schema: { ...schema, ...(route.config?.public ? { security: [] } : {}) } };
   };
 
   const transformObject: SwaggerTransformObject = (documentObject) => {

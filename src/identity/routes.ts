@@ -65,6 +65,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
   app.get('/api/v1/identity/agents/:agentId/client-metadata.json', {
     config: { public: true },
     schema: {
+      operationId: 'getAgentClientMetadata',
       tags,
       summary: 'Client ID Metadata Document of an agent (client_id = this URL), with its SPIFFE ID and signed badge',
       description: 'A paused registered agent has its identity suspended: 409 agent_suspended (no new badge) until it is resumed.',
@@ -78,7 +79,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
 
   app.get('/api/v1/identity/agents/:agentId/jwks.json', {
     config: { public: true },
-    schema: { tags, summary: 'The agent\'s public keys (EC P-256): active and recently rotated', params: AgentParams, response: { 200: Jwks, ...problems(404) } },
+    schema: { operationId: 'getAgentJwks', tags, summary: 'The agent\'s public keys (EC P-256): active and recently rotated', params: AgentParams, response: { 200: Jwks, ...problems(404) } },
   }, async (req, reply) => {
     reply.header('cache-control', CACHE.agentJwks);
     return identity.agentJwks(req.params.agentId);
@@ -86,7 +87,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
 
   app.get('/api/v1/identity/.well-known/jwks.json', {
     config: { public: true },
-    schema: { tags, summary: 'Platform JWKS: verifies SVIDs, badges and access tokens', response: { 200: Jwks } },
+    schema: { operationId: 'getPlatformJwks', tags, summary: 'Platform JWKS: verifies SVIDs, badges and access tokens', response: { 200: Jwks } },
   }, async (_req, reply) => {
     reply.header('cache-control', CACHE.platformJwks);
     return identity.platformJwks();
@@ -94,7 +95,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
 
   app.get('/.well-known/spiffe/trust-bundle', {
     config: { public: true },
-    schema: { tags, summary: 'SPIFFE trust bundle of the trust domain (JWT-SVID keys)', response: { 200: TrustBundle } },
+    schema: { operationId: 'getSpiffeTrustBundle', tags, summary: 'SPIFFE trust bundle of the trust domain (JWT-SVID keys)', response: { 200: TrustBundle } },
   }, async (_req, reply) => {
     reply.header('cache-control', CACHE.trustBundle);
     return identity.trustBundle();
@@ -106,6 +107,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
     // An agent's own token gets its own SVIDs: delegation through token exchange.
     config: { permission: 'agents:write', agentScope: { param: 'agentId' } },
     schema: {
+      operationId: 'issueAgentSvid',
       tags,
       summary: 'Issue a JWT-SVID for an agent',
       description: 'A paused registered agent has its identity suspended: 409 agent_suspended until it is resumed.',
@@ -118,6 +120,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
   app.get('/api/v1/identity/agents/:agentId/keys', {
     config: { permission: 'agents:read', agentScope: { param: 'agentId' } },
     schema: {
+      operationId: 'listAgentKeys',
       tags,
       summary: 'The agent\'s keys, newest first, with their status (never private parts)',
       params: AgentParams,
@@ -128,6 +131,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
   app.post('/api/v1/identity/agents/:agentId/keys/rotate', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'rotateAgentKey',
       tags,
       summary: 'Rotate the agent\'s key: a new EC P-256 key; the old one is marked rotated (published 24 h more)',
       params: AgentParams,
@@ -138,6 +142,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
   app.delete('/api/v1/identity/agents/:agentId/keys/:keyId', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'revokeAgentKey',
       tags,
       summary: 'Revoke one of the agent\'s keys: it leaves the JWKS at once, and tokens bound to it stop working',
       params: KeyParams,
@@ -153,6 +158,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
   app.post('/api/v1/identity/authorize', {
     config: { public: true },
     schema: {
+      operationId: 'authorizeToolCall',
       tags,
       summary: 'ExtAuthZ: may the bearer of this delegation token call this tool of this agent? (200 even for bad tokens)',
       body: AuthorizeBody,
@@ -169,6 +175,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
   app.get('/api/v1/identity/tbac/policies', {
     config: { permission: 'settings:read' },
     schema: {
+      operationId: 'listTbacPolicies',
       tags: tbacTags,
       summary: 'List TBAC policies, newest first',
       querystring: ListPoliciesQuery,
@@ -185,6 +192,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
   app.post('/api/v1/identity/tbac/policies', {
     config: { permission: 'settings:write' },
     schema: {
+      operationId: 'createTbacPolicy',
       tags: tbacTags,
       summary: 'Create a TBAC policy (one per caller, callee, tool)',
       body: CreatePolicyBody,
@@ -195,6 +203,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
   app.patch('/api/v1/identity/tbac/policies/:id', {
     config: { permission: 'settings:write' },
     schema: {
+      operationId: 'updateTbacPolicy',
       tags: tbacTags,
       summary: 'Change a policy\'s effect, description or conditions (null clears)',
       params: PolicyParams,
@@ -205,7 +214,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
 
   app.delete('/api/v1/identity/tbac/policies/:id', {
     config: { permission: 'settings:write' },
-    schema: { tags: tbacTags, summary: 'Delete a policy', params: PolicyParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
+    schema: { operationId: 'deleteTbacPolicy', tags: tbacTags, summary: 'Delete a policy', params: PolicyParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
   }, async (req, reply) => {
     await identity.policies.delete(req.principal, req.params.id);
     return reply.code(204).send(null);
@@ -213,12 +222,12 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
 
   app.get('/api/v1/identity/tbac/mode', {
     config: { permission: 'settings:read' },
-    schema: { tags: tbacTags, summary: 'What decides when no policy matches: audit (allow, default) or enforce (deny)', response: { 200: Mode, ...problems(401, 403) } },
+    schema: { operationId: 'getTbacMode', tags: tbacTags, summary: 'What decides when no policy matches: audit (allow, default) or enforce (deny)', response: { 200: Mode, ...problems(401, 403) } },
   }, async (req) => ({ mode: await identity.policies.mode(req.principal.tenantId) }));
 
   app.put('/api/v1/identity/tbac/mode', {
     config: { permission: 'settings:write' },
-    schema: { tags: tbacTags, summary: 'Set the tenant\'s TBAC mode', body: Mode, response: { 200: Mode, ...problems(400, 401, 403, 415) } },
+    schema: { operationId: 'setTbacMode', tags: tbacTags, summary: 'Set the tenant\'s TBAC mode', body: Mode, response: { 200: Mode, ...problems(400, 401, 403, 415) } },
   }, async (req) => ({ mode: await identity.policies.setMode(req.principal, req.body.mode) }));
 
   await app.register(oauthRoutes, { identity, limits });
@@ -298,6 +307,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits
     config: { public: true },
     attachValidation: true,
     schema: {
+      operationId: 'requestToken',
       tags,
       summary: 'OAuth token endpoint: token exchange (RFC 8693; the SVID authenticates) and client_credentials',
       consumes: FORM_OR_JSON,
@@ -321,6 +331,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits
     config: { permission: 'agents:read' },
     attachValidation: true,
     schema: {
+      operationId: 'introspectToken',
       tags,
       summary: 'Token introspection (RFC 7662): always 200; active false for invalid, expired, revoked or foreign tokens',
       consumes: FORM_OR_JSON,

@@ -29,6 +29,7 @@ export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiComp
     {
       config: { permission: 'agents:read', agentScope: 'own' },
       schema: {
+        operationId: 'listModels',
         tags: ['openai'],
         summary: 'OpenAI-compatible: the tenant’s executable agents as models (`agent:<agentId>`)',
         response: { 200: ModelList, ...openAiErrors(401, 403, 429) },
@@ -42,6 +43,7 @@ export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiComp
     {
       config: { permission: 'agents:write', agentScope: 'own' },
       schema: {
+        operationId: 'createChatCompletion',
         tags: ['openai'],
         summary: 'OpenAI-compatible chat completion: a run of the agent named by model',
         description: `The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. ${CHUNK_DESCRIPTION}`,

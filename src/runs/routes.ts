@@ -266,6 +266,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
   app.post('/api/v1/agents/:id/execute', {
     config: { permission: 'agents:write', agentScope: { param: 'id' } },
     schema: {
+      operationId: 'executeAgent',
       ...executeSchema('Execute an agent: JSON result, or SSE when stream is true', 'optional'),
       description: `With "stream": true the answer is ${SSE_DESCRIPTION}`,
     },
@@ -273,11 +274,11 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
     execution(req, reply, req.body.stream ? 'stream' : 'execute', { agentId: req.params.id, body: req.body, key: req.headers['idempotency-key'] }),
   );
 
-  for (const [path, summary] of [
-    ['/api/v1/agents/:id/chat', 'Chat with an agent (always streams over SSE)'],
-    ['/api/v1/agents/:id/stream', 'Stream an agent’s answer over SSE (same body as execute)'],
+  for (const [path, operationId, summary] of [
+    ['/api/v1/agents/:id/chat', 'chatWithAgent', 'Chat with an agent (always streams over SSE)'],
+    ['/api/v1/agents/:id/stream', 'streamAgent', 'Stream an agent’s answer over SSE (same body as execute)'],
   ] as const) {
-    app.post(path, { config: { permission: 'agents:write', agentScope: { param: 'id' } }, schema: executeSchema(summary, 'always') }, async (req, reply) =>
+    app.post(path, { config: { permission: 'agents:write', agentScope: { param: 'id' } }, schema: { operationId, ...executeSchema(summary, 'always') } }, async (req, reply) =>
       execution(req, reply, path.endsWith('chat') ? 'chat' : 'stream', { agentId: req.params.id, body: req.body, key: req.headers['idempotency-key'] }),
     );
   }
@@ -285,6 +286,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
   app.get('/api/v1/agents/:id/runs', {
     config: { permission: 'agents:read', agentScope: { param: 'id' } },
     schema: {
+      operationId: 'listAgentRuns',
       tags: ['executions'],
       summary: 'Execution history of an agent, newest first (kept after the agent is deleted)',
       description: '404 `not_found` when the agent is unknown, or another tenant’s, and has no runs here.',
@@ -302,6 +304,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
   app.get('/api/v1/runs/:runId', {
     config: { permission: 'agents:read', agentScope: 'own' },
     schema: {
+      operationId: 'getRun',
       tags: ['executions'],
       summary: 'A run with its tool calls and steps',
       params: RunParams,
@@ -312,6 +315,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
   app.post('/api/v1/runs/:runId/cancel', {
     config: { permission: 'agents:write', agentScope: 'own' },
     schema: {
+      operationId: 'cancelRun',
       tags: ['executions'],
       summary: 'Cancel a run: the model stream and tools are aborted; partial output is kept',
       params: RunParams,
@@ -322,6 +326,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
   app.get('/api/v1/runs/:runId/events', {
     config: { permission: 'agents:read', agentScope: 'own' },
     schema: {
+      operationId: 'getRunEvents',
       tags: ['executions'],
       summary: 'Replay a run’s events after Last-Event-ID (header or lastEventId query), then follow live',
       description:

@@ -77,6 +77,7 @@ export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService;
   app.post(url, {
     config: { permission: 'skills:read', agentScope: { param: 'agentId' } },
     schema: {
+      operationId: 'callAgentMcp',
       ...base,
       summary: 'MCP (Streamable HTTP, stateless): the agent’s skill and connector tools',
       description:
@@ -111,12 +112,16 @@ export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService;
     }
   });
 
-  for (const method of ['GET', 'DELETE'] as const) {
+  for (const [method, operationId] of [
+    ['GET', 'openAgentMcpStream'],
+    ['DELETE', 'endAgentMcpSession'],
+  ] as const) {
     app.route({
       method,
       url,
       config: { permission: 'skills:read', agentScope: { param: 'agentId' } },
       schema: {
+        operationId,
         ...base,
         summary: `MCP ${method}: not offered by this stateless server (405)`,
         response: { 405: Type.Unknown({ description: 'JSON-RPC error' }), ...problems(401, 403) },

@@ -58,6 +58,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
   app.get('/api/skills', {
     config: { permission: 'skills:read' },
     schema: {
+      operationId: 'listSkills',
       tags,
       summary: 'List the tenant’s skills (active by default), filtered by category, status, source or words',
       querystring: ListSkillsQuery,
@@ -70,12 +71,13 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
 
   app.post('/api/skills', {
     config: { permission: 'skills:write' },
-    schema: { tags, summary: 'Create a custom skill', body: CreateSkillBody, response: { 201: Skill, ...problems(400, 401, 403, 409, 413, 415) } },
+    schema: { operationId: 'createSkill', tags, summary: 'Create a custom skill', body: CreateSkillBody, response: { 201: Skill, ...problems(400, 401, 403, 409, 413, 415) } },
   }, async (req, reply) => reply.code(201).send(await skills.createFromBody(req.principal, req.body)));
 
   app.get('/api/skills/categories', {
     config: { permission: 'skills:read' },
     schema: {
+      operationId: 'listSkillCategories',
       tags,
       summary: 'The categories of the tenant’s active skills',
       response: { 200: Type.Object({ categories: Type.Array(Type.String()) }), ...problems(401, 403) },
@@ -85,6 +87,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
   app.get('/api/skills/store', {
     config: { permission: 'skills:read' },
     schema: {
+      operationId: 'listStoreSkills',
       tags,
       summary: 'The skill store: skills shipped with the platform, and whether this tenant acquired each',
       querystring: Type.Object({ category: Type.Optional(Type.String({ maxLength: 64 })) }, { additionalProperties: false }),
@@ -94,12 +97,13 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
 
   app.get('/api/skills/store/:id', {
     config: { permission: 'skills:read' },
-    schema: { tags, summary: 'A store skill with its instructions', params: StoreParams, response: { 200: StoreSkillDetails, ...problems(401, 403, 404) } },
+    schema: { operationId: 'getStoreSkill', tags, summary: 'A store skill with its instructions', params: StoreParams, response: { 200: StoreSkillDetails, ...problems(401, 403, 404) } },
   }, async (req) => skills.getStore(req.principal.tenantId, req.params.id));
 
   app.post('/api/skills/store/:id/acquire', {
     config: { permission: 'skills:write' },
     schema: {
+      operationId: 'acquireStoreSkill',
       tags,
       summary: 'Acquire a store skill: the tenant gets its own copy (source store)',
       params: StoreParams,
@@ -110,6 +114,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
   app.get('/api/skills/agent/:agentId', {
     config: { permission: 'skills:read', agentScope: { param: 'agentId' } },
     schema: {
+      operationId: 'listAgentSkills',
       tags,
       summary: 'The skills assigned to an agent, with each assignment, highest priority first',
       params: Type.Object({ agentId: Id }),
@@ -125,6 +130,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
     scope.post('/api/skills/import', {
       config: { permission: 'skills:write', requestBody: IMPORT_REQUEST_BODY },
       schema: {
+        operationId: 'importSkill',
         tags,
         summary: 'Create a custom skill from a SKILL.md, or from a zip/tar(.gz) of a skill folder',
         description: IMPORT_DESCRIPTION,
@@ -153,12 +159,13 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
 
   app.get('/api/skills/:id', {
     config: { permission: 'skills:read' },
-    schema: { tags, summary: 'A skill with all its assignments', params: IdParams, response: { 200: SkillDetails, ...problems(401, 403, 404) } },
+    schema: { operationId: 'getSkill', tags, summary: 'A skill with all its assignments', params: IdParams, response: { 200: SkillDetails, ...problems(401, 403, 404) } },
   }, async (req) => skills.get(req.principal.tenantId, req.params.id));
 
   app.patch('/api/skills/:id', {
     config: { permission: 'skills:write' },
     schema: {
+      operationId: 'updateSkill',
       tags,
       summary: 'Update a custom skill (only the fields given change; references/scripts given replace them); status archives or restores',
       params: IdParams,
@@ -170,6 +177,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
   app.delete('/api/skills/:id', {
     config: { permission: 'skills:write' },
     schema: {
+      operationId: 'archiveSkill',
       tags,
       summary: 'Archive a skill (200 with the archived skill; idempotent). Assignments are kept but inactive until it is restored.',
       params: IdParams,
@@ -180,6 +188,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
   app.get('/api/skills/:id/export', {
     config: { permission: 'skills:read' },
     schema: {
+      operationId: 'exportSkill',
       tags,
       summary: 'Export a skill: its SKILL.md (format=md, default) or the whole folder as a zip (format=zip)',
       params: IdParams,
@@ -209,6 +218,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
   app.get('/api/skills/:id/agents', {
     config: { permission: 'skills:read' },
     schema: {
+      operationId: 'listSkillAgents',
       tags,
       summary: 'The agents a skill is assigned to, with enabled, priority, config and assignedBy',
       params: IdParams,
@@ -219,6 +229,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
   app.post('/api/skills/:id/assign', {
     config: { permission: 'skills:write' },
     schema: {
+      operationId: 'assignSkill',
       tags,
       summary: 'Assign a skill to an agent of the same tenant (enabled; 400 already_assigned if it is)',
       params: IdParams,
@@ -229,7 +240,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
 
   app.delete('/api/skills/:id/unassign/:agentId', {
     config: { permission: 'skills:write' },
-    schema: { tags, summary: 'Remove a skill from an agent', params: AssignmentParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
+    schema: { operationId: 'unassignSkill', tags, summary: 'Remove a skill from an agent', params: AssignmentParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
   }, async (req, reply) => {
     await skills.unassign(req.principal, req.params.id, req.params.agentId);
     return reply.code(204).send(null);
@@ -238,6 +249,7 @@ export const skillsRoutes: FastifyPluginAsyncTypebox<{ skills: SkillsService }> 
   app.patch('/api/skills/:id/assignments/:agentId', {
     config: { permission: 'skills:write' },
     schema: {
+      operationId: 'updateSkillAssignment',
       tags,
       summary: 'Update an assignment: enabled, config, priority',
       params: AssignmentParams,

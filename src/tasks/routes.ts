@@ -29,6 +29,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.get('/api/v1/tasks', {
     config: { permission: 'agents:read' },
     schema: {
+      operationId: 'listTasks',
       tags,
       summary: 'List tasks, newest first',
       querystring: ListTasksQuery,
@@ -44,6 +45,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.post('/api/v1/tasks', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'createTask',
       tags,
       summary: 'Create a task (one-time: queued at once; scheduled: cron; triggered: webhook or platform event)',
       description: 'A webhook-triggered task answers trigger.url and trigger.secret; the secret is shown this once.',
@@ -61,6 +63,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.get('/api/v1/tasks/pending-approval', {
     config: { permission: 'agents:read' },
     schema: {
+      operationId: 'listTasksPendingApproval',
       tags,
       summary: 'Tasks awaiting a human decision, oldest first',
       querystring: Paging,
@@ -74,6 +77,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.get('/api/v1/tasks/runs/:runId', {
     config: { permission: 'agents:read' },
     schema: {
+      operationId: 'getTaskRun',
       tags,
       summary: 'A task run with its tool calls and steps (also after the task was deleted)',
       params: RunParams,
@@ -84,6 +88,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.get('/api/v1/tasks/:id', {
     config: { permission: 'agents:read' },
     schema: {
+      operationId: 'getTask',
       tags,
       summary: 'A task with its recent runs, latest output and recent fire decisions',
       params: IdParams,
@@ -94,6 +99,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.delete('/api/v1/tasks/:id', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'deleteTask',
       tags,
       summary: 'Delete a task: schedules and triggers stop, queued work is dropped, running runs stop; runs stay readable',
       params: IdParams,
@@ -107,6 +113,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.post('/api/v1/tasks/:id/run', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'runTask',
       tags,
       summary: 'Run the task now (any type); input is merged over the task input for this run',
       description:
@@ -130,6 +137,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.post('/api/v1/tasks/:id/cancel', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'cancelTask',
       tags,
       summary: 'Cancel a pending or running task: queued work is dropped, a running agent stops at its next tool boundary',
       params: IdParams,
@@ -140,6 +148,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.post('/api/v1/tasks/:id/retry', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'retryTask',
       tags,
       summary: 'Run a failed task again with the same configuration',
       params: IdParams,
@@ -150,6 +159,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.post('/api/v1/tasks/:id/approve', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'approveTask',
       tags,
       summary: 'Approve a task awaiting approval: it is queued, or its action is performed',
       params: IdParams,
@@ -160,6 +170,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.post('/api/v1/tasks/:id/reject', {
     config: { permission: 'agents:write' },
     schema: {
+      operationId: 'rejectTask',
       tags,
       summary: 'Reject a task awaiting approval: it is cancelled',
       params: IdParams,
@@ -170,6 +181,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.get('/api/v1/tasks/:id/runs', {
     config: { permission: 'agents:read' },
     schema: {
+      operationId: 'listTaskRuns',
       tags,
       summary: 'The task’s runs, newest first',
       params: IdParams,
@@ -184,6 +196,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.get('/api/v1/tasks/:id/fires', {
     config: { permission: 'agents:read' },
     schema: {
+      operationId: 'listTaskFires',
       tags,
       summary: 'The task’s fire decisions (cron times, webhook deliveries, platform events), newest first',
       params: IdParams,
@@ -222,6 +235,7 @@ export const hooksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.post('/api/v1/hooks/:taskId', {
     config: { public: true },
     schema: {
+      operationId: 'triggerTaskWebhook',
       tags,
       summary: 'Webhook trigger of a task: the JSON body becomes the run input',
       description:

@@ -31,12 +31,13 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
 
   app.get('/api/v1/limits', {
     config: { permission: 'settings:read' },
-    schema: { tags: ['tenancy'], summary: 'The tenant’s limits and budget, with this month’s usage', response: { 200: LimitsView, ...problems(401, 403) } },
+    schema: { operationId: 'getLimits', tags: ['tenancy'], summary: 'The tenant’s limits and budget, with this month’s usage', response: { 200: LimitsView, ...problems(401, 403) } },
   }, async (req) => limitsView(req.principal.tenantId));
 
   app.put('/api/v1/limits', {
     config: { permission: 'settings:write' },
     schema: {
+      operationId: 'setLimits',
       tags: ['tenancy'],
       summary: 'Set the tenant’s limits and monthly budget (fields left out keep their value; null removes a limit)',
       body: Type.Partial(Limits, { additionalProperties: false }),
@@ -49,12 +50,13 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
 
   app.get('/api/v1/agents/:id/budget', {
     config: { permission: 'settings:read' },
-    schema: { tags: ['tenancy'], summary: 'An agent’s monthly budget and month-to-date spend', params: IdParams, response: { 200: AgentBudget, ...problems(401, 403, 404) } },
+    schema: { operationId: 'getAgentBudget', tags: ['tenancy'], summary: 'An agent’s monthly budget and month-to-date spend', params: IdParams, response: { 200: AgentBudget, ...problems(401, 403, 404) } },
   }, async (req) => limits.agentBudget(req.principal.tenantId, req.params.id));
 
   app.put('/api/v1/agents/:id/budget', {
     config: { permission: 'settings:write' },
     schema: {
+      operationId: 'setAgentBudget',
       tags: ['tenancy'],
       summary: 'Set an agent’s monthly budget in USD (null: none)',
       params: IdParams,
@@ -66,6 +68,7 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
   app.patch('/api/v1/api-keys/:id', {
     config: { permission: 'settings:write' },
     schema: {
+      operationId: 'updateApiKey',
       tags: ['tenancy'],
       summary: 'Set an API key’s own request limit (null: the tenant’s)',
       params: IdParams,
@@ -78,6 +81,7 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
     // Describes only the caller: any credential may ask, an agent's own token included.
     config: { agentScope: 'own' },
     schema: {
+      operationId: 'getTenant',
       tags: ['tenancy'],
       summary: 'The caller: its tenant and the permissions of the credential used',
       response: {
@@ -99,6 +103,7 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
   app.get('/api/v1/api-keys', {
     config: { permission: 'settings:write' },
     schema: {
+      operationId: 'listApiKeys',
       tags: ['tenancy'],
       summary: 'List API keys (never their secrets)',
       querystring: Type.Object({ ...PageQuery, includeRevoked: Type.Boolean({ default: false }) }, { additionalProperties: false }),
@@ -116,6 +121,7 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
   app.post('/api/v1/api-keys', {
     config: { permission: 'settings:write' },
     schema: {
+      operationId: 'createApiKey',
       tags: ['tenancy'],
       summary: 'Create an API key; the key is in this response only',
       body: Type.Object(
@@ -135,7 +141,7 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
 
   app.delete('/api/v1/api-keys/:id', {
     config: { permission: 'settings:write' },
-    schema: { tags: ['tenancy'], summary: 'Revoke an API key (it stops working at once)', params: IdParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
+    schema: { operationId: 'revokeApiKey', tags: ['tenancy'], summary: 'Revoke an API key (it stops working at once)', params: IdParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
   }, async (req, reply) => {
     await tenancy.revokeKey(req.principal.tenantId, req.params.id, req.principal.actor);
     return reply.code(204).send(null);
@@ -144,6 +150,7 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
   app.get('/api/v1/audit-events', {
     config: { permission: 'settings:read' },
     schema: {
+      operationId: 'listAuditEvents',
       tags: ['tenancy'],
       summary: 'Audit events of the tenant, newest first',
       querystring: Type.Object(

@@ -128,7 +128,7 @@ describe('OpenAPI', () => {
     for (const r of routes) {
       const openapiPath = r.url.replace(/:([A-Za-z]+)/g, '{$1}');
       expect(documented, `${r.method} ${r.url}`).toContain(`${r.method} ${openapiPath}`);
-      // Code generators name their methods after it: a new route gets one in OPERATION_IDS of src/http/openapi-document.ts.
+      // Code generators name their methods after it: a new route names it in its schema's operationId.
       expect(operationIds.get(`${r.method} ${openapiPath}`), `${r.method} ${r.url} has no operationId`).toMatch(/^[a-z][a-zA-Z0-9]+$/);
     }
     expect(new Set(operationIds.values()).size, 'operationIds are unique').toBe(operationIds.size);

@@ -57,6 +57,7 @@ export const connectorsRoutes: FastifyPluginAsyncTypebox<{ connectors: Connector
   app.get('/api/v1/connectors', {
     config: { permission: 'settings:read' },
     schema: {
+      operationId: 'listConnectors',
       tags,
       summary: 'The integration catalog with this tenant’s connections (secrets masked)',
       querystring: Type.Object(
@@ -70,6 +71,7 @@ export const connectorsRoutes: FastifyPluginAsyncTypebox<{ connectors: Connector
   app.get('/api/v1/connectors/requests', {
     config: { permission: 'settings:read' },
     schema: {
+      operationId: 'listConnectorRequests',
       tags,
       summary: 'Connector requests agents made (connector_request), newest first',
       querystring: Type.Object(
@@ -93,12 +95,13 @@ export const connectorsRoutes: FastifyPluginAsyncTypebox<{ connectors: Connector
 
   app.get('/api/v1/connectors/:id', {
     config: { permission: 'settings:read' },
-    schema: { tags, summary: 'One connector with this tenant’s connection (secrets masked)', params: Params, response: { 200: Connector, ...problems(401, 403, 404) } },
+    schema: { operationId: 'getConnector', tags, summary: 'One connector with this tenant’s connection (secrets masked)', params: Params, response: { 200: Connector, ...problems(401, 403, 404) } },
   }, async (req) => connectors.get(req.principal.tenantId, req.params.id));
 
   app.post('/api/v1/connectors/:id/connect', {
     config: { permission: 'settings:write' },
     schema: {
+      operationId: 'connectConnector',
       tags,
       summary: 'Connect an integration with its configuration (validated per connector; 409 already_connected)',
       params: Params,
@@ -110,6 +113,7 @@ export const connectorsRoutes: FastifyPluginAsyncTypebox<{ connectors: Connector
   app.patch('/api/v1/connectors/:id/connection', {
     config: { permission: 'settings:write' },
     schema: {
+      operationId: 'updateConnection',
       tags,
       summary: 'Change some fields of a connection (others keep their value; null removes an optional one)',
       params: Params,
@@ -120,7 +124,7 @@ export const connectorsRoutes: FastifyPluginAsyncTypebox<{ connectors: Connector
 
   app.post('/api/v1/connectors/:id/disconnect', {
     config: { permission: 'settings:write' },
-    schema: { tags, summary: 'Disconnect an integration (its configuration is deleted)', params: Params, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
+    schema: { operationId: 'disconnectConnector', tags, summary: 'Disconnect an integration (its configuration is deleted)', params: Params, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
   }, async (req, reply) => {
     await connectors.disconnect(req.principal, req.params.id);
     return reply.code(204).send(null);
