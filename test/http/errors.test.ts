@@ -180,7 +180,7 @@ describe('validation messages name the field and what was expected', () => {
     expectProblem(res, 400, 'validation_failed');
     expect(res.body.errors).toEqual([{ path: 'body.tools.0.url', message: 'must be a string' }]);
     const untagged = await t.request('POST', '/api/v1/agents', { key, body: { name: 'u', appId: 'app', tools: [{ type: 'nope' }] } });
-    expect(untagged.body.errors).toEqual([{ path: 'body.tools.0.type', message: 'must be one of builtin, mcp, agent' }]);
+    expect(untagged.body.errors).toEqual([{ path: 'body.tools.0.type', message: 'must be one of builtin, mcp, agent, a2a' }]);
     const notAnObject = await t.request('POST', '/api/v1/agents', { key, body: { name: 'u', appId: 'app', tools: ['mcp'] } });
     expect(notAnObject.body.errors).toEqual([{ path: 'body.tools.0', message: 'must be an object' }]);
     // Each item of an array is judged on its own.

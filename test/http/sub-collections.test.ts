@@ -28,8 +28,12 @@ const SUB_ROUTES: Array<{ url: string; parent: Parent; public?: boolean }> = [
   { url: '/api/v1/files/:id/content', parent: 'file' },
 ];
 
-/** The MCP endpoint answers GET with 405 for any agent: it is not a collection. */
-const NOT_SUB_COLLECTIONS = ['/api/v1/agents/:agentId/mcp'];
+/**
+ * The MCP endpoint answers GET with 405 for any agent: it is not a collection. An A2A Agent Card is a
+ * public document below a tenant and an agent, not an API key's sub-collection; its 404s for an unknown
+ * agent and another tenant's are test/a2a/server.test.ts's.
+ */
+const NOT_SUB_COLLECTIONS = ['/api/v1/agents/:agentId/mcp', '/a2a/:tenantId/agents/:agentId/.well-known/agent-card.json'];
 
 const UNKNOWN_ID = '01900000-0000-7000-8000-000000000000';
 
