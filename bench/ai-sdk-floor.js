@@ -22,9 +22,13 @@ async function cpuPerCall(fn) {
 
 for (const n of [1, 10, 50]) {
   const messages = [];
-  for (let i = 0; i < n - 1; i++) messages.push({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}: where is my order? It was due yesterday.` });
+  for (let i = 0; i < n - 1; i++)
+    messages.push({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}: where is my order? It was due yesterday.` });
   messages.push({ role: 'user', content: 'Hello, where is my order 4711? It was due yesterday.' });
-  const prompt = [{ role: 'system', content: SYSTEM }, ...messages.map((m) => ({ role: m.role, content: [{ type: 'text', text: m.content }] }))];
+  const prompt = [
+    { role: 'system', content: SYSTEM },
+    ...messages.map((m) => ({ role: m.role, content: [{ type: 'text', text: m.content }] })),
+  ];
   const sdk = await cpuPerCall(async () => {
     const r = streamText({ model, system: SYSTEM, messages });
     for await (const _ of r.fullStream);
@@ -37,5 +41,7 @@ for (const n of [1, 10, 50]) {
     const reader = stream.getReader();
     while (!(await reader.read()).done);
   });
-  process.stdout.write(`${String(n).padStart(2)} messages: streamText ${sdk} us CPU per step; Agentry's streamStep ${driver} us; the model's doStream alone ${direct} us\n`);
+  process.stdout.write(
+    `${String(n).padStart(2)} messages: streamText ${sdk} us CPU per step; Agentry's streamStep ${driver} us; the model's doStream alone ${direct} us\n`,
+  );
 }

@@ -63,7 +63,11 @@ try {
   await load(2); // warm-up: compiled code and caches, as in the benchmark
   const session = new inspector.Session();
   session.connect();
-  await session.post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
   const runs = await load(Number(values.seconds));
   const { profile } = await session.post('HeapProfiler.stopSampling');
   session.disconnect();
@@ -77,7 +81,9 @@ try {
   };
   walk(profile.head);
   const total = [...bySite.values()].reduce((a, b) => a + b, 0);
-  console.log(`${runs} runs in ${values.seconds} s; ${(total / 1e6).toFixed(0)} MB allocated (sampled), ${(total / runs / 1024).toFixed(1)} KiB per run`);
+  console.log(
+    `${runs} runs in ${values.seconds} s; ${(total / 1e6).toFixed(0)} MB allocated (sampled), ${(total / runs / 1024).toFixed(1)} KiB per run`,
+  );
   for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top))) {
     console.log(`${((bytes / total) * 100).toFixed(1).padStart(5)} %  ${(bytes / runs / 1024).toFixed(2).padStart(6)} KiB/run  ${site}`);
   }

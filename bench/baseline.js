@@ -23,9 +23,18 @@ app.post('/stream', (req, reply) => {
   const event = (id, name, data) => `id: ${id}\nevent: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
   let out = '';
   for (const [i, text] of words.entries()) out += event(i + 1, 'token', { text });
-  out += event(words.length + 1, 'done', { conversationId: 'bare', runId: 'bare', cost: 0, tokenUsage: { inputTokens: words.length, outputTokens: words.length } });
+  out += event(words.length + 1, 'done', {
+    conversationId: 'bare',
+    runId: 'bare',
+    cost: 0,
+    tokenUsage: { inputTokens: words.length, outputTokens: words.length },
+  });
   reply.hijack();
-  reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' });
+  reply.raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+  });
   reply.raw.end(out);
 });
 app.get(

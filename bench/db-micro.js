@@ -33,20 +33,39 @@ try {
     'hand over to a human colleague. Never promise refunds; explain the return policy instead.';
   const ids = [];
   for (let i = 0; i < 100; i++) {
-    const a = await agents.create(principal, { name: `Bench agent ${i}`, appId: i % 2 ? 'support' : 'sales', role: 'support agent', description: `Seeded (#${i})`, systemPrompt });
+    const a = await agents.create(principal, {
+      name: `Bench agent ${i}`,
+      appId: i % 2 ? 'support' : 'sales',
+      role: 'support agent',
+      description: `Seeded (#${i})`,
+      systemPrompt,
+    });
     ids.push(a.id);
   }
   const keyId = principal.actor.id;
 
   // The exact SQL the stores send (compiled by Kysely), run directly on a second connection.
   const agentQ = db.kysely.selectFrom('agents').selectAll().where('tenant_id', '=', tenant.id).where('id', '=', ids[0]).compile();
-  const keyQ = db.kysely.selectFrom('api_keys').select(['id', 'tenant_id', 'secret_hash', 'permissions', 'revoked_at']).where('id', '=', keyId).compile();
+  const keyQ = db.kysely
+    .selectFrom('api_keys')
+    .select(['id', 'tenant_id', 'secret_hash', 'permissions', 'revoked_at'])
+    .where('id', '=', keyId)
+    .compile();
   const listBase = db.kysely.selectFrom('agents').where('tenant_id', '=', tenant.id);
-  const rowsQ = listBase.select(['id', 'name', 'role', 'description', 'model', 'status', 'hosting', 'team_id', 'app_id', 'created_at']).orderBy('id', 'desc').limit(20).offset(0).compile();
+  const rowsQ = listBase
+    .select(['id', 'name', 'role', 'description', 'model', 'status', 'hosting', 'team_id', 'app_id', 'created_at'])
+    .orderBy('id', 'desc')
+    .limit(20)
+    .offset(0)
+    .compile();
   const countQ = listBase.select((eb) => eb.fn.countAll().as('n')).compile();
   const raw = new SQLite(path.join(dir, 'agentry.sqlite'));
   for (const q of [agentQ, keyQ, rowsQ, countQ]) {
-    const plan = raw.prepare(`explain query plan ${q.sql}`).all(q.parameters).map((r) => r.detail).join('; ');
+    const plan = raw
+      .prepare(`explain query plan ${q.sql}`)
+      .all(q.parameters)
+      .map((r) => r.detail)
+      .join('; ');
     console.log(`${q.sql}\n    plan: ${plan}`);
   }
 
@@ -65,7 +84,9 @@ try {
   await time('prepare: api key select', () => raw.prepare(keyQ.sql));
   await time('reused statement .all: agent select', (i) => agentStmt.all([tenant.id, id(i)]));
   await time('reused statement .all: api key select', () => keyStmt.all([keyId]));
-  await time('Kysely build + compile only: agent select', (i) => db.kysely.selectFrom('agents').selectAll().where('tenant_id', '=', tenant.id).where('id', '=', id(i)).compile());
+  await time('Kysely build + compile only: agent select', (i) =>
+    db.kysely.selectFrom('agents').selectAll().where('tenant_id', '=', tenant.id).where('id', '=', id(i)).compile(),
+  );
   await time('store.findApiKeyForAuth (Kysely: build, compile, prepare, all)', () => tenancyStore.findApiKeyForAuth(db.kysely, keyId));
   await time('store.findAgent (Kysely: build, compile, prepare, all)', (i) => agentStore.findAgent(db.kysely, tenant.id, id(i)));
   await time('TenancyService.authenticateApiKey', () => tenancy.authenticateApiKey(apiKey));

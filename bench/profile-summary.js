@@ -14,7 +14,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '30' }, window: { type: 'string' }, callers: { type: 'string' } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { top: { type: 'string', default: '30' }, window: { type: 'string' }, callers: { type: 'string' } },
+});
 process.stdout.on('error', () => process.exit(0)); // piped into head
 if (!positionals[0]) {
   process.stderr.write('usage: node bench/profile-summary.js <file.cpuprofile> [--top N] [--window from,to]\n');
@@ -110,7 +113,9 @@ const print = (title, map, n) => {
 };
 
 const wall = (Math.min(profile.endTime - profile.startTime, to) - from) / 1000;
-process.stdout.write(`${positionals[0]}${values.window ? ` window ${values.window} s` : ''}\nwall ${(wall / 1000).toFixed(1)} s, busy ${(busy / 1000).toFixed(1)} s, idle ${(idle / 1000).toFixed(1)} s; percentages are of busy time\n`);
+process.stdout.write(
+  `${positionals[0]}${values.window ? ` window ${values.window} s` : ''}\nwall ${(wall / 1000).toFixed(1)} s, busy ${(busy / 1000).toFixed(1)} s, idle ${(idle / 1000).toFixed(1)} s; percentages are of busy time\n`,
+);
 print('self time by area (package / Agentry folder / node internals / V8)', byArea, 25);
 print(`self time, top ${top} functions`, self, top);
 print(`total time (self + callees), top ${top} functions`, total, top);

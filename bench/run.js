@@ -318,7 +318,9 @@ async function longConversationSetup(ctx, opts) {
   if (check.messageCount !== LONG_CONVERSATION_MESSAGES) {
     throw new Error(`long-conversation: seeded conversation holds ${check.messageCount} messages, not ${LONG_CONVERSATION_MESSAGES}`);
   }
-  log(`long-conversation: ${ids.length} conversations of ${LONG_CONVERSATION_MESSAGES} messages seeded in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  log(
+    `long-conversation: ${ids.length} conversations of ${LONG_CONVERSATION_MESSAGES} messages seeded in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
   ctx.longConversations = { ids, free: [...ids], leased: new Map() };
 }
 
@@ -420,7 +422,10 @@ function parseOptions(argv) {
   if (!Number.isInteger(connections) || connections < 1) fail(`--connections must be a whole number >= 1`);
   let scenarios = SCENARIOS;
   if (values.only) {
-    const wanted = values.only.split(',').map((s) => s.trim()).filter((s) => s && s !== 'baseline');
+    const wanted = values.only
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s && s !== 'baseline');
     const unknown = wanted.filter((w) => !SCENARIOS.some((s) => s.name === w));
     if (unknown.length) fail(`unknown scenario ${unknown.join(', ')}`);
     scenarios = SCENARIOS.filter((s) => wanted.includes(s.name));
@@ -430,8 +435,22 @@ function parseOptions(argv) {
   if (!Number.isFinite(waitIdle) || waitIdle < 0) fail('--wait-idle must be a number of seconds >= 0');
   const repeat = Number(values.repeat);
   if (!Number.isInteger(repeat) || repeat < 1) fail('--repeat must be a whole number >= 1');
-  if (repeat > 1 && (values['cpu-prof'] || serverNodeArgs.length)) fail('--repeat is for results runs: not with --cpu-prof or --server-node-arg');
-  return { db: values.db, only: values.only, repeat, duration, warmup: WARMUP_SECONDS, connections, scenarios, cpuProf: values['cpu-prof'], serverNodeArgs, waitIdle, out: values.out, write: !values['no-write'] };
+  if (repeat > 1 && (values['cpu-prof'] || serverNodeArgs.length))
+    fail('--repeat is for results runs: not with --cpu-prof or --server-node-arg');
+  return {
+    db: values.db,
+    only: values.only,
+    repeat,
+    duration,
+    warmup: WARMUP_SECONDS,
+    connections,
+    scenarios,
+    cpuProf: values['cpu-prof'],
+    serverNodeArgs,
+    waitIdle,
+    out: values.out,
+    write: !values['no-write'],
+  };
 }
 
 /** `--only soak` (alone): the soak scenario, bench/soak.js, which takes its own options. */
@@ -664,7 +683,10 @@ async function runScenario(scenario, ctx, opts) {
   if (scenario.setup) await scenario.setup(ctx, opts);
   if (opts.waitIdle) await waitIdle(opts.waitIdle);
   if (scenario.run) {
-    const result = await scenario.run(ctx, { measure: (fn) => measure(target.pid, fn, { postgres: ctx.pgDatabase, mockPid: ctx.mockProvider?.pid }), opts });
+    const result = await scenario.run(ctx, {
+      measure: (fn) => measure(target.pid, fn, { postgres: ctx.pgDatabase, mockPid: ctx.mockProvider?.pid }),
+      opts,
+    });
     const { value: _value, startedAt, machineCpuPct: _machine, ...rest } = result;
     return {
       name: scenario.name,
@@ -679,7 +701,10 @@ async function runScenario(scenario, ctx, opts) {
   }
   const bodyBytes = await checkFirstRequest(target.url, scenario, ctx);
   await cannon(target.url, scenario, ctx, opts, WARMUP_SECONDS);
-  const m = await measure(target.pid, () => cannon(target.url, scenario, ctx, opts, opts.duration), { postgres: ctx.pgDatabase, mockPid: ctx.mockProvider?.pid });
+  const m = await measure(target.pid, () => cannon(target.url, scenario, ctx, opts, opts.duration), {
+    postgres: ctx.pgDatabase,
+    mockPid: ctx.mockProvider?.pid,
+  });
   const r = m.value;
   return {
     name: scenario.name,
@@ -713,7 +738,10 @@ async function runScenario(scenario, ctx, opts) {
 // ---- seeding through the real CLI and HTTP API ----------------------------------------------
 
 async function seed(ctx, env) {
-  const { stdout } = await exec(process.execPath, [path.join(ROOT, 'dist/cli.js'), 'tenants', 'create', 'bench', '--json'], { cwd: ROOT, env });
+  const { stdout } = await exec(process.execPath, [path.join(ROOT, 'dist/cli.js'), 'tenants', 'create', 'bench', '--json'], {
+    cwd: ROOT,
+    env,
+  });
   const created = JSON.parse(stdout);
   ctx.apiKey = created.apiKey;
   ctx.tenantId = created.tenant.id;
@@ -764,7 +792,24 @@ function machine() {
 
 /** The results table; `r.ratio` and `r.nearRatio` are set by main (null for the baselines). */
 function table(rows) {
-  const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'RSS MB', 'CPU% srv', 'gen', 'db', 'mock', 'other', 'µs/req', 'ratio', 'near', 'target', 'met'];
+  const header = [
+    'scenario',
+    'req/s',
+    'p50 ms',
+    'p99 ms',
+    'errors',
+    'RSS MB',
+    'CPU% srv',
+    'gen',
+    'db',
+    'mock',
+    'other',
+    'µs/req',
+    'ratio',
+    'near',
+    'target',
+    'met',
+  ];
   const lines = rows.map((r) =>
     [
       `${r.label ?? r.name}${r.disturbed ? ' *' : ''}`,
@@ -889,7 +934,8 @@ async function main() {
     samples.push(b1.reqPerSec);
     const baselineMean = round((b0.reqPerSec + b1.reqPerSec) / 2, 0);
     // A scenario measuring its own bare counterpart (sse-stream) is compared with that (`ratioTo`).
-    for (const r of rows) r.ratio = r.server === 'baseline' || r.reqPerSec === undefined ? null : round(r.reqPerSec / (r.ratioTo ?? baselineMean), 3);
+    for (const r of rows)
+      r.ratio = r.server === 'baseline' || r.reqPerSec === undefined ? null : round(r.reqPerSec / (r.ratioTo ?? baselineMean), 3);
     rows.slice(1, -1).forEach((r, i) => {
       r.nearBaseline = { before: samples[i], after: samples[i + 1], mean: round((samples[i] + samples[i + 1]) / 2, 0) };
       r.nearRatio = r.reqPerSec === undefined || r.ratioTo ? null : round(r.reqPerSec / r.nearBaseline.mean, 3);
@@ -916,7 +962,13 @@ async function main() {
         agents: AGENTS_TO_SEED,
         taskWorkers: TASK_WORKERS,
       },
-      baseline: { start: b0.reqPerSec, end: b1.reqPerSec, mean: baselineMean, driftPct: round(((b1.reqPerSec - b0.reqPerSec) / b0.reqPerSec) * 100, 1), samplesBeforeEachScenario: samples.slice(0, -1) },
+      baseline: {
+        start: b0.reqPerSec,
+        end: b1.reqPerSec,
+        mean: baselineMean,
+        driftPct: round(((b1.reqPerSec - b0.reqPerSec) / b0.reqPerSec) * 100, 1),
+        samplesBeforeEachScenario: samples.slice(0, -1),
+      },
       scenarios: rows.map(({ server: _s, label, ...r }) => ({ ...r, name: label ?? r.name })),
     };
 
@@ -931,14 +983,16 @@ async function main() {
       ...rows.filter((r) => r.summary).map((r) => `  ${r.name}: ${r.summary}`),
       '',
       `baseline: ${b0.reqPerSec} req/s at start, ${b1.reqPerSec} at end (drift ${result.baseline.driftPct}%), mean ${baselineMean} used for ratios` +
-        (b0.disturbed || b1.disturbed ? '\nWARNING: a baseline run was disturbed by other load; the ratios of this run are not reliable' : ''),
+        (b0.disturbed || b1.disturbed
+          ? '\nWARNING: a baseline run was disturbed by other load; the ratios of this run are not reliable'
+          : ''),
       'errors = non-2xx + socket errors; RSS = peak VmRSS of the measured server; p50/p99 in whole ms (0 = under 1 ms)',
       'CPU% (100 = one core busy): srv = measured server, gen = autocannon (this process), db = PostgreSQL backends of the bench database,',
       '  mock = the mock OpenAI-compatible provider (bench/mock-provider.js, when execute-openai-compatible runs),',
       `other = the rest of the machine (${mach.cores} cores = ${mach.cores * 100}%), someone else's load; * = other above ${DISTURBED_PCT}%: disturbed, rerun`,
       'µs/req = server CPU time per request (srv CPU / req/s); ratio = req/s / baseline mean; near = req/s / the mean of the',
       `  ${NEAR_BASELINE_SECONDS} s baseline samples taken just before and just after the scenario (met is decided by ratio)`,
-      'sse-stream: ratio = streams/s / the bare server\'s streams/s with the same clients (its figures are in the summary line);',
+      "sse-stream: ratio = streams/s / the bare server's streams/s with the same clients (its figures are in the summary line);",
       `  met: its first-token p99 / the bare server's first-token p99 <= ${SSE_FIRST_TOKEN_P99_FACTOR}`,
     ].join('\n');
     process.stdout.write(`\n${out}\n`);
@@ -946,10 +1000,16 @@ async function main() {
     if (opts.write) {
       // Only plain runs are results; profiled or modified servers are experiments.
       const experiment = opts.cpuProf || opts.serverNodeArgs.length > 0;
-      const dir = opts.cpuProf ? profileDir : experiment ? path.join(ROOT, '.bench-data', 'experiments') : path.join(ROOT, 'bench', 'results');
+      const dir = opts.cpuProf
+        ? profileDir
+        : experiment
+          ? path.join(ROOT, '.bench-data', 'experiments')
+          : path.join(ROOT, 'bench', 'results');
       fs.mkdirSync(opts.out ? path.dirname(path.resolve(opts.out)) : dir, { recursive: true });
       const stamp = experiment ? started.toISOString().replace(/[:.]/g, '-') : started.toISOString().slice(0, 10);
-      const file = opts.out ? path.resolve(opts.out) : path.join(dir, `${stamp}-${database.dialect}${opts.cpuProf ? '-cpu-prof' : ''}.json`);
+      const file = opts.out
+        ? path.resolve(opts.out)
+        : path.join(dir, `${stamp}-${database.dialect}${opts.cpuProf ? '-cpu-prof' : ''}.json`);
       fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
       log(`wrote ${path.relative(ROOT, file)}`);
     }
@@ -971,7 +1031,16 @@ async function repeatedRuns(opts) {
   const stamp = new Date().toISOString().slice(0, 16).replace(':', '');
   const dir = opts.write ? path.join(ROOT, 'bench', 'results') : fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-bench-repeat-'));
   fs.mkdirSync(dir, { recursive: true });
-  const args = ['--db', opts.db, '--duration', String(opts.duration), '--connections', String(opts.connections), '--wait-idle', String(opts.waitIdle)];
+  const args = [
+    '--db',
+    opts.db,
+    '--duration',
+    String(opts.duration),
+    '--connections',
+    String(opts.connections),
+    '--wait-idle',
+    String(opts.waitIdle),
+  ];
   if (opts.only) args.push('--only', opts.only);
   const files = [];
   for (let i = 1; i <= opts.repeat; i++) {
@@ -981,7 +1050,8 @@ async function repeatedRuns(opts) {
       const child = spawn(process.execPath, [path.join(ROOT, 'bench', 'run.js'), ...args, '--out', file], { cwd: ROOT, stdio: 'inherit' });
       child.once('exit', (c, signal) => resolve(signal ? 1 : c));
     });
-    if (code !== 0) throw new Error(`run ${i} of ${opts.repeat} failed (exit ${code}); the runs before it are in ${path.relative(ROOT, dir)}`);
+    if (code !== 0)
+      throw new Error(`run ${i} of ${opts.repeat} failed (exit ${code}); the runs before it are in ${path.relative(ROOT, dir)}`);
     files.push(file);
   }
   const runs = files.map((f) => JSON.parse(fs.readFileSync(f, 'utf8')));
@@ -992,7 +1062,10 @@ async function repeatedRuns(opts) {
     return;
   }
   const out = opts.out ? path.resolve(opts.out) : path.join(dir, `${stamp}-${opts.db}-median.json`);
-  fs.writeFileSync(out, `${JSON.stringify({ runs: files.map((f) => path.relative(path.dirname(out), f)), dialect: opts.db, targets: verdicts }, null, 2)}\n`);
+  fs.writeFileSync(
+    out,
+    `${JSON.stringify({ runs: files.map((f) => path.relative(path.dirname(out), f)), dialect: opts.db, targets: verdicts }, null, 2)}\n`,
+  );
   log(`wrote ${path.relative(ROOT, out)}`);
 }
 

@@ -66,14 +66,18 @@ const STREAM_MESSAGE = 'Hello, where is my order 4711? It was due yesterday.';
  */
 export const sseStream = {
   name: 'sse-stream',
-  description: 'POST /api/v1/agents/:id/stream, builtin/echo, every connection opening a new stream when the last one ends: ms to the first token event and to done (table p50/p99: first token)',
+  description:
+    'POST /api/v1/agents/:id/stream, builtin/echo, every connection opening a new stream when the last one ends: ms to the first token event and to done (table p50/p99: first token)',
   target: null,
   targetText: `first token p99 <= ${SSE_FIRST_TOKEN_P99_FACTOR}x bare`,
   async run(ctx, m) {
     const { connections, duration, warmup } = m.opts;
     const body = JSON.stringify({ message: STREAM_MESSAGE });
     const json = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
-    const agentry = { url: `${ctx.server.url}/api/v1/agents/${ctx.agentIds[0]}/stream`, headers: { authorization: `Bearer ${ctx.apiKey}`, ...json } };
+    const agentry = {
+      url: `${ctx.server.url}/api/v1/agents/${ctx.agentIds[0]}/stream`,
+      headers: { authorization: `Bearer ${ctx.apiKey}`, ...json },
+    };
     const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
 
     /**
@@ -172,7 +176,15 @@ export const sseStream = {
       serverUsPerRequest: measured.serverCpuPct === null || !perSecond ? null : round((measured.serverCpuPct / 100 / perSecond) * 1e6, 0),
       latencyMs: { p50: first.p50, p99: first.p99, max: first.max },
       errors: measured.value.errors,
-      metrics: { streams, streamsPerSec: perSecond, firstTokenMs: first, doneMs: doneP, oneClientFirstTokenMs: alone, bareServer: bare, lastError: measured.value.lastError },
+      metrics: {
+        streams,
+        streamsPerSec: perSecond,
+        firstTokenMs: first,
+        doneMs: doneP,
+        oneClientFirstTokenMs: alone,
+        bareServer: bare,
+        lastError: measured.value.lastError,
+      },
       // Against the bare server's streams (not its GET requests, as the other scenarios): bench/run.js.
       ratioTo: bare.streamsPerSec || null,
       summary: `${streams} streams (${perSecond}/s); first token p50 ${first.p50} ms, p99 ${first.p99} ms (${first.p99 !== null && bare.p99 ? `${round(first.p99 / bare.p99, 2)}x the bare server's` : 'no ratio'}), max ${first.max} ms; done p50 ${doneP.p50} ms, p99 ${doneP.p99} ms; errors ${measured.value.errors}${measured.value.lastError ? ` (last: ${measured.value.lastError})` : ''}; one client alone: first token p50 ${alone.p50} ms, p99 ${alone.p99} ms; the bare Fastify server, same clients: ${bare.streamsPerSec} streams/s, first token p50 ${bare.p50} ms, p99 ${bare.p99} ms, errors ${bare.errors}`,
@@ -230,22 +242,25 @@ export const idleStreams = {
     let lastError = null;
     const measured = await m.measure(async () => {
       const openedAt = performance.now();
-      await inPool(OPENING_AT_ONCE, IDLE_STREAMS, () =>
-        new Promise((resolve) => {
-          const req = http.get(`${ctx.server.url}/api/v1/runs/${runId}/events`, { headers: auth, agent }, (res) => {
-            if (res.statusCode === 200) opened++;
-            else failed++;
-            res.on('data', () => {});
-            res.on('error', () => {});
-            resolve();
-          });
-          req.on('error', (err) => {
-            failed++;
-            lastError = err.message;
-            resolve();
-          });
-          requests.push(req);
-        }),
+      await inPool(
+        OPENING_AT_ONCE,
+        IDLE_STREAMS,
+        () =>
+          new Promise((resolve) => {
+            const req = http.get(`${ctx.server.url}/api/v1/runs/${runId}/events`, { headers: auth, agent }, (res) => {
+              if (res.statusCode === 200) opened++;
+              else failed++;
+              res.on('data', () => {});
+              res.on('error', () => {});
+              resolve();
+            });
+            req.on('error', (err) => {
+              failed++;
+              lastError = err.message;
+              resolve();
+            });
+            requests.push(req);
+          }),
       );
       const openSeconds = (performance.now() - openedAt) / 1000;
       await sleep(HOLD_SECONDS * 1000);
@@ -261,11 +276,23 @@ export const idleStreams = {
     const { openSeconds, rssHeld } = measured.value;
     // RSS before includes the earlier scenarios' garbage: a collection during the hold can free more
     // than the streams take, and then there is no per-stream figure to give.
-    const perStreamKb = rssBefore !== null && rssHeld !== null && opened && rssHeld >= rssBefore ? round(((rssHeld - rssBefore) * 1024) / opened, 1) : null;
+    const perStreamKb =
+      rssBefore !== null && rssHeld !== null && opened && rssHeld >= rssBefore ? round(((rssHeld - rssBefore) * 1024) / opened, 1) : null;
     return {
       ...measured,
       errors: failed,
-      metrics: { streams: IDLE_STREAMS, opened, failed, openSeconds: round(openSeconds, 2), rssBeforeMb: rssBefore, rssHeldMb: rssHeld, rssPeakMb: measured.rssPeakMb, rssAfterMb: rssAfter, perStreamKb, lastError },
+      metrics: {
+        streams: IDLE_STREAMS,
+        opened,
+        failed,
+        openSeconds: round(openSeconds, 2),
+        rssBeforeMb: rssBefore,
+        rssHeldMb: rssHeld,
+        rssPeakMb: measured.rssPeakMb,
+        rssAfterMb: rssAfter,
+        perStreamKb,
+        lastError,
+      },
       summary: `${opened} of ${IDLE_STREAMS} streams open in ${round(openSeconds, 1)} s (${failed} failed${lastError ? `, last: ${lastError}` : ''}); RSS ${rssBefore} MB before, ${rssHeld} MB held, peak ${measured.rssPeakMb} MB, ${rssAfter} MB after closing; ${perStreamKb === null ? 'no per-stream figure (RSS fell during the hold)' : `~${perStreamKb} KB per stream`}`,
     };
   },
@@ -295,7 +322,12 @@ export const dispatcher = {
       let createdAt = null;
       const creating = inPool(CREATING_AT_ONCE, TASKS, async (i) => {
         try {
-          await ctx.api('POST', '/api/v1/tasks', { name: `bench task ${i}`, description: `Summarise order ${i} for the customer.`, agentId, type: 'one_time' });
+          await ctx.api('POST', '/api/v1/tasks', {
+            name: `bench task ${i}`,
+            description: `Summarise order ${i} for the customer.`,
+            agentId,
+            type: 'one_time',
+          });
           created++;
         } catch (err) {
           createErrors++;
@@ -320,7 +352,17 @@ export const dispatcher = {
       reqPerSec: round(completed / seconds, 0),
       requests: completed,
       errors: createErrors + failed,
-      metrics: { tasks: TASKS, created, createErrors, completed, failed, allDoneSeconds: round(seconds, 2), createSeconds: round(createSeconds, 2), tasksPerSec: round(completed / seconds, 0), lastError },
+      metrics: {
+        tasks: TASKS,
+        created,
+        createErrors,
+        completed,
+        failed,
+        allDoneSeconds: round(seconds, 2),
+        createSeconds: round(createSeconds, 2),
+        tasksPerSec: round(completed / seconds, 0),
+        lastError,
+      },
       summary: `${completed} of ${TASKS} completed, ${failed} failed, ${createErrors} not created${lastError ? ` (last: ${lastError})` : ''}; created in ${round(createSeconds, 1)} s, all done after ${round(seconds, 1)} s (${round(completed / seconds, 0)} tasks/s)`,
     };
   },

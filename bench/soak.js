@@ -143,7 +143,6 @@ function pgBinDir(given) {
   return path.join(base, versions[0], 'bin');
 }
 
-
 /** Runs a PostgreSQL tool, as the `postgres` user when this process is root (initdb refuses root). */
 async function pgTool(bin, tool, args) {
   const cmd = [path.join(bin, tool), ...args];
@@ -300,15 +299,32 @@ async function soak(opts, started, cleanups) {
   let turn = 0;
   const nextReplica = () => replicas[turn++ % replicas.length];
   const api = async (method, urlPath, body) => {
-    const r = await request(nextReplica(), { method, path: urlPath, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) });
+    const r = await request(nextReplica(), {
+      method,
+      path: urlPath,
+      headers: auth,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     if (!r.status.startsWith('2')) throw new Error(`${method} ${urlPath} answered ${r.status}: ${r.body?.slice(0, 300)}`);
     return r.body ? JSON.parse(r.body) : null;
   };
   const agentIds = [];
-  for (let i = 0; i < AGENTS; i++) agentIds.push((await api('POST', '/api/v1/agents', { name: `Soak agent ${i}`, appId: 'soak', role: 'support agent', systemPrompt: 'You answer customer questions about orders.' })).id);
+  for (let i = 0; i < AGENTS; i++)
+    agentIds.push(
+      (
+        await api('POST', '/api/v1/agents', {
+          name: `Soak agent ${i}`,
+          appId: 'soak',
+          role: 'support agent',
+          systemPrompt: 'You answer customer questions about orders.',
+        })
+      ).id,
+    );
   const conversations = [];
   for (let i = 0; i < CONVERSATIONS; i += 20) {
-    const batch = Array.from({ length: Math.min(20, CONVERSATIONS - i) }, (_, j) => api('POST', '/api/v1/conversations', { agentId: agentIds[(i + j) % AGENTS], name: `Soak conversation ${i + j}` }));
+    const batch = Array.from({ length: Math.min(20, CONVERSATIONS - i) }, (_, j) =>
+      api('POST', '/api/v1/conversations', { agentId: agentIds[(i + j) % AGENTS], name: `Soak conversation ${i + j}` }),
+    );
     for (const c of await Promise.all(batch)) conversations.push(c.id);
   }
   const freeConversations = [...conversations];
@@ -318,7 +334,13 @@ async function soak(opts, started, cleanups) {
       method: 'POST',
       path: '/api/v1/identity/oauth/token',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: svid, subject_token_type: 'urn:ietf:params:oauth:token-type:jwt', audience: agentIds[1], scope: 'tools:search' }).toString(),
+      body: new URLSearchParams({
+        grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+        subject_token: svid,
+        subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+        audience: agentIds[1],
+        scope: 'tools:search',
+      }).toString(),
     });
     if (r.status !== '200') throw new Error(`token exchange answered ${r.status}: ${r.body?.slice(0, 300)}`);
     return JSON.parse(r.body).access_token;
@@ -326,10 +348,18 @@ async function soak(opts, started, cleanups) {
   let accessToken = await exchange();
   const cronTasks = [];
   for (let i = 0; i < CRON_TASKS; i++) {
-    const t = await api('POST', '/api/v1/tasks', { name: `Soak cron ${i}`, description: `Summarise the open orders (cron ${i}).`, agentId: agentIds[i % AGENTS], type: 'scheduled', schedule: '* * * * *' });
+    const t = await api('POST', '/api/v1/tasks', {
+      name: `Soak cron ${i}`,
+      description: `Summarise the open orders (cron ${i}).`,
+      agentId: agentIds[i % AGENTS],
+      type: 'scheduled',
+      schedule: '* * * * *',
+    });
     cronTasks.push({ id: t.id, createdAt: t.createdAt, firstRunAt: t.nextRunAt });
   }
-  log(`seeded tenant ${tenant.id}: ${AGENTS} agents, ${CONVERSATIONS} conversations, ${CRON_TASKS} cron tasks (* * * * *), an access token for authorize`);
+  log(
+    `seeded tenant ${tenant.id}: ${AGENTS} agents, ${CONVERSATIONS} conversations, ${CRON_TASKS} cron tasks (* * * * *), an access token for authorize`,
+  );
 
   // ---- load, samples, restart ----
   const seconds = opts.minutes * 60;
@@ -379,23 +409,49 @@ async function soak(opts, started, cleanups) {
     const sentAt = now();
     let r;
     if (kind === 'execute') {
-      r = await request(replica, { method: 'POST', path: `/api/v1/agents/${agentId}/execute`, headers: auth, body: JSON.stringify({ message: 'Where is my order 4711?' }) });
+      r = await request(replica, {
+        method: 'POST',
+        path: `/api/v1/agents/${agentId}/execute`,
+        headers: auth,
+        body: JSON.stringify({ message: 'Where is my order 4711?' }),
+      });
     } else if (kind === 'stream') {
-      r = await request(replica, { method: 'POST', path: `/api/v1/agents/${agentId}/stream`, headers: auth, body: JSON.stringify({ message: 'Where is my order 4712?' }), sse: true });
+      r = await request(replica, {
+        method: 'POST',
+        path: `/api/v1/agents/${agentId}/stream`,
+        headers: auth,
+        body: JSON.stringify({ message: 'Where is my order 4712?' }),
+        sse: true,
+      });
     } else if (kind === 'message') {
       const id = freeConversations.pop();
       if (id === undefined) {
         r = { status: 'client_no_free_conversation', ms: 0 };
       } else {
-        r = await request(replica, { method: 'POST', path: `/api/v1/conversations/${id}/messages`, headers: auth, body: JSON.stringify({ content: 'And my parcel?' }) });
+        r = await request(replica, {
+          method: 'POST',
+          path: `/api/v1/conversations/${id}/messages`,
+          headers: auth,
+          body: JSON.stringify({ content: 'And my parcel?' }),
+        });
         freeConversations.push(id);
       }
     } else if (kind === 'authorize') {
-      r = await request(replica, { method: 'POST', path: '/api/v1/identity/authorize', headers: { authorization: `Bearer ${accessToken}` }, body: JSON.stringify({ tool: 'search', callee: agentIds[1] }) });
+      r = await request(replica, {
+        method: 'POST',
+        path: '/api/v1/identity/authorize',
+        headers: { authorization: `Bearer ${accessToken}` },
+        body: JSON.stringify({ tool: 'search', callee: agentIds[1] }),
+      });
       if (r.status === '200' && !JSON.parse(r.body).allowed) r = { ...r, status: `200_denied_${JSON.parse(r.body).reason}` };
     } else {
       const n = taskSerial++;
-      r = await request(replica, { method: 'POST', path: '/api/v1/tasks', headers: auth, body: JSON.stringify({ name: `Soak one-time ${n}`, description: `Summarise order ${n}.`, agentId, type: 'one_time' }) });
+      r = await request(replica, {
+        method: 'POST',
+        path: '/api/v1/tasks',
+        headers: auth,
+        body: JSON.stringify({ name: `Soak one-time ${n}`, description: `Summarise order ${n}.`, agentId, type: 'one_time' }),
+      });
       if (r.status === '201') acknowledgedTasks.push(JSON.parse(r.body).id);
     }
     record(kind, r, sentAt);
@@ -403,11 +459,22 @@ async function soak(opts, started, cleanups) {
 
   const sampler = setInterval(() => {
     const t = round(now() / 1000, 0);
-    const sample = { atSeconds: t, rssMb: replicas.map((x) => { const kb = readRssKb(x.pid); return kb === null ? null : round(kb / 1024); }), inFlight, taskJobs: null };
+    const sample = {
+      atSeconds: t,
+      rssMb: replicas.map((x) => {
+        const kb = readRssKb(x.pid);
+        return kb === null ? null : round(kb / 1024);
+      }),
+      inFlight,
+      taskJobs: null,
+    };
     samples.push(sample);
     // The task queue (null while the database is away): cron fires wait in it behind one-time tasks.
     admin
-      .query(`select state, count(*)::int as n from task_jobs where tenant_id = $1 and state in ('queued', 'claimed', 'running') group by state`, [tenant.id])
+      .query(
+        `select state, count(*)::int as n from task_jobs where tenant_id = $1 and state in ('queued', 'claimed', 'running') group by state`,
+        [tenant.id],
+      )
       .then(({ rows }) => (sample.taskJobs = Object.fromEntries(rows.map((r) => [r.state, r.n]))))
       .catch(() => {});
   }, opts.sampleSeconds * 1000);
@@ -431,7 +498,12 @@ async function soak(opts, started, cleanups) {
   })();
   const progress = setInterval(() => {
     const w = windows[windows.length - 2];
-    if (w) log(`${w.fromSeconds} s: ${Object.entries(w.outcomes).map(([k, v]) => `${k}: ${v}`).join(', ')}; RSS ${samples.at(-1)?.rssMb.join(' / ')} MB`);
+    if (w)
+      log(
+        `${w.fromSeconds} s: ${Object.entries(w.outcomes)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join(', ')}; RSS ${samples.at(-1)?.rssMb.join(' / ')} MB`,
+      );
   }, 60_000);
 
   log(`load: ${opts.rate} requests/s for ${opts.minutes} min, restart at ${round(restartAtMs / 1000)} s`);
@@ -526,11 +598,41 @@ async function soak(opts, started, cleanups) {
   const result = {
     date: started.toISOString(),
     scenario: 'soak',
-    machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, memoryGb: round(os.totalmem() / 1024 ** 3), node: process.version, loadavgAtEnd: os.loadavg().map((n) => round(n, 2)) },
+    machine: {
+      cpu: os.cpus()[0]?.model,
+      cores: os.cpus().length,
+      memoryGb: round(os.totalmem() / 1024 ** 3),
+      node: process.version,
+      loadavgAtEnd: os.loadavg().map((n) => round(n, 2)),
+    },
     database: { dialect: 'postgres', version: pgVersion, description: database.description },
-    options: { minutes: opts.minutes, rate: opts.rate, mixCapacity: Math.round(MIX_CAPACITY), mix: MIX, restartAt: opts.restartAt, outageSeconds: opts.outageSeconds, windowSeconds: opts.windowSeconds, sampleSeconds: opts.sampleSeconds, runLeaseSeconds: RUN_LEASE_SECONDS, agents: AGENTS, conversations: CONVERSATIONS, cronTasks: CRON_TASKS, replicas: replicas.length },
+    options: {
+      minutes: opts.minutes,
+      rate: opts.rate,
+      mixCapacity: Math.round(MIX_CAPACITY),
+      mix: MIX,
+      restartAt: opts.restartAt,
+      outageSeconds: opts.outageSeconds,
+      windowSeconds: opts.windowSeconds,
+      sampleSeconds: opts.sampleSeconds,
+      runLeaseSeconds: RUN_LEASE_SECONDS,
+      agents: AGENTS,
+      conversations: CONVERSATIONS,
+      cronTasks: CRON_TASKS,
+      replicas: replicas.length,
+    },
     outage,
-    requests: { sent, totals, outage503: timeline.reduce((s, w) => s + w.outage503, 0), unexpected: timeline.reduce((s, w) => s + w.unexpected, 0), unexpectedByStatus: countBy(answers.filter((a) => !(a.status === '503' && duringOutage(a.answeredAt / 1000))), (a) => a.status), examples: errorsSeen },
+    requests: {
+      sent,
+      totals,
+      outage503: timeline.reduce((s, w) => s + w.outage503, 0),
+      unexpected: timeline.reduce((s, w) => s + w.unexpected, 0),
+      unexpectedByStatus: countBy(
+        answers.filter((a) => !(a.status === '503' && duringOutage(a.answeredAt / 1000))),
+        (a) => a.status,
+      ),
+      examples: errorsSeen,
+    },
     rss,
     findings,
     logs,
@@ -539,7 +641,9 @@ async function soak(opts, started, cleanups) {
   };
   printReport(result);
   if (opts.write) {
-    const file = opts.out ? path.resolve(opts.out) : path.join(ROOT, 'bench', 'results', `${started.toISOString().slice(0, 10)}-soak-postgres.json`);
+    const file = opts.out
+      ? path.resolve(opts.out)
+      : path.join(ROOT, 'bench', 'results', `${started.toISOString().slice(0, 10)}-soak-postgres.json`);
     fs.mkdirSync(path.dirname(file), { recursive: true });
     fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
     log(`wrote ${path.relative(ROOT, file)}`);
@@ -595,12 +699,24 @@ async function checkDatabase(db, tenantId, cronTasks, acknowledgedTasks, checked
       runs: taskRuns,
       firedTwice: [...byTime.entries()].filter(([, v]) => v.length > 1).map(([k]) => k),
       notFired: expected.filter((t) => !byTime.has(t)),
-      notFiredButRecorded: fires.filter((f) => f.decision !== 'fired').map((f) => ({ scheduledFor: f.scheduled_for, decision: f.decision, reason: f.reason, missed: f.missed })),
-      firesWithoutOneRun: fires.filter((f) => f.decision === 'fired' && f.runs !== 1).map((f) => ({ scheduledFor: f.scheduled_for, runs: f.runs })),
+      notFiredButRecorded: fires
+        .filter((f) => f.decision !== 'fired')
+        .map((f) => ({ scheduledFor: f.scheduled_for, decision: f.decision, reason: f.reason, missed: f.missed })),
+      firesWithoutOneRun: fires
+        .filter((f) => f.decision === 'fired' && f.runs !== 1)
+        .map((f) => ({ scheduledFor: f.scheduled_for, runs: f.runs })),
       // Seconds from the cron time to its run's start: a fire's job waits in the queue with all others.
-      runStartDelaySeconds: fires.filter((f) => f.run_started_at).map((f) => ({ scheduledFor: f.scheduled_for, seconds: round((Date.parse(f.run_started_at) - Date.parse(f.scheduled_for)) / 1000) })),
+      runStartDelaySeconds: fires
+        .filter((f) => f.run_started_at)
+        .map((f) => ({
+          scheduledFor: f.scheduled_for,
+          seconds: round((Date.parse(f.run_started_at) - Date.parse(f.scheduled_for)) / 1000),
+        })),
       lateFires: fires
-        .map((f) => ({ scheduledFor: f.scheduled_for, lateSeconds: round((Date.parse(f.decided_at) - Date.parse(f.scheduled_for)) / 1000) }))
+        .map((f) => ({
+          scheduledFor: f.scheduled_for,
+          lateSeconds: round((Date.parse(f.decided_at) - Date.parse(f.scheduled_for)) / 1000),
+        }))
         .filter((f) => f.lateSeconds > 5),
     });
   }
@@ -634,7 +750,11 @@ function rssJudgement(samples, seconds, replicas) {
       minutes[m] ??= [];
       minutes[m].push(s.rssMb[i]);
     }
-    return { replica: x.name, medianMbByMinute: Array.from(minutes, (v) => (v ? percentiles(v).p50 : null)), exited: samples.some((s) => s.rssMb[i] === null) };
+    return {
+      replica: x.name,
+      medianMbByMinute: Array.from(minutes, (v) => (v ? percentiles(v).p50 : null)),
+      exited: samples.some((s) => s.rssMb[i] === null),
+    };
   });
   for (const r of perMinute) {
     const after = r.medianMbByMinute.slice(Math.ceil(warmup / 60)).filter((v) => v !== null);
@@ -659,20 +779,39 @@ function printReport(r) {
   const lines = [
     `Agentry soak, PostgreSQL ${r.database.version} (${r.database.description}), ${r.date}`,
     `${r.options.minutes} min at ${r.options.rate} requests/s over ${r.options.replicas} replicas (mix capacity ${r.options.mixCapacity}/s); PostgreSQL restarted at ${r.outage?.fromSeconds} s, back at ${r.outage?.backSeconds} s`,
-    `requests: ${r.requests.sent} sent; ${Object.entries(r.requests.totals).map(([k, v]) => `${k}: ${v}`).join(', ')}`,
+    `requests: ${r.requests.sent} sent; ${Object.entries(r.requests.totals)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ')}`,
     `503 answered during the outage (restart to ${OUTAGE_TAIL_SECONDS} s after PostgreSQL was back): ${r.requests.outage503}; anything else not 2xx: ${r.requests.unexpected} ${JSON.stringify(r.requests.unexpectedByStatus)}`,
     '',
     'window   ' + 'outcomes that are not 2xx'.padEnd(60) + ' 2xx; execute p50/p99 ms; 503 in the outage; other',
-    ...r.timeline.map((w) => `${String(w.fromSeconds).padStart(5)} s${w.inOutage ? '*' : ' '} ${Object.entries(w.outcomes).filter(([k]) => !/ 20[01]$/.test(k)).map(([k, v]) => `${k}: ${v}`).join(', ').padEnd(60)} ${Object.entries(w.outcomes).filter(([k]) => / 20[01]$/.test(k)).reduce((s, [, v]) => s + v, 0)}; ${w.latency.execute ? `${w.latency.execute.p50}/${w.latency.execute.p99}` : '-'}; ${w.outage503}; ${w.unexpected}`),
+    ...r.timeline.map(
+      (w) =>
+        `${String(w.fromSeconds).padStart(5)} s${w.inOutage ? '*' : ' '} ${Object.entries(w.outcomes)
+          .filter(([k]) => !/ 20[01]$/.test(k))
+          .map(([k, v]) => `${k}: ${v}`)
+          .join(', ')
+          .padEnd(60)} ${Object.entries(w.outcomes)
+          .filter(([k]) => / 20[01]$/.test(k))
+          .reduce(
+            (s, [, v]) => s + v,
+            0,
+          )}; ${w.latency.execute ? `${w.latency.execute.p50}/${w.latency.execute.p99}` : '-'}; ${w.outage503}; ${w.unexpected}`,
+    ),
     '',
     'RSS MB by minute (median):',
-    ...r.rss.perReplica.map((p) => `  ${p.replica}: ${p.medianMbByMinute.join(' ')}; after warm-up ${JSON.stringify(p.afterWarmup)}, flat within 10 %: ${p.flat}`),
+    ...r.rss.perReplica.map(
+      (p) => `  ${p.replica}: ${p.medianMbByMinute.join(' ')}; after warm-up ${JSON.stringify(p.afterWarmup)}, flat within 10 %: ${p.flat}`,
+    ),
     '',
     `runs left running: ${r.findings.runsRunningAfterSettle}; task jobs open: ${r.findings.taskJobsOpenAfterSettle}`,
     `runs: ${r.findings.runsByStatus.map((x) => `${x.kind}/${x.status}${x.error ? `/${x.error}` : ''}: ${x.n}`).join(', ')}`,
     `one-time tasks: ${JSON.stringify({ ...r.findings.oneTimeTasks, neverRun: r.findings.oneTimeTasks.neverRun.length, runMoreThanOnce: r.findings.oneTimeTasks.runMoreThanOnce.length, acknowledgedButMissing: r.findings.oneTimeTasks.acknowledgedButMissing.length })}`,
     ...r.findings.oneTimeTasks.neverRun.map((t) => `  never run: ${t.id} ${t.status}, jobs ${t.jobs}, last error ${t.lastError}`),
-    ...r.findings.cron.map((c) => `cron ${c.id}: ${c.expectedTimes} times expected, ${c.fires} fires, ${c.runs} runs; twice: ${c.firedTwice.length}, not fired: ${c.notFired.length}, recorded not fired: ${c.notFiredButRecorded.length}, fires without one run: ${c.firesWithoutOneRun.length}, decided late (> 5 s): ${c.lateFires.map((f) => `${f.scheduledFor.slice(11, 16)} +${f.lateSeconds} s`).join(' ') || 'none'}; run started after (s): ${c.runStartDelaySeconds.map((f) => `${f.scheduledFor.slice(11, 16)} +${f.seconds}`).join(' ')}${c.notFiredButRecorded.length ? `; not fired: ${c.notFiredButRecorded.map((f) => `${f.scheduledFor.slice(11, 16)} ${f.decision} (${f.reason})`).join(' ')}` : ''}`),
+    ...r.findings.cron.map(
+      (c) =>
+        `cron ${c.id}: ${c.expectedTimes} times expected, ${c.fires} fires, ${c.runs} runs; twice: ${c.firedTwice.length}, not fired: ${c.notFired.length}, recorded not fired: ${c.notFiredButRecorded.length}, fires without one run: ${c.firesWithoutOneRun.length}, decided late (> 5 s): ${c.lateFires.map((f) => `${f.scheduledFor.slice(11, 16)} +${f.lateSeconds} s`).join(' ') || 'none'}; run started after (s): ${c.runStartDelaySeconds.map((f) => `${f.scheduledFor.slice(11, 16)} +${f.seconds}`).join(' ')}${c.notFiredButRecorded.length ? `; not fired: ${c.notFiredButRecorded.map((f) => `${f.scheduledFor.slice(11, 16)} ${f.decision} (${f.reason})`).join(' ')}` : ''}`,
+    ),
     `queued task jobs by minute (most in a sample): ${queueByMinute(r.samples)}`,
   ];
   process.stdout.write(`\n${lines.join('\n')}\n`);

@@ -46,7 +46,14 @@ import { a2aToolProvider } from './a2a/tools.js';
 import { SecretBox, isSealedBox } from './identity/secret-box.js';
 import { tenancyPlugin } from './tenancy/plugin.js';
 import { TenancyService } from './tenancy/service.js';
-import { type AdmissionBatch, LimitsService, type RateDecision, type RunLimits, newAdmissionBatch, withdrawAdmission } from './tenancy/limits.js';
+import {
+  type AdmissionBatch,
+  LimitsService,
+  type RateDecision,
+  type RunLimits,
+  newAdmissionBatch,
+  withdrawAdmission,
+} from './tenancy/limits.js';
 import { isPromise } from './maybe-promise.js';
 
 const BODY_LIMIT = 1024 * 1024;
@@ -103,7 +110,11 @@ function runAdmission(limits: LimitsService): Admission<RunLimits, AdmissionBatc
 export function createServices(config: Config, db: Db, logger: FastifyBaseLogger = createLogger(config)): Services {
   // One process on SQLite; on PostgreSQL, signals cross replicas with LISTEN/NOTIFY.
   const bus: SignalBus = config.databaseUrl
-    ? new PostgresSignalBus(config.databaseUrl, (err) => logger.warn({ err }, 'signal bus problem (its connection, or a malformed notification dropped)'), db.changes)
+    ? new PostgresSignalBus(
+        config.databaseUrl,
+        (err) => logger.warn({ err }, 'signal bus problem (its connection, or a malformed notification dropped)'),
+        db.changes,
+      )
     : new LocalSignalBus();
   const tenancy = new TenancyService(db);
   const agents = new AgentsService(db, config.defaultModel);
@@ -125,7 +136,10 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   });
   const files = new FilesService(db);
   const identity = new IdentityService(db, config, tenancy, agents, logger);
-  tools.register('delegation', delegationToolProvider(identity, agents, () => runs));
+  tools.register(
+    'delegation',
+    delegationToolProvider(identity, agents, () => runs),
+  );
   const masterKey = loadMasterKey(config);
   const skillsDomain = createSkillsDomain(db, { agents, tools, runs, masterKey });
   // Remote A2A agents as tools; their credentials sealed at rest by the agents service, opened for a call.
@@ -175,7 +189,9 @@ function applyRate(reply: FastifyReply, rate: RateDecision | null) {
   if (!rate) return;
   reply.header('ratelimit-limit', rate.limit).header('ratelimit-remaining', rate.remaining).header('ratelimit-reset', rate.resetSeconds);
   if (!rate.allowed) {
-    throw new ProblemError(429, 'rate_limited', `this key may make ${rate.limit} requests per minute`, undefined, { 'retry-after': String(rate.retryAfter) });
+    throw new ProblemError(429, 'rate_limited', `this key may make ${rate.limit} requests per minute`, undefined, {
+      'retry-after': String(rate.retryAfter),
+    });
   }
 }
 
@@ -226,7 +242,9 @@ export async function buildApp({ config, db, services = createServices(config, d
   app.addHook('onRequest', (request, reply, done) => {
     if (!lifecycle.draining || request.url === '/healthz') return done();
     reply.header('connection', 'close');
-    done(new ProblemError(503, 'shutting_down', 'this server is shutting down; retry on another replica', undefined, { 'retry-after': '1' }));
+    done(
+      new ProblemError(503, 'shutting_down', 'this server is shutting down; retry on another replica', undefined, { 'retry-after': '1' }),
+    );
   });
   registerJsonParser(app);
   registerValidation(app, [Problem, Agent, Task]);
@@ -260,13 +278,28 @@ export async function buildApp({ config, db, services = createServices(config, d
   // start runs) stop before runs stop, as in shutdown().
   await app.register(tenancyPlugin, { tenancy: services.tenancy, limits: services.limits });
   await app.register(agentsPlugin, { agents: services.agents });
-  await app.register(runsPlugin, { runs: services.runs, agents: services.agents, files: services.files, idempotency: services.idempotency });
+  await app.register(runsPlugin, {
+    runs: services.runs,
+    agents: services.agents,
+    files: services.files,
+    idempotency: services.idempotency,
+  });
   await app.register(conversationsPlugin, { conversations: services.conversations, files: services.files });
   await app.register(tasksPlugin, { tasks: services.tasks });
-  await app.register(skillsPlugin, { skills: services.skills, connectors: services.connectors, skillTools: services.skillTools, agents: services.agents });
+  await app.register(skillsPlugin, {
+    skills: services.skills,
+    connectors: services.connectors,
+    skillTools: services.skillTools,
+    agents: services.agents,
+  });
   await app.register(identityPlugin, { identity: services.identity, limits: services.limits });
   await app.register(openaiCompatPlugin, { runs: services.runs, agents: services.agents });
-  await app.register(a2aPlugin, { runs: services.runs, agents: services.agents, skills: services.skills, publicBaseUrl: config.publicBaseUrl });
+  await app.register(a2aPlugin, {
+    runs: services.runs,
+    agents: services.agents,
+    skills: services.skills,
+    publicBaseUrl: config.publicBaseUrl,
+  });
 
   return app;
 }

@@ -85,7 +85,6 @@ export class ConfigError extends Error {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-
 type Env = Record<string, string | undefined>;
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -183,7 +182,10 @@ export function loadConfig(env: Env = process.env): Config {
   };
 
   const runLeaseMs = integer(env, 'RUN_LEASE_SECONDS', 30, 2, 3600) * 1000;
-  const mcpAllowedHosts = (env.MCP_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean);
+  const mcpAllowedHosts = (env.MCP_ALLOWED_HOSTS ?? '')
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean);
   const mcpAllowPrivateNetworks = boolean(env, 'MCP_ALLOW_PRIVATE_NETWORKS', false);
   const shutdownGraceMs = integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000;
   const sseHeartbeatMs = integer(env, 'SSE_HEARTBEAT_SECONDS', 15, 1, 3600) * 1000;
@@ -208,7 +210,6 @@ export function loadConfig(env: Env = process.env): Config {
     masterKey = new Secret(decoded);
   }
 
-
   const scheduler = env.TASK_SCHEDULER || 'on';
   if (scheduler !== 'on' && scheduler !== 'off') throw new ConfigError('TASK_SCHEDULER', `must be on or off, got "${scheduler}"`);
   const tasks: TaskSettings = {
@@ -217,7 +218,6 @@ export function loadConfig(env: Env = process.env): Config {
     scheduler: scheduler === 'on',
     misfireGraceMs: integer(env, 'TASK_MISFIRE_GRACE_SECONDS', 60, 1, 86_400) * 1000,
   };
-
 
   return {
     port,

@@ -18,7 +18,8 @@
 const REDACTED = '[redacted]';
 
 /** Member names (lower case, letters and digits only) that hold credentials: by suffix, so `x-api-key`, `webhookSecret`, `refresh_token` match. */
-const SENSITIVE_NAME = /(authorization|cookie|passw(or)?d|passphrase|secret|token|apikey|privatekey|privatejwk|assertion|masterkey|credentials?|svid)$/;
+const SENSITIVE_NAME =
+  /(authorization|cookie|passw(or)?d|passphrase|secret|token|apikey|privatekey|privatejwk|assertion|masterkey|credentials?|svid)$/;
 /** The private members of a JWK (RFC 7518 6.2.2, 6.3.2, 6.4.1): redacted in any object with a `kty`. */
 const JWK_PRIVATE_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']);
 

@@ -28,11 +28,14 @@ describe('the real CLI and the real server', () => {
     const res = await api('/api/v1/agents', out.apiKey, { method: 'POST', body: JSON.stringify({ name: 'Support', appId: 'support' }) });
     expect(res.status).toBe(201);
     const agent = (await res.json()) as { id: string };
-    const list = (await (await api("/api/v1/agents", out.apiKey)).json()) as { agents: { id: string }[] };
+    const list = (await (await api('/api/v1/agents', out.apiKey)).json()) as { agents: { id: string }[] };
     expect(list.agents.map((a: { id: string }) => a.id)).toEqual([agent.id]);
 
     // keys create / list / revoke through the CLI, seen at once by the running server.
-    const made = await cli(['keys', 'create', '--tenant', out.tenant.id, '--permissions', 'agents:read', '--name', 'reader', '--json'], database.env);
+    const made = await cli(
+      ['keys', 'create', '--tenant', out.tenant.id, '--permissions', 'agents:read', '--name', 'reader', '--json'],
+      database.env,
+    );
     expect(made.code, made.stderr).toBe(0);
     const reader = JSON.parse(made.stdout);
     expect(reader.apiKey).toMatchObject({ name: 'reader', permissions: ['agents:read'] });
@@ -49,7 +52,10 @@ describe('the real CLI and the real server', () => {
   });
 
   it('explains CLI mistakes', async () => {
-    const bad = await cli(['keys', 'create', '--tenant', '01a00000-0000-7000-8000-000000000000', '--permissions', 'agents:read'], database.env);
+    const bad = await cli(
+      ['keys', 'create', '--tenant', '01a00000-0000-7000-8000-000000000000', '--permissions', 'agents:read'],
+      database.env,
+    );
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('tenant not found');
     const perm = await cli(['tenants', 'create', 'X', '--json'], database.env);
@@ -77,8 +83,17 @@ describe('configuration', () => {
   it('stops at start with one clear line naming the variable', async () => {
     const { spawnSync } = await import('node:child_process');
     const { ROOT } = await import('./helpers/process.js');
-    for (const [name, value] of [['PORT', 'eighty'], ['DATABASE_URL', 'mysql://x'], ['LOG_LEVEL', 'loud'], ['DEFAULT_MODEL', 'gpt4']]) {
-      const r = spawnSync(process.execPath, ['dist/main.js'], { cwd: ROOT, env: { ...process.env, ...database.env, [name]: value }, encoding: 'utf8' });
+    for (const [name, value] of [
+      ['PORT', 'eighty'],
+      ['DATABASE_URL', 'mysql://x'],
+      ['LOG_LEVEL', 'loud'],
+      ['DEFAULT_MODEL', 'gpt4'],
+    ]) {
+      const r = spawnSync(process.execPath, ['dist/main.js'], {
+        cwd: ROOT,
+        env: { ...process.env, ...database.env, [name]: value },
+        encoding: 'utf8',
+      });
       expect(r.status).toBe(1);
       const lines = r.stderr.trim().split('\n');
       expect(lines).toHaveLength(1);

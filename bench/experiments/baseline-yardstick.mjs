@@ -24,7 +24,12 @@ async function measure(burn) {
     const ticks0 = readCpuTicks(bare.pid);
     const result = await load(url, seconds);
     const cpuMicros = ((readCpuTicks(bare.pid) - ticks0) * 1e6) / CLK_TCK;
-    return { burn, rps: result.requests.total / seconds, cpuPerRequest: cpuMicros / result.requests.total, errors: result.errors + result.non2xx };
+    return {
+      burn,
+      rps: result.requests.total / seconds,
+      cpuPerRequest: cpuMicros / result.requests.total,
+      errors: result.errors + result.non2xx,
+    };
   } finally {
     await bare.stop();
   }

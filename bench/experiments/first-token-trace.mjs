@@ -160,11 +160,16 @@ setInterval(() => {
     k.ms += d;
     kinds.set(kind, k);
   }
-  out += `work: ${[...kinds].filter(([k]) => k !== 'request' && k !== 'first token' && k !== 'done').map(([k, { n, ms }]) => `${k} ${n} (${ms.toFixed(0)} ms)`).join('; ')}\n`;
+  out += `work: ${[...kinds]
+    .filter(([k]) => k !== 'request' && k !== 'first token' && k !== 'done')
+    .map(([k, { n, ms }]) => `${k} ${n} (${ms.toFixed(0)} ms)`)
+    .join('; ')}\n`;
   const slowSql = current.filter(([, w]) => w.startsWith('sql')).map(([, , d]) => d.toFixed(1));
   out += `slow statements (ms): ${slowSql.join(' ')}\n`;
   const byLatency = [...taken].sort((a, b) => a[1] - a[0] - (b[1] - b[0]));
-  const shown = SHOWN ? SHOWN.map((q) => byLatency[Math.min(byLatency.length - 1, Math.floor(byLatency.length * q))]) : byLatency.slice(-3).reverse();
+  const shown = SHOWN
+    ? SHOWN.map((q) => byLatency[Math.min(byLatency.length - 1, Math.floor(byLatency.length * q))])
+    : byLatency.slice(-3).reverse();
   for (const [arrival, first] of shown) {
     out += `slow stream: first token after ${(first - arrival).toFixed(2)} ms\n`;
     // Runs of requests and first tokens are folded into one line each.

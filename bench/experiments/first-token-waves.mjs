@@ -12,7 +12,10 @@ import path from 'node:path';
 
 const file = process.argv[2] ?? path.resolve(import.meta.dirname, '../../.bench-data/first-token-trace.txt.jsonl');
 const windows = fs.readFileSync(file, 'utf8').trim().split('\n').map(JSON.parse);
-const overlaps = (from, to) => ([t, , d]) => t < to && t + d > from;
+const overlaps =
+  (from, to) =>
+  ([t, , d]) =>
+    t < to && t + d > from;
 
 const streams = [];
 for (const { streams: taken, events } of windows.slice(1)) {
@@ -39,7 +42,9 @@ const at = (list, q) => list[Math.min(list.length - 1, Math.floor(list.length * 
 const share = (list, test) => `${Math.round((list.filter(test).length / list.length) * 100)}%`;
 const mean = (list, key) => (list.reduce((sum, s) => sum + s[key], 0) / list.length).toFixed(1);
 
-process.stdout.write(`${streams.length} streams; server's first token p50 ${at(streams, 0.5)} ms, p90 ${at(streams, 0.9)}, p99 ${at(streams, 0.99)}\n`);
+process.stdout.write(
+  `${streams.length} streams; server's first token p50 ${at(streams, 0.5)} ms, p90 ${at(streams, 0.9)}, p99 ${at(streams, 0.99)}\n`,
+);
 const slowest = streams.slice(Math.floor(streams.length * 0.98));
 for (const [name, list] of [
   ['all streams', streams],

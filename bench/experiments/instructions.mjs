@@ -27,7 +27,11 @@ const root = path.resolve(process.env.ROOT ?? path.join(import.meta.dirname, '..
 
 const REQUESTS = {
   'get-agent': (agentId) => ({ method: 'GET', path: `/api/v1/agents/${agentId}` }),
-  execute: (agentId) => ({ method: 'POST', path: `/api/v1/agents/${agentId}/execute`, body: JSON.stringify({ message: 'Where is my order? It was due on Monday and has not arrived yet.' }) }),
+  execute: (agentId) => ({
+    method: 'POST',
+    path: `/api/v1/agents/${agentId}/execute`,
+    body: JSON.stringify({ message: 'Where is my order? It was due on Monday and has not arrived yet.' }),
+  }),
 };
 if (!REQUESTS[scenario]) throw new Error(`scenario must be one of ${Object.keys(REQUESTS).join(', ')}`);
 
@@ -38,25 +42,49 @@ async function count(n) {
   // vgdb names its pipes after the user and the host in the environment (HOST is also the server's
   // listening address, 127.0.0.1 from startChild): the controls below are given the same.
   const vgdbPrefix = `--vgdb-prefix=${path.join(dataDir, 'vgdb')}`;
-  const args = ['--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', vgdbPrefix, `--callgrind-out-file=${out}`, process.execPath, path.join(root, 'dist/main.js')];
+  const args = [
+    '--tool=callgrind',
+    '--instr-atstart=no',
+    '--smc-check=all-non-file',
+    vgdbPrefix,
+    `--callgrind-out-file=${out}`,
+    process.execPath,
+    path.join(root, 'dist/main.js'),
+  ];
   const server = await startChild('agentry under valgrind', args, env, '/readyz', { command: 'valgrind', readyTimeoutMs: 600_000 });
   const part1 = path.join(dataDir, 'callgrind.out.1');
-  const control = (...flags) => exec('callgrind_control', [vgdbPrefix, ...flags, String(server.pid)], { env: { ...process.env, HOST: '127.0.0.1' } });
+  const control = (...flags) =>
+    exec('callgrind_control', [vgdbPrefix, ...flags, String(server.pid)], { env: { ...process.env, HOST: '127.0.0.1' } });
   try {
-    const { stdout } = await exec(process.execPath, [path.join(root, 'dist/cli.js'), 'tenants', 'create', 'instructions', '--json'], { cwd: root, env });
+    const { stdout } = await exec(process.execPath, [path.join(root, 'dist/cli.js'), 'tenants', 'create', 'instructions', '--json'], {
+      cwd: root,
+      env,
+    });
     const { apiKey } = JSON.parse(stdout);
     const call = async ({ method, path: p, body }) => {
-      const res = await fetch(server.url + p, { method, body, headers: { authorization: `Bearer ${apiKey}`, ...(body ? { 'content-type': 'application/json' } : {}) } });
+      const res = await fetch(server.url + p, {
+        method,
+        body,
+        headers: { authorization: `Bearer ${apiKey}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      });
       const text = await res.text();
       if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${text}`);
       return text;
     };
-    const agent = JSON.parse(await call({ method: 'POST', path: '/api/v1/agents', body: JSON.stringify({ name: 'instructions', appId: 'support', systemPrompt: 'You answer customers of an online shop.' }) }));
+    const agent = JSON.parse(
+      await call({
+        method: 'POST',
+        path: '/api/v1/agents',
+        body: JSON.stringify({ name: 'instructions', appId: 'support', systemPrompt: 'You answer customers of an online shop.' }),
+      }),
+    );
     const drive = async (total) => {
       let next = 0;
-      await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-        while (next++ < total) await call(REQUESTS[scenario](agent.id));
-      }));
+      await Promise.all(
+        Array.from({ length: IN_FLIGHT }, async () => {
+          while (next++ < total) await call(REQUESTS[scenario](agent.id));
+        }),
+      );
     };
     await drive(WARMUP);
     await control('-i', 'on');
@@ -81,4 +109,6 @@ async function count(n) {
 }
 
 const total = await count(requests);
-process.stdout.write(`${scenario} (${root}): ${Math.round(total / requests).toLocaleString('en')} instructions per request (${requests} requests, ${total.toLocaleString('en')} in all)\n`);
+process.stdout.write(
+  `${scenario} (${root}): ${Math.round(total / requests).toLocaleString('en')} instructions per request (${requests} requests, ${total.toLocaleString('en')} in all)\n`,
+);

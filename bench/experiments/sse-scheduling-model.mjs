@@ -64,4 +64,6 @@ function answer(req, reply) {
 
 const port = Number(process.env.PORT ?? 3999);
 await app.listen({ port, host: '127.0.0.1' });
-process.stdout.write(`sse scheduling model (${schedule}${schedule === 'background' ? `, ${batch} per turn` : ''}) on http://127.0.0.1:${port}\n`);
+process.stdout.write(
+  `sse scheduling model (${schedule}${schedule === 'background' ? `, ${batch} per turn` : ''}) on http://127.0.0.1:${port}\n`,
+);

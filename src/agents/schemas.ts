@@ -8,7 +8,11 @@ const AGENT_STATUSES = ['available', 'paused', 'registered'] as const;
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Scope = Type.String({ minLength: 1, maxLength: 128 });
 const Prompt = Type.String({ maxLength: 100_000 });
-const ModelString = Type.String({ minLength: 3, maxLength: 200, description: 'provider/model-name, e.g. openai/gpt-4o-mini or builtin/echo' });
+const ModelString = Type.String({
+  minLength: 3,
+  maxLength: 200,
+  description: 'provider/model-name, e.g. openai/gpt-4o-mini or builtin/echo',
+});
 const ToolName = Type.String({ pattern: '^[a-zA-Z0-9_-]{1,64}$', description: 'name the model sees' });
 
 const BuiltinTool = Type.Object(
@@ -39,14 +43,18 @@ export const MAX_A2A_AGENTS = 16;
 export const A2aAgentTool = Type.Object(
   {
     type: Type.Literal('a2a'),
-    name: Type.String({ pattern: '^[a-zA-Z0-9_-]{1,60}$', description: 'the tool the model sees is a2a_<name> (what TBAC policies match)' }),
-    cardUrl: Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048, description: 'the remote agent\'s Agent Card' }),
+    name: Type.String({
+      pattern: '^[a-zA-Z0-9_-]{1,60}$',
+      description: 'the tool the model sees is a2a_<name> (what TBAC policies match)',
+    }),
+    cardUrl: Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048, description: "the remote agent's Agent Card" }),
     description: Type.Optional(Type.String({ maxLength: 2000 })),
     credential: Type.Optional(
       Type.String({
         minLength: 1,
         maxLength: 8192,
-        description: 'the bearer credential the remote agent expects; sealed at rest and read back sealed (v1.…): sending that back keeps it',
+        description:
+          'the bearer credential the remote agent expects; sealed at rest and read back sealed (v1.…): sending that back keeps it',
       }),
     ),
   },
@@ -59,13 +67,12 @@ export type ToolSpec = Static<typeof ToolSpec>;
 const Tools = Type.Array(ToolSpec, { maxItems: 64 });
 const CreateTools = Type.Array(ToolSpec, {
   maxItems: 64,
-  description:
-    'The agent\'s tools, as given (entries with enabled: false left out). Left out: the built-in groups skills and connectors.',
+  description: "The agent's tools, as given (entries with enabled: false left out). Left out: the built-in groups skills and connectors.",
 });
 const UpdateTools = Type.Array(ToolSpec, {
   maxItems: 64,
   description:
-    'Replaces the agent\'s MCP servers and delegations. The built-in groups are kept as they are, but for those the list ' +
+    "Replaces the agent's MCP servers and delegations. The built-in groups are kept as they are, but for those the list " +
     'names: a group named with enabled: false is turned off; a list that names a group without enabled: false is the ' +
     'complete set (the tools read from the agent can be sent back as they are).',
 });
@@ -192,7 +199,8 @@ export const UpdateAgentBody = Type.Object(
     contextPrompt: Type.Optional(Nullable(Prompt)),
     status: Type.Optional(
       Type.Union([Type.Literal('available'), Type.Literal('paused')], {
-        description: 'paused refuses new executions; a registered (external) agent can be paused (its identity is suspended) but never set to available (409 agent_not_executable): resume it instead',
+        description:
+          'paused refuses new executions; a registered (external) agent can be paused (its identity is suspended) but never set to available (409 agent_not_executable): resume it instead',
       }),
     ),
     tools: Type.Optional(UpdateTools),

@@ -122,7 +122,7 @@ export class AgentsService {
   private sealCredentials(tenantId: string, tools: ToolSpec[]): ToolSpec[] {
     return tools.map((t) => {
       if (t.type !== 'a2a' || t.credential === undefined || this.sealer?.isSealed(t.credential)) return t;
-      if (!this.sealer) throw new Error('no credential sealer: remote agents\' credentials cannot be stored');
+      if (!this.sealer) throw new Error("no credential sealer: remote agents' credentials cannot be stored");
       return { ...t, credential: this.sealer.seal(t.credential, a2aCredentialOwner(tenantId)) };
     });
   }
@@ -131,10 +131,15 @@ export class AgentsService {
   private checkRemoteAgents(tools: ToolSpec[] | undefined) {
     const remote = (tools ?? []).flatMap((t, i) => (t.type === 'a2a' ? [{ i, name: t.name }] : []));
     if (remote.length > MAX_A2A_AGENTS) {
-      throw new InvalidInput(`at most ${MAX_A2A_AGENTS} remote A2A agents`, [{ path: 'body.tools', message: `at most ${MAX_A2A_AGENTS} entries of type a2a` }]);
+      throw new InvalidInput(`at most ${MAX_A2A_AGENTS} remote A2A agents`, [
+        { path: 'body.tools', message: `at most ${MAX_A2A_AGENTS} entries of type a2a` },
+      ]);
     }
     const twice = remote.find((r, k) => remote.findIndex((o) => o.name === r.name) !== k);
-    if (twice) throw new InvalidInput(`tools.${twice.i}.name ${twice.name} is used twice`, [{ path: `body.tools.${twice.i}.name`, message: 'another remote A2A agent has this name' }]);
+    if (twice)
+      throw new InvalidInput(`tools.${twice.i}.name ${twice.name} is used twice`, [
+        { path: `body.tools.${twice.i}.name`, message: 'another remote A2A agent has this name' },
+      ]);
   }
 
   /** Delegation tools must name agents of the same tenant. */
@@ -142,7 +147,11 @@ export class AgentsService {
     if (!tools) return;
     this.checkRemoteAgents(tools);
     const wanted = tools.flatMap((t, i) => (t.type === 'agent' ? [{ i, id: t.agentId }] : []));
-    const found = await store.existingAgentIds(trx, tenantId, wanted.map((w) => w.id).filter((id) => id !== selfId));
+    const found = await store.existingAgentIds(
+      trx,
+      tenantId,
+      wanted.map((w) => w.id).filter((id) => id !== selfId),
+    );
     const missing = wanted.filter((w) => w.id !== selfId && !found.has(w.id));
     const self = wanted.filter((w) => w.id === selfId);
     const errors = [
@@ -263,7 +272,10 @@ export class AgentsService {
       const current = await store.findAgent(trx, principal.tenantId, id);
       if (!current) throw new NotFound('agent');
       if (input.status === 'available' && current.hosting === 'external') {
-        throw new Conflict('agent_not_executable', 'a registered (externally hosted) agent never becomes available; resume it to make it registered again');
+        throw new Conflict(
+          'agent_not_executable',
+          'a registered (externally hosted) agent never becomes available; resume it to make it registered again',
+        );
       }
       await this.checkTools(trx, principal.tenantId, input.tools, id);
       const patch: Partial<store.AgentRow> = { updated_at: now() };
@@ -276,7 +288,8 @@ export class AgentsService {
       if (input.systemPrompt !== undefined) patch.system_prompt = input.systemPrompt;
       if (input.contextPrompt !== undefined) patch.context_prompt = input.contextPrompt;
       if (input.status !== undefined) patch.status = input.status;
-      if (input.tools !== undefined) patch.tools = JSON.stringify(this.sealCredentials(principal.tenantId, toolsAfterUpdate(toAgent(current).tools, input.tools)));
+      if (input.tools !== undefined)
+        patch.tools = JSON.stringify(this.sealCredentials(principal.tenantId, toolsAfterUpdate(toAgent(current).tools, input.tools)));
       if (input.configuration !== undefined) {
         patch.configuration = JSON.stringify(mergeConfiguration(toAgent(current).configuration, input.configuration));
       }
@@ -343,7 +356,20 @@ export class AgentsService {
     return store.listApps(this.db.kysely, tenantId);
   }
 
-  private audit(trx: Kysely<Database>, principal: Principal | { tenantId: string; actor: Actor }, action: string, id: string, detail: Record<string, unknown>) {
-    return recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, action, resourceType: 'agent', resourceId: id, detail });
+  private audit(
+    trx: Kysely<Database>,
+    principal: Principal | { tenantId: string; actor: Actor },
+    action: string,
+    id: string,
+    detail: Record<string, unknown>,
+  ) {
+    return recordAudit(trx, {
+      tenantId: principal.tenantId,
+      actor: principal.actor,
+      action,
+      resourceType: 'agent',
+      resourceId: id,
+      detail,
+    });
   }
 }

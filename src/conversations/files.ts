@@ -28,11 +28,13 @@ const FileView = Type.Object({
   createdAt: Timestamp,
 });
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/g;
+
 /** A safe display name: the last path segment, without control characters, at most 255 characters. */
 function cleanFileName(raw: string): string {
   const base = path.posix.basename(raw.replace(/\\/g, '/'));
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
-  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
+  const cleaned = base.replace(CONTROL_CHARACTERS, '').trim().slice(0, 255);
   return cleaned && cleaned !== '.' && cleaned !== '..' ? cleaned : 'file';
 }
 
@@ -42,7 +44,10 @@ function cleanFileName(raw: string): string {
  * dropped, other characters `_`.
  */
 function attachmentDisposition(name: string): string {
-  const ascii = name.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^\x20-\x7e]/gu, '_');
+  const ascii = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .replace(/[^\x20-\x7e]/gu, '_');
   return createContentDisposition(name, { type: 'attachment', fallback: ascii });
 }
 
@@ -62,7 +67,14 @@ export class FilesService {
     };
     await this.db.kysely.transaction().execute(async (trx) => {
       await store.insertFile(trx, row);
-      await recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, action: 'file.uploaded', resourceType: 'file', resourceId: row.id, detail: { name: row.name, size: row.size } });
+      await recordAudit(trx, {
+        tenantId: principal.tenantId,
+        actor: principal.actor,
+        action: 'file.uploaded',
+        resourceType: 'file',
+        resourceId: row.id,
+        detail: { name: row.name, size: row.size },
+      });
     });
     return { id: row.id, name: row.name, contentType: row.content_type, size: row.size, createdAt: row.created_at };
   }
@@ -88,7 +100,8 @@ export class FilesService {
     return unique
       .map((id) => {
         const f = byId.get(id)!;
-        if (!TEXT_TYPES.test(f.content_type)) return `[Attachment ${f.name} (${f.content_type}, ${f.size} bytes): binary content not shown]`;
+        if (!TEXT_TYPES.test(f.content_type))
+          return `[Attachment ${f.name} (${f.content_type}, ${f.size} bytes): binary content not shown]`;
         let text = Buffer.from(f.data, 'base64').toString('utf8');
         if (text.length > MODEL_TEXT_LIMIT) text = `${text.slice(0, MODEL_TEXT_LIMIT)}\n[... truncated]`;
         return `[Attachment ${f.name}]\n${text}`;
@@ -100,59 +113,79 @@ export class FilesService {
 export const filesRoutes: FastifyPluginAsyncTypebox<{ files: FilesService }> = async (app, { files }) => {
   await app.register(multipart, { limits: { fileSize: MAX_FILE_BYTES, files: 1, fields: 5, parts: 6 } });
 
-  app.post('/api/v1/files', {
-    config: {
-      permission: 'agents:write',
-      requestBody: {
-        required: true,
-        content: {
-          'multipart/form-data': {
-            schema: {
-              type: 'object',
-              required: ['file'],
-              properties: { file: { type: 'string', format: 'binary', description: 'the attachment; its part’s file name and content type are kept' } },
+  app.post(
+    '/api/v1/files',
+    {
+      config: {
+        permission: 'agents:write',
+        requestBody: {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: {
+                type: 'object',
+                required: ['file'],
+                properties: {
+                  file: { type: 'string', format: 'binary', description: 'the attachment; its part’s file name and content type are kept' },
+                },
+              },
             },
           },
         },
       },
+      schema: {
+        operationId: 'uploadFile',
+        tags: ['conversations'],
+        summary: `Upload an attachment (multipart/form-data, one file field, at most ${MAX_FILE_BYTES / 1024 / 1024} MiB)`,
+        consumes: ['multipart/form-data'],
+        response: { 201: FileView, ...problems(400, 401, 403, 413, 415) },
+      },
     },
-    schema: {
-      operationId: 'uploadFile',
-      tags: ['conversations'],
-      summary: `Upload an attachment (multipart/form-data, one file field, at most ${MAX_FILE_BYTES / 1024 / 1024} MiB)`,
-      consumes: ['multipart/form-data'],
-      response: { 201: FileView, ...problems(400, 401, 403, 413, 415) },
+    async (req, reply) => {
+      const file = await readUploadedFile(req, MAX_FILE_BYTES);
+      return reply.code(201).send(await files.upload(req.principal, file.filename, file.mimetype, file.data));
     },
-  }, async (req, reply) => {
-    const file = await readUploadedFile(req, MAX_FILE_BYTES);
-    return reply.code(201).send(await files.upload(req.principal, file.filename, file.mimetype, file.data));
-  });
+  );
 
-  app.get('/api/v1/files/:id', {
-    config: { permission: 'agents:read' },
-    schema: { operationId: 'getFile', tags: ['conversations'], summary: 'An attachment’s metadata', params: IdParams, response: { 200: FileView, ...problems(401, 403, 404) } },
-  }, async (req) => {
-    const f = await files.get(req.principal.tenantId, req.params.id);
-    return { id: f.id, name: f.name, contentType: f.content_type, size: f.size, createdAt: f.created_at };
-  });
-
-  app.get('/api/v1/files/:id/content', {
-    config: { permission: 'agents:read' },
-    schema: {
-      operationId: 'downloadFile',
-      tags: ['conversations'],
-      summary: 'Download an attachment',
-      params: IdParams,
-      description:
-        'Answers the file bytes with their content type, as an attachment named by `Content-Disposition` (RFC 6266): `filename*` (RFC 8187, UTF-8) for a name that is not ASCII, after an ASCII `filename` fallback.',
-      response: problems(401, 403, 404),
+  app.get(
+    '/api/v1/files/:id',
+    {
+      config: { permission: 'agents:read' },
+      schema: {
+        operationId: 'getFile',
+        tags: ['conversations'],
+        summary: 'An attachment’s metadata',
+        params: IdParams,
+        response: { 200: FileView, ...problems(401, 403, 404) },
+      },
     },
-  }, async (req, reply) => {
-    const f = await files.get(req.principal.tenantId, req.params.id);
-    return reply
-      .header('content-type', f.content_type)
-      .header('content-disposition', attachmentDisposition(f.name))
-      .header('x-content-type-options', 'nosniff')
-      .send(Buffer.from(f.data, 'base64'));
-  });
+    async (req) => {
+      const f = await files.get(req.principal.tenantId, req.params.id);
+      return { id: f.id, name: f.name, contentType: f.content_type, size: f.size, createdAt: f.created_at };
+    },
+  );
+
+  app.get(
+    '/api/v1/files/:id/content',
+    {
+      config: { permission: 'agents:read' },
+      schema: {
+        operationId: 'downloadFile',
+        tags: ['conversations'],
+        summary: 'Download an attachment',
+        params: IdParams,
+        description:
+          'Answers the file bytes with their content type, as an attachment named by `Content-Disposition` (RFC 6266): `filename*` (RFC 8187, UTF-8) for a name that is not ASCII, after an ASCII `filename` fallback.',
+        response: problems(401, 403, 404),
+      },
+    },
+    async (req, reply) => {
+      const f = await files.get(req.principal.tenantId, req.params.id);
+      return reply
+        .header('content-type', f.content_type)
+        .header('content-disposition', attachmentDisposition(f.name))
+        .header('x-content-type-options', 'nosniff')
+        .send(Buffer.from(f.data, 'base64'));
+    },
+  );
 };

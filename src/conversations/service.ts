@@ -60,7 +60,10 @@ interface MessageRun {
 /** The answer to a posted message, from how its run ended. */
 function replyOf(run: MessageRunEnd) {
   if (run.status === 'failed') {
-    throw new RunFailed(run.error?.code ?? 'run_failed', `the agent could not answer: ${run.error?.message ?? 'unknown error'} (run ${run.runId})`);
+    throw new RunFailed(
+      run.error?.code ?? 'run_failed',
+      `the agent could not answer: ${run.error?.message ?? 'unknown error'} (run ${run.runId})`,
+    );
   }
   if (!run.reply) throw new Conflict('run_cancelled', `the run ended ${run.status} without a reply (run ${run.runId})`);
   return { message: messageView(run.reply), cost: run.cost, runId: run.runId };
@@ -138,7 +141,14 @@ export class ConversationsService {
     };
     await this.db.kysely.transaction().execute(async (trx) => {
       await store.insertConversation(trx, row);
-      await recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, action: 'conversation.created', resourceType: 'conversation', resourceId: row.id, detail: { agentId: agent.id } });
+      await recordAudit(trx, {
+        tenantId: principal.tenantId,
+        actor: principal.actor,
+        action: 'conversation.created',
+        resourceType: 'conversation',
+        resourceId: row.id,
+        detail: { agentId: agent.id },
+      });
     });
     return details(row);
   }
@@ -164,7 +174,14 @@ export class ConversationsService {
     if (input.metadata !== undefined) patch.metadata = JSON.stringify(input.metadata);
     await this.db.kysely.transaction().execute(async (trx) => {
       await store.updateConversation(trx, principal.tenantId, id, patch);
-      await recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, action: 'conversation.updated', resourceType: 'conversation', resourceId: id, detail: { fields: Object.keys(input), ...(input.status ? { status: input.status } : {}) } });
+      await recordAudit(trx, {
+        tenantId: principal.tenantId,
+        actor: principal.actor,
+        action: 'conversation.updated',
+        resourceType: 'conversation',
+        resourceId: id,
+        detail: { fields: Object.keys(input), ...(input.status ? { status: input.status } : {}) },
+      });
     });
     return this.get(principal.tenantId, (await this.row(principal.tenantId, row.id)).id);
   }
@@ -173,14 +190,22 @@ export class ConversationsService {
     await this.row(principal.tenantId, id);
     await this.db.kysely.transaction().execute(async (trx) => {
       await store.updateConversation(trx, principal.tenantId, id, { deleted_at: now() });
-      await recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, action: 'conversation.deleted', resourceType: 'conversation', resourceId: id });
+      await recordAudit(trx, {
+        tenantId: principal.tenantId,
+        actor: principal.actor,
+        action: 'conversation.deleted',
+        resourceType: 'conversation',
+        resourceId: id,
+      });
     });
   }
 
   async messages(tenantId: string, id: string, limit: number, before?: string, agentId?: string) {
     await this.row(tenantId, id, agentId);
     if (before && !(await store.findMessage(this.db.kysely, tenantId, id, before))) {
-      throw new InvalidInput('before names no message of this conversation', [{ path: 'querystring.before', message: 'names no message of this conversation' }]);
+      throw new InvalidInput('before names no message of this conversation', [
+        { path: 'querystring.before', message: 'names no message of this conversation' },
+      ]);
     }
     const { rows, hasMore } = await store.messagesBefore(this.db.kysely, tenantId, id, limit, before);
     return { messages: rows.map(messageView), hasMore };
@@ -191,14 +216,27 @@ export class ConversationsService {
    * Posts a message; with an Idempotency-Key an earlier request with the same message already used,
    * answers what that request started (`replayed`) instead of starting another run.
    */
-  async postOnce(principal: Principal, id: string, input: { content: string; attachments?: string[]; onActiveRun?: OnActiveRun }, key: string | undefined) {
+  async postOnce(
+    principal: Principal,
+    id: string,
+    input: { content: string; attachments?: string[]; onActiveRun?: OnActiveRun },
+    key: string | undefined,
+  ) {
     if (key === undefined) return { ...(await this.post(principal, id, input)), replayed: false };
     const tenantId = principal.tenantId;
-    const claim = await this.idempotency.claim(tenantId, key, { method: 'POST', route: '/api/v1/conversations/:id/messages', conversationId: id, body: input });
+    const claim = await this.idempotency.claim(tenantId, key, {
+      method: 'POST',
+      route: '/api/v1/conversations/:id/messages',
+      conversationId: id,
+      body: input,
+    });
     const original = claim.replay;
     if (original?.runId) {
       if (original.status === 202) {
-        return { injected: { injected: true as const, runId: original.runId, messageId: original.messageId ?? '', conversationId: id }, replayed: true };
+        return {
+          injected: { injected: true as const, runId: original.runId, messageId: original.messageId ?? '', conversationId: id },
+          replayed: true,
+        };
       }
       return { reply: replyOf(await this.runs.endOf(tenantId, original.runId)), replayed: true };
     }
@@ -216,22 +254,31 @@ export class ConversationsService {
     }
   }
 
-  async post(principal: Principal, id: string, input: { content: string; attachments?: string[]; onActiveRun?: OnActiveRun }, started?: MessageStarted) {
+  async post(
+    principal: Principal,
+    id: string,
+    input: { content: string; attachments?: string[]; onActiveRun?: OnActiveRun },
+    started?: MessageStarted,
+  ) {
     const row = await this.row(principal.tenantId, id, principal.agentId);
-    if (row.status !== 'active') throw new Conflict('conversation_not_active', `the conversation is ${row.status}; only active conversations take messages`);
+    if (row.status !== 'active')
+      throw new Conflict('conversation_not_active', `the conversation is ${row.status}; only active conversations take messages`);
     // Only a deleted agent makes the conversation read-only; any other failure is the request's.
     const agent = await this.agents.find(principal.tenantId, row.agent_id);
     if (!agent) throw new Conflict('agent_deleted', 'the agent of this conversation was deleted; the conversation is read-only');
     const modelContext = input.attachments?.length ? await this.files.modelContext(principal.tenantId, input.attachments) : undefined;
-    const answer = await this.runs.answer({
-      principal,
-      agent,
-      content: input.content,
-      modelContext,
-      attachments: input.attachments,
-      conversation: row,
-      onActiveRun: input.onActiveRun,
-    }, started);
+    const answer = await this.runs.answer(
+      {
+        principal,
+        agent,
+        content: input.content,
+        modelContext,
+        attachments: input.attachments,
+        conversation: row,
+        onActiveRun: input.onActiveRun,
+      },
+      started,
+    );
     if ('injected' in answer) return { injected: answer.injected };
     return { reply: replyOf(answer.ended) };
   }

@@ -21,10 +21,7 @@ export async function listConversations(db: Executor, tenantId: string, filter: 
   if (filter.agentId) q = q.where('agent_id', '=', filter.agentId);
   if (filter.status) q = q.where('status', '=', filter.status);
   if (filter.appId) q = q.where('app_id', '=', filter.appId);
-  const [rows, count] = await Promise.all([
-    q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    countRows(q),
-  ]);
+  const [rows, count] = await Promise.all([q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(), countRows(q)]);
   return { rows, total: count };
 }
 
@@ -53,7 +50,13 @@ export function updateConversation(db: Executor, tenantId: string, id: string, p
 }
 
 /** Claims the conversation for a run: succeeds only when no other run is answering in it. */
-export async function claimConversation(db: Executor, tenantId: string, id: string, runId: string, count: { at: string; createdAt: string }): Promise<boolean> {
+export async function claimConversation(
+  db: Executor,
+  tenantId: string,
+  id: string,
+  runId: string,
+  count: { at: string; createdAt: string },
+): Promise<boolean> {
   const claimed = await runPrepared(
     db,
     'claim conversation',
@@ -116,7 +119,9 @@ export function countMessages(db: Executor, id: string, added: number, at: strin
           last_message_at: p('at'),
           duration_ms: p('duration'),
           updated_at: p('at'),
-          ...(releaseRunId ? { active_run_id: sql<string | null>`case when active_run_id = ${p('runId')} then null else active_run_id end` } : {}),
+          ...(releaseRunId
+            ? { active_run_id: sql<string | null>`case when active_run_id = ${p('runId')} then null else active_run_id end` }
+            : {}),
         })
         .where('id', '=', p('id')),
     { id, added, at, duration: Date.parse(at) - Date.parse(createdAt), runId: releaseRunId ?? null },
@@ -127,7 +132,10 @@ export function countMessages(db: Executor, id: string, added: number, at: strin
 export async function messagesBefore(db: Executor, tenantId: string, conversationId: string, limit: number, before?: string) {
   let q = db.selectFrom('messages').selectAll().where('tenant_id', '=', tenantId).where('conversation_id', '=', conversationId);
   if (before) q = q.where('id', '<', before);
-  const rows = await q.orderBy('id', 'desc').limit(limit + 1).execute();
+  const rows = await q
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
+    .execute();
   const hasMore = rows.length > limit;
   return { rows: rows.slice(0, limit).reverse(), hasMore };
 }

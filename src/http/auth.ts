@@ -39,7 +39,9 @@ type AgentScope = { param: string } | 'own';
  */
 function checkAgentReach(request: FastifyRequest, agentId: string, scope: AgentScope | undefined) {
   if (scope === undefined) {
-    throw forbidden("an agent's own access token reaches only that agent (itself, its runs and conversations, its skills, its MCP endpoint and SVIDs); use an API key for this operation");
+    throw forbidden(
+      "an agent's own access token reaches only that agent (itself, its runs and conversations, its skills, its MCP endpoint and SVIDs); use an API key for this operation",
+    );
   }
   if (scope !== 'own' && (request.params as Record<string, string | undefined>)[scope.param] !== agentId) throw notFound('agent');
 }

@@ -113,7 +113,8 @@ function fieldError(context: string, v: ErrorObject): FieldError {
 /** A JSON Schema type as a reader says it: `a string`, `an object`, `null`. */
 const aType = (type: string) => (type === 'null' ? 'null' : /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`);
 
-const mustBeOneOf = (values: unknown[]) => (values.length === 1 ? `must be ${String(values[0])}` : `must be one of ${values.map(String).join(', ')}`);
+const mustBeOneOf = (values: unknown[]) =>
+  values.length === 1 ? `must be ${String(values[0])}` : `must be one of ${values.map(String).join(', ')}`;
 
 /**
  * Ajv reports a value that matches no member of a union (`anyOf`, what TypeBox makes of
@@ -131,7 +132,9 @@ function collapseUnions(errors: ErrorObject[]): ErrorObject[] {
     const prefix = `${union.schemaPath}/`;
     // The same union schema is met at every item of an array: its errors are those at or below its value.
     const at = union.instancePath;
-    const inside = remaining.filter((e) => e.schemaPath.startsWith(prefix) && (e.instancePath === at || e.instancePath.startsWith(`${at}/`)));
+    const inside = remaining.filter(
+      (e) => e.schemaPath.startsWith(prefix) && (e.instancePath === at || e.instancePath.startsWith(`${at}/`)),
+    );
     const leaves = inside.filter((e) => !isUnion(e));
     let replacement: ErrorObject[];
     if (leaves.length && leaves.every((e) => e.instancePath === union.instancePath && ['const', 'enum', 'type'].includes(e.keyword))) {
@@ -150,7 +153,8 @@ function collapseUnions(errors: ErrorObject[]): ErrorObject[] {
       } else {
         // A member whose type the value has (its errors lie deeper) beats one that refuses the value's type.
         const rank = (member: ErrorObject[]) =>
-          (member.some((e) => e.keyword === 'type' && e.instancePath === union.instancePath) ? 1e6 : 0) + member.filter((e) => !isUnion(e)).length;
+          (member.some((e) => e.keyword === 'type' && e.instancePath === union.instancePath) ? 1e6 : 0) +
+          member.filter((e) => !isUnion(e)).length;
         replacement = [...members.values()].sort((a, b) => rank(a) - rank(b))[0] ?? [union];
       }
     }
@@ -193,7 +197,9 @@ function allowedByUnion(leaves: ErrorObject[], prefix: string): string {
       return e.keyword === 'enum' ? (params.allowedValues as unknown[]) : [];
     });
     if (named.length) for (const v of named) values.add(v);
-    else for (const e of errors) if (e.keyword === 'type') for (const t of [(e.params as { type: string | string[] }).type].flat()) types.add(t);
+    else
+      for (const e of errors)
+        if (e.keyword === 'type') for (const t of [(e.params as { type: string | string[] }).type].flat()) types.add(t);
   }
   if (!types.size) return mustBeOneOf([...values]);
   const alternatives = [...values].map(String).concat([...types].map(aType));
@@ -237,7 +243,9 @@ export function problemOf(err: DomainError): ProblemError {
 /** Maps Fastify's own errors (parsing, limits, validation) onto our problem codes. */
 function fromFastifyError(err: FastifyError): ProblemError {
   if (isDatabaseUnavailable(err)) {
-    return new ProblemError(503, 'database_unavailable', 'the database cannot be reached; retry shortly', undefined, { 'retry-after': '5' });
+    return new ProblemError(503, 'database_unavailable', 'the database cannot be reached; retry shortly', undefined, {
+      'retry-after': '5',
+    });
   }
   if (err.validation) {
     return validationFailed((err as { validationContext?: string }).validationContext ?? 'body', err.validation as ErrorObject[]);
@@ -324,7 +332,8 @@ export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const expected = err instanceof ProblemError || err instanceof DomainError;
     const problem = err instanceof ProblemError ? err : err instanceof DomainError ? problemOf(err) : fromFastifyError(err);
-    if (problem.status === 503) request.log.warn({ code: problem.code, cause: (err as Error).message }, 'request failed: database unavailable');
+    if (problem.status === 503)
+      request.log.warn({ code: problem.code, cause: (err as Error).message }, 'request failed: database unavailable');
     // Our own 5xx problems (a model that failed, say) are expected conditions: no stack needed.
     else if (expected && problem.status >= 500) request.log.warn({ code: problem.code, detail: problem.detail }, 'request failed');
     else if (problem.status >= 500) request.log.error({ err }, 'request failed');
@@ -347,10 +356,15 @@ export function registerErrorHandling(app: FastifyInstance) {
   });
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0];
-    const allowed = [...methods].filter((method) => method !== request.method && app.findRoute({ method: method as 'GET', url: path })).sort();
+    const allowed = [...methods]
+      .filter((method) => method !== request.method && app.findRoute({ method: method as 'GET', url: path }))
+      .sort();
     if (allowed.length) {
       const allow = allowed.join(', ');
-      return sendProblem(reply, new ProblemError(405, 'method_not_allowed', `${request.method} is not allowed on ${path}; use ${allow}`, undefined, { allow }));
+      return sendProblem(
+        reply,
+        new ProblemError(405, 'method_not_allowed', `${request.method} is not allowed on ${path}; use ${allow}`, undefined, { allow }),
+      );
     }
     return sendProblem(reply, new ProblemError(404, 'route_not_found', `no route for ${request.method} ${path}`));
   });

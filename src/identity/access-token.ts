@@ -106,14 +106,20 @@ function isAct(value: unknown, depth = 0): value is Act {
 }
 
 /** Throws TokenError unless the state says the token and its source credentials are in force. */
-function assertInForce(state: TokenState | null | undefined, tenantId: string, kinds: readonly string[], claims?: AccessClaims): TokenState {
+function assertInForce(
+  state: TokenState | null | undefined,
+  tenantId: string,
+  kinds: readonly string[],
+  claims?: AccessClaims,
+): TokenState {
   const fail = (reason: string): never => {
     throw new TokenError(reason, claims as unknown as Record<string, unknown> | undefined);
   };
   if (!state || state.tenant_id !== tenantId || !kinds.includes(state.kind)) return fail('the token is unknown to this platform');
   if (state.revoked_at) fail('the token has been revoked');
   if (state.api_key_id && !state.api_key_in_force) fail('the API key the token was issued to has been revoked');
-  if (state.agent_key_id && (state.agent_key_status === 'revoked' || !state.agent_key_status)) fail('the agent key behind the token has been revoked');
+  if (state.agent_key_id && (state.agent_key_status === 'revoked' || !state.agent_key_status))
+    fail('the agent key behind the token has been revoked');
   return state;
 }
 
@@ -159,7 +165,12 @@ export async function verifyAccessToken(
 ): Promise<AccessClaims & { kind: AccessTokenKind }> {
   const { payload } = await ctx.tokens.verify(token, ['at+jwt'], opts.audience);
   const claims = checkShape(payload);
-  const state = assertInForce(await readTokenState(ctx, claims.jti), claims.tenant_id, opts.kinds ?? ['exchange', 'client_credentials'], claims);
+  const state = assertInForce(
+    await readTokenState(ctx, claims.jti),
+    claims.tenant_id,
+    opts.kinds ?? ['exchange', 'client_credentials'],
+    claims,
+  );
   await ctx.standings.check(claims, namedAgents(claims, ctx.trustDomain));
   return { ...claims, kind: state.kind as AccessTokenKind };
 }
@@ -170,10 +181,15 @@ export async function verifyAccessToken(
  * DECISION_CACHE_MS; revocations made by this process clear those caches at once. Answers without a
  * promise when both are cached. Throws (or rejects with) TokenError.
  */
-export function verifyAccessTokenCached(ctx: IdentityContext, token: string, kinds: readonly AccessTokenKind[]): MaybePromise<VerifiedToken> {
+export function verifyAccessTokenCached(
+  ctx: IdentityContext,
+  token: string,
+  kinds: readonly AccessTokenKind[],
+): MaybePromise<VerifiedToken> {
   const hit = ctx.hot.verified.get(token);
   if (!hit) return verifyAndRemember(ctx, token, kinds);
-  if (hit.claims.exp * 1000 <= ctx.clock.now()) throw new TokenError('the token has expired', hit.claims as unknown as Record<string, unknown>);
+  if (hit.claims.exp * 1000 <= ctx.clock.now())
+    throw new TokenError('the token has expired', hit.claims as unknown as Record<string, unknown>);
   return inForce(ctx, hit, kinds);
 }
 

@@ -33,11 +33,27 @@ export class AuditBuffer {
   constructor(private readonly db: Db) {}
 
   add(event: AuditInput) {
-    this.addRow(event.tenantId, event.actor.type, event.actor.id, event.action, event.resourceType, event.resourceId ?? null, JSON.stringify(event.detail ?? {}));
+    this.addRow(
+      event.tenantId,
+      event.actor.type,
+      event.actor.id,
+      event.action,
+      event.resourceType,
+      event.resourceId ?? null,
+      JSON.stringify(event.detail ?? {}),
+    );
   }
 
   /** `add` for callers that have the row's values at hand (`detail` as JSON text). */
-  addRow(tenantId: string, actorType: string, actorId: string | null, action: string, resourceType: string, resourceId: string | null, detail: string) {
+  addRow(
+    tenantId: string,
+    actorType: string,
+    actorId: string | null,
+    action: string,
+    resourceType: string,
+    resourceId: string | null,
+    detail: string,
+  ) {
     const ms = Date.now();
     this.queue.push(newId(), tenantId, actorType, actorId, action, resourceType, resourceId, detail, isoAt(ms));
     if (this.queue.length >= AuditBuffer.MAX_BATCH * WIDTH) void this.flush();

@@ -92,7 +92,15 @@ function refused(ctx: IdentityContext, err: unknown, tool: string, callee: strin
   if (!(err instanceof TokenError)) throw err;
   const tenantId = typeof err.verifiedPayload?.tenant_id === 'string' ? err.verifiedPayload.tenant_id : null;
   const calleeRef = parseAudience(callee, ctx.trustDomain, ctx.publicBaseUrl);
-  return record(ctx, tenantId, null, calleeRef?.agentId ?? null, tool, { allowed: false, reason: 'token_invalid', detail: err.reason }, null);
+  return record(
+    ctx,
+    tenantId,
+    null,
+    calleeRef?.agentId ?? null,
+    tool,
+    { allowed: false, reason: 'token_invalid', detail: err.reason },
+    null,
+  );
 }
 
 function decide(ctx: IdentityContext, verified: VerifiedToken, tool: string, callee: string): MaybePromise<AuthorizeResult> {
@@ -108,10 +116,26 @@ function decide(ctx: IdentityContext, verified: VerifiedToken, tool: string, cal
   const calleeId = d.calleeAgentId;
   const callerId = d.callerAgentId;
   if (calleeId === null || callerId === null) {
-    return record(ctx, tenantId, callerId, calleeRef?.agentId ?? null, tool, { allowed: false, reason: 'token_invalid', detail: 'the token names no agents of its tenant' }, d.jti);
+    return record(
+      ctx,
+      tenantId,
+      callerId,
+      calleeRef?.agentId ?? null,
+      tool,
+      { allowed: false, reason: 'token_invalid', detail: 'the token names no agents of its tenant' },
+      d.jti,
+    );
   }
   if (!calleeRef || calleeRef.agentId !== calleeId || (calleeRef.tenantId !== undefined && calleeRef.tenantId !== tenantId)) {
-    return record(ctx, tenantId, callerId, calleeRef?.agentId ?? null, tool, { allowed: false, reason: 'token_invalid', detail: 'the token was issued for another callee (aud)' }, d.jti);
+    return record(
+      ctx,
+      tenantId,
+      callerId,
+      calleeRef?.agentId ?? null,
+      tool,
+      { allowed: false, reason: 'token_invalid', detail: 'the token was issued for another callee (aud)' },
+      d.jti,
+    );
   }
   if (!scopeCovers(d.scopes, tool)) {
     return record(ctx, tenantId, callerId, calleeId, tool, { allowed: false, reason: 'tool_not_in_scope' }, d.jti);
@@ -121,7 +145,14 @@ function decide(ctx: IdentityContext, verified: VerifiedToken, tool: string, cal
   return recordDecision(ctx, d, callerId, calleeId, tool, decision);
 }
 
-function recordDecision(ctx: IdentityContext, d: Derived, caller: string, callee: string, tool: string, decision: Decision): AuthorizeResult {
+function recordDecision(
+  ctx: IdentityContext,
+  d: Derived,
+  caller: string,
+  callee: string,
+  tool: string,
+  decision: Decision,
+): AuthorizeResult {
   const result: AuthorizeResult = decision.policyId
     ? { allowed: decision.allowed, reason: decision.reason, policyId: decision.policyId }
     : { allowed: decision.allowed, reason: decision.reason };
@@ -142,11 +173,27 @@ function record(
 }
 
 /** The last detail written, as requests repeat the same decision for the same token and tool. */
-const lastDetail = { tool: '', reason: '', allowed: false, policyId: undefined as string | undefined, detail: undefined as string | undefined, jti: null as string | null, json: '' };
+const lastDetail = {
+  tool: '',
+  reason: '',
+  allowed: false,
+  policyId: undefined as string | undefined,
+  detail: undefined as string | undefined,
+  jti: null as string | null,
+  json: '',
+};
 
 function detailJson(tool: string, result: AuthorizeResult, jti: string | null): string {
   const l = lastDetail;
-  if (l.json && l.tool === tool && l.jti === jti && l.reason === result.reason && l.allowed === result.allowed && l.policyId === result.policyId && l.detail === result.detail) {
+  if (
+    l.json &&
+    l.tool === tool &&
+    l.jti === jti &&
+    l.reason === result.reason &&
+    l.allowed === result.allowed &&
+    l.policyId === result.policyId &&
+    l.detail === result.detail
+  ) {
     return l.json;
   }
   const json = JSON.stringify({

@@ -50,7 +50,13 @@ export interface BadgeSubject {
  */
 export function badgeCredential(subject: BadgeSubject, issuer: string, id: string, iat: number, exp: number, compact = false) {
   const capabilities = compact
-    ? { toolSources: subject.tools.length, toolTypes: [...new Set(subject.tools.map((t) => t.type))], truncated: true, skillCount: subject.skills.length, skills: [] }
+    ? {
+        toolSources: subject.tools.length,
+        toolTypes: [...new Set(subject.tools.map((t) => t.type))],
+        truncated: true,
+        skillCount: subject.skills.length,
+        skills: [],
+      }
     : { tools: toolCapabilities(subject.tools), skills: subject.skills };
   return {
     '@context': [VC_CONTEXT_V2],

@@ -72,7 +72,11 @@ function requestedPermissions(scope: string | undefined, allowed: readonly Permi
   if (scope === undefined || scope.trim() === '') return [...fallback];
   const asked = [...new Set(scope.split(' ').filter(Boolean))];
   const unknown = asked.filter((s) => !isPermission(s));
-  if (unknown.length) throw new OAuthError('invalid_scope', `unknown scope ${unknown.join(' ').slice(0, 200)}; scopes are permissions: ${PERMISSIONS.join(' ')}`);
+  if (unknown.length)
+    throw new OAuthError(
+      'invalid_scope',
+      `unknown scope ${unknown.join(' ').slice(0, 200)}; scopes are permissions: ${PERMISSIONS.join(' ')}`,
+    );
   const beyond = asked.filter((s) => !allowed.includes(s as Permission));
   if (beyond.length) throw new OAuthError('insufficient_scope', `this client may not have ${beyond.join(' ')}`);
   return asked as Permission[];
@@ -92,10 +96,12 @@ export async function clientCredentials(ctx: IdentityContext, req: ClientCredent
   const id = basic ? basic.id : req.client_id;
   const secret = basic ? basic.secret : req.client_secret!;
   if (!id) throw invalidClient('client_id is required', Boolean(basic));
-  if (basic && req.client_id !== undefined && req.client_id !== basic.id) throw new OAuthError('invalid_request', 'client_id differs from the HTTP Basic user');
+  if (basic && req.client_id !== undefined && req.client_id !== basic.id)
+    throw new OAuthError('invalid_request', 'client_id differs from the HTTP Basic user');
   // The secret may be the whole API key or its secret part; the key's id must be client_id. The
   // secret itself is compared in constant time by the API key check.
-  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) throw invalidClient('the client credentials are invalid', Boolean(basic));
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id))
+    throw invalidClient('the client credentials are invalid', Boolean(basic));
   const presented = secret.startsWith('agk_') ? secret : `agk_${uuidHex(id)}_${secret}`;
   const principal = await ctx.tenancy.authenticateApiKey(presented);
   if (!principal || principal.actor.id !== id.toLowerCase()) throw invalidClient('the client credentials are invalid', Boolean(basic));
@@ -130,8 +136,10 @@ async function agentClient(ctx: IdentityContext, req: ClientCredentialsRequest):
   const header = peekHeader(assertion);
   if (!header) throw invalidClient('client_assertion is not a JWT');
   const typ = normalisedTyp(header);
-  if (typ !== undefined && typ !== 'jwt' && typ !== 'client-authentication+jwt') throw invalidClient(`client_assertion typ ${typ} is not accepted`);
-  if (header.alg !== 'ES256' || typeof header.kid !== 'string') throw invalidClient('client_assertion must be ES256 with the kid of an agent key');
+  if (typ !== undefined && typ !== 'jwt' && typ !== 'client-authentication+jwt')
+    throw invalidClient(`client_assertion typ ${typ} is not accepted`);
+  if (header.alg !== 'ES256' || typeof header.kid !== 'string')
+    throw invalidClient('client_assertion must be ES256 with the kid of an agent key');
 
   let iss: unknown;
   try {
@@ -159,7 +167,12 @@ async function agentClient(ctx: IdentityContext, req: ClientCredentialsRequest):
       currentDate: new Date(ctx.clock.now()),
     }));
   } catch (err) {
-    const why = err instanceof errors.JWTExpired ? 'has expired' : err instanceof errors.JWTClaimValidationFailed ? `has a bad ${err.claim} claim` : 'does not verify';
+    const why =
+      err instanceof errors.JWTExpired
+        ? 'has expired'
+        : err instanceof errors.JWTClaimValidationFailed
+          ? `has a bad ${err.claim} claim`
+          : 'does not verify';
     throw invalidClient(`client_assertion ${why}`);
   }
   const nowS = Math.floor(ctx.clock.now() / 1000);

@@ -55,7 +55,8 @@ export interface ExchangeResponse {
 
 /** `tools:<name>` / `tools:*` scopes, deduplicated, in request order; OAuthError otherwise. */
 function parseToolScopes(scope: string | undefined): string[] {
-  if (scope === undefined || scope.trim() === '') throw new OAuthError('invalid_request', 'scope is required (space-separated tools:<name> or tools:*)');
+  if (scope === undefined || scope.trim() === '')
+    throw new OAuthError('invalid_request', 'scope is required (space-separated tools:<name> or tools:*)');
   const scopes = [...new Set(scope.split(' ').filter(Boolean))];
   const bad = scopes.filter((s) => !(s === 'tools:*' || (s.startsWith('tools:') && isToolName(s.slice(6)))));
   if (bad.length) throw new OAuthError('invalid_scope', `not a tool scope (tools:<name> or tools:*): ${bad.join(' ').slice(0, 200)}`);
@@ -81,15 +82,19 @@ export async function exchangeToken(ctx: IdentityContext, req: ExchangeRequest):
   if (!req.subject_token) throw new OAuthError('invalid_request', 'subject_token is required');
   if (!req.subject_token_type) throw new OAuthError('invalid_request', 'subject_token_type is required');
   if (req.actor_token && !req.actor_token_type) throw new OAuthError('invalid_request', 'actor_token_type is required with actor_token');
-  if (!req.actor_token && req.actor_token_type) throw new OAuthError('invalid_request', 'actor_token_type must not be sent without actor_token');
+  if (!req.actor_token && req.actor_token_type)
+    throw new OAuthError('invalid_request', 'actor_token_type must not be sent without actor_token');
   const knownTypes: string[] = Object.values(TOKEN_TYPE);
-  if (!knownTypes.includes(req.subject_token_type)) throw new OAuthError('invalid_request', 'subject_token_type is not a token type URI this server knows');
-  if (req.subject_token_type === TOKEN_TYPE.idToken) throw new OAuthError('invalid_request', 'id_token subject tokens are not supported; send an SVID');
+  if (!knownTypes.includes(req.subject_token_type))
+    throw new OAuthError('invalid_request', 'subject_token_type is not a token type URI this server knows');
+  if (req.subject_token_type === TOKEN_TYPE.idToken)
+    throw new OAuthError('invalid_request', 'id_token subject tokens are not supported; send an SVID');
   if (req.requested_token_type && req.requested_token_type !== TOKEN_TYPE.accessToken && req.requested_token_type !== TOKEN_TYPE.jwt) {
     throw new OAuthError('invalid_request', 'requested_token_type can only be an access token');
   }
   const targets = [...req.audience, ...req.resource];
-  if (!targets.length) throw new OAuthError('invalid_request', 'audience is required: the target agent (SPIFFE ID, client ID URL or agent id)');
+  if (!targets.length)
+    throw new OAuthError('invalid_request', 'audience is required: the target agent (SPIFFE ID, client ID URL or agent id)');
   const scopes = parseToolScopes(req.scope);
 
   // Who is the subject, and who acts now.
@@ -118,7 +123,8 @@ export async function exchangeToken(ctx: IdentityContext, req: ExchangeRequest):
     }
     requireSvidType(req.actor_token_type, 'actor');
     actor = await svidOrGrantError(ctx, req.actor_token, 'actor');
-    if (actor.spiffeId !== subject.aud) throw new OAuthError('invalid_grant', 'the subject token was not issued to the agent of the actor token');
+    if (actor.spiffeId !== subject.aud)
+      throw new OAuthError('invalid_grant', 'the subject token was not issued to the agent of the actor token');
     subjectSub = subject.sub;
     tenantId = subject.tenant_id;
     previousAct = subject.act ?? { sub: subject.sub };
@@ -139,7 +145,8 @@ export async function exchangeToken(ctx: IdentityContext, req: ExchangeRequest):
       actor = subject;
     }
   }
-  if (actor.tenantId !== tenantId) throw new OAuthError('invalid_grant', 'the actor token belongs to another tenant than the subject token');
+  if (actor.tenantId !== tenantId)
+    throw new OAuthError('invalid_grant', 'the actor token belongs to another tenant than the subject token');
 
   const act: Act = previousAct ? { sub: actor.spiffeId, act: previousAct } : { sub: actor.spiffeId };
   if (actDepth(act) > MAX_ACT_DEPTH) throw new OAuthError('invalid_grant', `the delegation chain is longer than ${MAX_ACT_DEPTH}`);
@@ -149,14 +156,16 @@ export async function exchangeToken(ctx: IdentityContext, req: ExchangeRequest):
   for (const value of targets) {
     const ref = parseAudience(value, ctx.trustDomain, ctx.publicBaseUrl);
     if (!ref) throw new OAuthError('invalid_target', 'audience must be an agent SPIFFE ID, client ID URL or agent id');
-    if (targetId !== null && ref.agentId !== targetId) throw new OAuthError('invalid_target', 'all audience and resource values must name the same agent');
+    if (targetId !== null && ref.agentId !== targetId)
+      throw new OAuthError('invalid_target', 'all audience and resource values must name the same agent');
     targetId = ref.agentId;
     const agent = await ctx.agents.identityAnyTenant(ref.agentId);
     if (!agent || (ref.tenantId !== undefined && ref.tenantId !== agent.tenant_id) || agent.tenant_id !== tenantId) {
       // Absent and other-tenant look the same: other tenants' agents are never revealed.
       throw new OAuthError('invalid_target', 'the target agent was not found in the caller tenant');
     }
-    if ((await ctx.standings.of(tenantId, agent.id)) === 'suspended') throw new OAuthError('invalid_target', 'the identity of the target agent is suspended (paused)');
+    if ((await ctx.standings.of(tenantId, agent.id)) === 'suspended')
+      throw new OAuthError('invalid_target', 'the identity of the target agent is suspended (paused)');
   }
   const target = targetId!;
 

@@ -24,7 +24,13 @@ export class OAuthError extends Error {
   constructor(
     readonly error: OAuthErrorCode,
     readonly description: string,
-    readonly status: number = error === 'server_error' ? 500 : error === 'temporarily_unavailable' ? 503 : error === 'invalid_client' ? 401 : 400,
+    readonly status: number = error === 'server_error'
+      ? 500
+      : error === 'temporarily_unavailable'
+        ? 503
+        : error === 'invalid_client'
+          ? 401
+          : 400,
     readonly headers: Record<string, string> = {},
   ) {
     super(description);

@@ -97,7 +97,11 @@ export class PolicyEngine {
   /** Named agents must exist in the tenant (`*` stands for any). */
   private async checkAgents(trx: store.Executor, tenantId: string, input: CreatePolicyInput) {
     const named = (['callerAgentId', 'calleeAgentId'] as const).filter((f) => input[f] !== WILDCARD);
-    const found = await this.agents.existingIds(trx, tenantId, named.map((f) => input[f]));
+    const found = await this.agents.existingIds(
+      trx,
+      tenantId,
+      named.map((f) => input[f]),
+    );
     const errors = named.filter((f) => !found.has(input[f])).map((f) => ({ path: `body.${f}`, message: 'names no agent in this tenant' }));
     if (errors.length) throw new InvalidInput(`${errors[0].path} ${errors[0].message}`, errors);
   }
@@ -198,13 +202,22 @@ export class PolicyEngine {
 
   private async evaluateLoading(key: string, tenantId: string, caller: string, callee: string, tool: string, at: number) {
     const [policies, mode] = await Promise.all([
-      this.candidates.through(key, async () => (await store.candidatePolicies(this.db.kysely, tenantId, caller, callee, tool)).map(view).sort(byId)),
+      this.candidates.through(key, async () =>
+        (await store.candidatePolicies(this.db.kysely, tenantId, caller, callee, tool)).map(view).sort(byId),
+      ),
       this.modes.through(tenantId, () => this.mode(tenantId)),
     ]);
     return withMode(decide(policies, mode, caller, callee, tool, at), mode);
   }
 
   private audit(trx: store.Executor, principal: Principal, action: string, id: string, detail: Record<string, unknown>) {
-    return recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, action, resourceType: 'tbac_policy', resourceId: id, detail });
+    return recordAudit(trx, {
+      tenantId: principal.tenantId,
+      actor: principal.actor,
+      action,
+      resourceType: 'tbac_policy',
+      resourceId: id,
+      detail,
+    });
   }
 }

@@ -59,176 +59,272 @@ const bearer = (header: string | undefined) => {
   return lastToken;
 };
 
-export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits: LimitsService }> = async (app, { identity, limits }) => {
+export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits: LimitsService }> = async (
+  app,
+  { identity, limits },
+) => {
   // ---- public documents ----
 
-  app.get('/api/v1/identity/agents/:agentId/client-metadata.json', {
-    config: { public: true },
-    schema: {
-      operationId: 'getAgentClientMetadata',
-      tags,
-      summary: 'Client ID Metadata Document of an agent (client_id = this URL), with its SPIFFE ID and signed badge',
-      description: 'A paused registered agent has its identity suspended: 409 agent_suspended (no new badge) until it is resumed.',
-      params: AgentParams,
-      response: { 200: ClientMetadata, ...problems(404, 409) },
+  app.get(
+    '/api/v1/identity/agents/:agentId/client-metadata.json',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'getAgentClientMetadata',
+        tags,
+        summary: 'Client ID Metadata Document of an agent (client_id = this URL), with its SPIFFE ID and signed badge',
+        description: 'A paused registered agent has its identity suspended: 409 agent_suspended (no new badge) until it is resumed.',
+        params: AgentParams,
+        response: { 200: ClientMetadata, ...problems(404, 409) },
+      },
     },
-  }, async (req, reply) => {
-    reply.header('cache-control', CACHE.clientMetadata);
-    return identity.clientMetadata(req.params.agentId);
-  });
+    async (req, reply) => {
+      reply.header('cache-control', CACHE.clientMetadata);
+      return identity.clientMetadata(req.params.agentId);
+    },
+  );
 
-  app.get('/api/v1/identity/agents/:agentId/jwks.json', {
-    config: { public: true },
-    schema: { operationId: 'getAgentJwks', tags, summary: 'The agent\'s public keys (EC P-256): active and recently rotated', params: AgentParams, response: { 200: Jwks, ...problems(404) } },
-  }, async (req, reply) => {
-    reply.header('cache-control', CACHE.agentJwks);
-    return identity.agentJwks(req.params.agentId);
-  });
+  app.get(
+    '/api/v1/identity/agents/:agentId/jwks.json',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'getAgentJwks',
+        tags,
+        summary: "The agent's public keys (EC P-256): active and recently rotated",
+        params: AgentParams,
+        response: { 200: Jwks, ...problems(404) },
+      },
+    },
+    async (req, reply) => {
+      reply.header('cache-control', CACHE.agentJwks);
+      return identity.agentJwks(req.params.agentId);
+    },
+  );
 
-  app.get('/api/v1/identity/.well-known/jwks.json', {
-    config: { public: true },
-    schema: { operationId: 'getPlatformJwks', tags, summary: 'Platform JWKS: verifies SVIDs, badges and access tokens', response: { 200: Jwks } },
-  }, async (_req, reply) => {
-    reply.header('cache-control', CACHE.platformJwks);
-    return identity.platformJwks();
-  });
+  app.get(
+    '/api/v1/identity/.well-known/jwks.json',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'getPlatformJwks',
+        tags,
+        summary: 'Platform JWKS: verifies SVIDs, badges and access tokens',
+        response: { 200: Jwks },
+      },
+    },
+    async (_req, reply) => {
+      reply.header('cache-control', CACHE.platformJwks);
+      return identity.platformJwks();
+    },
+  );
 
-  app.get('/.well-known/spiffe/trust-bundle', {
-    config: { public: true },
-    schema: { operationId: 'getSpiffeTrustBundle', tags, summary: 'SPIFFE trust bundle of the trust domain (JWT-SVID keys)', response: { 200: TrustBundle } },
-  }, async (_req, reply) => {
-    reply.header('cache-control', CACHE.trustBundle);
-    return identity.trustBundle();
-  });
+  app.get(
+    '/.well-known/spiffe/trust-bundle',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'getSpiffeTrustBundle',
+        tags,
+        summary: 'SPIFFE trust bundle of the trust domain (JWT-SVID keys)',
+        response: { 200: TrustBundle },
+      },
+    },
+    async (_req, reply) => {
+      reply.header('cache-control', CACHE.trustBundle);
+      return identity.trustBundle();
+    },
+  );
 
   // ---- SVIDs and agent keys ----
 
-  app.post('/api/v1/identity/agents/:agentId/svid', {
-    // An agent's own token gets its own SVIDs: delegation through token exchange.
-    config: { permission: 'agents:write', agentScope: { param: 'agentId' } },
-    schema: {
-      operationId: 'issueAgentSvid',
-      tags,
-      summary: 'Issue a JWT-SVID for an agent',
-      description: 'A paused registered agent has its identity suspended: 409 agent_suspended until it is resumed.',
-      params: AgentParams,
-      body: SvidBody,
-      response: { 200: SvidResponse, ...problems(400, 401, 403, 404, 409, 415) },
+  app.post(
+    '/api/v1/identity/agents/:agentId/svid',
+    {
+      // An agent's own token gets its own SVIDs: delegation through token exchange.
+      config: { permission: 'agents:write', agentScope: { param: 'agentId' } },
+      schema: {
+        operationId: 'issueAgentSvid',
+        tags,
+        summary: 'Issue a JWT-SVID for an agent',
+        description: 'A paused registered agent has its identity suspended: 409 agent_suspended until it is resumed.',
+        params: AgentParams,
+        body: SvidBody,
+        response: { 200: SvidResponse, ...problems(400, 401, 403, 404, 409, 415) },
+      },
     },
-  }, async (req) => identity.issueSvid(req.principal, req.params.agentId, [req.body.audience].flat(), req.body.ttlSeconds));
+    async (req) => identity.issueSvid(req.principal, req.params.agentId, [req.body.audience].flat(), req.body.ttlSeconds),
+  );
 
-  app.get('/api/v1/identity/agents/:agentId/keys', {
-    config: { permission: 'agents:read', agentScope: { param: 'agentId' } },
-    schema: {
-      operationId: 'listAgentKeys',
-      tags,
-      summary: 'The agent\'s keys, newest first, with their status (never private parts)',
-      params: AgentParams,
-      response: { 200: Type.Object({ keys: Type.Array(AgentKey) }), ...problems(401, 403, 404) },
+  app.get(
+    '/api/v1/identity/agents/:agentId/keys',
+    {
+      config: { permission: 'agents:read', agentScope: { param: 'agentId' } },
+      schema: {
+        operationId: 'listAgentKeys',
+        tags,
+        summary: "The agent's keys, newest first, with their status (never private parts)",
+        params: AgentParams,
+        response: { 200: Type.Object({ keys: Type.Array(AgentKey) }), ...problems(401, 403, 404) },
+      },
     },
-  }, async (req) => identity.listAgentKeys(req.principal, req.params.agentId));
+    async (req) => identity.listAgentKeys(req.principal, req.params.agentId),
+  );
 
-  app.post('/api/v1/identity/agents/:agentId/keys/rotate', {
-    config: { permission: 'agents:write' },
-    schema: {
-      operationId: 'rotateAgentKey',
-      tags,
-      summary: 'Rotate the agent\'s key: a new EC P-256 key; the old one is marked rotated (published 24 h more)',
-      params: AgentParams,
-      response: { 201: RotateResponse, ...problems(401, 403, 404, 409) },
+  app.post(
+    '/api/v1/identity/agents/:agentId/keys/rotate',
+    {
+      config: { permission: 'agents:write' },
+      schema: {
+        operationId: 'rotateAgentKey',
+        tags,
+        summary: "Rotate the agent's key: a new EC P-256 key; the old one is marked rotated (published 24 h more)",
+        params: AgentParams,
+        response: { 201: RotateResponse, ...problems(401, 403, 404, 409) },
+      },
     },
-  }, async (req, reply) => reply.code(201).send(await identity.rotateAgentKey(req.principal, req.params.agentId)));
+    async (req, reply) => reply.code(201).send(await identity.rotateAgentKey(req.principal, req.params.agentId)),
+  );
 
-  app.delete('/api/v1/identity/agents/:agentId/keys/:keyId', {
-    config: { permission: 'agents:write' },
-    schema: {
-      operationId: 'revokeAgentKey',
-      tags,
-      summary: 'Revoke one of the agent\'s keys: it leaves the JWKS at once, and tokens bound to it stop working',
-      params: KeyParams,
-      response: { 204: Type.Null(), ...problems(401, 403, 404) },
+  app.delete(
+    '/api/v1/identity/agents/:agentId/keys/:keyId',
+    {
+      config: { permission: 'agents:write' },
+      schema: {
+        operationId: 'revokeAgentKey',
+        tags,
+        summary: "Revoke one of the agent's keys: it leaves the JWKS at once, and tokens bound to it stop working",
+        params: KeyParams,
+        response: { 204: Type.Null(), ...problems(401, 403, 404) },
+      },
     },
-  }, async (req, reply) => {
-    await identity.revokeAgentKey(req.principal, req.params.agentId, req.params.keyId);
-    return reply.code(204).send(null);
-  });
+    async (req, reply) => {
+      await identity.revokeAgentKey(req.principal, req.params.agentId, req.params.keyId);
+      return reply.code(204).send(null);
+    },
+  );
 
   // ---- ExtAuthZ ----
 
-  app.post('/api/v1/identity/authorize', {
-    config: { public: true },
-    schema: {
-      operationId: 'authorizeToolCall',
-      tags,
-      summary: 'ExtAuthZ: may the bearer of this delegation token call this tool of this agent? (200 even for bad tokens)',
-      body: AuthorizeBody,
-      response: { 200: AuthorizeResponse, ...problems(400, 415) },
+  app.post(
+    '/api/v1/identity/authorize',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'authorizeToolCall',
+        tags,
+        summary: 'ExtAuthZ: may the bearer of this delegation token call this tool of this agent? (200 even for bad tokens)',
+        body: AuthorizeBody,
+        response: { 200: AuthorizeResponse, ...problems(400, 415) },
+      },
     },
-  }, (req) => {
-    // Not async: a decision from memory is sent without a promise (Fastify sends what a handler
-    // returns, and awaits it when it is a promise).
-    return identity.authorize(req.body.token ?? bearer(req.headers.authorization), req.body.tool, req.body.callee);
-  });
+    (req) => {
+      // Not async: a decision from memory is sent without a promise (Fastify sends what a handler
+      // returns, and awaits it when it is a promise).
+      return identity.authorize(req.body.token ?? bearer(req.headers.authorization), req.body.tool, req.body.callee);
+    },
+  );
 
   // ---- TBAC ----
 
-  app.get('/api/v1/identity/tbac/policies', {
-    config: { permission: 'settings:read' },
-    schema: {
-      operationId: 'listTbacPolicies',
-      tags: tbacTags,
-      summary: 'List TBAC policies, newest first',
-      querystring: ListPoliciesQuery,
-      response: {
-        200: Type.Object({ policies: Type.Array(Policy), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }),
-        ...problems(400, 401, 403),
+  app.get(
+    '/api/v1/identity/tbac/policies',
+    {
+      config: { permission: 'settings:read' },
+      schema: {
+        operationId: 'listTbacPolicies',
+        tags: tbacTags,
+        summary: 'List TBAC policies, newest first',
+        querystring: ListPoliciesQuery,
+        response: {
+          200: Type.Object({ policies: Type.Array(Policy), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }),
+          ...problems(400, 401, 403),
+        },
       },
     },
-  }, async (req) => {
-    const { page, limit, ...filter } = req.query;
-    return identity.policies.list(req.principal.tenantId, filter, page, limit);
-  });
-
-  app.post('/api/v1/identity/tbac/policies', {
-    config: { permission: 'settings:write' },
-    schema: {
-      operationId: 'createTbacPolicy',
-      tags: tbacTags,
-      summary: 'Create a TBAC policy (one per caller, callee, tool)',
-      body: CreatePolicyBody,
-      response: { 201: Policy, ...problems(400, 401, 403, 409, 415) },
+    async (req) => {
+      const { page, limit, ...filter } = req.query;
+      return identity.policies.list(req.principal.tenantId, filter, page, limit);
     },
-  }, async (req, reply) => reply.code(201).send(await identity.policies.create(req.principal, req.body)));
+  );
 
-  app.patch('/api/v1/identity/tbac/policies/:id', {
-    config: { permission: 'settings:write' },
-    schema: {
-      operationId: 'updateTbacPolicy',
-      tags: tbacTags,
-      summary: 'Change a policy\'s effect, description or conditions (null clears)',
-      params: PolicyParams,
-      body: UpdatePolicyBody,
-      response: { 200: Policy, ...problems(400, 401, 403, 404, 415) },
+  app.post(
+    '/api/v1/identity/tbac/policies',
+    {
+      config: { permission: 'settings:write' },
+      schema: {
+        operationId: 'createTbacPolicy',
+        tags: tbacTags,
+        summary: 'Create a TBAC policy (one per caller, callee, tool)',
+        body: CreatePolicyBody,
+        response: { 201: Policy, ...problems(400, 401, 403, 409, 415) },
+      },
     },
-  }, async (req) => identity.policies.update(req.principal, req.params.id, req.body ?? {}));
+    async (req, reply) => reply.code(201).send(await identity.policies.create(req.principal, req.body)),
+  );
 
-  app.delete('/api/v1/identity/tbac/policies/:id', {
-    config: { permission: 'settings:write' },
-    schema: { operationId: 'deleteTbacPolicy', tags: tbacTags, summary: 'Delete a policy', params: PolicyParams, response: { 204: Type.Null(), ...problems(401, 403, 404) } },
-  }, async (req, reply) => {
-    await identity.policies.delete(req.principal, req.params.id);
-    return reply.code(204).send(null);
-  });
+  app.patch(
+    '/api/v1/identity/tbac/policies/:id',
+    {
+      config: { permission: 'settings:write' },
+      schema: {
+        operationId: 'updateTbacPolicy',
+        tags: tbacTags,
+        summary: "Change a policy's effect, description or conditions (null clears)",
+        params: PolicyParams,
+        body: UpdatePolicyBody,
+        response: { 200: Policy, ...problems(400, 401, 403, 404, 415) },
+      },
+    },
+    async (req) => identity.policies.update(req.principal, req.params.id, req.body ?? {}),
+  );
 
-  app.get('/api/v1/identity/tbac/mode', {
-    config: { permission: 'settings:read' },
-    schema: { operationId: 'getTbacMode', tags: tbacTags, summary: 'What decides when no policy matches: audit (allow, default) or enforce (deny)', response: { 200: Mode, ...problems(401, 403) } },
-  }, async (req) => ({ mode: await identity.policies.mode(req.principal.tenantId) }));
+  app.delete(
+    '/api/v1/identity/tbac/policies/:id',
+    {
+      config: { permission: 'settings:write' },
+      schema: {
+        operationId: 'deleteTbacPolicy',
+        tags: tbacTags,
+        summary: 'Delete a policy',
+        params: PolicyParams,
+        response: { 204: Type.Null(), ...problems(401, 403, 404) },
+      },
+    },
+    async (req, reply) => {
+      await identity.policies.delete(req.principal, req.params.id);
+      return reply.code(204).send(null);
+    },
+  );
 
-  app.put('/api/v1/identity/tbac/mode', {
-    config: { permission: 'settings:write' },
-    schema: { operationId: 'setTbacMode', tags: tbacTags, summary: 'Set the tenant\'s TBAC mode', body: Mode, response: { 200: Mode, ...problems(400, 401, 403, 415) } },
-  }, async (req) => ({ mode: await identity.policies.setMode(req.principal, req.body.mode) }));
+  app.get(
+    '/api/v1/identity/tbac/mode',
+    {
+      config: { permission: 'settings:read' },
+      schema: {
+        operationId: 'getTbacMode',
+        tags: tbacTags,
+        summary: 'What decides when no policy matches: audit (allow, default) or enforce (deny)',
+        response: { 200: Mode, ...problems(401, 403) },
+      },
+    },
+    async (req) => ({ mode: await identity.policies.mode(req.principal.tenantId) }),
+  );
+
+  app.put(
+    '/api/v1/identity/tbac/mode',
+    {
+      config: { permission: 'settings:write' },
+      schema: {
+        operationId: 'setTbacMode',
+        tags: tbacTags,
+        summary: "Set the tenant's TBAC mode",
+        body: Mode,
+        response: { 200: Mode, ...problems(400, 401, 403, 415) },
+      },
+    },
+    async (req) => ({ mode: await identity.policies.setMode(req.principal, req.body.mode) }),
+  );
 
   await app.register(oauthRoutes, { identity, limits });
 };
@@ -256,7 +352,8 @@ function tokenClient(req: FastifyRequest): string {
     if (user) return `client:${user.toLowerCase()}`;
   }
   if (typeof body.client_id === 'string' && body.client_id) return `client:${body.client_id.toLowerCase()}`;
-  const named = unverifiedClaim(body.client_assertion, 'iss') ?? unverifiedClaim(body.actor_token, 'sub') ?? unverifiedClaim(body.subject_token, 'sub');
+  const named =
+    unverifiedClaim(body.client_assertion, 'iss') ?? unverifiedClaim(body.actor_token, 'sub') ?? unverifiedClaim(body.subject_token, 'sub');
   return named ? `client:${named}` : `address:${req.ip}`;
 }
 
@@ -277,7 +374,11 @@ function oauthErrorOf(err: FastifyError | Error): OAuthError {
   const status = (err as FastifyError).statusCode;
   if (status && status >= 400 && status < 500) {
     const what =
-      status === 415 ? 'send the body as application/x-www-form-urlencoded or application/json' : status === 413 ? 'the body is too large' : 'the request body could not be read';
+      status === 415
+        ? 'send the body as application/x-www-form-urlencoded or application/json'
+        : status === 413
+          ? 'the body is too large'
+          : 'the request body could not be read';
     return new OAuthError('invalid_request', what);
   }
   return new OAuthError('server_error', 'an internal error occurred; it has been logged');
@@ -299,50 +400,72 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits
   const invalidRequest = (req: FastifyRequest) => {
     if (!req.validationError) return;
     const first = req.validationError.validation?.[0];
-    const where = first ? `${first.instancePath.replace(/^\//, '') || 'body'} ${first.message ?? 'is invalid'}` : 'the request is malformed';
+    const where = first
+      ? `${first.instancePath.replace(/^\//, '') || 'body'} ${first.message ?? 'is invalid'}`
+      : 'the request is malformed';
     throw new OAuthError('invalid_request', where);
   };
 
-  app.post('/api/v1/identity/oauth/token', {
-    config: { public: true },
-    attachValidation: true,
-    schema: {
-      operationId: 'requestToken',
-      tags,
-      summary: 'OAuth token endpoint: token exchange (RFC 8693; the SVID authenticates) and client_credentials',
-      consumes: FORM_OR_JSON,
-      body: TokenRequest,
-      description: 'Rate limited per client (TOKEN_RATE_LIMIT_PER_MINUTE): 429 slow_down with Retry-After.',
-      response: { 200: TokenResponse, 400: OAuthErrorBody, 401: OAuthErrorBody, 429: OAuthErrorBody, 500: OAuthErrorBody, 503: OAuthErrorBody },
+  app.post(
+    '/api/v1/identity/oauth/token',
+    {
+      config: { public: true },
+      attachValidation: true,
+      schema: {
+        operationId: 'requestToken',
+        tags,
+        summary: 'OAuth token endpoint: token exchange (RFC 8693; the SVID authenticates) and client_credentials',
+        consumes: FORM_OR_JSON,
+        body: TokenRequest,
+        description: 'Rate limited per client (TOKEN_RATE_LIMIT_PER_MINUTE): 429 slow_down with Retry-After.',
+        response: {
+          200: TokenResponse,
+          400: OAuthErrorBody,
+          401: OAuthErrorBody,
+          429: OAuthErrorBody,
+          500: OAuthErrorBody,
+          503: OAuthErrorBody,
+        },
+      },
     },
-  }, async (req, reply) => {
-    const rate = limits.checkTokenRequest(tokenClient(req));
-    if (rate) {
-      reply.header('ratelimit-limit', rate.limit).header('ratelimit-remaining', rate.remaining).header('ratelimit-reset', rate.resetSeconds);
-      if (!rate.allowed) {
-        throw new OAuthError('slow_down', `this client may request ${rate.limit} tokens per minute`, 429, { 'retry-after': String(rate.retryAfter) });
+    async (req, reply) => {
+      const rate = limits.checkTokenRequest(tokenClient(req));
+      if (rate) {
+        reply
+          .header('ratelimit-limit', rate.limit)
+          .header('ratelimit-remaining', rate.remaining)
+          .header('ratelimit-reset', rate.resetSeconds);
+        if (!rate.allowed) {
+          throw new OAuthError('slow_down', `this client may request ${rate.limit} tokens per minute`, 429, {
+            'retry-after': String(rate.retryAfter),
+          });
+        }
       }
-    }
-    invalidRequest(req);
-    return identity.token(req.body as Record<string, string | string[] | undefined>, req.headers.authorization);
-  });
-
-  app.post('/api/v1/identity/oauth/introspect', {
-    config: { permission: 'agents:read' },
-    attachValidation: true,
-    schema: {
-      operationId: 'introspectToken',
-      tags,
-      summary: 'Token introspection (RFC 7662): always 200; active false for invalid, expired, revoked or foreign tokens',
-      consumes: FORM_OR_JSON,
-      body: IntrospectRequest,
-      response: { 200: IntrospectResponse, 400: OAuthErrorBody, 401: OAuthErrorBody, 403: OAuthErrorBody, 503: OAuthErrorBody },
+      invalidRequest(req);
+      return identity.token(req.body as Record<string, string | string[] | undefined>, req.headers.authorization);
     },
-  }, async (req) => {
-    invalidRequest(req);
-    const token = req.body.token;
-    if (token === undefined) throw new OAuthError('invalid_request', 'token is required');
-    if (Array.isArray(token)) throw new OAuthError('invalid_request', 'token must not repeat');
-    return identity.introspect(req.principal, token);
-  });
+  );
+
+  app.post(
+    '/api/v1/identity/oauth/introspect',
+    {
+      config: { permission: 'agents:read' },
+      attachValidation: true,
+      schema: {
+        operationId: 'introspectToken',
+        tags,
+        summary: 'Token introspection (RFC 7662): always 200; active false for invalid, expired, revoked or foreign tokens',
+        consumes: FORM_OR_JSON,
+        body: IntrospectRequest,
+        response: { 200: IntrospectResponse, 400: OAuthErrorBody, 401: OAuthErrorBody, 403: OAuthErrorBody, 503: OAuthErrorBody },
+      },
+    },
+    async (req) => {
+      invalidRequest(req);
+      const token = req.body.token;
+      if (token === undefined) throw new OAuthError('invalid_request', 'token is required');
+      if (Array.isArray(token)) throw new OAuthError('invalid_request', 'token must not repeat');
+      return identity.introspect(req.principal, token);
+    },
+  );
 };

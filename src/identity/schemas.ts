@@ -47,14 +47,14 @@ export const TrustBundle = Type.Object({
 });
 
 export const ClientMetadata = Type.Object({
-  client_id: Type.String({ description: 'this document\'s own URL' }),
+  client_id: Type.String({ description: "this document's own URL" }),
   client_name: Type.String(),
   jwks_uri: Type.String(),
   grant_types: Type.Array(Type.String()),
   token_endpoint_auth_method: Type.Literal('private_key_jwt'),
   token_endpoint_auth_signing_alg: Type.String(),
   spiffe_id: Type.String(),
-  badge: Type.String({ description: 'W3C VC 2.0 credential (vc+jwt) describing the agent\'s capabilities' }),
+  badge: Type.String({ description: "W3C VC 2.0 credential (vc+jwt) describing the agent's capabilities" }),
 });
 
 export const AgentKey = Type.Object({
@@ -119,22 +119,32 @@ export const IntrospectRequest = Type.Object(
   { additionalProperties: true },
 );
 
-export const IntrospectResponse = Type.Object({
-  active: Type.Boolean(),
-  scope: Type.Optional(Type.String()),
-  client_id: Type.Optional(Type.String()),
-  sub: Type.Optional(Type.String()),
-  aud: Type.Optional(Type.String()),
-  iss: Type.Optional(Type.String()),
-  exp: Type.Optional(Type.Integer()),
-  iat: Type.Optional(Type.Integer()),
-  jti: Type.Optional(Type.String()),
-  token_type: Type.Optional(Type.String()),
-  act: Type.Optional(
-    Type.Unsafe<Act>({ type: 'object', additionalProperties: true, description: 'delegation chain: { sub, act? }, current actor outermost' }),
-  ),
-  tenant_id: Type.Optional(Type.String({ description: 'the tenant the token belongs to' })),
-}, { additionalProperties: true, description: 'active: false alone, or active: true with every claim of the token (spec 4.5 full claims) and token_type' });
+export const IntrospectResponse = Type.Object(
+  {
+    active: Type.Boolean(),
+    scope: Type.Optional(Type.String()),
+    client_id: Type.Optional(Type.String()),
+    sub: Type.Optional(Type.String()),
+    aud: Type.Optional(Type.String()),
+    iss: Type.Optional(Type.String()),
+    exp: Type.Optional(Type.Integer()),
+    iat: Type.Optional(Type.Integer()),
+    jti: Type.Optional(Type.String()),
+    token_type: Type.Optional(Type.String()),
+    act: Type.Optional(
+      Type.Unsafe<Act>({
+        type: 'object',
+        additionalProperties: true,
+        description: 'delegation chain: { sub, act? }, current actor outermost',
+      }),
+    ),
+    tenant_id: Type.Optional(Type.String({ description: 'the tenant the token belongs to' })),
+  },
+  {
+    additionalProperties: true,
+    description: 'active: false alone, or active: true with every claim of the token (spec 4.5 full claims) and token_type',
+  },
+);
 
 // ---- ExtAuthZ ----
 
@@ -142,7 +152,9 @@ const ToolName = Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$', 
 
 export const AuthorizeBody = Type.Object(
   {
-    token: Type.Optional(Type.String({ minLength: 1, maxLength: 16_384, description: 'the exchanged access token (or send it as Authorization: Bearer)' })),
+    token: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 16_384, description: 'the exchanged access token (or send it as Authorization: Bearer)' }),
+    ),
     tool: ToolName,
     callee: Type.String({ minLength: 1, maxLength: 2048, description: 'the callee agent: id, SPIFFE ID or client ID URL' }),
   },
@@ -152,7 +164,14 @@ export type AuthorizeBody = Static<typeof AuthorizeBody>;
 
 export const AuthorizeResponse = Type.Object({
   allowed: Type.Boolean(),
-  reason: Literals(['token_invalid', 'tool_not_in_scope', 'policy_allow', 'policy_deny', 'no_policy_audit_allow', 'no_policy_enforce_deny']),
+  reason: Literals([
+    'token_invalid',
+    'tool_not_in_scope',
+    'policy_allow',
+    'policy_deny',
+    'no_policy_audit_allow',
+    'no_policy_enforce_deny',
+  ]),
   policyId: Type.Optional(Type.String({ description: 'the policy that decided' })),
   detail: Type.Optional(Type.String({ description: 'why the token is invalid' })),
 });

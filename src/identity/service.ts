@@ -102,7 +102,10 @@ export class IdentityService {
       agents,
       standings: new AgentStandings(db, agents),
       spiffeIdOf: (tenantId, agentId) => agentSpiffeId(trustDomain, tenantId, agentId),
-      hot: { verified: new TtlCache<VerifiedToken>(PLATFORM_KEY_CACHE_MS), tokenStates: new TtlCache<TokenState | null>(DECISION_CACHE_MS) },
+      hot: {
+        verified: new TtlCache<VerifiedToken>(PLATFORM_KEY_CACHE_MS),
+        tokenStates: new TtlCache<TokenState | null>(DECISION_CACHE_MS),
+      },
     };
     this.badges = new BadgeSigner(this.ctx);
   }
@@ -136,7 +139,8 @@ export class IdentityService {
 
   /** No new SVIDs or badges for an agent whose identity is suspended (a registered agent paused). */
   private notSuspended(agent: AgentIdentity) {
-    if (identitySuspended(agent)) throw new Conflict('agent_suspended', 'the agent is paused: its identity is suspended until it is resumed');
+    if (identitySuspended(agent))
+      throw new Conflict('agent_suspended', 'the agent is paused: its identity is suspended until it is resumed');
     return agent;
   }
 
@@ -312,7 +316,8 @@ export class IdentityService {
     if (now - this.lastPrune < 3600_000) return;
     this.lastPrune = now;
     // Pruning again in an hour is soon enough, but a failure is reported.
-    void store.pruneTokens(this.db.kysely, iso(now - TOKEN_RETENTION_MS)).catch((err) => this.log?.warn({ err }, 'pruning expired tokens failed'));
+    void store
+      .pruneTokens(this.db.kysely, iso(now - TOKEN_RETENTION_MS))
+      .catch((err) => this.log?.warn({ err }, 'pruning expired tokens failed'));
   }
 }
-

@@ -67,8 +67,13 @@ function judge(state: AgentState | undefined, tenantId: string): Standing {
 }
 
 function assertStands(standing: Standing, agentId: string, claims: AccessClaims) {
-  if (standing === 'gone') throw new TokenError(`the agent ${agentId} named by the token has been deleted`, claims as unknown as Record<string, unknown>);
-  if (standing === 'suspended') throw new TokenError(`the identity of the agent ${agentId} named by the token is suspended (paused)`, claims as unknown as Record<string, unknown>);
+  if (standing === 'gone')
+    throw new TokenError(`the agent ${agentId} named by the token has been deleted`, claims as unknown as Record<string, unknown>);
+  if (standing === 'suspended')
+    throw new TokenError(
+      `the identity of the agent ${agentId} named by the token is suspended (paused)`,
+      claims as unknown as Record<string, unknown>,
+    );
 }
 
 /** The agents of the token's tenant that a token names: `sub`, `aud` and every `act.sub`. */

@@ -1,11 +1,5 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
-import type {
-  Database,
-  IdentityAgentKeyTable,
-  IdentityPlatformKeyTable,
-  IdentityTokenTable,
-  TbacPolicyTable,
-} from '../db/schema.js';
+import type { Database, IdentityAgentKeyTable, IdentityPlatformKeyTable, IdentityTokenTable, TbacPolicyTable } from '../db/schema.js';
 import { countRows } from '../db/count.js';
 
 /**
@@ -143,14 +137,7 @@ export function findTokenStateByJti(db: Executor, jti: string): Promise<TokenRec
   return db
     .selectFrom('identity_tokens as t')
     .leftJoin('identity_agent_keys as g', 'g.kid', 't.agent_key_id')
-    .select([
-      't.tenant_id',
-      't.kind',
-      't.revoked_at',
-      't.agent_key_id',
-      't.api_key_id',
-      'g.status as agent_key_status',
-    ])
+    .select(['t.tenant_id', 't.kind', 't.revoked_at', 't.agent_key_id', 't.api_key_id', 'g.status as agent_key_status'])
     .where('t.jti', '=', jti)
     .executeTakeFirst();
 }
@@ -241,10 +228,7 @@ export async function listPolicies(db: Executor, tenantId: string, filter: Polic
   if (filter.callerAgentId) q = q.where('caller_agent_id', '=', filter.callerAgentId);
   if (filter.calleeAgentId) q = q.where('callee_agent_id', '=', filter.calleeAgentId);
   if (filter.toolName) q = q.where('tool_name', '=', filter.toolName);
-  const [rows, count] = await Promise.all([
-    q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    countRows(q),
-  ]);
+  const [rows, count] = await Promise.all([q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(), countRows(q)]);
   return { rows, total: count };
 }
 

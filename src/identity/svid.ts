@@ -22,7 +22,13 @@ export interface IssuedSvid {
   jti: string;
 }
 
-export async function issueSvid(ctx: IdentityContext, tenantId: string, agentId: string, audience: string[], ttlS: number): Promise<IssuedSvid> {
+export async function issueSvid(
+  ctx: IdentityContext,
+  tenantId: string,
+  agentId: string,
+  audience: string[],
+  ttlS: number,
+): Promise<IssuedSvid> {
   const agentKey = await ctx.agentKeys.ensureActive(tenantId, agentId);
   const spiffeId = ctx.spiffeIdOf(tenantId, agentId);
   const signed = await ctx.tokens.sign({
@@ -70,5 +76,11 @@ export async function verifySvid(ctx: IdentityContext, token: string): Promise<V
   const standing = await ctx.standings.of(ref.tenantId, ref.agentId);
   if (standing === 'gone') throw new TokenError('the agent of the SVID no longer exists');
   if (standing === 'suspended') throw new TokenError('the identity of the agent of the SVID is suspended (paused)');
-  return { tenantId: ref.tenantId, agentId: ref.agentId, spiffeId: payload.sub as string, jti: payload.jti, agentKeyId: state.agent_key_id };
+  return {
+    tenantId: ref.tenantId,
+    agentId: ref.agentId,
+    spiffeId: payload.sub as string,
+    jti: payload.jti,
+    agentKeyId: state.agent_key_id,
+  };
 }

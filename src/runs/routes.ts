@@ -42,14 +42,14 @@ const RunHeaders = {
 
 const ExecutionResult = Type.Object(
   {
-  output: Type.String(),
-  conversationId: Type.String(),
-  runId: Type.String(),
-  status: Type.String(),
-  cost: Type.Number({ description: 'USD' }),
-  tokenUsage: TokenUsage,
-  toolCalls: Type.Array(Type.Object({ name: Type.String(), input: Type.Unknown(), result: Nullable(Json) })),
-  duration: Type.Integer({ description: 'milliseconds' }),
+    output: Type.String(),
+    conversationId: Type.String(),
+    runId: Type.String(),
+    status: Type.String(),
+    cost: Type.Number({ description: 'USD' }),
+    tokenUsage: TokenUsage,
+    toolCalls: Type.Array(Type.Object({ name: Type.String(), input: Type.Unknown(), result: Nullable(Json) })),
+    duration: Type.Integer({ description: 'milliseconds' }),
   },
   {
     headers: {
@@ -79,43 +79,46 @@ export const RunSummarySchema = Type.Object({
   completedAt: Nullable(Timestamp),
 });
 
-export const RunDetailsSchema = Type.Evaluate(Type.Intersect([
-  Type.Omit(RunSummarySchema, ['toolCalls']),
-  Type.Object({
-    input: Type.String(),
-    options: Json,
-    toolCalls: Type.Array(
-      Type.Object({
-        id: Type.String(),
-        name: Type.String(),
-        input: Type.Unknown(),
-        result: Nullable(Json),
-        startedAt: Timestamp,
-        completedAt: Nullable(Timestamp),
+export const RunDetailsSchema = Type.Evaluate(
+  Type.Intersect([
+    Type.Omit(RunSummarySchema, ['toolCalls']),
+    Type.Object({
+      input: Type.String(),
+      options: Json,
+      toolCalls: Type.Array(
+        Type.Object({
+          id: Type.String(),
+          name: Type.String(),
+          input: Type.Unknown(),
+          result: Nullable(Json),
+          startedAt: Timestamp,
+          completedAt: Nullable(Timestamp),
+        }),
+      ),
+      steps: Type.Array(
+        Type.Object({
+          index: Type.Integer(),
+          text: Type.String(),
+          toolCallIds: Type.Array(Type.String()),
+          injected: Type.Array(Type.String({ description: 'messages injected before this step' })),
+          finishReason: Type.String(),
+          usage: TokenUsage,
+        }),
+      ),
+      warnings: Type.Array(Type.String(), {
+        description:
+          'tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once',
       }),
-    ),
-    steps: Type.Array(
-      Type.Object({
-        index: Type.Integer(),
-        text: Type.String(),
-        toolCallIds: Type.Array(Type.String()),
-        injected: Type.Array(Type.String({ description: 'messages injected before this step' })),
-        finishReason: Type.String(),
-        usage: TokenUsage,
-      }),
-    ),
-    warnings: Type.Array(Type.String(), {
-      description: 'tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once',
+      budget: Type.Object(
+        {
+          tenant: Type.Optional(Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number() })),
+          agent: Type.Optional(Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number() })),
+        },
+        { description: 'budgets in force when the run started and the month-to-date spend before it (USD)' },
+      ),
     }),
-    budget: Type.Object(
-      {
-        tenant: Type.Optional(Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number() })),
-        agent: Type.Optional(Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number() })),
-      },
-      { description: 'budgets in force when the run started and the month-to-date spend before it (USD)' },
-    ),
-  }),
-]));
+  ]),
+);
 
 const SSE_DESCRIPTION =
   'Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).';
@@ -163,10 +166,12 @@ async function streamRun(
   unsubscribe();
 }
 
-export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: AgentsService; files: FilesService; idempotency: IdempotencyService }> = async (
-  app,
-  { runs, agents, files, idempotency },
-) => {
+export const runsRoutes: FastifyPluginAsyncTypebox<{
+  runs: RunsService;
+  agents: AgentsService;
+  files: FilesService;
+  idempotency: IdempotencyService;
+}> = async (app, { runs, agents, files, idempotency }) => {
   async function startExecution(req: FastifyRequest, agentId: string, body: ExecuteBody, kind: 'execute' | 'chat' | 'stream') {
     const tenantId = req.principal.tenantId;
     const agent = await agents.get(tenantId, agentId);
@@ -229,7 +234,9 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
       throw err;
     }
     if (claim) {
-      const outcome = isInjected(handle) ? { status: 202, runId: handle.runId, messageId: handle.messageId } : { status: 200, runId: handle.runId };
+      const outcome = isInjected(handle)
+        ? { status: 202, runId: handle.runId, messageId: handle.messageId }
+        : { status: 200, runId: handle.runId };
       await idempotency.record(tenantId, claim, outcome);
     }
     if (isInjected(handle)) return reply.code(202).send(handle);
@@ -242,7 +249,10 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
     const runId = original.runId ?? '';
     if (original.status === 202) {
       const { conversationId } = await runs.eventsState(tenantId, runId);
-      return reply.code(202).header(REPLAYED_HEADER, 'true').send({ injected: true, runId, messageId: original.messageId ?? '', conversationId: conversationId ?? '' });
+      return reply
+        .code(202)
+        .header(REPLAYED_HEADER, 'true')
+        .send({ injected: true, runId, messageId: original.messageId ?? '', conversationId: conversationId ?? '' });
     }
     if (!streamed) return respondJson(reply.header(REPLAYED_HEADER, 'true'), runs.outcomeOf(tenantId, runId));
     const state = await runs.eventsState(tenantId, runId);
@@ -263,84 +273,118 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService; agents: 
     },
   });
 
-  app.post('/api/v1/agents/:id/execute', {
-    config: { permission: 'agents:write', agentScope: { param: 'id' } },
-    schema: {
-      operationId: 'executeAgent',
-      ...executeSchema('Execute an agent: JSON result, or SSE when stream is true', 'optional'),
-      description: `With "stream": true the answer is ${SSE_DESCRIPTION}`,
+  app.post(
+    '/api/v1/agents/:id/execute',
+    {
+      config: { permission: 'agents:write', agentScope: { param: 'id' } },
+      schema: {
+        operationId: 'executeAgent',
+        ...executeSchema('Execute an agent: JSON result, or SSE when stream is true', 'optional'),
+        description: `With "stream": true the answer is ${SSE_DESCRIPTION}`,
+      },
     },
-  }, async (req, reply) =>
-    execution(req, reply, req.body.stream ? 'stream' : 'execute', { agentId: req.params.id, body: req.body, key: req.headers['idempotency-key'] }),
+    async (req, reply) =>
+      execution(req, reply, req.body.stream ? 'stream' : 'execute', {
+        agentId: req.params.id,
+        body: req.body,
+        key: req.headers['idempotency-key'],
+      }),
   );
 
   for (const [path, operationId, summary] of [
     ['/api/v1/agents/:id/chat', 'chatWithAgent', 'Chat with an agent (always streams over SSE)'],
     ['/api/v1/agents/:id/stream', 'streamAgent', 'Stream an agent’s answer over SSE (same body as execute)'],
   ] as const) {
-    app.post(path, { config: { permission: 'agents:write', agentScope: { param: 'id' } }, schema: { operationId, ...executeSchema(summary, 'always') } }, async (req, reply) =>
-      execution(req, reply, path.endsWith('chat') ? 'chat' : 'stream', { agentId: req.params.id, body: req.body, key: req.headers['idempotency-key'] }),
+    app.post(
+      path,
+      { config: { permission: 'agents:write', agentScope: { param: 'id' } }, schema: { operationId, ...executeSchema(summary, 'always') } },
+      async (req, reply) =>
+        execution(req, reply, path.endsWith('chat') ? 'chat' : 'stream', {
+          agentId: req.params.id,
+          body: req.body,
+          key: req.headers['idempotency-key'],
+        }),
     );
   }
 
-  app.get('/api/v1/agents/:id/runs', {
-    config: { permission: 'agents:read', agentScope: { param: 'id' } },
-    schema: {
-      operationId: 'listAgentRuns',
-      tags: ['executions'],
-      summary: 'Execution history of an agent, newest first (kept after the agent is deleted)',
-      description: '404 `not_found` when the agent is unknown, or another tenant’s, and has no runs here.',
-      params: IdParams,
-      querystring: Type.Object(PageQuery, { additionalProperties: false }),
-      response: {
-        200: Type.Object({ runs: Type.Array(RunSummarySchema), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }),
-        ...problems(400, 401, 403, 404),
+  app.get(
+    '/api/v1/agents/:id/runs',
+    {
+      config: { permission: 'agents:read', agentScope: { param: 'id' } },
+      schema: {
+        operationId: 'listAgentRuns',
+        tags: ['executions'],
+        summary: 'Execution history of an agent, newest first (kept after the agent is deleted)',
+        description: '404 `not_found` when the agent is unknown, or another tenant’s, and has no runs here.',
+        params: IdParams,
+        querystring: Type.Object(PageQuery, { additionalProperties: false }),
+        response: {
+          200: Type.Object({ runs: Type.Array(RunSummarySchema), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }),
+          ...problems(400, 401, 403, 404),
+        },
       },
     },
-  }, async (req) => runs.listForAgent(req.principal.tenantId, req.params.id, req.query.page, req.query.limit));
+    async (req) => runs.listForAgent(req.principal.tenantId, req.params.id, req.query.page, req.query.limit),
+  );
 
   const RunParams = Type.Object({ runId: Id });
 
-  app.get('/api/v1/runs/:runId', {
-    config: { permission: 'agents:read', agentScope: 'own' },
-    schema: {
-      operationId: 'getRun',
-      tags: ['executions'],
-      summary: 'A run with its tool calls and steps',
-      params: RunParams,
-      response: { 200: RunDetailsSchema, ...problems(401, 403, 404) },
+  app.get(
+    '/api/v1/runs/:runId',
+    {
+      config: { permission: 'agents:read', agentScope: 'own' },
+      schema: {
+        operationId: 'getRun',
+        tags: ['executions'],
+        summary: 'A run with its tool calls and steps',
+        params: RunParams,
+        response: { 200: RunDetailsSchema, ...problems(401, 403, 404) },
+      },
     },
-  }, async (req) => runs.get(req.principal.tenantId, req.params.runId, req.principal.agentId));
+    async (req) => runs.get(req.principal.tenantId, req.params.runId, req.principal.agentId),
+  );
 
-  app.post('/api/v1/runs/:runId/cancel', {
-    config: { permission: 'agents:write', agentScope: 'own' },
-    schema: {
-      operationId: 'cancelRun',
-      tags: ['executions'],
-      summary: 'Cancel a run: the model stream and tools are aborted; partial output is kept',
-      params: RunParams,
-      response: { 200: RunDetailsSchema, ...problems(401, 403, 404, 409) },
+  app.post(
+    '/api/v1/runs/:runId/cancel',
+    {
+      config: { permission: 'agents:write', agentScope: 'own' },
+      schema: {
+        operationId: 'cancelRun',
+        tags: ['executions'],
+        summary: 'Cancel a run: the model stream and tools are aborted; partial output is kept',
+        params: RunParams,
+        response: { 200: RunDetailsSchema, ...problems(401, 403, 404, 409) },
+      },
     },
-  }, async (req) => runs.cancel(req.principal, req.params.runId));
+    async (req) => runs.cancel(req.principal, req.params.runId),
+  );
 
-  app.get('/api/v1/runs/:runId/events', {
-    config: { permission: 'agents:read', agentScope: 'own' },
-    schema: {
-      operationId: 'getRunEvents',
-      tags: ['executions'],
-      summary: 'Replay a run’s events after Last-Event-ID (header or lastEventId query), then follow live',
-      description:
-        '204 (the SSE standard’s “stop reconnecting”) when the run has ended and Last-Event-ID is at or past its last event: an EventSource reconnecting after `done` stops there.',
-      params: RunParams,
-      querystring: Type.Object({ lastEventId: Type.Optional(Type.Integer({ minimum: 0 })) }, { additionalProperties: false }),
-      response: { ...sseResponse, 204: Type.Null({ description: 'the run has ended and every event was seen: stop reconnecting' }), ...problems(400, 401, 403, 404) },
+  app.get(
+    '/api/v1/runs/:runId/events',
+    {
+      config: { permission: 'agents:read', agentScope: 'own' },
+      schema: {
+        operationId: 'getRunEvents',
+        tags: ['executions'],
+        summary: 'Replay a run’s events after Last-Event-ID (header or lastEventId query), then follow live',
+        description:
+          '204 (the SSE standard’s “stop reconnecting”) when the run has ended and Last-Event-ID is at or past its last event: an EventSource reconnecting after `done` stops there.',
+        params: RunParams,
+        querystring: Type.Object({ lastEventId: Type.Optional(Type.Integer({ minimum: 0 })) }, { additionalProperties: false }),
+        response: {
+          ...sseResponse,
+          204: Type.Null({ description: 'the run has ended and every event was seen: stop reconnecting' }),
+          ...problems(400, 401, 403, 404),
+        },
+      },
     },
-  }, async (req, reply) => {
-    const { tenantId, agentId } = req.principal;
-    const runId = req.params.runId;
-    const afterSeq = lastEventId(req);
-    const state = await runs.eventsState(tenantId, runId, agentId);
-    if (state.ended && afterSeq >= state.lastSeq) return reply.code(204).header('x-run-id', runId).send(null);
-    return streamRun(runs, req, reply, { tenantId, runId, conversationId: state.conversationId }, afterSeq);
-  });
+    async (req, reply) => {
+      const { tenantId, agentId } = req.principal;
+      const runId = req.params.runId;
+      const afterSeq = lastEventId(req);
+      const state = await runs.eventsState(tenantId, runId, agentId);
+      if (state.ended && afterSeq >= state.lastSeq) return reply.code(204).header('x-run-id', runId).send(null);
+      return streamRun(runs, req, reply, { tenantId, runId, conversationId: state.conversationId }, afterSeq);
+    },
+  );
 };

@@ -11,7 +11,16 @@ import { FinishedListeners, type RunResources, type RunsOptions } from './resour
 import { RunStarts } from './start.js';
 import { isActive } from './statuses.js';
 import * as store from './store.js';
-import { type InjectedInstead, type RunFinishedListener, type RunHandle, type RunOutcome, type RunPrincipal, ShutdownAbort, type StartRunInput, type SystemPromptContributor } from './types.js';
+import {
+  type InjectedInstead,
+  type RunFinishedListener,
+  type RunHandle,
+  type RunOutcome,
+  type RunPrincipal,
+  ShutdownAbort,
+  type StartRunInput,
+  type SystemPromptContributor,
+} from './types.js';
 import { runDetails, runSummary } from './views.js';
 
 export type { Admission } from './admission.js';
@@ -193,7 +202,11 @@ export class RunsService {
    * What a follower of a run's events needs before its first event: the conversation, whether the run
    * has ended and the id of its last stored event (a reconnect past it is told to stop).
    */
-  async eventsState(tenantId: string, runId: string, agentId?: string): Promise<{ conversationId: string | null; ended: boolean; lastSeq: number }> {
+  async eventsState(
+    tenantId: string,
+    runId: string,
+    agentId?: string,
+  ): Promise<{ conversationId: string | null; ended: boolean; lastSeq: number }> {
     const row = await store.findRun(this.r.db.kysely, tenantId, runId);
     if (!row || (agentId !== undefined && row.agent_id !== agentId)) throw new NotFound('run');
     const ended = !isActive(row.status);

@@ -28,20 +28,17 @@ interface RunsPage {
 
 export async function listAgentRuns(db: Executor, { tenantId, agentId, limit, offset }: RunsPage & { agentId: string }) {
   const q = db.selectFrom('runs').where('tenant_id', '=', tenantId).where('agent_id', '=', agentId);
-  const [rows, count] = await Promise.all([
-    q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    countRows(q),
-  ]);
+  const [rows, count] = await Promise.all([q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(), countRows(q)]);
   return { rows, total: count };
 }
 
-export async function listTaskRuns(db: Executor, { tenantId, taskId, limit, offset, status }: RunsPage & { taskId: string; status?: string }) {
+export async function listTaskRuns(
+  db: Executor,
+  { tenantId, taskId, limit, offset, status }: RunsPage & { taskId: string; status?: string },
+) {
   let q = db.selectFrom('runs').where('tenant_id', '=', tenantId).where('task_id', '=', taskId);
   if (status) q = q.where('status', '=', status);
-  const [rows, count] = await Promise.all([
-    q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    countRows(q),
-  ]);
+  const [rows, count] = await Promise.all([q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(), countRows(q)]);
   return { rows, total: count };
 }
 
@@ -95,7 +92,13 @@ export async function renewLeases(db: Executor, owner: string, ids: string[], un
     await runPrepared(
       db,
       'renew lease',
-      (q, p) => q.updateTable('runs').set({ lease_expires_at: p('until') }).where('id', '=', p('id')).where('lease_owner', '=', p('owner')).where('status', '=', 'running'),
+      (q, p) =>
+        q
+          .updateTable('runs')
+          .set({ lease_expires_at: p('until') })
+          .where('id', '=', p('id'))
+          .where('lease_owner', '=', p('owner'))
+          .where('status', '=', 'running'),
       { id, owner, until },
     );
   }
@@ -121,14 +124,21 @@ export function expiredRuns(db: Executor, now: string, limit: number) {
 
 /** USD spent by runs created since `since` (the month's start), for the tenant or one of its agents. */
 export async function spendSince(db: Executor, scope: { tenantId: string; since: string; agentId?: string }): Promise<number> {
-  let q = db.selectFrom('runs').select((eb) => eb.fn.sum<number | string | null>('cost').as('spent')).where('tenant_id', '=', scope.tenantId).where('created_at', '>=', scope.since);
+  let q = db
+    .selectFrom('runs')
+    .select((eb) => eb.fn.sum<number | string | null>('cost').as('spent'))
+    .where('tenant_id', '=', scope.tenantId)
+    .where('created_at', '>=', scope.since);
   if (scope.agentId) q = q.where('agent_id', '=', scope.agentId);
   const row = await q.executeTakeFirst();
   return Math.round(Number(row?.spent ?? 0) * 1e9) / 1e9;
 }
 
 /** The month's spend and the largest cost of one run in it, for the tenant or one of its agents (run admission). */
-export async function spendAndLargestSince(db: Executor, scope: { tenantId: string; since: string; agentId?: string }): Promise<{ spentUsd: number; largestRunUsd: number }> {
+export async function spendAndLargestSince(
+  db: Executor,
+  scope: { tenantId: string; since: string; agentId?: string },
+): Promise<{ spentUsd: number; largestRunUsd: number }> {
   let q = db
     .selectFrom('runs')
     .select((eb) => [eb.fn.sum<number | string | null>('cost').as('spent'), eb.fn.max<number | string | null>('cost').as('largest')])
@@ -171,6 +181,10 @@ export function eventsAfter(db: Executor, runId: string, afterSeq: number) {
 
 /** The id of a run's last stored event (0: none yet). */
 export async function lastEventSeq(db: Executor, runId: string): Promise<number> {
-  const row = await db.selectFrom('run_events').select((eb) => eb.fn.max('seq').as('seq')).where('run_id', '=', runId).executeTakeFirst();
+  const row = await db
+    .selectFrom('run_events')
+    .select((eb) => eb.fn.max('seq').as('seq'))
+    .where('run_id', '=', runId)
+    .executeTakeFirst();
   return Number(row?.seq ?? 0);
 }

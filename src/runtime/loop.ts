@@ -1,4 +1,11 @@
-import type { JSONSchema7, JSONValue, LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3Prompt, LanguageModelV3ToolResultPart } from '@ai-sdk/provider';
+import type {
+  JSONSchema7,
+  JSONValue,
+  LanguageModelV3,
+  LanguageModelV3FunctionTool,
+  LanguageModelV3Prompt,
+  LanguageModelV3ToolResultPart,
+} from '@ai-sdk/provider';
 import { now } from '../ids.js';
 import { type StepOutput, streamStep, type StepToolCall } from './model-step.js';
 import { ProviderError, type ProviderErrorCode, type RetryPolicy } from './models/retries.js';
@@ -101,7 +108,14 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
   const prompt: LanguageModelV3Prompt = [];
   if (input.system) prompt.push({ role: 'system', content: input.system });
   for (const m of input.messages) prompt.push(turn(m.role, m.content));
-  const result: LoopResult = { output: '', steps: [], toolCalls: [], usage: { inputTokens: 0, outputTokens: 0 }, finish: 'stop', warnings: [] };
+  const result: LoopResult = {
+    output: '',
+    steps: [],
+    toolCalls: [],
+    usage: { inputTokens: 0, outputTokens: 0 },
+    finish: 'stop',
+    warnings: [],
+  };
 
   const toolsByName = new Map(input.tools.map((t) => [t.name, t]));
   const toolNames = new Set(toolsByName.keys());
@@ -111,7 +125,14 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
 
   /** Runs one call (or records why it cannot run) and answers what goes back to the model. */
   const runTool = async (call: StepToolCall): Promise<LanguageModelV3ToolResultPart> => {
-    const record: ToolCallRecord = { id: call.toolCallId, name: call.toolName, input: call.input, result: null, startedAt: now(), completedAt: null };
+    const record: ToolCallRecord = {
+      id: call.toolCallId,
+      name: call.toolName,
+      input: call.input,
+      result: null,
+      startedAt: now(),
+      completedAt: null,
+    };
     result.toolCalls.push(record);
     input.onEvent({ event: 'tool_call_start', data: { id: record.id, name: record.name, input: record.input } });
     const tool = toolsByName.get(call.toolName);
@@ -130,7 +151,10 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
             const onAbort = () => reject(signal.reason);
             if (signal.aborted) return onAbort();
             signal.addEventListener('abort', onAbort, { once: true });
-            tool.execute(call.input, { ...input.toolContext, signal }).then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+            tool
+              .execute(call.input, { ...input.toolContext, signal })
+              .then(resolve, reject)
+              .finally(() => signal.removeEventListener('abort', onAbort));
           }),
         );
       } catch (err) {
@@ -160,7 +184,14 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
     carried = [];
     for (const text of injected) prompt.push(turn('user', text));
 
-    const step: StepRecord = { index, text: '', toolCallIds: [], injected, finishReason: 'stop', usage: { inputTokens: 0, outputTokens: 0 } };
+    const step: StepRecord = {
+      index,
+      text: '',
+      toolCallIds: [],
+      injected,
+      finishReason: 'stop',
+      usage: { inputTokens: 0, outputTokens: 0 },
+    };
     result.steps.push(step);
     let output: StepOutput;
     try {
@@ -205,7 +236,8 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
     // Tools run once the step has ended well: a step cut off (length, content filter) may hold a
     // call that was never finished. A step that ends with `stop` after calling tools (some local
     // servers say so) still gets their results, as `tool-calls` would.
-    const calls = output.finishReason === 'tool-calls' || output.finishReason === 'stop' ? output.toolCalls.filter((c) => !c.providerExecuted) : [];
+    const calls =
+      output.finishReason === 'tool-calls' || output.finishReason === 'stop' ? output.toolCalls.filter((c) => !c.providerExecuted) : [];
     for (const call of calls) step.toolCallIds.push(call.toolCallId);
     if (calls.length) await input.beforeToolCalls?.();
     const toolResults = await Promise.all(calls.map(runTool));
@@ -241,6 +273,7 @@ function turn(role: ConversationTurn['role'], text: string): LanguageModelV3Prom
 /** Providers report some failures as plain objects ({ type, message }) rather than Errors. */
 function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
-  if (err && typeof err === 'object' && typeof (err as { message?: unknown }).message === 'string') return (err as { message: string }).message;
+  if (err && typeof err === 'object' && typeof (err as { message?: unknown }).message === 'string')
+    return (err as { message: string }).message;
   return typeof err === 'string' ? err : JSON.stringify(err);
 }

@@ -6,7 +6,15 @@ import type {
   SharedV3ProviderMetadata,
   SharedV3Warning,
 } from '@ai-sdk/provider';
-import { abortableDelay, classifyProviderError, DEFAULT_RETRY_POLICY, type ProviderErrorCode, ProviderError, type RetryPolicy, retryDelayMs } from './models/retries.js';
+import {
+  abortableDelay,
+  classifyProviderError,
+  DEFAULT_RETRY_POLICY,
+  type ProviderErrorCode,
+  ProviderError,
+  type RetryPolicy,
+  retryDelayMs,
+} from './models/retries.js';
 
 /**
  * One model step, driven over the provider interface (`LanguageModelV3.doStream`) rather than the AI
@@ -141,10 +149,20 @@ export async function streamStep(
  * Reads one attempt's stream into the step's output. A stream that errors part-way answers what it
  * had, with `error` set.
  */
-async function readStep(stream: ReadableStream<LanguageModelV3StreamPart>, toolNames: ReadonlySet<string>, handlers: StepHandlers): Promise<StepOutput> {
+async function readStep(
+  stream: ReadableStream<LanguageModelV3StreamPart>,
+  toolNames: ReadonlySet<string>,
+  handlers: StepHandlers,
+): Promise<StepOutput> {
   const content: AssistantPart[] = [];
   const open = new Map<string, OpenPart>();
-  const out: StepOutput = { message: { role: 'assistant', content }, toolCalls: [], finishReason: 'other', usage: { inputTokens: 0, outputTokens: 0 }, warnings: [] };
+  const out: StepOutput = {
+    message: { role: 'assistant', content },
+    toolCalls: [],
+    finishReason: 'other',
+    usage: { inputTokens: 0, outputTokens: 0 },
+    warnings: [],
+  };
   const openPart = (type: OpenPart['type'], id: string, metadata?: SharedV3ProviderMetadata) => {
     const part: OpenPart = { type, text: '', providerOptions: metadata };
     open.set(`${type}:${id}`, part);
@@ -204,7 +222,11 @@ async function readStep(stream: ReadableStream<LanguageModelV3StreamPart>, toolN
             type: 'tool-result',
             toolCallId: part.toolCallId,
             toolName: part.toolName,
-            output: part.isError ? { type: 'error-json', value: part.result } : typeof part.result === 'string' ? { type: 'text', value: part.result } : { type: 'json', value: part.result },
+            output: part.isError
+              ? { type: 'error-json', value: part.result }
+              : typeof part.result === 'string'
+                ? { type: 'text', value: part.result }
+                : { type: 'json', value: part.result },
             ...(part.providerMetadata ? { providerOptions: part.providerMetadata } : {}),
           });
           break;

@@ -19,14 +19,19 @@ export function registerSkillApprovalHandlers(gateway: ApprovalGateway, tools: S
   gateway.onApproved(SKILL_ASSIGN_ACTION, async ({ tenantId, taskId, payload, decidedBy }) => {
     const agentId = text(payload, 'agentId');
     if (!agentId) throw new Error(`task ${taskId}: the skill request names no agent`);
-    await tools.skills.grant({ tenantId, actor: decidedBy }, { agentId, skillId: text(payload, 'skillId'), storeId: text(payload, 'storeId'), taskId });
+    await tools.skills.grant(
+      { tenantId, actor: decidedBy },
+      { agentId, skillId: text(payload, 'skillId'), storeId: text(payload, 'storeId'), taskId },
+    );
   });
 
-  const decide = (status: 'accepted' | 'rejected') => async ({ tenantId, taskId, payload, decidedBy }: Parameters<Parameters<ApprovalGateway['onApproved']>[1]>[0]) => {
-    const requestId = text(payload, 'requestId');
-    if (!requestId) throw new Error(`task ${taskId}: the connector request has no id`);
-    await tools.connectors.decideRequest({ tenantId, actor: decidedBy }, requestId, status);
-  };
+  const decide =
+    (status: 'accepted' | 'rejected') =>
+    async ({ tenantId, taskId, payload, decidedBy }: Parameters<Parameters<ApprovalGateway['onApproved']>[1]>[0]) => {
+      const requestId = text(payload, 'requestId');
+      if (!requestId) throw new Error(`task ${taskId}: the connector request has no id`);
+      await tools.connectors.decideRequest({ tenantId, actor: decidedBy }, requestId, status);
+    };
   gateway.onApproved(CONNECTOR_REQUEST_ACTION, decide('accepted'));
   gateway.onRejected(CONNECTOR_REQUEST_ACTION, decide('rejected'));
 }

@@ -30,7 +30,11 @@ export interface ArchiveEntry {
 
 const invalid = (detail: string) => new InvalidInput(detail, [{ path: 'archive', message: detail }], 'invalid_archive');
 const unsafe = (entry: string, why: string) =>
-  new InvalidInput(`archive entry "${printable(entry)}" is refused: ${why}`, [{ path: `archive.${printable(entry)}`, message: why }], 'unsafe_archive_entry');
+  new InvalidInput(
+    `archive entry "${printable(entry)}" is refused: ${why}`,
+    [{ path: `archive.${printable(entry)}`, message: why }],
+    'unsafe_archive_entry',
+  );
 const tooLarge = (detail: string) => new InvalidInput(detail, [{ path: 'archive', message: detail }], 'archive_too_large');
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
@@ -179,7 +183,8 @@ async function readTar(buf: Buffer): Promise<ArchiveEntry[]> {
           stream.on('end', next);
           return;
         }
-        if (header.type !== 'file' && header.type !== 'contiguous-file') throw unsafe(header.name, 'only regular files and folders are allowed');
+        if (header.type !== 'file' && header.type !== 'contiguous-file')
+          throw unsafe(header.name, 'only regular files and folders are allowed');
         const chunks: Buffer[] = [];
         let size = 0;
         stream.on('data', (data: unknown) => {
@@ -221,7 +226,10 @@ export async function readArchive(buf: Buffer): Promise<ArchiveEntry[]> {
   if (kind === 'tar') return readTar(buf);
   if (kind === 'gzip') {
     // The tar inside may carry headers and padding besides the files; those count toward the cap too.
-    const tarBytes = inflate(() => zlib.gunzipSync(buf, { maxOutputLength: ARCHIVE_LIMITS.unpackedBytes + 1024 * 1024 }), 'the gzip stream');
+    const tarBytes = inflate(
+      () => zlib.gunzipSync(buf, { maxOutputLength: ARCHIVE_LIMITS.unpackedBytes + 1024 * 1024 }),
+      'the gzip stream',
+    );
     if (archiveKind(tarBytes) !== 'tar') throw invalid('the gzip file does not hold a tar archive');
     return readTar(tarBytes);
   }

@@ -131,7 +131,8 @@ export function parseSkillMd(raw: string, where = 'skillMd'): Omit<SkillContent,
   if (nameError) errors.push({ path: `${where}.name`, message: nameError });
   const description = typeof fm.description === 'string' ? fm.description.trim() : '';
   if (!description) errors.push({ path: `${where}.description`, message: 'is required (what the skill does and when to use it)' });
-  else if (description.length > LIMITS.description) errors.push({ path: `${where}.description`, message: `must be at most ${LIMITS.description} characters` });
+  else if (description.length > LIMITS.description)
+    errors.push({ path: `${where}.description`, message: `must be at most ${LIMITS.description} characters` });
 
   const metadata: Record<string, string> = {};
   if (fm.metadata !== undefined && fm.metadata !== null) {
@@ -166,7 +167,8 @@ export function parseSkillMd(raw: string, where = 'skillMd'): Omit<SkillContent,
 
   const instructions = (m[2] ?? '').trim();
   if (!instructions) errors.push({ path: `${where}.instructions`, message: 'is empty: write the instructions below the front matter' });
-  else if (instructions.length > LIMITS.instructions) errors.push({ path: `${where}.instructions`, message: `must be at most ${LIMITS.instructions} characters` });
+  else if (instructions.length > LIMITS.instructions)
+    errors.push({ path: `${where}.instructions`, message: `must be at most ${LIMITS.instructions} characters` });
 
   if (errors.length) throw invalidSkillMd(errors);
   return { name: fm.name as string, description, category, instructions, metadata, frontMatter };
@@ -186,7 +188,8 @@ function metadataProblems(metadata: Record<string, string>, where: string): Fiel
   if (keys.length > LIMITS.metadataKeys) errors.push({ path: where, message: `must have at most ${LIMITS.metadataKeys} keys` });
   for (const k of keys) {
     if (k.length > 64) errors.push({ path: `${where}.${k.slice(0, 64)}`, message: 'keys must be at most 64 characters' });
-    if (metadata[k].length > LIMITS.metadataValue) errors.push({ path: `${where}.${k}`, message: `must be at most ${LIMITS.metadataValue} characters` });
+    if (metadata[k].length > LIMITS.metadataValue)
+      errors.push({ path: `${where}.${k}`, message: `must be at most ${LIMITS.metadataValue} characters` });
   }
   return errors;
 }
@@ -204,7 +207,10 @@ export function checkSkillFiles(content: Pick<SkillContent, 'references' | 'scri
     files.forEach((f, i) => {
       const path = `${prefix}.${i}`;
       if (f.name.length > LIMITS.fileName || !FILE_NAME_RE.test(f.name)) {
-        errors.push({ path: `${path}.name`, message: 'must be a relative path of letters, digits, dots, hyphens and underscores (no hidden files, at most 4 levels)' });
+        errors.push({
+          path: `${path}.name`,
+          message: 'must be a relative path of letters, digits, dots, hyphens and underscores (no hidden files, at most 4 levels)',
+        });
       }
       if (seen.has(f.name)) errors.push({ path: `${path}.name`, message: `duplicates ${f.name}` });
       seen.add(f.name);
@@ -236,7 +242,9 @@ export function checkSkillFiles(content: Pick<SkillContent, 'references' | 'scri
 }
 
 /** SKILL.md text of a skill: front matter, a blank line, the instructions. */
-export function renderSkillMd(skill: Pick<SkillContent, 'name' | 'description' | 'category' | 'instructions' | 'metadata' | 'frontMatter'>): string {
+export function renderSkillMd(
+  skill: Pick<SkillContent, 'name' | 'description' | 'category' | 'instructions' | 'metadata' | 'frontMatter'>,
+): string {
   const fm: Record<string, unknown> = { name: skill.name, description: skill.description };
   if (skill.category) fm.category = skill.category;
   for (const key of KEPT_FRONT_MATTER) if (skill.frontMatter[key] !== undefined) fm[key] = skill.frontMatter[key];

@@ -21,7 +21,10 @@ export interface SkillsDomain {
  * an agent copies or drops its assignments. Approvals are wired separately, once the tasks domain
  * exists: `registerSkillApprovalHandlers(tasks, skillTools)`.
  */
-export function createSkillsDomain(db: Db, deps: { agents: AgentsService; tools: ToolRegistry<Agent>; runs: RunsService; masterKey: Buffer }): SkillsDomain {
+export function createSkillsDomain(
+  db: Db,
+  deps: { agents: AgentsService; tools: ToolRegistry<Agent>; runs: RunsService; masterKey: Buffer },
+): SkillsDomain {
   const skills = new SkillsService(db, deps.agents);
   const connectors = new ConnectorsService(db, deps.masterKey);
   const skillTools = new SkillTools(skills, connectors);

@@ -1,6 +1,12 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { FastifyReply } from 'fastify';
@@ -48,7 +54,15 @@ function buildMcpServer(tools: SkillTools, caller: ToolCaller, permissions: Read
   for (const def of defs) {
     server.registerTool(def.name, { description: def.description, inputSchema: def.input }, async (args: unknown) => {
       if (!permissions.has(def.permission)) {
-        return toolResult({ error: { code: 'forbidden', message: `${def.name} needs the ${def.permission} permission, which this credential does not hold` } }, true);
+        return toolResult(
+          {
+            error: {
+              code: 'forbidden',
+              message: `${def.name} needs the ${def.permission} permission, which this credential does not hold`,
+            },
+          },
+          true,
+        );
       }
       try {
         return toolResult(await tools.call(def, caller, args));
@@ -62,11 +76,7 @@ function buildMcpServer(tools: SkillTools, caller: ToolCaller, permissions: Read
 }
 
 function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string, headers: Record<string, string> = {}) {
-  return reply
-    .code(status)
-    .headers(headers)
-    .type('application/json')
-    .send({ jsonrpc: '2.0', error: { code, message }, id: null });
+  return reply.code(status).headers(headers).type('application/json').send({ jsonrpc: '2.0', error: { code, message }, id: null });
 }
 
 export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService; tools: SkillTools }> = async (app, { agents, tools }) => {
@@ -74,43 +84,51 @@ export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService;
   const params = Type.Object({ agentId: Id });
   const base = { tags: ['skills'], params };
 
-  app.post(url, {
-    config: { permission: 'skills:read', agentScope: { param: 'agentId' } },
-    schema: {
-      operationId: 'callAgentMcp',
-      ...base,
-      summary: 'MCP (Streamable HTTP, stateless): the agent’s skill and connector tools',
-      description:
-        'JSON-RPC messages of the Model Context Protocol: initialize, tools/list, tools/call. The tools are those the agent gets during runs: skill_discover, skill_query, skill_request (builtin group skills) and connector_discover, connector_request (builtin group connectors). Each tool needs what its HTTP twin needs: skill_request and connector_request create approval tasks, so they need agents:write (as POST /api/v1/tasks); without it they answer an error result with code forbidden and create nothing.',
-      body: Type.Unknown({ description: 'a JSON-RPC message or batch' }),
-      response: {
-        200: Type.Unknown({ description: 'JSON-RPC response' }),
-        202: Type.Null({ description: 'accepted (notifications)' }),
-        ...problems(401, 403, 404, 413, 415),
+  app.post(
+    url,
+    {
+      config: { permission: 'skills:read', agentScope: { param: 'agentId' } },
+      schema: {
+        operationId: 'callAgentMcp',
+        ...base,
+        summary: 'MCP (Streamable HTTP, stateless): the agent’s skill and connector tools',
+        description:
+          'JSON-RPC messages of the Model Context Protocol: initialize, tools/list, tools/call. The tools are those the agent gets during runs: skill_discover, skill_query, skill_request (builtin group skills) and connector_discover, connector_request (builtin group connectors). Each tool needs what its HTTP twin needs: skill_request and connector_request create approval tasks, so they need agents:write (as POST /api/v1/tasks); without it they answer an error result with code forbidden and create nothing.',
+        body: Type.Unknown({ description: 'a JSON-RPC message or batch' }),
+        response: {
+          200: Type.Unknown({ description: 'JSON-RPC response' }),
+          202: Type.Null({ description: 'accepted (notifications)' }),
+          ...problems(401, 403, 404, 413, 415),
+        },
       },
     },
-  }, async (req, reply) => {
-    const agent = await agents.get(req.principal.tenantId, req.params.agentId);
-    if (req.body === undefined || req.body === null) return jsonRpcError(reply, 400, -32700, 'Parse error: send a JSON-RPC message');
-    const server = buildMcpServer(tools, { tenantId: req.principal.tenantId, agent, actor: req.principal.actor }, req.principal.permissions);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    reply.hijack();
-    reply.raw.setHeader('x-request-id', req.id);
-    reply.raw.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    try {
-      await server.connect(transport);
-      await transport.handleRequest(req.raw, reply.raw, req.body);
-    } catch (err) {
-      req.log.error({ err }, 'MCP request failed');
-      if (!reply.raw.headersSent) {
-        reply.raw.writeHead(500, { 'content-type': 'application/json' });
-        reply.raw.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null }));
+    async (req, reply) => {
+      const agent = await agents.get(req.principal.tenantId, req.params.agentId);
+      if (req.body === undefined || req.body === null) return jsonRpcError(reply, 400, -32700, 'Parse error: send a JSON-RPC message');
+      const server = buildMcpServer(
+        tools,
+        { tenantId: req.principal.tenantId, agent, actor: req.principal.actor },
+        req.principal.permissions,
+      );
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      reply.hijack();
+      reply.raw.setHeader('x-request-id', req.id);
+      reply.raw.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      try {
+        await server.connect(transport);
+        await transport.handleRequest(req.raw, reply.raw, req.body);
+      } catch (err) {
+        req.log.error({ err }, 'MCP request failed');
+        if (!reply.raw.headersSent) {
+          reply.raw.writeHead(500, { 'content-type': 'application/json' });
+          reply.raw.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal error' }, id: null }));
+        }
       }
-    }
-  });
+    },
+  );
 
   for (const [method, operationId] of [
     ['GET', 'openAgentMcpStream'],
@@ -127,7 +145,9 @@ export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService;
         response: { 405: Type.Unknown({ description: 'JSON-RPC error' }), ...problems(401, 403) },
       },
       handler: async (_req, reply) =>
-        jsonRpcError(reply, 405, -32000, 'Method not allowed: this MCP server is stateless; send JSON-RPC messages with POST', { allow: 'POST' }),
+        jsonRpcError(reply, 405, -32000, 'Method not allowed: this MCP server is stateless; send JSON-RPC messages with POST', {
+          allow: 'POST',
+        }),
     });
   }
 };

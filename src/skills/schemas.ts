@@ -13,14 +13,33 @@ const SkillName = Type.String({
   pattern: NAME_PATTERN,
   description: 'lowercase letters, digits and single hyphens (Agent Skills format), unique in the tenant',
 });
-const Category = Type.String({ minLength: 1, maxLength: LIMITS.category, pattern: NAME_PATTERN, description: 'e.g. engineering, sales, support, finance' });
+const Category = Type.String({
+  minLength: 1,
+  maxLength: LIMITS.category,
+  pattern: NAME_PATTERN,
+  description: 'e.g. engineering, sales, support, finance',
+});
 const Description = Type.String({ minLength: 1, maxLength: LIMITS.description, description: 'what the skill does and when to use it' });
 const Instructions = Type.String({ minLength: 1, maxLength: LIMITS.instructions, description: 'the body of SKILL.md (Markdown)' });
-const Metadata = Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: LIMITS.metadataValue }), { maxProperties: LIMITS.metadataKeys });
-const FileName = Type.String({ minLength: 1, maxLength: LIMITS.fileName, pattern: FILE_NAME_PATTERN, description: 'relative path, e.g. pricing.md or api/endpoints.md' });
-const Language = Type.String({ pattern: LANGUAGE_PATTERN, examples: ['python'], description: 'inferred from the extension when left out (python, bash, javascript, ...)' });
+const Metadata = Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: LIMITS.metadataValue }), {
+  maxProperties: LIMITS.metadataKeys,
+});
+const FileName = Type.String({
+  minLength: 1,
+  maxLength: LIMITS.fileName,
+  pattern: FILE_NAME_PATTERN,
+  description: 'relative path, e.g. pricing.md or api/endpoints.md',
+});
+const Language = Type.String({
+  pattern: LANGUAGE_PATTERN,
+  examples: ['python'],
+  description: 'inferred from the extension when left out (python, bash, javascript, ...)',
+});
 
-const ReferenceInput = Type.Object({ name: FileName, content: Type.String({ maxLength: LIMITS.fileBytes }) }, { additionalProperties: false });
+const ReferenceInput = Type.Object(
+  { name: FileName, content: Type.String({ maxLength: LIMITS.fileBytes }) },
+  { additionalProperties: false },
+);
 const ScriptInput = Type.Object(
   { name: FileName, language: Type.Optional(Language), content: Type.String({ maxLength: LIMITS.fileBytes }) },
   { additionalProperties: false },
@@ -59,7 +78,11 @@ export type UpdateSkillBody = Static<typeof UpdateSkillBody>;
 
 export const ImportSkillBody = Type.Object(
   {
-    skillMd: Type.String({ minLength: 1, maxLength: LIMITS.skillMdBytes, description: 'the text of a SKILL.md (front matter + instructions)' }),
+    skillMd: Type.String({
+      minLength: 1,
+      maxLength: LIMITS.skillMdBytes,
+      description: 'the text of a SKILL.md (front matter + instructions)',
+    }),
     references: Type.Optional(References),
     scripts: Type.Optional(Scripts),
   },
@@ -102,10 +125,9 @@ export const Assignment = Type.Object(
 );
 export type Assignment = Static<typeof Assignment>;
 
-export const AgentAssignment = Type.Evaluate(Type.Intersect([
-  Assignment,
-  Type.Object({ agentName: Type.String(), agentStatus: Type.String() }),
-]));
+export const AgentAssignment = Type.Evaluate(
+  Type.Intersect([Assignment, Type.Object({ agentName: Type.String(), agentStatus: Type.String() })]),
+);
 
 export const SkillDetails = Type.Evaluate(Type.Intersect([Skill, Type.Object({ assignments: Type.Array(AgentAssignment) })]));
 
@@ -126,7 +148,9 @@ export type ListSkillsQuery = Static<typeof ListSkillsQuery>;
 
 const PRIORITY_RANGE = { minimum: -1_000_000, maximum: 1_000_000, description: 'higher means more likely to be used' };
 const Priority = Type.Number(PRIORITY_RANGE);
-export const Config = Type.Record(Type.String(), Type.Unknown(), { description: 'per-assignment configuration the skill tools hand to the agent' });
+export const Config = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'per-assignment configuration the skill tools hand to the agent',
+});
 
 export const AssignBody = Type.Object(
   { agentId: Id, config: Type.Optional(Config), priority: Type.Optional(Type.Number({ ...PRIORITY_RANGE, default: 0 })) },

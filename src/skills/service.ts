@@ -9,7 +9,15 @@ import { recordAudit } from '../tenancy/audit.js';
 import { readArchive, skillFromEntries } from './archive.js';
 import { storeCatalog, type StoreSkill } from './catalog.js';
 import { frontMatterColumn, metadataColumn } from './columns.js';
-import { checkSkillFiles, inferLanguage, parseSkillMd, renderSkillMd, type ScriptFile, type SkillContent, type SkillFile } from './format.js';
+import {
+  checkSkillFiles,
+  inferLanguage,
+  parseSkillMd,
+  renderSkillMd,
+  type ScriptFile,
+  type SkillContent,
+  type SkillFile,
+} from './format.js';
 import type { AssignBody, Assignment, CreateSkillBody, ImportSkillBody, Skill, UpdateAssignmentBody, UpdateSkillBody } from './schemas.js';
 import { SkillAssignments } from './assignments.js';
 import * as store from './store.js';
@@ -25,7 +33,6 @@ const nameTaken = (name: string, existing?: store.SkillRow) =>
       ? `an archived skill is named ${name}; restore it (PATCH status active) or choose another name`
       : `a skill named ${name} already exists in this tenant`,
   );
-
 
 /**
  * Skills of a tenant: custom ones (JSON, SKILL.md, archive), store ones (acquired from the catalog),
@@ -48,7 +55,11 @@ export class SkillsService {
   }
 
   private async views(tenantId: string, rows: store.SkillRow[]): Promise<Skill[]> {
-    const files = await store.fileBriefs(this.db.kysely, tenantId, rows.map((r) => r.id));
+    const files = await store.fileBriefs(
+      this.db.kysely,
+      tenantId,
+      rows.map((r) => r.id),
+    );
     return rows.map((r) => toSkill(r, files));
   }
 
@@ -61,7 +72,12 @@ export class SkillsService {
   // ---------------------------------------------------------------- reading
 
   async list(tenantId: string, query: { category?: string; status: string; source?: string; q?: string; page: number; limit: number }) {
-    const filter = { category: query.category, source: query.source, q: query.q, status: query.status === 'all' ? undefined : query.status };
+    const filter = {
+      category: query.category,
+      source: query.source,
+      q: query.q,
+      status: query.status === 'all' ? undefined : query.status,
+    };
     const { rows, total } = await store.listSkills(this.db.kysely, tenantId, filter, query.limit, (query.page - 1) * query.limit);
     return { skills: await this.views(tenantId, rows), total, page: query.page, limit: query.limit };
   }
@@ -126,7 +142,8 @@ export class SkillsService {
 
   /** A skill of the tenant by id or name, with this agent's assignment of it if any. */
   async findForAgent(tenantId: string, agentId: string, idOrName: string) {
-    const skill = (await store.findSkill(this.db.kysely, tenantId, idOrName)) ?? (await store.findSkillByName(this.db.kysely, tenantId, idOrName));
+    const skill =
+      (await store.findSkill(this.db.kysely, tenantId, idOrName)) ?? (await store.findSkillByName(this.db.kysely, tenantId, idOrName));
     if (!skill) return null;
     const assignment = await store.findAssignment(this.db.kysely, tenantId, skill.id, agentId);
     return { skill, assignment };
@@ -220,7 +237,8 @@ export class SkillsService {
       });
     } catch (err) {
       // Two creations racing past the checks: the unique indexes decide.
-      if (store.isUniqueViolation(err)) throw origin ? new Conflict('already_acquired', `the store skill ${origin.storeId} is already acquired`) : nameTaken(content.name);
+      if (store.isUniqueViolation(err))
+        throw origin ? new Conflict('already_acquired', `the store skill ${origin.storeId} is already acquired`) : nameTaken(content.name);
       throw err;
     }
     return this.getSkill(caller.tenantId, row.id);
@@ -229,8 +247,22 @@ export class SkillsService {
   private async writeFiles(trx: Kysely<Database>, tenantId: string, skillId: string, references?: SkillFile[], scripts?: ScriptFile[]) {
     const rows = (files: SkillFile[], language: (f: SkillFile) => string | null) =>
       files.map((f) => ({ name: f.name, content: f.content, language: language(f), size: Buffer.byteLength(f.content) }));
-    if (references) await store.replaceFiles(trx, tenantId, skillId, 'reference', rows(references, () => null));
-    if (scripts) await store.replaceFiles(trx, tenantId, skillId, 'script', rows(scripts, (f) => (f as ScriptFile).language));
+    if (references)
+      await store.replaceFiles(
+        trx,
+        tenantId,
+        skillId,
+        'reference',
+        rows(references, () => null),
+      );
+    if (scripts)
+      await store.replaceFiles(
+        trx,
+        tenantId,
+        skillId,
+        'script',
+        rows(scripts, (f) => (f as ScriptFile).language),
+      );
   }
 
   async update(caller: Caller, id: string, body: UpdateSkillBody): Promise<Skill> {
@@ -241,7 +273,10 @@ export class SkillsService {
         const current = await this.requireSkill(trx, caller.tenantId, id);
         const contentFields = Object.keys(body).filter((k) => k !== 'status');
         if (current.source === 'store' && contentFields.length) {
-          throw new Conflict('store_skill_read_only', 'store skills cannot be edited; export it and import the copy as a custom skill, or change only its status');
+          throw new Conflict(
+            'store_skill_read_only',
+            'store skills cannot be edited; export it and import the copy as a custom skill, or change only its status',
+          );
         }
         // Nothing to change (archiving an archived skill, an empty body): the skill stays as it is.
         if (!contentFields.length && (body.status === undefined || body.status === current.status)) return;

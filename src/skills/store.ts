@@ -35,10 +35,7 @@ function filtered(db: Executor, tenantId: string, filter: SkillFilter) {
 
 export async function listSkills(db: Executor, tenantId: string, filter: SkillFilter, limit: number, offset: number) {
   const q = filtered(db, tenantId, filter);
-  const [rows, count] = await Promise.all([
-    q.selectAll().orderBy('name').limit(limit).offset(offset).execute(),
-    countRows(q),
-  ]);
+  const [rows, count] = await Promise.all([q.selectAll().orderBy('name').limit(limit).offset(offset).execute(), countRows(q)]);
   return { rows, total: count };
 }
 
@@ -102,7 +99,13 @@ export function skillFiles(db: Executor, tenantId: string, skillId: string, kind
   return q.orderBy('kind').orderBy('position').execute();
 }
 
-export async function replaceFiles(db: Executor, tenantId: string, skillId: string, kind: string, files: Omit<SkillFileRow, 'skill_id' | 'tenant_id' | 'kind' | 'position'>[]) {
+export async function replaceFiles(
+  db: Executor,
+  tenantId: string,
+  skillId: string,
+  kind: string,
+  files: Omit<SkillFileRow, 'skill_id' | 'tenant_id' | 'kind' | 'position'>[],
+) {
   await db.deleteFrom('skill_files').where('tenant_id', '=', tenantId).where('skill_id', '=', skillId).where('kind', '=', kind).execute();
   if (!files.length) return;
   await db
@@ -127,7 +130,13 @@ export function insertAssignment(db: Executor, row: AssignmentRow) {
   return db.insertInto('skill_assignments').values(row).execute();
 }
 
-export function updateAssignment(db: Executor, tenantId: string, skillId: string, agentId: string, patch: Updateable<SkillAssignmentTable>) {
+export function updateAssignment(
+  db: Executor,
+  tenantId: string,
+  skillId: string,
+  agentId: string,
+  patch: Updateable<SkillAssignmentTable>,
+) {
   return db
     .updateTable('skill_assignments')
     .set(patch)
@@ -187,7 +196,12 @@ export type AgentAssignmentRow = Awaited<ReturnType<typeof agentAssignments>>[nu
 
 /** Copies an agent's assignments to another agent (duplicate), inside the caller's transaction. */
 export async function copyAssignments(db: Executor, tenantId: string, fromAgentId: string, toAgentId: string, at: string) {
-  const rows = await db.selectFrom('skill_assignments').selectAll().where('tenant_id', '=', tenantId).where('agent_id', '=', fromAgentId).execute();
+  const rows = await db
+    .selectFrom('skill_assignments')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('agent_id', '=', fromAgentId)
+    .execute();
   if (!rows.length) return 0;
   await db
     .insertInto('skill_assignments')

@@ -68,7 +68,7 @@ export function announceSkills(skills: readonly Pick<SkillRow, 'id' | 'name' | '
   const shown = skills.slice(0, MAX_ANNOUNCED);
   const lines = [
     '# Skills',
-    'You have these skills, highest priority first. When a task falls within one, call skill_query with its id and what you need: it answers with the skill\'s instructions and the most relevant parts of its reference material. Follow those instructions.',
+    "You have these skills, highest priority first. When a task falls within one, call skill_query with its id and what you need: it answers with the skill's instructions and the most relevant parts of its reference material. Follow those instructions.",
     ...shown.map((s) => `- ${s.name} (id ${s.id}): ${s.description.replace(/\s+/g, ' ')}`),
   ];
   if (skills.length > shown.length) lines.push(`- ... and ${skills.length - shown.length} more (skill_discover lists them)`);
@@ -103,7 +103,10 @@ export class SkillTools {
 
   private requireApprovals(): ApprovalGateway {
     if (!this.approvals) {
-      throw new ToolError('approvals_unavailable', 'requests need administrator approval, and approvals are not available on this platform');
+      throw new ToolError(
+        'approvals_unavailable',
+        'requests need administrator approval, and approvals are not available on this platform',
+      );
     }
     return this.approvals;
   }
@@ -130,7 +133,8 @@ export class SkillTools {
         name: def.name,
         description: def.description,
         inputSchema: inputJsonSchema(def.input),
-        execute: (input, toolCtx) => this.call(def, { tenantId: toolCtx.tenantId, agent: toolCtx.agent, actor: { type: 'agent', id: toolCtx.agent.id } }, input),
+        execute: (input, toolCtx) =>
+          this.call(def, { tenantId: toolCtx.tenantId, agent: toolCtx.agent, actor: { type: 'agent', id: toolCtx.agent.id } }, input),
       })),
     });
   }
@@ -167,7 +171,11 @@ export class SkillTools {
         input: z.object({
           skillId: z.string().min(1).max(200).describe('id (or name) of a skill assigned to you'),
           query: z.string().max(2000).describe('what you need from the skill'),
-          context: z.string().max(10_000).optional().describe('the situation you are in; its words help rank the references (weighing half as much as the query)'),
+          context: z
+            .string()
+            .max(10_000)
+            .optional()
+            .describe('the situation you are in; its words help rank the references (weighing half as much as the query)'),
           referenceFile: z.string().max(300).optional().describe('name of a reference file (or script) to return whole, e.g. pricing.md'),
         }),
         run: (caller, input) => this.querySkill(caller, input),
@@ -177,7 +185,8 @@ export class SkillTools {
         // Creates an approval task (and a connector request): what POST /api/v1/tasks needs.
         permission: 'agents:write',
         group: 'skills',
-        description: 'Ask an administrator to assign you a skill (one from skill_discover that is not assigned to you). Creates an approval task; the skill is yours once approved.',
+        description:
+          'Ask an administrator to assign you a skill (one from skill_discover that is not assigned to you). Creates an approval task; the skill is yours once approved.',
         input: z.object({
           skillId: z.string().min(1).max(200).describe('id or name of the skill, or the id of a store skill'),
           reason: z.string().min(1).max(2000).describe('why you need it, for the administrator'),
@@ -199,7 +208,8 @@ export class SkillTools {
         // Creates an approval task (and a connector request): what POST /api/v1/tasks needs.
         permission: 'agents:write',
         group: 'connectors',
-        description: 'Ask an administrator to connect an integration you need (an id from connector_discover). Creates a task for administrator review.',
+        description:
+          'Ask an administrator to connect an integration you need (an id from connector_discover). Creates a task for administrator review.',
         input: z.object({
           integrationId: z.string().min(1).max(64).describe('the integration id, e.g. github'),
           reason: z.string().min(1).max(2000).describe('why you need it, for the administrator'),
@@ -246,10 +256,14 @@ export class SkillTools {
   private async querySkill(caller: ToolCaller, input: { skillId: string; query: string; context?: string; referenceFile?: string }) {
     const found = await this.skills.findForAgent(caller.tenantId, caller.agent.id, input.skillId);
     if (!found?.assignment?.enabled) {
-      throw new ToolError('skill_not_assigned', `the skill ${input.skillId} is not assigned to you (or its assignment is disabled); skill_discover lists skills, skill_request asks for one`);
+      throw new ToolError(
+        'skill_not_assigned',
+        `the skill ${input.skillId} is not assigned to you (or its assignment is disabled); skill_discover lists skills, skill_request asks for one`,
+      );
     }
     const { skill, assignment } = found;
-    if (skill.status !== 'active') throw new ToolError('skill_archived', `the skill ${skill.name} has been archived and is no longer available`);
+    if (skill.status !== 'active')
+      throw new ToolError('skill_archived', `the skill ${skill.name} has been archived and is no longer available`);
     const files = await this.skills.files(caller.tenantId, skill.id);
     const references = files.filter((f) => f.kind === 'reference');
     const scripts = files.filter((f) => f.kind === 'script');
@@ -258,7 +272,10 @@ export class SkillTools {
       const wanted = input.referenceFile.replace(/^\.?\//, '');
       const file = files.find((f) => f.name === wanted || `${f.kind === 'reference' ? 'references' : 'scripts'}/${f.name}` === wanted);
       if (!file) {
-        throw new ToolError('reference_not_found', `${skill.name} has no file ${wanted}; it has: ${files.map((f) => f.name).join(', ') || 'no files'}`);
+        throw new ToolError(
+          'reference_not_found',
+          `${skill.name} has no file ${wanted}; it has: ${files.map((f) => f.name).join(', ') || 'no files'}`,
+        );
       }
       referenceFile = { name: file.name, kind: file.kind, ...(file.language ? { language: file.language } : {}), content: file.content };
     }
@@ -281,11 +298,13 @@ export class SkillTools {
     let target: { skillId?: string; storeId?: string; name: string };
     if (found) {
       if (found.skill.status !== 'active') throw new ToolError('skill_archived', `the skill ${found.skill.name} has been archived`);
-      if (found.assignment?.enabled) throw new ToolError('already_assigned', `the skill ${found.skill.name} is already assigned to you; use skill_query`);
+      if (found.assignment?.enabled)
+        throw new ToolError('already_assigned', `the skill ${found.skill.name} is already assigned to you; use skill_query`);
       target = { skillId: found.skill.id, name: found.skill.name };
     } else {
       const entry = this.skills.storeEntry(input.skillId);
-      if (!entry) throw new ToolError('skill_not_found', `no skill ${input.skillId} in this organisation or the store; skill_discover lists them`);
+      if (!entry)
+        throw new ToolError('skill_not_found', `no skill ${input.skillId} in this organisation or the store; skill_discover lists them`);
       target = { storeId: entry.id, name: entry.name };
     }
     const approvals = this.requireApprovals();
@@ -298,7 +317,12 @@ export class SkillTools {
         (target.storeId ? ' (from the platform store; approving also acquires it)' : '') +
         `. Reason: ${input.reason}\nApproving assigns the skill to the agent; rejecting leaves things as they are.`,
       action: SKILL_ASSIGN_ACTION,
-      payload: { agentId: agent.id, ...(target.skillId ? { skillId: target.skillId } : { storeId: target.storeId }), skillName: target.name, reason: input.reason },
+      payload: {
+        agentId: agent.id,
+        ...(target.skillId ? { skillId: target.skillId } : { storeId: target.storeId }),
+        skillName: target.name,
+        reason: input.reason,
+      },
       requestedBy: caller.actor,
     });
     return {

@@ -39,13 +39,20 @@ export class ApprovalTasks implements ApprovalGateway {
   async approve(principal: Principal, id: string): Promise<Task> {
     const { db, executor, lookup } = this.o;
     const task = await lookup.row(principal.tenantId, id);
-    if (task.status !== 'awaiting_approval') throw new Conflict('task_not_awaiting_approval', `the task is ${task.status}, not awaiting approval`);
+    if (task.status !== 'awaiting_approval')
+      throw new Conflict('task_not_awaiting_approval', `the task is ${task.status}, not awaiting approval`);
     const action = task.approval_action;
     if (action && !executor.actions.approved.has(action)) {
       throw new Conflict('approval_action_unavailable', `nothing on this server can perform ${action}; the task stays awaiting approval`);
     }
     const at = now();
-    const decided = { ...task, decision: 'approved', decided_by_type: principal.actor.type, decided_by_id: principal.actor.id, decided_at: at };
+    const decided = {
+      ...task,
+      decision: 'approved',
+      decided_by_type: principal.actor.type,
+      decided_by_id: principal.actor.id,
+      decided_at: at,
+    };
     const job = await db.kysely.transaction().execute(async (trx) => {
       const r = await store.transitionTask(trx, {
         taskId: task.id,
@@ -78,7 +85,8 @@ export class ApprovalTasks implements ApprovalGateway {
   async reject(principal: Principal, id: string): Promise<Task> {
     const { db, executor, lookup, log } = this.o;
     const task = await lookup.row(principal.tenantId, id);
-    if (task.status !== 'awaiting_approval') throw new Conflict('task_not_awaiting_approval', `the task is ${task.status}, not awaiting approval`);
+    if (task.status !== 'awaiting_approval')
+      throw new Conflict('task_not_awaiting_approval', `the task is ${task.status}, not awaiting approval`);
     const at = now();
     await db.kysely.transaction().execute(async (trx) => {
       const r = await store.transitionTask(trx, {
@@ -128,7 +136,12 @@ export class ApprovalTasks implements ApprovalGateway {
     await this.o.db.kysely.transaction().execute(async (trx) => {
       await store.insertTask(trx, row);
       const detail = { action: input.action, agentId: agent.id };
-      await auditTask(trx, { who: { tenantId: input.tenantId, actor: input.requestedBy }, action: 'task.approval_requested', taskId: row.id, detail });
+      await auditTask(trx, {
+        who: { tenantId: input.tenantId, actor: input.requestedBy },
+        action: 'task.approval_requested',
+        taskId: row.id,
+        detail,
+      });
     });
     return { taskId: row.id };
   }

@@ -26,4 +26,9 @@ export interface ApprovalGateway {
 }
 
 /** What approving (or rejecting) a task with a registered action does. */
-export type ActionHandler = (input: { tenantId: string; taskId: string; payload: Record<string, unknown>; decidedBy: Actor }) => Promise<void>;
+export type ActionHandler = (input: {
+  tenantId: string;
+  taskId: string;
+  payload: Record<string, unknown>;
+  decidedBy: Actor;
+}) => Promise<void>;

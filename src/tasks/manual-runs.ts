@@ -49,7 +49,8 @@ export class ManualRuns {
     const { db, executor, lookup } = this.o;
     const task = await lookup.row(principal.tenantId, id);
     if (task.status === 'awaiting_approval') throw new Conflict('task_awaiting_approval', 'the task awaits approval; approve it first');
-    if (task.approval_action) throw new Conflict('task_not_runnable', 'an approval task performs its action when approved; retry it if that failed');
+    if (task.approval_action)
+      throw new Conflict('task_not_runnable', 'an approval task performs its action when approved; retry it if that failed');
     await this.agentFor(task);
     const job = await db.kysely.transaction().execute(async (trx) => {
       let claimed: store.JobRow | undefined;
@@ -86,7 +87,10 @@ export class ManualRuns {
     const job = await db.kysely.transaction().execute(async (trx) => {
       const moved = await store.transitionTask(trx, { taskId: task.id, from: ['failed'], set: { status: 'pending', updated_at: now() } });
       if (!Number(moved.numUpdatedRows)) throw new Conflict('task_not_failed', 'the task changed state meanwhile');
-      const superseded = await executor.cancelPending(trx, task.id, { error: { code: 'superseded', message: 'superseded by a manual retry' }, onlyRetries: true });
+      const superseded = await executor.cancelPending(trx, task.id, {
+        error: { code: 'superseded', message: 'superseded by a manual retry' },
+        onlyRetries: true,
+      });
       const job = executor.newJob(task, {
         kind: isAction ? 'action' : 'agent',
         reason: 'retry',

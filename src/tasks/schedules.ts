@@ -60,7 +60,8 @@ export class CronFiring {
     const policy = task.misfire_policy === 'fire_once' ? 'fire_once' : 'skip';
     const plan = planFires(task.schedule!, task.timezone ?? 'UTC', new Date(due), now, this.graceMs, policy);
     return this.db.kysely.transaction().execute(async (trx) => {
-      if (!(await store.claimFireTime(trx, { taskId: task.id, due, next: plan.next?.toISOString() ?? null, at: new Date().toISOString() }))) return false;
+      if (!(await store.claimFireTime(trx, { taskId: task.id, due, next: plan.next?.toISOString() ?? null, at: new Date().toISOString() })))
+        return false;
       // skip: overdue times are recorded as skipped; fire_once: the one run stands for them.
       if (plan.firstMissed && policy === 'skip') {
         await store.insertFire(trx, {

@@ -12,13 +12,19 @@ const MISFIRE_POLICIES = ['skip', 'fire_once'] as const;
 const OVERLAP_POLICIES = ['skip', 'queue', 'allow'] as const;
 const TRIGGER_EVENTS = ['task.completed', 'task.failed'] as const;
 
-const literals = <const T extends readonly string[]>(values: T, description?: string) => Literals(values, description ? { description } : {});
+const literals = <const T extends readonly string[]>(values: T, description?: string) =>
+  Literals(values, description ? { description } : {});
 
 const Scope = Type.String({ minLength: 1, maxLength: 128 });
 
 const RetryPolicy = Type.Object(
   {
-    maxAttempts: Type.Integer({ minimum: 1, maximum: 10, default: 1, description: 'runs per piece of work, the first included; 1: no automatic retry' }),
+    maxAttempts: Type.Integer({
+      minimum: 1,
+      maximum: 10,
+      default: 1,
+      description: 'runs per piece of work, the first included; 1: no automatic retry',
+    }),
     backoffSeconds: Type.Integer({
       minimum: 0,
       maximum: 86_400,
@@ -31,7 +37,9 @@ const RetryPolicy = Type.Object(
 
 const TriggerInput = Type.Object(
   {
-    type: Type.Optional(literals(['webhook', 'event'] as const, 'webhook: POST /api/v1/hooks/{taskId}, signed; event: another task completed or failed')),
+    type: Type.Optional(
+      literals(['webhook', 'event'] as const, 'webhook: POST /api/v1/hooks/{taskId}, signed; event: another task completed or failed'),
+    ),
     event: Type.Optional(literals(TRIGGER_EVENTS)),
     taskId: Type.Optional(Id),
   },
@@ -46,10 +54,14 @@ export const CreateTaskBody = Type.Object(
     teamId: Type.Optional(Scope),
     appId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: "default: the agent's app" })),
     type: Type.Optional(literals(TASK_TYPES)),
-    schedule: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'cron expression, five fields; scheduled tasks only' })),
+    schedule: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 128, description: 'cron expression, five fields; scheduled tasks only' }),
+    ),
     timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'IANA time zone of the schedule (default UTC)' })),
     priority: Type.Optional(literals(PRIORITIES)),
-    dueAt: Type.Optional(Type.String({ format: 'date-time', description: 'deadline of a one-time task; earlier deadlines dispatch first' })),
+    dueAt: Type.Optional(
+      Type.String({ format: 'date-time', description: 'deadline of a one-time task; earlier deadlines dispatch first' }),
+    ),
     input: Type.Optional(Json),
     requiresApproval: Type.Optional(Type.Boolean()),
     misfirePolicy: Type.Optional(literals(MISFIRE_POLICIES, 'scheduled tasks: what a cron time found late does (default skip)')),
@@ -83,7 +95,11 @@ const ErrorSchema = Type.Object({ code: Type.String(), message: Type.String() })
 
 const Trigger = Nullable(
   Type.Union([
-    Type.Object({ type: Type.Literal('webhook'), url: Type.String(), secret: Type.Optional(Type.String({ description: 'shown once, at creation' })) }),
+    Type.Object({
+      type: Type.Literal('webhook'),
+      url: Type.String(),
+      secret: Type.Optional(Type.String({ description: 'shown once, at creation' })),
+    }),
     Type.Object({ type: Type.Literal('event'), event: Type.String(), taskId: Type.String() }),
   ]),
 );

@@ -107,7 +107,12 @@ export class TasksService implements ApprovalGateway {
     const { workers, pollMs, scheduler } = this.config.tasks;
     this.executor.startRenewal();
     // Expired idempotency keys go with the same sweep: one loop per process for the housekeeping.
-    const sweep = new Loop('task sweep', this.config.runLeaseMs / 2, async () => void (await Promise.all([this.executor.sweep(), this.idempotency.sweep()])), this.log);
+    const sweep = new Loop(
+      'task sweep',
+      this.config.runLeaseMs / 2,
+      async () => void (await Promise.all([this.executor.sweep(), this.idempotency.sweep()])),
+      this.log,
+    );
     this.loops.push(sweep);
     sweep.start();
     if (scheduler) {
@@ -203,7 +208,9 @@ export class TasksService implements ApprovalGateway {
     executable(agent);
     const isEvent = isEventTrigger(input, type);
     if (isEvent && !(await store.findTask(this.db.kysely, principal.tenantId, input.trigger!.taskId!))) {
-      throw new InvalidInput('body.trigger.taskId names no task in this tenant', [{ path: 'body.trigger.taskId', message: 'names no task in this tenant' }]);
+      throw new InvalidInput('body.trigger.taskId names no task in this tenant', [
+        { path: 'body.trigger.taskId', message: 'names no task in this tenant' },
+      ]);
     }
     const secret = type === 'triggered' && !isEvent ? newWebhookSecret() : null;
     const id = newId();

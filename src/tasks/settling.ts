@@ -62,7 +62,9 @@ export class Settling {
       if (!(await store.moveJob(trx, { jobId: job.id, from: ['claimed'], set: patch, leaseExpiresAt }))) return false;
       if (!task) return false;
       await store.updateTask(trx, task.id, { status: 'failed', last_error: errorText(error), updated_at: at });
-      const chained = retryAt ? false : await this.fires.fireEvent(trx, { event: 'task.failed', source: job, key: `job:${job.id}`, input: { jobId: job.id, error } });
+      const chained = retryAt
+        ? false
+        : await this.fires.fireEvent(trx, { event: 'task.failed', source: job, key: `job:${job.id}`, input: { jobId: job.id, error } });
       return Boolean(retryAt) || chained;
     });
     if (queued) this.r.enqueued();
@@ -73,7 +75,10 @@ export class Settling {
    * claim counted one), available at `availableAt`; true when it moved. Guarded by the lease the
    * caller saw (the sweep) or by its owner (the worker), so a claim taken over since is left alone.
    */
-  releaseUnstarted(job: store.JobRow, { availableAt, ...seen }: { availableAt: Date; leaseExpiresAt?: string | null; leaseOwner?: string }) {
+  releaseUnstarted(
+    job: store.JobRow,
+    { availableAt, ...seen }: { availableAt: Date; leaseExpiresAt?: string | null; leaseOwner?: string },
+  ) {
     const queued = {
       state: 'queued',
       attempts: Math.max(0, job.attempts - 1),
@@ -118,8 +123,10 @@ export class Settling {
     if (!(await store.moveJob(trx, { jobId: job.id, from: ['running'], set: patch, runId }))) return false;
     await store.recordRunEnd(trx, { taskId: job.task_id, runId, status, error, at });
     let chained = false;
-    if (status === 'completed') chained = await this.fires.fireEvent(trx, { event: 'task.completed', source: job, key: runId, input: { runId, output: run.output } });
-    if (status === 'failed' && !retryAt) chained = await this.fires.fireEvent(trx, { event: 'task.failed', source: job, key: runId, input: { runId, error: run.error } });
+    if (status === 'completed')
+      chained = await this.fires.fireEvent(trx, { event: 'task.completed', source: job, key: runId, input: { runId, output: run.output } });
+    if (status === 'failed' && !retryAt)
+      chained = await this.fires.fireEvent(trx, { event: 'task.failed', source: job, key: runId, input: { runId, error: run.error } });
     return Boolean(retryAt) || chained;
   }
 

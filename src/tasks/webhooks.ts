@@ -48,7 +48,10 @@ export class WebhookDeliveries {
     const secret = secrets.open(task.webhook_secret, task.id);
     if (secret === null) log.warn({ taskId }, 'the webhook secret cannot be opened with this master key (MASTER_KEY changed?)');
     const signatureHeader = header(SIGNATURE_HEADER);
-    const check = secret === null ? 'invalid_signature' : checkSignature(secret, header(TIMESTAMP_HEADER), signatureHeader, rawBody, this.o.clock().getTime());
+    const check =
+      secret === null
+        ? 'invalid_signature'
+        : checkSignature(secret, header(TIMESTAMP_HEADER), signatureHeader, rawBody, this.o.clock().getTime());
     if (check !== 'ok') {
       const detail = {
         missing_signature: `send ${TIMESTAMP_HEADER} (unix seconds) and ${SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" with the task secret>`,
@@ -61,13 +64,19 @@ export class WebhookDeliveries {
     if (!body || typeof body !== 'object' || Array.isArray(body)) {
       throw new InvalidInput('the body must be a JSON object (it becomes the run input)', [{ path: 'body', message: 'must be object' }]);
     }
-    if (task.status === 'awaiting_approval') throw new Conflict('task_awaiting_approval', 'the task awaits approval; deliveries are refused until then');
+    if (task.status === 'awaiting_approval')
+      throw new Conflict('task_awaiting_approval', 'the task awaits approval; deliveries are refused until then');
     const key = `webhook:${signatureHeader!.trim().slice('sha256='.length).toLowerCase()}`;
     const result = await db.kysely.transaction().execute(async (trx) => {
       const r = await executor.fire(trx, task, { source: 'webhook', key, input: body as Record<string, unknown> });
       if (!r.duplicate) {
         const who = { tenantId: task.tenant_id, actor: WEBHOOK_ACTOR };
-        await auditTask(trx, { who, action: 'task.webhook_received', taskId: task.id, detail: { fireId: r.fire.id, decision: r.fire.decision } });
+        await auditTask(trx, {
+          who,
+          action: 'task.webhook_received',
+          taskId: task.id,
+          detail: { fireId: r.fire.id, decision: r.fire.decision },
+        });
       }
       return r;
     });

@@ -58,7 +58,13 @@ export class TaskWorker {
   private async startRun(job: store.JobRow, actor: Actor): Promise<Started | null> {
     const task = await store.findTaskById(this.r.db.kysely, job.task_id);
     if (!task) {
-      const cancelled = { state: 'cancelled', error: errorText({ code: 'task_deleted', message: 'the task was deleted' }), lease_owner: null, lease_expires_at: null, updated_at: now() };
+      const cancelled = {
+        state: 'cancelled',
+        error: errorText({ code: 'task_deleted', message: 'the task was deleted' }),
+        lease_owner: null,
+        lease_expires_at: null,
+        updated_at: now(),
+      };
       await store.moveJob(this.r.db.kysely, { jobId: job.id, from: ['claimed'], set: cancelled });
       return null;
     }
@@ -82,7 +88,13 @@ export class TaskWorker {
         onStart: async (trx, run) => {
           const r = await store.markJobRunning(trx, { jobId: job.id, owner: leaseOwner(this.r), runId: run.runId, at: now() });
           if (!Number(r.numUpdatedRows)) throw new JobNoLongerClaimed();
-          await store.updateTask(trx, task.id, { status: 'running', last_run_id: run.runId, last_run_at: run.startedAt, last_error: null, updated_at: now() });
+          await store.updateTask(trx, task.id, {
+            status: 'running',
+            last_run_id: run.runId,
+            last_run_at: run.startedAt,
+            last_error: null,
+            updated_at: now(),
+          });
         },
         onFinish: async (trx, run) => {
           queuedMore = await this.settling.settleInTransaction(trx, job, { runId: run.runId, status: run.status, ...run.ended! });
@@ -98,8 +110,13 @@ export class TaskWorker {
       // whoever started it (a person is told). If that write fails too, the job stays claimed until
       // its lease expires and the sweep puts it back the same way.
       if (failure.kind === 'database_unavailable') {
-        const release = { leaseOwner: leaseOwner(this.r), availableAt: new Date(this.r.clock().getTime() + failure.retryAfterSeconds * 1000) };
-        await this.settling.releaseUnstarted(job, release).catch((e) => this.r.log.warn({ err: e, jobId: job.id }, 'a task job could not be queued again: the sweep will'));
+        const release = {
+          leaseOwner: leaseOwner(this.r),
+          availableAt: new Date(this.r.clock().getTime() + failure.retryAfterSeconds * 1000),
+        };
+        await this.settling
+          .releaseUnstarted(job, release)
+          .catch((e) => this.r.log.warn({ err: e, jobId: job.id }, 'a task job could not be queued again: the sweep will'));
         this.r.log.warn({ err, taskId: task.id }, 'task run could not start: the database is unavailable');
         if (actor === SCHEDULER_ACTOR) return null;
         throw err;
@@ -107,7 +124,10 @@ export class TaskWorker {
       // Automatic work refused for now goes back in the queue a little later instead of spending an
       // attempt; a person's manual run is told why.
       if (failure.kind === 'refused_for_now' && actor === SCHEDULER_ACTOR) {
-        await this.settling.releaseUnstarted(job, { leaseOwner: leaseOwner(this.r), availableAt: new Date(Date.now() + failure.retryAfterSeconds * 1000) });
+        await this.settling.releaseUnstarted(job, {
+          leaseOwner: leaseOwner(this.r),
+          availableAt: new Date(Date.now() + failure.retryAfterSeconds * 1000),
+        });
         return null;
       }
       if (failure.kind === 'unexpected') this.r.log.error({ err, taskId: task.id }, 'task run could not start');
@@ -129,7 +149,11 @@ export class TaskWorker {
     const db = this.r.db.kysely;
     const task = await store.findTaskById(db, job.task_id);
     if (!task) {
-      await store.moveJob(db, { jobId: job.id, from: ['claimed'], set: { state: 'cancelled', lease_owner: null, lease_expires_at: null, updated_at: now() } });
+      await store.moveJob(db, {
+        jobId: job.id,
+        from: ['claimed'],
+        set: { state: 'cancelled', lease_owner: null, lease_expires_at: null, updated_at: now() },
+      });
       return null;
     }
     const startedAt = now();
@@ -137,7 +161,10 @@ export class TaskWorker {
     await store.updateTask(db, task.id, { status: 'running', last_run_at: startedAt, updated_at: startedAt });
     const handler = task.approval_action ? this.r.actions.approved.get(task.approval_action) : undefined;
     if (!handler) {
-      await this.settling.failClaimed(job, { task, error: { code: 'approval_action_unavailable', message: `no handler is registered for ${task.approval_action}` } });
+      await this.settling.failClaimed(job, {
+        task,
+        error: { code: 'approval_action_unavailable', message: `no handler is registered for ${task.approval_action}` },
+      });
       return noRun;
     }
     try {
@@ -154,7 +181,14 @@ export class TaskWorker {
     }
     const at = now();
     await db.transaction().execute(async (trx) => {
-      if (!(await store.moveJob(trx, { jobId: job.id, from: ['claimed'], set: { state: 'done', lease_owner: null, lease_expires_at: null, error: null, updated_at: at } }))) return;
+      if (
+        !(await store.moveJob(trx, {
+          jobId: job.id,
+          from: ['claimed'],
+          set: { state: 'done', lease_owner: null, lease_expires_at: null, error: null, updated_at: at },
+        }))
+      )
+        return;
       await store.updateTask(trx, task.id, { status: 'completed', last_error: null, updated_at: at });
     });
     return noRun;

@@ -34,7 +34,10 @@ export interface AgentBudgets {
  */
 export interface RunUsage {
   spendSince(db: store.Executor, scope: { tenantId: string; since: string; agentId?: string }): Promise<number>;
-  spendAndLargestSince(db: store.Executor, scope: { tenantId: string; since: string; agentId?: string }): Promise<{ spentUsd: number; largestRunUsd: number }>;
+  spendAndLargestSince(
+    db: store.Executor,
+    scope: { tenantId: string; since: string; agentId?: string },
+  ): Promise<{ spentUsd: number; largestRunUsd: number }>;
   runningRuns(db: store.Executor, scope: { tenantId: string; agentId?: string }): Promise<number>;
 }
 
@@ -151,7 +154,14 @@ export class LimitsService {
       const settings = settingsColumn(tenant.settings);
       const next = { ...NO_LIMITS, ...(settings.limits ?? {}), ...patch };
       await store.updateTenantSettings(trx, tenantId, JSON.stringify({ ...settings, limits: next }));
-      await recordAudit(trx, { tenantId, actor, action: 'tenant.limits_updated', resourceType: 'tenant', resourceId: tenantId, detail: patch });
+      await recordAudit(trx, {
+        tenantId,
+        actor,
+        action: 'tenant.limits_updated',
+        resourceType: 'tenant',
+        resourceId: tenantId,
+        detail: patch,
+      });
       return next;
     });
     this.cache.delete(tenantId);
@@ -181,13 +191,18 @@ export class LimitsService {
   private take(principal: Principal, limit: number): RateDecision | null {
     if (!limit) return null;
     // A key and the access tokens minted from it share one count.
-    const counted = principal.apiKeyId ? `api_key:${principal.apiKeyId}` : `${principal.actor.type}:${principal.actor.id ?? principal.tenantId}`;
+    const counted = principal.apiKeyId
+      ? `api_key:${principal.apiKeyId}`
+      : `${principal.actor.type}:${principal.actor.id ?? principal.tenantId}`;
     return this.limiter.take(counted, limit);
   }
 
   async usage(tenantId: string) {
     const since = monthStart();
-    const [spentUsd, runningRuns] = await Promise.all([this.runUsage.spendSince(this.db.kysely, { tenantId, since }), this.runUsage.runningRuns(this.db.kysely, { tenantId })]);
+    const [spentUsd, runningRuns] = await Promise.all([
+      this.runUsage.spendSince(this.db.kysely, { tenantId, since }),
+      this.runUsage.runningRuns(this.db.kysely, { tenantId }),
+    ]);
     return { month: since.slice(0, 7), spentUsd, runningRuns };
   }
 
@@ -195,7 +210,12 @@ export class LimitsService {
     const budget = await this.agentBudgets.budget(tenantId, agentId);
     if (!budget) throw new NotFound('agent');
     const since = monthStart();
-    return { agentId, month: since.slice(0, 7), monthlyBudgetUsd: budget.monthlyBudgetUsd, spentUsd: await this.runUsage.spendSince(this.db.kysely, { tenantId, since, agentId }) };
+    return {
+      agentId,
+      month: since.slice(0, 7),
+      monthlyBudgetUsd: budget.monthlyBudgetUsd,
+      spentUsd: await this.runUsage.spendSince(this.db.kysely, { tenantId, since, agentId }),
+    };
   }
 
   async setAgentBudget(tenantId: string, agentId: string, budget: number | null, actor: Actor) {
@@ -229,7 +249,13 @@ export class LimitsService {
    * which its queries cannot see yet (their rows are inserted at its end). Answers the budget picture
    * the run records.
    */
-  async admitInTransaction(trx: store.Executor, batch: AdmissionBatch, tenantId: string, agentId: string, runLimits: RunLimits): Promise<RunBudget> {
+  async admitInTransaction(
+    trx: store.Executor,
+    batch: AdmissionBatch,
+    tenantId: string,
+    agentId: string,
+    runLimits: RunLimits,
+  ): Promise<RunBudget> {
     if (!batch.locked.has(tenantId)) {
       await store.lockForAdmission(trx, tenantId, this.db.dialect);
       batch.locked.add(tenantId);
@@ -240,11 +266,16 @@ export class LimitsService {
     const tenantKey = `tenant:${tenantId}`;
     const agentKey = `agent:${tenantId}:${agentId}`;
     let running: number | undefined;
-    const tenantRunning = async () => (running ??= (await this.runUsage.runningRuns(trx, { tenantId })) + (batch.admitted.get(tenantKey) ?? 0));
+    const tenantRunning = async () =>
+      (running ??= (await this.runUsage.runningRuns(trx, { tenantId })) + (batch.admitted.get(tenantKey) ?? 0));
     if (limits.maxConcurrentRuns !== null) {
       const now = await tenantRunning();
       if (now >= limits.maxConcurrentRuns) {
-        throw new LimitExceeded('concurrency_limit', `the tenant already runs ${now} of at most ${limits.maxConcurrentRuns} runs at once`, 1);
+        throw new LimitExceeded(
+          'concurrency_limit',
+          `the tenant already runs ${now} of at most ${limits.maxConcurrentRuns} runs at once`,
+          1,
+        );
       }
     }
     const budget: RunBudget = {};
@@ -264,11 +295,20 @@ export class LimitsService {
   }
 
   /** The budget picture, or 402 when the spend and what the running runs are reserved have reached it. */
-  private async underBudget(trx: store.Executor, whose: 'tenant' | 'agent', monthlyBudgetUsd: number, running: number, tenantId: string, since: string, agentId?: string) {
+  private async underBudget(
+    trx: store.Executor,
+    whose: 'tenant' | 'agent',
+    monthlyBudgetUsd: number,
+    running: number,
+    tenantId: string,
+    since: string,
+    agentId?: string,
+  ) {
     const { spentUsd, largestRunUsd } = await this.runUsage.spendAndLargestSince(trx, { tenantId, since, agentId });
     const reservedUsd = Math.round(running * largestRunUsd * 1e9) / 1e9;
     if (spentUsd + reservedUsd >= monthlyBudgetUsd) {
-      const reserved = reservedUsd > 0 ? `, and its ${running} running runs are counted at $${largestRunUsd} each (its largest run this month)` : '';
+      const reserved =
+        reservedUsd > 0 ? `, and its ${running} running runs are counted at $${largestRunUsd} each (its largest run this month)` : '';
       throw new BudgetExceeded(`the ${whose} has spent $${spentUsd} of its $${monthlyBudgetUsd} monthly budget${reserved}`);
     }
     return { monthlyBudgetUsd, spentUsd };

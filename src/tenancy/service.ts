@@ -90,7 +90,14 @@ export class TenancyService {
     const tenant = { id: newId(), name, settings: '{}', created_at: now() };
     const key = await this.db.kysely.transaction().execute(async (trx) => {
       await store.insertTenant(trx, tenant);
-      await recordAudit(trx, { tenantId: tenant.id, actor, action: 'tenant.created', resourceType: 'tenant', resourceId: tenant.id, detail: { name } });
+      await recordAudit(trx, {
+        tenantId: tenant.id,
+        actor,
+        action: 'tenant.created',
+        resourceType: 'tenant',
+        resourceId: tenant.id,
+        detail: { name },
+      });
       return this.insertKey(trx, tenant.id, 'initial admin key', [...PERMISSIONS], actor);
     });
     return { tenant: { id: tenant.id, name: tenant.name, createdAt: tenant.created_at }, apiKey: key.secret, key: key.view };
@@ -130,7 +137,14 @@ export class TenancyService {
       rate_limit_per_minute: null,
     };
     await store.insertApiKey(trx, row);
-    await recordAudit(trx, { tenantId, actor, action: 'api_key.created', resourceType: 'api_key', resourceId: id, detail: { name, permissions } });
+    await recordAudit(trx, {
+      tenantId,
+      actor,
+      action: 'api_key.created',
+      resourceType: 'api_key',
+      resourceId: id,
+      detail: { name, permissions },
+    });
     return { view: keyView(row), secret: `agk_${id.replace(/-/g, '')}_${secret}` };
   }
 
@@ -154,7 +168,14 @@ export class TenancyService {
       const row = await store.findApiKey(trx, tenantId, keyId);
       if (!row) throw new NotFound('api key');
       await store.setApiKeyRateLimit(trx, tenantId, keyId, limit);
-      await recordAudit(trx, { tenantId, actor, action: 'api_key.updated', resourceType: 'api_key', resourceId: keyId, detail: { rateLimitPerMinute: limit } });
+      await recordAudit(trx, {
+        tenantId,
+        actor,
+        action: 'api_key.updated',
+        resourceType: 'api_key',
+        resourceId: keyId,
+        detail: { rateLimitPerMinute: limit },
+      });
       return keyView({ ...row, rate_limit_per_minute: limit });
     });
   }
@@ -216,7 +237,14 @@ export class TenancyService {
       if (!row) throw new NotFound('tenant');
       const settings = { ...settingsColumn(row.settings), ...patch };
       await store.updateTenantSettings(trx, tenantId, JSON.stringify(settings));
-      await recordAudit(trx, { tenantId, actor, action: 'tenant.settings_updated', resourceType: 'tenant', resourceId: tenantId, detail: patch });
+      await recordAudit(trx, {
+        tenantId,
+        actor,
+        action: 'tenant.settings_updated',
+        resourceType: 'tenant',
+        resourceId: tenantId,
+        detail: patch,
+      });
       return settings;
     });
   }

@@ -66,7 +66,12 @@ export function revokeApiKey(db: Executor, tenantId: string, id: string, at: str
 }
 
 export function setApiKeyRateLimit(db: Executor, tenantId: string, id: string, limit: number | null) {
-  return db.updateTable('api_keys').set({ rate_limit_per_minute: limit }).where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+  return db
+    .updateTable('api_keys')
+    .set({ rate_limit_per_minute: limit })
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 /**
@@ -102,6 +107,9 @@ export async function listAuditEvents(db: Executor, tenantId: string, filter: Au
   if (filter.actorId) q = q.where('actor_id', '=', filter.actorId);
   if (filter.since) q = q.where('created_at', '>=', filter.since);
   if (filter.until) q = q.where('created_at', '<', filter.until);
-  const [rows, total] = await Promise.all([q.selectAll().orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(), countRows(q)]);
+  const [rows, total] = await Promise.all([
+    q.selectAll().orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute(),
+    countRows(q),
+  ]);
   return { rows, total };
 }

@@ -22,7 +22,14 @@ describe('create and get', () => {
   it('creates an available agent on the default model', async () => {
     const res = await t.request('POST', '/api/v1/agents', {
       key,
-      body: { name: 'Support', appId: 'support', role: 'agent', description: 'answers tickets', systemPrompt: 'Be kind', contextPrompt: 'ACME Inc' },
+      body: {
+        name: 'Support',
+        appId: 'support',
+        role: 'agent',
+        description: 'answers tickets',
+        systemPrompt: 'Be kind',
+        contextPrompt: 'ACME Inc',
+      },
     });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({
@@ -43,8 +50,18 @@ describe('create and get', () => {
     const got = await t.request('GET', `/api/v1/agents/${res.body.id}`, { key });
     expect(got.status).toBe(200);
     expect(got.body).toEqual(res.body);
-    expect(got.body.tools).toEqual([{ type: 'builtin', name: 'skills' }, { type: 'builtin', name: 'connectors' }]);
-    expect(got.body.configuration).toEqual({ temperature: null, maxSteps: 10, maxTokens: null, memoryWindow: 50, onActiveRun: 'reject', toolTimeoutMs: 60000 });
+    expect(got.body.tools).toEqual([
+      { type: 'builtin', name: 'skills' },
+      { type: 'builtin', name: 'connectors' },
+    ]);
+    expect(got.body.configuration).toEqual({
+      temperature: null,
+      maxSteps: 10,
+      maxTokens: null,
+      memoryWindow: 50,
+      onActiveRun: 'reject',
+      toolTimeoutMs: 60000,
+    });
   });
 
   it('takes tools and configuration', async () => {
@@ -71,10 +88,21 @@ describe('create and get', () => {
   });
 
   it('validates tools: shapes, and delegation only to agents of the tenant', async () => {
-    expectProblem(await t.request('POST', '/api/v1/agents', { key, body: { name: 'x', appId: 'a', tools: [{ type: 'mcp', url: 'ftp://x' }] } }), 400, 'validation_failed');
-    expectProblem(await t.request('POST', '/api/v1/agents', { key, body: { name: 'x', appId: 'a', tools: [{ type: 'shell' }] } }), 400, 'validation_failed');
+    expectProblem(
+      await t.request('POST', '/api/v1/agents', { key, body: { name: 'x', appId: 'a', tools: [{ type: 'mcp', url: 'ftp://x' }] } }),
+      400,
+      'validation_failed',
+    );
+    expectProblem(
+      await t.request('POST', '/api/v1/agents', { key, body: { name: 'x', appId: 'a', tools: [{ type: 'shell' }] } }),
+      400,
+      'validation_failed',
+    );
     const foreign = await create({ name: 'foreign' }, otherKey);
-    const res = await t.request('POST', '/api/v1/agents', { key, body: { name: 'x', appId: 'a', tools: [{ type: 'agent', agentId: foreign.id }] } });
+    const res = await t.request('POST', '/api/v1/agents', {
+      key,
+      body: { name: 'x', appId: 'a', tools: [{ type: 'agent', agentId: foreign.id }] },
+    });
     expectProblem(res, 400, 'validation_failed');
     expect(res.body.errors).toEqual([{ path: 'body.tools.0.agentId', message: 'names no agent in this tenant' }]);
   });
@@ -89,7 +117,11 @@ describe('create and get', () => {
     const agent = await create({ name: 'ext', hosting: 'external' });
     expect(agent).toMatchObject({ status: 'registered', hosting: 'external' });
     // CONTRACT.md: a registered agent is never made available (it can be paused and resumed; test/identity/agent-lifecycle.test.ts).
-    expectProblem(await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { status: 'available' } }), 409, 'agent_not_executable');
+    expectProblem(
+      await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { status: 'available' } }),
+      409,
+      'agent_not_executable',
+    );
     expectProblem(await t.request('POST', `/api/v1/agents/${agent.id}/resume`, { key }), 409, 'agent_not_paused');
   });
 
@@ -124,7 +156,9 @@ describe('list', () => {
     const all = await t.request('GET', '/api/v1/agents', { key: k });
     expect(all.body).toMatchObject({ total: 5, page: 1, limit: 20 });
     expect(all.body.agents.map((a: { id: string }) => a.id)).toEqual([...ids].reverse());
-    expect(Object.keys(all.body.agents[0]).sort()).toEqual(['appId', 'createdAt', 'description', 'hosting', 'id', 'model', 'name', 'role', 'status', 'teamId'].sort());
+    expect(Object.keys(all.body.agents[0]).sort()).toEqual(
+      ['appId', 'createdAt', 'description', 'hosting', 'id', 'model', 'name', 'role', 'status', 'teamId'].sort(),
+    );
 
     const one = await t.request('GET', '/api/v1/agents?appId=one', { key: k });
     expect(one.body.total).toBe(3);
@@ -141,7 +175,13 @@ describe('list', () => {
     expect(past.body.agents).toEqual([]);
 
     const apps = await t.request('GET', '/api/v1/apps', { key: k });
-    expect(apps.body).toEqual({ apps: [{ id: 'one', agentCount: 3 }, { id: 'two', agentCount: 2 }], total: 2 });
+    expect(apps.body).toEqual({
+      apps: [
+        { id: 'one', agentCount: 3 },
+        { id: 'two', agentCount: 2 },
+      ],
+      total: 2,
+    });
   });
 
   it('never lists another tenant’s agents', async () => {
@@ -154,14 +194,20 @@ describe('list', () => {
 describe('update', () => {
   it('changes only the fields given', async () => {
     const agent = await create({ name: 'orig', role: 'r', systemPrompt: 'sp', configuration: { maxSteps: 3 } });
-    const res = await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { name: 'renamed', configuration: { temperature: 1 } } });
+    const res = await t.request('POST', `/api/v1/agents/${agent.id}`, {
+      key,
+      body: { name: 'renamed', configuration: { temperature: 1 } },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ name: 'renamed', role: 'r', systemPrompt: 'sp', configuration: { maxSteps: 3, temperature: 1 } });
     expect(res.body.updatedAt >= agent.updatedAt).toBe(true);
     const got = await t.request('GET', `/api/v1/agents/${agent.id}`, { key });
     expect(got.body).toEqual(res.body);
 
-    const cleared = await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { role: null, configuration: { temperature: null } } });
+    const cleared = await t.request('POST', `/api/v1/agents/${agent.id}`, {
+      key,
+      body: { role: null, configuration: { temperature: null } },
+    });
     expect(cleared.body.role).toBeNull();
     expect(cleared.body.configuration.temperature).toBeNull();
   });
@@ -177,8 +223,16 @@ describe('update', () => {
 
   it('rejects bad input without changing anything', async () => {
     const agent = await create({ name: 'keep' });
-    expectProblem(await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { name: 'new', model: 'nope' } }), 400, 'validation_failed');
-    expectProblem(await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { name: 'new', tools: [{ type: 'agent', agentId: agent.id }] } }), 400, 'validation_failed');
+    expectProblem(
+      await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { name: 'new', model: 'nope' } }),
+      400,
+      'validation_failed',
+    );
+    expectProblem(
+      await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { name: 'new', tools: [{ type: 'agent', agentId: agent.id }] } }),
+      400,
+      'validation_failed',
+    );
     const got = await t.request('GET', `/api/v1/agents/${agent.id}`, { key });
     expect(got.body.name).toBe('keep');
   });

@@ -44,7 +44,11 @@ describe('updating tools', () => {
     });
     expect(run.status, run.text).toBe(200);
     expect(run.body.toolCalls).toEqual([
-      { name: 'skill_query', input: { skillId: 'pricing', query: 'discount' }, result: { error: expect.objectContaining({ code: 'skill_not_assigned' }) } },
+      {
+        name: 'skill_query',
+        input: { skillId: 'pricing', query: 'discount' },
+        result: { error: expect.objectContaining({ code: 'skill_not_assigned' }) },
+      },
     ]);
   });
 
@@ -58,7 +62,10 @@ describe('updating tools', () => {
 
   it("a list naming built-in groups sets them: the agent's tools read back and sent again are kept as they are", async () => {
     const id = await agentWithDefaults();
-    expect((await update(id, [{ type: 'builtin', name: 'connectors' }, MCP])).body.tools).toEqual([{ type: 'builtin', name: 'connectors' }, MCP]);
+    expect((await update(id, [{ type: 'builtin', name: 'connectors' }, MCP])).body.tools).toEqual([
+      { type: 'builtin', name: 'connectors' },
+      MCP,
+    ]);
     // not named again: kept (connectors only)
     expect((await update(id, [])).body.tools).toEqual([{ type: 'builtin', name: 'connectors' }]);
     expect((await update(id, BOTH)).body.tools).toEqual(BOTH);
@@ -73,11 +80,18 @@ describe('updating tools', () => {
 
   it('turns every built-in group off only when asked to, with enabled: false', async () => {
     const id = await agentWithDefaults();
-    const res = await update(id, [{ type: 'builtin', name: 'skills', enabled: false }, { type: 'builtin', name: 'connectors', enabled: false }, MCP]);
+    const res = await update(id, [
+      { type: 'builtin', name: 'skills', enabled: false },
+      { type: 'builtin', name: 'connectors', enabled: false },
+      MCP,
+    ]);
     expect(res.status, res.text).toBe(200);
     expect(res.body.tools).toEqual([MCP]);
     expect((await update(id, [])).body.tools).toEqual([]);
-    const run = await t.request('POST', `/api/v1/agents/${id}/execute`, { key, body: { message: '/tool skill_query {"skillId":"x","query":"y"}' } });
+    const run = await t.request('POST', `/api/v1/agents/${id}/execute`, {
+      key,
+      body: { message: '/tool skill_query {"skillId":"x","query":"y"}' },
+    });
     expect(run.body).toMatchObject({ output: 'no tools are available to this run', toolCalls: [] });
     expectProblem(await update(id, [{ type: 'builtin', name: 'skills', enabled: 'no' }]), 400, 'validation_failed');
   });
@@ -85,7 +99,11 @@ describe('updating tools', () => {
   it('creating with tools takes the list as given; enabled: false entries are not stored', async () => {
     const res = await t.request('POST', '/api/v1/agents', {
       key,
-      body: { name: 'Lean', appId: 'a', tools: [{ type: 'builtin', name: 'skills', enabled: false }, { type: 'builtin', name: 'connectors', enabled: true }, MCP] },
+      body: {
+        name: 'Lean',
+        appId: 'a',
+        tools: [{ type: 'builtin', name: 'skills', enabled: false }, { type: 'builtin', name: 'connectors', enabled: true }, MCP],
+      },
     });
     expect(res.status, res.text).toBe(201);
     expect(res.body.tools).toEqual([{ type: 'builtin', name: 'connectors' }, MCP]);

@@ -20,12 +20,21 @@ const createConversation = async (body: Record<string, unknown> = {}) => {
   expect(res.status, res.text).toBe(201);
   return res.body;
 };
-const post = (id: string, content: string, k = key) => t.request('POST', `/api/v1/conversations/${id}/messages`, { key: k, body: { content } });
+const post = (id: string, content: string, k = key) =>
+  t.request('POST', `/api/v1/conversations/${id}/messages`, { key: k, body: { content } });
 
 describe('conversations', () => {
   it('creates, gets with participants, and lists with filters', async () => {
     const c = await createConversation({ name: 'Ticket 42', metadata: { ticket: 42, vip: true } });
-    expect(c).toMatchObject({ agentId, status: 'active', name: 'Ticket 42', appId: 'support', messageCount: 0, lastMessageAt: null, metadata: { ticket: 42, vip: true } });
+    expect(c).toMatchObject({
+      agentId,
+      status: 'active',
+      name: 'Ticket 42',
+      appId: 'support',
+      messageCount: 0,
+      lastMessageAt: null,
+      metadata: { ticket: 42, vip: true },
+    });
     const got = await t.request('GET', `/api/v1/conversations/${c.id}`, { key });
     expect(got.body.participants).toEqual([
       { type: 'agent', id: agentId, name: 'Helper' },
@@ -41,7 +50,9 @@ describe('conversations', () => {
     const all = await t.request('GET', '/api/v1/conversations?limit=1', { key });
     expect(all.body).toMatchObject({ page: 1, limit: 1 });
     expect(all.body.total).toBeGreaterThanOrEqual(2);
-    expect(Object.keys(all.body.conversations[0]).sort()).toEqual(['agentId', 'appId', 'createdAt', 'id', 'lastMessageAt', 'messageCount', 'name', 'status'].sort());
+    expect(Object.keys(all.body.conversations[0]).sort()).toEqual(
+      ['agentId', 'appId', 'createdAt', 'id', 'lastMessageAt', 'messageCount', 'name', 'status'].sort(),
+    );
     expectProblem(await t.request('GET', '/api/v1/conversations?status=open', { key }), 400, 'validation_failed');
   });
 
@@ -66,11 +77,19 @@ describe('conversations', () => {
     const c = await createConversation();
     const res = await post(c.id, 'what is up');
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ cost: 0, runId: expect.any(String), message: { role: 'assistant', content: 'what is up', toolCalls: [], tokenUsage: { inputTokens: 3, outputTokens: 3 } } });
+    expect(res.body).toMatchObject({
+      cost: 0,
+      runId: expect.any(String),
+      message: { role: 'assistant', content: 'what is up', toolCalls: [], tokenUsage: { inputTokens: 3, outputTokens: 3 } },
+    });
     const got = await t.request('GET', `/api/v1/conversations/${c.id}`, { key });
     expect(got.body.messageCount).toBe(2);
     expect(got.body.lastMessageAt).toBe(res.body.message.createdAt);
-    expectProblem(await t.request('POST', `/api/v1/conversations/${c.id}/messages`, { key, body: { content: '' } }), 400, 'validation_failed');
+    expectProblem(
+      await t.request('POST', `/api/v1/conversations/${c.id}/messages`, { key, body: { content: '' } }),
+      400,
+      'validation_failed',
+    );
   });
 
   it('pages messages oldest first with a before cursor and hasMore', async () => {
@@ -89,18 +108,33 @@ describe('conversations', () => {
     const defaults = await t.request('GET', `/api/v1/conversations/${c.id}/messages`, { key });
     expect(defaults.body.messages).toHaveLength(10);
     expectProblem(await t.request('GET', `/api/v1/conversations/${c.id}/messages?limit=201`, { key }), 400, 'validation_failed');
-    expectProblem(await t.request('GET', `/api/v1/conversations/${c.id}/messages?before=01a00000-0000-7000-8000-000000000000`, { key }), 400, 'validation_failed');
+    expectProblem(
+      await t.request('GET', `/api/v1/conversations/${c.id}/messages?before=01a00000-0000-7000-8000-000000000000`, { key }),
+      400,
+      'validation_failed',
+    );
   });
 
   it('moves between active, completed and archived; only active takes messages', async () => {
     const c = await createConversation();
-    const done = await t.request('PATCH', `/api/v1/conversations/${c.id}`, { key, body: { status: 'completed', name: 'Resolved', metadata: { outcome: 'ok' } } });
+    const done = await t.request('PATCH', `/api/v1/conversations/${c.id}`, {
+      key,
+      body: { status: 'completed', name: 'Resolved', metadata: { outcome: 'ok' } },
+    });
     expect(done.body).toMatchObject({ status: 'completed', name: 'Resolved', metadata: { outcome: 'ok' } });
     expectProblem(await post(c.id, 'hello?'), 409, 'conversation_not_active');
-    expectProblem(await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: 'x', conversationId: c.id } }), 409, 'conversation_not_active');
+    expectProblem(
+      await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: 'x', conversationId: c.id } }),
+      409,
+      'conversation_not_active',
+    );
     await t.request('PATCH', `/api/v1/conversations/${c.id}`, { key, body: { status: 'active' } });
     expect((await post(c.id, 'back')).status).toBe(200);
-    expectProblem(await t.request('PATCH', `/api/v1/conversations/${c.id}`, { key, body: { status: 'deleted' } }), 400, 'validation_failed');
+    expectProblem(
+      await t.request('PATCH', `/api/v1/conversations/${c.id}`, { key, body: { status: 'deleted' } }),
+      400,
+      'validation_failed',
+    );
   });
 
   it('soft-deletes: gone from the API, kept in the audit trail', async () => {
@@ -129,7 +163,14 @@ describe('conversations', () => {
     await post(c2, 'three', k);
     await t.request('PATCH', `/api/v1/conversations/${c2}`, { key: k, body: { status: 'archived' } });
     const stats = await t.request('GET', '/api/v1/conversations/stats', { key: k });
-    expect(stats.body).toMatchObject({ total: 3, active: 2, completed: 0, archived: 1, totalMessages: 6, averageMessagesPerConversation: 2 });
+    expect(stats.body).toMatchObject({
+      total: 3,
+      active: 2,
+      completed: 0,
+      archived: 1,
+      totalMessages: 6,
+      averageMessagesPerConversation: 2,
+    });
     expect(stats.body.averageDurationMs).toBeGreaterThanOrEqual(0);
   });
 });
@@ -153,7 +194,10 @@ describe('attachments', () => {
     expect(content.text).toBe('the secret word is banana');
 
     const c = await createConversation();
-    const reply = await t.request('POST', `/api/v1/conversations/${c.id}/messages`, { key, body: { content: 'read this', attachments: [file.id] } });
+    const reply = await t.request('POST', `/api/v1/conversations/${c.id}/messages`, {
+      key,
+      body: { content: 'read this', attachments: [file.id] },
+    });
     expect(reply.status).toBe(200);
     // builtin/echo repeats what the model received: the message plus the attachment text.
     expect(reply.body.message.content).toContain('the secret word is banana');
@@ -161,13 +205,25 @@ describe('attachments', () => {
     expect(msgs.body.messages[0]).toMatchObject({ content: 'read this', attachments: [file.id] });
 
     const bin = (await (await upload('pic.png', 'image/png', Buffer.from([0x89, 0x50, 0x4e, 0x47]))).json()) as { id: string };
-    const withBin = await t.request('POST', `/api/v1/conversations/${c.id}/messages`, { key, body: { content: 'and this', attachments: [bin.id] } });
+    const withBin = await t.request('POST', `/api/v1/conversations/${c.id}/messages`, {
+      key,
+      body: { content: 'and this', attachments: [bin.id] },
+    });
     expect(withBin.body.message.content).toContain('[Attachment pic.png (image/png, 4 bytes): binary content not shown]');
   });
 
   it('downloads a file under its own name, whatever the script: RFC 6266 with an ASCII fallback and RFC 8187 filename*', async () => {
     const base = await t.listen();
-    const names = ['отчёт 2026.pdf', '报告.txt', 'a "quoted"; name.txt', 'naïve “smart” ;quotes.txt', 'café.txt', '100% done.txt', '🙂.txt', 'plain.txt'];
+    const names = [
+      'отчёт 2026.pdf',
+      '报告.txt',
+      'a "quoted"; name.txt',
+      'naïve “smart” ;quotes.txt',
+      'café.txt',
+      '100% done.txt',
+      '🙂.txt',
+      'plain.txt',
+    ];
     for (const name of names) {
       const res = await upload(name, 'application/octet-stream', `content of ${name}`);
       expect(res.status, name).toBe(201);
@@ -194,7 +250,10 @@ describe('attachments', () => {
   it('refuses unknown or foreign attachments, oversize files and non-multipart bodies', async () => {
     const foreign = (await (await upload('x.txt', 'text/plain', 'other', otherKey)).json()) as { id: string };
     const c = await createConversation();
-    const res = await t.request('POST', `/api/v1/conversations/${c.id}/messages`, { key, body: { content: 'x', attachments: [foreign.id] } });
+    const res = await t.request('POST', `/api/v1/conversations/${c.id}/messages`, {
+      key,
+      body: { content: 'x', attachments: [foreign.id] },
+    });
     expectProblem(res, 400, 'validation_failed');
     expect(res.body.errors).toEqual([{ path: 'body.attachments.0', message: 'names no file of this tenant' }]);
     expectProblem(await t.request('GET', `/api/v1/files/${foreign.id}`, { key }), 404, 'not_found');

@@ -29,7 +29,7 @@ async function uploadAndList(t: TestApp, dataDir: string) {
   return fs.readdirSync(dataDir);
 }
 
-describe('data at rest is readable by the server\'s user only', () => {
+describe("data at rest is readable by the server's user only", () => {
   it('a fresh data folder is created 0700, and master.key, the SQLite database, its WAL and shared memory 0600', async () => {
     const dataDir = path.join(root, 'fresh', 'data');
     const t = await startApp({ DATA_DIR: dataDir });
@@ -39,13 +39,15 @@ describe('data at rest is readable by the server\'s user only', () => {
       expect(files).toContain('master.key');
       const expected = dialect === 'sqlite' ? ['master.key', 'agentry.sqlite', 'agentry.sqlite-wal', 'agentry.sqlite-shm'] : ['master.key'];
       for (const name of expected) expect(files).toContain(name);
-      expect(Object.fromEntries(files.map((name) => [name, modeOf(path.join(dataDir, name))]))).toEqual(Object.fromEntries(files.map((name) => [name, '600'])));
+      expect(Object.fromEntries(files.map((name) => [name, modeOf(path.join(dataDir, name))]))).toEqual(
+        Object.fromEntries(files.map((name) => [name, '600'])),
+      );
     } finally {
       await t.close();
     }
   });
 
-  it('an existing installation\'s modes are tightened at start', async () => {
+  it("an existing installation's modes are tightened at start", async () => {
     const dataDir = path.join(root, 'existing');
     const first = await startApp({ DATA_DIR: dataDir });
     await uploadAndList(first, dataDir);
@@ -56,7 +58,9 @@ describe('data at rest is readable by the server\'s user only', () => {
     try {
       const files = await uploadAndList(second, dataDir);
       expect(modeOf(dataDir)).toBe('700');
-      expect(Object.fromEntries(files.map((name) => [name, modeOf(path.join(dataDir, name))]))).toEqual(Object.fromEntries(files.map((name) => [name, '600'])));
+      expect(Object.fromEntries(files.map((name) => [name, modeOf(path.join(dataDir, name))]))).toEqual(
+        Object.fromEntries(files.map((name) => [name, '600'])),
+      );
     } finally {
       await second.close();
       await first.close();

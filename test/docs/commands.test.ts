@@ -104,7 +104,14 @@ function expectation(text: string): RegExp {
 /** Longer than the walk-through needs (about a minute, most of it waiting for a cron minute). */
 const SHELL_DEADLINE_MS = 200_000;
 
-const DOCS = ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+const DOCS = [
+  'README.md',
+  ...fs
+    .readdirSync(path.join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/${f}`),
+];
 
 let database: TestDatabase;
 let workdir: string;
@@ -190,7 +197,12 @@ async function runAll(blocks: Block[]): Promise<{ outcomes: Outcome[]; serverLog
     const section = new RegExp(`@@BEGIN ${n}\\n([\\s\\S]*?)\\n@@END ${n} (\\d+)`).exec(raw);
     if (!section) {
       const started = raw.indexOf(`@@BEGIN ${n}\n`);
-      return { command, code: -1, output: started < 0 ? '(never ran)' : `(did not finish)\n${raw.slice(started).slice(-700)}`, statuses: [] };
+      return {
+        command,
+        code: -1,
+        output: started < 0 ? '(never ran)' : `(did not finish)\n${raw.slice(started).slice(-700)}`,
+        statuses: [],
+      };
     }
     const statuses = [...section[1].matchAll(/@@HTTP (\d{3})/g)].map((m) => Number(m[1]));
     return { command, code: Number(section[2]), output: section[1].replace(/\n?@@HTTP \d{3}\n?/g, ''), statuses };
@@ -229,7 +241,8 @@ describe('the documentation, followed literally', () => {
     const stopped = outcomes.findIndex((o) => o.code === -1);
     const failures = (stopped < 0 ? outcomes : outcomes.slice(0, stopped + 1)).map(failure).filter((f): f is string => f !== null);
     // The shell stopped (a syntax error in a block, a server that did not start, a hang): its last words say why.
-    if (stopped >= 0) failures.push(`the shell stopped; ${outcomes.length - stopped} commands did not run. Its output ended with:\n${raw.slice(-1500)}`);
+    if (stopped >= 0)
+      failures.push(`the shell stopped; ${outcomes.length - stopped} commands did not run. Its output ended with:\n${raw.slice(-1500)}`);
     expect(outcomes.length).toBeGreaterThan(40);
     expect(failures, `${failures.join('\n\n')}\n\nserver log (tail):\n${serverLog.slice(-2000)}`).toEqual([]);
   }, 240_000);

@@ -12,7 +12,10 @@ describe('scripts/mcp-client.mjs', () => {
     const run = exec(process.execPath, [path.join(ROOT, 'scripts/mcp-client.mjs'), 'some-agent'], {
       env: { ...process.env, AGENTRY_KEY: 'agk_test', AGENTRY_URL: `http://127.0.0.1:${port}/` },
     });
-    const failed = (await run.then(() => null, (e) => e)) as { code: number; stderr: string } | null;
+    const failed = (await run.then(
+      () => null,
+      (e) => e,
+    )) as { code: number; stderr: string } | null;
     expect(failed?.code).toBe(1);
     expect(failed?.stderr).toContain(`could not reach http://127.0.0.1:${port}/api/v1/agents/some-agent/mcp`);
     expect(failed?.stderr).toContain('AGENTRY_URL');

@@ -61,8 +61,16 @@ beforeAll(async () => {
   }
   const dialectTables =
     t.db.dialect === 'sqlite'
-      ? await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and name not like 'kysely_%'`.execute(t.db.kysely)
-      : await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = 'public' and table_name not like 'kysely_%'`.execute(t.db.kysely);
+      ? await sql<{
+          name: string;
+        }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and name not like 'kysely_%'`.execute(
+          t.db.kysely,
+        )
+      : await sql<{
+          name: string;
+        }>`select table_name as name from information_schema.tables where table_schema = 'public' and table_name not like 'kysely_%'`.execute(
+          t.db.kysely,
+        );
   tables = dialectTables.rows.map((r) => r.name).sort();
 });
 afterAll(() => t.close());
@@ -107,7 +115,8 @@ function valueFor(schema: any, depth = 0): fc.Arbitrary<unknown> {
   let right: fc.Arbitrary<unknown> = wrong;
   if (schema.enum) right = fc.constantFrom(...schema.enum);
   else if (schema.const !== undefined) right = fc.constant(schema.const);
-  else if (type === 'string') right = schema.format === 'date-time' ? fc.date({ noInvalidDate: true }).map((d) => d.toISOString()) : fc.oneof(text, idLike());
+  else if (type === 'string')
+    right = schema.format === 'date-time' ? fc.date({ noInvalidDate: true }).map((d) => d.toISOString()) : fc.oneof(text, idLike());
   else if (type === 'integer') right = fc.oneof(fc.integer({ min: -5, max: 300 }), fc.integer());
   else if (type === 'number') right = fc.oneof(fc.double({ noNaN: true }), fc.integer({ min: -1, max: 100 }));
   else if (type === 'boolean') right = fc.boolean();
@@ -124,21 +133,33 @@ function objectFor(schema: any, depth = 0): fc.Arbitrary<Record<string, unknown>
   return fc.tuple(record, fc.oneof(fc.constant({}), extra)).map(([a, b]) => ({ ...b, ...a }));
 }
 
-const request = fc
-  .integer({ min: 0, max: 10_000 })
-  .chain((i) => {
-    const op = operations[i % operations.length];
-    const params = fc.record(Object.fromEntries(op.params.map((p) => [p, idLike()])));
-    const query = fc.record(Object.fromEntries(Object.entries(op.query).map(([k, s]) => [k, valueFor(s).map((v) => (typeof v === 'string' ? v : JSON.stringify(v)))])), { requiredKeys: [] });
-    const payload = fc.oneof(
-      { weight: 5, arbitrary: (op.body ? objectFor(op.body) : fc.jsonValue({ maxDepth: 2 })).map((b) => ({ raw: JSON.stringify(b), type: 'application/json' })) },
-      { weight: 1, arbitrary: fc.constantFrom('{"a":', '[1,2', '{"__proto__":{"x":1}}', 'null', '').map((raw) => ({ raw, type: 'application/json' })) },
-      { weight: 1, arbitrary: text.map((raw) => ({ raw, type: 'text/plain' })) },
-      { weight: 1, arbitrary: fc.constant({ raw: 'x'.repeat(1024 * 1024 + 10), type: 'application/json' }) },
-    );
-    const key = fc.constantFrom(keyA, keyA, keyA, readerA, 'agk_' + '0'.repeat(32) + '_' + 'A'.repeat(43), '');
-    return fc.record({ op: fc.constant(op), params, query, payload, key });
-  });
+const request = fc.integer({ min: 0, max: 10_000 }).chain((i) => {
+  const op = operations[i % operations.length];
+  const params = fc.record(Object.fromEntries(op.params.map((p) => [p, idLike()])));
+  const query = fc.record(
+    Object.fromEntries(
+      Object.entries(op.query).map(([k, s]) => [k, valueFor(s).map((v) => (typeof v === 'string' ? v : JSON.stringify(v)))]),
+    ),
+    { requiredKeys: [] },
+  );
+  const payload = fc.oneof(
+    {
+      weight: 5,
+      arbitrary: (op.body ? objectFor(op.body) : fc.jsonValue({ maxDepth: 2 })).map((b) => ({
+        raw: JSON.stringify(b),
+        type: 'application/json',
+      })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom('{"a":', '[1,2', '{"__proto__":{"x":1}}', 'null', '').map((raw) => ({ raw, type: 'application/json' })),
+    },
+    { weight: 1, arbitrary: text.map((raw) => ({ raw, type: 'text/plain' })) },
+    { weight: 1, arbitrary: fc.constant({ raw: 'x'.repeat(1024 * 1024 + 10), type: 'application/json' }) },
+  );
+  const key = fc.constantFrom(keyA, keyA, keyA, readerA, 'agk_' + '0'.repeat(32) + '_' + 'A'.repeat(43), '');
+  return fc.record({ op: fc.constant(op), params, query, payload, key });
+});
 
 describe('generated hostile requests against every documented operation', () => {
   it('never 500, never a stack, problems on 4xx, no state change on rejection, no other tenant’s data', async () => {
@@ -175,7 +196,7 @@ describe('generated hostile requests against every documented operation', () => 
       }),
       { seed: SEED, numRuns: RUNS, endOnFailure: true },
     );
-    if (process.env.FUZZ_REPORT) console.log([...seen].sort().join("\n"));
+    if (process.env.FUZZ_REPORT) console.log([...seen].sort().join('\n'));
     // The generator reached a good part of the surface.
     expect(new Set([...seen].map((s) => s.split(' ').slice(0, 2).join(' '))).size).toBeGreaterThan(operations.length / 2);
   }, 600_000);

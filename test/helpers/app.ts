@@ -20,7 +20,9 @@ import { startServer, type ServerProcess } from './process.js';
 /** The API's own types, generated from the served OpenAPI document (`npm run test:types`). */
 type Api = Client<paths>;
 type Agent = components['schemas']['Agent'];
-export type Permission = NonNullable<paths['/api/v1/api-keys']['post']['requestBody']>['content']['application/json']['permissions'][number];
+export type Permission = NonNullable<
+  paths['/api/v1/api-keys']['post']['requestBody']
+>['content']['application/json']['permissions'][number];
 type AgentInput = NonNullable<paths['/api/v1/agents']['post']['requestBody']>['content']['application/json'];
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -106,14 +108,24 @@ export interface TestApp {
   /** Listens on a free loopback port (for SSE and MCP clients); returns the base URL. */
   listen(): Promise<string>;
   /** fetch() against the listening server with the key as bearer. */
-  fetch(path: string, key: string, init?: { method?: string; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal }): Promise<globalThis.Response>;
+  fetch(
+    path: string,
+    key: string,
+    init?: { method?: string; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal },
+  ): Promise<globalThis.Response>;
   close(): Promise<void>;
 }
 
 export async function startApp(extraEnv: Record<string, string> = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   // Test MCP servers listen on loopback, which the URL guard refuses unless allowed.
-  const config = loadConfig({ ...database.env, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://agentry.test', MCP_ALLOWED_HOSTS: '127.0.0.1', ...extraEnv });
+  const config = loadConfig({
+    ...database.env,
+    LOG_LEVEL: 'silent',
+    PUBLIC_BASE_URL: 'http://agentry.test',
+    MCP_ALLOWED_HOSTS: '127.0.0.1',
+    ...extraEnv,
+  });
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
   const services = createServices(config, db);
@@ -156,7 +168,7 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
         headers['content-type'] ??= 'application/json';
       }
       const res = await app.inject({ method: method as any, url, headers, payload });
-      let body: any ;
+      let body: any;
       try {
         body = res.body ? JSON.parse(res.body) : undefined;
       } catch {
@@ -172,7 +184,11 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
       if (!baseUrl) throw new Error('call listen() first');
       return globalThis.fetch(`${baseUrl}${path}`, {
         method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
-        headers: { authorization: `Bearer ${key}`, ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}), ...(init.headers ?? {}) },
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...(init.headers ?? {}),
+        },
         body: init.body === undefined ? undefined : JSON.stringify(init.body),
         signal: init.signal,
       });
@@ -189,7 +205,12 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
 async function injectFetch(app: FastifyInstance, request: Request): Promise<globalThis.Response> {
   const url = new URL(request.url);
   const payload = request.body ? Buffer.from(await request.arrayBuffer()) : undefined;
-  const res = await app.inject({ method: request.method as 'GET', url: url.pathname + url.search, headers: Object.fromEntries(request.headers), payload });
+  const res = await app.inject({
+    method: request.method as 'GET',
+    url: url.pathname + url.search,
+    headers: Object.fromEntries(request.headers),
+    payload,
+  });
   const headers = new Headers();
   for (const [name, value] of Object.entries(res.headers)) {
     for (const v of [value ?? []].flat()) headers.append(name, String(v));
@@ -238,7 +259,10 @@ export interface Replica {
  * `count` in-process instances of the app on one fresh database (the first migrates it), as replicas
  * sharing PostgreSQL are; `close` closes them all and drops the database.
  */
-export async function startReplicas(count: number, extraEnv: Record<string, string> = {}): Promise<{ replicas: Replica[]; close(): Promise<void> }> {
+export async function startReplicas(
+  count: number,
+  extraEnv: Record<string, string> = {},
+): Promise<{ replicas: Replica[]; close(): Promise<void> }> {
   const database = await createTestDatabase();
   const config = loadConfig({ ...database.env, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://agentry.test', ...extraEnv });
   const replicas: Replica[] = [];

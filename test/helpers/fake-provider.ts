@@ -75,7 +75,8 @@ export async function startFakeProvider(): Promise<FakeProvider> {
   };
 }
 
-const frame = (event: string | undefined, data: unknown) => `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+const frame = (event: string | undefined, data: unknown) =>
+  `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
 
 // ------------------------------------------------------------------ OpenAI Responses API (POST /v1/responses)
 
@@ -99,12 +100,27 @@ export interface ResponsesUsage {
  * then response.completed, or response.incomplete when `incomplete` names a reason
  * (max_output_tokens). `end: false` stops after the items (a stream cut short).
  */
-export function responsesStream(opts: { id: string; model?: string; items: ResponsesItem[]; usage?: ResponsesUsage; incomplete?: string; end?: boolean }): string[] {
+export function responsesStream(opts: {
+  id: string;
+  model?: string;
+  items: ResponsesItem[];
+  usage?: ResponsesUsage;
+  incomplete?: string;
+  end?: boolean;
+}): string[] {
   const model = opts.model ?? 'gpt-5-mini-2025-08-07';
   let seq = 0;
   const out: string[] = [];
   const emit = (e: Record<string, unknown>) => out.push(frame(String(e.type), { ...e, sequence_number: seq++ }));
-  const response = (status: string, extra: Record<string, unknown> = {}) => ({ id: opts.id, object: 'response', created_at: 1_760_000_000, status, model, output: [], ...extra });
+  const response = (status: string, extra: Record<string, unknown> = {}) => ({
+    id: opts.id,
+    object: 'response',
+    created_at: 1_760_000_000,
+    status,
+    model,
+    output: [],
+    ...extra,
+  });
   emit({ type: 'response.created', response: response('in_progress') });
   emit({ type: 'response.in_progress', response: response('in_progress') });
   opts.items.forEach((item, output_index) => {
@@ -114,7 +130,11 @@ export function responsesStream(opts: { id: string; model?: string; items: Respo
         return;
       case 'reasoning': {
         const summary = item.summary ?? [];
-        emit({ type: 'response.output_item.added', output_index, item: { type: 'reasoning', id: item.id, summary: [], encrypted_content: item.encrypted_content } });
+        emit({
+          type: 'response.output_item.added',
+          output_index,
+          item: { type: 'reasoning', id: item.id, summary: [], encrypted_content: item.encrypted_content },
+        });
         summary.forEach((text, summary_index) => {
           const part = { type: 'summary_text', text: '' };
           emit({ type: 'response.reasoning_summary_part.added', item_id: item.id, output_index, summary_index, part });
@@ -122,7 +142,12 @@ export function responsesStream(opts: { id: string; model?: string; items: Respo
           emit({ type: 'response.reasoning_summary_text.done', item_id: item.id, output_index, summary_index, text });
           emit({ type: 'response.reasoning_summary_part.done', item_id: item.id, output_index, summary_index, part: { ...part, text } });
         });
-        const done = { type: 'reasoning', id: item.id, summary: summary.map((text) => ({ type: 'summary_text', text })), encrypted_content: item.encrypted_content };
+        const done = {
+          type: 'reasoning',
+          id: item.id,
+          summary: summary.map((text) => ({ type: 'summary_text', text })),
+          encrypted_content: item.encrypted_content,
+        };
         emit({ type: 'response.output_item.done', output_index, item: done });
         return;
       }
@@ -136,14 +161,29 @@ export function responsesStream(opts: { id: string; model?: string; items: Respo
         return;
       }
       case 'message': {
-        emit({ type: 'response.output_item.added', output_index, item: { type: 'message', id: item.id, status: 'in_progress', role: 'assistant', content: [] } });
-        emit({ type: 'response.content_part.added', item_id: item.id, output_index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } });
-        for (const delta of item.text) emit({ type: 'response.output_text.delta', item_id: item.id, output_index, content_index: 0, delta, logprobs: [] });
+        emit({
+          type: 'response.output_item.added',
+          output_index,
+          item: { type: 'message', id: item.id, status: 'in_progress', role: 'assistant', content: [] },
+        });
+        emit({
+          type: 'response.content_part.added',
+          item_id: item.id,
+          output_index,
+          content_index: 0,
+          part: { type: 'output_text', text: '', annotations: [] },
+        });
+        for (const delta of item.text)
+          emit({ type: 'response.output_text.delta', item_id: item.id, output_index, content_index: 0, delta, logprobs: [] });
         const text = item.text.join('');
         emit({ type: 'response.output_text.done', item_id: item.id, output_index, content_index: 0, text, logprobs: [] });
         const part = { type: 'output_text', text, annotations: [] };
         emit({ type: 'response.content_part.done', item_id: item.id, output_index, content_index: 0, part });
-        emit({ type: 'response.output_item.done', output_index, item: { type: 'message', id: item.id, status: 'completed', role: 'assistant', content: [part] } });
+        emit({
+          type: 'response.output_item.done',
+          output_index,
+          item: { type: 'message', id: item.id, status: 'completed', role: 'assistant', content: [part] },
+        });
         return;
       }
     }
@@ -166,7 +206,13 @@ export function responsesStream(opts: { id: string; model?: string; items: Respo
 }
 
 /** An OpenAI API error answer ({ error: { message, type, param, code } }). */
-export function openaiError(status: number, message: string, type = 'invalid_request_error', code: string | null = null, headers?: Record<string, string>): ScriptedResponse {
+export function openaiError(
+  status: number,
+  message: string,
+  type = 'invalid_request_error',
+  code: string | null = null,
+  headers?: Record<string, string>,
+): ScriptedResponse {
   return { status, headers, json: { error: { message, type, param: null, code } } };
 }
 
@@ -191,7 +237,14 @@ export interface AnthropicUsage {
  * One streamed Messages API answer: message_start, ping, each content block (start, deltas, stop),
  * message_delta with the stop reason and output tokens, message_stop. `end: false` stops after the blocks.
  */
-export function anthropicStream(opts: { id: string; model?: string; blocks: AnthropicBlock[]; stop_reason?: string; usage: AnthropicUsage; end?: boolean }): string[] {
+export function anthropicStream(opts: {
+  id: string;
+  model?: string;
+  blocks: AnthropicBlock[];
+  stop_reason?: string;
+  usage: AnthropicUsage;
+  end?: boolean;
+}): string[] {
   const out: string[] = [];
   const emit = (e: Record<string, unknown>) => out.push(frame(String(e.type), e));
   const { output_tokens, ...inputUsage } = opts.usage;
@@ -226,7 +279,8 @@ export function anthropicStream(opts: { id: string; model?: string; blocks: Anth
         break;
       case 'tool_use':
         emit({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
-        for (const partial_json of block.input) emit({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json } });
+        for (const partial_json of block.input)
+          emit({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json } });
         break;
       case 'text':
         emit({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
@@ -270,7 +324,13 @@ export function chatStream(opts: {
 }): string[] {
   const model = opts.model ?? 'qwen3-8b';
   const chunk = (delta: Record<string, unknown>, finish_reason: string | null = null) =>
-    frame(undefined, { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1_760_000_000, model, choices: [{ index: 0, delta, logprobs: null, finish_reason }] });
+    frame(undefined, {
+      id: 'chatcmpl-1',
+      object: 'chat.completion.chunk',
+      created: 1_760_000_000,
+      model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason }],
+    });
   const out = [chunk({ role: 'assistant', content: '' })];
   for (const content of opts.text ?? []) out.push(chunk({ content }));
   (opts.toolCalls ?? []).forEach((call, index) => {
@@ -286,7 +346,12 @@ export function chatStream(opts: {
       created: 1_760_000_000,
       model,
       choices: [],
-      usage: { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens, ...(cached_tokens != null ? { prompt_tokens_details: { cached_tokens } } : {}) },
+      usage: {
+        prompt_tokens,
+        completion_tokens,
+        total_tokens: prompt_tokens + completion_tokens,
+        ...(cached_tokens != null ? { prompt_tokens_details: { cached_tokens } } : {}),
+      },
     }),
   );
   out.push(frame(undefined, '[DONE]'));

@@ -45,7 +45,8 @@ async function raw(request: string): Promise<Response> {
   return { status: Number(statusLine.split(' ')[1]), headers, body: parsed, text: body };
 }
 
-const get = (path: string, extra = '') => raw(`GET ${path} HTTP/1.1\r\nHost: agentry.test\r\nAuthorization: Bearer ${key}\r\n${extra}Connection: close\r\n\r\n`);
+const get = (path: string, extra = '') =>
+  raw(`GET ${path} HTTP/1.1\r\nHost: agentry.test\r\nAuthorization: Bearer ${key}\r\n${extra}Connection: close\r\n\r\n`);
 
 describe('framework errors are problems with a stable code', () => {
   it('malformed percent-encoding in a path: 400 invalid_url', async () => {
@@ -91,9 +92,25 @@ describe('framework errors are problems with a stable code', () => {
   });
 
   it('a body that is not JSON, not allowed, empty or too large', async () => {
-    expectProblem(await t.request('POST', '/api/v1/agents', { key, payload: '{', headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
-    expectProblem(await t.request('POST', '/api/v1/agents', { key, payload: 'a', headers: { 'content-type': 'text/csv' } }), 415, 'unsupported_media_type');
-    expectProblem(await t.request('POST', '/api/v1/agents', { key, payload: 'x'.repeat(2 * 1024 * 1024), headers: { 'content-type': 'application/json' } }), 413, 'payload_too_large');
+    expectProblem(
+      await t.request('POST', '/api/v1/agents', { key, payload: '{', headers: { 'content-type': 'application/json' } }),
+      400,
+      'invalid_json',
+    );
+    expectProblem(
+      await t.request('POST', '/api/v1/agents', { key, payload: 'a', headers: { 'content-type': 'text/csv' } }),
+      415,
+      'unsupported_media_type',
+    );
+    expectProblem(
+      await t.request('POST', '/api/v1/agents', {
+        key,
+        payload: 'x'.repeat(2 * 1024 * 1024),
+        headers: { 'content-type': 'application/json' },
+      }),
+      413,
+      'payload_too_large',
+    );
   });
 
   it('an unknown route: 404 route_not_found', async () => {
@@ -123,7 +140,11 @@ describe('JSON nesting depth', () => {
     expect((await t.request('GET', `/api/v1/conversations/${atLimit.body.id}`, { key })).status).toBe(200);
     // Arrays count as levels too, and the route does not matter.
     const arrays = '['.repeat(MAX_JSON_DEPTH + 1) + ']'.repeat(MAX_JSON_DEPTH + 1);
-    expectProblem(await t.request('POST', '/api/v1/tasks', { key, payload: arrays, headers: { 'content-type': 'application/json' } }), 400, 'json_too_deep');
+    expectProblem(
+      await t.request('POST', '/api/v1/tasks', { key, payload: arrays, headers: { 'content-type': 'application/json' } }),
+      400,
+      'json_too_deep',
+    );
     // Brackets inside strings are text, not nesting.
     const inText = await t.request('POST', '/api/v1/agents', { key, body: { name: '{'.repeat(150), appId: '['.repeat(100) } });
     expect(inText.status, inText.text).toBe(201);
@@ -131,7 +152,10 @@ describe('JSON nesting depth', () => {
 
   it('holds for signed webhook deliveries too', async () => {
     const agent = await t.agent(key, { name: 'hooked', appId: 'app' });
-    const task = await t.request('POST', '/api/v1/tasks', { key, body: { name: 'hook', description: 'x', agentId: agent.id, type: 'triggered', trigger: { type: 'webhook' } } });
+    const task = await t.request('POST', '/api/v1/tasks', {
+      key,
+      body: { name: 'hook', description: 'x', agentId: agent.id, type: 'triggered', trigger: { type: 'webhook' } },
+    });
     expect(task.status, task.text).toBe(201);
     const { createHmac } = await import('node:crypto');
     const body = nested(4_500);
@@ -164,7 +188,10 @@ describe('validation messages name the field and what was expected', () => {
   });
 
   it('a nested enum, and a nullable field, say what they allow', async () => {
-    const res = await t.request('POST', '/api/v1/agents', { key, body: { name: 'n', appId: 'app', configuration: { onActiveRun: 'queue', temperature: 'hot' } } });
+    const res = await t.request('POST', '/api/v1/agents', {
+      key,
+      body: { name: 'n', appId: 'app', configuration: { onActiveRun: 'queue', temperature: 'hot' } },
+    });
     expectProblem(res, 400, 'validation_failed');
     expect(res.body.errors).toEqual(
       expect.arrayContaining([
@@ -184,7 +211,10 @@ describe('validation messages name the field and what was expected', () => {
     const notAnObject = await t.request('POST', '/api/v1/agents', { key, body: { name: 'u', appId: 'app', tools: ['mcp'] } });
     expect(notAnObject.body.errors).toEqual([{ path: 'body.tools.0', message: 'must be an object' }]);
     // Each item of an array is judged on its own.
-    const two = await t.request('POST', '/api/v1/agents', { key, body: { name: 'u', appId: 'app', tools: ['mcp', { type: 'mcp', url: 5 }] } });
+    const two = await t.request('POST', '/api/v1/agents', {
+      key,
+      body: { name: 'u', appId: 'app', tools: ['mcp', { type: 'mcp', url: 5 }] },
+    });
     expect(two.body.errors).toEqual([
       { path: 'body.tools.0', message: 'must be an object' },
       { path: 'body.tools.1.url', message: 'must be a string' },

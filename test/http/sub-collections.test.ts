@@ -58,7 +58,11 @@ beforeAll(async () => {
   others.skill = (await post('/api/skills', { name: 'theirs-skill', description: 'd', instructions: 'i' })).id;
   const form = new FormData();
   form.append('file', new Blob(['their notes'], { type: 'text/plain' }), 'notes.txt');
-  const uploaded = await fetch(`${await t.listen()}/api/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${otherKey}` }, body: form });
+  const uploaded = await fetch(`${await t.listen()}/api/v1/files`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${otherKey}` },
+    body: form,
+  });
   expect(uploaded.status).toBe(201);
   others.file = ((await uploaded.json()) as { id: string }).id;
 });
@@ -85,7 +89,9 @@ describe('sub-collections of a missing parent', () => {
 
   it('every such route documents its 404 in the OpenAPI document', async () => {
     const doc = (await t.request('GET', '/openapi.json')).body;
-    const undocumented = SUB_ROUTES.map((r) => r.url.replace(/:([A-Za-z]+)/g, '{$1}')).filter((path) => !doc.paths[path]?.get?.responses?.['404']);
+    const undocumented = SUB_ROUTES.map((r) => r.url.replace(/:([A-Za-z]+)/g, '{$1}')).filter(
+      (path) => !doc.paths[path]?.get?.responses?.['404'],
+    );
     expect(undocumented).toEqual([]);
   });
 

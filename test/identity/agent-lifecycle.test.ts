@@ -25,7 +25,11 @@ const introspect = (token: string) => t.request('POST', '/api/v1/identity/oauth/
 /** An access token for the main API, obtained by the agent itself (private_key_jwt). */
 async function agentApiToken(agentId: string) {
   const assertion = await t.services.identity.signClientAssertion(acme.id, agentId);
-  const res = await tokenRequest(t, { grant_type: 'client_credentials', client_assertion_type: ASSERTION_TYPE, client_assertion: assertion });
+  const res = await tokenRequest(t, {
+    grant_type: 'client_credentials',
+    client_assertion_type: ASSERTION_TYPE,
+    client_assertion: assertion,
+  });
   expect(res.status, res.text).toBe(200);
   return res.body.access_token as string;
 }
@@ -38,7 +42,14 @@ describe('deleting an agent (item 5)', () => {
     // A -> B (B is audience), B -> C re-delegating A's token (B is actor, A subject), C -> A.
     const aToB = (await exchange(t, (await svidFor(t, acme.key, a.id)).svid, b.id, 'tools:*')).access_token;
     const bSvid = (await svidFor(t, acme.key, b.id)).svid;
-    const redelegated = await tokenRequest(t, exchangeParams(aToB, c.id, 'tools:search', { subject_token_type: 'urn:ietf:params:oauth:token-type:access_token', actor_token: bSvid, actor_token_type: 'urn:ietf:params:oauth:token-type:jwt' }));
+    const redelegated = await tokenRequest(
+      t,
+      exchangeParams(aToB, c.id, 'tools:search', {
+        subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+        actor_token: bSvid,
+        actor_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+      }),
+    );
     expect(redelegated.status, redelegated.text).toBe(200);
     const bToC = redelegated.body.access_token as string;
     const cToA = (await exchange(t, (await svidFor(t, acme.key, c.id)).svid, a.id, 'tools:*')).access_token;
@@ -55,7 +66,11 @@ describe('deleting an agent (item 5)', () => {
     expect((await t.request('DELETE', `/api/v1/agents/${b.id}`, { key: acme.key })).status).toBe(204);
 
     // B is the audience, the actor (and, for its API token, the subject): all refused, at once.
-    for (const [token, callee] of [[aToB, b.id], [bToC, c.id], [cToB, b.id]] as const) {
+    for (const [token, callee] of [
+      [aToB, b.id],
+      [bToC, c.id],
+      [cToB, b.id],
+    ] as const) {
       const decision = await authorize(token, 'search', callee);
       expect(decision.body, `${callee}`).toMatchObject({ allowed: false, reason: 'token_invalid' });
       expect((await introspect(token)).body).toEqual({ active: false });
@@ -64,7 +79,11 @@ describe('deleting an agent (item 5)', () => {
     expectProblem(await t.request('GET', `/api/v1/agents/${b.id}`, { key: bApi }), 401, 'invalid_credentials');
     // Its SVIDs can no longer be exchanged, and its keys are revoked (not published, not usable).
     expectOAuthError(await tokenRequest(t, exchangeParams(bSvidForLater, a.id, 'tools:x')), 400, 'invalid_grant');
-    const keys = await t.db.kysely.selectFrom('identity_agent_keys').select(['status', 'revoked_at']).where('agent_id', '=', b.id).execute();
+    const keys = await t.db.kysely
+      .selectFrom('identity_agent_keys')
+      .select(['status', 'revoked_at'])
+      .where('agent_id', '=', b.id)
+      .execute();
     expect(keys.length).toBeGreaterThan(0);
     expect(keys.every((k) => k.status === 'revoked' && k.revoked_at)).toBe(true);
 
@@ -92,15 +111,27 @@ describe('a registered agent paused and resumed (item 18)', () => {
     expect((await authorize(extToOther, 'x', other.id)).body).toMatchObject({ allowed: false, reason: 'token_invalid' });
     expect((await authorize(otherToExt, 'x', ext.id)).body).toMatchObject({ allowed: false, reason: 'token_invalid' });
     expect((await introspect(extApi)).body).toEqual({ active: false });
-    expectProblem(await t.request('POST', `/api/v1/identity/agents/${ext.id}/svid`, { key: acme.key, body: { audience: t.config.issuer } }), 409, 'agent_suspended');
+    expectProblem(
+      await t.request('POST', `/api/v1/identity/agents/${ext.id}/svid`, { key: acme.key, body: { audience: t.config.issuer } }),
+      409,
+      'agent_suspended',
+    );
     expectProblem(await t.request('GET', `/api/v1/identity/agents/${ext.id}/client-metadata.json`), 409, 'agent_suspended');
     expectOAuthError(await tokenRequest(t, exchangeParams(extSvid, other.id, 'tools:x')), 400, 'invalid_grant');
     const otherSvid = (await svidFor(t, acme.key, other.id)).svid;
     expectOAuthError(await tokenRequest(t, exchangeParams(otherSvid, ext.id, 'tools:x')), 400, 'invalid_target');
     const assertion = await t.services.identity.signClientAssertion(acme.id, ext.id);
-    expectOAuthError(await tokenRequest(t, { grant_type: 'client_credentials', client_assertion_type: ASSERTION_TYPE, client_assertion: assertion }), 401, 'invalid_client');
+    expectOAuthError(
+      await tokenRequest(t, { grant_type: 'client_credentials', client_assertion_type: ASSERTION_TYPE, client_assertion: assertion }),
+      401,
+      'invalid_client',
+    );
     // A paused registered agent cannot be "resumed" into available through an update either.
-    expectProblem(await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'available' } }), 409, 'agent_not_executable');
+    expectProblem(
+      await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'available' } }),
+      409,
+      'agent_not_executable',
+    );
     expectProblem(await t.request('POST', `/api/v1/agents/${ext.id}/pause`, { key: acme.key }), 409, 'agent_already_paused');
 
     const resumed = await t.request('POST', `/api/v1/agents/${ext.id}/resume`, { key: acme.key });
@@ -108,7 +139,9 @@ describe('a registered agent paused and resumed (item 18)', () => {
     expect(resumed.body.status).toBe('registered');
     expect((await authorize(extToOther, 'x', other.id)).body.allowed).toBe(true);
     expect((await introspect(extApi)).body.active).toBe(true);
-    expect((await t.request('POST', `/api/v1/identity/agents/${ext.id}/svid`, { key: acme.key, body: { audience: t.config.issuer } })).status).toBe(200);
+    expect(
+      (await t.request('POST', `/api/v1/identity/agents/${ext.id}/svid`, { key: acme.key, body: { audience: t.config.issuer } })).status,
+    ).toBe(200);
     expect((await t.request('GET', `/api/v1/identity/agents/${ext.id}/client-metadata.json`)).status).toBe(200);
 
     // Through the update: paused, then back (to registered); available is refused.
@@ -116,9 +149,17 @@ describe('a registered agent paused and resumed (item 18)', () => {
     expect(viaUpdate.status, viaUpdate.text).toBe(200);
     expect(viaUpdate.body.status).toBe('paused');
     expect((await authorize(extToOther, 'x', other.id)).body.allowed).toBe(false);
-    expectProblem(await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'available' } }), 409, 'agent_not_executable');
+    expectProblem(
+      await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'available' } }),
+      409,
+      'agent_not_executable',
+    );
     expect((await t.request('POST', `/api/v1/agents/${ext.id}/resume`, { key: acme.key })).body.status).toBe('registered');
-    expectProblem(await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'available' } }), 409, 'agent_not_executable');
+    expectProblem(
+      await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'available' } }),
+      409,
+      'agent_not_executable',
+    );
     expect((await t.request('GET', `/api/v1/agents/${ext.id}`, { key: acme.key })).body.status).toBe('registered');
   });
 });
@@ -150,14 +191,17 @@ describe('introspection and the main API (items 16, 23)', () => {
   });
 });
 
-describe('the badge lists the agent\'s skills (item 17)', () => {
+describe("the badge lists the agent's skills (item 17)", () => {
   const badgeOf = async (agentId: string) => {
     const res = await t.request('GET', `/api/v1/identity/agents/${agentId}/client-metadata.json`);
     expect(res.status, res.text).toBe(200);
     return res.body.badge as string;
   };
   const createSkill = async (name: string, metadata: Record<string, string> = {}) => {
-    const res = await t.request('POST', '/api/skills', { key: acme.key, body: { name, description: `${name} skill`, category: 'sales', instructions: 'Do it.', metadata } });
+    const res = await t.request('POST', '/api/skills', {
+      key: acme.key,
+      body: { name, description: `${name} skill`, category: 'sales', instructions: 'Do it.', metadata },
+    });
     expect(res.status, res.text).toBe(201);
     return { ...(res.body as { id: string; name: string }), version: metadata.version ?? null };
   };
@@ -175,16 +219,20 @@ describe('the badge lists the agent\'s skills (item 17)', () => {
     expect(second).not.toBe(first);
     const skills = decodePart(second, 1).credentialSubject.capabilities.skills;
     expect(skills).toHaveLength(2);
-    expect(skills).toEqual(expect.arrayContaining([
-      { id: pricing.id, name: 'pricing', version: pricing.version },
-      { id: returns.id, name: 'returns', version: returns.version },
-    ]));
+    expect(skills).toEqual(
+      expect.arrayContaining([
+        { id: pricing.id, name: 'pricing', version: pricing.version },
+        { id: returns.id, name: 'returns', version: returns.version },
+      ]),
+    );
 
     // Disabled assignments are not capabilities.
     const disabled = await t.request('PATCH', `/api/skills/${returns.id}/assignments/${a.id}`, { key: acme.key, body: { enabled: false } });
     expect(disabled.status, disabled.text).toBe(200);
     const third = await badgeOf(a.id);
-    expect(decodePart(third, 1).credentialSubject.capabilities.skills).toEqual([{ id: pricing.id, name: 'pricing', version: pricing.version }]);
+    expect(decodePart(third, 1).credentialSubject.capabilities.skills).toEqual([
+      { id: pricing.id, name: 'pricing', version: pricing.version },
+    ]);
 
     // The earlier badges stay verifiable until they expire.
     for (const badge of [first, second]) {
@@ -210,7 +258,10 @@ describe.skipIf(dialect !== 'postgres')('two replicas on one PostgreSQL database
     const res = await replicas[i].app.inject({
       method: method as 'GET',
       url,
-      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       payload: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : undefined };
@@ -220,20 +271,29 @@ describe.skipIf(dialect !== 'postgres')('two replicas on one PostgreSQL database
     while (replicas[i].db.changes.stamp('agents') === stamp) await new Promise((r) => setTimeout(r, 5));
   };
 
-  it('a deletion on one replica ends the agent\'s tokens on the other as soon as it is notified', async () => {
+  it("a deletion on one replica ends the agent's tokens on the other as soon as it is notified", async () => {
     const { apiKey: key } = await replicas[0].services.tenancy.createTenant('replicated');
-    const agent = async (name: string, extra: Record<string, unknown> = {}) => (await call(0, 'POST', '/api/v1/agents', key, { name, appId: 'x', ...extra })).body.id as string;
+    const agent = async (name: string, extra: Record<string, unknown> = {}) =>
+      (await call(0, 'POST', '/api/v1/agents', key, { name, appId: 'x', ...extra })).body.id as string;
     const a = await agent('A');
     const b = await agent('B');
     const ext = await agent('E', { hosting: 'external' });
-    const svid = async (id: string) => (await call(0, 'POST', `/api/v1/identity/agents/${id}/svid`, key, { audience: 'http://agentry.test' })).body.svid as string;
+    const svid = async (id: string) =>
+      (await call(0, 'POST', `/api/v1/identity/agents/${id}/svid`, key, { audience: 'http://agentry.test' })).body.svid as string;
     const exchangeOn = async (subject: string, audience: string) => {
-      const res = await replicas[0].services.identity.exchange({ subject_token: subject, subject_token_type: 'urn:ietf:params:oauth:token-type:jwt', audience: [audience], resource: [], scope: 'tools:*' });
+      const res = await replicas[0].services.identity.exchange({
+        subject_token: subject,
+        subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+        audience: [audience],
+        resource: [],
+        scope: 'tools:*',
+      });
       return res.access_token;
     };
     const aToB = await exchangeOn(await svid(a), b);
     const extToA = await exchangeOn(await svid(ext), a);
-    const decide = async (i: number, token: string, callee: string) => (await call(i, 'POST', '/api/v1/identity/authorize', key, { token, tool: 't', callee })).body;
+    const decide = async (i: number, token: string, callee: string) =>
+      (await call(i, 'POST', '/api/v1/identity/authorize', key, { token, tool: 't', callee })).body;
     // Replica 1 has verified and cached both tokens.
     expect(await decide(1, aToB, b)).toMatchObject({ allowed: true });
     expect(await decide(1, extToA, a)).toMatchObject({ allowed: true });

@@ -69,15 +69,24 @@ beforeAll(async () => {
   admin = tenant.key;
   self = await agentWithHistory('Self');
   other = await agentWithHistory('Other');
-  const skill = await t.request('POST', '/api/skills', { key: admin, body: { name: 'pricing', description: 'prices', category: 'sales', instructions: 'Quote.' } });
+  const skill = await t.request('POST', '/api/skills', {
+    key: admin,
+    body: { name: 'pricing', description: 'prices', category: 'sales', instructions: 'Quote.' },
+  });
   shared.skill = skill.body.id;
   for (const agentId of [self.agentId, other.agentId]) {
     expect((await t.request('POST', `/api/skills/${shared.skill}/assign`, { key: admin, body: { agentId } })).status).toBe(201);
   }
-  const task = await t.request('POST', '/api/v1/tasks', { key: admin, body: { name: 'report', description: 'write it', agentId: other.agentId } });
+  const task = await t.request('POST', '/api/v1/tasks', {
+    key: admin,
+    body: { name: 'report', description: 'write it', agentId: other.agentId },
+  });
   expect(task.status, task.text).toBe(201);
   shared.task = task.body.id;
-  const policy = await t.request('POST', '/api/v1/identity/tbac/policies', { key: admin, body: { callerAgentId: '*', calleeAgentId: '*', toolName: 'x' } });
+  const policy = await t.request('POST', '/api/v1/identity/tbac/policies', {
+    key: admin,
+    body: { callerAgentId: '*', calleeAgentId: '*', toolName: 'x' },
+  });
   shared.policy = policy.body.id;
   shared.apiKey = (await t.request('GET', '/api/v1/tenant', { key: admin })).body.credential.id;
   const keys = await t.request('GET', `/api/v1/identity/agents/${other.agentId}/keys`, { key: admin });
@@ -121,9 +130,11 @@ function call(method: string, route: string, whose: Owned) {
   return t.request(method, urlFor(route, whose), { key: token, body, headers });
 }
 
-describe('an agent\'s own access token', () => {
-  it('walks every route: the listed ones reach only the agent\'s own resources, the rest are refused', async () => {
-    const catalog = (t.app as unknown as { routeCatalog: { method: string; url: string; public: boolean }[] }).routeCatalog.filter((r) => !r.public);
+describe("an agent's own access token", () => {
+  it("walks every route: the listed ones reach only the agent's own resources, the rest are refused", async () => {
+    const catalog = (t.app as unknown as { routeCatalog: { method: string; url: string; public: boolean }[] }).routeCatalog.filter(
+      (r) => !r.public,
+    );
     expect(catalog.length).toBeGreaterThan(80);
     const routes = new Set(catalog.map((r) => `${r.method} ${r.url}`));
     for (const allowed of ALLOWED) expect(routes.has(allowed), `${allowed} is a route`).toBe(true);
@@ -133,10 +144,12 @@ describe('an agent\'s own access token', () => {
       const key = `${method} ${url}`;
       // Routes without parameters name no agent's resources (the conversation list is checked below).
       const foreign = url.includes(':') ? await call(method, url, other) : { status: 403, text: '' };
-      if (![403, 404].includes(foreign.status)) wrong.push(`${key} with another agent's resources: ${foreign.status} ${foreign.text.slice(0, 160)}`);
+      if (![403, 404].includes(foreign.status))
+        wrong.push(`${key} with another agent's resources: ${foreign.status} ${foreign.text.slice(0, 160)}`);
       const own = await call(method, url, self);
       if (ALLOWED.has(key)) {
-        if ([401, 403, 404].includes(own.status) || own.status >= 500) wrong.push(`${key} with its own resources: ${own.status} ${own.text.slice(0, 160)}`);
+        if ([401, 403, 404].includes(own.status) || own.status >= 500)
+          wrong.push(`${key} with its own resources: ${own.status} ${own.text.slice(0, 160)}`);
       } else if (![403, 404].includes(own.status)) {
         wrong.push(`${key} (not for agents) with its own resources: ${own.status} ${own.text.slice(0, 160)}`);
       }

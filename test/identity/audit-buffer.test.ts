@@ -28,8 +28,24 @@ describe('AuditBuffer', () => {
     const n = AuditBuffer.MAX_BATCH + 43; // one full batch, then 32 + 8 + 2 + 1 rows
     const before = new Date().toISOString();
     for (let i = 0; i < n; i++) {
-      if (i % 2) buffer.addRow(tenant.id, 'agent', `caller-${i}`, 'test.buffered', 'agent', i % 3 ? `callee-${i}` : null, JSON.stringify({ i, quote: 'a "b" \\ c' }));
-      else buffer.add({ tenantId: tenant.id, actor: { type: 'agent', id: null }, action: 'test.buffered', resourceType: 'agent', detail: { i } });
+      if (i % 2)
+        buffer.addRow(
+          tenant.id,
+          'agent',
+          `caller-${i}`,
+          'test.buffered',
+          'agent',
+          i % 3 ? `callee-${i}` : null,
+          JSON.stringify({ i, quote: 'a "b" \\ c' }),
+        );
+      else
+        buffer.add({
+          tenantId: tenant.id,
+          actor: { type: 'agent', id: null },
+          action: 'test.buffered',
+          resourceType: 'agent',
+          detail: { i },
+        });
     }
     await buffer.flush();
     expect(errors).toEqual([]);
@@ -40,7 +56,12 @@ describe('AuditBuffer', () => {
       expect(row.tenant_id).toBe(tenant.id);
       expect(row.created_at >= before && row.created_at <= new Date().toISOString()).toBe(true);
       if (i % 2) {
-        expect(row).toMatchObject({ actor_type: 'agent', actor_id: `caller-${i}`, resource_type: 'agent', resource_id: i % 3 ? `callee-${i}` : null });
+        expect(row).toMatchObject({
+          actor_type: 'agent',
+          actor_id: `caller-${i}`,
+          resource_type: 'agent',
+          resource_id: i % 3 ? `callee-${i}` : null,
+        });
         expect(JSON.parse(row.detail)).toEqual({ i, quote: 'a "b" \\ c' });
       } else {
         expect(row).toMatchObject({ actor_type: 'agent', actor_id: null, resource_id: null });

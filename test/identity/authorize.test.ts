@@ -21,7 +21,8 @@ const policy = async (body: Record<string, unknown>, key = acme.key) => {
   expect(res.status, res.text).toBe(201);
   return res.body as { id: string };
 };
-const setMode = async (mode: string, key = acme.key) => expect((await t.request('PUT', '/api/v1/identity/tbac/mode', { key, body: { mode } })).status).toBe(200);
+const setMode = async (mode: string, key = acme.key) =>
+  expect((await t.request('PUT', '/api/v1/identity/tbac/mode', { key, body: { mode } })).status).toBe(200);
 
 /** Two fresh agents of acme and a token for caller -> callee with the given scope. */
 async function pair(scope = 'tools:*') {
@@ -36,7 +37,10 @@ describe('TBAC policies', () => {
   it('creates (allow by default), lists with filters and pages, updates and deletes', async () => {
     const x = await t.agent(acme.key);
     const y = await t.agent(acme.key);
-    const res = await t.request('POST', '/api/v1/identity/tbac/policies', { key: acme.key, body: { callerAgentId: x.id, calleeAgentId: y.id, toolName: 'search' } });
+    const res = await t.request('POST', '/api/v1/identity/tbac/policies', {
+      key: acme.key,
+      body: { callerAgentId: x.id, calleeAgentId: y.id, toolName: 'search' },
+    });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       id: expect.any(String),
@@ -68,7 +72,11 @@ describe('TBAC policies', () => {
 
     const patched = await t.request('PATCH', `/api/v1/identity/tbac/policies/${res.body.id}`, {
       key: acme.key,
-      body: { effect: 'deny', description: 'no search', conditions: { notAfter: '2099-01-01T00:00:00Z', timeWindow: { start: '09:00', end: '17:00' } } },
+      body: {
+        effect: 'deny',
+        description: 'no search',
+        conditions: { notAfter: '2099-01-01T00:00:00Z', timeWindow: { start: '09:00', end: '17:00' } },
+      },
     });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({
@@ -77,31 +85,60 @@ describe('TBAC policies', () => {
       conditions: { notAfter: '2099-01-01T00:00:00.000Z', timeWindow: { start: '09:00', end: '17:00' } },
       callerAgentId: x.id,
     });
-    const cleared = await t.request('PATCH', `/api/v1/identity/tbac/policies/${res.body.id}`, { key: acme.key, body: { conditions: null, description: null } });
+    const cleared = await t.request('PATCH', `/api/v1/identity/tbac/policies/${res.body.id}`, {
+      key: acme.key,
+      body: { conditions: null, description: null },
+    });
     expect(cleared.body).toMatchObject({ conditions: null, description: null, effect: 'deny' });
 
     expect((await t.request('DELETE', `/api/v1/identity/tbac/policies/${res.body.id}`, { key: acme.key })).status).toBe(204);
     expectProblem(await t.request('DELETE', `/api/v1/identity/tbac/policies/${res.body.id}`, { key: acme.key }), 404, 'not_found');
-    expectProblem(await t.request('PATCH', `/api/v1/identity/tbac/policies/${res.body.id}`, { key: acme.key, body: { effect: 'allow' } }), 404, 'not_found');
+    expectProblem(
+      await t.request('PATCH', `/api/v1/identity/tbac/policies/${res.body.id}`, { key: acme.key, body: { effect: 'allow' } }),
+      404,
+      'not_found',
+    );
   });
 
   it('refuses a second policy for the same triple with 409 policy_exists, also under concurrency', async () => {
     const x = await t.agent(acme.key);
     await policy({ callerAgentId: x.id, calleeAgentId: '*', toolName: 'a' });
-    expectProblem(await t.request('POST', '/api/v1/identity/tbac/policies', { key: acme.key, body: { callerAgentId: x.id, calleeAgentId: '*', toolName: 'a', effect: 'deny' } }), 409, 'policy_exists');
+    expectProblem(
+      await t.request('POST', '/api/v1/identity/tbac/policies', {
+        key: acme.key,
+        body: { callerAgentId: x.id, calleeAgentId: '*', toolName: 'a', effect: 'deny' },
+      }),
+      409,
+      'policy_exists',
+    );
     const results = await Promise.all(
-      Array.from({ length: 5 }, () => t.request('POST', '/api/v1/identity/tbac/policies', { key: acme.key, body: { callerAgentId: x.id, calleeAgentId: '*', toolName: 'b' } })),
+      Array.from({ length: 5 }, () =>
+        t.request('POST', '/api/v1/identity/tbac/policies', {
+          key: acme.key,
+          body: { callerAgentId: x.id, calleeAgentId: '*', toolName: 'b' },
+        }),
+      ),
     );
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409]);
     // The same triple in another tenant is another policy.
-    expect((await t.request('POST', '/api/v1/identity/tbac/policies', { key: globex.key, body: { callerAgentId: '*', calleeAgentId: '*', toolName: 'a' } })).status).toBe(201);
+    expect(
+      (
+        await t.request('POST', '/api/v1/identity/tbac/policies', {
+          key: globex.key,
+          body: { callerAgentId: '*', calleeAgentId: '*', toolName: 'a' },
+        })
+      ).status,
+    ).toBe(201);
   });
 
   it('validates bodies: fields, agents of the tenant, conditions', async () => {
     const x = await t.agent(acme.key);
     const foreign = await t.agent(globex.key);
     const bad = async (body: Record<string, unknown>, path?: string) => {
-      const res = await t.request('POST', '/api/v1/identity/tbac/policies', { key: acme.key, body: { callerAgentId: x.id, calleeAgentId: '*', toolName: 'ok', ...body } });
+      const res = await t.request('POST', '/api/v1/identity/tbac/policies', {
+        key: acme.key,
+        body: { callerAgentId: x.id, calleeAgentId: '*', toolName: 'ok', ...body },
+      });
       expectProblem(res, 400, 'validation_failed');
       if (path) expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(path);
     };
@@ -122,13 +159,24 @@ describe('TBAC policies', () => {
     const p = await policy({ callerAgentId: '*', calleeAgentId: '*', toolName: 'scoped' });
     const list = await t.request('GET', '/api/v1/identity/tbac/policies?toolName=scoped', { key: globex.key });
     expect(list.body.total).toBe(0);
-    expectProblem(await t.request('PATCH', `/api/v1/identity/tbac/policies/${p.id}`, { key: globex.key, body: { effect: 'deny' } }), 404, 'not_found');
+    expectProblem(
+      await t.request('PATCH', `/api/v1/identity/tbac/policies/${p.id}`, { key: globex.key, body: { effect: 'deny' } }),
+      404,
+      'not_found',
+    );
     expectProblem(await t.request('DELETE', `/api/v1/identity/tbac/policies/${p.id}`, { key: globex.key }), 404, 'not_found');
     const reader = await t.key(acme.key, ['settings:read']);
     const agentsOnly = await t.key(acme.key, ['agents:read', 'agents:write']);
     expect((await t.request('GET', '/api/v1/identity/tbac/policies', { key: reader })).status).toBe(200);
     expectProblem(await t.request('GET', '/api/v1/identity/tbac/policies', { key: agentsOnly }), 403, 'forbidden');
-    expectProblem(await t.request('POST', '/api/v1/identity/tbac/policies', { key: reader, body: { callerAgentId: '*', calleeAgentId: '*', toolName: 'z' } }), 403, 'forbidden');
+    expectProblem(
+      await t.request('POST', '/api/v1/identity/tbac/policies', {
+        key: reader,
+        body: { callerAgentId: '*', calleeAgentId: '*', toolName: 'z' },
+      }),
+      403,
+      'forbidden',
+    );
     expectProblem(await t.request('PATCH', `/api/v1/identity/tbac/policies/${p.id}`, { key: reader, body: {} }), 403, 'forbidden');
     expectProblem(await t.request('DELETE', `/api/v1/identity/tbac/policies/${p.id}`, { key: reader }), 403, 'forbidden');
     expectProblem(await t.request('GET', '/api/v1/identity/tbac/policies'), 401, 'missing_credentials');
@@ -146,7 +194,11 @@ describe('TBAC policies', () => {
 describe('TBAC mode', () => {
   it('defaults to audit, switches to enforce, keeps other settings, and needs settings permissions', async () => {
     const tenant = await t.tenant('mode-tenant');
-    await t.db.kysely.updateTable('tenants').set({ settings: JSON.stringify({ other: 1 }) }).where('id', '=', tenant.id).execute();
+    await t.db.kysely
+      .updateTable('tenants')
+      .set({ settings: JSON.stringify({ other: 1 }) })
+      .where('id', '=', tenant.id)
+      .execute();
     expect((await t.request('GET', '/api/v1/identity/tbac/mode', { key: tenant.key })).body).toEqual({ mode: 'audit' });
     const put = await t.request('PUT', '/api/v1/identity/tbac/mode', { key: tenant.key, body: { mode: 'enforce' } });
     expect(put.status).toBe(200);
@@ -156,7 +208,11 @@ describe('TBAC mode', () => {
     expect(JSON.parse(row.settings)).toEqual({ other: 1, tbacMode: 'enforce' });
     // Other tenants are untouched.
     expect((await t.request('GET', '/api/v1/identity/tbac/mode', { key: globex.key })).body).toEqual({ mode: 'audit' });
-    expectProblem(await t.request('PUT', '/api/v1/identity/tbac/mode', { key: tenant.key, body: { mode: 'strict' } }), 400, 'validation_failed');
+    expectProblem(
+      await t.request('PUT', '/api/v1/identity/tbac/mode', { key: tenant.key, body: { mode: 'strict' } }),
+      400,
+      'validation_failed',
+    );
     const reader = await t.key(tenant.key, ['settings:read']);
     expect((await t.request('GET', '/api/v1/identity/tbac/mode', { key: reader })).status).toBe(200);
     expectProblem(await t.request('PUT', '/api/v1/identity/tbac/mode', { key: reader, body: { mode: 'audit' } }), 403, 'forbidden');
@@ -171,9 +227,15 @@ describe('ExtAuthZ: the decision and its order', () => {
     const caller = await t.agent(tenant.key);
     const callee = await t.agent(tenant.key);
     const { access_token } = await exchange(t, (await svidFor(t, tenant.key, caller.id)).svid, callee.id, 'tools:search');
-    expect((await authorize({ token: access_token, tool: 'search', callee: callee.id })).body).toEqual({ allowed: true, reason: 'no_policy_audit_allow' });
+    expect((await authorize({ token: access_token, tool: 'search', callee: callee.id })).body).toEqual({
+      allowed: true,
+      reason: 'no_policy_audit_allow',
+    });
     await setMode('enforce', tenant.key);
-    expect((await authorize({ token: access_token, tool: 'search', callee: callee.id })).body).toEqual({ allowed: false, reason: 'no_policy_enforce_deny' });
+    expect((await authorize({ token: access_token, tool: 'search', callee: callee.id })).body).toEqual({
+      allowed: false,
+      reason: 'no_policy_enforce_deny',
+    });
   });
 
   it('answers token_invalid (200) for missing, malformed, tampered, wrong-typ, expired, revoked and foreign-audience tokens', async () => {
@@ -215,12 +277,18 @@ describe('ExtAuthZ: the decision and its order', () => {
 
   it('takes the token from the bearer header, in three callee formats', async () => {
     const { callee, token } = await pair('tools:search');
-    for (const c of [callee.id, spiffe(acme.id, callee.id), `${t.config.publicBaseUrl}/api/v1/identity/agents/${callee.id}/client-metadata.json`]) {
+    for (const c of [
+      callee.id,
+      spiffe(acme.id, callee.id),
+      `${t.config.publicBaseUrl}/api/v1/identity/agents/${callee.id}/client-metadata.json`,
+    ]) {
       const res = await authorize({ tool: 'search', callee: c }, { authorization: `Bearer ${token}` });
       expect(res.body, c).toEqual({ allowed: true, reason: 'no_policy_audit_allow' });
     }
     // The body token wins over the header.
-    expect((await authorize({ token: 'garbage', tool: 'search', callee: callee.id }, { authorization: `Bearer ${token}` })).body.reason).toBe('token_invalid');
+    expect(
+      (await authorize({ token: 'garbage', tool: 'search', callee: callee.id }, { authorization: `Bearer ${token}` })).body.reason,
+    ).toBe('token_invalid');
     // A SPIFFE callee naming another tenant does not match.
     expect((await authorize({ token, tool: 'search', callee: spiffe(globex.id, callee.id) })).body.reason).toBe('token_invalid');
   });
@@ -231,16 +299,30 @@ describe('ExtAuthZ: the decision and its order', () => {
     expect((await authorize({ token, tool: 'delete', callee: callee.id })).body).toEqual({ allowed: false, reason: 'tool_not_in_scope' });
     expect((await authorize({ token, tool: 'search', callee: callee.id })).body).toMatchObject({ allowed: true, reason: 'policy_allow' });
     const all = await pair('tools:*');
-    expect((await authorize({ token: all.token, tool: 'anything.at-all', callee: all.callee.id })).body).toEqual({ allowed: true, reason: 'no_policy_audit_allow' });
+    expect((await authorize({ token: all.token, tool: 'anything.at-all', callee: all.callee.id })).body).toEqual({
+      allowed: true,
+      reason: 'no_policy_audit_allow',
+    });
   });
 
   it('takes JSON only, like the rest of the API (form bodies are for the OAuth endpoints)', async () => {
     const { callee, token } = await pair('tools:search');
     const form = new URLSearchParams({ token, tool: 'search', callee: callee.id }).toString();
-    expectProblem(await t.request('POST', '/api/v1/identity/authorize', { payload: form, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type');
+    expectProblem(
+      await t.request('POST', '/api/v1/identity/authorize', {
+        payload: form,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+      415,
+      'unsupported_media_type',
+    );
     const policyForm = new URLSearchParams({ callerAgentId: '*', calleeAgentId: '*', toolName: 'x' }).toString();
     expectProblem(
-      await t.request('POST', '/api/v1/identity/tbac/policies', { key: acme.key, payload: policyForm, headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+      await t.request('POST', '/api/v1/identity/tbac/policies', {
+        key: acme.key,
+        payload: policyForm,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
       415,
       'unsupported_media_type',
     );
@@ -289,9 +371,21 @@ describe('policy precedence', () => {
   it('a policy whose conditions do not hold does not match', async () => {
     const { caller, callee, token } = await pair();
     const fallback = await policy({ callerAgentId: '*', calleeAgentId: callee.id, toolName: '*', effect: 'allow' });
-    const expired = await policy({ callerAgentId: caller.id, calleeAgentId: callee.id, toolName: 'a', effect: 'deny', conditions: { notAfter: '2020-01-01T00:00:00Z' } });
+    const expired = await policy({
+      callerAgentId: caller.id,
+      calleeAgentId: callee.id,
+      toolName: 'a',
+      effect: 'deny',
+      conditions: { notAfter: '2020-01-01T00:00:00Z' },
+    });
     expect((await decide(token, 'a', callee.id)).policyId).toBe(fallback.id);
-    const future = await policy({ callerAgentId: caller.id, calleeAgentId: callee.id, toolName: 'b', effect: 'deny', conditions: { notBefore: '2999-01-01T00:00:00Z' } });
+    const future = await policy({
+      callerAgentId: caller.id,
+      calleeAgentId: callee.id,
+      toolName: 'b',
+      effect: 'deny',
+      conditions: { notBefore: '2999-01-01T00:00:00Z' },
+    });
     expect((await decide(token, 'b', callee.id)).policyId).toBe(fallback.id);
     const current = await policy({
       callerAgentId: caller.id,
@@ -308,14 +402,29 @@ describe('policy precedence', () => {
       const m = (((new Date().getUTCHours() * 60 + new Date().getUTCMinutes() + offsetMin) % 1440) + 1440) % 1440;
       return `${String(Math.floor(m / 60)).padStart(2, '0')}:${String(m % 60).padStart(2, '0')}`;
     };
-    const inside = await policy({ callerAgentId: caller.id, calleeAgentId: callee.id, toolName: 'd', effect: 'deny', conditions: { timeWindow: { start: hhmm(-60), end: hhmm(60) } } });
+    const inside = await policy({
+      callerAgentId: caller.id,
+      calleeAgentId: callee.id,
+      toolName: 'd',
+      effect: 'deny',
+      conditions: { timeWindow: { start: hhmm(-60), end: hhmm(60) } },
+    });
     expect((await decide(token, 'd', callee.id)).policyId).toBe(inside.id);
-    await policy({ callerAgentId: caller.id, calleeAgentId: callee.id, toolName: 'e', effect: 'deny', conditions: { timeWindow: { start: hhmm(60), end: hhmm(120) } } });
+    await policy({
+      callerAgentId: caller.id,
+      calleeAgentId: callee.id,
+      toolName: 'e',
+      effect: 'deny',
+      conditions: { timeWindow: { start: hhmm(60), end: hhmm(120) } },
+    });
     expect((await decide(token, 'e', callee.id)).policyId).toBe(fallback.id);
     // Moving the clock past notAfter makes a current policy stop matching.
     const clock = t.services.identity.clock;
     const real = clock.now;
-    await t.request('PATCH', `/api/v1/identity/tbac/policies/${current.id}`, { key: acme.key, body: { conditions: { notAfter: new Date(Date.now() + 60_000).toISOString() } } });
+    await t.request('PATCH', `/api/v1/identity/tbac/policies/${current.id}`, {
+      key: acme.key,
+      body: { conditions: { notAfter: new Date(Date.now() + 60_000).toISOString() } },
+    });
     expect((await decide(token, 'c', callee.id)).policyId).toBe(current.id);
     clock.now = () => Date.now() + 120_000;
     try {
@@ -348,7 +457,10 @@ describe('policy precedence', () => {
     await setMode('enforce', tenant.key);
     const caller = await t.agent(tenant.key);
     const callee = await t.agent(tenant.key);
-    const allow = await t.request('POST', '/api/v1/identity/tbac/policies', { key: tenant.key, body: { callerAgentId: caller.id, calleeAgentId: callee.id, toolName: 'ok' } });
+    const allow = await t.request('POST', '/api/v1/identity/tbac/policies', {
+      key: tenant.key,
+      body: { callerAgentId: caller.id, calleeAgentId: callee.id, toolName: 'ok' },
+    });
     const { access_token } = await exchange(t, (await svidFor(t, tenant.key, caller.id)).svid, callee.id, 'tools:ok');
     expect(await decide(access_token, 'ok', callee.id)).toEqual({ allowed: true, reason: 'policy_allow', policyId: allow.body.id });
     await t.request('DELETE', `/api/v1/identity/tbac/policies/${allow.body.id}`, { key: tenant.key });
@@ -357,12 +469,15 @@ describe('policy precedence', () => {
 });
 
 describe('auditing decisions', () => {
-  it('audits every decision in the token\'s tenant (not forged tokens, which have no trustworthy tenant)', async () => {
+  it("audits every decision in the token's tenant (not forged tokens, which have no trustworthy tenant)", async () => {
     const tenant = await t.tenant('audited');
     const caller = await t.agent(tenant.key);
     const callee = await t.agent(tenant.key);
     const { access_token } = await exchange(t, (await svidFor(t, tenant.key, caller.id)).svid, callee.id, 'tools:a');
-    await t.request('POST', '/api/v1/identity/tbac/policies', { key: tenant.key, body: { callerAgentId: caller.id, calleeAgentId: '*', toolName: 'a', effect: 'deny' } });
+    await t.request('POST', '/api/v1/identity/tbac/policies', {
+      key: tenant.key,
+      body: { callerAgentId: caller.id, calleeAgentId: '*', toolName: 'a', effect: 'deny' },
+    });
     const outcomes = [
       await authorize({ token: access_token, tool: 'a', callee: callee.id }),
       await authorize({ token: access_token, tool: 'b', callee: callee.id }),
@@ -373,10 +488,15 @@ describe('auditing decisions', () => {
     await t.services.identity.flush();
     const events = (await t.request('GET', '/api/v1/audit-events?action=identity.authorization_decided', { key: tenant.key })).body.events;
     expect(events).toHaveLength(3);
-    expect(events.map((e: { detail: { reason: string } }) => e.detail.reason).sort()).toEqual(['policy_deny', 'token_invalid', 'tool_not_in_scope']);
+    expect(events.map((e: { detail: { reason: string } }) => e.detail.reason).sort()).toEqual([
+      'policy_deny',
+      'token_invalid',
+      'tool_not_in_scope',
+    ]);
     for (const e of events) expect(e).toMatchObject({ actorType: 'agent', actorId: caller.id, detail: { jti: expect.any(String) } });
     // Nothing leaks into other tenants' trails.
-    const elsewhere = (await t.request('GET', '/api/v1/audit-events?action=identity.authorization_decided', { key: globex.key })).body.events;
+    const elsewhere = (await t.request('GET', '/api/v1/audit-events?action=identity.authorization_decided', { key: globex.key })).body
+      .events;
     expect(elsewhere).toHaveLength(0);
   });
 
@@ -386,11 +506,17 @@ describe('auditing decisions', () => {
     const caller = await other.agent(tenant.key);
     const callee = await other.agent(tenant.key);
     const { access_token } = await exchange(other, (await svidFor(other, tenant.key, caller.id)).svid, callee.id, 'tools:a');
-    for (let i = 0; i < 3; i++) await other.request('POST', '/api/v1/identity/authorize', { body: { token: access_token, tool: 'a', callee: callee.id } });
+    for (let i = 0; i < 3; i++)
+      await other.request('POST', '/api/v1/identity/authorize', { body: { token: access_token, tool: 'a', callee: callee.id } });
     const answeredBy = new Date().toISOString();
     await new Promise((r) => setTimeout(r, 20));
     await other.app.close(); // flushes
-    const n = await other.db.kysely.selectFrom('audit_events').select(['id', 'created_at']).where('action', '=', 'identity.authorization_decided').orderBy('id').execute();
+    const n = await other.db.kysely
+      .selectFrom('audit_events')
+      .select(['id', 'created_at'])
+      .where('action', '=', 'identity.authorization_decided')
+      .orderBy('id')
+      .execute();
     expect(n).toHaveLength(3);
     // Stamped when decided, not when the batch was written (one multi-row insert).
     for (const row of n) expect(row.created_at <= answeredBy).toBe(true);
@@ -427,7 +553,18 @@ describe('performance (anchor: OPA decision median ~0.2 ms, p99 ~1.5 ms)', () =>
     const at = new Date().toISOString();
     await t.db.kysely
       .insertInto('tbac_policies')
-      .values({ id: `01a00000-0000-7000-8000-${Date.now().toString().slice(-12)}`, tenant_id: acme.id, caller_agent_id: caller.id, callee_agent_id: callee.id, tool_name: 'tool', effect: 'deny', description: null, conditions: null, created_at: at, updated_at: at })
+      .values({
+        id: `01a00000-0000-7000-8000-${Date.now().toString().slice(-12)}`,
+        tenant_id: acme.id,
+        caller_agent_id: caller.id,
+        callee_agent_id: callee.id,
+        tool_name: 'tool',
+        effect: 'deny',
+        description: null,
+        conditions: null,
+        created_at: at,
+        updated_at: at,
+      })
       .execute();
     await new Promise((r) => setTimeout(r, 1100));
     expect((await t.services.identity.authorize(token, 'tool', callee.id)).reason).toBe('policy_deny');

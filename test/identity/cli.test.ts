@@ -13,15 +13,26 @@ beforeAll(async () => {
 });
 afterAll(() => proc?.close());
 
-const bundle = async () => (await fetch(`${server.url}/.well-known/spiffe/trust-bundle`)).json() as Promise<{ keys: { kid: string }[]; spiffe_sequence: number }>;
+const bundle = async () =>
+  (await fetch(`${server.url}/.well-known/spiffe/trust-bundle`)).json() as Promise<{ keys: { kid: string }[]; spiffe_sequence: number }>;
 
 describe('agentry identity (CLI) next to a running server', () => {
   it('rotates the platform key: the server publishes the new key at once and keeps signing with the old one', async () => {
     const tenant = JSON.parse((await cli(['tenants', 'create', 'Acme', '--json'], database.env)).stdout);
     const headers = { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' };
-    const agent = (await (await fetch(`${server.url}/api/v1/agents`, { method: 'POST', headers, body: JSON.stringify({ name: 'a', appId: 'x' }) })).json()) as { id: string };
+    const agent = (await (
+      await fetch(`${server.url}/api/v1/agents`, { method: 'POST', headers, body: JSON.stringify({ name: 'a', appId: 'x' }) })
+    ).json()) as { id: string };
     const svid = async () =>
-      ((await (await fetch(`${server.url}/api/v1/identity/agents/${agent.id}/svid`, { method: 'POST', headers, body: JSON.stringify({ audience: 'x' }) })).json()) as { svid: string }).svid;
+      (
+        (await (
+          await fetch(`${server.url}/api/v1/identity/agents/${agent.id}/svid`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ audience: 'x' }),
+          })
+        ).json()) as { svid: string }
+      ).svid;
     const before = await bundle();
     const oldKid = decodeProtectedHeader(await svid()).kid;
 

@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import {
   ASSERTION_TYPE,
-  
   decodePart,
   exchange,
   expectOAuthError,
@@ -38,16 +37,27 @@ async function newKey(permissions: string[], owner = acme) {
 }
 
 describe('client_credentials with an API key', () => {
-  it('issues an at+jwt with the key\'s permissions as scope (HTTP Basic)', async () => {
+  it("issues an at+jwt with the key's permissions as scope (HTTP Basic)", async () => {
     const k = await newKey(['agents:read', 'settings:read']);
     const res = await tokenRequest(t, { grant_type: 'client_credentials' }, basic(k.id, k.key));
     expect(res.status, res.text).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.headers.pragma).toBe('no-cache');
-    expect(res.body).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: 3600, scope: 'agents:read settings:read' });
+    expect(res.body).toEqual({
+      access_token: expect.any(String),
+      token_type: 'Bearer',
+      expires_in: 3600,
+      scope: 'agents:read settings:read',
+    });
     expect(decodeProtectedHeader(res.body.access_token)).toEqual({ alg: 'ES256', kid: expect.any(String), typ: 'at+jwt' });
     const { payload } = await joseVerify(t, res.body.access_token, { typ: 'at+jwt', audience: apiAudience() });
-    expect(payload).toMatchObject({ iss: t.config.issuer, sub: k.id, client_id: k.id, aud: apiAudience(), scope: 'agents:read settings:read' });
+    expect(payload).toMatchObject({
+      iss: t.config.issuer,
+      sub: k.id,
+      client_id: k.id,
+      aud: apiAudience(),
+      scope: 'agents:read settings:read',
+    });
     expect(payload).not.toHaveProperty('act');
     expect(typeof payload.jti).toBe('string');
     expect(payload.exp! - payload.iat!).toBe(3600);
@@ -59,7 +69,9 @@ describe('client_credentials with an API key', () => {
     const secretPart = k.key.slice('agk_'.length + 32 + 1);
     expect((await tokenRequest(t, { grant_type: 'client_credentials', client_id: k.id, client_secret: secretPart })).status).toBe(200);
     // JSON works as well.
-    const json = await t.request('POST', '/api/v1/identity/oauth/token', { body: { grant_type: 'client_credentials', client_id: k.id, client_secret: k.key } });
+    const json = await t.request('POST', '/api/v1/identity/oauth/token', {
+      body: { grant_type: 'client_credentials', client_id: k.id, client_secret: k.key },
+    });
     expect(json.status).toBe(200);
   });
 
@@ -67,8 +79,16 @@ describe('client_credentials with an API key', () => {
     const k = await newKey(['agents:read', 'agents:write']);
     const sub = await tokenRequest(t, { grant_type: 'client_credentials', scope: 'agents:read' }, basic(k.id, k.key));
     expect(sub.body.scope).toBe('agents:read');
-    expectOAuthError(await tokenRequest(t, { grant_type: 'client_credentials', scope: 'agents:read settings:write' }, basic(k.id, k.key)), 400, 'insufficient_scope');
-    expectOAuthError(await tokenRequest(t, { grant_type: 'client_credentials', scope: 'tools:x' }, basic(k.id, k.key)), 400, 'invalid_scope');
+    expectOAuthError(
+      await tokenRequest(t, { grant_type: 'client_credentials', scope: 'agents:read settings:write' }, basic(k.id, k.key)),
+      400,
+      'insufficient_scope',
+    );
+    expectOAuthError(
+      await tokenRequest(t, { grant_type: 'client_credentials', scope: 'tools:x' }, basic(k.id, k.key)),
+      400,
+      'invalid_scope',
+    );
   });
 
   it('refuses bad client authentication with 401 invalid_client', async () => {
@@ -78,10 +98,18 @@ describe('client_credentials with an API key', () => {
     expectOAuthError(wrongSecret, 401, 'invalid_client');
     expect(wrongSecret.headers['www-authenticate']).toMatch(/^Basic/);
     expectOAuthError(await tokenRequest(t, { grant_type: 'client_credentials' }, basic(k.id, other.key)), 401, 'invalid_client'); // another key's secret
-    expectOAuthError(await tokenRequest(t, { grant_type: 'client_credentials', client_id: 'nope', client_secret: k.key }), 401, 'invalid_client');
+    expectOAuthError(
+      await tokenRequest(t, { grant_type: 'client_credentials', client_id: 'nope', client_secret: k.key }),
+      401,
+      'invalid_client',
+    );
     expectOAuthError(await tokenRequest(t, { grant_type: 'client_credentials' }), 401, 'invalid_client');
     expectOAuthError(await tokenRequest(t, { grant_type: 'client_credentials' }, { authorization: 'Bearer x' }), 401, 'invalid_client');
-    expectOAuthError(await tokenRequest(t, { grant_type: 'client_credentials', client_id: k.id, client_secret: k.key }, basic(k.id, k.key)), 400, 'invalid_request');
+    expectOAuthError(
+      await tokenRequest(t, { grant_type: 'client_credentials', client_id: k.id, client_secret: k.key }, basic(k.id, k.key)),
+      400,
+      'invalid_request',
+    );
     await t.request('DELETE', `/api/v1/api-keys/${k.id}`, { key: acme.key });
     expectOAuthError(await tokenRequest(t, { grant_type: 'client_credentials' }, basic(k.id, k.key)), 401, 'invalid_client');
   });
@@ -96,13 +124,16 @@ describe('client_credentials with an API key', () => {
 });
 
 describe('access tokens on the main API', () => {
-  it('authenticate every endpoint like the API key, with the token\'s permissions', async () => {
+  it("authenticate every endpoint like the API key, with the token's permissions", async () => {
     const k = await newKey(['agents:read', 'agents:write']);
     const token = (await tokenRequest(t, { grant_type: 'client_credentials', scope: 'agents:read' }, basic(k.id, k.key))).body.access_token;
     expect((await t.request('GET', '/api/v1/agents', { key: token })).status).toBe(200);
     expectProblem(await t.request('POST', '/api/v1/agents', { key: token, body: { name: 'x', appId: 'y' } }), 403, 'forbidden');
     const me = await t.request('GET', '/api/v1/tenant', { key: token });
-    expect(me.body).toMatchObject({ tenant: { id: acme.id }, credential: { type: 'access_token', id: k.id, permissions: ['agents:read'] } });
+    expect(me.body).toMatchObject({
+      tenant: { id: acme.id },
+      credential: { type: 'access_token', id: k.id, permissions: ['agents:read'] },
+    });
 
     const writer = (await tokenRequest(t, { grant_type: 'client_credentials' }, basic(k.id, k.key))).body.access_token;
     const created = await t.request('POST', '/api/v1/agents', { key: writer, body: { name: 'via token', appId: 'y' } });
@@ -177,14 +208,24 @@ describe('client_credentials for an agent (private_key_jwt)', () => {
     // The token reaches that agent only (test/identity/agent-token-reach.test.ts walks every route).
     expect((await t.request('GET', `/api/v1/agents/${a.id}`, { key: res.body.access_token })).status).toBe(200);
     expectProblem(await t.request('GET', '/api/v1/agents', { key: res.body.access_token }), 403, 'forbidden');
-    expectProblem(await t.request('POST', '/api/v1/agents', { key: res.body.access_token, body: { name: 'x', appId: 'y' } }), 403, 'forbidden');
+    expectProblem(
+      await t.request('POST', '/api/v1/agents', { key: res.body.access_token, body: { name: 'x', appId: 'y' } }),
+      403,
+      'forbidden',
+    );
     const me = (await t.request('GET', '/api/v1/tenant', { key: res.body.access_token })).body;
     expect(me.credential).toEqual({ type: 'access_token', id: a.id, permissions: ['agents:read'] });
 
-    const skills = await tokenRequest(t, assertionParams(await t.services.identity.signClientAssertion(acme.id, a.id), { scope: 'agents:read skills:read' }));
+    const skills = await tokenRequest(
+      t,
+      assertionParams(await t.services.identity.signClientAssertion(acme.id, a.id), { scope: 'agents:read skills:read' }),
+    );
     expect(skills.body.scope).toBe('agents:read skills:read');
     // agents:write lets it run itself (its token is bound to it); settings are never an agent's.
-    expect((await tokenRequest(t, assertionParams(await t.services.identity.signClientAssertion(acme.id, a.id), { scope: 'agents:write' }))).status).toBe(200);
+    expect(
+      (await tokenRequest(t, assertionParams(await t.services.identity.signClientAssertion(acme.id, a.id), { scope: 'agents:write' })))
+        .status,
+    ).toBe(200);
     expectOAuthError(
       await tokenRequest(t, assertionParams(await t.services.identity.signClientAssertion(acme.id, a.id), { scope: 'settings:write' })),
       400,
@@ -197,9 +238,16 @@ describe('client_credentials for an agent (private_key_jwt)', () => {
     const assertion = await t.services.identity.signClientAssertion(acme.id, a.id);
     expect((await tokenRequest(t, assertionParams(assertion))).status).toBe(200);
     expectOAuthError(await tokenRequest(t, assertionParams(assertion)), 401, 'invalid_client'); // replay
-    expectOAuthError(await tokenRequest(t, assertionParams(tamper(await t.services.identity.signClientAssertion(acme.id, a.id)))), 401, 'invalid_client');
     expectOAuthError(
-      await tokenRequest(t, { ...assertionParams(await t.services.identity.signClientAssertion(acme.id, a.id)), client_assertion_type: 'urn:x' }),
+      await tokenRequest(t, assertionParams(tamper(await t.services.identity.signClientAssertion(acme.id, a.id)))),
+      401,
+      'invalid_client',
+    );
+    expectOAuthError(
+      await tokenRequest(t, {
+        ...assertionParams(await t.services.identity.signClientAssertion(acme.id, a.id)),
+        client_assertion_type: 'urn:x',
+      }),
       400,
       'invalid_request',
     );
@@ -221,8 +269,16 @@ describe('client_credentials for an agent (private_key_jwt)', () => {
     const real = await t.services.identity.agentKeys.signingKey(acme.id, a.id);
     expect((await tokenRequest(t, assertionParams(await forge(real.key, base)))).status).toBe(200);
     expect((await tokenRequest(t, assertionParams(await forge(real.key, { ...base, aud: t.config.issuer })))).status).toBe(200);
-    expectOAuthError(await tokenRequest(t, assertionParams(await forge(real.key, { ...base, aud: 'https://elsewhere.example' }))), 401, 'invalid_client');
-    expectOAuthError(await tokenRequest(t, assertionParams(await forge(real.key, { ...base, sub: 'someone-else' }))), 401, 'invalid_client');
+    expectOAuthError(
+      await tokenRequest(t, assertionParams(await forge(real.key, { ...base, aud: 'https://elsewhere.example' }))),
+      401,
+      'invalid_client',
+    );
+    expectOAuthError(
+      await tokenRequest(t, assertionParams(await forge(real.key, { ...base, sub: 'someone-else' }))),
+      401,
+      'invalid_client',
+    );
     expectOAuthError(await tokenRequest(t, assertionParams(await forge(real.key, { ...base, exp: now - 10 }))), 401, 'invalid_client');
     expectOAuthError(await tokenRequest(t, assertionParams(await forge(real.key, { ...base, exp: now + 7200 }))), 401, 'invalid_client');
     expectOAuthError(await tokenRequest(t, assertionParams(await forge(real.key, base, { typ: 'at+jwt' }))), 401, 'invalid_client');

@@ -25,7 +25,12 @@ describe('delegation to another agent (SVID -> token exchange -> ExtAuthZ -> cal
     expect(call.result).toMatchObject({ output: 'find the answer', agentId: helper.id, authorization: 'no_policy_audit_allow' });
     // The callee's run is a run of its own, in the helper's history.
     const helperRuns = await t.request('GET', `/api/v1/agents/${helper.id}/runs`, { key });
-    expect(helperRuns.body.runs[0]).toMatchObject({ id: call.result.runId, kind: 'delegation', status: 'completed', output: 'find the answer' });
+    expect(helperRuns.body.runs[0]).toMatchObject({
+      id: call.result.runId,
+      kind: 'delegation',
+      status: 'completed',
+      output: 'find the answer',
+    });
     // The decision and the SVID issuance are audited.
     const audit = await t.request('GET', `/api/v1/audit-events?resourceId=${lead.id}&limit=100`, { key });
     expect(audit.body.events.map((e: { action: string }) => e.action)).toContain('identity.svid_issued');
@@ -45,7 +50,9 @@ describe('delegation to another agent (SVID -> token exchange -> ExtAuthZ -> cal
     expect(p.status).toBe(201);
     const res = await execute(lead.id, '/tool ask_guarded {"message":"let me in"}');
     expect(res.status).toBe(200);
-    expect(res.body.toolCalls[0].result).toEqual({ error: { code: 'access_denied', message: expect.stringMatching(/insufficient_scope|policy_deny/) } });
+    expect(res.body.toolCalls[0].result).toEqual({
+      error: { code: 'access_denied', message: expect.stringMatching(/insufficient_scope|policy_deny/) },
+    });
     expect((await t.request('GET', `/api/v1/agents/${helper.id}/runs`, { key })).body.total).toBe(0);
     const run = await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key });
     expect(run.body.toolCalls[0].result.error.code).toBe('access_denied');

@@ -34,9 +34,21 @@ const blocks = [...walkthrough.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1
 const expectedAnswers = blocks
   .flatMap((b) => b.split('\n'))
   .filter((line) => /^#\s*(\{|\d{3}\b)/.test(line.trim()))
-  .map((line) => line.trim().replace(/^#\s*/, '').split(/:\s+the key|\s+#/)[0].replace(/:$/, ''));
+  .map((line) =>
+    line
+      .trim()
+      .replace(/^#\s*/, '')
+      .split(/:\s+the key|\s+#/)[0]
+      .replace(/:$/, ''),
+  );
 
-const toPattern = (answer: string) => new RegExp(answer.split('...').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('[\\s\\S]*?'));
+const toPattern = (answer: string) =>
+  new RegExp(
+    answer
+      .split('...')
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('[\\s\\S]*?'),
+  );
 
 function bash(script: string, env: Record<string, string | undefined>) {
   return spawnSync('bash', ['-c', script], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 180_000 });

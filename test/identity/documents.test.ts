@@ -18,7 +18,13 @@ beforeAll(async () => {
     name: 'Support',
     tools: [
       { type: 'builtin', name: 'skills' },
-      { type: 'mcp', url: 'https://mcp.internal.example/secret-path', headers: { authorization: 'Bearer s3cr3t-mcp-token' }, name: 'crm', allowedTools: ['lookup'] },
+      {
+        type: 'mcp',
+        url: 'https://mcp.internal.example/secret-path',
+        headers: { authorization: 'Bearer s3cr3t-mcp-token' },
+        name: 'crm',
+        allowedTools: ['lookup'],
+      },
       { type: 'agent', agentId: peer.id, name: 'ask_peer' },
     ],
   });
@@ -46,7 +52,11 @@ describe('client metadata document (IETF Client ID Metadata Document)', () => {
   });
 
   it('answers 404 problems for unknown agents, without credentials', async () => {
-    expectProblem(await t.request('GET', '/api/v1/identity/agents/01a00000-0000-7000-8000-000000000000/client-metadata.json'), 404, 'not_found');
+    expectProblem(
+      await t.request('GET', '/api/v1/identity/agents/01a00000-0000-7000-8000-000000000000/client-metadata.json'),
+      404,
+      'not_found',
+    );
     expectProblem(await t.request('GET', '/api/v1/identity/agents/01a00000-0000-7000-8000-000000000000/jwks.json'), 404, 'not_found');
   });
 
@@ -92,10 +102,10 @@ describe('badge (W3C VC 2.0 secured with JOSE)', () => {
     expect(payload).not.toHaveProperty('vp');
     expect(Date.parse(payload.validFrom as string)).toBe((payload.iat as number) * 1000);
     expect(Date.parse(payload.validUntil as string)).toBe((payload.exp as number) * 1000);
-    expect(payload.validUntil as string > (payload.validFrom as string)).toBe(true);
+    expect((payload.validUntil as string) > (payload.validFrom as string)).toBe(true);
   });
 
-  it('describes the agent\'s tools without leaking MCP URLs or headers', async () => {
+  it("describes the agent's tools without leaking MCP URLs or headers", async () => {
     const doc = (await t.request('GET', `/api/v1/identity/agents/${agent.id}/client-metadata.json`)).body;
     const subject = decodePart(doc.badge, 1).credentialSubject;
     expect(subject.capabilities.tools).toEqual([
@@ -109,13 +119,15 @@ describe('badge (W3C VC 2.0 secured with JOSE)', () => {
     expect(text).not.toContain('s3cr3t');
   });
 
-  it('follows changes of the agent\'s tools', async () => {
+  it("follows changes of the agent's tools", async () => {
     const a = await t.agent(acme.key, { name: 'changing' });
     const before = decodePart((await t.request('GET', `/api/v1/identity/agents/${a.id}/client-metadata.json`)).body.badge, 1);
     expect(before.credentialSubject.capabilities.tools.map((x: { name: string }) => x.name)).toEqual(['skills', 'connectors']);
     await t.request('POST', `/api/v1/agents/${a.id}`, { key: acme.key, body: { tools: [{ type: 'builtin', name: 'connectors' }] } });
     const after = decodePart((await t.request('GET', `/api/v1/identity/agents/${a.id}/client-metadata.json`)).body.badge, 1);
-    expect(after.credentialSubject.capabilities.tools).toEqual([{ type: 'builtin', name: 'connectors', tools: ['connector_discover', 'connector_request'] }]);
+    expect(after.credentialSubject.capabilities.tools).toEqual([
+      { type: 'builtin', name: 'connectors', tools: ['connector_discover', 'connector_request'] },
+    ]);
   });
 
   it.skipIf(!hasJwcrypto)('verifies with Python jwcrypto too', async () => {
@@ -130,14 +142,22 @@ describe('badge (W3C VC 2.0 secured with JOSE)', () => {
 });
 
 describe('agent JWKS', () => {
-  it('publishes the agent\'s EC P-256 public keys (created on first use), never private parts', async () => {
+  it("publishes the agent's EC P-256 public keys (created on first use), never private parts", async () => {
     const a = await t.agent(acme.key, { name: 'fresh' });
     const res = await t.request('GET', `/api/v1/identity/agents/${a.id}/jwks.json`);
     expect(res.status).toBe(200);
     expect(res.headers['cache-control']).toMatch(/^public, max-age=\d+$/);
     expect(res.body.keys).toHaveLength(1);
     const [k] = res.body.keys;
-    expect(k).toEqual({ kty: 'EC', crv: 'P-256', x: expect.any(String), y: expect.any(String), kid: expect.any(String), use: 'sig', alg: 'ES256' });
+    expect(k).toEqual({
+      kty: 'EC',
+      crv: 'P-256',
+      x: expect.any(String),
+      y: expect.any(String),
+      kid: expect.any(String),
+      use: 'sig',
+      alg: 'ES256',
+    });
     await importJWK(k, 'ES256'); // a usable key
     // The same key comes back: creation happens once.
     const again = await t.request('GET', `/api/v1/identity/agents/${a.id}/jwks.json`);
@@ -187,7 +207,10 @@ describe('platform JWKS and SPIFFE trust bundle', () => {
     const bundle = (await t.request('GET', '/.well-known/spiffe/trust-bundle')).body;
     // jose's local key set would ignore keys whose use is not "sig":
     await expect(jwtVerify(svid, createLocalJWKSet({ keys: bundle.keys }))).rejects.toThrow();
-    const { payload, protectedHeader } = await jwtVerify(svid, bundleKeySet(bundle), { issuer: t.config.issuer, audience: 'https://verifier.example' });
+    const { payload, protectedHeader } = await jwtVerify(svid, bundleKeySet(bundle), {
+      issuer: t.config.issuer,
+      audience: 'https://verifier.example',
+    });
     expect(payload.sub).toBe(spiffeId);
     expect(protectedHeader.typ).toBe('JWT');
   });
@@ -196,7 +219,10 @@ describe('platform JWKS and SPIFFE trust bundle', () => {
 describe('JWT-SVID issuance', () => {
   it('issues an SVID whose header holds only alg, kid and typ JWT, with sub, aud, exp, iat, jti', async () => {
     const before = Math.floor(Date.now() / 1000);
-    const res = await t.request('POST', `/api/v1/identity/agents/${agent.id}/svid`, { key: acme.key, body: { audience: 'spiffe://agentry.local/some/service' } });
+    const res = await t.request('POST', `/api/v1/identity/agents/${agent.id}/svid`, {
+      key: acme.key,
+      body: { audience: 'spiffe://agentry.local/some/service' },
+    });
     expect(res.status).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(['expiresAt', 'spiffeId', 'svid']);
     const header = decodePart(res.body.svid, 0);
@@ -228,7 +254,7 @@ describe('JWT-SVID issuance', () => {
     expectProblem(await t.request('POST', url, { key: acme.key, body: { audience: '' } }), 400, 'validation_failed');
   });
 
-  it('needs agents:write and the agent in the caller\'s tenant', async () => {
+  it("needs agents:write and the agent in the caller's tenant", async () => {
     const url = `/api/v1/identity/agents/${agent.id}/svid`;
     expectProblem(await t.request('POST', url, { body: { audience: 'x' } }), 401, 'missing_credentials');
     const reader = await t.request('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'r', permissions: ['agents:read'] } });

@@ -6,7 +6,6 @@ import {
   FORM,
   TT_ACCESS,
   TT_JWT,
-  
   decodePart,
   exchange,
   exchangeParams,
@@ -34,7 +33,12 @@ beforeAll(async () => {
   t = await startApp();
   acme = await t.tenant('acme');
   globex = await t.tenant('globex');
-  [a, b, c, d] = [await t.agent(acme.key, { name: 'A' }), await t.agent(acme.key, { name: 'B' }), await t.agent(acme.key, { name: 'C' }), await t.agent(acme.key, { name: 'D' })];
+  [a, b, c, d] = [
+    await t.agent(acme.key, { name: 'A' }),
+    await t.agent(acme.key, { name: 'B' }),
+    await t.agent(acme.key, { name: 'C' }),
+    await t.agent(acme.key, { name: 'D' }),
+  ];
   foreign = await t.agent(globex.key, { name: 'G' });
 });
 afterAll(() => t.close());
@@ -125,8 +129,13 @@ describe('token exchange: success', () => {
   it('audits the exchange', async () => {
     const { svid } = await svidFor(t, acme.key, a.id);
     const { access_token } = await exchange(t, svid, c.id, 'tools:audited');
-    const events = (await t.request('GET', `/api/v1/audit-events?action=identity.token_exchanged&resourceId=${c.id}`, { key: acme.key })).body.events;
-    expect(events[0]).toMatchObject({ actorType: 'agent', actorId: a.id, detail: { jti: decodePart(access_token, 1).jti, scope: 'tools:audited' } });
+    const events = (await t.request('GET', `/api/v1/audit-events?action=identity.token_exchanged&resourceId=${c.id}`, { key: acme.key }))
+      .body.events;
+    expect(events[0]).toMatchObject({
+      actorType: 'agent',
+      actorId: a.id,
+      detail: { jti: decodePart(access_token, 1).jti, scope: 'tools:audited' },
+    });
   });
 });
 
@@ -148,7 +157,19 @@ describe('SVID validation rules (JWT-SVID standard)', () => {
     const agentKey = await identity.agentKeys.ensureActive(acme.id, a.id);
     await t.db.kysely
       .insertInto('identity_tokens')
-      .values({ jti, tenant_id: acme.id, kind: 'svid', agent_id: a.id, client_id: null, api_key_id: null, agent_key_id: agentKey.kid, parent_jti: null, issued_at: new Date().toISOString(), expires_at: new Date((now + 300) * 1000).toISOString(), revoked_at: null })
+      .values({
+        jti,
+        tenant_id: acme.id,
+        kind: 'svid',
+        agent_id: a.id,
+        client_id: null,
+        api_key_id: null,
+        agent_key_id: agentKey.kid,
+        parent_jti: null,
+        issued_at: new Date().toISOString(),
+        expires_at: new Date((now + 300) * 1000).toISOString(),
+        revoked_at: null,
+      })
       .execute();
     return token;
   }
@@ -199,13 +220,20 @@ describe('delegation chains (act)', () => {
       actor_token_type: TT_JWT,
     });
     expect(r3.status, r3.text).toBe(200);
-    expect(decodePart(r3.body.access_token, 1).act).toEqual({ sub: svidC.spiffeId, act: { sub: svidB.spiffeId, act: { sub: svidA.spiffeId } } });
+    expect(decodePart(r3.body.access_token, 1).act).toEqual({
+      sub: svidC.spiffeId,
+      act: { sub: svidB.spiffeId, act: { sub: svidA.spiffeId } },
+    });
   });
 
-  it('names the actor token\'s agent as actor when an SVID subject is exchanged with an actor token', async () => {
+  it("names the actor token's agent as actor when an SVID subject is exchanged with an actor token", async () => {
     const svidA = await svidFor(t, acme.key, a.id);
     const svidB = await svidFor(t, acme.key, b.id);
-    const res = await tokenRequest(t, { ...exchangeParams(svidA.svid, c.id, 'tools:x'), actor_token: svidB.svid, actor_token_type: TT_JWT });
+    const res = await tokenRequest(t, {
+      ...exchangeParams(svidA.svid, c.id, 'tools:x'),
+      actor_token: svidB.svid,
+      actor_token_type: TT_JWT,
+    });
     expect(res.status, res.text).toBe(200);
     const p = decodePart(res.body.access_token, 1);
     expect(p.sub).toBe(svidA.spiffeId);
@@ -223,7 +251,11 @@ describe('delegation chains (act)', () => {
     // Scope escalation: tools:delete was never granted.
     const wider = await tokenRequest(t, { ...base, scope: 'tools:search tools:delete', actor_token: svidB.svid, actor_token_type: TT_JWT });
     expectOAuthError(wider, 400, 'insufficient_scope');
-    expectOAuthError(await tokenRequest(t, { ...base, scope: 'tools:*', actor_token: svidB.svid, actor_token_type: TT_JWT }), 400, 'insufficient_scope');
+    expectOAuthError(
+      await tokenRequest(t, { ...base, scope: 'tools:*', actor_token: svidB.svid, actor_token_type: TT_JWT }),
+      400,
+      'insufficient_scope',
+    );
     // Within the grant it works.
     expect((await tokenRequest(t, { ...base, actor_token: svidB.svid, actor_token_type: TT_JWT })).status).toBe(200);
   });
@@ -231,7 +263,11 @@ describe('delegation chains (act)', () => {
   it('refuses an actor of another tenant', async () => {
     const svidA = await svidFor(t, acme.key, a.id);
     const svidG = await svidFor(t, globex.key, foreign.id);
-    expectOAuthError(await tokenRequest(t, { ...exchangeParams(svidA.svid, b.id, 'tools:x'), actor_token: svidG.svid, actor_token_type: TT_JWT }), 400, 'invalid_grant');
+    expectOAuthError(
+      await tokenRequest(t, { ...exchangeParams(svidA.svid, b.id, 'tools:x'), actor_token: svidG.svid, actor_token_type: TT_JWT }),
+      400,
+      'invalid_grant',
+    );
   });
 });
 
@@ -271,16 +307,36 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
     ];
     for (const params of cases) expectOAuthError(await tokenRequest(t, params), 400, 'invalid_request');
     // Client authentication is refused with token exchange (the SVID authenticates).
-    expectOAuthError(await tokenRequest(t, ok(), { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }), 400, 'invalid_request');
+    expectOAuthError(
+      await tokenRequest(t, ok(), { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }),
+      400,
+      'invalid_request',
+    );
     // Not form, not JSON; a broken JSON body; no body.
-    expectOAuthError(await t.request('POST', '/api/v1/identity/oauth/token', { payload: 'x', headers: { 'content-type': 'text/plain' } }), 400, 'invalid_request');
-    expectOAuthError(await t.request('POST', '/api/v1/identity/oauth/token', { payload: '{"grant_type":', headers: { 'content-type': 'application/json' } }), 400, 'invalid_request');
+    expectOAuthError(
+      await t.request('POST', '/api/v1/identity/oauth/token', { payload: 'x', headers: { 'content-type': 'text/plain' } }),
+      400,
+      'invalid_request',
+    );
+    expectOAuthError(
+      await t.request('POST', '/api/v1/identity/oauth/token', {
+        payload: '{"grant_type":',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      'invalid_request',
+    );
     expectOAuthError(await t.request('POST', '/api/v1/identity/oauth/token'), 400, 'invalid_request');
-    expectOAuthError(await t.request('POST', '/api/v1/identity/oauth/token', { payload: '__proto__=x&grant_type=y', headers: FORM }), 400, 'invalid_request');
+    expectOAuthError(
+      await t.request('POST', '/api/v1/identity/oauth/token', { payload: '__proto__=x&grant_type=y', headers: FORM }),
+      400,
+      'invalid_request',
+    );
   });
 
   it('invalid_grant for bad subject tokens: tampered, wrong typ, expired, forged algorithms, unknown, revoked', async () => {
-    const bad = async (subject: string, type = TT_JWT) => expectOAuthError(await tokenRequest(t, { ...ok(), subject_token: subject, subject_token_type: type }), 400, 'invalid_grant');
+    const bad = async (subject: string, type = TT_JWT) =>
+      expectOAuthError(await tokenRequest(t, { ...ok(), subject_token: subject, subject_token_type: type }), 400, 'invalid_grant');
     await bad(tamper(svid));
     await bad('not-a-jwt');
     // A badge (typ vc+jwt) is not an SVID.
@@ -297,15 +353,35 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
     const enc = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
     await bad(`${enc({ alg: 'none', typ: 'JWT' })}.${enc(claims)}.`);
     await bad(`${enc({ alg: 'none', typ: 'JWT', kid: decodeProtectedHeader(svid).kid })}.${enc(claims)}.c2ln`);
-    await bad(await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: decodeProtectedHeader(svid).kid }).sign(new Uint8Array(32)));
+    await bad(
+      await new SignJWT(claims)
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: decodeProtectedHeader(svid).kid })
+        .sign(new Uint8Array(32)),
+    );
     const ed = await generateKeyPair('EdDSA');
-    await bad(await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', typ: 'JWT', kid: decodeProtectedHeader(svid).kid }).sign(ed.privateKey));
+    await bad(
+      await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', typ: 'JWT', kid: decodeProtectedHeader(svid).kid }).sign(ed.privateKey),
+    );
     const ec = await generateKeyPair('ES256');
-    await bad(await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: decodeProtectedHeader(svid).kid }).sign(ec.privateKey));
+    await bad(
+      await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', typ: 'JWT', kid: decodeProtectedHeader(svid).kid }).sign(ec.privateKey),
+    );
     // Validly signed by the platform, but never issued (no record), or not naming an agent.
-    const signed = await t.services.identity.ctx.tokens.sign({ typ: 'JWT', sub: spiffe(acme.id, a.id), aud: t.config.issuer, lifetimeS: 60, payload: {} });
+    const signed = await t.services.identity.ctx.tokens.sign({
+      typ: 'JWT',
+      sub: spiffe(acme.id, a.id),
+      aud: t.config.issuer,
+      lifetimeS: 60,
+      payload: {},
+    });
     await bad(signed.token);
-    const notAgent = await t.services.identity.ctx.tokens.sign({ typ: 'JWT', sub: 'spiffe://agentry.local/workload/x', aud: t.config.issuer, lifetimeS: 60, payload: {} });
+    const notAgent = await t.services.identity.ctx.tokens.sign({
+      typ: 'JWT',
+      sub: 'spiffe://agentry.local/workload/x',
+      aud: t.config.issuer,
+      lifetimeS: 60,
+      payload: {},
+    });
     await bad(notAgent.token);
   });
 
@@ -317,14 +393,14 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
     expectOAuthError(await tokenRequest(t, exchangeParams(s.svid, b.id, 'tools:x')), 400, 'invalid_grant');
   });
 
-  it('invalid_grant when the SVID\'s agent was deleted', async () => {
+  it("invalid_grant when the SVID's agent was deleted", async () => {
     const agent = await t.agent(acme.key);
     const s = await svidFor(t, acme.key, agent.id);
     await t.request('DELETE', `/api/v1/agents/${agent.id}`, { key: acme.key });
     expectOAuthError(await tokenRequest(t, exchangeParams(s.svid, b.id, 'tools:x')), 400, 'invalid_grant');
   });
 
-  it('invalid_target for unknown agents, other tenants\' agents and malformed audiences', async () => {
+  it("invalid_target for unknown agents, other tenants' agents and malformed audiences", async () => {
     const targets = [
       '01a00000-0000-7000-8000-000000000000',
       foreign.id,
@@ -337,7 +413,8 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
       `https://elsewhere.example/api/v1/identity/agents/${b.id}/client-metadata.json`,
       'two words',
     ];
-    for (const audience of targets) expectOAuthError(await tokenRequest(t, exchangeParams(svid, audience, 'tools:x')), 400, 'invalid_target');
+    for (const audience of targets)
+      expectOAuthError(await tokenRequest(t, exchangeParams(svid, audience, 'tools:x')), 400, 'invalid_target');
     expectOAuthError(await tokenRequest(t, exchangeParams(svid, [b.id, c.id], 'tools:x')), 400, 'invalid_target');
   });
 
@@ -362,7 +439,10 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
     expect((await t.request('PUT', '/api/v1/identity/tbac/mode', { key: acme.key, body: { mode: 'enforce' } })).status).toBe(200);
     try {
       expectOAuthError(await tokenRequest(t, exchangeParams(svid, d.id, 'tools:read')), 400, 'insufficient_scope');
-      await t.request('POST', '/api/v1/identity/tbac/policies', { key: acme.key, body: { callerAgentId: a.id, calleeAgentId: d.id, toolName: 'read' } });
+      await t.request('POST', '/api/v1/identity/tbac/policies', {
+        key: acme.key,
+        body: { callerAgentId: a.id, calleeAgentId: d.id, toolName: 'read' },
+      });
       expect((await tokenRequest(t, exchangeParams(svid, d.id, 'tools:read'))).status).toBe(200);
       expectOAuthError(await tokenRequest(t, exchangeParams(svid, d.id, 'tools:read tools:write')), 400, 'insufficient_scope');
     } finally {
@@ -378,7 +458,10 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
     const s = await svidFor(broken, tenant.key, agent.id);
     // The token store is gone: verifying the SVID fails inside the platform.
     await sql`drop table identity_tokens`.execute(broken.db.kysely);
-    const res = await broken.request('POST', '/api/v1/identity/oauth/token', { payload: form(exchangeParams(s.svid, other.id, 'tools:x')), headers: FORM });
+    const res = await broken.request('POST', '/api/v1/identity/oauth/token', {
+      payload: form(exchangeParams(s.svid, other.id, 'tools:x')),
+      headers: FORM,
+    });
     expectOAuthError(res, 500, 'server_error');
     await broken.close();
   });
@@ -395,12 +478,19 @@ describe('configured ISSUER and TRUST_DOMAIN', () => {
       expect(s1.spiffeId).toBe(`spiffe://prod.example/tenant/${tenant.id}/agent/${x.id}`);
       expect(decodePart(s1.svid, 1).iss).toBe('https://issuer.example.com');
       const ex = await exchange(other, s1.svid, `spiffe://prod.example/tenant/${tenant.id}/agent/${y.id}`, 'tools:x');
-      expect(decodePart(ex.access_token, 1)).toMatchObject({ iss: 'https://issuer.example.com', aud: `spiffe://prod.example/tenant/${tenant.id}/agent/${y.id}` });
+      expect(decodePart(ex.access_token, 1)).toMatchObject({
+        iss: 'https://issuer.example.com',
+        aud: `spiffe://prod.example/tenant/${tenant.id}/agent/${y.id}`,
+      });
       // The token endpoint URL lives under PUBLIC_BASE_URL, not the issuer.
       const s2 = await svidFor(other, tenant.key, x.id, 'http://agentry.test/api/v1/identity/oauth/token');
       await exchange(other, s2.svid, y.id, 'tools:x');
       // The default trust domain is not this installation's.
-      expectOAuthError(await tokenRequest(other, exchangeParams(s2.svid, `spiffe://agentry.local/tenant/${tenant.id}/agent/${y.id}`, 'tools:x')), 400, 'invalid_target');
+      expectOAuthError(
+        await tokenRequest(other, exchangeParams(s2.svid, `spiffe://agentry.local/tenant/${tenant.id}/agent/${y.id}`, 'tools:x')),
+        400,
+        'invalid_target',
+      );
       // An SVID naming the old issuer is refused.
       const s3 = await svidFor(other, tenant.key, x.id, 'http://agentry.test');
       expectOAuthError(await tokenRequest(other, exchangeParams(s3.svid, y.id, 'tools:x')), 400, 'invalid_grant');
@@ -469,7 +559,12 @@ describe('introspection (RFC 7662)', () => {
     const s = await svidFor(t, acme.key, agent.id);
     const svidB = await svidFor(t, acme.key, b.id);
     const t1 = await exchange(t, s.svid, b.id, 'tools:*');
-    const t2 = await tokenRequest(t, { ...exchangeParams(t1.access_token, c.id, 'tools:x'), subject_token_type: TT_ACCESS, actor_token: svidB.svid, actor_token_type: TT_JWT });
+    const t2 = await tokenRequest(t, {
+      ...exchangeParams(t1.access_token, c.id, 'tools:x'),
+      subject_token_type: TT_ACCESS,
+      actor_token: svidB.svid,
+      actor_token_type: TT_JWT,
+    });
     expect(t2.status).toBe(200);
     expect((await introspect(t1.access_token)).body.active).toBe(true);
     expect((await introspect(t2.body.access_token)).body.active).toBe(true);
@@ -491,7 +586,19 @@ describe('introspection (RFC 7662)', () => {
     const iso = (s: number) => new Date(s * 1000).toISOString();
     await t.db.kysely
       .insertInto('identity_tokens')
-      .values({ jti: signed.jti, tenant_id: acme.id, kind: 'exchange', agent_id: a.id, client_id: clientUrl(a.id), api_key_id: null, agent_key_id: null, parent_jti: null, issued_at: iso(signed.iat), expires_at: iso(signed.exp), revoked_at: null })
+      .values({
+        jti: signed.jti,
+        tenant_id: acme.id,
+        kind: 'exchange',
+        agent_id: a.id,
+        client_id: clientUrl(a.id),
+        api_key_id: null,
+        agent_key_id: null,
+        parent_jti: null,
+        issued_at: iso(signed.iat),
+        expires_at: iso(signed.exp),
+        revoked_at: null,
+      })
       .execute();
     expect((await introspect(signed.token)).body).toMatchObject({ active: true, jti: signed.jti });
     const decision = await t.request('POST', '/api/v1/identity/authorize', { body: { token: signed.token, tool: 'x', callee: b.id } });

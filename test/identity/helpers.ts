@@ -20,8 +20,17 @@ export function tokenRequest(t: TestApp, params: Record<string, string | string[
   return t.request('POST', '/api/v1/identity/oauth/token', { payload: form(params), headers: { ...FORM, ...headers } });
 }
 
-export async function svidFor(t: TestApp, key: string, agentId: string, audience: string | string[] = t.config.issuer, ttlSeconds?: number) {
-  const res = await t.request('POST', `/api/v1/identity/agents/${agentId}/svid`, { key, body: { audience, ...(ttlSeconds ? { ttlSeconds } : {}) } });
+export async function svidFor(
+  t: TestApp,
+  key: string,
+  agentId: string,
+  audience: string | string[] = t.config.issuer,
+  ttlSeconds?: number,
+) {
+  const res = await t.request('POST', `/api/v1/identity/agents/${agentId}/svid`, {
+    key,
+    body: { audience, ...(ttlSeconds ? { ttlSeconds } : {}) },
+  });
   expect(res.status, res.text).toBe(200);
   return res.body as { svid: string; spiffeId: string; expiresAt: string };
 }
@@ -71,7 +80,8 @@ export async function joseVerify(t: TestApp, token: string, opts: { typ?: string
   return jwtVerify(token, jwks, { issuer: t.config.issuer, algorithms: ['ES256'], ...opts });
 }
 
-export const decodePart = (token: string, i: 0 | 1) => JSON.parse(Buffer.from(token.split('.')[i], 'base64url').toString()) as Record<string, any>;
+export const decodePart = (token: string, i: 0 | 1) =>
+  JSON.parse(Buffer.from(token.split('.')[i], 'base64url').toString()) as Record<string, any>;
 
 export const hasJwcrypto = spawnSync('/usr/bin/python3', ['-c', 'import jwcrypto'], { stdio: 'ignore' }).status === 0;
 if (!hasJwcrypto) {

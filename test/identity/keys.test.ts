@@ -71,7 +71,10 @@ describe('SPIFFE ID syntax', () => {
   it('accepts valid trust domains and IDs', () => {
     expect(trustDomainError('agentry.local')).toBeNull();
     expect(trustDomainError('prod_1-eu.example.org')).toBeNull();
-    expect(parseSpiffeId('spiffe://agentry.local/tenant/a-b_c.d/agent/X1')).toEqual({ trustDomain: 'agentry.local', segments: ['tenant', 'a-b_c.d', 'agent', 'X1'] });
+    expect(parseSpiffeId('spiffe://agentry.local/tenant/a-b_c.d/agent/X1')).toEqual({
+      trustDomain: 'agentry.local',
+      segments: ['tenant', 'a-b_c.d', 'agent', 'X1'],
+    });
   });
 
   it('rejects every broken rule', () => {
@@ -149,7 +152,12 @@ describe('agent key rotation and revocation', () => {
     const [first] = await jwksKids(a.id);
     const res = await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key });
     expect(res.status).toBe(201);
-    expect(res.body.key).toMatchObject({ status: 'active', rotatedAt: null, revokedAt: null, publicJwk: { kty: 'EC', crv: 'P-256', kid: res.body.key.kid } });
+    expect(res.body.key).toMatchObject({
+      status: 'active',
+      rotatedAt: null,
+      revokedAt: null,
+      publicJwk: { kty: 'EC', crv: 'P-256', kid: res.body.key.kid },
+    });
     expect(res.body.key.kid).not.toBe(first);
     expect(res.body.rotated).toHaveLength(1);
     const old = res.body.rotated[0];
@@ -190,7 +198,9 @@ describe('agent key rotation and revocation', () => {
 
   it('keeps one active key under concurrent rotations', async () => {
     const a = await t.agent(acme.key);
-    const results = await Promise.all(Array.from({ length: 4 }, () => t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key })));
+    const results = await Promise.all(
+      Array.from({ length: 4 }, () => t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key })),
+    );
     for (const r of results) expect([201, 409]).toContain(r.status);
     const rows = await t.db.kysely.selectFrom('identity_agent_keys').selectAll().where('agent_id', '=', a.id).execute();
     expect(rows.filter((r) => r.status === 'active')).toHaveLength(1);
@@ -220,7 +230,7 @@ describe('agent key rotation and revocation', () => {
     expect(await jwksKids(a.id)).not.toContain(old);
   });
 
-  it('enforces the key-agent binding: 404 for another agent\'s key, another tenant, unknown keys', async () => {
+  it("enforces the key-agent binding: 404 for another agent's key, another tenant, unknown keys", async () => {
     const a = await t.agent(acme.key);
     const b = await t.agent(acme.key);
     const [kidA] = await jwksKids(a.id);
@@ -259,7 +269,10 @@ describe('platform key creation', () => {
     try {
       expect(await fresh.db.kysely.selectFrom('identity_platform_keys').selectAll().execute()).toHaveLength(0);
       // Separate service instances stand for separate processes sharing the database.
-      const services = Array.from({ length: 4 }, () => new IdentityService(fresh.db, fresh.config, fresh.services.tenancy, fresh.services.agents));
+      const services = Array.from(
+        { length: 4 },
+        () => new IdentityService(fresh.db, fresh.config, fresh.services.tenancy, fresh.services.agents),
+      );
       const jwks = await Promise.all(services.map((s) => s.platformJwks()));
       const rows = await fresh.db.kysely.selectFrom('identity_platform_keys').selectAll().execute();
       expect(rows).toHaveLength(1);

@@ -61,7 +61,12 @@ describe('cancel', () => {
     expect('one two three four five six seven eight nine ten'.startsWith(partial)).toBe(true);
     expect(partial).not.toBe('one two three four five six seven eight nine ten');
     const streamed = await events;
-    expect(streamed.filter((e) => e.event === 'token').map((e) => e.data.text).join('')).toBe(partial);
+    expect(
+      streamed
+        .filter((e) => e.event === 'token')
+        .map((e) => e.data.text)
+        .join(''),
+    ).toBe(partial);
     // The partial reply is in the conversation, which is free again.
     const msgs = await t.request('GET', `/api/v1/conversations/${conversationId}/messages`, { key });
     expect(msgs.body.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
@@ -111,9 +116,17 @@ describe('inject', () => {
   it('answers 409 no_active_run when nothing is running', async () => {
     const a = await t.agent(key);
     const conv = await t.request('POST', '/api/v1/conversations', { key, body: { agentId: a.id } });
-    expectProblem(await t.request('POST', `/api/v1/conversations/${conv.body.id}/inject`, { key, body: { content: 'x' } }), 409, 'no_active_run');
+    expectProblem(
+      await t.request('POST', `/api/v1/conversations/${conv.body.id}/inject`, { key, body: { content: 'x' } }),
+      409,
+      'no_active_run',
+    );
     expectProblem(await t.request('POST', `/api/v1/conversations/${conv.body.id}/inject`, { key, body: {} }), 400, 'validation_failed');
-    expectProblem(await t.request('POST', '/api/v1/conversations/01a00000-0000-7000-8000-000000000000/inject', { key, body: { content: 'x' } }), 404, 'not_found');
+    expectProblem(
+      await t.request('POST', '/api/v1/conversations/01a00000-0000-7000-8000-000000000000/inject', { key, body: { content: 'x' } }),
+      404,
+      'not_found',
+    );
   });
 });
 
@@ -134,13 +147,21 @@ describe('a second message while the agent answers (onActiveRun)', () => {
     expect(res.body.message).toMatchObject({ role: 'assistant', content: 'queued one' });
     await events;
     const msgs = await t.request('GET', `/api/v1/conversations/${conversationId}/messages`, { key });
-    expect(msgs.body.messages.map((m: { content: string }) => m.content)).toEqual(['/delay 30\na b c d', 'a b c d', 'queued one', 'queued one']);
+    expect(msgs.body.messages.map((m: { content: string }) => m.content)).toEqual([
+      '/delay 30\na b c d',
+      'a b c d',
+      'queued one',
+      'queued one',
+    ]);
   });
 
   it('injects when asked per message', async () => {
     const a = await t.agent(key);
     const { runId, conversationId, events } = await startStream(a.id, '/delay 40\na b c d e');
-    const res = await t.request('POST', `/api/v1/conversations/${conversationId}/messages`, { key, body: { content: 'btw', onActiveRun: 'inject' } });
+    const res = await t.request('POST', `/api/v1/conversations/${conversationId}/messages`, {
+      key,
+      body: { content: 'btw', onActiveRun: 'inject' },
+    });
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ injected: true, runId, conversationId });
     await events;

@@ -36,7 +36,10 @@ describe('builtin/echo through the AI SDK', () => {
       prompt: 'please\n/tool add {"a":2,"b":3}',
       tools: {
         add: tool({
-          inputSchema: jsonSchema<{ a: number; b: number }>({ type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } }),
+          inputSchema: jsonSchema<{ a: number; b: number }>({
+            type: 'object',
+            properties: { a: { type: 'number' }, b: { type: 'number' } },
+          }),
           execute: async ({ a, b }) => ({ sum: a + b }),
         }),
       },

@@ -28,7 +28,12 @@ describe('execute', () => {
     const res = await execute(a.id, { message: 'hello there' });
     expect(res.status, res.text).toBe(200);
     // Input tokens: system prompt (3 words) + message (2); output: 2 words.
-    expect(res.body).toMatchObject({ output: 'hello there', status: 'completed', tokenUsage: { inputTokens: 5, outputTokens: 2 }, toolCalls: [] });
+    expect(res.body).toMatchObject({
+      output: 'hello there',
+      status: 'completed',
+      tokenUsage: { inputTokens: 5, outputTokens: 2 },
+      toolCalls: [],
+    });
     expect(res.body.cost).toBeCloseTo((5 * 2 + 2 * 4) / 1e6, 12);
     expect(res.body.duration).toBeGreaterThanOrEqual(0);
 
@@ -216,7 +221,12 @@ describe('run history', () => {
     const page = await t.request('GET', `/api/v1/agents/${a.id}/runs?limit=2`, { key });
     expect(page.body).toMatchObject({ total: 3, page: 1, limit: 2 });
     expect(page.body.runs.map((r: { output: string }) => r.output)).toEqual(['r3', 'r2']);
-    expect(page.body.runs[0]).toMatchObject({ status: 'completed', cost: expect.any(Number), duration: expect.any(Number), tokenUsage: { inputTokens: 1, outputTokens: 1 } });
+    expect(page.body.runs[0]).toMatchObject({
+      status: 'completed',
+      cost: expect.any(Number),
+      duration: expect.any(Number),
+      tokenUsage: { inputTokens: 1, outputTokens: 1 },
+    });
     expectProblem(await t.request('GET', `/api/v1/agents/${a.id}/runs?limit=101`, { key }), 400, 'validation_failed');
 
     await t.request('DELETE', `/api/v1/agents/${a.id}`, { key });
@@ -224,7 +234,11 @@ describe('run history', () => {
     expect(after.body.total).toBe(3);
     const conv = await t.request('GET', `/api/v1/conversations/${page.body.runs[0].conversationId}`, { key });
     expect(conv.status).toBe(200);
-    expectProblem(await t.request('POST', `/api/v1/conversations/${page.body.runs[0].conversationId}/messages`, { key, body: { content: 'hi' } }), 409, 'agent_deleted');
+    expectProblem(
+      await t.request('POST', `/api/v1/conversations/${page.body.runs[0].conversationId}/messages`, { key, body: { content: 'hi' } }),
+      409,
+      'agent_deleted',
+    );
   });
 
   it('hides another tenant’s runs', async () => {

@@ -26,9 +26,13 @@ describe('a held run channel', () => {
   const stored = (runId: string) => readStoredEvents(db, runId, 0);
 
   it('writes and publishes nothing until released, then everything in order', async () => {
-    const hub = new RunEventHub(db, (err) => {
-      throw err;
-    }, (runId, seq) => announced.push([runId, seq]));
+    const hub = new RunEventHub(
+      db,
+      (err) => {
+        throw err;
+      },
+      (runId, seq) => announced.push([runId, seq]),
+    );
     const held = hub.open('held-run', 't1', { held: true });
     const free = hub.open('free-run', 't1');
     const seen: (RunEvent | null)[] = [];
@@ -82,7 +86,10 @@ describe('a held run channel', () => {
     await hub.flush();
     // As startAhead's write does: it takes the waiting events and writes them with the start.
     const taken = held.takePending();
-    await store.insertEvents(db.kysely, taken.map((e) => ({ run_id: 'taken-run', seq: e.seq, event: e.event, data: JSON.stringify(e.data) })));
+    await store.insertEvents(
+      db.kysely,
+      taken.map((e) => ({ run_id: 'taken-run', seq: e.seq, event: e.event, data: JSON.stringify(e.data) })),
+    );
     held.release();
     await held.written(taken);
     await hub.flush();

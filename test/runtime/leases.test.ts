@@ -26,7 +26,12 @@ async function slowRuns(n: number) {
     t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: `/delay 150\nslow answer number ${i}` } }),
   );
   for (let i = 0; i < 200; i++) {
-    const rows = await t.db.kysely.selectFrom('runs').select(['id', 'lease_expires_at']).where('status', '=', 'running').orderBy('id').execute();
+    const rows = await t.db.kysely
+      .selectFrom('runs')
+      .select(['id', 'lease_expires_at'])
+      .where('status', '=', 'running')
+      .orderBy('id')
+      .execute();
     if (rows.length === n) return { rows, answers: Promise.all(answers) };
     await sleep(10);
   }
@@ -38,12 +43,29 @@ describe('run leases', () => {
     const { rows, answers } = await slowRuns(3);
     await sleep(5);
     await renew();
-    const after = await t.db.kysely.selectFrom('runs').select(['id', 'lease_expires_at']).where('id', 'in', rows.map((r) => r.id)).orderBy('id').execute();
+    const after = await t.db.kysely
+      .selectFrom('runs')
+      .select(['id', 'lease_expires_at'])
+      .where(
+        'id',
+        'in',
+        rows.map((r) => r.id),
+      )
+      .orderBy('id')
+      .execute();
     for (const [i, row] of after.entries()) expect(row.lease_expires_at! > rows[i].lease_expires_at!).toBe(true);
     for (const res of await answers) expect(res.status, res.text).toBe(200);
     // Ended runs hold no lease, and a renewal gives them none.
     await renew();
-    const ended = await t.db.kysely.selectFrom('runs').select('lease_expires_at').where('id', 'in', rows.map((r) => r.id)).execute();
+    const ended = await t.db.kysely
+      .selectFrom('runs')
+      .select('lease_expires_at')
+      .where(
+        'id',
+        'in',
+        rows.map((r) => r.id),
+      )
+      .execute();
     expect(ended.map((r) => r.lease_expires_at)).toEqual([null, null, null]);
   });
 

@@ -25,7 +25,12 @@ beforeAll(async () => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const hasToolResult = parsed.messages.some((m: { role: string }) => m.role === 'tool');
     if (parsed.tools && !hasToolResult && parsed.messages.at(-1).content.includes('weather')) {
-      res.write(chunk({ role: 'assistant', tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }] }));
+      res.write(
+        chunk({
+          role: 'assistant',
+          tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }],
+        }),
+      );
       res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }));
       res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: '"Oslo"}' } }] }));
       res.write(chunk({}, 'tool_calls', { prompt_tokens: 20, completion_tokens: 7, total_tokens: 27 }));

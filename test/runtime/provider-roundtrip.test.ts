@@ -1,6 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
-import { anthropicError, anthropicStream, chatStream, openaiError, responsesStream, startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
+import {
+  anthropicError,
+  anthropicStream,
+  chatStream,
+  openaiError,
+  responsesStream,
+  startFakeProvider,
+  type FakeProvider,
+} from '../helpers/fake-provider.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { readSse, type SseEvent } from '../helpers/sse.js';
 
@@ -24,7 +32,8 @@ const PRICES = {
   'anthropic/claude-sonnet-4-5': { input: 3, output: 15 },
   'openai-compatible/qwen3-8b': { input: 0.1, output: 0.3 },
 };
-const cost = (model: keyof typeof PRICES, input: number, output: number) => (input * PRICES[model].input + output * PRICES[model].output) / 1e6;
+const cost = (model: keyof typeof PRICES, input: number, output: number) =>
+  (input * PRICES[model].input + output * PRICES[model].output) / 1e6;
 
 beforeAll(async () => {
   vendor = await startFakeProvider();
@@ -52,7 +61,8 @@ afterEach(() => {
 });
 
 /** A fresh agent (so its run list holds just this test's run) with the MCP test tools add, shout, slow, broken. */
-const agent = (model: string) => t.agent(key, { name: 'roundtrip', appId: 'a', model, systemPrompt: 'Be brief.', tools: [{ type: 'mcp', url: mcp.url }] });
+const agent = (model: string) =>
+  t.agent(key, { name: 'roundtrip', appId: 'a', model, systemPrompt: 'Be brief.', tools: [{ type: 'mcp', url: mcp.url }] });
 
 /** Runs the agent over SSE; answers the events and the stored run (GET /api/v1/runs/:id). */
 async function stream(model: string, message: string, extra: Record<string, unknown> = {}) {
@@ -69,7 +79,9 @@ const calls = (run: { toolCalls: { id: string; name: string; input: unknown; res
   run.toolCalls.map(({ id, name, input, result }) => ({ id, name, input, result }));
 /** The events without ids, `done` without its run and conversation ids. */
 const brief = (events: SseEvent[]) =>
-  events.map((e) => (e.event === 'done' ? { event: 'done', cost: e.data.cost, tokenUsage: e.data.tokenUsage } : { event: e.event, data: e.data }));
+  events.map((e) =>
+    e.event === 'done' ? { event: 'done', cost: e.data.cost, tokenUsage: e.data.tokenUsage } : { event: e.event, data: e.data },
+  );
 const TOOL_NAMES = ['add', 'shout', 'slow', 'broken'];
 
 // ====================================================================== 1. OpenAI Responses API
@@ -82,14 +94,25 @@ describe('OpenAI Responses API (openai/gpt-5-mini → POST /v1/responses)', () =
         sse: responsesStream({
           id: 'resp_01',
           items: [
-            { type: 'reasoning', id: 'rs_01', encrypted_content: 'gAAAAABo-ENCRYPTED-REASONING-01', summary: ['Two numbers to add; use the add tool.'] },
+            {
+              type: 'reasoning',
+              id: 'rs_01',
+              encrypted_content: 'gAAAAABo-ENCRYPTED-REASONING-01',
+              summary: ['Two numbers to add; use the add tool.'],
+            },
             { type: 'message', id: 'msg_01', text: ['Adding', ' them.'] },
             { type: 'function_call', id: 'fc_01', call_id: 'call_add_01', name: 'add', arguments: ['{"a":2,', '"b":3}'] },
           ],
           usage: { input_tokens: 120, output_tokens: 40, reasoning_tokens: 24 },
         }),
       },
-      { sse: responsesStream({ id: 'resp_02', items: [{ type: 'message', id: 'msg_02', text: ['The sum', ' is 5.'] }], usage: { input_tokens: 180, output_tokens: 7 } }) },
+      {
+        sse: responsesStream({
+          id: 'resp_02',
+          items: [{ type: 'message', id: 'msg_02', text: ['The sum', ' is 5.'] }],
+          usage: { input_tokens: 180, output_tokens: 7 },
+        }),
+      },
     );
     const { events, run } = await stream('openai/gpt-5-mini', 'add 2 and 3');
 
@@ -120,7 +143,8 @@ describe('OpenAI Responses API (openai/gpt-5-mini → POST /v1/responses)', () =
     ]);
     expect(JSON.stringify(second)).not.toContain('ENCRYPTED-REASONING');
     expect(second).toMatchObject({ model: 'gpt-5-mini', stream: true, tool_choice: 'auto' });
-    for (const absent of ['store', 'include', 'previous_response_id', 'reasoning', 'temperature']) expect(second).not.toHaveProperty(absent);
+    for (const absent of ['store', 'include', 'previous_response_id', 'reasoning', 'temperature'])
+      expect(second).not.toHaveProperty(absent);
     expect(second.tools).toEqual(first.tools);
 
     expect(mcp.state.calls.slice(calledBefore)).toEqual([{ name: 'add', args: { a: 2, b: 3 } }]);
@@ -134,12 +158,31 @@ describe('OpenAI Responses API (openai/gpt-5-mini → POST /v1/responses)', () =
       { event: 'token', data: { text: ' is 5.' } },
       { event: 'done', cost: cost('openai/gpt-5-mini', 300, 47), tokenUsage: { inputTokens: 300, outputTokens: 47 } },
     ]);
-    expect(run).toMatchObject({ status: 'completed', error: null, output: 'Adding them.The sum is 5.', tokenUsage: { inputTokens: 300, outputTokens: 47 } });
+    expect(run).toMatchObject({
+      status: 'completed',
+      error: null,
+      output: 'Adding them.The sum is 5.',
+      tokenUsage: { inputTokens: 300, outputTokens: 47 },
+    });
     expect(run.cost).toBeCloseTo(cost('openai/gpt-5-mini', 300, 47), 12);
     expect(calls(run)).toEqual([{ id: 'call_add_01', name: 'add', input: { a: 2, b: 3 }, result: { sum: 5 } }]);
     expect(run.steps).toEqual([
-      { index: 0, text: 'Adding them.', toolCallIds: ['call_add_01'], injected: [], finishReason: 'tool-calls', usage: { inputTokens: 120, outputTokens: 40 } },
-      { index: 1, text: 'The sum is 5.', toolCallIds: [], injected: [], finishReason: 'stop', usage: { inputTokens: 180, outputTokens: 7 } },
+      {
+        index: 0,
+        text: 'Adding them.',
+        toolCallIds: ['call_add_01'],
+        injected: [],
+        finishReason: 'tool-calls',
+        usage: { inputTokens: 120, outputTokens: 40 },
+      },
+      {
+        index: 1,
+        text: 'The sum is 5.',
+        toolCallIds: [],
+        injected: [],
+        finishReason: 'stop',
+        usage: { inputTokens: 180, outputTokens: 7 },
+      },
     ]);
   });
 });
@@ -160,7 +203,13 @@ describe('Anthropic Messages API (anthropic/claude-sonnet-4-5 → POST /v1/messa
           usage: { input_tokens: 410, output_tokens: 96 },
         }),
       },
-      { sse: anthropicStream({ id: 'msg_02', blocks: [{ type: 'text', text: ['It is', ' 5.'] }], usage: { input_tokens: 530, output_tokens: 6 } }) },
+      {
+        sse: anthropicStream({
+          id: 'msg_02',
+          blocks: [{ type: 'text', text: ['It is', ' 5.'] }],
+          usage: { input_tokens: 530, output_tokens: 6 },
+        }),
+      },
     );
     const { events, run } = await stream('anthropic/claude-sonnet-4-5', 'add 2 and 3');
 
@@ -232,12 +281,17 @@ describe('Anthropic Messages API (anthropic/claude-sonnet-4-5 → POST /v1/messa
           { type: 'tool_use', id: 'toolu_02', name: 'shout', input: { text: 'hi' } },
         ],
       },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_02', content: '{"content":[{"type":"text","text":"HI"}],"text":"HI"}' }] },
+      {
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: 'toolu_02', content: '{"content":[{"type":"text","text":"HI"}],"text":"HI"}' }],
+      },
     ]);
     expect(events.filter((e) => e.event === 'token').map((e) => e.data.text)).toEqual(['On it.', 'HI']);
     // Step texts are joined with nothing in between.
     expect(run).toMatchObject({ status: 'completed', output: 'On it.HI', tokenUsage: { inputTokens: 700, outputTokens: 52 } });
-    expect(calls(run)).toEqual([{ id: 'toolu_02', name: 'shout', input: { text: 'hi' }, result: { content: [{ type: 'text', text: 'HI' }], text: 'HI' } }]);
+    expect(calls(run)).toEqual([
+      { id: 'toolu_02', name: 'shout', input: { text: 'hi' }, result: { content: [{ type: 'text', text: 'HI' }], text: 'HI' } },
+    ]);
   });
 });
 
@@ -258,7 +312,13 @@ describe('OpenAI-compatible chat completions (openai-compatible/qwen3-8b → POS
         }),
       },
       // prompt_tokens includes the cached ones; the run counts prompt_tokens.
-      { sse: chatStream({ text: ['Both', ' done.'], finish: 'stop', usage: { prompt_tokens: 260, completion_tokens: 3, cached_tokens: 192 } }) },
+      {
+        sse: chatStream({
+          text: ['Both', ' done.'],
+          finish: 'stop',
+          usage: { prompt_tokens: 260, completion_tokens: 3, cached_tokens: 192 },
+        }),
+      },
     );
     const { events, run } = await stream('openai-compatible/qwen3-8b', 'wait twice');
 
@@ -291,8 +351,14 @@ describe('OpenAI-compatible chat completions (openai-compatible/qwen3-8b → POS
     expect(brief(events)).toEqual([
       { event: 'tool_call_start', data: { id: 'call_slow_a', name: 'slow', input: { ms: 300 } } },
       { event: 'tool_call_start', data: { id: 'call_slow_b', name: 'slow', input: { ms: 20 } } },
-      { event: 'tool_call_end', data: { id: 'call_slow_b', result: { content: [{ type: 'text', text: 'waited 20' }], text: 'waited 20' } } },
-      { event: 'tool_call_end', data: { id: 'call_slow_a', result: { content: [{ type: 'text', text: 'waited 300' }], text: 'waited 300' } } },
+      {
+        event: 'tool_call_end',
+        data: { id: 'call_slow_b', result: { content: [{ type: 'text', text: 'waited 20' }], text: 'waited 20' } },
+      },
+      {
+        event: 'tool_call_end',
+        data: { id: 'call_slow_a', result: { content: [{ type: 'text', text: 'waited 300' }], text: 'waited 300' } },
+      },
       { event: 'token', data: { text: 'Both' } },
       { event: 'token', data: { text: ' done.' } },
       { event: 'done', cost: cost('openai-compatible/qwen3-8b', 460, 33), tokenUsage: { inputTokens: 460, outputTokens: 33 } },
@@ -312,7 +378,13 @@ describe('OpenAI-compatible chat completions (openai-compatible/qwen3-8b → POS
 
 describe('provider errors', () => {
   const serverError = (message: string) => openaiError(500, message, 'server_error', null, { 'retry-after-ms': '10' });
-  const answer = { sse: responsesStream({ id: 'resp_ok', items: [{ type: 'message', id: 'msg_ok', text: ['Fine.'] }], usage: { input_tokens: 9, output_tokens: 2 } }) };
+  const answer = {
+    sse: responsesStream({
+      id: 'resp_ok',
+      items: [{ type: 'message', id: 'msg_ok', text: ['Fine.'] }],
+      usage: { input_tokens: 9, output_tokens: 2 },
+    }),
+  };
 
   it('retries a 500 and completes', async () => {
     // retry-after-ms (as OpenAI sends it) sets the wait before the retry.
@@ -363,7 +435,10 @@ describe('provider errors', () => {
       {
         sse: anthropicStream({
           id: 'msg_02',
-          blocks: [{ type: 'text', text: ['The answer', ' is'] }, { type: 'raw', event: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } }],
+          blocks: [
+            { type: 'text', text: ['The answer', ' is'] },
+            { type: 'raw', event: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } },
+          ],
           usage: { input_tokens: 150, output_tokens: 0 },
           end: false,
         }),
@@ -393,7 +468,10 @@ describe('provider errors', () => {
     vendor.script({
       sse: responsesStream({
         id: 'resp_01',
-        items: [{ type: 'message', id: 'msg_01', text: ['Part'] }, { type: 'raw', event: { type: 'error', code: 'server_error', message: 'The model produced invalid content.', param: null } }],
+        items: [
+          { type: 'message', id: 'msg_01', text: ['Part'] },
+          { type: 'raw', event: { type: 'error', code: 'server_error', message: 'The model produced invalid content.', param: null } },
+        ],
         end: false,
       }),
     });
@@ -407,7 +485,12 @@ describe('provider errors', () => {
     expect(openai.run).toMatchObject({ status: 'failed', output: 'Part', error: openaiError });
 
     const frames = chatStream({ text: ['Part'], finish: 'stop', usage: { prompt_tokens: 1, completion_tokens: 1 } });
-    vendor.script({ sse: [...frames.slice(0, 2), `data: ${JSON.stringify({ error: { message: 'CUDA out of memory', type: 'server_error', code: 500 } })}\n\n`] });
+    vendor.script({
+      sse: [
+        ...frames.slice(0, 2),
+        `data: ${JSON.stringify({ error: { message: 'CUDA out of memory', type: 'server_error', code: 500 } })}\n\n`,
+      ],
+    });
     const local = await stream('openai-compatible/qwen3-8b', 'hello');
     const localError = { code: 'model_error', message: 'CUDA out of memory' };
     expect(brief(local.events)).toEqual([
@@ -445,7 +528,9 @@ describe('token usage and finish reasons', () => {
       { event: 'done', cost: cost('openai/gpt-5-mini', 1200, 64), tokenUsage },
     ]);
     expect(run).toMatchObject({ status: 'completed', error: null, output: 'Once upon a', tokenUsage, warnings: [] });
-    expect(run.steps).toEqual([{ index: 0, text: 'Once upon a', toolCallIds: [], injected: [], finishReason: 'length', usage: tokenUsage }]);
+    expect(run.steps).toEqual([
+      { index: 0, text: 'Once upon a', toolCallIds: [], injected: [], finishReason: 'length', usage: tokenUsage },
+    ]);
   });
 
   it('ends a run cut by max_tokens (Anthropic) the same way; cache reads and writes count as input', async () => {
@@ -484,19 +569,31 @@ describe('token usage and finish reasons', () => {
     expect(events.map((e) => e.event)).toEqual(['token', 'done']);
     expect(run).toMatchObject({ status: 'completed', output: 'Let me', tokenUsage: { inputTokens: 40, outputTokens: 8 }, toolCalls: [] });
     // The step lists only calls that ran (none here), so every id has its tool call record.
-    expect(run.steps.map((s: { toolCallIds: string[]; finishReason: string }) => [s.toolCallIds, s.finishReason])).toEqual([[[], 'length']]);
+    expect(run.steps.map((s: { toolCallIds: string[]; finishReason: string }) => [s.toolCallIds, s.finishReason])).toEqual([
+      [[], 'length'],
+    ]);
   });
 
   it('runs the tool calls of a step that finishes with stop and gives the model their results (servers that say stop after tool calls)', async () => {
     vendor.script(
-      { sse: chatStream({ toolCalls: [{ id: 'call_1', name: 'add', arguments: ['{"a":1,"b":2}'] }], finish: 'stop', usage: { prompt_tokens: 40, completion_tokens: 8 } }) },
+      {
+        sse: chatStream({
+          toolCalls: [{ id: 'call_1', name: 'add', arguments: ['{"a":1,"b":2}'] }],
+          finish: 'stop',
+          usage: { prompt_tokens: 40, completion_tokens: 8 },
+        }),
+      },
       { sse: chatStream({ text: ['It is 3.'], finish: 'stop', usage: { prompt_tokens: 60, completion_tokens: 4 } }) },
     );
     const { events, run } = await stream('openai-compatible/qwen3-8b', 'add');
     // Whatever the finish reason says, a step that called tools is followed by one that reads their results.
     expect(vendor.requests).toHaveLength(2);
     expect(vendor.requests[1].body.messages.slice(-2)).toEqual([
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'add', arguments: '{"a":1,"b":2}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'add', arguments: '{"a":1,"b":2}' } }],
+      },
       { role: 'tool', tool_call_id: 'call_1', content: '{"sum":3}' },
     ]);
     expect(events.map((e) => e.event)).toEqual(['tool_call_start', 'tool_call_end', 'token', 'done']);
@@ -509,11 +606,23 @@ describe('token usage and finish reasons', () => {
 // ====================================================================== 6. Tool input the model got wrong
 
 describe('tool calls the model got wrong', () => {
-  const answer = (id: string) => ({ sse: responsesStream({ id, items: [{ type: 'message', id: `msg_${id}`, text: ['Sorry.'] }], usage: { input_tokens: 50, output_tokens: 2 } }) });
+  const answer = (id: string) => ({
+    sse: responsesStream({
+      id,
+      items: [{ type: 'message', id: `msg_${id}`, text: ['Sorry.'] }],
+      usage: { input_tokens: 50, output_tokens: 2 },
+    }),
+  });
 
   it('records a call to an unknown tool as invalid_tool_call and sends the SDK’s error text as its output (OpenAI)', async () => {
     vendor.script(
-      { sse: responsesStream({ id: 'resp_01', items: [{ type: 'function_call', id: 'fc_01', call_id: 'call_mul', name: 'multiply', arguments: ['{"a":2,"b":3}'] }], usage: { input_tokens: 40, output_tokens: 9 } }) },
+      {
+        sse: responsesStream({
+          id: 'resp_01',
+          items: [{ type: 'function_call', id: 'fc_01', call_id: 'call_mul', name: 'multiply', arguments: ['{"a":2,"b":3}'] }],
+          usage: { input_tokens: 40, output_tokens: 9 },
+        }),
+      },
       answer('resp_02'),
     );
     const { events, run } = await stream('openai/gpt-5-mini', 'multiply 2 by 3');
@@ -536,7 +645,13 @@ describe('tool calls the model got wrong', () => {
   it('records a call with arguments that are not JSON as invalid_tool_call, without running the tool (chat completions)', async () => {
     const calledBefore = mcp.state.calls.length;
     vendor.script(
-      { sse: chatStream({ toolCalls: [{ id: 'call_bad', name: 'add', arguments: ['{"a":1,', '"b":'] }], finish: 'tool_calls', usage: { prompt_tokens: 30, completion_tokens: 6 } }) },
+      {
+        sse: chatStream({
+          toolCalls: [{ id: 'call_bad', name: 'add', arguments: ['{"a":1,', '"b":'] }],
+          finish: 'tool_calls',
+          usage: { prompt_tokens: 30, completion_tokens: 6 },
+        }),
+      },
       { sse: chatStream({ text: ['Sorry.'], finish: 'stop', usage: { prompt_tokens: 60, completion_tokens: 2 } }) },
     );
     const { events, run } = await stream('openai-compatible/qwen3-8b', 'add 1 and 2');
@@ -559,8 +674,17 @@ describe('tool calls the model got wrong', () => {
 
   it('sends an invalid tool_use back with empty input and an is_error tool_result (Anthropic)', async () => {
     vendor.script(
-      { sse: anthropicStream({ id: 'msg_01', blocks: [{ type: 'tool_use', id: 'toolu_bad', name: 'add', input: ['{"a": 2, "b":'] }], stop_reason: 'tool_use', usage: { input_tokens: 30, output_tokens: 6 } }) },
-      { sse: anthropicStream({ id: 'msg_02', blocks: [{ type: 'text', text: ['Sorry.'] }], usage: { input_tokens: 60, output_tokens: 2 } }) },
+      {
+        sse: anthropicStream({
+          id: 'msg_01',
+          blocks: [{ type: 'tool_use', id: 'toolu_bad', name: 'add', input: ['{"a": 2, "b":'] }],
+          stop_reason: 'tool_use',
+          usage: { input_tokens: 30, output_tokens: 6 },
+        }),
+      },
+      {
+        sse: anthropicStream({ id: 'msg_02', blocks: [{ type: 'text', text: ['Sorry.'] }], usage: { input_tokens: 60, output_tokens: 2 } }),
+      },
     );
     const { run } = await stream('anthropic/claude-sonnet-4-5', 'add 2 and 3');
     const message = 'Invalid input for tool add: JSON parsing failed: Text: {"a": 2, "b":.\nError message: Unexpected end of JSON input';
@@ -568,19 +692,32 @@ describe('tool calls the model got wrong', () => {
       { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_bad', name: 'add', input: {} }] },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_bad', content: message, is_error: true }] },
     ]);
-    expect(calls(run)).toEqual([{ id: 'toolu_bad', name: 'add', input: '{"a": 2, "b":', result: { error: { code: 'invalid_tool_call', message } } }]);
+    expect(calls(run)).toEqual([
+      { id: 'toolu_bad', name: 'add', input: '{"a": 2, "b":', result: { error: { code: 'invalid_tool_call', message } } },
+    ]);
     expect(run).toMatchObject({ status: 'completed', output: 'Sorry.' });
   });
 
   it('refuses input that parses but breaks the tool’s schema before the tool runs, and tells the model which field (Anthropic)', async () => {
     const rpcBefore = mcp.state.rpc.length;
     vendor.script(
-      { sse: anthropicStream({ id: 'msg_01', blocks: [{ type: 'tool_use', id: 'toolu_str', name: 'add', input: ['{"a": "two", "b": 3}'] }], stop_reason: 'tool_use', usage: { input_tokens: 30, output_tokens: 6 } }) },
-      { sse: anthropicStream({ id: 'msg_02', blocks: [{ type: 'text', text: ['Sorry.'] }], usage: { input_tokens: 60, output_tokens: 2 } }) },
+      {
+        sse: anthropicStream({
+          id: 'msg_01',
+          blocks: [{ type: 'tool_use', id: 'toolu_str', name: 'add', input: ['{"a": "two", "b": 3}'] }],
+          stop_reason: 'tool_use',
+          usage: { input_tokens: 30, output_tokens: 6 },
+        }),
+      },
+      {
+        sse: anthropicStream({ id: 'msg_02', blocks: [{ type: 'text', text: ['Sorry.'] }], usage: { input_tokens: 60, output_tokens: 2 } }),
+      },
     );
     const { run } = await stream('anthropic/claude-sonnet-4-5', 'add two and 3');
     const message = 'Invalid input for tool add: a must be number (got string)';
-    expect(calls(run)).toEqual([{ id: 'toolu_str', name: 'add', input: { a: 'two', b: 3 }, result: { error: { code: 'invalid_tool_call', message } } }]);
+    expect(calls(run)).toEqual([
+      { id: 'toolu_str', name: 'add', input: { a: 'two', b: 3 }, result: { error: { code: 'invalid_tool_call', message } } },
+    ]);
     // The MCP server was asked for its tools, never to call one.
     expect(mcp.state.rpc.slice(rpcBefore)).not.toContain('tools/call');
     // The call goes back as the model made it; its result is the error text, flagged as an error.
@@ -599,12 +736,30 @@ describe('provider warnings', () => {
     // gpt-5-mini is a reasoning model: @ai-sdk/openai drops the temperature and says so in stream-start.
     const res = await t.request('POST', '/api/v1/agents', {
       key,
-      body: { name: 'warned', appId: 'a', model: 'openai/gpt-5-mini', tools: [{ type: 'mcp', url: mcp.url }], configuration: { temperature: 0.2 } },
+      body: {
+        name: 'warned',
+        appId: 'a',
+        model: 'openai/gpt-5-mini',
+        tools: [{ type: 'mcp', url: mcp.url }],
+        configuration: { temperature: 0.2 },
+      },
     });
     expect(res.status, res.text).toBe(201);
     vendor.script(
-      { sse: responsesStream({ id: 'resp_w1', items: [{ type: 'function_call', id: 'fc_w1', call_id: 'call_w1', name: 'add', arguments: ['{"a":1,"b":2}'] }], usage: { input_tokens: 40, output_tokens: 9 } }) },
-      { sse: responsesStream({ id: 'resp_w2', items: [{ type: 'message', id: 'msg_w2', text: ['3.'] }], usage: { input_tokens: 60, output_tokens: 2 } }) },
+      {
+        sse: responsesStream({
+          id: 'resp_w1',
+          items: [{ type: 'function_call', id: 'fc_w1', call_id: 'call_w1', name: 'add', arguments: ['{"a":1,"b":2}'] }],
+          usage: { input_tokens: 40, output_tokens: 9 },
+        }),
+      },
+      {
+        sse: responsesStream({
+          id: 'resp_w2',
+          items: [{ type: 'message', id: 'msg_w2', text: ['3.'] }],
+          usage: { input_tokens: 60, output_tokens: 2 },
+        }),
+      },
     );
     const events = await readSse(await t.fetch(`/api/v1/agents/${res.body.id}/stream`, key, { body: { message: 'add 1 and 2' } }));
     expect(events.at(-1)!.event).toBe('done');
@@ -613,7 +768,9 @@ describe('provider warnings', () => {
     const run = (await t.request('GET', `/api/v1/runs/${events.at(-1)!.data.runId}`, { key })).body;
     expect(run).toMatchObject({ status: 'completed', output: '3.' });
     // Both steps reported it; the run keeps it once.
-    expect(run.warnings).toEqual(['model warning: the feature "temperature" is not supported (temperature is not supported for reasoning models)']);
+    expect(run.warnings).toEqual([
+      'model warning: the feature "temperature" is not supported (temperature is not supported for reasoning models)',
+    ]);
   });
 
   it('keeps the warnings of a run whose model call then failed', async () => {
@@ -624,7 +781,10 @@ describe('provider warnings', () => {
     vendor.script({
       sse: responsesStream({
         id: 'resp_w3',
-        items: [{ type: 'message', id: 'msg_w3', text: ['Part'] }, { type: 'raw', event: { type: 'error', code: 'server_error', message: 'The model produced invalid content.', param: null } }],
+        items: [
+          { type: 'message', id: 'msg_w3', text: ['Part'] },
+          { type: 'raw', event: { type: 'error', code: 'server_error', message: 'The model produced invalid content.', param: null } },
+        ],
         end: false,
       }),
     });
@@ -632,6 +792,10 @@ describe('provider warnings', () => {
     expect(events.at(-1)).toMatchObject({ event: 'error', data: { code: 'model_error' } });
     const runs = await t.request('GET', `/api/v1/agents/${res.body.id}/runs`, { key });
     const run = (await t.request('GET', `/api/v1/runs/${runs.body.runs[0].id}`, { key })).body;
-    expect(run).toMatchObject({ status: 'failed', output: 'Part', warnings: ['model warning: the feature "temperature" is not supported (temperature is not supported for reasoning models)'] });
+    expect(run).toMatchObject({
+      status: 'failed',
+      output: 'Part',
+      warnings: ['model warning: the feature "temperature" is not supported (temperature is not supported for reasoning models)'],
+    });
   });
 });

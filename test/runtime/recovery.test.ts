@@ -37,7 +37,9 @@ describe('a run whose process dies', () => {
     });
     const seen = await readSse(res, { stopAfter: (ev) => ev.length === 2, controller });
     expect(seen.map((e) => e.data.text)).toEqual(['one ', 'two ']);
-    const runs = (await (await call(a, `/api/v1/agents/${agent.id}/runs`)).json()) as { runs: { id: string; conversationId: string; status: string }[] };
+    const runs = (await (await call(a, `/api/v1/agents/${agent.id}/runs`)).json()) as {
+      runs: { id: string; conversationId: string; status: string }[];
+    };
     const { id: runId, conversationId } = runs.runs[0];
     expect(runs.runs[0].status).toBe('running');
 

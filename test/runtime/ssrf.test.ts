@@ -1,36 +1,90 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addressRange, isMetadataAddress, isPublicAddress, OutboundGuard, OutboundRefused, type LookupFunction } from '../../src/runtime/tools/ssrf.js';
+import {
+  addressRange,
+  isMetadataAddress,
+  isPublicAddress,
+  OutboundGuard,
+  OutboundRefused,
+  type LookupFunction,
+} from '../../src/runtime/tools/ssrf.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 
 describe('address classification', () => {
   it.each([
     // IPv4, in the spellings the URL parser and inet_aton accept
-    ['127.0.0.1', 'loopback'], ['127.1', 'loopback'], ['2130706433', 'loopback'], ['0x7f000001', 'loopback'], ['0177.0.0.1', 'loopback'],
-    ['10.1.2.3', 'private'], ['172.16.0.1', 'private'], ['172.31.255.255', 'private'], ['192.168.1.1', 'private'],
-    ['169.254.169.254', 'linkLocal'], ['2852039166', 'linkLocal'], ['0xa9fea9fe', 'linkLocal'], ['0251.0376.0251.0376', 'linkLocal'], ['169.254.43518', 'linkLocal'],
-    ['100.64.0.1', 'carrierGradeNat'], ['100.127.255.255', 'carrierGradeNat'], ['0.0.0.0', 'unspecified'], ['0.1.2.3', 'unspecified'],
-    ['224.0.0.1', 'multicast'], ['255.255.255.255', 'broadcast'], ['240.0.0.1', 'reserved'], ['192.0.0.170', 'reserved'], ['198.18.0.1', 'reserved'],
-    ['172.32.0.1', 'unicast'], ['100.128.0.1', 'unicast'], ['8.8.8.8', 'unicast'], ['93.184.216.34', 'unicast'],
+    ['127.0.0.1', 'loopback'],
+    ['127.1', 'loopback'],
+    ['2130706433', 'loopback'],
+    ['0x7f000001', 'loopback'],
+    ['0177.0.0.1', 'loopback'],
+    ['10.1.2.3', 'private'],
+    ['172.16.0.1', 'private'],
+    ['172.31.255.255', 'private'],
+    ['192.168.1.1', 'private'],
+    ['169.254.169.254', 'linkLocal'],
+    ['2852039166', 'linkLocal'],
+    ['0xa9fea9fe', 'linkLocal'],
+    ['0251.0376.0251.0376', 'linkLocal'],
+    ['169.254.43518', 'linkLocal'],
+    ['100.64.0.1', 'carrierGradeNat'],
+    ['100.127.255.255', 'carrierGradeNat'],
+    ['0.0.0.0', 'unspecified'],
+    ['0.1.2.3', 'unspecified'],
+    ['224.0.0.1', 'multicast'],
+    ['255.255.255.255', 'broadcast'],
+    ['240.0.0.1', 'reserved'],
+    ['192.0.0.170', 'reserved'],
+    ['198.18.0.1', 'reserved'],
+    ['172.32.0.1', 'unicast'],
+    ['100.128.0.1', 'unicast'],
+    ['8.8.8.8', 'unicast'],
+    ['93.184.216.34', 'unicast'],
     // IPv6
-    ['::1', 'loopback'], ['::', 'unspecified'], ['fd00::1', 'uniqueLocal'], ['fc00::1', 'uniqueLocal'], ['fe80::1', 'linkLocal'], ['ff02::1', 'multicast'],
-    ['2001:db8::1', 'reserved'], ['::7f00:1', 'reserved'], ['4000::1', 'reserved'], ['2606:4700::1111', 'unicast'], ['2a00:1450:4001::200e', 'unicast'],
+    ['::1', 'loopback'],
+    ['::', 'unspecified'],
+    ['fd00::1', 'uniqueLocal'],
+    ['fc00::1', 'uniqueLocal'],
+    ['fe80::1', 'linkLocal'],
+    ['ff02::1', 'multicast'],
+    ['2001:db8::1', 'reserved'],
+    ['::7f00:1', 'reserved'],
+    ['4000::1', 'reserved'],
+    ['2606:4700::1111', 'unicast'],
+    ['2a00:1450:4001::200e', 'unicast'],
     // IPv6 carrying IPv4: classified by the IPv4 address carried
-    ['::ffff:127.0.0.1', 'loopback'], ['::ffff:7f00:1', 'loopback'], ['0:0:0:0:0:ffff:7f00:1', 'loopback'], ['::ffff:a9fe:a9fe', 'linkLocal'],
-    ['::ffff:0:7f00:1', 'loopback'], ['64:ff9b::7f00:1', 'loopback'], ['64:ff9b::a00:1', 'private'], ['64:ff9b:1:7f00:0:100::', 'loopback'],
-    ['2002:7f00:1::', 'loopback'], ['2002:a9fe:a9fe::1', 'linkLocal'], ['2001:0:4136:e378:8000:63bf:80ff:fffe', 'loopback'],
-    ['::ffff:8.8.8.8', 'unicast'], ['64:ff9b::808:808', 'unicast'], ['2002:808:808::1', 'unicast'], ['2001:0:808:808:8000:63bf:f7f7:f7f7', 'unicast'],
+    ['::ffff:127.0.0.1', 'loopback'],
+    ['::ffff:7f00:1', 'loopback'],
+    ['0:0:0:0:0:ffff:7f00:1', 'loopback'],
+    ['::ffff:a9fe:a9fe', 'linkLocal'],
+    ['::ffff:0:7f00:1', 'loopback'],
+    ['64:ff9b::7f00:1', 'loopback'],
+    ['64:ff9b::a00:1', 'private'],
+    ['64:ff9b:1:7f00:0:100::', 'loopback'],
+    ['2002:7f00:1::', 'loopback'],
+    ['2002:a9fe:a9fe::1', 'linkLocal'],
+    ['2001:0:4136:e378:8000:63bf:80ff:fffe', 'loopback'],
+    ['::ffff:8.8.8.8', 'unicast'],
+    ['64:ff9b::808:808', 'unicast'],
+    ['2002:808:808::1', 'unicast'],
+    ['2001:0:808:808:8000:63bf:f7f7:f7f7', 'unicast'],
   ])('%s is %s', (address, range) => {
     expect(addressRange(address)).toBe(range);
     expect(isPublicAddress(address)).toBe(range === 'unicast');
   });
 
-  it.each(['169.254.169.254', '2852039166', '0xa9fea9fe', '0251.0376.0251.0376', '::ffff:169.254.169.254', '::ffff:a9fe:a9fe', '64:ff9b::a9fe:a9fe', 'fd00:ec2::254'])(
-    'knows the metadata address spelled %s',
-    (address) => expect(isMetadataAddress(address)).toBe(true),
-  );
+  it.each([
+    '169.254.169.254',
+    '2852039166',
+    '0xa9fea9fe',
+    '0251.0376.0251.0376',
+    '::ffff:169.254.169.254',
+    '::ffff:a9fe:a9fe',
+    '64:ff9b::a9fe:a9fe',
+    'fd00:ec2::254',
+  ])('knows the metadata address spelled %s', (address) => expect(isMetadataAddress(address)).toBe(true));
 });
 
 describe('the guarded dispatcher', () => {
@@ -43,9 +97,16 @@ describe('the guarded dispatcher', () => {
   afterAll(() => mcp.close());
 
   const ping = (guard: OutboundGuard, url: string) =>
-    guard.fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":1,"method":"ping"}' });
+    guard.fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    });
   const refusedWith = async (promise: Promise<unknown>) => {
-    const err = await promise.then(() => null, (e: Error) => e);
+    const err = await promise.then(
+      () => null,
+      (e: Error) => e,
+    );
     expect(err).toBeInstanceOf(Error);
     expect(err!.cause).toBeInstanceOf(OutboundRefused);
     return (err!.cause as Error).message;
@@ -55,7 +116,8 @@ describe('the guarded dispatcher', () => {
     // A name that answers a public address first, then loopback: the connection's own lookup decides.
     const answers = ['93.184.216.34', '127.0.0.1'];
     let asked = 0;
-    const rebinding: LookupFunction = (_host, _options, callback) => callback(null, [{ address: answers[Math.min(asked++, 1)], family: 4 }]);
+    const rebinding: LookupFunction = (_host, _options, callback) =>
+      callback(null, [{ address: answers[Math.min(asked++, 1)], family: 4 }]);
     const guard = new OutboundGuard({ allowedHosts: [], allowPrivateNetworks: false, lookup: rebinding });
     asked = 1; // the "check" already happened; the connection now sees loopback
     const before = mcp.state.headers.length;
@@ -65,7 +127,11 @@ describe('the guarded dispatcher', () => {
   });
 
   it('refuses a name when any of its addresses is not public, and never says which', async () => {
-    const lookup: LookupFunction = (_host, _options, callback) => callback(null, [{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.7', family: 4 }]);
+    const lookup: LookupFunction = (_host, _options, callback) =>
+      callback(null, [
+        { address: '93.184.216.34', family: 4 },
+        { address: '10.0.0.7', family: 4 },
+      ]);
     const guard = new OutboundGuard({ allowedHosts: [], allowPrivateNetworks: false, lookup });
     const message = await refusedWith(ping(guard, `http://mixed.example:${port}/mcp`));
     expect(message).toMatch(/mixed\.example resolves to a private address/);
@@ -151,7 +217,10 @@ describe('agents cannot reach private networks by default', () => {
       const { key } = await allowed.tenant();
       const url = mcp.url.replace('127.0.0.1', 'localhost');
       const agent = await allowed.agent(key, { name: 'a', appId: 'x', tools: [{ type: 'mcp', url }] });
-      const res = await allowed.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '/tool add {"a":1,"b":2}' } });
+      const res = await allowed.request('POST', `/api/v1/agents/${agent.id}/execute`, {
+        key,
+        body: { message: '/tool add {"a":1,"b":2}' },
+      });
       expect(res.body.toolCalls[0]).toMatchObject({ name: 'add', result: { sum: 3 } });
     } finally {
       await allowed.close();
@@ -211,7 +280,7 @@ describe('IP spellings of loopback are refused under the default configuration',
     expect(warnings[0]).toMatch(/^MCP server unavailable: .*loopback.*MCP_ALLOWED_HOSTS/);
   });
 
-  it("does not reach a loopback service through a mapped address, nor return its error body", async () => {
+  it('does not reach a loopback service through a mapped address, nor return its error body', async () => {
     for (const host of ['[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[64:ff9b::7f00:1]', '[2002:7f00:1::]']) {
       const { warnings } = await runWith(`http://${host}:${secret.port}/`);
       expect(warnings.join('\n')).not.toContain('INTERNAL-SECRET');

@@ -59,7 +59,17 @@ async function stored(runId: string) {
   const events = await readSse(await t.fetch(`/api/v1/runs/${runId}/events`, key));
   const reply = messages.messages.find((m: { role: string }) => m.role === 'assistant');
   return {
-    run: { ...run, id: undefined, runId: undefined, conversationId: undefined, kind: undefined, createdAt: undefined, startedAt: undefined, completedAt: undefined, duration: undefined },
+    run: {
+      ...run,
+      id: undefined,
+      runId: undefined,
+      conversationId: undefined,
+      kind: undefined,
+      createdAt: undefined,
+      startedAt: undefined,
+      completedAt: undefined,
+      duration: undefined,
+    },
     conversation: {
       messageCount: conversation.messageCount,
       activeRunId: conversation.activeRunId,
@@ -68,7 +78,11 @@ async function stored(runId: string) {
       // The conversation's last message is the reply.
       lastMessageIsReply: conversation.lastMessageAt === reply?.createdAt,
     },
-    messages: messages.messages.map((m: { role: string; content: string; runId: string }) => ({ role: m.role, content: m.content, ofThisRun: m.runId === runId })),
+    messages: messages.messages.map((m: { role: string; content: string; runId: string }) => ({
+      role: m.role,
+      content: m.content,
+      ofThisRun: m.runId === runId,
+    })),
     events: events.map((e) => ({ id: e.id, event: e.event, data: { ...e.data, runId: undefined, conversationId: undefined } })),
   };
 }
@@ -80,7 +94,8 @@ describe('a run that executes while its start is written', () => {
     const message = 'Hello, where is my order 4711?';
 
     const execute = () => t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message } });
-    const stream = async () => readSse(await t.fetch(`/api/v1/agents/${agentId}/execute`, key, { method: 'POST', body: { message, stream: true } }));
+    const stream = async () =>
+      readSse(await t.fetch(`/api/v1/agents/${agentId}/execute`, key, { method: 'POST', body: { message, stream: true } }));
     // A statement's first use also compiles it, which the change feed hears as well: count the second runs.
     await execute();
     await stream();
@@ -118,7 +133,9 @@ describe('a run that executes while its start is written', () => {
     try {
       const executed = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: 'quiet please' } });
       expect(executed.status, executed.text).toBe(200);
-      const streamed = await readSse(await t.fetch(`/api/v1/agents/${agentId}/execute`, key, { method: 'POST', body: { message: 'loud please', stream: true } }));
+      const streamed = await readSse(
+        await t.fetch(`/api/v1/agents/${agentId}/execute`, key, { method: 'POST', body: { message: 'loud please', stream: true } }),
+      );
       // Signals are sent once per turn of the event loop: let the last one out.
       await new Promise((r) => setTimeout(r, 50));
       expect(noticed.has(streamed.at(-1)!.data.runId)).toBe(true);
@@ -136,7 +153,10 @@ describe('a run that executes while its start is written', () => {
     expect(res.body.toolCalls).toEqual([{ name: 'probe', input: {}, result: { recorded: true } }]);
     expect(probed).toEqual(['running']);
     const run = await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key });
-    expect(run.body).toMatchObject({ status: 'completed', toolCalls: [expect.objectContaining({ name: 'probe', result: { recorded: true } })] });
+    expect(run.body).toMatchObject({
+      status: 'completed',
+      toolCalls: [expect.objectContaining({ name: 'probe', result: { recorded: true } })],
+    });
   });
 
   it('shows a run that outlasts its start as running, then ends it as usual', async () => {

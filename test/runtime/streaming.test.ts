@@ -19,7 +19,11 @@ afterAll(async () => {
   await mcp.close();
 });
 
-const text = (events: SseEvent[]) => events.filter((e) => e.event === 'token').map((e) => e.data.text).join('');
+const text = (events: SseEvent[]) =>
+  events
+    .filter((e) => e.event === 'token')
+    .map((e) => e.data.text)
+    .join('');
 const seqs = (events: SseEvent[]) => events.map((e) => Number(e.id));
 
 async function waitForRun(runId: string, status: string) {
@@ -86,7 +90,10 @@ describe('SSE streaming', () => {
     const a = await t.agent(key);
     const words = Array.from({ length: 12 }, (_, i) => `w${i}`).join(' ');
     const controller = new AbortController();
-    const res = await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: `/delay 40\n${words}` }, signal: controller.signal });
+    const res = await t.fetch(`/api/v1/agents/${a.id}/stream`, key, {
+      body: { message: `/delay 40\n${words}` },
+      signal: controller.signal,
+    });
     const first = await readSse(res, { stopAfter: (ev) => ev.length === 4, controller });
     expect(seqs(first)).toEqual([1, 2, 3, 4]);
 
@@ -145,14 +152,21 @@ describe('SSE streaming', () => {
     const messages = Array.from({ length: 24 }, (_, i) => Array.from({ length: 3 + (i % 5) }, (_, j) => `r${i}w${j}`).join(' '));
     // Some tokens arrive over time, so writes of several turns interleave with other runs' ends.
     const sent = messages.map((message, i) => (i % 3 === 0 ? `/delay 5\n${message}` : message));
-    const streams = await Promise.all(sent.map(async (message) => readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message } }))));
+    const streams = await Promise.all(
+      sent.map(async (message) => readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message } }))),
+    );
     for (const [i, events] of streams.entries()) {
       const words = messages[i].split(' ');
       expect(events.map((e) => e.event)).toEqual([...words.map(() => 'token'), 'done']);
       expect(seqs(events)).toEqual(events.map((_, j) => j + 1));
       expect(text(events)).toBe(messages[i]);
       const { runId, conversationId } = events.at(-1)!.data;
-      const stored = await t.db.kysely.selectFrom('run_events').select(['seq', 'event', 'data']).where('run_id', '=', runId).orderBy('seq').execute();
+      const stored = await t.db.kysely
+        .selectFrom('run_events')
+        .select(['seq', 'event', 'data'])
+        .where('run_id', '=', runId)
+        .orderBy('seq')
+        .execute();
       expect(storedEvents(stored).map((e) => ({ id: String(e.seq), event: e.event, data: e.data }))).toEqual(events);
       const run = await t.request('GET', `/api/v1/runs/${runId}`, { key });
       expect(run.body).toMatchObject({ status: 'completed', output: messages[i], conversationId });
@@ -173,7 +187,12 @@ describe('SSE streaming', () => {
     expect(seqs(events)).toEqual(events.map((_, j) => j + 1));
     expect(text(events)).toBe(message);
     const { runId } = events.at(-1)!.data;
-    const stored = await t.db.kysely.selectFrom('run_events').select(['seq', 'event', 'data']).where('run_id', '=', runId).orderBy('seq').execute();
+    const stored = await t.db.kysely
+      .selectFrom('run_events')
+      .select(['seq', 'event', 'data'])
+      .where('run_id', '=', runId)
+      .orderBy('seq')
+      .execute();
     expect(storedEvents(stored).map((e) => ({ id: String(e.seq), event: e.event, data: e.data }))).toEqual(events);
     expect(stored.length).toBeLessThanOrEqual(3);
   });
@@ -181,7 +200,10 @@ describe('SSE streaming', () => {
   it('keeps running when the client disconnects', async () => {
     const a = await t.agent(key);
     const controller = new AbortController();
-    const res = await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: '/delay 30\na b c d e f' }, signal: controller.signal });
+    const res = await t.fetch(`/api/v1/agents/${a.id}/stream`, key, {
+      body: { message: '/delay 30\na b c d e f' },
+      signal: controller.signal,
+    });
     const first = await readSse(res, { stopAfter: (ev) => ev.length === 1, controller });
     expect(first).toHaveLength(1);
     const runs = await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key });

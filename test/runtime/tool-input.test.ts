@@ -44,7 +44,9 @@ describe('delegation tool input', () => {
 
     const omitted = await execute(lead.id, '/tool ask_helper {}');
     expect(omitted.status).toBe('completed');
-    expect(omitted.toolCalls).toEqual([{ name: 'ask_helper', input: {}, result: invalid('Invalid input for tool ask_helper: message is required') }]);
+    expect(omitted.toolCalls).toEqual([
+      { name: 'ask_helper', input: {}, result: invalid('Invalid input for tool ask_helper: message is required') },
+    ]);
     // The model is told in words what was wrong (builtin/echo answers with the result it was given).
     expect(omitted.output).toBe('ask_helper returned "Invalid input for tool ask_helper: message is required"');
 
@@ -52,7 +54,9 @@ describe('delegation tool input', () => {
     expect(wrongType.toolCalls[0].result).toEqual(invalid('Invalid input for tool ask_helper: message must be string (got number)'));
 
     const unknownField = await execute(lead.id, '/tool ask_helper {"message":"hi","urgent":true}');
-    expect(unknownField.toolCalls[0].result).toEqual(invalid('Invalid input for tool ask_helper: urgent is not an allowed field (allowed: message)'));
+    expect(unknownField.toolCalls[0].result).toEqual(
+      invalid('Invalid input for tool ask_helper: urgent is not an allowed field (allowed: message)'),
+    );
 
     const empty = await execute(lead.id, '/tool ask_helper {"message":""}');
     expect(empty.toolCalls[0].result).toEqual(invalid('Invalid input for tool ask_helper: message must NOT have fewer than 1 characters'));
@@ -72,7 +76,9 @@ describe('MCP tool input', () => {
     const before = mcp.state.calls.length;
     const rpcBefore = mcp.state.rpc.length;
     const res = await execute(a.id, '/tool add {"a":"two"}');
-    expect(res.toolCalls).toEqual([{ name: 'add', input: { a: 'two' }, result: invalid('Invalid input for tool add: b is required; a must be number (got string)') }]);
+    expect(res.toolCalls).toEqual([
+      { name: 'add', input: { a: 'two' }, result: invalid('Invalid input for tool add: b is required; a must be number (got string)') },
+    ]);
     // The run listed the server's tools, and called none of them.
     expect(mcp.state.rpc.slice(rpcBefore)).toContain('tools/list');
     expect(mcp.state.rpc.slice(rpcBefore)).not.toContain('tools/call');
@@ -88,7 +94,10 @@ describe('MCP tool input', () => {
     const before = mcp.state.calls.length;
     const rpcBefore = mcp.state.rpc.length;
     const res = await execute(a.id, '/tool ext_shout {"text":["not","a","string"]}\n/tool ext_shout {"text":"hey"}');
-    expect(res.toolCalls.map((c: { result: unknown }) => c.result)).toEqual([invalid('Invalid input for tool ext_shout: text must be string (got array)'), expect.objectContaining({ text: 'HEY' })]);
+    expect(res.toolCalls.map((c: { result: unknown }) => c.result)).toEqual([
+      invalid('Invalid input for tool ext_shout: text must be string (got array)'),
+      expect.objectContaining({ text: 'HEY' }),
+    ]);
     expect(mcp.state.rpc.slice(rpcBefore).filter((m) => m === 'tools/call')).toHaveLength(1);
     expect(mcp.state.calls.slice(before)).toEqual([{ name: 'shout', args: { text: 'hey' } }]);
   });
@@ -111,11 +120,20 @@ describe('MCP tool input', () => {
 
 describe('built-in tool input', () => {
   it('checks the skill tools against the schema they announce', async () => {
-    const a = await t.agent(key, { tools: [{ type: 'builtin', name: 'skills' }, { type: 'builtin', name: 'connectors' }] });
+    const a = await t.agent(key, {
+      tools: [
+        { type: 'builtin', name: 'skills' },
+        { type: 'builtin', name: 'connectors' },
+      ],
+    });
     const res = await execute(a.id, '/tool skill_query {"query":"prices","referenceFile":7}');
-    expect(res.toolCalls[0].result).toEqual(invalid('Invalid input for tool skill_query: skillId is required; referenceFile must be string (got number)'));
+    expect(res.toolCalls[0].result).toEqual(
+      invalid('Invalid input for tool skill_query: skillId is required; referenceFile must be string (got number)'),
+    );
     const tooLong = await execute(a.id, `/tool connector_discover {"category":"${'x'.repeat(65)}"}`);
-    expect(tooLong.toolCalls[0].result).toEqual(invalid('Invalid input for tool connector_discover: category must NOT have more than 64 characters'));
+    expect(tooLong.toolCalls[0].result).toEqual(
+      invalid('Invalid input for tool connector_discover: category must NOT have more than 64 characters'),
+    );
     const fine = await execute(a.id, '/tool connector_discover {}');
     expect(fine.toolCalls[0].result).toHaveProperty('available');
   });
@@ -164,7 +182,13 @@ describe('MCP servers’ own schemas', () => {
           type: 'object',
           properties: { items: { type: 'array', items: { $ref: '#/definitions/item' }, minItems: 1 }, express: { type: 'boolean' } },
           required: ['items'],
-          definitions: { item: { type: 'object', properties: { sku: { type: 'string', pattern: '^[A-Z]{3}-\\d+$' }, qty: { type: 'integer', minimum: 1 } }, required: ['sku', 'qty'] } },
+          definitions: {
+            item: {
+              type: 'object',
+              properties: { sku: { type: 'string', pattern: '^[A-Z]{3}-\\d+$' }, qty: { type: 'integer', minimum: 1 } },
+              required: ['sku', 'qty'],
+            },
+          },
         },
       },
       { name: 'dangling', inputSchema: { type: 'object', properties: { x: { $ref: '#/definitions/missing' } } } },
@@ -176,7 +200,9 @@ describe('MCP servers’ own schemas', () => {
       const a = await t.agent(key, { tools: [{ type: 'mcp', url: raw.url }] });
       const bad = await execute(a.id, '/tool order {"items":[{"sku":"ABC-1","qty":2},{"sku":"abc","qty":0}],"express":"yes"}');
       expect(bad.toolCalls[0].result).toEqual(
-        invalid('Invalid input for tool order: items[1].sku must match pattern "^[A-Z]{3}-\\d+$"; items[1].qty must be >= 1; express must be boolean (got string)'),
+        invalid(
+          'Invalid input for tool order: items[1].sku must match pattern "^[A-Z]{3}-\\d+$"; items[1].qty must be >= 1; express must be boolean (got string)',
+        ),
       );
       expect(raw.called).toEqual([]);
       const good = await execute(a.id, '/tool order {"items":[{"sku":"ABC-1","qty":2}]}');

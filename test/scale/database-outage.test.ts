@@ -28,14 +28,30 @@ describe.skipIf(dialect !== 'postgres')('a database outage', () => {
     const auth = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
     const get = () => fetch(`${server.url}/api/v1/agents`, { headers: { authorization: `Bearer ${apiKey}` } });
     expect((await get()).status).toBe(200);
-    const agent = (await (await fetch(`${server.url}/api/v1/agents`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'Outage', appId: 'outage' }) })).json()) as { id: string };
-    const svidRes = await fetch(`${server.url}/api/v1/identity/agents/${agent.id}/svid`, { method: 'POST', headers: auth, body: JSON.stringify({ audience: server.url }) });
+    const agent = (await (
+      await fetch(`${server.url}/api/v1/agents`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ name: 'Outage', appId: 'outage' }),
+      })
+    ).json()) as { id: string };
+    const svidRes = await fetch(`${server.url}/api/v1/identity/agents/${agent.id}/svid`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ audience: server.url }),
+    });
     const { svid } = (await svidRes.json()) as { svid: string };
     const exchange = () =>
       fetch(`${server.url}/api/v1/identity/oauth/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange', subject_token: svid, subject_token_type: 'urn:ietf:params:oauth:token-type:jwt', audience: agent.id, scope: 'tools:search' }),
+        body: new URLSearchParams({
+          grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+          subject_token: svid,
+          subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+          audience: agent.id,
+          scope: 'tools:search',
+        }),
       });
     const before = await exchange();
     expect(before.status, await before.clone().text()).toBe(200);
@@ -69,9 +85,15 @@ describe.skipIf(dialect !== 'postgres')('a database outage', () => {
   it('a run ending while the database is away is recorded when it returns: not left running until its lease expires', async () => {
     const { apiKey } = JSON.parse((await cli(['tenants', 'create', 'outage-run', '--json'], database.env)).stdout);
     const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
-    const agent = (await (await fetch(`${server.url}/api/v1/agents`, { method: 'POST', headers, body: JSON.stringify({ name: 'Ends late', appId: 'outage' }) })).json()) as { id: string };
+    const agent = (await (
+      await fetch(`${server.url}/api/v1/agents`, { method: 'POST', headers, body: JSON.stringify({ name: 'Ends late', appId: 'outage' }) })
+    ).json()) as { id: string };
     // Two words, 1.5 s apart: the database goes away after the first (its start and first token are written).
-    const res = await fetch(`${server.url}/api/v1/agents/${agent.id}/stream`, { method: 'POST', headers, body: JSON.stringify({ message: '/delay 1500\none two' }) });
+    const res = await fetch(`${server.url}/api/v1/agents/${agent.id}/stream`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ message: '/delay 1500\none two' }),
+    });
     expect(res.status).toBe(200);
     const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
     let text = '';
@@ -92,7 +114,11 @@ describe.skipIf(dialect !== 'postgres')('a database outage', () => {
     const run = (await (await fetch(`${server.url}/api/v1/runs/${runId}`, { headers })).json()) as { status: string; output: string };
     expect(run).toMatchObject({ status: 'completed', output: 'one two' });
     // Its conversation is free again at once (not busy until the lease expires).
-    const next = await fetch(`${server.url}/api/v1/conversations/${conversationId}/messages`, { method: 'POST', headers, body: JSON.stringify({ content: 'and again' }) });
+    const next = await fetch(`${server.url}/api/v1/conversations/${conversationId}/messages`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ content: 'and again' }),
+    });
     expect(next.status).toBe(200);
   });
 });
@@ -145,7 +171,9 @@ describe.skipIf(dialect !== 'postgres')('a one-time task claimed during a databa
     expect(back).toMatchObject({ attempts: 0, lease_owner: null, run_id: null });
 
     // Both replicas try to claim it: exactly one gets it, and its run is the task's only one.
-    const claims = (await Promise.all([t.services.tasks.executor.claimNext(), cut.services.tasks.executor.claimNext()])).filter((j) => j !== null);
+    const claims = (await Promise.all([t.services.tasks.executor.claimNext(), cut.services.tasks.executor.claimNext()])).filter(
+      (j) => j !== null,
+    );
     expect(claims).toHaveLength(1);
     expect(claims[0]).toMatchObject({ id: job.id, attempts: 1 });
     await Promise.all([t.services.tasks.executor.sweep(), cut.services.tasks.executor.sweep()]);

@@ -34,8 +34,14 @@ describe('log redaction is a rule over every line, not a list of call sites', ()
       pem: 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASC',
     };
     const child = logger.child({ plugin: 'anything' }).child({ deeper: true });
-    child.trace({ options: { headers: { authorization: secrets.nestedHeader, 'content-type': 'multipart/form-data' } } }, 'a plugin logs its options');
-    logger.info({ body: { grant_type: 'client_credentials', client_secret: secrets.clientSecret, client_assertion: secrets.assertion } }, 'token request');
+    child.trace(
+      { options: { headers: { authorization: secrets.nestedHeader, 'content-type': 'multipart/form-data' } } },
+      'a plugin logs its options',
+    );
+    logger.info(
+      { body: { grant_type: 'client_credentials', client_secret: secrets.clientSecret, client_assertion: secrets.assertion } },
+      'token request',
+    );
     logger.warn({ form: [{ subject_token: secrets.subjectToken, actor_token: secrets.subjectToken }] }, 'exchange');
     logger.debug({ req: { headers: { Cookie: secrets.cookie, 'X-Api-Key': secrets.xApiKey } }, user: { password: secrets.password } });
     logger.error({ key: { kty: 'EC', crv: 'P-256', x: 'public-x', d: secrets.jwkD } }, 'key problem');
@@ -50,7 +56,13 @@ describe('log redaction is a rule over every line, not a list of call sites', ()
     expect(lines).toHaveLength(10);
     for (const line of lines) JSON.parse(line);
     const text = output();
-    const found = [...Object.entries(secrets), ['apiKey', apiKey.slice(37)], ['jwt', jwt], ['basic', Buffer.from(`id:${apiKey}`).toString('base64')], ['query token', 'tok-R5s6T7u8']]
+    const found = [
+      ...Object.entries(secrets),
+      ['apiKey', apiKey.slice(37)],
+      ['jwt', jwt],
+      ['basic', Buffer.from(`id:${apiKey}`).toString('base64')],
+      ['query token', 'tok-R5s6T7u8'],
+    ]
       .filter(([, secret]) => text.includes(secret))
       .map(([what]) => what);
     expect(found).toEqual([]);

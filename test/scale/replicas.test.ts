@@ -13,7 +13,14 @@ describe.skipIf(dialect !== 'postgres')('replicas on one PostgreSQL database', (
   let key: string;
   let agentId: string;
 
-  const call = (s: ServerProcess, path: string, body?: unknown, headers: Record<string, string> = {}, signal?: AbortSignal, method?: string) =>
+  const call = (
+    s: ServerProcess,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    signal?: AbortSignal,
+    method?: string,
+  ) =>
     fetch(`${s.url}${path}`, {
       method: method ?? (body === undefined ? 'GET' : 'POST'),
       headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
@@ -23,7 +30,9 @@ describe.skipIf(dialect !== 'postgres')('replicas on one PostgreSQL database', (
 
   async function runningRun(s: ServerProcess) {
     for (let i = 0; i < 100; i++) {
-      const runs = (await (await call(s, `/api/v1/agents/${agentId}/runs?limit=1`)).json()) as { runs: { id: string; status: string; conversationId: string }[] };
+      const runs = (await (await call(s, `/api/v1/agents/${agentId}/runs?limit=1`)).json()) as {
+        runs: { id: string; status: string; conversationId: string }[];
+      };
       if (runs.runs[0]?.status === 'running') return runs.runs[0];
       await new Promise((r) => setTimeout(r, 30));
     }
@@ -114,7 +123,13 @@ describe.skipIf(dialect !== 'postgres')('replicas on one PostgreSQL database', (
   it('follows a run of A live from B, then resumes it on B after A is killed', async () => {
     const [a, b] = servers;
     const controller = new AbortController();
-    const res = await call(a, `/api/v1/agents/${agentId}/stream`, { message: '/delay 250\n' + Array.from({ length: 30 }, (_, i) => `t${i}`).join(' ') }, {}, controller.signal);
+    const res = await call(
+      a,
+      `/api/v1/agents/${agentId}/stream`,
+      { message: '/delay 250\n' + Array.from({ length: 30 }, (_, i) => `t${i}`).join(' ') },
+      {},
+      controller.signal,
+    );
     const fromA = await readSse(res, { stopAfter: (ev) => ev.length === 2, controller });
     const run = await runningRun(b);
 
@@ -134,6 +149,11 @@ describe.skipIf(dialect !== 'postgres')('replicas on one PostgreSQL database', (
     expect(all.map((e) => Number(e.id))).toEqual(all.map((_, i) => i + 1));
     const details = (await (await call(b, `/api/v1/runs/${run.id}`)).json()) as { status: string; output: string };
     expect(details.status).toBe('failed');
-    expect(details.output).toBe(all.filter((e) => e.event === 'token').map((e) => e.data.text).join(''));
+    expect(details.output).toBe(
+      all
+        .filter((e) => e.event === 'token')
+        .map((e) => e.data.text)
+        .join(''),
+    );
   });
 });

@@ -60,7 +60,16 @@ describe('logs of a full session at LOG_LEVEL=trace', () => {
     const logs = server.output();
     expect(logs.length).toBeGreaterThan(1000);
     expect(logs).toContain('"msg":"incoming request"');
-    for (const secret of [secretOf(admin), secretOf(worker), secretOf(forged), 'not-a-key-Xy9Wv8Ut7', toolSecret, privateD, svid.body.svid, masterKey]) {
+    for (const secret of [
+      secretOf(admin),
+      secretOf(worker),
+      secretOf(forged),
+      'not-a-key-Xy9Wv8Ut7',
+      toolSecret,
+      privateD,
+      svid.body.svid,
+      masterKey,
+    ]) {
       expect(logs.includes(secret), `log contains ${secret.slice(0, 6)}...`).toBe(false);
     }
   });
@@ -69,7 +78,10 @@ describe('logs of a full session at LOG_LEVEL=trace', () => {
     const before = server.output().length;
     const created = JSON.parse((await cli(['tenants', 'create', 'secrets-2', '--json'], database.env)).stdout);
     const admin: string = created.apiKey;
-    const send = async (path: string, init: { key?: string; json?: unknown; form?: FormData; body?: string; headers?: Record<string, string> }) => {
+    const send = async (
+      path: string,
+      init: { key?: string; json?: unknown; form?: FormData; body?: string; headers?: Record<string, string> },
+    ) => {
       const headers: Record<string, string> = { ...(init.key ? { authorization: `Bearer ${init.key}` } : {}), ...(init.headers ?? {}) };
       let body: FormData | string | undefined = init.form ?? init.body;
       if (init.json !== undefined) {
@@ -93,14 +105,20 @@ describe('logs of a full session at LOG_LEVEL=trace', () => {
     expect(file.status, file.text).toBe(201);
     const conversation = await send('/api/v1/conversations', { key: admin, json: { agentId: agent.body.id } });
     expect(conversation.status, conversation.text).toBe(201);
-    const message = await send(`/api/v1/conversations/${conversation.body.id}/messages`, { key: admin, json: { content: 'read it', attachments: [file.body.id] } });
+    const message = await send(`/api/v1/conversations/${conversation.body.id}/messages`, {
+      key: admin,
+      json: { content: 'read it', attachments: [file.body.id] },
+    });
     expect(message.status, message.text).toBeLessThan(300);
 
     // Skill imports: a multipart SKILL.md and a multipart zip archive.
     const skillMd = (name: string) => `---\nname: ${name}\ndescription: Answers questions about ${name}.\n---\n\n# ${name}\n\nBe brief.\n`;
     const imported = await send('/api/skills/import', { key: admin, form: fileForm('SKILL.md', skillMd('log-md'), 'text/markdown') });
     expect(imported.status, imported.text).toBe(201);
-    const archived = await send('/api/skills/import', { key: admin, form: fileForm('skill.zip', zip({ 'log-zip/SKILL.md': skillMd('log-zip') })) });
+    const archived = await send('/api/skills/import', {
+      key: admin,
+      form: fileForm('skill.zip', zip({ 'log-zip/SKILL.md': skillMd('log-zip') })),
+    });
     expect(archived.status, archived.text).toBe(201);
 
     // The token endpoint: client_credentials with a key (form fields and HTTP Basic), with an agent's
@@ -114,9 +132,14 @@ describe('logs of a full session at LOG_LEVEL=trace', () => {
       send('/api/v1/identity/oauth/token', { body: new URLSearchParams(params).toString(), headers: { ...FORM, ...headers } });
     const byForm = await token({ grant_type: 'client_credentials', client_id: clientId, client_secret: client });
     expect(byForm.status, byForm.text).toBe(200);
-    const byBasic = await token({ grant_type: 'client_credentials' }, { authorization: `Basic ${Buffer.from(`${clientId}:${client}`).toString('base64')}` });
+    const byBasic = await token(
+      { grant_type: 'client_credentials' },
+      { authorization: `Basic ${Buffer.from(`${clientId}:${client}`).toString('base64')}` },
+    );
     expect(byBasic.status, byBasic.text).toBe(200);
-    expect((await token({ grant_type: 'client_credentials', client_id: clientId, client_secret: `${client.slice(0, -4)}AAAA` })).status).toBe(401);
+    expect(
+      (await token({ grant_type: 'client_credentials', client_id: clientId, client_secret: `${client.slice(0, -4)}AAAA` })).status,
+    ).toBe(401);
     await send('/api/v1/agents', { key: byForm.body.access_token }); // the access token as a bearer
 
     const external = await send('/api/v1/agents', { key: admin, json: { name: 'ext-2', appId: 'x', hosting: 'external' } });
@@ -134,7 +157,11 @@ describe('logs of a full session at LOG_LEVEL=trace', () => {
       .setExpirationTime('1m')
       .setJti(crypto.randomUUID())
       .sign(await importJWK(privateJwk, 'ES256'));
-    const byAssertion = await token({ grant_type: 'client_credentials', client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion });
+    const byAssertion = await token({
+      grant_type: 'client_credentials',
+      client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+      client_assertion: assertion,
+    });
     expect(byAssertion.status, byAssertion.text).toBe(200);
     const subject = await send(`/api/v1/identity/agents/${agent.body.id}/svid`, { key: admin, json: { audience: issuer } });
     expect(subject.status, subject.text).toBe(200);
@@ -146,16 +173,27 @@ describe('logs of a full session at LOG_LEVEL=trace', () => {
       scope: 'tools:*',
     });
     expect(exchanged.status, exchanged.text).toBe(200);
-    const introspected = await send('/api/v1/identity/oauth/introspect', { key: admin, body: new URLSearchParams({ token: exchanged.body.access_token }).toString(), headers: FORM });
+    const introspected = await send('/api/v1/identity/oauth/introspect', {
+      key: admin,
+      body: new URLSearchParams({ token: exchanged.body.access_token }).toString(),
+      headers: FORM,
+    });
     expect(introspected.status, introspected.text).toBe(200);
 
     // A webhook delivery, signed with the task's secret (a wrong signature too).
-    const task = await send('/api/v1/tasks', { key: admin, json: { name: 'hook', description: 'hook', agentId: agent.body.id, type: 'triggered', trigger: { type: 'webhook' } } });
+    const task = await send('/api/v1/tasks', {
+      key: admin,
+      json: { name: 'hook', description: 'hook', agentId: agent.body.id, type: 'triggered', trigger: { type: 'webhook' } },
+    });
     expect(task.status, task.text).toBe(201);
     const webhookSecret: string = task.body.trigger.secret;
     const delivery = JSON.stringify({ orderId: 7 });
     const ts = String(Math.floor(Date.now() / 1000));
-    const hook = (sig: string) => send(`/api/v1/hooks/${task.body.id}`, { body: delivery, headers: { 'content-type': 'application/json', 'x-agentry-timestamp': ts, 'x-agentry-signature': sig } });
+    const hook = (sig: string) =>
+      send(`/api/v1/hooks/${task.body.id}`, {
+        body: delivery,
+        headers: { 'content-type': 'application/json', 'x-agentry-timestamp': ts, 'x-agentry-signature': sig },
+      });
     expect((await hook(`sha256=${signature(webhookSecret, ts, delivery)}`)).status).toBe(202);
     expect((await hook(`sha256=${'0'.repeat(64)}`)).status).toBe(401);
     await new Promise((r) => setTimeout(r, 300));
@@ -168,7 +206,7 @@ describe('logs of a full session at LOG_LEVEL=trace', () => {
       'private key d': privateJwk.d,
       'webhook secret': webhookSecret.slice('whsec_'.length),
       'client assertion': assertion,
-      'SVID': subject.body.svid,
+      SVID: subject.body.svid,
       'access token (form)': byForm.body.access_token,
       'access token (basic)': byBasic.body.access_token,
       'access token (assertion)': byAssertion.body.access_token,
@@ -176,6 +214,11 @@ describe('logs of a full session at LOG_LEVEL=trace', () => {
       'basic credentials': Buffer.from(`${clientId}:${client}`).toString('base64'),
     };
     for (const [what, secret] of Object.entries(secrets)) expect(typeof secret === 'string' && secret.length > 20, what).toBe(true);
-    expect(Object.entries(secrets).filter(([, secret]) => logs.includes(secret)).map(([what]) => what), 'secrets found in the log').toEqual([]);
+    expect(
+      Object.entries(secrets)
+        .filter(([, secret]) => logs.includes(secret))
+        .map(([what]) => what),
+      'secrets found in the log',
+    ).toEqual([]);
   });
 });

@@ -44,7 +44,12 @@ describe('SIGTERM', () => {
     }
     const streamed = await events;
     expect(streamed.at(-1)!.event).toBe('done');
-    expect(streamed.filter((e) => e.event === 'token').map((e) => e.data.text).join('')).toBe('one two three four five six seven eight');
+    expect(
+      streamed
+        .filter((e) => e.event === 'token')
+        .map((e) => e.data.text)
+        .join(''),
+    ).toBe('one two three four five six seven eight');
     expect(await s.stop()).toBe(0);
   });
 
@@ -62,7 +67,9 @@ describe('SIGTERM', () => {
     expect(Date.now() - t0).toBeLessThan(5000);
 
     const next = await server(1);
-    const runs = (await (await call(next, `/api/v1/agents/${agent.id}/runs`)).json()) as { runs: { status: string; error: { code: string }; output: string; conversationId: string }[] };
+    const runs = (await (await call(next, `/api/v1/agents/${agent.id}/runs`)).json()) as {
+      runs: { status: string; error: { code: string }; output: string; conversationId: string }[];
+    };
     expect(runs.runs[0]).toMatchObject({ status: 'failed', error: { code: 'interrupted' } });
     expect(runs.runs[0].output.startsWith('slow ')).toBe(true);
     // Its conversation is free for the next message right away (no lease to wait out).

@@ -23,7 +23,10 @@ export async function assign(t: TestApp, key: string, skillId: string, agentId: 
 
 /** Runs the agent on builtin/echo with `/tool <name> <input>` and answers the tool's recorded result. */
 export async function callTool(t: TestApp, key: string, agentId: string, name: string, input: unknown) {
-  const res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: `/tool ${name} ${JSON.stringify(input)}` } });
+  const res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, {
+    key,
+    body: { message: `/tool ${name} ${JSON.stringify(input)}` },
+  });
   expect(res.status, res.text).toBe(200);
   const call = res.body.toolCalls.find((c: { name: string }) => c.name === name);
   expect(call, `no ${name} call in ${res.text}`).toBeTruthy();
@@ -62,7 +65,8 @@ export async function tarball(entries: TarEntry[], gzip = false): Promise<Buffer
   pack.on('data', (c: unknown) => chunks.push(c as Buffer));
   const done = new Promise<void>((r) => pack.on('end', () => r()));
   for (const e of entries) {
-    if (e.type === 'symlink' || e.type === 'link' || e.type === 'directory') pack.entry({ name: e.name, type: e.type, linkname: e.linkname });
+    if (e.type === 'symlink' || e.type === 'link' || e.type === 'directory')
+      pack.entry({ name: e.name, type: e.type, linkname: e.linkname });
     else pack.entry({ name: e.name }, Buffer.from(e.content ?? ''));
   }
   pack.finalize();
@@ -89,7 +93,15 @@ metadata:
 
 /** An in-memory approval gateway: what the tasks domain does, reduced to deciding. */
 export function fakeGateway() {
-  const tasks: { taskId: string; tenantId: string; action: string; payload: Record<string, unknown>; name: string; description: string; requestedBy: Actor }[] = [];
+  const tasks: {
+    taskId: string;
+    tenantId: string;
+    action: string;
+    payload: Record<string, unknown>;
+    name: string;
+    description: string;
+    requestedBy: Actor;
+  }[] = [];
   const approved = new Map<string, Parameters<ApprovalGateway['onApproved']>[1]>();
   const rejected = new Map<string, Parameters<ApprovalGateway['onRejected']>[1]>();
   const gateway: ApprovalGateway = {
@@ -107,4 +119,3 @@ export function fakeGateway() {
   };
   return { gateway, tasks, approved, rejected, decide };
 }
-

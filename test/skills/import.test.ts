@@ -12,8 +12,10 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const importMarkdown = (text: string, k = key) => t.request('POST', '/api/skills/import', { key: k, payload: text, headers: { 'content-type': 'text/markdown' } });
-const upload = (fileName: string, data: Buffer | string) => t.request('POST', '/api/skills/import', { key, ...multipartFile(fileName, data) });
+const importMarkdown = (text: string, k = key) =>
+  t.request('POST', '/api/skills/import', { key: k, payload: text, headers: { 'content-type': 'text/markdown' } });
+const upload = (fileName: string, data: Buffer | string) =>
+  t.request('POST', '/api/skills/import', { key, ...multipartFile(fileName, data) });
 const skillMd = (name: string, body = 'Do the thing.') => `---\nname: ${name}\ndescription: A skill named ${name}\n---\n\n${body}\n`;
 
 describe('SKILL.md', () => {
@@ -51,10 +53,18 @@ describe('SKILL.md', () => {
   it('imports from JSON { skillMd, references, scripts }, and from a SKILL.md uploaded as a file', async () => {
     const json = await t.request('POST', '/api/skills/import', {
       key,
-      body: { skillMd: skillMd('from-json'), references: [{ name: 'notes.md', content: 'Notes' }], scripts: [{ name: 'x.sh', content: 'echo' }] },
+      body: {
+        skillMd: skillMd('from-json'),
+        references: [{ name: 'notes.md', content: 'Notes' }],
+        scripts: [{ name: 'x.sh', content: 'echo' }],
+      },
     });
     expect(json.status, json.text).toBe(201);
-    expect(json.body).toMatchObject({ name: 'from-json', references: [{ name: 'notes.md', size: 5 }], scripts: [{ name: 'x.sh', language: 'bash', size: 4 }] });
+    expect(json.body).toMatchObject({
+      name: 'from-json',
+      references: [{ name: 'notes.md', size: 5 }],
+      scripts: [{ name: 'x.sh', language: 'bash', size: 4 }],
+    });
 
     const file = await upload('SKILL.md', skillMd('from-file'));
     expect(file.status, file.text).toBe(201);
@@ -103,7 +113,10 @@ describe('SKILL.md', () => {
         continue;
       }
       expectProblem(res, 400, 'invalid_skill_md');
-      expect(res.body.errors.map((e: { path: string }) => e.path), text).toContain(path);
+      expect(
+        res.body.errors.map((e: { path: string }) => e.path),
+        text,
+      ).toContain(path);
     }
     const huge = await importMarkdown(skillMd('huge', 'x'.repeat(130 * 1024)));
     expectProblem(huge, 400, 'invalid_skill_md');
@@ -140,18 +153,32 @@ describe('archives', () => {
       scripts: [{ name: 'run.py', language: 'python', size: 11 }],
     });
 
-    const exported = await t.app.inject({ method: 'GET', url: `/api/skills/${res.body.id}/export?format=zip`, headers: { authorization: `Bearer ${key}` } });
+    const exported = await t.app.inject({
+      method: 'GET',
+      url: `/api/skills/${res.body.id}/export?format=zip`,
+      headers: { authorization: `Bearer ${key}` },
+    });
     expect(exported.statusCode).toBe(200);
     expect(exported.headers['content-type']).toBe('application/zip');
     const files = unzipSync(new Uint8Array(exported.rawPayload));
-    expect(Object.keys(files).sort()).toEqual(['zipped/SKILL.md', 'zipped/references/deep/more.md', 'zipped/references/guide.md', 'zipped/scripts/run.py']);
+    expect(Object.keys(files).sort()).toEqual([
+      'zipped/SKILL.md',
+      'zipped/references/deep/more.md',
+      'zipped/references/guide.md',
+      'zipped/scripts/run.py',
+    ]);
     expect(strFromU8(files['zipped/scripts/run.py'])).toBe('print("hi")');
 
     // The exported zip imports again (into another tenant) as the same skill.
     const { key: other } = await t.tenant('zip-round-trip');
     const again = await t.request('POST', '/api/skills/import', { key: other, ...multipartFile('zipped.zip', exported.rawPayload) });
     expect(again.status, again.text).toBe(201);
-    expect(again.body).toMatchObject({ name: 'zipped', references: res.body.references, scripts: res.body.scripts, instructions: res.body.instructions });
+    expect(again.body).toMatchObject({
+      name: 'zipped',
+      references: res.body.references,
+      scripts: res.body.scripts,
+      instructions: res.body.instructions,
+    });
   });
 
   it('imports a zip with SKILL.md at its root', async () => {
@@ -182,12 +209,48 @@ describe('archives', () => {
       ['zip absolute', zip({ 'SKILL.md': skillMd('evil'), '/etc/evil.md': 'x' })],
       ['zip backslash ..', zip({ 'SKILL.md': skillMd('evil'), '..\\evil.md': 'x' })],
       ['zip drive', zip({ 'SKILL.md': skillMd('evil'), 'C:/evil.md': 'x' })],
-      ['zip symlink', zip({ 'SKILL.md': skillMd('evil'), 'references/link.md': ['/etc/passwd', { os: 3, attrs: (0o120777 << 16) >>> 0 }] })],
-      ['tar ..', await tarball([{ name: 'SKILL.md', content: skillMd('evil') }, { name: '../evil.md', content: 'x' }])],
-      ['tar absolute', await tarball([{ name: 'SKILL.md', content: skillMd('evil') }, { name: '/tmp/evil.md', content: 'x' }])],
-      ['tar symlink', await tarball([{ name: 'SKILL.md', content: skillMd('evil') }, { name: 'references/link.md', type: 'symlink', linkname: '/etc/passwd' }])],
-      ['tar hard link', await tarball([{ name: 'SKILL.md', content: skillMd('evil') }, { name: 'references/link.md', type: 'link', linkname: 'SKILL.md' }])],
-      ['tar.gz ..', await tarball([{ name: 'SKILL.md', content: skillMd('evil') }, { name: 'references/../../evil.md', content: 'x' }], true)],
+      [
+        'zip symlink',
+        zip({ 'SKILL.md': skillMd('evil'), 'references/link.md': ['/etc/passwd', { os: 3, attrs: (0o120777 << 16) >>> 0 }] }),
+      ],
+      [
+        'tar ..',
+        await tarball([
+          { name: 'SKILL.md', content: skillMd('evil') },
+          { name: '../evil.md', content: 'x' },
+        ]),
+      ],
+      [
+        'tar absolute',
+        await tarball([
+          { name: 'SKILL.md', content: skillMd('evil') },
+          { name: '/tmp/evil.md', content: 'x' },
+        ]),
+      ],
+      [
+        'tar symlink',
+        await tarball([
+          { name: 'SKILL.md', content: skillMd('evil') },
+          { name: 'references/link.md', type: 'symlink', linkname: '/etc/passwd' },
+        ]),
+      ],
+      [
+        'tar hard link',
+        await tarball([
+          { name: 'SKILL.md', content: skillMd('evil') },
+          { name: 'references/link.md', type: 'link', linkname: 'SKILL.md' },
+        ]),
+      ],
+      [
+        'tar.gz ..',
+        await tarball(
+          [
+            { name: 'SKILL.md', content: skillMd('evil') },
+            { name: 'references/../../evil.md', content: 'x' },
+          ],
+          true,
+        ),
+      ],
     ];
     for (const [label, data] of cases) {
       const res = await upload('evil.zip', data);
@@ -205,7 +268,13 @@ describe('archives', () => {
     expect(bomb.length).toBeLessThan(100 * 1024);
     const zipRes = await upload('bomb.zip', bomb);
     expectProblem(zipRes, 400, 'archive_too_large');
-    const gzBomb = await tarball([{ name: 'SKILL.md', content: skillMd('bomb') }, { name: 'references/zeros.md', content: zeros }], true);
+    const gzBomb = await tarball(
+      [
+        { name: 'SKILL.md', content: skillMd('bomb') },
+        { name: 'references/zeros.md', content: zeros },
+      ],
+      true,
+    );
     expectProblem(await upload('bomb.tar.gz', gzBomb), 400, 'archive_too_large');
 
     const many: Record<string, string> = { 'SKILL.md': skillMd('many') };
@@ -225,7 +294,11 @@ describe('archives', () => {
     const mismatch = await upload('mismatch.zip', zip({ 'folder-name/SKILL.md': skillMd('other-name') }));
     expectProblem(mismatch, 400, 'invalid_skill_md');
     expect(mismatch.body.detail).toContain('folder name');
-    expectProblem(await upload('binary.zip', zip({ 'SKILL.md': skillMd('bin'), 'references/x.md': Buffer.from([0xff, 0xfe, 0x00, 0x81]) })), 400, 'invalid_skill_file');
+    expectProblem(
+      await upload('binary.zip', zip({ 'SKILL.md': skillMd('bin'), 'references/x.md': Buffer.from([0xff, 0xfe, 0x00, 0x81]) })),
+      400,
+      'invalid_skill_file',
+    );
     expectProblem(await upload('random.bin', Buffer.from([1, 2, 3, 0xff, 0xfe])), 400, 'invalid_archive');
     const truncated = zip({ 'SKILL.md': skillMd('cut') }).subarray(0, 40);
     expectProblem(await upload('cut.zip', truncated), 400, 'invalid_archive');
@@ -238,7 +311,11 @@ describe('archives', () => {
     expectProblem(noFile, 400, 'validation_failed');
     const tooBig = await upload('big.zip', Buffer.alloc(5 * 1024 * 1024 + 10));
     expectProblem(tooBig, 413, 'payload_too_large');
-    expectProblem(await t.request('POST', '/api/skills/import', { key, payload: 'x', headers: { 'content-type': 'application/xml' } }), 415, 'unsupported_media_type');
+    expectProblem(
+      await t.request('POST', '/api/skills/import', { key, payload: 'x', headers: { 'content-type': 'application/xml' } }),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('keeps the other routes JSON-only', async () => {

@@ -28,7 +28,9 @@ afterAll(() => t.close());
 async function connect(key: string) {
   const client = new Client({ name: 'test-client', version: '1.0.0' });
   await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${base}/api/v1/agents/${agentId}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }),
+    new StreamableHTTPClientTransport(new URL(`${base}/api/v1/agents/${agentId}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${key}` } },
+    }),
   );
   return client;
 }

@@ -63,7 +63,11 @@ describe('MCP endpoint', () => {
     expect(discovered.skills.find((s: { name: string }) => s.name === 'pricing')).toMatchObject({ id: skillId, assignedToMe: true });
 
     const answer = parsed(await client.callTool({ name: 'skill_query', arguments: { skillId, query: 'team plan price' } }));
-    expect(answer).toMatchObject({ skill: { id: skillId, name: 'pricing' }, config: { currency: 'EUR' }, instructions: 'Quote list prices.' });
+    expect(answer).toMatchObject({
+      skill: { id: skillId, name: 'pricing' },
+      config: { currency: 'EUR' },
+      instructions: 'Quote list prices.',
+    });
     expect(answer.matches[0]).toMatchObject({ reference: 'prices.md', section: 'Prices' });
 
     const connectors = parsed(await client.callTool({ name: 'connector_discover', arguments: {} }));
@@ -135,7 +139,10 @@ describe('MCP endpoint', () => {
     const del = await fetch(mcpUrl(external.id), { method: 'DELETE', headers: auth });
     expect(del.status).toBe(405);
 
-    const empty = await fetch(mcpUrl(external.id), { method: 'POST', headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' } });
+    const empty = await fetch(mcpUrl(external.id), {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    });
     expect(empty.status).toBe(400);
     expect((await json(empty)).error.code).toBe(-32700);
     const notJsonRpc = await fetch(mcpUrl(external.id), {
@@ -149,11 +156,19 @@ describe('MCP endpoint', () => {
   it('creates requests as the calling API key (with an approval gateway)', async () => {
     const fake = fakeGateway();
     registerSkillApprovalHandlers(fake.gateway, t.services.skillTools);
-    const keyId = (await t.request('GET', '/api/v1/api-keys', { key })).body.apiKeys.find((k: { name: string }) => k.name === 'initial admin key').id;
+    const keyId = (await t.request('GET', '/api/v1/api-keys', { key })).body.apiKeys.find(
+      (k: { name: string }) => k.name === 'initial admin key',
+    ).id;
     const client = await connect(external.id);
-    const result = parsed(await client.callTool({ name: 'connector_request', arguments: { integrationId: 'slack', reason: 'post incident updates' } }));
+    const result = parsed(
+      await client.callTool({ name: 'connector_request', arguments: { integrationId: 'slack', reason: 'post incident updates' } }),
+    );
     expect(result).toMatchObject({ status: 'awaiting_approval', integrationId: 'slack' });
-    expect(fake.tasks.at(-1)).toMatchObject({ action: 'connector.request', requestedBy: { type: 'api_key', id: keyId }, payload: { agentId: external.id } });
+    expect(fake.tasks.at(-1)).toMatchObject({
+      action: 'connector.request',
+      requestedBy: { type: 'api_key', id: keyId },
+      payload: { agentId: external.id },
+    });
     const requests = await t.request('GET', '/api/v1/connectors/requests', { key });
     expect(requests.body.requests[0]).toMatchObject({ agentId: external.id, connectorId: 'slack', status: 'pending', requestedBy: keyId });
     await client.close();

@@ -26,7 +26,10 @@ describe('custom skills', () => {
         instructions: '  Follow the onboarding steps.  ',
         metadata: { owner: 'cs' },
         references: [{ name: 'steps.md', content: '# Steps\nCreate the account.' }],
-        scripts: [{ name: 'check.py', content: 'print(1)' }, { name: 'run.sh', language: 'bash', content: 'echo hi' }],
+        scripts: [
+          { name: 'check.py', content: 'print(1)' },
+          { name: 'run.sh', language: 'bash', content: 'echo hi' },
+        ],
       },
     });
     expect(res.status, res.text).toBe(201);
@@ -60,7 +63,11 @@ describe('custom skills', () => {
       expect(res.body.errors.map((e: { path: string }) => e.path)).toContain('body.name');
     }
     expectProblem(await t.request('POST', '/api/skills', { key, body: { name: 'x', description: 'd' } }), 400, 'validation_failed');
-    expectProblem(await t.request('POST', '/api/skills', { key, body: { name: 'x', description: 'd', instructions: 'i', color: 'red' } }), 400, 'validation_failed');
+    expectProblem(
+      await t.request('POST', '/api/skills', { key, body: { name: 'x', description: 'd', instructions: 'i', color: 'red' } }),
+      400,
+      'validation_failed',
+    );
     const traversal = await t.request('POST', '/api/skills', {
       key,
       body: { name: 'x', description: 'd', instructions: 'i', references: [{ name: '../etc/passwd', content: 'x' }] },
@@ -69,7 +76,15 @@ describe('custom skills', () => {
     expect(traversal.body.errors[0].path).toBe('body.references.0.name');
     const dup = await t.request('POST', '/api/skills', {
       key,
-      body: { name: 'x', description: 'd', instructions: 'i', references: [{ name: 'a.md', content: '1' }, { name: 'a.md', content: '2' }] },
+      body: {
+        name: 'x',
+        description: 'd',
+        instructions: 'i',
+        references: [
+          { name: 'a.md', content: '1' },
+          { name: 'a.md', content: '2' },
+        ],
+      },
     });
     expectProblem(dup, 400, 'invalid_skill_file');
     const tooBig = await t.request('POST', '/api/skills', {
@@ -81,7 +96,12 @@ describe('custom skills', () => {
     const big = 'x'.repeat(300 * 1024);
     const total = await t.request('POST', '/api/skills', {
       key,
-      body: { name: 'x', description: 'd', instructions: 'i', references: ['a', 'b', 'c', 'd'].map((n) => ({ name: `${n}.md`, content: big })) },
+      body: {
+        name: 'x',
+        description: 'd',
+        instructions: 'i',
+        references: ['a', 'b', 'c', 'd'].map((n) => ({ name: `${n}.md`, content: big })),
+      },
     });
     // Four 300 KiB files: each under the per-file limit, together over the 1 MiB body limit.
     expectProblem(total, 413, 'payload_too_large');
@@ -89,7 +109,11 @@ describe('custom skills', () => {
 
   it('refuses a second skill with the same name (409), also when the first is archived', async () => {
     const first = await createSkill(t, key, { name: 'dupe' });
-    expectProblem(await t.request('POST', '/api/skills', { key, body: { name: 'dupe', description: 'd', instructions: 'i' } }), 409, 'skill_name_taken');
+    expectProblem(
+      await t.request('POST', '/api/skills', { key, body: { name: 'dupe', description: 'd', instructions: 'i' } }),
+      409,
+      'skill_name_taken',
+    );
     await t.request('DELETE', `/api/skills/${first.id}`, { key });
     const again = await t.request('POST', '/api/skills', { key, body: { name: 'dupe', description: 'd', instructions: 'i' } });
     expectProblem(again, 409, 'skill_name_taken');
@@ -99,7 +123,11 @@ describe('custom skills', () => {
   });
 
   it('updates only the given fields; references given replace them', async () => {
-    const skill = await createSkill(t, key, { name: 'editable', references: [{ name: 'a.md', content: 'A' }], scripts: [{ name: 's.py', content: 'x' }] });
+    const skill = await createSkill(t, key, {
+      name: 'editable',
+      references: [{ name: 'a.md', content: 'A' }],
+      scripts: [{ name: 's.py', content: 'x' }],
+    });
     const res = await t.request('PATCH', `/api/skills/${skill.id}`, {
       key,
       body: { description: 'New description', category: null, references: [{ name: 'b.md', content: 'BB' }] },
@@ -142,7 +170,11 @@ describe('custom skills', () => {
     expect(restored.body.status).toBe('active');
 
     const events = await t.request('GET', `/api/v1/audit-events?resourceType=skill&resourceId=${skill.id}`, { key });
-    expect(events.body.events.map((e: { action: string }) => e.action).sort()).toEqual(['skill.archived', 'skill.created', 'skill.restored']);
+    expect(events.body.events.map((e: { action: string }) => e.action).sort()).toEqual([
+      'skill.archived',
+      'skill.created',
+      'skill.restored',
+    ]);
   });
 });
 
@@ -205,7 +237,10 @@ describe('assignments', () => {
     const agent = await t.agent(key, { name: 'Seller' });
     const skill = await createSkill(t, key, { name: 'negotiation' });
     const keyId = (await t.request('GET', '/api/v1/tenant', { key })).body;
-    const res = await t.request('POST', `/api/skills/${skill.id}/assign`, { key, body: { agentId: agent.id, config: { region: 'EU' }, priority: 5 } });
+    const res = await t.request('POST', `/api/skills/${skill.id}/assign`, {
+      key,
+      body: { agentId: agent.id, config: { region: 'EU' }, priority: 5 },
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toEqual({
       skillId: skill.id,
@@ -227,25 +262,41 @@ describe('assignments', () => {
     const agents = await t.request('GET', `/api/skills/${skill.id}/agents`, { key });
     expect(agents.body).toEqual({ agents: [{ ...res.body, agentName: 'Seller', agentStatus: 'available' }], total: 1 });
 
-    const patched = await t.request('PATCH', `/api/skills/${skill.id}/assignments/${agent.id}`, { key, body: { enabled: false, priority: 1.5 } });
+    const patched = await t.request('PATCH', `/api/skills/${skill.id}/assignments/${agent.id}`, {
+      key,
+      body: { enabled: false, priority: 1.5 },
+    });
     expect(patched.status, patched.text).toBe(200);
     expect(patched.body).toMatchObject({ enabled: false, priority: 1.5, config: { region: 'EU' } });
-    const reenabled = await t.request('PATCH', `/api/skills/${skill.id}/assignments/${agent.id}`, { key, body: { enabled: true, config: {} } });
+    const reenabled = await t.request('PATCH', `/api/skills/${skill.id}/assignments/${agent.id}`, {
+      key,
+      body: { enabled: true, config: {} },
+    });
     expect(reenabled.body).toMatchObject({ enabled: true, priority: 1.5, config: {} });
 
     const ofAgent = await t.request('GET', `/api/skills/agent/${agent.id}`, { key });
     expect(ofAgent.status).toBe(200);
     expect(ofAgent.body.total).toBe(1);
-    expect(ofAgent.body.skills[0]).toMatchObject({ id: skill.id, name: 'negotiation', assignment: { agentId: agent.id, enabled: true, priority: 1.5 } });
+    expect(ofAgent.body.skills[0]).toMatchObject({
+      id: skill.id,
+      name: 'negotiation',
+      assignment: { agentId: agent.id, enabled: true, priority: 1.5 },
+    });
 
     const gone = await t.request('DELETE', `/api/skills/${skill.id}/unassign/${agent.id}`, { key });
     expect(gone.status).toBe(204);
     expect(gone.text).toBe('');
     expectProblem(await t.request('DELETE', `/api/skills/${skill.id}/unassign/${agent.id}`, { key }), 404, 'not_found');
-    expectProblem(await t.request('PATCH', `/api/skills/${skill.id}/assignments/${agent.id}`, { key, body: { enabled: true } }), 404, 'not_found');
+    expectProblem(
+      await t.request('PATCH', `/api/skills/${skill.id}/assignments/${agent.id}`, { key, body: { enabled: true } }),
+      404,
+      'not_found',
+    );
     expect((await t.request('GET', `/api/skills/agent/${agent.id}`, { key })).body).toEqual({ skills: [], total: 0 });
 
-    const actions = (await t.request('GET', `/api/v1/audit-events?resourceType=skill&resourceId=${skill.id}`, { key })).body.events.map((e: { action: string }) => e.action);
+    const actions = (await t.request('GET', `/api/v1/audit-events?resourceType=skill&resourceId=${skill.id}`, { key })).body.events.map(
+      (e: { action: string }) => e.action,
+    );
     expect(actions).toEqual(expect.arrayContaining(['skill.assigned', 'skill.assignment_updated', 'skill.unassigned']));
   });
 
@@ -271,10 +322,21 @@ describe('assignments', () => {
     expectProblem(noAgent, 404, 'not_found');
     expect(noAgent.body.detail).toContain('agent');
     expectProblem(await t.request('POST', `/api/skills/${skill.id}/assign`, { key, body: {} }), 400, 'validation_failed');
-    expectProblem(await t.request('POST', `/api/skills/${skill.id}/assign`, { key, body: { agentId: agent.id, priority: '1' } }), 400, 'validation_failed');
-    expectProblem(await t.request('POST', `/api/skills/${skill.id}/assign`, { key, body: { agentId: agent.id, config: [] } }), 400, 'validation_failed');
     expectProblem(
-      await t.request('POST', `/api/skills/${skill.id}/assign`, { key, body: { agentId: agent.id, config: { big: 'x'.repeat(17 * 1024) } } }),
+      await t.request('POST', `/api/skills/${skill.id}/assign`, { key, body: { agentId: agent.id, priority: '1' } }),
+      400,
+      'validation_failed',
+    );
+    expectProblem(
+      await t.request('POST', `/api/skills/${skill.id}/assign`, { key, body: { agentId: agent.id, config: [] } }),
+      400,
+      'validation_failed',
+    );
+    expectProblem(
+      await t.request('POST', `/api/skills/${skill.id}/assign`, {
+        key,
+        body: { agentId: agent.id, config: { big: 'x'.repeat(17 * 1024) } },
+      }),
       400,
       'validation_failed',
     );
@@ -293,7 +355,12 @@ describe('assignments', () => {
     expect(copy.status).toBe(201);
     const copied = await t.request('GET', `/api/skills/agent/${copy.body.id}`, { key });
     expect(copied.body.skills).toHaveLength(1);
-    expect(copied.body.skills[0].assignment).toMatchObject({ agentId: copy.body.id, enabled: false, priority: 3, config: { tone: 'formal' } });
+    expect(copied.body.skills[0].assignment).toMatchObject({
+      agentId: copy.body.id,
+      enabled: false,
+      priority: 3,
+      config: { tone: 'formal' },
+    });
 
     expect((await t.request('DELETE', `/api/v1/agents/${agent.id}`, { key })).status).toBe(204);
     const left = await t.request('GET', `/api/skills/${skill.id}/agents`, { key });
@@ -312,10 +379,18 @@ describe('permissions and tenant isolation', () => {
     expect((await t.request('GET', '/api/skills/categories', { key: reader })).status).toBe(200);
     expect((await t.request('GET', '/api/skills/store', { key: reader })).status).toBe(200);
     expectProblem(await t.request('GET', '/api/skills', { key: agentsOnly }), 403, 'forbidden');
-    expectProblem(await t.request('POST', '/api/skills', { key: reader, body: { name: 'n', description: 'd', instructions: 'i' } }), 403, 'forbidden');
+    expectProblem(
+      await t.request('POST', '/api/skills', { key: reader, body: { name: 'n', description: 'd', instructions: 'i' } }),
+      403,
+      'forbidden',
+    );
     expectProblem(await t.request('PATCH', `/api/skills/${skill.id}`, { key: reader, body: { description: 'x' } }), 403, 'forbidden');
     expectProblem(await t.request('DELETE', `/api/skills/${skill.id}`, { key: reader }), 403, 'forbidden');
-    expectProblem(await t.request('POST', `/api/skills/${skill.id}/assign`, { key: reader, body: { agentId: agent.id } }), 403, 'forbidden');
+    expectProblem(
+      await t.request('POST', `/api/skills/${skill.id}/assign`, { key: reader, body: { agentId: agent.id } }),
+      403,
+      'forbidden',
+    );
     expectProblem(await t.request('DELETE', `/api/skills/${skill.id}/unassign/${agent.id}`, { key: reader }), 403, 'forbidden');
     expectProblem(await t.request('PATCH', `/api/skills/${skill.id}/assignments/${agent.id}`, { key: reader, body: {} }), 403, 'forbidden');
     expectProblem(await t.request('POST', '/api/skills/store/code-review/acquire', { key: reader }), 403, 'forbidden');
@@ -339,9 +414,17 @@ describe('permissions and tenant isolation', () => {
     // Their skill to my agent, my skill to their agent: both 404.
     expectProblem(await t.request('POST', `/api/skills/${theirs.id}/assign`, { key, body: { agentId: myAgent.id } }), 404, 'not_found');
     expectProblem(await t.request('POST', `/api/skills/${mine.id}/assign`, { key, body: { agentId: theirAgent.id } }), 404, 'not_found');
-    expectProblem(await t.request('POST', `/api/skills/${mine.id}/assign`, { key: otherKey, body: { agentId: theirAgent.id } }), 404, 'not_found');
+    expectProblem(
+      await t.request('POST', `/api/skills/${mine.id}/assign`, { key: otherKey, body: { agentId: theirAgent.id } }),
+      404,
+      'not_found',
+    );
     expectProblem(await t.request('DELETE', `/api/skills/${mine.id}/unassign/${myAgent.id}`, { key: otherKey }), 404, 'not_found');
-    expectProblem(await t.request('PATCH', `/api/skills/${mine.id}/assignments/${myAgent.id}`, { key: otherKey, body: { enabled: false } }), 404, 'not_found');
+    expectProblem(
+      await t.request('PATCH', `/api/skills/${mine.id}/assignments/${myAgent.id}`, { key: otherKey, body: { enabled: false } }),
+      404,
+      'not_found',
+    );
 
     const theirList = await t.request('GET', '/api/skills?status=all&limit=200', { key: otherKey });
     expect(theirList.body.skills.map((s: { id: string }) => s.id)).not.toContain(mine.id);

@@ -85,7 +85,9 @@ describe('store API', () => {
     // Per tenant: the other tenant has not acquired it.
     const theirs = await t.request('GET', '/api/skills/store', { key: otherKey });
     expect(theirs.body.skills.find((s: { id: string }) => s.id === 'sql-analysis')).toMatchObject({ acquired: false, skillId: null });
-    expect((await t.request('GET', '/api/skills?source=store', { key })).body.skills.map((s: { name: string }) => s.name)).toEqual(['sql-analysis']);
+    expect((await t.request('GET', '/api/skills?source=store', { key })).body.skills.map((s: { name: string }) => s.name)).toEqual([
+      'sql-analysis',
+    ]);
     // Still 409 while archived: restoring it is the way back.
     await t.request('DELETE', `/api/skills/${res.body.id}`, { key });
     expectProblem(await t.request('POST', '/api/skills/store/sql-analysis/acquire', { key }), 409, 'already_acquired');
@@ -93,7 +95,11 @@ describe('store API', () => {
 
   it('keeps store skills read-only except for their status', async () => {
     const res = await t.request('POST', '/api/skills/store/sales-discovery/acquire', { key });
-    expectProblem(await t.request('PATCH', `/api/skills/${res.body.id}`, { key, body: { instructions: 'mine now' } }), 409, 'store_skill_read_only');
+    expectProblem(
+      await t.request('PATCH', `/api/skills/${res.body.id}`, { key, body: { instructions: 'mine now' } }),
+      409,
+      'store_skill_read_only',
+    );
     const archived = await t.request('PATCH', `/api/skills/${res.body.id}`, { key, body: { status: 'archived' } });
     expect(archived.body.status).toBe('archived');
   });
@@ -111,7 +117,16 @@ describe('connectors API', () => {
     const res = await t.request('GET', '/api/v1/connectors', { key });
     expect(res.status).toBe(200);
     expect(res.body.total).toBe(8);
-    expect(res.body.connectors.map((c: { id: string }) => c.id)).toEqual(['github', 'jira', 'slack', 'salesforce', 'zendesk', 'stripe', 'google-drive', 'postgres']);
+    expect(res.body.connectors.map((c: { id: string }) => c.id)).toEqual([
+      'github',
+      'jira',
+      'slack',
+      'salesforce',
+      'zendesk',
+      'stripe',
+      'google-drive',
+      'postgres',
+    ]);
     const stripe = res.body.connectors.find((c: { id: string }) => c.id === 'stripe');
     expect(stripe).toMatchObject({
       name: 'Stripe',
@@ -140,10 +155,18 @@ describe('connectors API', () => {
     const list = await t.request('GET', '/api/v1/connectors?connected=true', { key });
     expect(list.body.connectors.map((c: { id: string }) => c.id)).toEqual(['github']);
     expect(list.text).not.toContain(github.accessToken);
-    expectProblem(await t.request('POST', '/api/v1/connectors/github/connect', { key, body: { configuration: github } }), 409, 'already_connected');
+    expectProblem(
+      await t.request('POST', '/api/v1/connectors/github/connect', { key, body: { configuration: github } }),
+      409,
+      'already_connected',
+    );
 
     const audit = await t.request('GET', '/api/v1/audit-events?resourceType=connector', { key });
-    expect(audit.body.events[0]).toMatchObject({ action: 'connector.connected', resourceId: 'github', detail: { fields: ['accessToken', 'organization'] } });
+    expect(audit.body.events[0]).toMatchObject({
+      action: 'connector.connected',
+      resourceId: 'github',
+      detail: { fields: ['accessToken', 'organization'] },
+    });
     expect(audit.text).not.toContain(github.accessToken);
     // At rest the configuration is sealed: neither the token nor the organization is readable in the row.
     const rows = await t.db.kysely.selectFrom('connector_connections').select('configuration').execute();
@@ -158,7 +181,10 @@ describe('connectors API', () => {
   });
 
   it('validates each connector’s configuration without echoing secrets', async () => {
-    const bad = await t.request('POST', '/api/v1/connectors/stripe/connect', { key, body: { configuration: { secretKey: 'not-a-key-but-secret', colour: 'red' } } });
+    const bad = await t.request('POST', '/api/v1/connectors/stripe/connect', {
+      key,
+      body: { configuration: { secretKey: 'not-a-key-but-secret', colour: 'red' } },
+    });
     expectProblem(bad, 400, 'validation_failed');
     expect(bad.body.errors).toEqual(
       expect.arrayContaining([
@@ -167,16 +193,25 @@ describe('connectors API', () => {
       ]),
     );
     expect(bad.text).not.toContain('not-a-key-but-secret');
-    const missing = await t.request('POST', '/api/v1/connectors/jira/connect', { key, body: { configuration: { siteUrl: 'http://insecure.example', email: 'nope' } } });
+    const missing = await t.request('POST', '/api/v1/connectors/jira/connect', {
+      key,
+      body: { configuration: { siteUrl: 'http://insecure.example', email: 'nope' } },
+    });
     expectProblem(missing, 400, 'validation_failed');
     expect(missing.body.errors.map((e: { path: string }) => e.path).sort()).toEqual([
       'body.configuration.apiToken',
       'body.configuration.email',
       'body.configuration.siteUrl',
     ]);
-    const drive = await t.request('POST', '/api/v1/connectors/google-drive/connect', { key, body: { configuration: { serviceAccountJson: '{"type":"service_account"}' } } });
+    const drive = await t.request('POST', '/api/v1/connectors/google-drive/connect', {
+      key,
+      body: { configuration: { serviceAccountJson: '{"type":"service_account"}' } },
+    });
     expectProblem(drive, 400, 'validation_failed');
-    const pg = await t.request('POST', '/api/v1/connectors/postgres/connect', { key, body: { configuration: { connectionString: 'postgres://u:p@db/x', readOnly: 'yes' } } });
+    const pg = await t.request('POST', '/api/v1/connectors/postgres/connect', {
+      key,
+      body: { configuration: { connectionString: 'postgres://u:p@db/x', readOnly: 'yes' } },
+    });
     expectProblem(pg, 400, 'validation_failed');
     expect(pg.body.errors).toEqual([{ path: 'body.configuration.readOnly', message: 'must be true or false' }]);
     expectProblem(await t.request('POST', '/api/v1/connectors/github/connect', { key: otherKey, body: {} }), 400, 'validation_failed');
@@ -189,21 +224,39 @@ describe('connectors API', () => {
     });
     expect(connected.status, connected.text).toBe(201);
     expect(connected.body.connection.configuration).toEqual({ connectionString: '********', schema: 'public', readOnly: true });
-    const updated = await t.request('PATCH', '/api/v1/connectors/postgres/connection', { key, body: { configuration: { schema: null, readOnly: false } } });
+    const updated = await t.request('PATCH', '/api/v1/connectors/postgres/connection', {
+      key,
+      body: { configuration: { schema: null, readOnly: false } },
+    });
     expect(updated.status, updated.text).toBe(200);
     expect(updated.body.connection.configuration).toEqual({ connectionString: '********', readOnly: false });
     // The secret kept its value: opened with the server's master key, the sealed row still holds it.
-    const stored = await t.db.kysely.selectFrom('connector_connections').select(['configuration', 'tenant_id']).where('connector_id', '=', 'postgres').executeTakeFirstOrThrow();
+    const stored = await t.db.kysely
+      .selectFrom('connector_connections')
+      .select(['configuration', 'tenant_id'])
+      .where('connector_id', '=', 'postgres')
+      .executeTakeFirstOrThrow();
     const { SecretBox } = await import('../../src/identity/secret-box.js');
     const { loadMasterKey } = await import('../../src/identity/master-key.js');
-    const opened = new SecretBox(loadMasterKey(t.config), 'connector-configurations').open(stored.configuration, `${stored.tenant_id}/postgres`);
+    const opened = new SecretBox(loadMasterKey(t.config), 'connector-configurations').open(
+      stored.configuration,
+      `${stored.tenant_id}/postgres`,
+    );
     expect(JSON.parse(opened!).connectionString).toBe('postgres://reader:s3cret@db.internal:5432/app');
-    expectProblem(await t.request('PATCH', '/api/v1/connectors/postgres/connection', { key, body: { configuration: { connectionString: null } } }), 400, 'validation_failed');
+    expectProblem(
+      await t.request('PATCH', '/api/v1/connectors/postgres/connection', { key, body: { configuration: { connectionString: null } } }),
+      400,
+      'validation_failed',
+    );
 
     expect((await t.request('POST', '/api/v1/connectors/postgres/disconnect', { key })).status).toBe(204);
     expect((await t.request('GET', '/api/v1/connectors/postgres', { key })).body).toMatchObject({ connected: false, connection: null });
     expectProblem(await t.request('POST', '/api/v1/connectors/postgres/disconnect', { key }), 404, 'not_found');
-    expectProblem(await t.request('PATCH', '/api/v1/connectors/postgres/connection', { key, body: { configuration: {} } }), 404, 'not_found');
+    expectProblem(
+      await t.request('PATCH', '/api/v1/connectors/postgres/connection', { key, body: { configuration: {} } }),
+      404,
+      'not_found',
+    );
     // Another tenant cannot disconnect this tenant's github.
     expectProblem(await t.request('POST', '/api/v1/connectors/github/disconnect', { key: otherKey }), 404, 'not_found');
     expect((await t.request('GET', '/api/v1/connectors/github', { key })).body.connected).toBe(true);
@@ -215,8 +268,19 @@ describe('connectors API', () => {
     expect((await t.request('GET', '/api/v1/connectors', { key: reader })).status).toBe(200);
     expect((await t.request('GET', '/api/v1/connectors/requests', { key: reader })).status).toBe(200);
     expectProblem(await t.request('GET', '/api/v1/connectors', { key: skillsOnly }), 403, 'forbidden');
-    expectProblem(await t.request('POST', '/api/v1/connectors/slack/connect', { key: reader, body: { configuration: { botToken: 'xoxb-1234567890-abc' } } }), 403, 'forbidden');
-    expectProblem(await t.request('PATCH', '/api/v1/connectors/github/connection', { key: reader, body: { configuration: {} } }), 403, 'forbidden');
+    expectProblem(
+      await t.request('POST', '/api/v1/connectors/slack/connect', {
+        key: reader,
+        body: { configuration: { botToken: 'xoxb-1234567890-abc' } },
+      }),
+      403,
+      'forbidden',
+    );
+    expectProblem(
+      await t.request('PATCH', '/api/v1/connectors/github/connection', { key: reader, body: { configuration: {} } }),
+      403,
+      'forbidden',
+    );
     expectProblem(await t.request('POST', '/api/v1/connectors/github/disconnect', { key: reader }), 403, 'forbidden');
   });
 });

@@ -53,8 +53,18 @@ afterAll(() => t.close());
 
 describe('skill_query', () => {
   it('answers instructions, config, ranked reference passages and file lists for an assigned skill', async () => {
-    const result = await callTool(t, key, agent.id, 'skill_query', { skillId: skill.id, query: 'nonprofit discount', context: 'a charity asks about annual prepayment' });
-    expect(result.skill).toEqual({ id: skill.id, name: 'pricing', description: 'Answers pricing and discount questions', category: 'sales', source: 'custom' });
+    const result = await callTool(t, key, agent.id, 'skill_query', {
+      skillId: skill.id,
+      query: 'nonprofit discount',
+      context: 'a charity asks about annual prepayment',
+    });
+    expect(result.skill).toEqual({
+      id: skill.id,
+      name: 'pricing',
+      description: 'Answers pricing and discount questions',
+      category: 'sales',
+      source: 'custom',
+    });
     expect(result.instructions).toBe('Always quote list prices first, then discounts.');
     expect(result.config).toEqual({ currency: 'EUR', maxDiscount: 20 });
     expect(result.priority).toBe(7);
@@ -92,7 +102,9 @@ describe('skill_query', () => {
   it('refuses skills not assigned, disabled, archived, or of another tenant', async () => {
     const other = await createSkill(t, key, { name: 'unassigned-skill' });
     expect((await callTool(t, key, agent.id, 'skill_query', { skillId: other.id, query: 'x' })).error.code).toBe('skill_not_assigned');
-    expect((await callTool(t, key, agent.id, 'skill_query', { skillId: 'no-such-skill', query: 'x' })).error.code).toBe('skill_not_assigned');
+    expect((await callTool(t, key, agent.id, 'skill_query', { skillId: 'no-such-skill', query: 'x' })).error.code).toBe(
+      'skill_not_assigned',
+    );
 
     const { key: foreignKey } = await t.tenant('globex');
     const foreign = await createSkill(t, foreignKey, { name: 'foreign' });
@@ -120,7 +132,15 @@ describe('skill_discover', () => {
   it('lists metadata only, with assignedToMe, including store skills not yet acquired', async () => {
     const result = await callTool(t, key, agent.id, 'skill_discover', {});
     const pricing = result.skills.find((s: { name: string }) => s.name === 'pricing');
-    expect(pricing).toEqual({ id: skill.id, name: 'pricing', description: 'Answers pricing and discount questions', category: 'sales', source: 'custom', assignedToMe: true, acquired: true });
+    expect(pricing).toEqual({
+      id: skill.id,
+      name: 'pricing',
+      description: 'Answers pricing and discount questions',
+      category: 'sales',
+      source: 'custom',
+      assignedToMe: true,
+      acquired: true,
+    });
     const unassigned = result.skills.find((s: { name: string }) => s.name === 'unassigned-skill');
     expect(unassigned).toMatchObject({ assignedToMe: false, acquired: true });
     const store = result.skills.find((s: { name: string }) => s.name === 'code-review');
@@ -145,9 +165,13 @@ describe('skill_discover', () => {
 describe('requests', () => {
   it('checks the request before anything else', async () => {
     expect((await callTool(t, key, agent.id, 'skill_request', { skillId: skill.id, reason: 'x' })).error.code).toBe('already_assigned');
-    expect((await callTool(t, key, agent.id, 'skill_request', { skillId: 'no-such-thing', reason: 'x' })).error.code).toBe('skill_not_found');
+    expect((await callTool(t, key, agent.id, 'skill_request', { skillId: 'no-such-thing', reason: 'x' })).error.code).toBe(
+      'skill_not_found',
+    );
     expect((await callTool(t, key, agent.id, 'skill_request', { skillId: skill.id })).error.code).toBe('invalid_tool_call');
-    expect((await callTool(t, key, agent.id, 'connector_request', { integrationId: 'myspace', reason: 'x' })).error.code).toBe('connector_not_found');
+    expect((await callTool(t, key, agent.id, 'connector_request', { integrationId: 'myspace', reason: 'x' })).error.code).toBe(
+      'connector_not_found',
+    );
   });
 });
 
@@ -155,7 +179,16 @@ describe('connector_discover and connector_request', () => {
   it('lists connected and available integrations with suggested skills', async () => {
     const before = await callTool(t, key, agent.id, 'connector_discover', {});
     expect(before.connected).toEqual([]);
-    expect(before.available.map((c: { id: string }) => c.id)).toEqual(['github', 'jira', 'slack', 'salesforce', 'zendesk', 'stripe', 'google-drive', 'postgres']);
+    expect(before.available.map((c: { id: string }) => c.id)).toEqual([
+      'github',
+      'jira',
+      'slack',
+      'salesforce',
+      'zendesk',
+      'stripe',
+      'google-drive',
+      'postgres',
+    ]);
     const salesforce = before.available.find((c: { id: string }) => c.id === 'salesforce');
     expect(salesforce).toMatchObject({
       name: 'Salesforce',
@@ -165,22 +198,35 @@ describe('connector_discover and connector_request', () => {
       suggestedSkills: [{ name: 'sales-discovery', skillId: null, acquired: false, assignedToMe: false }],
     });
 
-    const connected = await t.request('POST', '/api/v1/connectors/github/connect', { key, body: { configuration: { accessToken: `ghp_${'a'.repeat(36)}` } } });
+    const connected = await t.request('POST', '/api/v1/connectors/github/connect', {
+      key,
+      body: { configuration: { accessToken: `ghp_${'a'.repeat(36)}` } },
+    });
     expect(connected.status, connected.text).toBe(201);
     const acquired = await t.request('POST', '/api/skills/store/code-review/acquire', { key });
     await assign(t, key, acquired.body.id, agent.id);
     const after = await callTool(t, key, agent.id, 'connector_discover', { category: 'engineering' });
     expect(after.connected.map((c: { id: string }) => c.id)).toEqual(['github']);
     expect(after.available.map((c: { id: string }) => c.id)).toEqual(['jira']);
-    expect(after.connected[0].suggestedSkills[0]).toEqual({ name: 'code-review', skillId: acquired.body.id, acquired: true, assignedToMe: true });
+    expect(after.connected[0].suggestedSkills[0]).toEqual({
+      name: 'code-review',
+      skillId: acquired.body.id,
+      acquired: true,
+      assignedToMe: true,
+    });
     expect(JSON.stringify(after)).not.toContain('ghp_');
 
-    expect((await callTool(t, key, agent.id, 'connector_request', { integrationId: 'github', reason: 'x' })).error.code).toBe('already_connected');
+    expect((await callTool(t, key, agent.id, 'connector_request', { integrationId: 'github', reason: 'x' })).error.code).toBe(
+      'already_connected',
+    );
   });
 
   it('gives an agent only the tool groups in its tools list', async () => {
     const skillsOnly = await t.agent(key, { tools: [{ type: 'builtin', name: 'skills' }] });
-    const res = await t.request('POST', `/api/v1/agents/${skillsOnly.id}/execute`, { key, body: { message: '/tool connector_discover {}' } });
+    const res = await t.request('POST', `/api/v1/agents/${skillsOnly.id}/execute`, {
+      key,
+      body: { message: '/tool connector_discover {}' },
+    });
     expect(res.status).toBe(200);
     expect(res.body.toolCalls[0].result.error.code).toBe('invalid_tool_call');
     expect((await callTool(t, key, skillsOnly.id, 'skill_discover', {})).skills.length).toBeGreaterThan(0);
@@ -214,10 +260,12 @@ describe('system prompt', () => {
 
     const full = (await t.request('GET', `/api/v1/agents/${announcer.id}`, { key })).body;
     const section = await t.services.skillTools.systemPrompt({ tenantId, agent: full, toolsEnabled: true });
-    expect(section).toBe(announceSkills([
-      { id: second.id, name: 'second-skill', description: 'Handles the second kind' },
-      { id: first.id, name: 'first-skill', description: 'Handles the first kind of question' },
-    ]));
+    expect(section).toBe(
+      announceSkills([
+        { id: second.id, name: 'second-skill', description: 'Handles the second kind' },
+        { id: first.id, name: 'first-skill', description: 'Handles the first kind of question' },
+      ]),
+    );
     expect(section!.indexOf('second-skill')).toBeLessThan(section!.indexOf('first-skill'));
     expect(section).not.toContain('disabled-skill');
 
@@ -255,9 +303,17 @@ describe('requests through an approval gateway', () => {
   it('skill_request creates an awaiting-approval task whose approval assigns the skill', async () => {
     const wanted = await createSkill(a, k, { name: 'wanted-skill' });
     const result = await callTool(a, k, bot.id, 'skill_request', { skillId: wanted.id, reason: 'customers ask about it' });
-    expect(result).toMatchObject({ status: 'awaiting_approval', taskId: expect.any(String), skill: { id: wanted.id, name: 'wanted-skill' } });
+    expect(result).toMatchObject({
+      status: 'awaiting_approval',
+      taskId: expect.any(String),
+      skill: { id: wanted.id, name: 'wanted-skill' },
+    });
     const task = fake.tasks.find((x) => x.taskId === result.taskId)!;
-    expect(task).toMatchObject({ action: 'skill.assign', payload: { agentId: bot.id, skillId: wanted.id, reason: 'customers ask about it' }, requestedBy: { type: 'agent', id: bot.id } });
+    expect(task).toMatchObject({
+      action: 'skill.assign',
+      payload: { agentId: bot.id, skillId: wanted.id, reason: 'customers ask about it' },
+      requestedBy: { type: 'agent', id: bot.id },
+    });
     expect(task.description).toContain('customers ask about it');
     expect((await a.request('GET', `/api/skills/agent/${bot.id}`, { key: k })).body.total).toBe(0);
 
@@ -276,7 +332,11 @@ describe('requests through an approval gateway', () => {
     expect(fake.tasks.at(-1)!.payload).toMatchObject({ storeId: 'support-triage' });
     await fake.decide(result.taskId, true, approver);
     const skills = (await a.request('GET', `/api/skills/agent/${bot.id}`, { key: k })).body.skills;
-    expect(skills.find((s: { name: string }) => s.name === 'support-triage')).toMatchObject({ source: 'store', storeId: 'support-triage', assignment: { enabled: true } });
+    expect(skills.find((s: { name: string }) => s.name === 'support-triage')).toMatchObject({
+      source: 'store',
+      storeId: 'support-triage',
+      assignment: { enabled: true },
+    });
   });
 
   it('approving a request for a disabled assignment enables it', async () => {
@@ -291,10 +351,22 @@ describe('requests through an approval gateway', () => {
 
   it('connector_request records a request that approval accepts and rejection rejects', async () => {
     const result = await callTool(a, k, bot.id, 'connector_request', { integrationId: 'zendesk', reason: 'to read tickets' });
-    expect(result).toMatchObject({ status: 'awaiting_approval', integrationId: 'zendesk', requestId: expect.any(String), taskId: expect.any(String) });
+    expect(result).toMatchObject({
+      status: 'awaiting_approval',
+      integrationId: 'zendesk',
+      requestId: expect.any(String),
+      taskId: expect.any(String),
+    });
     const pending = await a.request('GET', '/api/v1/connectors/requests?status=pending', { key: k });
     expect(pending.body.requests).toEqual([
-      expect.objectContaining({ id: result.requestId, agentId: bot.id, connectorId: 'zendesk', reason: 'to read tickets', status: 'pending', taskId: result.taskId }),
+      expect.objectContaining({
+        id: result.requestId,
+        agentId: bot.id,
+        connectorId: 'zendesk',
+        reason: 'to read tickets',
+        status: 'pending',
+        taskId: result.taskId,
+      }),
     ]);
     const discovered = await callTool(a, k, bot.id, 'connector_discover', { category: 'support' });
     expect(discovered.available[0].myRequest).toEqual({ id: result.requestId, status: 'pending', taskId: result.taskId });
@@ -305,7 +377,11 @@ describe('requests through an approval gateway', () => {
 
     const second = await callTool(a, k, bot.id, 'connector_request', { integrationId: 'stripe', reason: 'billing questions' });
     await fake.decide(second.taskId, false, approver);
-    expect((await a.request('GET', '/api/v1/connectors/requests?status=rejected', { key: k })).body.requests.map((r: { connectorId: string }) => r.connectorId)).toEqual(['stripe']);
+    expect(
+      (await a.request('GET', '/api/v1/connectors/requests?status=rejected', { key: k })).body.requests.map(
+        (r: { connectorId: string }) => r.connectorId,
+      ),
+    ).toEqual(['stripe']);
     const audit = await a.request('GET', '/api/v1/audit-events?resourceType=connector_request', { key: k });
     expect(audit.body.events.map((e: { action: string }) => e.action).sort()).toEqual([
       'connector.request_accepted',

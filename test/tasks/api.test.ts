@@ -37,7 +37,14 @@ const post = (path: string, body?: unknown, k = key) => t.request('POST', path, 
 
 describe('create', () => {
   it('creates a one-time task, queued at once, with every field', async () => {
-    const res = await post('/api/v1/tasks', { name: 'Report', description: 'Write the report', agentId, teamId: 'team-a', input: { quarter: 'Q3' }, dueAt: '2030-01-01T00:00:00Z' });
+    const res = await post('/api/v1/tasks', {
+      name: 'Report',
+      description: 'Write the report',
+      agentId,
+      teamId: 'team-a',
+      input: { quarter: 'Q3' },
+      dueAt: '2030-01-01T00:00:00Z',
+    });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toMatchObject({
       name: 'Report',
@@ -79,12 +86,31 @@ describe('create', () => {
   });
 
   it('creates a scheduled task with its first cron time', async () => {
-    const res = await post('/api/v1/tasks', { name: 'Daily', description: 'daily digest', agentId, type: 'scheduled', schedule: '0 9 * * 1-5', timezone: 'Europe/Paris', priority: 'high' });
+    const res = await post('/api/v1/tasks', {
+      name: 'Daily',
+      description: 'daily digest',
+      agentId,
+      type: 'scheduled',
+      schedule: '0 9 * * 1-5',
+      timezone: 'Europe/Paris',
+      priority: 'high',
+    });
     expect(res.status, res.text).toBe(201);
-    expect(res.body).toMatchObject({ type: 'scheduled', schedule: '0 9 * * 1-5', timezone: 'Europe/Paris', priority: 'high', status: 'pending' });
+    expect(res.body).toMatchObject({
+      type: 'scheduled',
+      schedule: '0 9 * * 1-5',
+      timezone: 'Europe/Paris',
+      priority: 'high',
+      status: 'pending',
+    });
     const next = new Date(res.body.nextRunAt);
     expect(next.getTime()).toBeGreaterThan(Date.now());
-    const local = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Paris', hour: '2-digit', minute: '2-digit', weekday: 'short' }).format(next);
+    const local = new Intl.DateTimeFormat('en-GB', {
+      timeZone: 'Europe/Paris',
+      hour: '2-digit',
+      minute: '2-digit',
+      weekday: 'short',
+    }).format(next);
     expect(local).toMatch(/^(Mon|Tue|Wed|Thu|Fri) 09:00$/);
   });
 
@@ -117,20 +143,42 @@ describe('create', () => {
       [{ name: 'x', description: 'x', agentId, type: 'scheduled', schedule: 'every day' }, 'body.schedule', /five fields/],
       [{ name: 'x', description: 'x', agentId, type: 'scheduled', schedule: 'a b c d e' }, 'body.schedule', /not a valid cron/],
       [{ name: 'x', description: 'x', agentId, type: 'scheduled', schedule: '0 0 30 2 *' }, 'body.schedule', /never fires/],
-      [{ name: 'x', description: 'x', agentId, type: 'scheduled', schedule: '0 9 * * *', timezone: 'Mars/Olympus' }, 'body.timezone', /IANA/],
+      [
+        { name: 'x', description: 'x', agentId, type: 'scheduled', schedule: '0 9 * * *', timezone: 'Mars/Olympus' },
+        'body.timezone',
+        /IANA/,
+      ],
       [{ name: 'x', description: 'x', agentId, type: 'scheduled', schedule: '0 9 * * *', misfirePolicy: 'always' }, 'body.misfirePolicy'],
       [{ name: 'x', description: 'x', agentId, type: 'scheduled', schedule: '0 9 * * *', overlapPolicy: 'replace' }, 'body.overlapPolicy'],
-      [{ name: 'x', description: 'x', agentId, type: 'scheduled', schedule: '0 9 * * *', dueAt: '2030-01-01T00:00:00Z' }, 'body.dueAt', /one-time/],
+      [
+        { name: 'x', description: 'x', agentId, type: 'scheduled', schedule: '0 9 * * *', dueAt: '2030-01-01T00:00:00Z' },
+        'body.dueAt',
+        /one-time/,
+      ],
       [{ name: 'x', description: 'x', agentId, schedule: '0 9 * * *' }, 'body.schedule', /scheduled tasks only/],
       [{ name: 'x', description: 'x', agentId, timezone: 'UTC' }, 'body.timezone', /scheduled tasks only/],
       [{ name: 'x', description: 'x', agentId, misfirePolicy: 'skip' }, 'body.misfirePolicy', /scheduled tasks only/],
       [{ name: 'x', description: 'x', agentId, overlapPolicy: 'allow' }, 'body.overlapPolicy', /scheduled and triggered/],
       [{ name: 'x', description: 'x', agentId, type: 'triggered' }, 'body.trigger', /required for triggered/],
       [{ name: 'x', description: 'x', agentId, trigger: { type: 'webhook' } }, 'body.trigger', /triggered tasks only/],
-      [{ name: 'x', description: 'x', agentId, type: 'triggered', trigger: { type: 'webhook', event: 'task.completed' } }, 'body.trigger.event'],
-      [{ name: 'x', description: 'x', agentId, type: 'triggered', trigger: { event: 'task.completed' } }, 'body.trigger.taskId', /required/],
-      [{ name: 'x', description: 'x', agentId, type: 'triggered', trigger: { event: 'task.started', taskId: agentId } }, 'body.trigger.event'],
-      [{ name: 'x', description: 'x', agentId, type: 'triggered', trigger: { event: 'task.completed', taskId: agentId } }, 'body.trigger.taskId', /names no task/],
+      [
+        { name: 'x', description: 'x', agentId, type: 'triggered', trigger: { type: 'webhook', event: 'task.completed' } },
+        'body.trigger.event',
+      ],
+      [
+        { name: 'x', description: 'x', agentId, type: 'triggered', trigger: { event: 'task.completed' } },
+        'body.trigger.taskId',
+        /required/,
+      ],
+      [
+        { name: 'x', description: 'x', agentId, type: 'triggered', trigger: { event: 'task.started', taskId: agentId } },
+        'body.trigger.event',
+      ],
+      [
+        { name: 'x', description: 'x', agentId, type: 'triggered', trigger: { event: 'task.completed', taskId: agentId } },
+        'body.trigger.taskId',
+        /names no task/,
+      ],
     ];
     for (const [body, path, message] of cases) {
       const res = await post('/api/v1/tasks', body);
@@ -149,7 +197,11 @@ describe('create', () => {
   });
 
   it('needs an agent of the tenant that can run here', async () => {
-    expectProblem(await post('/api/v1/tasks', { name: 'x', description: 'x', agentId: '01900000-0000-7000-8000-000000000000' }), 404, 'not_found');
+    expectProblem(
+      await post('/api/v1/tasks', { name: 'x', description: 'x', agentId: '01900000-0000-7000-8000-000000000000' }),
+      404,
+      'not_found',
+    );
     const foreign = (await t.agent(otherKey, { appId: 'ops' })).id;
     expectProblem(await post('/api/v1/tasks', { name: 'x', description: 'x', agentId: foreign }), 404, 'not_found');
     const external = (await t.agent(key, { appId: 'ops', hosting: 'external' })).id;
@@ -160,7 +212,11 @@ describe('create', () => {
   });
 
   it('checks permissions and credentials', async () => {
-    const reader = await t.services.tenancy.createKey(tenantId, { name: 'reader', permissions: ['agents:read'] }, { type: 'cli', id: null });
+    const reader = await t.services.tenancy.createKey(
+      tenantId,
+      { name: 'reader', permissions: ['agents:read'] },
+      { type: 'cli', id: null },
+    );
     const task = await createTask(t, key, { agentId });
     expectProblem(await post('/api/v1/tasks', { name: 'x', description: 'x', agentId }, reader.secret), 403, 'forbidden');
     for (const action of ['run', 'cancel', 'retry', 'approve', 'reject']) {
@@ -186,9 +242,25 @@ describe('list and get', () => {
     expect(list.body).toMatchObject({ total: 3, page: 1, limit: 20 });
     expect(list.body.tasks.map((x: { id: string }) => x.id)).toEqual([c.id, b.id, a.id]);
     expect(Object.keys(list.body.tasks[0]).sort()).toEqual(
-      ['agentId', 'appId', 'createdAt', 'description', 'dueAt', 'id', 'lastRunAt', 'name', 'nextRunAt', 'priority', 'schedule', 'status', 'teamId', 'type'].sort(),
+      [
+        'agentId',
+        'appId',
+        'createdAt',
+        'description',
+        'dueAt',
+        'id',
+        'lastRunAt',
+        'name',
+        'nextRunAt',
+        'priority',
+        'schedule',
+        'status',
+        'teamId',
+        'type',
+      ].sort(),
     );
-    const ids = async (q: string) => (await t.request('GET', `/api/v1/tasks?agentId=${other}&${q}`, { key })).body.tasks.map((x: { id: string }) => x.id);
+    const ids = async (q: string) =>
+      (await t.request('GET', `/api/v1/tasks?agentId=${other}&${q}`, { key })).body.tasks.map((x: { id: string }) => x.id);
     expect(await ids('teamId=blue')).toEqual([c.id, a.id]);
     expect(await ids('type=scheduled')).toEqual([b.id]);
     expect(await ids('status=awaiting_approval')).toEqual([c.id]);
@@ -217,7 +289,13 @@ describe('list and get', () => {
 
 describe('run', () => {
   it('starts a run now: 202 with runId, running, startedAt; the input override is merged', async () => {
-    const task = await createTask(t, key, { agentId, type: 'scheduled', schedule: '0 0 1 * *', description: 'Summarise', input: { a: 1, b: 2 } });
+    const task = await createTask(t, key, {
+      agentId,
+      type: 'scheduled',
+      schedule: '0 0 1 * *',
+      description: 'Summarise',
+      input: { a: 1, b: 2 },
+    });
     const res = await post(`/api/v1/tasks/${task.id}/run`, { input: { b: 3 } });
     expect(res.status, res.text).toBe(202);
     expect(res.body).toMatchObject({ runId: expect.any(String), status: 'running', taskId: task.id, conversationId: expect.any(String) });
@@ -232,13 +310,27 @@ describe('run', () => {
     const runs = await t.request('GET', `/api/v1/tasks/${task.id}/runs`, { key });
     expect(runs.status).toBe(200);
     expect(runs.body).toMatchObject({ total: 1, page: 1, limit: 20 });
-    expect(runs.body.runs[0]).toMatchObject({ id: res.body.runId, runId: res.body.runId, status: 'completed', output: done.output, cost: 0 });
+    expect(runs.body.runs[0]).toMatchObject({
+      id: res.body.runId,
+      runId: res.body.runId,
+      status: 'completed',
+      output: done.output,
+      cost: 0,
+    });
     expect(runs.body.runs[0].duration).toBeGreaterThanOrEqual(0);
     expect(runs.body.runs[0].tokenUsage).toEqual({ inputTokens: expect.any(Number), outputTokens: expect.any(Number) });
 
     const details = await t.request('GET', `/api/v1/tasks/runs/${res.body.runId}`, { key });
     expect(details.status).toBe(200);
-    expect(details.body).toMatchObject({ id: res.body.runId, taskId: task.id, agentId, conversationId: res.body.conversationId, error: null, toolCalls: [], status: 'completed' });
+    expect(details.body).toMatchObject({
+      id: res.body.runId,
+      taskId: task.id,
+      agentId,
+      conversationId: res.body.conversationId,
+      error: null,
+      toolCalls: [],
+      status: 'completed',
+    });
     expect(details.body.steps).toHaveLength(1);
     expectProblem(await t.request('GET', `/api/v1/tasks/runs/${res.body.runId}`, { key: otherKey }), 404, 'not_found');
   });
@@ -298,9 +390,18 @@ describe('cancel', () => {
   });
 
   it('cancels a running task: the run stops and both end cancelled', async () => {
-    const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, description: '/delay 200\none two three four five six seven eight nine ten' });
+    const task = await createTask(t, key, {
+      agentId,
+      type: 'triggered',
+      trigger: { type: 'webhook' },
+      description: '/delay 200\none two three four five six seven eight nine ten',
+    });
     const run = await post(`/api/v1/tasks/${task.id}/run`);
-    await waitFor(async () => (await t.db.kysely.selectFrom('run_events').select('seq').where('run_id', '=', run.body.runId).execute()).length > 0, 5000, 'first tokens');
+    await waitFor(
+      async () => (await t.db.kysely.selectFrom('run_events').select('seq').where('run_id', '=', run.body.runId).execute()).length > 0,
+      5000,
+      'first tokens',
+    );
     const res = await post(`/api/v1/tasks/${task.id}/cancel`);
     expect(res.status, res.text).toBe(200);
     expect(res.body.status).toBe('cancelled');
@@ -362,13 +463,19 @@ describe('approval', () => {
     const res = await post(`/api/v1/tasks/${task.id}/approve`);
     expect(res.status, res.text).toBe(200);
     expect(res.body.status).toBe('pending');
-    expect(res.body.approval).toMatchObject({ decision: 'approved', decidedBy: { type: 'api_key', id: expect.any(String) }, decidedAt: expect.any(String) });
+    expect(res.body.approval).toMatchObject({
+      decision: 'approved',
+      decidedBy: { type: 'api_key', id: expect.any(String) },
+      decidedAt: expect.any(String),
+    });
     expect(res.body.nextRunAt).toBeTruthy();
     expectProblem(await post(`/api/v1/tasks/${task.id}/approve`), 409, 'task_not_awaiting_approval');
     expectProblem(await post(`/api/v1/tasks/${task.id}/reject`), 409, 'task_not_awaiting_approval');
     await dispatch();
     await taskIn(t, key, task.id, ['completed']);
-    expect((await t.request('GET', '/api/v1/tasks/pending-approval', { key })).body.tasks.map((x: { id: string }) => x.id)).not.toContain(task.id);
+    expect((await t.request('GET', '/api/v1/tasks/pending-approval', { key })).body.tasks.map((x: { id: string }) => x.id)).not.toContain(
+      task.id,
+    );
   });
 
   it('reject cancels; approve and reject refuse other states', async () => {
@@ -412,12 +519,21 @@ describe('delete', () => {
   });
 
   it('stops a scheduled task and a running run', async () => {
-    const task = await createTask(t, key, { agentId, type: 'scheduled', schedule: '* * * * *', description: '/delay 300\na b c d e f g h' });
+    const task = await createTask(t, key, {
+      agentId,
+      type: 'scheduled',
+      schedule: '* * * * *',
+      description: '/delay 300\na b c d e f g h',
+    });
     const run = await post(`/api/v1/tasks/${task.id}/run`);
     expect((await t.request('DELETE', `/api/v1/tasks/${task.id}`, { key })).status).toBe(204);
     const details = await t.request('GET', `/api/v1/tasks/runs/${run.body.runId}`, { key });
     expect(details.body.status).toBe('cancelled');
-    const row = await t.db.kysely.selectFrom('tasks').select(['next_run_at', 'deleted_at']).where('id', '=', task.id).executeTakeFirstOrThrow();
+    const row = await t.db.kysely
+      .selectFrom('tasks')
+      .select(['next_run_at', 'deleted_at'])
+      .where('id', '=', task.id)
+      .executeTakeFirstOrThrow();
     expect(row).toMatchObject({ next_run_at: null, deleted_at: expect.any(String) });
   });
 });
@@ -438,7 +554,11 @@ describe('audit', () => {
     await taskIn(t, key, failing.id, ['failed']);
     await post(`/api/v1/tasks/${failing.id}/retry`);
     const events = await t.request('GET', '/api/v1/audit-events?resourceType=task&limit=100', { key });
-    const actions = (id: string) => events.body.events.filter((e: { resourceId: string }) => e.resourceId === id).map((e: { action: string }) => e.action).sort();
+    const actions = (id: string) =>
+      events.body.events
+        .filter((e: { resourceId: string }) => e.resourceId === id)
+        .map((e: { action: string }) => e.action)
+        .sort();
     expect(actions(task.id)).toEqual(['task.approved', 'task.created', 'task.deleted', 'task.run_requested']);
     expect(actions(gated.id)).toEqual(['task.created', 'task.rejected']);
     expect(actions(queued.id)).toEqual(['task.cancelled', 'task.created']);
@@ -449,7 +569,14 @@ describe('audit', () => {
 describe('OpenAPI', () => {
   it('documents the task routes', async () => {
     const doc = (await t.request('GET', '/openapi.json')).body;
-    for (const path of ['/api/v1/tasks', '/api/v1/tasks/{id}', '/api/v1/tasks/{id}/run', '/api/v1/tasks/pending-approval', '/api/v1/tasks/runs/{runId}', '/api/v1/hooks/{taskId}']) {
+    for (const path of [
+      '/api/v1/tasks',
+      '/api/v1/tasks/{id}',
+      '/api/v1/tasks/{id}/run',
+      '/api/v1/tasks/pending-approval',
+      '/api/v1/tasks/runs/{runId}',
+      '/api/v1/hooks/{taskId}',
+    ]) {
       expect(doc.paths[path], path).toBeTruthy();
     }
     // Public: an empty security list (the webhook's own secret is its authentication).

@@ -13,7 +13,8 @@ let gateway: ApprovalGateway;
 let key: string;
 let tenantId: string;
 let agentId: string;
-const performed: { tenantId: string; taskId: string; payload: Record<string, unknown>; decidedBy: { type: string; id: string | null } }[] = [];
+const performed: { tenantId: string; taskId: string; payload: Record<string, unknown>; decidedBy: { type: string; id: string | null } }[] =
+  [];
 const rejected: string[] = [];
 let failNext = false;
 
@@ -56,7 +57,14 @@ describe('approval tasks', () => {
       agentId,
       requiresApproval: true,
       nextRunAt: null,
-      approval: { action: 'skill.assign', payload: { skillId: 'sk-1' }, requestedBy: { type: 'agent', id: agentId }, decision: null, decidedBy: null, decidedAt: null },
+      approval: {
+        action: 'skill.assign',
+        payload: { skillId: 'sk-1' },
+        requestedBy: { type: 'agent', id: agentId },
+        decision: null,
+        decidedBy: null,
+        decidedAt: null,
+      },
     });
     const pending = await t.request('GET', '/api/v1/tasks/pending-approval', { key });
     expect(pending.body.tasks.map((x: { id: string }) => x.id)).toContain(taskId);
@@ -70,8 +78,17 @@ describe('approval tasks', () => {
     const { taskId } = await request({ skillId: 'sk-2' });
     const res = await t.request('POST', `/api/v1/tasks/${taskId}/approve`, { key });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ status: 'completed', approval: { decision: 'approved', decidedBy: { type: 'api_key' } }, lastError: null });
-    expect(performed.at(-1)).toEqual({ tenantId, taskId, payload: { skillId: 'sk-2' }, decidedBy: { type: 'api_key', id: expect.any(String) } });
+    expect(res.body).toMatchObject({
+      status: 'completed',
+      approval: { decision: 'approved', decidedBy: { type: 'api_key' } },
+      lastError: null,
+    });
+    expect(performed.at(-1)).toEqual({
+      tenantId,
+      taskId,
+      payload: { skillId: 'sk-2' },
+      decidedBy: { type: 'api_key', id: expect.any(String) },
+    });
     const runs = await t.db.kysely.selectFrom('runs').select('id').where('task_id', '=', taskId).execute();
     expect(runs).toHaveLength(0);
     expectProblem(await t.request('POST', `/api/v1/tasks/${taskId}/approve`, { key }), 409, 'task_not_awaiting_approval');
@@ -108,6 +125,16 @@ describe('approval tasks', () => {
 
   it('refuses an agent of another tenant', async () => {
     const { id: other } = await t.tenant('other');
-    await expect(gateway.createApprovalTask({ tenantId: other, agentId, name: 'x', description: 'x', action: 'skill.assign', payload: {}, requestedBy: { type: 'agent', id: agentId } })).rejects.toMatchObject({ code: 'not_found', detail: 'agent not found' });
+    await expect(
+      gateway.createApprovalTask({
+        tenantId: other,
+        agentId,
+        name: 'x',
+        description: 'x',
+        action: 'skill.assign',
+        payload: {},
+        requestedBy: { type: 'agent', id: agentId },
+      }),
+    ).rejects.toMatchObject({ code: 'not_found', detail: 'agent not found' });
   });
 });

@@ -21,33 +21,71 @@ describe('cron vectors', () => {
   it('computes the spec examples', () => {
     // Friday 2026-11-20 10:00 UTC.
     const from = '2026-11-20T10:00:00.000Z';
-    expect(fires('0 9 * * 1-5', 'UTC', from, 3)).toEqual(['2026-11-23T09:00:00.000Z', '2026-11-24T09:00:00.000Z', '2026-11-25T09:00:00.000Z']);
-    expect(fires('0 */2 * * *', 'UTC', from, 3)).toEqual(['2026-11-20T12:00:00.000Z', '2026-11-20T14:00:00.000Z', '2026-11-20T16:00:00.000Z']);
-    expect(fires('*/30 * * * *', 'UTC', from, 3)).toEqual(['2026-11-20T10:30:00.000Z', '2026-11-20T11:00:00.000Z', '2026-11-20T11:30:00.000Z']);
-    expect(fires('0 0 1 * *', 'UTC', from, 3)).toEqual(['2026-12-01T00:00:00.000Z', '2027-01-01T00:00:00.000Z', '2027-02-01T00:00:00.000Z']);
+    expect(fires('0 9 * * 1-5', 'UTC', from, 3)).toEqual([
+      '2026-11-23T09:00:00.000Z',
+      '2026-11-24T09:00:00.000Z',
+      '2026-11-25T09:00:00.000Z',
+    ]);
+    expect(fires('0 */2 * * *', 'UTC', from, 3)).toEqual([
+      '2026-11-20T12:00:00.000Z',
+      '2026-11-20T14:00:00.000Z',
+      '2026-11-20T16:00:00.000Z',
+    ]);
+    expect(fires('*/30 * * * *', 'UTC', from, 3)).toEqual([
+      '2026-11-20T10:30:00.000Z',
+      '2026-11-20T11:00:00.000Z',
+      '2026-11-20T11:30:00.000Z',
+    ]);
+    expect(fires('0 0 1 * *', 'UTC', from, 3)).toEqual([
+      '2026-12-01T00:00:00.000Z',
+      '2027-01-01T00:00:00.000Z',
+      '2027-02-01T00:00:00.000Z',
+    ]);
   });
 
   it('evaluates in the time zone', () => {
     // 09:00 in New York is 14:00 UTC in winter (EST) and 13:00 UTC in summer (EDT).
-    expect(fires('0 9 * * 1-5', 'America/New_York', '2026-11-20T10:00:00.000Z', 2)).toEqual(['2026-11-20T14:00:00.000Z', '2026-11-23T14:00:00.000Z']);
+    expect(fires('0 9 * * 1-5', 'America/New_York', '2026-11-20T10:00:00.000Z', 2)).toEqual([
+      '2026-11-20T14:00:00.000Z',
+      '2026-11-23T14:00:00.000Z',
+    ]);
     expect(fires('0 9 * * 1-5', 'America/New_York', '2026-07-01T00:00:00.000Z', 1)).toEqual(['2026-07-01T13:00:00.000Z']);
     expect(fires('0 0 1 * *', 'Asia/Tokyo', '2026-11-20T10:00:00.000Z', 1)).toEqual(['2026-11-30T15:00:00.000Z']);
   });
 
   it('handles the spring-forward change in America/New_York (2026-03-08, 02:00 -> 03:00)', () => {
     // Daily 09:00 moves from 14:00 UTC to 13:00 UTC across the change.
-    expect(fires('0 9 * * *', 'America/New_York', '2026-03-06T12:00:00.000Z', 3)).toEqual(['2026-03-06T14:00:00.000Z', '2026-03-07T14:00:00.000Z', '2026-03-08T13:00:00.000Z']);
+    expect(fires('0 9 * * *', 'America/New_York', '2026-03-06T12:00:00.000Z', 3)).toEqual([
+      '2026-03-06T14:00:00.000Z',
+      '2026-03-07T14:00:00.000Z',
+      '2026-03-08T13:00:00.000Z',
+    ]);
     // 02:30 does not exist that day: it fires at the first instant after the gap (03:00 EDT), once.
-    expect(fires('30 2 * * *', 'America/New_York', '2026-03-07T12:00:00.000Z', 3)).toEqual(['2026-03-08T07:00:00.000Z', '2026-03-09T06:30:00.000Z', '2026-03-10T06:30:00.000Z']);
+    expect(fires('30 2 * * *', 'America/New_York', '2026-03-07T12:00:00.000Z', 3)).toEqual([
+      '2026-03-08T07:00:00.000Z',
+      '2026-03-09T06:30:00.000Z',
+      '2026-03-10T06:30:00.000Z',
+    ]);
     // Every 30 minutes: the hour from 02:00 to 03:00 is skipped, no double fires.
-    expect(fires('*/30 * * * *', 'America/New_York', '2026-03-08T06:00:00.000Z', 3)).toEqual(['2026-03-08T06:30:00.000Z', '2026-03-08T07:00:00.000Z', '2026-03-08T07:30:00.000Z']);
+    expect(fires('*/30 * * * *', 'America/New_York', '2026-03-08T06:00:00.000Z', 3)).toEqual([
+      '2026-03-08T06:30:00.000Z',
+      '2026-03-08T07:00:00.000Z',
+      '2026-03-08T07:30:00.000Z',
+    ]);
   });
 
   it('handles the fall-back change in America/New_York (2026-11-01, 02:00 -> 01:00)', () => {
     // 01:30 happens twice that day: it fires once, at the first (EDT) occurrence.
-    expect(fires('30 1 * * *', 'America/New_York', '2026-10-31T12:00:00.000Z', 3)).toEqual(['2026-11-01T05:30:00.000Z', '2026-11-02T06:30:00.000Z', '2026-11-03T06:30:00.000Z']);
+    expect(fires('30 1 * * *', 'America/New_York', '2026-10-31T12:00:00.000Z', 3)).toEqual([
+      '2026-11-01T05:30:00.000Z',
+      '2026-11-02T06:30:00.000Z',
+      '2026-11-03T06:30:00.000Z',
+    ]);
     // Daily 09:00 moves from 13:00 UTC to 14:00 UTC.
-    expect(fires('0 9 * * *', 'America/New_York', '2026-10-31T00:00:00.000Z', 2)).toEqual(['2026-10-31T13:00:00.000Z', '2026-11-01T14:00:00.000Z']);
+    expect(fires('0 9 * * *', 'America/New_York', '2026-10-31T00:00:00.000Z', 2)).toEqual([
+      '2026-10-31T13:00:00.000Z',
+      '2026-11-01T14:00:00.000Z',
+    ]);
   });
 
   it('rejects what is not a five-field expression that fires', () => {
@@ -73,7 +111,12 @@ describe('cron vectors', () => {
     });
     // Three times overdue, the latest on time: it fires; two are missed.
     const p = planFires('*/30 * * * *', 'UTC', at('2026-11-20T10:30:00Z'), at('2026-11-20T11:30:30Z'), grace, 'skip');
-    expect([iso(p.fire), p.missedCount, iso(p.firstMissed), iso(p.next)]).toEqual(['2026-11-20T11:30:00.000Z', 2, '2026-11-20T10:30:00.000Z', '2026-11-20T12:00:00.000Z']);
+    expect([iso(p.fire), p.missedCount, iso(p.firstMissed), iso(p.next)]).toEqual([
+      '2026-11-20T11:30:00.000Z',
+      2,
+      '2026-11-20T10:30:00.000Z',
+      '2026-11-20T12:00:00.000Z',
+    ]);
     // All late: skip fires nothing; fire_once fires the latest once.
     const s = planFires('*/30 * * * *', 'UTC', at('2026-11-20T10:30:00Z'), at('2026-11-20T11:40:00Z'), grace, 'skip');
     expect([iso(s.fire), s.missedCount, iso(s.next)]).toEqual([null, 3, '2026-11-20T12:00:00.000Z']);
@@ -103,7 +146,8 @@ describe('cron firing', () => {
   const tick = () => t.services.tasks.cron.tick();
   const firesOf = async (id: string) => (await t.request('GET', `/api/v1/tasks/${id}/fires?limit=100`, { key })).body.fires.reverse();
   const jobsOf = (id: string) => t.db.kysely.selectFrom('task_jobs').selectAll().where('task_id', '=', id).orderBy('id').execute();
-  const scheduled = (body: Record<string, unknown> = {}) => createTask(t, key, { agentId, type: 'scheduled', schedule: '*/30 * * * *', ...body });
+  const scheduled = (body: Record<string, unknown> = {}) =>
+    createTask(t, key, { agentId, type: 'scheduled', schedule: '*/30 * * * *', ...body });
 
   it('fires each cron time once, when it comes', async () => {
     clock.set('2026-11-20T10:05:00.000Z');
@@ -117,7 +161,17 @@ describe('cron firing', () => {
     await tick();
     const recorded = await firesOf(task.id);
     expect(recorded).toEqual([
-      { id: expect.any(String), source: 'schedule', scheduledFor: '2026-11-20T10:30:00.000Z', decidedAt: '2026-11-20T10:30:00.400Z', decision: 'fired', reason: null, missed: 0, jobId: expect.any(String), detail: {} },
+      {
+        id: expect.any(String),
+        source: 'schedule',
+        scheduledFor: '2026-11-20T10:30:00.000Z',
+        decidedAt: '2026-11-20T10:30:00.400Z',
+        decision: 'fired',
+        reason: null,
+        missed: 0,
+        jobId: expect.any(String),
+        detail: {},
+      },
     ]);
     const jobs = await jobsOf(task.id);
     expect(jobs).toHaveLength(1);
@@ -170,7 +224,12 @@ describe('cron firing', () => {
     const second = await t.services.tasks.executor.claimNext();
     expect(second).toMatchObject({ task_id: task.id, serial: 1 });
     await t.services.tasks.executor.execute(second as never);
-    const runs = await t.db.kysely.selectFrom('runs').select(['started_at', 'completed_at']).where('task_id', '=', task.id).orderBy('id').execute();
+    const runs = await t.db.kysely
+      .selectFrom('runs')
+      .select(['started_at', 'completed_at'])
+      .where('task_id', '=', task.id)
+      .orderBy('id')
+      .execute();
     expect(runs).toHaveLength(2);
     expect(runs[1].started_at! >= runs[0].completed_at!).toBe(true);
     await t.request('DELETE', `/api/v1/tasks/${task.id}`, { key });
@@ -205,7 +264,14 @@ describe('cron firing', () => {
     clock.set('2026-11-20T12:30:30.000Z');
     await tick();
     const recorded = await firesOf(partly.id);
-    expect(recorded.map((f: { decision: string; reason: string | null; missed: number; scheduledFor: string }) => [f.decision, f.reason, f.missed, f.scheduledFor])).toEqual([
+    expect(
+      recorded.map((f: { decision: string; reason: string | null; missed: number; scheduledFor: string }) => [
+        f.decision,
+        f.reason,
+        f.missed,
+        f.scheduledFor,
+      ]),
+    ).toEqual([
       ['skipped', 'misfire', 4, '2026-11-20T10:30:00.000Z'],
       ['fired', null, 0, '2026-11-20T12:30:00.000Z'],
     ]);
@@ -220,7 +286,13 @@ describe('cron firing', () => {
     await tick();
     await tick();
     expect(await firesOf(task.id)).toEqual([
-      expect.objectContaining({ decision: 'fired', reason: 'misfire', missed: 3, scheduledFor: '2026-11-20T12:00:00.000Z', detail: { policy: 'fire_once' } }),
+      expect.objectContaining({
+        decision: 'fired',
+        reason: 'misfire',
+        missed: 3,
+        scheduledFor: '2026-11-20T12:00:00.000Z',
+        detail: { policy: 'fire_once' },
+      }),
     ]);
     expect(await jobsOf(task.id)).toHaveLength(1);
     await t.request('DELETE', `/api/v1/tasks/${task.id}`, { key });
@@ -242,7 +314,13 @@ describe('cron firing', () => {
 
   it('fires across a daylight-saving change in the task’s time zone', async () => {
     clock.set('2026-03-07T12:00:00.000Z');
-    const task = await createTask(t, key, { agentId, type: 'scheduled', schedule: '30 2 * * *', timezone: 'America/New_York', overlapPolicy: 'allow' });
+    const task = await createTask(t, key, {
+      agentId,
+      type: 'scheduled',
+      schedule: '30 2 * * *',
+      timezone: 'America/New_York',
+      overlapPolicy: 'allow',
+    });
     expect(task.nextRunAt).toBe('2026-03-08T07:00:00.000Z');
     clock.set('2026-03-08T07:00:05.000Z');
     await tick();
@@ -255,14 +333,23 @@ describe('cron firing', () => {
     await t.request('DELETE', `/api/v1/tasks/${task.id}`, { key });
 
     clock.set('2026-10-31T12:00:00.000Z');
-    const fall = await createTask(t, key, { agentId, type: 'scheduled', schedule: '30 1 * * *', timezone: 'America/New_York', overlapPolicy: 'allow' });
+    const fall = await createTask(t, key, {
+      agentId,
+      type: 'scheduled',
+      schedule: '30 1 * * *',
+      timezone: 'America/New_York',
+      overlapPolicy: 'allow',
+    });
     expect(fall.nextRunAt).toBe('2026-11-01T05:30:00.000Z');
     for (const at of ['2026-11-01T05:30:01.000Z', '2026-11-01T06:30:01.000Z', '2026-11-02T06:30:01.000Z']) {
       clock.set(at);
       await tick();
     }
     // The repeated 01:30 (06:30 UTC, EST) does not fire a second time.
-    expect((await firesOf(fall.id)).map((f: { scheduledFor: string }) => f.scheduledFor)).toEqual(['2026-11-01T05:30:00.000Z', '2026-11-02T06:30:00.000Z']);
+    expect((await firesOf(fall.id)).map((f: { scheduledFor: string }) => f.scheduledFor)).toEqual([
+      '2026-11-01T05:30:00.000Z',
+      '2026-11-02T06:30:00.000Z',
+    ]);
     await t.request('DELETE', `/api/v1/tasks/${fall.id}`, { key });
   });
 
@@ -288,10 +375,14 @@ describe('cron in the background', () => {
       t.services.tasks.useClock(clock);
       const task = await createTask(t, key, { agentId, type: 'scheduled', schedule: '* * * * *', description: 'tick' });
       clock.set(new Date(Date.parse(task.nextRunAt) + 10));
-      const done = await waitFor(async () => {
-        const got = (await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body;
-        return got.status === 'completed' ? got : null;
-      }, 10_000, 'the scheduled run');
+      const done = await waitFor(
+        async () => {
+          const got = (await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body;
+          return got.status === 'completed' ? got : null;
+        },
+        10_000,
+        'the scheduled run',
+      );
       expect(done.output).toBe(`tick\n\n{"scheduledFor":"${task.nextRunAt}"}`);
       expect(done.fires).toHaveLength(1);
     } finally {
@@ -311,13 +402,23 @@ describe.skipIf(dialect !== 'postgres')('cron across replicas (PostgreSQL)', () 
       const { key } = await t.tenant();
       const agentId = (await t.agent(key, { appId: 'ops' })).id;
       const ids: string[] = [];
-      for (let i = 0; i < 20; i++) ids.push((await createTask(t, key, { agentId, type: 'scheduled', schedule: '*/30 * * * *', overlapPolicy: 'allow' })).id);
+      for (let i = 0; i < 20; i++)
+        ids.push((await createTask(t, key, { agentId, type: 'scheduled', schedule: '*/30 * * * *', overlapPolicy: 'allow' })).id);
       for (const at of ['2026-11-20T10:30:01.000Z', '2026-11-20T11:00:01.000Z', '2026-11-20T11:30:01.000Z']) {
         clock.set(at);
-        const claimed = await Promise.all([t.services.tasks.cron.tick(), other.services.tasks.cron.tick(), t.services.tasks.cron.tick(), other.services.tasks.cron.tick()]);
+        const claimed = await Promise.all([
+          t.services.tasks.cron.tick(),
+          other.services.tasks.cron.tick(),
+          t.services.tasks.cron.tick(),
+          other.services.tasks.cron.tick(),
+        ]);
         expect(claimed.reduce((a, b) => a + b, 0)).toBe(20);
       }
-      const rows = await t.db.kysely.selectFrom('task_fires').select(['task_id', 'scheduled_for', 'decision']).where('task_id', 'in', ids).execute();
+      const rows = await t.db.kysely
+        .selectFrom('task_fires')
+        .select(['task_id', 'scheduled_for', 'decision'])
+        .where('task_id', 'in', ids)
+        .execute();
       expect(rows).toHaveLength(60);
       expect(new Set(rows.map((r) => `${r.task_id}/${r.scheduled_for}`)).size).toBe(60);
       expect(rows.every((r) => r.decision === 'fired')).toBe(true);

@@ -5,7 +5,8 @@ import { insertJob, insertTask, newTaskRow } from '../../src/tasks/store/index.j
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { createTask, replica, taskIn, waitFor } from './helpers.js';
 
-const jobsOf = (t: TestApp, id: string) => t.db.kysely.selectFrom('task_jobs').selectAll().where('task_id', '=', id).orderBy('id').execute();
+const jobsOf = (t: TestApp, id: string) =>
+  t.db.kysely.selectFrom('task_jobs').selectAll().where('task_id', '=', id).orderBy('id').execute();
 
 describe('dispatch order and retries (no background workers)', () => {
   let t: TestApp;
@@ -33,7 +34,8 @@ describe('dispatch order and retries (no background workers)', () => {
   }
 
   it('takes work by priority, then earliest dueAt (none last), then oldest', async () => {
-    const make = (name: string, extra: Record<string, unknown>) => createTask(t, key, { agentId, name, ...extra }).then((x) => [name, x.id] as const);
+    const make = (name: string, extra: Record<string, unknown>) =>
+      createTask(t, key, { agentId, name, ...extra }).then((x) => [name, x.id] as const);
     const made = [
       await make('low', { priority: 'low' }),
       await make('medium-old', {}),
@@ -44,13 +46,31 @@ describe('dispatch order and retries (no background workers)', () => {
       await make('medium-new', { priority: 'medium' }),
     ];
     const names = new Map(made.map(([n, id]) => [id, n]));
-    expect((await drainOrder()).map((id) => names.get(id))).toEqual(['critical', 'high', 'medium-due-early', 'medium-due-late', 'medium-old', 'medium-new', 'low']);
+    expect((await drainOrder()).map((id) => names.get(id))).toEqual([
+      'critical',
+      'high',
+      'medium-due-early',
+      'medium-due-late',
+      'medium-old',
+      'medium-new',
+      'low',
+    ]);
   });
 
   it('claims several jobs in one statement, in claim order, and never a serial job queued behind another of its task', async () => {
     const at = clock.now().toISOString();
     const row = (name: string, priority: string) =>
-      newTaskRow({ id: newId(), tenant_id: tenantId, agent_id: agentId, app_id: 'ops', name, description: name, priority, status: 'pending', created_at: at });
+      newTaskRow({
+        id: newId(),
+        tenant_id: tenantId,
+        agent_id: agentId,
+        app_id: 'ops',
+        name,
+        description: name,
+        priority,
+        status: 'pending',
+        created_at: at,
+      });
     const low = row('low', 'low');
     const high = row('high', 'high');
     const serial = row('serial', 'critical');
@@ -63,20 +83,33 @@ describe('dispatch order and retries (no background workers)', () => {
     await t.db.kysely.transaction().execute(async (trx) => {
       for (const task of [low, high, serial]) await insertTask(trx, task);
       // Inserted lowest priority first, so the claim's order is not the insertion order.
-      for (const job of [jobs.low, jobs.serialSecond, jobs.high, jobs.serialFirst].sort((a, b) => (a.id < b.id ? -1 : 1))) await insertJob(trx, job);
+      for (const job of [jobs.low, jobs.serialSecond, jobs.high, jobs.serialFirst].sort((a, b) => (a.id < b.id ? -1 : 1)))
+        await insertJob(trx, job);
     });
     const claimed = await t.services.tasks.executor.claimUpTo(10);
     expect(claimed.map((j) => j.id)).toEqual([jobs.serialFirst.id, jobs.high.id, jobs.low.id]);
     expect(claimed.every((j) => j.state === 'claimed' && j.attempts === 1 && j.lease_owner === t.services.tasks.executor.owner)).toBe(true);
     // The second serial job waits while the first is claimed, then is the only one left.
     expect(await t.services.tasks.executor.claimUpTo(10)).toEqual([]);
-    await t.db.kysely.updateTable('task_jobs').set({ state: 'done' }).where('id', 'in', claimed.map((j) => j.id)).execute();
+    await t.db.kysely
+      .updateTable('task_jobs')
+      .set({ state: 'done' })
+      .where(
+        'id',
+        'in',
+        claimed.map((j) => j.id),
+      )
+      .execute();
     expect((await t.services.tasks.executor.claimUpTo(10)).map((j) => j.id)).toEqual([jobs.serialSecond.id]);
     await t.db.kysely.updateTable('task_jobs').set({ state: 'done' }).where('id', '=', jobs.serialSecond.id).execute();
   });
 
   it('retries a failed run per the retry policy, with doubling back-off, then fails', async () => {
-    const task = await createTask(t, key, { agentId, description: '/fail upstream down', retryPolicy: { maxAttempts: 3, backoffSeconds: 5 } });
+    const task = await createTask(t, key, {
+      agentId,
+      description: '/fail upstream down',
+      retryPolicy: { maxAttempts: 3, backoffSeconds: 5 },
+    });
     expect(task.retryPolicy).toEqual({ maxAttempts: 3, backoffSeconds: 5 });
     const runOnce = async () => {
       const job = await t.services.tasks.executor.claimNext();
@@ -87,7 +120,11 @@ describe('dispatch order and retries (no background workers)', () => {
     let [job] = await jobsOf(t, task.id);
     expect(job).toMatchObject({ state: 'queued', attempts: 1, available_at: '2030-01-01T00:00:05.000Z', run_id: null });
     const got = (await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body;
-    expect(got).toMatchObject({ status: 'failed', nextRunAt: '2030-01-01T00:00:05.000Z', lastError: { code: 'model_error', message: 'upstream down' } });
+    expect(got).toMatchObject({
+      status: 'failed',
+      nextRunAt: '2030-01-01T00:00:05.000Z',
+      lastError: { code: 'model_error', message: 'upstream down' },
+    });
     // Not before its time.
     expect(await t.services.tasks.executor.claimNext()).toBeNull();
     clock.set('2030-01-01T00:00:05.000Z');
@@ -111,7 +148,10 @@ describe('dispatch order and retries (no background workers)', () => {
     expect(res.status).toBe(202);
     await taskIn(t, key, task.id, ['failed']);
     const jobs = await jobsOf(t, task.id);
-    expect(jobs[0]).toMatchObject({ state: 'cancelled', error: JSON.stringify({ code: 'superseded', message: 'superseded by a manual retry' }) });
+    expect(jobs[0]).toMatchObject({
+      state: 'cancelled',
+      error: JSON.stringify({ code: 'superseded', message: 'superseded by a manual retry' }),
+    });
     expect(jobs[1]).toMatchObject({ reason: 'retry' });
   });
 
@@ -132,7 +172,13 @@ describe('dispatch order and retries (no background workers)', () => {
     for (const id of [retried.id, once.id]) {
       await t.db.kysely
         .updateTable('task_jobs')
-        .set((eb) => ({ state: 'claimed', lease_owner: 'dead-process', claimed_by: 'dead-process', lease_expires_at: past, attempts: eb('attempts', '+', 1) }))
+        .set((eb) => ({
+          state: 'claimed',
+          lease_owner: 'dead-process',
+          claimed_by: 'dead-process',
+          lease_expires_at: past,
+          attempts: eb('attempts', '+', 1),
+        }))
         .where('task_id', '=', id)
         .execute();
     }
@@ -187,13 +233,29 @@ describe('dispatch order and retries (no background workers)', () => {
     await started!.finished;
     // Make it look as if the run was still going in a process that died (lease expired).
     const runId = started!.runId!;
-    await t.db.kysely.updateTable('runs').set({ status: 'running', completed_at: null, lease_owner: 'dead-process', lease_expires_at: new Date(Date.now() - 1000).toISOString() }).where('id', '=', runId).execute();
-    await t.db.kysely.updateTable('task_jobs').set({ state: 'running', run_id: runId }).where('id', '=', (job as { id: string }).id).execute();
+    await t.db.kysely
+      .updateTable('runs')
+      .set({
+        status: 'running',
+        completed_at: null,
+        lease_owner: 'dead-process',
+        lease_expires_at: new Date(Date.now() - 1000).toISOString(),
+      })
+      .where('id', '=', runId)
+      .execute();
+    await t.db.kysely
+      .updateTable('task_jobs')
+      .set({ state: 'running', run_id: runId })
+      .where('id', '=', (job as { id: string }).id)
+      .execute();
     await t.db.kysely.updateTable('tasks').set({ status: 'running' }).where('id', '=', task.id).execute();
     expect(await t.services.runs.recoverInterrupted()).toBeGreaterThanOrEqual(1);
     const [j] = await jobsOf(t, task.id);
     expect(j).toMatchObject({ state: 'queued', attempts: 1, run_id: null });
-    expect((await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body).toMatchObject({ status: 'failed', lastError: { code: 'interrupted' } });
+    expect((await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body).toMatchObject({
+      status: 'failed',
+      lastError: { code: 'interrupted' },
+    });
     await t.services.tasks.executor.execute((await t.services.tasks.executor.claimNext()) as never);
     expect((await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body).toMatchObject({ status: 'completed', runCount: 2 });
   });
@@ -271,7 +333,16 @@ async function insertDueTasks(t: TestApp, tenantId: string, agentId: string, n: 
     for (let i = 0; i < n; i++) {
       const id = newId();
       ids.push(id);
-      const row = newTaskRow({ id, tenant_id: tenantId, agent_id: agentId, app_id: 'ops', name: `bulk ${i}`, description: `bulk task ${i}`, status: 'pending', created_at: at });
+      const row = newTaskRow({
+        id,
+        tenant_id: tenantId,
+        agent_id: agentId,
+        app_id: 'ops',
+        name: `bulk ${i}`,
+        description: `bulk task ${i}`,
+        status: 'pending',
+        created_at: at,
+      });
       await insertTask(trx, row);
       await insertJob(trx, t.services.tasks.executor.newJob(row, { kind: 'agent', reason: 'created' }));
     }
@@ -291,7 +362,13 @@ async function countRuns(t: TestApp, ids: string[], status: string) {
 
 async function expectEachOnce(t: TestApp, ids: string[]) {
   // The job settles just after its run's terminal write.
-  await waitFor(async () => (await t.db.kysely.selectFrom('task_jobs').select('id').where('task_id', 'in', ids).where('state', '=', 'done').execute()).length === ids.length, 5000, 'settled jobs');
+  await waitFor(
+    async () =>
+      (await t.db.kysely.selectFrom('task_jobs').select('id').where('task_id', 'in', ids).where('state', '=', 'done').execute()).length ===
+      ids.length,
+    5000,
+    'settled jobs',
+  );
   const runs = await t.db.kysely.selectFrom('runs').select(['task_id', 'status']).where('task_id', 'in', ids).execute();
   expect(runs).toHaveLength(ids.length);
   expect(new Set(runs.map((r) => r.task_id)).size).toBe(ids.length);
@@ -332,13 +409,21 @@ describe('work refused by the tenant’s concurrency limit', () => {
       const { key } = await app.tenant();
       await app.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 1 } });
       const agent = (await app.request('POST', '/api/v1/agents', { key, body: { name: 'busy', appId: 'x' } })).body;
-      const slow = await app.request('POST', '/api/v1/tasks', { key, body: { name: 'slow', description: '/delay 150\na b c d e f', agentId: agent.id } });
-      const quick = await app.request('POST', '/api/v1/tasks', { key, body: { name: 'quick', description: 'done quickly', agentId: agent.id } });
+      const slow = await app.request('POST', '/api/v1/tasks', {
+        key,
+        body: { name: 'slow', description: '/delay 150\na b c d e f', agentId: agent.id },
+      });
+      const quick = await app.request('POST', '/api/v1/tasks', {
+        key,
+        body: { name: 'quick', description: 'done quickly', agentId: agent.id },
+      });
       expect(slow.status).toBe(201);
       expect(quick.status).toBe(201);
       let states: string[] = [];
       for (let i = 0; i < 200; i++) {
-        states = await Promise.all([slow.body.id, quick.body.id].map(async (id) => (await app.request('GET', `/api/v1/tasks/${id}`, { key })).body.status));
+        states = await Promise.all(
+          [slow.body.id, quick.body.id].map(async (id) => (await app.request('GET', `/api/v1/tasks/${id}`, { key })).body.status),
+        );
         if (states.every((s) => s === 'completed')) break;
         await new Promise((r) => setTimeout(r, 50));
       }

@@ -40,7 +40,12 @@ describe('a worker killed mid-run', () => {
     const agent = await api(first, key, '/api/v1/agents', { name: 'Worker', appId: 'ops' });
     expect(agent.status).toBe(201);
     const slow = '/delay 250\none two three four five six';
-    const retried = await api(first, key, '/api/v1/tasks', { name: 'retried', description: slow, agentId: agent.body.id, retryPolicy: { maxAttempts: 2, backoffSeconds: 0 } });
+    const retried = await api(first, key, '/api/v1/tasks', {
+      name: 'retried',
+      description: slow,
+      agentId: agent.body.id,
+      retryPolicy: { maxAttempts: 2, backoffSeconds: 0 },
+    });
     const failed = await api(first, key, '/api/v1/tasks', { name: 'failed', description: slow, agentId: agent.body.id });
     expect(retried.status).toBe(201);
     expect(failed.status).toBe(201);
@@ -52,10 +57,14 @@ describe('a worker killed mid-run', () => {
     const second = await startServer(env());
     servers.push(second);
 
-    const done = await waitFor(async () => {
-      const r = (await api(second, key, `/api/v1/tasks/${retried.body.id}`)).body;
-      return r.status === 'completed' ? r : null;
-    }, 20_000, 'the retried task to complete elsewhere');
+    const done = await waitFor(
+      async () => {
+        const r = (await api(second, key, `/api/v1/tasks/${retried.body.id}`)).body;
+        return r.status === 'completed' ? r : null;
+      },
+      20_000,
+      'the retried task to complete elsewhere',
+    );
     expect(done.runs).toHaveLength(2);
     const [again, lost] = done.runs;
     expect(lost).toMatchObject({ status: 'failed', error: { code: 'interrupted' } });
@@ -63,10 +72,14 @@ describe('a worker killed mid-run', () => {
     // Never two at once: the retry started after the lost run was declared over.
     expect(again.startedAt >= lost.completedAt).toBe(true);
 
-    const gaveUp = await waitFor(async () => {
-      const r = (await api(second, key, `/api/v1/tasks/${failed.body.id}`)).body;
-      return r.status === 'failed' ? r : null;
-    }, 10_000, 'the other task to fail');
+    const gaveUp = await waitFor(
+      async () => {
+        const r = (await api(second, key, `/api/v1/tasks/${failed.body.id}`)).body;
+        return r.status === 'failed' ? r : null;
+      },
+      10_000,
+      'the other task to fail',
+    );
     expect(gaveUp.lastError).toMatchObject({ code: 'interrupted' });
     expect(gaveUp.runs).toHaveLength(1);
     await new Promise((r) => setTimeout(r, 500));

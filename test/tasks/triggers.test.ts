@@ -15,7 +15,12 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-function deliver(taskId: string, secret: string | null, body: string, options: { timestamp?: number; signature?: string; headers?: Record<string, string> } = {}) {
+function deliver(
+  taskId: string,
+  secret: string | null,
+  body: string,
+  options: { timestamp?: number; signature?: string; headers?: Record<string, string> } = {},
+) {
   const ts = String(options.timestamp ?? Math.floor(Date.now() / 1000));
   const headers: Record<string, string> = { 'content-type': 'application/json', 'x-agentry-timestamp': ts, ...(options.headers ?? {}) };
   if (secret !== null) headers['x-agentry-signature'] = options.signature ?? `sha256=${signature(secret, ts, body)}`;
@@ -28,7 +33,11 @@ describe('webhook triggers', () => {
   it('creates a webhook task: the URL always, the secret once', async () => {
     const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' } });
     expect(task).toMatchObject({ type: 'triggered', status: 'pending', nextRunAt: null, overlapPolicy: 'skip' });
-    expect(task.trigger).toEqual({ type: 'webhook', url: `http://agentry.test/api/v1/hooks/${task.id}`, secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/) });
+    expect(task.trigger).toEqual({
+      type: 'webhook',
+      url: `http://agentry.test/api/v1/hooks/${task.id}`,
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{43}$/),
+    });
     const got = await t.request('GET', `/api/v1/tasks/${task.id}`, { key });
     expect(got.body.trigger).toEqual({ type: 'webhook', url: task.trigger.url });
     expect(got.text).not.toContain(task.trigger.secret);
@@ -41,11 +50,24 @@ describe('webhook triggers', () => {
   });
 
   it('a correctly signed delivery starts a run with the JSON body as input', async () => {
-    const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, description: 'New order', input: { shop: 'eu' } });
+    const task = await createTask(t, key, {
+      agentId,
+      type: 'triggered',
+      trigger: { type: 'webhook' },
+      description: 'New order',
+      input: { shop: 'eu' },
+    });
     const body = JSON.stringify({ orderId: 42 });
     const res = await deliver(task.id, task.trigger.secret, body);
     expect(res.status, res.text).toBe(202);
-    expect(res.body).toEqual({ accepted: true, taskId: task.id, fireId: expect.any(String), decision: 'fired', reason: null, duplicate: false });
+    expect(res.body).toEqual({
+      accepted: true,
+      taskId: task.id,
+      fireId: expect.any(String),
+      decision: 'fired',
+      reason: null,
+      duplicate: false,
+    });
     const done = await taskIn(t, key, task.id, ['completed']);
     expect(done.output).toBe('New order\n\n{"shop":"eu","orderId":42}');
     expect(done.fires).toEqual([expect.objectContaining({ id: res.body.fireId, source: 'webhook', decision: 'fired' })]);
@@ -65,7 +87,9 @@ describe('webhook triggers', () => {
   it('an empty body is an empty input', async () => {
     const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, description: 'ping' });
     const ts = String(Math.floor(Date.now() / 1000));
-    const res = await t.request('POST', `/api/v1/hooks/${task.id}`, { headers: { 'x-agentry-timestamp': ts, 'x-agentry-signature': `sha256=${signature(task.trigger.secret, ts, '')}` } });
+    const res = await t.request('POST', `/api/v1/hooks/${task.id}`, {
+      headers: { 'x-agentry-timestamp': ts, 'x-agentry-signature': `sha256=${signature(task.trigger.secret, ts, '')}` },
+    });
     expect(res.status, res.text).toBe(202);
     expect((await taskIn(t, key, task.id, ['completed'])).output).toBe('ping');
   });
@@ -86,7 +110,13 @@ describe('webhook triggers', () => {
     expect401(await deliver(task.id, task.trigger.secret, body, { timestamp: Math.floor(Date.now() / 1000) + 3600 }), 'signature_expired');
     // Signed for another body.
     const ts = Math.floor(Date.now() / 1000);
-    expect401(await deliver(task.id, task.trigger.secret, '{"orderId":8}', { timestamp: ts, signature: `sha256=${signature(task.trigger.secret, String(ts), body)}` }), 'invalid_signature');
+    expect401(
+      await deliver(task.id, task.trigger.secret, '{"orderId":8}', {
+        timestamp: ts,
+        signature: `sha256=${signature(task.trigger.secret, String(ts), body)}`,
+      }),
+      'invalid_signature',
+    );
     await new Promise((r) => setTimeout(r, 200));
     expect(await runsOf(task.id)).toHaveLength(0);
     expect((await t.request('GET', `/api/v1/tasks/${task.id}/fires`, { key })).body.total).toBe(0);
@@ -103,7 +133,11 @@ describe('webhook triggers', () => {
     const ts = String(Math.floor(Date.now() / 1000));
     const res = await t.request('POST', `/api/v1/hooks/${task.id}`, {
       payload: 'a=1',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-agentry-timestamp': ts, 'x-agentry-signature': `sha256=${signature(task.trigger.secret, ts, 'a=1')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-agentry-timestamp': ts,
+        'x-agentry-signature': `sha256=${signature(task.trigger.secret, ts, 'a=1')}`,
+      },
     });
     expectProblem(res, 415, 'unsupported_media_type');
   });
@@ -117,7 +151,12 @@ describe('webhook triggers', () => {
   });
 
   it('overlap skip: a delivery while a run is active is recorded as skipped', async () => {
-    const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, description: '/delay 100\na b c d e' });
+    const task = await createTask(t, key, {
+      agentId,
+      type: 'triggered',
+      trigger: { type: 'webhook' },
+      description: '/delay 100\na b c d e',
+    });
     const first = await deliver(task.id, task.trigger.secret, '{"n":1}');
     const second = await deliver(task.id, task.trigger.secret, '{"n":2}');
     expect(first.body.decision).toBe('fired');
@@ -144,7 +183,11 @@ describe('webhook secrets at rest', () => {
     expect(box.open('garbage', 'task-1')).toBeNull();
     // What the server stored opens with this server's master key.
     const { loadMasterKey } = await import('../../src/identity/master-key.js');
-    const row = await t.db.kysely.selectFrom('tasks').select(['id', 'webhook_secret']).where('webhook_secret', 'is not', null).executeTakeFirst();
+    const row = await t.db.kysely
+      .selectFrom('tasks')
+      .select(['id', 'webhook_secret'])
+      .where('webhook_secret', 'is not', null)
+      .executeTakeFirst();
     expect(row).toBeDefined();
     expect(new SecretBox(loadMasterKey(t.config), 'webhook-secrets').open(row!.webhook_secret!, row!.id)).toMatch(/^whsec_/);
   });
@@ -162,14 +205,32 @@ describe('webhook secrets at rest', () => {
 describe('platform event triggers', () => {
   it('chains tasks: completed fires the listener once per source run', async () => {
     const source = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, description: 'collect' });
-    const onDone = await createTask(t, key, { agentId, type: 'triggered', trigger: { event: 'task.completed', taskId: source.id }, description: 'follow up' });
-    const onFail = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'event', event: 'task.failed', taskId: source.id }, description: 'alert' });
+    const onDone = await createTask(t, key, {
+      agentId,
+      type: 'triggered',
+      trigger: { event: 'task.completed', taskId: source.id },
+      description: 'follow up',
+    });
+    const onFail = await createTask(t, key, {
+      agentId,
+      type: 'triggered',
+      trigger: { type: 'event', event: 'task.failed', taskId: source.id },
+      description: 'alert',
+    });
     expect(onDone.trigger).toEqual({ type: 'event', event: 'task.completed', taskId: source.id });
     const run = await t.request('POST', `/api/v1/tasks/${source.id}/run`, { key });
     await taskIn(t, key, source.id, ['completed']);
     const followed = await taskIn(t, key, onDone.id, ['completed']);
-    expect(followed.output).toBe(`follow up\n\n${JSON.stringify({ event: 'task.completed', taskId: source.id, runId: run.body.runId, output: 'collect' })}`);
-    expect(followed.fires).toEqual([expect.objectContaining({ source: 'event', decision: 'fired', detail: { event: 'task.completed', sourceTaskId: source.id, sourceRunId: run.body.runId } })]);
+    expect(followed.output).toBe(
+      `follow up\n\n${JSON.stringify({ event: 'task.completed', taskId: source.id, runId: run.body.runId, output: 'collect' })}`,
+    );
+    expect(followed.fires).toEqual([
+      expect.objectContaining({
+        source: 'event',
+        decision: 'fired',
+        detail: { event: 'task.completed', sourceTaskId: source.id, sourceRunId: run.body.runId },
+      }),
+    ]);
     await new Promise((r) => setTimeout(r, 300));
     expect(await runsOf(onDone.id)).toHaveLength(1);
     expect(await runsOf(onFail.id)).toHaveLength(0);
@@ -183,8 +244,19 @@ describe('platform event triggers', () => {
   });
 
   it('failed fires task.failed listeners once the last attempt failed', async () => {
-    const source = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' }, description: '/fail broken', retryPolicy: { maxAttempts: 2, backoffSeconds: 0 } });
-    const onFail = await createTask(t, key, { agentId, type: 'triggered', trigger: { event: 'task.failed', taskId: source.id }, description: 'alert' });
+    const source = await createTask(t, key, {
+      agentId,
+      type: 'triggered',
+      trigger: { type: 'webhook' },
+      description: '/fail broken',
+      retryPolicy: { maxAttempts: 2, backoffSeconds: 0 },
+    });
+    const onFail = await createTask(t, key, {
+      agentId,
+      type: 'triggered',
+      trigger: { event: 'task.failed', taskId: source.id },
+      description: 'alert',
+    });
     await deliver(source.id, source.trigger.secret, '{}');
     const alerted = await taskIn(t, key, onFail.id, ['completed']);
     expect(alerted.output).toContain('"event":"task.failed"');
@@ -212,11 +284,21 @@ describe.skipIf(dialect !== 'postgres')('triggers across replicas (PostgreSQL)',
       const run = await t.request('POST', `/api/v1/tasks/${source.id}/run`, { key });
       await taskIn(t, key, source.id, ['completed']);
       // As if the process that ran it died right after the run's terminal write: the job is unsettled.
-      const listener = await createTask(t, key, { agentId, type: 'triggered', trigger: { event: 'task.completed', taskId: source.id }, overlapPolicy: 'allow' });
+      const listener = await createTask(t, key, {
+        agentId,
+        type: 'triggered',
+        trigger: { event: 'task.completed', taskId: source.id },
+        overlapPolicy: 'allow',
+      });
       const old = new Date(Date.now() - 120_000).toISOString();
       await t.db.kysely.updateTable('task_jobs').set({ state: 'running', updated_at: old }).where('run_id', '=', run.body.runId).execute();
       // Both replicas notice at once (a late hook here, sweeps there).
-      await Promise.all([t.services.tasks.executor.runEnded(run.body.runId), other.services.tasks.executor.sweep(), t.services.tasks.executor.sweep(), other.services.tasks.executor.runEnded(run.body.runId)]);
+      await Promise.all([
+        t.services.tasks.executor.runEnded(run.body.runId),
+        other.services.tasks.executor.sweep(),
+        t.services.tasks.executor.sweep(),
+        other.services.tasks.executor.runEnded(run.body.runId),
+      ]);
       await taskIn(t, key, listener.id, ['completed']);
       await new Promise((r) => setTimeout(r, 300));
       expect(await runsOf(listener.id)).toHaveLength(1);

@@ -36,7 +36,9 @@ async function startRun(on: Caller, key: string, agentId: string, kind: 'execute
 
 /** Twelve runs at once, half executes and half streams, over the given instances in turn. */
 async function burst(instances: Caller[], key: string, agentId: string, size = 12) {
-  return Promise.all(Array.from({ length: size }, (_, i) => startRun(instances[i % instances.length], key, agentId, i % 2 ? 'stream' : 'execute')));
+  return Promise.all(
+    Array.from({ length: size }, (_, i) => startRun(instances[i % instances.length], key, agentId, i % 2 ? 'stream' : 'execute')),
+  );
 }
 
 function expectAdmitted(results: Awaited<ReturnType<typeof burst>>, admitted: number) {
@@ -85,7 +87,8 @@ describe('concurrent runs', () => {
       });
     // One run answers in the conversation; then, together, another message to it and a new run.
     const first = say(SLOW, conversation.id);
-    for (let i = 0; i < 100 && (await t.request('GET', '/api/v1/limits', { key })).body.usage.runningRuns === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 100 && (await t.request('GET', '/api/v1/limits', { key })).body.usage.runningRuns === 0; i++)
+      await new Promise((r) => setTimeout(r, 10));
     const [busy, fresh] = await Promise.all([say('me too', conversation.id), say('hello')]);
     // Busy (409) when admitted first and taken back; 429 when the new run was admitted before it.
     expect([409, 429], busy.body).toContain(busy.statusCode);
@@ -187,7 +190,12 @@ describe.skipIf(dialect !== 'postgres')('concurrent runs across two instances on
     const [a, b] = instances;
     const { apiKey: key } = await a.services.tenancy.createTenant('two instances');
     const call = (on: Caller, method: 'POST' | 'PUT', url: string, body: unknown) =>
-      on.app.inject({ method, url, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+      on.app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        payload: JSON.stringify(body),
+      });
     expect((await call(a, 'PUT', '/api/v1/limits', { maxConcurrentRuns: 2 })).statusCode).toBe(200);
     const agent = JSON.parse((await call(b, 'POST', '/api/v1/agents', { name: 'a', appId: 'x' })).body);
     for (let round = 0; round < 2; round++) expectAdmitted(await burst([a, b], key, agent.id), 2);

@@ -26,7 +26,11 @@ describe('authentication', () => {
   });
 
   it('refuses other schemes and unknown keys', async () => {
-    expectProblem(await t.request('GET', '/api/v1/agents', { headers: { authorization: `Basic ${admin.key}` } }), 401, 'invalid_credentials');
+    expectProblem(
+      await t.request('GET', '/api/v1/agents', { headers: { authorization: `Basic ${admin.key}` } }),
+      401,
+      'invalid_credentials',
+    );
     expectProblem(await t.request('GET', '/api/v1/agents', { key: 'agk_nope' }), 401, 'invalid_credentials');
     // Right id, wrong secret.
     const forged = admin.key.slice(0, -4) + (admin.key.endsWith('AAAA') ? 'BBBB' : 'AAAA');
@@ -94,7 +98,11 @@ describe('API keys over HTTP', () => {
   it('validates permissions', async () => {
     const res = await t.request('POST', '/api/v1/api-keys', { key: admin.key, body: { name: 'x', permissions: ['agents:fly'] } });
     expectProblem(res, 400, 'validation_failed');
-    expectProblem(await t.request('POST', '/api/v1/api-keys', { key: admin.key, body: { name: 'x', permissions: [] } }), 400, 'validation_failed');
+    expectProblem(
+      await t.request('POST', '/api/v1/api-keys', { key: admin.key, body: { name: 'x', permissions: [] } }),
+      400,
+      'validation_failed',
+    );
   });
 
   it('never grants more than the granting key holds', async () => {
@@ -123,7 +131,12 @@ describe('audit events', () => {
     expect(res.status).toBe(200);
     expect(res.body.events.map((e: { action: string }) => e.action)).toEqual(['agent.deleted', 'agent.updated', 'agent.created']);
     const adminKeyId = (await t.request('GET', '/api/v1/tenant', { key: admin.key })).body.credential.id;
-    expect(res.body.events[2]).toMatchObject({ actorType: 'api_key', actorId: adminKeyId, resourceType: 'agent', detail: { name: 'audited' } });
+    expect(res.body.events[2]).toMatchObject({
+      actorType: 'api_key',
+      actorId: adminKeyId,
+      resourceType: 'agent',
+      detail: { name: 'audited' },
+    });
     expect(res.body.total).toBe(3);
 
     const byAction = await t.request('GET', '/api/v1/audit-events?action=agent.deleted', { key: admin.key });
@@ -135,7 +148,11 @@ describe('audit events', () => {
 
   it("never shows another tenant's events", async () => {
     const res = await t.request('GET', '/api/v1/audit-events?limit=100', { key: other.key });
-    expect(res.body.events.every((e: { action: string; resourceId: string }) => e.action.startsWith('tenant.') || e.action.startsWith('api_key.'))).toBe(true);
+    expect(
+      res.body.events.every(
+        (e: { action: string; resourceId: string }) => e.action.startsWith('tenant.') || e.action.startsWith('api_key.'),
+      ),
+    ).toBe(true);
     expect(res.body.total).toBe(2);
   });
 });

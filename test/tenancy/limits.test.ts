@@ -8,7 +8,10 @@ let t: TestApp;
 
 beforeAll(async () => {
   // Ten cents per token, so budgets are reached in a few runs of builtin/echo.
-  t = await startApp({ MODEL_PRICES: JSON.stringify({ 'builtin/echo': { input: 100_000, output: 100_000 } }), TOKEN_RATE_LIMIT_PER_MINUTE: '5' });
+  t = await startApp({
+    MODEL_PRICES: JSON.stringify({ 'builtin/echo': { input: 100_000, output: 100_000 } }),
+    TOKEN_RATE_LIMIT_PER_MINUTE: '5',
+  });
   await t.listen();
 });
 afterAll(() => t.close());
@@ -32,7 +35,11 @@ describe('request limits', () => {
     expect(last!.headers['ratelimit-remaining']).toBe('0');
     // Other keys of the tenant are not affected.
     expect((await t.request('GET', '/api/v1/agents', { key })).headers['ratelimit-limit']).toBe('6000');
-    expectProblem(await t.request('PATCH', `/api/v1/api-keys/${limited.body.apiKey.id}`, { key, body: { rateLimitPerMinute: 0 } }), 400, 'validation_failed');
+    expectProblem(
+      await t.request('PATCH', `/api/v1/api-keys/${limited.body.apiKey.id}`, { key, body: { rateLimitPerMinute: 0 } }),
+      400,
+      'validation_failed',
+    );
   });
 
   it('applies the tenant limit to keys without their own', async () => {
@@ -62,7 +69,11 @@ describe('request limits through access tokens', () => {
   async function limitedKey(owner: string, perMinute: number | null) {
     const made = await t.request('POST', '/api/v1/api-keys', { key: owner, body: { name: 'limited', permissions: ['agents:read'] } });
     expect(made.status).toBe(201);
-    if (perMinute !== null) expect((await t.request('PATCH', `/api/v1/api-keys/${made.body.apiKey.id}`, { key: owner, body: { rateLimitPerMinute: perMinute } })).status).toBe(200);
+    if (perMinute !== null)
+      expect(
+        (await t.request('PATCH', `/api/v1/api-keys/${made.body.apiKey.id}`, { key: owner, body: { rateLimitPerMinute: perMinute } }))
+          .status,
+      ).toBe(200);
     return { id: made.body.apiKey.id as string, key: made.body.key as string };
   }
 
@@ -93,7 +104,8 @@ describe('request limits through access tokens', () => {
     const k = await limitedKey(key, 4);
     const token = await accessToken(k);
     const statuses = [];
-    for (const credential of [k.key, token, k.key, token, k.key, token]) statuses.push((await t.request('GET', '/api/v1/agents', { key: credential })).status);
+    for (const credential of [k.key, token, k.key, token, k.key, token])
+      statuses.push((await t.request('GET', '/api/v1/agents', { key: credential })).status);
     expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
     // A key without a limit of its own: its tokens follow the tenant's limit, in the key's count.
     const free = await limitedKey(key, null);
@@ -111,7 +123,9 @@ describe('request limits through access tokens', () => {
     const k = await limitedKey(key, null);
     const other = await limitedKey(key, null);
     const limit = 5;
-    const burst = await Promise.all(Array.from({ length: limit + 5 }, () => tokenRequest(t, { grant_type: 'client_credentials' }, basic(k.id, k.key))));
+    const burst = await Promise.all(
+      Array.from({ length: limit + 5 }, () => tokenRequest(t, { grant_type: 'client_credentials' }, basic(k.id, k.key))),
+    );
     expect(burst.filter((r) => r.status === 200)).toHaveLength(limit);
     const refused = burst.filter((r) => r.status !== 200);
     expect(refused).toHaveLength(5);
@@ -173,7 +187,11 @@ describe('budgets', () => {
     expectProblem(await t.request('POST', `/api/v1/agents/${a.id}/stream`, { key, body: { message: 'y' } }), 402, 'budget_exceeded');
     expect((await t.request('POST', `/api/v1/agents/${b.id}/execute`, { key, body: { message: 'y' } })).status).toBe(200);
     expect((await t.request('GET', `/api/v1/agents/${a.id}/budget`, { key })).body.spentUsd).toBeCloseTo(0.2, 9);
-    expectProblem(await t.request('PUT', `/api/v1/agents/${a.id}/budget`, { key, body: { monthlyBudgetUsd: -1 } }), 400, 'validation_failed');
+    expectProblem(
+      await t.request('PUT', `/api/v1/agents/${a.id}/budget`, { key, body: { monthlyBudgetUsd: -1 } }),
+      400,
+      'validation_failed',
+    );
   });
 
   it('needs settings permissions and stays in the tenant', async () => {
@@ -183,7 +201,11 @@ describe('budgets', () => {
     const reader = await t.key(key, ['agents:read', 'agents:write']);
     expectProblem(await t.request('GET', '/api/v1/limits', { key: reader }), 403, 'forbidden');
     expectProblem(await t.request('PUT', '/api/v1/limits', { key: reader, body: { maxConcurrentRuns: 5 } }), 403, 'forbidden');
-    expectProblem(await t.request('PUT', `/api/v1/agents/${a.id}/budget`, { key: otherKey, body: { monthlyBudgetUsd: 1 } }), 404, 'not_found');
+    expectProblem(
+      await t.request('PUT', `/api/v1/agents/${a.id}/budget`, { key: otherKey, body: { monthlyBudgetUsd: 1 } }),
+      404,
+      'not_found',
+    );
     expectProblem(await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 0 } }), 400, 'validation_failed');
     const audit = await t.request('GET', '/api/v1/audit-events?action=tenant.limits_updated', { key });
     expect(audit.body.total).toBe(0);

@@ -63,7 +63,20 @@ function parseDirectives(message: string): Directives {
 
 /** JavaScript's `\s`: white space and line terminators. */
 function isSpace(c: number): boolean {
-  return c === 32 || (c >= 9 && c <= 13) || (c > 127 && (c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff));
+  return (
+    c === 32 ||
+    (c >= 9 && c <= 13) ||
+    (c > 127 &&
+      (c === 0xa0 ||
+        c === 0x1680 ||
+        (c >= 0x2000 && c <= 0x200a) ||
+        c === 0x2028 ||
+        c === 0x2029 ||
+        c === 0x202f ||
+        c === 0x205f ||
+        c === 0x3000 ||
+        c === 0xfeff))
+  );
 }
 
 /** Whitespace-separated words, counted without splitting: every run's prompt is counted. */
@@ -120,10 +133,18 @@ function plan(options: LanguageModelV3CallOptions): Plan {
   // After tool results came back: answer with them.
   if (last?.role === 'tool') {
     const text = last.content
-      .map((p) => (p.type === 'tool-result' ? `${p.toolName} returned ${JSON.stringify('value' in p.output ? p.output.value : p.output)}` : ''))
+      .map((p) =>
+        p.type === 'tool-result' ? `${p.toolName} returned ${JSON.stringify('value' in p.output ? p.output.value : p.output)}` : '',
+      )
       .filter(Boolean)
       .join('\n');
-    return { ...base, fail: undefined, content: [{ type: 'text', text }], finishReason: { unified: 'stop', raw: 'stop' }, usage: usage(words(text)) };
+    return {
+      ...base,
+      fail: undefined,
+      content: [{ type: 'text', text }],
+      finishReason: { unified: 'stop', raw: 'stop' },
+      usage: usage(words(text)),
+    };
   }
   const calls = directives.tools.filter(() => options.toolChoice?.type !== 'none');
   if (calls.length && available.size) {

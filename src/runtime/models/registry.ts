@@ -69,7 +69,9 @@ export class ModelRegistry {
       case 'openai-compatible': {
         const { baseUrl, apiKey } = this.settings.openaiCompatible;
         if (!baseUrl) {
-          throw new ModelUnavailableError('model openai-compatible/* needs OPENAI_COMPATIBLE_BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)');
+          throw new ModelUnavailableError(
+            'model openai-compatible/* needs OPENAI_COMPATIBLE_BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)',
+          );
         }
         this.compatible ??= createOpenAICompatible({ name: 'openai-compatible', baseURL: baseUrl, apiKey, includeUsage: true });
         return this.compatible(id.name);

@@ -82,7 +82,11 @@ export class OutboundRefused extends Error {
   readonly code = 'outbound_address_refused';
 }
 
-export type LookupFunction = (hostname: string, options: dns.LookupAllOptions, callback: (err: NodeJS.ErrnoException | null, addresses: dns.LookupAddress[]) => void) => void;
+export type LookupFunction = (
+  hostname: string,
+  options: dns.LookupAllOptions,
+  callback: (err: NodeJS.ErrnoException | null, addresses: dns.LookupAddress[]) => void,
+) => void;
 
 export interface OutboundGuardOptions {
   /** Hosts or host:port reachable although not public (MCP_ALLOWED_HOSTS), as written in URLs. */

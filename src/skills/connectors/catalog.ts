@@ -31,7 +31,14 @@ export interface Connector {
 
 const MASK = '********';
 
-const field = (name: string, label: string, type: FieldType, required: boolean, description: string, extra: Partial<ConnectorField> = {}): ConnectorField => ({
+const field = (
+  name: string,
+  label: string,
+  type: FieldType,
+  required: boolean,
+  description: string,
+  extra: Partial<ConnectorField> = {},
+): ConnectorField => ({
   name,
   label,
   type,
@@ -47,8 +54,12 @@ export const CONNECTORS: Connector[] = [
     category: 'engineering',
     description: 'Repositories, pull requests, issues and checks.',
     fields: [
-      field('accessToken', 'Access token', 'secret', true, 'fine-grained personal access token or GitHub App installation token', { pattern: '^(ghp_|github_pat_|ghs_|gho_)[A-Za-z0-9_]{20,}$' }),
-      field('organization', 'Organization', 'string', false, 'limit the agent to this organization', { pattern: '^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$' }),
+      field('accessToken', 'Access token', 'secret', true, 'fine-grained personal access token or GitHub App installation token', {
+        pattern: '^(ghp_|github_pat_|ghs_|gho_)[A-Za-z0-9_]{20,}$',
+      }),
+      field('organization', 'Organization', 'string', false, 'limit the agent to this organization', {
+        pattern: '^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$',
+      }),
       field('baseUrl', 'API URL', 'url', false, 'GitHub Enterprise Server API URL; leave out for github.com'),
     ],
     suggestedSkills: ['code-review', 'incident-response'],
@@ -108,7 +119,9 @@ export const CONNECTORS: Connector[] = [
     category: 'finance',
     description: 'Customers, invoices, payments, payouts and balance transactions.',
     fields: [
-      field('secretKey', 'Secret or restricted key', 'secret', true, 'a restricted key with read access is recommended', { pattern: '^(sk|rk)_(live|test)_[A-Za-z0-9]{10,}$' }),
+      field('secretKey', 'Secret or restricted key', 'secret', true, 'a restricted key with read access is recommended', {
+        pattern: '^(sk|rk)_(live|test)_[A-Za-z0-9]{10,}$',
+      }),
       field('accountId', 'Connected account', 'string', false, 'act on this connected account', { pattern: '^acct_[A-Za-z0-9]{6,}$' }),
     ],
     suggestedSkills: ['invoice-reconciliation'],
@@ -119,7 +132,9 @@ export const CONNECTORS: Connector[] = [
     category: 'storage',
     description: 'Documents, spreadsheets and folders shared with a service account.',
     fields: [
-      field('serviceAccountJson', 'Service account key (JSON)', 'secret', true, 'the JSON key file of a Google Cloud service account', { maxLength: 8192 }),
+      field('serviceAccountJson', 'Service account key (JSON)', 'secret', true, 'the JSON key file of a Google Cloud service account', {
+        maxLength: 8192,
+      }),
       field('folderId', 'Root folder id', 'string', false, 'limit the agent to this folder', { pattern: '^[A-Za-z0-9_-]{10,100}$' }),
     ],
     suggestedSkills: ['sales-discovery', 'invoice-reconciliation'],
@@ -130,7 +145,9 @@ export const CONNECTORS: Connector[] = [
     category: 'data',
     description: 'Query a PostgreSQL database (a read-only role is recommended).',
     fields: [
-      field('connectionString', 'Connection string', 'secret', true, 'postgres://user:password@host:5432/database', { pattern: '^postgres(ql)?://' }),
+      field('connectionString', 'Connection string', 'secret', true, 'postgres://user:password@host:5432/database', {
+        pattern: '^postgres(ql)?://',
+      }),
       field('schema', 'Schema', 'string', false, 'default schema, e.g. public', { pattern: '^[A-Za-z_][A-Za-z0-9_$]{0,62}$' }),
       field('readOnly', 'Read only', 'boolean', false, 'run every query in a read-only transaction (default true)'),
     ],
@@ -158,7 +175,8 @@ function valueProblem(f: ConnectorField, value: unknown): string | null {
     if (url?.protocol !== 'https:') return 'must be an https:// URL';
   }
   // Never echo a secret back, not even in an error.
-  if (f.pattern && !new RegExp(f.pattern).test(value)) return f.type === 'secret' ? 'does not look like a valid value for this field' : `must match ${f.pattern}`;
+  if (f.pattern && !new RegExp(f.pattern).test(value))
+    return f.type === 'secret' ? 'does not look like a valid value for this field' : `must match ${f.pattern}`;
   return null;
 }
 

@@ -67,7 +67,14 @@ export class ConnectorsService {
       name: connector.name,
       category: connector.category,
       description: connector.description,
-      fields: connector.fields.map((f) => ({ name: f.name, label: f.label, type: f.type, required: f.required, secret: f.type === 'secret', description: f.description })),
+      fields: connector.fields.map((f) => ({
+        name: f.name,
+        label: f.label,
+        type: f.type,
+        required: f.required,
+        secret: f.type === 'secret',
+        description: f.description,
+      })),
       suggestedSkills: connector.suggestedSkills,
       connected: Boolean(connection),
       connection: connection
@@ -110,7 +117,8 @@ export class ConnectorsService {
       created_at: at,
       updated_at: at,
     };
-    const already = () => new Conflict('already_connected', `${connector.name} is already connected; update the connection or disconnect it first`);
+    const already = () =>
+      new Conflict('already_connected', `${connector.name} is already connected; update the connection or disconnect it first`);
     try {
       await this.db.kysely.transaction().execute(async (trx) => {
         if (await store.findConnection(trx, caller.tenantId, id)) throw already();
@@ -219,6 +227,13 @@ export class ConnectorsService {
   }
 
   private audit(trx: Kysely<Database>, caller: Caller, action: string, connectorId: string, detail: Record<string, unknown>) {
-    return recordAudit(trx, { tenantId: caller.tenantId, actor: caller.actor, action, resourceType: 'connector', resourceId: connectorId, detail });
+    return recordAudit(trx, {
+      tenantId: caller.tenantId,
+      actor: caller.actor,
+      action,
+      resourceType: 'connector',
+      resourceId: connectorId,
+      detail,
+    });
   }
 }
