@@ -32,7 +32,12 @@ function secondsToNextMonth(at = new Date()): number {
   return Math.max(1, Math.ceil((next - at.getTime()) / 1000));
 }
 
-export function openAiError(problem: ProblemLike): OpenAiErrorResponse {
+/**
+ * `runStarted`: the error came after the run had started (a failure, a cancel, a 5xx while it ran): the
+ * official clients must not retry it, or each retry would start (and bill) another run. Errors before a
+ * start keep their default retry behaviour (a 429 rate limit, a 503 while draining).
+ */
+export function openAiError(problem: ProblemLike, { runStarted = false }: { runStarted?: boolean } = {}): OpenAiErrorResponse {
   // `body.n` -> `n`: the parameter as the client named it.
   const path = problem.errors?.[0]?.path;
   const param = path ? path.replace(/^body\./, '') : null;
@@ -44,7 +49,7 @@ export function openAiError(problem: ProblemLike): OpenAiErrorResponse {
     };
   }
   // A run that failed would run (and cost) again if retried: the client decides, not its retry loop.
-  const headers: Record<string, string> = problem.status === 502 ? { 'x-should-retry': 'false' } : {};
+  const headers: Record<string, string> = runStarted || problem.status === 502 ? { 'x-should-retry': 'false' } : {};
   return {
     status: problem.status,
     body: { error: { message: problem.detail, type: typeOf(problem.status), code: problem.code, param } },

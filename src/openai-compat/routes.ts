@@ -19,7 +19,8 @@ export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiComp
   app.addHook('onSend', (_request, reply, payload, done) => {
     const type = reply.getHeader('content-type');
     if (typeof type !== 'string' || !type.startsWith('application/problem+json') || typeof payload !== 'string') return done(null, payload);
-    const error = openAiError(JSON.parse(payload));
+    // A run that started (x-run-id is set once it has) would run, and cost, again if the client retried.
+    const error = openAiError(JSON.parse(payload), { runStarted: reply.hasHeader('x-run-id') });
     reply.code(error.status).type('application/json; charset=utf-8').headers(error.headers);
     done(null, JSON.stringify(error.body));
   });
@@ -82,7 +83,7 @@ export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiComp
           err instanceof DomainError
             ? problemOf(err)
             : { status: 500, code: 'internal_error', detail: 'the stream failed; the error is in the server log' };
-        write(JSON.stringify(openAiError(problem).body));
+        write(JSON.stringify(openAiError(problem, { runStarted: true }).body));
       }
       sse.close();
     },

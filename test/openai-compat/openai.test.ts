@@ -343,6 +343,34 @@ describe('errors in OpenAI’s shape', () => {
     expect(streamed.error).toMatchObject({ type: 'server_error', code: 'model_error' });
   });
 
+  it('a run cancelled while it answers: the default client gets the error once and does not start another run', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    // maxRetries left at the library's default (2): it would retry a 409 or 5xx unless told not to.
+    const openai = new OpenAI({ baseURL, apiKey: key });
+    const pending = caught(
+      openai.chat.completions.create({
+        model: `agent:${agent.id}`,
+        messages: [{ role: 'user', content: '/delay 200\none two three four five' }],
+      }),
+    );
+    let runId: string | undefined;
+    for (let i = 0; i < 100 && !runId; i++) {
+      const runs = await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key });
+      runId = runs.body.runs?.[0]?.id;
+      if (!runId) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(runId).toBeDefined();
+    expect((await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key })).status).toBe(200);
+    const err = await pending;
+    expect(err.status).toBe(409);
+    expect(err.error).toMatchObject({ code: 'run_cancelled' });
+    expect(err.headers?.get('x-should-retry')).toBe('false');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const runs = await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key });
+    expect(runs.body.total).toBe(1);
+  });
+
   it('keeps problem details on the rest of the API', async () => {
     const res = await t.request('GET', '/api/v1/agents', { key: 'nope' });
     expect(res.status).toBe(401);
