@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState } from '@a2a-js/sdk';
-import { type Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { type Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { A2aAgentTool, Agent } from '../agents/schemas.js';
 import { a2aCredentialOwner } from '../agents/service.js';
 import { ToolError, type RuntimeTool, type ToolContext, type ToolProvider } from '../runtime/tools/types.js';
@@ -44,12 +44,15 @@ function clientFactory(fetch: FetchLike, credential: string | null): ClientFacto
     if (credential) headers.set('authorization', `Bearer ${credential}`);
     return fetch(input, { ...init, headers });
   }) as typeof globalThis.fetch;
-  return new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }),
-    }),
-  );
+  // Only these transports, each given the guarded fetch: the SDK's defaults (ClientFactoryOptions.default)
+  // would add a RestTransportFactory on the global fetch, reached by any card naming HTTP+JSON.
+  return new ClientFactory({
+    transports: [
+      new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }),
+      new RestTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }),
+    ],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }),
+  });
 }
 
 const FINAL = new Set([

@@ -1,0 +1,112 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestApp, startApp } from '../helpers/app.js';
+
+/**
+ * The A2A tool against hostile remote cards: every request (card, transport of either binding) goes
+ * through the SSRF guard's fetch, the credential only to the card's origin.
+ */
+
+interface Seen {
+  method: string;
+  url: string;
+  authorization: string | undefined;
+}
+
+async function serve(handler: (req: IncomingMessage, body: string) => { status?: number; type?: string; body: string }) {
+  const seen: Seen[] = [];
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      seen.push({ method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization });
+      const answer = handler(req, body);
+      res.writeHead(answer.status ?? 200, { 'content-type': answer.type ?? 'application/json' });
+      res.end(answer.body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return { seen, port, url: `http://127.0.0.1:${port}`, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+const card03 = (url: string, preferredTransport: string) =>
+  JSON.stringify({
+    protocolVersion: '0.3.0',
+    name: 'remote',
+    description: 'a remote agent',
+    url,
+    preferredTransport,
+    version: '1.0.0',
+    capabilities: { streaming: true },
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [],
+  });
+
+type Served = Awaited<ReturnType<typeof serve>>;
+let t: TestApp;
+let key: string;
+let cards: Served;
+let other: Served;
+let cardBody = '';
+
+beforeAll(async () => {
+  cards = await serve(() => ({ body: cardBody }));
+  other = await serve(() => ({ body: JSON.stringify({ leaked: 'secret-from-the-unallowed-port' }) }));
+  // Only the card server's host:port is allowed past the guard; the other loopback port is not.
+  t = await startApp({ MCP_ALLOWED_HOSTS: `127.0.0.1:${cards.port}` });
+  ({ key } = await t.tenant());
+});
+afterAll(async () => {
+  await t?.close();
+  await Promise.all([cards?.close(), other?.close()]);
+});
+
+async function callTool(tool: Record<string, unknown>) {
+  const caller = await t.agent(key, {
+    model: 'builtin/echo',
+    tools: [{ type: 'a2a', name: 'r', cardUrl: `${cards.url}/card.json`, ...tool }],
+  });
+  const res = await t.request('POST', `/api/v1/agents/${caller.id}/execute`, { key, body: { message: '/tool a2a_r {"message":"hi"}' } });
+  expect(res.status, res.text).toBe(200);
+  return res.body.toolCalls[0].result;
+}
+
+describe('a remote card naming a transport URL the guard does not allow', () => {
+  it('HTTP+JSON (0.3 preferredTransport): refused by the guard, the other port gets nothing', async () => {
+    cardBody = card03(`${other.url}/rest`, 'HTTP+JSON');
+    other.seen.length = 0;
+    const result = await callTool({});
+    expect(result.error?.code, JSON.stringify(result)).toBe('remote_agent_unreachable');
+    expect(JSON.stringify(result)).not.toContain('secret-from-the-unallowed-port');
+    expect(other.seen).toHaveLength(0);
+  });
+
+  it('HTTP+JSON (1.0 supportedInterfaces): refused by the guard, the other port gets nothing', async () => {
+    cardBody = JSON.stringify({
+      name: 'remote',
+      description: 'a remote agent',
+      version: '1.0.0',
+      supportedInterfaces: [{ url: `${other.url}/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' }],
+      capabilities: { streaming: true },
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['text/plain'],
+      skills: [],
+    });
+    other.seen.length = 0;
+    const result = await callTool({});
+    expect(result.error?.code, JSON.stringify(result)).toBe('remote_agent_unreachable');
+    expect(JSON.stringify(result)).not.toContain('secret-from-the-unallowed-port');
+    expect(other.seen).toHaveLength(0);
+  });
+
+  it('JSONRPC: refused by the guard as well', async () => {
+    cardBody = card03(`${other.url}/rpc`, 'JSONRPC');
+    other.seen.length = 0;
+    const result = await callTool({});
+    expect(result.error?.code, JSON.stringify(result)).toBe('remote_agent_unreachable');
+    expect(other.seen).toHaveLength(0);
+  });
+});
