@@ -24,6 +24,7 @@ import { ConversationsService } from './conversations/service.js';
 import { runsPlugin } from './runs/plugin.js';
 import { messageRuns } from './runs/messages.js';
 import { type Admission, RunsService } from './runs/service.js';
+import { ENQUEUE_WAIT_MS } from './runs/start.js';
 import { runUsage } from './runs/usage.js';
 import { PriceTable } from './runtime/models/prices.js';
 import { ModelRegistry } from './runtime/models/registry.js';
@@ -149,7 +150,8 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   // Deleting an agent ends its identity; its badge lists the skills it may use.
   agents.deleteHooks.push(identity.forgetAgent);
   identity.useSkillCapabilities((tenantId, agentId) => skillsDomain.skills.usableSkillBriefs(tenantId, agentId));
-  const idempotency = new IdempotencyService(db);
+  // A claim is taken over only once no start can still be waiting to record it (an enqueued start waits longest).
+  const idempotency = new IdempotencyService(db, { abandonedAfterMs: ENQUEUE_WAIT_MS + 60_000 });
   const tasks = new TasksService({ db, agents, runs, idempotency, config, log: logger });
   // skill_request and connector_request become awaiting_approval tasks; approving performs them.
   registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);

@@ -7,7 +7,10 @@ import * as store from './store.js';
 
 /** How long a key answers retries (and is kept). */
 const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
-/** A claim that recorded nothing for this long belongs to a request that died: the next retry takes it over. */
+/**
+ * A claim that recorded nothing for this long belongs to a request that died: the next retry takes it
+ * over. The default; the app passes one longer than the longest wait of a run's start (app.ts).
+ */
 const ABANDONED_CLAIM_MS = 60_000;
 /** How long a retry waits for a concurrent first request to record what it started. */
 const WAIT_FOR_FIRST_MS = 30_000;
@@ -24,7 +27,14 @@ export interface IdempotentOutcome {
 /** A key as one request holds it: `replay` set when an earlier request with it already started something. */
 export interface IdempotencyClaim {
   key: string;
+  /** When this request claimed the key: its record and release touch this claim only, not one that took it over. */
+  createdAt?: string;
   replay?: IdempotentOutcome;
+}
+
+export interface IdempotencyOptions {
+  /** How long a claim with no outcome is waited for before a retry takes it over (default 60 s). */
+  abandonedAfterMs?: number;
 }
 
 /**
@@ -34,7 +44,14 @@ export interface IdempotencyClaim {
  * retry with another request is refused. Keys are per tenant and expire after 24 hours.
  */
 export class IdempotencyService {
-  constructor(private readonly db: Db) {}
+  readonly abandonedAfterMs: number;
+
+  constructor(
+    private readonly db: Db,
+    options: IdempotencyOptions = {},
+  ) {
+    this.abandonedAfterMs = options.abandonedAfterMs ?? ABANDONED_CLAIM_MS;
+  }
 
   /**
    * Claims `key` for a request whose identity is `request` (method, route, ids, body), or answers the
@@ -47,13 +64,13 @@ export class IdempotencyService {
       const at = now();
       const expiresAt = new Date(Date.parse(at) + IDEMPOTENCY_KEY_TTL_MS).toISOString();
       const row = { tenant_id: tenantId, key, fingerprint, created_at: at, expires_at: expiresAt };
-      if (await store.claimKey(this.db.kysely, row)) return { key };
+      if (await store.claimKey(this.db.kysely, row)) return { key, createdAt: at };
       const held = await store.findKey(this.db.kysely, tenantId, key);
       if (!held) continue; // released or swept meanwhile: claim it again
       const current = now();
       if (
         held.expires_at <= current ||
-        (held.response_status === null && Date.parse(current) - Date.parse(held.created_at) > ABANDONED_CLAIM_MS)
+        (held.response_status === null && Date.parse(current) - Date.parse(held.created_at) > this.abandonedAfterMs)
       ) {
         await store.deleteKey(this.db.kysely, tenantId, key, held.created_at);
         continue;
@@ -84,7 +101,8 @@ export class IdempotencyService {
 
   /** Records what the claiming request started; its retries answer it from now on. */
   async record(tenantId: string, claim: IdempotencyClaim, outcome: IdempotentOutcome) {
-    await store.recordOutcome(this.db.kysely, tenantId, claim.key, {
+    if (claim.createdAt === undefined) return; // a replay holds no claim
+    await store.recordOutcome(this.db.kysely, tenantId, claim.key, claim.createdAt, {
       response_status: outcome.status,
       run_id: outcome.runId ?? null,
       task_id: outcome.taskId ?? null,
@@ -94,7 +112,8 @@ export class IdempotencyService {
 
   /** The claiming request failed before starting anything: a retry with the key may try again. */
   async release(tenantId: string, claim: IdempotencyClaim) {
-    await store.deleteKey(this.db.kysely, tenantId, claim.key);
+    if (claim.createdAt === undefined) return;
+    await store.deleteKey(this.db.kysely, tenantId, claim.key, claim.createdAt);
   }
 
   /** Deletes expired keys (run by the tasks sweep). */

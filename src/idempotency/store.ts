@@ -19,14 +19,21 @@ export function findKey(db: Executor, tenantId: string, key: string) {
   return db.selectFrom('idempotency_keys').selectAll().where('tenant_id', '=', tenantId).where('key', '=', key).executeTakeFirst();
 }
 
-/** What the claiming request started: the key answers retries with it from now on. */
+/** What the claiming request (its claim made at `createdAt`) started: the key answers retries with it from now on. */
 export async function recordOutcome(
   db: Executor,
   tenantId: string,
   key: string,
+  createdAt: string,
   outcome: Pick<IdempotencyKeyTable, 'run_id' | 'task_id' | 'message_id' | 'response_status'>,
 ) {
-  await db.updateTable('idempotency_keys').set(outcome).where('tenant_id', '=', tenantId).where('key', '=', key).execute();
+  await db
+    .updateTable('idempotency_keys')
+    .set(outcome)
+    .where('tenant_id', '=', tenantId)
+    .where('key', '=', key)
+    .where('created_at', '=', createdAt)
+    .execute();
 }
 
 /** Drops a claim whose request started nothing (it failed first), or one that is expired or abandoned. */

@@ -12,7 +12,8 @@ import { type RunStart, startRows } from './start-rows.js';
 import * as store from './store.js';
 import type { InjectedInstead, OnActiveRun, RunHandle, StartRunInput } from './types.js';
 
-const ENQUEUE_WAIT_MS = 10 * 60_000;
+/** How long a start with onActiveRun `enqueue` waits for the conversation at most (the idempotency claims outlast it: app.ts). */
+export const ENQUEUE_WAIT_MS = 10 * 60_000;
 /** Runs' starts per transaction at most (group commit): starts are what new requests wait for, all of them. */
 const STARTS_PER_COMMIT = 64;
 /** Batches of starts written at once on PostgreSQL (each takes a pooled connection while it runs). */
