@@ -232,6 +232,8 @@ export class ConversationsService {
     });
     const original = claim.replay;
     if (original?.runId) {
+      // A replay answers only whom posting would: an agent's own token, its own conversations (404 otherwise).
+      await this.row(tenantId, id, principal.agentId);
       if (original.status === 202) {
         return {
           injected: { injected: true as const, runId: original.runId, messageId: original.messageId ?? '', conversationId: id },

@@ -173,4 +173,16 @@ describe("an agent's own access token", () => {
     expect(refused.body.code).toBe('forbidden');
     expect(refused.body.detail).toMatch(/agent's own access token/);
   });
+
+  it("replaying another agent's message by its Idempotency-Key is 404, as posting to it is", async () => {
+    const url = `/api/v1/conversations/${other.conversationId}/messages`;
+    const body = { content: 'once only' };
+    const headers = { 'idempotency-key': `replay-other-${other.conversationId}` };
+    const first = await t.request('POST', url, { key: admin, body, headers });
+    expect(first.status, first.text).toBe(200);
+    const replay = await t.request('POST', url, { key: token, body, headers });
+    expect(replay.status, replay.text).toBe(404);
+    expect(replay.body.code).toBe('not_found');
+    expect(replay.headers['idempotent-replayed']).toBeUndefined();
+  });
 });
