@@ -10,10 +10,19 @@ import { Literals, Nullable } from '../http/schemas.js';
 /** A content part: text is understood; any other (image_url, input_audio, file) is declared so the service can refuse it by name. */
 const ContentPart = Type.Object({ type: Type.String(), text: Type.Optional(Type.String()) }, { additionalProperties: true });
 
+/** A message's content at most, in characters: execute's `message` cap (runs/routes.ts); the history's total is bounded by the 1 MiB body. */
+export const MAX_MESSAGE_CHARS = 100_000;
+
 const ChatMessage = Type.Object(
   {
     role: Literals(['system', 'developer', 'user', 'assistant', 'tool', 'function']),
-    content: Type.Optional(Nullable(Type.Union([Type.String(), Type.Array(ContentPart)]))),
+    content: Type.Optional(
+      Nullable(
+        Type.Union([Type.String({ maxLength: MAX_MESSAGE_CHARS }), Type.Array(ContentPart)], {
+          description: 'at most 100,000 characters (text parts joined), as execute’s message',
+        }),
+      ),
+    ),
     name: Type.Optional(Type.String()),
     tool_calls: Type.Optional(Type.Array(Type.Unknown())),
     tool_call_id: Type.Optional(Type.String()),

@@ -2,7 +2,15 @@ import type { AgentsService } from '../agents/service.js';
 import { Conflict, InvalidInput, NotFound, RunFailed } from '../errors.js';
 import type { Principal } from '../http/principal.js';
 import { type RunHandle, type RunOutcome, type RunsService, isInjected } from '../runs/service.js';
-import type { ChatCompletion, ChatCompletionBody, ChatMessage, FinishReason, ModelList, Usage } from './schemas.js';
+import {
+  type ChatCompletion,
+  type ChatCompletionBody,
+  type ChatMessage,
+  type FinishReason,
+  MAX_MESSAGE_CHARS,
+  type ModelList,
+  type Usage,
+} from './schemas.js';
 
 /**
  * Agents as OpenAI models (docs/clients.md, "OpenAI-compatible endpoint"): GET /v1/models lists the
@@ -60,6 +68,10 @@ function mapMessages(messages: ChatMessage[]) {
       );
     }
     const text = textOf(m, i);
+    if (text.length > MAX_MESSAGE_CHARS) {
+      const message = `messages[${i}] holds ${text.length} characters; a message holds at most ${MAX_MESSAGE_CHARS}`;
+      throw new InvalidInput(message, [{ path: `body.messages.${i}.content`, message }]);
+    }
     if (m.role === 'system' || m.role === 'developer') instructions.push(text);
     else history.push({ role: m.role as 'user' | 'assistant', content: text });
   });

@@ -319,6 +319,52 @@ describe('errors in OpenAI’s shape', () => {
     expect(runs.body.total).toBe(0);
   });
 
+  it('a message over 100,000 characters is 400 naming it, as execute caps its message; text parts count joined', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const model = `agent:${agent.id}`;
+    const long = 'x'.repeat(100_001);
+    const half = 'x'.repeat(50_001);
+    const cases: [Promise<unknown>, string][] = [
+      [client(key).chat.completions.create({ model, messages: [{ role: 'user', content: long }] }), 'messages.0.content'],
+      [
+        client(key).chat.completions.create({
+          model,
+          messages: [
+            { role: 'system', content: long },
+            { role: 'user', content: 'hi' },
+          ],
+        }),
+        'messages.0.content',
+      ],
+      [
+        client(key).chat.completions.create({
+          model,
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: half },
+                { type: 'text', text: half },
+              ],
+            },
+          ],
+        }),
+        'messages.0.content',
+      ],
+    ];
+    for (const [request, param] of cases) {
+      const err = await caught(request);
+      expect(err, param).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(err.error, param).toMatchObject({ type: 'invalid_request_error', param });
+    }
+    const runs = await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key });
+    expect(runs.body.total).toBe(0);
+    // 100,000 exactly is taken.
+    const ok = await client(key).chat.completions.create({ model, messages: [{ role: 'user', content: 'y'.repeat(100_000) }] });
+    expect(ok.choices[0].message.content).toContain('yyyy');
+  });
+
   it('a failed run: 502 without retry, and an error event in a stream', async () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { model: 'builtin/echo' });
