@@ -145,7 +145,11 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   const skillsDomain = createSkillsDomain(db, { agents, tools, runs, masterKey });
   // Remote A2A agents as tools; their credentials sealed at rest by the agents service, opened for a call.
   const a2aCredentials = new SecretBox(masterKey, 'a2a-credentials');
-  agents.useCredentialSealer({ seal: (plain, owner) => a2aCredentials.seal(plain, owner), isSealed: isSealedBox });
+  agents.useCredentialSealer({
+    seal: (plain, owner) => a2aCredentials.seal(plain, owner),
+    isSealed: isSealedBox,
+    opens: (sealed, owner) => a2aCredentials.open(sealed, owner) !== null,
+  });
   tools.register('a2a', a2aToolProvider(outbound.fetch, identity.policies, a2aCredentials));
   // Deleting an agent ends its identity; its badge lists the skills it may use.
   agents.deleteHooks.push(identity.forgetAgent);

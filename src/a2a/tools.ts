@@ -118,9 +118,12 @@ export function a2aToolProvider(fetch: FetchLike, policies: ToolPolicies, creden
       async execute(input, toolCtx) {
         const decision = await policies.evaluate(ctx.tenantId, ctx.agent.id, ANY_CALLEE, name, Date.now());
         if (!decision.allowed) throw new ToolError('access_denied', `TBAC denied ${name}: ${decision.reason}`);
-        const credential = spec.credential ? credentials.open(spec.credential, a2aCredentialOwner(ctx.tenantId)) : null;
+        const credential = spec.credential ? credentials.open(spec.credential, a2aCredentialOwner(ctx.tenantId, spec.cardUrl)) : null;
         if (spec.credential && !credential)
-          throw new ToolError('credential_unusable', `the credential of ${name} cannot be opened here; set it again`);
+          throw new ToolError(
+            'credential_unusable',
+            `the credential of ${name} does not belong to this card URL (or cannot be opened here); set it again`,
+          );
         let answer: Awaited<ReturnType<typeof ask>>;
         try {
           const client = await clientFactory(fetch, credential).createFromUrl(spec.cardUrl, '');

@@ -82,10 +82,15 @@ export interface AgentPage {
 export interface CredentialSealer {
   seal(plain: string, owner: string): string;
   isSealed(value: string): boolean;
+  /** Whether a sealed value opens for this owner. */
+  opens(sealed: string, owner: string): boolean;
 }
 
-/** The owner a remote A2A agent's credential is sealed for: the tenant (a duplicated agent keeps working). */
-export const a2aCredentialOwner = (tenantId: string) => `${tenantId}/a2a-credential`;
+/**
+ * The owner a remote A2A agent's credential is sealed for: the tenant and the card URL's origin (a
+ * duplicated agent keeps working; a sealed value copied next to another origin does not open there).
+ */
+export const a2aCredentialOwner = (tenantId: string, cardUrl: string) => `${tenantId}/a2a-credential/${new URL(cardUrl).origin}`;
 
 export class AgentsService {
   private sealer: CredentialSealer | null = null;
@@ -123,7 +128,17 @@ export class AgentsService {
     return tools.map((t) => {
       if (t.type !== 'a2a' || t.credential === undefined || this.sealer?.isSealed(t.credential)) return t;
       if (!this.sealer) throw new Error("no credential sealer: remote agents' credentials cannot be stored");
-      return { ...t, credential: this.sealer.seal(t.credential, a2aCredentialOwner(tenantId)) };
+      return { ...t, credential: this.sealer.seal(t.credential, a2aCredentialOwner(tenantId, t.cardUrl)) };
+    });
+  }
+
+  /** A value given already sealed must belong to its entry's card URL origin: it is not replayed elsewhere. */
+  private checkSealedCredentials(tenantId: string, tools: ToolSpec[]) {
+    tools.forEach((t, i) => {
+      if (t.type !== 'a2a' || t.credential === undefined || !this.sealer?.isSealed(t.credential)) return;
+      if (this.sealer.opens(t.credential, a2aCredentialOwner(tenantId, t.cardUrl))) return;
+      const message = 'a sealed credential belongs to the card URL origin it was set for; send it in clear for this one';
+      throw new InvalidInput(`tools.${i}.credential ${message}`, [{ path: `body.tools.${i}.credential`, message }]);
     });
   }
 
@@ -146,6 +161,7 @@ export class AgentsService {
   private async checkTools(trx: Kysely<Database>, tenantId: string, tools: ToolSpec[] | undefined, selfId?: string) {
     if (!tools) return;
     this.checkRemoteAgents(tools);
+    this.checkSealedCredentials(tenantId, tools);
     const wanted = tools.flatMap((t, i) => (t.type === 'agent' ? [{ i, id: t.agentId }] : []));
     const found = await store.existingAgentIds(
       trx,

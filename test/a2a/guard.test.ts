@@ -110,3 +110,60 @@ describe('a remote card naming a transport URL the guard does not allow', () => 
     expect(other.seen).toHaveLength(0);
   });
 });
+
+describe('a sealed credential belongs to its card URL’s origin', () => {
+  const sealedOf = (agent: { tools: unknown[] }) =>
+    (agent.tools.find((x) => (x as { type: string }).type === 'a2a') as { credential: string }).credential;
+
+  it('pairing a sealed value with another origin is refused with 400 naming the field', async () => {
+    const a = await t.agent(key, {
+      model: 'builtin/echo',
+      tools: [{ type: 'a2a', name: 'r', cardUrl: `${cards.url}/card.json`, credential: 'tok' }],
+    });
+    const sealed = sealedOf(a);
+    expect(sealed).toMatch(/^v1\./);
+    const b = await t.agent(key, { model: 'builtin/echo' });
+    const moved = await t.request('POST', `/api/v1/agents/${b.id}`, {
+      key,
+      body: { tools: [{ type: 'a2a', name: 'r', cardUrl: 'https://attacker.example/card.json', credential: sealed }] },
+    });
+    expect(moved.status, moved.text).toBe(400);
+    expect(JSON.stringify(moved.body)).toContain('tools.0.credential');
+    const created = await t.request('POST', '/api/v1/agents', {
+      key,
+      body: {
+        name: 'c',
+        appId: 'app',
+        tools: [{ type: 'a2a', name: 'r', cardUrl: 'https://attacker.example/card.json', credential: sealed }],
+      },
+    });
+    expect(created.status, created.text).toBe(400);
+    // The same origin, another path: still its own.
+    const samePlace = await t.request('POST', `/api/v1/agents/${b.id}`, {
+      key,
+      body: { tools: [{ type: 'a2a', name: 'r', cardUrl: `${cards.url}/other-card.json`, credential: sealed }] },
+    });
+    expect(samePlace.status, samePlace.text).toBe(200);
+  });
+
+  it('a sealed value of another origin found at rest is not opened for this card: the tool says so, nothing is sent', async () => {
+    const elsewhere = await t.agent(key, {
+      model: 'builtin/echo',
+      tools: [{ type: 'a2a', name: 'r', cardUrl: 'https://elsewhere.example/card.json', credential: 'tok' }],
+    });
+    const caller = await t.agent(key, { model: 'builtin/echo', tools: [{ type: 'a2a', name: 'r', cardUrl: `${cards.url}/card.json` }] });
+    const tools = [{ type: 'a2a', name: 'r', cardUrl: `${cards.url}/card.json`, credential: sealedOf(elsewhere) }];
+    // Written at rest directly, as the API refuses it.
+    await t.db.kysely
+      .updateTable('agents')
+      .set({ tools: JSON.stringify(tools) })
+      .where('id', '=', caller.id)
+      .execute();
+    cards.seen.length = 0;
+    const res = await t.request('POST', `/api/v1/agents/${caller.id}/execute`, { key, body: { message: '/tool a2a_r {"message":"hi"}' } });
+    const error = res.body.toolCalls[0].result.error;
+    expect(error.code).toBe('credential_unusable');
+    expect(error.message).toContain('does not belong to this card URL');
+    expect(cards.seen).toHaveLength(0);
+  });
+});
