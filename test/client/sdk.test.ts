@@ -24,18 +24,22 @@ async function collect(stream: AsyncIterable<RunEvent>) {
   return events;
 }
 
-/** A TCP proxy in front of the server that cuts its first connection in the middle of the `cutAt`-th token event. */
-async function startCuttingProxy(target: URL, cutAt: number) {
+/**
+ * A TCP proxy in front of the server that cuts its first `cuts` connections in the middle of their
+ * `cutAt`-th token event (`cutAt` 0: at the server's first byte, before the response's head).
+ */
+async function startCuttingProxy(target: URL, cutAt: number, cuts = 1) {
   let connections = 0;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((downstream) => {
     const upstream = net.connect(Number(target.port), target.hostname);
-    const cutting = ++connections === 1;
+    const cutting = ++connections <= cuts;
     sockets.add(downstream).add(upstream);
     downstream.pipe(upstream);
     let seen = '';
     upstream.on('data', (chunk: Buffer) => {
       if (!cutting) return void downstream.write(chunk);
+      if (cutAt === 0) return drop();
       const before = seen.length;
       seen += chunk.toString('latin1');
       let at = -1;
@@ -226,6 +230,58 @@ describe('streaming', () => {
       expect(text).toContain('theta');
       const runs = await client.agents.runs(agent.id).toArray();
       expect(runs.map((r) => r.id)).toEqual([runId]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('runs.events resumes after lastEventId, also on a reconnect before any new event; a 204 ends it', async () => {
+    const agent = await client.agents.create({ name: 'Replayed', appId: 'sdk-replay', model: 'builtin/echo' });
+    const first = client.agents.stream(agent.id, { message: 'one two three four five' });
+    const all = await collect(first);
+    const runId = await first.runId();
+    expect(all.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+
+    // The replay's first connection breaks inside its first event (seq 3): the reconnect asks after 2 still.
+    const proxy = await startCuttingProxy(new URL(proc.url), 1);
+    try {
+      const sdk = new Agentry({ baseUrl: proxy.url, apiKey });
+      const events = await collect(sdk.runs.events(runId, { lastEventId: 2 }));
+      expect(proxy.connections()).toBe(2);
+      expect(events.map((e) => e.seq)).toEqual([3, 4, 5, 6]);
+    } finally {
+      await proxy.close();
+    }
+
+    // Up to date with a finished run: 204, no events, no reconnect.
+    const requests: string[] = [];
+    const sdk = new Agentry({
+      baseUrl: proc.url,
+      apiKey,
+      fetch: (input, init) => {
+        requests.push(String(input));
+        return fetch(input, init);
+      },
+    });
+    expect(await collect(sdk.runs.events(runId, { lastEventId: 6 }))).toEqual([]);
+    expect(requests).toHaveLength(1);
+  });
+
+  it('each successful resume renews the reconnect budget: more drops than maxReconnects, each after progress', async () => {
+    const agent = await client.agents.create({ name: 'Flaky', appId: 'sdk-flaky', model: 'builtin/echo' });
+    // Seven connections cut inside their second token event, each after one new event; the budget is 3.
+    const proxy = await startCuttingProxy(new URL(proc.url), 2, 7);
+    try {
+      const sdk = new Agentry({ baseUrl: proxy.url, apiKey, wait: async () => {} });
+      const words = 'a b c d e f g h i j k l m n';
+      const run = sdk.agents.stream(agent.id, { message: `/delay 20\n${words}` }, { maxReconnects: 3 });
+      const events = await collect(run);
+      expect(proxy.connections()).toBe(8);
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+      expect(events.filter((e) => e.type === 'done')).toHaveLength(1);
+      expect(events.flatMap((e) => (e.type === 'token' ? [e.data.text] : [])).join('')).toBe(
+        (await client.runs.get(await run.runId())).output,
+      );
     } finally {
       await proxy.close();
     }

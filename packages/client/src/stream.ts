@@ -19,16 +19,23 @@ export type RunEvent =
 export interface StreamOptions {
   /** Stops reading locally (the run goes on on the server: `cancel()` stops it there). */
   signal?: AbortSignal;
-  /** Reconnections through GET /runs/{runId}/events after a dropped connection (default 5). */
+  /**
+   * Reconnections in a row through GET /runs/{runId}/events after a dropped connection, without an event
+   * in between (default 5): each event received renews the budget.
+   */
   maxReconnects?: number;
 }
+
+/** What a stream reads: a new run's (from its start), or a run's events after `lastEventId`. */
+type ReadOptions = StreamOptions & { lastEventId?: number };
 
 const RECONNECT_DELAY_MS = 250;
 
 /**
  * A streamed run: an async iterable of its events, each seen exactly once. When the connection drops
  * before the run's last event, it resumes from the last event seen (Last-Event-ID) on the run's events
- * endpoint, so nothing is repeated and no second run starts.
+ * endpoint, so nothing is repeated and no second run starts. A 204 of the events endpoint (the run has
+ * ended and every event was seen) ends the iteration.
  */
 export class RunStream implements AsyncIterable<RunEvent> {
   private readonly opened: Promise<Response>;
@@ -39,7 +46,7 @@ export class RunStream implements AsyncIterable<RunEvent> {
   constructor(
     private readonly http: Http,
     open: () => Promise<Response>,
-    private readonly options: StreamOptions = {},
+    private readonly options: ReadOptions = {},
   ) {
     this.opened = open().then((response) => {
       this.runIdValue = response.headers.get('x-run-id') ?? undefined;
@@ -76,15 +83,19 @@ export class RunStream implements AsyncIterable<RunEvent> {
     const { signal } = this.options;
     const maxReconnects = this.options.maxReconnects ?? 5;
     let response: Response | undefined = await this.opened;
-    let lastSeq = 0;
+    let lastSeq = this.options.lastEventId ?? 0;
+    // Reconnections since the last event received.
     let reconnects = 0;
     for (;;) {
+      // 204: the run ended and every event was seen (also on the first request, with lastEventId).
+      if (response?.status === 204) return;
       if (response?.body) {
         try {
           for await (const message of parseSse(response.body)) {
             const seq = Number(message.id);
             if (Number.isFinite(seq) && seq <= lastSeq) continue;
             if (Number.isFinite(seq)) lastSeq = seq;
+            reconnects = 0;
             const event = { type: message.event, seq, data: JSON.parse(message.data) } as RunEvent;
             this.runIdValue ??= event.type === 'done' ? event.data.runId : undefined;
             yield event;
@@ -101,7 +112,7 @@ export class RunStream implements AsyncIterable<RunEvent> {
         throw new AgentryError({
           status: 0,
           code: 'stream_interrupted',
-          detail: `the stream broke ${reconnects} times; last event ${lastSeq}`,
+          detail: `the stream broke ${reconnects} times in a row; last event ${lastSeq}`,
         });
       }
       await this.http.wait(RECONNECT_DELAY_MS * reconnects, signal);
@@ -112,14 +123,14 @@ export class RunStream implements AsyncIterable<RunEvent> {
           signal,
         });
       } catch (err) {
-        if (err instanceof AgentryError && err.status === 0 && err.code === 'network_error') {
+        if (isNetworkError(err)) {
           response = undefined;
           continue;
         }
         throw err;
       }
-      // 204: the run ended and every event was seen.
-      if (response.status === 204) return;
     }
   }
 }
+
+const isNetworkError = (err: unknown) => err instanceof AgentryError && err.status === 0 && err.code === 'network_error';
