@@ -71,6 +71,9 @@ export class RunLeases {
         });
         if (!Number(r.numUpdatedRows)) return false;
         if (run.conversation_id) await conversations.releaseConversation(trx, run.conversation_id, run.id);
+        // Followers of the stream learn how it ended: the closing event is written with the end, never without it.
+        const seq = (events.at(-1)?.seq ?? 0) + 1;
+        await store.insertEvents(trx, [{ run_id: run.id, seq, event: 'error', data: JSON.stringify(error) }]);
         return true;
       });
       if (!won) continue;
@@ -82,12 +85,6 @@ export class RunLeases {
         status: 'failed',
         ended: { output, error },
       });
-      // Followers of the stream learn how it ended.
-      const seq = (events.at(-1)?.seq ?? 0) + 1;
-      await store
-        .insertEvents(this.r.db.kysely, [{ run_id: run.id, seq, event: 'error', data: JSON.stringify(error) }])
-        // The run is already ended; followers then see its terminal status without the closing event.
-        .catch((err: unknown) => this.r.log.warn({ err, runId: run.id }, 'could not write the closing event of an interrupted run'));
       this.r.log.warn({ runId: run.id }, 'run interrupted: its process stopped renewing the lease');
     }
     return recovered;

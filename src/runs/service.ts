@@ -200,7 +200,7 @@ export class RunsService {
 
   /**
    * What a follower of a run's events needs before its first event: the conversation, whether the run
-   * has ended and the id of its last stored event (a reconnect past it is told to stop).
+   * has ended with its closing event stored, and the id of that event (a reconnect past it is told to stop).
    */
   async eventsState(
     tenantId: string,
@@ -209,8 +209,11 @@ export class RunsService {
   ): Promise<{ conversationId: string | null; ended: boolean; lastSeq: number }> {
     const row = await store.findRun(this.r.db.kysely, tenantId, runId);
     if (!row || (agentId !== undefined && row.agent_id !== agentId)) throw new NotFound('run');
-    const ended = !isActive(row.status);
-    return { conversationId: row.conversation_id, ended, lastSeq: ended ? await store.lastEventSeq(this.r.db.kysely, runId) : 0 };
+    if (isActive(row.status)) return { conversationId: row.conversation_id, ended: false, lastSeq: 0 };
+    // Ended means its closing event is stored too: a row ended without it is followed (follow.ts waits for it, then stops).
+    const last = await store.lastEvent(this.r.db.kysely, runId);
+    const closed = last.event === 'done' || last.event === 'error';
+    return { conversationId: row.conversation_id, ended: closed, lastSeq: last.seq };
   }
 
   /** A run; with `agentId` (an agent's own token), only a run of that agent. */

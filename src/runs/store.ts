@@ -180,11 +180,14 @@ export function eventsAfter(db: Executor, runId: string, afterSeq: number) {
 }
 
 /** The id of a run's last stored event (0: none yet). */
-export async function lastEventSeq(db: Executor, runId: string): Promise<number> {
+/** A run's last stored event: its seq (0 when none) and its name. */
+export async function lastEvent(db: Executor, runId: string): Promise<{ seq: number; event: string | null }> {
   const row = await db
     .selectFrom('run_events')
-    .select((eb) => eb.fn.max('seq').as('seq'))
+    .select(['seq', 'event'])
     .where('run_id', '=', runId)
+    .orderBy('seq', 'desc')
+    .limit(1)
     .executeTakeFirst();
-  return Number(row?.seq ?? 0);
+  return { seq: Number(row?.seq ?? 0), event: row?.event ?? null };
 }

@@ -167,6 +167,20 @@ describe('reconnecting to a run’s events', () => {
     expect((await t.request('GET', `/api/v1/runs/${runId}/events?lastEventId=${last}`, { key })).status).toBe(204);
   });
 
+  it('does not answer 204 for an ended run whose closing event is not stored: the reconnect follows it', async () => {
+    const agent = await t.agent(key);
+    const res = await t.fetch(`/api/v1/agents/${agent.id}/stream`, key, { body: { message: 'a b c' } });
+    const events = await readSse(res);
+    const runId = res.headers.get('x-run-id')!;
+    expect(events.at(-1)?.event).toBe('done');
+    // The run's row has ended but its terminal event is missing, as after a recovery whose event write failed.
+    await t.db.kysely.deleteFrom('run_events').where('run_id', '=', runId).where('event', '=', 'done').execute();
+    const last = events.at(-2)!.id!;
+    const reconnect = await t.fetch(`/api/v1/runs/${runId}/events`, key, { headers: { 'last-event-id': last } });
+    expect(reconnect.status).toBe(200);
+    await reconnect.text();
+  });
+
   it('eventsource: a dropped connection resumes after Last-Event-ID, and after done the reconnect gets 204 and stops', async () => {
     const agent = await t.agent(key);
     const runId = await startSlowRun(agent.id);

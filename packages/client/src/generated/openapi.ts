@@ -366,7 +366,7 @@ export interface paths {
         };
         /**
          * Replay a run’s events after Last-Event-ID (header or lastEventId query), then follow live
-         * @description 204 (the SSE standard’s “stop reconnecting”) when the run has ended and Last-Event-ID is at or past its last event: an EventSource reconnecting after `done` stops there.
+         * @description 204 (the SSE standard’s “stop reconnecting”) when the run has ended, its closing event (`done` or `error`) is stored and Last-Event-ID is at or past it: an EventSource reconnecting after `done` stops there.
          */
         get: operations["getRunEvents"];
         put?: never;
