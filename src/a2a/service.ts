@@ -317,7 +317,8 @@ export class A2aService {
     const run = await this.runs.get(principal.tenantId, runId, agent.id);
     const task = taskOf(run);
     if (!FINAL_STATES.includes(task.status.state)) return;
-    // A reply the model gave without streaming tokens still reaches the client whole.
+    // A reply the model gave without streaming tokens still reaches the client whole; a streamed one is
+    // closed by an empty last chunk (which token was the last is known only now).
     if (run.output && chunks === 0)
       send({
         kind: 'artifact-update',
@@ -327,6 +328,8 @@ export class A2aService {
         append: false,
         lastChunk: true,
       });
+    else if (chunks > 0)
+      send({ kind: 'artifact-update', taskId: runId, contextId, artifact: responseArtifact(runId, ''), append: true, lastChunk: true });
     send({ kind: 'status-update', taskId: runId, contextId, status: task.status, final: true });
   }
 }

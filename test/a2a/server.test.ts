@@ -138,12 +138,14 @@ describe('JSON-RPC with the SDK client', () => {
     const kinds: string[] = [];
     let text = '';
     let final: TaskState | undefined;
+    const lastChunks: boolean[] = [];
     for await (const event of client.sendMessageStream(userMessage('one two three'))) {
       const payload = event.payload!;
       kinds.push(payload.$case);
       if (payload.$case === 'artifactUpdate') {
         const chunk = payload.value.artifact!.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
         text = payload.value.append ? text + chunk : chunk;
+        lastChunks.push(payload.value.lastChunk);
       }
       if (payload.$case === 'statusUpdate') final = payload.value.status?.state;
     }
@@ -152,6 +154,9 @@ describe('JSON-RPC with the SDK client', () => {
     expect(kinds.slice(1, -1).every((k) => k === 'artifactUpdate')).toBe(true);
     expect(text).toBe('one two three');
     expect(final).toBe(TaskState.TASK_STATE_COMPLETED);
+    // The artifact's end is said before the final status: only its last update has lastChunk.
+    expect(lastChunks.at(-1)).toBe(true);
+    expect(lastChunks.slice(0, -1).every((last) => last === false)).toBe(true);
   });
 
   it('tasks/cancel ends a slow run as canceled; a second cancel is TaskNotCancelable; an unknown task is TaskNotFound', async () => {
