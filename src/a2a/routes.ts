@@ -3,7 +3,7 @@ import { NotFound } from '../errors.js';
 import { problems } from '../http/schemas.js';
 import { openSse } from '../http/sse.js';
 import { AgentCard, CardParams, JsonRpcRequest, JsonRpcResponse } from './schemas.js';
-import type { A2aService } from './service.js';
+import { type A2aService, rpcErrorObject } from './service.js';
 
 const STREAM_DESCRIPTION =
   'message/stream and tasks/resubscribe answer text/event-stream: each event a `data:` line holding a JSON-RPC response whose result is ' +
@@ -49,12 +49,24 @@ export const a2aRoutes: FastifyPluginAsyncTypebox<{ service: A2aService }> = asy
       if (req.params.tenantId !== req.principal.tenantId) throw new NotFound('agent');
       const agent = await service.agentOf(req.principal.tenantId, req.params.agentId);
       const answer = await service.call(req.principal, agent, req.body);
-      if (answer.kind === 'response') return answer.body;
+      if (answer.kind === 'response') {
+        if (answer.failure !== undefined) req.log.error({ err: answer.failure }, 'A2A call failed');
+        return answer.body;
+      }
       const sse = openSse(req, reply);
-      await answer.events((result) => {
-        if (!sse.isClosed()) reply.raw.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: answer.id, result })}\n\n`);
-      }, sse.closed);
-      sse.close();
+      const write = (message: object) => {
+        if (!sse.isClosed()) reply.raw.write(`data: ${JSON.stringify(message)}\n\n`);
+      };
+      try {
+        await answer.events((result) => write({ jsonrpc: '2.0', id: answer.id, result }), sse.closed);
+      } catch (err) {
+        // The stream has begun: its failure is its last event, a JSON-RPC error (an unexpected one says no more than "internal error").
+        const { error, unexpected } = rpcErrorObject(err);
+        if (unexpected) req.log.error({ err }, 'A2A stream failed');
+        write({ jsonrpc: '2.0', id: answer.id, error });
+      } finally {
+        sse.close();
+      }
     },
   );
 };

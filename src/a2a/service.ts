@@ -110,7 +110,7 @@ function check<T extends TSchema>(schema: T, params: unknown): Static<T> {
   throw new RpcError(INVALID_PARAMS, `invalid params: ${errors.map((e) => `${e.path} ${e.message}`).join('; ')}`, { errors });
 }
 
-/** Domain errors as JSON-RPC errors; anything else is left to the app's error handler (a 500). */
+/** Domain errors as JSON-RPC errors; anything else is an internal error (-32603) saying nothing of its cause. */
 function rpcErrorOf(err: unknown): RpcError {
   if (err instanceof RpcError) return err;
   if (err instanceof NotFound)
@@ -119,7 +119,16 @@ function rpcErrorOf(err: unknown): RpcError {
       : new RpcError(INVALID_PARAMS, err.detail, { code: err.code });
   if (err instanceof InvalidInput) return new RpcError(INVALID_PARAMS, err.detail, { code: err.code, errors: err.errors });
   if (err instanceof DomainError) return new RpcError(INTERNAL, err.detail, { code: err.code });
-  throw err;
+  return new RpcError(INTERNAL, 'internal error');
+}
+
+/** An error neither ours nor a domain's: the caller logs it (the client is told only "internal error"). */
+const unexpected = (err: unknown) => !(err instanceof RpcError || err instanceof DomainError);
+
+/** A JSON-RPC error object for an error, and whether it was unexpected (to be logged). */
+export function rpcErrorObject(err: unknown): { error: { code: number; message: string; data?: unknown }; unexpected: boolean } {
+  const e = rpcErrorOf(err);
+  return { error: { code: e.code, message: e.message, ...(e.data !== undefined ? { data: e.data } : {}) }, unexpected: unexpected(err) };
 }
 
 /** One JSON-RPC event of a stream: a task, a status update or an artifact update. */
@@ -127,7 +136,8 @@ export type StreamEvent = Record<string, unknown>;
 
 /** What a call answers: a JSON-RPC response, or the events of an SSE stream (sent through `send`). */
 export type RpcAnswer =
-  | { kind: 'response'; body: JsonRpcResponse }
+  /** `failure`: the unexpected error the response's internal error stands for, for the log. */
+  | { kind: 'response'; body: JsonRpcResponse; failure?: unknown }
   | { kind: 'stream'; id: string | number | null; events: (send: (result: StreamEvent) => void, closed: Promise<void>) => Promise<void> };
 
 interface Envelope {
@@ -208,7 +218,7 @@ export class A2aService {
     try {
       return await this.dispatch(principal, agent, envelope);
     } catch (err) {
-      return errorResponse(envelope.id, rpcErrorOf(err));
+      return { ...errorResponse(envelope.id, rpcErrorOf(err)), ...(unexpected(err) ? { failure: err } : {}) };
     }
   }
 

@@ -225,6 +225,56 @@ describe('JSON-RPC over plain HTTP', () => {
     expect((await rpc(agent.id, call, other.key)).status).toBe(404);
   });
 
+  it('a stream failing after it began ends with a JSON-RPC internal error, and a failing call answers one', async () => {
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const call = {
+      jsonrpc: '2.0',
+      id: 'stream-1',
+      method: 'message/stream',
+      params: { message: { role: 'user', messageId: randomUUID(), parts: [{ kind: 'text', text: '/delay 100\nalpha beta gamma' }] } },
+    };
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), 8000);
+    const res = await fetch(`${base}/a2a/${tenantId}/agents/${agent.id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify(call),
+      signal: controller.signal,
+    });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let body = '';
+    let damaged = false;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        body += decoder.decode(value, { stream: true });
+        const taskId = /"kind":"task".*?"id":"([^"]+)"/.exec(body)?.[1] ?? /"taskId":"([^"]+)"/.exec(body)?.[1];
+        if (!damaged && body.includes('artifact-update') && taskId) {
+          // The run's row becomes unreadable while it answers: the stream's last read of it fails.
+          await t.db.kysely.updateTable('runs').set({ options: 'not json' }).where('id', '=', taskId).execute();
+          damaged = true;
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+    expect(damaged).toBe(true);
+    const events = body
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: '))
+      .map((e) => JSON.parse(e.slice(6)) as { id: unknown; result?: unknown; error?: { code: number; message: string } });
+    expect(events.at(-1)).toEqual({ jsonrpc: '2.0', id: 'stream-1', error: { code: -32603, message: 'internal error' } });
+    const taskId = (events[0].result as { id: string }).id;
+
+    // A call failing for no domain reason answers a JSON-RPC error too, not a 500 problem.
+    const get = await rpc(agent.id, { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: taskId } });
+    expect(get.status).toBe(200);
+    expect(await get.json()).toEqual({ jsonrpc: '2.0', id: 2, error: { code: -32603, message: 'internal error' } });
+  });
+
   it('answers malformed calls with JSON-RPC errors', async () => {
     const agent = await t.agent(key, { model: 'builtin/echo' });
     const answer = async (body: unknown) => {
