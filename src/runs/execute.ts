@@ -107,6 +107,8 @@ export class RunExecution {
       if (err instanceof ModelCallError) {
         loop = err.partial;
         failure = { code: err.code, message: err.message };
+        // A provider that could not be reached: its words (an internal address, a port) go to the log, not the run.
+        if (err.detail) this.r.log.warn({ runId, code: err.code, detail: err.detail }, 'the model provider could not be reached');
       } else if (err instanceof ModelUnavailableError) {
         failure = { code: err.code, message: err.message };
       } else if (controller.signal.aborted) {

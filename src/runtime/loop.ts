@@ -60,6 +60,8 @@ export class ModelCallError extends Error {
     message: string,
     readonly partial: LoopResult,
     readonly code: ProviderErrorCode | 'model_error' = 'model_error',
+    /** A connection-level provider failure's own words (it may name internal addresses): the caller logs them, the run never says them. */
+    readonly detail?: string,
   ) {
     super(message);
   }
@@ -220,7 +222,8 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
         result.finish = 'cancelled';
         return result;
       }
-      throw new ModelCallError(errorMessage(err), result, err instanceof ProviderError ? err.code : undefined);
+      if (err instanceof ProviderError) throw new ModelCallError(err.message, result, err.code, err.detail);
+      throw new ModelCallError(errorMessage(err), result);
     }
     for (const w of output.warnings) if (!result.warnings.includes(w)) result.warnings.push(w);
     step.finishReason = output.finishReason;
@@ -231,7 +234,9 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
       result.finish = 'cancelled';
       return result;
     }
-    if (output.error !== undefined) throw new ModelCallError(errorMessage(output.error), result, output.errorCode);
+    if (output.error !== undefined) {
+      throw new ModelCallError(output.errorMessage ?? errorMessage(output.error), result, output.errorCode, output.errorDetail);
+    }
 
     // Tools run once the step has ended well: a step cut off (length, content filter) may hold a
     // call that was never finished. A step that ends with `stop` after calling tools (some local

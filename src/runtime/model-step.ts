@@ -48,6 +48,10 @@ export interface StepOutput {
   error?: unknown;
   /** The error's code when it was the provider's (a broken connection, an overloaded event...). */
   errorCode?: ProviderErrorCode;
+  /** When it was the provider's: what the run's error says (generic words for a connection-level failure)... */
+  errorMessage?: string;
+  /** ...and that failure's own words, for the server log only (ProviderFailure.detail). */
+  errorDetail?: string;
   /** What the provider warned about at the start of the stream (a setting the model does not support...), in words. */
   warnings: string[];
 }
@@ -129,7 +133,7 @@ export async function streamStep(
       const failure = classifyProviderError(err);
       if (!failure) throw err;
       const delay = retryDelayMs(retry, attempt, failure);
-      if (delay === undefined) throw new ProviderError(failure.code, failure.message, { cause: err });
+      if (delay === undefined) throw new ProviderError(failure.code, failure.message, { cause: err, detail: failure.detail });
       await abortableDelay(delay, signal);
       continue;
     }
@@ -138,7 +142,7 @@ export async function streamStep(
     // Nothing reached the client yet: the step starts over as if this attempt had not been.
     const delay = failure && !emitted ? retryDelayMs(retry, attempt, failure) : undefined;
     if (delay === undefined) {
-      if (failure) out.errorCode = failure.code;
+      if (failure) Object.assign(out, { errorCode: failure.code, errorMessage: failure.message, errorDetail: failure.detail });
       return out;
     }
     await abortableDelay(delay, signal);

@@ -1,4 +1,6 @@
 import { LLMock } from '@copilotkit/aimock';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { readSse } from '../helpers/sse.js';
@@ -193,5 +195,36 @@ describe('cancel during a backoff', () => {
     expect(res.body).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
     expect((await events).at(-1)).toMatchObject({ event: 'error', data: { code: 'cancelled' } });
     expect(attempts(message)).toBe(1);
+  });
+});
+
+describe('a provider that cannot be reached', () => {
+  it('fails with provider_unavailable in generic words: the base URL’s address and port stay in the server log', async () => {
+    // A loopback port nobody listens on: connection refused.
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    const app = await startApp({
+      OPENAI_COMPATIBLE_BASE_URL: `http://127.0.0.1:${port}/v1`,
+      MODEL_RETRY_MAX_ATTEMPTS: '2',
+      MODEL_RETRY_BASE_MS: '1',
+    });
+    try {
+      const { key: k } = await app.tenant();
+      const a = await app.agent(k, { name: 'unreachable', appId: 'a', model: 'openai-compatible/qwen3-8b' });
+      const res = await app.request('POST', `/api/v1/agents/${a.id}/execute`, { key: k, body: { message: 'anyone there?' } });
+      expectProblem(res, 502, 'provider_unavailable');
+      expect(res.text).not.toContain(String(port));
+      expect(res.text).not.toContain('127.0.0.1');
+      expect(res.body.detail).toContain('the provider could not be reached');
+      const runs = await app.request('GET', `/api/v1/agents/${a.id}/runs`, { key: k });
+      const run = (await app.request('GET', `/api/v1/runs/${runs.body.runs[0].id}`, { key: k })).body;
+      expect(run.error).toMatchObject({ code: 'provider_unavailable' });
+      expect(JSON.stringify(run)).not.toContain(String(port));
+      expect(JSON.stringify(run)).not.toContain('127.0.0.1');
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -21,19 +21,31 @@ export interface ProviderFailure {
   retryable: boolean;
   /** The wait the provider asked for (Retry-After, retry-after-ms), when it did. */
   retryAfterMs?: number;
+  /** What the run's error says: the provider's own words for an HTTP answer; generic words for a connection-level failure. */
   message: string;
+  /**
+   * A connection-level failure's own words (the socket's error, which may name an internal address and
+   * port): for the server log only, never the tenant's (the caller logs it: the runtime has no logger).
+   */
+  detail?: string;
 }
 
 /** A model call that failed on its provider for good (not retryable, or out of attempts). */
 export class ProviderError extends Error {
+  /** A connection-level failure's own words, for the server log (ProviderFailure.detail). */
+  readonly detail?: string;
   constructor(
     readonly code: ProviderErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; detail?: string },
   ) {
     super(message, options);
+    this.detail = options?.detail;
   }
 }
+
+const UNREACHABLE = 'the provider could not be reached, or its connection broke';
+const TIMED_OUT = 'the provider did not answer in time';
 
 const CONNECTION_CODES = new Set([
   'ECONNRESET',
@@ -65,6 +77,13 @@ function causeCodes(err: unknown): string[] {
   return codes;
 }
 
+/** The messages along an error's cause chain, joined: a connection failure's words for the log. */
+function chainMessages(err: unknown): string {
+  const messages: string[] = [];
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) if (e.message) messages.push(e.message);
+  return messages.join(': ');
+}
+
 function retryAfterMs(headers: Record<string, string> | undefined): number | undefined {
   if (!headers) return undefined;
   const ms = Number.parseFloat(headers['retry-after-ms'] ?? '');
@@ -94,14 +113,19 @@ export function classifyProviderError(err: unknown): ProviderFailure | undefined
     // No answer, or a body that broke off (the AI SDK wraps the connection's failure, even after a 200).
     const timedOut = causeCodes(err.cause).some((c) => TIMEOUT_CODES.has(c));
     const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
-    return { code: timedOut ? 'provider_timeout' : 'provider_unavailable', retryable: true, message: `${err.message}${cause}` };
+    return {
+      code: timedOut ? 'provider_timeout' : 'provider_unavailable',
+      retryable: true,
+      message: timedOut ? TIMED_OUT : UNREACHABLE,
+      detail: `${err.message}${cause}`,
+    };
   }
   const codes = causeCodes(err);
   const message = err instanceof Error ? err.message : '';
-  if (codes.some((c) => TIMEOUT_CODES.has(c)))
-    return { code: 'provider_timeout', retryable: true, message: message || 'the provider timed out' };
+  const detail = chainMessages(err);
+  if (codes.some((c) => TIMEOUT_CODES.has(c))) return { code: 'provider_timeout', retryable: true, message: TIMED_OUT, detail };
   if (codes.some((c) => CONNECTION_CODES.has(c)) || (err instanceof TypeError && /fetch failed|terminated/.test(message))) {
-    return { code: 'provider_unavailable', retryable: true, message: `the connection to the provider broke: ${message}` };
+    return { code: 'provider_unavailable', retryable: true, message: UNREACHABLE, detail };
   }
   // A stream's error event, as a provider hands it over: { type, message } or { error: { type, message } }.
   if (err && typeof err === 'object' && !(err instanceof Error)) {
