@@ -150,7 +150,10 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     isSealed: isSealedBox,
     opens: (sealed, owner) => a2aCredentials.open(sealed, owner) !== null,
   });
-  tools.register('a2a', a2aToolProvider(outbound.fetch, identity.policies, a2aCredentials));
+  tools.register(
+    'a2a',
+    a2aToolProvider(outbound.fetch, identity.policies, a2aCredentials, (url) => outbound.listsExplicitly(url)),
+  );
   // Deleting an agent ends its identity; its badge lists the skills it may use.
   agents.deleteHooks.push(identity.forgetAgent);
   identity.useSkillCapabilities((tenantId, agentId) => skillsDomain.skills.usableSkillBriefs(tenantId, agentId));

@@ -37,12 +37,18 @@ type Task = Awaited<ReturnType<Client['getTask']>>;
 type Part = Task['artifacts'][number]['parts'][number];
 const textOf = (parts: Part[]) => parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
 
-/** The official SDK's client speaking A2A 0.3 or 1.0 as the card says, every request through the guarded fetch. */
-function clientFactory(fetch: FetchLike, credential: string | null): ClientFactory {
-  const fetchImpl = ((input: string | URL, init?: RequestInit) => {
+/**
+ * The official SDK's client speaking A2A 0.3 or 1.0 as the card says, every request through the guarded
+ * fetch; the credential goes only to the card URL's origin, never to other hosts the card names.
+ */
+function clientFactory(fetch: FetchLike, credential: string | null, cardUrl: string): ClientFactory {
+  const origin = new URL(cardUrl).origin;
+  const fetchImpl = ((input: string | URL | Request, init?: RequestInit) => {
+    const target = new URL(typeof input === 'object' && 'url' in input ? input.url : String(input));
     const headers = new Headers(init?.headers);
-    if (credential) headers.set('authorization', `Bearer ${credential}`);
-    return fetch(input, { ...init, headers });
+    if (credential && target.origin === origin) headers.set('authorization', `Bearer ${credential}`);
+    else headers.delete('authorization');
+    return fetch(typeof input === 'object' && 'url' in input ? input.url : input, { ...init, headers });
   }) as typeof globalThis.fetch;
   // Only these transports, each given the guarded fetch: the SDK's defaults (ClientFactoryOptions.default)
   // would add a RestTransportFactory on the global fetch, reached by any card naming HTTP+JSON.
@@ -107,7 +113,13 @@ async function ask(client: Client, message: string, signal: AbortSignal) {
  * model's message to the remote agent as a streamed task (card and calls through the SSRF guard's
  * fetch, with the credential unsealed for the call), and answers its text. docs/clients.md.
  */
-export function a2aToolProvider(fetch: FetchLike, policies: ToolPolicies, credentials: CredentialOpener): ToolProvider<Agent> {
+export function a2aToolProvider(
+  fetch: FetchLike,
+  policies: ToolPolicies,
+  credentials: CredentialOpener,
+  /** Hosts a credential may reach over plain http: those the operator lists (OutboundGuard.listsExplicitly). */
+  plainHttpAllowed: (url: URL) => boolean,
+): ToolProvider<Agent> {
   const toolFor = (ctx: ToolContext<Agent>, spec: A2aAgentTool): RuntimeTool<Agent> => {
     const name = `a2a_${spec.name}`;
     return {
@@ -124,9 +136,14 @@ export function a2aToolProvider(fetch: FetchLike, policies: ToolPolicies, creden
             'credential_unusable',
             `the credential of ${name} does not belong to this card URL (or cannot be opened here); set it again`,
           );
+        if (credential && new URL(spec.cardUrl).protocol === 'http:' && !plainHttpAllowed(new URL(spec.cardUrl)))
+          throw new ToolError(
+            'credential_refused',
+            `the credential of ${name} is sent only over https, or over http to a host MCP_ALLOWED_HOSTS names (or with MCP_ALLOW_PRIVATE_NETWORKS)`,
+          );
         let answer: Awaited<ReturnType<typeof ask>>;
         try {
-          const client = await clientFactory(fetch, credential).createFromUrl(spec.cardUrl, '');
+          const client = await clientFactory(fetch, credential, spec.cardUrl).createFromUrl(spec.cardUrl, '');
           answer = await ask(client, (input as { message: string }).message, toolCtx.signal);
         } catch (err) {
           if (toolCtx.signal.aborted) throw err;

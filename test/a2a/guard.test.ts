@@ -50,18 +50,20 @@ let t: TestApp;
 let key: string;
 let cards: Served;
 let other: Served;
+let rpc: Served;
 let cardBody = '';
 
 beforeAll(async () => {
   cards = await serve(() => ({ body: cardBody }));
   other = await serve(() => ({ body: JSON.stringify({ leaked: 'secret-from-the-unallowed-port' }) }));
-  // Only the card server's host:port is allowed past the guard; the other loopback port is not.
-  t = await startApp({ MCP_ALLOWED_HOSTS: `127.0.0.1:${cards.port}` });
+  rpc = await serve(() => ({ status: 500, body: '{}' }));
+  // Only the card server's and the rpc server's host:port are allowed past the guard; the other loopback port is not.
+  t = await startApp({ MCP_ALLOWED_HOSTS: `127.0.0.1:${cards.port},127.0.0.1:${rpc.port}` });
   ({ key } = await t.tenant());
 });
 afterAll(async () => {
   await t?.close();
-  await Promise.all([cards?.close(), other?.close()]);
+  await Promise.all([cards?.close(), other?.close(), rpc?.close()]);
 });
 
 async function callTool(tool: Record<string, unknown>) {
@@ -165,5 +167,30 @@ describe('a sealed credential belongs to its card URL’s origin', () => {
     expect(error.code).toBe('credential_unusable');
     expect(error.message).toContain('does not belong to this card URL');
     expect(cards.seen).toHaveLength(0);
+  });
+});
+
+describe('the credential goes only to the card URL’s origin', () => {
+  it('a card on origin A naming a JSON-RPC url on origin B: A gets the credential, B does not', async () => {
+    cardBody = card03(`${rpc.url}/rpc`, 'JSONRPC');
+    cards.seen.length = 0;
+    rpc.seen.length = 0;
+    const result = await callTool({ credential: 'tok-for-a' });
+    expect(result.error?.code, JSON.stringify(result)).toBe('remote_agent_unreachable');
+    expect(cards.seen.length).toBeGreaterThan(0);
+    expect(cards.seen.every((r) => r.authorization === 'Bearer tok-for-a')).toBe(true);
+    expect(rpc.seen.length).toBeGreaterThan(0);
+    expect(rpc.seen.map((r) => r.authorization)).toEqual(rpc.seen.map(() => undefined));
+  });
+
+  it('is not sent over plain http to a host the allow-list does not name', async () => {
+    const caller = await t.agent(key, {
+      model: 'builtin/echo',
+      tools: [{ type: 'a2a', name: 'r', cardUrl: 'http://agents.example.com/card.json', credential: 'tok' }],
+    });
+    const res = await t.request('POST', `/api/v1/agents/${caller.id}/execute`, { key, body: { message: '/tool a2a_r {"message":"hi"}' } });
+    const error = res.body.toolCalls[0].result.error;
+    expect(error.code).toBe('credential_refused');
+    expect(error.message).toContain('https');
   });
 });

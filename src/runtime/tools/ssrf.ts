@@ -151,6 +151,17 @@ export class OutboundGuard {
   readonly fetch = (input: string | URL, init?: RequestInit): Promise<Response> =>
     undiciFetch(input, { ...(init as object), dispatcher: this.dispatcher }) as unknown as Promise<Response>;
 
+  /**
+   * Whether the operator named this URL's host (or host:port) in the allow-list, or allowed private
+   * networks: what lets a credential go over plain http (A2A remote agents, docs/clients.md).
+   */
+  listsExplicitly(url: URL): boolean {
+    if (this.allowPrivate) return true;
+    const host = normalizeHost(url.hostname);
+    const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+    return this.allowed.has(host) || this.allowed.has(`${host}:${port}`);
+  }
+
   /** Why the address may not be connected to (`a loopback address...`), or null when it may. */
   refusal(address: string): string | null {
     if (!ipaddr.isValid(address)) return 'not an IP address';
