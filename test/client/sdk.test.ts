@@ -180,6 +180,51 @@ describe('typed calls and errors', () => {
     expect(statuses).toEqual([403]);
   });
 
+  it('calls that start work send one Idempotency-Key, the same on a retry after a 503; a caller’s key wins', async () => {
+    const agent = await client.agents.create({ name: 'Keyed', appId: 'sdk-keys', model: 'builtin/echo' });
+    const sent: { url: string; key: string | null }[] = [];
+    let unavailable = 1;
+    const sdk = new Agentry({
+      baseUrl: proc.url,
+      apiKey,
+      wait: async () => {},
+      fetch: async (input, init) => {
+        sent.push({ url: String(input), key: new Headers(init?.headers).get('idempotency-key') });
+        if (String(input).endsWith('/execute') && unavailable-- > 0)
+          return new Response(JSON.stringify({ status: 503, code: 'unavailable' }), {
+            status: 503,
+            headers: { 'content-type': 'application/problem+json', 'retry-after': '0' },
+          });
+        return fetch(input, init);
+      },
+    });
+    const result = await sdk.agents.execute(agent.id, { message: 'once only' });
+    expect(sent).toHaveLength(2);
+    expect(sent[0].key).toMatch(/^[0-9a-f-]{36}$/);
+    expect(sent[1].key).toBe(sent[0].key);
+    expect((await client.agents.runs(agent.id).toArray()).map((r) => r.id)).toEqual([result.runId]);
+
+    // Another call, another key; a key the caller gives (option or header) is the one sent.
+    const firstKey = sent[0].key;
+    sent.length = 0;
+    await sdk.agents.execute(agent.id, { message: 'twice' });
+    await sdk.agents.execute(agent.id, { message: 'mine' }, { idempotencyKey: 'sdk-key-1' });
+    await sdk.agents.execute(agent.id, { message: 'header' }, { headers: { 'Idempotency-Key': 'sdk-key-2' } });
+    const conversation = await sdk.conversations.create({ agentId: agent.id });
+    await sdk.conversations.send(conversation.id, { content: 'hi' });
+    await sdk.runs.get(result.runId);
+    await sdk.tasks.create({ name: 'Keyed', description: 'keyed', agentId: agent.id, type: 'scheduled', schedule: '0 0 1 1 *' });
+    const keys = sent.map((s) => s.key);
+    expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys[0]).not.toBe(firstKey);
+    expect(keys.slice(1, 3)).toEqual(['sdk-key-1', 'sdk-key-2']);
+    expect(keys[3]).toBeNull(); // creating a conversation starts no run
+    expect(keys[4]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys[5]).toBeNull(); // nor does a read
+    expect(keys[6]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(new Set([keys[0], keys[4], keys[6]]).size).toBe(3);
+  });
+
   it('authenticates with client_credentials, fetching the token once', async () => {
     const made = await client.apiKeys.create({ name: 'oauth', permissions: ['agents:read', 'agents:write'] });
     const tokenRequests: string[] = [];
@@ -282,6 +327,35 @@ describe('streaming', () => {
       expect(events.flatMap((e) => (e.type === 'token' ? [e.data.text] : [])).join('')).toBe(
         (await client.runs.get(await run.runId())).output,
       );
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('a stream whose first POST is cut before its answer is sent again with its Idempotency-Key: every event once, one run', async () => {
+    const agent = await client.agents.create({ name: 'Cut early', appId: 'sdk-cut-early', model: 'builtin/echo' });
+    const proxy = await startCuttingProxy(new URL(proc.url), 0);
+    try {
+      const keys: (string | null)[] = [];
+      const sdk = new Agentry({
+        baseUrl: proxy.url,
+        apiKey,
+        wait: async () => {},
+        fetch: (input, init) => {
+          keys.push(new Headers(init?.headers).get('idempotency-key'));
+          return fetch(input, init);
+        },
+      });
+      const run = sdk.agents.stream(agent.id, { message: '/delay 20\nalpha beta gamma' });
+      const events = await collect(run);
+      expect(proxy.connections()).toBe(2);
+      expect(keys).toHaveLength(2);
+      expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+      expect(keys[1]).toBe(keys[0]);
+      expect(events.map((e) => e.type)).toEqual(['token', 'token', 'token', 'done']);
+      expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+      const runs = await client.agents.runs(agent.id).toArray();
+      expect(runs.map((r) => r.id)).toEqual([await run.runId()]);
     } finally {
       await proxy.close();
     }

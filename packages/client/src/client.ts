@@ -1,5 +1,5 @@
 import type { paths } from './generated/openapi.js';
-import { type AgentryOptions, Http, type RequestOptions } from './http.js';
+import { type AgentryOptions, Http, type RequestOptions, type StartOptions } from './http.js';
 import { PageIterator } from './pages.js';
 import { RunStream, type StreamOptions } from './stream.js';
 import type {
@@ -29,6 +29,8 @@ import type {
 } from './types.js';
 
 type CallOptions = Pick<RequestOptions, 'signal' | 'headers'>;
+/** A call that starts work: sent with an Idempotency-Key, its own or a new one (StartOptions). */
+type StartCallOptions = CallOptions & StartOptions;
 /** A list's filters without its paging, which the iterator does itself. */
 type Filters<Q> = Omit<Q, 'page'>;
 
@@ -87,20 +89,20 @@ class Agents {
   resume(id: string, options?: CallOptions) {
     return this.http.json<Agent>('POST', `/api/v1/agents/${seg(id)}/resume`, options);
   }
-  /** Runs the agent and answers its result as JSON (no streaming). */
-  execute(id: string, body: Omit<ExecuteInput, 'stream'>, options?: CallOptions) {
-    return this.http.json<ExecutionResult>('POST', `/api/v1/agents/${seg(id)}/execute`, { ...options, body });
+  /** Runs the agent and answers its result as JSON (no streaming); a retry answers the same run. */
+  execute(id: string, body: Omit<ExecuteInput, 'stream'>, options: StartCallOptions = {}) {
+    const headers = this.http.startHeaders(options.headers, options);
+    return this.http.json<ExecutionResult>('POST', `/api/v1/agents/${seg(id)}/execute`, { signal: options.signal, headers, body });
   }
-  /** Runs the agent and streams its events; a dropped connection resumes where it broke. */
-  stream(id: string, body: Omit<ExecuteInput, 'stream'>, options: StreamOptions & Pick<CallOptions, 'headers'> = {}) {
+  /**
+   * Runs the agent and streams its events; a dropped connection resumes where it broke, and a first
+   * request that fails before any answer is sent again with its Idempotency-Key (one run still).
+   */
+  stream(id: string, body: Omit<ExecuteInput, 'stream'>, options: StreamOptions & StartOptions & Pick<CallOptions, 'headers'> = {}) {
+    const headers = this.http.startHeaders({ accept: 'text/event-stream', ...options.headers }, options);
     return new RunStream(
       this.http,
-      () =>
-        this.http.send('POST', `/api/v1/agents/${seg(id)}/stream`, {
-          body,
-          signal: options.signal,
-          headers: { accept: 'text/event-stream', ...options.headers },
-        }),
+      () => this.http.send('POST', `/api/v1/agents/${seg(id)}/stream`, { body, signal: options.signal, headers }),
       options,
     );
   }
@@ -154,14 +156,13 @@ class Conversations {
   delete(id: string, options?: CallOptions) {
     return this.http.json<void>('DELETE', `/api/v1/conversations/${seg(id)}`, options);
   }
-  send(id: string, body: BodyOf<paths['/api/v1/conversations/{id}/messages']['post']>, options?: CallOptions) {
+  /** Posts a message (it starts a run, or joins one); a retry answers the same. */
+  send(id: string, body: BodyOf<paths['/api/v1/conversations/{id}/messages']['post']>, options: StartCallOptions = {}) {
+    const headers = this.http.startHeaders(options.headers, options);
     return this.http.json<ResponseOf<paths['/api/v1/conversations/{id}/messages']['post']>>(
       'POST',
       `/api/v1/conversations/${seg(id)}/messages`,
-      {
-        ...options,
-        body,
-      },
+      { signal: options.signal, headers, body },
     );
   }
   /** The conversation's messages, newest first, following the `before` cursor page after page. */
@@ -190,8 +191,10 @@ class Tasks {
   get(id: string, options?: CallOptions) {
     return this.http.json<Task>('GET', `/api/v1/tasks/${seg(id)}`, options);
   }
-  create(body: BodyOf<paths['/api/v1/tasks']['post']>, options?: CallOptions) {
-    return this.http.json<Task>('POST', '/api/v1/tasks', { ...options, body });
+  /** Creates a task; a retry answers the same task. */
+  create(body: BodyOf<paths['/api/v1/tasks']['post']>, options: StartCallOptions = {}) {
+    const headers = this.http.startHeaders(options.headers, options);
+    return this.http.json<Task>('POST', '/api/v1/tasks', { signal: options.signal, headers, body });
   }
   delete(id: string, options?: CallOptions) {
     return this.http.json<void>('DELETE', `/api/v1/tasks/${seg(id)}`, options);

@@ -36,6 +36,20 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
+/** The options of a call that starts work (a run, a task). */
+export interface StartOptions {
+  /**
+   * The call's Idempotency-Key (docs/runtime.md, "Streams and retries"). By default each call sends a new
+   * one (a UUID), the same on each of its retries, so a retry answers what the first attempt started. An
+   * `Idempotency-Key` header given in `headers` is used as well.
+   */
+  idempotencyKey?: string;
+}
+
+const IDEMPOTENCY_KEY = 'idempotency-key';
+const keyIn = (headers: Record<string, string> | undefined) =>
+  Object.keys(headers ?? {}).some((name) => name.toLowerCase() === IDEMPOTENCY_KEY);
+
 /** Refresh this long before expiry, so a token is not used in its last seconds. */
 const REFRESH_MARGIN_MS = 30_000;
 const BASE_BACKOFF_MS = 500;
@@ -117,6 +131,21 @@ export class Http {
     if (this.options.accessToken) return this.options.accessToken();
     if (this.tokens) return this.tokens.get();
     return this.options.apiKey!;
+  }
+
+  /**
+   * The headers of one call that starts work: the caller's Idempotency-Key (the option, else a header),
+   * else a new one. Computed once per call, they are sent again by each of its retries.
+   */
+  startHeaders(headers: Record<string, string> | undefined, options: StartOptions = {}): Record<string, string> {
+    const result = { ...headers };
+    if (options.idempotencyKey !== undefined) {
+      for (const name of Object.keys(result)) if (name.toLowerCase() === IDEMPOTENCY_KEY) delete result[name];
+      result[IDEMPOTENCY_KEY] = options.idempotencyKey;
+    } else if (!keyIn(result) && !keyIn(this.options.headers)) {
+      result[IDEMPOTENCY_KEY] = globalThis.crypto.randomUUID();
+    }
+    return result;
   }
 
   url(path: string, query?: object): string {

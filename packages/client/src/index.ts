@@ -1,6 +1,6 @@
 export { Agentry } from './client.js';
 export { AgentryError, type FieldError } from './errors.js';
-export type { AgentryOptions, ClientCredentials } from './http.js';
+export type { AgentryOptions, ClientCredentials, StartOptions } from './http.js';
 export type { PageIterator } from './pages.js';
 export type { RunEvent, RunStream, StreamOptions, TokenUsage } from './stream.js';
 export type * from './types.js';

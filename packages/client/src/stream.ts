@@ -21,7 +21,9 @@ export interface StreamOptions {
   signal?: AbortSignal;
   /**
    * Reconnections in a row through GET /runs/{runId}/events after a dropped connection, without an event
-   * in between (default 5): each event received renews the budget.
+   * in between (default 5): each event received renews the budget. The first request is sent again as
+   * often when it fails before any answer (a stream's POST carries its Idempotency-Key, so the server
+   * answers the same run).
    */
   maxReconnects?: number;
 }
@@ -48,13 +50,26 @@ export class RunStream implements AsyncIterable<RunEvent> {
     open: () => Promise<Response>,
     private readonly options: ReadOptions = {},
   ) {
-    this.opened = open().then((response) => {
+    this.opened = this.openWithRetries(open).then((response) => {
       this.runIdValue = response.headers.get('x-run-id') ?? undefined;
       this.conversationIdValue = response.headers.get('x-conversation-id') ?? undefined;
       return response;
     });
     // Failures surface through iteration or runId(); this keeps an unread one from being unhandled.
     this.opened.catch(() => {});
+  }
+
+  /** The first request, sent again after a network error before any answer (not after an HTTP error). */
+  private async openWithRetries(open: () => Promise<Response>): Promise<Response> {
+    const maxReconnects = this.options.maxReconnects ?? 5;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await open();
+      } catch (err) {
+        if (attempt > maxReconnects || !isNetworkError(err)) throw err;
+        await this.http.wait(RECONNECT_DELAY_MS * attempt, this.options.signal);
+      }
+    }
   }
 
   /** The run's id, known once the server has answered (before its first event). */
