@@ -41,14 +41,19 @@ const textOf = (parts: Part[]) => parts.map((p) => (p.content?.$case === 'text' 
  * The official SDK's client speaking A2A 0.3 or 1.0 as the card says, every request through the guarded
  * fetch; the credential goes only to the card URL's origin, never to other hosts the card names.
  */
-function clientFactory(fetch: FetchLike, credential: string | null, cardUrl: string): ClientFactory {
+function clientFactory(fetch: FetchLike, credential: string | null, cardUrl: string, signal: AbortSignal): ClientFactory {
   const origin = new URL(cardUrl).origin;
-  const fetchImpl = ((input: string | URL | Request, init?: RequestInit) => {
+  const fetchImpl = (async (input: string | URL | Request, init?: RequestInit) => {
     const target = new URL(typeof input === 'object' && 'url' in input ? input.url : String(input));
     const headers = new Headers(init?.headers);
     if (credential && target.origin === origin) headers.set('authorization', `Bearer ${credential}`);
     else headers.delete('authorization');
-    return fetch(typeof input === 'object' && 'url' in input ? input.url : input, { ...init, headers });
+    // Every request, the card's too, stops at the tool's timeout or the run's cancellation.
+    const signals = init?.signal ? AbortSignal.any([init.signal, signal]) : signal;
+    const response = await fetch(target, { ...init, headers, signal: signals });
+    // What is not a stream (the card, an error, a non-streamed answer) is read whole, so it is capped.
+    const type = response.headers.get('content-type') ?? '';
+    return type.includes('text/event-stream') ? response : capped(response, MAX_BODY_BYTES);
   }) as typeof globalThis.fetch;
   // Only these transports, each given the guarded fetch: the SDK's defaults (ClientFactoryOptions.default)
   // would add a RestTransportFactory on the global fetch, reached by any card naming HTTP+JSON.
@@ -59,6 +64,41 @@ function clientFactory(fetch: FetchLike, credential: string | null, cardUrl: str
     ],
     cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }),
   });
+}
+
+/** A body read whole (a card, an error, a non-streamed answer): at most 1 MiB. */
+const MAX_BODY_BYTES = 1024 * 1024;
+/** The remote agent's text gathered for the tool's result: at most 4 MiB, then truncated with a marker. */
+const MAX_TEXT = 4 * 1024 * 1024;
+const TRUNCATED = "\n[truncated: the remote agent's reply passed 4 MiB]";
+/** An error's message (a remote body may be in it): at most 1 KiB. */
+const MAX_ERROR = 1024;
+const clip = (text: string) => (text.length > MAX_ERROR ? `${text.slice(0, MAX_ERROR)}…` : text);
+
+/** The response with its body read, refused past `limit` bytes (by Content-Length first, else while reading). */
+async function capped(response: Response, limit: number): Promise<Response> {
+  const tooLarge = () => new Error(`the remote response is larger than ${limit / 1024 / 1024} MiB`);
+  if (Number(response.headers.get('content-length') ?? 0) > limit) {
+    await response.body?.cancel().catch(() => {});
+    throw tooLarge();
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (response.body) {
+    const reader = response.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge();
+      }
+      chunks.push(value);
+    }
+  }
+  const body = response.status === 204 || response.status === 304 ? null : Buffer.concat(chunks);
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
 const FINAL = new Set([
@@ -91,10 +131,17 @@ async function ask(client: Client, message: string, signal: AbortSignal) {
       } else if (payload?.$case === 'message') {
         // A remote agent may answer with a message instead of a task.
         text = textOf(payload.value.parts);
+        if (text.length > MAX_TEXT) text = text.slice(0, MAX_TEXT) + TRUNCATED;
         state = TaskState.TASK_STATE_COMPLETED;
       } else if (payload?.$case === 'artifactUpdate') {
         const chunk = textOf(payload.value.artifact?.parts ?? []);
         text = payload.value.append ? text + chunk : chunk;
+        if (text.length > MAX_TEXT) {
+          text = text.slice(0, MAX_TEXT) + TRUNCATED;
+          state = TaskState.TASK_STATE_COMPLETED;
+          cancelRemote();
+          break;
+        }
       } else if (payload?.$case === 'statusUpdate') {
         state = payload.value.status?.state;
         statusText = textOf(payload.value.status?.message?.parts ?? []);
@@ -143,16 +190,19 @@ export function a2aToolProvider(
           );
         let answer: Awaited<ReturnType<typeof ask>>;
         try {
-          const client = await clientFactory(fetch, credential, spec.cardUrl).createFromUrl(spec.cardUrl, '');
+          const client = await clientFactory(fetch, credential, spec.cardUrl, toolCtx.signal).createFromUrl(spec.cardUrl, '');
           answer = await ask(client, (input as { message: string }).message, toolCtx.signal);
         } catch (err) {
           if (toolCtx.signal.aborted) throw err;
           const cause = (err as Error & { cause?: Error }).cause;
-          throw new ToolError('remote_agent_unreachable', `${(err as Error).message}${cause?.message ? ` (${cause.message})` : ''}`);
+          throw new ToolError('remote_agent_unreachable', clip(`${(err as Error).message}${cause?.message ? ` (${cause.message})` : ''}`));
         }
         if (answer.state !== TaskState.TASK_STATE_COMPLETED) {
           const state = answer.state === undefined ? 'unknown' : TaskState[answer.state];
-          throw new ToolError('remote_task_failed', `the remote task ended ${state}${answer.statusText ? `: ${answer.statusText}` : ''}`);
+          throw new ToolError(
+            'remote_task_failed',
+            clip(`the remote task ended ${state}${answer.statusText ? `: ${answer.statusText}` : ''}`),
+          );
         }
         return { output: answer.text, taskId: answer.taskId, contextId: answer.contextId };
       },

@@ -56,7 +56,21 @@ let cardBody = '';
 beforeAll(async () => {
   cards = await serve(() => ({ body: cardBody }));
   other = await serve(() => ({ body: JSON.stringify({ leaked: 'secret-from-the-unallowed-port' }) }));
-  rpc = await serve(() => ({ status: 500, body: '{}' }));
+  rpc = await serve((req, body) => {
+    if (req.url !== '/stream') return { status: 500, body: '{}' };
+    // A 0.3 JSON-RPC agent streaming 5 chunks of 1 MiB of text, then completed.
+    const id = JSON.parse(body).id;
+    const event = (result: unknown) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`;
+    const ids = { taskId: 't1', contextId: 'c1' };
+    const chunk = 'x'.repeat(1024 * 1024);
+    const events = [event({ kind: 'task', id: 't1', contextId: 'c1', status: { state: 'working' } })];
+    for (let i = 0; i < 5; i++)
+      events.push(
+        event({ kind: 'artifact-update', ...ids, append: i > 0, artifact: { artifactId: 'a', parts: [{ kind: 'text', text: chunk }] } }),
+      );
+    events.push(event({ kind: 'status-update', ...ids, final: true, status: { state: 'completed' } }));
+    return { type: 'text/event-stream', body: events.join('') };
+  });
   // Only the card server's and the rpc server's host:port are allowed past the guard; the other loopback port is not.
   t = await startApp({ MCP_ALLOWED_HOSTS: `127.0.0.1:${cards.port},127.0.0.1:${rpc.port}` });
   ({ key } = await t.tenant());
@@ -192,5 +206,24 @@ describe('the credential goes only to the card URL’s origin', () => {
     const error = res.body.toolCalls[0].result.error;
     expect(error.code).toBe('credential_refused');
     expect(error.message).toContain('https');
+  });
+});
+
+describe('sizes', () => {
+  it('a remote agent streaming more than 4 MiB of text ends with the text truncated, marked', async () => {
+    cardBody = card03(`${rpc.url}/stream`, 'JSONRPC');
+    const result = await callTool({});
+    expect(result.error, JSON.stringify(result.error)).toBeUndefined();
+    expect(result.output.length).toBeLessThan(4 * 1024 * 1024 + 200);
+    expect(result.output.length).toBeGreaterThan(4 * 1024 * 1024 - 1);
+    expect(result.output).toMatch(/\[truncated[^\]]*4 MiB\]$/);
+  });
+
+  it('a card larger than 1 MiB is refused', async () => {
+    cardBody = card03(`${rpc.url}/stream`, 'JSONRPC').replace('"a remote agent"', JSON.stringify('d'.repeat(1024 * 1024 + 10)));
+    const result = await callTool({});
+    expect(result.error?.code).toBe('remote_agent_unreachable');
+    expect(result.error.message).toContain('1 MiB');
+    expect(result.error.message.length).toBeLessThan(1200);
   });
 });
