@@ -31,10 +31,14 @@ const ALLOWED = new Set([
   'DELETE /api/v1/agents/:agentId/mcp',
   'POST /api/v1/identity/agents/:agentId/svid',
   'GET /api/v1/identity/agents/:agentId/keys',
+  // The OpenAI-compatible endpoint: the agent lists and calls itself as a model, as it executes itself.
+  'GET /v1/models',
+  'POST /v1/chat/completions',
 ]);
 
-/** Bodies for the allowed routes, so that they pass validation and reach their checks. */
+/** Bodies for the allowed routes, so that they pass validation and reach their checks (a function: the body names whose resource). */
 const BODIES: Record<string, unknown> = {
+  'POST /v1/chat/completions': (whose: Owned) => ({ model: `agent:${whose.agentId}`, messages: [{ role: 'user', content: 'hello' }] }),
   'POST /api/v1/agents/:id/execute': { message: 'hello' },
   'POST /api/v1/agents/:id/chat': { message: 'hello' },
   'POST /api/v1/agents/:id/stream': { message: 'hello' },
@@ -125,7 +129,8 @@ function urlFor(route: string, whose: Owned): string {
 
 function call(method: string, route: string, whose: Owned) {
   const key = `${method} ${route}`;
-  const body = method === 'GET' || method === 'DELETE' ? undefined : (BODIES[key] ?? {});
+  const given = BODIES[key];
+  const body = method === 'GET' || method === 'DELETE' ? undefined : typeof given === 'function' ? given(whose) : (given ?? {});
   const headers = route.endsWith('/mcp') ? { accept: 'application/json, text/event-stream' } : undefined;
   return t.request(method, urlFor(route, whose), { key: token, body, headers });
 }
@@ -142,8 +147,9 @@ describe("an agent's own access token", () => {
     const wrong: string[] = [];
     for (const { method, url } of catalog) {
       const key = `${method} ${url}`;
-      // Routes without parameters name no agent's resources (the conversation list is checked below).
-      const foreign = url.includes(':') ? await call(method, url, other) : { status: 403, text: '' };
+      // Routes without parameters name no agent's resources (the conversation list is checked below),
+      // unless their body does (a chat completion's model).
+      const foreign = url.includes(':') || typeof BODIES[key] === 'function' ? await call(method, url, other) : { status: 403, text: '' };
       if (![403, 404].includes(foreign.status))
         wrong.push(`${key} with another agent's resources: ${foreign.status} ${foreign.text.slice(0, 160)}`);
       const own = await call(method, url, self);
@@ -170,6 +176,10 @@ describe("an agent's own access token", () => {
     expect(run.body.output).toContain('from myself');
     const refused = await t.request('GET', '/api/v1/agents', { key: token });
     expect(refused.status).toBe(403);
+    // As an OpenAI-compatible client it sees one model: itself.
+    const models = await t.request('GET', '/v1/models', { key: token });
+    expect(models.status, models.text).toBe(200);
+    expect(models.body.data.map((m: { id: string }) => m.id)).toEqual([`agent:${self.agentId}`]);
     expect(refused.body.code).toBe('forbidden');
     expect(refused.body.detail).toMatch(/agent's own access token/);
   });
