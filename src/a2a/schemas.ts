@@ -20,7 +20,8 @@ const TASK_STATES = [
 ] as const;
 export type TaskState = (typeof TASK_STATES)[number];
 
-const MAX_TEXT = 100_000;
+/** A message's text, a part's and the parts' joined (execute's message limit). */
+export const MAX_TEXT = 100_000;
 
 const TextPart = Type.Object(
   {

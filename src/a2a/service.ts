@@ -11,6 +11,7 @@ import {
   type A2aTask,
   type AgentCard,
   type JsonRpcResponse,
+  MAX_TEXT,
   MessageSendParams,
   TaskIdParams,
   TaskQueryParams,
@@ -282,6 +283,12 @@ export class A2aService {
       return (part as { text: string }).text;
     });
     const content = texts.join('\n');
+    if (content.length > MAX_TEXT) {
+      throw new RpcError(
+        INVALID_PARAMS,
+        `params.message.parts: the text parts joined are ${content.length} characters; at most ${MAX_TEXT}`,
+      );
+    }
     if (!content.trim()) throw new RpcError(INVALID_PARAMS, 'the message has no text');
     const handle = await this.runs.start({
       principal,
