@@ -41,7 +41,7 @@ const textOf = (parts: Part[]) => parts.map((p) => (p.content?.$case === 'text' 
  * The official SDK's client speaking A2A 0.3 or 1.0 as the card says, every request through the guarded
  * fetch; the credential goes only to the card URL's origin, never to other hosts the card names.
  */
-function clientFactory(fetch: FetchLike, credential: string | null, cardUrl: string, signal: AbortSignal): ClientFactory {
+function clientFactory(fetch: FetchLike, credential: string | null, cardUrl: string, calls: { signal: AbortSignal }): ClientFactory {
   const origin = new URL(cardUrl).origin;
   const fetchImpl = (async (input: string | URL | Request, init?: RequestInit) => {
     const target = new URL(typeof input === 'object' && 'url' in input ? input.url : String(input));
@@ -49,7 +49,7 @@ function clientFactory(fetch: FetchLike, credential: string | null, cardUrl: str
     if (credential && target.origin === origin) headers.set('authorization', `Bearer ${credential}`);
     else headers.delete('authorization');
     // Every request, the card's too, stops at the tool's timeout or the run's cancellation.
-    const signals = init?.signal ? AbortSignal.any([init.signal, signal]) : signal;
+    const signals = init?.signal ? AbortSignal.any([init.signal, calls.signal]) : calls.signal;
     const response = await fetch(target, { ...init, headers, signal: signals });
     // What is not a stream (the card, an error, a non-streamed answer) is read whole, so it is capped.
     const type = response.headers.get('content-type') ?? '';
@@ -101,6 +101,18 @@ async function capped(response: Response, limit: number): Promise<Response> {
   return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
+/** The best-effort `tasks/cancel` sent after the call stopped: bounded by its own short timeout. */
+const CANCEL_TIMEOUT_MS = 5000;
+
+/** A capped text: past 4 MiB, cut and marked. */
+const cap = (text: string) => (text.length > MAX_TEXT ? text.slice(0, MAX_TEXT) + TRUNCATED : text);
+
+/** A task's text: its artifacts' text parts in order, else its status message's. */
+function taskText(task: Task): string {
+  const artifacts = (task.artifacts ?? []).map((a) => textOf(a.parts ?? [])).join('');
+  return artifacts || textOf(task.status?.message?.parts ?? []);
+}
+
 const FINAL = new Set([
   TaskState.TASK_STATE_COMPLETED,
   TaskState.TASK_STATE_FAILED,
@@ -108,8 +120,12 @@ const FINAL = new Set([
   TaskState.TASK_STATE_REJECTED,
 ]);
 
-/** Sends the message as a streamed task and gathers its text; the run's cancellation cancels the remote task. */
-async function ask(client: Client, message: string, signal: AbortSignal) {
+/**
+ * Sends the message as a streamed task (or `message/send` when the card cannot stream: the SDK then yields
+ * the final task or message alone) and gathers its text. The run's cancellation, or a stream that breaks,
+ * cancels the remote task once the remote named it; stopped before that, there is no task id to cancel.
+ */
+async function ask(client: Client, message: string, signal: AbortSignal, cancel: (taskId: string) => void) {
   const request = {
     message: { messageId: randomUUID(), role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: message } }] },
   } as unknown as Parameters<Client['sendMessageStream']>[0];
@@ -118,8 +134,11 @@ async function ask(client: Client, message: string, signal: AbortSignal) {
   let text = '';
   let state: TaskState | undefined;
   let statusText = '';
+  let cancelled = false;
   const cancelRemote = () => {
-    if (taskId) void client.cancelTask({ id: taskId } as never).catch(() => {});
+    if (!taskId || cancelled) return;
+    cancelled = true;
+    cancel(taskId);
   };
   signal.addEventListener('abort', cancelRemote, { once: true });
   try {
@@ -128,10 +147,13 @@ async function ask(client: Client, message: string, signal: AbortSignal) {
       if (payload?.$case === 'task') {
         ({ id: taskId, contextId } = payload.value);
         state = payload.value.status?.state;
+        // A task carries its text in its artifacts or status message (a non-streamed answer, or a final snapshot).
+        const whole = taskText(payload.value);
+        if (whole) text = cap(whole);
+        statusText = textOf(payload.value.status?.message?.parts ?? []);
       } else if (payload?.$case === 'message') {
         // A remote agent may answer with a message instead of a task.
-        text = textOf(payload.value.parts);
-        if (text.length > MAX_TEXT) text = text.slice(0, MAX_TEXT) + TRUNCATED;
+        text = cap(textOf(payload.value.parts));
         state = TaskState.TASK_STATE_COMPLETED;
       } else if (payload?.$case === 'artifactUpdate') {
         const chunk = textOf(payload.value.artifact?.parts ?? []);
@@ -148,6 +170,12 @@ async function ask(client: Client, message: string, signal: AbortSignal) {
       }
       if (state !== undefined && FINAL.has(state) && payload?.$case !== 'task') break;
     }
+    // The stream closed with the task not ended: it is cancelled, and the call fails (remote_task_failed).
+    if (state === undefined || !FINAL.has(state)) cancelRemote();
+  } catch (err) {
+    // A dropped stream or an abort: the remote task, if named and not ended, is cancelled (best effort).
+    if (state === undefined || !FINAL.has(state)) cancelRemote();
+    throw err;
   } finally {
     signal.removeEventListener('abort', cancelRemote);
   }
@@ -190,8 +218,15 @@ export function a2aToolProvider(
           );
         let answer: Awaited<ReturnType<typeof ask>>;
         try {
-          const client = await clientFactory(fetch, credential, spec.cardUrl, toolCtx.signal).createFromUrl(spec.cardUrl, '');
-          answer = await ask(client, (input as { message: string }).message, toolCtx.signal);
+          // Requests stop at the tool's timeout or the run's cancellation; the tasks/cancel sent after that
+          // has its own short timeout instead.
+          const calls = { signal: toolCtx.signal };
+          const client = await clientFactory(fetch, credential, spec.cardUrl, calls).createFromUrl(spec.cardUrl, '');
+          const cancel = (taskId: string) => {
+            calls.signal = AbortSignal.timeout(CANCEL_TIMEOUT_MS);
+            void client.cancelTask({ id: taskId } as never).catch(() => {});
+          };
+          answer = await ask(client, (input as { message: string }).message, toolCtx.signal, cancel);
         } catch (err) {
           if (toolCtx.signal.aborted) throw err;
           const cause = (err as Error & { cause?: Error }).cause;

@@ -52,11 +52,46 @@ let cards: Served;
 let other: Served;
 let rpc: Served;
 let cardBody = '';
+let hanging: Server;
+let hangingPort = 0;
+const hangingMethods: string[] = [];
 
 beforeAll(async () => {
   cards = await serve(() => ({ body: cardBody }));
   other = await serve(() => ({ body: JSON.stringify({ leaked: 'secret-from-the-unallowed-port' }) }));
   rpc = await serve((req, body) => {
+    if (req.url === '/send') {
+      // A 0.3 JSON-RPC agent that cannot stream: message/send answers a completed task, its text in an artifact.
+      const { id, method } = JSON.parse(body);
+      if (method !== 'message/send') return { status: 500, body: '{}' };
+      const result = {
+        kind: 'task',
+        id: 't2',
+        contextId: 'c2',
+        status: { state: 'completed' },
+        artifacts: [
+          {
+            artifactId: 'a',
+            parts: [
+              { kind: 'text', text: 'the answer ' },
+              { kind: 'text', text: 'from the artifact' },
+            ],
+          },
+        ],
+      };
+      return { body: JSON.stringify({ jsonrpc: '2.0', id, result }) };
+    }
+    if (req.url === '/send-status') {
+      const { id } = JSON.parse(body);
+      const message = { kind: 'message', messageId: 'm1', role: 'agent', parts: [{ kind: 'text', text: 'said in the status' }] };
+      const result = { kind: 'task', id: 't3', contextId: 'c3', status: { state: 'completed', message } };
+      return { body: JSON.stringify({ jsonrpc: '2.0', id, result }) };
+    }
+    if (req.url === '/send-message') {
+      const { id } = JSON.parse(body);
+      const result = { kind: 'message', messageId: 'm2', role: 'agent', parts: [{ kind: 'text', text: 'a plain message' }] };
+      return { body: JSON.stringify({ jsonrpc: '2.0', id, result }) };
+    }
     if (req.url !== '/stream') return { status: 500, body: '{}' };
     // A 0.3 JSON-RPC agent streaming 5 chunks of 1 MiB of text, then completed.
     const id = JSON.parse(body).id;
@@ -71,13 +106,37 @@ beforeAll(async () => {
     events.push(event({ kind: 'status-update', ...ids, final: true, status: { state: 'completed' } }));
     return { type: 'text/event-stream', body: events.join('') };
   });
-  // Only the card server's and the rpc server's host:port are allowed past the guard; the other loopback port is not.
-  t = await startApp({ MCP_ALLOWED_HOSTS: `127.0.0.1:${cards.port},127.0.0.1:${rpc.port}` });
+  // A remote agent that names its task, then says nothing more until cancelled; it records the methods called.
+  hanging = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const { id, method } = JSON.parse(body || '{}');
+      hangingMethods.push(method);
+      if (method === 'message/stream') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const result = { kind: 'task', id: 'hung-task', contextId: 'c4', status: { state: 'working' } };
+        res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`);
+        // On /drop the stream is cut after the task event, the remote task still working.
+        if (req.url === '/drop') setTimeout(() => res.destroy(), 50);
+        if (req.url === '/end') setTimeout(() => res.end(), 50);
+        return;
+      }
+      const result = { kind: 'task', id: 'hung-task', contextId: 'c4', status: { state: 'canceled' } };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id, result }));
+    });
+  });
+  await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve));
+  hangingPort = (hanging.address() as AddressInfo).port;
+  // Only the card server's and the rpc servers' host:port are allowed past the guard; the other loopback port is not.
+  t = await startApp({ MCP_ALLOWED_HOSTS: `127.0.0.1:${cards.port},127.0.0.1:${rpc.port},127.0.0.1:${hangingPort}` });
   ({ key } = await t.tenant());
 });
 afterAll(async () => {
   await t?.close();
-  await Promise.all([cards?.close(), other?.close(), rpc?.close()]);
+  hanging?.closeAllConnections();
+  await Promise.all([cards?.close(), other?.close(), rpc?.close(), new Promise((r) => (hanging ? hanging.close(r) : r(null)))]);
 });
 
 async function callTool(tool: Record<string, unknown>) {
@@ -226,4 +285,65 @@ describe('sizes', () => {
     expect(result.error.message).toContain('1 MiB');
     expect(result.error.message.length).toBeLessThan(1200);
   });
+});
+
+describe('answers of every shape', () => {
+  const noStream = (url: string) => card03(url, 'JSONRPC').replace('"streaming":true', '"streaming":false');
+
+  it('a remote agent that cannot stream: its completed task’s artifact text is the result', async () => {
+    cardBody = noStream(`${rpc.url}/send`);
+    const result = await callTool({});
+    expect(result.error, JSON.stringify(result.error)).toBeUndefined();
+    expect(result).toMatchObject({ output: 'the answer from the artifact', taskId: 't2', contextId: 'c2' });
+  });
+
+  it('a task with no artifact: its status message’s text is the result', async () => {
+    cardBody = noStream(`${rpc.url}/send-status`);
+    const result = await callTool({});
+    expect(result.error, JSON.stringify(result.error)).toBeUndefined();
+    expect(result).toMatchObject({ output: 'said in the status', taskId: 't3' });
+  });
+
+  it('a plain message answered to message/send: its text is the result', async () => {
+    cardBody = noStream(`${rpc.url}/send-message`);
+    const result = await callTool({});
+    expect(result.error, JSON.stringify(result.error)).toBeUndefined();
+    expect(result.output).toBe('a plain message');
+  });
+});
+
+describe('the remote task and the calling run', () => {
+  it('cancelling the run mid-call cancels the remote task (tasks/cancel)', async () => {
+    await t.listen();
+    cardBody = card03(`http://127.0.0.1:${hangingPort}/rpc`, 'JSONRPC');
+    hangingMethods.length = 0;
+    const caller = await t.agent(key, {
+      model: 'builtin/echo',
+      tools: [{ type: 'a2a', name: 'r', cardUrl: `${cards.url}/card.json` }],
+    });
+    const res = await t.fetch(`/api/v1/agents/${caller.id}/stream`, key, { body: { message: '/tool a2a_r {"message":"hi"}' } });
+    for (let i = 0; i < 200 && !hangingMethods.includes('message/stream'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(hangingMethods).toContain('message/stream');
+    // The task event has reached the tool by now.
+    await new Promise((r) => setTimeout(r, 200));
+    const runs = await t.request('GET', `/api/v1/agents/${caller.id}/runs`, { key });
+    const runId = runs.body.runs.find((r: { status: string }) => r.status === 'running')?.id;
+    const cancelled = await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key });
+    expect(cancelled.body.status).toBe('cancelled');
+    await res.body?.cancel().catch(() => {});
+    for (let i = 0; i < 150 && !hangingMethods.includes('tasks/cancel'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(hangingMethods).toContain('tasks/cancel');
+  });
+});
+
+describe('a stream that ends before the remote task does', () => {
+  for (const how of ['drop', 'end'])
+    it(`${how === 'drop' ? 'cut' : 'closed'} after the task event: the remote task is cancelled, the tool errs`, async () => {
+      cardBody = card03(`http://127.0.0.1:${hangingPort}/${how}`, 'JSONRPC');
+      hangingMethods.length = 0;
+      const result = await callTool({});
+      expect(result.error, JSON.stringify(result)).toBeDefined();
+      for (let i = 0; i < 150 && !hangingMethods.includes('tasks/cancel'); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(hangingMethods).toEqual(['message/stream', 'tasks/cancel']);
+    });
 });
