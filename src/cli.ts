@@ -37,9 +37,20 @@ function print(json: boolean, value: unknown, text: string) {
   process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${text}\n`);
 }
 
+/**
+ * A kid is a base64url thumbprint and may begin with '-', which parseArgs would take for an option: the
+ * word after `revoke-platform-key` is the kid whatever it looks like, so it goes after a `--`.
+ */
+function kidAsPositional(argv: string[]): string[] {
+  const at = argv.indexOf('revoke-platform-key');
+  const kid = argv[at + 1];
+  if (at < 0 || kid === undefined || !kid.startsWith('-') || argv.includes('--')) return argv;
+  return [...argv.slice(0, at + 1), ...argv.slice(at + 2), '--', kid];
+}
+
 async function run(argv: string[], db: Db, config: Config): Promise<void> {
   const { values, positionals } = parseArgs({
-    args: argv,
+    args: kidAsPositional(argv),
     allowPositionals: true,
     options: {
       json: { type: 'boolean', default: false },

@@ -58,6 +58,10 @@ describe('agentry identity (CLI) next to a running server', () => {
     expect((await bundle()).keys.map((k) => k.kid)).not.toContain(key.kid);
     const unknown = await cli(['identity', 'revoke-platform-key', 'nope'], database.env);
     expect(unknown.code).toBe(2);
+    // A kid is a base64url thumbprint and may begin with '-': it is still the kid, not an option.
+    const dashed = await cli(['identity', 'revoke-platform-key', '-kNope', '--json'], database.env);
+    expect(dashed.code).toBe(2);
+    expect(dashed.stderr).toContain('no platform key -kNope');
     const bad = await cli(['identity', 'rotate-platform-key', '--activate-in', 'soon'], database.env);
     expect(bad.code).toBe(2);
   });
