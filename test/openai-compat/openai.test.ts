@@ -295,22 +295,27 @@ describe('errors in OpenAI’s shape', () => {
     const agent = await t.agent(key, { model: 'builtin/echo' });
     const model = `agent:${agent.id}`;
     const messages = [{ role: 'user' as const, content: 'hi' }];
-    const cases: [Promise<unknown>, string][] = [
-      [client(key).chat.completions.create({ model, messages, n: 2 }), 'n'],
+    // Each request is made when its case is checked: one made earlier would reject with nobody awaiting it yet.
+    const cases: [() => Promise<unknown>, string][] = [
+      [() => client(key).chat.completions.create({ model, messages, n: 2 }), 'n'],
       [
-        client(key).chat.completions.create({ model, messages, tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }),
+        () =>
+          client(key).chat.completions.create({ model, messages, tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }),
         'tools',
       ],
-      [client(key).chat.completions.create({ model, messages, response_format: { type: 'json_object' } }), 'response_format'],
+      [() => client(key).chat.completions.create({ model, messages, response_format: { type: 'json_object' } }), 'response_format'],
       [
-        client(key).chat.completions.create({ model, messages: [...messages, { role: 'tool', tool_call_id: 'c1', content: '42' }] }),
+        () => client(key).chat.completions.create({ model, messages: [...messages, { role: 'tool', tool_call_id: 'c1', content: '42' }] }),
         'messages.1',
       ],
-      [client(key).chat.completions.create({ model, messages: [...messages, { role: 'assistant', content: 'hello' }] }), 'messages.1'],
-      [client(key).chat.completions.create({ model, messages, unknown_option: true } as never), 'unknown_option'],
+      [
+        () => client(key).chat.completions.create({ model, messages: [...messages, { role: 'assistant', content: 'hello' }] }),
+        'messages.1',
+      ],
+      [() => client(key).chat.completions.create({ model, messages, unknown_option: true } as never), 'unknown_option'],
     ];
     for (const [request, param] of cases) {
-      const err = await caught(request);
+      const err = await caught(request());
       expect(err, param).toBeInstanceOf(OpenAI.BadRequestError);
       expect(err.error, param).toMatchObject({ type: 'invalid_request_error', param });
     }
@@ -354,7 +359,7 @@ describe('errors in OpenAI’s shape', () => {
       ],
     ];
     for (const [request, param] of cases) {
-      const err = await caught(request);
+      const err = await caught(request());
       expect(err, param).toBeInstanceOf(OpenAI.BadRequestError);
       expect(err.error, param).toMatchObject({ type: 'invalid_request_error', param });
     }
