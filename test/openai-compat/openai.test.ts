@@ -330,31 +330,34 @@ describe('errors in OpenAI’s shape', () => {
     const model = `agent:${agent.id}`;
     const long = 'x'.repeat(100_001);
     const half = 'x'.repeat(50_001);
-    const cases: [Promise<unknown>, string][] = [
-      [client(key).chat.completions.create({ model, messages: [{ role: 'user', content: long }] }), 'messages.0.content'],
+    // Made when checked, as above.
+    const cases: [() => Promise<unknown>, string][] = [
+      [() => client(key).chat.completions.create({ model, messages: [{ role: 'user', content: long }] }), 'messages.0.content'],
       [
-        client(key).chat.completions.create({
-          model,
-          messages: [
-            { role: 'system', content: long },
-            { role: 'user', content: 'hi' },
-          ],
-        }),
+        () =>
+          client(key).chat.completions.create({
+            model,
+            messages: [
+              { role: 'system', content: long },
+              { role: 'user', content: 'hi' },
+            ],
+          }),
         'messages.0.content',
       ],
       [
-        client(key).chat.completions.create({
-          model,
-          messages: [
-            {
-              role: 'user',
-              content: [
-                { type: 'text', text: half },
-                { type: 'text', text: half },
-              ],
-            },
-          ],
-        }),
+        () =>
+          client(key).chat.completions.create({
+            model,
+            messages: [
+              {
+                role: 'user',
+                content: [
+                  { type: 'text', text: half },
+                  { type: 'text', text: half },
+                ],
+              },
+            ],
+          }),
         'messages.0.content',
       ],
     ];
