@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { v7 } from 'uuid';
 import { systemClock } from './scheduler/clock.js';
 
@@ -10,9 +11,13 @@ export function newId(): string {
   return v7();
 }
 
-/** Request ids (`x-request-id`, the logs): the same v7 ids, so a log line's request sorts by time. */
+/**
+ * Request ids (`x-request-id`, the logs): random UUIDs. Node draws them from a pooled entropy buffer,
+ * where a v7 id draws fresh random bytes each time (5% of a cached GET's CPU); log lines carry their own
+ * time, so request ids need not sort.
+ */
 export function newRequestId(): string {
-  return newId();
+  return randomUUID();
 }
 
 /** The current time as stored and returned everywhere: ISO 8601 UTC with milliseconds. */
