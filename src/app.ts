@@ -7,6 +7,7 @@ import { AgentsService } from './agents/service.js';
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
 import { registerAuth } from './http/auth.js';
+import { consolePlugin } from './http/console.js';
 import { healthPlugin } from './http/health.js';
 import { registerOpenApi } from './http/openapi.js';
 import { requestChildLogger } from './http/request-logger.js';
@@ -309,6 +310,8 @@ export async function buildApp({ config, db, services = createServices(config, d
     skills: services.skills,
     publicBaseUrl: config.publicBaseUrl,
   });
+  // The web console at / (its own paths only; docs/console.md).
+  await app.register(consolePlugin, { dir: config.consoleDir, publicBaseUrl: config.publicBaseUrl });
 
   return app;
 }

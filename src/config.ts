@@ -59,6 +59,8 @@ export interface Config {
   /** Key that encrypts private keys at rest; `undefined`: generated into `DATA_DIR/master.key`. */
   masterKey: Secret | undefined;
   tasks: TaskSettings;
+  /** The built web console served at `/` (CONSOLE_DIR; `off`: none); null when disabled. */
+  consoleDir: string | null;
 }
 
 /** The task dispatcher and cron scheduler of this process (docs/scheduling.md). */
@@ -240,5 +242,12 @@ export function loadConfig(env: Env = process.env): Config {
     trustDomain,
     masterKey,
     tasks,
+    // packages/console/dist beside src/ or dist/ (this module's folder) unless CONSOLE_DIR says otherwise.
+    consoleDir:
+      env.CONSOLE_DIR === 'off'
+        ? null
+        : env.CONSOLE_DIR
+          ? path.resolve(env.CONSOLE_DIR)
+          : path.resolve(import.meta.dirname, '../packages/console/dist'),
   };
 }
