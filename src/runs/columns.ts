@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { parseJsonColumn } from '../db/json-column.js';
 
 /**
@@ -15,6 +15,8 @@ const ToolCalls = Type.Array(
     result: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
     startedAt: Type.String(),
     completedAt: Type.Union([Type.String(), Type.Null()]),
+    // Written since issue 27 (runs/steps.ts); absent on runs ended before.
+    source: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   }),
 );
 const Steps = Type.Array(
@@ -25,8 +27,15 @@ const Steps = Type.Array(
     injected: Type.Array(Type.String()),
     finishReason: Type.String(),
     usage: Type.Object({ inputTokens: Type.Number(), outputTokens: Type.Number() }),
+    // Written since issue 27 (runs/steps.ts); absent on runs ended before.
+    model: Type.Optional(Type.String()),
+    cost: Type.Optional(Type.Number()),
+    startedAt: Type.Optional(Type.String()),
+    completedAt: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   }),
 );
+export type StoredStep = Static<typeof Steps>[number];
+export type StoredToolCall = Static<typeof ToolCalls>[number];
 const Budget = Type.Record(Type.String(), Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number() }));
 /** A run's warnings; a `tokens` row of run_events (the texts of the tokens it holds). */
 const Texts = Type.Array(Type.String());
@@ -41,3 +50,29 @@ export const warningsColumn = (text: string) => parseJsonColumn(Texts, text, 'ru
 export const optionsColumn = (text: string) => parseJsonColumn(Options, text, 'runs.options');
 export const eventDataColumn = (text: string) => parseJsonColumn(JsonObject, text, 'run_events.data');
 export const tokenTextsColumn = (text: string) => parseJsonColumn(Texts, text, 'run_events.data');
+
+/** What resuming a paused run needs (run_suspensions.state, runs/pause.ts): its loop's pause, and how the run was started. */
+const Suspension = Type.Object({
+  pause: Type.Object({
+    prompt: Type.Array(JsonObject),
+    nextStep: Type.Integer({ minimum: 0 }),
+    calls: Type.Array(
+      Type.Object({
+        call: Type.Object({ toolCallId: Type.String(), toolName: Type.String(), input: Type.Unknown(), invalid: Type.Optional(Type.String()) }),
+        reason: Type.Optional(Type.String()),
+        result: Type.Optional(JsonObject),
+      }),
+    ),
+    result: JsonObject,
+  }),
+  run: Type.Object({
+    kind: Type.String(),
+    actorId: Type.Union([Type.String(), Type.Null()]),
+    enableTools: Type.Boolean(),
+    maxTokens: Type.Optional(Type.Integer()),
+    delegationDepth: Type.Optional(Type.Integer()),
+    startedAtMs: Type.Number(),
+    warnings: Type.Array(Type.String()),
+  }),
+});
+export const suspensionColumn = (text: string) => parseJsonColumn(Suspension, text, 'run_suspensions.state');

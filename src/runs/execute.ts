@@ -146,6 +146,7 @@ export class RunExecution {
       // The run's warnings: tool sources that could not contribute, then what the provider warned about.
       warnings: [...(toolSet.warnings ?? []), ...result.warnings],
       startedAtMs: x.startedAtMs,
+      toolSources: toolSet.sources,
     });
   }
 

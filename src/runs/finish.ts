@@ -8,6 +8,7 @@ import type { LoopResult } from '../runtime/loop.js';
 import { type RunEvent, eventRows } from './events.js';
 import type { ActiveRun, RunEnd, RunResources } from './resources.js';
 import type { TerminalStatus } from './statuses.js';
+import { stepsToStore, toolCallsToStore } from './steps.js';
 import * as store from './store.js';
 import type { RunFinished, RunOutcome } from './types.js';
 import type { RunError } from './views.js';
@@ -31,6 +32,8 @@ export interface Ending {
   failure: RunError | undefined;
   warnings: string[];
   startedAtMs: number;
+  /** Each tool's source by name (the run's ToolSet), recorded with its calls. */
+  toolSources?: ReadonlyMap<string, string>;
 }
 
 /**
@@ -115,8 +118,8 @@ export class RunFinish {
         input_tokens: tokenUsage.inputTokens,
         output_tokens: tokenUsage.outputTokens,
         duration_ms: duration,
-        tool_calls: JSON.stringify(result.toolCalls),
-        steps: JSON.stringify(result.steps),
+        tool_calls: JSON.stringify(toolCallsToStore(result.toolCalls, ending.toolSources)),
+        steps: JSON.stringify(stepsToStore(result.steps, ending.model, this.r.prices)),
         warnings: JSON.stringify(ending.warnings),
         completed_at: at,
         lease_owner: null,

@@ -93,6 +93,18 @@ export const RunDetailsSchema = Type.Evaluate(
           result: Nullable(Json),
           startedAt: Timestamp,
           completedAt: Nullable(Timestamp),
+          source: Nullable(
+            Type.String({
+              description: 'the tool provider that offered it: mcp, skills, delegation, a2a (null: a run ended before this was recorded)',
+            }),
+          ),
+          durationMs: Nullable(Type.Integer({ description: 'null while unfinished' })),
+          outcome: Type.Union([Type.Literal('ok'), Type.Literal('error'), Type.Literal('unfinished')], {
+            description: 'error: the result is { error: { code, message } }; unfinished: the run ended before the tool answered',
+          }),
+          errorCode: Nullable(
+            Type.String({ description: 'the code of an error outcome (the tool’s own, tool_timeout, cancelled, invalid_tool_call...)' }),
+          ),
         }),
       ),
       steps: Type.Array(
@@ -103,6 +115,11 @@ export const RunDetailsSchema = Type.Evaluate(
           injected: Type.Array(Type.String({ description: 'messages injected before this step' })),
           finishReason: Type.String(),
           usage: TokenUsage,
+          model: Type.String({ description: 'the model that answered this step (provider/name)' }),
+          cost: Nullable(Type.Number({ description: 'USD, at that model’s price (null: a run ended before steps were priced)' })),
+          startedAt: Nullable(Timestamp),
+          completedAt: Nullable(Timestamp),
+          durationMs: Nullable(Type.Integer({ description: 'from the request to the model to the end of its answer' })),
         }),
       ),
       warnings: Type.Array(Type.String(), {

@@ -1,4 +1,5 @@
 import { errorColumn, optionsColumn, stepsColumn, toolCallsColumn, warningsColumn } from './columns.js';
+import { stepView, toolCallView } from './steps.js';
 import type { RunRow } from './store.js';
 
 /** Public shapes of a run (spec 2.5, CONTRACT.md "Executions and streaming"). */
@@ -39,8 +40,8 @@ export function runDetails(row: RunRow) {
     options,
     /** The budgets in force when the run started, and what had been spent against them before it. */
     budget: budget ?? {},
-    toolCalls: toolCallsColumn(row.tool_calls),
-    steps: stepsColumn(row.steps),
+    toolCalls: toolCallsColumn(row.tool_calls).map(toolCallView),
+    steps: stepsColumn(row.steps).map((step) => stepView(step, row.model)),
     warnings: warningsColumn(row.warnings),
   };
 }

@@ -41,6 +41,9 @@ interface StepRecord {
   injected: string[];
   finishReason: string;
   usage: { inputTokens: number; outputTokens: number };
+  /** When the model was asked, and when its answer ended (null: it never did); the run's steps summary reads them. */
+  startedAt: string;
+  completedAt: string | null;
 }
 
 export interface LoopResult {
@@ -193,6 +196,8 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
       injected,
       finishReason: 'stop',
       usage: { inputTokens: 0, outputTokens: 0 },
+      startedAt: now(),
+      completedAt: null,
     };
     result.steps.push(step);
     let output: StepOutput;
@@ -225,6 +230,7 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
       if (err instanceof ProviderError) throw new ModelCallError(err.message, result, err.code, err.detail);
       throw new ModelCallError(errorMessage(err), result);
     }
+    step.completedAt = now();
     for (const w of output.warnings) if (!result.warnings.includes(w)) result.warnings.push(w);
     step.finishReason = output.finishReason;
     step.usage = output.usage;

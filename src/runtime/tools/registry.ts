@@ -17,8 +17,9 @@ export class ToolRegistry<A extends ToolAgent = ToolAgent> {
    * spares a run without tools a round of promises.
    */
   forRun(ctx: ToolContext<A>): MaybePromise<ToolSet<A>> {
+    const names = this.providers.map((p) => p.name);
     const sets = this.providers.map((p) => provideSafely(p, ctx));
-    return sets.some(isPromise) ? Promise.all(sets).then(combine) : combine(sets as ToolSet<A>[]);
+    return sets.some(isPromise) ? Promise.all(sets).then((s) => combine(s, names)) : combine(sets as ToolSet<A>[], names);
   }
 }
 
@@ -37,10 +38,14 @@ function provideSafely<A extends ToolAgent>(p: { name: string; provide: ToolProv
  * A tool whose input schema cannot check its calls (`input-schema.ts`) is left out, with a warning,
  * rather than offered to the model and refused at every call; the schemas are compiled here, once each.
  */
-function combine<A extends ToolAgent>(sets: ToolSet<A>[]): ToolSet<A> {
+function combine<A extends ToolAgent>(sets: ToolSet<A>[], names: string[]): ToolSet<A> {
   const warnings = sets.flatMap((s) => s.warnings ?? []);
   const closing = sets.filter((s) => s.close);
   const seen = new Set<string>();
+  const sources = new Map<string, string>();
+  sets.forEach((s, i) => {
+    for (const t of s.tools) if (!sources.has(t.name)) sources.set(t.name, names[i]);
+  });
   const usable = (t: RuntimeTool<A>) => {
     try {
       inputCheck(t.inputSchema);
@@ -60,6 +65,7 @@ function combine<A extends ToolAgent>(sets: ToolSet<A>[]): ToolSet<A> {
   return {
     tools,
     warnings,
+    sources,
     close: closing.length
       ? async () => {
           await Promise.allSettled(closing.map((s) => s.close!()));

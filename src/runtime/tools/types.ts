@@ -36,6 +36,8 @@ export interface ToolSet<A extends ToolAgent = ToolAgent> {
   tools: RuntimeTool<A>[];
   /** Sources that could not contribute (a server down); recorded on the run. */
   warnings?: string[];
+  /** Each tool's source, by tool name: the name its provider was registered under (mcp, skills, delegation, a2a). */
+  sources?: ReadonlyMap<string, string>;
   close?(): Promise<void>;
 }
 

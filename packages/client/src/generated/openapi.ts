@@ -3802,7 +3802,11 @@ export interface operations {
                      *           "input": {},
                      *           "result": {},
                      *           "startedAt": "2026-11-22T09:00:00.000Z",
-                     *           "completedAt": "2026-11-22T09:00:00.000Z"
+                     *           "completedAt": "2026-11-22T09:00:00.000Z",
+                     *           "source": "string",
+                     *           "durationMs": 1,
+                     *           "outcome": "ok",
+                     *           "errorCode": "string"
                      *         }
                      *       ],
                      *       "steps": [
@@ -3819,7 +3823,12 @@ export interface operations {
                      *           "usage": {
                      *             "inputTokens": 1,
                      *             "outputTokens": 1
-                     *           }
+                     *           },
+                     *           "model": "string",
+                     *           "cost": 1.5,
+                     *           "startedAt": "2026-11-22T09:00:00.000Z",
+                     *           "completedAt": "2026-11-22T09:00:00.000Z",
+                     *           "durationMs": 1
                      *         }
                      *       ],
                      *       "warnings": [
@@ -3883,6 +3892,11 @@ export interface operations {
                              */
                             startedAt: string;
                             completedAt: string | null;
+                            source: string | null;
+                            durationMs: number | null;
+                            /** @description error: the result is { error: { code, message } }; unfinished: the run ended before the tool answered */
+                            outcome: "ok" | "error" | "unfinished";
+                            errorCode: string | null;
                         }[];
                         steps: {
                             index: number;
@@ -3894,6 +3908,12 @@ export interface operations {
                                 inputTokens: number;
                                 outputTokens: number;
                             };
+                            /** @description the model that answered this step (provider/name) */
+                            model: string;
+                            cost: number | null;
+                            startedAt: string | null;
+                            completedAt: string | null;
+                            durationMs: number | null;
                         }[];
                         /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
                         warnings: string[];
@@ -3970,7 +3990,11 @@ export interface operations {
                      *           "input": {},
                      *           "result": {},
                      *           "startedAt": "2026-11-22T09:00:00.000Z",
-                     *           "completedAt": "2026-11-22T09:00:00.000Z"
+                     *           "completedAt": "2026-11-22T09:00:00.000Z",
+                     *           "source": "string",
+                     *           "durationMs": 1,
+                     *           "outcome": "ok",
+                     *           "errorCode": "string"
                      *         }
                      *       ],
                      *       "steps": [
@@ -3987,7 +4011,12 @@ export interface operations {
                      *           "usage": {
                      *             "inputTokens": 1,
                      *             "outputTokens": 1
-                     *           }
+                     *           },
+                     *           "model": "string",
+                     *           "cost": 1.5,
+                     *           "startedAt": "2026-11-22T09:00:00.000Z",
+                     *           "completedAt": "2026-11-22T09:00:00.000Z",
+                     *           "durationMs": 1
                      *         }
                      *       ],
                      *       "warnings": [
@@ -4051,6 +4080,11 @@ export interface operations {
                              */
                             startedAt: string;
                             completedAt: string | null;
+                            source: string | null;
+                            durationMs: number | null;
+                            /** @description error: the result is { error: { code, message } }; unfinished: the run ended before the tool answered */
+                            outcome: "ok" | "error" | "unfinished";
+                            errorCode: string | null;
                         }[];
                         steps: {
                             index: number;
@@ -4062,6 +4096,12 @@ export interface operations {
                                 inputTokens: number;
                                 outputTokens: number;
                             };
+                            /** @description the model that answered this step (provider/name) */
+                            model: string;
+                            cost: number | null;
+                            startedAt: string | null;
+                            completedAt: string | null;
+                            durationMs: number | null;
                         }[];
                         /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
                         warnings: string[];
@@ -5431,7 +5471,11 @@ export interface operations {
                      *           "input": {},
                      *           "result": {},
                      *           "startedAt": "2026-11-22T09:00:00.000Z",
-                     *           "completedAt": "2026-11-22T09:00:00.000Z"
+                     *           "completedAt": "2026-11-22T09:00:00.000Z",
+                     *           "source": "string",
+                     *           "durationMs": 1,
+                     *           "outcome": "ok",
+                     *           "errorCode": "string"
                      *         }
                      *       ],
                      *       "steps": [
@@ -5448,7 +5492,12 @@ export interface operations {
                      *           "usage": {
                      *             "inputTokens": 1,
                      *             "outputTokens": 1
-                     *           }
+                     *           },
+                     *           "model": "string",
+                     *           "cost": 1.5,
+                     *           "startedAt": "2026-11-22T09:00:00.000Z",
+                     *           "completedAt": "2026-11-22T09:00:00.000Z",
+                     *           "durationMs": 1
                      *         }
                      *       ],
                      *       "warnings": [
@@ -5512,6 +5561,11 @@ export interface operations {
                              */
                             startedAt: string;
                             completedAt: string | null;
+                            source: string | null;
+                            durationMs: number | null;
+                            /** @description error: the result is { error: { code, message } }; unfinished: the run ended before the tool answered */
+                            outcome: "ok" | "error" | "unfinished";
+                            errorCode: string | null;
                         }[];
                         steps: {
                             index: number;
@@ -5523,6 +5577,12 @@ export interface operations {
                                 inputTokens: number;
                                 outputTokens: number;
                             };
+                            /** @description the model that answered this step (provider/name) */
+                            model: string;
+                            cost: number | null;
+                            startedAt: string | null;
+                            completedAt: string | null;
+                            durationMs: number | null;
                         }[];
                         /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
                         warnings: string[];
