@@ -1,0 +1,3 @@
+export function IdentityPage() {
+  return null;
+}

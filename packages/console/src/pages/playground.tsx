@@ -1,0 +1,321 @@
+import type { ConversationSummary, Message, RunStream } from '@agentry/client';
+import {
+  Accordion,
+  Alert,
+  Badge,
+  Button,
+  Code,
+  Grid,
+  Group,
+  NavLink,
+  Paper,
+  ScrollArea,
+  Select,
+  Stack,
+  Text,
+  Textarea,
+  Title,
+  Tooltip,
+} from '@mantine/core';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useNavigate, useSearch } from '@tanstack/react-router';
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { messageOf, useClient, useDenied } from '../api';
+import { followTurn, newTurn, pendingTurns, type ToolCallView, type TurnState } from '../lib/turn';
+
+function ToolCalls({ calls }: { calls: ToolCallView[] }) {
+  if (!calls.length) return null;
+  return (
+    <Accordion variant="separated" multiple chevronPosition="left">
+      {calls.map((call) => (
+        <Accordion.Item key={call.id} value={call.id} data-testid="tool-call">
+          <Accordion.Control>
+            <Group gap="xs">
+              <Badge variant="light">tool</Badge>
+              <Text ff="monospace" size="sm">
+                {call.name}
+              </Text>
+              <Text size="xs" c="dimmed">
+                {call.result === undefined ? 'running…' : call.durationMs !== undefined ? `${call.durationMs} ms` : 'done'}
+              </Text>
+            </Group>
+          </Accordion.Control>
+          <Accordion.Panel>
+            <Text size="xs" fw={600}>
+              Arguments
+            </Text>
+            <Code block>{JSON.stringify(call.input, null, 2)}</Code>
+            {call.result !== undefined && (
+              <>
+                <Text size="xs" fw={600} mt="xs">
+                  Result
+                </Text>
+                <Code block>{JSON.stringify(call.result, null, 2)}</Code>
+              </>
+            )}
+          </Accordion.Panel>
+        </Accordion.Item>
+      ))}
+    </Accordion>
+  );
+}
+
+/** Cost and tokens of a finished turn, read from its run. */
+function TurnCost({ runId }: { runId: string }) {
+  const client = useClient();
+  const run = useQuery({ queryKey: ['run', runId], queryFn: () => client.runs.get(runId), staleTime: 60_000 });
+  if (!run.data) return null;
+  return <CostLine cost={run.data.cost} input={run.data.tokenUsage?.inputTokens} output={run.data.tokenUsage?.outputTokens} />;
+}
+
+function CostLine({ cost, input, output }: { cost?: number; input?: number; output?: number }) {
+  return (
+    <Text size="xs" c="dimmed" data-testid="turn-cost">
+      ${(cost ?? 0).toFixed(6)} · {input ?? 0} in / {output ?? 0} out tokens
+    </Text>
+  );
+}
+
+function Bubble({ author, children }: { author: string; children: React.ReactNode }) {
+  const user = author === 'user';
+  return (
+    <Group justify={user ? 'flex-end' : 'flex-start'}>
+      <Paper p="sm" radius="md" withBorder maw="85%" bg={user ? 'var(--mantine-color-indigo-light)' : undefined} data-author={author}>
+        {children}
+      </Paper>
+    </Group>
+  );
+}
+
+const asToolViews = (message: Message): ToolCallView[] =>
+  message.toolCalls.map((call, i) => ({ id: `${message.id}-${i}`, name: call.name, input: call.input, result: {} }));
+
+export function PlaygroundPage() {
+  const client = useClient();
+  const denied = useDenied()('agents:write');
+  const queryClient = useQueryClient();
+  const navigate = useNavigate({ from: '/playground' });
+  const { agentId, conversationId } = useSearch({ from: '/app/playground' });
+  const [draft, setDraft] = useState('');
+  const [live, setLive] = useState<(TurnState & { userText?: string }) | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const streamRef = useRef<RunStream | null>(null);
+  const bottom = useRef<HTMLDivElement>(null);
+
+  const agents = useQuery({ queryKey: ['agents', 'all'], queryFn: () => client.agents.list({ limit: 100 }).toArray() });
+  const conversations = useQuery({
+    queryKey: ['conversations', agentId],
+    enabled: !!agentId,
+    queryFn: () =>
+      client.http.json<{ conversations: ConversationSummary[] }>('GET', '/api/v1/conversations', { query: { agentId, limit: 50 } }),
+  });
+  const messages = useQuery({
+    queryKey: ['messages', conversationId],
+    enabled: !!conversationId,
+    queryFn: async () => {
+      const all: Message[] = [];
+      for await (const message of client.conversations.messages(conversationId!, { limit: 100 })) {
+        all.push(message);
+        if (all.length >= 300) break;
+      }
+      return all.reverse();
+    },
+  });
+
+  const finish = useCallback(
+    async (turn: TurnState, conversation: string) => {
+      pendingTurns.clear(sessionStorage, turn.runId);
+      streamRef.current = null;
+      await queryClient.invalidateQueries({ queryKey: ['messages', conversation] });
+      queryClient.invalidateQueries({ queryKey: ['conversations'] });
+      queryClient.invalidateQueries({ queryKey: ['run', turn.runId] });
+      // The answer is in the conversation's messages now, unless the run failed before writing it.
+      setLive(turn.status === 'error' ? turn : null);
+    },
+    [queryClient],
+  );
+
+  // After a reload, the answer under way when the page went away is replayed from its first event:
+  // rebuilt from scratch, so nothing is lost or shown twice, then followed live until it ends.
+  useEffect(() => {
+    const pending = pendingTurns.get(sessionStorage);
+    if (!pending || pending.conversationId !== conversationId || streamRef.current) return;
+    const controller = new AbortController();
+    const events = client.runs.events(pending.runId, { lastEventId: 0, signal: controller.signal });
+    followTurn(events, newTurn(pending.runId), setLive, { live: false })
+      .then((turn) => finish(turn, pending.conversationId))
+      .catch((err) => {
+        if (!controller.signal.aborted) setError(messageOf(err));
+      });
+    return () => controller.abort();
+  }, [client, conversationId, finish]);
+
+  // Keeps the newest text in view as it arrives.
+  const newest = `${messages.data?.length}:${live?.text.length}:${live?.toolCalls.length}`;
+  useEffect(() => {
+    if (newest) bottom.current?.scrollIntoView({ block: 'end' });
+  }, [newest]);
+
+  const streaming = live?.status === 'streaming';
+
+  async function send() {
+    const text = draft.trim();
+    if (!text || !agentId) return;
+    setDraft('');
+    setError(null);
+    if (streaming && conversationId) {
+      // Said while the agent answers: joins the run (inject), as the next thing the model reads.
+      try {
+        await client.http.json('POST', `/api/v1/conversations/${conversationId}/inject`, { body: { content: text } });
+        queryClient.invalidateQueries({ queryKey: ['messages', conversationId] });
+      } catch (err) {
+        setError(messageOf(err));
+      }
+      return;
+    }
+    try {
+      const stream = client.agents.stream(agentId, { message: text, conversationId });
+      streamRef.current = stream;
+      const runId = await stream.runId();
+      const conversation = (await stream.conversationId()) ?? conversationId!;
+      pendingTurns.set(sessionStorage, { runId, conversationId: conversation, agentId });
+      setLive({ ...newTurn(runId), userText: text });
+      if (conversation !== conversationId) navigate({ search: { agentId, conversationId: conversation } });
+      queryClient.invalidateQueries({ queryKey: ['messages', conversation] });
+      const turn = await followTurn(stream, newTurn(runId), (t) => setLive({ ...t, userText: text }));
+      await finish(turn, conversation);
+    } catch (err) {
+      streamRef.current = null;
+      setError(messageOf(err));
+      setLive((t) => (t ? { ...t, status: 'error' } : t));
+    }
+  }
+
+  async function stop() {
+    if (!live) return;
+    try {
+      await client.runs.cancel(live.runId);
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  }
+
+  const shown = (messages.data ?? []).filter((m) => !(live && m.runId === live.runId && m.role === 'assistant'));
+  const userShown = live && shown.some((m) => m.runId === live.runId && m.role === 'user');
+
+  return (
+    <Grid>
+      <Grid.Col span={{ base: 12, sm: 4, lg: 3 }}>
+        <Stack gap="xs">
+          <Select
+            label="Agent"
+            searchable
+            placeholder="Choose an agent"
+            data={(agents.data ?? []).map((a) => ({ value: a.id, label: a.name }))}
+            value={agentId ?? null}
+            onChange={(id) => navigate({ search: { agentId: id ?? undefined, conversationId: undefined } })}
+          />
+          {agentId && (
+            <Button variant="light" onClick={() => navigate({ search: { agentId, conversationId: undefined } })}>
+              New conversation
+            </Button>
+          )}
+          <ScrollArea.Autosize mah={{ base: 160, sm: 'calc(100vh - 260px)' } as unknown as number} type="auto">
+            {(conversations.data?.conversations ?? []).map((c) => (
+              <NavLink
+                key={c.id}
+                label={c.name ?? new Date(c.createdAt).toLocaleString()}
+                description={`${c.messageCount ?? 0} messages`}
+                active={c.id === conversationId}
+                onClick={() => navigate({ search: { agentId, conversationId: c.id } })}
+              />
+            ))}
+          </ScrollArea.Autosize>
+        </Stack>
+      </Grid.Col>
+      <Grid.Col span={{ base: 12, sm: 8, lg: 9 }}>
+        <Stack h={{ base: 'auto', sm: 'calc(100vh - 120px)' } as unknown as string} gap="sm">
+          <Title order={3}>Playground</Title>
+          {!agentId && <Text c="dimmed">Choose an agent to talk to.</Text>}
+          <ScrollArea style={{ flex: 1 }} type="auto" aria-live="polite">
+            <Stack gap="sm" p="xs" data-testid="chat">
+              {shown.map((m) => (
+                <Bubble key={m.id} author={m.role}>
+                  <Text style={{ whiteSpace: 'pre-wrap' }}>{m.content}</Text>
+                  {m.role === 'assistant' && <ToolCalls calls={asToolViews(m)} />}
+                  {m.role === 'assistant' && m.runId && <TurnCost runId={m.runId} />}
+                </Bubble>
+              ))}
+              {live && (
+                <>
+                  {live.userText && !userShown && (
+                    <Bubble author="user">
+                      <Text style={{ whiteSpace: 'pre-wrap' }}>{live.userText}</Text>
+                    </Bubble>
+                  )}
+                  <Bubble author="assistant">
+                    <ToolCalls calls={live.toolCalls} />
+                    <Text style={{ whiteSpace: 'pre-wrap' }} data-testid="live-answer">
+                      {live.text}
+                      {live.status === 'streaming' ? '▍' : ''}
+                    </Text>
+                    {live.status === 'done' && (
+                      <CostLine cost={live.cost} input={live.tokenUsage?.inputTokens} output={live.tokenUsage?.outputTokens} />
+                    )}
+                    {live.error && (
+                      <Text c="red" size="sm">
+                        {live.error.code}: {live.error.message}
+                      </Text>
+                    )}
+                  </Bubble>
+                </>
+              )}
+              <div ref={bottom} />
+            </Stack>
+          </ScrollArea>
+          {error && (
+            <Alert color="red" withCloseButton onClose={() => setError(null)}>
+              {error}
+            </Alert>
+          )}
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              void send();
+            }}
+          >
+            <Group align="end" wrap="nowrap">
+              <Textarea
+                style={{ flex: 1 }}
+                aria-label="Message"
+                placeholder={streaming ? 'Add to the answer under way (inject)…' : 'Message (Enter sends, Shift+Enter a new line)'}
+                autosize
+                minRows={1}
+                maxRows={6}
+                value={draft}
+                disabled={!agentId || !!denied}
+                onChange={(e) => setDraft(e.currentTarget.value)}
+                onKeyDown={(e) => {
+                  if (e.key === 'Enter' && !e.shiftKey) {
+                    e.preventDefault();
+                    void send();
+                  }
+                }}
+              />
+              <Tooltip label={denied} disabled={!denied}>
+                <Button type="submit" disabled={!agentId || !draft.trim() || !!denied}>
+                  {streaming ? 'Inject' : 'Send'}
+                </Button>
+              </Tooltip>
+              {streaming && (
+                <Button color="red" variant="light" onClick={stop}>
+                  Stop
+                </Button>
+              )}
+            </Group>
+          </form>
+        </Stack>
+      </Grid.Col>
+    </Grid>
+  );
+}

@@ -1,0 +1,6 @@
+export function RunsPage() {
+  return null;
+}
+export function RunPage() {
+  return null;
+}

@@ -1,0 +1,3 @@
+export function SkillsPage() {
+  return null;
+}

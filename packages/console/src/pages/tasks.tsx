@@ -1,0 +1,6 @@
+export function TasksPage() {
+  return null;
+}
+export function TaskPage() {
+  return null;
+}

@@ -1,0 +1,3 @@
+export function UsagePage() {
+  return null;
+}

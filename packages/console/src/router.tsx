@@ -1,0 +1,93 @@
+import { Navigate, Outlet, RouterProvider, createRootRoute, createRoute, createRouter } from '@tanstack/react-router';
+import { useAuth } from './auth';
+import { Layout } from './layout';
+import { routerBasePath } from './lib/session';
+import { AgentEditPage, AgentsPage } from './pages/agents';
+import { ApprovalsPage } from './pages/approvals';
+import { IdentityPage } from './pages/identity';
+import { PlaygroundPage } from './pages/playground';
+import { RunPage, RunsPage } from './pages/runs';
+import { SignInPage } from './pages/sign-in';
+import { SkillsPage } from './pages/skills';
+import { TaskPage, TasksPage } from './pages/tasks';
+import { UsagePage } from './pages/usage';
+
+/*
+ * The console's pages. Their first path segments are the server's list of console routes
+ * (CONSOLE_SECTIONS in src/http/console.ts): a reload of any of them gets index.html.
+ */
+
+const rootRoute = createRootRoute({ component: Outlet });
+
+function SignedIn() {
+  const { session } = useAuth();
+  if (!session) return <Navigate to="/sign-in" />;
+  return (
+    <Layout>
+      <Outlet />
+    </Layout>
+  );
+}
+
+function SignInRoute() {
+  const { session } = useAuth();
+  if (session) return <Navigate to="/agents" />;
+  return <SignInPage />;
+}
+
+const signIn = createRoute({ getParentRoute: () => rootRoute, path: '/sign-in', component: SignInRoute });
+const app = createRoute({ getParentRoute: () => rootRoute, id: 'app', component: SignedIn });
+const index = createRoute({ getParentRoute: () => app, path: '/', component: () => <Navigate to="/agents" /> });
+const agents = createRoute({
+  getParentRoute: () => app,
+  path: '/agents',
+  component: AgentsPage,
+  validateSearch: (s: Record<string, unknown>): { page?: number; status?: string; appId?: string } => ({
+    page: Number(s.page) > 0 ? Number(s.page) : undefined,
+    status: typeof s.status === 'string' ? s.status : undefined,
+    appId: typeof s.appId === 'string' ? s.appId : undefined,
+  }),
+});
+const agentEdit = createRoute({ getParentRoute: () => app, path: '/agents/$agentId', component: AgentEditPage });
+const playground = createRoute({
+  getParentRoute: () => app,
+  path: '/playground',
+  component: PlaygroundPage,
+  validateSearch: (s: Record<string, unknown>): { agentId?: string; conversationId?: string } => ({
+    agentId: typeof s.agentId === 'string' ? s.agentId : undefined,
+    conversationId: typeof s.conversationId === 'string' ? s.conversationId : undefined,
+  }),
+});
+const runs = createRoute({
+  getParentRoute: () => app,
+  path: '/runs',
+  component: RunsPage,
+  validateSearch: (s: Record<string, unknown>): { agentId?: string; status?: string } => ({
+    agentId: typeof s.agentId === 'string' ? s.agentId : undefined,
+    status: typeof s.status === 'string' ? s.status : undefined,
+  }),
+});
+const run = createRoute({ getParentRoute: () => app, path: '/runs/$runId', component: RunPage });
+const tasks = createRoute({ getParentRoute: () => app, path: '/tasks', component: TasksPage });
+const task = createRoute({ getParentRoute: () => app, path: '/tasks/$taskId', component: TaskPage });
+const approvals = createRoute({ getParentRoute: () => app, path: '/approvals', component: ApprovalsPage });
+const identity = createRoute({ getParentRoute: () => app, path: '/identity', component: IdentityPage });
+const usage = createRoute({ getParentRoute: () => app, path: '/usage', component: UsagePage });
+const skills = createRoute({ getParentRoute: () => app, path: '/skills', component: SkillsPage });
+
+const routeTree = rootRoute.addChildren([
+  signIn,
+  app.addChildren([index, agents, agentEdit, playground, runs, run, tasks, task, approvals, identity, usage, skills]),
+]);
+
+export const router = createRouter({ routeTree, basepath: routerBasePath() || '/' });
+
+declare module '@tanstack/react-router' {
+  interface Register {
+    router: typeof router;
+  }
+}
+
+export function AppRouter() {
+  return <RouterProvider router={router} />;
+}
