@@ -15,6 +15,7 @@ const OWNERS = {
   tasks: ['tasks', 'task_jobs', 'task_fires'],
   skills: ['skills', 'skill_files', 'skill_assignments', 'connector_connections', 'connector_requests'],
   idempotency: ['idempotency_keys'],
+  memory: ['memory_blocks', 'memory_block_versions'],
   identity: ['identity_platform_keys', 'identity_agent_keys', 'identity_tokens', 'tbac_policies'],
 };
 

@@ -45,6 +45,9 @@ import { createSkillsDomain, registerSkillApprovalHandlers, type SkillsDomain } 
 import { openaiCompatPlugin } from './openai-compat/plugin.js';
 import { a2aPlugin } from './a2a/plugin.js';
 import { a2aToolProvider } from './a2a/tools.js';
+import { createMemoryDomain } from './memory/index.js';
+import { memoryPlugin } from './memory/plugin.js';
+import type { MemoryService } from './memory/service.js';
 import { SecretBox, isSealedBox } from './identity/secret-box.js';
 import { tenancyPlugin } from './tenancy/plugin.js';
 import { TenancyService } from './tenancy/service.js';
@@ -92,6 +95,8 @@ export interface Services extends SkillsDomain {
   tasks: TasksService;
   /** Idempotency-Key claims, shared by the runs' and tasks' routes. */
   idempotency: IdempotencyService;
+  /** Agents' memory blocks: in every run's system prompt, edited by people and by the agents' memory tools. */
+  memory: MemoryService;
 }
 
 /** The process logger: JSON lines; every line has its credentials redacted before it is written (log-redaction.ts). */
@@ -155,6 +160,8 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     'a2a',
     a2aToolProvider(outbound.fetch, identity.policies, a2aCredentials, (url) => outbound.listsExplicitly(url)),
   );
+  // Memory blocks join every run's system prompt; the memory tools ask TBAC as every tool does.
+  const memory = createMemoryDomain(db, { agents, tools, runs, policies: identity.policies });
   // Deleting an agent ends its identity; its badge lists the skills it may use.
   agents.deleteHooks.push(identity.forgetAgent);
   identity.useSkillCapabilities((tenantId, agentId) => skillsDomain.skills.usableSkillBriefs(tenantId, agentId));
@@ -178,6 +185,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     identity,
     tasks,
     idempotency,
+    memory,
   };
 }
 
@@ -304,6 +312,7 @@ export async function buildApp({ config, db, services = createServices(config, d
   });
   await app.register(identityPlugin, { identity: services.identity, limits: services.limits });
   await app.register(openaiCompatPlugin, { runs: services.runs, agents: services.agents });
+  await app.register(memoryPlugin, { memory: services.memory });
   await app.register(a2aPlugin, {
     runs: services.runs,
     agents: services.agents,

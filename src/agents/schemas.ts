@@ -18,8 +18,9 @@ const ToolName = Type.String({ pattern: '^[a-zA-Z0-9_-]{1,64}$', description: 'n
 const BuiltinTool = Type.Object(
   {
     type: Type.Literal('builtin'),
-    name: Type.Union([Type.Literal('skills'), Type.Literal('connectors')], {
-      description: 'skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request',
+    name: Type.Union([Type.Literal('skills'), Type.Literal('connectors'), Type.Literal('memory')], {
+      description:
+        'skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace (not given by default)',
     }),
     enabled: Type.Optional(Type.Boolean({ description: 'false: the group is off (input only; an agent lists only the groups it has)' })),
   },

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { Id, IdParams, Json, Literals, Nullable, PageQuery, problems, Timestamp } from '../http/schemas.js';
 import { IdempotencyHeaders, REPLAYED_HEADER } from '../idempotency/schemas.js';
-import { InjectedResult } from './schemas.js';
+import { InjectedResult, UserId } from './schemas.js';
 import { CONVERSATION_STATUSES, type ConversationsService } from './service.js';
 
 const tags = ['conversations'];
@@ -14,6 +14,7 @@ const ConversationSummary = Type.Object({
   name: Nullable(Type.String()),
   agentId: Type.String(),
   appId: Nullable(Type.String()),
+  userId: Nullable(Type.String({ description: 'the end user the conversation is with, if one was named' })),
   status: Type.String(),
   messageCount: Type.Integer(),
   lastMessageAt: Nullable(Timestamp),
@@ -66,6 +67,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
             agentId: Type.Optional(Id),
             status: Type.Optional(Status),
             appId: Type.Optional(Type.String({ maxLength: 128 })),
+            userId: Type.Optional(UserId),
           },
           { additionalProperties: false },
         ),
@@ -101,6 +103,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
             agentId: Id,
             name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
             appId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+            userId: Type.Optional(UserId),
             metadata: Type.Optional(Metadata),
           },
           { additionalProperties: false },

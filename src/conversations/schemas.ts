@@ -7,3 +7,15 @@ export const InjectedResult = Type.Object({
   messageId: Type.String(),
   conversationId: Type.String(),
 });
+
+/**
+ * The end user a conversation is with, in the caller's own terms (its application's user id). An agent
+ * remembers each user apart: that user's memory blocks join the agent's own in the system prompt.
+ */
+export const UserId = Type.String({
+  minLength: 1,
+  maxLength: 128,
+  pattern: '^[A-Za-z0-9._:@+-]+$',
+  description:
+    "an end user, in your application's terms (its id for them: letters, digits and . _ : @ + -, at most 128); a conversation with one gives its runs the agent's memory blocks of that user",
+});

@@ -18,6 +18,7 @@ function summary(row: store.ConversationRow) {
     name: row.name,
     agentId: row.agent_id,
     appId: row.app_id,
+    userId: row.user_id,
     status: row.status,
     messageCount: row.message_count,
     lastMessageAt: row.last_message_at,
@@ -119,7 +120,10 @@ export class ConversationsService {
     return row;
   }
 
-  async create(principal: Principal, input: { agentId: string; name?: string; appId?: string; metadata?: Record<string, unknown> }) {
+  async create(
+    principal: Principal,
+    input: { agentId: string; name?: string; appId?: string; userId?: string; metadata?: Record<string, unknown> },
+  ) {
     const agent = await this.agents.get(principal.tenantId, input.agentId);
     const at = now();
     const row: store.ConversationRow = {
@@ -138,6 +142,7 @@ export class ConversationsService {
       created_at: at,
       updated_at: at,
       deleted_at: null,
+      user_id: input.userId ?? null,
     };
     await this.db.kysely.transaction().execute(async (trx) => {
       await store.insertConversation(trx, row);
@@ -147,7 +152,7 @@ export class ConversationsService {
         action: 'conversation.created',
         resourceType: 'conversation',
         resourceId: row.id,
-        detail: { agentId: agent.id },
+        detail: { agentId: agent.id, ...(row.user_id ? { userId: row.user_id } : {}) },
       });
     });
     return details(row);

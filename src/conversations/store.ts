@@ -14,6 +14,7 @@ export interface ConversationFilter {
   agentId?: string;
   status?: string;
   appId?: string;
+  userId?: string;
 }
 
 export async function listConversations(db: Executor, tenantId: string, filter: ConversationFilter, limit: number, offset: number) {
@@ -21,6 +22,7 @@ export async function listConversations(db: Executor, tenantId: string, filter: 
   if (filter.agentId) q = q.where('agent_id', '=', filter.agentId);
   if (filter.status) q = q.where('status', '=', filter.status);
   if (filter.appId) q = q.where('app_id', '=', filter.appId);
+  if (filter.userId) q = q.where('user_id', '=', filter.userId);
   const [rows, count] = await Promise.all([q.selectAll().orderBy('id', 'desc').limit(limit).offset(offset).execute(), countRows(q)]);
   return { rows, total: count };
 }

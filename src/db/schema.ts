@@ -73,6 +73,8 @@ export interface ConversationTable {
   created_at: string;
   updated_at: string;
   deleted_at: string | null;
+  /** The end user the conversation is with (memory/): their memory blocks join its runs' system prompt. */
+  user_id: string | null;
 }
 
 export interface MessageTable {
@@ -356,6 +358,38 @@ export interface IdempotencyKeyTable {
   expires_at: string;
 }
 
+/** An agent's memory block, agent-wide (user_id null) or one end user's (memory/store.ts). */
+export interface MemoryBlockTable {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  user_id: string | null;
+  label: string;
+  value: string;
+  version: number;
+  created_at: string;
+  updated_at: string;
+  updated_by_type: string;
+  updated_by_id: string | null;
+}
+
+/** Every change of a memory block: the text after it (null: deleted) and before it. */
+export interface MemoryBlockVersionTable {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  user_id: string | null;
+  label: string;
+  version: number;
+  change: string;
+  value: string | null;
+  previous_value: string | null;
+  actor_type: string;
+  actor_id: string | null;
+  run_id: string | null;
+  created_at: string;
+}
+
 export interface Database {
   tenants: TenantTable;
   api_keys: ApiKeyTable;
@@ -379,4 +413,6 @@ export interface Database {
   connector_connections: ConnectorConnectionTable;
   connector_requests: ConnectorRequestTable;
   idempotency_keys: IdempotencyKeyTable;
+  memory_blocks: MemoryBlockTable;
+  memory_block_versions: MemoryBlockVersionTable;
 }

@@ -76,13 +76,14 @@ export class RunExecution {
     let failure: RunError | undefined;
     try {
       const model = this.r.models.resolve(agent.model);
-      const toolContext = { tenantId, agent, runId, conversationId, delegationDepth: input.delegationDepth };
+      const userId = x.conversation.user_id;
+      const toolContext = { tenantId, agent, runId, conversationId, userId, delegationDepth: input.delegationDepth };
       const toolsEnabled = input.enableTools ?? true;
       if (toolsEnabled) {
         const tools = this.r.tools.forRun({ ...toolContext, signal: controller.signal });
         toolSet = isPromise(tools) ? await tools : tools;
       }
-      const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled });
+      const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled, userId });
       const system =
         [agent.systemPrompt, agent.contextPrompt, ...contributed, input.instructions].filter(Boolean).join('\n\n') || undefined;
       const maxTokens = input.maxTokens ?? agent.configuration.maxTokens ?? undefined;

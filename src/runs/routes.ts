@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AgentsService } from '../agents/service.js';
 import type { FilesService } from '../conversations/files.js';
-import { InjectedResult } from '../conversations/schemas.js';
+import { InjectedResult, UserId } from '../conversations/schemas.js';
 import { Conflict, RunFailed } from '../errors.js';
 import { Id, IdParams, Json, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
 import { lastEventId, openSse } from '../http/sse.js';
@@ -25,6 +25,7 @@ const ExecuteBody = Type.Object(
   {
     message: Type.String({ minLength: 1, maxLength: 100_000 }),
     conversationId: Type.Optional(Id),
+    userId: Type.Optional(UserId),
     enableTools: Type.Optional(Type.Boolean({ default: true })),
     maxTokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 200_000 })),
     stream: Type.Optional(Type.Boolean({ default: false })),
@@ -201,6 +202,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
       modelContext,
       attachments: body.attachments,
       conversationId: body.conversationId,
+      userId: body.userId,
       enableTools: body.enableTools,
       maxTokens: body.maxTokens,
       onActiveRun: body.onActiveRun,

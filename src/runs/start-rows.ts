@@ -47,6 +47,7 @@ export function startRows(run: RunStart, w: { existing?: ConversationRow; lease:
         created_at: at,
         updated_at: at,
         deleted_at: null,
+        user_id: input.userId ?? null,
       };
   const conversationId = w.existing?.id ?? conversation!.id;
   return {

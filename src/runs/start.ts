@@ -75,6 +75,10 @@ export class RunStarts {
       if (conversation.agent_id !== input.agent.id) {
         throw new Conflict('conversation_agent_mismatch', 'the conversation belongs to another agent');
       }
+      // A conversation is one user's for good: another user's memory must not reach it.
+      if (input.userId !== undefined && input.userId !== conversation.user_id) {
+        throw new Conflict('conversation_user_mismatch', 'the conversation is with another user (userId) or with none named');
+      }
       if (conversation.status !== 'active')
         throw new Conflict(
           'conversation_not_active',

@@ -36,6 +36,11 @@ export interface StartRunInput {
   instructions?: string;
   attachments?: string[];
   conversationId?: string;
+  /**
+   * The end user the run answers (memory/): a new conversation is theirs; an existing one must be
+   * theirs already (or nobody's named, when this is absent).
+   */
+  userId?: string;
   /** The conversation's row, when the caller has just read it (not read again). */
   conversation?: ConversationRow;
   enableTools?: boolean;
@@ -120,4 +125,10 @@ export class ShutdownAbort extends Error {
  * announces the agent's skills this way). Called once per run; `undefined` adds nothing; one that
  * fails is logged and left out, so it never stops the run.
  */
-export type SystemPromptContributor = (ctx: { tenantId: string; agent: Agent; toolsEnabled: boolean }) => Promise<string | undefined>;
+export type SystemPromptContributor = (ctx: {
+  tenantId: string;
+  agent: Agent;
+  toolsEnabled: boolean;
+  /** The end user of the run's conversation, if it names one. */
+  userId?: string | null;
+}) => Promise<string | undefined>;

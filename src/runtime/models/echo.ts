@@ -16,6 +16,7 @@ import type {
  *   /tool <name> <json-input>   call that tool (several lines: several calls), then answer with the result
  *   /delay <ms>                 wait that long before each streamed token (at most 10000)
  *   /fail <message>             make the model call fail with that message
+ *   /system                     answer with the system prompt it was given (what a run's prompt holds, for tests)
  *
  * It exists for development, demos, tests and benchmarks; it goes through the same AI SDK interface,
  * tool loop, streaming and accounting as every real model. Token counts are words (whitespace-split).
@@ -28,6 +29,7 @@ interface Directives {
   tools: { name: string; input: string }[];
   delayMs: number;
   fail?: string;
+  revealSystem?: boolean;
 }
 
 function parseDirectives(message: string): Directives {
@@ -39,7 +41,7 @@ function parseDirectives(message: string): Directives {
   }
   const textLines: string[] = [];
   for (const line of message.split('\n')) {
-    const m = /^\/(tool|delay|fail)(?:\s+(.*))?$/.exec(line.trim());
+    const m = /^\/(tool|delay|fail|system)(?:\s+(.*))?$/.exec(line.trim());
     if (!m) {
       textLines.push(line);
       continue;
@@ -53,6 +55,8 @@ function parseDirectives(message: string): Directives {
     } else if (m[1] === 'delay') {
       const ms = Number.parseInt(arg, 10);
       if (Number.isFinite(ms) && ms > 0) out.delayMs = Math.min(ms, ECHO_MAX_DELAY_MS);
+    } else if (m[1] === 'system') {
+      out.revealSystem = true;
     } else {
       out.fail = arg || 'builtin/echo was told to fail';
     }
@@ -109,6 +113,14 @@ function lastUserText(prompt: LanguageModelV3Prompt): string {
   return '';
 }
 
+/** The system prompt as the model was given it (its system messages, joined). */
+function systemText(prompt: LanguageModelV3Prompt): string {
+  return prompt
+    .flatMap((m) => (m.role === 'system' ? [m.content] : []))
+    .join('\n\n')
+    .trim();
+}
+
 interface Plan {
   content: LanguageModelV3Content[];
   finishReason: LanguageModelV3FinishReason;
@@ -157,7 +169,9 @@ function plan(options: LanguageModelV3CallOptions): Plan {
     }));
     return { ...base, content, finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage: usage(calls.length) };
   }
-  let text = directives.text || (directives.tools.length ? 'no tools are available to this run' : '');
+  let text = directives.revealSystem
+    ? systemText(prompt)
+    : directives.text || (directives.tools.length ? 'no tools are available to this run' : '');
   let finish: LanguageModelV3FinishReason = { unified: 'stop', raw: 'stop' };
   const cap = options.maxOutputTokens;
   if (cap !== undefined && words(text) > cap) {

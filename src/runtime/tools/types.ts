@@ -15,6 +15,8 @@ export interface ToolContext<A extends ToolAgent = ToolAgent> {
   agent: A;
   runId: string;
   conversationId: string | null;
+  /** The end user the run's conversation is with, if it names one (memory tools keep each user's apart). */
+  userId?: string | null;
   /** How many delegations deep the run is (0 or absent: not started by another agent). */
   delegationDepth?: number;
   /** Aborted when the run is cancelled or the tool times out. */

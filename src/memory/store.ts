@@ -1,0 +1,139 @@
+import type { Kysely, Selectable } from 'kysely';
+import { countRows } from '../db/count.js';
+import type { Database, MemoryBlockTable, MemoryBlockVersionTable } from '../db/schema.js';
+
+/**
+ * SQL for memory blocks and their versions; every statement names its tenant and agent. A block's
+ * scope is its user: null for the agent's own (agent-wide) blocks, else that end user's.
+ */
+
+export type MemoryBlockRow = Selectable<MemoryBlockTable>;
+export type MemoryVersionRow = Selectable<MemoryBlockVersionTable>;
+type Executor = Kysely<Database>;
+
+/** The blocks of one agent and scope (user null: agent-wide). */
+export interface BlockScope {
+  tenantId: string;
+  agentId: string;
+  userId: string | null;
+}
+
+/** `user_id = ?`, or `user_id is null` for the agent-wide scope (`= null` would match nothing). */
+const scopeOp = (userId: string | null) => (userId === null ? 'is' : '=');
+
+export function listBlocks(db: Executor, scope: BlockScope): Promise<MemoryBlockRow[]> {
+  return db
+    .selectFrom('memory_blocks')
+    .selectAll()
+    .where('tenant_id', '=', scope.tenantId)
+    .where('agent_id', '=', scope.agentId)
+    .where('user_id', scopeOp(scope.userId), scope.userId)
+    .orderBy('label')
+    .execute();
+}
+
+/** What a run of the agent sees: its agent-wide blocks, then the user's (when the run has one), each by label. */
+export function blocksForRun(db: Executor, tenantId: string, agentId: string, userId: string | null): Promise<MemoryBlockRow[]> {
+  return db
+    .selectFrom('memory_blocks')
+    .selectAll()
+    .where('tenant_id', '=', tenantId)
+    .where('agent_id', '=', agentId)
+    .where((eb) => (userId === null ? eb('user_id', 'is', null) : eb.or([eb('user_id', 'is', null), eb('user_id', '=', userId)])))
+    .orderBy('user_id', (o) => o.nullsFirst())
+    .orderBy('label')
+    .execute();
+}
+
+export function findBlock(db: Executor, scope: BlockScope, label: string): Promise<MemoryBlockRow | undefined> {
+  return db
+    .selectFrom('memory_blocks')
+    .selectAll()
+    .where('tenant_id', '=', scope.tenantId)
+    .where('agent_id', '=', scope.agentId)
+    .where('user_id', scopeOp(scope.userId), scope.userId)
+    .where('label', '=', label)
+    .executeTakeFirst();
+}
+
+export async function countBlocks(db: Executor, scope: BlockScope): Promise<number> {
+  return countRows(
+    db
+      .selectFrom('memory_blocks')
+      .where('tenant_id', '=', scope.tenantId)
+      .where('agent_id', '=', scope.agentId)
+      .where('user_id', scopeOp(scope.userId), scope.userId),
+  );
+}
+
+export async function insertBlock(db: Executor, row: MemoryBlockRow): Promise<void> {
+  await db.insertInto('memory_blocks').values(row).execute();
+}
+
+/** Writes the block's new text only if it is still at `version` (another writer may have been first): true when written. */
+export async function updateBlock(
+  db: Executor,
+  tenantId: string,
+  id: string,
+  version: number,
+  patch: Pick<MemoryBlockRow, 'value' | 'version' | 'updated_at' | 'updated_by_type' | 'updated_by_id'>,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('memory_blocks')
+    .set(patch)
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .where('version', '=', version)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+export async function deleteBlock(db: Executor, tenantId: string, id: string, version: number): Promise<boolean> {
+  const result = await db
+    .deleteFrom('memory_blocks')
+    .where('tenant_id', '=', tenantId)
+    .where('id', '=', id)
+    .where('version', '=', version)
+    .executeTakeFirst();
+  return result.numDeletedRows === 1n;
+}
+
+/** The label's last version number in the scope, across deletes (0: none yet). */
+export async function lastVersion(db: Executor, scope: BlockScope, label: string): Promise<number> {
+  const row = await db
+    .selectFrom('memory_block_versions')
+    .select((eb) => eb.fn.max('version').as('v'))
+    .where('tenant_id', '=', scope.tenantId)
+    .where('agent_id', '=', scope.agentId)
+    .where('user_id', scopeOp(scope.userId), scope.userId)
+    .where('label', '=', label)
+    .executeTakeFirst();
+  return Number(row?.v ?? 0);
+}
+
+export async function insertVersion(db: Executor, row: MemoryVersionRow): Promise<void> {
+  await db.insertInto('memory_block_versions').values(row).execute();
+}
+
+export async function listVersions(db: Executor, scope: BlockScope, label: string, limit: number, offset: number) {
+  const q = db
+    .selectFrom('memory_block_versions')
+    .where('tenant_id', '=', scope.tenantId)
+    .where('agent_id', '=', scope.agentId)
+    .where('user_id', scopeOp(scope.userId), scope.userId)
+    .where('label', '=', label);
+  const [rows, total] = await Promise.all([q.selectAll().orderBy('version', 'desc').limit(limit).offset(offset).execute(), countRows(q)]);
+  return { rows, total };
+}
+
+/** Everything an agent remembered, for every user: the agent is being deleted. */
+export async function deleteAgentMemory(db: Executor, tenantId: string, agentId: string): Promise<void> {
+  await db.deleteFrom('memory_blocks').where('tenant_id', '=', tenantId).where('agent_id', '=', agentId).execute();
+  await db.deleteFrom('memory_block_versions').where('tenant_id', '=', tenantId).where('agent_id', '=', agentId).execute();
+}
+
+/** A unique index refused the row: another writer made the block (or the version) first. */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
