@@ -16,6 +16,7 @@ export const UserId = Type.String({
   minLength: 1,
   maxLength: 128,
   pattern: '^[A-Za-z0-9._:@+-]+$',
+  examples: ['user-42'],
   description:
     "an end user, in your application's terms (its id for them: letters, digits and . _ : @ + -, at most 128); a conversation with one gives its runs the agent's memory blocks of that user",
 });

@@ -8,7 +8,7 @@ import { hasMemoryTools, scopeOf } from './tools.js';
  * user's, each with its label and scope; nothing when there are none. How to change them is said only
  * when the run has the memory tools.
  */
-export function renderMemory(blocks: readonly MemoryBlock[], editable: boolean): string | undefined {
+function renderMemory(blocks: readonly MemoryBlock[], editable: boolean): string | undefined {
   if (!blocks.length) return undefined;
   const lines = [
     '# Memory',

@@ -10,8 +10,9 @@ export const MEMORY_MAX_BLOCKS = 16;
 export const MEMORY_CHANGES = ['created', 'set', 'appended', 'replaced', 'deleted'] as const;
 export type MemoryChange = (typeof MEMORY_CHANGES)[number];
 
-export const Label = Type.String({
+const Label = Type.String({
   pattern: '^[A-Za-z0-9_-]{1,64}$',
+  examples: ['user_preferences'],
   description: 'the block’s name, e.g. persona or user_preferences (letters, digits, _ and -, at most 64)',
 });
 const Value = Type.String({

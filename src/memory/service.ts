@@ -24,7 +24,7 @@ import * as store from './store.js';
  */
 
 /** Characters as people count them (code points), as the schemas' maxLength counts them. */
-export function charCount(text: string): number {
+function charCount(text: string): number {
   let n = 0;
   for (const _ of text) n++;
   return n;

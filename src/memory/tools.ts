@@ -85,8 +85,6 @@ const TOOLS: MemoryToolDef[] = [
   },
 ];
 
-export const MEMORY_TOOL_NAMES = TOOLS.map((t) => t.name);
-
 export const hasMemoryTools = (agent: Agent) => agent.tools.some((t) => t.type === 'builtin' && t.name === 'memory');
 
 /** The memory tools for the runs of agents that have them; the same tool objects for every run. */

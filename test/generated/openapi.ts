@@ -1378,6 +1378,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/{id}/memory": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an agent’s memory blocks (agent-wide, or one user’s)
+         * @description Without userId, the agent’s own blocks (every run of the agent sees them); with it, that end user’s. A scope holds at most 16 blocks of 5000 characters each.
+         */
+        get: operations["listMemoryBlocks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/{id}/memory/{label}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one memory block
+         * @description Without userId, the agent’s own blocks (every run of the agent sees them); with it, that end user’s.
+         */
+        get: operations["getMemoryBlock"];
+        /**
+         * Set a memory block’s text (made when there is none)
+         * @description Without userId, the agent’s own blocks (every run of the agent sees them); with it, that end user’s. Every change is a version (GET .../versions) and an audit event; the same text again changes nothing. 201 when the block is made, 200 when changed. 409 memory_block_limit: the scope already holds 16 blocks; 409 version_mismatch: the block is not at the version given.
+         */
+        put: operations["putMemoryBlock"];
+        post?: never;
+        /**
+         * Delete a memory block (its versions stay)
+         * @description Without userId, the agent’s own blocks (every run of the agent sees them); with it, that end user’s.
+         */
+        delete: operations["deleteMemoryBlock"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/{id}/memory/{label}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A memory block’s versions, newest first
+         * @description Without userId, the agent’s own blocks (every run of the agent sees them); with it, that end user’s. Each change with the text before and after it and who made it (an agent's changes name their run); a deleted block's versions stay.
+         */
+        get: operations["listMemoryBlockVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/a2a/{tenantId}/agents/{agentId}/.well-known/agent-card.json": {
         parameters: {
             query?: never;
@@ -1448,8 +1516,8 @@ export interface components {
             tools: ({
                 /** @enum {string} */
                 type: "builtin";
-                /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request */
-                name: "skills" | "connectors";
+                /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace (not given by default) */
+                name: "skills" | "connectors" | "memory";
                 /** @description false: the group is off (input only; an agent lists only the groups it has) */
                 enabled?: boolean;
             } | {
@@ -2465,8 +2533,8 @@ export interface operations {
                     tools?: ({
                         /** @enum {string} */
                         type: "builtin";
-                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request */
-                        name: "skills" | "connectors";
+                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace (not given by default) */
+                        name: "skills" | "connectors" | "memory";
                         /** @description false: the group is off (input only; an agent lists only the groups it has) */
                         enabled?: boolean;
                     } | {
@@ -2703,8 +2771,8 @@ export interface operations {
                     tools?: ({
                         /** @enum {string} */
                         type: "builtin";
-                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request */
-                        name: "skills" | "connectors";
+                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace (not given by default) */
+                        name: "skills" | "connectors" | "memory";
                         /** @description false: the group is off (input only; an agent lists only the groups it has) */
                         enabled?: boolean;
                     } | {
@@ -3138,6 +3206,7 @@ export interface operations {
                  * @example {
                  *       "message": "string",
                  *       "conversationId": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "userId": "user-42",
                  *       "enableTools": true,
                  *       "maxTokens": 1,
                  *       "stream": false,
@@ -3151,6 +3220,11 @@ export interface operations {
                     message: string;
                     /** @description identifier (UUID v7) */
                     conversationId?: string;
+                    /**
+                     * @description an end user, in your application's terms (its id for them: letters, digits and . _ : @ + -, at most 128); a conversation with one gives its runs the agent's memory blocks of that user
+                     * @example user-42
+                     */
+                    userId?: string;
                     /** @default true */
                     enableTools?: boolean;
                     maxTokens?: number;
@@ -3338,6 +3412,7 @@ export interface operations {
                  * @example {
                  *       "message": "string",
                  *       "conversationId": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "userId": "user-42",
                  *       "enableTools": true,
                  *       "maxTokens": 1,
                  *       "stream": false,
@@ -3351,6 +3426,11 @@ export interface operations {
                     message: string;
                     /** @description identifier (UUID v7) */
                     conversationId?: string;
+                    /**
+                     * @description an end user, in your application's terms (its id for them: letters, digits and . _ : @ + -, at most 128); a conversation with one gives its runs the agent's memory blocks of that user
+                     * @example user-42
+                     */
+                    userId?: string;
                     /** @default true */
                     enableTools?: boolean;
                     maxTokens?: number;
@@ -3498,6 +3578,7 @@ export interface operations {
                  * @example {
                  *       "message": "string",
                  *       "conversationId": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *       "userId": "user-42",
                  *       "enableTools": true,
                  *       "maxTokens": 1,
                  *       "stream": false,
@@ -3511,6 +3592,11 @@ export interface operations {
                     message: string;
                     /** @description identifier (UUID v7) */
                     conversationId?: string;
+                    /**
+                     * @description an end user, in your application's terms (its id for them: letters, digits and . _ : @ + -, at most 128); a conversation with one gives its runs the agent's memory blocks of that user
+                     * @example user-42
+                     */
+                    userId?: string;
                     /** @default true */
                     enableTools?: boolean;
                     maxTokens?: number;
@@ -4208,6 +4294,11 @@ export interface operations {
                 agentId?: string;
                 status?: "active" | "completed" | "archived";
                 appId?: string;
+                /**
+                 * @description an end user, in your application's terms (its id for them: letters, digits and . _ : @ + -, at most 128); a conversation with one gives its runs the agent's memory blocks of that user
+                 * @example user-42
+                 */
+                userId?: string;
             };
             header?: never;
             path?: never;
@@ -4229,6 +4320,7 @@ export interface operations {
                      *           "name": "string",
                      *           "agentId": "string",
                      *           "appId": "string",
+                     *           "userId": "string",
                      *           "status": "string",
                      *           "messageCount": 1,
                      *           "lastMessageAt": "2026-11-22T09:00:00.000Z",
@@ -4246,6 +4338,7 @@ export interface operations {
                             name: string | null;
                             agentId: string;
                             appId: string | null;
+                            userId: string | null;
                             status: string;
                             messageCount: number;
                             lastMessageAt: string | null;
@@ -4282,6 +4375,7 @@ export interface operations {
                  *       "agentId": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
                  *       "name": "string",
                  *       "appId": "string",
+                 *       "userId": "user-42",
                  *       "metadata": {}
                  *     }
                  */
@@ -4290,6 +4384,11 @@ export interface operations {
                     agentId: string;
                     name?: string;
                     appId?: string;
+                    /**
+                     * @description an end user, in your application's terms (its id for them: letters, digits and . _ : @ + -, at most 128); a conversation with one gives its runs the agent's memory blocks of that user
+                     * @example user-42
+                     */
+                    userId?: string;
                     /** @description custom tags */
                     metadata?: {
                         [key: string]: unknown;
@@ -4310,6 +4409,7 @@ export interface operations {
                      *       "name": "string",
                      *       "agentId": "string",
                      *       "appId": "string",
+                     *       "userId": "string",
                      *       "status": "string",
                      *       "messageCount": 1,
                      *       "lastMessageAt": "2026-11-22T09:00:00.000Z",
@@ -4324,6 +4424,7 @@ export interface operations {
                         name: string | null;
                         agentId: string;
                         appId: string | null;
+                        userId: string | null;
                         status: string;
                         messageCount: number;
                         lastMessageAt: string | null;
@@ -4420,6 +4521,7 @@ export interface operations {
                      *       "name": "string",
                      *       "agentId": "string",
                      *       "appId": "string",
+                     *       "userId": "string",
                      *       "status": "string",
                      *       "messageCount": 1,
                      *       "lastMessageAt": "2026-11-22T09:00:00.000Z",
@@ -4441,6 +4543,7 @@ export interface operations {
                         name: string | null;
                         agentId: string;
                         appId: string | null;
+                        userId: string | null;
                         status: string;
                         messageCount: number;
                         lastMessageAt: string | null;
@@ -4543,6 +4646,7 @@ export interface operations {
                      *       "name": "string",
                      *       "agentId": "string",
                      *       "appId": "string",
+                     *       "userId": "string",
                      *       "status": "string",
                      *       "messageCount": 1,
                      *       "lastMessageAt": "2026-11-22T09:00:00.000Z",
@@ -4564,6 +4668,7 @@ export interface operations {
                         name: string | null;
                         agentId: string;
                         appId: string | null;
+                        userId: string | null;
                         status: string;
                         messageCount: number;
                         lastMessageAt: string | null;
@@ -10716,6 +10821,485 @@ export interface operations {
                     };
                 };
             };
+        };
+    };
+    listMemoryBlocks: {
+        parameters: {
+            query?: {
+                /**
+                 * @description an end user, in your application's terms (its id for them: letters, digits and . _ : @ + -, at most 128); a conversation with one gives its runs the agent's memory blocks of that user
+                 * @example user-42
+                 */
+                userId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "blocks": [
+                     *         {
+                     *           "label": "string",
+                     *           "userId": "string",
+                     *           "value": "string",
+                     *           "chars": 1,
+                     *           "limit": 1,
+                     *           "version": 1,
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *           "updatedBy": {
+                     *             "type": "string",
+                     *             "id": "string"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "limits": {
+                     *         "maxBlocks": 1,
+                     *         "maxChars": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        blocks: {
+                            label: string;
+                            userId: string | null;
+                            value: string;
+                            /** @description characters the value holds */
+                            chars: number;
+                            /** @description characters the value may hold */
+                            limit: number;
+                            /** @description counts every change of the label, deletes too */
+                            version: number;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            updatedAt: string;
+                            updatedBy: {
+                                /** @description api_key, access_token, agent, ... */
+                                type: string;
+                                id: string | null;
+                            };
+                        }[];
+                        limits: {
+                            /** @description blocks this scope may hold */
+                            maxBlocks: number;
+                            /** @description characters one block may hold */
+                            maxChars: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getMemoryBlock: {
+        parameters: {
+            query?: {
+                /**
+                 * @description an end user, in your application's terms (its id for them: letters, digits and . _ : @ + -, at most 128); a conversation with one gives its runs the agent's memory blocks of that user
+                 * @example user-42
+                 */
+                userId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+                /**
+                 * @description the block’s name, e.g. persona or user_preferences (letters, digits, _ and -, at most 64)
+                 * @example user_preferences
+                 */
+                label: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "label": "string",
+                     *       "userId": "string",
+                     *       "value": "string",
+                     *       "chars": 1,
+                     *       "limit": 1,
+                     *       "version": 1,
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedBy": {
+                     *         "type": "string",
+                     *         "id": "string"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        label: string;
+                        userId: string | null;
+                        value: string;
+                        /** @description characters the value holds */
+                        chars: number;
+                        /** @description characters the value may hold */
+                        limit: number;
+                        /** @description counts every change of the label, deletes too */
+                        version: number;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                        updatedBy: {
+                            /** @description api_key, access_token, agent, ... */
+                            type: string;
+                            id: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    putMemoryBlock: {
+        parameters: {
+            query?: {
+                /**
+                 * @description an end user, in your application's terms (its id for them: letters, digits and . _ : @ + -, at most 128); a conversation with one gives its runs the agent's memory blocks of that user
+                 * @example user-42
+                 */
+                userId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+                /**
+                 * @description the block’s name, e.g. persona or user_preferences (letters, digits, _ and -, at most 64)
+                 * @example user_preferences
+                 */
+                label: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "value": "string",
+                 *       "version": 1
+                 *     }
+                 */
+                "application/json": {
+                    /** @description the block’s text, at most 5000 characters */
+                    value: string;
+                    /** @description the version you read: refused with 409 version_mismatch when the block has changed since (absent: last write wins) */
+                    version?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "label": "string",
+                     *       "userId": "string",
+                     *       "value": "string",
+                     *       "chars": 1,
+                     *       "limit": 1,
+                     *       "version": 1,
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedBy": {
+                     *         "type": "string",
+                     *         "id": "string"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        label: string;
+                        userId: string | null;
+                        value: string;
+                        /** @description characters the value holds */
+                        chars: number;
+                        /** @description characters the value may hold */
+                        limit: number;
+                        /** @description counts every change of the label, deletes too */
+                        version: number;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                        updatedBy: {
+                            /** @description api_key, access_token, agent, ... */
+                            type: string;
+                            id: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "label": "string",
+                     *       "userId": "string",
+                     *       "value": "string",
+                     *       "chars": 1,
+                     *       "limit": 1,
+                     *       "version": 1,
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedBy": {
+                     *         "type": "string",
+                     *         "id": "string"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        label: string;
+                        userId: string | null;
+                        value: string;
+                        /** @description characters the value holds */
+                        chars: number;
+                        /** @description characters the value may hold */
+                        limit: number;
+                        /** @description counts every change of the label, deletes too */
+                        version: number;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                        updatedBy: {
+                            /** @description api_key, access_token, agent, ... */
+                            type: string;
+                            id: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    deleteMemoryBlock: {
+        parameters: {
+            query?: {
+                /**
+                 * @description an end user, in your application's terms (its id for them: letters, digits and . _ : @ + -, at most 128); a conversation with one gives its runs the agent's memory blocks of that user
+                 * @example user-42
+                 */
+                userId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+                /**
+                 * @description the block’s name, e.g. persona or user_preferences (letters, digits, _ and -, at most 64)
+                 * @example user_preferences
+                 */
+                label: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listMemoryBlockVersions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description an end user, in your application's terms (its id for them: letters, digits and . _ : @ + -, at most 128); a conversation with one gives its runs the agent's memory blocks of that user
+                 * @example user-42
+                 */
+                userId?: string;
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+                /**
+                 * @description the block’s name, e.g. persona or user_preferences (letters, digits, _ and -, at most 64)
+                 * @example user_preferences
+                 */
+                label: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "versions": [
+                     *         {
+                     *           "version": 1,
+                     *           "change": "created",
+                     *           "value": "string",
+                     *           "previousValue": "string",
+                     *           "actor": {
+                     *             "type": "string",
+                     *             "id": "string"
+                     *           },
+                     *           "runId": "string",
+                     *           "createdAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        versions: {
+                            version: number;
+                            change: "created" | "set" | "appended" | "replaced" | "deleted";
+                            value: string | null;
+                            previousValue: string | null;
+                            actor: {
+                                /** @description api_key, access_token, agent, ... */
+                                type: string;
+                                id: string | null;
+                            };
+                            runId: string | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
         };
     };
     getA2aAgentCard: {
