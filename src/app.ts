@@ -14,7 +14,7 @@ import { requestChildLogger } from './http/request-logger.js';
 import { redactLogLine } from './log-redaction.js';
 import { ProblemError, clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerJsonParser } from './http/json.js';
-import { closeAllStreams } from './http/sse.js';
+import { closeAllStreams, openStreamCount } from './http/sse.js';
 import { Problem } from './http/schemas.js';
 import { registerValidation } from './http/validation.js';
 import { newRequestId } from './ids.js';
@@ -60,6 +60,9 @@ import {
   withdrawAdmission,
 } from './tenancy/limits.js';
 import { isPromise } from './maybe-promise.js';
+import { registerMetrics } from './metrics/plugin.js';
+import { Metrics } from './metrics/registry.js';
+import { observeServices } from './metrics/sources.js';
 
 const BODY_LIMIT = 1024 * 1024;
 
@@ -97,6 +100,8 @@ export interface Services extends SkillsDomain {
   idempotency: IdempotencyService;
   /** Agents' memory blocks: in every run's system prompt, edited by people and by the agents' memory tools. */
   memory: MemoryService;
+  /** Prometheus metrics (src/metrics/), when METRICS_TOKEN or METRICS_PORT exposes them; else nothing is measured. */
+  metrics: Metrics | undefined;
 }
 
 /** The process logger: JSON lines; every line has its credentials redacted before it is written (log-redaction.ts). */
@@ -127,6 +132,8 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   const agents = new AgentsService(db, config.defaultModel);
   const limits = new LimitsService(db, { agentBudgets: agents, runUsage }, config.rateLimitPerMinute, config.tokenRateLimitPerMinute);
   const tools = new ToolRegistry<Agent>();
+  const metrics =
+    config.metrics.token || config.metrics.port !== undefined ? new Metrics({ tenantLabel: config.metrics.tenantLabel }) : undefined;
   // Every outbound request made on a tenant's behalf connects through this guard (docs/operations.md).
   const outbound = new OutboundGuard({ allowedHosts: config.mcpAllowedHosts, allowPrivateNetworks: config.mcpAllowPrivateNetworks });
   tools.register('mcp', mcpToolProvider(outbound.fetch));
@@ -140,6 +147,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     bus,
     admission: runAdmission(limits),
     agents,
+    observer: metrics?.runs,
   });
   const files = new FilesService(db);
   const identity = new IdentityService(db, config, tenancy, agents, logger);
@@ -186,6 +194,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     tasks,
     idempotency,
     memory,
+    metrics,
   };
 }
 
@@ -253,6 +262,17 @@ export async function buildApp({ config, db, services = createServices(config, d
   });
 
   registerErrorHandling(app);
+
+  // Metrics come before every route, so their hooks see them all: /metrics and the METRICS_PORT server (docs/operations.md).
+  registerMetrics(app, {
+    metrics: services.metrics,
+    token: config.metrics.token?.reveal(),
+    port: config.metrics.port,
+    host: config.metrics.host,
+  });
+  if (services.metrics) {
+    observeServices(services.metrics, { app, db, runs: services.runs, tasks: services.tasks, openStreams: openStreamCount });
+  }
 
   // During a graceful shutdown new requests are turned away (clients retry on another replica).
   const lifecycle = { draining: false };

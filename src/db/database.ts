@@ -32,6 +32,8 @@ export interface Db {
    * writes may go ahead; undefined otherwise, and always on PostgreSQL. Awaited by the hot writers.
    */
   writesPaused?: () => Promise<void> | undefined;
+  /** PostgreSQL: the pool's connections (made, idle) and callers waiting for one; the metrics read it. */
+  poolStats?: () => { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -63,6 +65,7 @@ export function openDatabase(options: DbOptions): Db {
       dialect: 'postgres',
       location: `postgres://${u.host}${u.pathname}`,
       changes,
+      poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       close: () => kysely.destroy(),
     };
   }

@@ -6,6 +6,7 @@ import { ModelUnavailableError } from '../runtime/models/registry.js';
 import type { ToolSet } from '../runtime/tools/types.js';
 import type { RunChannel } from './events.js';
 import type { RunFinish } from './finish.js';
+import { observedEvents } from './observer.js';
 import type { ActiveRun, PendingStart, RunResources } from './resources.js';
 import { ShutdownAbort, type RunOutcome, type StartRunInput, type SystemPromptContributor } from './types.js';
 import type { RunError } from './views.js';
@@ -49,6 +50,7 @@ export class RunExecution {
       start: l.start,
     };
     this.r.active.set(runId, activeRun);
+    this.r.observer?.started(input.kind, input.principal.tenantId);
     activeRun.done = this.execute({ runId, conversation: l.conversation, input, messages, activeRun, startedAtMs: Date.parse(l.at) }).catch(
       (err) => {
         this.r.log.error({ err, runId }, 'run execution failed unexpectedly');
@@ -87,6 +89,8 @@ export class RunExecution {
       const system =
         [agent.systemPrompt, agent.contextPrompt, ...contributed, input.instructions].filter(Boolean).join('\n\n') || undefined;
       const maxTokens = input.maxTokens ?? agent.configuration.maxTokens ?? undefined;
+      const emit = (e: { event: string; data: Record<string, unknown> }) => channel.emit(e.event, e.data);
+      const observer = this.r.observer;
       loop = await runLoop({
         model,
         retry: this.r.models.retryPolicy(agent.model),
@@ -100,7 +104,8 @@ export class RunExecution {
         toolTimeoutMs: agent.configuration.toolTimeoutMs,
         signal: controller.signal,
         drainInbox: () => activeRun.inbox.splice(0),
-        onEvent: (e) => channel.emit(e.event, e.data),
+        onEvent: observer ? observedEvents(observer, input.kind, x.startedAtMs, emit) : emit,
+        onRetry: observer ? (code) => observer.retried(agent.model, code) : undefined,
         // No tool acts for a run that is not recorded yet.
         beforeToolCalls: activeRun.start ? () => activeRun.start!.written : undefined,
       });
@@ -136,7 +141,7 @@ export class RunExecution {
       finish: 'cancelled',
       warnings: [],
     };
-    return this.ending.finish({
+    const outcome = await this.ending.finish({
       runId,
       tenantId,
       conversation: { id: conversationId, createdAt: x.conversation.created_at },
@@ -149,6 +154,11 @@ export class RunExecution {
       startedAtMs: x.startedAtMs,
       toolSources: toolSet.sources,
     });
+    if (outcome) {
+      const ended = { kind: input.kind, tenantId, model: agent.model, steps: result.steps.length, toolSources: toolSet.sources, outcome };
+      this.r.observer?.ended(ended);
+    }
+    return outcome;
   }
 
   private async contributedPrompt(runId: string, ctx: Parameters<SystemPromptContributor>[0]): Promise<string[]> {
