@@ -28,7 +28,9 @@ export class DailyUsageReport {
     if (Number.isNaN(fromMs)) throw new InvalidInput('from is not a date', [{ path: 'from', message: 'must be a date, YYYY-MM-DD' }]);
     if (fromMs > toMs) throw new InvalidInput('from is after to', [{ path: 'from', message: 'must be on or before to' }]);
     if ((toMs - fromMs) / DAY_MS + 1 > MAX_REPORT_DAYS)
-      throw new InvalidInput(`at most ${MAX_REPORT_DAYS} days per report`, [{ path: 'from', message: `must be at most ${MAX_REPORT_DAYS} days before to` }]);
+      throw new InvalidInput(`at most ${MAX_REPORT_DAYS} days per report`, [
+        { path: 'from', message: `must be at most ${MAX_REPORT_DAYS} days before to` },
+      ]);
     const end = new Date(toMs + DAY_MS).toISOString();
     const rows = await dailyUsage(this.db.kysely, tenantId, new Date(fromMs).toISOString(), end);
     return { from, to, rows };
