@@ -14,7 +14,7 @@ import { requestChildLogger } from './http/request-logger.js';
 import { redactLogLine } from './log-redaction.js';
 import { ProblemError, clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerJsonParser } from './http/json.js';
-import { closeAllStreams, openStreamCount } from './http/sse.js';
+import { closeAllStreams } from './http/sse.js';
 import { Problem } from './http/schemas.js';
 import { registerValidation } from './http/validation.js';
 import { newRequestId } from './ids.js';
@@ -23,7 +23,6 @@ import { delegationToolProvider } from './delegation/tools.js';
 import { conversationsPlugin } from './conversations/plugin.js';
 import { ConversationsService } from './conversations/service.js';
 import { runsPlugin } from './runs/plugin.js';
-import { dailyUsageRoutes } from './runs/daily-usage/routes.js';
 import { messageRuns } from './runs/messages.js';
 import { type Admission, RunsService } from './runs/service.js';
 import { ENQUEUE_WAIT_MS } from './runs/start.js';
@@ -61,9 +60,10 @@ import {
   withdrawAdmission,
 } from './tenancy/limits.js';
 import { isPromise } from './maybe-promise.js';
-import { registerMetrics } from './metrics/plugin.js';
-import { Metrics } from './metrics/registry.js';
-import { observeServices } from './metrics/sources.js';
+import { registerHttpTracing } from './tracing/http.js';
+import { traceLogMixin } from './tracing/logs.js';
+import { propagatingFetch } from './tracing/outbound.js';
+import { Tracing } from './tracing/tracing.js';
 
 const BODY_LIMIT = 1024 * 1024;
 
@@ -99,15 +99,17 @@ export interface Services extends SkillsDomain {
   tasks: TasksService;
   /** Idempotency-Key claims, shared by the runs' and tasks' routes. */
   idempotency: IdempotencyService;
+  /** OpenTelemetry traces (src/tracing/), when an OTLP endpoint is set; else nothing is traced. */
+  tracing: Tracing | undefined;
   /** Agents' memory blocks: in every run's system prompt, edited by people and by the agents' memory tools. */
   memory: MemoryService;
-  /** Prometheus metrics (src/metrics/), when METRICS_TOKEN or METRICS_PORT exposes them; else nothing is measured. */
-  metrics: Metrics | undefined;
 }
 
 /** The process logger: JSON lines; every line has its credentials redacted before it is written (log-redaction.ts). */
 export function createLogger(config: Config, destination?: pino.DestinationStream): FastifyBaseLogger {
-  return pino({ level: config.logLevel, hooks: { streamWrite: redactLogLine } }, destination);
+  // With tracing on, a line written inside a span carries its trace_id and span_id (tracing/logs.ts).
+  const mixin = config.tracing.endpoint ? traceLogMixin : undefined;
+  return pino({ level: config.logLevel, hooks: { streamWrite: redactLogLine }, mixin }, destination);
 }
 
 /** Tenancy's limits as the admission a run's start asks (runs/admission.ts): the two domains meet only here. */
@@ -120,7 +122,12 @@ function runAdmission(limits: LimitsService): Admission<RunLimits, AdmissionBatc
   };
 }
 
-export function createServices(config: Config, db: Db, logger: FastifyBaseLogger = createLogger(config)): Services {
+export function createServices(
+  config: Config,
+  db: Db,
+  logger: FastifyBaseLogger = createLogger(config),
+  tracing: Tracing | undefined = Tracing.create(config.tracing),
+): Services {
   // One process on SQLite; on PostgreSQL, signals cross replicas with LISTEN/NOTIFY.
   const bus: SignalBus = config.databaseUrl
     ? new PostgresSignalBus(
@@ -133,11 +140,11 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   const agents = new AgentsService(db, config.defaultModel);
   const limits = new LimitsService(db, { agentBudgets: agents, runUsage }, config.rateLimitPerMinute, config.tokenRateLimitPerMinute);
   const tools = new ToolRegistry<Agent>();
-  const metrics =
-    config.metrics.token || config.metrics.port !== undefined ? new Metrics({ tenantLabel: config.metrics.tenantLabel }) : undefined;
   // Every outbound request made on a tenant's behalf connects through this guard (docs/operations.md).
   const outbound = new OutboundGuard({ allowedHosts: config.mcpAllowedHosts, allowPrivateNetworks: config.mcpAllowPrivateNetworks });
-  tools.register('mcp', mcpToolProvider(outbound.fetch));
+  // Traced, each outbound request carries the run's traceparent (MCP servers, remote A2A agents).
+  const outboundFetch = tracing ? propagatingFetch(tracing, outbound.fetch) : outbound.fetch;
+  tools.register('mcp', mcpToolProvider(outboundFetch));
   const runs = new RunsService({
     db,
     models: new ModelRegistry(config.providers),
@@ -148,7 +155,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     bus,
     admission: runAdmission(limits),
     agents,
-    observer: metrics?.runs,
+    tracing,
   });
   const files = new FilesService(db);
   const identity = new IdentityService(db, config, tenancy, agents, logger);
@@ -167,7 +174,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   });
   tools.register(
     'a2a',
-    a2aToolProvider(outbound.fetch, identity.policies, a2aCredentials, (url) => outbound.listsExplicitly(url)),
+    a2aToolProvider(outboundFetch, identity.policies, a2aCredentials, (url) => outbound.listsExplicitly(url)),
   );
   // Memory blocks join every run's system prompt; the memory tools ask TBAC as every tool does.
   const memory = createMemoryDomain(db, { agents, tools, runs, policies: identity.policies });
@@ -176,7 +183,7 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
   identity.useSkillCapabilities((tenantId, agentId) => skillsDomain.skills.usableSkillBriefs(tenantId, agentId));
   // A claim is taken over only once no start can still be waiting to record it (an enqueued start waits longest).
   const idempotency = new IdempotencyService(db, { abandonedAfterMs: ENQUEUE_WAIT_MS + 60_000 });
-  const tasks = new TasksService({ db, agents, runs, idempotency, config, log: logger });
+  const tasks = new TasksService({ db, agents, runs, idempotency, config, log: logger, tracing });
   // skill_request and connector_request become awaiting_approval tasks; approving performs them.
   registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);
   return {
@@ -194,8 +201,8 @@ export function createServices(config: Config, db: Db, logger: FastifyBaseLogger
     identity,
     tasks,
     idempotency,
+    tracing,
     memory,
-    metrics,
   };
 }
 
@@ -264,15 +271,13 @@ export async function buildApp({ config, db, services = createServices(config, d
 
   registerErrorHandling(app);
 
-  // Metrics come before every route, so their hooks see them all: /metrics and the METRICS_PORT server (docs/operations.md).
-  registerMetrics(app, {
-    metrics: services.metrics,
-    token: config.metrics.token?.reveal(),
-    port: config.metrics.port,
-    host: config.metrics.host,
-  });
-  if (services.metrics) {
-    observeServices(services.metrics, { app, db, runs: services.runs, tasks: services.tasks, openStreams: openStreamCount });
+  // A span per request, before every other hook and route so they all run inside it (tracing/http.ts).
+  const tracing = services.tracing;
+  if (tracing) {
+    registerHttpTracing(app, tracing);
+    app.addHook('onClose', async () => {
+      await tracing.shutdown();
+    });
   }
 
   // During a graceful shutdown new requests are turned away (clients retry on another replica).
@@ -340,8 +345,6 @@ export async function buildApp({ config, db, services = createServices(config, d
     skills: services.skills,
     publicBaseUrl: config.publicBaseUrl,
   });
-  // Runs, cost and tokens per day: the aggregate the console's usage page charts.
-  await app.register(dailyUsageRoutes, { db });
   // The web console at / (its own paths only; docs/console.md).
   await app.register(consolePlugin, { dir: config.consoleDir, publicBaseUrl: config.publicBaseUrl });
 

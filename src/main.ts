@@ -4,6 +4,8 @@ import { buildApp, createLogger, createServices, shutdown } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
 import { loadMasterKey } from './identity/master-key.js';
+import { dbStatementLog } from './tracing/db.js';
+import { Tracing } from './tracing/tracing.js';
 
 /** Starts the platform: configuration -> database (migrated) -> HTTP server; stops on SIGINT/SIGTERM. */
 async function main() {
@@ -17,14 +19,17 @@ async function main() {
     }
     throw err;
   }
-  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  // Tracing first: with OTEL_AGENTRY_DB_SPANS the database reports each statement to it.
+  const tracing = Tracing.create(config.tracing);
+  const onQuery = tracing && config.tracing.dbSpans ? dbStatementLog(tracing, config.databaseUrl ? 'postgresql' : 'sqlite') : undefined;
+  const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, onQuery });
   try {
     await migrate(db, { masterKey: () => loadMasterKey(config) });
   } catch (err) {
     process.stderr.write(`agentry: cannot prepare the database at ${db.location}: ${(err as Error).message}\n`);
     process.exit(1);
   }
-  const services = createServices(config, db, createLogger(config));
+  const services = createServices(config, db, createLogger(config), tracing);
   const app = await buildApp({ config, db, services });
 
   let stopping = false;

@@ -6,6 +6,7 @@ import {
   PostgresDialect,
   type PostgresPool,
   type PostgresPoolClient,
+  type LogEvent,
   SqliteDialect,
   type SqliteDatabase,
   sql,
@@ -42,6 +43,8 @@ export interface DbOptions {
   dataDir: string;
   /** Pool size on PostgreSQL. */
   poolSize?: number;
+  /** Told of every statement once it ended (Kysely's query log): the traces' database spans (tracing/db.ts). */
+  onQuery?: (event: LogEvent) => void;
 }
 
 export function openDatabase(options: DbOptions): Db {
@@ -58,6 +61,7 @@ export function openDatabase(options: DbOptions): Db {
     const kysely = new Kysely<Database>({
       dialect: new PostgresDialect({ pool: namingTemplates(pool) }),
       plugins: [new ChangeTrackingPlugin(changes)],
+      log: options.onQuery,
     });
     const u = new URL(options.databaseUrl);
     return {
@@ -90,6 +94,7 @@ export function openDatabase(options: DbOptions): Db {
   const kysely = new Kysely<Database>({
     dialect: new SqliteDialect({ database: reusingStatements(sqlite) }),
     plugins: [new ChangeTrackingPlugin(changes)],
+    log: options.onQuery,
   });
   return {
     kysely,

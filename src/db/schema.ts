@@ -116,6 +116,8 @@ export interface RunTable {
   created_at: string;
   started_at: string | null;
   completed_at: string | null;
+  /** The W3C traceparent of the span the run was started in (0019), for work continuing it elsewhere. */
+  traceparent?: string | null;
 }
 
 interface RunEventTable {
@@ -263,6 +265,8 @@ export interface TaskJobTable {
   error: string | null;
   created_at: string;
   updated_at: string;
+  /** The W3C traceparent of the fire or request that queued the job (0019); its span links to it. */
+  traceparent: string | null;
 }
 
 export interface SkillTable {

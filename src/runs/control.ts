@@ -30,7 +30,6 @@ export class RunControl {
       if (row?.status !== 'running') throw new Conflict('no_active_run', 'the agent is not responding in this conversation');
       await this.r.bus.publish('run.inject', { runId, content });
     }
-    this.r.observer?.injected();
     const at = now();
     const messageId = newId();
     await this.r.db.kysely.transaction().execute(async (trx) => {
@@ -57,7 +56,6 @@ export class RunControl {
     // An agent's own token reaches only that agent's runs.
     if (!run || (principal.agentId !== undefined && run.agent_id !== principal.agentId)) throw new NotFound('run');
     if (!isActive(run.status)) throw new Conflict('run_not_active', `the run is already ${run.status}`);
-    this.r.observer?.cancelled();
     const local = this.r.active.get(runId);
     if (local) {
       local.controller.abort(new Error('cancelled'));

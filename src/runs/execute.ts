@@ -4,9 +4,9 @@ import { isPromise } from '../maybe-promise.js';
 import { type ConversationTurn, type LoopResult, ModelCallError, runLoop } from '../runtime/loop.js';
 import { ModelUnavailableError } from '../runtime/models/registry.js';
 import type { ToolSet } from '../runtime/tools/types.js';
+import { traceRun, tracedModel, tracedTools } from '../tracing/genai.js';
 import type { RunChannel } from './events.js';
 import type { RunFinish } from './finish.js';
-import { observedEvents } from './observer.js';
 import type { ActiveRun, PendingStart, RunResources } from './resources.js';
 import { ShutdownAbort, type RunOutcome, type StartRunInput, type SystemPromptContributor } from './types.js';
 import type { RunError } from './views.js';
@@ -50,13 +50,14 @@ export class RunExecution {
       start: l.start,
     };
     this.r.active.set(runId, activeRun);
-    this.r.observer?.started(input.kind, input.principal.tenantId);
-    activeRun.done = this.execute({ runId, conversation: l.conversation, input, messages, activeRun, startedAtMs: Date.parse(l.at) }).catch(
-      (err) => {
-        this.r.log.error({ err, runId }, 'run execution failed unexpectedly');
-        return null;
-      },
-    );
+    const execute = () => this.execute({ runId, conversation: l.conversation, input, messages, activeRun, startedAtMs: Date.parse(l.at) });
+    // Traced, the run is an invoke_agent span, child of the request, tool call or task job that started it.
+    const tracing = this.r.tracing;
+    const run = { runId, kind: input.kind, tenantId: input.principal.tenantId, agent: input.agent, model: input.agent.model };
+    activeRun.done = (tracing ? traceRun(tracing, { ...run, conversationId: l.conversation.id }, execute) : execute()).catch((err) => {
+      this.r.log.error({ err, runId }, 'run execution failed unexpectedly');
+      return null;
+    });
     return activeRun;
   }
 
@@ -77,20 +78,20 @@ export class RunExecution {
     let loop: LoopResult | undefined;
     let failure: RunError | undefined;
     try {
-      const model = this.r.models.resolve(agent.model);
+      const resolved = this.r.models.resolve(agent.model);
+      const model = this.r.tracing ? tracedModel(this.r.tracing, resolved, agent.model) : resolved;
       const userId = x.conversation.user_id;
       const toolContext = { tenantId, agent, runId, conversationId, userId, delegationDepth: input.delegationDepth };
       const toolsEnabled = input.enableTools ?? true;
       if (toolsEnabled) {
         const tools = this.r.tools.forRun({ ...toolContext, signal: controller.signal });
         toolSet = isPromise(tools) ? await tools : tools;
+        if (this.r.tracing) toolSet = tracedTools(this.r.tracing, toolSet);
       }
       const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled, userId });
       const system =
         [agent.systemPrompt, agent.contextPrompt, ...contributed, input.instructions].filter(Boolean).join('\n\n') || undefined;
       const maxTokens = input.maxTokens ?? agent.configuration.maxTokens ?? undefined;
-      const emit = (e: { event: string; data: Record<string, unknown> }) => channel.emit(e.event, e.data);
-      const observer = this.r.observer;
       loop = await runLoop({
         model,
         retry: this.r.models.retryPolicy(agent.model),
@@ -104,8 +105,7 @@ export class RunExecution {
         toolTimeoutMs: agent.configuration.toolTimeoutMs,
         signal: controller.signal,
         drainInbox: () => activeRun.inbox.splice(0),
-        onEvent: observer ? observedEvents(observer, input.kind, x.startedAtMs, emit) : emit,
-        onRetry: observer ? (code) => observer.retried(agent.model, code) : undefined,
+        onEvent: (e) => channel.emit(e.event, e.data),
         // No tool acts for a run that is not recorded yet.
         beforeToolCalls: activeRun.start ? () => activeRun.start!.written : undefined,
       });
@@ -141,7 +141,7 @@ export class RunExecution {
       finish: 'cancelled',
       warnings: [],
     };
-    const outcome = await this.ending.finish({
+    return this.ending.finish({
       runId,
       tenantId,
       conversation: { id: conversationId, createdAt: x.conversation.created_at },
@@ -154,11 +154,6 @@ export class RunExecution {
       startedAtMs: x.startedAtMs,
       toolSources: toolSet.sources,
     });
-    if (outcome) {
-      const ended = { kind: input.kind, tenantId, model: agent.model, steps: result.steps.length, toolSources: toolSet.sources, outcome };
-      this.r.observer?.ended(ended);
-    }
-    return outcome;
   }
 
   private async contributedPrompt(runId: string, ctx: Parameters<SystemPromptContributor>[0]): Promise<string[]> {

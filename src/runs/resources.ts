@@ -9,8 +9,8 @@ import type { PriceTable } from '../runtime/models/prices.js';
 import type { ModelRegistry } from '../runtime/models/registry.js';
 import type { ToolRegistry } from '../runtime/tools/registry.js';
 import type { SignalBus } from '../signals/bus.js';
+import type { Tracing } from '../tracing/tracing.js';
 import type { Admission } from './admission.js';
-import type { RunObserver } from './observer.js';
 import type { RunChannel, RunEvent, RunEventHub } from './events.js';
 import type { TerminalStatus } from './statuses.js';
 import type { RunFinished, RunFinishedListener, RunOutcome, StartRunInput, SystemPromptContributor } from './types.js';
@@ -27,8 +27,8 @@ export interface RunsOptions {
   bus: SignalBus;
   admission: Admission;
   agents: AgentsService;
-  /** Told of runs' starts, events and ends (the metrics); absent, nothing is observed. */
-  observer?: RunObserver;
+  /** Traces of runs, model calls and tool calls (src/tracing/); absent, nothing is traced. */
+  tracing?: Tracing;
 }
 
 /**

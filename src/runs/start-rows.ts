@@ -12,6 +12,8 @@ export interface RunStart {
   userMessageId: string;
   /** Stored as the run's options. */
   options: Record<string, unknown>;
+  /** The span the run is started in (tracing on), stored so work continuing the run stays in its trace. */
+  traceparent?: string;
 }
 
 /** The rows a run's start inserts; `conversation` only when the run opens a new conversation. */
@@ -90,6 +92,7 @@ export function startRows(run: RunStart, w: { existing?: ConversationRow; lease:
       created_at: at,
       started_at: at,
       completed_at: null,
+      ...(run.traceparent ? { traceparent: run.traceparent } : {}),
     },
   };
 }

@@ -88,6 +88,7 @@ export class RunStarts {
 
     let history: HistoryMessage[] = [];
     let userMessageId = newId();
+    const traceparent = this.r.tracing?.traceparent();
     const options = {
       enableTools: input.enableTools ?? true,
       maxTokens: input.maxTokens ?? null,
@@ -99,7 +100,7 @@ export class RunStarts {
     const streaming = input.kind === 'stream' || input.kind === 'chat';
     // A run under limits is admitted before it executes, so never ahead of its start.
     if (!limits && !conversationId && !input.onStart && !input.onFinish && !streaming)
-      return this.startAhead({ input, runId, at, userMessageId, options });
+      return this.startAhead({ input, runId, at, userMessageId, options, traceparent });
     const policy = input.onActiveRun ?? input.agent.configuration.onActiveRun;
     const deadline = Date.now() + ENQUEUE_WAIT_MS;
 
@@ -107,7 +108,10 @@ export class RunStarts {
     // in it, and its history read after the claim, so no answer that ended meanwhile is missed. A busy
     // conversation writes nothing; the agent's policy then injects, waits or refuses.
     for (;;) {
-      const started = await this.startTransaction({ input, runId, at, userMessageId, options }, { existing: conversation, limits });
+      const started = await this.startTransaction(
+        { input, runId, at, userMessageId, options, traceparent },
+        { existing: conversation, limits },
+      );
       if (started) {
         ({ conversation, history } = started);
         break;

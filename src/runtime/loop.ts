@@ -86,8 +86,6 @@ export interface LoopInput<A extends ToolAgent = ToolAgent> {
   /** Messages injected while the run is going; drained at each step boundary. */
   drainInbox(): string[];
   onEvent(e: LoopEvent): void;
-  /** Told of each model call retried after a provider failure (metrics). */
-  onRetry?(code: ProviderErrorCode): void;
   /** Awaited before a step's tool calls run (a run's start must be written before any tool acts). */
   beforeToolCalls?(): Promise<void>;
 }
@@ -221,7 +219,6 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
             result.output += text;
             input.onEvent({ event: 'token', data: { text } });
           },
-          onRetry: input.onRetry,
         },
         input.retry,
       );

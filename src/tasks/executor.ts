@@ -18,7 +18,7 @@ import { TaskWorker } from './worker.js';
  */
 
 /** What the task work is built from; the rest of its TaskResources it makes itself. */
-export type TaskExecutorOptions = Pick<TaskResources, 'db' | 'agents' | 'runs' | 'clock' | 'leaseMs' | 'log'>;
+export type TaskExecutorOptions = Pick<TaskResources, 'db' | 'agents' | 'runs' | 'clock' | 'leaseMs' | 'log' | 'tracing'>;
 
 export class TaskExecutor {
   readonly actions: ApprovalActions = { approved: new Map(), rejected: new Map() };

@@ -52,7 +52,29 @@ export class FireDecisions {
    * work unless the overlap policy says otherwise. The task row is written first, so concurrent fire
    * decisions for one task (other replicas) take turns.
    */
-  async fire(trx: Kysely<Database>, task: store.TaskRow, f: FireInput): Promise<FireResult> {
+  fire(trx: Kysely<Database>, task: store.TaskRow, f: FireInput): Promise<FireResult> {
+    const tracing = this.r.tracing;
+    if (!tracing) return this.decide(trx, task, f);
+    // Traced, a fire is a span; the job it queues keeps its traceparent, and the job's span links to it.
+    const attributes = {
+      'agentry.tenant.id': task.tenant_id,
+      'agentry.task.id': task.id,
+      'agentry.task.name': task.name,
+      'agentry.fire.source': f.source,
+      'agentry.fire.key': f.key,
+    };
+    return tracing.inSpan('task.fire', { attributes }, async (span) => {
+      const result = await this.decide(trx, task, f);
+      span.setAttributes({
+        'agentry.fire.decision': result.fire.decision,
+        'agentry.fire.duplicate': result.duplicate,
+        ...(result.job ? { 'agentry.job.id': result.job.id } : {}),
+      });
+      return result;
+    });
+  }
+
+  private async decide(trx: Kysely<Database>, task: store.TaskRow, f: FireInput): Promise<FireResult> {
     await store.updateTask(trx, task.id, { updated_at: now() });
     const seen = await store.findFire(trx, task.id, f.key);
     if (seen) return { fire: seen, duplicate: true, job: null };

@@ -66,6 +66,8 @@ export class JobQueue {
       error: null,
       created_at: at,
       updated_at: at,
+      // The fire or request queuing it, which the job's span links to when it runs (tracing).
+      traceparent: this.r.tracing?.traceparent() ?? null,
     };
   }
 

@@ -4,6 +4,7 @@ import type { Db } from '../db/database.js';
 import type { RunsService } from '../runs/service.js';
 import type { RunError } from '../runs/views.js';
 import type { Actor } from '../tenancy/permissions.js';
+import type { Tracing } from '../tracing/tracing.js';
 import type { ActionHandler } from './approvals.js';
 
 /**
@@ -23,6 +24,8 @@ export interface TaskResources {
   actions: ApprovalActions;
   /** Tells the dispatcher that work was queued here, so it wakes at once. */
   enqueued: () => void;
+  /** Spans of fires and jobs (src/tracing/); absent, nothing is traced. */
+  tracing?: Tracing;
 }
 
 export interface ApprovalActions {

@@ -24,6 +24,7 @@ import * as store from './store/index.js';
 import { fireView, taskSummary } from './views.js';
 import { newWebhookSecret } from './webhook-signatures.js';
 import { WebhookDeliveries, type Delivery } from './webhooks.js';
+import type { Tracing } from '../tracing/tracing.js';
 
 const RECENT_RUNS = 10;
 const RECENT_FIRES = 20;
@@ -40,6 +41,8 @@ export interface TasksServiceOptions {
   idempotency: IdempotencyService;
   config: Pick<Config, 'tasks' | 'runLeaseMs' | 'publicBaseUrl' | 'masterKey' | 'dataDir'>;
   log: FastifyBaseLogger;
+  /** Spans of task fires and jobs (src/tracing/); absent, nothing is traced. */
+  tracing?: Tracing;
 }
 
 /**
@@ -67,7 +70,7 @@ export class TasksService implements ApprovalGateway {
   private readonly loops: Loop[] = [];
   private readonly idempotency: IdempotencyService;
 
-  constructor({ db, agents, runs, idempotency, config, log }: TasksServiceOptions) {
+  constructor({ db, agents, runs, idempotency, config, log, tracing }: TasksServiceOptions) {
     this.db = db;
     this.idempotency = idempotency;
     this.agents = agents;
@@ -75,7 +78,7 @@ export class TasksService implements ApprovalGateway {
     this.config = config;
     this.log = log;
     const clock = () => this.clock.now();
-    this.executor = new TaskExecutor({ db, agents, runs, clock, leaseMs: config.runLeaseMs, log });
+    this.executor = new TaskExecutor({ db, agents, runs, clock, leaseMs: config.runLeaseMs, log, tracing });
     this.cron = new CronFiring({ db, executor: this.executor, clock, graceMs: config.tasks.misfireGraceMs, log });
     this.dispatcher = new Dispatcher({
       workers: config.tasks.workers,
@@ -177,17 +180,6 @@ export class TasksService implements ApprovalGateway {
   async pendingApproval(tenantId: string, { page, limit }: Paging) {
     const { rows, total } = await store.listPendingApproval(this.db.kysely, { tenantId, limit, offset: (page - 1) * limit });
     return { tasks: rows.map((r) => this.lookup.view(r)), total, page, limit };
-  }
-
-  /** The work queue across tenants, for the metrics: jobs queued and running, the oldest due job's wait, tasks awaiting approval. */
-  async queueStats() {
-    const at = this.clock.now();
-    const [jobs, awaitingApproval] = await Promise.all([
-      store.queueStats(this.db.kysely, at.toISOString()),
-      store.countAwaitingApproval(this.db.kysely),
-    ]);
-    const lagSeconds = jobs.oldestDueAt ? Math.max(0, (at.getTime() - Date.parse(jobs.oldestDueAt)) / 1000) : 0;
-    return { queued: jobs.queued, running: jobs.running, lagSeconds, awaitingApproval };
   }
 
   // ---------------------------------------------------------------- changing

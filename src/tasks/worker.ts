@@ -1,4 +1,5 @@
 import { now } from '../ids.js';
+import { failSpan } from '../tracing/tracing.js';
 import { isInjected, type RunOutcome } from '../runs/service.js';
 import type { Actor } from '../tenancy/permissions.js';
 import { objectColumn, optionalObjectColumn } from './columns.js';
@@ -36,6 +37,40 @@ export class TaskWorker {
 
   /** Executes a job claimed by this process: starts its agent run, or performs its approval action. */
   async start(job: store.JobRow, actor: Actor = SCHEDULER_ACTOR): Promise<Started | null> {
+    const tracing = this.r.tracing;
+    if (!tracing) return this.startClaimed(job, actor);
+    // Traced, a job is a span (its run a child) linked to the fire or request that queued it, which
+    // may have been another replica's and long ago: a link, not a parent; a job the dispatcher took is
+    // a trace of its own, one a person started by hand a part of their request's. It lasts until the work ends.
+    const span = tracing.startSpan('task.job', {
+      root: actor === SCHEDULER_ACTOR,
+      links: [job.traceparent],
+      attributes: {
+        'agentry.tenant.id': job.tenant_id,
+        'agentry.task.id': job.task_id,
+        'agentry.job.id': job.id,
+        'agentry.job.kind': job.kind,
+        'agentry.job.reason': job.reason,
+        'agentry.job.attempt': job.attempts,
+      },
+    });
+    let started: Started | null;
+    try {
+      started = await tracing.with(span, () => this.startClaimed(job, actor));
+    } catch (err) {
+      failSpan(span, err);
+      span.end();
+      throw err;
+    }
+    if (!started) {
+      span.end();
+      return null;
+    }
+    if (started.runId) span.setAttribute('agentry.run.id', started.runId);
+    return { ...started, finished: started.finished.finally(() => span.end()) };
+  }
+
+  private async startClaimed(job: store.JobRow, actor: Actor): Promise<Started | null> {
     this.jobs.held.add(job.id);
     try {
       return job.kind === 'action' ? await this.performAction(job) : await this.startRun(job, actor);

@@ -1,0 +1,249 @@
+import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Prompt, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { type Attributes, type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import type { ToolAgent, ToolSet } from '../runtime/tools/types.js';
+import { failSpan, type Tracing } from './tracing.js';
+
+/**
+ * Spans of runs, model calls and tool calls with the OpenTelemetry GenAI semantic conventions
+ * (gen_ai.*): `invoke_agent <agent>` per run, `chat <model>` per model call, `execute_tool <tool>` per
+ * tool call. Prompt, completion and tool-call text are recorded only with OTEL_GENAI_CAPTURE_CONTENT=true.
+ */
+
+/** The model id `provider/name` as gen_ai.provider.name and gen_ai.request.model. */
+export function modelAttributes(modelId: string): { 'gen_ai.provider.name': string; 'gen_ai.request.model': string } {
+  const slash = modelId.indexOf('/');
+  return slash > 0
+    ? { 'gen_ai.provider.name': modelId.slice(0, slash), 'gen_ai.request.model': modelId.slice(slash + 1) }
+    : { 'gen_ai.provider.name': 'unknown', 'gen_ai.request.model': modelId };
+}
+
+export interface RunSpanInfo {
+  runId: string;
+  kind: string;
+  tenantId: string;
+  agent: { id: string; name: string };
+  model: string;
+  conversationId: string | null;
+  /** A stored `traceparent` to continue (a run resumed elsewhere); the active context otherwise. */
+  parent?: string | null;
+}
+
+/** What the span records of a run's end (runs' RunOutcome, structurally: tracing imports no domain). */
+interface RunEnd {
+  status: string;
+  error: { code: string; message: string } | null;
+  cost: number;
+  tokenUsage: { inputTokens: number; outputTokens: number };
+}
+
+/** Runs `execute` inside the run's `invoke_agent` span, ended with the run's outcome (null: ended elsewhere). */
+export function traceRun<T extends RunEnd | null>(tracing: Tracing, info: RunSpanInfo, execute: () => Promise<T>): Promise<T> {
+  const span = tracing.startSpan(`invoke_agent ${info.agent.name}`, {
+    kind: SpanKind.INTERNAL,
+    parent: info.parent,
+    attributes: {
+      'gen_ai.operation.name': 'invoke_agent',
+      ...modelAttributes(info.model),
+      'gen_ai.agent.id': info.agent.id,
+      'gen_ai.agent.name': info.agent.name,
+      ...(info.conversationId ? { 'gen_ai.conversation.id': info.conversationId } : {}),
+      'agentry.run.id': info.runId,
+      'agentry.run.kind': info.kind,
+      'agentry.tenant.id': info.tenantId,
+    },
+  });
+  return tracing.with(span, execute).then(
+    (outcome) => {
+      if (outcome) {
+        span.setAttributes({
+          'agentry.run.status': outcome.status,
+          'agentry.run.cost_usd': outcome.cost,
+          'gen_ai.usage.input_tokens': outcome.tokenUsage.inputTokens,
+          'gen_ai.usage.output_tokens': outcome.tokenUsage.outputTokens,
+        });
+        if (outcome.status === 'failed') {
+          span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error?.message });
+          span.setAttribute('error.type', outcome.error?.code ?? 'failed');
+        }
+      }
+      span.end();
+      return outcome;
+    },
+    (err: unknown) => {
+      failSpan(span, err);
+      span.end();
+      throw err;
+    },
+  );
+}
+
+/** OpenAI's words for the finish reasons the V3 interface unifies (tool-calls -> tool_calls). */
+const finishReason = (reason: string) => reason.replace(/-/g, '_');
+
+/** The prompt as gen_ai.input.messages (and the system text as gen_ai.system_instructions). */
+function promptAttributes(prompt: LanguageModelV3Prompt): Attributes {
+  const system: { type: 'text'; content: string }[] = [];
+  const messages: { role: string; parts: unknown[] }[] = [];
+  for (const m of prompt) {
+    if (m.role === 'system') {
+      system.push({ type: 'text', content: m.content });
+      continue;
+    }
+    const parts = m.content.map((p) => {
+      switch (p.type) {
+        case 'text':
+        case 'reasoning':
+          return { type: p.type, content: p.text };
+        case 'tool-call':
+          return { type: 'tool_call', id: p.toolCallId, name: p.toolName, arguments: p.input };
+        case 'tool-result':
+          return { type: 'tool_call_response', id: p.toolCallId, response: p.output };
+        default:
+          return { type: p.type };
+      }
+    });
+    messages.push({ role: m.role, parts });
+  }
+  return {
+    'gen_ai.input.messages': JSON.stringify(messages),
+    ...(system.length ? { 'gen_ai.system_instructions': JSON.stringify(system) } : {}),
+  };
+}
+
+/**
+ * The model with a `chat <model>` CLIENT span around each call: from the request until its stream
+ * ends, with the usage, finish reason and response id the stream reports. A retried call is a span
+ * per attempt (each one a request to the provider).
+ */
+export function tracedModel(tracing: Tracing, model: LanguageModelV3, modelId: string): LanguageModelV3 {
+  const names = modelAttributes(modelId);
+  const capture = tracing.settings.captureContent;
+  const doStream = async (options: LanguageModelV3CallOptions) => {
+    const span = tracing.startSpan(`chat ${names['gen_ai.request.model']}`, {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'gen_ai.operation.name': 'chat',
+        ...names,
+        ...(options.maxOutputTokens !== undefined ? { 'gen_ai.request.max_tokens': options.maxOutputTokens } : {}),
+        ...(options.temperature !== undefined ? { 'gen_ai.request.temperature': options.temperature } : {}),
+        ...(capture ? promptAttributes(options.prompt) : {}),
+      },
+    });
+    let result: Awaited<ReturnType<LanguageModelV3['doStream']>>;
+    try {
+      result = await tracing.with(span, () => model.doStream(options));
+    } catch (err) {
+      failSpan(span, err);
+      span.end();
+      throw err;
+    }
+    return { ...result, stream: observed(span, result.stream, capture) };
+  };
+  return {
+    specificationVersion: model.specificationVersion,
+    provider: model.provider,
+    modelId: model.modelId,
+    get supportedUrls() {
+      return model.supportedUrls;
+    },
+    doGenerate: (options) => model.doGenerate(options),
+    doStream,
+  };
+}
+
+/** The stream as it was, read through: the span ends with it (done, failed or cancelled). */
+function observed(
+  span: Span,
+  stream: ReadableStream<LanguageModelV3StreamPart>,
+  capture: boolean,
+): ReadableStream<LanguageModelV3StreamPart> {
+  const reader = stream.getReader();
+  let text = '';
+  const calls: unknown[] = [];
+  let reason: string | undefined;
+  let ended = false;
+  const end = (err?: unknown) => {
+    if (ended) return;
+    ended = true;
+    if (err !== undefined) failSpan(span, err);
+    if (capture) {
+      const parts = [...(text ? [{ type: 'text', content: text }] : []), ...calls];
+      span.setAttribute('gen_ai.output.messages', JSON.stringify([{ role: 'assistant', parts, finish_reason: reason ?? 'other' }]));
+    }
+    span.end();
+  };
+  return new ReadableStream<LanguageModelV3StreamPart>({
+    async pull(controller) {
+      let next: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        next = await reader.read();
+      } catch (err) {
+        end(err);
+        controller.error(err);
+        return;
+      }
+      if (next.done) {
+        end();
+        controller.close();
+        return;
+      }
+      const part = next.value;
+      switch (part.type) {
+        case 'response-metadata':
+          if (part.id) span.setAttribute('gen_ai.response.id', part.id);
+          if (part.modelId) span.setAttribute('gen_ai.response.model', part.modelId);
+          break;
+        case 'text-delta':
+          if (capture) text += part.delta;
+          break;
+        case 'tool-call':
+          if (capture) calls.push({ type: 'tool_call', id: part.toolCallId, name: part.toolName, arguments: part.input });
+          break;
+        case 'finish':
+          reason = finishReason(part.finishReason.unified);
+          span.setAttributes({
+            'gen_ai.response.finish_reasons': [reason],
+            'gen_ai.usage.input_tokens': part.usage.inputTokens.total ?? 0,
+            'gen_ai.usage.output_tokens': part.usage.outputTokens.total ?? 0,
+          });
+          break;
+        case 'error':
+          span.setStatus({ code: SpanStatusCode.ERROR });
+          span.setAttribute('error.type', 'provider_error');
+          break;
+      }
+      controller.enqueue(part);
+    },
+    cancel(reason) {
+      end();
+      return reader.cancel(reason);
+    },
+  });
+}
+
+/** The tool set with an `execute_tool <name>` span around each call. */
+export function tracedTools<A extends ToolAgent>(tracing: Tracing, set: ToolSet<A>): ToolSet<A> {
+  const capture = tracing.settings.captureContent;
+  return {
+    ...set,
+    tools: set.tools.map((tool) => ({
+      ...tool,
+      execute: (input, ctx) => {
+        // The tool's source (mcp, delegation, a2a...), where the registry names it.
+        const source = (set as { sources?: ReadonlyMap<string, string> }).sources?.get(tool.name);
+        const attributes: Attributes = {
+          'gen_ai.operation.name': 'execute_tool',
+          'gen_ai.tool.name': tool.name,
+          'gen_ai.tool.type': 'function',
+          ...(source ? { 'agentry.tool.source': source } : {}),
+          ...(capture ? { 'gen_ai.tool.call.arguments': JSON.stringify(input ?? null) } : {}),
+        };
+        return tracing.inSpan(`execute_tool ${tool.name}`, { kind: SpanKind.INTERNAL, attributes }, async (span) => {
+          const result = await tool.execute(input, ctx);
+          if (capture) span.setAttribute('gen_ai.tool.call.result', JSON.stringify(result ?? null));
+          return result;
+        });
+      },
+    })),
+  };
+}

@@ -1,0 +1,39 @@
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import type { Tracing } from './tracing.js';
+
+type Fetch = (input: string | URL, init?: RequestInit) => Promise<Response>;
+
+/**
+ * The outbound guard's fetch, traced: each request a CLIENT span (`POST`, with the server's address)
+ * whose W3C `traceparent` goes with the request, so an MCP server or a remote A2A agent continues the
+ * run's trace. Only the scheme, host and path are recorded: a query may hold a credential.
+ */
+export function propagatingFetch(tracing: Tracing, fetch: Fetch): Fetch {
+  return (input, init) => {
+    const url = new URL(String(input));
+    const method = (init?.method ?? 'GET').toUpperCase();
+    return tracing.inSpan(
+      method,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': method,
+          'server.address': url.hostname,
+          ...(url.port ? { 'server.port': Number(url.port) } : {}),
+          'url.full': `${url.protocol}//${url.host}${url.pathname}`,
+        },
+      },
+      async (span) => {
+        const headers = new Headers(init?.headers);
+        tracing.inject(headers);
+        const response = await fetch(url, { ...init, headers });
+        span.setAttribute('http.response.status_code', response.status);
+        if (response.status >= 400) {
+          span.setStatus({ code: SpanStatusCode.ERROR });
+          span.setAttribute('error.type', String(response.status));
+        }
+        return response;
+      },
+    );
+  };
+}

@@ -1,0 +1,173 @@
+import {
+  type Attributes,
+  type Context,
+  context,
+  type Link,
+  ROOT_CONTEXT,
+  type Span,
+  type SpanKind,
+  SpanStatusCode,
+  type TextMapGetter,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { TracingSettings } from './settings.js';
+
+/**
+ * Why a provider per app but one context manager per process: spans are made by the app's own
+ * provider (passed down through options, never registered globally), so several apps in one process
+ * (the tests, replicas) each export to their own endpoint and an app without tracing records nothing.
+ * Which span is *active* must follow the request through awaits, which only AsyncLocalStorage does, and
+ * the OTel API has one context slot per process: the AsyncLocalStorage manager is installed there once,
+ * by the first app that traces. An app that does not trace never reads it, so it costs that app nothing.
+ */
+let contextManagerInstalled = false;
+function installContextManager() {
+  if (contextManagerInstalled) return;
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  contextManagerInstalled = true;
+}
+
+const propagator = new W3CTraceContextPropagator();
+const headerGetter: TextMapGetter<Record<string, string | string[] | undefined>> = {
+  keys: (carrier) => Object.keys(carrier),
+  get: (carrier, key) => carrier[key],
+};
+
+export interface SpanOptions {
+  kind?: SpanKind;
+  attributes?: Attributes;
+  /** The parent: a context, or a stored `traceparent`; the active context when absent. */
+  parent?: Context | string | null;
+  /** A new trace whatever is active (background work: its origin is a link instead). */
+  root?: boolean;
+  /** Spans this one follows from without being their child (a task fire, stored as a `traceparent`). */
+  links?: (string | null | undefined)[];
+  /** When it began, if before now (ms since the epoch). */
+  startTime?: number;
+}
+
+/**
+ * The tracer facade the rest of the platform calls (docs/operations.md, "Traces"). It exists only when
+ * tracing is on: callers hold `Tracing | undefined` and do nothing at all when it is undefined.
+ */
+export class Tracing {
+  readonly tracer: Tracer;
+
+  constructor(
+    private readonly provider: BasicTracerProvider,
+    readonly settings: TracingSettings,
+  ) {
+    this.tracer = provider.getTracer('agentry');
+  }
+
+  /** Tracing of one app as its settings say; undefined (no provider, no hooks, no cost) when no endpoint is set. */
+  static create(settings: TracingSettings, exporter?: SpanExporter): Tracing | undefined {
+    if (!settings.endpoint && !exporter) return undefined;
+    installContextManager();
+    const resource = defaultResource().merge(
+      resourceFromAttributes({ ...settings.resourceAttributes, 'service.name': settings.serviceName }),
+    );
+    const spanExporter = exporter ?? new OTLPTraceExporter({ url: settings.endpoint, headers: settings.headers.reveal() });
+    // The sampler and span limits come from the standard variables (OTEL_TRACES_SAMPLER...), read by the SDK.
+    const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(spanExporter)] });
+    return new Tracing(provider, settings);
+  }
+
+  /** Starts a span (child of `parent`, else of the active context); the caller ends it. */
+  startSpan(name: string, options: SpanOptions = {}): Span {
+    const links = (options.links ?? []).map((t) => this.linkTo(t)).filter((l): l is Link => l !== undefined);
+    return this.tracer.startSpan(
+      name,
+      { kind: options.kind, attributes: options.attributes, links: links.length ? links : undefined, startTime: options.startTime },
+      options.root ? ROOT_CONTEXT : this.parentContext(options.parent),
+    );
+  }
+
+  /** Runs `fn` with `span` active: spans started and lines logged inside are its children. */
+  with<T>(span: Span, fn: () => T): T {
+    return context.with(trace.setSpan(context.active(), span), fn);
+  }
+
+  /** Runs `fn` inside a new span, ended when `fn` settles (an error recorded on it, then rethrown). */
+  async inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T> | T): Promise<T> {
+    const span = this.startSpan(name, options);
+    try {
+      return await this.with(span, () => fn(span));
+    } catch (err) {
+      failSpan(span, err);
+      throw err;
+    } finally {
+      span.end();
+    }
+  }
+
+  /** The active span's W3C `traceparent`, to send or store; undefined when no span is active. */
+  traceparent(ctx: Context = context.active()): string | undefined {
+    const carrier: Record<string, string> = {};
+    propagator.inject(ctx, carrier, {
+      set: (c, k, v) => {
+        c[k] = v;
+      },
+    });
+    return carrier.traceparent;
+  }
+
+  /** Adds `traceparent` (and `tracestate`) of the active context to outgoing headers. */
+  inject(headers: Headers) {
+    propagator.inject(context.active(), headers, { set: (h, k, v) => h.set(k, v) });
+  }
+
+  /** The remote parent named by incoming headers (`traceparent`, `tracestate`), or the root context. */
+  extract(headers: Record<string, string | string[] | undefined>): Context {
+    return propagator.extract(ROOT_CONTEXT, headers, headerGetter);
+  }
+
+  /** A context whose parent is the span a stored `traceparent` names; undefined when it names none. */
+  contextOf(traceparent: string | null | undefined): Context | undefined {
+    if (!traceparent) return undefined;
+    const ctx = this.extract({ traceparent });
+    return trace.getSpanContext(ctx) ? ctx : undefined;
+  }
+
+  /** Exports what is buffered (tests read the receiver after it). */
+  flush(): Promise<void> {
+    return this.provider.forceFlush();
+  }
+
+  /** Exports what is left and stops (app close). */
+  shutdown(): Promise<void> {
+    return this.provider.shutdown();
+  }
+
+  private parentContext(parent: SpanOptions['parent']): Context {
+    if (parent === undefined || parent === null) return context.active();
+    if (typeof parent === 'string') return this.contextOf(parent) ?? context.active();
+    return parent;
+  }
+
+  private linkTo(traceparent: string | null | undefined): Link | undefined {
+    const ctx = this.contextOf(traceparent);
+    const spanContext = ctx && trace.getSpanContext(ctx);
+    return spanContext ? { context: spanContext } : undefined;
+  }
+}
+
+/** Marks a span failed: status ERROR with the error's message, its `error.type` (a domain error's code, else its class). */
+export function failSpan(span: Span, err: unknown, type?: string) {
+  const message = err instanceof Error ? err.message : String(err);
+  span.setStatus({ code: SpanStatusCode.ERROR, message });
+  span.setAttribute('error.type', type ?? errorType(err));
+  if (err instanceof Error) span.recordException(err);
+}
+
+function errorType(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && code) return code;
+  return err instanceof Error ? err.constructor.name : '_OTHER';
+}

@@ -1,0 +1,216 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signature } from '../../src/tasks/webhook-signatures.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { startMcpServer } from '../helpers/mcp-server.js';
+import { taskIn, waitFor } from '../tasks/helpers.js';
+import { childrenOf, one, type ReceivedSpan, type Receiver, startReceiver } from './receiver.js';
+
+/**
+ * Traces (docs/operations.md, "Traces"): the app exports over OTLP/HTTP to a receiver in this test,
+ * which decodes the JSON payload; the span trees, attributes and links are asserted as a collector
+ * would get them.
+ */
+
+let receiver: Receiver;
+let t: TestApp;
+let key: string;
+let mcp: Awaited<ReturnType<typeof startMcpServer>>;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  mcp = await startMcpServer();
+  t = await startApp({
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_SERVICE_NAME: 'agentry-under-test',
+    OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test',
+    TASK_WORKERS: '2',
+    TASK_POLL_MS: '50',
+  });
+  ({ key } = await t.tenant('traced'));
+});
+afterAll(async () => {
+  await t?.close();
+  await mcp?.close();
+  await receiver?.close();
+});
+
+/** Exports what the app has buffered, then answers the server span of the request `requestId` and its trace. */
+async function traceOf(requestId: unknown): Promise<{ server: ReceivedSpan; spans: ReceivedSpan[] }> {
+  await t.services.tracing!.flush();
+  const server = one(
+    receiver.spans,
+    receiver.spans.find((s) => s.attributes['agentry.request.id'] === requestId)?.name ?? '?',
+    (s) => s.attributes['agentry.request.id'] === requestId,
+  );
+  return { server, spans: receiver.trace(server.traceId) };
+}
+
+const GENAI_CONTENT = [
+  'gen_ai.input.messages',
+  'gen_ai.output.messages',
+  'gen_ai.system_instructions',
+  'gen_ai.tool.call.arguments',
+  'gen_ai.tool.call.result',
+];
+
+describe('traces over OTLP/HTTP', () => {
+  it('an execute with a tool call: request -> invoke_agent -> chat steps and execute_tool -> the MCP call, with GenAI attributes and no content', async () => {
+    const agent = await t.agent(key, { name: 'Calculator', tools: [{ type: 'mcp', url: mcp.url }] });
+    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '/tool add {"a":2,"b":3}' } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.toolCalls[0].result).toEqual({ sum: 5 });
+
+    const { server, spans } = await traceOf(res.headers['x-request-id']);
+    expect(server).toMatchObject({
+      name: 'POST /api/v1/agents/:id/execute',
+      kind: 2,
+      parentSpanId: undefined,
+      attributes: expect.objectContaining({
+        'http.request.method': 'POST',
+        'http.route': '/api/v1/agents/:id/execute',
+        'http.response.status_code': 200,
+        'url.path': `/api/v1/agents/${agent.id}/execute`,
+      }),
+    });
+    expect(server.resource).toMatchObject({ 'service.name': 'agentry-under-test', 'deployment.environment.name': 'test' });
+
+    const run = one(spans, 'invoke_agent Calculator');
+    expect(run.parentSpanId).toBe(server.spanId);
+    expect(run.attributes).toMatchObject({
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.provider.name': 'builtin',
+      'gen_ai.request.model': 'echo',
+      'gen_ai.agent.id': agent.id,
+      'gen_ai.agent.name': 'Calculator',
+      'gen_ai.conversation.id': res.body.conversationId,
+      'agentry.run.id': res.body.runId,
+      'agentry.run.status': 'completed',
+      'gen_ai.usage.input_tokens': res.body.tokenUsage.inputTokens,
+      'gen_ai.usage.output_tokens': res.body.tokenUsage.outputTokens,
+    });
+
+    // Two model steps (the call, then the answer with its result), and the tool call between them.
+    const chats = childrenOf(spans, run).filter((s) => s.name === 'chat echo');
+    expect(chats.map((c) => c.attributes['gen_ai.response.finish_reasons'])).toEqual([['tool_calls'], ['stop']]);
+    for (const chat of chats) {
+      expect(chat.kind).toBe(3);
+      expect(chat.attributes).toMatchObject({
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'builtin',
+        'gen_ai.request.model': 'echo',
+      });
+      expect(chat.attributes['gen_ai.usage.input_tokens']).toEqual(expect.any(Number));
+      expect(chat.attributes['gen_ai.usage.output_tokens']).toEqual(expect.any(Number));
+    }
+    const usage = chats.reduce((n, c) => n + (c.attributes['gen_ai.usage.output_tokens'] as number), 0);
+    expect(usage).toBe(res.body.tokenUsage.outputTokens);
+
+    const tool = one(spans, 'execute_tool add');
+    expect(tool.parentSpanId).toBe(run.spanId);
+    expect(tool.attributes).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'add',
+      'agentry.tool.source': 'mcp',
+    });
+
+    // The MCP call went with the tool span's context: its client span is the tool's child, and the
+    // MCP server received that client span's traceparent.
+    const calls = childrenOf(spans, tool);
+    expect(calls.map((c) => [c.name, c.kind, c.attributes['server.address']])).toEqual([['POST', 3, '127.0.0.1']]);
+    expect(mcp.state.headers.map((h) => h.traceparent)).toContain(`00-${server.traceId}-${calls[0].spanId}-01`);
+
+    // Prompt, completion and tool-call text are not recorded unless asked for.
+    for (const span of spans) for (const name of GENAI_CONTENT) expect(span.attributes).not.toHaveProperty(name);
+    expect(JSON.stringify(spans)).not.toContain('"a":2');
+  });
+
+  it('continues the trace of an incoming W3C traceparent', async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const parent = '00f067aa0ba902b7';
+    const res = await t.request('GET', '/api/v1/agents', { key, headers: { traceparent: `00-${traceId}-${parent}-01` } });
+    expect(res.status).toBe(200);
+    const { server } = await traceOf(res.headers['x-request-id']);
+    expect(server).toMatchObject({ name: 'GET /api/v1/agents', traceId, parentSpanId: parent });
+    // A malformed one starts a trace of its own.
+    const bad = await t.request('GET', '/api/v1/agents', { key, headers: { traceparent: 'not-a-traceparent' } });
+    const fresh = await traceOf(bad.headers['x-request-id']);
+    expect(fresh.server.parentSpanId).toBeUndefined();
+    expect(fresh.server.traceId).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it('a delegated call across two agents is one trace: the callee run is the child of the caller’s tool call', async () => {
+    const helper = await t.agent(key, { name: 'Helper' });
+    const lead = await t.agent(key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
+    const res = await t.request('POST', `/api/v1/agents/${lead.id}/execute`, {
+      key,
+      body: { message: '/tool ask_helper {"message":"find the answer"}' },
+    });
+    expect(res.status, res.text).toBe(200);
+    const calleeRunId = res.body.toolCalls[0].result.runId;
+
+    const { server, spans } = await traceOf(res.headers['x-request-id']);
+    const leadRun = one(spans, 'invoke_agent Lead');
+    expect(leadRun.parentSpanId).toBe(server.spanId);
+    const tool = one(spans, 'execute_tool ask_helper');
+    expect(tool.parentSpanId).toBe(leadRun.spanId);
+    expect(tool.attributes['agentry.tool.source']).toBe('delegation');
+    const helperRun = one(spans, 'invoke_agent Helper');
+    expect(helperRun.parentSpanId).toBe(tool.spanId);
+    expect(helperRun.attributes).toMatchObject({
+      'gen_ai.agent.id': helper.id,
+      'agentry.run.id': calleeRunId,
+      'agentry.run.kind': 'delegation',
+    });
+    expect(childrenOf(spans, helperRun).map((s) => s.name)).toEqual(['chat echo']);
+    // The callee's run keeps the context it was started in, for work continuing it elsewhere.
+    const row = await t.db.kysely.selectFrom('runs').select('traceparent').where('id', '=', calleeRunId).executeTakeFirstOrThrow();
+    expect(row.traceparent).toBe(`00-${server.traceId}-${tool.spanId}-01`);
+  });
+
+  it('a task run: the webhook request fires the task, and the job the dispatcher runs links to that fire', async () => {
+    const agent = await t.agent(key, { name: 'Worker' });
+    const created = await t.request('POST', '/api/v1/tasks', {
+      key,
+      body: { name: 'On order', description: 'New order', agentId: agent.id, type: 'triggered', trigger: { type: 'webhook' } },
+    });
+    expect(created.status, created.text).toBe(201);
+    const task = created.body;
+    const body = '{"orderId":42}';
+    const ts = String(Math.floor(Date.now() / 1000));
+    const delivered = await t.request('POST', `/api/v1/hooks/${task.id}`, {
+      payload: body,
+      headers: {
+        'content-type': 'application/json',
+        'x-agentry-timestamp': ts,
+        'x-agentry-signature': `sha256=${signature(task.trigger.secret, ts, body)}`,
+      },
+    });
+    expect(delivered.status, delivered.text).toBe(202);
+    const done = await taskIn(t, key, task.id, ['completed']);
+
+    const { server, spans } = await traceOf(delivered.headers['x-request-id']);
+    expect(server.name).toBe('POST /api/v1/hooks/:taskId');
+    const fire = one(spans, 'task.fire');
+    expect(fire.parentSpanId).toBe(server.spanId);
+    expect(fire.attributes).toMatchObject({
+      'agentry.task.id': task.id,
+      'agentry.fire.source': 'webhook',
+      'agentry.fire.decision': 'fired',
+    });
+
+    // The job runs later, wherever a dispatcher claims it: a trace of its own, linked to the fire.
+    const job: ReceivedSpan = await waitFor(async () => {
+      await t.services.tracing!.flush();
+      return receiver.spans.find((s) => s.name === 'task.job' && s.attributes['agentry.task.id'] === task.id)!;
+    });
+    expect(job.parentSpanId).toBeUndefined();
+    expect(job.traceId).not.toBe(server.traceId);
+    expect(job.links).toEqual([{ traceId: fire.traceId, spanId: fire.spanId }]);
+    expect(job.attributes).toMatchObject({ 'agentry.job.reason': 'webhook', 'agentry.run.id': done.lastRunId ?? expect.any(String) });
+    const jobTrace = receiver.trace(job.traceId);
+    const run = one(jobTrace, 'invoke_agent Worker');
+    expect(run.parentSpanId).toBe(job.spanId);
+    expect(run.attributes).toMatchObject({ 'agentry.run.kind': 'task', 'agentry.run.status': 'completed' });
+    expect(childrenOf(jobTrace, run).map((s) => s.name)).toEqual(['chat echo']);
+  });
+});
