@@ -11,11 +11,12 @@ const OWNERS = {
   tenancy: ['tenants', 'api_keys', 'audit_events'],
   agents: ['agents'],
   conversations: ['conversations', 'messages', 'files'],
-  runs: ['runs', 'run_events'],
+  runs: ['runs', 'run_events', 'run_suspensions'],
   tasks: ['tasks', 'task_jobs', 'task_fires'],
   skills: ['skills', 'skill_files', 'skill_assignments', 'connector_connections', 'connector_requests'],
   idempotency: ['idempotency_keys'],
   memory: ['memory_blocks', 'memory_block_versions'],
+  approvals: ['tool_approvals'],
   identity: ['identity_platform_keys', 'identity_agent_keys', 'identity_tokens', 'tbac_policies'],
 };
 

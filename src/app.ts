@@ -38,6 +38,8 @@ import { IdentityService } from './identity/service.js';
 import { loadMasterKey } from './identity/master-key.js';
 import { IdempotencyService } from './idempotency/service.js';
 import { tasksPlugin } from './tasks/plugin.js';
+import { approvalsPlugin } from './approvals/plugin.js';
+import { ApprovalsService } from './approvals/service.js';
 import { Task } from './tasks/schemas.js';
 import { TasksService } from './tasks/service.js';
 import { skillsPlugin } from './skills/plugin.js';
@@ -97,6 +99,8 @@ export interface Services extends SkillsDomain {
   identity: IdentityService;
   /** Tasks and the scheduler; also the ApprovalGateway other domains use (src/tasks/approvals.ts). */
   tasks: TasksService;
+  /** Tool calls that wait for a person, and the inbox where they and tasks awaiting approval are decided. */
+  approvals: ApprovalsService;
   /** Idempotency-Key claims, shared by the runs' and tasks' routes. */
   idempotency: IdempotencyService;
   /** OpenTelemetry traces (src/tracing/), when an OTLP endpoint is set; else nothing is traced. */
@@ -186,6 +190,9 @@ export function createServices(
   const tasks = new TasksService({ db, agents, runs, idempotency, config, log: logger, tracing });
   // skill_request and connector_request become awaiting_approval tasks; approving performs them.
   registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);
+  // Tool calls that wait for a person are recorded by the approvals domain; runs resume once they are decided.
+  const approvals = new ApprovalsService({ db, runs, tasks, log: logger });
+  runs.useToolApprovals(approvals);
   return {
     ...skillsDomain,
     logger,
@@ -200,6 +207,7 @@ export function createServices(
     conversations: new ConversationsService(db, agents, messageRuns(runs), files, idempotency),
     identity,
     tasks,
+    approvals,
     idempotency,
     tracing,
     memory,
@@ -330,6 +338,7 @@ export async function buildApp({ config, db, services = createServices(config, d
   });
   await app.register(conversationsPlugin, { conversations: services.conversations, files: services.files });
   await app.register(tasksPlugin, { tasks: services.tasks });
+  await app.register(approvalsPlugin, { approvals: services.approvals });
   await app.register(skillsPlugin, {
     skills: services.skills,
     connectors: services.connectors,

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { Id, Literals, Nullable, PageQuery, Timestamp } from '../http/schemas.js';
 import { OPTIONAL_BODY } from '../http/validation.js';
+import { ApprovalPolicy } from '../runtime/tools/approval-policy.js';
 import { McpTool } from '../runtime/tools/mcp-source.js';
 
 const AGENT_STATUSES = ['available', 'paused', 'registered'] as const;
@@ -91,6 +92,8 @@ export const Configuration = Type.Object(
       description: 'what a message does while the agent still answers in the same conversation',
     }),
     toolTimeoutMs: Type.Integer({ minimum: 100, maximum: 600_000 }),
+    // Absent: no tool call waits (docs/runtime.md, "Tool calls that wait for approval").
+    approval: Type.Optional(ApprovalPolicy),
   },
   { additionalProperties: false },
 );

@@ -394,6 +394,37 @@ export interface MemoryBlockVersionTable {
   created_at: string;
 }
 
+/** A tool call waiting for a person, and its decision (approvals/store.ts). */
+export interface ToolApprovalTable {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  run_id: string;
+  conversation_id: string | null;
+  tool_call_id: string;
+  tool_name: string;
+  arguments: string;
+  reason: string;
+  status: string;
+  on_timeout: string;
+  decided_arguments: string | null;
+  decision_reason: string | null;
+  decided_by_type: string | null;
+  decided_by_id: string | null;
+  decided_at: string | null;
+  resumed_at: string | null;
+  expires_at: string;
+  created_at: string;
+}
+
+/** What resuming a run awaiting approval needs (runs/store.ts). */
+export interface RunSuspensionTable {
+  run_id: string;
+  tenant_id: string;
+  state: string;
+  created_at: string;
+}
+
 export interface Database {
   tenants: TenantTable;
   api_keys: ApiKeyTable;
@@ -417,6 +448,8 @@ export interface Database {
   connector_connections: ConnectorConnectionTable;
   connector_requests: ConnectorRequestTable;
   idempotency_keys: IdempotencyKeyTable;
+  tool_approvals: ToolApprovalTable;
+  run_suspensions: RunSuspensionTable;
   memory_blocks: MemoryBlockTable;
   memory_block_versions: MemoryBlockVersionTable;
 }

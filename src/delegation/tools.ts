@@ -101,6 +101,9 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
           let run: RunOutcome;
           try {
             run = await runs().outcome(ctx.tenantId, handle);
+            // A callee's tool call waiting for a person (in the callee's inbox): its run goes on once decided,
+            // here or elsewhere; the caller waits for its end within the tool's timeout.
+            if ((run.status as string) === 'awaiting_approval') run = await runs().outcomeOf(ctx.tenantId, handle.runId);
           } finally {
             toolCtx.signal.removeEventListener('abort', onAbort);
           }

@@ -50,3 +50,29 @@ export const warningsColumn = (text: string) => parseJsonColumn(Texts, text, 'ru
 export const optionsColumn = (text: string) => parseJsonColumn(Options, text, 'runs.options');
 export const eventDataColumn = (text: string) => parseJsonColumn(JsonObject, text, 'run_events.data');
 export const tokenTextsColumn = (text: string) => parseJsonColumn(Texts, text, 'run_events.data');
+
+/** What resuming a paused run needs (run_suspensions.state, runs/pause.ts): its loop's pause, and how the run was started. */
+const Suspension = Type.Object({
+  pause: Type.Object({
+    prompt: Type.Array(JsonObject),
+    nextStep: Type.Integer({ minimum: 0 }),
+    calls: Type.Array(
+      Type.Object({
+        call: Type.Object({ toolCallId: Type.String(), toolName: Type.String(), input: Type.Unknown(), invalid: Type.Optional(Type.String()) }),
+        reason: Type.Optional(Type.String()),
+        result: Type.Optional(JsonObject),
+      }),
+    ),
+    result: JsonObject,
+  }),
+  run: Type.Object({
+    kind: Type.String(),
+    actorId: Type.Union([Type.String(), Type.Null()]),
+    enableTools: Type.Boolean(),
+    maxTokens: Type.Optional(Type.Integer()),
+    delegationDepth: Type.Optional(Type.Integer()),
+    startedAtMs: Type.Number(),
+    warnings: Type.Array(Type.String()),
+  }),
+});
+export const suspensionColumn = (text: string) => parseJsonColumn(Suspension, text, 'run_suspensions.state');

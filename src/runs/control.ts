@@ -1,6 +1,7 @@
 import * as conversations from '../conversations/turns.js';
 import { Conflict, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
+import type { RunPauses } from './pause.js';
 import type { RunResources } from './resources.js';
 import { isActive } from './statuses.js';
 import * as store from './store.js';
@@ -11,7 +12,10 @@ import type { RunPrincipal } from './types.js';
  * step boundary, a cancel, waiting for its end.
  */
 export class RunControl {
-  constructor(private readonly r: RunResources) {}
+  constructor(
+    private readonly r: RunResources,
+    private readonly pauses: RunPauses,
+  ) {}
 
   /** Delivers a message to the run answering in the conversation, at its next step boundary. */
   async inject(m: { tenantId: string; conversationId: string; content: string }): Promise<{ runId: string; messageId: string }> {
@@ -56,6 +60,11 @@ export class RunControl {
     // An agent's own token reaches only that agent's runs.
     if (!run || (principal.agentId !== undefined && run.agent_id !== principal.agentId)) throw new NotFound('run');
     if (!isActive(run.status)) throw new Conflict('run_not_active', `the run is already ${run.status}`);
+    if (run.status === 'awaiting_approval' && !this.r.active.has(runId)) {
+      // Nobody holds a run waiting for a person: it ends here, unless a process claimed it meanwhile.
+      if (await this.pauses.cancel(run)) return;
+      return this.cancel(principal, runId);
+    }
     const local = this.r.active.get(runId);
     if (local) {
       local.controller.abort(new Error('cancelled'));

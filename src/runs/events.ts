@@ -29,8 +29,12 @@ export class RunChannel {
   readonly events: RunEvent[] = [];
   private pending: RunEvent[] = [];
   private readonly listeners = new Set<RunEventListener>();
-  private nextSeq = 1;
+  private nextSeq: number;
+  /** The seq of the channel's first event: above 1 for a run resumed after approval (earlier events are stored). */
+  readonly firstSeq: number;
   ended = false;
+  /** Ended because the run awaits approval, not because it ended: followers go on from the stored events (follow.ts). */
+  paused = false;
   /** Someone followed the run live (a stream): kept a while after the end for reconnects. */
   followed = false;
   /**
@@ -44,8 +48,10 @@ export class RunChannel {
     /** The run's tenant: followers from other tenants are not given the channel. */
     readonly tenantId: string,
     private readonly hub: RunEventHub,
-    options: { held?: boolean } = {},
+    options: { held?: boolean; firstSeq?: number } = {},
   ) {
+    this.firstSeq = options.firstSeq ?? 1;
+    this.nextSeq = this.firstSeq;
     if (options.held) {
       let release!: () => void;
       const released = new Promise<void>((r) => (release = r));
@@ -224,8 +230,8 @@ export class RunEventHub {
     private readonly onWritten: (runId: string, seq: number) => void = () => {},
   ) {}
 
-  /** `held`: the run's start is not written yet; its events wait until `channel.release()`. */
-  open(runId: string, tenantId: string, options: { held?: boolean } = {}): RunChannel {
+  /** `held`: the run's start is not written yet; its events wait until `channel.release()`. `firstSeq`: a resumed run's next seq. */
+  open(runId: string, tenantId: string, options: { held?: boolean; firstSeq?: number } = {}): RunChannel {
     const channel = new RunChannel(runId, tenantId, this, options);
     this.channels.set(runId, channel);
     return channel;
@@ -239,8 +245,14 @@ export class RunEventHub {
     await channel.end();
     // A run nobody followed (an execute answered as JSON) is dropped at once; a later reader replays it
     // from the database. Kept, it survived young-generation collections only to be thrown away.
-    if (!channel.followed) this.channels.delete(channel.runId);
-    else setTimeout(() => this.channels.delete(channel.runId), RETAIN_AFTER_END_MS).unref();
+    if (!channel.followed) {
+      if (this.channels.get(channel.runId) === channel) this.channels.delete(channel.runId);
+    }
+    // A run resumed here meanwhile has a channel of its own under the same id: that one stays.
+    else
+      setTimeout(() => {
+        if (this.channels.get(channel.runId) === channel) this.channels.delete(channel.runId);
+      }, RETAIN_AFTER_END_MS).unref();
   }
 
   /** The channel has events to write: they go with the next write (after this turn's I/O). */

@@ -7,6 +7,8 @@ import type { ToolSet } from '../runtime/tools/types.js';
 import { traceRun, tracedModel, tracedTools } from '../tracing/genai.js';
 import type { RunChannel } from './events.js';
 import type { RunFinish } from './finish.js';
+import type { Resumed, RunPauses } from './pause.js';
+import { approvalCheck } from '../runtime/tools/approval-policy.js';
 import type { ActiveRun, PendingStart, RunResources } from './resources.js';
 import { ShutdownAbort, type RunOutcome, type StartRunInput, type SystemPromptContributor } from './types.js';
 import type { RunError } from './views.js';
@@ -21,6 +23,8 @@ export interface Launch {
   at: string;
   channel: RunChannel;
   start?: PendingStart;
+  /** A run resumed after approval: its loop goes on from the pause with the decisions (pause.ts). */
+  resume?: Resumed;
 }
 
 /** Executing a run: the tool loop over the agent's model and tools, its events, then its end. */
@@ -28,6 +32,7 @@ export class RunExecution {
   constructor(
     private readonly r: RunResources,
     private readonly ending: RunFinish,
+    private readonly pauses: RunPauses,
   ) {}
 
   /** Registers the run as executing here and sets it going. */
@@ -50,7 +55,7 @@ export class RunExecution {
       start: l.start,
     };
     this.r.active.set(runId, activeRun);
-    const execute = () => this.execute({ runId, conversation: l.conversation, input, messages, activeRun, startedAtMs: Date.parse(l.at) });
+    const execute = () => this.execute({ runId, conversation: l.conversation, input, messages, activeRun, startedAtMs: Date.parse(l.at), resume: l.resume });
     // Traced, the run is an invoke_agent span, child of the request, tool call or task job that started it.
     const tracing = this.r.tracing;
     const run = { runId, kind: input.kind, tenantId: input.principal.tenantId, agent: input.agent, model: input.agent.model };
@@ -68,6 +73,7 @@ export class RunExecution {
     messages: ConversationTurn[];
     activeRun: ActiveRun;
     startedAtMs: number;
+    resume?: Resumed;
   }): Promise<RunOutcome | null> {
     const { runId, input, activeRun } = x;
     const { channel, controller } = activeRun;
@@ -108,6 +114,9 @@ export class RunExecution {
         onEvent: (e) => channel.emit(e.event, e.data),
         // No tool acts for a run that is not recorded yet.
         beforeToolCalls: activeRun.start ? () => activeRun.start!.written : undefined,
+        approval: this.r.toolApprovals
+          ? { check: approvalCheck(agent.configuration.approval), resume: x.resume && { pause: x.resume.suspension.pause, decisions: x.resume.decisions } }
+          : undefined,
       });
     } catch (err) {
       if (err instanceof ModelCallError) {
@@ -133,6 +142,11 @@ export class RunExecution {
       failure = { code: 'interrupted', message: controller.signal.reason.message };
     }
     const cancelled = !failure && (controller.signal.aborted || loop?.finish === 'cancelled');
+    if (!failure && !cancelled && loop?.finish === 'awaiting_approval') {
+      // A tool call waits for a person: the run pauses (pause.ts) instead of ending; any process resumes it.
+      await this.pauses.pause({ runId, input, conversationId, result: loop, warnings: [...(toolSet.warnings ?? []), ...loop.warnings], startedAtMs: x.startedAtMs });
+      return null;
+    }
     const result: LoopResult = loop ?? {
       output: '',
       steps: [],

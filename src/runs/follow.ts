@@ -1,5 +1,5 @@
 import { NotFound } from '../errors.js';
-import { type RunEventListener, readStoredEvents } from './events.js';
+import { type RunChannel, type RunEventListener, readStoredEvents } from './events.js';
 import type { RunResources } from './resources.js';
 import { isActive } from './statuses.js';
 import * as store from './store.js';
@@ -17,6 +17,32 @@ export class RunFollowers {
 
   constructor(private readonly r: RunResources) {}
 
+  /**
+   * Follows a channel from memory; when it ends because the run awaits approval, goes on with the
+   * stored events, where the run's continuation appears whichever process resumes it.
+   */
+  private followChannel(channel: RunChannel, f: { tenantId: string; runId: string; afterSeq: number }, listener: RunEventListener) {
+    let last = f.afterSeq;
+    let stopped = false;
+    let stopStored: (() => void) | undefined;
+    const unsubscribe = channel.follow(f.afterSeq, (e) => {
+      if (e) {
+        last = e.seq;
+        return listener(e);
+      }
+      if (!channel.paused || stopped) return listener(null);
+      this.follow({ ...f, afterSeq: last }, listener, false).then(
+        (stop) => (stopped ? stop() : (stopStored = stop)),
+        () => listener(null),
+      );
+    });
+    return () => {
+      stopped = true;
+      unsubscribe();
+      stopStored?.();
+    };
+  }
+
   /** New events of these runs were written elsewhere: their followers here read them. */
   wake(runIds: string[]) {
     for (const runId of runIds) for (const wake of this.remote.get(runId) ?? []) wake();
@@ -26,11 +52,12 @@ export class RunFollowers {
    * Follows a run's events after `afterSeq`: from memory when it runs here, otherwise from the
    * database (polling while another process still runs it). Calls `listener(null)` at the end.
    */
-  async follow(f: { tenantId: string; runId: string; afterSeq: number }, listener: RunEventListener): Promise<() => void> {
+  async follow(f: { tenantId: string; runId: string; afterSeq: number }, listener: RunEventListener, fromMemory = true): Promise<() => void> {
     const { tenantId, runId } = f;
-    // A run executing (or just ended) here is followed from memory, without reading its row.
-    const channel = this.r.events.get(runId);
-    if (channel?.tenantId === tenantId) return channel.follow(f.afterSeq, listener);
+    // A run executing (or just ended) here is followed from memory, without reading its row, when its
+    // channel holds every event after afterSeq (a run resumed after approval has only its later ones).
+    const channel = fromMemory ? this.r.events.get(runId) : undefined;
+    if (channel?.tenantId === tenantId && channel.firstSeq <= f.afterSeq + 1) return this.followChannel(channel, f, listener);
     const run = await store.findRun(this.r.db.kysely, tenantId, runId);
     if (!run) throw new NotFound('run');
 

@@ -11,6 +11,7 @@ import type { ToolRegistry } from '../runtime/tools/registry.js';
 import type { SignalBus } from '../signals/bus.js';
 import type { Tracing } from '../tracing/tracing.js';
 import type { Admission } from './admission.js';
+import type { ToolApprovalRequests } from './pause.js';
 import type { RunChannel, RunEvent, RunEventHub } from './events.js';
 import type { TerminalStatus } from './statuses.js';
 import type { RunFinished, RunFinishedListener, RunOutcome, StartRunInput, SystemPromptContributor } from './types.js';
@@ -44,6 +45,8 @@ export interface RunResources extends RunsOptions {
   finished: FinishedListeners;
   /** Sections other domains add to every run's system prompt, in this order. */
   systemPromptContributors: SystemPromptContributor[];
+  /** Where tool calls that wait for a person are recorded (approvals/, set in app.ts); absent, no call waits. */
+  toolApprovals?: ToolApprovalRequests;
 }
 
 /** A run executing in this process. */

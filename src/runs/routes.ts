@@ -46,7 +46,9 @@ const ExecutionResult = Type.Object(
     output: Type.String(),
     conversationId: Type.String(),
     runId: Type.String(),
-    status: Type.String(),
+    status: Type.String({
+      description: 'completed, or awaiting_approval: a tool call waits for a person (GET /api/v1/approvals); the run goes on once decided',
+    }),
     cost: Type.Number({ description: 'USD' }),
     tokenUsage: TokenUsage,
     toolCalls: Type.Array(Type.Object({ name: Type.String(), input: Type.Unknown(), result: Nullable(Json) })),
@@ -67,7 +69,7 @@ export const RunSummarySchema = Type.Object({
   conversationId: Nullable(Type.String()),
   taskId: Nullable(Type.String()),
   kind: Type.String(),
-  status: Type.String({ description: 'queued, running, completed, failed, cancelled' }),
+  status: Type.String({ description: 'queued, running, awaiting_approval, completed, failed, cancelled' }),
   model: Type.String(),
   output: Type.String(),
   error: RunErrorSchema,
@@ -139,7 +141,7 @@ export const RunDetailsSchema = Type.Evaluate(
 );
 
 const SSE_DESCRIPTION =
-  'Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).';
+  'Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).';
 const StreamHeaders = {
   ...RunHeaders,
   'content-location': Type.String({ description: '/api/v1/runs/{runId}/events: where to resume this stream (with Last-Event-ID)' }),

@@ -7,6 +7,7 @@ import { RunExecution } from './execute.js';
 import { RunFinish } from './finish.js';
 import { RunFollowers } from './follow.js';
 import { RunLeases } from './leases.js';
+import { RunPauses, type ToolApprovalRequests } from './pause.js';
 import { FinishedListeners, type RunResources, type RunsOptions } from './resources.js';
 import { RunStarts } from './start.js';
 import { isActive } from './statuses.js';
@@ -58,6 +59,8 @@ export class RunsService {
   private readonly leases: RunLeases;
   private readonly control: RunControl;
   private readonly followers: RunFollowers;
+  private readonly pauses: RunPauses;
+  private readonly execution: RunExecution;
   private draining = false;
   private unsubscribers: (() => void)[] = [];
 
@@ -77,8 +80,10 @@ export class RunsService {
       finished: new FinishedListeners(options.log),
       systemPromptContributors: this.systemPromptContributors,
     };
-    this.control = new RunControl(this.r);
-    const execution = new RunExecution(this.r, new RunFinish(this.r));
+    this.pauses = new RunPauses(this.r);
+    this.control = new RunControl(this.r, this.pauses);
+    this.execution = new RunExecution(this.r, new RunFinish(this.r), this.pauses);
+    const execution = this.execution;
     this.starts = new RunStarts(this.r, { execution, control: this.control });
     this.leases = new RunLeases(this.r);
     this.followers = new RunFollowers(this.r);
@@ -144,6 +149,34 @@ export class RunsService {
   /** Declares running runs with an expired lease `failed` (`interrupted`); safe in several processes. */
   recoverInterrupted(): Promise<number> {
     return this.leases.recoverInterrupted();
+  }
+
+  /** Where tool calls that wait for a person are recorded (the approvals domain, app.ts); until set, no call waits. */
+  useToolApprovals(port: ToolApprovalRequests) {
+    this.r.toolApprovals = port;
+  }
+
+  /**
+   * Resumes a run awaiting approval here once every waiting call is decided: claimed (one process
+   * wins), then its loop goes on from the pause. False when it is not resumable (still waiting,
+   * claimed elsewhere, ended) or this process is shutting down.
+   */
+  async resume(runId: string): Promise<boolean> {
+    if (this.draining) return false;
+    const resumed = await this.pauses.claim(runId);
+    if (!resumed) return false;
+    const tenantId = resumed.input.principal.tenantId;
+    this.execution.launch({
+      input: resumed.input,
+      runId,
+      conversation: resumed.conversation,
+      history: [],
+      at: new Date(resumed.suspension.run.startedAtMs).toISOString(),
+      channel: this.r.events.open(runId, tenantId, { firstSeq: resumed.firstSeq }),
+      resume: resumed,
+    });
+    this.r.log.info({ runId }, 'run resumed after approval');
+    return true;
   }
 
   /** Delivers a message to the run answering in the conversation, at its next step boundary. */
@@ -214,6 +247,11 @@ export class RunsService {
     const last = await store.lastEvent(this.r.db.kysely, runId);
     const closed = last.event === 'done' || last.event === 'error';
     return { conversationId: row.conversation_id, ended: closed, lastSeq: last.seq };
+  }
+
+  /** Whether a run has ended (or does not exist): not queued, running nor awaiting approval. */
+  async isEnded(runId: string): Promise<boolean> {
+    return !(await store.isRunActive(this.r.db.kysely, runId));
   }
 
   /** A run; with `agentId` (an agent's own token), only a run of that agent. */

@@ -191,3 +191,46 @@ export async function lastEvent(db: Executor, runId: string): Promise<{ seq: num
     .executeTakeFirst();
   return { seq: Number(row?.seq ?? 0), event: row?.event ?? null };
 }
+
+/**
+ * A running run whose tool call waits for a person: `awaiting_approval`, its result so far, no lease
+ * (runs/pause.ts). Only from a status it may follow (running).
+ */
+export async function pauseRun(db: Executor, id: string, patch: Updateable<RunTable>) {
+  const r = await db
+    .updateTable('runs')
+    .set({ ...patch, status: 'awaiting_approval', lease_owner: null, lease_expires_at: null })
+    .where('id', '=', id)
+    .where('status', 'in', statusesBefore('awaiting_approval'))
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Claims a run awaiting approval for this process: it is `running` again, under this process's lease. */
+export async function claimPausedRun(db: Executor, id: string, owner: string, until: string) {
+  const r = await db
+    .updateTable('runs')
+    .set({ status: 'running', lease_owner: owner, lease_expires_at: until, cancel_requested: 0 })
+    .where('id', '=', id)
+    .where('status', '=', 'awaiting_approval')
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+/** Ends a run while it awaits approval (cancelled): only if nobody claimed it meanwhile. */
+export async function endPausedRun(db: Executor, id: string, patch: Updateable<RunTable> & { status: TerminalStatus }) {
+  const r = await db.updateTable('runs').set(patch).where('id', '=', id).where('status', '=', 'awaiting_approval').executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+export function insertSuspension(db: Executor, row: { run_id: string; tenant_id: string; state: string; created_at: string }) {
+  return db.insertInto('run_suspensions').values(row).execute();
+}
+
+export function findSuspension(db: Executor, runId: string) {
+  return db.selectFrom('run_suspensions').selectAll().where('run_id', '=', runId).executeTakeFirst();
+}
+
+export function deleteSuspension(db: Executor, runId: string) {
+  return db.deleteFrom('run_suspensions').where('run_id', '=', runId).execute();
+}

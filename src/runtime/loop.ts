@@ -10,6 +10,7 @@ import { now } from '../ids.js';
 import { type StepOutput, streamStep, type StepToolCall } from './model-step.js';
 import { ProviderError, type ProviderErrorCode, type RetryPolicy } from './models/retries.js';
 import { invalidToolInput } from './tools/input-schema.js';
+import { type LoopApproval, type LoopPause, resumedCalls, waitingCalls } from './tool-approvals.js';
 import { ToolError, type RuntimeTool, type ToolAgent, type ToolContext } from './tools/types.js';
 
 /** A message of the conversation's history, as the model is given it. */
@@ -51,8 +52,10 @@ export interface LoopResult {
   steps: StepRecord[];
   toolCalls: ToolCallRecord[];
   usage: { inputTokens: number; outputTokens: number };
-  /** How the loop ended: stop (answered), max_steps, length (token cap), cancelled. */
-  finish: 'stop' | 'max_steps' | 'length' | 'cancelled';
+  /** How the loop ended: stop (answered), max_steps, length (token cap), cancelled, awaiting_approval (paused: `paused`). */
+  finish: 'stop' | 'max_steps' | 'length' | 'cancelled' | 'awaiting_approval';
+  /** Set when a tool call waits for a person: what resuming the loop needs (tool-approvals.ts). */
+  paused?: LoopPause;
   /** What the provider warned about (unsupported settings...), each once however many steps said it. */
   warnings: string[];
 }
@@ -88,6 +91,8 @@ export interface LoopInput<A extends ToolAgent = ToolAgent> {
   onEvent(e: LoopEvent): void;
   /** Awaited before a step's tool calls run (a run's start must be written before any tool acts). */
   beforeToolCalls?(): Promise<void>;
+  /** Tool calls that wait for a person, and the decisions a paused loop resumes with (tool-approvals.ts). */
+  approval?: LoopApproval<Omit<LoopResult, 'paused'>>;
 }
 
 /** Tool results are always JSON objects: other values are wrapped as `{ value }`. */
@@ -110,17 +115,21 @@ function toolErrorResult(err: unknown, signal: AbortSignal, timedOut: boolean): 
  * the model got wrong, go back to the model as results.
  */
 export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise<LoopResult> {
-  const prompt: LanguageModelV3Prompt = [];
-  if (input.system) prompt.push({ role: 'system', content: input.system });
-  for (const m of input.messages) prompt.push(turn(m.role, m.content));
-  const result: LoopResult = {
-    output: '',
-    steps: [],
-    toolCalls: [],
-    usage: { inputTokens: 0, outputTokens: 0 },
-    finish: 'stop',
-    warnings: [],
-  };
+  // A loop resumed after a pause goes on from its prompt and result as they were.
+  const resumed = input.approval?.resume;
+  const prompt: LanguageModelV3Prompt = resumed ? resumed.pause.prompt : [];
+  if (input.system && !resumed) prompt.push({ role: 'system', content: input.system });
+  if (!resumed) for (const m of input.messages) prompt.push(turn(m.role, m.content));
+  const result: LoopResult = resumed
+    ? { ...resumed.pause.result, finish: 'stop' }
+    : {
+        output: '',
+        steps: [],
+        toolCalls: [],
+        usage: { inputTokens: 0, outputTokens: 0 },
+        finish: 'stop',
+        warnings: [],
+      };
 
   const toolsByName = new Map(input.tools.map((t) => [t.name, t]));
   const toolNames = new Set(toolsByName.keys());
@@ -178,9 +187,18 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
     };
   };
 
+  if (resumed) {
+    // The paused step's calls: approved ones run now (with any edited arguments), rejected ones answer the reason.
+    prompt.push({ role: 'tool', content: await resumedCalls(resumed, runTool, result.toolCalls, (e) => input.onEvent(e)) });
+    if (input.signal.aborted) {
+      result.finish = 'cancelled';
+      return result;
+    }
+  }
+
   // Messages drained after the model had answered; they open the next step.
   let carried: string[] = [];
-  for (let index = 0; index < input.maxSteps; index++) {
+  for (let index = resumed?.pause.nextStep ?? 0; index < input.maxSteps; index++) {
     if (input.signal.aborted) {
       result.finish = 'cancelled';
       return result;
@@ -251,6 +269,19 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
       output.finishReason === 'tool-calls' || output.finishReason === 'stop' ? output.toolCalls.filter((c) => !c.providerExecuted) : [];
     for (const call of calls) step.toolCallIds.push(call.toolCallId);
     if (calls.length) await input.beforeToolCalls?.();
+    const waiting = waitingCalls(input.approval, calls, toolsByName);
+    if (waiting) {
+      // A person decides first: the calls needing nobody run now, then the loop pauses with what resuming needs.
+      const settled = await Promise.all(calls.map((c, i) => (waiting[i] === undefined ? runTool(c) : undefined)));
+      if (input.signal.aborted) {
+        result.finish = 'cancelled';
+        return result;
+      }
+      if (output.message.content.length) prompt.push(output.message);
+      result.finish = 'awaiting_approval';
+      result.paused = { prompt, nextStep: index + 1, calls: calls.map((call, i) => ({ call, reason: waiting[i], result: settled[i] })) };
+      return result;
+    }
     const toolResults = await Promise.all(calls.map(runTool));
     if (input.signal.aborted) {
       result.finish = 'cancelled';
