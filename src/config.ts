@@ -3,6 +3,7 @@ import { inspect } from 'node:util';
 import { trustDomainError } from './identity/spiffe.js';
 import { parseModelId } from './runtime/models/model-id.js';
 import type { ProviderSettings } from './runtime/models/registry.js';
+import type { ModelEntryOverride } from './runtime/models/prices.js';
 import { type TracingSettings, TracingSettingError, tracingSettings } from './tracing/settings.js';
 import { DEFAULT_RETRY_POLICY } from './runtime/models/retries.js';
 
@@ -37,8 +38,8 @@ export interface Config {
   publicBaseUrl: string;
   defaultModel: string;
   providers: ProviderSettings;
-  /** USD per million tokens, overriding the built-in price table (MODEL_PRICES, JSON). */
-  modelPrices: Record<string, { input: number; output: number }>;
+  /** USD per million tokens and context windows, laid over the built-in table field by field (MODEL_PRICES, JSON). */
+  modelPrices: Record<string, ModelEntryOverride>;
   /** How long a run's lease lasts without renewal before another process declares it interrupted. */
   runLeaseMs: number;
   /** Hosts (or host:port), as written in URLs, agents may reach although not public (MCP_ALLOWED_HOSTS). */
@@ -134,10 +135,21 @@ function modelPrices(env: Env): Config['modelPrices'] {
     throw new ConfigError('MODEL_PRICES', 'must be JSON like {"openai/gpt-4o":{"input":2.5,"output":10}}');
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError('MODEL_PRICES', 'must be a JSON object');
-  for (const [model, price] of Object.entries(parsed as Record<string, unknown>)) {
-    const p = price as { input?: unknown; output?: unknown };
-    const ok = p && typeof p.input === 'number' && typeof p.output === 'number' && p.input >= 0 && p.output >= 0;
-    if (!ok) throw new ConfigError('MODEL_PRICES', `entry "${model}" must be {"input":<USD per 1M>,"output":<USD per 1M>}`);
+  const shape = '{"input":<USD per 1M>,"output":<USD per 1M>,"contextWindow":<tokens>,"outputReserve":<tokens>} (any of them)';
+  for (const [model, entry] of Object.entries(parsed as Record<string, unknown>)) {
+    const fields = entry && typeof entry === 'object' && !Array.isArray(entry) ? Object.entries(entry) : [];
+    const ok =
+      fields.length > 0 &&
+      fields.every(([k, v]) =>
+        k === 'input' || k === 'output'
+          ? typeof v === 'number' && v >= 0
+          : (k === 'contextWindow' || k === 'outputReserve') && Number.isInteger(v) && (v as number) > 0,
+      );
+    if (!ok) throw new ConfigError('MODEL_PRICES', `entry "${model}" must be ${shape}`);
+    const { contextWindow, outputReserve } = entry as ModelEntryOverride;
+    if (contextWindow !== undefined && outputReserve !== undefined && outputReserve >= contextWindow) {
+      throw new ConfigError('MODEL_PRICES', `entry "${model}": outputReserve must be smaller than contextWindow`);
+    }
   }
   return parsed as Config['modelPrices'];
 }

@@ -92,6 +92,8 @@ export const Configuration = Type.Object(
       description: 'what a message does while the agent still answers in the same conversation',
     }),
     toolTimeoutMs: Type.Integer({ minimum: 100, maximum: 600_000 }),
+    // The model that summarises the turns the agent's model window no longer holds (docs/runtime.md); null: the agent's own.
+    summaryModel: Nullable(ModelString),
     // Absent: no tool call waits (docs/runtime.md, "Tool calls that wait for approval").
     approval: Type.Optional(ApprovalPolicy),
   },
@@ -110,6 +112,7 @@ export const DEFAULT_CONFIGURATION: Configuration = {
   memoryWindow: 50,
   onActiveRun: 'reject',
   toolTimeoutMs: 60_000,
+  summaryModel: null,
 };
 
 export const DEFAULT_TOOLS: ToolSpec[] = [

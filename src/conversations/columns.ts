@@ -4,7 +4,15 @@ import { Json } from '../http/schemas.js';
 
 /** The JSON columns of conversations and messages, parsed through their schemas. */
 
-const ToolCalls = Type.Array(Type.Object({ name: Type.String(), input: Type.Unknown() }));
+// id and result written since issue 25 (the history replays them); absent on older messages.
+const ToolCalls = Type.Array(
+  Type.Object({
+    id: Type.Optional(Type.String()),
+    name: Type.String(),
+    input: Type.Unknown(),
+    result: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
+  }),
+);
 const TokenUsage = Type.Object({ inputTokens: Type.Number(), outputTokens: Type.Number() });
 const Attachments = Type.Array(Type.String());
 

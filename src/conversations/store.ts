@@ -143,20 +143,42 @@ export async function messagesBefore(db: Executor, tenantId: string, conversatio
 }
 
 /**
- * What a run gives the model of the conversation: the newest `limit` messages' role and text, oldest
- * first. Only the two columns: the full rows cost nearly three times as much to read (51 rows: 132 against
- * 48 µs on SQLite).
+ * What a run gives the model of the conversation: the newest `limit` messages' id, role, text and tool
+ * calls (with their results), oldest first. Only these columns: the full rows cost nearly three times as
+ * much to read (51 rows: 132 against 48 µs on SQLite, with role and content alone).
  */
 export async function history(db: Executor, tenantId: string, conversationId: string, limit: number) {
   const rows = await db
     .selectFrom('messages')
-    .select(['role', 'content'])
+    .select(['id', 'role', 'content', 'tool_calls'])
     .where('tenant_id', '=', tenantId)
     .where('conversation_id', '=', conversationId)
     .orderBy('id', 'desc')
     .limit(limit)
     .execute();
   return rows.reverse();
+}
+
+/** A conversation's running summary of the turns its model's window no longer holds (runtime/context/fit.ts). */
+export function findSummary(db: Executor, tenantId: string, conversationId: string) {
+  return db
+    .selectFrom('conversation_summaries')
+    .select(['summary', 'through_message_id'])
+    .where('tenant_id', '=', tenantId)
+    .where('conversation_id', '=', conversationId)
+    .executeTakeFirst();
+}
+
+export async function saveSummary(
+  db: Executor,
+  row: { tenant_id: string; conversation_id: string; summary: string; through_message_id: string; updated_at: string },
+) {
+  const { summary, through_message_id, updated_at } = row;
+  await db
+    .insertInto('conversation_summaries')
+    .values(row)
+    .onConflict((oc) => oc.column('conversation_id').doUpdateSet({ summary, through_message_id, updated_at }))
+    .execute();
 }
 
 export function findMessage(db: Executor, tenantId: string, conversationId: string, id: string) {

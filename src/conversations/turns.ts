@@ -11,7 +11,11 @@ export {
   deferMessage,
   findConversation,
   findReply,
+  findSummary,
   history,
   insertMessage,
   releaseConversation,
+  saveSummary,
 } from './store.js';
+/** A history message's tool calls, parsed (with their ids and results since issue 25). */
+export { toolCallsColumn } from './columns.js';

@@ -118,6 +118,8 @@ export interface RunTable {
   completed_at: string | null;
   /** The W3C traceparent of the span the run was started in (0019), for work continuing it elsewhere. */
   traceparent?: string | null;
+  /** The final answer validated against the run's response format, as JSON (0015); null without one. */
+  structured_output?: string | null;
 }
 
 interface RunEventTable {
@@ -350,6 +352,15 @@ export interface ConnectorRequestTable {
 }
 
 /** A client's Idempotency-Key and what the request that claimed it started (idempotency/store.ts). */
+/** A conversation's running summary of the turns its model's window no longer holds (0015, conversations/). */
+export interface ConversationSummaryTable {
+  conversation_id: string;
+  tenant_id: string;
+  summary: string;
+  through_message_id: string;
+  updated_at: string;
+}
+
 export interface IdempotencyKeyTable {
   tenant_id: string;
   key: string;
@@ -431,6 +442,7 @@ export interface Database {
   audit_events: AuditEventTable;
   agents: AgentTable;
   conversations: ConversationTable;
+  conversation_summaries: ConversationSummaryTable;
   messages: MessageTable;
   runs: RunTable;
   run_events: RunEventTable;

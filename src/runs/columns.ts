@@ -47,6 +47,8 @@ export const errorColumn = (text: string | null) => (text ? parseJsonColumn(Stor
 export const toolCallsColumn = (text: string) => parseJsonColumn(ToolCalls, text, 'runs.tool_calls');
 export const stepsColumn = (text: string) => parseJsonColumn(Steps, text, 'runs.steps');
 export const warningsColumn = (text: string) => parseJsonColumn(Texts, text, 'runs.warnings');
+/** The final answer validated against the run's response format (runtime/structured-output.ts). */
+export const structuredOutputColumn = (text: string | null) => (text ? parseJsonColumn(JsonObject, text, 'runs.structured_output') : null);
 export const optionsColumn = (text: string) => parseJsonColumn(Options, text, 'runs.options');
 export const eventDataColumn = (text: string) => parseJsonColumn(JsonObject, text, 'run_events.data');
 export const tokenTextsColumn = (text: string) => parseJsonColumn(Texts, text, 'run_events.data');

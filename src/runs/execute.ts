@@ -5,6 +5,8 @@ import { type ConversationTurn, type LoopResult, ModelCallError, runLoop } from 
 import { ModelUnavailableError } from '../runtime/models/registry.js';
 import type { ToolSet } from '../runtime/tools/types.js';
 import { traceRun, tracedModel, tracedTools } from '../tracing/genai.js';
+import { answerShape } from '../runtime/structured-output.js';
+import { contextOptions, historyTurns, type StoredTurn, summaryModelOf } from './context.js';
 import type { RunChannel } from './events.js';
 import type { RunFinish } from './finish.js';
 import type { Resumed, RunPauses } from './pause.js';
@@ -19,7 +21,7 @@ export interface Launch {
   runId: string;
   conversation: ConversationRow;
   /** The conversation's earlier messages the model is given. */
-  history: { role: string; content: string }[];
+  history: StoredTurn[];
   at: string;
   channel: RunChannel;
   start?: PendingStart;
@@ -38,10 +40,7 @@ export class RunExecution {
   /** Registers the run as executing here and sets it going. */
   launch(l: Launch): ActiveRun {
     const { input, runId } = l;
-    const messages: ConversationTurn[] = [...(input.history ?? []), ...l.history].map((m) => ({
-      role: m.role === 'assistant' ? 'assistant' : 'user',
-      content: m.content,
-    }));
+    const messages: ConversationTurn[] = historyTurns(input.history ?? [], l.history);
     messages.push({ role: 'user', content: input.modelContext ? `${input.content}\n\n${input.modelContext}` : input.content });
     const controller = new AbortController();
     const activeRun: ActiveRun = {
@@ -95,8 +94,11 @@ export class RunExecution {
         if (this.r.tracing) toolSet = tracedTools(this.r.tracing, toolSet);
       }
       const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled, userId });
+      // A structured answer: asked of the provider natively, or instructed in the system prompt (structured-output.ts).
+      const answer = input.responseFormat ? answerShape(input.responseFormat, resolved) : undefined;
       const system =
-        [agent.systemPrompt, agent.contextPrompt, ...contributed, input.instructions].filter(Boolean).join('\n\n') || undefined;
+        [agent.systemPrompt, agent.contextPrompt, ...contributed, input.instructions, answer?.instruction].filter(Boolean).join('\n\n') ||
+        undefined;
       const maxTokens = input.maxTokens ?? agent.configuration.maxTokens ?? undefined;
       loop = await runLoop({
         model,
@@ -114,6 +116,8 @@ export class RunExecution {
         onEvent: (e) => channel.emit(e.event, e.data),
         // No tool acts for a run that is not recorded yet.
         beforeToolCalls: activeRun.start ? () => activeRun.start!.written : undefined,
+        context: contextOptions(this.r, { tenantId, conversationId, agent }),
+        answer,
         approval: this.r.toolApprovals
           ? { check: approvalCheck(agent.configuration.approval), resume: x.resume && { pause: x.resume.suspension.pause, decisions: x.resume.decisions } }
           : undefined,
@@ -167,6 +171,7 @@ export class RunExecution {
       warnings: [...(toolSet.warnings ?? []), ...result.warnings],
       startedAtMs: x.startedAtMs,
       toolSources: toolSet.sources,
+      summaryModel: summaryModelOf(agent),
     });
   }
 

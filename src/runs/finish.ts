@@ -34,6 +34,8 @@ export interface Ending {
   startedAtMs: number;
   /** Each tool's source by name (the run's ToolSet), recorded with its calls. */
   toolSources?: ReadonlyMap<string, string>;
+  /** The model that summarised the run's history (runs/context.ts): its calls are priced at its price. */
+  summaryModel?: string;
 }
 
 /**
@@ -70,8 +72,16 @@ export class RunFinish {
     const activeRun = this.r.active.get(runId)!;
     const channel = activeRun.channel;
     const at = now();
-    const cost = this.r.prices.cost(ending.model, result.usage.inputTokens, result.usage.outputTokens);
-    const tokenUsage = { inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens };
+    // Summarising the history counts in the run: its tokens, at the summary model's price (runtime/context/fit.ts).
+    const summary = result.summaryUsage ?? { inputTokens: 0, outputTokens: 0 };
+    const summaryCost = this.r.prices.cost(ending.summaryModel ?? ending.model, summary.inputTokens, summary.outputTokens);
+    const cost =
+      Math.round((this.r.prices.cost(ending.model, result.usage.inputTokens, result.usage.outputTokens) + summaryCost) * 1e9) / 1e9;
+    const tokenUsage = {
+      inputTokens: result.usage.inputTokens + summary.inputTokens,
+      outputTokens: result.usage.outputTokens + summary.outputTokens,
+    };
+    const structuredOutput = result.structuredOutput ?? null;
     const error = status === 'cancelled' ? { code: 'cancelled', message: 'the run was cancelled' } : (ending.failure ?? null);
     const duration = Date.parse(at) - ending.startedAtMs;
     // The reply joins the conversation (a cancelled run's partial reply too); a failed run adds none.
@@ -84,7 +94,10 @@ export class RunFinish {
             run_id: runId,
             role: 'assistant',
             content: result.output,
-            tool_calls: result.toolCalls.length ? JSON.stringify(result.toolCalls.map((c) => ({ name: c.name, input: c.input }))) : null,
+            // With ids and results: the history gives them back to the model (runs/context.ts).
+            tool_calls: result.toolCalls.length
+              ? JSON.stringify(result.toolCalls.map((c) => ({ id: c.id, name: c.name, input: c.input, result: c.result })))
+              : null,
             token_usage: JSON.stringify(tokenUsage),
             attachments: null,
             created_at: at,
@@ -92,7 +105,7 @@ export class RunFinish {
         : null;
     const terminal =
       status === 'completed'
-        ? { event: 'done', data: { conversationId, runId, cost, tokenUsage } }
+        ? { event: 'done', data: { conversationId, runId, cost, tokenUsage, ...(structuredOutput ? { structuredOutput } : {}) } }
         : { event: 'error', data: { ...error! } };
     const finished: RunFinished = {
       runId,
@@ -120,6 +133,7 @@ export class RunFinish {
         duration_ms: duration,
         tool_calls: JSON.stringify(toolCallsToStore(result.toolCalls, ending.toolSources)),
         steps: JSON.stringify(stepsToStore(result.steps, ending.model, this.r.prices)),
+        structured_output: structuredOutput ? JSON.stringify(structuredOutput) : null,
         warnings: JSON.stringify(ending.warnings),
         completed_at: at,
         lease_owner: null,
@@ -155,7 +169,19 @@ export class RunFinish {
     await this.r.events.close(channel);
     if (!won) return null;
     await this.r.finished.notify(finished);
-    return { runId, conversationId, status, output: result.output, error, cost, tokenUsage, toolCalls: result.toolCalls, duration, reply };
+    return {
+      runId,
+      conversationId,
+      status,
+      output: result.output,
+      structuredOutput,
+      error,
+      cost,
+      tokenUsage,
+      toolCalls: result.toolCalls,
+      duration,
+      reply,
+    };
   }
 
   /**

@@ -11,6 +11,7 @@ import { IdempotencyHeaders, REPLAYED_HEADER } from '../idempotency/schemas.js';
 import type { IdempotencyService, IdempotentOutcome } from '../idempotency/service.js';
 import type { InjectedInstead, RunHandle, RunOutcome, RunsService } from './service.js';
 import { isInjected } from './service.js';
+import { checkResponseFormat, ResponseFormatSchema } from './response-format.js';
 
 /**
  * Executions and runs: POST /agents/:id/execute|chat|stream, GET /agents/:id/runs, and /runs/:runId.
@@ -19,6 +20,9 @@ import { isInjected } from './service.js';
 
 const TokenUsage = Type.Object({ inputTokens: Type.Integer(), outputTokens: Type.Integer() });
 const RunErrorSchema = Nullable(Type.Object({ code: Type.String(), message: Type.String() }));
+const StructuredOutput = Type.Record(Type.String(), Type.Unknown(), {
+  description: 'the final answer as an object, valid against the request’s responseFormat schema (the text is in output)',
+});
 const ToolCallBrief = Type.Object({ id: Type.String(), name: Type.String(), input: Type.Unknown(), result: Nullable(Json) });
 
 const ExecuteBody = Type.Object(
@@ -31,6 +35,7 @@ const ExecuteBody = Type.Object(
     stream: Type.Optional(Type.Boolean({ default: false })),
     attachments: Type.Optional(Type.Array(Id, { maxItems: 20, description: 'file ids from POST /api/v1/files' })),
     onActiveRun: Type.Optional(Type.Union([Type.Literal('reject'), Type.Literal('enqueue'), Type.Literal('inject')])),
+    responseFormat: Type.Optional(ResponseFormatSchema),
   },
   { additionalProperties: false },
 );
@@ -44,6 +49,7 @@ const RunHeaders = {
 const ExecutionResult = Type.Object(
   {
     output: Type.String(),
+    structuredOutput: Type.Optional(StructuredOutput),
     conversationId: Type.String(),
     runId: Type.String(),
     status: Type.String({
@@ -72,6 +78,7 @@ export const RunSummarySchema = Type.Object({
   status: Type.String({ description: 'queued, running, awaiting_approval, completed, failed, cancelled' }),
   model: Type.String(),
   output: Type.String(),
+  structuredOutput: Nullable(StructuredOutput),
   error: RunErrorSchema,
   cost: Type.Number({ description: 'USD' }),
   duration: Nullable(Type.Integer({ description: 'milliseconds' })),
@@ -141,7 +148,7 @@ export const RunDetailsSchema = Type.Evaluate(
 );
 
 const SSE_DESCRIPTION =
-  'Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).';
+  'Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).';
 const StreamHeaders = {
   ...RunHeaders,
   'content-location': Type.String({ description: '/api/v1/runs/{runId}/events: where to resume this stream (with Last-Event-ID)' }),
@@ -194,6 +201,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
 }> = async (app, { runs, agents, files, idempotency }) => {
   async function startExecution(req: FastifyRequest, agentId: string, body: ExecuteBody, kind: 'execute' | 'chat' | 'stream') {
     const tenantId = req.principal.tenantId;
+    checkResponseFormat(body.responseFormat, 'body.responseFormat');
     const agent = await agents.get(tenantId, agentId);
     const modelContext = body.attachments?.length ? await files.modelContext(tenantId, body.attachments) : undefined;
     return runs.start({
@@ -208,6 +216,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
       enableTools: body.enableTools,
       maxTokens: body.maxTokens,
       onActiveRun: body.onActiveRun,
+      responseFormat: body.responseFormat,
     });
   }
 
@@ -220,6 +229,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     if (run.status === 'cancelled') throw new Conflict('run_cancelled', `the run was cancelled (run ${run.runId})`);
     return reply.send({
       output: run.output,
+      ...(run.structuredOutput ? { structuredOutput: run.structuredOutput } : {}),
       conversationId: run.conversationId,
       runId: run.runId,
       status: run.status,

@@ -209,6 +209,7 @@ export class RunsService {
       conversationId: handle.conversationId,
       status: run.status as RunOutcome['status'],
       output: run.output,
+      structuredOutput: run.structuredOutput,
       error: run.error,
       cost: run.cost,
       tokenUsage: run.tokenUsage,

@@ -3,6 +3,7 @@ import type { Agent } from '../agents/schemas.js';
 import type { ConversationRow, MessageRow } from '../conversations/turns.js';
 import type { Database } from '../db/schema.js';
 import type { LoopResult } from '../runtime/loop.js';
+import type { ResponseFormat } from '../runtime/structured-output.js';
 import type { TerminalStatus } from './statuses.js';
 import type { RunError } from './views.js';
 
@@ -45,6 +46,8 @@ export interface StartRunInput {
   conversation?: ConversationRow;
   enableTools?: boolean;
   maxTokens?: number;
+  /** The shape the final answer must have: validated, returned as `structuredOutput` (runs/response-format.ts checks it first). */
+  responseFormat?: ResponseFormat;
   taskId?: string;
   onActiveRun?: OnActiveRun;
   /** For a run another agent started through a delegation tool: how many delegations deep it is. */
@@ -78,6 +81,8 @@ export interface RunOutcome {
   conversationId: string;
   status: TerminalStatus;
   output: string;
+  /** The final answer as an object, when the run was given a response format. */
+  structuredOutput: Record<string, unknown> | null;
   error: RunError | null;
   cost: number;
   tokenUsage: { inputTokens: number; outputTokens: number };

@@ -1,4 +1,4 @@
-import { errorColumn, optionsColumn, stepsColumn, toolCallsColumn, warningsColumn } from './columns.js';
+import { errorColumn, optionsColumn, structuredOutputColumn, stepsColumn, toolCallsColumn, warningsColumn } from './columns.js';
 import { stepView, toolCallView } from './steps.js';
 import type { RunRow } from './store.js';
 
@@ -21,6 +21,7 @@ export function runSummary(row: RunRow) {
     status: row.status,
     model: row.model,
     output: row.output,
+    structuredOutput: structuredOutputColumn(row.structured_output ?? null),
     error: errorColumn(row.error),
     cost: row.cost,
     duration: row.duration_ms,

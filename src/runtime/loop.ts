@@ -7,17 +7,16 @@ import type {
   LanguageModelV3ToolResultPart,
 } from '@ai-sdk/provider';
 import { now } from '../ids.js';
+import { type ContextOptions, ContextFitter } from './context/fit.js';
+import { type ConversationTurn, turnMessages } from './context/history.js';
 import { type StepOutput, streamStep, type StepToolCall } from './model-step.js';
 import { ProviderError, type ProviderErrorCode, type RetryPolicy } from './models/retries.js';
+import type { AnswerShape } from './structured-output.js';
 import { invalidToolInput } from './tools/input-schema.js';
 import { type LoopApproval, type LoopPause, resumedCalls, waitingCalls } from './tool-approvals.js';
 import { ToolError, type RuntimeTool, type ToolAgent, type ToolContext } from './tools/types.js';
 
-/** A message of the conversation's history, as the model is given it. */
-export interface ConversationTurn {
-  role: 'user' | 'assistant';
-  content: string;
-}
+export type { ConversationTurn } from './context/history.js';
 
 /** The events a run streams (CONTRACT.md "Executions and streaming"), minus `done`/`error`. */
 type LoopEvent =
@@ -58,6 +57,10 @@ export interface LoopResult {
   paused?: LoopPause;
   /** What the provider warned about (unsupported settings...), each once however many steps said it. */
   warnings: string[];
+  /** The final answer parsed and validated against the run's response format (structured-output.ts). */
+  structuredOutput?: Record<string, unknown>;
+  /** What fitting the context cost: the summarising model's calls (context/fit.ts). */
+  summaryUsage?: { inputTokens: number; outputTokens: number };
 }
 
 /** Thrown when the model call fails; carries what was produced before the failure, and its code (model_error when not the provider's). */
@@ -65,7 +68,7 @@ export class ModelCallError extends Error {
   constructor(
     message: string,
     readonly partial: LoopResult,
-    readonly code: ProviderErrorCode | 'model_error' = 'model_error',
+    readonly code: ProviderErrorCode | 'model_error' | 'invalid_output' = 'model_error',
     /** A connection-level provider failure's own words (it may name internal addresses): the caller logs them, the run never says them. */
     readonly detail?: string,
   ) {
@@ -93,6 +96,10 @@ export interface LoopInput<A extends ToolAgent = ToolAgent> {
   beforeToolCalls?(): Promise<void>;
   /** Tool calls that wait for a person, and the decisions a paused loop resumes with (tool-approvals.ts). */
   approval?: LoopApproval<Omit<LoopResult, 'paused'>>;
+  /** The model's window: the history (`messages` but the last, the run's own) is fitted into it before each step. */
+  context?: ContextOptions;
+  /** The shape the final answer must have (structured-output.ts): asked for, validated, repaired once. */
+  answer?: AnswerShape;
 }
 
 /** Tool results are always JSON objects: other values are wrapped as `{ value }`. */
@@ -119,7 +126,7 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
   const resumed = input.approval?.resume;
   const prompt: LanguageModelV3Prompt = resumed ? resumed.pause.prompt : [];
   if (input.system && !resumed) prompt.push({ role: 'system', content: input.system });
-  if (!resumed) for (const m of input.messages) prompt.push(turn(m.role, m.content));
+  if (!resumed) for (const m of input.messages) prompt.push(...turnMessages(m));
   const result: LoopResult = resumed
     ? { ...resumed.pause.result, finish: 'stop' }
     : {
@@ -130,6 +137,10 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
         finish: 'stop',
         warnings: [],
       };
+
+  const fitter = input.context ? new ContextFitter(input.context, input.messages.slice(0, -1)) : undefined;
+  if (fitter) result.summaryUsage = Object.assign(fitter.usage, result.summaryUsage);
+  let repairs = 0;
 
   const toolsByName = new Map(input.tools.map((t) => [t.name, t]));
   const toolNames = new Set(toolsByName.keys());
@@ -223,7 +234,8 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
       output = await streamStep(
         input.model,
         {
-          prompt,
+          prompt: fitter ? await fitter.fit(prompt, input.signal) : prompt,
+          responseFormat: input.answer?.callOption,
           tools: toolDefinitions,
           toolChoice: toolDefinitions ? { type: 'auto' } : undefined,
           maxOutputTokens: input.maxTokens,
@@ -249,7 +261,7 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
       throw new ModelCallError(errorMessage(err), result);
     }
     step.completedAt = now();
-    for (const w of output.warnings) if (!result.warnings.includes(w)) result.warnings.push(w);
+    for (const w of [...(fitter?.warnings ?? []), ...output.warnings]) if (!result.warnings.includes(w)) result.warnings.push(w);
     step.finishReason = output.finishReason;
     step.usage = output.usage;
     result.usage.inputTokens += output.usage.inputTokens;
@@ -300,6 +312,17 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
     // The model answered; a message injected meanwhile still gets its turn.
     carried = input.drainInbox();
     if (!carried.length) {
+      if (input.answer) {
+        const checked = input.answer.check(step.text);
+        if ('error' in checked) {
+          // One repair attempt: the model is told what was wrong.
+          if (repairs++ > 0) throw new ModelCallError(checked.error, result, 'invalid_output');
+          prompt.push(turn('user', input.answer.repairPrompt(checked.error)));
+          continue;
+        }
+        result.structuredOutput = checked.value;
+        result.output = step.text;
+      }
       result.finish = 'stop';
       return result;
     }

@@ -12,6 +12,7 @@ import * as m0010 from './0010_job_claim_order.js';
 import * as m0011 from './0011_partial_run_indexes.js';
 import * as m0013 from './0013_idempotency_keys.js';
 import * as m0014 from './0014_tool_approvals.js';
+import * as m0015 from './0015_context_and_structured_output.js';
 import * as m0016 from './0016_memory.js';
 import * as m0019 from './0019_trace_context.js';
 import { sealedBoxMigration, type SealedBoxMigrationContext } from './0012_one_sealed_box.js';
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '0011_partial_run_indexes': m0011,
   '0013_idempotency_keys': m0013,
   '0014_tool_approvals': m0014,
+  '0015_context_and_structured_output': m0015,
   '0016_memory': m0016,
   '0019_trace_context': m0019,
 };

@@ -73,7 +73,14 @@ export class ModelRegistry {
             'model openai-compatible/* needs OPENAI_COMPATIBLE_BASE_URL (e.g. http://127.0.0.1:11434/v1 for Ollama)',
           );
         }
-        this.compatible ??= createOpenAICompatible({ name: 'openai-compatible', baseURL: baseUrl, apiKey, includeUsage: true });
+        // Structured output asked natively (response_format json_schema: vLLM, Ollama, llama.cpp take it).
+        this.compatible ??= createOpenAICompatible({
+          name: 'openai-compatible',
+          baseURL: baseUrl,
+          apiKey,
+          includeUsage: true,
+          supportsStructuredOutputs: true,
+        });
         return this.compatible(id.name);
       }
     }

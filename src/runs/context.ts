@@ -1,0 +1,76 @@
+import type { Agent } from '../agents/schemas.js';
+import * as conversations from '../conversations/turns.js';
+import { now } from '../ids.js';
+import type { ContextOptions } from '../runtime/context/fit.js';
+import type { ConversationTurn } from '../runtime/loop.js';
+import type { RunResources } from './resources.js';
+
+/** A stored history message as the start reads it (conversations/turns.ts `history`). */
+export interface StoredTurn {
+  id: string;
+  role: string;
+  content: string;
+  tool_calls: string | null;
+}
+
+/**
+ * The model's history: the caller's own turns (an OpenAI-style client sends them), then the
+ * conversation's stored messages with their ids (what a summary covers) and tool calls with results.
+ */
+export function historyTurns(caller: { role: string; content: string }[], stored: StoredTurn[]): ConversationTurn[] {
+  const turn = (m: { role: string; content: string }): ConversationTurn => ({
+    role: m.role === 'assistant' ? 'assistant' : 'user',
+    content: m.content,
+  });
+  return [
+    ...caller.map(turn),
+    ...stored.map((m) => ({ ...turn(m), id: m.id, toolCalls: m.tool_calls ? storedToolCalls(m.tool_calls) : undefined })),
+  ];
+}
+
+/** A damaged tool_calls column costs the history its calls, not the run. */
+function storedToolCalls(text: string) {
+  try {
+    return conversations.toolCallsColumn(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * How the run's history is fitted into its model's window (runtime/context/fit.ts): the window from
+ * the price table (none known: no fitting), summaries by the agent's `summaryModel` or its own model,
+ * kept with the conversation.
+ */
+export function contextOptions(
+  r: RunResources,
+  run: { tenantId: string; conversationId: string; agent: Agent },
+): ContextOptions | undefined {
+  const limits = r.prices.windowOf(run.agent.model);
+  if (!limits) return undefined;
+  const { tenantId, conversationId } = run;
+  const summaryModel = summaryModelOf(run.agent);
+  return {
+    limits,
+    // Resolved when first needed: an unavailable summary model is the run's warning, not its failure.
+    summarizer: () => ({ model: r.models.resolve(summaryModel), retry: r.models.retryPolicy(summaryModel) }),
+    summaries: {
+      read: async () => {
+        const row = await conversations.findSummary(r.db.kysely, tenantId, conversationId);
+        return row ? { text: row.summary, throughMessageId: row.through_message_id } : undefined;
+      },
+      write: (s) =>
+        conversations.saveSummary(r.db.kysely, {
+          tenant_id: tenantId,
+          conversation_id: conversationId,
+          summary: s.text,
+          through_message_id: s.throughMessageId,
+          updated_at: now(),
+        }),
+    },
+  };
+}
+
+export function summaryModelOf(agent: Agent): string {
+  return agent.configuration.summaryModel ?? agent.model;
+}

@@ -1,0 +1,167 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { chatStream, startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
+
+/**
+ * Context that fits the model (docs/runtime.md): the history fitted into a tiny window (set through
+ * MODEL_PRICES), the turns pushed out summarised by the summary model, the summary stored with the
+ * conversation and refreshed incrementally, its cost in the run; answers' tool calls and results
+ * replayed in the history. Each message below is two echo words but ~30 estimated tokens, so a turn
+ * (message and answer) is ~60: with a 160-token window less 40 reserved, the prompt holds ~90
+ * tokens of history besides the new message, a summary taking a quarter of the 120.
+ */
+
+let t: TestApp;
+let key: string;
+let vendor: FakeProvider;
+
+const PRICES = {
+  'builtin/echo': { input: 1, output: 2, contextWindow: 160, outputReserve: 40 },
+  // The same fake vendor behind both: one model with the tiny window, one without any.
+  'openai-compatible/tiny': { contextWindow: 160, outputReserve: 40 },
+};
+const fact = (name: string) => `fact-${name} ${name.toLowerCase().repeat(96)}`;
+
+beforeAll(async () => {
+  vendor = await startFakeProvider();
+  t = await startApp({
+    OPENAI_COMPATIBLE_BASE_URL: vendor.baseUrl,
+    OPENAI_COMPATIBLE_API_KEY: 'local-secret',
+    MODEL_PRICES: JSON.stringify(PRICES),
+  });
+  ({ key } = await t.tenant());
+});
+afterAll(async () => {
+  await t?.close();
+  await vendor?.close();
+});
+afterEach(() => {
+  expect(vendor.unused()).toBe(0);
+});
+
+async function say(agentId: string, message: string, conversationId?: string) {
+  const res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message, conversationId } });
+  expect(res.status, res.text).toBe(200);
+  const run = (await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key })).body;
+  return { res: res.body, run };
+}
+
+const summaryOf = (conversationId: string) =>
+  t.db.kysely.selectFrom('conversation_summaries').selectAll().where('conversation_id', '=', conversationId).executeTakeFirst();
+
+const messageIds = async (conversationId: string) =>
+  (await t.db.kysely.selectFrom('messages').select('id').where('conversation_id', '=', conversationId).orderBy('id').execute()).map(
+    (m) => m.id,
+  );
+
+describe('a tiny window on builtin/echo', () => {
+  it('summarises the turns pushed out, stores the summary, refreshes it with only the newly pushed out, and counts its cost', async () => {
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const first = await say(agent.id, fact('A'));
+    const conversationId = first.res.conversationId;
+    // One turn of history fits: no summary yet, and nothing but the steps in the usage.
+    const second = await say(agent.id, fact('B'), conversationId);
+    expect(await summaryOf(conversationId)).toBeUndefined();
+    expect(second.run.tokenUsage.inputTokens).toBe(second.run.steps[0].usage.inputTokens);
+
+    // Two turns do not: the oldest is summarised (echo's summary repeats the request it was given).
+    const third = await say(agent.id, fact('C'), conversationId);
+    const summary = await summaryOf(conversationId);
+    expect(summary).toBeDefined();
+    expect(summary!.summary).toContain(`user: ${JSON.stringify(fact('A'))}`);
+    expect(summary!.summary).toContain(`assistant: ${JSON.stringify(fact('A'))}`);
+    expect(summary!.summary).not.toContain('fact-B');
+    const ids = await messageIds(conversationId);
+    // A's message and answer are covered: the answer is the newest message the summary reaches.
+    expect(summary!.through_message_id).toBe(ids[1]);
+
+    // The summary's model call is in the run: tokens beyond its steps, priced (input 1, output 2 per 1M).
+    const stepInput = third.run.steps.reduce((n: number, s: { usage: { inputTokens: number } }) => n + s.usage.inputTokens, 0);
+    const stepOutput = third.run.steps.reduce((n: number, s: { usage: { outputTokens: number } }) => n + s.usage.outputTokens, 0);
+    const summaryInput = third.run.tokenUsage.inputTokens - stepInput;
+    const summaryOutput = third.run.tokenUsage.outputTokens - stepOutput;
+    expect(summaryInput).toBeGreaterThan(0);
+    expect(summaryOutput).toBeGreaterThan(0);
+    expect(third.run.cost).toBeCloseTo((third.run.tokenUsage.inputTokens + 2 * third.run.tokenUsage.outputTokens) / 1e6, 12);
+    expect(third.res.cost).toBe(third.run.cost);
+
+    // Next, B's turn is pushed out too: only it is summarised, with the summary so far.
+    await say(agent.id, fact('D'), conversationId);
+    const refreshed = await summaryOf(conversationId);
+    expect(refreshed!.through_message_id).toBe(ids[3]);
+    expect(refreshed!.summary.startsWith(`Summary so far:\n${summary!.summary}`)).toBe(true);
+    const added = refreshed!.summary.slice(`Summary so far:\n${summary!.summary}`.length);
+    expect(added).toContain(`user: ${JSON.stringify(fact('B'))}`);
+    expect(added).not.toContain('fact-A');
+    expect(added).not.toContain('fact-C');
+  });
+
+  it('memoryWindow still bounds the history in messages: nothing is pushed out of what is not given', async () => {
+    const agent = await t.agent(key, { model: 'builtin/echo', configuration: { memoryWindow: 2 } });
+    const first = await say(agent.id, fact('A'));
+    const conversationId = first.res.conversationId;
+    await say(agent.id, fact('B'), conversationId);
+    await say(agent.id, fact('C'), conversationId);
+    // Only the last turn is given each time, and it fits: no summary is ever needed.
+    expect(await summaryOf(conversationId)).toBeUndefined();
+  });
+});
+
+describe('the prompt a provider receives', () => {
+  const answer = (text: string) => ({
+    sse: chatStream({ text: [text], finish: 'stop', usage: { prompt_tokens: 10, completion_tokens: 2 } }),
+  });
+  const sentMessages = (i: number) =>
+    (vendor.requests[i].body.messages as { role: string; content: unknown }[]).map((m) => ({
+      role: m.role,
+      content: typeof m.content === 'string' ? m.content.slice(0, 7) : m.content,
+    }));
+
+  it('holds the recent turns whole and a summary of the older ones (made by the configured summaryModel)', async () => {
+    const agent = await t.agent(key, { model: 'openai-compatible/tiny', configuration: { summaryModel: 'builtin/echo' } });
+    vendor.script(answer(fact('A')));
+    const { res } = await say(agent.id, fact('A'));
+    vendor.script(answer(fact('B')));
+    await say(agent.id, fact('B'), res.conversationId);
+    vendor.script(answer(fact('C')));
+    const third = await say(agent.id, fact('C'), res.conversationId);
+    const messages = vendor.requests[0].body.messages as { role: string; content: string }[];
+    expect(messages[0].role).toBe('system');
+    expect(messages[0].content).toMatch(/^Summary of the earlier conversation \(its older messages are left out\):\n/);
+    expect(messages[0].content).toContain('fact-A');
+    expect(sentMessages(0).slice(1)).toEqual([
+      { role: 'user', content: 'fact-B ' },
+      { role: 'assistant', content: 'fact-B ' },
+      { role: 'user', content: 'fact-C ' },
+    ]);
+    // Echo summarised (priced at echo's price, input 1 and output 2 per 1M): the provider's own tokens are free here.
+    const summaryInput = third.run.tokenUsage.inputTokens - 10;
+    const summaryOutput = third.run.tokenUsage.outputTokens - 2;
+    expect(summaryInput).toBeGreaterThan(0);
+    expect(third.run.cost).toBeCloseTo((summaryInput + 2 * summaryOutput) / 1e6, 12);
+  });
+
+  it('replays an earlier answer’s tool calls and their results before its text', async () => {
+    const agent = await t.agent(key, { model: 'openai-compatible/qwen3-8b' });
+    vendor.script(
+      {
+        sse: chatStream({
+          toolCalls: [{ id: 'call_1', name: 'skill_discover', arguments: ['{}'] }],
+          finish: 'tool_calls',
+          usage: { prompt_tokens: 10, completion_tokens: 2 },
+        }),
+      },
+      answer('no skills yet'),
+    );
+    const { res, run } = await say(agent.id, 'what can you do?');
+    const result = run.toolCalls[0].result;
+    vendor.script(answer('ok'));
+    await say(agent.id, 'and now?', res.conversationId);
+    const messages = vendor.requests[0].body.messages;
+    expect(messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user']);
+    expect(messages[1].tool_calls).toEqual([{ id: 'call_1', type: 'function', function: { name: 'skill_discover', arguments: '{}' } }]);
+    expect(messages[2]).toMatchObject({ role: 'tool', tool_call_id: 'call_1' });
+    expect(JSON.parse(messages[2].content)).toEqual(result);
+    expect(messages[3]).toEqual({ role: 'assistant', content: 'no skills yet' });
+  });
+});
