@@ -14,7 +14,7 @@ import { requestChildLogger } from './http/request-logger.js';
 import { redactLogLine } from './log-redaction.js';
 import { ProblemError, clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { registerJsonParser } from './http/json.js';
-import { closeAllStreams } from './http/sse.js';
+import { closeAllStreams, openStreamCount } from './http/sse.js';
 import { Problem } from './http/schemas.js';
 import { registerValidation } from './http/validation.js';
 import { newRequestId } from './ids.js';
@@ -23,6 +23,7 @@ import { delegationToolProvider } from './delegation/tools.js';
 import { conversationsPlugin } from './conversations/plugin.js';
 import { ConversationsService } from './conversations/service.js';
 import { runsPlugin } from './runs/plugin.js';
+import { dailyUsageRoutes } from './runs/daily-usage/routes.js';
 import { messageRuns } from './runs/messages.js';
 import { type Admission, RunsService } from './runs/service.js';
 import { ENQUEUE_WAIT_MS } from './runs/start.js';
@@ -66,6 +67,9 @@ import { registerHttpTracing } from './tracing/http.js';
 import { traceLogMixin } from './tracing/logs.js';
 import { propagatingFetch } from './tracing/outbound.js';
 import { Tracing } from './tracing/tracing.js';
+import { registerMetrics } from './metrics/plugin.js';
+import { Metrics } from './metrics/registry.js';
+import { observeServices } from './metrics/sources.js';
 
 const BODY_LIMIT = 1024 * 1024;
 
@@ -107,6 +111,8 @@ export interface Services extends SkillsDomain {
   tracing: Tracing | undefined;
   /** Agents' memory blocks: in every run's system prompt, edited by people and by the agents' memory tools. */
   memory: MemoryService;
+  /** Prometheus metrics (src/metrics/), when METRICS_TOKEN or METRICS_PORT exposes them; else nothing is measured. */
+  metrics: Metrics | undefined;
 }
 
 /** The process logger: JSON lines; every line has its credentials redacted before it is written (log-redaction.ts). */
@@ -144,6 +150,8 @@ export function createServices(
   const agents = new AgentsService(db, config.defaultModel);
   const limits = new LimitsService(db, { agentBudgets: agents, runUsage }, config.rateLimitPerMinute, config.tokenRateLimitPerMinute);
   const tools = new ToolRegistry<Agent>();
+  const metrics =
+    config.metrics.token || config.metrics.port !== undefined ? new Metrics({ tenantLabel: config.metrics.tenantLabel }) : undefined;
   // Every outbound request made on a tenant's behalf connects through this guard (docs/operations.md).
   const outbound = new OutboundGuard({ allowedHosts: config.mcpAllowedHosts, allowPrivateNetworks: config.mcpAllowPrivateNetworks });
   // Traced, each outbound request carries the run's traceparent (MCP servers, remote A2A agents).
@@ -159,6 +167,7 @@ export function createServices(
     bus,
     admission: runAdmission(limits),
     agents,
+    observer: metrics?.runs,
     tracing,
   });
   const files = new FilesService(db);
@@ -211,6 +220,7 @@ export function createServices(
     idempotency,
     tracing,
     memory,
+    metrics,
   };
 }
 
@@ -288,6 +298,17 @@ export async function buildApp({ config, db, services = createServices(config, d
     });
   }
 
+  // Metrics come before every route, so their hooks see them all: /metrics and the METRICS_PORT server (docs/operations.md).
+  registerMetrics(app, {
+    metrics: services.metrics,
+    token: config.metrics.token?.reveal(),
+    port: config.metrics.port,
+    host: config.metrics.host,
+  });
+  if (services.metrics) {
+    observeServices(services.metrics, { app, db, runs: services.runs, tasks: services.tasks, openStreams: openStreamCount });
+  }
+
   // During a graceful shutdown new requests are turned away (clients retry on another replica).
   const lifecycle = { draining: false };
   app.decorate('lifecycle', lifecycle);
@@ -354,6 +375,8 @@ export async function buildApp({ config, db, services = createServices(config, d
     skills: services.skills,
     publicBaseUrl: config.publicBaseUrl,
   });
+  // Runs, cost and tokens per day: the aggregate the console's usage page charts.
+  await app.register(dailyUsageRoutes, { db });
   // The web console at / (its own paths only; docs/console.md).
   await app.register(consolePlugin, { dir: config.consoleDir, publicBaseUrl: config.publicBaseUrl });
 

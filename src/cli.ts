@@ -4,6 +4,7 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { migrate, openDatabase, type Db } from './db/database.js';
 import { DomainError } from './errors.js';
 import { ProblemError } from './http/errors.js';
+import { formatReport, runDoctor } from './doctor/checks.js';
 import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S } from './identity/key-material.js';
 import { AgentsService } from './agents/service.js';
 import { loadMasterKey } from './identity/master-key.js';
@@ -24,6 +25,8 @@ const USAGE = `agentry: operate an Agentry installation (uses DATA_DIR / DATABAS
                                                 (default ${DEFAULT_PLATFORM_ACTIVATION_DELAY_S} s, the platform JWKS cache lifetime)
   agentry identity revoke-platform-key <kid>    revoke a platform key (its tokens stop verifying)
   agentry migrate                               apply pending database migrations
+  agentry doctor [--json]                       check the installation: each check passed or failed, with a fix;
+                                                exits 1 when one failed (docs/operations.md, "Doctor")
   agentry help
 
 permissions: ${PERMISSIONS.join(', ')}
@@ -160,6 +163,10 @@ async function main() {
     process.stdout.write(USAGE);
     return;
   }
+  if (argv[0] === 'doctor') {
+    await doctor(argv.slice(1));
+    return;
+  }
   let db: Db | undefined;
   try {
     const config = loadConfig();
@@ -184,6 +191,20 @@ async function main() {
   } finally {
     await db?.close();
   }
+}
+
+/** `agentry doctor`: before the configuration is loaded, since whether it loads is its first check. */
+async function doctor(args: string[]) {
+  const unknown = args.filter((a) => a !== '--json');
+  if (unknown.length) {
+    process.stderr.write(`agentry: doctor takes only --json, got ${unknown.join(' ')}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  const checks = await runDoctor();
+  const ok = checks.every((c) => c.status !== 'fail');
+  process.stdout.write(args.includes('--json') ? `${JSON.stringify({ ok, checks })}\n` : `${formatReport(checks)}\n`);
+  process.exitCode = ok ? 0 : 1;
 }
 
 void main();

@@ -65,6 +65,19 @@ export interface Config {
   tracing: TracingSettings;
   /** The built web console served at `/` (CONSOLE_DIR; `off`: none); null when disabled. */
   consoleDir: string | null;
+  metrics: MetricsSettings;
+}
+
+/** Prometheus metrics (docs/operations.md "Observability"): off unless a token or a port is set. */
+interface MetricsSettings {
+  /** Bearer token of `GET /metrics` on the main port (METRICS_TOKEN); unset: that route answers 404. */
+  token: Secret | undefined;
+  /** A separate port serving only `/metrics`, without a token (METRICS_PORT); unset: none. */
+  port: number | undefined;
+  /** Where that port listens (METRICS_HOST, loopback by default: whoever reaches it reads the metrics). */
+  host: string;
+  /** Adds a `tenant` label to the run, model and tool metrics (METRICS_TENANT_LABEL): one series per tenant. */
+  tenantLabel: boolean;
 }
 
 /** The task dispatcher and cron scheduler of this process (docs/scheduling.md). */
@@ -236,6 +249,16 @@ export function loadConfig(env: Env = process.env): Config {
     misfireGraceMs: integer(env, 'TASK_MISFIRE_GRACE_SECONDS', 60, 1, 86_400) * 1000,
   };
 
+  const metricsToken = env.METRICS_TOKEN || undefined;
+  // A guessable token would hand the metrics (run volumes, spend) to anyone.
+  if (metricsToken !== undefined && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters long');
+  const metrics: MetricsSettings = {
+    token: metricsToken === undefined ? undefined : new Secret(Buffer.from(metricsToken)),
+    port: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
+    host: env.METRICS_HOST || '127.0.0.1',
+    tenantLabel: boolean(env, 'METRICS_TENANT_LABEL', false),
+  };
+
   let tracing: TracingSettings;
   try {
     tracing = tracingSettings(env);
@@ -266,6 +289,7 @@ export function loadConfig(env: Env = process.env): Config {
     masterKey,
     tasks,
     tracing,
+    metrics,
     // packages/console/dist beside src/ or dist/ (this module's folder) unless CONSOLE_DIR says otherwise.
     consoleDir:
       env.CONSOLE_DIR === 'off'

@@ -24,6 +24,11 @@ export interface SseStream {
 /** Open streams per server, so a shutdown can end them. */
 const openStreams = new WeakMap<object, Set<SseStream>>();
 
+/** How many streams of this server are open (the metrics' gauge). */
+export function openStreamCount(server: object): number {
+  return openStreams.get(server)?.size ?? 0;
+}
+
 /** Ends every open stream of this server (shutdown). */
 export function closeAllStreams(server: object) {
   for (const s of openStreams.get(server) ?? []) s.close();

@@ -44,6 +44,16 @@ export function loadMasterKey(config: MasterKeySource): Buffer {
   return key;
 }
 
+/**
+ * The master key if there is one, never creating it (`agentry doctor`): the configuration's, or the
+ * data folder's file; null when neither exists. A malformed file throws as `loadMasterKey` does.
+ */
+export function findMasterKey(config: MasterKeySource): { key: Buffer; from: 'MASTER_KEY' | 'file' } | null {
+  if (config.masterKey) return { key: config.masterKey.reveal(), from: 'MASTER_KEY' };
+  const key = readKeyFile(path.join(config.dataDir, MASTER_KEY_FILE));
+  return key ? { key, from: 'file' } : null;
+}
+
 function readKeyFile(file: string): Buffer | null {
   let text: string;
   try {

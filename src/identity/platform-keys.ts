@@ -123,6 +123,27 @@ export class PlatformKeyring {
     }));
   }
 
+  /**
+   * For `agentry doctor`: the keys, and for each one that signs now or will (active, pending) whether
+   * its sealed private key opens with this master key and imports as an ES256 key. Reads only.
+   */
+  async check(): Promise<{ keys: PlatformKeyView[]; unusable: { kid: string; reason: string }[] }> {
+    const rows = (await this.load()).rows;
+    const keys = await this.list();
+    const unusable: { kid: string; reason: string }[] = [];
+    for (const view of keys) {
+      if (view.status !== 'active' && view.status !== 'pending') continue;
+      const row = rows.find((r) => r.kid === view.kid)!;
+      try {
+        const jwk = privateJwkColumn(open(this.masterKey, row.private_jwk, this.aad(row.kid)), 'identity_platform_keys.private_jwk');
+        await importJWK(jwk, 'ES256');
+      } catch (err) {
+        unusable.push({ kid: view.kid, reason: (err as Error).message });
+      }
+    }
+    return { keys, unusable };
+  }
+
   /** The public key for a kid, if that key is published (pending, active or retired). */
   async verificationKey(kid: string): Promise<CryptoKey | null> {
     let rows = await this.rows();

@@ -310,6 +310,11 @@ export class IdentityService {
     return this.platformKeys.list();
   }
 
+  /** The platform keys, and those that sign now or will whose private key does not open (`agentry doctor`). */
+  checkPlatformKeys() {
+    return this.platformKeys.check();
+  }
+
   /** Expired token rows (and remembered client assertions) are deleted, at most once an hour. */
   private maybePrune() {
     const now = this.clock.now();

@@ -34,6 +34,7 @@ export class RunControl {
       if (row?.status !== 'running') throw new Conflict('no_active_run', 'the agent is not responding in this conversation');
       await this.r.bus.publish('run.inject', { runId, content });
     }
+    this.r.observer?.injected();
     const at = now();
     const messageId = newId();
     await this.r.db.kysely.transaction().execute(async (trx) => {
@@ -65,6 +66,7 @@ export class RunControl {
       if (await this.pauses.cancel(run)) return;
       return this.cancel(principal, runId);
     }
+    this.r.observer?.cancelled();
     const local = this.r.active.get(runId);
     if (local) {
       local.controller.abort(new Error('cancelled'));

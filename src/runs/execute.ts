@@ -11,6 +11,7 @@ import type { RunChannel } from './events.js';
 import type { RunFinish } from './finish.js';
 import type { Resumed, RunPauses } from './pause.js';
 import { approvalCheck } from '../runtime/tools/approval-policy.js';
+import { observedEvents } from './observer.js';
 import type { ActiveRun, PendingStart, RunResources } from './resources.js';
 import { ShutdownAbort, type RunOutcome, type StartRunInput, type SystemPromptContributor } from './types.js';
 import type { RunError } from './views.js';
@@ -54,6 +55,7 @@ export class RunExecution {
       start: l.start,
     };
     this.r.active.set(runId, activeRun);
+    this.r.observer?.started(input.kind, input.principal.tenantId);
     const execute = () => this.execute({ runId, conversation: l.conversation, input, messages, activeRun, startedAtMs: Date.parse(l.at), resume: l.resume });
     // Traced, the run is an invoke_agent span, child of the request, tool call or task job that started it.
     const tracing = this.r.tracing;
@@ -100,6 +102,8 @@ export class RunExecution {
         [agent.systemPrompt, agent.contextPrompt, ...contributed, input.instructions, answer?.instruction].filter(Boolean).join('\n\n') ||
         undefined;
       const maxTokens = input.maxTokens ?? agent.configuration.maxTokens ?? undefined;
+      const emit = (e: { event: string; data: Record<string, unknown> }) => channel.emit(e.event, e.data);
+      const observer = this.r.observer;
       loop = await runLoop({
         model,
         retry: this.r.models.retryPolicy(agent.model),
@@ -113,7 +117,8 @@ export class RunExecution {
         toolTimeoutMs: agent.configuration.toolTimeoutMs,
         signal: controller.signal,
         drainInbox: () => activeRun.inbox.splice(0),
-        onEvent: (e) => channel.emit(e.event, e.data),
+        onEvent: observer ? observedEvents(observer, input.kind, x.startedAtMs, emit) : emit,
+        onRetry: observer ? (code) => observer.retried(agent.model, code) : undefined,
         // No tool acts for a run that is not recorded yet.
         beforeToolCalls: activeRun.start ? () => activeRun.start!.written : undefined,
         context: contextOptions(this.r, { tenantId, conversationId, agent }),
@@ -159,7 +164,7 @@ export class RunExecution {
       finish: 'cancelled',
       warnings: [],
     };
-    return this.ending.finish({
+    const outcome = await this.ending.finish({
       runId,
       tenantId,
       conversation: { id: conversationId, createdAt: x.conversation.created_at },
@@ -173,6 +178,11 @@ export class RunExecution {
       toolSources: toolSet.sources,
       summaryModel: summaryModelOf(agent),
     });
+    if (outcome) {
+      const ended = { kind: input.kind, tenantId, model: agent.model, steps: result.steps.length, toolSources: toolSet.sources, outcome };
+      this.r.observer?.ended(ended);
+    }
+    return outcome;
   }
 
   private async contributedPrompt(runId: string, ctx: Parameters<SystemPromptContributor>[0]): Promise<string[]> {

@@ -69,6 +69,7 @@ export class RunFollowers {
     this.remote.set(runId, wakers);
     const onSignal = () => wake?.();
     wakers.add(onSignal);
+    this.r.observer?.replayed();
     const pump = async () => {
       while (!stopped) {
         for (const e of await readStoredEvents(this.r.db, runId, last)) {

@@ -78,6 +78,7 @@ export class RunLeases {
       });
       if (!won) continue;
       recovered++;
+      this.r.observer?.recovered();
       await this.r.finished.notify({
         runId: run.id,
         tenantId: run.tenant_id,

@@ -12,6 +12,7 @@ import type { SignalBus } from '../signals/bus.js';
 import type { Tracing } from '../tracing/tracing.js';
 import type { Admission } from './admission.js';
 import type { ToolApprovalRequests } from './pause.js';
+import type { RunObserver } from './observer.js';
 import type { RunChannel, RunEvent, RunEventHub } from './events.js';
 import type { TerminalStatus } from './statuses.js';
 import type { RunFinished, RunFinishedListener, RunOutcome, StartRunInput, SystemPromptContributor } from './types.js';
@@ -28,6 +29,8 @@ export interface RunsOptions {
   bus: SignalBus;
   admission: Admission;
   agents: AgentsService;
+  /** Told of runs' starts, events and ends (the metrics); absent, nothing is observed. */
+  observer?: RunObserver;
   /** Traces of runs, model calls and tool calls (src/tracing/); absent, nothing is traced. */
   tracing?: Tracing;
 }

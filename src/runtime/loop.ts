@@ -92,6 +92,8 @@ export interface LoopInput<A extends ToolAgent = ToolAgent> {
   /** Messages injected while the run is going; drained at each step boundary. */
   drainInbox(): string[];
   onEvent(e: LoopEvent): void;
+  /** Told of each model call retried after a provider failure (metrics). */
+  onRetry?(code: ProviderErrorCode): void;
   /** Awaited before a step's tool calls run (a run's start must be written before any tool acts). */
   beforeToolCalls?(): Promise<void>;
   /** Tool calls that wait for a person, and the decisions a paused loop resumes with (tool-approvals.ts). */
@@ -249,6 +251,7 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
             result.output += text;
             input.onEvent({ event: 'token', data: { text } });
           },
+          onRetry: input.onRetry,
         },
         input.retry,
       );

@@ -58,6 +58,8 @@ export interface StepOutput {
 
 export interface StepHandlers {
   onText(delta: string): void;
+  /** Told before each retry of the call after a provider failure (metrics count them). */
+  onRetry?(code: ProviderErrorCode): void;
 }
 
 type AssistantPart = StepOutput['message']['content'][number];
@@ -134,6 +136,7 @@ export async function streamStep(
       if (!failure) throw err;
       const delay = retryDelayMs(retry, attempt, failure);
       if (delay === undefined) throw new ProviderError(failure.code, failure.message, { cause: err, detail: failure.detail });
+      handlers.onRetry?.(failure.code);
       await abortableDelay(delay, signal);
       continue;
     }
@@ -145,6 +148,7 @@ export async function streamStep(
       if (failure) Object.assign(out, { errorCode: failure.code, errorMessage: failure.message, errorDetail: failure.detail });
       return out;
     }
+    handlers.onRetry?.(failure!.code);
     await abortableDelay(delay, signal);
   }
 }

@@ -1483,6 +1483,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/usage/daily": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Runs, cost and tokens per day (UTC), agent, model and status
+         * @description Days without runs have no rows. At most 366 days per report; by default the last 30 days up to today.
+         */
+        get: operations["getDailyUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -11588,6 +11608,76 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getDailyUsage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description first day, included (default: 29 days before to)
+                 * @example 2026-11-22
+                 */
+                from?: string;
+                /**
+                 * @description last day, included (default: today, UTC)
+                 * @example 2026-11-22
+                 */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "from": "string",
+                     *       "to": "string",
+                     *       "rows": [
+                     *         {
+                     *           "day": "string",
+                     *           "agentId": "string",
+                     *           "model": "string",
+                     *           "status": "string",
+                     *           "runs": 1,
+                     *           "costUsd": 1.5,
+                     *           "inputTokens": 1,
+                     *           "outputTokens": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        from: string;
+                        to: string;
+                        rows: {
+                            /** @description YYYY-MM-DD (UTC): the day the runs were created */
+                            day: string;
+                            agentId: string;
+                            model: string;
+                            /** @description queued, running, completed, failed, cancelled */
+                            status: string;
+                            runs: number;
+                            /** @description USD */
+                            costUsd: number;
+                            inputTokens: number;
+                            outputTokens: number;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem, startApp, startReplicas, type TestApp } from '../helpers/app.js';
 
 /**
  * Memory that outlives a conversation (issue 25 part 4): an agent's memory blocks, agent-wide or one
@@ -359,5 +359,45 @@ describe('/api/v1/agents/:id/memory', () => {
     expect((await t.request('DELETE', `/api/v1/agents/${agent.id}`, { key })).status).toBe(204);
     expect(await t.services.memory.forRun(tenantId, agent.id, 'max')).toEqual([]);
     expectProblem(await t.request('GET', memoryUrl(agent.id), { key }), 404, 'not_found');
+  });
+});
+
+describe('across replicas', () => {
+  it('a fact one replica’s run remembers is in the prompt of the next run on another, once it is told of the write', async () => {
+    const { replicas, close } = await startReplicas(2);
+    try {
+      const call = async (i: number, url: string, k: string, body: unknown) => {
+        const res = await replicas[i].app.inject({
+          method: 'POST',
+          url,
+          headers: { authorization: `Bearer ${k}` },
+          payload: body as object,
+        });
+        expect(res.statusCode, res.body).toBe(200);
+        return JSON.parse(res.body);
+      };
+      const { apiKey } = await replicas[0].services.tenancy.createTenant('replicated');
+      const agent = await replicas[0].app.inject({
+        method: 'POST',
+        url: '/api/v1/agents',
+        headers: { authorization: `Bearer ${apiKey}` },
+        payload: { name: 'R', appId: 'x', tools: MEMORY_TOOLS },
+      });
+      const agentId = JSON.parse(agent.body).id;
+      const prompt = async (i: number) =>
+        (await call(i, `/api/v1/agents/${agentId}/execute`, apiKey, { message: '/system', userId: 'nia' })).output;
+      // Replica 1 has read (and kept) the user's memory: none yet.
+      expect(await prompt(1)).toBe('');
+      const stamp = replicas[1].db.changes.stamp('memory_blocks');
+      await call(0, `/api/v1/agents/${agentId}/execute`, apiKey, {
+        message: tool('memory_append', { label: 'facts', text: 'Nia is vegetarian.' }),
+        userId: 'nia',
+      });
+      // PostgreSQL: the write's notification reaches replica 1; SQLite: the shared file's data_version moves.
+      while (replicas[1].db.changes.stamp('memory_blocks') === stamp) await new Promise((r) => setTimeout(r, 5));
+      expect(await prompt(1)).toContain('<memory label="facts" scope="user">\nNia is vegetarian.\n</memory>');
+    } finally {
+      await close();
+    }
   });
 });

@@ -1,9 +1,9 @@
 import { ActionIcon, AppShell, Badge, Burger, Group, NavLink, Text, Title, Tooltip, useMantineColorScheme } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
-import { useQuery } from '@tanstack/react-query';
 import { Link, useRouterState } from '@tanstack/react-router';
 import type { ReactNode } from 'react';
 import { useSession } from './api';
+import { useInbox } from './pages/approvals';
 
 const NAV = [
   { to: '/agents', label: 'Agents' },
@@ -16,28 +16,13 @@ const NAV = [
   { to: '/usage', label: 'Usage' },
 ] as const;
 
-/** How many tasks wait for a person: the badge in the navigation (polled while the console is open). */
-export function usePendingApprovals() {
-  const { client, me } = useSession();
-  return useQuery({
-    queryKey: ['approvals', 'pending'],
-    enabled: me.credential.permissions.includes('agents:read'),
-    refetchInterval: 15_000,
-    queryFn: () =>
-      client.http.json<{ tasks: { id: string; name: string; agentId: string; createdAt: string; input: unknown }[]; total: number }>(
-        'GET',
-        '/api/v1/tasks/pending-approval',
-        { query: { limit: 100 } },
-      ),
-  });
-}
-
 export function Layout({ children }: { children: ReactNode }) {
   const [opened, { toggle, close }] = useDisclosure();
   const { me, signOut } = useSession();
   const { colorScheme, setColorScheme } = useMantineColorScheme();
   const pathname = useRouterState({ select: (s) => s.location.pathname });
-  const pending = usePendingApprovals();
+  const inbox = useInbox();
+  const waiting = inbox.data?.items.length ?? 0;
   const dark = colorScheme === 'dark';
 
   return (
@@ -78,9 +63,9 @@ export function Layout({ children }: { children: ReactNode }) {
             active={pathname.startsWith(item.to)}
             onClick={close}
             rightSection={
-              item.to === '/approvals' && pending.data && pending.data.total > 0 ? (
-                <Badge size="sm" color="red" circle aria-label={`${pending.data.total} awaiting approval`}>
-                  {pending.data.total}
+              item.to === '/approvals' && waiting > 0 ? (
+                <Badge size="sm" color="red" circle aria-label={`${waiting} awaiting approval`} data-testid="approvals-badge">
+                  {waiting}
                 </Badge>
               ) : null
             }

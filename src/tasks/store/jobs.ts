@@ -209,3 +209,23 @@ export function runningJobs(db: Executor, before: string, limit: number) {
     .limit(limit)
     .execute();
 }
+
+/** The queue's state for the metrics: jobs queued and running (claimed included), and the oldest due queued job's availability. */
+export async function queueStats(db: Executor, now: string): Promise<{ queued: number; running: number; oldestDueAt: string | null }> {
+  const [byState, oldest] = await Promise.all([
+    db
+      .selectFrom('task_jobs')
+      .select(['state', sql<number | string>`count(*)`.as('n')])
+      .where('state', 'in', [...ACTIVE_JOB_STATES])
+      .groupBy('state')
+      .execute(),
+    db
+      .selectFrom('task_jobs')
+      .select(sql<string | null>`min(available_at)`.as('at'))
+      .where('state', '=', 'queued')
+      .where('available_at', '<=', now)
+      .executeTakeFirst(),
+  ]);
+  const count = (states: string[]) => byState.filter((r) => states.includes(r.state)).reduce((sum, r) => sum + Number(r.n), 0);
+  return { queued: count(['queued']), running: count(['claimed', 'running']), oldestDueAt: oldest?.at ?? null };
+}

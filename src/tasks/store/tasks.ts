@@ -195,3 +195,8 @@ export function eventListeners(db: Executor, { tenantId, sourceTaskId, event }: 
     .where('deleted_at', 'is', null)
     .execute();
 }
+
+/** Tasks awaiting a human's approval, in every tenant (the metrics' gauge). */
+export function countAwaitingApproval(db: Executor): Promise<number> {
+  return countRows(db.selectFrom('tasks').where('deleted_at', 'is', null).where('status', '=', 'awaiting_approval'));
+}

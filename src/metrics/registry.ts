@@ -1,0 +1,168 @@
+import { collectDefaultMetrics, type Counter, type Histogram, Registry } from 'prom-client';
+import { BoundedLabel, defineMetrics, type GaugeSources, type MetricDefinitions } from './definitions.js';
+
+/** Distinct model names kept as labels; later ones are "other". */
+const MODEL_LABELS = 100;
+/** Distinct builtin and skill tool names kept as labels. */
+const TOOL_LABELS = 200;
+/** Tool sources whose names are the platform's own (a bounded set); others' names are tenants' ("other"). */
+const NAMED_SOURCES = new Set(['builtin', 'skill']);
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
+
+/** What the run engine reports (runs/observer.ts's RunObserver, met structurally: metrics import no domain). */
+interface EndedRun {
+  kind: string;
+  tenantId: string;
+  model: string;
+  steps: number;
+  toolSources: ReadonlyMap<string, string> | undefined;
+  outcome: {
+    status: string;
+    error: { code: string } | null;
+    cost: number;
+    tokenUsage: { inputTokens: number; outputTokens: number };
+    duration: number;
+    toolCalls: readonly { name: string; result: Record<string, unknown> | null; startedAt: string; completedAt: string | null }[];
+  };
+}
+
+interface HttpSeries {
+  count: Counter.Internal;
+  duration: Histogram.Internal<string>;
+}
+
+/**
+ * The metrics of one app (its own prom-client registry: tests start many apps in one process, so the
+ * global register is never used). Retention's sweep may call `metrics.definitions.retentionDeleted.inc({ table }, n)`.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  /** Filled in by app.ts once the services exist; read when scraped. */
+  readonly sources: GaugeSources = {};
+  readonly definitions: MetricDefinitions;
+  private readonly models = new BoundedLabel(MODEL_LABELS);
+  private readonly toolNames = new BoundedLabel(TOOL_LABELS);
+  /** The HTTP series by route, method and status class, made once each: a request allocates no labels object. */
+  private readonly http = new Map<string, Map<string, (HttpSeries | undefined)[]>>();
+
+  constructor(private readonly options: { tenantLabel: boolean }) {
+    collectDefaultMetrics({ register: this.registry });
+    this.definitions = defineMetrics(this.registry, options.tenantLabel, this.sources);
+  }
+
+  /** The Prometheus text exposition. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** One HTTP request answered: `route` is the route's template (undefined when no route matched). */
+  request(route: string | undefined, method: string, status: number, seconds: number) {
+    const url = route ?? '(unmatched)';
+    let byMethod = this.http.get(url);
+    if (!byMethod) {
+      byMethod = new Map();
+      this.http.set(url, byMethod);
+    }
+    let byClass = byMethod.get(method);
+    if (!byClass) {
+      byClass = [];
+      byMethod.set(method, byClass);
+    }
+    const index = Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1;
+    let series = byClass[index];
+    if (!series) {
+      const labels = { route: url, method, status_class: STATUS_CLASSES[index] };
+      series = { count: this.definitions.httpRequests.labels(labels), duration: this.definitions.httpDuration.labels(labels) };
+      byClass[index] = series;
+    }
+    series.count.inc();
+    series.duration.observe(seconds);
+  }
+
+  /** A request refused by a limit (its error's code: rate_limited, concurrency_limit, budget_exceeded...). */
+  rejected(reason: string, tenantId: string | undefined) {
+    this.definitions.rejections.inc(this.tenant({ reason }, tenantId));
+  }
+
+  /** A token issued (its type: access_token, badge, svid...). */
+  tokenIssued(type: string, tenantId: string | undefined) {
+    this.definitions.tokensIssued.inc(this.tenant({ type }, tenantId));
+  }
+
+  /** An authorization decision and its reason (a bounded code). */
+  authorized(decision: 'allow' | 'deny', reason: string, tenantId: string | undefined) {
+    this.definitions.authorizeDecisions.inc(this.tenant({ decision, reason }, tenantId));
+  }
+
+  /** A cron time of a task with this misfire policy: fired, or found past the grace (misfired). */
+  cronFire(policy: string, outcome: 'fired' | 'misfired') {
+    this.definitions.taskFires.inc({ policy, outcome });
+  }
+
+  /** The run engine's observer (runs/observer.ts): runs, model steps, tokens, cost, tools, events. */
+  readonly runs = {
+    started: (kind: string, tenantId: string) => this.definitions.runsStarted.inc(this.tenant({ kind }, tenantId)),
+    firstToken: (kind: string, seconds: number) => this.definitions.timeToFirstToken.observe({ kind }, seconds),
+    published: (event: string) => this.definitions.eventsPublished.inc({ event }),
+    recovered: () => this.definitions.runsRecovered.inc(),
+    injected: () => this.definitions.injections.inc(),
+    cancelled: () => this.definitions.cancellations.inc(),
+    replayed: () => this.definitions.replays.inc(),
+    retried: (model: string, code: string) => this.definitions.providerRetries.inc({ provider: providerOf(model), code }),
+    ended: (run: EndedRun) => this.ended(run),
+  };
+
+  private ended(run: EndedRun) {
+    const d = this.definitions;
+    const { outcome } = run;
+    d.runsEnded.inc(this.tenant({ kind: run.kind, status: outcome.status }, run.tenantId));
+    d.runDuration.observe({ kind: run.kind, status: outcome.status }, outcome.duration / 1000);
+    const provider = providerOf(run.model);
+    const model = this.models.of(run.model.slice(provider.length + 1));
+    if (run.steps) d.modelSteps.inc(this.tenant({ provider, model }, run.tenantId), run.steps);
+    const { inputTokens, outputTokens } = outcome.tokenUsage;
+    if (inputTokens) d.tokens.inc(this.tenant({ provider, model, direction: 'input' }, run.tenantId), inputTokens);
+    if (outputTokens) d.tokens.inc(this.tenant({ provider, model, direction: 'output' }, run.tenantId), outputTokens);
+    if (outcome.cost) d.cost.inc(this.tenant({ provider, model }, run.tenantId), outcome.cost);
+    const code = outcome.error?.code;
+    if (code?.startsWith('provider_')) d.providerErrors.inc({ provider, code });
+    for (const call of outcome.toolCalls) {
+      // A name no source offered is the model's invention (an invalid call): never a label of its own.
+      const provider = run.toolSources?.get(call.name);
+      const source = provider === undefined ? 'unknown' : sourceOf(provider);
+      const name = NAMED_SOURCES.has(source) ? this.toolNames.of(call.name) : 'other';
+      const failed = !call.result || 'error' in call.result;
+      d.toolCalls.inc(this.tenant({ source, name, outcome: failed ? 'error' : 'ok' }, run.tenantId));
+      if (call.completedAt) d.toolDuration.observe({ source, name }, (Date.parse(call.completedAt) - Date.parse(call.startedAt)) / 1000);
+    }
+  }
+
+  private tenant<L extends Record<string, string>>(labels: L, tenantId: string | undefined): L {
+    if (this.options.tenantLabel) (labels as Record<string, string>).tenant = tenantId ?? '';
+    return labels;
+  }
+}
+
+/** The provider part of a model id (provider/name). */
+function providerOf(model: string): string {
+  const slash = model.indexOf('/');
+  return slash > 0 ? model.slice(0, slash) : 'unknown';
+}
+
+/** A tool provider's registered name as the metrics' source: skill, mcp, delegation, a2a; the platform's own tools are builtin. */
+function sourceOf(provider: string | undefined): string {
+  switch (provider) {
+    case 'skills':
+      return 'skill';
+    case 'mcp':
+    case 'delegation':
+    case 'a2a':
+      return provider;
+    default:
+      return 'builtin';
+  }
+}

@@ -1,0 +1,31 @@
+import fs from 'node:fs';
+import type { Metrics } from './registry.js';
+
+/** What the gauges read, as app.ts hands it over (shapes, not the domains' types: metrics import no domain). */
+interface Observed {
+  app: object;
+  db: { dialect: string; location: string; poolStats?: () => { total: number; idle: number; waiting: number } };
+  runs: { activeCount: number };
+  tasks: { queueStats(): Promise<{ queued: number; running: number; lagSeconds: number; awaitingApproval: number }> };
+  /** Open SSE streams of `app` (http/sse.ts). */
+  openStreams(app: object): number;
+}
+
+/** Points the metrics' gauges at the services: each is read when Prometheus scrapes, never on a request's path. */
+export function observeServices(metrics: Metrics, o: Observed) {
+  const s = metrics.sources;
+  s.activeRuns = () => o.runs.activeCount;
+  s.openStreams = () => o.openStreams(o.app);
+  s.tasks = () => o.tasks.queueStats();
+  if (o.db.poolStats) s.pool = o.db.poolStats;
+  if (o.db.dialect === 'sqlite') {
+    const wal = `${o.db.location}-wal`;
+    s.walBytes = () => {
+      try {
+        return fs.statSync(wal).size;
+      } catch {
+        return 0; // no WAL file (checkpointed and removed, or not yet written)
+      }
+    };
+  }
+}

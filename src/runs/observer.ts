@@ -1,0 +1,49 @@
+import type { RunOutcome } from './types.js';
+
+/**
+ * What the run engine tells an observer of its runs (the metrics of src/metrics/; app.ts hands one over
+ * through RunsOptions). Each call is synchronous and cheap: it runs on the runs' hot path.
+ */
+export interface RunObserver {
+  started(kind: string, tenantId: string): void;
+  /** The run's first streamed token, `seconds` after its start. */
+  firstToken(kind: string, seconds: number): void;
+  /** A run event published by a run executing here (token, tool_call_start, tool_call_end). */
+  published(event: string): void;
+  /** A run that ended here (its terminal state written by this process). */
+  ended(run: EndedRun): void;
+  /** A run this process declared interrupted after its lease expired. */
+  recovered(): void;
+  injected(): void;
+  cancelled(): void;
+  /** A follower of a run's events served from the database. */
+  replayed(): void;
+  /** A model call retried after a provider failure (`code`: the failure's ProviderErrorCode). */
+  retried(model: string, code: string): void;
+}
+
+export interface EndedRun {
+  kind: string;
+  tenantId: string;
+  /** The agent's model id (provider/name). */
+  model: string;
+  steps: number;
+  /** Each tool's source by name (ToolSet.sources), for the outcome's tool calls. */
+  toolSources: ReadonlyMap<string, string> | undefined;
+  outcome: RunOutcome;
+}
+
+type Emit = (e: { event: string; data: Record<string, unknown> }) => void;
+
+/** The loop's event callback, telling the observer of each event and of the first token's time. */
+export function observedEvents(observer: RunObserver, kind: string, startedAtMs: number, emit: Emit): Emit {
+  let firstTokenSeen = false;
+  return (e) => {
+    if (!firstTokenSeen && e.event === 'token') {
+      firstTokenSeen = true;
+      observer.firstToken(kind, (Date.now() - startedAtMs) / 1000);
+    }
+    observer.published(e.event);
+    emit(e);
+  };
+}

@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { dialect, startApp, type TestApp } from '../helpers/app.js';
+import { startMcpServer } from '../helpers/mcp-server.js';
+import { labelSets, sample } from './helpers.js';
+
+/**
+ * GET /metrics: the Prometheus text format behind METRICS_TOKEN on the main port (404 without one), or
+ * on METRICS_PORT without a token; bounded labels (route templates, no ids; a tenant label only when
+ * asked). The counters are checked after real traffic over HTTP.
+ */
+
+const TOKEN = 'metrics-token-0123456789';
+
+describe('GET /metrics on the main port', () => {
+  let t: TestApp;
+  let key: string;
+  let mcp: Awaited<ReturnType<typeof startMcpServer>>;
+
+  beforeAll(async () => {
+    t = await startApp({ METRICS_TOKEN: TOKEN, MODEL_PRICES: JSON.stringify({ 'builtin/echo': { input: 1_000_000, output: 2_000_000 } }) });
+    ({ key } = await t.tenant('metrics'));
+    mcp = await startMcpServer();
+  });
+  afterAll(async () => {
+    await t?.close();
+    await mcp?.close();
+  });
+
+  const scrape = async () => {
+    const res = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+    return res.text;
+  };
+
+  it('answers 401 without the token, with a wrong one, and with an API key', async () => {
+    const missing = await t.request('GET', '/metrics');
+    expect(missing.status).toBe(401);
+    expect(missing.headers['www-authenticate']).toBe('Bearer');
+    expect(missing.body).toMatchObject({ code: 'missing_credentials' });
+    const wrong = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}x` } });
+    expect(wrong.status).toBe(401);
+    expect(wrong.body).toMatchObject({ code: 'invalid_credentials' });
+    const apiKey = await t.request('GET', '/metrics', { key });
+    expect(apiKey.status).toBe(401);
+  });
+
+  it('counts requests by route template, method and status class, never by id', async () => {
+    const a = await t.agent(key, { name: 'one' });
+    const b = await t.agent(key, { name: 'two' });
+    for (const id of [a.id, b.id]) expect((await t.request('GET', `/api/v1/agents/${id}`, { key })).status).toBe(200);
+    expect((await t.request('GET', '/api/v1/agents/019a0000-0000-7000-8000-000000000000', { key })).status).toBe(404);
+    expect((await t.request('GET', '/no/such/path', { key })).status).toBe(404);
+
+    const text = await scrape();
+    expect(sample(text, 'agentry_http_requests_total', { route: '/api/v1/agents/:id', method: 'GET', status_class: '2xx' })).toBe(2);
+    expect(sample(text, 'agentry_http_requests_total', { route: '/api/v1/agents/:id', method: 'GET', status_class: '4xx' })).toBe(1);
+    expect(sample(text, 'agentry_http_requests_total', { route: '(unmatched)', method: 'GET', status_class: '4xx' })).toBe(1);
+    expect(
+      sample(text, 'agentry_http_request_duration_seconds_count', { route: '/api/v1/agents/:id', method: 'GET', status_class: '2xx' }),
+    ).toBe(2);
+    // No id anywhere, and no tenant label unless METRICS_TENANT_LABEL=true.
+    expect(text).not.toContain(a.id);
+    expect(text).not.toContain('tenant=');
+    // prom-client's process metrics are in this app's registry.
+    expect(sample(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    if (dialect === 'sqlite') expect(sample(text, 'agentry_sqlite_wal_bytes')).toBeGreaterThanOrEqual(0);
+    else expect(sample(text, 'agentry_db_pool_connections', { state: 'in_use' })).toBeGreaterThanOrEqual(0);
+  });
+
+  it('counts runs, model tokens and cost, tool calls by source, and failures', async () => {
+    const helper = await t.agent(key, { name: 'helper' });
+    const agent = await t.agent(key, {
+      name: 'lead',
+      tools: [
+        { type: 'mcp', url: mcp.url },
+        { type: 'agent', agentId: helper.id, name: 'ask_helper' },
+      ],
+    });
+    const before = await scrape();
+    const count = (text: string, name: string, labels: Record<string, string>) => sample(text, name, labels) ?? 0;
+
+    const ok = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
+      key,
+      body: { message: '/tool add {"a":1,"b":2}\n/tool ask_helper {"message":"hi"}\n/tool nope {}' },
+    });
+    expect(ok.status, ok.text).toBe(200);
+    const failed = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '/fail boom' } });
+    expect(failed.status).toBeGreaterThanOrEqual(400);
+
+    const after = await scrape();
+    const moved = (name: string, labels: Record<string, string>) => count(after, name, labels) - count(before, name, labels);
+    expect(moved('agentry_runs_started_total', { kind: 'execute' })).toBe(2);
+    expect(moved('agentry_runs_started_total', { kind: 'delegation' })).toBe(1);
+    expect(moved('agentry_runs_ended_total', { kind: 'execute', status: 'completed' })).toBe(1);
+    expect(moved('agentry_runs_ended_total', { kind: 'execute', status: 'failed' })).toBe(1);
+    expect(moved('agentry_run_duration_seconds_count', { kind: 'execute', status: 'completed' })).toBe(1);
+    // The completed run: two model steps; the failed one: one.
+    expect(moved('agentry_model_steps_total', { provider: 'builtin', model: 'echo' })).toBe(2 + 1 + 1);
+    const run = ok.body;
+    expect(moved('agentry_model_tokens_total', { provider: 'builtin', model: 'echo', direction: 'output' })).toBeGreaterThanOrEqual(
+      run.tokenUsage.outputTokens,
+    );
+    expect(moved('agentry_model_cost_usd_total', { provider: 'builtin', model: 'echo' })).toBeGreaterThanOrEqual(run.cost);
+    // Tenants name MCP and delegation tools: those names never become labels; an unknown tool is the model's invention.
+    expect(moved('agentry_tool_calls_total', { source: 'mcp', name: 'other', outcome: 'ok' })).toBe(1);
+    expect(moved('agentry_tool_calls_total', { source: 'delegation', name: 'other', outcome: 'ok' })).toBe(1);
+    expect(moved('agentry_tool_calls_total', { source: 'unknown', name: 'other', outcome: 'error' })).toBe(1);
+    expect(moved('agentry_tool_call_duration_seconds_count', { source: 'mcp', name: 'other' })).toBe(1);
+    expect(labelSets(after, 'agentry_tool_calls_total').map((l) => l.name)).not.toContain('add');
+    expect(moved('agentry_run_events_published_total', { event: 'tool_call_start' })).toBe(3);
+    expect(count(after, 'agentry_runs_active', {})).toBe(0);
+  });
+
+  it('observes the time to the first token of a streamed run', async () => {
+    const agent = await t.agent(key, { name: 'streamer' });
+    const base = await t.listen();
+    const res = await fetch(`${base}/api/v1/agents/${agent.id}/stream`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'hello there' }),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('event: done');
+    const text = await scrape();
+    expect(sample(text, 'agentry_run_time_to_first_token_seconds_count', { kind: 'stream' })).toBe(1);
+  });
+});
+
+describe('GET /metrics without METRICS_TOKEN', () => {
+  let t: TestApp;
+  beforeAll(async () => (t = await startApp()));
+  afterAll(() => t?.close());
+
+  it('answers 404, whatever the credential', async () => {
+    const { key } = await t.tenant();
+    const headerSets: Record<string, string>[] = [{}, { authorization: `Bearer ${key}` }, { authorization: `Bearer ${TOKEN}` }];
+    for (const headers of headerSets) {
+      const res = await t.request('GET', '/metrics', { headers });
+      expect(res.status).toBe(404);
+      expect(res.headers['content-type']).toMatch(/problem\+json/);
+    }
+    expect(t.services.metrics).toBeUndefined();
+  });
+});
+
+describe('METRICS_PORT', () => {
+  let t: TestApp;
+  beforeAll(async () => (t = await startApp({ METRICS_PORT: '0', METRICS_TENANT_LABEL: 'true' })));
+  afterAll(() => t?.close());
+
+  it('serves /metrics on its own loopback port without a token; the main port answers 404', async () => {
+    const address = t.app.metricsAddress();
+    expect(address?.address).toBe('127.0.0.1');
+    const { id: tenantId, key } = await t.tenant();
+    const agent = await t.agent(key);
+    expect((await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'hi' } })).status).toBe(200);
+
+    const res = await fetch(`http://127.0.0.1:${address!.port}/metrics`);
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    // METRICS_TENANT_LABEL=true: run metrics carry the tenant.
+    expect(sample(text, 'agentry_runs_started_total', { kind: 'execute', tenant: tenantId })).toBe(1);
+    expect(sample(text, 'agentry_runs_ended_total', { kind: 'execute', status: 'completed', tenant: tenantId })).toBe(1);
+    expect((await fetch(`http://127.0.0.1:${address!.port}/other`)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${address!.port}/metrics`, { method: 'POST' })).status).toBe(404);
+    expect((await t.request('GET', '/metrics')).status).toBe(404);
+  });
+});
+
+describe('rejections', () => {
+  let t: TestApp;
+  beforeAll(async () => (t = await startApp({ METRICS_TOKEN: TOKEN, RATE_LIMIT_PER_MINUTE: '2' })));
+  afterAll(() => t?.close());
+
+  it('counts requests refused by the rate limit', async () => {
+    const { key } = await t.tenant();
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await t.request('GET', '/api/v1/agents', { key })).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    const res = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(sample(res.text, 'agentry_rejections_total', { reason: 'rate_limited' })).toBe(1);
+  });
+});
+
+describe('configuration', () => {
+  it('refuses a short METRICS_TOKEN and a METRICS_PORT that is not a port', () => {
+    expect(() => loadConfig({ METRICS_TOKEN: 'short' })).toThrow(/METRICS_TOKEN must be at least 16 characters/);
+    expect(() => loadConfig({ METRICS_PORT: 'x' })).toThrow(/METRICS_PORT must be a whole number/);
+    expect(loadConfig({}).metrics).toMatchObject({ token: undefined, port: undefined, host: '127.0.0.1', tenantLabel: false });
+  });
+});
