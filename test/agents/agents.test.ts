@@ -61,6 +61,7 @@ describe('create and get', () => {
       memoryWindow: 50,
       onActiveRun: 'reject',
       toolTimeoutMs: 60000,
+      summaryModel: null,
     });
   });
 
