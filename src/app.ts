@@ -28,6 +28,11 @@ import { messageRuns } from './runs/messages.js';
 import { type Admission, RunsService } from './runs/service.js';
 import { ENQUEUE_WAIT_MS } from './runs/start.js';
 import { runUsage } from './runs/usage.js';
+import { runRetention } from './runs/retention.js';
+import { conversationRetention } from './conversations/retention.js';
+import { retentionPlugin } from './retention/plugin.js';
+import { RetentionSweep } from './retention/sweep.js';
+import { RetentionSettingsService } from './tenancy/retention.js';
 import { PriceTable } from './runtime/models/prices.js';
 import { ModelRegistry } from './runtime/models/registry.js';
 import { mcpToolProvider } from './runtime/tools/mcp.js';
@@ -107,6 +112,8 @@ export interface Services extends SkillsDomain {
   approvals: ApprovalsService;
   /** Idempotency-Key claims, shared by the runs' and tasks' routes. */
   idempotency: IdempotencyService;
+  /** Retention (docs/operations.md): each tenant's settings, and the sweep deleting what is past them. */
+  retention: { settings: RetentionSettingsService; sweep: RetentionSweep };
   /** OpenTelemetry traces (src/tracing/), when an OTLP endpoint is set; else nothing is traced. */
   tracing: Tracing | undefined;
   /** Agents' memory blocks: in every run's system prompt, edited by people and by the agents' memory tools. */
@@ -199,6 +206,18 @@ export function createServices(
   const tasks = new TasksService({ db, agents, runs, idempotency, config, log: logger, tracing });
   // skill_request and connector_request become awaiting_approval tasks; approving performs them.
   registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);
+  const retentionSettings = new RetentionSettingsService(db, tenancy);
+  const retention = {
+    settings: retentionSettings,
+    sweep: new RetentionSweep({
+      db,
+      tenants: retentionSettings,
+      runs: runRetention(db),
+      conversations: conversationRetention(db),
+      log: logger,
+      intervalMs: config.retentionSweepMs,
+    }),
+  };
   // Tool calls that wait for a person are recorded by the approvals domain; runs resume once they are decided.
   const approvals = new ApprovalsService({ db, runs, tasks, log: logger });
   runs.useToolApprovals(approvals);
@@ -218,6 +237,7 @@ export function createServices(
     tasks,
     approvals,
     idempotency,
+    retention,
     tracing,
     memory,
     metrics,
@@ -359,6 +379,7 @@ export async function buildApp({ config, db, services = createServices(config, d
   });
   await app.register(conversationsPlugin, { conversations: services.conversations, files: services.files });
   await app.register(tasksPlugin, { tasks: services.tasks });
+  await app.register(retentionPlugin, services.retention);
   await app.register(approvalsPlugin, { approvals: services.approvals });
   await app.register(skillsPlugin, {
     skills: services.skills,

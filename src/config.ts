@@ -61,6 +61,8 @@ export interface Config {
   /** Key that encrypts private keys at rest; `undefined`: generated into `DATA_DIR/master.key`. */
   masterKey: Secret | undefined;
   tasks: TaskSettings;
+  /** Between passes of the retention sweep (RETENTION_SWEEP_SECONDS, default 600; 0: this process does not sweep). */
+  retentionSweepMs: number;
   /** OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT...; docs/operations.md "Traces"): off without an endpoint. */
   tracing: TracingSettings;
   /** The built web console served at `/` (CONSOLE_DIR; `off`: none); null when disabled. */
@@ -288,6 +290,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustDomain,
     masterKey,
     tasks,
+    retentionSweepMs: integer(env, 'RETENTION_SWEEP_SECONDS', 600, 0, 86_400) * 1000,
     tracing,
     metrics,
     // packages/console/dist beside src/ or dist/ (this module's folder) unless CONSOLE_DIR says otherwise.
