@@ -68,6 +68,9 @@ import {
   withdrawAdmission,
 } from './tenancy/limits.js';
 import { isPromise } from './maybe-promise.js';
+import { registerMetrics } from './metrics/plugin.js';
+import { Metrics } from './metrics/registry.js';
+import { observeServices } from './metrics/sources.js';
 import { registerHttpTracing } from './tracing/http.js';
 import { traceLogMixin } from './tracing/logs.js';
 import { propagatingFetch } from './tracing/outbound.js';
@@ -179,6 +182,7 @@ export function createServices(
   });
   const files = new FilesService(db);
   const identity = new IdentityService(db, config, tenancy, agents, logger);
+  if (metrics) identity.useObserver(metrics.identity);
   tools.register(
     'delegation',
     delegationToolProvider(identity, agents, () => runs),
@@ -204,6 +208,7 @@ export function createServices(
   // A claim is taken over only once no start can still be waiting to record it (an enqueued start waits longest).
   const idempotency = new IdempotencyService(db, { abandonedAfterMs: ENQUEUE_WAIT_MS + 60_000 });
   const tasks = new TasksService({ db, agents, runs, idempotency, config, log: logger, tracing });
+  if (metrics) tasks.useCronObserver(metrics.cronFired);
   // skill_request and connector_request become awaiting_approval tasks; approving performs them.
   registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);
   const retentionSettings = new RetentionSettingsService(db, tenancy);
@@ -308,6 +313,17 @@ export async function buildApp({ config, db, services = createServices(config, d
   });
 
   registerErrorHandling(app);
+
+  // Metrics come before every route, so their hooks see them all: /metrics and the METRICS_PORT server (docs/operations.md).
+  registerMetrics(app, {
+    metrics: services.metrics,
+    token: config.metrics.token?.reveal(),
+    port: config.metrics.port,
+    host: config.metrics.host,
+  });
+  if (services.metrics) {
+    observeServices(services.metrics, { app, db, runs: services.runs, tasks: services.tasks, openStreams: openStreamCount });
+  }
 
   // A span per request, before every other hook and route so they all run inside it (tracing/http.ts).
   const tracing = services.tracing;

@@ -269,6 +269,16 @@ export function loadConfig(env: Env = process.env): Config {
     throw err;
   }
 
+  const metricsToken = env.METRICS_TOKEN || undefined;
+  // A guessable token would hand the metrics (run volumes, spend) to anyone.
+  if (metricsToken !== undefined && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters long');
+  const metrics: MetricsSettings = {
+    token: metricsToken === undefined ? undefined : new Secret(Buffer.from(metricsToken)),
+    port: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
+    host: env.METRICS_HOST || '127.0.0.1',
+    tenantLabel: boolean(env, 'METRICS_TENANT_LABEL', false),
+  };
+
   return {
     port,
     host,
@@ -290,6 +300,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustDomain,
     masterKey,
     tasks,
+    metrics,
     retentionSweepMs: integer(env, 'RETENTION_SWEEP_SECONDS', 600, 0, 86_400) * 1000,
     tracing,
     metrics,

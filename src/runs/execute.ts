@@ -9,6 +9,7 @@ import { answerShape } from '../runtime/structured-output.js';
 import { contextOptions, historyTurns, type StoredTurn, summaryModelOf } from './context.js';
 import type { RunChannel } from './events.js';
 import type { RunFinish } from './finish.js';
+import { observedEvents } from './observer.js';
 import type { Resumed, RunPauses } from './pause.js';
 import { approvalCheck } from '../runtime/tools/approval-policy.js';
 import { observedEvents } from './observer.js';
