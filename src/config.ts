@@ -5,6 +5,7 @@ import { parseModelId } from './runtime/models/model-id.js';
 import type { ProviderSettings } from './runtime/models/registry.js';
 import type { ModelEntryOverride } from './runtime/models/prices.js';
 import { type TracingSettings, TracingSettingError, tracingSettings } from './tracing/settings.js';
+import { DEFAULT_BREAKER_SETTINGS } from './runtime/models/breaker.js';
 import { DEFAULT_RETRY_POLICY } from './runtime/models/retries.js';
 
 /** A secret value that never shows up in logs, JSON or `util.inspect` output. */
@@ -61,8 +62,6 @@ export interface Config {
   /** Key that encrypts private keys at rest; `undefined`: generated into `DATA_DIR/master.key`. */
   masterKey: Secret | undefined;
   tasks: TaskSettings;
-  /** Between passes of the retention sweep (RETENTION_SWEEP_SECONDS, default 600; 0: this process does not sweep). */
-  retentionSweepMs: number;
   /** OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT...; docs/operations.md "Traces"): off without an endpoint. */
   tracing: TracingSettings;
   /** The built web console served at `/` (CONSOLE_DIR; `off`: none); null when disabled. */
@@ -211,6 +210,11 @@ export function loadConfig(env: Env = process.env): Config {
       baseUrl: env.OPENAI_COMPATIBLE_BASE_URL ? url(env, 'OPENAI_COMPATIBLE_BASE_URL', '', ['http:', 'https:']) : undefined,
       retry: retryOf('OPENAI_COMPATIBLE'),
     },
+    // A model skipped after failures in a row, for a cool-down (docs/models.md "The breaker"); 0 failures: never.
+    breaker: {
+      failureThreshold: integer(env, 'MODEL_BREAKER_FAILURES', DEFAULT_BREAKER_SETTINGS.failureThreshold, 0, 1000),
+      coolDownMs: integer(env, 'MODEL_BREAKER_COOLDOWN_MS', DEFAULT_BREAKER_SETTINGS.coolDownMs, 0, 3_600_000),
+    },
   };
 
   const runLeaseMs = integer(env, 'RUN_LEASE_SECONDS', 30, 2, 3600) * 1000;
@@ -269,16 +273,6 @@ export function loadConfig(env: Env = process.env): Config {
     throw err;
   }
 
-  const metricsToken = env.METRICS_TOKEN || undefined;
-  // A guessable token would hand the metrics (run volumes, spend) to anyone.
-  if (metricsToken !== undefined && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters long');
-  const metrics: MetricsSettings = {
-    token: metricsToken === undefined ? undefined : new Secret(Buffer.from(metricsToken)),
-    port: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
-    host: env.METRICS_HOST || '127.0.0.1',
-    tenantLabel: boolean(env, 'METRICS_TENANT_LABEL', false),
-  };
-
   return {
     port,
     host,
@@ -300,8 +294,6 @@ export function loadConfig(env: Env = process.env): Config {
     trustDomain,
     masterKey,
     tasks,
-    metrics,
-    retentionSweepMs: integer(env, 'RETENTION_SWEEP_SECONDS', 600, 0, 86_400) * 1000,
     tracing,
     metrics,
     // packages/console/dist beside src/ or dist/ (this module's folder) unless CONSOLE_DIR says otherwise.

@@ -81,6 +81,9 @@ const UpdateTools = Type.Array(ToolSpec, {
 
 const ON_ACTIVE_RUN = ['reject', 'enqueue', 'inject'] as const;
 
+/** How many fallback models an agent may list. */
+export const MAX_FALLBACK_MODELS = 4;
+
 /** Stored configuration: every key present, defaults filled in. */
 export const Configuration = Type.Object(
   {
@@ -96,6 +99,11 @@ export const Configuration = Type.Object(
     summaryModel: Nullable(ModelString),
     // Absent: no tool call waits (docs/runtime.md, "Tool calls that wait for approval").
     approval: Type.Optional(ApprovalPolicy),
+    fallbackModels: Type.Array(ModelString, {
+      maxItems: MAX_FALLBACK_MODELS,
+      description:
+        'models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md)',
+    }),
   },
   { additionalProperties: false },
 );
@@ -113,6 +121,7 @@ export const DEFAULT_CONFIGURATION: Configuration = {
   onActiveRun: 'reject',
   toolTimeoutMs: 60_000,
   summaryModel: null,
+  fallbackModels: [],
 };
 
 export const DEFAULT_TOOLS: ToolSpec[] = [

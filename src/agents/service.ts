@@ -108,6 +108,8 @@ export class AgentsService {
   constructor(
     private readonly db: Db,
     private readonly defaultModel: string,
+    /** Why a model cannot be used with this server's configuration, or undefined (the model registry's). */
+    private readonly modelUnavailable: (model: string) => string | undefined = () => undefined,
   ) {
     this.cachedAgents = new ReadCache(db.changes, 'agents', { max: 10_000 });
     this.cachedPages = new ReadCache(db.changes, 'agents', { max: 1_000 });
@@ -117,6 +119,23 @@ export class AgentsService {
   private checkModel(model: string) {
     const parsed = parseModelId(model);
     if (typeof parsed === 'string') throw new InvalidInput(`model ${parsed}`, [{ path: 'body.model', message: parsed }]);
+  }
+
+  /** Each fallback model: usable here, not the agent's own model, listed once. */
+  private checkFallbackModels(model: string, fallbacks: readonly string[]) {
+    const errors = fallbacks.flatMap((fallback, i) => {
+      const problem =
+        fallback === model
+          ? 'is the agent’s own model'
+          : fallbacks.indexOf(fallback) < i
+            ? 'is listed twice'
+            : this.modelUnavailable(fallback);
+      return problem ? [{ path: `body.configuration.fallbackModels.${i}`, message: problem }] : [];
+    });
+    if (errors.length) {
+      const i = errors[0].path.split('.').at(-1);
+      throw new InvalidInput(`configuration.fallbackModels.${i} ${errors[0].message}`, errors);
+    }
   }
 
   useCredentialSealer(sealer: CredentialSealer) {
@@ -253,6 +272,8 @@ export class AgentsService {
   async create(principal: Principal, input: CreateAgentBody): Promise<Agent> {
     const model = input.model ?? this.defaultModel;
     this.checkModel(model);
+    const configuration = mergeConfiguration(DEFAULT_CONFIGURATION, input.configuration);
+    this.checkFallbackModels(model, configuration.fallbackModels);
     const external = input.hosting === 'external';
     const at = now();
     const row: store.AgentRow = {
@@ -269,7 +290,7 @@ export class AgentsService {
       status: external ? 'registered' : 'available',
       hosting: external ? 'external' : 'platform',
       tools: JSON.stringify(input.tools ? this.sealCredentials(principal.tenantId, toolsAsGiven(input.tools)) : DEFAULT_TOOLS),
-      configuration: JSON.stringify(mergeConfiguration(DEFAULT_CONFIGURATION, input.configuration)),
+      configuration: JSON.stringify(configuration),
       monthly_budget_usd: null,
       created_at: at,
       updated_at: at,
@@ -306,8 +327,10 @@ export class AgentsService {
       if (input.status !== undefined) patch.status = input.status;
       if (input.tools !== undefined)
         patch.tools = JSON.stringify(this.sealCredentials(principal.tenantId, toolsAfterUpdate(toAgent(current).tools, input.tools)));
-      if (input.configuration !== undefined) {
-        patch.configuration = JSON.stringify(mergeConfiguration(toAgent(current).configuration, input.configuration));
+      if (input.configuration !== undefined || input.model !== undefined) {
+        const configuration = mergeConfiguration(toAgent(current).configuration, input.configuration);
+        this.checkFallbackModels(input.model ?? current.model, configuration.fallbackModels);
+        if (input.configuration !== undefined) patch.configuration = JSON.stringify(configuration);
       }
       await store.updateAgent(trx, principal.tenantId, id, patch);
       await this.audit(trx, principal, 'agent.updated', id, { fields: Object.keys(input) });

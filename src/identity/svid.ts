@@ -51,7 +51,6 @@ export async function issueSvid(
     expires_at: iso(signed.exp * 1000),
     revoked_at: null,
   });
-  ctx.observer?.tokenIssued('svid', tenantId);
   return { svid: signed.token, spiffeId, expiresAt: iso(signed.exp * 1000), jti: signed.jti };
 }
 

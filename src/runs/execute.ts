@@ -8,8 +8,8 @@ import { traceRun, tracedModel, tracedTools } from '../tracing/genai.js';
 import { answerShape } from '../runtime/structured-output.js';
 import { contextOptions, historyTurns, type StoredTurn, summaryModelOf } from './context.js';
 import type { RunChannel } from './events.js';
+import { fallbackChoices } from './fallbacks.js';
 import type { RunFinish } from './finish.js';
-import { observedEvents } from './observer.js';
 import type { Resumed, RunPauses } from './pause.js';
 import { approvalCheck } from '../runtime/tools/approval-policy.js';
 import { observedEvents } from './observer.js';
@@ -85,9 +85,12 @@ export class RunExecution {
     let toolSet: ToolSet<Agent> = { tools: [] };
     let loop: LoopResult | undefined;
     let failure: RunError | undefined;
+    let modelWarnings: string[] = [];
     try {
       const resolved = this.r.models.resolve(agent.model);
       const model = this.r.tracing ? tracedModel(this.r.tracing, resolved, agent.model) : resolved;
+      const fallbacks = fallbackChoices(this.r.models, agent.configuration.fallbackModels);
+      modelWarnings = fallbacks.warnings;
       const userId = x.conversation.user_id;
       const toolContext = { tenantId, agent, runId, conversationId, userId, delegationDepth: input.delegationDepth };
       const toolsEnabled = input.enableTools ?? true;
@@ -108,6 +111,11 @@ export class RunExecution {
       loop = await runLoop({
         model,
         retry: this.r.models.retryPolicy(agent.model),
+        modelId: agent.model,
+        fallbacks: this.r.tracing
+          ? fallbacks.choices.map((c) => ({ ...c, model: tracedModel(this.r.tracing!, c.model, c.id) }))
+          : fallbacks.choices,
+        breakers: this.r.models.breakers,
         system,
         messages: x.messages,
         tools: toolSet.tools,
@@ -154,9 +162,8 @@ export class RunExecution {
     const cancelled = !failure && (controller.signal.aborted || loop?.finish === 'cancelled');
     if (!failure && !cancelled && loop?.finish === 'awaiting_approval') {
       // A tool call waits for a person: the run pauses (pause.ts) instead of ending; any process resumes it.
-      const warnings = [...(toolSet.warnings ?? []), ...loop.warnings];
-      if ((await this.pauses.pause({ runId, input, conversationId, result: loop, warnings, startedAtMs: x.startedAtMs })) !== 'failed') return null;
-      failure = { code: 'internal_error', message: 'the run could not wait for approval; the error is in the server log' };
+      await this.pauses.pause({ runId, input, conversationId, result: loop, warnings: [...(toolSet.warnings ?? []), ...loop.warnings], startedAtMs: x.startedAtMs });
+      return null;
     }
     const result: LoopResult = loop ?? {
       output: '',
@@ -175,7 +182,7 @@ export class RunExecution {
       status: cancelled ? 'cancelled' : failure ? 'failed' : 'completed',
       failure,
       // The run's warnings: tool sources that could not contribute, then what the provider warned about.
-      warnings: [...(toolSet.warnings ?? []), ...result.warnings],
+      warnings: [...(toolSet.warnings ?? []), ...modelWarnings, ...result.warnings],
       startedAtMs: x.startedAtMs,
       toolSources: toolSet.sources,
       summaryModel: summaryModelOf(agent),

@@ -6,6 +6,7 @@ import { isDatabaseUnavailable } from '../errors.js';
 import { newId, now } from '../ids.js';
 import type { LoopResult } from '../runtime/loop.js';
 import { type RunEvent, eventRows } from './events.js';
+import { stepsCost } from './fallbacks.js';
 import type { ActiveRun, RunEnd, RunResources } from './resources.js';
 import type { TerminalStatus } from './statuses.js';
 import { stepsToStore, toolCallsToStore } from './steps.js';
@@ -75,8 +76,8 @@ export class RunFinish {
     // Summarising the history counts in the run: its tokens, at the summary model's price (runtime/context/fit.ts).
     const summary = result.summaryUsage ?? { inputTokens: 0, outputTokens: 0 };
     const summaryCost = this.r.prices.cost(ending.summaryModel ?? ending.model, summary.inputTokens, summary.outputTokens);
-    const cost =
-      Math.round((this.r.prices.cost(ending.model, result.usage.inputTokens, result.usage.outputTokens) + summaryCost) * 1e9) / 1e9;
+    // Each step priced at the model that answered it (a fallback's, when the agent's own model failed).
+    const cost = Math.round((stepsCost(this.r.prices, ending.model, result.steps) + summaryCost) * 1e9) / 1e9;
     const tokenUsage = {
       inputTokens: result.usage.inputTokens + summary.inputTokens,
       outputTokens: result.usage.outputTokens + summary.outputTokens,

@@ -9,8 +9,10 @@ import type {
 import { now } from '../ids.js';
 import { type ContextOptions, ContextFitter } from './context/fit.js';
 import { type ConversationTurn, turnMessages } from './context/history.js';
-import { type StepOutput, streamStep, type StepToolCall } from './model-step.js';
-import { ProviderError, type ProviderErrorCode, type RetryPolicy } from './models/retries.js';
+import { type ModelChoice, streamStepWithFallbacks } from './fallback-step.js';
+import type { StepOutput, StepToolCall } from './model-step.js';
+import type { BreakerBoard } from './models/breaker.js';
+import { DEFAULT_RETRY_POLICY, ProviderError, type ProviderErrorCode, type RetryPolicy } from './models/retries.js';
 import type { AnswerShape } from './structured-output.js';
 import { invalidToolInput } from './tools/input-schema.js';
 import { type LoopApproval, type LoopPause, resumedCalls, waitingCalls } from './tool-approvals.js';
@@ -44,6 +46,8 @@ interface StepRecord {
   /** When the model was asked, and when its answer ended (null: it never did); the run's steps summary reads them. */
   startedAt: string;
   completedAt: string | null;
+  /** The model that answered (`provider/name`): a fallback's when the agent's own model failed or was skipped. */
+  model?: string;
 }
 
 export interface LoopResult {
@@ -80,6 +84,12 @@ export interface LoopInput<A extends ToolAgent = ToolAgent> {
   model: LanguageModelV3;
   /** How a failed model call is retried (the model's provider's policy). */
   retry?: RetryPolicy;
+  /** The model's id (`provider/name`), recorded on the steps it answers and its breaker's key. */
+  modelId?: string;
+  /** Models a step turns to, in order, when the model fails for good or its breaker is open (fallback-step.ts). */
+  fallbacks?: ModelChoice[];
+  /** The process's breakers (models/breaker.ts); none: every model is always tried. */
+  breakers?: BreakerBoard;
   system?: string;
   messages: ConversationTurn[];
   tools: RuntimeTool<A>[];
@@ -144,6 +154,10 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
   if (fitter) result.summaryUsage = Object.assign(fitter.usage, result.summaryUsage);
   let repairs = 0;
 
+  const choices: ModelChoice[] = [
+    { id: input.modelId ?? 'model', model: input.model, retry: input.retry ?? DEFAULT_RETRY_POLICY },
+    ...(input.fallbacks ?? []),
+  ];
   const toolsByName = new Map(input.tools.map((t) => [t.name, t]));
   const toolNames = new Set(toolsByName.keys());
   const toolDefinitions: LanguageModelV3FunctionTool[] | undefined = input.tools.length
@@ -233,8 +247,8 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
     result.steps.push(step);
     let output: StepOutput;
     try {
-      output = await streamStep(
-        input.model,
+      ({ output } = await streamStepWithFallbacks(
+        choices,
         {
           prompt: fitter ? await fitter.fit(prompt, input.signal) : prompt,
           responseFormat: input.answer?.callOption,
@@ -253,8 +267,8 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
           },
           onRetry: input.onRetry,
         },
-        input.retry,
-      );
+        { breakers: input.breakers, onModel: (model) => (step.model = model) },
+      ));
     } catch (err) {
       if (input.signal.aborted) {
         result.finish = 'cancelled';

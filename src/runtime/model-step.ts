@@ -12,9 +12,11 @@ import {
   DEFAULT_RETRY_POLICY,
   type ProviderErrorCode,
   ProviderError,
+  type ProviderFailure,
   type RetryPolicy,
   retryDelayMs,
 } from './models/retries.js';
+import { BreakerOpenError, type BreakerTicket } from './models/breaker.js';
 
 /**
  * One model step, driven over the provider interface (`LanguageModelV3.doStream`) rather than the AI
@@ -104,12 +106,27 @@ function usageOf(part: Extract<LanguageModelV3StreamPart, { type: 'finish' }>) {
   return { inputTokens: part.usage.inputTokens.total ?? 0, outputTokens: part.usage.outputTokens.total ?? 0 };
 }
 
+/** Asked before each attempt: a ticket to report how it ended, or undefined when the model's breaker skips it (models/breaker.ts). */
+export interface AttemptGate {
+  /** The model gated, `provider/name` (named by the error when its breaker is open). */
+  model: string;
+  enter(): BreakerTicket | undefined;
+}
+
+const UNGATED: BreakerTicket = { success() {}, failure() {}, release() {} };
+
+/** Tells the breaker how an attempt ended: only a retryable provider failure counts against the model. */
+function settle(ticket: BreakerTicket, failure: ProviderFailure | undefined) {
+  if (failure?.retryable) ticket.failure();
+  else ticket.release();
+}
+
 /**
  * Streams one step. Text and reasoning parts keep the provider metadata of their last chunk that had
  * any (start, delta or end), as the next request needs it; empty text parts are dropped. A provider
  * failure before any text reached the client is retried as `retry` says; one after it ends the step
  * with `error` set and what was said kept. A call that fails for good throws (a ProviderError when
- * it was the provider's).
+ * it was the provider's; a BreakerOpenError when `gate` refuses the first attempt).
  */
 export async function streamStep(
   model: LanguageModelV3,
@@ -117,9 +134,17 @@ export async function streamStep(
   toolNames: ReadonlySet<string>,
   handlers: StepHandlers,
   retry: RetryPolicy = DEFAULT_RETRY_POLICY,
+  gate?: AttemptGate,
 ): Promise<StepOutput> {
   const signal = options.abortSignal;
+  let last: { failure: ProviderFailure; err: unknown } | undefined;
   for (let attempt = 1; ; attempt++) {
+    const ticket = gate ? gate.enter() : UNGATED;
+    // The breaker opened (here or in another run) before this attempt: no more calls to this model.
+    if (!ticket) {
+      if (!last) throw new BreakerOpenError(gate!.model);
+      throw new ProviderError(last.failure.code, last.failure.message, { cause: last.err, detail: last.failure.detail });
+    }
     let out: StepOutput;
     let emitted = false;
     try {
@@ -131,23 +156,30 @@ export async function streamStep(
         },
       });
     } catch (err) {
-      if (signal?.aborted) throw err;
-      const failure = classifyProviderError(err);
+      const failure = signal?.aborted ? undefined : classifyProviderError(err);
+      settle(ticket, failure);
       if (!failure) throw err;
       const delay = retryDelayMs(retry, attempt, failure);
       if (delay === undefined) throw new ProviderError(failure.code, failure.message, { cause: err, detail: failure.detail });
+      last = { failure, err };
       handlers.onRetry?.(failure.code);
       await abortableDelay(delay, signal);
       continue;
     }
-    if (out.error === undefined || signal?.aborted) return out;
+    if (out.error === undefined || signal?.aborted) {
+      if (out.error === undefined) ticket.success();
+      else ticket.release();
+      return out;
+    }
     const failure = classifyProviderError(out.error);
+    settle(ticket, failure);
     // Nothing reached the client yet: the step starts over as if this attempt had not been.
     const delay = failure && !emitted ? retryDelayMs(retry, attempt, failure) : undefined;
     if (delay === undefined) {
       if (failure) Object.assign(out, { errorCode: failure.code, errorMessage: failure.message, errorDetail: failure.detail });
       return out;
     }
+    last = { failure: failure!, err: out.error };
     handlers.onRetry?.(failure!.code);
     await abortableDelay(delay, signal);
   }

@@ -62,6 +62,7 @@ describe('create and get', () => {
       onActiveRun: 'reject',
       toolTimeoutMs: 60000,
       summaryModel: null,
+      fallbackModels: [],
     });
   });
 

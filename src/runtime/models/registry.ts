@@ -2,6 +2,8 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
+import type { ModelChoice } from '../fallback-step.js';
+import { BreakerBoard, type BreakerSettings, DEFAULT_BREAKER_SETTINGS } from './breaker.js';
 import { EchoLanguageModel } from './echo.js';
 import { parseModelId } from './model-id.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retries.js';
@@ -19,6 +21,8 @@ export interface ProviderSettings {
   anthropic: ProviderAccess;
   /** Any server speaking the OpenAI API: Ollama, vLLM, LM Studio, llama.cpp server. */
   openaiCompatible: ProviderAccess;
+  /** When a model is skipped after failures in a row (models/breaker.ts); the defaults when unset. */
+  breaker?: BreakerSettings;
 }
 
 /** A model that cannot be used as configured; the run fails with this code and message. */
@@ -36,7 +40,28 @@ export class ModelRegistry {
   private anthropic?: ReturnType<typeof createAnthropic>;
   private compatible?: ReturnType<typeof createOpenAICompatible>;
 
-  constructor(private readonly settings: ProviderSettings) {}
+  /** This process's breakers, one per model (`provider/name`). */
+  readonly breakers: BreakerBoard;
+
+  constructor(private readonly settings: ProviderSettings) {
+    this.breakers = new BreakerBoard(settings.breaker ?? DEFAULT_BREAKER_SETTINGS);
+  }
+
+  /** Why `model` cannot be used with this configuration (an unknown id, a provider not configured), or undefined. */
+  unavailable(model: string): string | undefined {
+    try {
+      this.resolve(model);
+      return undefined;
+    } catch (err) {
+      if (err instanceof ModelUnavailableError) return err.message;
+      throw err;
+    }
+  }
+
+  /** A model a step may turn to: resolved, with its provider's retry policy. */
+  choice(model: string): ModelChoice {
+    return { id: model, model: this.resolve(model), retry: this.retryPolicy(model) };
+  }
 
   /** The retry policy of the model's provider (`builtin/echo` and unknown ids get the defaults). */
   retryPolicy(model: string): RetryPolicy {

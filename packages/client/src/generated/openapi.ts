@@ -735,24 +735,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/retention": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The tenant’s retention settings: how long runs, conversations, files and audit events are kept */
-        get: operations["getRetention"];
-        /** Set the tenant’s retention (fields left out keep their value; null keeps forever). Export first: `agentry export` */
-        put: operations["setRetention"];
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/skills": {
         parameters: {
             query?: never;
@@ -1604,6 +1586,8 @@ export interface components {
                 /** @description what a message does while the agent still answers in the same conversation */
                 onActiveRun: "reject" | "enqueue" | "inject";
                 toolTimeoutMs: number;
+                /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
+                fallbackModels: string[];
             };
             /**
              * Format: date-time
@@ -2551,7 +2535,10 @@ export interface operations {
                  *         "maxTokens": 1,
                  *         "memoryWindow": 0,
                  *         "onActiveRun": "reject",
-                 *         "toolTimeoutMs": 100
+                 *         "toolTimeoutMs": 100,
+                 *         "fallbackModels": [
+                 *           "string"
+                 *         ]
                  *       }
                  *     }
                  */
@@ -2621,6 +2608,8 @@ export interface operations {
                         /** @description what a message does while the agent still answers in the same conversation */
                         onActiveRun?: "reject" | "enqueue" | "inject";
                         toolTimeoutMs?: number;
+                        /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
+                        fallbackModels?: string[];
                     };
                 };
             };
@@ -2658,7 +2647,10 @@ export interface operations {
                      *         "maxTokens": 1,
                      *         "memoryWindow": 0,
                      *         "onActiveRun": "reject",
-                     *         "toolTimeoutMs": 100
+                     *         "toolTimeoutMs": 100,
+                     *         "fallbackModels": [
+                     *           "string"
+                     *         ]
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -2736,7 +2728,10 @@ export interface operations {
                      *         "maxTokens": 1,
                      *         "memoryWindow": 0,
                      *         "onActiveRun": "reject",
-                     *         "toolTimeoutMs": 100
+                     *         "toolTimeoutMs": 100,
+                     *         "fallbackModels": [
+                     *           "string"
+                     *         ]
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -2789,7 +2784,10 @@ export interface operations {
                  *         "maxTokens": 1,
                  *         "memoryWindow": 0,
                  *         "onActiveRun": "reject",
-                 *         "toolTimeoutMs": 100
+                 *         "toolTimeoutMs": 100,
+                 *         "fallbackModels": [
+                 *           "string"
+                 *         ]
                  *       }
                  *     }
                  */
@@ -2859,6 +2857,8 @@ export interface operations {
                         /** @description what a message does while the agent still answers in the same conversation */
                         onActiveRun?: "reject" | "enqueue" | "inject";
                         toolTimeoutMs?: number;
+                        /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
+                        fallbackModels?: string[];
                     };
                 };
             };
@@ -2896,7 +2896,10 @@ export interface operations {
                      *         "maxTokens": 1,
                      *         "memoryWindow": 0,
                      *         "onActiveRun": "reject",
-                     *         "toolTimeoutMs": 100
+                     *         "toolTimeoutMs": 100,
+                     *         "fallbackModels": [
+                     *           "string"
+                     *         ]
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3011,7 +3014,10 @@ export interface operations {
                      *         "maxTokens": 1,
                      *         "memoryWindow": 0,
                      *         "onActiveRun": "reject",
-                     *         "toolTimeoutMs": 100
+                     *         "toolTimeoutMs": 100,
+                     *         "fallbackModels": [
+                     *           "string"
+                     *         ]
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3081,7 +3087,10 @@ export interface operations {
                      *         "maxTokens": 1,
                      *         "memoryWindow": 0,
                      *         "onActiveRun": "reject",
-                     *         "toolTimeoutMs": 100
+                     *         "toolTimeoutMs": 100,
+                     *         "fallbackModels": [
+                     *           "string"
+                     *         ]
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3162,7 +3171,10 @@ export interface operations {
                      *         "maxTokens": 1,
                      *         "memoryWindow": 0,
                      *         "onActiveRun": "reject",
-                     *         "toolTimeoutMs": 100
+                     *         "toolTimeoutMs": 100,
+                     *         "fallbackModels": [
+                     *           "string"
+                     *         ]
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -6729,119 +6741,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            default: components["responses"]["ServerError"];
-        };
-    };
-    getRetention: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "runsDays": 1,
-                     *       "conversationsDays": 1,
-                     *       "filesDays": 1,
-                     *       "auditEventsDays": 1,
-                     *       "runEventsCompactAfterDays": 1
-                     *     }
-                     */
-                    "application/json": {
-                        /** @description ended runs (and their events) are deleted this many days after they started; null: keep forever */
-                        runsDays: number | null;
-                        /** @description conversations (and their messages) are deleted this many days after their last change; null: keep forever */
-                        conversationsDays: number | null;
-                        /** @description uploaded files are deleted this many days after their upload; null: keep forever */
-                        filesDays: number | null;
-                        /** @description audit events are deleted this many days after they were recorded; null: keep forever */
-                        auditEventsDays: number | null;
-                        /** @description a finished run’s events are compacted to its terminal one this many days after it ended (its output, tool calls, steps and cost stay on the run); null: never */
-                        runEventsCompactAfterDays: number | null;
-                    };
-                };
-            };
-            401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
-            default: components["responses"]["ServerError"];
-        };
-    };
-    setRetention: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "runsDays": 1,
-                 *       "conversationsDays": 1,
-                 *       "filesDays": 1,
-                 *       "auditEventsDays": 1,
-                 *       "runEventsCompactAfterDays": 1
-                 *     }
-                 */
-                "application/json": {
-                    /** @description ended runs (and their events) are deleted this many days after they started; null: keep forever */
-                    runsDays?: number | null;
-                    /** @description conversations (and their messages) are deleted this many days after their last change; null: keep forever */
-                    conversationsDays?: number | null;
-                    /** @description uploaded files are deleted this many days after their upload; null: keep forever */
-                    filesDays?: number | null;
-                    /** @description audit events are deleted this many days after they were recorded; null: keep forever */
-                    auditEventsDays?: number | null;
-                    /** @description a finished run’s events are compacted to its terminal one this many days after it ended (its output, tool calls, steps and cost stay on the run); null: never */
-                    runEventsCompactAfterDays?: number | null;
-                };
-            };
-        };
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "runsDays": 1,
-                     *       "conversationsDays": 1,
-                     *       "filesDays": 1,
-                     *       "auditEventsDays": 1,
-                     *       "runEventsCompactAfterDays": 1
-                     *     }
-                     */
-                    "application/json": {
-                        /** @description ended runs (and their events) are deleted this many days after they started; null: keep forever */
-                        runsDays: number | null;
-                        /** @description conversations (and their messages) are deleted this many days after their last change; null: keep forever */
-                        conversationsDays: number | null;
-                        /** @description uploaded files are deleted this many days after their upload; null: keep forever */
-                        filesDays: number | null;
-                        /** @description audit events are deleted this many days after they were recorded; null: keep forever */
-                        auditEventsDays: number | null;
-                        /** @description a finished run’s events are compacted to its terminal one this many days after it ended (its output, tool calls, steps and cost stay on the run); null: never */
-                        runEventsCompactAfterDays: number | null;
-                    };
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthenticated"];
-            403: components["responses"]["Forbidden"];
-            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
     };

@@ -1,0 +1,67 @@
+import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
+import { type StepHandlers, type StepOutput, streamStep } from './model-step.js';
+import { type BreakerBoard, BreakerOpenError } from './models/breaker.js';
+import { ProviderError, type ProviderErrorCode, type RetryPolicy } from './models/retries.js';
+
+/** A model a step may be answered by: the agent's own, then its fallbacks in order. */
+export interface ModelChoice {
+  /** `provider/name`: what the step records and what its breaker is keyed by. */
+  id: string;
+  model: LanguageModelV3;
+  /** Its provider's retry policy. */
+  retry: RetryPolicy;
+}
+
+export interface StepAnswer {
+  output: StepOutput;
+  /** The model that answered (or the last one tried, when the step failed). */
+  model: string;
+}
+
+/** A provider failure another model may not share; a request the provider refused (400) goes nowhere else. */
+const fallsBack = (code: ProviderErrorCode | undefined) => code !== undefined && code !== 'provider_bad_request';
+
+/** What a step over the choices is told: each process's breakers, and which model is being asked (recorded on the step). */
+export interface FallbackOptions {
+  breakers?: BreakerBoard;
+  onModel?(model: string): void;
+}
+
+/**
+ * One step over the choices in order: a model whose breaker is open is skipped, one that fails for
+ * good (its retries spent) before any text reached the client hands the step to the next. Once text
+ * was streamed the step stays with its model, so the client never hears an answer twice. When every
+ * choice failed, the error is the last model's, or the first real failure when the last was only skipped.
+ */
+export async function streamStepWithFallbacks(
+  choices: readonly ModelChoice[],
+  options: LanguageModelV3CallOptions,
+  toolNames: ReadonlySet<string>,
+  handlers: StepHandlers,
+  fallback: FallbackOptions = {},
+): Promise<StepAnswer> {
+  const signal = options.abortSignal;
+  let firstFailure: ProviderError | undefined;
+  for (let i = 0; ; i++) {
+    const choice = choices[i];
+    const isLast = i === choices.length - 1;
+    let emitted = false;
+    const onText = (delta: string) => {
+      emitted = true;
+      handlers.onText(delta);
+    };
+    fallback.onModel?.(choice.id);
+    try {
+      const gate = fallback.breakers?.gate(choice.id);
+      const output = await streamStep(choice.model, options, toolNames, { ...handlers, onText }, choice.retry, gate);
+      if (output.error === undefined || emitted || isLast || signal?.aborted || !fallsBack(output.errorCode)) {
+        return { output, model: choice.id };
+      }
+      firstFailure ??= new ProviderError(output.errorCode!, output.errorMessage ?? 'the provider failed', { detail: output.errorDetail });
+    } catch (err) {
+      if (signal?.aborted || !(err instanceof ProviderError) || !fallsBack(err.code)) throw err;
+      if (isLast) throw err instanceof BreakerOpenError && firstFailure ? firstFailure : err;
+      if (!(err instanceof BreakerOpenError)) firstFailure ??= err;
+    }
+  }
+}
