@@ -28,6 +28,11 @@ import { messageRuns } from './runs/messages.js';
 import { type Admission, RunsService } from './runs/service.js';
 import { ENQUEUE_WAIT_MS } from './runs/start.js';
 import { runUsage } from './runs/usage.js';
+import { runRetention } from './runs/retention.js';
+import { conversationRetention } from './conversations/retention.js';
+import { retentionPlugin } from './retention/plugin.js';
+import { RetentionSweep } from './retention/sweep.js';
+import { RetentionSettingsService } from './tenancy/retention.js';
 import { PriceTable } from './runtime/models/prices.js';
 import { ModelRegistry } from './runtime/models/registry.js';
 import { mcpToolProvider } from './runtime/tools/mcp.js';
@@ -63,6 +68,9 @@ import {
   withdrawAdmission,
 } from './tenancy/limits.js';
 import { isPromise } from './maybe-promise.js';
+import { registerMetrics } from './metrics/plugin.js';
+import { Metrics } from './metrics/registry.js';
+import { observeServices } from './metrics/sources.js';
 import { registerHttpTracing } from './tracing/http.js';
 import { traceLogMixin } from './tracing/logs.js';
 import { propagatingFetch } from './tracing/outbound.js';
@@ -109,6 +117,8 @@ export interface Services extends SkillsDomain {
   approvals: ApprovalsService;
   /** Idempotency-Key claims, shared by the runs' and tasks' routes. */
   idempotency: IdempotencyService;
+  /** Retention (docs/operations.md): each tenant's settings, and the sweep deleting what is past them. */
+  retention: { settings: RetentionSettingsService; sweep: RetentionSweep };
   /** OpenTelemetry traces (src/tracing/), when an OTLP endpoint is set; else nothing is traced. */
   tracing: Tracing | undefined;
   /** Agents' memory blocks: in every run's system prompt, edited by people and by the agents' memory tools. */
@@ -176,6 +186,7 @@ export function createServices(
   });
   const files = new FilesService(db);
   const identity = new IdentityService(db, config, tenancy, agents, logger);
+  if (metrics) identity.useObserver(metrics.identity);
   tools.register(
     'delegation',
     delegationToolProvider(identity, agents, () => runs),
@@ -201,8 +212,21 @@ export function createServices(
   // A claim is taken over only once no start can still be waiting to record it (an enqueued start waits longest).
   const idempotency = new IdempotencyService(db, { abandonedAfterMs: ENQUEUE_WAIT_MS + 60_000 });
   const tasks = new TasksService({ db, agents, runs, idempotency, config, log: logger, tracing });
+  if (metrics) tasks.useCronObserver(metrics.cronFired);
   // skill_request and connector_request become awaiting_approval tasks; approving performs them.
   registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);
+  const retentionSettings = new RetentionSettingsService(db, tenancy);
+  const retention = {
+    settings: retentionSettings,
+    sweep: new RetentionSweep({
+      db,
+      tenants: retentionSettings,
+      runs: runRetention(db),
+      conversations: conversationRetention(db),
+      log: logger,
+      intervalMs: config.retentionSweepMs,
+    }),
+  };
   // Tool calls that wait for a person are recorded by the approvals domain; runs resume once they are decided.
   const approvals = new ApprovalsService({ db, runs, tasks, log: logger });
   runs.useToolApprovals(approvals);
@@ -223,6 +247,7 @@ export function createServices(
     tasks,
     approvals,
     idempotency,
+    retention,
     tracing,
     memory,
     metrics,
@@ -294,6 +319,17 @@ export async function buildApp({ config, db, services = createServices(config, d
 
   registerErrorHandling(app);
 
+  // Metrics come before every route, so their hooks see them all: /metrics and the METRICS_PORT server (docs/operations.md).
+  registerMetrics(app, {
+    metrics: services.metrics,
+    token: config.metrics.token?.reveal(),
+    port: config.metrics.port,
+    host: config.metrics.host,
+  });
+  if (services.metrics) {
+    observeServices(services.metrics, { app, db, runs: services.runs, tasks: services.tasks, openStreams: openStreamCount });
+  }
+
   // A span per request, before every other hook and route so they all run inside it (tracing/http.ts).
   const tracing = services.tracing;
   if (tracing) {
@@ -364,6 +400,7 @@ export async function buildApp({ config, db, services = createServices(config, d
   });
   await app.register(conversationsPlugin, { conversations: services.conversations, files: services.files });
   await app.register(tasksPlugin, { tasks: services.tasks });
+  await app.register(retentionPlugin, services.retention);
   await app.register(approvalsPlugin, { approvals: services.approvals });
   await app.register(skillsPlugin, {
     skills: services.skills,

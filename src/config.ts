@@ -62,6 +62,8 @@ export interface Config {
   /** Key that encrypts private keys at rest; `undefined`: generated into `DATA_DIR/master.key`. */
   masterKey: Secret | undefined;
   tasks: TaskSettings;
+  /** Between passes of the retention sweep (RETENTION_SWEEP_SECONDS, default 600; 0: this process does not sweep). */
+  retentionSweepMs: number;
   /** OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT...; docs/operations.md "Traces"): off without an endpoint. */
   tracing: TracingSettings;
   /** The built web console served at `/` (CONSOLE_DIR; `off`: none); null when disabled. */
@@ -273,6 +275,16 @@ export function loadConfig(env: Env = process.env): Config {
     throw err;
   }
 
+  const metricsToken = env.METRICS_TOKEN || undefined;
+  // A guessable token would hand the metrics (run volumes, spend) to anyone.
+  if (metricsToken !== undefined && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters long');
+  const metrics: MetricsSettings = {
+    token: metricsToken === undefined ? undefined : new Secret(Buffer.from(metricsToken)),
+    port: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
+    host: env.METRICS_HOST || '127.0.0.1',
+    tenantLabel: boolean(env, 'METRICS_TENANT_LABEL', false),
+  };
+
   return {
     port,
     host,
@@ -294,6 +306,8 @@ export function loadConfig(env: Env = process.env): Config {
     trustDomain,
     masterKey,
     tasks,
+    metrics,
+    retentionSweepMs: integer(env, 'RETENTION_SWEEP_SECONDS', 600, 0, 86_400) * 1000,
     tracing,
     metrics,
     // packages/console/dist beside src/ or dist/ (this module's folder) unless CONSOLE_DIR says otherwise.

@@ -241,3 +241,41 @@ export function findFile(db: Executor, tenantId: string, id: string) {
 export function findFiles(db: Executor, tenantId: string, ids: string[]) {
   return db.selectFrom('files').selectAll().where('tenant_id', '=', tenantId).where('id', 'in', ids).execute();
 }
+
+// Retention (retention/sweep.ts through the conversations and files services): small batches, each its own transaction.
+
+/**
+ * Up to `limit` conversations of the tenant untouched since `cutoff` (no message, no change) and not
+ * busy with a run, deleted with their messages; how many.
+ */
+export async function deleteConversationsBefore(db: Executor, tenantId: string, cutoff: string, limit: number): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const rows = await trx
+      .selectFrom('conversations')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .where('updated_at', '<', cutoff)
+      .where('active_run_id', 'is', null)
+      .limit(limit)
+      .execute();
+    if (!rows.length) return 0;
+    const ids = rows.map((r) => r.id);
+    // One a run claimed meanwhile stays, and so do its messages.
+    const gone = (
+      await trx.deleteFrom('conversations').where('id', 'in', ids).where('active_run_id', 'is', null).returning('id').execute()
+    ).map((r) => r.id);
+    if (gone.length) await trx.deleteFrom('messages').where('tenant_id', '=', tenantId).where('conversation_id', 'in', gone).execute();
+    return gone.length;
+  });
+}
+
+/** Up to `limit` files of the tenant uploaded before `cutoff`, deleted; how many. */
+export async function deleteFilesBefore(db: Executor, tenantId: string, cutoff: string, limit: number): Promise<number> {
+  const r = await db
+    .deleteFrom('files')
+    .where('id', 'in', (eb) =>
+      eb.selectFrom('files').select('id').where('tenant_id', '=', tenantId).where('created_at', '<', cutoff).limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}

@@ -79,6 +79,9 @@ export function openDatabase(options: DbOptions): Db {
   // file's mode; those an older version left readable are tightened once they exist.
   createPrivateFile(file);
   const sqlite = new SQLite(file);
+  // Takes effect only on a database without tables yet (a new one): retention hands deleted rows'
+  // space back through incremental vacuum (db/vacuum.ts); an older file keeps its mode until `agentry vacuum`.
+  sqlite.pragma('auto_vacuum = INCREMENTAL');
   // WAL lets the CLI and readers work while the server writes; busy_timeout waits out short locks.
   sqlite.pragma('journal_mode = WAL');
   for (const suffix of ['-wal', '-shm']) tightenFile(`${file}${suffix}`);

@@ -116,6 +116,8 @@ export interface RunTable {
   created_at: string;
   started_at: string | null;
   completed_at: string | null;
+  /** When the retention sweep compacted the run's events down to its terminal one (0017); null: not yet. */
+  events_compacted_at?: string | null;
   /** The W3C traceparent of the span the run was started in (0019), for work continuing it elsewhere. */
   traceparent?: string | null;
   /** The final answer validated against the run's response format, as JSON (0015); null without one. */

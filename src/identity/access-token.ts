@@ -82,6 +82,7 @@ export async function mintAccessToken(ctx: IdentityContext, input: MintInput): P
     await store.insertToken(trx, record);
     await recordAudit(trx, input.audit(claims));
   });
+  ctx.observer?.tokenIssued(record.kind, input.tenantId);
   return {
     token: signed.token,
     claims,

@@ -169,6 +169,7 @@ function record(
   jti: string | null,
 ): AuthorizeResult {
   if (tenantId) ctx.audit.addRow(tenantId, 'agent', caller, ACTION, 'agent', callee, detailJson(tool, result, jti));
+  ctx.observer?.authorized(result.allowed, result.reason, tenantId);
   return result;
 }
 

@@ -41,4 +41,14 @@ export interface IdentityContext {
     /** Revocation state by jti (null: unknown token). */
     tokenStates: TtlCache<TokenState | null>;
   };
+  /** Told of tokens issued and authorization decisions (the metrics; IdentityService.useObserver). */
+  observer?: IdentityObserver;
+}
+
+/** What identity tells an observer (the metrics): cheap, synchronous calls. */
+export interface IdentityObserver {
+  /** A token issued, by kind (exchange, client_credentials, svid). */
+  tokenIssued(kind: string, tenantId: string): void;
+  /** An authorization decision and its reason (AuthorizeReason); the tenant when known. */
+  authorized(allowed: boolean, reason: string, tenantId: string | null): void;
 }

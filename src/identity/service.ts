@@ -17,7 +17,7 @@ import { AuditBuffer } from './audit-buffer.js';
 import { authorize, type AuthorizeResult } from './authorize.js';
 import { BadgeSigner } from './badges.js';
 import { DECISION_CACHE_MS, TtlCache } from './cache.js';
-import type { IdentityContext } from './context.js';
+import type { IdentityContext, IdentityObserver } from './context.js';
 import { agentJwks, clientMetadata, platformJwks, trustBundle } from './documents.js';
 import { exchangeToken, type ExchangeRequest } from './exchange.js';
 import { introspect } from './introspect.js';
@@ -108,6 +108,11 @@ export class IdentityService {
       },
     };
     this.badges = new BadgeSigner(this.ctx);
+  }
+
+  /** Tokens issued and authorization decisions are told to `observer` (the metrics). */
+  useObserver(observer: IdentityObserver) {
+    this.ctx.observer = observer;
   }
 
   get issuer() {

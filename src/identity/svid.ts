@@ -51,6 +51,7 @@ export async function issueSvid(
     expires_at: iso(signed.exp * 1000),
     revoked_at: null,
   });
+  ctx.observer?.tokenIssued('svid', tenantId);
   return { svid: signed.token, spiffeId, expiresAt: iso(signed.exp * 1000), jti: signed.jti };
 }
 

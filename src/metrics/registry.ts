@@ -88,20 +88,16 @@ export class Metrics {
     this.definitions.rejections.inc(this.tenant({ reason }, tenantId));
   }
 
-  /** A token issued (its type: access_token, badge, svid...). */
-  tokenIssued(type: string, tenantId: string | undefined) {
-    this.definitions.tokensIssued.inc(this.tenant({ type }, tenantId));
-  }
+  /** Identity's observer (identity/context.ts's IdentityObserver): tokens issued by kind, authorize decisions by reason. */
+  readonly identity = {
+    tokenIssued: (type: string, tenantId: string) => this.definitions.tokensIssued.inc(this.tenant({ type }, tenantId)),
+    authorized: (allowed: boolean, reason: string, tenantId: string | null) =>
+      this.definitions.authorizeDecisions.inc(this.tenant({ decision: allowed ? 'allow' : 'deny', reason }, tenantId ?? undefined)),
+  };
 
-  /** An authorization decision and its reason (a bounded code). */
-  authorized(decision: 'allow' | 'deny', reason: string, tenantId: string | undefined) {
-    this.definitions.authorizeDecisions.inc(this.tenant({ decision, reason }, tenantId));
-  }
-
-  /** A cron time of a task with this misfire policy: fired, or found past the grace (misfired). */
-  cronFire(policy: string, outcome: 'fired' | 'misfired') {
-    this.definitions.taskFires.inc({ policy, outcome });
-  }
+  /** Cron times of tasks with this misfire policy: fired, or found past the grace (misfired); tasks/schedules.ts's CronObserver. */
+  readonly cronFired = (policy: string, outcome: 'fired' | 'misfired', count: number) =>
+    this.definitions.taskFires.inc({ policy, outcome }, count);
 
   /** The run engine's observer (runs/observer.ts): runs, model steps, tokens, cost, tools, events. */
   readonly runs = {

@@ -10,6 +10,7 @@ import { contextOptions, historyTurns, type StoredTurn, summaryModelOf } from '.
 import type { RunChannel } from './events.js';
 import { fallbackChoices } from './fallbacks.js';
 import type { RunFinish } from './finish.js';
+import { observedEvents } from './observer.js';
 import type { Resumed, RunPauses } from './pause.js';
 import { approvalCheck } from '../runtime/tools/approval-policy.js';
 import { observedEvents } from './observer.js';
@@ -162,8 +163,9 @@ export class RunExecution {
     const cancelled = !failure && (controller.signal.aborted || loop?.finish === 'cancelled');
     if (!failure && !cancelled && loop?.finish === 'awaiting_approval') {
       // A tool call waits for a person: the run pauses (pause.ts) instead of ending; any process resumes it.
-      await this.pauses.pause({ runId, input, conversationId, result: loop, warnings: [...(toolSet.warnings ?? []), ...loop.warnings], startedAtMs: x.startedAtMs });
-      return null;
+      const warnings = [...(toolSet.warnings ?? []), ...loop.warnings];
+      if ((await this.pauses.pause({ runId, input, conversationId, result: loop, warnings, startedAtMs: x.startedAtMs })) !== 'failed') return null;
+      failure = { code: 'internal_error', message: 'the run could not wait for approval; the error is in the server log' };
     }
     const result: LoopResult = loop ?? {
       output: '',

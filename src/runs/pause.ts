@@ -57,6 +57,8 @@ export interface Resumed {
   suspension: Suspension;
   decisions: Map<string, ToolDecision>;
   firstSeq: number;
+  /** The span the run was started in (runs.traceparent): the resumed run continues that trace. */
+  traceparent: string | null;
 }
 
 /** Thrown inside a claim's transaction to roll it back: the run is not (or not yet) this process's to resume. */
@@ -73,9 +75,18 @@ export class RunPauses {
    * Pauses a run whose loop stopped for approval: in one transaction the waiting calls become
    * approvals, the run `awaiting_approval` with its result so far and no lease, its suspension
    * stored, and its events written up to the `approval_required` ones. The stream stays open: its
-   * followers go on reading the stored events (follow.ts). False when the run had ended elsewhere.
+   * followers go on reading the stored events (follow.ts). Answers `failed` when the pause could
+   * not be written (the caller ends the run as failed, its events kept), otherwise the run has left
+   * this process (paused, or ended elsewhere meanwhile).
    */
-  async pause(p: { runId: string; input: StartRunInput; conversationId: string; result: LoopResult; warnings: string[]; startedAtMs: number }) {
+  async pause(p: {
+    runId: string;
+    input: StartRunInput;
+    conversationId: string;
+    result: LoopResult;
+    warnings: string[];
+    startedAtMs: number;
+  }): Promise<'paused' | 'ended' | 'failed'> {
     const { runId, input, result } = p;
     const tenantId = input.principal.tenantId;
     const port = this.r.toolApprovals!;
@@ -136,8 +147,14 @@ export class RunPauses {
         return true;
       }).catch((err) => {
         if (err instanceof NotResumable) return false;
-        throw err;
+        this.r.log.error({ err, runId }, 'a run could not be paused for approval');
+        return undefined;
       }));
+    if (won === undefined) {
+      // Nothing was written: the events go back, the approval_required ones dropped, and the run ends as failed.
+      channel.requeue(events.filter((e) => e.event !== 'approval_required'));
+      return 'failed';
+    }
     if (won) {
       await channel.written(events);
       channel.paused = true;
@@ -150,6 +167,7 @@ export class RunPauses {
     this.r.active.delete(runId);
     await this.r.events.close(channel);
     if (won) this.r.log.info({ runId, calls: waiting.length }, 'run awaits approval');
+    return won ? 'paused' : 'ended';
   }
 
   /**
@@ -202,7 +220,7 @@ export class RunPauses {
       delegationDepth: s.delegationDepth,
       taskId: run.task_id ?? undefined,
     };
-    return { input, conversation, suspension, decisions, firstSeq };
+    return { input, conversation, suspension, decisions, firstSeq, traceparent: run.traceparent ?? null };
   }
 
   /** Cancels a run while it awaits approval; false when it was claimed (or ended) meanwhile. */

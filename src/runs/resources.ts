@@ -11,6 +11,7 @@ import type { ToolRegistry } from '../runtime/tools/registry.js';
 import type { SignalBus } from '../signals/bus.js';
 import type { Tracing } from '../tracing/tracing.js';
 import type { Admission } from './admission.js';
+import type { RunObserver } from './observer.js';
 import type { ToolApprovalRequests } from './pause.js';
 import type { RunObserver } from './observer.js';
 import type { RunChannel, RunEvent, RunEventHub } from './events.js';

@@ -234,3 +234,63 @@ export function findSuspension(db: Executor, runId: string) {
 export function deleteSuspension(db: Executor, runId: string) {
   return db.deleteFrom('run_suspensions').where('run_id', '=', runId).execute();
 }
+
+// Retention (retention/sweep.ts through the runs service): small batches, each its own short transaction.
+
+/** Up to `limit` ended runs of the tenant created before `cutoff`, deleted with their events; how many. */
+export async function deleteEndedRunsBefore(db: Executor, tenantId: string, cutoff: string, limit: number): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const rows = await trx
+      .selectFrom('runs')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .where('created_at', '<', cutoff)
+      .where('completed_at', 'is not', null)
+      .limit(limit)
+      .execute();
+    if (!rows.length) return 0;
+    const ids = rows.map((r) => r.id);
+    await trx.deleteFrom('run_events').where('run_id', 'in', ids).execute();
+    // Only ended runs: one resumed meanwhile (awaiting approval, then running) stays.
+    const r = await trx.deleteFrom('runs').where('id', 'in', ids).where('completed_at', 'is not', null).executeTakeFirst();
+    return Number(r.numDeletedRows);
+  });
+}
+
+/**
+ * Up to `limit` runs of the tenant that ended before `cutoff` and are not compacted yet: their events
+ * deleted but the last (the terminal done or error, so a replay still ends), the runs marked compacted.
+ */
+export async function compactRunEvents(
+  db: Executor,
+  tenantId: string,
+  cutoff: string,
+  at: string,
+  limit: number,
+): Promise<{ runs: number; events: number }> {
+  return db.transaction().execute(async (trx) => {
+    const rows = await trx
+      .selectFrom('runs')
+      .select('id')
+      .where('tenant_id', '=', tenantId)
+      .where('completed_at', 'is not', null)
+      .where('events_compacted_at', 'is', null)
+      .where('completed_at', '<', cutoff)
+      .limit(limit)
+      .execute();
+    if (!rows.length) return { runs: 0, events: 0 };
+    const ids = rows.map((r) => r.id);
+    const deleted = await trx
+      .deleteFrom('run_events')
+      .where('run_id', 'in', ids)
+      .where('seq', '<', (eb) =>
+        eb
+          .selectFrom('run_events as last')
+          .select((e) => e.fn.max('last.seq').as('seq'))
+          .whereRef('last.run_id', '=', 'run_events.run_id'),
+      )
+      .executeTakeFirst();
+    await trx.updateTable('runs').set({ events_compacted_at: at }).where('id', 'in', ids).execute();
+    return { runs: ids.length, events: Number(deleted.numDeletedRows) };
+  });
+}

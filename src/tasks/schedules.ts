@@ -24,7 +24,12 @@ export interface CronFiringOptions {
   log: FastifyBaseLogger;
 }
 
+/** Told of each claimed cron time (the metrics): fired, or misfired (found past the grace), by misfire policy. */
+export type CronObserver = (policy: string, outcome: 'fired' | 'misfired', count: number) => void;
+
 export class CronFiring {
+  /** Set by TasksService.useCronObserver. */
+  observer?: CronObserver;
   private readonly db: Db;
   private readonly executor: TaskExecutor;
   private readonly clock: () => Date;
@@ -59,7 +64,7 @@ export class CronFiring {
     const due = task.next_run_at!;
     const policy = task.misfire_policy === 'fire_once' ? 'fire_once' : 'skip';
     const plan = planFires(task.schedule!, task.timezone ?? 'UTC', new Date(due), now, this.graceMs, policy);
-    return this.db.kysely.transaction().execute(async (trx) => {
+    const claimed = await this.db.kysely.transaction().execute(async (trx) => {
       if (!(await store.claimFireTime(trx, { taskId: task.id, due, next: plan.next?.toISOString() ?? null, at: new Date().toISOString() })))
         return false;
       // skip: overdue times are recorded as skipped; fire_once: the one run stands for them.
@@ -93,5 +98,10 @@ export class CronFiring {
       }
       return true;
     });
+    if (claimed && this.observer) {
+      if (plan.missedCount) this.observer(policy, 'misfired', plan.missedCount);
+      if (plan.fire) this.observer(policy, 'fired', 1);
+    }
+    return claimed;
   }
 }

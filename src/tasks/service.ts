@@ -18,7 +18,7 @@ import { TaskExecutor } from './executor.js';
 import { auditTask, TaskLookup } from './lookup.js';
 import { ManualRuns } from './manual-runs.js';
 import { checkCreateBody, firstFire, isEventTrigger, taskRowFromBody } from './new-task.js';
-import { CronFiring } from './schedules.js';
+import { type CronObserver, CronFiring } from './schedules.js';
 import type { CreateTaskBody, Task } from './schemas.js';
 import * as store from './store/index.js';
 import { fireView, taskSummary } from './views.js';
@@ -180,6 +180,22 @@ export class TasksService implements ApprovalGateway {
   async pendingApproval(tenantId: string, { page, limit }: Paging) {
     const { rows, total } = await store.listPendingApproval(this.db.kysely, { tenantId, limit, offset: (page - 1) * limit });
     return { tasks: rows.map((r) => this.lookup.view(r)), total, page, limit };
+  }
+
+  /** Each claimed cron time is told to `observer` (the metrics). */
+  useCronObserver(observer: CronObserver) {
+    this.cron.observer = observer;
+  }
+
+  /** The work queue across tenants, for the metrics: jobs queued and running, the oldest due job's wait, tasks awaiting approval. */
+  async queueStats() {
+    const at = this.clock.now();
+    const [jobs, awaitingApproval] = await Promise.all([
+      store.queueStats(this.db.kysely, at.toISOString()),
+      store.countAwaitingApproval(this.db.kysely),
+    ]);
+    const lagSeconds = jobs.oldestDueAt ? Math.max(0, (at.getTime() - Date.parse(jobs.oldestDueAt)) / 1000) : 0;
+    return { queued: jobs.queued, running: jobs.running, lagSeconds, awaitingApproval };
   }
 
   /** The work queue across tenants, for the metrics: jobs queued and running, the oldest due job's wait, tasks awaiting approval. */

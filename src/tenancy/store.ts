@@ -113,3 +113,14 @@ export async function listAuditEvents(db: Executor, tenantId: string, filter: Au
   ]);
   return { rows, total };
 }
+
+/** Retention: up to `limit` audit events of the tenant recorded before `cutoff`, deleted; how many. */
+export async function deleteAuditEventsBefore(db: Executor, tenantId: string, cutoff: string, limit: number): Promise<number> {
+  const r = await db
+    .deleteFrom('audit_events')
+    .where('id', 'in', (eb) =>
+      eb.selectFrom('audit_events').select('id').where('tenant_id', '=', tenantId).where('created_at', '<', cutoff).limit(limit),
+    )
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
+}

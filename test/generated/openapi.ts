@@ -735,6 +735,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant’s retention settings: how long runs, conversations, files and audit events are kept */
+        get: operations["getRetention"];
+        /** Set the tenant’s retention (fields left out keep their value; null keeps forever). Export first: `agentry export` */
+        put: operations["setRetention"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/skills": {
         parameters: {
             query?: never;
@@ -6741,6 +6759,119 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "runsDays": 1,
+                     *       "conversationsDays": 1,
+                     *       "filesDays": 1,
+                     *       "auditEventsDays": 1,
+                     *       "runEventsCompactAfterDays": 1
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description ended runs (and their events) are deleted this many days after they started; null: keep forever */
+                        runsDays: number | null;
+                        /** @description conversations (and their messages) are deleted this many days after their last change; null: keep forever */
+                        conversationsDays: number | null;
+                        /** @description uploaded files are deleted this many days after their upload; null: keep forever */
+                        filesDays: number | null;
+                        /** @description audit events are deleted this many days after they were recorded; null: keep forever */
+                        auditEventsDays: number | null;
+                        /** @description a finished run’s events are compacted to its terminal one this many days after it ended (its output, tool calls, steps and cost stay on the run); null: never */
+                        runEventsCompactAfterDays: number | null;
+                    };
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    setRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "runsDays": 1,
+                 *       "conversationsDays": 1,
+                 *       "filesDays": 1,
+                 *       "auditEventsDays": 1,
+                 *       "runEventsCompactAfterDays": 1
+                 *     }
+                 */
+                "application/json": {
+                    /** @description ended runs (and their events) are deleted this many days after they started; null: keep forever */
+                    runsDays?: number | null;
+                    /** @description conversations (and their messages) are deleted this many days after their last change; null: keep forever */
+                    conversationsDays?: number | null;
+                    /** @description uploaded files are deleted this many days after their upload; null: keep forever */
+                    filesDays?: number | null;
+                    /** @description audit events are deleted this many days after they were recorded; null: keep forever */
+                    auditEventsDays?: number | null;
+                    /** @description a finished run’s events are compacted to its terminal one this many days after it ended (its output, tool calls, steps and cost stay on the run); null: never */
+                    runEventsCompactAfterDays?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "runsDays": 1,
+                     *       "conversationsDays": 1,
+                     *       "filesDays": 1,
+                     *       "auditEventsDays": 1,
+                     *       "runEventsCompactAfterDays": 1
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description ended runs (and their events) are deleted this many days after they started; null: keep forever */
+                        runsDays: number | null;
+                        /** @description conversations (and their messages) are deleted this many days after their last change; null: keep forever */
+                        conversationsDays: number | null;
+                        /** @description uploaded files are deleted this many days after their upload; null: keep forever */
+                        filesDays: number | null;
+                        /** @description audit events are deleted this many days after they were recorded; null: keep forever */
+                        auditEventsDays: number | null;
+                        /** @description a finished run’s events are compacted to its terminal one this many days after it ended (its output, tool calls, steps and cost stay on the run); null: never */
+                        runEventsCompactAfterDays: number | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
     };

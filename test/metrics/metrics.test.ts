@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { ManualClock } from '../../src/scheduler/clock.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
+import { exchange, svidFor } from '../identity/helpers.js';
 import { labelSets, sample } from './helpers.js';
 
 /**
@@ -125,6 +127,74 @@ describe('GET /metrics on the main port', () => {
     expect(await res.text()).toContain('event: done');
     const text = await scrape();
     expect(sample(text, 'agentry_run_time_to_first_token_seconds_count', { kind: 'stream' })).toBe(1);
+  });
+});
+
+describe('identity and cron metrics', () => {
+  let t: TestApp;
+  const clock = new ManualClock('2030-01-01T00:00:30.000Z');
+  beforeAll(async () => {
+    // No background loops: cron ticks are driven here, on a clock that is set.
+    t = await startApp({ METRICS_TOKEN: TOKEN, TASK_WORKERS: '0', TASK_SCHEDULER: 'off' });
+    t.services.tasks.useClock(clock);
+  });
+  afterAll(() => t?.close());
+  const scrape = async () => (await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })).text;
+
+  it('counts tokens issued by kind and authorize decisions by reason', async () => {
+    const { key } = await t.tenant();
+    const caller = await t.agent(key, { name: 'caller' });
+    const callee = await t.agent(key, { name: 'callee' });
+    const { svid } = await svidFor(t, key, caller.id);
+    const { access_token } = await exchange(t, svid, callee.id, 'tools:*');
+    const authorize = (token: string) =>
+      t.request('POST', '/api/v1/identity/authorize', { body: { token, tool: 'search', callee: callee.id } });
+    expect((await authorize(access_token)).body).toMatchObject({ allowed: true, reason: 'no_policy_audit_allow' });
+    expect((await authorize('garbage')).body).toMatchObject({ allowed: false, reason: 'token_invalid' });
+
+    const text = await scrape();
+    expect(sample(text, 'agentry_identity_tokens_issued_total', { type: 'svid' })).toBe(1);
+    expect(sample(text, 'agentry_identity_tokens_issued_total', { type: 'exchange' })).toBe(1);
+    expect(sample(text, 'agentry_identity_authorize_decisions_total', { decision: 'allow', reason: 'no_policy_audit_allow' })).toBe(1);
+    expect(sample(text, 'agentry_identity_authorize_decisions_total', { decision: 'deny', reason: 'token_invalid' })).toBe(1);
+  });
+
+  it('counts cron fires and misfires by policy, and shows the queue', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key);
+    const make = async (name: string, misfirePolicy: string) => {
+      const res = await t.request('POST', '/api/v1/tasks', {
+        key,
+        body: { name, description: name, agentId: agent.id, type: 'scheduled', schedule: '* * * * *', misfirePolicy },
+      });
+      expect(res.status, res.text).toBe(201);
+    };
+    await make('skipping', 'skip');
+    await make('once', 'fire_once');
+    // One minute on: each fires on time.
+    clock.set('2030-01-01T00:01:00.000Z');
+    expect(await t.services.tasks.cron.tick()).toBe(2);
+    // Five minutes later, past the 60 s grace: skip records the missed times; fire_once fires once for them.
+    clock.set('2030-01-01T00:06:30.000Z');
+    expect(await t.services.tasks.cron.tick()).toBe(2);
+
+    const text = await scrape();
+    // 00:02 to 00:05 are past the grace (4 misfired); 00:06, 30 s ago, still fires.
+    expect(sample(text, 'agentry_task_fires_total', { policy: 'skip', outcome: 'fired' })).toBe(2);
+    expect(sample(text, 'agentry_task_fires_total', { policy: 'skip', outcome: 'misfired' })).toBe(4);
+    expect(sample(text, 'agentry_task_fires_total', { policy: 'fire_once', outcome: 'fired' })).toBe(2);
+    expect(sample(text, 'agentry_task_fires_total', { policy: 'fire_once', outcome: 'misfired' })).toBe(4);
+    // No workers here: the jobs wait, the oldest since 00:01 (5.5 minutes before the clock).
+    const queued = await t.db.kysely
+      .selectFrom('task_jobs')
+      .select('available_at')
+      .where('state', '=', 'queued')
+      .orderBy('available_at')
+      .execute();
+    expect(queued.length).toBeGreaterThan(0);
+    expect(sample(text, 'agentry_task_jobs', { state: 'queued' })).toBe(queued.length);
+    expect(sample(text, 'agentry_task_jobs', { state: 'running' })).toBe(0);
+    expect(sample(text, 'agentry_task_queue_lag_seconds')).toBe((clock.now().getTime() - Date.parse(queued[0].available_at)) / 1000);
   });
 });
 

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, PostgresAdapter } from 'kysely';
 
 /**
  * Tool calls that wait for a person (docs/runtime.md, "Tool calls that wait for approval"):
@@ -6,8 +6,12 @@ import type { Kysely } from 'kysely';
  *   and when it expires; `resumed_at` is set when the run took the decision in.
  * - `run_suspensions` (the runs domain): what resuming a run that waits needs (its tool loop's prompt,
  *   the paused step's calls, its result so far), kept until a process claims the run.
+ * - `runs.status` widened for `awaiting_approval` (17 characters; the column was varchar(16), which
+ *   only PostgreSQL enforces).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
+  if (db.getExecutor().adapter instanceof PostgresAdapter)
+    await db.schema.alterTable('runs').alterColumn('status', (c) => c.setDataType('varchar(32)')).execute();
   await db.schema
     .createTable('tool_approvals')
     .addColumn('id', 'varchar(36)', (c) => c.primaryKey())

@@ -1,0 +1,58 @@
+import SQLite from 'better-sqlite3';
+
+/**
+ * SQLite hands deleted rows' pages back to the file system only by vacuuming. A database made since
+ * retention came in is `auto_vacuum = INCREMENTAL` (database.ts sets it before the first table), so
+ * `incremental_vacuum` returns free pages a chunk at a time without rewriting the file; an older one
+ * (auto_vacuum NONE) reuses its free pages but keeps its size until `agentry vacuum` converts it
+ * (docs/operations.md, "Retention").
+ */
+
+/** Pages returned per statement: each holds the write lock for about a millisecond (4 KiB pages). */
+const PAGES_PER_STEP = 256;
+
+export interface Reclaimed {
+  /** Pages handed back to the file system. */
+  pages: number;
+  /** False when the database is not in incremental mode (nothing could be handed back). */
+  incremental: boolean;
+}
+
+/**
+ * Hands free pages back, at most `maxPages`, a chunk per statement with a turn of the event loop
+ * between (writers go ahead). Its own connection: the statement must run to its end (sqlite3_exec),
+ * which Kysely's driver does not do for a pragma returning no rows.
+ */
+export async function reclaimFreePages(file: string, maxPages = 65_536): Promise<Reclaimed> {
+  const sqlite = new SQLite(file, { fileMustExist: true });
+  try {
+    sqlite.pragma('busy_timeout = 5000');
+    if (sqlite.pragma('auto_vacuum', { simple: true }) !== 2) return { pages: 0, incremental: false };
+    let pages = 0;
+    while (pages < maxPages) {
+      const free = sqlite.pragma('freelist_count', { simple: true }) as number;
+      if (!free) break;
+      const step = Math.min(free, PAGES_PER_STEP, maxPages - pages);
+      sqlite.exec(`pragma incremental_vacuum(${step})`);
+      pages += step;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    return { pages, incremental: true };
+  } finally {
+    sqlite.close();
+  }
+}
+
+/** Converts a database to incremental auto-vacuum with a full VACUUM (rewrites the file: run it with the server stopped). */
+export function convertToIncrementalVacuum(file: string): { before: number; after: number } {
+  const sqlite = new SQLite(file, { fileMustExist: true });
+  try {
+    sqlite.pragma('busy_timeout = 5000');
+    const before = sqlite.pragma('auto_vacuum', { simple: true }) as number;
+    sqlite.pragma('auto_vacuum = INCREMENTAL');
+    sqlite.exec('VACUUM');
+    return { before, after: sqlite.pragma('auto_vacuum', { simple: true }) as number };
+  } finally {
+    sqlite.close();
+  }
+}

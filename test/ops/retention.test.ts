@@ -1,0 +1,220 @@
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/scheduler/clock.js';
+import { dialect, startApp, type TestApp } from '../helpers/app.js';
+import { multipartFile } from '../skills/helpers.js';
+
+/**
+ * Retention: a tenant's settings (GET/PUT /api/v1/retention) and the sweep that applies them, driven
+ * on a fake clock: what is older than a setting is gone, what is newer stays, another tenant's data
+ * follows its own (default) settings, and a compacted run still answers with its output and steps.
+ * The background loop is off (RETENTION_SWEEP_SECONDS=0): the test runs each pass itself.
+ */
+
+let t: TestApp;
+const DAY = 24 * 3600 * 1000;
+
+beforeAll(async () => {
+  t = await startApp({ RETENTION_SWEEP_SECONDS: '0' });
+});
+afterAll(() => t?.close());
+
+const eventsOf = async (key: string, runId: string) => {
+  const res = await t.request('GET', `/api/v1/runs/${runId}/events`, { key });
+  expect(res.status, res.text).toBe(200);
+  return [...res.text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
+};
+
+/** A conversation with one run (a tool call and an answer), a file and an audit event (the agent's creation). */
+async function someData(key: string, name: string) {
+  const agent = await t.agent(key, { name });
+  const executed = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
+    key,
+    body: { message: `/tool unknown_tool {}\nhello from ${name}` },
+  });
+  expect(executed.status, executed.text).toBe(200);
+  const file = await t.request('POST', '/api/v1/files', { key, ...multipartFile(`${name}.txt`, name, 'text/plain') });
+  expect(file.status, file.text).toBe(201);
+  const run = (await t.request('GET', `/api/v1/runs/${executed.body.runId}`, { key })).body;
+  const conversation = (await t.request('GET', `/api/v1/conversations/${executed.body.conversationId}`, { key })).body;
+  const audit = (await t.request('GET', `/api/v1/audit-events?resourceId=${agent.id}`, { key })).body.events;
+  expect(audit.length).toBeGreaterThan(0);
+  const stamps = [
+    run.createdAt,
+    run.completedAt,
+    conversation.updatedAt ?? conversation.createdAt,
+    file.body.createdAt,
+    ...audit.map((e: { createdAt: string }) => e.createdAt),
+  ];
+  return {
+    agent,
+    runId: executed.body.runId as string,
+    run,
+    conversationId: executed.body.conversationId as string,
+    fileId: file.body.id as string,
+    auditIds: audit.map((e: { id: string }) => e.id) as string[],
+    latest: stamps.sort().at(-1) as string,
+    earliest: stamps.sort()[0] as string,
+  };
+}
+
+describe('retention settings', () => {
+  it('answers the documented defaults, takes partial updates and refuses what is not a whole number of days', async () => {
+    const { key } = await t.tenant();
+    const api = t.api(key);
+    const defaults = await api.GET('/api/v1/retention');
+    expect(defaults.response.status).toBe(200);
+    expect(defaults.data).toEqual({
+      runsDays: null,
+      conversationsDays: null,
+      filesDays: null,
+      auditEventsDays: null,
+      runEventsCompactAfterDays: 7,
+    });
+
+    const set = await api.PUT('/api/v1/retention', { body: { runsDays: 90, runEventsCompactAfterDays: null } });
+    expect(set.response.status).toBe(200);
+    expect(set.data).toEqual({
+      runsDays: 90,
+      conversationsDays: null,
+      filesDays: null,
+      auditEventsDays: null,
+      runEventsCompactAfterDays: null,
+    });
+    expect((await api.GET('/api/v1/retention')).data).toEqual(set.data);
+
+    const bad = await t.request('PUT', '/api/v1/retention', { key, body: { runsDays: 0.5 } });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('runsDays');
+    const unknown = await t.request('PUT', '/api/v1/retention', { key, body: { messagesDays: 3 } });
+    expect(unknown.status).toBe(400);
+
+    const reader = await t.key(key, ['settings:read']);
+    expect((await t.request('GET', '/api/v1/retention', { key: reader })).status).toBe(200);
+    expect((await t.request('PUT', '/api/v1/retention', { key: reader, body: { runsDays: 1 } })).status).toBe(403);
+    const agentsOnly = await t.key(key, ['agents:read']);
+    expect((await t.request('GET', '/api/v1/retention', { key: agentsOnly })).status).toBe(403);
+  });
+});
+
+describe('the retention sweep', () => {
+  it('compacts, then deletes what is older than each setting and keeps what is newer, tenant by tenant', async () => {
+    const a = await t.tenant('kept-30-days');
+    const b = await t.tenant('defaults');
+    const set = await t.request('PUT', '/api/v1/retention', {
+      key: a.key,
+      body: { runsDays: 30, conversationsDays: 30, filesDays: 30, auditEventsDays: 30, runEventsCompactAfterDays: 1 },
+    });
+    expect(set.status).toBe(200);
+
+    const oldA = await someData(a.key, 'old-a');
+    const oldB = await someData(b.key, 'old-b');
+    const boundary = [oldA.latest, oldB.latest].sort().at(-1)!;
+    // The next rows are stamped at least a millisecond after the old ones.
+    while (new Date().toISOString() <= boundary) await new Promise((r) => setTimeout(r, 1));
+    const newA = await someData(a.key, 'new-a');
+    expect(newA.earliest > boundary).toBe(true);
+
+    const sweep = t.services.retention.sweep;
+    const clock = new ManualClock(Date.parse(boundary) + 1 + DAY);
+    sweep.useClock(clock);
+
+    // A day after: tenant A's old run is compacted; nothing is deleted, tenant B's default (7 days) not reached.
+    const first = await sweep.sweepOnce();
+    expect(first).toMatchObject({ runs: 0, compactedRuns: 1, conversations: 0, files: 0, auditEvents: 0 });
+    expect(first.compactedEvents).toBeGreaterThan(0);
+    expect(await eventsOf(a.key, oldA.runId)).toEqual(['done']);
+    const untouched = await eventsOf(a.key, newA.runId);
+    expect(untouched.slice(0, 2)).toEqual(['tool_call_start', 'tool_call_end']);
+    expect(untouched).toContain('token');
+    expect(untouched.at(-1)).toBe('done');
+    expect(await eventsOf(b.key, oldB.runId)).toContain('tool_call_start');
+    // The compacted run keeps its output, tool calls, steps and cost.
+    const compacted = await t.request('GET', `/api/v1/runs/${oldA.runId}`, { key: a.key });
+    expect(compacted.status).toBe(200);
+    expect(compacted.body).toEqual(oldA.run);
+    expect(compacted.body.output).toMatch(/unknown_tool/);
+    expect(compacted.body.toolCalls).toMatchObject([{ name: 'unknown_tool', outcome: 'error', errorCode: 'invalid_tool_call' }]);
+    expect(compacted.body.steps.map((s: { finishReason: string }) => s.finishReason)).toEqual(['tool-calls', 'stop']);
+    expect(compacted.body.cost).toEqual(expect.any(Number));
+    // A second pass finds nothing more to do.
+    expect(await sweep.sweepOnce()).toMatchObject({ runs: 0, compactedRuns: 0, compactedEvents: 0 });
+
+    // Thirty days after: tenant A's old rows are gone, its new ones stay; tenant B keeps everything (compacted).
+    clock.set(new Date(Date.parse(boundary) + 1 + 30 * DAY));
+    const second = await sweep.sweepOnce();
+    expect(second).toMatchObject({ runs: 1, conversations: 1, files: 1 });
+    expect(second.auditEvents).toBeGreaterThanOrEqual(oldA.auditIds.length);
+
+    expect((await t.request('GET', `/api/v1/runs/${oldA.runId}`, { key: a.key })).status).toBe(404);
+    expect((await t.request('GET', `/api/v1/conversations/${oldA.conversationId}`, { key: a.key })).status).toBe(404);
+    expect((await t.request('GET', `/api/v1/files/${oldA.fileId}`, { key: a.key })).status).toBe(404);
+    const auditLeft = (await t.request('GET', '/api/v1/audit-events?limit=100', { key: a.key })).body.events.map(
+      (e: { id: string }) => e.id,
+    );
+    for (const id of oldA.auditIds) expect(auditLeft).not.toContain(id);
+    for (const id of newA.auditIds) expect(auditLeft).toContain(id);
+
+    expect((await t.request('GET', `/api/v1/runs/${newA.runId}`, { key: a.key })).status).toBe(200);
+    expect((await t.request('GET', `/api/v1/conversations/${newA.conversationId}`, { key: a.key })).status).toBe(200);
+    const messages = await t.request('GET', `/api/v1/conversations/${newA.conversationId}/messages`, { key: a.key });
+    expect(messages.status).toBe(200);
+    expect((await t.request('GET', `/api/v1/files/${newA.fileId}`, { key: a.key })).status).toBe(200);
+
+    expect((await t.request('GET', `/api/v1/runs/${oldB.runId}`, { key: b.key })).body).toEqual(oldB.run);
+    expect(await eventsOf(b.key, oldB.runId)).toEqual(['done']);
+    expect((await t.request('GET', `/api/v1/files/${oldB.fileId}`, { key: b.key })).status).toBe(200);
+    expect((await t.request('GET', `/api/v1/conversations/${oldB.conversationId}`, { key: b.key })).status).toBe(200);
+  });
+
+  it('deletes in batches: more rows than a batch are all deleted in one pass', async () => {
+    const { key } = await t.tenant('many');
+    await t.request('PUT', '/api/v1/retention', { key, body: { auditEventsDays: 1 } });
+    // Each agent's creation is an audit event.
+    for (let i = 0; i < 7; i++) await t.agent(key, { name: `a${i}` });
+    const { RetentionSweep } = await import('../../src/retention/sweep.js');
+    const { RetentionSettingsService } = await import('../../src/tenancy/retention.js');
+    const { runRetention } = await import('../../src/runs/retention.js');
+    const { conversationRetention } = await import('../../src/conversations/retention.js');
+    const settings = new RetentionSettingsService(t.db, t.services.tenancy);
+    const small = new RetentionSweep({
+      db: t.db,
+      tenants: settings,
+      runs: runRetention(t.db),
+      conversations: conversationRetention(t.db),
+      log: t.app.log,
+      intervalMs: 0,
+      batchSize: 3,
+    });
+    small.useClock(new ManualClock(Date.now() + 2 * DAY));
+    const counts = await small.sweepOnce();
+    expect(counts.auditEvents).toBeGreaterThanOrEqual(8); // 7 agents and the settings' change, at least
+    expect((await t.request('GET', '/api/v1/audit-events', { key })).body.total).toBe(0);
+  });
+});
+
+describe.runIf(dialect === 'sqlite')('space handed back on SQLite', () => {
+  it('a new database is in incremental auto-vacuum, and a sweep that deleted rows returns their pages', async () => {
+    const { key } = await t.tenant('big-files');
+    for (let i = 0; i < 8; i++) {
+      const res = await t.request('POST', '/api/v1/files', {
+        key,
+        ...multipartFile(`big-${i}.bin`, randomBytes(256 * 1024), 'application/octet-stream'),
+      });
+      expect(res.status, res.text).toBe(201);
+    }
+    await t.request('PUT', '/api/v1/retention', { key, body: { filesDays: 1 } });
+    const { rows } = await sql<{ auto_vacuum: number }>`pragma auto_vacuum`.execute(t.db.kysely);
+    expect(rows[0].auto_vacuum).toBe(2);
+
+    const sweep = t.services.retention.sweep;
+    sweep.useClock(new ManualClock(Date.now() + 2 * DAY));
+    const counts = await sweep.sweepOnce();
+    expect(counts.files).toBeGreaterThanOrEqual(8);
+    // 2 MiB of files, in base64: hundreds of 4 KiB pages.
+    expect(counts.reclaimedPages).toBeGreaterThan(300);
+    const free = await sql<{ freelist_count: number }>`pragma freelist_count`.execute(t.db.kysely);
+    expect(free.rows[0].freelist_count).toBe(0);
+  });
+});
