@@ -14,11 +14,7 @@ export type AgentKeyRow = Selectable<IdentityAgentKeyTable>;
 export type TokenRow = Selectable<IdentityTokenTable>;
 export type PolicyRow = Selectable<TbacPolicyTable>;
 
-/** True for a unique-constraint violation on either dialect. */
-export function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
+export { isUniqueViolation } from '../db/unique-violation.js';
 
 // ---- platform keys (not tenant data) ----
 
@@ -258,4 +254,25 @@ export function updatePolicy(db: Executor, tenantId: string, id: string, patch: 
 
 export function deletePolicy(db: Executor, tenantId: string, id: string) {
   return db.deleteFrom('tbac_policies').where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+}
+
+/** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
+export function exportSources(db: Executor, tenantId: string) {
+  return [
+    {
+      table: 'identity_agent_keys',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('identity_agent_keys').selectAll().where('tenant_id', '=', tenantId).orderBy('kid').limit(limit).offset(offset).execute(),
+    },
+    {
+      table: 'identity_tokens',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('identity_tokens').selectAll().where('tenant_id', '=', tenantId).orderBy('jti').limit(limit).offset(offset).execute(),
+    },
+    {
+      table: 'tbac_policies',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('tbac_policies').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+  ];
 }

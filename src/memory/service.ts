@@ -3,6 +3,7 @@ import type { AgentsService } from '../agents/service.js';
 import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
+import { isUniqueViolation } from '../db/unique-violation.js';
 import { Conflict, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
@@ -225,7 +226,7 @@ export class MemoryService {
       try {
         return await this.db.kysely.transaction().execute((trx) => this.writeOnce(trx, writer, scope, target.label, edit));
       } catch (err) {
-        if (!(err instanceof Raced || store.isUniqueViolation(err))) throw err;
+        if (!(err instanceof Raced || isUniqueViolation(err))) throw err;
         if (attempt >= MAX_ATTEMPTS) {
           throw new Conflict('memory_block_busy', `block ${target.label} kept changing while this change was written; try again`);
         }

@@ -21,15 +21,17 @@ export interface BlockScope {
 /** `user_id = ?`, or `user_id is null` for the agent-wide scope (`= null` would match nothing). */
 const scopeOp = (userId: string | null) => (userId === null ? 'is' : '=');
 
-export function listBlocks(db: Executor, scope: BlockScope): Promise<MemoryBlockRow[]> {
+/** The blocks of one scope. */
+function blocksOf(db: Executor, scope: BlockScope) {
   return db
     .selectFrom('memory_blocks')
-    .selectAll()
     .where('tenant_id', '=', scope.tenantId)
     .where('agent_id', '=', scope.agentId)
-    .where('user_id', scopeOp(scope.userId), scope.userId)
-    .orderBy('label')
-    .execute();
+    .where('user_id', scopeOp(scope.userId), scope.userId);
+}
+
+export function listBlocks(db: Executor, scope: BlockScope): Promise<MemoryBlockRow[]> {
+  return blocksOf(db, scope).selectAll().orderBy('label').execute();
 }
 
 /** What a run of the agent sees: its agent-wide blocks, then the user's (when the run has one), each by label. */
@@ -46,24 +48,11 @@ export function blocksForRun(db: Executor, tenantId: string, agentId: string, us
 }
 
 export function findBlock(db: Executor, scope: BlockScope, label: string): Promise<MemoryBlockRow | undefined> {
-  return db
-    .selectFrom('memory_blocks')
-    .selectAll()
-    .where('tenant_id', '=', scope.tenantId)
-    .where('agent_id', '=', scope.agentId)
-    .where('user_id', scopeOp(scope.userId), scope.userId)
-    .where('label', '=', label)
-    .executeTakeFirst();
+  return blocksOf(db, scope).selectAll().where('label', '=', label).executeTakeFirst();
 }
 
-export async function countBlocks(db: Executor, scope: BlockScope): Promise<number> {
-  return countRows(
-    db
-      .selectFrom('memory_blocks')
-      .where('tenant_id', '=', scope.tenantId)
-      .where('agent_id', '=', scope.agentId)
-      .where('user_id', scopeOp(scope.userId), scope.userId),
-  );
+export function countBlocks(db: Executor, scope: BlockScope): Promise<number> {
+  return countRows(blocksOf(db, scope));
 }
 
 export async function insertBlock(db: Executor, row: MemoryBlockRow): Promise<void> {
@@ -98,15 +87,20 @@ export async function deleteBlock(db: Executor, tenantId: string, id: string, ve
   return result.numDeletedRows === 1n;
 }
 
-/** The label's last version number in the scope, across deletes (0: none yet). */
-export async function lastVersion(db: Executor, scope: BlockScope, label: string): Promise<number> {
-  const row = await db
+/** The versions of one label of one scope. */
+function versionsOf(db: Executor, scope: BlockScope, label: string) {
+  return db
     .selectFrom('memory_block_versions')
-    .select((eb) => eb.fn.max('version').as('v'))
     .where('tenant_id', '=', scope.tenantId)
     .where('agent_id', '=', scope.agentId)
     .where('user_id', scopeOp(scope.userId), scope.userId)
-    .where('label', '=', label)
+    .where('label', '=', label);
+}
+
+/** The label's last version number in the scope, across deletes (0: none yet). */
+export async function lastVersion(db: Executor, scope: BlockScope, label: string): Promise<number> {
+  const row = await versionsOf(db, scope, label)
+    .select((eb) => eb.fn.max('version').as('v'))
     .executeTakeFirst();
   return Number(row?.v ?? 0);
 }
@@ -116,12 +110,7 @@ export async function insertVersion(db: Executor, row: MemoryVersionRow): Promis
 }
 
 export async function listVersions(db: Executor, scope: BlockScope, label: string, limit: number, offset: number) {
-  const q = db
-    .selectFrom('memory_block_versions')
-    .where('tenant_id', '=', scope.tenantId)
-    .where('agent_id', '=', scope.agentId)
-    .where('user_id', scopeOp(scope.userId), scope.userId)
-    .where('label', '=', label);
+  const q = versionsOf(db, scope, label);
   const [rows, total] = await Promise.all([q.selectAll().orderBy('version', 'desc').limit(limit).offset(offset).execute(), countRows(q)]);
   return { rows, total };
 }
@@ -132,8 +121,18 @@ export async function deleteAgentMemory(db: Executor, tenantId: string, agentId:
   await db.deleteFrom('memory_block_versions').where('tenant_id', '=', tenantId).where('agent_id', '=', agentId).execute();
 }
 
-/** A unique index refused the row: another writer made the block (or the version) first. */
-export function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+/** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
+export function exportSources(db: Executor, tenantId: string) {
+  return [
+    {
+      table: 'memory_blocks',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('memory_blocks').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+    {
+      table: 'memory_block_versions',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('memory_block_versions').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+  ];
 }
