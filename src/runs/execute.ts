@@ -10,7 +10,6 @@ import { contextOptions, historyTurns, type StoredTurn, summaryModelOf } from '.
 import type { RunChannel } from './events.js';
 import { fallbackChoices } from './fallbacks.js';
 import type { RunFinish } from './finish.js';
-import { observedEvents } from './observer.js';
 import type { Resumed, RunPauses } from './pause.js';
 import { approvalCheck } from '../runtime/tools/approval-policy.js';
 import { observedEvents } from './observer.js';
@@ -62,7 +61,9 @@ export class RunExecution {
     // Traced, the run is an invoke_agent span, child of the request, tool call or task job that started it.
     const tracing = this.r.tracing;
     const run = { runId, kind: input.kind, tenantId: input.principal.tenantId, agent: input.agent, model: input.agent.model };
-    activeRun.done = (tracing ? traceRun(tracing, { ...run, conversationId: l.conversation.id }, execute) : execute()).catch((err) => {
+    // A run resumed after approval continues the trace it was started in, whichever process resumes it.
+    const parent = l.resume?.traceparent;
+    activeRun.done = (tracing ? traceRun(tracing, { ...run, conversationId: l.conversation.id, parent }, execute) : execute()).catch((err) => {
       this.r.log.error({ err, runId }, 'run execution failed unexpectedly');
       return null;
     });

@@ -38,10 +38,14 @@ interface RunEnd {
 
 /** Runs `execute` inside the run's `invoke_agent` span, ended with the run's outcome (null: ended elsewhere). */
 export function traceRun<T extends RunEnd | null>(tracing: Tracing, info: RunSpanInfo, execute: () => Promise<T>): Promise<T> {
+  // A run continued from its stored context links to what resumed it (the request approving its tool call).
+  const resumedBy = info.parent ? tracing.traceparent() : undefined;
   const span = tracing.startSpan(`invoke_agent ${info.agent.name}`, {
     kind: SpanKind.INTERNAL,
     parent: info.parent,
+    links: resumedBy ? [resumedBy] : undefined,
     attributes: {
+      ...(info.parent ? { 'agentry.run.resumed': true } : {}),
       'gen_ai.operation.name': 'invoke_agent',
       ...modelAttributes(info.model),
       'gen_ai.agent.id': info.agent.id,

@@ -1,0 +1,140 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp, createLogger, createServices, type Services } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { type Db, migrate, openDatabase } from '../../src/db/database.js';
+import { dbStatementLog } from '../../src/tracing/db.js';
+import { Tracing } from '../../src/tracing/tracing.js';
+import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.js';
+import { startMcpServer } from '../helpers/mcp-server.js';
+import { childrenOf, one, type Receiver, startReceiver } from './receiver.js';
+
+/**
+ * What the settings change: prompt and completion text recorded with OTEL_GENAI_CAPTURE_CONTENT=true,
+ * database statements as spans with OTEL_AGENTRY_DB_SPANS=true, and log lines written inside a span
+ * carrying its ids. The app is put together as main.ts does (tracing first, the database reporting to it).
+ */
+
+let receiver: Receiver;
+let mcp: Awaited<ReturnType<typeof startMcpServer>>;
+let database: TestDatabase;
+let db: Db;
+let app: FastifyInstance;
+let services: Services;
+let key: string;
+const lines: Record<string, unknown>[] = [];
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  mcp = await startMcpServer();
+  database = await createTestDatabase();
+  const config = loadConfig({
+    ...database.env,
+    LOG_LEVEL: 'info',
+    PUBLIC_BASE_URL: 'http://agentry.test',
+    MCP_ALLOWED_HOSTS: '127.0.0.1',
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces`,
+    OTEL_GENAI_CAPTURE_CONTENT: 'true',
+    OTEL_AGENTRY_DB_SPANS: 'true',
+    // A provider nobody listens for: the run fails, and says so in the log.
+    OPENAI_COMPATIBLE_BASE_URL: 'http://127.0.0.1:9/v1',
+    MODEL_RETRY_MAX_ATTEMPTS: '1',
+  });
+  const tracing = Tracing.create(config.tracing)!;
+  db = openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    onQuery: dbStatementLog(tracing, dialect === 'postgres' ? 'postgresql' : 'sqlite'),
+  });
+  await migrate(db);
+  const logger = createLogger(config, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  services = createServices(config, db, logger, tracing);
+  app = await buildApp({ config, db, services });
+  await app.ready();
+  ({ apiKey: key } = await services.tenancy.createTenant('content'));
+});
+afterAll(async () => {
+  await app?.close();
+  await db?.close();
+  await database?.drop();
+  await mcp?.close();
+  await receiver?.close();
+});
+
+async function call(method: string, url: string, body?: unknown, headers: Record<string, string> = {}) {
+  const res = await app.inject({
+    method: method as 'GET',
+    url,
+    headers: { authorization: `Bearer ${key}`, ...headers },
+    payload: body as object,
+  });
+  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : undefined, requestId: res.headers['x-request-id'] };
+}
+
+async function traceOf(requestId: unknown) {
+  await services.tracing!.flush();
+  const server = receiver.spans.find((s) => s.attributes['agentry.request.id'] === requestId);
+  if (!server) throw new Error(`no span of request ${requestId}`);
+  return { server, spans: receiver.trace(server.traceId) };
+}
+
+describe('trace settings', () => {
+  it('records prompt, completion and tool-call text with OTEL_GENAI_CAPTURE_CONTENT=true', async () => {
+    const agent = await call('POST', '/api/v1/agents', { name: 'Talker', appId: 'app', tools: [{ type: 'mcp', url: mcp.url }] });
+    expect(agent.status).toBe(201);
+    const res = await call('POST', `/api/v1/agents/${agent.body.id}/execute`, { message: 'add them\n/tool add {"a":2,"b":3}' });
+    expect(res.status).toBe(200);
+    const { spans } = await traceOf(res.requestId);
+    const [first, second] = spans.filter((s) => s.name === 'chat echo');
+    const input = JSON.parse(first.attributes['gen_ai.input.messages'] as string);
+    expect(input).toEqual([{ role: 'user', parts: [{ type: 'text', content: 'add them\n/tool add {"a":2,"b":3}' }] }]);
+    const output = JSON.parse(first.attributes['gen_ai.output.messages'] as string);
+    expect(output).toEqual([{ role: 'assistant', parts: expect.any(Array), finish_reason: 'tool_calls' }]);
+    expect(output[0].parts).toContainEqual({ type: 'tool_call', id: expect.any(String), name: 'add', arguments: '{"a":2,"b":3}' });
+    // The second step was given the tool's result.
+    expect(second.attributes['gen_ai.input.messages']).toContain('tool_call_response');
+    const tool = one(spans, 'execute_tool add');
+    expect(JSON.parse(tool.attributes['gen_ai.tool.call.arguments'] as string)).toEqual({ a: 2, b: 3 });
+    expect(JSON.parse(tool.attributes['gen_ai.tool.call.result'] as string)).toEqual({ sum: 5 });
+  });
+
+  it('puts each database statement in a span under what ran it with OTEL_AGENTRY_DB_SPANS=true', async () => {
+    const res = await call('GET', '/api/v1/agents?limit=5');
+    expect(res.status).toBe(200);
+    const { server, spans } = await traceOf(res.requestId);
+    const statements = childrenOf(spans, server).filter((s) => s.attributes['db.query.text'] !== undefined);
+    expect(statements.length).toBeGreaterThan(0);
+    const select = statements.find((s) => /from "agents"/.test(String(s.attributes['db.query.text'])));
+    expect(select).toMatchObject({
+      name: 'SELECT',
+      kind: 3,
+      attributes: expect.objectContaining({
+        'db.system.name': dialect === 'postgres' ? 'postgresql' : 'sqlite',
+        'db.operation.name': 'SELECT',
+      }),
+    });
+  });
+
+  it('writes trace_id and span_id on the log lines written inside a traced request and run', async () => {
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    const res = await call('GET', '/api/v1/agents', undefined, { traceparent: `00-${traceId}-b7ad6b7169203331-01` });
+    const { server } = await traceOf(res.requestId);
+    const completed = lines.find((l) => l.reqId === res.requestId && l.msg === 'request completed');
+    expect(completed).toMatchObject({ trace_id: traceId, span_id: server.spanId });
+
+    // A line the run writes (its provider unreachable) carries the run's span.
+    const agent = await call('POST', '/api/v1/agents', { name: 'Unreachable', appId: 'app', model: 'openai-compatible/some-model' });
+    expect(agent.status).toBe(201);
+    const run = await call('POST', `/api/v1/agents/${agent.body.id}/execute`, { message: 'hello' });
+    expect(run.status).toBe(502);
+    const { spans } = await traceOf(run.requestId);
+    const runSpan = one(spans, 'invoke_agent Unreachable');
+    expect(runSpan.status).toBe(2);
+    const warned = lines.find(
+      (l) => l.runId === runSpan.attributes['agentry.run.id'] && l.msg === 'the model provider could not be reached',
+    );
+    expect(warned).toMatchObject({ trace_id: runSpan.traceId, span_id: runSpan.spanId });
+    // Lines outside any span carry none.
+    expect(lines.find((l) => l.msg === 'incoming request' && l.reqId === res.requestId)).not.toHaveProperty('trace_id');
+  });
+});
