@@ -26,6 +26,8 @@ import { runDetails, runSummary } from './views.js';
 
 export type { Admission } from './admission.js';
 export type { RunsOptions } from './resources.js';
+/** A task's input may carry a response format (tasks/). */
+export { inputResponseFormatErrors, splitResponseFormat } from './response-format.js';
 export { executable } from './start.js';
 export {
   type InjectedInstead,

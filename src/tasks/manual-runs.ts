@@ -1,9 +1,9 @@
 import type { Agent } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
-import { Conflict, NotFound } from '../errors.js';
+import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import { now } from '../ids.js';
-import { executable } from '../runs/service.js';
+import { executable, inputResponseFormatErrors } from '../runs/service.js';
 import type { Principal } from '../tenancy/permissions.js';
 import { objectColumn } from './columns.js';
 import type { TaskExecutor } from './executor.js';
@@ -47,6 +47,8 @@ export class ManualRuns {
   /** Starts a run now. A one-time task's queued work is taken over rather than left to run again later. */
   async run(principal: Principal, id: string, override: Record<string, unknown> | undefined) {
     const { db, executor, lookup } = this.o;
+    const errors = inputResponseFormatErrors(override, 'body.input');
+    if (errors.length) throw new InvalidInput(`${errors[0].path} ${errors[0].message}`, errors);
     const task = await lookup.row(principal.tenantId, id);
     if (task.status === 'awaiting_approval') throw new Conflict('task_awaiting_approval', 'the task awaits approval; approve it first');
     if (task.approval_action)

@@ -1,5 +1,6 @@
 import type { Agent } from '../agents/schemas.js';
 import type { FieldError } from '../errors.js';
+import { inputResponseFormatErrors } from '../runs/service.js';
 import { nextFire, cronProblem, isTimeZone } from '../scheduler/cron.js';
 import type { Principal } from '../tenancy/permissions.js';
 import type { CreateTaskBody } from './schemas.js';
@@ -39,6 +40,8 @@ export function checkCreateBody(input: CreateTaskBody, type: string): FieldError
   } else if (input.trigger !== undefined) {
     refuse('trigger', 'applies to triggered tasks only');
   }
+  // The input's responseFormat shapes the task's answers (docs/runtime.md, "Structured answers").
+  errors.push(...inputResponseFormatErrors(input.input, 'body.input'));
   return errors;
 }
 

@@ -1,6 +1,6 @@
 import { now } from '../ids.js';
 import { failSpan } from '../tracing/tracing.js';
-import { isInjected, type RunOutcome } from '../runs/service.js';
+import { isInjected, type RunOutcome, splitResponseFormat } from '../runs/service.js';
 import type { Actor } from '../tenancy/permissions.js';
 import { objectColumn, optionalObjectColumn } from './columns.js';
 import { actionError, agentGone, isRefusal, startFailure } from './failures.js';
@@ -110,13 +110,16 @@ export class TaskWorker {
     let done: Promise<RunOutcome | null>;
     try {
       const agent = await this.r.agents.get(task.tenant_id, task.agent_id);
-      const input = { ...objectColumn(task.input, 'tasks.input'), ...objectColumn(job.input, 'task_jobs.input') };
+      const merged = { ...objectColumn(task.input, 'tasks.input'), ...objectColumn(job.input, 'task_jobs.input') };
+      // A responseFormat in the input shapes the answer rather than being shown to the model.
+      const { responseFormat, rest: input } = splitResponseFormat(merged);
       const handle = await this.r.runs.start({
         principal: { tenantId: task.tenant_id, actor },
         agent,
         kind: 'task',
         content: task.description,
         modelContext: Object.keys(input).length ? JSON.stringify(input) : undefined,
+        responseFormat,
         taskId: task.id,
         // The job is marked running, and the task takes the run, in the run's own start; the job is
         // settled in the run's own end.

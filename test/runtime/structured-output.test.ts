@@ -172,3 +172,60 @@ describe('structured answers asked natively of the provider packages', () => {
     expect(res.body.structuredOutput).toEqual({ answer: 5 });
   });
 });
+
+describe("a task's input.responseFormat", () => {
+  let tasksApp: TestApp;
+  let tasksKey: string;
+  beforeAll(async () => {
+    // Nothing dispatches by itself: the test plays the worker.
+    tasksApp = await startApp({ TASK_WORKERS: '0', TASK_SCHEDULER: 'off' });
+    ({ key: tasksKey } = await tasksApp.tenant());
+  });
+  afterAll(() => tasksApp?.close());
+
+  const createTask = (body: Record<string, unknown>) => tasksApp.request('POST', '/api/v1/tasks', { key: tasksKey, body });
+
+  it('shapes the task run’s answer (and is not shown to the model as input)', async () => {
+    const agent = await tasksApp.agent(tasksKey, { model: 'builtin/echo' });
+    const created = await createTask({
+      name: 'measure',
+      description: '{"answer": 9}',
+      agentId: agent.id,
+      input: { responseFormat: FORMAT },
+    });
+    expect(created.status, created.text).toBe(201);
+    const job = await tasksApp.services.tasks.executor.claimNext();
+    expect(job).not.toBeNull();
+    await tasksApp.services.tasks.executor.execute(job!);
+    const task = (await tasksApp.request('GET', `/api/v1/tasks/${created.body.id}`, { key: tasksKey })).body;
+    const run = (await tasksApp.request('GET', `/api/v1/runs/${task.lastRunId}`, { key: tasksKey })).body;
+    expect(run.status).toBe('completed');
+    // Echo repeats what it was given: the description alone, no input appended.
+    expect(run.output).toBe('{"answer": 9}');
+    expect(run.structuredOutput).toEqual({ answer: 9 });
+  });
+
+  it('refuses an unusable responseFormat in the input, on create and on run now, naming the field', async () => {
+    const agent = await tasksApp.agent(tasksKey, { model: 'builtin/echo' });
+    const bad = await createTask({
+      name: 'bad',
+      description: 'x',
+      agentId: agent.id,
+      input: { responseFormat: { type: 'json_schema', schema: { type: 'string' } } },
+    });
+    expectProblem(bad, 400, 'validation_failed');
+    expect(JSON.stringify(bad.body)).toContain('body.input.responseFormat.schema.type');
+    const notAFormat = await createTask({ name: 'bad', description: 'x', agentId: agent.id, input: { responseFormat: 'json' } });
+    expectProblem(notAFormat, 400, 'validation_failed');
+    expect(JSON.stringify(notAFormat.body)).toContain('body.input.responseFormat');
+
+    const task = await createTask({ name: 'ok', description: 'x', agentId: agent.id });
+    expect(task.status).toBe(201);
+    const run = await tasksApp.request('POST', `/api/v1/tasks/${task.body.id}/run`, {
+      key: tasksKey,
+      body: { input: { responseFormat: { type: 'json_schema', schema: { type: 'object', properties: { a: { type: 'nope' } } } } } },
+    });
+    expectProblem(run, 400, 'validation_failed');
+    expect(JSON.stringify(run.body)).toContain('body.input.responseFormat.schema');
+  });
+});
