@@ -68,14 +68,7 @@ export async function decidedRuns(db: Executor, limit: number): Promise<string[]
     .where('a.resumed_at', 'is', null)
     .where('a.status', 'in', ['approved', 'rejected', 'expired'])
     .where(({ not, exists, selectFrom }) =>
-      not(
-        exists(
-          selectFrom('tool_approvals as p')
-            .select('p.id')
-            .whereRef('p.run_id', '=', 'a.run_id')
-            .where('p.status', '=', 'pending'),
-        ),
-      ),
+      not(exists(selectFrom('tool_approvals as p').select('p.id').whereRef('p.run_id', '=', 'a.run_id').where('p.status', '=', 'pending'))),
     )
     .limit(limit)
     .execute();
@@ -96,4 +89,15 @@ export function cancelOfRun(db: Executor, runId: string, at: string) {
 /** Decided approvals of a run that ended before taking them in are closed too, so no sweep looks at them again. */
 export function closeUntaken(db: Executor, runId: string, at: string) {
   return db.updateTable('tool_approvals').set({ resumed_at: at }).where('run_id', '=', runId).where('resumed_at', 'is', null).execute();
+}
+
+/** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
+export function exportSources(db: Executor, tenantId: string) {
+  return [
+    {
+      table: 'tool_approvals',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('tool_approvals').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+  ];
 }

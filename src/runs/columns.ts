@@ -60,7 +60,12 @@ const Suspension = Type.Object({
     nextStep: Type.Integer({ minimum: 0 }),
     calls: Type.Array(
       Type.Object({
-        call: Type.Object({ toolCallId: Type.String(), toolName: Type.String(), input: Type.Unknown(), invalid: Type.Optional(Type.String()) }),
+        call: Type.Object({
+          toolCallId: Type.String(),
+          toolName: Type.String(),
+          input: Type.Unknown(),
+          invalid: Type.Optional(Type.String()),
+        }),
         reason: Type.Optional(Type.String()),
         result: Type.Optional(JsonObject),
       }),

@@ -135,7 +135,10 @@ export class RunExecution {
         context: contextOptions(this.r, { tenantId, conversationId, agent }),
         answer,
         approval: this.r.toolApprovals
-          ? { check: approvalCheck(agent.configuration.approval), resume: x.resume && { pause: x.resume.suspension.pause, decisions: x.resume.decisions } }
+          ? {
+              check: approvalCheck(agent.configuration.approval),
+              resume: x.resume && { pause: x.resume.suspension.pause, decisions: x.resume.decisions },
+            }
           : undefined,
       });
     } catch (err) {
@@ -165,7 +168,8 @@ export class RunExecution {
     if (!failure && !cancelled && loop?.finish === 'awaiting_approval') {
       // A tool call waits for a person: the run pauses (pause.ts) instead of ending; any process resumes it.
       const warnings = [...(toolSet.warnings ?? []), ...loop.warnings];
-      if ((await this.pauses.pause({ runId, input, conversationId, result: loop, warnings, startedAtMs: x.startedAtMs })) !== 'failed') return null;
+      if ((await this.pauses.pause({ runId, input, conversationId, result: loop, warnings, startedAtMs: x.startedAtMs })) !== 'failed')
+        return null;
       failure = { code: 'internal_error', message: 'the run could not wait for approval; the error is in the server log' };
     }
     const result: LoopResult = loop ?? {

@@ -32,7 +32,10 @@ export class RunFollowers {
       }
       if (!channel.paused || stopped) return listener(null);
       this.follow({ ...f, afterSeq: last }, listener, false).then(
-        (stop) => (stopped ? stop() : (stopStored = stop)),
+        (stop) => {
+          if (stopped) stop();
+          else stopStored = stop;
+        },
         () => listener(null),
       );
     });
@@ -52,7 +55,11 @@ export class RunFollowers {
    * Follows a run's events after `afterSeq`: from memory when it runs here, otherwise from the
    * database (polling while another process still runs it). Calls `listener(null)` at the end.
    */
-  async follow(f: { tenantId: string; runId: string; afterSeq: number }, listener: RunEventListener, fromMemory = true): Promise<() => void> {
+  async follow(
+    f: { tenantId: string; runId: string; afterSeq: number },
+    listener: RunEventListener,
+    fromMemory = true,
+  ): Promise<() => void> {
     const { tenantId, runId } = f;
     // A run executing (or just ended) here is followed from memory, without reading its row, when its
     // channel holds every event after afterSeq (a run resumed after approval has only its later ones).

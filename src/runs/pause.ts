@@ -112,44 +112,52 @@ export class RunPauses {
     let events: RunEvent[] = [];
     const won =
       !activeRun.start?.failed &&
-      (await this.r.db.kysely.transaction().execute(async (trx) => {
-        const ids = await port.request(trx, {
-          tenantId,
-          agentId: input.agent.id,
-          runId,
-          conversationId: p.conversationId,
-          calls: waiting.map((c) => ({ toolCallId: c.call.toolCallId, name: c.call.toolName, arguments: c.call.input, reason: c.reason! })),
-          expiresAt,
-          onTimeout: policy?.onTimeout ?? 'reject',
-        });
-        const paused = await store.pauseRun(trx, runId, {
-          output: sofar.output,
-          input_tokens: sofar.usage.inputTokens,
-          output_tokens: sofar.usage.outputTokens,
-          tool_calls: JSON.stringify(sofar.toolCalls),
-          steps: JSON.stringify(sofar.steps),
-          warnings: JSON.stringify(p.warnings),
-        });
-        if (!paused) throw new NotResumable();
-        await store.insertSuspension(trx, { run_id: runId, tenant_id: tenantId, state: JSON.stringify(suspension), created_at: now() });
-        events = [
-          ...channel.takePending(),
-          ...waiting.map((c, i) =>
-            channel.next('approval_required', {
-              approvalId: ids[i],
-              toolCall: { id: c.call.toolCallId, name: c.call.toolName, arguments: c.call.input },
+      (await this.r.db.kysely
+        .transaction()
+        .execute(async (trx) => {
+          const ids = await port.request(trx, {
+            tenantId,
+            agentId: input.agent.id,
+            runId,
+            conversationId: p.conversationId,
+            calls: waiting.map((c) => ({
+              toolCallId: c.call.toolCallId,
+              name: c.call.toolName,
+              arguments: c.call.input,
               reason: c.reason!,
-              expiresAt,
-            }),
-          ),
-        ];
-        await store.insertEvents(trx, eventRows(runId, events));
-        return true;
-      }).catch((err) => {
-        if (err instanceof NotResumable) return false;
-        this.r.log.error({ err, runId }, 'a run could not be paused for approval');
-        return undefined;
-      }));
+            })),
+            expiresAt,
+            onTimeout: policy?.onTimeout ?? 'reject',
+          });
+          const paused = await store.pauseRun(trx, runId, {
+            output: sofar.output,
+            input_tokens: sofar.usage.inputTokens,
+            output_tokens: sofar.usage.outputTokens,
+            tool_calls: JSON.stringify(sofar.toolCalls),
+            steps: JSON.stringify(sofar.steps),
+            warnings: JSON.stringify(p.warnings),
+          });
+          if (!paused) throw new NotResumable();
+          await store.insertSuspension(trx, { run_id: runId, tenant_id: tenantId, state: JSON.stringify(suspension), created_at: now() });
+          events = [
+            ...channel.takePending(),
+            ...waiting.map((c, i) =>
+              channel.next('approval_required', {
+                approvalId: ids[i],
+                toolCall: { id: c.call.toolCallId, name: c.call.toolName, arguments: c.call.input },
+                reason: c.reason!,
+                expiresAt,
+              }),
+            ),
+          ];
+          await store.insertEvents(trx, eventRows(runId, events));
+          return true;
+        })
+        .catch((err) => {
+          if (err instanceof NotResumable) return false;
+          this.r.log.error({ err, runId }, 'a run could not be paused for approval');
+          return undefined;
+        }));
     if (won === undefined) {
       // Nothing was written: the events go back, the approval_required ones dropped, and the run ends as failed.
       channel.requeue(events.filter((e) => e.event !== 'approval_required'));
@@ -201,12 +209,19 @@ export class RunPauses {
     let conversation: conversations.ConversationRow | undefined;
     try {
       agent = await this.r.agents.get(run.tenant_id, run.agent_id);
-      conversation = run.conversation_id ? await conversations.findConversation(this.r.db.kysely, run.tenant_id, run.conversation_id) : undefined;
+      conversation = run.conversation_id
+        ? await conversations.findConversation(this.r.db.kysely, run.tenant_id, run.conversation_id)
+        : undefined;
       if (!conversation) throw new Error('the run’s conversation is gone');
     } catch (err) {
       // Nothing left to resume it with (the agent or its conversation was deleted while it waited).
       this.r.log.warn({ err, runId }, 'a run awaiting approval could not resume');
-      await this.endPaused(run, 'failed', { code: 'not_resumable', message: 'the agent or the conversation was deleted while the run waited' }, 'running');
+      await this.endPaused(
+        run,
+        'failed',
+        { code: 'not_resumable', message: 'the agent or the conversation was deleted while the run waited' },
+        'running',
+      );
       return null;
     }
     const s = suspension.run;
@@ -244,7 +259,10 @@ export class RunPauses {
       lease_expires_at: null,
     };
     const ended = await this.r.db.kysely.transaction().execute(async (trx) => {
-      const done = from === 'awaiting_approval' ? await store.endPausedRun(trx, run.id, patch) : Number((await store.finishRun(trx, run.id, patch)).numUpdatedRows) === 1;
+      const done =
+        from === 'awaiting_approval'
+          ? await store.endPausedRun(trx, run.id, patch)
+          : Number((await store.finishRun(trx, run.id, patch)).numUpdatedRows) === 1;
       if (!done) return false;
       if (run.conversation_id) await conversations.releaseConversation(trx, run.conversation_id, run.id);
       await store.deleteSuspension(trx, run.id);
@@ -254,7 +272,13 @@ export class RunPauses {
     if (!ended) return false;
     // Followers on every replica read the closing event now rather than at their next poll.
     this.r.events.published(run.id, seq);
-    await this.r.finished.notify({ runId: run.id, tenantId: run.tenant_id, taskId: run.task_id, status, ended: { output: run.output, error } });
+    await this.r.finished.notify({
+      runId: run.id,
+      tenantId: run.tenant_id,
+      taskId: run.task_id,
+      status,
+      ended: { output: run.output, error },
+    });
     return true;
   }
 }

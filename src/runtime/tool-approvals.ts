@@ -50,7 +50,9 @@ export function waitingCalls(
   const check = approval?.check;
   if (!check || !calls.length) return undefined;
   // A call the model got wrong cannot run anyway: it is answered at once, as always.
-  const reasons = calls.map((c) => (c.invalid === undefined && tools.has(c.toolName) ? check({ name: c.toolName, input: c.input }) : undefined));
+  const reasons = calls.map((c) =>
+    c.invalid === undefined && tools.has(c.toolName) ? check({ name: c.toolName, input: c.input }) : undefined,
+  );
   return reasons.some((r) => r !== undefined) ? reasons : undefined;
 }
 
@@ -87,7 +89,8 @@ export async function resumedCalls(
       if (decision?.approved) {
         if (decision.input === undefined) return runTool(call);
         if (assistant && Array.isArray(assistant.content))
-          for (const part of assistant.content) if (part.type === 'tool-call' && part.toolCallId === call.toolCallId) part.input = decision.input;
+          for (const part of assistant.content)
+            if (part.type === 'tool-call' && part.toolCallId === call.toolCallId) part.input = decision.input;
         return runTool({ ...call, input: decision.input });
       }
       const value = { error: { code: 'rejected', message: decision?.reason ?? 'the call was not approved' } };

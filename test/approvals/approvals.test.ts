@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { readSse } from '../helpers/sse.js';
-import { endedRun, pendingOf, shoutWaits } from './helpers.js';
+import { type Approval, endedRun, pendingOf, shoutWaits } from './helpers.js';
 
 let t: TestApp;
 let key: string;
@@ -61,7 +61,10 @@ describe('a tool call that waits for a person', () => {
     expect(shoutCalls().slice(before)).toEqual([{ name: 'shout', args: { text: 'hello' } }]);
     expectProblem(await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key }), 409, 'approval_not_pending');
     // The conversation is free again: the next message is answered.
-    const next = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'thanks', conversationId: ended.conversationId } });
+    const next = await t.request('POST', `/api/v1/agents/${a.id}/execute`, {
+      key,
+      body: { message: 'thanks', conversationId: ended.conversationId },
+    });
     expect(next.body).toMatchObject({ status: 'completed', output: 'thanks' });
   });
 
@@ -129,7 +132,10 @@ describe('a tool call that waits for a person', () => {
     expectProblem(await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key }), 409, 'approval_not_pending');
     expectProblem(await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key }), 409, 'run_not_active');
     // The conversation was released with the run.
-    const next = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'hi', conversationId: res.body.conversationId } });
+    const next = await t.request('POST', `/api/v1/agents/${a.id}/execute`, {
+      key,
+      body: { message: 'hi', conversationId: res.body.conversationId },
+    });
     expect(next.body.status).toBe('completed');
   });
 });
@@ -153,7 +159,12 @@ describe('the stream of a waiting run', () => {
         reason: 'shouting is loud',
       });
       expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
-      expect(events.filter((e) => e.event === 'token').map((e) => e.data.text).join('')).toContain('STREAMED');
+      expect(
+        events
+          .filter((e) => e.event === 'token')
+          .map((e) => e.data.text)
+          .join(''),
+      ).toContain('STREAMED');
     }
   });
 });
@@ -173,8 +184,8 @@ describe('the inbox', () => {
 
     const all = await t.request('GET', '/api/v1/approvals', { key: own });
     expect(all.body.total).toBe(2);
-    expect(all.body.approvals.map((i: any) => i.kind).sort()).toEqual(['task', 'tool_call']);
-    const taskItem = all.body.approvals.find((i: any) => i.kind === 'task');
+    expect(all.body.approvals.map((i: Approval) => i.kind).sort()).toEqual(['task', 'tool_call']);
+    const taskItem = all.body.approvals.find((i: Approval) => i.kind === 'task');
     expect(taskItem).toMatchObject({
       id: task.body.id,
       status: 'pending',
@@ -183,9 +194,9 @@ describe('the inbox', () => {
       toolCall: null,
     });
     const tasksOnly = await t.request('GET', '/api/v1/approvals?kind=task', { key: own });
-    expect(tasksOnly.body.approvals.map((i: any) => i.id)).toEqual([task.body.id]);
+    expect(tasksOnly.body.approvals.map((i: Approval) => i.id)).toEqual([task.body.id]);
     const toolsOnly = await t.request('GET', '/api/v1/approvals?kind=tool_call', { key: own });
-    expect(toolsOnly.body.approvals.map((i: any) => i.toolCall.runId)).toEqual([runId]);
+    expect(toolsOnly.body.approvals.map((i: Approval) => i.toolCall?.runId)).toEqual([runId]);
     const page1 = await t.request('GET', '/api/v1/approvals?limit=1&page=1', { key: own });
     const page2 = await t.request('GET', '/api/v1/approvals?limit=1&page=2', { key: own });
     expect([page1.body.approvals.length, page2.body.approvals.length, page1.body.total]).toEqual([1, 1, 2]);
@@ -193,7 +204,7 @@ describe('the inbox', () => {
     const otherAgent = await t.request('GET', `/api/v1/approvals?agentId=${(await t.agent(own)).id}`, { key: own });
     expect(otherAgent.body).toMatchObject({ approvals: [], total: 0 });
     // Another tenant's inbox holds none of it, and cannot decide it.
-    expect((await t.request('GET', '/api/v1/approvals', { key })).body.approvals.some((i: any) => i.agentId === a.id)).toBe(false);
+    expect((await t.request('GET', '/api/v1/approvals', { key })).body.approvals.some((i: Approval) => i.agentId === a.id)).toBe(false);
     expectProblem(await t.request('POST', `/api/v1/approvals/${taskItem.id}/approve`, { key }), 404, 'not_found');
 
     // The task is approved through the inbox as through its own route.
@@ -214,7 +225,11 @@ describe('who may decide', () => {
     const outsider = await t.key(key, ['skills:read']);
     expect((await t.request('GET', '/api/v1/approvals', { key: reader })).status).toBe(200);
     expectProblem(await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key: reader }), 403, 'forbidden');
-    expectProblem(await t.request('POST', `/api/v1/approvals/${approval.id}/reject`, { key: reader, body: { reason: 'no' } }), 403, 'forbidden');
+    expectProblem(
+      await t.request('POST', `/api/v1/approvals/${approval.id}/reject`, { key: reader, body: { reason: 'no' } }),
+      403,
+      'forbidden',
+    );
     expectProblem(await t.request('GET', '/api/v1/approvals', { key: outsider }), 403, 'forbidden');
     expect((await t.request('GET', `/api/v1/approvals/${approval.id}`, { key })).body.status).toBe('pending');
     await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key });
@@ -232,7 +247,10 @@ describe('refusals', () => {
     const notObject = await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key, body: { arguments: 'text' } });
     expectProblem(notObject, 400, 'validation_failed');
     expect(JSON.stringify(notObject.body)).toContain('arguments');
-    const huge = await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key, body: { arguments: { text: 'x'.repeat(100_001) } } });
+    const huge = await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, {
+      key,
+      body: { arguments: { text: 'x'.repeat(100_001) } },
+    });
     expectProblem(huge, 400, 'validation_failed');
     expect(JSON.stringify(huge.body)).toContain('arguments');
     const kind = await t.request('GET', '/api/v1/approvals?kind=email', { key });

@@ -58,7 +58,12 @@ function sseEvents(text: string) {
     .split('\n\n')
     .filter((block) => block.includes('event:'))
     .map((block) => {
-      const field = (name: string) => block.split('\n').find((l) => l.startsWith(`${name}:`))?.slice(name.length + 1).trim();
+      const field = (name: string) =>
+        block
+          .split('\n')
+          .find((l) => l.startsWith(`${name}:`))
+          ?.slice(name.length + 1)
+          .trim();
       return { id: Number(field('id')), event: field('event')!, data: JSON.parse(field('data')!) };
     });
 }
@@ -80,7 +85,12 @@ describe('a run awaiting approval, across replicas', () => {
     expect(endedOn[0]).not.toContain(runId);
 
     const events = sseEvents((await followed).body);
-    expect(events.map((e) => e.event).filter((e) => e !== 'token')).toEqual(['approval_required', 'tool_call_start', 'tool_call_end', 'done']);
+    expect(events.map((e) => e.event).filter((e) => e !== 'token')).toEqual([
+      'approval_required',
+      'tool_call_start',
+      'tool_call_end',
+      'done',
+    ]);
     expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
   });
 

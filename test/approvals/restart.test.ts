@@ -45,7 +45,10 @@ describe('a run awaiting approval when every process stopped', () => {
       body: { name: 'agent', appId: 'app', tools: [{ type: 'mcp', url: mcp.url }], configuration: shoutWaits() },
     });
     expect(agent.status).toBe(201);
-    const run = await first.request('POST', `/api/v1/agents/${agent.body.id}/execute`, { key, body: { message: '/tool shout {"text":"later"}' } });
+    const run = await first.request('POST', `/api/v1/agents/${agent.body.id}/execute`, {
+      key,
+      body: { message: '/tool shout {"text":"later"}' },
+    });
     expect(run.body.status).toBe('awaiting_approval');
     const runId: string = run.body.runId;
 
@@ -63,7 +66,12 @@ describe('a run awaiting approval when every process stopped', () => {
     expect(ended.output).toContain('LATER');
     expect(mcp.state.calls.filter((c) => c.name === 'shout')).toEqual([{ name: 'shout', args: { text: 'later' } }]);
     const events = await follower;
-    expect(events.map((e) => e.event).filter((e) => e !== 'token')).toEqual(['approval_required', 'tool_call_start', 'tool_call_end', 'done']);
+    expect(events.map((e) => e.event).filter((e) => e !== 'token')).toEqual([
+      'approval_required',
+      'tool_call_start',
+      'tool_call_end',
+      'done',
+    ]);
     expect(events.map((e) => Number(e.id))).toEqual(events.map((_, i) => i + 1));
   });
 });

@@ -11,7 +11,10 @@ import { type Kysely, PostgresAdapter } from 'kysely';
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   if (db.getExecutor().adapter instanceof PostgresAdapter)
-    await db.schema.alterTable('runs').alterColumn('status', (c) => c.setDataType('varchar(32)')).execute();
+    await db.schema
+      .alterTable('runs')
+      .alterColumn('status', (c) => c.setDataType('varchar(32)'))
+      .execute();
   await db.schema
     .createTable('tool_approvals')
     .addColumn('id', 'varchar(36)', (c) => c.primaryKey())

@@ -43,7 +43,10 @@ const ApprovalRule = Type.Object(
       description: 'tool name the model sees; * and ? are wildcards (a2a_*, mcp_delete_*)',
     }),
     when: Type.Optional(
-      Type.Array(ApprovalCondition, { maxItems: 16, description: 'all must hold for the call to wait; none: every call of the tool waits' }),
+      Type.Array(ApprovalCondition, {
+        maxItems: 16,
+        description: 'all must hold for the call to wait; none: every call of the tool waits',
+      }),
     ),
     reason: Type.Optional(Type.String({ maxLength: 500, description: 'shown to the approver; default: names the rule' })),
   },
@@ -60,7 +63,10 @@ export const ApprovalPolicy = Type.Object(
       Type.Union([Type.Literal('reject'), Type.Literal('approve')], { default: 'reject', description: 'what an expired approval becomes' }),
     ),
   },
-  { additionalProperties: false, description: 'tool calls that wait for a person before they run (approve or reject in /api/v1/approvals)' },
+  {
+    additionalProperties: false,
+    description: 'tool calls that wait for a person before they run (approve or reject in /api/v1/approvals)',
+  },
 );
 export type ApprovalPolicy = Static<typeof ApprovalPolicy>;
 
@@ -118,7 +124,9 @@ export function approvalCheck(policy: ApprovalPolicy | undefined): ApprovalCheck
     for (const rule of rules) {
       if (!rule.name.test(call.name)) continue;
       if ((rule.when ?? []).every((c) => holds(c, call.input))) {
-        return rule.reason ?? (rule.when?.length ? `${call.name} with these arguments needs approval` : `${call.name} always needs approval`);
+        return (
+          rule.reason ?? (rule.when?.length ? `${call.name} with these arguments needs approval` : `${call.name} always needs approval`)
+        );
       }
     }
     return undefined;
@@ -128,17 +136,20 @@ export function approvalCheck(policy: ApprovalPolicy | undefined): ApprovalCheck
 /** A policy's `matches` patterns that are not regular expressions (a 400 naming them is better than a run failing later). */
 export function invalidPatterns(policy: ApprovalPolicy): { path: string; message: string }[] {
   const errors: { path: string; message: string }[] = [];
-  policy.rules.forEach((rule, i) =>
-    (rule.when ?? []).forEach((c, j) => {
-      if (c.operator !== 'matches') return;
+  for (const [i, rule] of policy.rules.entries()) {
+    for (const [j, c] of (rule.when ?? []).entries()) {
+      if (c.operator !== 'matches') continue;
       const path = `rules.${i}.when.${j}.value`;
-      if (typeof c.value !== 'string' || c.value.length > 200) return void errors.push({ path, message: 'must be a pattern of at most 200 characters' });
+      if (typeof c.value !== 'string' || c.value.length > 200) {
+        errors.push({ path, message: 'must be a pattern of at most 200 characters' });
+        continue;
+      }
       try {
         new RegExp(c.value);
       } catch {
         errors.push({ path, message: 'is not a regular expression' });
       }
-    }),
-  );
+    }
+  }
   return errors;
 }
