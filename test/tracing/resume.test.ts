@@ -1,0 +1,83 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pendingOf } from '../approvals/helpers.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { startMcpServer } from '../helpers/mcp-server.js';
+import { type Replica, replica } from '../tasks/helpers.js';
+import { childrenOf, one, type Receiver, startReceiver } from './receiver.js';
+
+/**
+ * A run resumed on another replica continues the same trace: the run waits for a person's approval on
+ * one app, the approval is given through another on the same database, which resumes it there.
+ */
+
+let receiver: Receiver;
+let mcp: Awaited<ReturnType<typeof startMcpServer>>;
+let t: TestApp;
+let other: Replica;
+let key: string;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  mcp = await startMcpServer();
+  const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'agentry' };
+  t = await startApp({ ...otel, OTEL_RESOURCE_ATTRIBUTES: 'service.instance.id=replica-a' });
+  other = await replica(t, { ...otel, OTEL_RESOURCE_ATTRIBUTES: 'service.instance.id=replica-b', MCP_ALLOWED_HOSTS: '127.0.0.1' });
+  ({ key } = await t.tenant('resumed'));
+});
+afterAll(async () => {
+  await other?.close();
+  await t?.close();
+  await mcp?.close();
+  await receiver?.close();
+});
+
+describe('a run resumed on another replica', () => {
+  it('continues the trace it was started in, linked to the approval that resumed it', async () => {
+    const agent = await t.agent(key, {
+      name: 'Careful',
+      tools: [{ type: 'mcp', url: mcp.url }],
+      configuration: { approval: { rules: [{ tool: 'shout', reason: 'shouting is loud' }] } },
+    } as never);
+    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '/tool shout {"text":"hi"}' } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.status).toBe('awaiting_approval');
+    const runId = res.body.runId;
+    const [approval] = await pendingOf(t, key, runId);
+
+    // Approved through the other replica, which resumes the run there.
+    const approved = await other.app.inject({
+      method: 'POST',
+      url: `/api/v1/approvals/${approval.id}/approve`,
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(approved.statusCode, approved.body).toBe(200);
+    const deadline = Date.now() + 15_000;
+    let status = '';
+    while (Date.now() < deadline) {
+      status = (await t.request('GET', `/api/v1/runs/${runId}`, { key })).body.status;
+      if (status === 'completed' || status === 'failed') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(status).toBe('completed');
+    await t.services.tracing!.flush();
+    await other.services.tracing!.flush();
+
+    const server = one(
+      receiver.spans,
+      'POST /api/v1/agents/:id/execute',
+      (s) => s.attributes['agentry.request.id'] === res.headers['x-request-id'],
+    );
+    const runSpans = receiver.spans.filter((s) => s.name === 'invoke_agent Careful' && s.attributes['agentry.run.id'] === runId);
+    expect(runSpans.map((s) => s.resource['service.instance.id'])).toEqual(['replica-a', 'replica-b']);
+    const [first, resumed] = runSpans;
+    // The first part, up to the pause, and the part resumed elsewhere: both in the trace of the request that started the run.
+    expect(first).toMatchObject({ traceId: server.traceId, parentSpanId: server.spanId });
+    expect(resumed).toMatchObject({ traceId: server.traceId, parentSpanId: server.spanId });
+    expect(resumed.attributes).toMatchObject({ 'agentry.run.resumed': true, 'agentry.run.status': 'completed' });
+    const approvalRequest = one(receiver.spans, 'POST /api/v1/approvals/:id/approve');
+    expect(approvalRequest.resource['service.instance.id']).toBe('replica-b');
+    expect(resumed.links).toEqual([{ traceId: approvalRequest.traceId, spanId: expect.any(String) }]);
+    // The approved call ran in the resumed part.
+    expect(childrenOf(receiver.trace(server.traceId), resumed).map((s) => s.name)).toContain('execute_tool shout');
+  });
+});
