@@ -3,6 +3,7 @@ import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { Conflict, InvalidInput, NotFound } from '../errors.js';
+import { invalidPatterns } from '../runtime/tools/approval-policy.js';
 import { newId, now } from '../ids.js';
 import { parseModelId } from '../runtime/models/model-id.js';
 import { recordAudit } from '../tenancy/audit.js';
@@ -49,6 +50,16 @@ function mergeConfiguration(base: Configuration, input: ConfigurationInput | und
     (merged as Record<string, unknown>)[key] = value === null ? DEFAULT_CONFIGURATION[key as keyof Configuration] : value;
   }
   return merged;
+}
+
+/** An approval rule's `matches` pattern must be a regular expression: 400 naming it, not a run failing later. */
+function checkApprovalPolicy(configuration: Configuration) {
+  if (!configuration.approval) return;
+  const errors = invalidPatterns(configuration.approval).map((e) => ({
+    path: `body.configuration.approval.${e.path}`,
+    message: e.message,
+  }));
+  if (errors.length) throw new InvalidInput(`${errors[0].path.slice('body.'.length)} ${errors[0].message}`, errors);
 }
 
 /** Called inside the duplicate transaction, so other domains can copy what they attach to agents. */
@@ -274,6 +285,7 @@ export class AgentsService {
     this.checkModel(model);
     const configuration = mergeConfiguration(DEFAULT_CONFIGURATION, input.configuration);
     this.checkFallbackModels(model, configuration.fallbackModels);
+    checkApprovalPolicy(configuration);
     const external = input.hosting === 'external';
     const at = now();
     const row: store.AgentRow = {
@@ -330,6 +342,7 @@ export class AgentsService {
       if (input.configuration !== undefined || input.model !== undefined) {
         const configuration = mergeConfiguration(toAgent(current).configuration, input.configuration);
         this.checkFallbackModels(input.model ?? current.model, configuration.fallbackModels);
+        checkApprovalPolicy(configuration);
         if (input.configuration !== undefined) patch.configuration = JSON.stringify(configuration);
       }
       await store.updateAgent(trx, principal.tenantId, id, patch);
