@@ -1,4 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { PriceTable } from '../../src/runtime/models/prices.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { chatStream, startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 
@@ -163,5 +165,34 @@ describe('the prompt a provider receives', () => {
     expect(messages[2]).toMatchObject({ role: 'tool', tool_call_id: 'call_1' });
     expect(JSON.parse(messages[2].content)).toEqual(result);
     expect(messages[3]).toEqual({ role: 'assistant', content: 'no skills yet' });
+  });
+});
+
+describe('MODEL_PRICES: windows beside prices', () => {
+  it('takes contextWindow and outputReserve alone, laid over the built-in entry', () => {
+    const { modelPrices } = loadConfig({
+      MODEL_PRICES: '{"openai/gpt-4o":{"contextWindow":1000},"local/x":{"contextWindow":64,"outputReserve":8}}',
+    });
+    const table = new PriceTable(modelPrices);
+    expect(table.priceOf('openai/gpt-4o')).toMatchObject({ input: 2.5, output: 10 });
+    // No reserve given: a quarter of the window.
+    expect(table.windowOf('openai/gpt-4o')).toEqual({ contextWindow: 1000, outputReserve: 250 });
+    expect(table.windowOf('local/x')).toEqual({ contextWindow: 64, outputReserve: 8 });
+    expect(table.priceOf('local/x')).toEqual({ input: 0, output: 0, contextWindow: 64, outputReserve: 8 });
+    expect(table.windowOf('anthropic/claude-sonnet-4-5')).toEqual({ contextWindow: 200_000, outputReserve: 50_000 });
+    expect(table.windowOf('builtin/echo')).toBeUndefined();
+  });
+
+  it('refuses an entry that is not one', () => {
+    for (const bad of [
+      '{"m/x":{}}',
+      '{"m/x":{"contextWindow":0}}',
+      '{"m/x":{"contextWindow":1.5}}',
+      '{"m/x":{"input":-1}}',
+      '{"m/x":{"window":100}}',
+      '{"m/x":{"contextWindow":100,"outputReserve":100}}',
+    ]) {
+      expect(() => loadConfig({ MODEL_PRICES: bad }), bad).toThrow(/MODEL_PRICES/);
+    }
   });
 });

@@ -47,7 +47,10 @@ export class PriceTable {
     this.prices = { ...DEFAULT_PRICES };
     // Field by field: an override giving only a window keeps the built-in price, and the other way round.
     for (const [model, entry] of Object.entries(overrides)) {
-      this.prices[model] = { ...(DEFAULT_PRICES[model] ?? { input: 0, output: 0 }), ...entry };
+      const merged: ModelEntry = { ...(DEFAULT_PRICES[model] ?? { input: 0, output: 0 }), ...entry };
+      // A new window without a reserve gets the default share of it, not the built-in window's reserve.
+      if (entry.contextWindow !== undefined && entry.outputReserve === undefined) delete merged.outputReserve;
+      this.prices[model] = merged;
     }
   }
 
