@@ -75,9 +75,6 @@ import { registerHttpTracing } from './tracing/http.js';
 import { traceLogMixin } from './tracing/logs.js';
 import { propagatingFetch } from './tracing/outbound.js';
 import { Tracing } from './tracing/tracing.js';
-import { registerMetrics } from './metrics/plugin.js';
-import { Metrics } from './metrics/registry.js';
-import { observeServices } from './metrics/sources.js';
 
 const BODY_LIMIT = 1024 * 1024;
 
@@ -337,17 +334,6 @@ export async function buildApp({ config, db, services = createServices(config, d
     app.addHook('onClose', async () => {
       await tracing.shutdown();
     });
-  }
-
-  // Metrics come before every route, so their hooks see them all: /metrics and the METRICS_PORT server (docs/operations.md).
-  registerMetrics(app, {
-    metrics: services.metrics,
-    token: config.metrics.token?.reveal(),
-    port: config.metrics.port,
-    host: config.metrics.host,
-  });
-  if (services.metrics) {
-    observeServices(services.metrics, { app, db, runs: services.runs, tasks: services.tasks, openStreams: openStreamCount });
   }
 
   // During a graceful shutdown new requests are turned away (clients retry on another replica).

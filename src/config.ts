@@ -275,16 +275,6 @@ export function loadConfig(env: Env = process.env): Config {
     throw err;
   }
 
-  const metricsToken = env.METRICS_TOKEN || undefined;
-  // A guessable token would hand the metrics (run volumes, spend) to anyone.
-  if (metricsToken !== undefined && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters long');
-  const metrics: MetricsSettings = {
-    token: metricsToken === undefined ? undefined : new Secret(Buffer.from(metricsToken)),
-    port: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
-    host: env.METRICS_HOST || '127.0.0.1',
-    tenantLabel: boolean(env, 'METRICS_TENANT_LABEL', false),
-  };
-
   return {
     port,
     host,
@@ -309,7 +299,6 @@ export function loadConfig(env: Env = process.env): Config {
     metrics,
     retentionSweepMs: integer(env, 'RETENTION_SWEEP_SECONDS', 600, 0, 86_400) * 1000,
     tracing,
-    metrics,
     // packages/console/dist beside src/ or dist/ (this module's folder) unless CONSOLE_DIR says otherwise.
     consoleDir:
       env.CONSOLE_DIR === 'off'

@@ -198,17 +198,6 @@ export class TasksService implements ApprovalGateway {
     return { queued: jobs.queued, running: jobs.running, lagSeconds, awaitingApproval };
   }
 
-  /** The work queue across tenants, for the metrics: jobs queued and running, the oldest due job's wait, tasks awaiting approval. */
-  async queueStats() {
-    const at = this.clock.now();
-    const [jobs, awaitingApproval] = await Promise.all([
-      store.queueStats(this.db.kysely, at.toISOString()),
-      store.countAwaitingApproval(this.db.kysely),
-    ]);
-    const lagSeconds = jobs.oldestDueAt ? Math.max(0, (at.getTime() - Date.parse(jobs.oldestDueAt)) / 1000) : 0;
-    return { queued: jobs.queued, running: jobs.running, lagSeconds, awaitingApproval };
-  }
-
   // ---------------------------------------------------------------- changing
 
   /**
