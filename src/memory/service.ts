@@ -192,9 +192,10 @@ export class MemoryService {
    */
   private async agentWrite(writer: MemoryWriter, target: { agentId: string; userId: string | null; label: string }, edit: Edit) {
     if (target.userId !== null) {
-      const scope = { tenantId: writer.tenantId, agentId: target.agentId, userId: target.userId };
-      const own = await store.findBlock(this.db.kysely, scope, target.label);
-      const shared = own ? undefined : await store.findBlock(this.db.kysely, { ...scope, userId: null }, target.label);
+      const visible = await this.forRun(writer.tenantId, target.agentId, target.userId);
+      // The blocks the run sees (read from memory): the label as the user's own, or only as the agent's.
+      const held = (userId: string | null) => visible.some((b) => b.label === target.label && b.userId === userId);
+      const shared = !held(target.userId) && held(null);
       if (shared) {
         throw new Conflict(
           'memory_block_read_only',
