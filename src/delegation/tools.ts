@@ -6,6 +6,9 @@ import type { IdentityService } from '../identity/service.js';
 import { isInjected, type RunOutcome, type RunsService } from '../runs/service.js';
 import { ToolError, type RuntimeTool, type ToolContext, type ToolProvider, type ToolSet } from '../runtime/tools/types.js';
 
+/** How long a delegated run waiting for a person is waited for at most (the caller's tool timeout usually ends it first). */
+const CALLEE_APPROVAL_WAIT_MS = 60 * 60_000;
+
 type AgentToolSpec = Static<typeof AgentTool>;
 
 /** How deep agents may delegate to agents that delegate in turn (A -> B -> C ...). */
@@ -103,7 +106,11 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
             run = await runs().outcome(ctx.tenantId, handle);
             // A callee's tool call waiting for a person (in the callee's inbox): its run goes on once decided,
             // here or elsewhere; the caller waits for its end within the tool's timeout.
-            if ((run.status as string) === 'awaiting_approval') run = await runs().outcomeOf(ctx.tenantId, handle.runId);
+            if ((run.status as string) === 'awaiting_approval') {
+              // Bounded by the tool's own timeout, whose abort cancels the callee (and so ends this wait).
+              await runs().waitForEnd(handle.runId, CALLEE_APPROVAL_WAIT_MS);
+              run = await runs().outcomeOf(ctx.tenantId, handle.runId);
+            }
           } finally {
             toolCtx.signal.removeEventListener('abort', onAbort);
           }

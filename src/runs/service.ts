@@ -229,7 +229,8 @@ export class RunsService {
     const run = await this.get(tenantId, runId);
     // Executing here: its end as written; elsewhere: read back once it has ended.
     const local = this.r.active.get(runId);
-    if (!local) await this.control.waitForEnd(runId, RETRY_WAITS_FOR_END_MS);
+    // A run waiting for a person is answered as it stands, as the first request was.
+    if (!local && run.status !== 'awaiting_approval') await this.control.waitForEnd(runId, RETRY_WAITS_FOR_END_MS);
     const done = local?.done ?? Promise.resolve(null);
     return this.outcome(tenantId, { runId, conversationId: run.conversationId ?? '', userMessageId: '', startedAt: run.createdAt, done });
   }

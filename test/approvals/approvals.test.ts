@@ -279,3 +279,24 @@ describe('refusals', () => {
     await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key });
   });
 });
+
+describe('a delegated call that waits', () => {
+  it('waits in the callee’s inbox, and the caller’s tool call gets the callee’s answer once approved', async () => {
+    const helper = await t.agent(key, { name: 'Helper', tools: [{ type: 'mcp', url: mcp.url }], configuration: shoutWaits() });
+    const lead = await t.agent(key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
+    const message = `/tool ask_helper ${JSON.stringify({ message: '/tool shout {"text":"deep"}' })}`;
+    const leadRun = t.request('POST', `/api/v1/agents/${lead.id}/execute`, { key, body: { message } });
+    let waiting: Approval | undefined;
+    for (let i = 0; i < 200 && !waiting; i++) {
+      const inbox = await t.request<{ approvals: Approval[] }>('GET', `/api/v1/approvals?agentId=${helper.id}`, { key });
+      waiting = inbox.body.approvals[0];
+      if (!waiting) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(waiting).toMatchObject({ kind: 'tool_call', agentId: helper.id, toolCall: { name: 'shout', arguments: { text: 'deep' } } });
+    await t.request('POST', `/api/v1/approvals/${waiting!.id}/approve`, { key });
+    const res = await leadRun;
+    expect(res.body.status).toBe('completed');
+    expect(res.body.toolCalls[0]).toMatchObject({ name: 'ask_helper', result: { agentId: helper.id, runId: waiting!.toolCall!.runId } });
+    expect(res.body.toolCalls[0].result.output).toContain('DEEP');
+  });
+});
