@@ -209,7 +209,7 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
       labelNames: t(['decision', 'reason']),
       registers,
     }),
-    // Retention (the sweep of src/retention/ calls retentionDeleted.inc({ table }, n))
+    // Retention: the sweep of src/retention/ calls Metrics.retentionDeleted(table, rows)
     retentionDeleted: new Counter({
       name: 'agentry_retention_deleted_rows_total',
       help: 'Rows deleted by the retention sweep, by table',

@@ -41,9 +41,12 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions) {
       done();
     });
     app.addHook('onError', (request, _reply, error, done) => {
-      const limited =
-        error instanceof LimitExceeded || error instanceof BudgetExceeded || (error instanceof ProblemError && error.status === 429);
-      if (limited) metrics.rejected((error as { code: string }).code, request.principal?.tenantId);
+      if (error instanceof LimitExceeded || error instanceof BudgetExceeded || (error instanceof ProblemError && error.status === 429)) {
+        metrics.rejected(error.code, request.principal?.tenantId);
+      } else if ((error as { status?: unknown }).status === 429) {
+        // The token endpoint's own limit (an OAuth error, slow_down): its code is not a problem's.
+        metrics.rejected('token_rate_limited', request.principal?.tenantId);
+      }
       done();
     });
   }

@@ -95,6 +95,14 @@ export class Metrics {
       this.definitions.authorizeDecisions.inc(this.tenant({ decision: allowed ? 'allow' : 'deny', reason }, tenantId ?? undefined)),
   };
 
+  /**
+   * Rows deleted by the retention sweep (src/retention/), by table: `services.metrics?.retentionDeleted('runs', n)`.
+   * Nothing to do when metrics are off (services.metrics undefined).
+   */
+  readonly retentionDeleted = (table: string, rows: number) => {
+    if (rows > 0) this.definitions.retentionDeleted.inc({ table }, rows);
+  };
+
   /** Cron times of tasks with this misfire policy: fired, or found past the grace (misfired); tasks/schedules.ts's CronObserver. */
   readonly cronFired = (policy: string, outcome: 'fired' | 'misfired', count: number) =>
     this.definitions.taskFires.inc({ policy, outcome }, count);

@@ -241,7 +241,7 @@ describe('METRICS_PORT', () => {
 
 describe('rejections', () => {
   let t: TestApp;
-  beforeAll(async () => (t = await startApp({ METRICS_TOKEN: TOKEN, RATE_LIMIT_PER_MINUTE: '2' })));
+  beforeAll(async () => (t = await startApp({ METRICS_TOKEN: TOKEN, RATE_LIMIT_PER_MINUTE: '2', TOKEN_RATE_LIMIT_PER_MINUTE: '1' })));
   afterAll(() => t?.close());
 
   it('counts requests refused by the rate limit', async () => {
@@ -251,6 +251,28 @@ describe('rejections', () => {
     expect(statuses).toEqual([200, 200, 429]);
     const res = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(sample(res.text, 'agentry_rejections_total', { reason: 'rate_limited' })).toBe(1);
+  });
+
+  it('counts token requests refused by the token endpoint’s limit', async () => {
+    const token = () =>
+      t.request('POST', '/api/v1/identity/oauth/token', {
+        payload: 'grant_type=client_credentials&client_id=someone&client_secret=wrong',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+    expect((await token()).status).not.toBe(429);
+    const refused = await token();
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ error: 'slow_down' });
+    const res = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(sample(res.text, 'agentry_rejections_total', { reason: 'token_rate_limited' })).toBe(1);
+  });
+
+  it('exposes the rows the retention sweep reports', async () => {
+    t.services.metrics!.retentionDeleted('run_events', 120);
+    t.services.metrics!.retentionDeleted('runs', 0);
+    const res = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(sample(res.text, 'agentry_retention_deleted_rows_total', { table: 'run_events' })).toBe(120);
+    expect(sample(res.text, 'agentry_retention_deleted_rows_total', { table: 'runs' })).toBeUndefined();
   });
 });
 
