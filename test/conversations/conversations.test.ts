@@ -51,7 +51,7 @@ describe('conversations', () => {
     expect(all.body).toMatchObject({ page: 1, limit: 1 });
     expect(all.body.total).toBeGreaterThanOrEqual(2);
     expect(Object.keys(all.body.conversations[0]).sort()).toEqual(
-      ['agentId', 'appId', 'createdAt', 'id', 'lastMessageAt', 'messageCount', 'name', 'status'].sort(),
+      ['agentId', 'appId', 'createdAt', 'id', 'lastMessageAt', 'messageCount', 'name', 'status', 'userId'].sort(),
     );
     expectProblem(await t.request('GET', '/api/v1/conversations?status=open', { key }), 400, 'validation_failed');
   });
