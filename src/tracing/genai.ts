@@ -10,7 +10,7 @@ import { failSpan, type Tracing } from './tracing.js';
  */
 
 /** The model id `provider/name` as gen_ai.provider.name and gen_ai.request.model. */
-export function modelAttributes(modelId: string): { 'gen_ai.provider.name': string; 'gen_ai.request.model': string } {
+function modelAttributes(modelId: string): { 'gen_ai.provider.name': string; 'gen_ai.request.model': string } {
   const slash = modelId.indexOf('/');
   return slash > 0
     ? { 'gen_ai.provider.name': modelId.slice(0, slash), 'gen_ai.request.model': modelId.slice(slash + 1) }

@@ -1,4 +1,15 @@
 import { context, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import {
+  ATTR_CLIENT_ADDRESS,
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_HTTP_ROUTE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_URL_PATH,
+  ATTR_URL_SCHEME,
+  ATTR_USER_AGENT_ORIGINAL,
+} from '@opentelemetry/semantic-conventions';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Tracing } from './tracing.js';
 
@@ -28,13 +39,13 @@ export function registerHttpTracing(app: FastifyInstance, tracing: Tracing) {
       {
         kind: SpanKind.SERVER,
         attributes: {
-          'http.request.method': request.method,
-          'url.path': request.url.split('?', 1)[0],
-          'url.scheme': request.protocol,
-          ...(route ? { 'http.route': route } : {}),
-          'server.address': request.hostname,
-          'client.address': request.ip,
-          ...(typeof userAgent === 'string' ? { 'user_agent.original': userAgent.slice(0, 256) } : {}),
+          [ATTR_HTTP_REQUEST_METHOD]: request.method,
+          [ATTR_URL_PATH]: request.url.split('?', 1)[0],
+          [ATTR_URL_SCHEME]: request.protocol,
+          ...(route ? { [ATTR_HTTP_ROUTE]: route } : {}),
+          [ATTR_SERVER_ADDRESS]: request.hostname,
+          [ATTR_CLIENT_ADDRESS]: request.ip,
+          ...(typeof userAgent === 'string' ? { [ATTR_USER_AGENT_ORIGINAL]: userAgent.slice(0, 256) } : {}),
           'agentry.request.id': request.id,
         },
       },
@@ -49,11 +60,11 @@ export function registerHttpTracing(app: FastifyInstance, tracing: Tracing) {
   app.addHook('onResponse', (request, reply, done) => {
     const span = take(request);
     if (span) {
-      span.setAttribute('http.response.status_code', reply.statusCode);
+      span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, reply.statusCode);
       // A server span is failed by a 5xx only; a 4xx is the client's (the HTTP semantic conventions).
       if (reply.statusCode >= 500) {
         span.setStatus({ code: SpanStatusCode.ERROR });
-        span.setAttribute('error.type', String(reply.statusCode));
+        span.setAttribute(ATTR_ERROR_TYPE, String(reply.statusCode));
       }
       span.end();
     }
@@ -62,7 +73,7 @@ export function registerHttpTracing(app: FastifyInstance, tracing: Tracing) {
   app.addHook('onRequestAbort', (request, done) => {
     const span = take(request);
     if (span) {
-      span.setAttribute('error.type', 'aborted');
+      span.setAttribute(ATTR_ERROR_TYPE, 'aborted');
       span.setStatus({ code: SpanStatusCode.ERROR, message: 'the client closed the connection' });
       span.end();
     }

@@ -1,4 +1,12 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ATTR_URL_FULL,
+} from '@opentelemetry/semantic-conventions';
 import type { Tracing } from './tracing.js';
 
 type Fetch = (input: string | URL, init?: RequestInit) => Promise<Response>;
@@ -17,20 +25,20 @@ export function propagatingFetch(tracing: Tracing, fetch: Fetch): Fetch {
       {
         kind: SpanKind.CLIENT,
         attributes: {
-          'http.request.method': method,
-          'server.address': url.hostname,
-          ...(url.port ? { 'server.port': Number(url.port) } : {}),
-          'url.full': `${url.protocol}//${url.host}${url.pathname}`,
+          [ATTR_HTTP_REQUEST_METHOD]: method,
+          [ATTR_SERVER_ADDRESS]: url.hostname,
+          ...(url.port ? { [ATTR_SERVER_PORT]: Number(url.port) } : {}),
+          [ATTR_URL_FULL]: `${url.protocol}//${url.host}${url.pathname}`,
         },
       },
       async (span) => {
         const headers = new Headers(init?.headers);
         tracing.inject(headers);
         const response = await fetch(url, { ...init, headers });
-        span.setAttribute('http.response.status_code', response.status);
+        span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, response.status);
         if (response.status >= 400) {
           span.setStatus({ code: SpanStatusCode.ERROR });
-          span.setAttribute('error.type', String(response.status));
+          span.setAttribute(ATTR_ERROR_TYPE, String(response.status));
         }
         return response;
       },

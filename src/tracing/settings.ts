@@ -7,7 +7,7 @@ export interface TracingSettings {
   /** Where spans go over OTLP/HTTP (JSON); undefined: tracing is off and costs nothing. */
   endpoint: string | undefined;
   /** Headers of the export requests (an auth token of the collector, say): never logged. */
-  headers: ExportHeaders;
+  headers: { reveal(): Record<string, string> };
   /** service.name of the resource (OTEL_SERVICE_NAME). */
   serviceName: string;
   /** Further resource attributes (OTEL_RESOURCE_ATTRIBUTES: key=value,key=value). */
@@ -19,7 +19,7 @@ export interface TracingSettings {
 }
 
 /** Export headers that say `[redacted]` when the configuration is printed or serialized. */
-export class ExportHeaders {
+class ExportHeaders {
   readonly #values: Record<string, string>;
   constructor(values: Record<string, string>) {
     this.#values = values;

@@ -11,11 +11,12 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { TracingSettings } from './settings.js';
 
 /**
@@ -25,11 +26,13 @@ import type { TracingSettings } from './settings.js';
  * Which span is *active* must follow the request through awaits, which only AsyncLocalStorage does, and
  * the OTel API has one context slot per process: the AsyncLocalStorage manager is installed there once,
  * by the first app that traces. An app that does not trace never reads it, so it costs that app nothing.
+ * The Node SDK installs it by registering a provider: one with no span processor, so the process's
+ * global provider records nothing (no instrumentation here uses it) and each app's spans stay its own.
  */
 let contextManagerInstalled = false;
 function installContextManager() {
   if (contextManagerInstalled) return;
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  new NodeTracerProvider().register({ propagator: null });
   contextManagerInstalled = true;
 }
 
@@ -60,7 +63,7 @@ export class Tracing {
   readonly tracer: Tracer;
 
   constructor(
-    private readonly provider: BasicTracerProvider,
+    private readonly provider: NodeTracerProvider,
     readonly settings: TracingSettings,
   ) {
     this.tracer = provider.getTracer('agentry');
@@ -71,11 +74,11 @@ export class Tracing {
     if (!settings.endpoint && !exporter) return undefined;
     installContextManager();
     const resource = defaultResource().merge(
-      resourceFromAttributes({ ...settings.resourceAttributes, 'service.name': settings.serviceName }),
+      resourceFromAttributes({ ...settings.resourceAttributes, [ATTR_SERVICE_NAME]: settings.serviceName }),
     );
     const spanExporter = exporter ?? new OTLPTraceExporter({ url: settings.endpoint, headers: settings.headers.reveal() });
     // The sampler and span limits come from the standard variables (OTEL_TRACES_SAMPLER...), read by the SDK.
-    const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(spanExporter)] });
+    const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(spanExporter)] });
     return new Tracing(provider, settings);
   }
 
