@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { REPLAYED_RESULT_MAX_CHARS, turnMessages } from '../../src/runtime/context/history.js';
 import { PriceTable } from '../../src/runtime/models/prices.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { chatStream, startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
@@ -194,5 +195,22 @@ describe('MODEL_PRICES: windows beside prices', () => {
     ]) {
       expect(() => loadConfig({ MODEL_PRICES: bad }), bad).toThrow(/MODEL_PRICES/);
     }
+  });
+});
+
+describe('replayed tool results', () => {
+  it('are cut past 16,000 characters of JSON (a model with no known window gets its history unfitted)', () => {
+    const turn = (result: Record<string, unknown>) =>
+      turnMessages({ role: 'assistant', content: 'done', toolCalls: [{ id: 'c1', name: 'lookup', input: { q: 1 }, result }] });
+    const small = turn({ text: 'x'.repeat(100) });
+    expect(small.map((m) => m.role)).toEqual(['assistant', 'tool', 'assistant']);
+    expect(small[1].content).toEqual([
+      { type: 'tool-result', toolCallId: 'c1', toolName: 'lookup', output: { type: 'json', value: { text: 'x'.repeat(100) } } },
+    ]);
+    const big = turn({ text: 'x'.repeat(REPLAYED_RESULT_MAX_CHARS) });
+    const output = (big[1].content[0] as { output: { type: string; value: string } }).output;
+    expect(output.type).toBe('text');
+    expect(output.value.length).toBeLessThan(REPLAYED_RESULT_MAX_CHARS + 100);
+    expect(output.value).toMatch(/\.\.\. \(cut: 16011 characters in all\)$/);
   });
 });

@@ -1,4 +1,4 @@
-import type { JSONValue, LanguageModelV3Message } from '@ai-sdk/provider';
+import type { JSONValue, LanguageModelV3Message, LanguageModelV3ToolResultOutput } from '@ai-sdk/provider';
 
 /** A tool call of an earlier answer, as the conversation stored it (older messages lack id and result). */
 export interface TurnToolCall {
@@ -41,15 +41,22 @@ export function turnMessages(turn: ConversationTurn): LanguageModelV3Message[] {
         type: 'tool-result',
         toolCallId: c.id,
         toolName: c.name,
-        output:
-          c.result === null
-            ? { type: 'error-text', value: 'the call ended without a result' }
-            : { type: 'json', value: c.result as JSONValue },
+        output: replayedResult(c.result ?? null),
       })),
     },
   ];
   if (turn.content) messages.push(text('assistant', turn.content));
   return messages;
+}
+
+/** A result replayed from history, at most this many characters of JSON: a model without a known window gets its history unfitted. */
+export const REPLAYED_RESULT_MAX_CHARS = 16_000;
+
+function replayedResult(result: Record<string, unknown> | null): LanguageModelV3ToolResultOutput {
+  if (result === null) return { type: 'error-text', value: 'the call ended without a result' };
+  const text = JSON.stringify(result);
+  if (text.length <= REPLAYED_RESULT_MAX_CHARS) return { type: 'json', value: result as JSONValue };
+  return { type: 'text', value: `${text.slice(0, REPLAYED_RESULT_MAX_CHARS)}... (cut: ${text.length} characters in all)` };
 }
 
 /** Providers send a call's input back as an object. */
