@@ -233,6 +233,19 @@ describe('the memory tools', () => {
     });
   });
 
+  it('lose no change when several runs write the same block at once', async () => {
+    const agent = await rememberer();
+    const lines = ['one', 'two', 'three', 'four'];
+    const results = await Promise.all(lines.map((text) => callTool(agent.id, 'memory_append', { label: 'log', text }, { userId: 'olga' })));
+    expect(results.every((r) => r.error === undefined)).toBe(true);
+    const block = (await t.request('GET', memoryUrl(agent.id, 'log', '?userId=olga'), { key })).body;
+    expect(block.value.split('\n').sort()).toEqual([...lines].sort());
+    expect(block.version).toBe(4);
+    const versions = (await t.request('GET', memoryUrl(agent.id, 'log', '/versions?userId=olga'), { key })).body.versions;
+    expect(versions.map((v: { version: number }) => v.version)).toEqual([4, 3, 2, 1]);
+    expect(versions.map((v: { change: string }) => v.change).sort()).toEqual(['appended', 'appended', 'appended', 'created']);
+  });
+
   it('are refused by a TBAC deny, changing nothing', async () => {
     const agent = await rememberer();
     const policy = await t.request('POST', '/api/v1/identity/tbac/policies', {
