@@ -22,7 +22,7 @@ export interface RunObserver {
   retried(model: string, code: string): void;
 }
 
-export interface EndedRun {
+interface EndedRun {
   kind: string;
   tenantId: string;
   /** The agent's model id (provider/name). */
