@@ -260,7 +260,7 @@ export interface paths {
         put?: never;
         /**
          * Execute an agent: JSON result, or SSE when stream is true
-         * @description With "stream": true the answer is Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).
+         * @description With "stream": true the answer is Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).
          */
         post: operations["executeAgent"];
         delete?: never;
@@ -747,6 +747,77 @@ export interface paths {
         /** Set the tenant’s retention (fields left out keep their value; null keeps forever). Export first: `agentry export` */
         put: operations["setRetention"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The approvals inbox: tool calls and tasks waiting for a person (or decided, by status), newest first */
+        get: operations["listApprovals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/approvals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One approval: a tool call (any status) or a task awaiting approval */
+        get: operations["getApproval"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/approvals/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a waiting tool call (optionally with edited arguments) or a task; the run resumes
+         * @description The run resumes once none of its calls waits any more, on this server or (after a restart) on whichever claims it first. 409 `approval_not_pending` when it was decided, expired or its run ended.
+         */
+        post: operations["approveApproval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/approvals/{id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reject a waiting tool call (the model is told the reason as the tool’s result and goes on) or a task */
+        post: operations["rejectApproval"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1604,6 +1675,35 @@ export interface components {
                 /** @description what a message does while the agent still answers in the same conversation */
                 onActiveRun: "reject" | "enqueue" | "inject";
                 toolTimeoutMs: number;
+                summaryModel: string | null;
+                /** @description tool calls that wait for a person before they run (approve or reject in /api/v1/approvals) */
+                approval?: {
+                    rules: {
+                        /** @description tool name the model sees; * and ? are wildcards (a2a_*, mcp_delete_*) */
+                        tool: string;
+                        /** @description all must hold for the call to wait; none: every call of the tool waits */
+                        when?: {
+                            /** @description the argument, a dot path into the call’s input (e.g. amount, recipient.email) */
+                            argument: string;
+                            /** @description matches: a regular expression (RE2 subset not enforced; at most 200 characters); exists: the argument is present */
+                            operator: "equals" | "not_equals" | "in" | "matches" | "gt" | "gte" | "lt" | "lte" | "exists";
+                            /** @description what the argument is compared with (an array for in); not for exists */
+                            value?: unknown;
+                        }[];
+                        /** @description shown to the approver; default: names the rule */
+                        reason?: string;
+                    }[];
+                    /**
+                     * @description how long a call waits; then onTimeout decides
+                     * @default 86400
+                     */
+                    timeoutSeconds: number;
+                    /**
+                     * @description what an expired approval becomes
+                     * @default reject
+                     */
+                    onTimeout: "reject" | "approve";
+                };
                 /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
                 fallbackModels: string[];
             };
@@ -1696,6 +1796,50 @@ export interface components {
              * @example 2026-11-22T09:00:00.000Z
              */
             updatedAt: string;
+        };
+        /** Approval (a tool call or a task waiting for a person) */
+        Approval: {
+            /** @description the approval’s id (a task’s id for kind task) */
+            id: string;
+            kind: "tool_call" | "task";
+            status: "pending" | "approved" | "rejected" | "expired" | "cancelled";
+            agentId: string;
+            /** @description why it waits: the rule that matched, or the task’s description */
+            reason: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T09:00:00.000Z
+             */
+            createdAt: string;
+            expiresAt: string | null;
+            toolCall: {
+                runId: string;
+                conversationId: string | null;
+                /** @description the tool call’s id in the run */
+                id: string;
+                name: string;
+                /** @description as the model gave them */
+                arguments: unknown;
+            } | null;
+            task: {
+                id: string;
+                name: string;
+                description: string;
+            } | null;
+            decision: {
+                by: {
+                    type: string;
+                    id: string | null;
+                } | null;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T09:00:00.000Z
+                 */
+                at: string;
+                reason: string | null;
+                /** @description approved with these arguments instead of the model’s */
+                arguments?: unknown;
+            } | null;
         };
     };
     responses: {
@@ -2554,6 +2698,24 @@ export interface operations {
                  *         "memoryWindow": 0,
                  *         "onActiveRun": "reject",
                  *         "toolTimeoutMs": 100,
+                 *         "summaryModel": "string",
+                 *         "approval": {
+                 *           "rules": [
+                 *             {
+                 *               "tool": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *               "when": [
+                 *                 {
+                 *                   "argument": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *                   "operator": "equals",
+                 *                   "value": {}
+                 *                 }
+                 *               ],
+                 *               "reason": "string"
+                 *             }
+                 *           ],
+                 *           "timeoutSeconds": 86400,
+                 *           "onTimeout": "reject"
+                 *         },
                  *         "fallbackModels": [
                  *           "string"
                  *         ]
@@ -2626,6 +2788,35 @@ export interface operations {
                         /** @description what a message does while the agent still answers in the same conversation */
                         onActiveRun?: "reject" | "enqueue" | "inject";
                         toolTimeoutMs?: number;
+                        summaryModel?: string | null;
+                        /** @description tool calls that wait for a person before they run (approve or reject in /api/v1/approvals) */
+                        approval?: {
+                            rules: {
+                                /** @description tool name the model sees; * and ? are wildcards (a2a_*, mcp_delete_*) */
+                                tool: string;
+                                /** @description all must hold for the call to wait; none: every call of the tool waits */
+                                when?: {
+                                    /** @description the argument, a dot path into the call’s input (e.g. amount, recipient.email) */
+                                    argument: string;
+                                    /** @description matches: a regular expression (RE2 subset not enforced; at most 200 characters); exists: the argument is present */
+                                    operator: "equals" | "not_equals" | "in" | "matches" | "gt" | "gte" | "lt" | "lte" | "exists";
+                                    /** @description what the argument is compared with (an array for in); not for exists */
+                                    value?: unknown;
+                                }[];
+                                /** @description shown to the approver; default: names the rule */
+                                reason?: string;
+                            }[];
+                            /**
+                             * @description how long a call waits; then onTimeout decides
+                             * @default 86400
+                             */
+                            timeoutSeconds?: number;
+                            /**
+                             * @description what an expired approval becomes
+                             * @default reject
+                             */
+                            onTimeout?: "reject" | "approve";
+                        };
                         /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
                         fallbackModels?: string[];
                     };
@@ -2666,6 +2857,24 @@ export interface operations {
                      *         "memoryWindow": 0,
                      *         "onActiveRun": "reject",
                      *         "toolTimeoutMs": 100,
+                     *         "summaryModel": "string",
+                     *         "approval": {
+                     *           "rules": [
+                     *             {
+                     *               "tool": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                     *               "when": [
+                     *                 {
+                     *                   "argument": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                     *                   "operator": "equals",
+                     *                   "value": {}
+                     *                 }
+                     *               ],
+                     *               "reason": "string"
+                     *             }
+                     *           ],
+                     *           "timeoutSeconds": 86400,
+                     *           "onTimeout": "reject"
+                     *         },
                      *         "fallbackModels": [
                      *           "string"
                      *         ]
@@ -2747,6 +2956,24 @@ export interface operations {
                      *         "memoryWindow": 0,
                      *         "onActiveRun": "reject",
                      *         "toolTimeoutMs": 100,
+                     *         "summaryModel": "string",
+                     *         "approval": {
+                     *           "rules": [
+                     *             {
+                     *               "tool": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                     *               "when": [
+                     *                 {
+                     *                   "argument": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                     *                   "operator": "equals",
+                     *                   "value": {}
+                     *                 }
+                     *               ],
+                     *               "reason": "string"
+                     *             }
+                     *           ],
+                     *           "timeoutSeconds": 86400,
+                     *           "onTimeout": "reject"
+                     *         },
                      *         "fallbackModels": [
                      *           "string"
                      *         ]
@@ -2803,6 +3030,24 @@ export interface operations {
                  *         "memoryWindow": 0,
                  *         "onActiveRun": "reject",
                  *         "toolTimeoutMs": 100,
+                 *         "summaryModel": "string",
+                 *         "approval": {
+                 *           "rules": [
+                 *             {
+                 *               "tool": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *               "when": [
+                 *                 {
+                 *                   "argument": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                 *                   "operator": "equals",
+                 *                   "value": {}
+                 *                 }
+                 *               ],
+                 *               "reason": "string"
+                 *             }
+                 *           ],
+                 *           "timeoutSeconds": 86400,
+                 *           "onTimeout": "reject"
+                 *         },
                  *         "fallbackModels": [
                  *           "string"
                  *         ]
@@ -2875,6 +3120,35 @@ export interface operations {
                         /** @description what a message does while the agent still answers in the same conversation */
                         onActiveRun?: "reject" | "enqueue" | "inject";
                         toolTimeoutMs?: number;
+                        summaryModel?: string | null;
+                        /** @description tool calls that wait for a person before they run (approve or reject in /api/v1/approvals) */
+                        approval?: {
+                            rules: {
+                                /** @description tool name the model sees; * and ? are wildcards (a2a_*, mcp_delete_*) */
+                                tool: string;
+                                /** @description all must hold for the call to wait; none: every call of the tool waits */
+                                when?: {
+                                    /** @description the argument, a dot path into the call’s input (e.g. amount, recipient.email) */
+                                    argument: string;
+                                    /** @description matches: a regular expression (RE2 subset not enforced; at most 200 characters); exists: the argument is present */
+                                    operator: "equals" | "not_equals" | "in" | "matches" | "gt" | "gte" | "lt" | "lte" | "exists";
+                                    /** @description what the argument is compared with (an array for in); not for exists */
+                                    value?: unknown;
+                                }[];
+                                /** @description shown to the approver; default: names the rule */
+                                reason?: string;
+                            }[];
+                            /**
+                             * @description how long a call waits; then onTimeout decides
+                             * @default 86400
+                             */
+                            timeoutSeconds?: number;
+                            /**
+                             * @description what an expired approval becomes
+                             * @default reject
+                             */
+                            onTimeout?: "reject" | "approve";
+                        };
                         /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
                         fallbackModels?: string[];
                     };
@@ -2915,6 +3189,24 @@ export interface operations {
                      *         "memoryWindow": 0,
                      *         "onActiveRun": "reject",
                      *         "toolTimeoutMs": 100,
+                     *         "summaryModel": "string",
+                     *         "approval": {
+                     *           "rules": [
+                     *             {
+                     *               "tool": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                     *               "when": [
+                     *                 {
+                     *                   "argument": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                     *                   "operator": "equals",
+                     *                   "value": {}
+                     *                 }
+                     *               ],
+                     *               "reason": "string"
+                     *             }
+                     *           ],
+                     *           "timeoutSeconds": 86400,
+                     *           "onTimeout": "reject"
+                     *         },
                      *         "fallbackModels": [
                      *           "string"
                      *         ]
@@ -3033,6 +3325,24 @@ export interface operations {
                      *         "memoryWindow": 0,
                      *         "onActiveRun": "reject",
                      *         "toolTimeoutMs": 100,
+                     *         "summaryModel": "string",
+                     *         "approval": {
+                     *           "rules": [
+                     *             {
+                     *               "tool": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                     *               "when": [
+                     *                 {
+                     *                   "argument": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                     *                   "operator": "equals",
+                     *                   "value": {}
+                     *                 }
+                     *               ],
+                     *               "reason": "string"
+                     *             }
+                     *           ],
+                     *           "timeoutSeconds": 86400,
+                     *           "onTimeout": "reject"
+                     *         },
                      *         "fallbackModels": [
                      *           "string"
                      *         ]
@@ -3106,6 +3416,24 @@ export interface operations {
                      *         "memoryWindow": 0,
                      *         "onActiveRun": "reject",
                      *         "toolTimeoutMs": 100,
+                     *         "summaryModel": "string",
+                     *         "approval": {
+                     *           "rules": [
+                     *             {
+                     *               "tool": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                     *               "when": [
+                     *                 {
+                     *                   "argument": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                     *                   "operator": "equals",
+                     *                   "value": {}
+                     *                 }
+                     *               ],
+                     *               "reason": "string"
+                     *             }
+                     *           ],
+                     *           "timeoutSeconds": 86400,
+                     *           "onTimeout": "reject"
+                     *         },
                      *         "fallbackModels": [
                      *           "string"
                      *         ]
@@ -3190,6 +3518,24 @@ export interface operations {
                      *         "memoryWindow": 0,
                      *         "onActiveRun": "reject",
                      *         "toolTimeoutMs": 100,
+                     *         "summaryModel": "string",
+                     *         "approval": {
+                     *           "rules": [
+                     *             {
+                     *               "tool": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                     *               "when": [
+                     *                 {
+                     *                   "argument": "0192f3a4-5b6c-7d8e-9f01-23456789abcd",
+                     *                   "operator": "equals",
+                     *                   "value": {}
+                     *                 }
+                     *               ],
+                     *               "reason": "string"
+                     *             }
+                     *           ],
+                     *           "timeoutSeconds": 86400,
+                     *           "onTimeout": "reject"
+                     *         },
                      *         "fallbackModels": [
                      *           "string"
                      *         ]
@@ -3281,7 +3627,12 @@ export interface operations {
                  *       "attachments": [
                  *         "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
                  *       ],
-                 *       "onActiveRun": "reject"
+                 *       "onActiveRun": "reject",
+                 *       "responseFormat": {
+                 *         "type": "json_schema",
+                 *         "schema": {},
+                 *         "name": "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                 *       }
                  *     }
                  */
                 "application/json": {
@@ -3301,6 +3652,17 @@ export interface operations {
                     /** @description file ids from POST /api/v1/files */
                     attachments?: string[];
                     onActiveRun?: "reject" | "enqueue" | "inject";
+                    /** @description ask for a structured answer: it is validated against the schema (one repair attempt, else the run fails with invalid_output) and returned as structuredOutput */
+                    responseFormat?: {
+                        /** @enum {string} */
+                        type: "json_schema";
+                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        schema: {
+                            [key: string]: unknown;
+                        };
+                        /** @description a name for the shape, given to providers that take one */
+                        name?: string;
+                    };
                 };
             };
         };
@@ -3320,6 +3682,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "output": "string",
+                     *       "structuredOutput": {},
                      *       "conversationId": "string",
                      *       "runId": "string",
                      *       "status": "string",
@@ -3340,8 +3703,13 @@ export interface operations {
                      */
                     "application/json": {
                         output: string;
+                        /** @description the final answer as an object, valid against the request’s responseFormat schema (the text is in output) */
+                        structuredOutput?: {
+                            [key: string]: unknown;
+                        };
                         conversationId: string;
                         runId: string;
+                        /** @description completed, or awaiting_approval: a tool call waits for a person (GET /api/v1/approvals); the run goes on once decided */
                         status: string;
                         /** @description USD */
                         cost: number;
@@ -3487,7 +3855,12 @@ export interface operations {
                  *       "attachments": [
                  *         "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
                  *       ],
-                 *       "onActiveRun": "reject"
+                 *       "onActiveRun": "reject",
+                 *       "responseFormat": {
+                 *         "type": "json_schema",
+                 *         "schema": {},
+                 *         "name": "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                 *       }
                  *     }
                  */
                 "application/json": {
@@ -3507,11 +3880,22 @@ export interface operations {
                     /** @description file ids from POST /api/v1/files */
                     attachments?: string[];
                     onActiveRun?: "reject" | "enqueue" | "inject";
+                    /** @description ask for a structured answer: it is validated against the schema (one repair attempt, else the run fails with invalid_output) and returned as structuredOutput */
+                    responseFormat?: {
+                        /** @enum {string} */
+                        type: "json_schema";
+                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        schema: {
+                            [key: string]: unknown;
+                        };
+                        /** @description a name for the shape, given to providers that take one */
+                        name?: string;
+                    };
                 };
             };
         };
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -3653,7 +4037,12 @@ export interface operations {
                  *       "attachments": [
                  *         "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
                  *       ],
-                 *       "onActiveRun": "reject"
+                 *       "onActiveRun": "reject",
+                 *       "responseFormat": {
+                 *         "type": "json_schema",
+                 *         "schema": {},
+                 *         "name": "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                 *       }
                  *     }
                  */
                 "application/json": {
@@ -3673,11 +4062,22 @@ export interface operations {
                     /** @description file ids from POST /api/v1/files */
                     attachments?: string[];
                     onActiveRun?: "reject" | "enqueue" | "inject";
+                    /** @description ask for a structured answer: it is validated against the schema (one repair attempt, else the run fails with invalid_output) and returned as structuredOutput */
+                    responseFormat?: {
+                        /** @enum {string} */
+                        type: "json_schema";
+                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        schema: {
+                            [key: string]: unknown;
+                        };
+                        /** @description a name for the shape, given to providers that take one */
+                        name?: string;
+                    };
                 };
             };
         };
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -3824,6 +4224,7 @@ export interface operations {
                      *           "status": "string",
                      *           "model": "string",
                      *           "output": "string",
+                     *           "structuredOutput": {},
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -3860,10 +4261,13 @@ export interface operations {
                             conversationId: string | null;
                             taskId: string | null;
                             kind: string;
-                            /** @description queued, running, completed, failed, cancelled */
+                            /** @description queued, running, awaiting_approval, completed, failed, cancelled */
                             status: string;
                             model: string;
                             output: string;
+                            structuredOutput: {
+                                [key: string]: unknown;
+                            } | null;
                             error: {
                                 code: string;
                                 message: string;
@@ -3934,6 +4338,7 @@ export interface operations {
                      *       "status": "string",
                      *       "model": "string",
                      *       "output": "string",
+                     *       "structuredOutput": {},
                      *       "error": {
                      *         "code": "string",
                      *         "message": "string"
@@ -4007,10 +4412,13 @@ export interface operations {
                         conversationId: string | null;
                         taskId: string | null;
                         kind: string;
-                        /** @description queued, running, completed, failed, cancelled */
+                        /** @description queued, running, awaiting_approval, completed, failed, cancelled */
                         status: string;
                         model: string;
                         output: string;
+                        structuredOutput: {
+                            [key: string]: unknown;
+                        } | null;
                         error: {
                             code: string;
                             message: string;
@@ -4122,6 +4530,7 @@ export interface operations {
                      *       "status": "string",
                      *       "model": "string",
                      *       "output": "string",
+                     *       "structuredOutput": {},
                      *       "error": {
                      *         "code": "string",
                      *         "message": "string"
@@ -4195,10 +4604,13 @@ export interface operations {
                         conversationId: string | null;
                         taskId: string | null;
                         kind: string;
-                        /** @description queued, running, completed, failed, cancelled */
+                        /** @description queued, running, awaiting_approval, completed, failed, cancelled */
                         status: string;
                         model: string;
                         output: string;
+                        structuredOutput: {
+                            [key: string]: unknown;
+                        } | null;
                         error: {
                             code: string;
                             message: string;
@@ -4310,7 +4722,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, done {conversationId,runId,cost,tokenUsage}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -5622,6 +6034,7 @@ export interface operations {
                      *       "status": "string",
                      *       "model": "string",
                      *       "output": "string",
+                     *       "structuredOutput": {},
                      *       "error": {
                      *         "code": "string",
                      *         "message": "string"
@@ -5695,10 +6108,13 @@ export interface operations {
                         conversationId: string | null;
                         taskId: string | null;
                         kind: string;
-                        /** @description queued, running, completed, failed, cancelled */
+                        /** @description queued, running, awaiting_approval, completed, failed, cancelled */
                         status: string;
                         model: string;
                         output: string;
+                        structuredOutput: {
+                            [key: string]: unknown;
+                        } | null;
                         error: {
                             code: string;
                             message: string;
@@ -5861,6 +6277,7 @@ export interface operations {
                      *           "status": "string",
                      *           "model": "string",
                      *           "output": "string",
+                     *           "structuredOutput": {},
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -5987,10 +6404,13 @@ export interface operations {
                             conversationId: string | null;
                             taskId: string | null;
                             kind: string;
-                            /** @description queued, running, completed, failed, cancelled */
+                            /** @description queued, running, awaiting_approval, completed, failed, cancelled */
                             status: string;
                             model: string;
                             output: string;
+                            structuredOutput: {
+                                [key: string]: unknown;
+                            } | null;
                             error: {
                                 code: string;
                                 message: string;
@@ -6530,6 +6950,7 @@ export interface operations {
                      *           "status": "string",
                      *           "model": "string",
                      *           "output": "string",
+                     *           "structuredOutput": {},
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -6566,10 +6987,13 @@ export interface operations {
                             conversationId: string | null;
                             taskId: string | null;
                             kind: string;
-                            /** @description queued, running, completed, failed, cancelled */
+                            /** @description queued, running, awaiting_approval, completed, failed, cancelled */
                             status: string;
                             model: string;
                             output: string;
+                            structuredOutput: {
+                                [key: string]: unknown;
+                            } | null;
                             error: {
                                 code: string;
                                 message: string;
@@ -6871,6 +7295,438 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listApprovals: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                kind?: "tool_call" | "task";
+                /** @description default pending; tasks appear only while pending */
+                status?: "pending" | "approved" | "rejected" | "expired" | "cancelled";
+                /** @description identifier (UUID v7) */
+                agentId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "approvals": [
+                     *         {
+                     *           "id": "string",
+                     *           "kind": "tool_call",
+                     *           "status": "pending",
+                     *           "agentId": "string",
+                     *           "reason": "string",
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "expiresAt": "2026-11-22T09:00:00.000Z",
+                     *           "toolCall": {
+                     *             "runId": "string",
+                     *             "conversationId": "string",
+                     *             "id": "string",
+                     *             "name": "string",
+                     *             "arguments": {}
+                     *           },
+                     *           "task": {
+                     *             "id": "string",
+                     *             "name": "string",
+                     *             "description": "string"
+                     *           },
+                     *           "decision": {
+                     *             "by": {
+                     *               "type": "string",
+                     *               "id": "string"
+                     *             },
+                     *             "at": "2026-11-22T09:00:00.000Z",
+                     *             "reason": "string",
+                     *             "arguments": {}
+                     *           }
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        approvals: components["schemas"]["Approval"][];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getApproval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "kind": "tool_call",
+                     *       "status": "pending",
+                     *       "agentId": "string",
+                     *       "reason": "string",
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "expiresAt": "2026-11-22T09:00:00.000Z",
+                     *       "toolCall": {
+                     *         "runId": "string",
+                     *         "conversationId": "string",
+                     *         "id": "string",
+                     *         "name": "string",
+                     *         "arguments": {}
+                     *       },
+                     *       "task": {
+                     *         "id": "string",
+                     *         "name": "string",
+                     *         "description": "string"
+                     *       },
+                     *       "decision": {
+                     *         "by": {
+                     *           "type": "string",
+                     *           "id": "string"
+                     *         },
+                     *         "at": "2026-11-22T09:00:00.000Z",
+                     *         "reason": "string",
+                     *         "arguments": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description the approval’s id (a task’s id for kind task) */
+                        id: string;
+                        kind: "tool_call" | "task";
+                        status: "pending" | "approved" | "rejected" | "expired" | "cancelled";
+                        agentId: string;
+                        /** @description why it waits: the rule that matched, or the task’s description */
+                        reason: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        expiresAt: string | null;
+                        toolCall: {
+                            runId: string;
+                            conversationId: string | null;
+                            /** @description the tool call’s id in the run */
+                            id: string;
+                            name: string;
+                            /** @description as the model gave them */
+                            arguments: unknown;
+                        } | null;
+                        task: {
+                            id: string;
+                            name: string;
+                            description: string;
+                        } | null;
+                        decision: {
+                            by: {
+                                type: string;
+                                id: string | null;
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            at: string;
+                            reason: string | null;
+                            /** @description approved with these arguments instead of the model’s */
+                            arguments?: unknown;
+                        } | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    approveApproval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "arguments": {}
+                 *     }
+                 */
+                "application/json": {
+                    /** @description tool calls only: run the call with these arguments instead (at most 100000 characters of JSON) */
+                    arguments?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "kind": "tool_call",
+                     *       "status": "pending",
+                     *       "agentId": "string",
+                     *       "reason": "string",
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "expiresAt": "2026-11-22T09:00:00.000Z",
+                     *       "toolCall": {
+                     *         "runId": "string",
+                     *         "conversationId": "string",
+                     *         "id": "string",
+                     *         "name": "string",
+                     *         "arguments": {}
+                     *       },
+                     *       "task": {
+                     *         "id": "string",
+                     *         "name": "string",
+                     *         "description": "string"
+                     *       },
+                     *       "decision": {
+                     *         "by": {
+                     *           "type": "string",
+                     *           "id": "string"
+                     *         },
+                     *         "at": "2026-11-22T09:00:00.000Z",
+                     *         "reason": "string",
+                     *         "arguments": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description the approval’s id (a task’s id for kind task) */
+                        id: string;
+                        kind: "tool_call" | "task";
+                        status: "pending" | "approved" | "rejected" | "expired" | "cancelled";
+                        agentId: string;
+                        /** @description why it waits: the rule that matched, or the task’s description */
+                        reason: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        expiresAt: string | null;
+                        toolCall: {
+                            runId: string;
+                            conversationId: string | null;
+                            /** @description the tool call’s id in the run */
+                            id: string;
+                            name: string;
+                            /** @description as the model gave them */
+                            arguments: unknown;
+                        } | null;
+                        task: {
+                            id: string;
+                            name: string;
+                            description: string;
+                        } | null;
+                        decision: {
+                            by: {
+                                type: string;
+                                id: string | null;
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            at: string;
+                            reason: string | null;
+                            /** @description approved with these arguments instead of the model’s */
+                            arguments?: unknown;
+                        } | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    rejectApproval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "string"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description what the model is told as the tool’s result */
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "kind": "tool_call",
+                     *       "status": "pending",
+                     *       "agentId": "string",
+                     *       "reason": "string",
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "expiresAt": "2026-11-22T09:00:00.000Z",
+                     *       "toolCall": {
+                     *         "runId": "string",
+                     *         "conversationId": "string",
+                     *         "id": "string",
+                     *         "name": "string",
+                     *         "arguments": {}
+                     *       },
+                     *       "task": {
+                     *         "id": "string",
+                     *         "name": "string",
+                     *         "description": "string"
+                     *       },
+                     *       "decision": {
+                     *         "by": {
+                     *           "type": "string",
+                     *           "id": "string"
+                     *         },
+                     *         "at": "2026-11-22T09:00:00.000Z",
+                     *         "reason": "string",
+                     *         "arguments": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description the approval’s id (a task’s id for kind task) */
+                        id: string;
+                        kind: "tool_call" | "task";
+                        status: "pending" | "approved" | "rejected" | "expired" | "cancelled";
+                        agentId: string;
+                        /** @description why it waits: the rule that matched, or the task’s description */
+                        reason: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        expiresAt: string | null;
+                        toolCall: {
+                            runId: string;
+                            conversationId: string | null;
+                            /** @description the tool call’s id in the run */
+                            id: string;
+                            name: string;
+                            /** @description as the model gave them */
+                            arguments: unknown;
+                        } | null;
+                        task: {
+                            id: string;
+                            name: string;
+                            description: string;
+                        } | null;
+                        decision: {
+                            by: {
+                                type: string;
+                                id: string | null;
+                            } | null;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            at: string;
+                            reason: string | null;
+                            /** @description approved with these arguments instead of the model’s */
+                            arguments?: unknown;
+                        } | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
