@@ -121,6 +121,29 @@ describe('typed calls and errors', () => {
     expect(await client.identity.policies().toArray()).toEqual([]);
   });
 
+  it('reads and changes an agent’s memory blocks, agent-wide and per user', async () => {
+    const agent = await client.agents.create({ name: 'Rememberer', appId: 'sdk-memory', model: 'builtin/echo' });
+    const made = await client.agents.memory.set(agent.id, 'persona', { value: 'You are Ada.' });
+    expect(made).toMatchObject({ label: 'persona', userId: null, value: 'You are Ada.', version: 1 });
+    await client.agents.memory.set(agent.id, 'persona', { value: 'You are Ada, terse.', version: 1 });
+    await client.agents.memory.set(agent.id, 'prefs', { value: 'Metric units.' }, { userId: 'user-42' });
+    expect((await client.agents.memory.list(agent.id)).blocks.map((b) => b.label)).toEqual(['persona']);
+    expect(await client.agents.memory.get(agent.id, 'prefs', { userId: 'user-42' })).toMatchObject({
+      userId: 'user-42',
+      value: 'Metric units.',
+    });
+    const versions = await client.agents.memory.versions(agent.id, 'persona', { limit: 1 }).toArray();
+    expect(versions.map((v) => [v.version, v.change])).toEqual([
+      [2, 'set'],
+      [1, 'created'],
+    ]);
+    expect(await client.agents.memory.delete(agent.id, 'prefs', { userId: 'user-42' })).toBeUndefined();
+    const gone = await client.agents.memory.get(agent.id, 'prefs', { userId: 'user-42' }).catch((e) => e);
+    expect(gone).toMatchObject({ status: 404, code: 'not_found' });
+    const { output } = await client.agents.execute(agent.id, { message: '/system', userId: 'user-42' });
+    expect(output).toContain('You are Ada, terse.');
+  });
+
   it('a 400 is an AgentryError naming the field; a 404 carries its code', async () => {
     const invalid = await client.agents.create({ appId: 'x' } as never).catch((e) => e);
     expect(invalid).toBeInstanceOf(AgentryError);

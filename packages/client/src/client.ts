@@ -16,6 +16,10 @@ import type {
   CreatedApiKey,
   ExecuteInput,
   ExecutionResult,
+  MemoryBlock,
+  MemoryBlockInput,
+  MemoryBlockList,
+  MemoryVersion,
   Message,
   QueryOf,
   ResponseOf,
@@ -66,7 +70,12 @@ function paged<T>(http: Http, path: string, itemsKey: string, query: object = {}
 }
 
 class Agents {
-  constructor(private readonly http: Http) {}
+  /** The agents' memory blocks (docs/runtime.md, "Memory"). */
+  readonly memory: AgentMemory;
+
+  constructor(private readonly http: Http) {
+    this.memory = new AgentMemory(http);
+  }
 
   list(query: Filters<QueryOf<paths['/api/v1/agents']['get']>> = {}, options?: CallOptions) {
     return paged<AgentSummary>(this.http, '/api/v1/agents', 'agents', query, options);
@@ -109,6 +118,34 @@ class Agents {
   /** The agent's runs, newest first. */
   runs(id: string, query: Filters<QueryOf<paths['/api/v1/agents/{id}/runs']['get']>> = {}, options?: CallOptions) {
     return paged<RunSummary>(this.http, `/api/v1/agents/${seg(id)}/runs`, 'runs', query, options);
+  }
+}
+
+/** Which blocks: `{ userId }` for that end user's, `{}` for the agent-wide ones. */
+type MemoryScope = { userId?: string };
+
+class AgentMemory {
+  constructor(private readonly http: Http) {}
+
+  private path(agentId: string, label?: string) {
+    return `/api/v1/agents/${seg(agentId)}/memory${label === undefined ? '' : `/${seg(label)}`}`;
+  }
+  list(agentId: string, scope: MemoryScope = {}, options?: CallOptions) {
+    return this.http.json<MemoryBlockList>('GET', this.path(agentId), { ...options, query: scope });
+  }
+  get(agentId: string, label: string, scope: MemoryScope = {}, options?: CallOptions) {
+    return this.http.json<MemoryBlock>('GET', this.path(agentId, label), { ...options, query: scope });
+  }
+  /** Sets the block's text, making it when there is none; with `version`, only if the block is still at it. */
+  set(agentId: string, label: string, body: MemoryBlockInput, scope: MemoryScope = {}, options?: CallOptions) {
+    return this.http.json<MemoryBlock>('PUT', this.path(agentId, label), { ...options, query: scope, body });
+  }
+  delete(agentId: string, label: string, scope: MemoryScope = {}, options?: CallOptions) {
+    return this.http.json<void>('DELETE', this.path(agentId, label), { ...options, query: scope });
+  }
+  /** The label's versions, newest first (a deleted block's too). */
+  versions(agentId: string, label: string, scope: MemoryScope & { limit?: number } = {}, options?: CallOptions) {
+    return paged<MemoryVersion>(this.http, `${this.path(agentId, label)}/versions`, 'versions', scope, options);
   }
 }
 

@@ -34,5 +34,9 @@ export type CreatedApiKey = ResponseOf<paths['/api/v1/api-keys']['post']>;
 export type AuditEvent = ResponseOf<paths['/api/v1/audit-events']['get']>['events'][number];
 export type TbacPolicy = ResponseOf<paths['/api/v1/identity/tbac/policies']['get']>['policies'][number];
 export type AgentKey = ResponseOf<paths['/api/v1/identity/agents/{agentId}/keys']['get']>['keys'][number];
+export type MemoryBlock = ResponseOf<paths['/api/v1/agents/{id}/memory/{label}']['get']>;
+export type MemoryBlockList = ResponseOf<paths['/api/v1/agents/{id}/memory']['get']>;
+export type MemoryBlockInput = BodyOf<paths['/api/v1/agents/{id}/memory/{label}']['put']>;
+export type MemoryVersion = ResponseOf<paths['/api/v1/agents/{id}/memory/{label}/versions']['get']>['versions'][number];
 
 export type { components, paths };
