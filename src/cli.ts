@@ -1,10 +1,13 @@
 #!/usr/bin/env node
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { migrate, openDatabase, type Db } from './db/database.js';
 import { DomainError } from './errors.js';
 import { ProblemError } from './http/errors.js';
 import { formatReport, runDoctor } from './doctor/checks.js';
+import { exportTenant } from './export/tenant.js';
+import { convertToIncrementalVacuum } from './db/vacuum.js';
 import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S } from './identity/key-material.js';
 import { AgentsService } from './agents/service.js';
 import { loadMasterKey } from './identity/master-key.js';
@@ -27,6 +30,10 @@ const USAGE = `agentry: operate an Agentry installation (uses DATA_DIR / DATABAS
   agentry migrate                               apply pending database migrations
   agentry doctor [--json]                       check the installation: each check passed or failed, with a fix;
                                                 exits 1 when one failed (docs/operations.md, "Doctor")
+  agentry export --tenant <id> [--out <file>]   every row of the tenant as JSON lines (stdout, or a new 0600 file);
+                                                run it before retention or a deletion removes anything
+  agentry vacuum                                SQLite: convert an older database to incremental auto-vacuum, so
+                                                retention hands space back (rewrites the file: stop the server first)
   agentry help
 
 permissions: ${PERMISSIONS.join(', ')}
@@ -62,6 +69,7 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
       name: { type: 'string' },
       all: { type: 'boolean', default: false },
       'activate-in': { type: 'string' },
+      out: { type: 'string' },
     },
   });
   const [group, action, arg] = positionals;
@@ -149,6 +157,33 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
       print(json, { revoked: arg }, `revoked platform key ${arg}`);
       return;
     }
+  }
+  if (group === 'export') {
+    const tenantId = values.tenant;
+    if (!tenantId) throw new UsageError('export needs --tenant <id>');
+    await tenancy.requireTenant(tenantId);
+    // Opened here, so an existing file (never overwritten) is refused before anything is read.
+    const out = values.out ? fs.createWriteStream('', { fd: fs.openSync(values.out, 'wx', 0o600) }) : process.stdout;
+    const write = (line: string) =>
+      new Promise<void>((resolve, reject) => {
+        if (out.write(line)) resolve();
+        else out.once('drain', resolve).once('error', reject);
+      });
+    const counts = await exportTenant(db, tenantId, write);
+    if (out !== process.stdout) await new Promise<void>((resolve, reject) => (out as fs.WriteStream).end(resolve).once('error', reject));
+    const total = Object.values(counts).reduce((a, b) => a + b, 0);
+    process.stderr.write(`exported ${total} rows of tenant ${tenantId}${values.out ? ` to ${values.out}` : ''}\n`);
+    return;
+  }
+  if (group === 'vacuum') {
+    if (db.dialect !== 'sqlite') throw new UsageError('vacuum is for SQLite; PostgreSQL hands space back with its own VACUUM');
+    const { before, after } = convertToIncrementalVacuum(db.location);
+    print(
+      json,
+      { autoVacuumBefore: before, autoVacuumAfter: after },
+      `vacuumed ${db.location}: auto_vacuum ${before} -> ${after} (2: incremental)`,
+    );
+    return;
   }
   if (!group || group === 'help') {
     process.stdout.write(USAGE);

@@ -100,3 +100,14 @@ export async function listApps(db: Executor, tenantId: string) {
     .execute();
   return rows.map((r) => ({ id: r.app_id, agentCount: Number(r.n) }));
 }
+
+/** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
+export function exportSources(db: Executor, tenantId: string) {
+  return [
+    {
+      table: 'agents',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('agents').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+  ];
+}

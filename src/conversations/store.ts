@@ -279,3 +279,36 @@ export async function deleteFilesBefore(db: Executor, tenantId: string, cutoff: 
     .executeTakeFirst();
   return Number(r.numDeletedRows);
 }
+
+/** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
+export function exportSources(db: Executor, tenantId: string) {
+  return [
+    {
+      table: 'conversations',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('conversations').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+    {
+      table: 'messages',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('messages').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+    {
+      table: 'files',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('files').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+    {
+      table: 'conversation_summaries',
+      page: (offset: number, limit: number) =>
+        db
+          .selectFrom('conversation_summaries')
+          .selectAll()
+          .where('tenant_id', '=', tenantId)
+          .orderBy('conversation_id')
+          .limit(limit)
+          .offset(offset)
+          .execute(),
+    },
+  ];
+}

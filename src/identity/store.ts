@@ -255,3 +255,31 @@ export function updatePolicy(db: Executor, tenantId: string, id: string, patch: 
 export function deletePolicy(db: Executor, tenantId: string, id: string) {
   return db.deleteFrom('tbac_policies').where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
 }
+
+/** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
+export function exportSources(db: Executor, tenantId: string) {
+  return [
+    {
+      table: 'identity_agent_keys',
+      page: (offset: number, limit: number) =>
+        db
+          .selectFrom('identity_agent_keys')
+          .selectAll()
+          .where('tenant_id', '=', tenantId)
+          .orderBy('kid')
+          .limit(limit)
+          .offset(offset)
+          .execute(),
+    },
+    {
+      table: 'identity_tokens',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('identity_tokens').selectAll().where('tenant_id', '=', tenantId).orderBy('jti').limit(limit).offset(offset).execute(),
+    },
+    {
+      table: 'tbac_policies',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('tbac_policies').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+  ];
+}

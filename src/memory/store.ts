@@ -120,3 +120,26 @@ export async function deleteAgentMemory(db: Executor, tenantId: string, agentId:
   await db.deleteFrom('memory_blocks').where('tenant_id', '=', tenantId).where('agent_id', '=', agentId).execute();
   await db.deleteFrom('memory_block_versions').where('tenant_id', '=', tenantId).where('agent_id', '=', agentId).execute();
 }
+
+/** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
+export function exportSources(db: Executor, tenantId: string) {
+  return [
+    {
+      table: 'memory_blocks',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('memory_blocks').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+    {
+      table: 'memory_block_versions',
+      page: (offset: number, limit: number) =>
+        db
+          .selectFrom('memory_block_versions')
+          .selectAll()
+          .where('tenant_id', '=', tenantId)
+          .orderBy('id')
+          .limit(limit)
+          .offset(offset)
+          .execute(),
+    },
+  ];
+}

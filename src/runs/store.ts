@@ -294,3 +294,40 @@ export async function compactRunEvents(
     return { runs: ids.length, events: Number(deleted.numDeletedRows) };
   });
 }
+
+/** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
+export function exportSources(db: Executor, tenantId: string) {
+  return [
+    {
+      table: 'runs',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('runs').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+    {
+      table: 'run_events',
+      page: (offset: number, limit: number) =>
+        db
+          .selectFrom('run_events')
+          .selectAll('run_events')
+          .innerJoin('runs', 'runs.id', 'run_events.run_id')
+          .where('runs.tenant_id', '=', tenantId)
+          .orderBy('run_events.run_id')
+          .orderBy('run_events.seq')
+          .limit(limit)
+          .offset(offset)
+          .execute(),
+    },
+    {
+      table: 'run_suspensions',
+      page: (offset: number, limit: number) =>
+        db
+          .selectFrom('run_suspensions')
+          .selectAll()
+          .where('tenant_id', '=', tenantId)
+          .orderBy('run_id')
+          .limit(limit)
+          .offset(offset)
+          .execute(),
+    },
+  ];
+}

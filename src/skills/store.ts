@@ -211,3 +211,65 @@ export async function copyAssignments(db: Executor, tenantId: string, fromAgentI
 }
 
 export { isUniqueViolation } from '../db/unique-violation.js';
+
+/** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
+export function exportSources(db: Executor, tenantId: string) {
+  return [
+    {
+      table: 'skills',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('skills').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+    {
+      table: 'skill_files',
+      page: (offset: number, limit: number) =>
+        db
+          .selectFrom('skill_files')
+          .selectAll()
+          .where('tenant_id', '=', tenantId)
+          .orderBy('skill_id')
+          .orderBy('kind')
+          .orderBy('name')
+          .limit(limit)
+          .offset(offset)
+          .execute(),
+    },
+    {
+      table: 'skill_assignments',
+      page: (offset: number, limit: number) =>
+        db
+          .selectFrom('skill_assignments')
+          .selectAll()
+          .where('tenant_id', '=', tenantId)
+          .orderBy('skill_id')
+          .orderBy('agent_id')
+          .limit(limit)
+          .offset(offset)
+          .execute(),
+    },
+    {
+      table: 'connector_connections',
+      page: (offset: number, limit: number) =>
+        db
+          .selectFrom('connector_connections')
+          .selectAll()
+          .where('tenant_id', '=', tenantId)
+          .orderBy('id')
+          .limit(limit)
+          .offset(offset)
+          .execute(),
+    },
+    {
+      table: 'connector_requests',
+      page: (offset: number, limit: number) =>
+        db
+          .selectFrom('connector_requests')
+          .selectAll()
+          .where('tenant_id', '=', tenantId)
+          .orderBy('id')
+          .limit(limit)
+          .offset(offset)
+          .execute(),
+    },
+  ];
+}

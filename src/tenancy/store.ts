@@ -124,3 +124,31 @@ export async function deleteAuditEventsBefore(db: Executor, tenantId: string, cu
     .executeTakeFirst();
   return Number(r.numDeletedRows);
 }
+
+/** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
+export function exportSources(db: Executor, tenantId: string) {
+  return [
+    {
+      table: 'tenants',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('tenants').selectAll().where('id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+    {
+      table: 'api_keys',
+      page: (offset: number, limit: number) =>
+        db
+          .selectFrom('api_keys')
+          .select(['id', 'tenant_id', 'name', 'permissions', 'created_by', 'created_at', 'revoked_at', 'rate_limit_per_minute'])
+          .where('tenant_id', '=', tenantId)
+          .orderBy('id')
+          .limit(limit)
+          .offset(offset)
+          .execute(),
+    },
+    {
+      table: 'audit_events',
+      page: (offset: number, limit: number) =>
+        db.selectFrom('audit_events').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
+    },
+  ];
+}
