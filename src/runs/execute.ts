@@ -56,8 +56,10 @@ export class RunExecution {
       start: l.start,
     };
     this.r.active.set(runId, activeRun);
-    this.r.observer?.started(input.kind, input.principal.tenantId);
-    const execute = () => this.execute({ runId, conversation: l.conversation, input, messages, activeRun, startedAtMs: Date.parse(l.at), resume: l.resume });
+    // A run resumed after an approval was counted when it first started.
+    if (!l.resume) this.r.observer?.started(input.kind, input.principal.tenantId);
+    const execute = () =>
+      this.execute({ runId, conversation: l.conversation, input, messages, activeRun, startedAtMs: Date.parse(l.at), resume: l.resume });
     // Traced, the run is an invoke_agent span, child of the request, tool call or task job that started it.
     const tracing = this.r.tracing;
     const run = { runId, kind: input.kind, tenantId: input.principal.tenantId, agent: input.agent, model: input.agent.model };
@@ -128,7 +130,7 @@ export class RunExecution {
         toolTimeoutMs: agent.configuration.toolTimeoutMs,
         signal: controller.signal,
         drainInbox: () => activeRun.inbox.splice(0),
-        onEvent: observer ? observedEvents(observer, input.kind, x.startedAtMs, emit) : emit,
+        onEvent: observer ? observedEvents(observer, input.kind, x.resume ? undefined : x.startedAtMs, emit) : emit,
         onRetry: observer ? (code) => observer.retried(agent.model, code) : undefined,
         // No tool acts for a run that is not recorded yet.
         beforeToolCalls: activeRun.start ? () => activeRun.start!.written : undefined,

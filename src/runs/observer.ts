@@ -35,13 +35,16 @@ interface EndedRun {
 
 type Emit = (e: { event: string; data: Record<string, unknown> }) => void;
 
-/** The loop's event callback, telling the observer of each event and of the first token's time. */
-export function observedEvents(observer: RunObserver, kind: string, startedAtMs: number, emit: Emit): Emit {
-  let firstTokenSeen = false;
+/**
+ * The loop's event callback, telling the observer of each event and of the first token's time since
+ * `startedAtMs` (undefined: not timed, as for a run resumed after an approval).
+ */
+export function observedEvents(observer: RunObserver, kind: string, startedAtMs: number | undefined, emit: Emit): Emit {
+  let firstTokenSeen = startedAtMs === undefined;
   return (e) => {
     if (!firstTokenSeen && e.event === 'token') {
       firstTokenSeen = true;
-      observer.firstToken(kind, (Date.now() - startedAtMs) / 1000);
+      observer.firstToken(kind, (Date.now() - startedAtMs!) / 1000);
     }
     observer.published(e.event);
     emit(e);

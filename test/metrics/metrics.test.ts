@@ -3,6 +3,7 @@ import { loadConfig } from '../../src/config.js';
 import { ManualClock } from '../../src/scheduler/clock.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
+import { endedRun, pendingOf, shoutWaits } from '../approvals/helpers.js';
 import { exchange, svidFor } from '../identity/helpers.js';
 import { labelSets, sample } from './helpers.js';
 
@@ -113,6 +114,30 @@ describe('GET /metrics on the main port', () => {
     expect(labelSets(after, 'agentry_tool_calls_total').map((l) => l.name)).not.toContain('add');
     expect(moved('agentry_run_events_published_total', { event: 'tool_call_start' })).toBe(3);
     expect(count(after, 'agentry_runs_active', {})).toBe(0);
+  });
+
+  it('counts a run paused for an approval once: started once, ended once', async () => {
+    const agent = await t.agent(key, { name: 'careful', tools: [{ type: 'mcp', url: mcp.url }], configuration: shoutWaits() });
+    const before = await scrape();
+    const paused = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '/tool shout {"text":"hi"}' } });
+    expect(paused.body.status).toBe('awaiting_approval');
+    const [approval] = await pendingOf(t, key, paused.body.runId);
+    expect((await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key })).status).toBe(200);
+    expect((await endedRun(t, key, paused.body.runId)).status).toBe('completed');
+    // The run's end is counted just after its row is written: polled, with a deadline.
+    const ended = { kind: 'execute', status: 'completed' };
+    const deadline = Date.now() + 10_000;
+    let after = await scrape();
+    while ((sample(after, 'agentry_runs_ended_total', ended) ?? 0) === (sample(before, 'agentry_runs_ended_total', ended) ?? 0)) {
+      if (Date.now() > deadline) throw new Error('the resumed run’s end was never counted');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      after = await scrape();
+    }
+    const moved = (name: string, labels: Record<string, string>) =>
+      (sample(after, name, labels) ?? 0) - (sample(before, name, labels) ?? 0);
+    expect(moved('agentry_runs_started_total', { kind: 'execute' })).toBe(1);
+    expect(moved('agentry_runs_ended_total', ended)).toBe(1);
+    expect(moved('agentry_tool_calls_total', { source: 'mcp', name: 'other', outcome: 'ok' })).toBe(1);
   });
 
   it('observes the time to the first token of a streamed run', async () => {
