@@ -10,7 +10,7 @@ import { join } from 'node:path';
 const OWNERS = {
   tenancy: ['tenants', 'api_keys', 'audit_events'],
   agents: ['agents'],
-  conversations: ['conversations', 'messages', 'files'],
+  conversations: ['conversations', 'messages', 'files', 'conversation_summaries'],
   runs: ['runs', 'run_events', 'run_suspensions'],
   tasks: ['tasks', 'task_jobs', 'task_fires'],
   skills: ['skills', 'skill_files', 'skill_assignments', 'connector_connections', 'connector_requests'],
