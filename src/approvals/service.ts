@@ -5,7 +5,7 @@ import type { Database } from '../db/schema.js';
 import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
 import type { RunFinished, RunsService } from '../runs/service.js';
-import type { ToolApprovalRequests } from '../runs/pause.js';
+import type { ToolApprovalRequests } from '../runs/approval-requests.js';
 import type { ToolDecision } from '../runtime/tool-approvals.js';
 import { Loop } from '../scheduler/loop.js';
 import type { Task } from '../tasks/schemas.js';

@@ -1,7 +1,5 @@
-import type { Kysely } from 'kysely';
 import type { Agent } from '../agents/schemas.js';
 import * as conversations from '../conversations/turns.js';
-import type { Database } from '../db/schema.js';
 import { now } from '../ids.js';
 import type { LoopResult } from '../runtime/loop.js';
 import type { LoopPause, ToolDecision } from '../runtime/tool-approvals.js';
@@ -12,29 +10,6 @@ import type { RunResources } from './resources.js';
 import * as store from './store.js';
 import type { StartRunInput } from './types.js';
 import type { RunError } from './views.js';
-
-/**
- * Tool calls that wait for a person, as the run engine declares them (approvals/ implements it,
- * handed over in app.ts, so runs need not import approvals): the waiting calls recorded in the
- * transaction that pauses the run, and the decisions taken in the one that claims it again.
- */
-export interface ToolApprovalRequests {
-  /** Records the waiting calls; answers their approval ids, in the order given. */
-  request(
-    trx: Kysely<Database>,
-    r: {
-      tenantId: string;
-      agentId: string;
-      runId: string;
-      conversationId: string;
-      calls: { toolCallId: string; name: string; arguments: unknown; reason: string }[];
-      expiresAt: string;
-      onTimeout: 'reject' | 'approve';
-    },
-  ): Promise<string[]>;
-  /** The decisions on the run's calls, marked taken; null while any still waits (nothing is marked then). */
-  take(trx: Kysely<Database>, runId: string): Promise<Map<string, ToolDecision> | null>;
-}
 
 /** What resuming a run needs besides its row: its loop's pause and how it was started. */
 export interface Suspension {

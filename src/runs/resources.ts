@@ -12,7 +12,7 @@ import type { SignalBus } from '../signals/bus.js';
 import type { Tracing } from '../tracing/tracing.js';
 import type { Admission } from './admission.js';
 import type { RunObserver } from './observer.js';
-import type { ToolApprovalRequests } from './pause.js';
+import type { ToolApprovalRequests } from './approval-requests.js';
 import type { RunChannel, RunEvent, RunEventHub } from './events.js';
 import type { TerminalStatus } from './statuses.js';
 import type { RunFinished, RunFinishedListener, RunOutcome, StartRunInput, SystemPromptContributor } from './types.js';
