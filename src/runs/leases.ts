@@ -1,6 +1,7 @@
 import { now } from '../ids.js';
 import * as conversations from '../conversations/turns.js';
 import { Loop } from '../scheduler/loop.js';
+import { failSpan } from '../tracing/tracing.js';
 import { readStoredEvents } from './events.js';
 import type { RunResources } from './resources.js';
 import * as store from './store.js';
@@ -78,6 +79,12 @@ export class RunLeases {
       });
       if (!won) continue;
       recovered++;
+      // Traced, the interruption is a span in the run's own trace (its stored context), from the process that saw it.
+      const span = this.r.tracing?.startSpan('run.recover', { parent: run.traceparent, attributes: { 'agentry.run.id': run.id } });
+      if (span) {
+        failSpan(span, new Error(error.message), error.code);
+        span.end();
+      }
       this.r.observer?.recovered();
       await this.r.finished.notify({
         runId: run.id,

@@ -80,4 +80,44 @@ describe('a run resumed on another replica', () => {
     // The approved call ran in the resumed part.
     expect(childrenOf(receiver.trace(server.traceId), resumed).map((s) => s.name)).toContain('execute_tool shout');
   });
+
+  it('a run whose process stopped renewing its lease is recovered by another, in the run’s own trace', async () => {
+    const agent = await t.agent(key, { name: 'Abandoned' });
+    const executing = t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
+      key,
+      body: { message: '/delay 200\none two three four five six seven eight nine ten' },
+    });
+    const running = await (async () => {
+      for (let i = 0; i < 200; i++) {
+        const row = await t.db.kysely.selectFrom('runs').select(['id', 'status']).where('agent_id', '=', agent.id).executeTakeFirst();
+        if (row?.status === 'running') return row;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error('the run never started');
+    })();
+    // Its process "died": the lease is another owner's and long expired, so only the other replica recovers it.
+    await t.db.kysely
+      .updateTable('runs')
+      .set({ lease_owner: 'dead-process', lease_expires_at: new Date(Date.now() - 60_000).toISOString() })
+      .where('id', '=', running.id)
+      .execute();
+    // The other replica recovers it (this call, or its own recovery loop if that came first).
+    await other.services.runs.recoverInterrupted();
+    const ended = await t.db.kysely.selectFrom('runs').select(['status', 'error']).where('id', '=', running.id).executeTakeFirstOrThrow();
+    expect(ended.status).toBe('failed');
+    expect(JSON.parse(ended.error!).code).toBe('interrupted');
+    const res = await executing;
+    await t.services.tracing!.flush();
+    await other.services.tracing!.flush();
+
+    const server = one(
+      receiver.spans,
+      'POST /api/v1/agents/:id/execute',
+      (s) => s.attributes['agentry.request.id'] === res.headers['x-request-id'],
+    );
+    const recovered = one(receiver.spans, 'run.recover', (s) => s.attributes['agentry.run.id'] === running.id);
+    expect(recovered).toMatchObject({ traceId: server.traceId, parentSpanId: server.spanId, status: 2 });
+    expect(recovered.attributes['error.type']).toBe('interrupted');
+    expect(recovered.resource['service.instance.id']).toBe('replica-b');
+  });
 });
