@@ -68,8 +68,10 @@ describe('a run resumed on another replica', () => {
       (s) => s.attributes['agentry.request.id'] === res.headers['x-request-id'],
     );
     const runSpans = receiver.spans.filter((s) => s.name === 'invoke_agent Careful' && s.attributes['agentry.run.id'] === runId);
-    expect(runSpans.map((s) => s.resource['service.instance.id'])).toEqual(['replica-a', 'replica-b']);
-    const [first, resumed] = runSpans;
+    // Exported by each replica in its own time: told apart by the replica, not by arrival.
+    expect(runSpans.map((s) => s.resource['service.instance.id']).sort()).toEqual(['replica-a', 'replica-b']);
+    const first = runSpans.find((s) => s.resource['service.instance.id'] === 'replica-a')!;
+    const resumed = runSpans.find((s) => s.resource['service.instance.id'] === 'replica-b')!;
     // The first part, up to the pause, and the part resumed elsewhere: both in the trace of the request that started the run.
     expect(first).toMatchObject({ traceId: server.traceId, parentSpanId: server.spanId });
     expect(resumed).toMatchObject({ traceId: server.traceId, parentSpanId: server.spanId });
