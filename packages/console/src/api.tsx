@@ -52,13 +52,19 @@ export function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** A 400 problem's field errors keyed by their top-level field (`/name` -> `name`), for the form's inputs. */
+/**
+ * A 400 problem's field errors keyed by their top-level field, for the form's inputs: the server names
+ * `body.tools.0.url` (or `/tools/0/url`); the Tools input shows `0.url is required`.
+ */
 export function fieldErrorsOf(err: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   if (!(err instanceof AgentryError)) return out;
   for (const e of err.errors ?? []) {
-    const field = e.path.replace(/^\/+/, '').split(/[/.]/)[0] || 'body';
-    out[field] ??= e.message;
+    const [field = 'body', ...rest] = e.path
+      .replace(/^\/+/, '')
+      .replace(/^(body|querystring|params)[./]/, '')
+      .split(/[/.]/);
+    out[field] ??= rest.length ? `${rest.join('.')} ${e.message}` : e.message;
   }
   return out;
 }

@@ -355,7 +355,6 @@ export function AgentEditPage() {
             description='e.g. [{"type":"mcp","url":"https://mcp.example.com/mcp"}] or [{"type":"builtin","name":"skills"}]'
             autosize
             minRows={3}
-            formatOnBlur
             value={form.tools}
             onChange={set('tools')}
             error={errors.tools}
@@ -365,7 +364,6 @@ export function AgentEditPage() {
             description="temperature, maxSteps, maxTokens, memoryWindow, onActiveRun, toolTimeoutMs"
             autosize
             minRows={2}
-            formatOnBlur
             value={form.configuration}
             onChange={set('configuration')}
             error={errors.configuration}

@@ -1,4 +1,4 @@
-import type { TbacPolicy } from '@agentry/client';
+import { AgentryError, type TbacPolicy } from '@agentry/client';
 import {
   Alert,
   Badge,
@@ -68,12 +68,20 @@ async function testDecision(client: Session['client'], callerId: string, calleeI
     audience: calleeId,
     scope: `tools:${tool}`,
   });
-  const exchanged = await client.http.send('POST', '/api/v1/identity/oauth/token', {
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    rawBody: form.toString(),
-    anonymous: true,
-  });
-  const { access_token: token } = (await exchanged.json()) as { access_token: string };
+  let token: string;
+  try {
+    const exchanged = await client.http.send('POST', '/api/v1/identity/oauth/token', {
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      rawBody: form.toString(),
+      anonymous: true,
+    });
+    token = ((await exchanged.json()) as { access_token: string }).access_token;
+  } catch (err) {
+    // A deny policy already stops the exchange: no token carries a tool the policies refuse.
+    if (err instanceof AgentryError && err.status === 400)
+      return { allowed: false, reason: `exchange refused: ${err.code}`, detail: err.detail };
+    throw err;
+  }
   const answer = await client.http.send('POST', '/api/v1/identity/authorize', { body: { token, tool, callee: calleeId }, anonymous: true });
   return (await answer.json()) as Decision;
 }

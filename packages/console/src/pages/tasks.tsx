@@ -31,10 +31,9 @@ import { StatusBadge, usd } from './runs';
 
 type TaskType = 'one_time' | 'scheduled' | 'triggered';
 const browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
-const ZONES: string[] = (Intl as unknown as { supportedValuesOf?: (k: string) => string[] }).supportedValuesOf?.('timeZone') ?? [
-  'UTC',
-  browserZone,
-];
+// Browsers list canonical zones only (not always UTC itself): UTC and this browser's zone come first.
+const supportedZones = (Intl as unknown as { supportedValuesOf?: (k: string) => string[] }).supportedValuesOf?.('timeZone') ?? [];
+const ZONES: string[] = [...new Set(['UTC', browserZone, ...supportedZones])];
 
 /** The next five fire times of a cron expression in the task's time zone, as the form is filled. */
 export function CronPreviewList({ expression, timeZone }: { expression: string; timeZone: string }) {
@@ -133,7 +132,7 @@ function NewTaskForm({ onCreated }: { onCreated(task: Task): void }) {
                 value={schedule}
                 onChange={(e) => setSchedule(e.currentTarget.value)}
                 error={errors.schedule}
-                ff="monospace"
+                styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)' } }}
               />
               <Select
                 label="Time zone"

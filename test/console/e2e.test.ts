@@ -1,0 +1,280 @@
+import os from 'node:os';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { CONSOLE_DIST, SCREENSHOTS, hasChromium, launchBrowser, requireConsoleBuild, type TestBrowser } from './browser.js';
+
+/*
+ * The console as a person uses it: a real server (this process, SQLite) serving the built console,
+ * Chromium driving it. Nothing is mocked; what the page shows is checked against the API. Each test
+ * goes on from where the one before left the page (one browser per file keeps the suite short).
+ */
+
+const describeBrowser = hasChromium ? describe : describe.skip;
+if (!hasChromium) console.warn('test/console/e2e.test.ts skipped: no /usr/bin/chromium (apt-get install chromium)');
+
+// builtin/echo priced so a run costs something to show on the usage page.
+const PRICES = { 'builtin/echo': { input: 1_000, output: 2_000 } };
+
+let t: TestApp;
+let browser: TestBrowser;
+let page: Page;
+let url: string;
+let key: string;
+const pageErrors: string[] = [];
+
+const shot = (name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `console-${name}.png`) });
+
+/** Picks `option` in the Mantine Select labelled `label` (within `scope`, default the page). */
+async function choose(label: string, option: string, scope: Pick<Page, 'getByRole'> = page) {
+  // A required field's label ends with ' *'.
+  await scope
+    .getByLabel(new RegExp(`^${label}( \\*)?$`))
+    .first()
+    .click();
+  await page.getByRole('option', { name: option, exact: true }).click();
+}
+
+describeBrowser('the console in a browser', () => {
+  beforeAll(async () => {
+    requireConsoleBuild();
+    t = await startApp({ CONSOLE_DIR: CONSOLE_DIST, MODEL_PRICES: JSON.stringify(PRICES) });
+    url = await t.listen();
+    ({ key } = await t.tenant('Acme'));
+    browser = await launchBrowser();
+    page = await browser.context.newPage();
+    // Below the test's own timeout, so a wait that fails says what it waited for.
+    page.setDefaultTimeout(15_000);
+    page.on('pageerror', (err) => pageErrors.push(`pageerror: ${err.message}`));
+    // A Content-Security-Policy violation is reported on the console as an error.
+    page.on('console', (message) => {
+      if (message.type() === 'error') pageErrors.push(`console: ${message.text()}`);
+    });
+  });
+  // What the page showed when a test failed, for whoever reads the log.
+  afterEach(async (context) => {
+    if (context.task.result?.state === 'fail' && page) {
+      const file = path.join(os.tmpdir(), `agentry-console-failed-${context.task.name.replace(/\W+/g, '-').slice(0, 60)}.png`);
+      await page.screenshot({ path: file }).catch(() => {});
+      console.warn(`screenshot of the failed page: ${file}`);
+    }
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  it('signs in with an API key (kept in sessionStorage only) and lands on the agents page', async () => {
+    await page.goto(url);
+    await page.getByLabel('API key or access token').fill('agk_not-a-real-key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Not signed in' }).waitFor();
+
+    await page.getByLabel('API key or access token').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Agents' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/agents');
+    const storage = await page.evaluate(() => ({
+      session: sessionStorage.getItem('agentry.credential'),
+      local: JSON.stringify(localStorage),
+    }));
+    expect(storage.session).toBe(key);
+    expect(storage.local).not.toContain(key);
+    expect(await page.evaluate(() => document.cookie)).toBe('');
+  });
+
+  it("creates an agent, showing the server's validation errors at their fields", async () => {
+    await page.getByRole('link', { name: 'New agent' }).click();
+    await page.getByLabel('Name').fill('Support');
+    await page.getByLabel('App').fill('demo');
+    // An MCP tool without its url: the server's 400 names tools.0, shown under the Tools field.
+    await page.getByLabel('Tools').fill('[{"type":"mcp"}]');
+    await page.getByRole('button', { name: 'Create agent' }).click();
+    await page.getByText('Not saved').waitFor();
+    const toolsError = page.locator('.mantine-JsonInput-error');
+    await toolsError.waitFor();
+    expect(await toolsError.textContent()).toMatch(/url|tools/i);
+
+    // The skills tools (skill_discover...): a tool the chat below can call.
+    await page.getByLabel('Tools').fill('[{"type":"builtin","name":"skills"}]');
+    await page.getByRole('button', { name: 'Create agent' }).click();
+    await page.getByRole('heading', { name: 'Support' }).waitFor();
+    const agents = await t.request('GET', '/api/v1/agents', { key });
+    expect(agents.body.agents.map((a: { name: string }) => a.name)).toEqual(['Support']);
+    expect(new URL(page.url()).pathname).toBe(`/agents/${agents.body.agents[0].id}`);
+    await page.getByRole('link', { name: 'Agents' }).click();
+    await page.getByRole('link', { name: 'Support' }).waitFor();
+    await shot('agents');
+  });
+
+  it('chats over the stream: tokens, a tool call as a card, the turn’s cost', async () => {
+    await page.getByRole('link', { name: 'Chat' }).click();
+    await page.getByRole('heading', { name: 'Playground' }).waitFor();
+    // builtin/echo calls the tool a /tool line names, then answers with what it returned.
+    await page.getByLabel('Message').fill('/tool skill_discover {"query":"orders"}');
+    await page.getByLabel('Message').press('Enter');
+    const answer = page.locator('[data-author=assistant]').last();
+    await answer.getByText('skill_discover returned', { exact: false }).waitFor();
+    const card = answer.getByTestId('tool-call').first();
+    await card.waitFor();
+    expect(await card.textContent()).toContain('skill_discover');
+    await card.getByRole('button').first().click();
+    await card.getByText('"query": "orders"').waitFor();
+    await page.getByTestId('turn-cost').last().waitFor();
+    const costText = await page.getByTestId('turn-cost').last().textContent();
+    expect(costText).toMatch(/^\$0\.\d{6} · \d+ in \/ \d+ out tokens$/);
+    expect(costText).not.toMatch(/^\$0\.000000/);
+    expect(new URL(page.url()).searchParams.get('conversationId')).toBeTruthy();
+    await shot('playground');
+  });
+
+  it('stops a slow answer: the run is cancelled and its text stops', async () => {
+    const words = Array.from({ length: 12 }, (_, i) => `w${i}`).join(' ');
+    await page.getByLabel('Message').fill(`/delay 1500\n${words}`);
+    await page.getByLabel('Message').press('Enter');
+    await page.getByTestId('live-answer').filter({ hasText: 'w0' }).waitFor();
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' });
+    const conversationId = new URL(page.url()).searchParams.get('conversationId')!;
+    const runs = await t.request('GET', `/api/v1/agents/${(await t.request('GET', '/api/v1/agents', { key })).body.agents[0].id}/runs`, {
+      key,
+    });
+    const slow = runs.body.runs.find(
+      (r: { input?: string; status: string; conversationId: string }) => r.conversationId === conversationId && r.status !== 'completed',
+    );
+    expect(slow?.status).toBe('cancelled');
+    const stopped = (await page.locator('[data-author=assistant]').last().textContent()) ?? '';
+    expect(stopped).toContain('w0');
+    expect(stopped).not.toContain('w11');
+  });
+
+  it('resumes an answer after a reload without losing or repeating text', async () => {
+    const words = Array.from({ length: 8 }, (_, i) => `r${i}`).join(' ');
+    await page.getByLabel('Message').fill(`/delay 400\n${words}`);
+    await page.getByLabel('Message').press('Enter');
+    await page.getByTestId('live-answer').filter({ hasText: 'r0' }).waitFor();
+    await page.reload();
+    // After the reload the answer is rebuilt from the run's events, then kept as the conversation's message.
+    await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached', timeout: 20_000 });
+    const answers = page.locator('[data-author=assistant]').filter({ hasText: 'r0' });
+    await answers.getByText(words, { exact: true }).waitFor();
+    // One answer holding each word once: nothing lost, nothing repeated.
+    expect(await answers.count()).toBe(1);
+    const text = (await answers.textContent()) ?? '';
+    expect(text.startsWith(words)).toBe(true);
+    expect(text.split('r7').length - 1).toBe(1);
+  });
+
+  it('creates a cron task and shows its next five fire times in its time zone', async () => {
+    await page.getByRole('link', { name: 'Tasks' }).click();
+    await page.getByRole('button', { name: 'New task' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByText('Cron', { exact: true }).click();
+    await dialog.getByLabel('Name').fill('Morning digest');
+    await dialog.getByLabel(/^Description/).fill('Summarise yesterday');
+    await choose('Agent', 'Support', dialog);
+    await dialog.getByLabel('Cron expression').fill('30 8 * * 1-5');
+    await dialog.getByLabel('Time zone', { exact: true }).fill('Asia/Tok');
+    await page.getByRole('option', { name: 'Asia/Tokyo', exact: true }).click();
+    const preview = dialog.getByTestId('cron-preview');
+    await preview.getByText('Next five fire times (Asia/Tokyo)').waitFor();
+    const times = await preview.locator('li').allTextContents();
+    expect(times).toHaveLength(5);
+    for (const time of times) {
+      expect(time).toMatch(/^(Mon|Tue|Wed|Thu|Fri), .*08:30 GMT\+9$/);
+    }
+    await shot('tasks-cron');
+    await dialog.getByRole('button', { name: 'Create task' }).click();
+    await page.getByRole('heading', { name: 'Morning digest' }).waitFor();
+    const tasks = await t.request('GET', '/api/v1/tasks', { key });
+    expect(tasks.body.tasks).toHaveLength(1);
+    expect(tasks.body.tasks[0]).toMatchObject({ type: 'scheduled', schedule: '30 8 * * 1-5' });
+    const task = await t.request('GET', `/api/v1/tasks/${tasks.body.tasks[0].id}`, { key });
+    expect(task.body.timezone).toBe('Asia/Tokyo');
+    expect((await page.getByTestId('cron-preview').locator('li').allTextContents())[0]).toBe(times[0]);
+  });
+
+  it('approves a task awaiting approval from the inbox, with its count in the navigation', async () => {
+    const agentId = (await t.request('GET', '/api/v1/agents', { key })).body.agents[0].id;
+    const created = await t.request('POST', '/api/v1/tasks', {
+      key,
+      body: { name: 'Refund order A-17', description: 'Refund 40 EUR to the customer', agentId, requiresApproval: true },
+    });
+    expect(created.status, created.text).toBe(201);
+    await page.getByRole('link', { name: /^Approvals/ }).click();
+    await page.getByTestId('approvals-badge').filter({ hasText: '1' }).waitFor();
+    const item = page.getByTestId('approval').filter({ hasText: 'Refund order A-17' });
+    await item.waitFor();
+    await shot('approvals');
+    await item.getByRole('button', { name: 'Approve' }).click();
+    await page.getByText('Nothing is waiting for a decision.').waitFor();
+    await page.getByTestId('approvals-badge').waitFor({ state: 'detached' });
+    const task = await t.request('GET', `/api/v1/tasks/${created.body.id}`, { key });
+    expect(task.body.status).not.toBe('awaiting_approval');
+    expect(task.body.approval.decision).toBe('approved');
+  });
+
+  it('creates a TBAC policy and tests a decision through authorize', async () => {
+    await t.agent(key, { name: 'Planner' });
+    await t.agent(key, { name: 'Researcher' });
+    await page.getByRole('link', { name: 'Identity' }).click();
+    await page.getByRole('heading', { name: 'TBAC policies' }).waitFor();
+    await choose('Caller', 'Planner');
+    await choose('Callee', 'Researcher');
+    await page.getByRole('textbox', { name: 'Tool', exact: true }).first().fill('search');
+    await choose('Effect', 'deny');
+    await page.getByRole('textbox', { name: 'Description', exact: true }).fill('no searching');
+    await page.getByRole('button', { name: 'Add policy' }).click();
+    await page.getByTestId('policies').getByText('no searching').waitFor();
+    const policies = await t.request('GET', '/api/v1/identity/tbac/policies', { key });
+    expect(policies.body.policies).toHaveLength(1);
+    expect(policies.body.policies[0]).toMatchObject({ toolName: 'search', effect: 'deny' });
+
+    await choose('Caller agent', 'Planner');
+    await choose('Callee agent', 'Researcher');
+    await page.getByRole('textbox', { name: 'Tool', exact: true }).last().fill('search');
+    await page.getByRole('button', { name: 'Test decision' }).click();
+    // The deny policy stops the token exchange itself: no token may carry the tool.
+    const decision = page.getByTestId('decision');
+    await decision.filter({ hasText: 'Denied' }).waitFor();
+    expect(await decision.textContent()).toContain('exchange refused');
+
+    // Made an allow policy, the call is allowed by it, and authorize names it.
+    await page.getByRole('button', { name: 'Make allow' }).click();
+    await page.getByTestId('policies').getByText('allow', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Test decision' }).click();
+    await decision.filter({ hasText: 'Allowed' }).waitFor();
+    expect(await decision.textContent()).toContain('policy_allow');
+    expect(await decision.textContent()).toContain(policies.body.policies[0].id);
+    await shot('identity');
+  });
+
+  it("shows the runs' cost on the usage page, and a run's timeline", async () => {
+    await page.getByRole('link', { name: 'Usage' }).click();
+    const usage = await t.request('GET', '/api/v1/usage/daily', { key });
+    const total = usage.body.rows.reduce((sum: number, row: { costUsd: number }) => sum + row.costUsd, 0);
+    expect(total).toBeGreaterThan(0);
+    await page
+      .getByTestId('usage-cost')
+      .filter({ hasText: `$${total.toFixed(6)}` })
+      .waitFor();
+    await page.locator('.recharts-bar-rectangle').first().waitFor();
+    await shot('usage');
+
+    await page.getByRole('link', { name: 'Runs' }).click();
+    await page.getByRole('cell', { name: 'cancelled' }).waitFor();
+    await page.getByRole('row').filter({ hasText: 'completed' }).first().getByRole('link').click();
+    await page.getByTestId('run-timeline').getByText('Done').waitFor();
+    await shot('run');
+  });
+
+  it('signs out and forgets the key; the page raised no error (CSP included)', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    // Refused requests (the 401 at sign-in, the 400s shown at their fields) are logged as failed loads;
+    // anything else (a script error, a Content-Security-Policy violation) is a fault.
+    expect(pageErrors.filter((e) => !e.startsWith('console: Failed to load resource'))).toEqual([]);
+  });
+});
