@@ -4,8 +4,8 @@ import { OPTIONAL_BODY } from '../http/validation.js';
 
 /** The approvals inbox (docs/runtime.md, "Tool calls that wait for approval"): tool calls and tasks waiting for a person. */
 
-export const APPROVAL_KINDS = ['tool_call', 'task'] as const;
-export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
+const APPROVAL_KINDS = ['tool_call', 'task'] as const;
+const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired', 'cancelled'] as const;
 
 /** Edited arguments are held to this many characters of JSON (the tool's own schema checks them when the call runs). */
 export const MAX_ARGUMENTS_CHARS = 100_000;

@@ -431,7 +431,7 @@ export interface ToolApprovalTable {
 }
 
 /** What resuming a run awaiting approval needs (runs/store.ts). */
-export interface RunSuspensionTable {
+interface RunSuspensionTable {
   run_id: string;
   tenant_id: string;
   state: string;

@@ -12,7 +12,7 @@ import type { StartRunInput } from './types.js';
 import type { RunError } from './views.js';
 
 /** What resuming a run needs besides its row: its loop's pause and how it was started. */
-export interface Suspension {
+interface Suspension {
   pause: LoopPause & { result: Omit<LoopResult, 'paused'> };
   run: {
     kind: string;

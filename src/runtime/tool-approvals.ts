@@ -12,7 +12,7 @@ import type { ApprovalCheck } from './tools/approval-policy.js';
  */
 
 /** One call of the paused step: `reason` set while it waits, `result` set when it already ran. */
-export interface PausedCall {
+interface PausedCall {
   call: StepToolCall;
   reason?: string;
   result?: LanguageModelV3ToolResultPart;
