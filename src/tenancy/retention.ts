@@ -27,7 +27,7 @@ export const RetentionSettings = Type.Object({
 });
 export type RetentionSettings = Static<typeof RetentionSettings>;
 
-export const DEFAULT_RETENTION: RetentionSettings = {
+const DEFAULT_RETENTION: RetentionSettings = {
   runsDays: null,
   conversationsDays: null,
   filesDays: null,
@@ -38,7 +38,7 @@ export const DEFAULT_RETENTION: RetentionSettings = {
 const SETTING = 'retention';
 
 /** A tenant's settings' retention, the defaults filling what was never set. */
-export function retentionOf(settings: Record<string, unknown>): RetentionSettings {
+function retentionOf(settings: Record<string, unknown>): RetentionSettings {
   const stored = settings[SETTING];
   const own = stored && typeof stored === 'object' ? (stored as Partial<RetentionSettings>) : {};
   const out = { ...DEFAULT_RETENTION };

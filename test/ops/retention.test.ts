@@ -117,7 +117,7 @@ describe('the retention sweep', () => {
     expect(newA.earliest > boundary).toBe(true);
 
     const sweep = t.services.retention.sweep;
-    const clock = new ManualClock(Date.parse(boundary) + 1 + DAY);
+    const clock = new ManualClock(new Date(Date.parse(boundary) + 1 + DAY));
     sweep.useClock(clock);
 
     // A day after: tenant A's old run is compacted; nothing is deleted, tenant B's default (7 days) not reached.
@@ -187,7 +187,7 @@ describe('the retention sweep', () => {
       intervalMs: 0,
       batchSize: 3,
     });
-    small.useClock(new ManualClock(Date.now() + 2 * DAY));
+    small.useClock(new ManualClock(new Date(Date.now() + 2 * DAY)));
     const counts = await small.sweepOnce();
     expect(counts.auditEvents).toBeGreaterThanOrEqual(8); // 7 agents and the settings' change, at least
     expect((await t.request('GET', '/api/v1/audit-events', { key })).body.total).toBe(0);
@@ -209,7 +209,7 @@ describe.runIf(dialect === 'sqlite')('space handed back on SQLite', () => {
     expect(rows[0].auto_vacuum).toBe(2);
 
     const sweep = t.services.retention.sweep;
-    sweep.useClock(new ManualClock(Date.now() + 2 * DAY));
+    sweep.useClock(new ManualClock(new Date(Date.now() + 2 * DAY)));
     const counts = await sweep.sweepOnce();
     expect(counts.files).toBeGreaterThanOrEqual(8);
     // 2 MiB of files, in base64: hundreds of 4 KiB pages.
