@@ -74,7 +74,7 @@ function describe(errors: ErrorObject[] | null | undefined): string {
 }
 
 /** Providers asked natively; the others are instructed in the system prompt. */
-export function asksNatively(model: LanguageModelV3): boolean {
+function asksNatively(model: LanguageModelV3): boolean {
   return model.provider !== 'builtin';
 }
 

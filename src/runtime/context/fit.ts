@@ -15,7 +15,7 @@ import { estimateTokens, promptTokens } from './tokens.js';
  * alone overflow (the provider then refuses the call).
  */
 
-export interface ContextLimits {
+interface ContextLimits {
   /** The model's context window, in tokens. */
   contextWindow: number;
   /** Tokens kept free for the model's answer. */
@@ -29,7 +29,7 @@ export interface ConversationSummary {
 }
 
 /** Where a conversation's summary is kept (the conversations domain, through the run engine). */
-export interface SummaryStore {
+interface SummaryStore {
   read(): Promise<ConversationSummary | undefined>;
   write(summary: ConversationSummary): Promise<void>;
 }

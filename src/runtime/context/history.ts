@@ -1,7 +1,7 @@
 import type { JSONValue, LanguageModelV3Message, LanguageModelV3ToolResultOutput } from '@ai-sdk/provider';
 
 /** A tool call of an earlier answer, as the conversation stored it (older messages lack id and result). */
-export interface TurnToolCall {
+interface TurnToolCall {
   id?: string;
   name: string;
   input: unknown;

@@ -16,7 +16,7 @@ export function estimateTokens(text: string): number {
   return Math.ceil(text.length / CHARS_PER_TOKEN);
 }
 
-export function messageTokens(m: LanguageModelV3Message): number {
+function messageTokens(m: LanguageModelV3Message): number {
   if (typeof m.content === 'string') return TOKENS_PER_MESSAGE + estimateTokens(m.content);
   let tokens = TOKENS_PER_MESSAGE;
   for (const part of m.content) {
