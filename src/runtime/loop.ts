@@ -193,7 +193,7 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
             if (signal.aborted) return onAbort();
             signal.addEventListener('abort', onAbort, { once: true });
             tool
-              .execute(call.input, { ...input.toolContext, signal })
+              .execute(call.input, { ...input.toolContext, signal, toolCallId: call.toolCallId })
               .then(resolve, reject)
               .finally(() => signal.removeEventListener('abort', onAbort));
           }),

@@ -239,6 +239,7 @@ export function tracedTools<A extends ToolAgent>(tracing: Tracing, set: ToolSet<
           'gen_ai.operation.name': 'execute_tool',
           'gen_ai.tool.name': tool.name,
           'gen_ai.tool.type': 'function',
+          ...(ctx.toolCallId ? { 'gen_ai.tool.call.id': ctx.toolCallId } : {}),
           ...(source ? { 'agentry.tool.source': source } : {}),
           ...(capture ? { 'gen_ai.tool.call.arguments': JSON.stringify(input ?? null) } : {}),
         };

@@ -106,10 +106,12 @@ describe('traces over OTLP/HTTP', () => {
     expect(usage).toBe(res.body.tokenUsage.outputTokens);
 
     const tool = one(spans, 'execute_tool add');
+    const details = await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key });
     expect(tool.parentSpanId).toBe(run.spanId);
     expect(tool.attributes).toMatchObject({
       'gen_ai.operation.name': 'execute_tool',
       'gen_ai.tool.name': 'add',
+      'gen_ai.tool.call.id': details.body.toolCalls[0].id,
       'agentry.tool.source': 'mcp',
     });
 

@@ -19,6 +19,8 @@ export interface ToolContext<A extends ToolAgent = ToolAgent> {
   userId?: string | null;
   /** How many delegations deep the run is (0 or absent: not started by another agent). */
   delegationDepth?: number;
+  /** The model's id of this call (set when the loop calls a tool), for its trace span. */
+  toolCallId?: string;
   /** Aborted when the run is cancelled or the tool times out. */
   signal: AbortSignal;
 }
