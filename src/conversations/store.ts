@@ -265,6 +265,9 @@ export async function deleteConversationsBefore(db: Executor, tenantId: string, 
       await trx.deleteFrom('conversations').where('id', 'in', ids).where('active_run_id', 'is', null).returning('id').execute()
     ).map((r) => r.id);
     if (gone.length) await trx.deleteFrom('messages').where('tenant_id', '=', tenantId).where('conversation_id', 'in', gone).execute();
+    // A summary holds the conversation's content: it goes with it.
+    if (gone.length)
+      await trx.deleteFrom('conversation_summaries').where('tenant_id', '=', tenantId).where('conversation_id', 'in', gone).execute();
     return gone.length;
   });
 }

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { conversationRetention } from '../../src/conversations/retention.js';
 import { REPLAYED_RESULT_MAX_CHARS, turnMessages } from '../../src/runtime/context/history.js';
 import { PriceTable } from '../../src/runtime/models/prices.js';
 import { startApp, type TestApp } from '../helpers/app.js';
@@ -97,6 +98,20 @@ describe('a tiny window on builtin/echo', () => {
     expect(added).toContain(`user: ${JSON.stringify(fact('B'))}`);
     expect(added).not.toContain('fact-A');
     expect(added).not.toContain('fact-C');
+  });
+
+  it('a conversation deleted by retention takes its summary with it', async () => {
+    const tenant = await t.tenant();
+    const agent = await t.agent(tenant.key, { model: 'builtin/echo' });
+    const ask = (message: string, conversationId?: string) =>
+      t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key: tenant.key, body: { message, conversationId } });
+    const { conversationId } = (await ask(fact('A'))).body;
+    await ask(fact('B'), conversationId);
+    await ask(fact('C'), conversationId);
+    expect(await summaryOf(conversationId)).toBeDefined();
+    const deleted = await conversationRetention(t.db).deleteConversationsBefore(tenant.id, '9999-01-01T00:00:00.000Z', 100);
+    expect(deleted).toBe(1);
+    expect(await summaryOf(conversationId)).toBeUndefined();
   });
 
   it('memoryWindow still bounds the history in messages: nothing is pushed out of what is not given', async () => {
