@@ -32,6 +32,7 @@ import { runRetention } from './runs/retention.js';
 import { conversationRetention } from './conversations/retention.js';
 import { retentionPlugin } from './retention/plugin.js';
 import { RetentionSweep } from './retention/sweep.js';
+import { observeRetention } from './metrics/retention.js';
 import { RetentionSettingsService } from './tenancy/retention.js';
 import { PriceTable } from './runtime/models/prices.js';
 import { ModelRegistry } from './runtime/models/registry.js';
@@ -224,6 +225,7 @@ export function createServices(
       intervalMs: config.retentionSweepMs,
     }),
   };
+  if (metrics) observeRetention(metrics, retention.sweep);
   // Tool calls that wait for a person are recorded by the approvals domain; runs resume once they are decided.
   const approvals = new ApprovalsService({ db, runs, tasks, log: logger });
   runs.useToolApprovals(approvals);

@@ -14,9 +14,10 @@ import { multipartFile } from '../skills/helpers.js';
 
 let t: TestApp;
 const DAY = 24 * 3600 * 1000;
+const METRICS_TOKEN = 'retention-metrics-token';
 
 beforeAll(async () => {
-  t = await startApp({ RETENTION_SWEEP_SECONDS: '0' });
+  t = await startApp({ RETENTION_SWEEP_SECONDS: '0', METRICS_TOKEN: METRICS_TOKEN });
 });
 afterAll(() => t?.close());
 
@@ -146,6 +147,17 @@ describe('the retention sweep', () => {
     const second = await sweep.sweepOnce();
     expect(second).toMatchObject({ runs: 1, conversations: 1, files: 1 });
     expect(second.auditEvents).toBeGreaterThanOrEqual(oldA.auditIds.length);
+
+    // The sweep's work, in the metrics.
+    const metrics = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    expect(metrics.status).toBe(200);
+    expect(metrics.text).toMatch(/^agentry_retention_sweeps_total 3$/m);
+    expect(metrics.text).toMatch(/^agentry_retention_deleted_total\{kind="runs"\} 1$/m);
+    expect(metrics.text).toMatch(/^agentry_retention_deleted_total\{kind="files"\} 1$/m);
+    expect(metrics.text).toMatch(
+      new RegExp(`^agentry_retention_deleted_total\\{kind="run_events"\\} ${first.compactedEvents + second.compactedEvents}$`, 'm'),
+    );
+    expect(metrics.text).toMatch(new RegExp(`^agentry_retention_compacted_runs_total ${first.compactedRuns + second.compactedRuns}$`, 'm'));
 
     expect((await t.request('GET', `/api/v1/runs/${oldA.runId}`, { key: a.key })).status).toBe(404);
     expect((await t.request('GET', `/api/v1/conversations/${oldA.conversationId}`, { key: a.key })).status).toBe(404);

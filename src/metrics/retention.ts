@@ -1,0 +1,41 @@
+import { Counter } from 'prom-client';
+import type { Metrics } from './registry.js';
+
+/** What one retention sweep pass did (retention/sweep.ts SweepCounts; metrics import no domain). */
+interface SweptCounts {
+  runs: number;
+  compactedRuns: number;
+  compactedEvents: number;
+  conversations: number;
+  files: number;
+  auditEvents: number;
+  reclaimedPages: number;
+}
+
+/** Counts the retention sweep's work (docs/operations.md, "Retention"): a listener of each pass's counts. */
+export function observeRetention(metrics: Metrics, sweep: { onSwept: ((counts: SweptCounts) => void)[] }) {
+  const registers = [metrics.registry];
+  const passes = new Counter({ name: 'agentry_retention_sweeps_total', help: 'Retention sweep passes run here', registers });
+  const deleted = new Counter({
+    name: 'agentry_retention_deleted_total',
+    help: 'Rows the retention sweep deleted, by kind (runs, conversations, files, audit_events; run_events: by compaction)',
+    labelNames: ['kind'],
+    registers,
+  });
+  const compacted = new Counter({ name: 'agentry_retention_compacted_runs_total', help: 'Runs whose events were compacted', registers });
+  const reclaimed = new Counter({
+    name: 'agentry_retention_reclaimed_pages_total',
+    help: 'SQLite pages handed back to the file system after a sweep (incremental vacuum)',
+    registers,
+  });
+  sweep.onSwept.push((c) => {
+    passes.inc();
+    deleted.inc({ kind: 'runs' }, c.runs);
+    deleted.inc({ kind: 'run_events' }, c.compactedEvents);
+    deleted.inc({ kind: 'conversations' }, c.conversations);
+    deleted.inc({ kind: 'files' }, c.files);
+    deleted.inc({ kind: 'audit_events' }, c.auditEvents);
+    compacted.inc(c.compactedRuns);
+    reclaimed.inc(c.reclaimedPages);
+  });
+}
