@@ -7,7 +7,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
  * METRICS_TENANT_LABEL=true (labelNames are fixed when a metric is made).
  */
 
-/** Seconds: an HTTP request or a tool call (1 ms to 1 min). */
+/** Seconds: a tool call (1 ms to 1 min). */
 const SHORT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** Seconds: a run or its first token (10 ms to 10 min). */
 const RUN_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
@@ -37,20 +37,7 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
     return taskStats;
   };
   return {
-    // HTTP
-    httpRequests: new Counter({
-      name: 'agentry_http_requests_total',
-      help: 'HTTP requests answered, by route template, method and status class',
-      labelNames: ['route', 'method', 'status_class'],
-      registers,
-    }),
-    httpDuration: new Histogram({
-      name: 'agentry_http_request_duration_seconds',
-      help: 'Time to answer an HTTP request (to the response head for streams), by route template, method and status class',
-      labelNames: ['route', 'method', 'status_class'],
-      buckets: SHORT_BUCKETS,
-      registers,
-    }),
+    // HTTP (the requests' counter and histogram are http-series.ts's)
     rejections: new Counter({
       name: 'agentry_rejections_total',
       help: 'Requests refused by a limit, by reason (rate_limited, concurrency_limit, budget_exceeded...)',

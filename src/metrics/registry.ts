@@ -1,5 +1,6 @@
-import { collectDefaultMetrics, type Counter, type Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import { BoundedLabel, defineMetrics, type GaugeSources, type MetricDefinitions } from './definitions.js';
+import { HttpSeries } from './http-series.js';
 
 /** Distinct model names kept as labels; later ones are "other". */
 const MODEL_LABELS = 100;
@@ -7,7 +8,6 @@ const MODEL_LABELS = 100;
 const TOOL_LABELS = 200;
 /** Tool sources whose names are the platform's own (a bounded set); others' names are tenants' ("other"). */
 const NAMED_SOURCES = new Set(['builtin', 'skill']);
-const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
 /** What the run engine reports (runs/observer.ts's RunObserver, met structurally: metrics import no domain). */
 interface EndedRun {
@@ -26,14 +26,9 @@ interface EndedRun {
   };
 }
 
-interface HttpSeries {
-  count: Counter.Internal;
-  duration: Histogram.Internal<string>;
-}
-
 /**
  * The metrics of one app (its own prom-client registry: tests start many apps in one process, so the
- * global register is never used). Retention's sweep may call `metrics.definitions.retentionDeleted.inc({ table }, n)`.
+ * global register is never used). Retention's sweep calls `metrics.retentionDeleted(table, rows)`.
  */
 export class Metrics {
   readonly registry = new Registry();
@@ -42,12 +37,13 @@ export class Metrics {
   readonly definitions: MetricDefinitions;
   private readonly models = new BoundedLabel(MODEL_LABELS);
   private readonly toolNames = new BoundedLabel(TOOL_LABELS);
-  /** The HTTP series by route, method and status class, made once each: a request allocates no labels object. */
-  private readonly http = new Map<string, Map<string, (HttpSeries | undefined)[]>>();
+  /** The HTTP requests' counter and histogram, counted without prom-client on the request's path. */
+  private readonly http = new HttpSeries();
 
   constructor(private readonly options: { tenantLabel: boolean }) {
     collectDefaultMetrics({ register: this.registry });
     this.definitions = defineMetrics(this.registry, options.tenantLabel, this.sources);
+    this.http.register(this.registry);
   }
 
   /** The Prometheus text exposition. */
@@ -61,26 +57,7 @@ export class Metrics {
 
   /** One HTTP request answered: `route` is the route's template (undefined when no route matched). */
   request(route: string | undefined, method: string, status: number, seconds: number) {
-    const url = route ?? '(unmatched)';
-    let byMethod = this.http.get(url);
-    if (!byMethod) {
-      byMethod = new Map();
-      this.http.set(url, byMethod);
-    }
-    let byClass = byMethod.get(method);
-    if (!byClass) {
-      byClass = [];
-      byMethod.set(method, byClass);
-    }
-    const index = Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1;
-    let series = byClass[index];
-    if (!series) {
-      const labels = { route: url, method, status_class: STATUS_CLASSES[index] };
-      series = { count: this.definitions.httpRequests.labels(labels), duration: this.definitions.httpDuration.labels(labels) };
-      byClass[index] = series;
-    }
-    series.count.inc();
-    series.duration.observe(seconds);
+    this.http.record(route, method, status, seconds);
   }
 
   /** A request refused by a limit (its error's code: rate_limited, concurrency_limit, budget_exceeded...). */

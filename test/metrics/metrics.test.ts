@@ -63,6 +63,12 @@ describe('GET /metrics on the main port', () => {
     expect(
       sample(text, 'agentry_http_request_duration_seconds_count', { route: '/api/v1/agents/:id', method: 'GET', status_class: '2xx' }),
     ).toBe(2);
+    // Buckets are cumulative, up to +Inf, which is the count.
+    const agentGets = { route: '/api/v1/agents/:id', method: 'GET', status_class: '2xx' };
+    expect(sample(text, 'agentry_http_request_duration_seconds_bucket', { ...agentGets, le: '+Inf' })).toBe(2);
+    expect(sample(text, 'agentry_http_request_duration_seconds_bucket', { ...agentGets, le: '60' })).toBe(2);
+    expect(sample(text, 'agentry_http_request_duration_seconds_sum', agentGets)).toBeGreaterThan(0);
+    expect(text).toContain('# TYPE agentry_http_request_duration_seconds histogram');
     // No id anywhere, and no tenant label unless METRICS_TENANT_LABEL=true.
     expect(text).not.toContain(a.id);
     expect(text).not.toContain('tenant=');

