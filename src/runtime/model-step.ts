@@ -12,6 +12,7 @@ import {
   DEFAULT_RETRY_POLICY,
   type ProviderErrorCode,
   ProviderError,
+  IncompleteStreamError,
   type ProviderFailure,
   type RetryPolicy,
   retryDelayMs,
@@ -216,11 +217,15 @@ async function readStep(
     return part;
   };
 
+  // Whether the provider said anything (a response, content, a finish with usage) and finished: else its answer broke off.
+  let answered = false;
+  let finished = false;
   const reader = stream.getReader();
   try {
     for (;;) {
       const { done, value: part } = await reader.read();
       if (done) break;
+      if (part.type !== 'stream-start' && part.type !== 'finish' && part.type !== 'error') answered = true;
       switch (part.type) {
         case 'stream-start':
           for (const w of part.warnings) out.warnings.push(describeWarning(w));
@@ -279,6 +284,8 @@ async function readStep(
           });
           break;
         case 'finish':
+          finished = true;
+          if (part.finishReason.raw !== undefined || part.usage.inputTokens.total !== undefined) answered = true;
           out.finishReason = part.finishReason.unified;
           out.usage = usageOf(part);
           break;
@@ -297,6 +304,10 @@ async function readStep(
     out.finishReason = 'error';
   } finally {
     reader.releaseLock();
+  }
+  if (out.error === undefined && !(answered && finished)) {
+    out.error = new IncompleteStreamError(answered ? 'the stream ended before its finish' : 'the stream carried no response');
+    out.finishReason = 'error';
   }
   // Empty text parts carry nothing back to the model.
   out.message.content = content.filter((p) => !(p.type === 'text' && p.text === ''));

@@ -126,6 +126,30 @@ describe.each(MODELS)('$model', ({ model, preamble }) => {
     });
   });
 
+  it('retries an answer that is not a stream (aimock’s malformed body), then answers', async () => {
+    const message = `malformed once ${model}`;
+    mock.addFixture({
+      match: { userMessage: message, sequenceIndex: 0 },
+      response: { content: 'Readable now.' },
+      chaos: { malformedRate: 1 },
+    });
+    mock.addFixture({ match: { userMessage: message, sequenceIndex: 1 }, response: { content: 'Readable now.' } });
+    const { events, run } = await stream(model, message);
+    expect(attempts(message)).toBe(2);
+    expect(tokens(events).join('')).toBe('Readable now.');
+    expect(run).toMatchObject({ status: 'completed', output: 'Readable now.' });
+  });
+
+  it('fails with provider_unavailable when every answer is malformed, never with an empty success', async () => {
+    const message = `always malformed ${model}`;
+    mock.addFixture({ match: { userMessage: message }, response: { content: 'never read' }, chaos: { malformedRate: 1 } });
+    const { events, run } = await stream(model, message);
+    expect(attempts(message)).toBe(3);
+    expect(events.map((e) => e.event)).toEqual(['error']);
+    expect(events[0].data).toEqual({ code: 'provider_unavailable', message: expect.stringContaining('could not be read') });
+    expect(run).toMatchObject({ status: 'failed', output: '', error: events[0].data });
+  });
+
   it('retries a stream cut before its first token; the client sees the answer once', async () => {
     const message = `cut early ${model}`;
     mock.addFixture({

@@ -1,4 +1,4 @@
-import { APICallError } from '@ai-sdk/provider';
+import { APICallError, InvalidResponseDataError, JSONParseError, TypeValidationError } from '@ai-sdk/provider';
 
 /** How a provider's failed calls are retried (per provider; configuration fills it, docs/models.md). */
 export interface RetryPolicy {
@@ -45,6 +45,15 @@ export class ProviderError extends Error {
 }
 
 const UNREACHABLE = 'the provider could not be reached, or its connection broke';
+const UNREADABLE = 'the provider’s answer could not be read: malformed, or cut short';
+
+/**
+ * A stream that ended without saying anything (no response, no usage) or without its finish: the
+ * provider's answer broke off or was not a stream at all (a JSON body where events were expected).
+ */
+export class IncompleteStreamError extends Error {
+  override readonly name = 'IncompleteStreamError';
+}
 const TIMED_OUT = 'the provider did not answer in time';
 
 const CONNECTION_CODES = new Set([
@@ -119,6 +128,15 @@ export function classifyProviderError(err: unknown): ProviderFailure | undefined
       message: timedOut ? TIMED_OUT : UNREACHABLE,
       detail: `${err.message}${cause}`,
     };
+  }
+  // An answer the provider package could not parse (a malformed chunk, a body that is not a stream): another attempt may read.
+  if (
+    err instanceof IncompleteStreamError ||
+    InvalidResponseDataError.isInstance(err) ||
+    JSONParseError.isInstance(err) ||
+    TypeValidationError.isInstance(err)
+  ) {
+    return { code: 'provider_unavailable', retryable: true, message: UNREADABLE, detail: chainMessages(err) };
   }
   const codes = causeCodes(err);
   const message = err instanceof Error ? err.message : '';
