@@ -300,3 +300,31 @@ describe('a delegated call that waits', () => {
     expect(res.body.toolCalls[0].result.output).toContain('DEEP');
   });
 });
+
+describe('a task whose run waits', () => {
+  it('stays running while its run awaits approval, and completes with the run once approved', async () => {
+    const a = await waitingAgent();
+    const task = await t.request('POST', '/api/v1/tasks', {
+      key,
+      body: { name: 'shout it', description: '/tool shout {"text":"from a task"}', agentId: a.id },
+    });
+    expect(task.status).toBe(201);
+    let runId: string | undefined;
+    for (let i = 0; i < 200 && !runId; i++) {
+      const runs = await t.request<{ runs: { id: string; status: string }[] }>('GET', `/api/v1/tasks/${task.body.id}/runs`, { key });
+      runId = runs.body.runs.find((r) => r.status === 'awaiting_approval')?.id;
+      if (!runId) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(runId).toBeDefined();
+    expect((await t.request('GET', `/api/v1/tasks/${task.body.id}`, { key })).body.status).toBe('running');
+    const [approval] = await pendingOf(t, key, runId!);
+    await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key });
+    expect((await endedRun(t, key, runId!)).output).toContain('FROM A TASK');
+    let status = '';
+    for (let i = 0; i < 200 && status !== 'completed'; i++) {
+      status = (await t.request('GET', `/api/v1/tasks/${task.body.id}`, { key })).body.status;
+      if (status !== 'completed') await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(status).toBe('completed');
+  });
+});
