@@ -101,14 +101,3 @@ export function exportSources(db: Executor, tenantId: string) {
     },
   ];
 }
-
-/** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
-export function exportSources(db: Executor, tenantId: string) {
-  return [
-    {
-      table: 'tool_approvals',
-      page: (offset: number, limit: number) =>
-        db.selectFrom('tool_approvals').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
-    },
-  ];
-}
