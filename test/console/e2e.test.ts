@@ -27,7 +27,7 @@ const pageErrors: string[] = [];
 const shot = (name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `console-${name}.png`) });
 
 /** Picks `option` in the Mantine Select labelled `label` (within `scope`, default the page). */
-async function choose(label: string, option: string, scope: Pick<Page, 'getByRole'> = page) {
+async function choose(label: string, option: string, scope: Pick<Page, 'getByLabel'> = page) {
   // A required field's label ends with ' *'.
   await scope
     .getByLabel(new RegExp(`^${label}( \\*)?$`))
@@ -75,13 +75,13 @@ describeBrowser('the console in a browser', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Agents' }).waitFor();
     expect(new URL(page.url()).pathname).toBe('/agents');
-    const storage = await page.evaluate(() => ({
-      session: sessionStorage.getItem('agentry.credential'),
-      local: JSON.stringify(localStorage),
-    }));
+    // Expressions evaluated in the page (its DOM globals are not this file's).
+    const storage = (await page.evaluate(
+      `({ session: sessionStorage.getItem('agentry.credential'), local: JSON.stringify(localStorage) })`,
+    )) as { session: string | null; local: string };
     expect(storage.session).toBe(key);
     expect(storage.local).not.toContain(key);
-    expect(await page.evaluate(() => document.cookie)).toBe('');
+    expect(await page.evaluate('document.cookie')).toBe('');
   });
 
   it("creates an agent, showing the server's validation errors at their fields", async () => {
@@ -272,7 +272,7 @@ describeBrowser('the console in a browser', () => {
   it('signs out and forgets the key; the page raised no error (CSP included)', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
-    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
     // Refused requests (the 401 at sign-in, the 400s shown at their fields) are logged as failed loads;
     // anything else (a script error, a Content-Security-Policy violation) is a fault.
     expect(pageErrors.filter((e) => !e.startsWith('console: Failed to load resource'))).toEqual([]);

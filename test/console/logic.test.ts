@@ -1,0 +1,135 @@
+import { Agentry, type RunEvent } from '@agentry/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cronPreview } from '../../packages/console/src/lib/cron-preview.js';
+import { applyEvent, followTurn, type KeyValueStore, newTurn, pendingTurns } from '../../packages/console/src/lib/turn.js';
+import { nextFire } from '../../src/scheduler/cron.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+
+/* The console's browser logic, in plain modules: the cron preview and the chat's stream resume. */
+
+describe('cron preview', () => {
+  it('lists the next five fire times in the time zone, written in it', () => {
+    const preview = cronPreview('30 8 * * 1-5', 'Asia/Tokyo', 5, new Date('2026-11-26T00:00:00Z'));
+    expect(preview.ok).toBe(true);
+    if (!preview.ok) return;
+    expect(preview.times.map((t) => t.iso)).toEqual([
+      '2026-11-26T23:30:00.000Z',
+      '2026-11-29T23:30:00.000Z',
+      '2026-11-30T23:30:00.000Z',
+      '2026-12-01T23:30:00.000Z',
+      '2026-12-02T23:30:00.000Z',
+    ]);
+    expect(preview.times[0].local).toBe('Fri, 27 Nov 2026, 08:30 GMT+9');
+  });
+
+  it('follows a daylight saving change as the server does', () => {
+    const from = new Date('2026-10-30T00:00:00Z');
+    const preview = cronPreview('0 9 * * *', 'America/New_York', 5, from);
+    if (!preview.ok) throw new Error(preview.error);
+    expect(preview.times.map((t) => t.iso)).toEqual([
+      '2026-10-30T13:00:00.000Z',
+      '2026-10-31T13:00:00.000Z',
+      '2026-11-01T14:00:00.000Z',
+      '2026-11-02T14:00:00.000Z',
+      '2026-11-03T14:00:00.000Z',
+    ]);
+    // The same times the scheduler fires at (src/scheduler/cron.ts).
+    let after = from;
+    for (const time of preview.times) {
+      const next = nextFire('0 9 * * *', 'America/New_York', after)!;
+      expect(next.toISOString()).toBe(time.iso);
+      after = next;
+    }
+  });
+
+  it('says why an expression or a time zone is refused', () => {
+    expect(cronPreview('', 'UTC')).toEqual({ ok: false, error: expect.stringContaining('enter a cron expression') });
+    expect(cronPreview('* * * *', 'UTC')).toEqual({ ok: false, error: expect.stringContaining('five fields') });
+    expect(cronPreview('61 * * * *', 'UTC')).toEqual({ ok: false, error: expect.stringContaining('not a valid cron expression') });
+    expect(cronPreview('0 9 * * *', 'Mars/Olympus')).toEqual({ ok: false, error: 'unknown time zone Mars/Olympus' });
+  });
+});
+
+describe('a chat turn folded from run events', () => {
+  const token = (seq: number, text: string): RunEvent => ({ type: 'token', seq, data: { text } });
+
+  it('ignores an event it has already applied, so a replay repeats nothing', () => {
+    let turn = newTurn('run-1');
+    for (const event of [token(1, 'a'), token(2, 'b'), token(2, 'b'), token(1, 'a'), token(3, 'c')]) turn = applyEvent(turn, event, 0);
+    expect(turn.text).toBe('abc');
+    expect(turn.lastSeq).toBe(3);
+  });
+
+  it('measures a tool call live only', () => {
+    const start: RunEvent = { type: 'tool_call_start', seq: 1, data: { id: 'c1', name: 'lookup', input: { q: 1 } } };
+    const end: RunEvent = { type: 'tool_call_end', seq: 2, data: { id: 'c1', result: { ok: true } } };
+    const live = applyEvent(applyEvent(newTurn('r'), start, 1000), end, 1250);
+    expect(live.toolCalls).toEqual([{ id: 'c1', name: 'lookup', input: { q: 1 }, result: { ok: true }, startedAt: 1000, durationMs: 250 }]);
+    const replayed = applyEvent(applyEvent(newTurn('r'), start, 1000, false), end, 1250, false);
+    expect(replayed.toolCalls[0].durationMs).toBeUndefined();
+  });
+
+  it('keeps the pending turn per tab and forgets only its own run', () => {
+    const map = new Map<string, string>();
+    const storage: KeyValueStore = {
+      getItem: (k) => map.get(k) ?? null,
+      setItem: (k, v) => void map.set(k, v),
+      removeItem: (k) => void map.delete(k),
+    };
+    pendingTurns.set(storage, { runId: 'r2', conversationId: 'c', agentId: 'a' });
+    pendingTurns.clear(storage, 'r1');
+    expect(pendingTurns.get(storage)?.runId).toBe('r2');
+    pendingTurns.clear(storage, 'r2');
+    expect(pendingTurns.get(storage)).toBeNull();
+    map.set('agentry.pendingTurn', '{not json');
+    expect(pendingTurns.get(storage)).toBeNull();
+  });
+});
+
+describe('resuming a streamed answer (a real server, the SDK)', () => {
+  let t: TestApp;
+  let client: Agentry;
+  let agentId: string;
+  const words = Array.from({ length: 10 }, (_, i) => `word${i}`).join(' ');
+
+  beforeAll(async () => {
+    t = await startApp();
+    const { key } = await t.tenant();
+    agentId = (await t.agent(key)).id;
+    client = new Agentry({ baseUrl: await t.listen(), apiKey: key });
+  });
+  afterAll(() => t?.close());
+
+  /** Starts a slow answer and reads it until `tokens` tokens arrived, then drops the stream (a reload). */
+  async function partialAnswer(tokens: number) {
+    const controller = new AbortController();
+    const stream = client.agents.stream(agentId, { message: `/delay 30\n${words}` }, { signal: controller.signal });
+    const runId = await stream.runId();
+    let seen = newTurn(runId);
+    await followTurn(stream, seen, (turn) => {
+      seen = turn;
+      if (turn.text.split(' ').filter(Boolean).length >= tokens) controller.abort();
+    }).catch((err) => {
+      if (!controller.signal.aborted) throw err;
+    });
+    return seen;
+  }
+
+  it('rebuilt from the first event after a reload: the whole text, once', async () => {
+    const before = await partialAnswer(3);
+    expect(before.status).toBe('streaming');
+    expect(before.text.length).toBeGreaterThan(0);
+    expect(before.text.length).toBeLessThan(words.length);
+    const after = await followTurn(client.runs.events(before.runId, { lastEventId: 0 }), newTurn(before.runId), () => {}, { live: false });
+    expect(after.status).toBe('done');
+    expect(after.text).toBe(words);
+  });
+
+  it('continued from the last event seen after a dropped connection: the rest, nothing twice', async () => {
+    const before = await partialAnswer(4);
+    const after = await followTurn(client.runs.events(before.runId, { lastEventId: before.lastSeq }), before, () => {});
+    expect(after.status).toBe('done');
+    expect(after.text).toBe(words);
+    expect(after.tokenUsage?.outputTokens).toBe(10);
+  });
+});
