@@ -81,6 +81,16 @@ export function traceRun<T extends RunEnd | null>(tracing: Tracing, info: RunSpa
   );
 }
 
+/**
+ * Captured content as one attribute, at most 64 KiB: a conversation or a tool's result may be megabytes,
+ * and every span is held in memory until exported.
+ */
+const MAX_CAPTURED = 64 * 1024;
+const captured = (value: unknown) => {
+  const text = JSON.stringify(value ?? null);
+  return text.length > MAX_CAPTURED ? `${text.slice(0, MAX_CAPTURED)}…[truncated]` : text;
+};
+
 /** OpenAI's words for the finish reasons the V3 interface unifies (tool-calls -> tool_calls). */
 const finishReason = (reason: string) => reason.replace(/-/g, '_');
 
@@ -109,8 +119,8 @@ function promptAttributes(prompt: LanguageModelV3Prompt): Attributes {
     messages.push({ role: m.role, parts });
   }
   return {
-    'gen_ai.input.messages': JSON.stringify(messages),
-    ...(system.length ? { 'gen_ai.system_instructions': JSON.stringify(system) } : {}),
+    'gen_ai.input.messages': captured(messages),
+    ...(system.length ? { 'gen_ai.system_instructions': captured(system) } : {}),
   };
 }
 
@@ -172,7 +182,7 @@ function observed(
     if (err !== undefined) failSpan(span, err);
     if (capture) {
       const parts = [...(text ? [{ type: 'text', content: text }] : []), ...calls];
-      span.setAttribute('gen_ai.output.messages', JSON.stringify([{ role: 'assistant', parts, finish_reason: reason ?? 'other' }]));
+      span.setAttribute('gen_ai.output.messages', captured([{ role: 'assistant', parts, finish_reason: reason ?? 'other' }]));
     }
     span.end();
   };
@@ -241,11 +251,11 @@ export function tracedTools<A extends ToolAgent>(tracing: Tracing, set: ToolSet<
           'gen_ai.tool.type': 'function',
           ...(ctx.toolCallId ? { 'gen_ai.tool.call.id': ctx.toolCallId } : {}),
           ...(source ? { 'agentry.tool.source': source } : {}),
-          ...(capture ? { 'gen_ai.tool.call.arguments': JSON.stringify(input ?? null) } : {}),
+          ...(capture ? { 'gen_ai.tool.call.arguments': captured(input) } : {}),
         };
         return tracing.inSpan(`execute_tool ${tool.name}`, { kind: SpanKind.INTERNAL, attributes }, async (span) => {
           const result = await tool.execute(input, ctx);
-          if (capture) span.setAttribute('gen_ai.tool.call.result', JSON.stringify(result ?? null));
+          if (capture) span.setAttribute('gen_ai.tool.call.result', captured(result));
           return result;
         });
       },

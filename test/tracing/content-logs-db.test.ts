@@ -98,6 +98,19 @@ describe('trace settings', () => {
     expect(JSON.parse(tool.attributes['gen_ai.tool.call.result'] as string)).toEqual({ sum: 5 });
   });
 
+  it('holds captured content to 64 KiB an attribute', async () => {
+    const agent = await call('POST', '/api/v1/agents', { name: 'Shouter', appId: 'app', tools: [{ type: 'mcp', url: mcp.url }] });
+    const text = 'a'.repeat(70_000);
+    const res = await call('POST', `/api/v1/agents/${agent.body.id}/execute`, { message: `/tool shout {"text":"${text}"}` });
+    expect(res.status).toBe(200);
+    const { spans } = await traceOf(res.requestId);
+    const tool = one(spans, 'execute_tool shout');
+    const result = tool.attributes['gen_ai.tool.call.result'] as string;
+    expect(result.length).toBe(64 * 1024 + '…[truncated]'.length);
+    expect(result.endsWith('…[truncated]')).toBe(true);
+    expect(result).toContain('AAAA');
+  });
+
   it('puts each database statement in a span under what ran it with OTEL_AGENTRY_DB_SPANS=true', async () => {
     const res = await call('GET', '/api/v1/agents?limit=5');
     expect(res.status).toBe(200);
