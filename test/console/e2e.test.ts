@@ -24,7 +24,10 @@ let url: string;
 let key: string;
 const pageErrors: string[] = [];
 
-const shot = (name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `console-${name}.png`) });
+// The screenshots of docs/console.md: written there with AGENTRY_WRITE_SCREENSHOTS=1 (npm run screenshots),
+// else to a temporary folder, so an ordinary test run leaves docs/ as it was.
+const shotsDir = process.env.AGENTRY_WRITE_SCREENSHOTS === '1' ? SCREENSHOTS : os.tmpdir();
+const shot = (name: string) => page.screenshot({ path: path.join(shotsDir, `console-${name}.png`) });
 
 /** Picks `option` in the Mantine Select labelled `label` (within `scope`, default the page). */
 async function choose(label: string, option: string, scope: Pick<Page, 'getByLabel'> = page) {
