@@ -1,4 +1,4 @@
-import { type Kysely, PostgresAdapter } from 'kysely';
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
 
 /**
  * Tool calls that wait for a person (docs/runtime.md, "Tool calls that wait for approval"):
@@ -41,6 +41,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.createIndex('tool_approvals_inbox').on('tool_approvals').columns(['tenant_id', 'status', 'id']).execute();
   await db.schema.createIndex('tool_approvals_run').on('tool_approvals').columns(['run_id', 'status']).execute();
   await db.schema.createIndex('tool_approvals_expiry').on('tool_approvals').columns(['status', 'expires_at']).execute();
+  // The sweep's look for decided calls no run took in yet (every second, on every replica): few rows, kept apart.
+  await sql`create index tool_approvals_untaken on tool_approvals (status, run_id) where resumed_at is null`.execute(db);
 
   await db.schema
     .createTable('run_suspensions')
