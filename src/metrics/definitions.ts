@@ -37,7 +37,7 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
     return taskStats;
   };
   return {
-    // HTTP (the requests' counter and histogram are http-series.ts's)
+    // HTTP (the requests' counter and histogram are hot-counters.ts's)
     rejections: new Counter({
       name: 'agentry_rejections_total',
       help: 'Requests refused by a limit, by reason (rate_limited, concurrency_limit, budget_exceeded...)',
@@ -171,12 +171,6 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
       collect() {
         if (sources.openStreams) this.set(sources.openStreams());
       },
-    }),
-    eventsPublished: new Counter({
-      name: 'agentry_run_events_published_total',
-      help: 'Run events published by runs executing here, by event (token, tool_call_start, tool_call_end...)',
-      labelNames: ['event'],
-      registers,
     }),
     replays: new Counter({
       name: 'agentry_run_event_replays_total',

@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { BoundedLabel, defineMetrics, type GaugeSources, type MetricDefinitions } from './definitions.js';
-import { HttpSeries } from './http-series.js';
+import { HttpSeries, PlainCounter } from './hot-counters.js';
 
 /** Distinct model names kept as labels; later ones are "other". */
 const MODEL_LABELS = 100;
@@ -39,11 +39,18 @@ export class Metrics {
   private readonly toolNames = new BoundedLabel(TOOL_LABELS);
   /** The HTTP requests' counter and histogram, counted without prom-client on the request's path. */
   private readonly http = new HttpSeries();
+  /** Run events published, by event: counted on every streamed token. */
+  private readonly eventsPublished = new PlainCounter(
+    'agentry_run_events_published_total',
+    'Run events published by runs executing here, by event (token, tool_call_start, tool_call_end...)',
+    'event',
+  );
 
   constructor(private readonly options: { tenantLabel: boolean }) {
     collectDefaultMetrics({ register: this.registry });
     this.definitions = defineMetrics(this.registry, options.tenantLabel, this.sources);
     this.http.register(this.registry);
+    this.eventsPublished.register(this.registry);
   }
 
   /** The Prometheus text exposition. */
@@ -88,7 +95,7 @@ export class Metrics {
   readonly runs = {
     started: (kind: string, tenantId: string) => this.definitions.runsStarted.inc(this.tenant({ kind }, tenantId)),
     firstToken: (kind: string, seconds: number) => this.definitions.timeToFirstToken.observe({ kind }, seconds),
-    published: (event: string) => this.definitions.eventsPublished.inc({ event }),
+    published: (event: string) => this.eventsPublished.inc(event),
     recovered: () => this.definitions.runsRecovered.inc(),
     injected: () => this.definitions.injections.inc(),
     cancelled: () => this.definitions.cancellations.inc(),

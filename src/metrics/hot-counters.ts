@@ -1,5 +1,7 @@
 import type { Metric, Registry } from 'prom-client';
 
+// Counts made on the request and token paths, kept as plain numbers and handed to prom-client only when scraped.
+
 /** Seconds: an HTTP request (1 ms to 1 min). */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx'] as const;
@@ -90,5 +92,36 @@ export class HttpSeries {
     };
     registry.registerMetric(counter as unknown as Metric);
     registry.registerMetric(histogram as unknown as Metric);
+  }
+}
+
+/**
+ * A counter with one label, counted in a plain map and handed to prom-client at scrape: for counts
+ * made on a hot path (every streamed token), where prom-client's label hashing would cost more than the event.
+ */
+export class PlainCounter {
+  private readonly counts = new Map<string, number>();
+
+  constructor(
+    private readonly name: string,
+    private readonly help: string,
+    private readonly label: string,
+  ) {}
+
+  inc(value: string) {
+    this.counts.set(value, (this.counts.get(value) ?? 0) + 1);
+  }
+
+  register(registry: Registry) {
+    const { name, help, label, counts } = this;
+    const metric = {
+      name,
+      help,
+      type: 'counter',
+      aggregator: 'sum',
+      get: async () => ({ ...metric, values: [...counts].map(([v, n]) => ({ labels: { [label]: v }, value: n })) }),
+      reset: () => {},
+    };
+    registry.registerMetric(metric as unknown as Metric);
   }
 }
