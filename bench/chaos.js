@@ -36,6 +36,7 @@ const exec = promisify(execFile);
 async function startServer(mock, cleanups) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-chaos-'));
   cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+  /** @type {NodeJS.ProcessEnv} */
   const env = {
     ...process.env,
     DATA_DIR: dataDir,
@@ -71,7 +72,8 @@ async function main() {
       const label = withFallback ? 'with a fallback model' : 'without a fallback model';
       // A server of its own for each, so the breakers start closed.
       const { url, apiKey, stop } = await startServer(mock, cleanups);
-      const api = async (method, route, body) => {
+      /** @returns {Promise<{ status: number, body: any }>} */
+      const api = async (method, route, body = undefined) => {
         const res = await fetch(url + route, {
           method,
           headers: { authorization: `Bearer ${apiKey}`, ...(body ? { 'content-type': 'application/json' } : {}) },
@@ -120,7 +122,8 @@ async function main() {
       const journal = mock.getRequests().slice(requestsBefore);
       const faults = {};
       for (const e of journal) {
-        const action = e.response?.chaosAction ?? (e.body?.model?.startsWith('chaos-') ? 'answered' : 'steady');
+        const model = String(/** @type {{ model?: unknown } | undefined} */ (e.body)?.model ?? '');
+        const action = e.response?.chaosAction ?? (model.startsWith('chaos-') ? 'answered' : 'steady');
         faults[action] = (faults[action] ?? 0) + 1;
       }
       log(`\n${label}: ${EXECUTES} executes, ${failures.length} failed, ${seconds.toFixed(1)} s`);
