@@ -20,9 +20,11 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
+import zlib from 'node:zlib';
 import autocannon from 'autocannon';
 import { CLK_TCK, cleanupStack, cpuTicksOfStat, readCpuTicks, readRssKb, startChild } from './processes.js';
 import { dispatcher, idleStreams, sseStream } from './scenarios.js';
@@ -34,6 +36,13 @@ const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
 const AGENTS_TO_SEED = 100;
 /** Messages in each conversation of long-conversation before it is measured (issue 8). */
 const LONG_CONVERSATION_MESSAGES = 1000;
+/**
+ * builtin/echo's window in long-conversation-window (tokens): the system prompt (~100) and about 20 of
+ * the memory window's 50 messages (~22 each) fit in its 750 of room; the rest are summarised.
+ */
+const LONG_CONVERSATION_WINDOW = { contextWindow: 1000, outputReserve: 250 };
+/** execute-metrics' server's METRICS_TOKEN (a fresh one each run; the server wants at least 16 characters). */
+const BENCH_METRICS_TOKEN = randomBytes(16).toString('hex');
 const WARMUP_SECONDS = 2;
 /** Seconds of each short baseline sample taken before every scenario (after the usual warm-up). */
 const NEAR_BASELINE_SECONDS = 3;
@@ -68,6 +77,14 @@ const DISTURBED_PCT = 25;
 //   setup(ctx, opts) optional: create what the scenario needs through the HTTP API (ctx.api);
 //   request(ctx) one autocannon request { method, path, headers?, body? }, repeated;
 //   requests(ctx) an autocannon `requests` array, each connection cycling through it;
+//   serverEnv(ctx) optional: env added to the server's for this scenario alone (METRICS_TOKEN,
+//                OTEL_*, MODEL_PRICES): the scenario gets a server of its own, started after its
+//                setup (which runs against the shared server) on the same data, stopped after it;
+//   alongside(ctx) optional, request scenarios: made before the scenario's first request, `start()`ed
+//                just before the measured load and `stop()`ped after it; its `result(row)`, taken once the scenario's own server has stopped, adds
+//                { metrics, errors, summary } to the row (a /metrics scraper, an OTLP span count);
+//   costAgainst  optional: the scenario this one is a variant of; when both ran, the summary says what
+//                the variant costs (req/s and server CPU per request against the other's);
 //   run(ctx, m)  for what is not request/response throughput (time to first SSE token, idle
 //                connections, dispatcher drain time): do the work inside `m.measure(fn)`, which
 //                samples the server's RSS and CPU around it (m.opts holds the options), and return
@@ -82,8 +99,10 @@ const json = { 'content-type': 'application/json' };
  * @typedef {{ method?: string, path: string, headers?: Record<string, string>, body?: string }} Request
  * @typedef {{ measure: (fn: () => Promise<any>) => Promise<object>, opts: object }} Measurer
  * @typedef {{ metrics: object, errors: number, summary: string }} RunOutcome
+ * @typedef {{ start: () => void, stop: () => Promise<void>, result: (row: object) => { metrics: object, errors: number, summary: string } }} Alongside
  * @typedef {{ name: string, description: string, target: number | null, targetPostgres?: number, targetText?: string, server?: 'baseline',
- *   setup?: (ctx: object, opts: object) => Promise<void>, request?: (ctx: object) => Request,
+ *   setup?: (ctx: object, opts: object) => Promise<void>, serverEnv?: (ctx: object) => Record<string, string>,
+ *   alongside?: (ctx: object) => Alongside, costAgainst?: string, request?: (ctx: object) => Request,
  *   requests?: (ctx: object) => Request[], run?: (ctx: object, m: Measurer) => Promise<RunOutcome & object> }} Scenario
  * @type {Scenario[]}
  */
@@ -106,12 +125,7 @@ const SCENARIOS = [
     description: 'POST /api/v1/agents/:id/execute, builtin/echo, a new conversation each time (run, messages, events persisted)',
     target: 0.1,
     targetPostgres: 0.05,
-    request: (ctx) => ({
-      method: 'POST',
-      path: `/api/v1/agents/${ctx.agentIds[0]}/execute`,
-      headers: json,
-      body: JSON.stringify({ message: 'Hello, where is my order 4711? It was due yesterday.' }),
-    }),
+    request: executeRequest,
   },
   {
     name: 'execute-openai-compatible',
@@ -127,6 +141,29 @@ const SCENARIOS = [
       // The mock's fixture (bench/fixtures/openai-compatible.json) answers a message about this order.
       body: JSON.stringify({ message: 'Hello, where is my order 4711? It was due yesterday.' }),
     }),
+  },
+  {
+    name: 'execute-metrics',
+    description:
+      'execute as `execute`, on a server of its own started with METRICS_TOKEN set (Prometheus metrics recorded); ' +
+      'the harness scrapes GET /metrics once a second during the measurement',
+    target: null,
+    serverEnv: () => ({ METRICS_TOKEN: BENCH_METRICS_TOKEN }),
+    alongside: metricsScraper,
+    costAgainst: 'execute',
+    request: executeRequest,
+  },
+  {
+    name: 'execute-tracing',
+    description:
+      'execute as `execute`, on a server of its own with OTEL_EXPORTER_OTLP_ENDPOINT at an OTLP/HTTP receiver in the ' +
+      'harness (answers 200 at once, counts the spans): spans received per request',
+    target: null,
+    setup: otlpReceiverSetup,
+    serverEnv: (ctx) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: ctx.otlpReceiver.url }),
+    alongside: spanCounter,
+    costAgainst: 'execute',
+    request: executeRequest,
   },
   {
     name: 'authorize',
@@ -211,11 +248,164 @@ const SCENARIOS = [
     setup: longConversationSetup,
     requests: (ctx) => [longConversationRequest(ctx)],
   },
+  {
+    name: 'long-conversation-window',
+    description:
+      `long-conversation on the same conversations, on a server of its own where MODEL_PRICES gives builtin/echo a ` +
+      `${LONG_CONVERSATION_WINDOW.contextWindow}-token context window (${LONG_CONVERSATION_WINDOW.outputReserve} kept for the answer): ` +
+      'the 50 messages of the memory window do not fit, so older turns are summarised (by echo) on every request',
+    target: null,
+    setup: longConversationSetup,
+    serverEnv: () => ({ MODEL_PRICES: JSON.stringify({ 'builtin/echo': LONG_CONVERSATION_WINDOW }) }),
+    costAgainst: 'long-conversation',
+    requests: (ctx) => [longConversationRequest(ctx)],
+  },
 
   sseStream,
   idleStreams,
   dispatcher,
 ];
+
+/** The request of execute and its variants: a new conversation each time. */
+function executeRequest(ctx) {
+  return {
+    method: 'POST',
+    path: `/api/v1/agents/${ctx.agentIds[0]}/execute`,
+    headers: json,
+    body: JSON.stringify({ message: 'Hello, where is my order 4711? It was due yesterday.' }),
+  };
+}
+
+/**
+ * execute-metrics: GET /metrics once a second while the load runs, as a Prometheus server would
+ * (each scrape renders every series, which is what the scenario should pay for).
+ */
+function metricsScraper(ctx) {
+  const scrapes = [];
+  let lastError = null;
+  const scrape = async () => {
+    const started = performance.now();
+    try {
+      const res = await fetch(`${ctx.server.url}/metrics`, { headers: { authorization: `Bearer ${BENCH_METRICS_TOKEN}` } });
+      const text = await res.text();
+      scrapes.push({ status: res.status, ms: performance.now() - started, bytes: Buffer.byteLength(text) });
+      if (res.status !== 200) lastError = `${res.status}: ${text.slice(0, 200)}`;
+    } catch (err) {
+      scrapes.push({ status: null, ms: performance.now() - started, bytes: 0 });
+      lastError = err.message;
+    }
+  };
+  const inFlight = new Set();
+  let timer;
+  return {
+    start() {
+      timer = setInterval(() => {
+        const p = scrape().finally(() => inFlight.delete(p));
+        inFlight.add(p);
+      }, 1000);
+    },
+    async stop() {
+      clearInterval(timer);
+      await Promise.all(inFlight);
+    },
+    result() {
+      const failed = scrapes.filter((s) => s.status !== 200).length;
+      const ms = scrapes.map((s) => s.ms).sort((a, b) => a - b);
+      const maxMs = ms.length ? round(ms[ms.length - 1], 1) : null;
+      const bytes = scrapes.length ? scrapes[scrapes.length - 1].bytes : null;
+      return {
+        errors: failed,
+        metrics: { scrapes: scrapes.length, failed, scrapeMaxMs: maxMs, lastScrapeBytes: bytes, lastError },
+        summary: `${scrapes.length} scrapes of /metrics during the measurement, ${failed} not 200${lastError ? ` (last: ${lastError})` : ''}; slowest ${maxMs} ms, last ${bytes} bytes`,
+      };
+    },
+  };
+}
+
+/**
+ * execute-tracing's collector: an OTLP/HTTP receiver in this process that answers every POST
+ * /v1/traces with 200 at once and then counts its spans by trace (one execute request = one trace).
+ */
+async function otlpReceiverSetup(ctx) {
+  if (ctx.otlpReceiver) return;
+  const receiver = { spans: 0, exports: 0, badExports: 0, traces: new Map() };
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method !== 'POST' || req.url !== '/v1/traces') {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      receiver.exports++;
+      try {
+        let body = Buffer.concat(chunks);
+        if (req.headers['content-encoding'] === 'gzip') body = zlib.gunzipSync(body);
+        for (const rs of JSON.parse(body.toString('utf8')).resourceSpans ?? [])
+          for (const ss of rs.scopeSpans ?? [])
+            for (const span of ss.spans ?? []) {
+              receiver.spans++;
+              const t = receiver.traces.get(span.traceId) ?? { spans: 0, execute: false };
+              t.spans++;
+              if (span.name === 'POST /api/v1/agents/:id/execute') t.execute = true;
+              receiver.traces.set(span.traceId, t);
+            }
+      } catch {
+        receiver.badExports++;
+      }
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)));
+  receiver.url = `http://127.0.0.1:${server.address().port}`;
+  receiver.close = () => new Promise((resolve) => server.close(() => resolve(undefined)));
+  ctx.cleanups.push(receiver.close);
+  ctx.otlpReceiver = receiver;
+  log(`OTLP/HTTP receiver ${receiver.url}`);
+}
+
+/**
+ * execute-tracing's figures, read after its server has stopped (which flushes the last batch of spans).
+ * Spans per trace of the execute traces is exact whatever timing cut off; spans per response counts all
+ * the scenario's requests (its first check, warm-up and measurement) and falls below it when spans were
+ * dropped (the batch processor's queue full).
+ */
+function spanCounter(ctx) {
+  const r = ctx.otlpReceiver;
+  r.spans = 0;
+  r.exports = 0;
+  r.badExports = 0;
+  r.traces.clear();
+  return {
+    start() {},
+    async stop() {},
+    result(row) {
+      let executeTraces = 0;
+      let executeSpans = 0;
+      for (const t of r.traces.values())
+        if (t.execute) {
+          executeTraces++;
+          executeSpans += t.spans;
+        }
+      const perTrace = executeTraces ? round(executeSpans / executeTraces, 2) : null;
+      const perResponse = row.responsesSent ? round(r.spans / row.responsesSent, 2) : null;
+      return {
+        errors: r.badExports + (executeTraces ? 0 : 1),
+        metrics: {
+          spans: r.spans,
+          exports: r.exports,
+          badExports: r.badExports,
+          traces: r.traces.size,
+          executeTraces,
+          spansPerExecuteTrace: perTrace,
+          responses: row.responsesSent,
+          spansPerResponse: perResponse,
+        },
+        summary: `${r.spans} spans received in ${r.exports} exports (${r.badExports} unreadable), ${executeTraces} execute traces of ${perTrace} spans each; ${perResponse} spans per response (${row.responsesSent} responses, warm-up included)`,
+      };
+    },
+  };
+}
 
 /** An agent like the others but on MOCK_PROVIDER_MODEL, which the server reaches over HTTP. */
 async function mockProviderAgentSetup(ctx) {
@@ -675,7 +865,44 @@ async function waitIdle(seconds) {
   }
 }
 
-async function runScenario(scenario, ctx, opts) {
+/**
+ * A scenario with `serverEnv`: its setup against the shared server (long-conversation-window reuses
+ * long-conversation's conversations), then the scenario against a server of its own, started with the
+ * shared server's env plus the scenario's on the same data (SQLite file or PostgreSQL database; the
+ * shared server stays up, idle), then stopped, which also flushes what it exports (spans).
+ */
+async function runOnOwnServer(scenario, ctx, opts) {
+  if (scenario.setup) await scenario.setup(ctx, opts);
+  const shared = ctx.server;
+  const own = await startChild(scenario.name, [...ctx.serverArgs, 'dist/main.js'], { ...ctx.env, ...scenario.serverEnv(ctx) }, '/readyz');
+  log(`${scenario.name}: server of its own ${own.url} (pid ${own.pid})`);
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await own.stop();
+  };
+  ctx.cleanups.push(stop);
+  ctx.server = own;
+  try {
+    const row = await runScenario({ ...scenario, setup: undefined, serverEnv: undefined, alongside: undefined }, ctx, opts, {
+      alongside: scenario.alongside,
+    });
+    await stop();
+    const out = own.output().trim();
+    if (out) log(`${scenario.name} server output (last 2,000 chars):\n${out.slice(-2000)}`);
+    if (!row.alongside) return row;
+    const { alongside, ...rest } = row;
+    const extra = alongside.result(rest);
+    return { ...rest, errors: rest.errors + extra.errors, metrics: extra.metrics, summary: extra.summary };
+  } finally {
+    ctx.server = shared;
+    await stop();
+  }
+}
+
+async function runScenario(scenario, ctx, opts, { alongside } = {}) {
+  if (scenario.serverEnv) return runOnOwnServer(scenario, ctx, opts);
   const target = scenario.server === 'baseline' ? ctx.baseline : ctx.server;
   // Issue 8 sets its targets for SQLite; on PostgreSQL only execute has one (targetPostgres).
   const postgres = ctx.dialect === 'postgres';
@@ -699,14 +926,24 @@ async function runScenario(scenario, ctx, opts) {
       disturbed: rest.otherCpuPct > DISTURBED_PCT,
     };
   }
+  const side = alongside?.(ctx);
   const bodyBytes = await checkFirstRequest(target.url, scenario, ctx);
-  await cannon(target.url, scenario, ctx, opts, WARMUP_SECONDS);
-  const m = await measure(target.pid, () => cannon(target.url, scenario, ctx, opts, opts.duration), {
-    postgres: ctx.pgDatabase,
-    mockPid: ctx.mockProvider?.pid,
-  });
+  const warm = await cannon(target.url, scenario, ctx, opts, WARMUP_SECONDS);
+  const m = await measure(
+    target.pid,
+    async () => {
+      side?.start();
+      try {
+        return await cannon(target.url, scenario, ctx, opts, opts.duration);
+      } finally {
+        await side?.stop();
+      }
+    },
+    { postgres: ctx.pgDatabase, mockPid: ctx.mockProvider?.pid },
+  );
   const r = m.value;
   return {
+    ...(side ? { alongside: side, responsesSent: 1 + warm.requests.total + r.requests.total } : {}),
     name: scenario.name,
     description: scenario.description,
     target: goal,
@@ -901,7 +1138,8 @@ async function main() {
     cleanups.push(baseline.stop);
     log(`server ${server.url} (pid ${server.pid}), baseline ${baseline.url} (pid ${baseline.pid})`);
 
-    const ctx = { server, baseline, dialect: database.dialect, pgDatabase: database.name, mockProvider };
+    // env and serverArgs: a scenario with serverEnv starts its own server from them (runScenario).
+    const ctx = { server, baseline, dialect: database.dialect, pgDatabase: database.name, mockProvider, env, serverArgs, cleanups };
     ctx.api = makeApi(ctx);
     await seed(ctx, env);
     log(`seeded tenant ${ctx.tenantId} with ${ctx.agentIds.length} agents`);
@@ -914,7 +1152,7 @@ async function main() {
     const runOne = async (scenario, label) => {
       log(`${label ?? scenario.name} ...`);
       const r = await runScenario(scenario, ctx, opts);
-      rows.push({ ...r, label, server: scenario.server });
+      rows.push({ ...r, label, server: scenario.server, ...(scenario.costAgainst ? { costAgainst: scenario.costAgainst } : {}) });
       log(`${label ?? scenario.name}: ${r.summary ?? `${r.reqPerSec} req/s, p99 ${r.latencyMs.p99} ms, errors ${r.errors}`}`);
     };
     await runOne(BASELINE, 'baseline (start)');
@@ -940,6 +1178,19 @@ async function main() {
       r.nearBaseline = { before: samples[i], after: samples[i + 1], mean: round((samples[i] + samples[i + 1]) / 2, 0) };
       r.nearRatio = r.reqPerSec === undefined || r.ratioTo ? null : round(r.reqPerSec / r.nearBaseline.mean, 3);
     });
+    // What a variant costs against the scenario it varies (execute-tracing against execute...), same run.
+    for (const r of rows) {
+      const other = r.costAgainst && rows.find((o) => o.name === r.costAgainst && !o.label);
+      if (!other?.reqPerSec || !r.reqPerSec) continue;
+      r.cost = {
+        against: other.name,
+        reqPerSecPct: round((r.reqPerSec / other.reqPerSec - 1) * 100, 1),
+        serverUsPerRequestMore:
+          r.serverUsPerRequest == null || other.serverUsPerRequest == null ? null : r.serverUsPerRequest - other.serverUsPerRequest,
+      };
+      const line = `against ${other.name}: req/s ${r.cost.reqPerSecPct >= 0 ? '+' : ''}${r.cost.reqPerSecPct}%, server CPU per request ${r.cost.serverUsPerRequestMore == null ? '?' : `${r.cost.serverUsPerRequestMore >= 0 ? '+' : ''}${r.cost.serverUsPerRequestMore}`} µs`;
+      r.summary = r.summary ? `${r.summary}; ${line}` : line;
+    }
     // Every target is judged the way bench/median.js judges several runs (bench/targets.js): a ratio
     // against its minimum, the SSE first token against the bare server's of this run, RSS, seconds.
     for (const r of rows) {
