@@ -21,14 +21,14 @@ export interface ConsoleOptions {
  * The console's own top-level routes (its router, packages/console/src/router.tsx): only these paths
  * answer index.html (the SPA fallback); anything else unknown stays a problem+json 404.
  */
-export const CONSOLE_SECTIONS = ['sign-in', 'agents', 'playground', 'runs', 'tasks', 'approvals', 'identity', 'usage', 'skills'] as const;
+const CONSOLE_SECTIONS = ['sign-in', 'agents', 'playground', 'runs', 'tasks', 'approvals', 'identity', 'usage', 'skills'] as const;
 
 /**
  * No inline script and nothing from elsewhere. Styles allow 'unsafe-inline' because Mantine writes its
  * theme's CSS variables into a <style> element and sets style attributes at run time; a style cannot
  * run script, and script-src stays 'self' only.
  */
-export const CONSOLE_CSP = [
+const CONSOLE_CSP = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self' 'unsafe-inline'",
@@ -102,7 +102,7 @@ function readTree(dir: string): Map<string, StaticFile> {
 const escapeAttribute = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /** index.html with `<base href>` set to PUBLIC_BASE_URL's path, so relative asset URLs and the router work under a prefix. */
-export function withBase(html: string, publicBaseUrl: string): string {
+function withBase(html: string, publicBaseUrl: string): string {
   const basePath = `${new URL(publicBaseUrl).pathname.replace(/\/+$/, '')}/`;
   const tag = `<base href="${escapeAttribute(basePath)}">`;
   return html.includes('<head>') ? html.replace('<head>', `<head>\n    ${tag}`) : `${tag}${html}`;

@@ -8,7 +8,7 @@ import { type BrowserContext, chromium } from 'playwright-core';
  * it with apt-get install chromium), a fresh profile each time, nothing reaching out to the network.
  */
 
-export const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM = '/usr/bin/chromium';
 export const hasChromium = fs.existsSync(CHROMIUM);
 export const CONSOLE_DIST = path.resolve(import.meta.dirname, '../../packages/console/dist');
 export const SCREENSHOTS = path.resolve(import.meta.dirname, '../../docs');

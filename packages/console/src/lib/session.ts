@@ -25,6 +25,3 @@ export function saveCredential(credential: string, storage: Storage = sessionSto
 export function forgetCredential(storage: Storage = sessionStorage) {
   storage.clear();
 }
-
-/** An API key (`agk_...`) rather than an access token (a JWT). */
-export const isApiKey = (credential: string) => credential.startsWith('agk_');

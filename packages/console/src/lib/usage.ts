@@ -11,7 +11,7 @@ export interface UsageRow {
 }
 
 /** Every day from `from` to `to` (YYYY-MM-DD, UTC), both included. */
-export function daysBetween(from: string, to: string): string[] {
+function daysBetween(from: string, to: string): string[] {
   const out: string[] = [];
   for (let t = Date.parse(`${from}T00:00:00Z`); t <= Date.parse(`${to}T00:00:00Z`); t += 86_400_000)
     out.push(new Date(t).toISOString().slice(0, 10));

@@ -21,7 +21,7 @@ import { useState } from 'react';
 import { type Session, fieldErrorsOf, messageOf, useClient, useDenied } from '../api';
 
 /** A JWT's payload, decoded for reading (not verified: the server verified it when it issued it). */
-export function decodeJwtPayload(jwt: string): Record<string, unknown> | null {
+function decodeJwtPayload(jwt: string): Record<string, unknown> | null {
   const part = jwt.split('.')[1];
   if (!part) return null;
   try {

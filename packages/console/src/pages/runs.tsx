@@ -114,7 +114,7 @@ interface TimelineEntry {
 }
 
 /** A run's events as timeline entries: consecutive tokens as one model output, tool calls, the end. */
-export function timelineOf(events: RunEvent[]): TimelineEntry[] {
+function timelineOf(events: RunEvent[]): TimelineEntry[] {
   const out: TimelineEntry[] = [];
   for (const event of events) {
     const last = out[out.length - 1];

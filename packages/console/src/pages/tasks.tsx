@@ -36,7 +36,7 @@ const supportedZones = (Intl as unknown as { supportedValuesOf?: (k: string) => 
 const ZONES: string[] = [...new Set(['UTC', browserZone, ...supportedZones])];
 
 /** The next five fire times of a cron expression in the task's time zone, as the form is filled. */
-export function CronPreviewList({ expression, timeZone }: { expression: string; timeZone: string }) {
+function CronPreviewList({ expression, timeZone }: { expression: string; timeZone: string }) {
   const preview = useMemo(() => cronPreview(expression, timeZone), [expression, timeZone]);
   if (!preview.ok)
     return (
