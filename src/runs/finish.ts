@@ -14,6 +14,19 @@ import * as store from './store.js';
 import type { RunFinished, RunOutcome } from './types.js';
 import type { RunError } from './views.js';
 
+/** Failures that leave no partial answer in the conversation: the text was said, but was not the answer asked for. */
+const KEPT_WHOLE_OR_NOT_AT_ALL = new Set(['invalid_output']);
+
+/**
+ * What a failed run leaves in its conversation: the text streamed before the failure, then a note in
+ * the reply itself (the history replays a message's content as the model's own words), or nothing
+ * when nothing was said (docs/models.md "A stream cut after its first token").
+ */
+export function cutOffReply(output: string, error: RunError | null): string {
+  if (!output || !error || KEPT_WHOLE_OR_NOT_AT_ALL.has(error.code)) return '';
+  return `${output}\n\n[answer cut off: ${error.code}]`;
+}
+
 /**
  * Ends per transaction at most (group commit). Larger batches save commits but hold up the requests
  * that arrive meanwhile (the first streamed token waits behind them; docs/benchmarks-history.md).
@@ -85,25 +98,26 @@ export class RunFinish {
     const structuredOutput = result.structuredOutput ?? null;
     const error = status === 'cancelled' ? { code: 'cancelled', message: 'the run was cancelled' } : (ending.failure ?? null);
     const duration = Date.parse(at) - ending.startedAtMs;
-    // The reply joins the conversation (a cancelled run's partial reply too); a failed run adds none.
-    const reply: conversations.MessageRow | null =
-      status !== 'failed' && result.output
-        ? {
-            id: newId(),
-            tenant_id: tenantId,
-            conversation_id: conversationId,
-            run_id: runId,
-            role: 'assistant',
-            content: result.output,
-            // With ids and results: the history gives them back to the model (runs/context.ts).
-            tool_calls: result.toolCalls.length
-              ? JSON.stringify(result.toolCalls.map((c) => ({ id: c.id, name: c.name, input: c.input, result: c.result })))
-              : null,
-            token_usage: JSON.stringify(tokenUsage),
-            attachments: null,
-            created_at: at,
-          }
-        : null;
+    // The reply joins the conversation (a cancelled run's partial reply too). A failed run's joins only
+    // when its answer broke off part-way, marked so that the next turn's model knows it was cut.
+    const content = status === 'failed' ? cutOffReply(result.output, error) : result.output;
+    const reply: conversations.MessageRow | null = content
+      ? {
+          id: newId(),
+          tenant_id: tenantId,
+          conversation_id: conversationId,
+          run_id: runId,
+          role: 'assistant',
+          content,
+          // With ids and results: the history gives them back to the model (runs/context.ts).
+          tool_calls: result.toolCalls.length
+            ? JSON.stringify(result.toolCalls.map((c) => ({ id: c.id, name: c.name, input: c.input, result: c.result })))
+            : null,
+          token_usage: JSON.stringify(tokenUsage),
+          attachments: null,
+          created_at: at,
+        }
+      : null;
     const terminal =
       status === 'completed'
         ? { event: 'done', data: { conversationId, runId, cost, tokenUsage, ...(structuredOutput ? { structuredOutput } : {}) } }

@@ -1,0 +1,105 @@
+import { LLMock } from '@copilotkit/aimock';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { readSse } from '../helpers/sse.js';
+
+/**
+ * A stream cut after its first token (docs/models.md "A stream cut after its first token"): the
+ * client is told each token once, the run fails with a stable code, and what was said joins the
+ * conversation marked as cut off, so the next turn's model sees it. Through aimock, per vendor API.
+ */
+
+let mock: LLMock;
+let t: TestApp;
+let key: string;
+
+// Chunks each vendor's answer starts with before its first text delta (as in provider-retries.test.ts).
+const MODELS = [
+  { model: 'openai/gpt-5-mini', preamble: 4 },
+  { model: 'anthropic/claude-sonnet-4-5', preamble: 2 },
+  { model: 'openai-compatible/qwen3-8b', preamble: 1 },
+] as const;
+
+beforeAll(async () => {
+  mock = new LLMock({ port: 0, host: '127.0.0.1', latency: 0, logLevel: 'silent' });
+  await mock.start();
+  t = await startApp({
+    OPENAI_BASE_URL: `${mock.url}/v1`,
+    OPENAI_API_KEY: 'sk-test',
+    ANTHROPIC_BASE_URL: `${mock.url}/v1`,
+    ANTHROPIC_API_KEY: 'sk-ant-test',
+    OPENAI_COMPATIBLE_BASE_URL: `${mock.url}/v1`,
+    MODEL_RETRY_MAX_ATTEMPTS: '3',
+    MODEL_RETRY_BASE_MS: '1',
+  });
+  ({ key } = await t.tenant());
+  await t.listen();
+});
+afterAll(async () => {
+  await t?.close();
+  await mock?.stop();
+});
+
+/** The provider requests whose body holds `text`. */
+const requestsWith = (text: string) => mock.getRequests().filter((e) => JSON.stringify(e.body ?? '').includes(text));
+
+const tokens = (events: { event: string; data: { text?: string } }[]) => events.filter((e) => e.event === 'token').map((e) => e.data.text);
+
+describe.each(MODELS)('$model', ({ model, preamble }) => {
+  it('keeps what was said before the cut in the conversation, marked, and the next turn’s model sees it', async () => {
+    const first = `cut, then asked again ${model}`;
+    const answer = 'Alpha bravo charlie delta echo foxtrot golf.';
+    mock.addFixture({
+      match: { userMessage: first },
+      response: { content: answer },
+      chunkSize: 4,
+      truncateAfterChunks: preamble + 2,
+      latency: 10,
+    });
+    const second = `go on ${model}`;
+    mock.addFixture({ match: { userMessage: second }, response: { content: 'Hotel india.' } });
+
+    const a = await t.agent(key, { name: 'cut', appId: 'a', model });
+    const events = await readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: first } }));
+    // Said once, never repeated: one request, and the tokens are a proper beginning of the answer.
+    expect(requestsWith(first)).toHaveLength(1);
+    const said = tokens(events).join('');
+    expect(said.length).toBeGreaterThan(0);
+    expect(answer.startsWith(said) && said !== answer).toBe(true);
+    const last = events.at(-1)!;
+    expect(last).toMatchObject({ event: 'error', data: { code: 'provider_unavailable' } });
+    const runs = await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key });
+    const run = (await t.request('GET', `/api/v1/runs/${runs.body.runs[0].id}`, { key })).body;
+    expect(run).toMatchObject({ status: 'failed', output: said, error: { code: 'provider_unavailable' } });
+    const convId = run.conversationId;
+
+    const note = `${said}\n\n[answer cut off: provider_unavailable]`;
+    const messages = (await t.request('GET', `/api/v1/conversations/${convId}/messages`, { key })).body;
+    expect(messages.messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([
+      ['user', first],
+      ['assistant', note],
+    ]);
+
+    const next = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: second, conversationId: convId } });
+    expect(next.status).toBe(200);
+    expect(next.body.output).toBe('Hotel india.');
+    const [request] = requestsWith(second);
+    // The partial answer and its note, in the history the model was sent.
+    expect(JSON.stringify(request.body)).toContain(JSON.stringify(note).slice(1, -1));
+  });
+});
+
+it('a run that fails before saying anything adds no reply', async () => {
+  const message = 'down from the start';
+  mock.addFixture({
+    match: { userMessage: message },
+    response: { error: { message: 'The engine is currently overloaded', type: 'server_error' }, status: 503 },
+  });
+  const a = await t.agent(key, { name: 'down', appId: 'a', model: 'openai/gpt-5-mini' });
+  const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message } });
+  expect(res.status).toBe(502);
+  const runs = await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key });
+  const run = (await t.request('GET', `/api/v1/runs/${runs.body.runs[0].id}`, { key })).body;
+  const messages = (await t.request('GET', `/api/v1/conversations/${run.conversationId}/messages`, { key })).body;
+  expect(messages.messages.map((m: { role: string }) => m.role)).toEqual(['user']);
+});
