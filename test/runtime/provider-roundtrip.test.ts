@@ -61,6 +61,13 @@ afterEach(() => {
 });
 
 /** A fresh agent (so its run list holds just this test's run) with the MCP test tools add, shout, slow, broken. */
+/** A step's clock fields (issue 27's run insight): present and ordered; their values are the machine's. */
+const timed = {
+  startedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+  completedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+  durationMs: expect.any(Number),
+};
+
 const agent = (model: string) =>
   t.agent(key, { name: 'roundtrip', appId: 'a', model, systemPrompt: 'Be brief.', tools: [{ type: 'mcp', url: mcp.url }] });
 
@@ -174,6 +181,9 @@ describe('OpenAI Responses API (openai/gpt-5-mini → POST /v1/responses)', () =
         injected: [],
         finishReason: 'tool-calls',
         usage: { inputTokens: 120, outputTokens: 40 },
+        model: 'openai/gpt-5-mini',
+        cost: cost('openai/gpt-5-mini', 120, 40),
+        ...timed,
       },
       {
         index: 1,
@@ -182,6 +192,9 @@ describe('OpenAI Responses API (openai/gpt-5-mini → POST /v1/responses)', () =
         injected: [],
         finishReason: 'stop',
         usage: { inputTokens: 180, outputTokens: 7 },
+        model: 'openai/gpt-5-mini',
+        cost: cost('openai/gpt-5-mini', 180, 7),
+        ...timed,
       },
     ]);
   });
@@ -529,7 +542,17 @@ describe('token usage and finish reasons', () => {
     ]);
     expect(run).toMatchObject({ status: 'completed', error: null, output: 'Once upon a', tokenUsage, warnings: [] });
     expect(run.steps).toEqual([
-      { index: 0, text: 'Once upon a', toolCallIds: [], injected: [], finishReason: 'length', usage: tokenUsage },
+      {
+        index: 0,
+        text: 'Once upon a',
+        toolCallIds: [],
+        injected: [],
+        finishReason: 'length',
+        usage: tokenUsage,
+        model: 'openai/gpt-5-mini',
+        cost: cost('openai/gpt-5-mini', 1200, 64),
+        ...timed,
+      },
     ]);
   });
 
