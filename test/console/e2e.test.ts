@@ -272,6 +272,27 @@ describeBrowser('the console in a browser', () => {
     await shot('run');
   });
 
+  it('works at phone width: the navigation folds behind its button, the chat and the inbox fit', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.getByRole('button', { name: 'Toggle navigation' }).click();
+      await page.getByRole('link', { name: /^Approvals/ }).click();
+      await page.getByRole('heading', { name: 'Approvals' }).waitFor();
+      await page.getByRole('button', { name: 'Toggle navigation' }).click();
+      await page.getByRole('link', { name: 'Playground' }).click();
+      await choose('Agent', 'Support');
+      const input = page.getByLabel('Message');
+      await input.waitFor();
+      const box = (await input.boundingBox())!;
+      expect(box.x).toBeGreaterThanOrEqual(0);
+      expect(box.x + box.width).toBeLessThanOrEqual(390);
+      // Nothing wider than the screen: no sideways scrolling.
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
+  });
+
   it('signs out and forgets the key; the page raised no error (CSP included)', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('button', { name: 'Sign in' }).waitFor();

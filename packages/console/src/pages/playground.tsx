@@ -129,8 +129,8 @@ export function PlaygroundPage() {
       await queryClient.invalidateQueries({ queryKey: ['messages', conversation] });
       queryClient.invalidateQueries({ queryKey: ['conversations'] });
       queryClient.invalidateQueries({ queryKey: ['run', turn.runId] });
-      // The answer is in the conversation's messages now, unless the run failed before writing it.
-      setLive(turn.status === 'error' ? turn : null);
+      // Shown until the conversation's messages hold the answer (the effect below), so it never blinks out.
+      setLive(turn);
     },
     [queryClient],
   );
@@ -149,6 +149,11 @@ export function PlaygroundPage() {
       });
     return () => controller.abort();
   }, [client, conversationId, finish]);
+
+  // A finished turn gives way to the stored answer once the messages hold it (a refetch may come first).
+  useEffect(() => {
+    if (live && live.status !== 'streaming' && messages.data?.some((m) => m.runId === live.runId && m.role === 'assistant')) setLive(null);
+  }, [live, messages.data]);
 
   // Keeps the newest text in view as it arrives.
   const newest = `${messages.data?.length}:${live?.text.length}:${live?.toolCalls.length}`;
