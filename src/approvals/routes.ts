@@ -53,7 +53,8 @@ export const approvalsRoutes: FastifyPluginAsyncTypebox<{ approvals: ApprovalsSe
         summary: 'Approve a waiting tool call (optionally with edited arguments) or a task; the run resumes',
         description:
           'The run resumes once none of its calls waits any more, on this server or (after a restart) on whichever claims it first. ' +
-          '409 `approval_not_pending` when it was decided, expired or its run ended.',
+          '409 `approval_not_pending` when it was decided, expired or its run ended; 409 `approval_expired` when its time is up ' +
+          '(the sweep then decides it as the agent’s `approval.onTimeout` says).',
         params: IdParams,
         body: ApproveBody,
         response: { 200: ApprovalItem, ...problems(400, 401, 403, 404, 409) },
@@ -70,6 +71,7 @@ export const approvalsRoutes: FastifyPluginAsyncTypebox<{ approvals: ApprovalsSe
         operationId: 'rejectApproval',
         tags,
         summary: 'Reject a waiting tool call (the model is told the reason as the tool’s result and goes on) or a task',
+        description: '409 `approval_not_pending` when it was decided or its run ended; 409 `approval_expired` when its time is up.',
         params: IdParams,
         body: RejectBody,
         response: { 200: ApprovalItem, ...problems(400, 401, 403, 404, 409) },

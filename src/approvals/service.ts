@@ -178,15 +178,22 @@ export class ApprovalsService implements ToolApprovalRequests {
     if (!row) return taskItem(await this.o.tasks.get(tenantId, id).then(d.task, notFoundAsApproval));
     if (row.status !== 'pending') throw new Conflict('approval_not_pending', `the approval is already ${row.status}`);
     const at = now();
+    // Past its time the approval is the sweep's to decide, as the agent said (onTimeout), not a person's.
+    if (row.expires_at <= at) throw approvalExpired(row.expires_at);
     const decided = await this.o.db.kysely.transaction().execute(async (trx) => {
-      const won = await store.decide(trx, row.id, {
-        status: d.status,
-        decided_arguments: d.arguments === undefined ? null : JSON.stringify(d.arguments),
-        decision_reason: d.reason ?? null,
-        decided_by_type: principal.actor.type,
-        decided_by_id: principal.actor.id,
-        decided_at: at,
-      });
+      const won = await store.decide(
+        trx,
+        row.id,
+        { unexpiredAt: at },
+        {
+          status: d.status,
+          decided_arguments: d.arguments === undefined ? null : JSON.stringify(d.arguments),
+          decision_reason: d.reason ?? null,
+          decided_by_type: principal.actor.type,
+          decided_by_id: principal.actor.id,
+          decided_at: at,
+        },
+      );
       if (!won) return false;
       await recordAudit(trx, {
         tenantId,
@@ -198,7 +205,12 @@ export class ApprovalsService implements ToolApprovalRequests {
       });
       return true;
     });
-    if (!decided) throw new Conflict('approval_not_pending', 'the approval was decided meanwhile');
+    if (!decided) {
+      // Lost: decided meanwhile, or its time ran out between the read and the write.
+      const current = await store.findApproval(this.o.db.kysely, tenantId, id);
+      if (current?.status === 'pending') throw approvalExpired(current.expires_at);
+      throw new Conflict('approval_not_pending', 'the approval was decided meanwhile');
+    }
     await this.resume(row.run_id);
     const after = await store.findApproval(this.o.db.kysely, tenantId, id);
     return toolCallItem(after ?? row);
@@ -227,13 +239,18 @@ export class ApprovalsService implements ToolApprovalRequests {
     for (const row of await store.expired(db, at, PER_SWEEP)) {
       const approve = row.on_timeout === 'approve';
       await db.transaction().execute(async (trx) => {
-        const won = await store.decide(trx, row.id, {
-          status: approve ? 'approved' : 'expired',
-          decision_reason: approve ? null : 'nobody decided in time: the approval expired',
-          decided_by_type: 'system',
-          decided_by_id: null,
-          decided_at: at,
-        });
+        const won = await store.decide(
+          trx,
+          row.id,
+          {},
+          {
+            status: approve ? 'approved' : 'expired',
+            decision_reason: approve ? null : 'nobody decided in time: the approval expired',
+            decided_by_type: 'system',
+            decided_by_id: null,
+            decided_at: at,
+          },
+        );
         if (won)
           await recordAudit(trx, {
             tenantId: row.tenant_id,
@@ -259,6 +276,9 @@ export class ApprovalsService implements ToolApprovalRequests {
     await store.closeUntaken(this.o.db.kysely, run.runId, at);
   }
 }
+
+const approvalExpired = (expiresAt: string) =>
+  new Conflict('approval_expired', `the approval expired at ${expiresAt}: it is decided as the agent's approval.onTimeout says`);
 
 function notFoundAsApproval(err: unknown): never {
   throw err instanceof NotFound ? new NotFound('approval') : err;

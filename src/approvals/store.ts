@@ -29,9 +29,19 @@ export async function listApprovals(db: Executor, p: { tenantId: string; filter:
   return { rows, total };
 }
 
-/** Records a decision on a pending approval; false when it was decided (or ended) meanwhile. */
-export async function decide(db: Executor, id: string, patch: Updateable<ToolApprovalTable> & { status: string }) {
-  const r = await db.updateTable('tool_approvals').set(patch).where('id', '=', id).where('status', '=', 'pending').executeTakeFirst();
+/**
+ * Records a decision on a pending approval; false when it was decided (or ended) meanwhile, or, with
+ * `unexpiredAt` (a person's decision), when it expired by then.
+ */
+export async function decide(
+  db: Executor,
+  id: string,
+  when: { unexpiredAt?: string },
+  patch: Updateable<ToolApprovalTable> & { status: string },
+) {
+  let q = db.updateTable('tool_approvals').set(patch).where('id', '=', id).where('status', '=', 'pending');
+  if (when.unexpiredAt !== undefined) q = q.where('expires_at', '>', when.unexpiredAt);
+  const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 

@@ -31,6 +31,11 @@ export class RunControl {
     } else {
       // The run executes in another process: it gets the message through the signal bus.
       const row = await store.findRunById(this.r.db.kysely, runId);
+      if (row?.status === 'awaiting_approval')
+        throw new Conflict(
+          'run_awaiting_approval',
+          `the agent's run ${runId} waits for a person to approve a tool call (GET /api/v1/approvals); send the message once it has ended`,
+        );
       if (row?.status !== 'running') throw new Conflict('no_active_run', 'the agent is not responding in this conversation');
       await this.r.bus.publish('run.inject', { runId, content });
     }

@@ -120,6 +120,52 @@ describe('a tool call that waits for a person', () => {
     expect(list.body.approvals).toMatchObject([{ status: 'expired', toolCall: { runId }, decision: { by: { type: 'system' } } }]);
   });
 
+  it('refuses a decision once the approval expired, before the sweep decided it (409 approval_expired)', async () => {
+    // The sweep stopped: the approval stays pending past its time, as between two passes.
+    await t.services.approvals.stop();
+    let runId: string;
+    let approval: Approval;
+    try {
+      const a = await waitingAgent(shoutWaits({ timeoutSeconds: 1 }));
+      const before = shoutCalls().length;
+      runId = await executeShout(a.id, 'too late');
+      [approval] = await pendingOf(t, key, runId);
+      while (Date.now() <= Date.parse(approval.expiresAt!)) await new Promise((r) => setTimeout(r, 50));
+      const approved = await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key });
+      expectProblem(approved, 409, 'approval_expired');
+      expect(approved.body.detail).toContain(approval.expiresAt);
+      expectProblem(
+        await t.request('POST', `/api/v1/approvals/${approval.id}/reject`, { key, body: { reason: 'no' } }),
+        409,
+        'approval_expired',
+      );
+      expect((await t.request('GET', `/api/v1/approvals/${approval.id}`, { key })).body.status).toBe('pending');
+      expect(shoutCalls().length).toBe(before);
+    } finally {
+      t.services.approvals.startBackground();
+    }
+    // The sweep decides it as the agent says (reject), and the run goes on.
+    const ended = await endedRun(t, key, runId);
+    expect(ended.output).toContain('expired');
+    expect((await t.request('GET', `/api/v1/approvals/${approval.id}`, { key })).body.status).toBe('expired');
+  });
+
+  it('answers 409 run_awaiting_approval to a message injected while the run waits', async () => {
+    const a = await waitingAgent();
+    const runId = await executeShout(a.id, 'inject');
+    const run = await t.request('GET', `/api/v1/runs/${runId}`, { key });
+    const res = await t.request('POST', `/api/v1/conversations/${run.body.conversationId}/inject`, { key, body: { content: 'hurry up' } });
+    expectProblem(res, 409, 'run_awaiting_approval');
+    expect(res.body.detail).toContain(runId);
+    // As does a message sent with onActiveRun inject.
+    const posted = await t.request('POST', `/api/v1/agents/${a.id}/execute`, {
+      key,
+      body: { message: 'hurry up', conversationId: run.body.conversationId, onActiveRun: 'inject' },
+    });
+    expectProblem(posted, 409, 'run_awaiting_approval');
+    await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key });
+  });
+
   it('cancels a waiting run: its approvals are cancelled and cannot be decided', async () => {
     const a = await waitingAgent();
     const runId = await executeShout(a.id, 'wait');
