@@ -258,6 +258,7 @@ const SCENARIOS = [
     setup: longConversationSetup,
     serverEnv: () => ({ MODEL_PRICES: JSON.stringify({ 'builtin/echo': LONG_CONVERSATION_WINDOW }) }),
     costAgainst: 'long-conversation',
+    alongside: summaryCheck,
     requests: (ctx) => [longConversationRequest(ctx)],
   },
 
@@ -366,9 +367,9 @@ async function otlpReceiverSetup(ctx) {
 
 /**
  * execute-tracing's figures, read after its server has stopped (which flushes the last batch of spans).
- * Spans per trace of the execute traces is exact whatever timing cut off; spans per response counts all
- * the scenario's requests (its first check, warm-up and measurement) and falls below it when spans were
- * dropped (the batch processor's queue full).
+ * One execute request is one trace, so spans per execute trace is exact whatever the timing; fewer
+ * execute traces than responses means spans were dropped (the batch processor's queue full). Other
+ * traces are the server's own (readiness checks, background work).
  */
 function spanCounter(ctx) {
   const r = ctx.otlpReceiver;
@@ -388,7 +389,6 @@ function spanCounter(ctx) {
           executeSpans += t.spans;
         }
       const perTrace = executeTraces ? round(executeSpans / executeTraces, 2) : null;
-      const perResponse = row.responsesSent ? round(r.spans / row.responsesSent, 2) : null;
       return {
         errors: r.badExports + (executeTraces ? 0 : 1),
         metrics: {
@@ -398,10 +398,43 @@ function spanCounter(ctx) {
           traces: r.traces.size,
           executeTraces,
           spansPerExecuteTrace: perTrace,
+          otherSpans: r.spans - executeSpans,
           responses: row.responsesSent,
-          spansPerResponse: perResponse,
         },
-        summary: `${r.spans} spans received in ${r.exports} exports (${r.badExports} unreadable), ${executeTraces} execute traces of ${perTrace} spans each; ${perResponse} spans per response (${row.responsesSent} responses, warm-up included)`,
+        summary: `${r.spans} spans received in ${r.exports} exports (${r.badExports} unreadable): ${executeTraces} execute traces (${row.responsesSent} responses, warm-up included) of ${perTrace} spans each, ${r.spans - executeSpans} spans in ${r.traces.size - executeTraces} other traces`,
+      };
+    },
+  };
+}
+
+/**
+ * long-conversation-window's proof that the history was fitted: after the measurement, one more
+ * message to a conversation, `/system`, which builtin/echo answers with the system prompt it was given;
+ * with turns left out of the window, that holds the summary of them (runtime/context/fit.ts).
+ */
+function summaryCheck(ctx) {
+  let summarised = null;
+  let lastError = null;
+  return {
+    start() {},
+    async stop() {
+      try {
+        const answer = await ctx.api('POST', `/api/v1/conversations/${ctx.longConversations.ids[0]}/messages`, {
+          content: '/system',
+          onActiveRun: 'enqueue',
+        });
+        summarised = String(answer.message?.content ?? '').includes('Summary of the earlier conversation');
+      } catch (err) {
+        lastError = err.message;
+      }
+    },
+    result() {
+      return {
+        errors: summarised ? 0 : 1,
+        metrics: { summarised, lastError },
+        summary: summarised
+          ? "the model's prompt held a summary of the earlier conversation (checked with echo's /system after the measurement)"
+          : `NO summary in the model's prompt after the measurement${lastError ? ` (${lastError})` : ''}: the window did not make fitting happen`,
       };
     },
   };
@@ -888,6 +921,9 @@ async function runOnOwnServer(scenario, ctx, opts) {
     const row = await runScenario({ ...scenario, setup: undefined, serverEnv: undefined, alongside: undefined }, ctx, opts, {
       alongside: scenario.alongside,
     });
+    // The requests still in flight when the load stopped finish first: stopped under them, the server
+    // would fail them (shutting_down) and cut their traces short.
+    await untilNoRunRunning(ctx, ctx.agentIds[0]);
     await stop();
     const out = own.output().trim();
     if (out) log(`${scenario.name} server output (last 2,000 chars):\n${out.slice(-2000)}`);
@@ -899,6 +935,17 @@ async function runOnOwnServer(scenario, ctx, opts) {
     ctx.server = shared;
     await stop();
   }
+}
+
+/** Waits (at most 30 s) until none of the agent's 100 newest runs is running. */
+async function untilNoRunRunning(ctx, agentId) {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const { runs } = await ctx.api('GET', `/api/v1/agents/${agentId}/runs?limit=100`);
+    if (!runs.some((r) => r.status === 'running')) return;
+    await sleep(100);
+  }
+  log(`runs of agent ${agentId} still running after 30 s; stopping the server anyway`);
 }
 
 async function runScenario(scenario, ctx, opts, { alongside } = {}) {
