@@ -326,7 +326,8 @@ export async function buildApp({ config, db, services = createServices(config, d
     host: config.metrics.host,
   });
   if (services.metrics) {
-    observeServices(services.metrics, { app, db, runs: services.runs, tasks: services.tasks, openStreams: openStreamCount });
+    const { runs, tasks, models } = services;
+    observeServices(services.metrics, { app, db, runs, tasks, models, openStreams: openStreamCount });
   }
 
   // A span per request, before every other hook and route so they all run inside it (tracing/http.ts).

@@ -22,9 +22,17 @@ export interface GaugeSources {
   walBytes?(): number;
   /** Task jobs queued and running, the oldest due queued job's age, tasks awaiting approval: one cheap query. */
   tasks?(): Promise<{ queued: number; running: number; lagSeconds: number; awaitingApproval: number }>;
+  /** This process's model breakers (runtime/models/breaker.ts): each model called since it started. */
+  breakers?(): { model: string; status: string; opened: number }[];
 }
 
-export function defineMetrics(registry: Registry, tenantLabel: boolean, sources: GaugeSources) {
+/** A breaker's status as the gauge's number: the higher, the less the model is tried. */
+const BREAKER_STATE: Record<string, number> = { closed: 0, half_open: 1, open: 2 };
+
+/** The provider and bounded name of a model id (`provider/name`): the labels of model metrics. */
+export type ModelLabels = (model: string) => { provider: string; model: string };
+
+export function defineMetrics(registry: Registry, tenantLabel: boolean, sources: GaugeSources, modelLabels: ModelLabels) {
   const registers = [registry];
   const t = (names: string[]) => (tenantLabel ? [...names, 'tenant'] : names);
   // One query answers the three task gauges: a scrape collects them together and shares it.
@@ -111,6 +119,42 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
       help: 'Model calls retried after a provider failure, by provider and code',
       labelNames: ['provider', 'code'],
       registers,
+    }),
+    modelBreakerState: new Gauge({
+      name: 'agentry_model_breaker_state',
+      help: 'Each model’s circuit breaker in this process, by provider and model: 0 closed, 1 half-open (a probe may pass), 2 open (skipped)',
+      labelNames: ['provider', 'model'],
+      registers,
+      collect() {
+        if (!sources.breakers) return;
+        // Models past the label bound share "other": it shows the worst of them.
+        const worst = new Map<string, { labels: { provider: string; model: string }; value: number }>();
+        for (const b of sources.breakers()) {
+          const labels = modelLabels(b.model);
+          const key = `${labels.provider}/${labels.model}`;
+          const value = BREAKER_STATE[b.status] ?? 0;
+          if ((worst.get(key)?.value ?? -1) < value) worst.set(key, { labels, value });
+        }
+        for (const { labels, value } of worst.values()) this.set(labels, value);
+      },
+    }),
+    modelBreakerOpened: new Gauge({
+      name: 'agentry_model_breaker_opened',
+      help: 'Times each model’s circuit breaker opened since this process started (only grows; a restart starts it at 0), by provider and model',
+      labelNames: ['provider', 'model'],
+      registers,
+      collect() {
+        if (!sources.breakers) return;
+        const sums = new Map<string, { labels: { provider: string; model: string }; value: number }>();
+        for (const b of sources.breakers()) {
+          const labels = modelLabels(b.model);
+          const key = `${labels.provider}/${labels.model}`;
+          const entry = sums.get(key) ?? { labels, value: 0 };
+          entry.value += b.opened;
+          sums.set(key, entry);
+        }
+        for (const { labels, value } of sums.values()) this.set(labels, value);
+      },
     }),
     // Tools
     toolCalls: new Counter({

@@ -48,7 +48,7 @@ export class Metrics {
 
   constructor(private readonly options: { tenantLabel: boolean }) {
     collectDefaultMetrics({ register: this.registry });
-    this.definitions = defineMetrics(this.registry, options.tenantLabel, this.sources);
+    this.definitions = defineMetrics(this.registry, options.tenantLabel, this.sources, (id) => this.modelLabels(id));
     this.http.register(this.registry);
     this.eventsPublished.register(this.registry);
   }
@@ -103,6 +103,12 @@ export class Metrics {
     retried: (model: string, code: string) => this.definitions.providerRetries.inc({ provider: providerOf(model), code }),
     ended: (run: EndedRun) => this.ended(run),
   };
+
+  /** A model id's labels: its provider, and its name bounded (later names are "other"). */
+  private modelLabels(id: string) {
+    const provider = providerOf(id);
+    return { provider, model: this.models.of(id.slice(provider.length + 1)) };
+  }
 
   private ended(run: EndedRun) {
     const d = this.definitions;

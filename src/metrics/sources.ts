@@ -7,6 +7,8 @@ interface Observed {
   db: { dialect: string; location: string; poolStats?: () => { total: number; idle: number; waiting: number } };
   runs: { activeCount: number };
   tasks: { queueStats(): Promise<{ queued: number; running: number; lagSeconds: number; awaitingApproval: number }> };
+  /** The model providers: this process's breakers (runtime/models/breaker.ts). */
+  models?: { breakers: { states(): { model: string; status: string; opened: number }[] } };
   /** Open SSE streams of `app` (http/sse.ts). */
   openStreams(app: object): number;
 }
@@ -18,6 +20,10 @@ export function observeServices(metrics: Metrics, o: Observed) {
   s.openStreams = () => o.openStreams(o.app);
   s.tasks = () => o.tasks.queueStats();
   if (o.db.poolStats) s.pool = o.db.poolStats;
+  if (o.models) {
+    const breakers = o.models.breakers;
+    s.breakers = () => breakers.states();
+  }
   if (o.db.dialect === 'sqlite') {
     const wal = `${o.db.location}-wal`;
     s.walBytes = () => {
