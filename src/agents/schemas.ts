@@ -235,6 +235,9 @@ export const ListAgentsQuery = Type.Object(
     appId: Type.Optional(Scope),
     teamId: Type.Optional(Scope),
     status: Type.Optional(Literals(AGENT_STATUSES)),
+    q: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'only agents whose name contains this, case-insensitively' }),
+    ),
   },
   { additionalProperties: false },
 );

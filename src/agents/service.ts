@@ -208,7 +208,7 @@ export class AgentsService {
   }
 
   async list(tenantId: string, filter: store.AgentFilter, page: number, limit: number): Promise<AgentPage> {
-    const key = JSON.stringify([tenantId, filter.appId, filter.teamId, filter.status, page, limit]);
+    const key = JSON.stringify([tenantId, filter.appId, filter.teamId, filter.status, filter.q, page, limit]);
     return (await this.cachedPages.get(key, () => this.readPage(tenantId, filter, page, limit)))!;
   }
 

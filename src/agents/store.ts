@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Updateable } from 'kysely';
+import { type Kysely, type Selectable, type Updateable, sql } from 'kysely';
 import type { AgentTable, Database } from '../db/schema.js';
 import { countRows } from '../db/count.js';
 
@@ -11,6 +11,13 @@ export interface AgentFilter {
   appId?: string;
   teamId?: string;
   status?: string;
+  /** Name contains this, case-insensitively (ASCII on SQLite, whose lower() folds only ASCII). */
+  q?: string;
+}
+
+/** LIKE's wildcards and its escape character taken literally. */
+function likeLiteral(text: string) {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
 export async function listAgents(db: Executor, tenantId: string, filter: AgentFilter, limit: number, offset: number) {
@@ -18,6 +25,7 @@ export async function listAgents(db: Executor, tenantId: string, filter: AgentFi
   if (filter.appId) q = q.where('app_id', '=', filter.appId);
   if (filter.teamId) q = q.where('team_id', '=', filter.teamId);
   if (filter.status) q = q.where('status', '=', filter.status);
+  if (filter.q) q = q.where(sql<boolean>`lower(name) like ${`%${likeLiteral(filter.q.toLowerCase())}%`} escape '\\'`);
   const [rows, count] = await Promise.all([
     q
       .select(['id', 'name', 'role', 'description', 'model', 'status', 'hosting', 'team_id', 'app_id', 'created_at'])
