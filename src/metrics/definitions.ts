@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
+import { PlainCounterVec, PlainHistogramVec } from './hot-counters.js';
 
 /*
  * Every metric the platform exports, in one place (docs/operations.md "Observability" lists them).
@@ -46,28 +47,33 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
   };
   return {
     // HTTP (the requests' counter and histogram are hot-counters.ts's)
-    rejections: new Counter({
+    rejections: new PlainCounterVec({
       name: 'agentry_rejections_total',
       help: 'Requests refused by a limit, by reason (rate_limited, concurrency_limit, budget_exceeded...)',
       labelNames: t(['reason']),
       registers,
     }),
     // Runs
-    runsStarted: new Counter({ name: 'agentry_runs_started_total', help: 'Runs started, by kind', labelNames: t(['kind']), registers }),
-    runsEnded: new Counter({
+    runsStarted: new PlainCounterVec({
+      name: 'agentry_runs_started_total',
+      help: 'Runs started, by kind',
+      labelNames: t(['kind']),
+      registers,
+    }),
+    runsEnded: new PlainCounterVec({
       name: 'agentry_runs_ended_total',
       help: 'Runs ended here, by kind and terminal status (completed, failed, cancelled)',
       labelNames: t(['kind', 'status']),
       registers,
     }),
-    runDuration: new Histogram({
+    runDuration: new PlainHistogramVec({
       name: 'agentry_run_duration_seconds',
       help: 'Run duration, start to terminal state, by kind and status',
       labelNames: ['kind', 'status'],
       buckets: RUN_BUCKETS,
       registers,
     }),
-    timeToFirstToken: new Histogram({
+    timeToFirstToken: new PlainHistogramVec({
       name: 'agentry_run_time_to_first_token_seconds',
       help: 'Time from a run’s start to its first streamed token, by kind',
       labelNames: ['kind'],
@@ -82,39 +88,39 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
         if (sources.activeRuns) this.set(sources.activeRuns());
       },
     }),
-    runsRecovered: new Counter({
+    runsRecovered: new PlainCounterVec({
       name: 'agentry_runs_recovered_total',
       help: 'Runs declared interrupted by this process after their lease expired (their process stopped)',
       registers,
     }),
-    injections: new Counter({ name: 'agentry_run_injections_total', help: 'Messages injected into running runs', registers }),
-    cancellations: new Counter({ name: 'agentry_run_cancellations_total', help: 'Runs cancelled on request', registers }),
+    injections: new PlainCounterVec({ name: 'agentry_run_injections_total', help: 'Messages injected into running runs', registers }),
+    cancellations: new PlainCounterVec({ name: 'agentry_run_cancellations_total', help: 'Runs cancelled on request', registers }),
     // Models
-    modelSteps: new Counter({
+    modelSteps: new PlainCounterVec({
       name: 'agentry_model_steps_total',
       help: 'Model steps (calls) of ended runs, by provider and model',
       labelNames: t(['provider', 'model']),
       registers,
     }),
-    tokens: new Counter({
+    tokens: new PlainCounterVec({
       name: 'agentry_model_tokens_total',
       help: 'Tokens of ended runs, by provider, model and direction (input, output)',
       labelNames: t(['provider', 'model', 'direction']),
       registers,
     }),
-    cost: new Counter({
+    cost: new PlainCounterVec({
       name: 'agentry_model_cost_usd_total',
       help: 'Cost in USD of ended runs (the price table’s), by provider and model',
       labelNames: t(['provider', 'model']),
       registers,
     }),
-    providerErrors: new Counter({
+    providerErrors: new PlainCounterVec({
       name: 'agentry_model_provider_errors_total',
       help: 'Runs failed by their model provider, by provider and code (provider_rate_limited, provider_unavailable...)',
       labelNames: ['provider', 'code'],
       registers,
     }),
-    providerRetries: new Counter({
+    providerRetries: new PlainCounterVec({
       name: 'agentry_model_provider_retries_total',
       help: 'Model calls retried after a provider failure, by provider and code',
       labelNames: ['provider', 'code'],
@@ -157,13 +163,13 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
       },
     }),
     // Tools
-    toolCalls: new Counter({
+    toolCalls: new PlainCounterVec({
       name: 'agentry_tool_calls_total',
       help: 'Tool calls, by source (builtin, skill, mcp, delegation, a2a), name (bounded; "other" past the bound or for tenant-named tools) and outcome',
       labelNames: t(['source', 'name', 'outcome']),
       registers,
     }),
-    toolDuration: new Histogram({
+    toolDuration: new PlainHistogramVec({
       name: 'agentry_tool_call_duration_seconds',
       help: 'Tool call duration, by source and name',
       labelNames: ['source', 'name'],
@@ -192,7 +198,7 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
         if (stats) this.set(stats.lagSeconds);
       },
     }),
-    taskFires: new Counter({
+    taskFires: new PlainCounterVec({
       name: 'agentry_task_fires_total',
       help: 'Cron fires of tasks, by misfire policy and outcome (fired, misfired: a cron time found past the grace)',
       labelNames: ['policy', 'outcome'],
@@ -216,26 +222,26 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
         if (sources.openStreams) this.set(sources.openStreams());
       },
     }),
-    replays: new Counter({
+    replays: new PlainCounterVec({
       name: 'agentry_run_event_replays_total',
       help: 'Followers of a run’s events served from the database (a run executing elsewhere, or already ended)',
       registers,
     }),
     // Identity
-    tokensIssued: new Counter({
+    tokensIssued: new PlainCounterVec({
       name: 'agentry_identity_tokens_issued_total',
       help: 'Tokens issued, by type',
       labelNames: t(['type']),
       registers,
     }),
-    authorizeDecisions: new Counter({
+    authorizeDecisions: new PlainCounterVec({
       name: 'agentry_identity_authorize_decisions_total',
       help: 'Authorization decisions, by decision and reason',
       labelNames: t(['decision', 'reason']),
       registers,
     }),
     // Retention: the sweep of src/retention/ calls Metrics.retentionDeleted(table, rows)
-    retentionDeleted: new Counter({
+    retentionDeleted: new PlainCounterVec({
       name: 'agentry_retention_deleted_rows_total',
       help: 'Rows deleted by the retention sweep, by table',
       labelNames: ['table'],
