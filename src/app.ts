@@ -213,22 +213,23 @@ export function createServices(
   if (metrics) tasks.useCronObserver(metrics.cronFired);
   // skill_request and connector_request become awaiting_approval tasks; approving performs them.
   registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);
+  // Tool calls that wait for a person are recorded by the approvals domain; runs resume once they are decided.
+  const approvals = new ApprovalsService({ db, runs, tasks, log: logger });
+  runs.useToolApprovals(approvals);
   const retentionSettings = new RetentionSettingsService(db, tenancy);
   const retention = {
     settings: retentionSettings,
     sweep: new RetentionSweep({
       db,
       tenants: retentionSettings,
-      runs: runRetention(db),
+      // A deleted run's tool approvals go with it.
+      runs: runRetention(db, approvals),
       conversations: conversationRetention(db),
       log: logger,
       intervalMs: config.retentionSweepMs,
     }),
   };
   if (metrics) observeRetention(metrics, retention.sweep);
-  // Tool calls that wait for a person are recorded by the approvals domain; runs resume once they are decided.
-  const approvals = new ApprovalsService({ db, runs, tasks, log: logger });
-  runs.useToolApprovals(approvals);
   return {
     ...skillsDomain,
     logger,

@@ -100,6 +100,11 @@ export class ApprovalsService implements ToolApprovalRequests {
     );
   }
 
+  /** Retention deletes ended runs: their approvals (the calls' arguments) go in the same transaction. */
+  deleteOfRuns(trx: Kysely<Database>, runIds: string[]): Promise<void> {
+    return store.deleteOfRuns(trx, runIds);
+  }
+
   // ---------------------------------------------------------------- the inbox
 
   /** Tool calls and tasks waiting for a person (or decided: `status`), newest first. */

@@ -101,6 +101,11 @@ export function closeUntaken(db: Executor, runId: string, at: string) {
   return db.updateTable('tool_approvals').set({ resumed_at: at }).where('run_id', '=', runId).where('resumed_at', 'is', null).execute();
 }
 
+/** Retention: the approvals of runs being deleted, in the transaction that deletes them. */
+export async function deleteOfRuns(db: Executor, runIds: string[]) {
+  await db.deleteFrom('tool_approvals').where('run_id', 'in', runIds).execute();
+}
+
 /** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
 export function exportSources(db: Executor, tenantId: string) {
   return [

@@ -237,8 +237,15 @@ export function deleteSuspension(db: Executor, runId: string) {
 
 // Retention (retention/sweep.ts through the runs service): small batches, each its own short transaction.
 
-/** Up to `limit` ended runs of the tenant created before `cutoff`, deleted with their events; how many. */
-export async function deleteEndedRunsBefore(db: Executor, tenantId: string, cutoff: string, limit: number): Promise<number> {
+/** Up to `limit` ended runs of the tenant created before `cutoff`, deleted with their events and suspensions; how many. */
+export async function deleteEndedRunsBefore(
+  db: Executor,
+  tenantId: string,
+  cutoff: string,
+  limit: number,
+  /** What other domains keep of these runs, deleted in the same transaction (approvals). */
+  alsoDelete: (trx: Executor, runIds: string[]) => Promise<void>,
+): Promise<number> {
   return db.transaction().execute(async (trx) => {
     const rows = await trx
       .selectFrom('runs')
@@ -251,6 +258,8 @@ export async function deleteEndedRunsBefore(db: Executor, tenantId: string, cuto
     if (!rows.length) return 0;
     const ids = rows.map((r) => r.id);
     await trx.deleteFrom('run_events').where('run_id', 'in', ids).execute();
+    await trx.deleteFrom('run_suspensions').where('run_id', 'in', ids).execute();
+    await alsoDelete(trx, ids);
     // Only ended runs: one resumed meanwhile (awaiting approval, then running) stays.
     const r = await trx.deleteFrom('runs').where('id', 'in', ids).where('completed_at', 'is not', null).executeTakeFirst();
     return Number(r.numDeletedRows);

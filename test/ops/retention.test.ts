@@ -3,6 +3,8 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/scheduler/clock.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
+import { endedRun, pendingOf } from '../approvals/helpers.js';
+import { startMcpServer } from '../helpers/mcp-server.js';
 import { multipartFile } from '../skills/helpers.js';
 
 /**
@@ -193,7 +195,7 @@ describe('the retention sweep', () => {
     const small = new RetentionSweep({
       db: t.db,
       tenants: settings,
-      runs: runRetention(t.db),
+      runs: runRetention(t.db, t.services.approvals),
       conversations: conversationRetention(t.db),
       log: t.app.log,
       intervalMs: 0,
@@ -203,6 +205,58 @@ describe('the retention sweep', () => {
     const counts = await small.sweepOnce();
     expect(counts.auditEvents).toBeGreaterThanOrEqual(8); // 7 agents and the settings' change, at least
     expect((await t.request('GET', '/api/v1/audit-events', { key })).body.total).toBe(0);
+  });
+});
+
+describe('a deleted run’s approvals', () => {
+  it('are deleted with it (their tool-call arguments), and its suspension too', async () => {
+    const mcp = await startMcpServer();
+    try {
+      const { key } = await t.tenant('approvals-kept-30-days');
+      await t.request('PUT', '/api/v1/retention', { key, body: { runsDays: 30 } });
+      const agent = await t.agent(key, {
+        tools: [{ type: 'mcp', url: mcp.url }],
+        configuration: { approval: { rules: [{ tool: 'shout', reason: 'loud' }] } },
+      });
+      const waitOnce = async (text: string) => {
+        const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
+          key,
+          body: { message: `/tool shout {"text":"${text}"}` },
+        });
+        expect(res.body.status).toBe('awaiting_approval');
+        const [approval] = await pendingOf(t, key, res.body.runId);
+        return { runId: res.body.runId as string, approvalId: approval.id };
+      };
+      // One run approved and completed, one still waiting (active: kept, with its approval and suspension).
+      const decided = await waitOnce('secret one');
+      await t.request('POST', `/api/v1/approvals/${decided.approvalId}/approve`, { key });
+      expect((await endedRun(t, key, decided.runId)).status).toBe('completed');
+      const waiting = await waitOnce('secret two');
+      const suspensions = async (runId: string) =>
+        (await t.db.kysely.selectFrom('run_suspensions').select('run_id').where('run_id', '=', runId).execute()).length;
+      expect(await suspensions(waiting.runId)).toBe(1);
+
+      const sweep = t.services.retention.sweep;
+      sweep.useClock(new ManualClock(new Date(Date.now() + 31 * DAY)));
+      const counts = await sweep.sweepOnce();
+      expect(counts.runs).toBeGreaterThanOrEqual(1);
+      expect((await t.request('GET', `/api/v1/runs/${decided.runId}`, { key })).status).toBe(404);
+      expect((await t.request('GET', `/api/v1/approvals/${decided.approvalId}`, { key })).status).toBe(404);
+      const left = await t.db.kysely.selectFrom('tool_approvals').select('id').where('run_id', '=', decided.runId).execute();
+      expect(left).toEqual([]);
+      // The waiting run has not ended: it stays, with what resuming it needs.
+      expect((await t.request('GET', `/api/v1/runs/${waiting.runId}`, { key })).body.status).toBe('awaiting_approval');
+      expect((await t.request('GET', `/api/v1/approvals/${waiting.approvalId}`, { key })).body.status).toBe('pending');
+      expect(await suspensions(waiting.runId)).toBe(1);
+      await t.request('POST', `/api/v1/runs/${waiting.runId}/cancel`, { key });
+      // Cancelled, it is deleted at the next pass with its (cancelled) approval.
+      await sweep.sweepOnce();
+      expect((await t.request('GET', `/api/v1/runs/${waiting.runId}`, { key })).status).toBe(404);
+      expect((await t.request('GET', `/api/v1/approvals/${waiting.approvalId}`, { key })).status).toBe(404);
+      expect(await suspensions(waiting.runId)).toBe(0);
+    } finally {
+      await mcp.close();
+    }
   });
 });
 
