@@ -5,13 +5,17 @@ import type { AgentsService } from '../agents/service.js';
 import type { FilesService } from '../conversations/files.js';
 import { InjectedResult, UserId } from '../conversations/schemas.js';
 import { Conflict, RunFailed } from '../errors.js';
-import { Id, IdParams, Json, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
+import { Id, IdParams, Json, Literals, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
 import { lastEventId, openSse } from '../http/sse.js';
 import { IdempotencyHeaders, REPLAYED_HEADER } from '../idempotency/schemas.js';
 import type { IdempotencyService, IdempotentOutcome } from '../idempotency/service.js';
 import type { InjectedInstead, RunHandle, RunOutcome, RunsService } from './service.js';
 import { isInjected } from './service.js';
 import { checkResponseFormat, ResponseFormatSchema } from './response-format.js';
+import { RUN_STATUSES } from './statuses.js';
+
+/** The ways a run is started (runs/types.ts RunKind), for the list's `kind` filter. */
+const RUN_KINDS = ['execute', 'chat', 'stream', 'message', 'task', 'delegation', 'chat_completion', 'a2a'] as const;
 
 /**
  * Executions and runs: POST /agents/:id/execute|chat|stream, GET /agents/:id/runs, and /runs/:runId.
@@ -356,6 +360,38 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (req) => runs.listForAgent(req.principal.tenantId, req.params.id, req.query.page, req.query.limit),
+  );
+
+  app.get(
+    '/api/v1/runs',
+    {
+      config: { permission: 'agents:read' },
+      schema: {
+        operationId: 'listRuns',
+        tags: ['executions'],
+        summary: 'The tenant’s runs across its agents, newest first, with filters',
+        description: 'Runs of deleted agents are listed too. `since` keeps runs created at or after that instant.',
+        querystring: Type.Object(
+          {
+            ...PageQuery,
+            status: Type.Optional(Literals(RUN_STATUSES)),
+            kind: Type.Optional(Literals(RUN_KINDS)),
+            agentId: Type.Optional(Id),
+            since: Type.Optional(Timestamp),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ runs: Type.Array(RunSummarySchema), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() }),
+          ...problems(400, 401, 403),
+        },
+      },
+    },
+    async (req) => {
+      const { page, limit, since, ...filter } = req.query;
+      // Stored timestamps are UTC ISO strings: an offset given in `since` is compared as the same instant.
+      return runs.listForTenant(req.principal.tenantId, { ...filter, since: since && new Date(since).toISOString() }, page, limit);
+    },
   );
 
   const RunParams = Type.Object({ runId: Id });

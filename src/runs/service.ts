@@ -273,6 +273,12 @@ export class RunsService {
     return { runs: rows.map(runSummary), total, page, limit };
   }
 
+  /** A tenant's runs across its agents, newest first, narrowed by the filter. */
+  async listForTenant(tenantId: string, filter: store.RunFilter, page: number, limit: number) {
+    const { rows, total } = await store.listTenantRuns(this.r.db.kysely, { tenantId, limit, offset: (page - 1) * limit, ...filter });
+    return { runs: rows.map(runSummary), total, page, limit };
+  }
+
   /** A task's runs, newest first; `status` narrows them (e.g. the latest completed one). */
   async listForTask(tenantId: string, taskId: string, page: number, limit: number, status?: string) {
     const { rows, total } = await store.listTaskRuns(this.r.db.kysely, { tenantId, taskId, limit, offset: (page - 1) * limit, status });

@@ -32,6 +32,32 @@ export async function listAgentRuns(db: Executor, { tenantId, agentId, limit, of
   return { rows, total: count };
 }
 
+/** What a tenant-wide list of runs may be narrowed by. */
+export interface RunFilter {
+  status?: string;
+  kind?: string;
+  agentId?: string;
+  /** created at or after this ISO 8601 instant */
+  since?: string;
+}
+
+/**
+ * A tenant's runs, newest first: ordered by created_at (then id) so runs_tenant_created
+ * (tenant_id, created_at) serves both the order and `since`; agentId alone is served by runs_tenant_agent.
+ */
+export async function listTenantRuns(db: Executor, { tenantId, limit, offset, ...filter }: RunsPage & RunFilter) {
+  let q = db.selectFrom('runs').where('tenant_id', '=', tenantId);
+  if (filter.status) q = q.where('status', '=', filter.status);
+  if (filter.kind) q = q.where('kind', '=', filter.kind);
+  if (filter.agentId) q = q.where('agent_id', '=', filter.agentId);
+  if (filter.since) q = q.where('created_at', '>=', filter.since);
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute(),
+    countRows(q),
+  ]);
+  return { rows, total: count };
+}
+
 export async function listTaskRuns(
   db: Executor,
   { tenantId, taskId, limit, offset, status }: RunsPage & { taskId: string; status?: string },

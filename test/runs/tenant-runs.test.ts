@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+
+let t: TestApp;
+let key: string;
+let otherKey: string;
+let first: string;
+let second: string;
+const runIds: Record<string, string> = {};
+
+const run = async (agentId: string, kind: 'execute' | 'chat', message: string, k = key) => {
+  const res = await t.request('POST', `/api/v1/agents/${agentId}/${kind}`, { key: k, body: { message } });
+  const runId = String(res.body?.runId ?? res.headers['x-run-id']);
+  expect(runId, res.text).toMatch(/.+/);
+  return runId;
+};
+
+beforeAll(async () => {
+  t = await startApp();
+  ({ key } = await t.tenant('acme'));
+  ({ key: otherKey } = await t.tenant('globex'));
+  first = (await t.agent(key, { name: 'First' })).id;
+  second = (await t.agent(key, { name: 'Second' })).id;
+  runIds.firstExecute = await run(first, 'execute', 'hello');
+  runIds.firstFailed = await run(first, 'execute', '/fail boom');
+  runIds.secondChat = await run(second, 'chat', 'hi');
+  const elsewhere = (await t.agent(otherKey, { name: 'Elsewhere' })).id;
+  runIds.otherTenant = await run(elsewhere, 'execute', 'hello', otherKey);
+});
+afterAll(() => t.close());
+
+const list = async (query = '', k = key) => {
+  const res = await t.request('GET', `/api/v1/runs${query}`, { key: k });
+  expect(res.status, res.text).toBe(200);
+  return res.body as { runs: { id: string; agentId: string; kind: string; status: string }[]; total: number; page: number; limit: number };
+};
+
+describe('GET /api/v1/runs', () => {
+  it('lists the tenant’s runs across its agents, newest first', async () => {
+    const body = await list();
+    expect(body).toMatchObject({ total: 3, page: 1, limit: 20 });
+    expect(body.runs.map((r) => r.id)).toEqual([runIds.secondChat, runIds.firstFailed, runIds.firstExecute]);
+    expect(body.runs[0]).toMatchObject({ agentId: second, kind: 'chat', status: 'completed' });
+    expect((await list('', otherKey)).runs.map((r) => r.id)).toEqual([runIds.otherTenant]);
+  });
+
+  it('narrows by status, kind, agent and since', async () => {
+    expect((await list('?status=failed')).runs.map((r) => r.id)).toEqual([runIds.firstFailed]);
+    expect((await list('?kind=chat')).runs.map((r) => r.id)).toEqual([runIds.secondChat]);
+    expect((await list(`?agentId=${first}`)).runs.map((r) => r.id)).toEqual([runIds.firstFailed, runIds.firstExecute]);
+    expect((await list(`?agentId=${first}&status=completed&kind=execute`)).runs.map((r) => r.id)).toEqual([runIds.firstExecute]);
+    expect((await list('?since=2999-01-01T00:00:00Z')).total).toBe(0);
+    expect((await list('?since=2000-01-01T00:00:00%2B02:00')).total).toBe(3);
+  });
+
+  it('pages', async () => {
+    const page2 = await list('?limit=2&page=2');
+    expect(page2).toMatchObject({ total: 3, page: 2, limit: 2 });
+    expect(page2.runs.map((r) => r.id)).toEqual([runIds.firstExecute]);
+  });
+
+  it('refuses bad filters naming them, and needs agents:read', async () => {
+    for (const query of ['?status=sleeping', '?kind=nap', '?since=yesterday', '?limit=101', '?color=red']) {
+      const res = await t.request('GET', `/api/v1/runs${query}`, { key });
+      expectProblem(res, 400, 'validation_failed');
+    }
+    const bad = await t.request('GET', '/api/v1/runs?since=yesterday', { key });
+    expect(bad.text).toContain('since');
+    const noRead = await t.key(key, ['skills:read']);
+    expectProblem(await t.request('GET', '/api/v1/runs', { key: noRead }), 403, 'forbidden');
+  });
+});
