@@ -323,6 +323,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant’s runs across its agents, newest first, with filters
+         * @description Runs of deleted agents are listed too. `since` keeps runs created at or after that instant.
+         */
+        get: operations["listRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs/{runId}": {
         parameters: {
             query?: never;
@@ -2600,6 +2620,8 @@ export interface operations {
                 appId?: string;
                 teamId?: string;
                 status?: "available" | "paused" | "registered";
+                /** @description only agents whose name contains this, case-insensitively */
+                q?: string;
             };
             header?: never;
             path?: never;
@@ -4305,6 +4327,129 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listRuns: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                status?: "queued" | "running" | "awaiting_approval" | "completed" | "failed" | "cancelled";
+                kind?: "execute" | "chat" | "stream" | "message" | "task" | "delegation" | "chat_completion" | "a2a";
+                /** @description identifier (UUID v7) */
+                agentId?: string;
+                /** @example 2026-11-22T09:00:00.000Z */
+                since?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "runs": [
+                     *         {
+                     *           "id": "string",
+                     *           "runId": "string",
+                     *           "agentId": "string",
+                     *           "conversationId": "string",
+                     *           "taskId": "string",
+                     *           "kind": "string",
+                     *           "status": "string",
+                     *           "model": "string",
+                     *           "output": "string",
+                     *           "structuredOutput": {},
+                     *           "error": {
+                     *             "code": "string",
+                     *             "message": "string"
+                     *           },
+                     *           "cost": 1.5,
+                     *           "duration": 1,
+                     *           "tokenUsage": {
+                     *             "inputTokens": 1,
+                     *             "outputTokens": 1
+                     *           },
+                     *           "toolCalls": [
+                     *             {
+                     *               "id": "string",
+                     *               "name": "string",
+                     *               "input": {},
+                     *               "result": {}
+                     *             }
+                     *           ],
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "startedAt": "2026-11-22T09:00:00.000Z",
+                     *           "completedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        runs: {
+                            id: string;
+                            runId: string;
+                            agentId: string;
+                            conversationId: string | null;
+                            taskId: string | null;
+                            kind: string;
+                            /** @description queued, running, awaiting_approval, completed, failed, cancelled */
+                            status: string;
+                            model: string;
+                            output: string;
+                            structuredOutput: {
+                                [key: string]: unknown;
+                            } | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** @description USD */
+                            cost: number;
+                            duration: number | null;
+                            tokenUsage: {
+                                inputTokens: number;
+                                outputTokens: number;
+                            };
+                            toolCalls: {
+                                id: string;
+                                name: string;
+                                input: unknown;
+                                result: {
+                                    [key: string]: unknown;
+                                } | null;
+                            }[];
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            startedAt: string | null;
+                            completedAt: string | null;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
