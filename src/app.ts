@@ -24,6 +24,7 @@ import { conversationsPlugin } from './conversations/plugin.js';
 import { ConversationsService } from './conversations/service.js';
 import { runsPlugin } from './runs/plugin.js';
 import { dailyUsageRoutes } from './runs/daily-usage/routes.js';
+import { DailyUsageReport } from './runs/daily-usage/service.js';
 import { messageRuns } from './runs/messages.js';
 import { type Admission, RunsService } from './runs/service.js';
 import { ENQUEUE_WAIT_MS } from './runs/start.js';
@@ -408,7 +409,7 @@ export async function buildApp({ config, db, services = createServices(config, d
     publicBaseUrl: config.publicBaseUrl,
   });
   // Runs, cost and tokens per day: the aggregate the console's usage page charts.
-  await app.register(dailyUsageRoutes, { db });
+  await app.register(dailyUsageRoutes, { report: new DailyUsageReport(db) });
   // The web console at / (its own paths only; docs/console.md).
   await app.register(consolePlugin, { dir: config.consoleDir, publicBaseUrl: config.publicBaseUrl });
 

@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Db } from '../../db/database.js';
 import { problems } from '../../http/schemas.js';
-import { DailyUsageReport, MAX_REPORT_DAYS } from './service.js';
+import { type DailyUsageReport, MAX_REPORT_DAYS } from './service.js';
 
 const Day = (description: string) => Type.String({ format: 'date', description, examples: ['2026-11-22'] });
 
@@ -10,7 +9,7 @@ const DailyUsageRow = Type.Object({
   day: Type.String({ description: 'YYYY-MM-DD (UTC): the day the runs were created' }),
   agentId: Type.String(),
   model: Type.String(),
-  status: Type.String({ description: 'queued, running, completed, failed, cancelled' }),
+  status: Type.String({ description: 'queued, running, awaiting_approval, completed, failed, cancelled' }),
   runs: Type.Integer(),
   costUsd: Type.Number({ description: 'USD' }),
   inputTokens: Type.Integer(),
@@ -18,8 +17,7 @@ const DailyUsageRow = Type.Object({
 });
 
 /** GET /api/v1/usage/daily: the aggregate the console's usage page charts (docs/console.md). */
-export const dailyUsageRoutes: FastifyPluginAsyncTypebox<{ db: Db }> = async (app, { db }) => {
-  const report = new DailyUsageReport(db);
+export const dailyUsageRoutes: FastifyPluginAsyncTypebox<{ report: DailyUsageReport }> = async (app, { report }) => {
   app.get(
     '/api/v1/usage/daily',
     {
