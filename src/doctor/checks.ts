@@ -73,6 +73,7 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<CheckResul
     await db?.close();
   }
   results.push(...(await providers(config, options.providerTimeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS)));
+  results.push(await breakers(config, options.providerTimeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS));
   return results;
 }
 
@@ -302,6 +303,79 @@ async function probe(guard: OutboundGuard, p: ProviderProbe, timeoutMs: number):
     const reason = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message);
     return fail(name, `${p.url} is not reachable: ${reason}`, `check ${envPrefix(p.name)}_BASE_URL, DNS and the network (proxy, firewall)`);
   }
+}
+
+/** Where the running server answers `/metrics`, as this configuration exposes it; undefined when it does not. */
+function metricsEndpoint(config: Config): { url: string; headers: Record<string, string> } | undefined {
+  // A server listening on every address is reached on loopback.
+  const local = (host: string) =>
+    host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  if (config.metrics.port !== undefined) return { url: `http://${local(config.metrics.host)}:${config.metrics.port}/metrics`, headers: {} };
+  const token = config.metrics.token;
+  if (token)
+    return {
+      url: `http://${local(config.host)}:${config.port}/metrics`,
+      headers: { authorization: `Bearer ${token.reveal().toString()}` },
+    };
+  return undefined;
+}
+
+/**
+ * The model breakers of the running server (runtime/models/breaker.ts): they live in its memory, so
+ * they are read from its metrics (agentry_model_breaker_state). An open breaker fails: its model is
+ * being skipped.
+ */
+async function breakers(config: Config, timeoutMs: number): Promise<CheckResult> {
+  const name = 'model breakers';
+  const endpoint = metricsEndpoint(config);
+  if (!endpoint)
+    return skip(name, 'the server’s metrics are not exposed (METRICS_PORT or METRICS_TOKEN), and the breakers live in its memory');
+  const url = new URL(endpoint.url);
+  // The server's own address, from its configuration: allowed as exactly that host:port, nothing else.
+  const guard = new OutboundGuard({ allowedHosts: [url.host], allowPrivateNetworks: false });
+  let text: string;
+  try {
+    const res = await guard.fetch(endpoint.url, { headers: endpoint.headers, signal: AbortSignal.timeout(timeoutMs) });
+    text = await res.text();
+    if (!res.ok) {
+      return fail(
+        name,
+        `${url.origin}/metrics answered ${res.status}`,
+        'check METRICS_TOKEN is the running server’s, and that its port is this one',
+      );
+    }
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string } };
+    const reason = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.message);
+    return skip(name, `the server is not running at ${url.origin} (${reason})`);
+  } finally {
+    await guard.close();
+  }
+  const states = breakerSamples(text);
+  const open = states.filter((b) => b.value === 2).map((b) => b.model);
+  const halfOpen = states.filter((b) => b.value === 1).map((b) => b.model);
+  if (open.length) {
+    return fail(
+      name,
+      `open (the model is skipped): ${open.join(', ')}${halfOpen.length ? `; half-open: ${halfOpen.join(', ')}` : ''}`,
+      'check the provider (its status page, the provider check above, the server log); it is tried again after MODEL_BREAKER_COOLDOWN_MS. Give agents fallbackModels of another provider to keep answering meanwhile',
+    );
+  }
+  if (!states.length) return pass(name, 'no model called since the server started');
+  const words = halfOpen.length ? `; half-open (a probe is let through): ${halfOpen.join(', ')}` : '';
+  return pass(name, `${states.length - halfOpen.length} closed${words}`);
+}
+
+/** The agentry_model_breaker_state samples of a Prometheus text exposition. */
+function breakerSamples(text: string): { model: string; value: number }[] {
+  const samples: { model: string; value: number }[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('agentry_model_breaker_state{')) continue;
+    const labels = Object.fromEntries([...line.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    samples.push({ model: `${labels.provider}/${labels.model}`, value });
+  }
+  return samples;
 }
 
 const envPrefix = (provider: string) => provider.toUpperCase().replace(/-/g, '_');

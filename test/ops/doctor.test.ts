@@ -74,6 +74,7 @@ describe('agentry doctor', () => {
       'master key',
       'platform signing keys',
       'provider openai-compatible',
+      'model breakers',
     ]);
     expect(byName['master key'].detail).toMatch(/^MASTER_KEY opens the stored platform keys \(1\)$/);
     expect(byName['platform signing keys'].detail).toMatch(/ \(#2\) signs; 0 pending, 2 in all$/);
