@@ -93,6 +93,9 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
             content: (input as { message: string }).message,
             onActiveRun: 'reject',
             delegationDepth: depth,
+            // The callee acts for whoever the caller acts for: that user's memory, never all users' (memory/).
+            userId: toolCtx.userId ?? undefined,
+            agentMemoryReadOnly: toolCtx.agentMemoryReadOnly,
           });
           if (isInjected(handle)) throw new ToolError('delegation_failed', 'the callee was busy');
           const onAbort = () =>

@@ -87,6 +87,13 @@ const TOOLS: MemoryToolDef[] = [
 
 export const hasMemoryTools = (agent: Agent) => agent.tools.some((t) => t.type === 'builtin' && t.name === 'memory');
 
+/**
+ * Whether a run may change any block: a user's run changes that user's; a run without one changes the
+ * agent-wide blocks, unless its caller could not name the user it acts for (A2A, agentMemoryReadOnly).
+ */
+export const canChangeMemory = (run: { userId?: string | null; agentMemoryReadOnly?: boolean }) =>
+  Boolean(run.userId) || !run.agentMemoryReadOnly;
+
 /** The memory tools for the runs of agents that have them; the same tool objects for every run. */
 export function memoryToolProvider(memory: MemoryService, policies: MemoryToolPolicies): ToolProvider<Agent> {
   const tools: RuntimeTool<Agent>[] = TOOLS.map((def) => ({
@@ -106,5 +113,7 @@ export function memoryToolProvider(memory: MemoryService, policies: MemoryToolPo
     },
   }));
   const none = { tools: [] };
-  return (ctx) => (hasMemoryTools(ctx.agent) ? { tools } : none);
+  // A run that can change no block is offered memory_read alone.
+  const readOnly = { tools: tools.filter((tool) => tool.name === 'memory_read') };
+  return (ctx) => (hasMemoryTools(ctx.agent) ? (canChangeMemory(ctx) ? { tools } : readOnly) : none);
 }

@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from 'typebox';
+import { UserId } from '../conversations/schemas.js';
 import { Literals, Nullable } from '../http/schemas.js';
 
 /**
@@ -80,7 +81,13 @@ export const ChatCompletionBody = Type.Object(
     frequency_penalty: Type.Optional(Nullable(Type.Number(ignored('sampling is the agent’s')))),
     seed: Type.Optional(Nullable(Type.Integer(ignored('sampling is the agent’s')))),
     parallel_tool_calls: Type.Optional(Nullable(Type.Boolean(ignored('no client tools')))),
-    user: Type.Optional(Type.String(ignored('the run is recorded under the credential’s actor'))),
+    user: Type.Optional(
+      Type.String({
+        ...UserId,
+        description:
+          'the end user, as execute’s userId (letters, digits and . _ : @ + -, at most 128): the conversation is theirs and the agent’s memory tools change their blocks; without it, the run is the credential’s own and changes the agent-wide blocks',
+      }),
+    ),
     store: Type.Optional(Nullable(Type.Boolean(ignored('every run is recorded')))),
     reasoning_effort: Type.Optional(Nullable(Type.String(ignored('the agent’s model decides')))),
     service_tier: Type.Optional(Nullable(Type.String(ignored('one tier')))),

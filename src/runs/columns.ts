@@ -78,6 +78,7 @@ const Suspension = Type.Object({
     enableTools: Type.Boolean(),
     maxTokens: Type.Optional(Type.Integer()),
     delegationDepth: Type.Optional(Type.Integer()),
+    agentMemoryReadOnly: Type.Optional(Type.Boolean()),
     startedAtMs: Type.Number(),
     warnings: Type.Array(Type.String()),
   }),

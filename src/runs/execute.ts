@@ -96,14 +96,15 @@ export class RunExecution {
       const fallbacks = fallbackChoices(this.r.models, agent.configuration.fallbackModels);
       modelWarnings = fallbacks.warnings;
       const userId = x.conversation.user_id;
-      const toolContext = { tenantId, agent, runId, conversationId, userId, delegationDepth: input.delegationDepth };
+      const { agentMemoryReadOnly } = input;
+      const toolContext = { tenantId, agent, runId, conversationId, userId, agentMemoryReadOnly, delegationDepth: input.delegationDepth };
       const toolsEnabled = input.enableTools ?? true;
       if (toolsEnabled) {
         const tools = this.r.tools.forRun({ ...toolContext, signal: controller.signal });
         toolSet = isPromise(tools) ? await tools : tools;
         if (this.r.tracing) toolSet = tracedTools(this.r.tracing, toolSet);
       }
-      const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled, userId });
+      const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled, userId, agentMemoryReadOnly });
       // A structured answer: asked of the provider natively, or instructed in the system prompt (structured-output.ts).
       const answer = input.responseFormat ? answerShape(input.responseFormat, resolved) : undefined;
       const system =

@@ -20,6 +20,7 @@ interface Suspension {
     enableTools: boolean;
     maxTokens?: number;
     delegationDepth?: number;
+    agentMemoryReadOnly?: boolean;
     startedAtMs: number;
     warnings: string[];
   };
@@ -79,6 +80,7 @@ export class RunPauses {
         enableTools: input.enableTools ?? true,
         maxTokens: input.maxTokens,
         delegationDepth: input.delegationDepth,
+        agentMemoryReadOnly: input.agentMemoryReadOnly,
         startedAtMs: p.startedAtMs,
         warnings: p.warnings,
       },
@@ -208,6 +210,7 @@ export class RunPauses {
       enableTools: s.enableTools,
       maxTokens: s.maxTokens,
       delegationDepth: s.delegationDepth,
+      agentMemoryReadOnly: s.agentMemoryReadOnly,
       taskId: run.task_id ?? undefined,
     };
     return { input, conversation, suspension, decisions, firstSeq, traceparent: run.traceparent ?? null };

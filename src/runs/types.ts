@@ -42,6 +42,11 @@ export interface StartRunInput {
    * theirs already (or nobody's named, when this is absent).
    */
   userId?: string;
+  /**
+   * The caller cannot name the user it acts for (A2A): without a user, the run still may not change the
+   * agent-wide memory blocks every user's runs are told (memory/). Carried into delegated runs.
+   */
+  agentMemoryReadOnly?: boolean;
   /** The conversation's row, when the caller has just read it (not read again). */
   conversation?: ConversationRow;
   enableTools?: boolean;
@@ -136,4 +141,6 @@ export type SystemPromptContributor = (ctx: {
   toolsEnabled: boolean;
   /** The end user of the run's conversation, if it names one. */
   userId?: string | null;
+  /** The run may not change the agent-wide memory blocks even without a user (StartRunInput). */
+  agentMemoryReadOnly?: boolean;
 }) => Promise<string | undefined>;

@@ -17,6 +17,11 @@ export interface ToolContext<A extends ToolAgent = ToolAgent> {
   conversationId: string | null;
   /** The end user the run's conversation is with, if it names one (memory tools keep each user's apart). */
   userId?: string | null;
+  /**
+   * Without a user, the agent-wide memory blocks cannot change in this run all the same: its caller
+   * could not name the user it acts for (an A2A client), so it is no more the tenant's own than a user's.
+   */
+  agentMemoryReadOnly?: boolean;
   /** How many delegations deep the run is (0 or absent: not started by another agent). */
   delegationDepth?: number;
   /** The model's id of this call (set when the loop calls a tool), for its trace span. */
