@@ -11700,7 +11700,7 @@ export interface operations {
                  *       "frequency_penalty": 1.5,
                  *       "seed": 1,
                  *       "parallel_tool_calls": true,
-                 *       "user": "string",
+                 *       "user": "user-42",
                  *       "store": true,
                  *       "reasoning_effort": "string",
                  *       "service_tier": "string"
@@ -11759,7 +11759,10 @@ export interface operations {
                     frequency_penalty?: number | null;
                     seed?: number | null;
                     parallel_tool_calls?: boolean | null;
-                    /** @description accepted and ignored: the run is recorded under the credential’s actor */
+                    /**
+                     * @description the end user, as execute’s userId (letters, digits and . _ : @ + -, at most 128): the conversation is theirs and the agent’s memory tools change their blocks; without it, the run is the credential’s own and changes the agent-wide blocks
+                     * @example user-42
+                     */
                     user?: string;
                     store?: boolean | null;
                     reasoning_effort?: string | null;
