@@ -31,7 +31,7 @@ export interface GaugeSources {
 const BREAKER_STATE: Record<string, number> = { closed: 0, half_open: 1, open: 2 };
 
 /** The provider and bounded name of a model id (`provider/name`): the labels of model metrics. */
-export type ModelLabels = (model: string) => { provider: string; model: string };
+type ModelLabels = (model: string) => { provider: string; model: string };
 
 export function defineMetrics(registry: Registry, tenantLabel: boolean, sources: GaugeSources, modelLabels: ModelLabels) {
   const registers = [registry];

@@ -22,7 +22,7 @@ const KEPT_WHOLE_OR_NOT_AT_ALL = new Set(['invalid_output']);
  * the reply itself (the history replays a message's content as the model's own words), or nothing
  * when nothing was said (docs/models.md "A stream cut after its first token").
  */
-export function cutOffReply(output: string, error: RunError | null): string {
+function cutOffReply(output: string, error: RunError | null): string {
   if (!output || !error || KEPT_WHOLE_OR_NOT_AT_ALL.has(error.code)) return '';
   return `${output}\n\n[answer cut off: ${error.code}]`;
 }
