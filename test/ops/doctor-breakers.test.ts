@@ -68,7 +68,7 @@ describe('agentry doctor: model breakers', () => {
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
         body: JSON.stringify(body),
       });
-      return { status: res.status, body: await res.json() };
+      return { status: res.status, body: (await res.json()) as { id: string } };
     };
     const agent = await call('POST', '/api/v1/agents', { name: 'broken', appId: 'app', model: 'openai/gpt-4.1' });
     expect(agent.status).toBe(201);
