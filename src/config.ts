@@ -51,6 +51,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** How often an idle event stream gets a `: keep-alive` comment, so proxies keep it open (SSE_HEARTBEAT_SECONDS). */
   sseHeartbeatMs: number;
+  /** How long a chat completion (/v1) waits for a person to decide a tool call its run waits on (OPENAI_APPROVAL_WAIT_SECONDS). */
+  openaiApprovalWaitMs: number;
   /** Default requests per minute per API key (0: no limit) when neither key nor tenant sets one. */
   rateLimitPerMinute: number;
   /** Token endpoint requests per minute per client (0: no limit); 0 by default when rateLimitPerMinute is. */
@@ -227,6 +229,8 @@ export function loadConfig(env: Env = process.env): Config {
   const mcpAllowPrivateNetworks = boolean(env, 'MCP_ALLOW_PRIVATE_NETWORKS', false);
   const shutdownGraceMs = integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000;
   const sseHeartbeatMs = integer(env, 'SSE_HEARTBEAT_SECONDS', 15, 1, 3600) * 1000;
+  // Below the official OpenAI clients' 10-minute timeout, after which they would retry (and start another run).
+  const openaiApprovalWaitMs = integer(env, 'OPENAI_APPROVAL_WAIT_SECONDS', 300, 1, 3600) * 1000;
   const rateLimitPerMinute = integer(env, 'RATE_LIMIT_PER_MINUTE', 6000, 0, 10_000_000);
   // Minting is a signature and a committed row; a client needs a token an hour (they live one hour).
   const tokenRateLimitPerMinute = integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', rateLimitPerMinute === 0 ? 0 : 300, 0, 10_000_000);
@@ -290,6 +294,7 @@ export function loadConfig(env: Env = process.env): Config {
     mcpAllowPrivateNetworks,
     shutdownGraceMs,
     sseHeartbeatMs,
+    openaiApprovalWaitMs,
     rateLimitPerMinute,
     tokenRateLimitPerMinute,
     issuer,

@@ -53,6 +53,8 @@ type RunView = Awaited<ReturnType<RunsService['get']>>;
 const STATE_OF_RUN: Record<string, TaskState> = {
   queued: 'submitted',
   running: 'working',
+  // A tool call waits for a person: interrupted, the one A2A state for "needs someone's input".
+  awaiting_approval: 'input-required',
   completed: 'completed',
   failed: 'failed',
   cancelled: 'canceled',
@@ -67,6 +69,11 @@ const textMessage = (role: 'user' | 'agent', text: string, messageId: string, ru
   taskId: run.id,
   ...(run.conversationId ? { contextId: run.conversationId } : {}),
 });
+
+/** What an `input-required` task says: the input is a person's decision, given in the tenant's approvals inbox, not this client's. */
+const approvalNeeded = (tool?: string) =>
+  `A person must approve the agent's call of ${tool ? `the tool ${tool}` : 'a tool'} before it goes on (the approvals inbox, ` +
+  'GET /api/v1/approvals); the task continues once it is decided.';
 
 const artifactId = (runId: string) => `${runId}-response`;
 const responseArtifact = (runId: string, text: string): A2aArtifact => ({
@@ -84,7 +91,9 @@ function taskOf(run: RunView, historyLength?: number): A2aTask {
       ? textMessage('agent', run.error?.message ?? state, `${run.id}-status`, run)
       : state === 'completed'
         ? reply
-        : undefined;
+        : state === 'input-required'
+          ? textMessage('agent', approvalNeeded(), `${run.id}-status`, run)
+          : undefined;
   const history = [textMessage('user', run.input, `${run.id}-input`, run), ...(reply ? [reply] : [])];
   return {
     kind: 'task',
@@ -275,7 +284,7 @@ export class A2aService {
     if (message.taskId) {
       throw new RpcError(
         UNSUPPORTED_OPERATION,
-        'a task cannot be continued (no task waits for input): send the message with its contextId instead',
+        'a task cannot be continued (no task waits for the client’s input): send the message with its contextId instead',
       );
     }
     const texts = message.parts.map((part) => {
@@ -315,11 +324,35 @@ export class A2aService {
     const contextId = first.conversationId ?? '';
     const { artifacts: _, ...snapshot } = taskOf(first);
     send(snapshot);
+    // While the run waits for a person the stream stays open: input-required, then working again once resumed.
+    let waiting = snapshot.status.state === 'input-required';
+    const status = (state: TaskState, message?: string) =>
+      send({
+        kind: 'status-update',
+        taskId: runId,
+        contextId,
+        status: {
+          state,
+          ...(message ? { message: textMessage('agent', message, `${runId}-status`, first) } : {}),
+          timestamp: new Date().toISOString(),
+        },
+        final: false,
+      });
     let chunks = 0;
     let ended!: () => void;
     const end = new Promise<void>((resolve) => (ended = resolve));
     const unsubscribe = await this.runs.follow(principal.tenantId, runId, 0, (e) => {
       if (e === null) return ended();
+      if (e.event === 'approval_required') {
+        const tool = (e.data as { toolCall?: { name?: string } }).toolCall?.name;
+        if (!waiting) status('input-required', approvalNeeded(tool));
+        waiting = true;
+        return;
+      }
+      if (waiting && e.event !== 'done' && e.event !== 'error') {
+        waiting = false;
+        status('working');
+      }
       if (e.event !== 'token') return;
       const append = chunks++ > 0;
       send({

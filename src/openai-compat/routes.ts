@@ -47,7 +47,10 @@ export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiComp
         operationId: 'createChatCompletion',
         tags: ['openai'],
         summary: 'OpenAI-compatible chat completion: a run of the agent named by model',
-        description: `The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. ${CHUNK_DESCRIPTION}`,
+        description:
+          `The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. ${CHUNK_DESCRIPTION} ` +
+          'A run whose tool call waits for a person is waited for (a stream keeps its connection with SSE comments) up to ' +
+          'OPENAI_APPROVAL_WAIT_SECONDS (default 300), then answered 409 `run_awaiting_approval` (the run goes on waiting).',
         headers: Type.Object({ [CONVERSATION_HEADER]: Type.Optional(Id) }),
         body: ChatCompletionBody,
         response: { 200: ChatCompletion, ...openAiErrors(400, 401, 403, 404, 409, 413, 415, 429, 502, 503) },
@@ -73,8 +76,12 @@ export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiComp
         if (!sse.isClosed()) reply.raw.write(`data: ${data}\n\n`);
       };
       try {
-        await service.stream(req.principal, started, Boolean(req.body.stream_options?.include_usage), (chunk) =>
-          write(JSON.stringify(chunk)),
+        await service.stream(
+          req.principal,
+          started,
+          Boolean(req.body.stream_options?.include_usage),
+          (chunk) => write(JSON.stringify(chunk)),
+          sse.closed,
         );
         write('[DONE]');
       } catch (err) {

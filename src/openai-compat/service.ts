@@ -133,6 +133,8 @@ export class OpenAiCompatService {
   constructor(
     private readonly runs: RunsService,
     private readonly agents: AgentsService,
+    /** How long an answer waits for a person to decide a tool call its run waits on. */
+    private readonly approvalWaitMs: number,
   ) {}
 
   /** The tenant's executable agents (status available, hosted here); an agent's own token sees only itself. */
@@ -196,7 +198,13 @@ export class OpenAiCompatService {
    * execute does; otherwise the outcome with OpenAI's finish reason and usage.
    */
   async ended(principal: Principal, started: StartedCompletion) {
-    const outcome = await this.runs.outcome(principal.tenantId, started.handle);
+    let outcome = await this.runs.outcome(principal.tenantId, started.handle);
+    if (outcome.status === ('awaiting_approval' as string)) {
+      // A tool call waits for a person: the answer waits for the decision and the run's end, as a delegated call does.
+      await this.runs.waitForEnd(outcome.runId, this.approvalWaitMs);
+      outcome = await this.runs.outcomeOf(principal.tenantId, outcome.runId);
+      if (outcome.status === ('awaiting_approval' as string)) throw this.stillWaiting(outcome.runId);
+    }
     if (outcome.status === 'failed') {
       throw new RunFailed(
         outcome.error?.code ?? 'run_failed',
@@ -206,6 +214,16 @@ export class OpenAiCompatService {
     if (outcome.status === 'cancelled') throw new Conflict('run_cancelled', `the run was cancelled (run ${outcome.runId})`);
     const run = await this.runs.get(principal.tenantId, outcome.runId);
     return { outcome, finishReason: finishReason(run), usage: usageOf(outcome) };
+  }
+
+  /** The run still waits for a person after the limit: it goes on waiting, the client is told where to look. */
+  private stillWaiting(runId: string) {
+    return new Conflict(
+      'run_awaiting_approval',
+      `the run ${runId} still waits for a person to approve a tool call after ${this.approvalWaitMs / 1000} s ` +
+        '(GET /api/v1/approvals); once decided, its answer is at GET /api/v1/runs/' +
+        runId,
+    );
   }
 
   /** The whole answer of a non-streamed chat completion. */
@@ -228,7 +246,14 @@ export class OpenAiCompatService {
    * finish reason (and the usage when asked); the agent's tool calls are not shown. Throws as
    * `ended` does when the run did not complete, after the content it streamed.
    */
-  async stream(principal: Principal, started: StartedCompletion, includeUsage: boolean, send: (chunk: object) => void): Promise<void> {
+  async stream(
+    principal: Principal,
+    started: StartedCompletion,
+    includeUsage: boolean,
+    send: (chunk: object) => void,
+    /** Resolves when the client went away: a stream waiting for a person stops waiting. */
+    closed?: Promise<void>,
+  ): Promise<void> {
     const base = {
       id: completionId(started.handle.runId),
       object: 'chat.completion.chunk',
@@ -243,14 +268,25 @@ export class OpenAiCompatService {
       ...pending,
     });
     send(delta({ role: 'assistant', content: '' }));
-    let streamEnded!: () => void;
-    const end = new Promise<void>((resolve) => (streamEnded = resolve));
+    let streamEnded!: (how: 'ended' | 'waited too long') => void;
+    const end = new Promise<'ended' | 'waited too long'>((resolve) => (streamEnded = resolve));
+    // While the run waits for a person the stream stays open (the SSE heartbeat's comments keep it), up to the limit.
+    let waiting: NodeJS.Timeout | undefined;
     const unsubscribe = await this.runs.follow(principal.tenantId, started.handle.runId, 0, (e) => {
-      if (e === null) streamEnded();
+      if (e?.event === 'approval_required') {
+        waiting ??= setTimeout(() => streamEnded('waited too long'), this.approvalWaitMs);
+        return;
+      }
+      clearTimeout(waiting);
+      waiting = undefined;
+      if (e === null) streamEnded('ended');
       else if (e.event === 'token') send(delta({ content: String(e.data.text) }));
     });
-    await end;
+    const how = await (closed ? Promise.race([end, closed.then(() => 'closed' as const)]) : end);
+    clearTimeout(waiting);
     unsubscribe();
+    if (how === 'waited too long') throw this.stillWaiting(started.handle.runId);
+    if (how === 'closed') return;
     const { finishReason, usage } = await this.ended(principal, started);
     send(delta({}, finishReason));
     if (includeUsage) send({ ...base, choices: [], usage });

@@ -818,7 +818,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a waiting tool call (optionally with edited arguments) or a task; the run resumes
-         * @description The run resumes once none of its calls waits any more, on this server or (after a restart) on whichever claims it first. 409 `approval_not_pending` when it was decided, expired or its run ended.
+         * @description The run resumes once none of its calls waits any more, on this server or (after a restart) on whichever claims it first. 409 `approval_not_pending` when it was decided, expired or its run ended; 409 `approval_expired` when its time is up (the sweep then decides it as the agent’s `approval.onTimeout` says).
          */
         post: operations["approveApproval"];
         delete?: never;
@@ -836,7 +836,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Reject a waiting tool call (the model is told the reason as the tool’s result and goes on) or a task */
+        /**
+         * Reject a waiting tool call (the model is told the reason as the tool’s result and goes on) or a task
+         * @description 409 `approval_not_pending` when it was decided or its run ended; 409 `approval_expired` when its time is up.
+         */
         post: operations["rejectApproval"];
         delete?: never;
         options?: never;
@@ -1478,7 +1481,7 @@ export interface paths {
         put?: never;
         /**
          * OpenAI-compatible chat completion: a run of the agent named by model
-         * @description The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. With "stream": true, Server-Sent Events of `data: <chat.completion.chunk JSON>` lines: the first delta holds the role, then content deltas, then one with finish_reason; with stream_options.include_usage a last chunk with empty choices and the usage; then `data: [DONE]`. A run that fails mid-stream sends `data: {"error":{...}}` and no [DONE].
+         * @description The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. With "stream": true, Server-Sent Events of `data: <chat.completion.chunk JSON>` lines: the first delta holds the role, then content deltas, then one with finish_reason; with stream_options.include_usage a last chunk with empty choices and the usage; then `data: [DONE]`. A run that fails mid-stream sends `data: {"error":{...}}` and no [DONE]. A run whose tool call waits for a person is waited for (a stream keeps its connection with SSE comments) up to OPENAI_APPROVAL_WAIT_SECONDS (default 300), then answered 409 `run_awaiting_approval` (the run goes on waiting).
          */
         post: operations["createChatCompletion"];
         delete?: never;
@@ -12829,7 +12832,7 @@ export interface operations {
                             day: string;
                             agentId: string;
                             model: string;
-                            /** @description queued, running, completed, failed, cancelled */
+                            /** @description queued, running, awaiting_approval, completed, failed, cancelled */
                             status: string;
                             runs: number;
                             /** @description USD */
