@@ -12,14 +12,20 @@ import * as store from './store.js';
  * calls, steps and cost; a replay of its stream answers its terminal event).
  */
 
-const Days = (description: string) =>
-  Type.Union([Type.Integer({ minimum: 1, maximum: 36_500 }), Type.Null()], { description: `${description}; null: keep forever` });
+const Days = (description: string, minimum = 1) =>
+  Type.Union([Type.Integer({ minimum, maximum: 36_500 }), Type.Null()], { description: `${description}; null: keep forever` });
+
+/** The audit trail outlives a month at least, so a key that may change settings cannot erase its own changes overnight. */
+const MIN_AUDIT_EVENTS_DAYS = 30;
 
 export const RetentionSettings = Type.Object({
   runsDays: Days('ended runs (and their events) are deleted this many days after they started'),
   conversationsDays: Days('conversations (and their messages) are deleted this many days after their last change'),
   filesDays: Days('uploaded files are deleted this many days after their upload'),
-  auditEventsDays: Days('audit events are deleted this many days after they were recorded'),
+  auditEventsDays: Days(
+    `audit events are deleted this many days after they were recorded (at least ${MIN_AUDIT_EVENTS_DAYS})`,
+    MIN_AUDIT_EVENTS_DAYS,
+  ),
   runEventsCompactAfterDays: Type.Union([Type.Integer({ minimum: 1, maximum: 36_500 }), Type.Null()], {
     description:
       'a finished run’s events are compacted to its terminal one this many days after it ended (its output, tool calls, steps and cost stay on the run); null: never',
@@ -44,7 +50,8 @@ function retentionOf(settings: Record<string, unknown>): RetentionSettings {
   const out = { ...DEFAULT_RETENTION };
   for (const key of Object.keys(DEFAULT_RETENTION) as (keyof RetentionSettings)[]) {
     const v = own[key];
-    if (v === null || (Number.isInteger(v) && (v as number) >= 1)) out[key] = v as number | null;
+    const minimum = key === 'auditEventsDays' ? MIN_AUDIT_EVENTS_DAYS : 1;
+    if (v === null || (Number.isInteger(v) && (v as number) >= minimum)) out[key] = v as number | null;
   }
   return out;
 }

@@ -90,6 +90,12 @@ describe('retention settings', () => {
     const bad = await t.request('PUT', '/api/v1/retention', { key, body: { runsDays: 0.5 } });
     expect(bad.status).toBe(400);
     expect(JSON.stringify(bad.body)).toContain('runsDays');
+    // The audit trail is kept at least 30 days: a settings:write key cannot erase its own changes overnight.
+    const shortAudit = await t.request('PUT', '/api/v1/retention', { key, body: { auditEventsDays: 29 } });
+    expect(shortAudit.status).toBe(400);
+    expect(JSON.stringify(shortAudit.body)).toContain('auditEventsDays');
+    expect((await t.request('PUT', '/api/v1/retention', { key, body: { auditEventsDays: 30 } })).status).toBe(200);
+    expect((await t.request('PUT', '/api/v1/retention', { key, body: { auditEventsDays: null } })).status).toBe(200);
     const unknown = await t.request('PUT', '/api/v1/retention', { key, body: { messagesDays: 3 } });
     expect(unknown.status).toBe(400);
 
@@ -184,7 +190,7 @@ describe('the retention sweep', () => {
 
   it('deletes in batches: more rows than a batch are all deleted in one pass', async () => {
     const { key } = await t.tenant('many');
-    await t.request('PUT', '/api/v1/retention', { key, body: { auditEventsDays: 1 } });
+    expect((await t.request('PUT', '/api/v1/retention', { key, body: { auditEventsDays: 30 } })).status).toBe(200);
     // Each agent's creation is an audit event.
     for (let i = 0; i < 7; i++) await t.agent(key, { name: `a${i}` });
     const { RetentionSweep } = await import('../../src/retention/sweep.js');
@@ -201,7 +207,7 @@ describe('the retention sweep', () => {
       intervalMs: 0,
       batchSize: 3,
     });
-    small.useClock(new ManualClock(new Date(Date.now() + 2 * DAY)));
+    small.useClock(new ManualClock(new Date(Date.now() + 31 * DAY)));
     const counts = await small.sweepOnce();
     expect(counts.auditEvents).toBeGreaterThanOrEqual(8); // 7 agents and the settings' change, at least
     expect((await t.request('GET', '/api/v1/audit-events', { key })).body.total).toBe(0);
