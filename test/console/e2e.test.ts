@@ -272,6 +272,63 @@ describeBrowser('the console in a browser', () => {
     await shot('run');
   });
 
+  it('approves a tool call with edited arguments from the inbox; the run goes on with them', async () => {
+    const agent = await t.agent(key, {
+      name: 'Careful',
+      configuration: { approval: { rules: [{ tool: 'skill_discover', reason: 'look before searching' }] } },
+    });
+    const executed = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
+      key,
+      body: { message: '/tool skill_discover {"query":"orders"}' },
+    });
+    expect(executed.body.status, executed.text).toBe('awaiting_approval');
+    await page.getByRole('link', { name: /^Approvals/ }).click();
+    const item = page.getByTestId('approval').filter({ hasText: 'skill_discover' });
+    await item.getByText('look before searching').waitFor();
+    await item.getByRole('button', { name: 'Edit arguments…' }).click();
+    const editor = page.getByRole('textbox', { name: 'Arguments' });
+    expect(JSON.parse(await editor.inputValue())).toEqual({ query: 'orders' });
+    await editor.fill('{"query": ');
+    expect(await page.getByRole('button', { name: 'Approve with these' }).isDisabled()).toBe(true);
+    await editor.fill('{"query":"refunds"}');
+    await page.getByRole('button', { name: 'Approve with these' }).click();
+    await page.getByText('Nothing is waiting for a decision.').waitFor();
+    const deadline = Date.now() + 15_000;
+    let run = await t.request('GET', `/api/v1/runs/${executed.body.runId}`, { key });
+    while (run.body.status !== 'completed' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      run = await t.request('GET', `/api/v1/runs/${executed.body.runId}`, { key });
+    }
+    expect(run.body.status, run.text).toBe('completed');
+    expect(run.body.toolCalls[0]).toMatchObject({ name: 'skill_discover', input: { query: 'refunds' } });
+  });
+
+  it('searches agents by name on the server, past the first page', async () => {
+    // More agents than a page holds: the oldest, Support, is on no first page but the search's.
+    for (let i = 0; i < 20; i++) await t.agent(key, { name: `filler ${i}` });
+    await page.getByRole('link', { name: 'Agents' }).click();
+    await page.getByRole('row').filter({ hasText: 'filler 19' }).waitFor();
+    expect(await page.getByRole('row').filter({ hasText: 'Support' }).count()).toBe(0);
+    await page.getByLabel('Search').fill('SUPP');
+    await page.getByRole('row').filter({ hasText: 'Support' }).waitFor();
+    await page.getByRole('row').filter({ hasText: 'filler' }).first().waitFor({ state: 'detached' });
+    await page.getByLabel('Search').fill('');
+  });
+
+  it('lists runs of every agent from GET /api/v1/runs, filtered by the server', async () => {
+    await page.getByRole('link', { name: 'Runs' }).click();
+    await choose('Kind', 'execute');
+    const expected = await t.request('GET', '/api/v1/runs?kind=execute&limit=50', { key });
+    expect(expected.body.total).toBeGreaterThan(0);
+    for (const run of expected.body.runs) await page.getByRole('link', { name: run.runId.slice(-12) }).waitFor();
+    await page
+      .getByRole('row')
+      .filter({ hasText: /\bchat\b/ })
+      .first()
+      .waitFor({ state: 'detached' });
+    expect(new URL(page.url()).searchParams.get('kind')).toBe('execute');
+  });
+
   it('works at phone width: the navigation folds behind its button, the chat and the inbox fit', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     try {

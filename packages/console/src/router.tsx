@@ -62,9 +62,11 @@ const runs = createRoute({
   getParentRoute: () => app,
   path: '/runs',
   component: RunsPage,
-  validateSearch: (s: Record<string, unknown>): { agentId?: string; status?: string } => ({
+  validateSearch: (s: Record<string, unknown>): { agentId?: string; status?: string; kind?: string; page?: number } => ({
     agentId: typeof s.agentId === 'string' ? s.agentId : undefined,
     status: typeof s.status === 'string' ? s.status : undefined,
+    kind: typeof s.kind === 'string' ? s.kind : undefined,
+    page: Number(s.page) > 0 ? Number(s.page) : undefined,
   }),
 });
 const run = createRoute({ getParentRoute: () => app, path: '/runs/$runId', component: RunPage });

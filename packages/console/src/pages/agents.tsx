@@ -19,6 +19,7 @@ import {
   Title,
   Tooltip,
 } from '@mantine/core';
+import { useDebouncedValue } from '@mantine/hooks';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useParams, useSearch } from '@tanstack/react-router';
 import { useState } from 'react';
@@ -43,11 +44,13 @@ export function AgentsPage() {
     queryKey: ['apps'],
     queryFn: () => client.http.json<{ apps: { id: string; agentCount: number }[] }>('GET', '/api/v1/apps'),
   });
+  // The server searches every page (GET /api/v1/agents?q=); typing waits a moment before asking it.
+  const [needle] = useDebouncedValue(text.trim().slice(0, 100), 250);
   const list = useQuery({
-    queryKey: ['agents', page, search.status, search.appId],
+    queryKey: ['agents', page, search.status, search.appId, needle],
     queryFn: () =>
       client.http.json<{ agents: AgentSummary[]; total: number }>('GET', '/api/v1/agents', {
-        query: { page, limit: PAGE_SIZE, status: search.status, appId: search.appId },
+        query: { page, limit: PAGE_SIZE, status: search.status, appId: search.appId, q: needle || undefined },
       }),
   });
   const act = useMutation({
@@ -60,10 +63,7 @@ export function AgentsPage() {
     onSettled: () => queryClient.invalidateQueries({ queryKey: ['agents'] }),
   });
 
-  const needle = text.trim().toLowerCase();
-  const agents = (list.data?.agents ?? []).filter(
-    (a) => !needle || a.name.toLowerCase().includes(needle) || (a.description ?? '').toLowerCase().includes(needle),
-  );
+  const agents = list.data?.agents ?? [];
   const writeDenied = denied('agents:write');
 
   return (
@@ -78,10 +78,14 @@ export function AgentsPage() {
       </Group>
       <Group align="end">
         <TextInput
-          label="Search this page"
-          placeholder="name or description"
+          label="Search"
+          placeholder="name contains"
+          maxLength={100}
           value={text}
-          onChange={(e) => setText(e.currentTarget.value)}
+          onChange={(e) => {
+            setText(e.currentTarget.value);
+            if (page !== 1) navigate({ search: { ...search, page: undefined } });
+          }}
         />
         <Select
           label="Status"
@@ -185,7 +189,7 @@ export function AgentsPage() {
           </Table.Tbody>
         </Table>
       </Table.ScrollContainer>
-      {list.data && list.data.total === 0 && <Text c="dimmed">No agents yet.</Text>}
+      {list.data && list.data.total === 0 && <Text c="dimmed">{needle ? 'No agent’s name contains that.' : 'No agents yet.'}</Text>}
       {list.data && list.data.total > PAGE_SIZE && (
         <Pagination
           total={Math.ceil(list.data.total / PAGE_SIZE)}

@@ -1,5 +1,5 @@
 import { AgentryError } from '@agentry/client';
-import { Alert, Badge, Button, Card, Code, Group, Modal, Stack, Text, Textarea, Title, Tooltip } from '@mantine/core';
+import { Alert, Badge, Button, Card, Code, Group, JsonInput, Modal, Stack, Text, Textarea, Title, Tooltip } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { type Session, messageOf, useClient, useDenied, useSession } from '../api';
@@ -68,10 +68,32 @@ export function ApprovalsPage() {
   const inbox = useInbox();
   const [rejecting, setRejecting] = useState<Approval | null>(null);
   const [reason, setReason] = useState('');
+  const [editing, setEditing] = useState<Approval | null>(null);
+  const [argsText, setArgsText] = useState('');
+  const argsError = (() => {
+    try {
+      JSON.parse(argsText);
+      return null;
+    } catch (err) {
+      return `not JSON: ${(err as Error).message}`;
+    }
+  })();
   const decide = useMutation({
-    mutationFn: async ({ item, decision, reason }: { item: Approval; decision: 'approve' | 'reject'; reason?: string }) => {
-      if (inbox.data?.unified)
-        return client.http.json('POST', `/api/v1/approvals/${item.id}/${decision}`, { body: decision === 'reject' ? { reason } : {} });
+    mutationFn: async ({
+      item,
+      decision,
+      reason,
+      args,
+    }: {
+      item: Approval;
+      decision: 'approve' | 'reject';
+      reason?: string;
+      args?: unknown;
+    }) => {
+      if (inbox.data?.unified) {
+        const body = decision === 'reject' ? { reason } : args === undefined ? {} : { arguments: args };
+        return client.http.json('POST', `/api/v1/approvals/${item.id}/${decision}`, { body });
+      }
       return client.http.json('POST', `/api/v1/tasks/${item.id}/${decision}`);
     },
     onSettled: () => queryClient.invalidateQueries({ queryKey: ['approvals'] }),
@@ -109,6 +131,18 @@ export function ApprovalsPage() {
                   Approve
                 </Button>
               </Tooltip>
+              {item.toolCall && (
+                <Button
+                  variant="light"
+                  disabled={!!denied}
+                  onClick={() => {
+                    setArgsText(JSON.stringify(item.toolCall?.arguments ?? {}, null, 2));
+                    setEditing(item);
+                  }}
+                >
+                  Edit arguments…
+                </Button>
+              )}
               <Button
                 color="red"
                 variant="light"
@@ -124,6 +158,36 @@ export function ApprovalsPage() {
           </Stack>
         </Card>
       ))}
+      <Modal opened={editing !== null} onClose={() => setEditing(null)} title="Approve with edited arguments">
+        <Stack>
+          <JsonInput
+            label="Arguments"
+            description="the tool runs with these instead of the model’s; its own schema checks them"
+            value={argsText}
+            onChange={setArgsText}
+            error={argsError}
+            autosize
+            minRows={4}
+            maxLength={100_000}
+            data-testid="approval-arguments"
+          />
+          <Group justify="end">
+            <Button variant="default" onClick={() => setEditing(null)}>
+              Cancel
+            </Button>
+            <Button
+              color="green"
+              disabled={argsError !== null}
+              onClick={() => {
+                if (editing) decide.mutate({ item: editing, decision: 'approve', args: JSON.parse(argsText) });
+                setEditing(null);
+              }}
+            >
+              Approve with these
+            </Button>
+          </Group>
+        </Stack>
+      </Modal>
       <Modal opened={rejecting !== null} onClose={() => setRejecting(null)} title="Reject">
         <Stack>
           <Textarea

@@ -1,34 +1,31 @@
-import type { AgentSummary, RunEvent, RunSummary } from '@agentry/client';
-import { Alert, Badge, Button, Code, Group, Select, Stack, Table, Text, Timeline, Title } from '@mantine/core';
+import type { RunEvent, RunSummary } from '@agentry/client';
+import { Alert, Badge, Button, Code, Group, Pagination, Select, Stack, Table, Text, Timeline, Title } from '@mantine/core';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useParams, useSearch } from '@tanstack/react-router';
 import { useEffect, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../api';
 import { AnchorLink } from '../links';
 
-const STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled'];
+const STATUSES = ['queued', 'running', 'awaiting_approval', 'completed', 'failed', 'cancelled'];
 const statusColor = (s: string) =>
   s === 'completed' ? 'green' : s === 'failed' ? 'red' : s === 'cancelled' ? 'gray' : s === 'running' ? 'blue' : 'yellow';
 
 export const StatusBadge = ({ status }: { status: string }) => <Badge color={statusColor(status)}>{status}</Badge>;
 export const usd = (n: number) => `$${n.toFixed(6)}`;
 
-/** The runs of the tenant: those of one agent, or the newest of every agent (the API lists runs per agent). */
-function useRuns(agentId: string | undefined, agents: AgentSummary[] | undefined) {
+const KINDS = ['execute', 'chat', 'stream', 'message', 'task', 'delegation', 'chat_completion', 'a2a'];
+const RUNS_PAGE_SIZE = 50;
+
+/** The tenant's runs across its agents, newest first, filtered and paged by the server (GET /api/v1/runs). */
+function useRuns(filter: { agentId?: string; status?: string; kind?: string }, page: number) {
   const client = useClient();
   return useQuery({
-    queryKey: ['runs', agentId ?? 'all', agents?.length],
-    enabled: !!agentId || !!agents,
+    queryKey: ['runs', 'tenant', filter.agentId, filter.status, filter.kind, page],
     refetchInterval: 5000,
-    queryFn: async () => {
-      const ids = agentId ? [agentId] : (agents ?? []).map((a) => a.id);
-      const pages = await Promise.all(
-        ids.map((id) =>
-          client.http.json<{ runs: RunSummary[] }>('GET', `/api/v1/agents/${id}/runs`, { query: { limit: agentId ? 100 : 20 } }),
-        ),
-      );
-      return pages.flatMap((p) => p.runs).sort((a, b) => b.createdAt.localeCompare(a.createdAt));
-    },
+    queryFn: () =>
+      client.http.json<{ runs: RunSummary[]; total: number }>('GET', '/api/v1/runs', {
+        query: { ...filter, page, limit: RUNS_PAGE_SIZE },
+      }),
   });
 }
 
@@ -37,9 +34,10 @@ export function RunsPage() {
   const navigate = useNavigate({ from: '/runs' });
   const search = useSearch({ from: '/app/runs' });
   const agents = useQuery({ queryKey: ['agents', 'all'], queryFn: () => client.agents.list({ limit: 100 }).toArray() });
-  const runs = useRuns(search.agentId, agents.data);
+  const page = search.page ?? 1;
+  const runs = useRuns({ agentId: search.agentId, status: search.status, kind: search.kind }, page);
   const names = new Map((agents.data ?? []).map((a) => [a.id, a.name]));
-  const shown = (runs.data ?? []).filter((r) => !search.status || r.status === search.status);
+  const shown = runs.data?.runs ?? [];
 
   return (
     <Stack>
@@ -49,17 +47,24 @@ export function RunsPage() {
           label="Agent"
           clearable
           searchable
-          placeholder="every agent (newest 20 each)"
+          placeholder="every agent"
           data={(agents.data ?? []).map((a) => ({ value: a.id, label: a.name }))}
           value={search.agentId ?? null}
-          onChange={(id) => navigate({ search: { ...search, agentId: id ?? undefined } })}
+          onChange={(id) => navigate({ search: { ...search, agentId: id ?? undefined, page: undefined } })}
         />
         <Select
           label="Status"
           clearable
           data={STATUSES}
           value={search.status ?? null}
-          onChange={(status) => navigate({ search: { ...search, status: status ?? undefined } })}
+          onChange={(status) => navigate({ search: { ...search, status: status ?? undefined, page: undefined } })}
+        />
+        <Select
+          label="Kind"
+          clearable
+          data={KINDS}
+          value={search.kind ?? null}
+          onChange={(kind) => navigate({ search: { ...search, kind: kind ?? undefined, page: undefined } })}
         />
       </Group>
       {runs.error && <Alert color="red">{messageOf(runs.error)}</Alert>}
@@ -102,6 +107,13 @@ export function RunsPage() {
         </Table>
       </Table.ScrollContainer>
       {runs.data && shown.length === 0 && <Text c="dimmed">No runs.</Text>}
+      {runs.data && runs.data.total > RUNS_PAGE_SIZE && (
+        <Pagination
+          total={Math.ceil(runs.data.total / RUNS_PAGE_SIZE)}
+          value={page}
+          onChange={(p) => navigate({ search: { ...search, page: p } })}
+        />
+      )}
     </Stack>
   );
 }
