@@ -303,6 +303,25 @@ describeBrowser('the console in a browser', () => {
     expect(run.body.toolCalls[0]).toMatchObject({ name: 'skill_discover', input: { query: 'refunds' } });
   });
 
+  it('shows a tool call waiting for approval in the chat; approved there, the answer goes on', async () => {
+    await page.getByRole('link', { name: 'Playground' }).click();
+    await choose('Agent', 'Careful');
+    await page.getByLabel('Message').fill('/tool skill_discover {"query":"invoices"}');
+    await page.getByLabel('Message').press('Enter');
+    const waiting = page.getByTestId('chat-approval');
+    await waiting.getByText('look before searching', { exact: false }).waitFor();
+    expect(await waiting.textContent()).toContain('"query": "invoices"');
+    await page.getByTestId('approvals-badge').filter({ hasText: '1' }).waitFor();
+    await waiting.getByRole('button', { name: 'Approve' }).click();
+    const answer = page.locator('[data-author=assistant]').last();
+    await answer.getByText('skill_discover returned', { exact: false }).waitFor();
+    await page.getByTestId('chat-approval').waitFor({ state: 'detached' });
+    const approvals = await t.request('GET', '/api/v1/approvals?status=approved&kind=tool_call', { key });
+    expect(approvals.body.approvals.map((a: { toolCall: { arguments: unknown } }) => a.toolCall.arguments)).toContainEqual({
+      query: 'invoices',
+    });
+  });
+
   it('searches agents by name on the server, past the first page', async () => {
     // More agents than a page holds: the oldest, Support, is on no first page but the search's.
     for (let i = 0; i < 20; i++) await t.agent(key, { name: `filler ${i}` });

@@ -69,6 +69,19 @@ describe('a chat turn folded from run events', () => {
     expect(replayed.toolCalls[0].durationMs).toBeUndefined();
   });
 
+  it('holds a tool call waiting for approval until it starts, once on a replay', () => {
+    const waiting = {
+      type: 'approval_required',
+      seq: 1,
+      data: { approvalId: 'ap1', reason: 'loud', toolCall: { id: 'c1', name: 'shout', arguments: { text: 'hi' } } },
+    } as unknown as RunEvent;
+    let turn = applyEvent(applyEvent(newTurn('r'), waiting, 0), waiting, 0);
+    expect(turn.approvals).toEqual([{ approvalId: 'ap1', toolCallId: 'c1', name: 'shout', arguments: { text: 'hi' }, reason: 'loud' }]);
+    turn = applyEvent(turn, { type: 'tool_call_start', seq: 2, data: { id: 'c1', name: 'shout', input: { text: 'hi' } } }, 0);
+    expect(turn.approvals).toEqual([]);
+    expect(turn.toolCalls.map((c) => c.id)).toEqual(['c1']);
+  });
+
   it('keeps the pending turn per tab and forgets only its own run', () => {
     const map = new Map<string, string>();
     const storage: KeyValueStore = {

@@ -15,10 +15,20 @@ export interface ToolCallView {
   startedAt?: number;
 }
 
+/** A tool call of the turn waiting for a person (an `approval_required` event), until it starts or ends. */
+export interface ApprovalView {
+  approvalId: string;
+  toolCallId: string;
+  name: string;
+  arguments: unknown;
+  reason: string;
+}
+
 export interface TurnState {
   runId: string;
   text: string;
   toolCalls: ToolCallView[];
+  approvals?: ApprovalView[];
   status: 'streaming' | 'done' | 'error';
   cost?: number;
   tokenUsage?: TokenUsage;
@@ -32,6 +42,25 @@ export const newTurn = (runId: string): TurnState => ({ runId, text: '', toolCal
 export function applyEvent(turn: TurnState, event: RunEvent, now: number, live = true): TurnState {
   if (Number.isFinite(event.seq) && event.seq <= turn.lastSeq) return turn;
   const next: TurnState = { ...turn, lastSeq: Number.isFinite(event.seq) ? event.seq : turn.lastSeq };
+  // The SDK's RunEvent does not name approval_required yet; the stream passes it on as it came.
+  const raw = event as unknown as { type: string; data: Record<string, unknown> };
+  if (raw.type === 'approval_required') {
+    const data = raw.data as { approvalId: string; reason: string; toolCall: { id: string; name: string; arguments: unknown } };
+    next.approvals = [
+      ...(turn.approvals ?? []),
+      {
+        approvalId: data.approvalId,
+        toolCallId: data.toolCall.id,
+        name: data.toolCall.name,
+        arguments: data.toolCall.arguments,
+        reason: data.reason,
+      },
+    ];
+    return next;
+  }
+  if ((event.type === 'tool_call_start' || event.type === 'tool_call_end') && turn.approvals?.length)
+    next.approvals = turn.approvals.filter((a) => a.toolCallId !== event.data.id);
+  if (event.type === 'done' || event.type === 'error') next.approvals = [];
   switch (event.type) {
     case 'token':
       next.text = turn.text + event.data.text;

@@ -4,6 +4,7 @@ import {
   Alert,
   Badge,
   Button,
+  Card,
   Code,
   Grid,
   Group,
@@ -13,6 +14,7 @@ import {
   Select,
   Stack,
   Text,
+  TextInput,
   Textarea,
   Title,
   Tooltip,
@@ -21,7 +23,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useSearch } from '@tanstack/react-router';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../api';
-import { followTurn, newTurn, pendingTurns, type ToolCallView, type TurnState } from '../lib/turn';
+import { type ApprovalView, followTurn, newTurn, pendingTurns, type ToolCallView, type TurnState } from '../lib/turn';
 
 function ToolCalls({ calls }: { calls: ToolCallView[] }) {
   if (!calls.length) return null;
@@ -260,6 +262,9 @@ export function PlaygroundPage() {
                   )}
                   <Bubble author="assistant">
                     <ToolCalls calls={live.toolCalls} />
+                    {(live.approvals ?? []).map((a) => (
+                      <WaitingApproval key={a.approvalId} approval={a} />
+                    ))}
                     <Text style={{ whiteSpace: 'pre-wrap' }} data-testid="live-answer">
                       {live.text}
                       {live.status === 'streaming' ? '▍' : ''}
@@ -322,5 +327,68 @@ export function PlaygroundPage() {
         </Stack>
       </Grid.Col>
     </Grid>
+  );
+}
+
+/** A tool call of the answer under way that waits for a person: decided here or in the inbox; the chat goes on once it is. */
+function WaitingApproval({ approval }: { approval: ApprovalView }) {
+  const client = useClient();
+  const denied = useDenied()('agents:write');
+  const queryClient = useQueryClient();
+  const [reason, setReason] = useState('');
+  const [decided, setDecided] = useState<string | null>(null);
+  const [failure, setFailure] = useState<string | null>(null);
+  // The navigation's badge counts it now rather than at its next poll.
+  useEffect(() => {
+    void queryClient.invalidateQueries({ queryKey: ['approvals'] });
+  }, [queryClient]);
+  const decide = async (decision: 'approve' | 'reject') => {
+    try {
+      await client.http.json('POST', `/api/v1/approvals/${approval.approvalId}/${decision}`, {
+        body: decision === 'reject' ? { reason: reason.trim() } : {},
+      });
+      setDecided(decision === 'approve' ? 'approved' : 'rejected');
+    } catch (err) {
+      setFailure(messageOf(err));
+    } finally {
+      void queryClient.invalidateQueries({ queryKey: ['approvals'] });
+    }
+  };
+  return (
+    <Card withBorder p="xs" data-testid="chat-approval">
+      <Stack gap={4}>
+        <Text size="sm" fw={600}>
+          {approval.name} waits for approval: {approval.reason}
+        </Text>
+        <Code block>{JSON.stringify(approval.arguments, null, 2)}</Code>
+        {failure && (
+          <Text c="red" size="sm">
+            {failure}
+          </Text>
+        )}
+        {decided ? (
+          <Text size="sm" c="dimmed">
+            {decided}
+          </Text>
+        ) : (
+          <Group gap="xs" align="end">
+            <Button size="xs" color="green" disabled={!!denied} onClick={() => void decide('approve')}>
+              Approve
+            </Button>
+            <TextInput
+              size="xs"
+              aria-label="Reason to reject"
+              placeholder="reason"
+              value={reason}
+              onChange={(e) => setReason(e.currentTarget.value)}
+              maxLength={1000}
+            />
+            <Button size="xs" color="red" variant="light" disabled={!!denied || !reason.trim()} onClick={() => void decide('reject')}>
+              Reject
+            </Button>
+          </Group>
+        )}
+      </Stack>
+    </Card>
   );
 }
