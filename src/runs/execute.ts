@@ -65,10 +65,12 @@ export class RunExecution {
     const run = { runId, kind: input.kind, tenantId: input.principal.tenantId, agent: input.agent, model: input.agent.model };
     // A run resumed after approval continues the trace it was started in, whichever process resumes it.
     const parent = l.resume?.traceparent;
-    activeRun.done = (tracing ? traceRun(tracing, { ...run, conversationId: l.conversation.id, parent }, execute) : execute()).catch((err) => {
-      this.r.log.error({ err, runId }, 'run execution failed unexpectedly');
-      return null;
-    });
+    activeRun.done = (tracing ? traceRun(tracing, { ...run, conversationId: l.conversation.id, parent }, execute) : execute()).catch(
+      (err) => {
+        this.r.log.error({ err, runId }, 'run execution failed unexpectedly');
+        return null;
+      },
+    );
     return activeRun;
   }
 
