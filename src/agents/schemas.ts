@@ -82,7 +82,7 @@ const UpdateTools = Type.Array(ToolSpec, {
 const ON_ACTIVE_RUN = ['reject', 'enqueue', 'inject'] as const;
 
 /** How many fallback models an agent may list. */
-export const MAX_FALLBACK_MODELS = 4;
+const MAX_FALLBACK_MODELS = 4;
 
 /** Stored configuration: every key present, defaults filled in. */
 export const Configuration = Type.Object(

@@ -355,7 +355,7 @@ export interface ConnectorRequestTable {
 
 /** A client's Idempotency-Key and what the request that claimed it started (idempotency/store.ts). */
 /** A conversation's running summary of the turns its model's window no longer holds (0015, conversations/). */
-export interface ConversationSummaryTable {
+interface ConversationSummaryTable {
   conversation_id: string;
   tenant_id: string;
   summary: string;

@@ -23,7 +23,7 @@ export interface BreakerSettings {
 
 export const DEFAULT_BREAKER_SETTINGS: BreakerSettings = { failureThreshold: 5, coolDownMs: 30_000 };
 
-export type BreakerStatus = 'closed' | 'open' | 'half_open';
+type BreakerStatus = 'closed' | 'open' | 'half_open';
 
 /** What one breaker reports (for metrics and checks; `breakerStates()`). */
 export interface BreakerState {
