@@ -70,13 +70,13 @@ import {
   withdrawAdmission,
 } from './tenancy/limits.js';
 import { isPromise } from './maybe-promise.js';
-import { registerMetrics } from './metrics/plugin.js';
-import { Metrics } from './metrics/registry.js';
-import { observeServices } from './metrics/sources.js';
 import { registerHttpTracing } from './tracing/http.js';
 import { traceLogMixin } from './tracing/logs.js';
 import { propagatingFetch } from './tracing/outbound.js';
 import { Tracing } from './tracing/tracing.js';
+import { registerMetrics } from './metrics/plugin.js';
+import { Metrics } from './metrics/registry.js';
+import { observeServices } from './metrics/sources.js';
 
 const BODY_LIMIT = 1024 * 1024;
 
@@ -320,6 +320,15 @@ export async function buildApp({ config, db, services = createServices(config, d
 
   registerErrorHandling(app);
 
+  // A span per request, before every other hook and route so they all run inside it (tracing/http.ts).
+  const tracing = services.tracing;
+  if (tracing) {
+    registerHttpTracing(app, tracing);
+    app.addHook('onClose', async () => {
+      await tracing.shutdown();
+    });
+  }
+
   // Metrics come before every route, so their hooks see them all: /metrics and the METRICS_PORT server (docs/operations.md).
   registerMetrics(app, {
     metrics: services.metrics,
@@ -330,15 +339,6 @@ export async function buildApp({ config, db, services = createServices(config, d
   if (services.metrics) {
     const { runs, tasks, models } = services;
     observeServices(services.metrics, { app, db, runs, tasks, models, openStreams: openStreamCount });
-  }
-
-  // A span per request, before every other hook and route so they all run inside it (tracing/http.ts).
-  const tracing = services.tracing;
-  if (tracing) {
-    registerHttpTracing(app, tracing);
-    app.addHook('onClose', async () => {
-      await tracing.shutdown();
-    });
   }
 
   // During a graceful shutdown new requests are turned away (clients retry on another replica).

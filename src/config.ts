@@ -68,9 +68,9 @@ export interface Config {
   retentionSweepMs: number;
   /** OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT...; docs/operations.md "Traces"): off without an endpoint. */
   tracing: TracingSettings;
+  metrics: MetricsSettings;
   /** The built web console served at `/` (CONSOLE_DIR; `off`: none); null when disabled. */
   consoleDir: string | null;
-  metrics: MetricsSettings;
 }
 
 /** Prometheus metrics (docs/operations.md "Observability"): off unless a token or a port is set. */
@@ -301,9 +301,9 @@ export function loadConfig(env: Env = process.env): Config {
     trustDomain,
     masterKey,
     tasks,
-    metrics,
     retentionSweepMs: integer(env, 'RETENTION_SWEEP_SECONDS', 600, 0, 86_400) * 1000,
     tracing,
+    metrics,
     // packages/console/dist beside src/ or dist/ (this module's folder) unless CONSOLE_DIR says otherwise.
     consoleDir:
       env.CONSOLE_DIR === 'off'

@@ -66,12 +66,12 @@ export class RunControl {
     // An agent's own token reaches only that agent's runs.
     if (!run || (principal.agentId !== undefined && run.agent_id !== principal.agentId)) throw new NotFound('run');
     if (!isActive(run.status)) throw new Conflict('run_not_active', `the run is already ${run.status}`);
+    this.r.observer?.cancelled();
     if (run.status === 'awaiting_approval' && !this.r.active.has(runId)) {
       // Nobody holds a run waiting for a person: it ends here, unless a process claimed it meanwhile.
       if (await this.pauses.cancel(run)) return;
       return this.cancel(principal, runId);
     }
-    this.r.observer?.cancelled();
     const local = this.r.active.get(runId);
     if (local) {
       local.controller.abort(new Error('cancelled'));
