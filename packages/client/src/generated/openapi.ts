@@ -7354,7 +7354,7 @@ export interface operations {
                      *       "runsDays": 1,
                      *       "conversationsDays": 1,
                      *       "filesDays": 1,
-                     *       "auditEventsDays": 1,
+                     *       "auditEventsDays": 30,
                      *       "runEventsCompactAfterDays": 1
                      *     }
                      */
@@ -7365,7 +7365,7 @@ export interface operations {
                         conversationsDays: number | null;
                         /** @description uploaded files are deleted this many days after their upload; null: keep forever */
                         filesDays: number | null;
-                        /** @description audit events are deleted this many days after they were recorded; null: keep forever */
+                        /** @description audit events are deleted this many days after they were recorded (at least 30); null: keep forever */
                         auditEventsDays: number | null;
                         /** @description a finished run’s events are compacted to its terminal one this many days after it ended (its output, tool calls, steps and cost stay on the run); null: never */
                         runEventsCompactAfterDays: number | null;
@@ -7392,7 +7392,7 @@ export interface operations {
                  *       "runsDays": 1,
                  *       "conversationsDays": 1,
                  *       "filesDays": 1,
-                 *       "auditEventsDays": 1,
+                 *       "auditEventsDays": 30,
                  *       "runEventsCompactAfterDays": 1
                  *     }
                  */
@@ -7403,7 +7403,7 @@ export interface operations {
                     conversationsDays?: number | null;
                     /** @description uploaded files are deleted this many days after their upload; null: keep forever */
                     filesDays?: number | null;
-                    /** @description audit events are deleted this many days after they were recorded; null: keep forever */
+                    /** @description audit events are deleted this many days after they were recorded (at least 30); null: keep forever */
                     auditEventsDays?: number | null;
                     /** @description a finished run’s events are compacted to its terminal one this many days after it ended (its output, tool calls, steps and cost stay on the run); null: never */
                     runEventsCompactAfterDays?: number | null;
@@ -7422,7 +7422,7 @@ export interface operations {
                      *       "runsDays": 1,
                      *       "conversationsDays": 1,
                      *       "filesDays": 1,
-                     *       "auditEventsDays": 1,
+                     *       "auditEventsDays": 30,
                      *       "runEventsCompactAfterDays": 1
                      *     }
                      */
@@ -7433,7 +7433,7 @@ export interface operations {
                         conversationsDays: number | null;
                         /** @description uploaded files are deleted this many days after their upload; null: keep forever */
                         filesDays: number | null;
-                        /** @description audit events are deleted this many days after they were recorded; null: keep forever */
+                        /** @description audit events are deleted this many days after they were recorded (at least 30); null: keep forever */
                         auditEventsDays: number | null;
                         /** @description a finished run’s events are compacted to its terminal one this many days after it ended (its output, tool calls, steps and cost stay on the run); null: never */
                         runEventsCompactAfterDays: number | null;
