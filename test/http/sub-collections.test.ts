@@ -15,6 +15,9 @@ type Parent = 'agent' | 'conversation' | 'task' | 'skill' | 'run' | 'file';
 const SUB_ROUTES: Array<{ url: string; parent: Parent; public?: boolean }> = [
   { url: '/api/v1/agents/:id/runs', parent: 'agent' },
   { url: '/api/v1/agents/:id/budget', parent: 'agent' },
+  { url: '/api/v1/agents/:id/memory', parent: 'agent' },
+  { url: '/api/v1/agents/:id/memory/:label', parent: 'agent' },
+  { url: '/api/v1/agents/:id/memory/:label/versions', parent: 'agent' },
   { url: '/api/skills/agent/:agentId', parent: 'agent' },
   { url: '/api/v1/identity/agents/:agentId/keys', parent: 'agent' },
   { url: '/api/v1/identity/agents/:agentId/jwks.json', parent: 'agent', public: true },
@@ -77,7 +80,8 @@ it('still lists the runs of a deleted agent (history is kept)', async () => {
   expect(runs.body.total).toBe(1);
 });
 
-const withId = (url: string, id: string) => url.replace(/:[A-Za-z]+/, id);
+// The parent's id first; a later parameter (a memory block's label) gets a name that could exist.
+const withId = (url: string, id: string) => url.replace(/:[A-Za-z]+/, id).replace(/:[A-Za-z]+/g, 'persona');
 
 describe('sub-collections of a missing parent', () => {
   it('the table covers every GET route that goes on below a parent id', () => {
