@@ -16,6 +16,7 @@ import type {
   CreatedApiKey,
   ExecuteInput,
   ExecutionResult,
+  FileInfo,
   MemoryBlock,
   MemoryBlockInput,
   MemoryBlockList,
@@ -45,6 +46,7 @@ export class Agentry {
   readonly http: Http;
   readonly agents: Agents;
   readonly conversations: Conversations;
+  readonly files: Files;
   readonly runs: Runs;
   readonly tasks: Tasks;
   readonly skills: Skills;
@@ -56,6 +58,7 @@ export class Agentry {
     this.http = new Http(options);
     this.agents = new Agents(this.http);
     this.conversations = new Conversations(this.http);
+    this.files = new Files(this.http);
     this.runs = new Runs(this.http);
     this.tasks = new Tasks(this.http);
     this.skills = new Skills(this.http);
@@ -219,6 +222,33 @@ class Conversations {
   }
 }
 
+/** Attachments: uploaded once, then named by id in a message's `attachments` (execute, stream). */
+class Files {
+  constructor(private readonly http: Http) {}
+
+  /**
+   * Uploads one file as multipart/form-data (at most 5 MiB: a larger one is a 413 AgentryError). `name`
+   * defaults to the File's own name; the Blob's type is kept as its content type.
+   */
+  upload(file: Blob, options: CallOptions & { name?: string } = {}) {
+    const form = new FormData();
+    const name = options.name ?? ((file as { name?: unknown }).name as string | undefined) ?? 'file';
+    form.append('file', file, name);
+    return this.http.json<FileInfo>('POST', '/api/v1/files', { signal: options.signal, headers: options.headers, form });
+  }
+  get(id: string, options?: CallOptions) {
+    return this.http.json<FileInfo>('GET', `/api/v1/files/${seg(id)}`, options);
+  }
+  /** The file's bytes, with its content type. */
+  async content(id: string, options?: CallOptions): Promise<Blob> {
+    const response = await this.http.send('GET', `/api/v1/files/${seg(id)}/content`, {
+      ...options,
+      headers: { accept: '*/*', ...options?.headers },
+    });
+    return response.blob();
+  }
+}
+
 class Tasks {
   constructor(private readonly http: Http) {}
 
@@ -288,6 +318,14 @@ class Identity {
       ...options,
       body,
     });
+  }
+  /** Changes a policy's effect, description or conditions (`conditions: null` clears them). */
+  updatePolicy(id: string, body: BodyOf<paths['/api/v1/identity/tbac/policies/{id}']['patch']>, options?: CallOptions) {
+    return this.http.json<ResponseOf<paths['/api/v1/identity/tbac/policies/{id}']['patch']>>(
+      'PATCH',
+      `/api/v1/identity/tbac/policies/${seg(id)}`,
+      { ...options, body },
+    );
   }
   deletePolicy(id: string, options?: CallOptions) {
     return this.http.json<void>('DELETE', `/api/v1/identity/tbac/policies/${seg(id)}`, options);

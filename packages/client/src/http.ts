@@ -32,6 +32,8 @@ export interface AgentryOptions {
 export interface RequestOptions {
   query?: object;
   body?: unknown;
+  /** A multipart/form-data body (an upload); fetch writes its content type with the boundary. */
+  form?: FormData;
   headers?: Record<string, string>;
   signal?: AbortSignal;
 }
@@ -166,7 +168,7 @@ export class Http {
     for (let attempt = 0; ; attempt++) {
       const headers: Record<string, string> = { accept: 'application/json', ...this.options.headers, ...options.headers };
       if (!options.anonymous) headers.authorization = `Bearer ${await this.credential()}`;
-      let body = options.rawBody;
+      let body: string | FormData | undefined = options.form ?? options.rawBody;
       if (options.body !== undefined) {
         body = JSON.stringify(options.body);
         headers['content-type'] = 'application/json';

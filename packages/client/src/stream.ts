@@ -8,12 +8,37 @@ export interface TokenUsage {
   outputTokens: number;
 }
 
-/** The events of a run's stream, as docs/api.md lists them; `seq` is the event's id (Last-Event-ID). */
+/** A tool call that waits for a person (docs/runtime.md, "Approvals"): decided at POST /api/v1/approvals/{approvalId}/approve or reject. */
+export interface ApprovalRequired {
+  approvalId: string;
+  toolCall: { id: string; name: string; arguments: unknown };
+  reason: string;
+  /** When the approval expires and its `onTimeout` decides it (ISO 8601). */
+  expiresAt: string;
+}
+
+/**
+ * The events of a run's stream, as the server sends them (the stream routes' description in the
+ * OpenAPI document); `seq` is the event's id (Last-Event-ID). `approval_required` does not end the
+ * stream: it stays open while the call waits, and the run's events go on once it is decided.
+ */
 export type RunEvent =
   | { type: 'token'; seq: number; data: { text: string } }
   | { type: 'tool_call_start'; seq: number; data: { id: string; name: string; input: unknown } }
   | { type: 'tool_call_end'; seq: number; data: { id: string; result: Record<string, unknown> } }
-  | { type: 'done'; seq: number; data: { conversationId: string; runId: string; cost: number; tokenUsage: TokenUsage } }
+  | { type: 'approval_required'; seq: number; data: ApprovalRequired }
+  | {
+      type: 'done';
+      seq: number;
+      data: {
+        conversationId: string;
+        runId: string;
+        cost: number;
+        tokenUsage: TokenUsage;
+        /** The answer as an object, when the run was asked for a `responseFormat`. */
+        structuredOutput?: Record<string, unknown>;
+      };
+    }
   | { type: 'error'; seq: number; data: { code: string; message: string } };
 
 export interface StreamOptions {

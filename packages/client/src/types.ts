@@ -32,6 +32,7 @@ export type SkillSummary = ResponseOf<paths['/api/skills']['get']>['skills'][num
 export type ApiKey = ResponseOf<paths['/api/v1/api-keys']['get']>['apiKeys'][number];
 export type CreatedApiKey = ResponseOf<paths['/api/v1/api-keys']['post']>;
 export type AuditEvent = ResponseOf<paths['/api/v1/audit-events']['get']>['events'][number];
+export type FileInfo = ResponseOf<paths['/api/v1/files/{id}']['get']>;
 export type TbacPolicy = ResponseOf<paths['/api/v1/identity/tbac/policies']['get']>['policies'][number];
 export type AgentKey = ResponseOf<paths['/api/v1/identity/agents/{agentId}/keys']['get']>['keys'][number];
 export type MemoryBlock = ResponseOf<paths['/api/v1/agents/{id}/memory/{label}']['get']>;

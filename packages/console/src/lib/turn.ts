@@ -42,10 +42,8 @@ export const newTurn = (runId: string): TurnState => ({ runId, text: '', toolCal
 export function applyEvent(turn: TurnState, event: RunEvent, now: number, live = true): TurnState {
   if (Number.isFinite(event.seq) && event.seq <= turn.lastSeq) return turn;
   const next: TurnState = { ...turn, lastSeq: Number.isFinite(event.seq) ? event.seq : turn.lastSeq };
-  // The SDK's RunEvent does not name approval_required yet; the stream passes it on as it came.
-  const raw = event as unknown as { type: string; data: Record<string, unknown> };
-  if (raw.type === 'approval_required') {
-    const data = raw.data as { approvalId: string; reason: string; toolCall: { id: string; name: string; arguments: unknown } };
+  if (event.type === 'approval_required') {
+    const { data } = event;
     next.approvals = [
       ...(turn.approvals ?? []),
       {
