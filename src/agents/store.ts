@@ -1,3 +1,4 @@
+import { exportPages } from '../db/export-pages.js';
 import { type Kysely, type Selectable, type Updateable, sql } from 'kysely';
 import type { AgentTable, Database } from '../db/schema.js';
 import { countRows } from '../db/count.js';
@@ -111,11 +112,5 @@ export async function listApps(db: Executor, tenantId: string) {
 
 /** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
 export function exportSources(db: Executor, tenantId: string) {
-  return [
-    {
-      table: 'agents',
-      page: (offset: number, limit: number) =>
-        db.selectFrom('agents').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
-    },
-  ];
+  return exportPages(db, tenantId, [{ table: 'agents', keys: ['id'] }]);
 }

@@ -1,3 +1,4 @@
+import { exportPages } from '../db/export-pages.js';
 import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
 import { countRows } from '../db/count.js';
 import type { Database, ToolApprovalTable } from '../db/schema.js';
@@ -108,11 +109,5 @@ export async function deleteOfRuns(db: Executor, runIds: string[]) {
 
 /** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
 export function exportSources(db: Executor, tenantId: string) {
-  return [
-    {
-      table: 'tool_approvals',
-      page: (offset: number, limit: number) =>
-        db.selectFrom('tool_approvals').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
-    },
-  ];
+  return exportPages(db, tenantId, [{ table: 'tool_approvals', keys: ['id'] }]);
 }

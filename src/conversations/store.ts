@@ -1,3 +1,4 @@
+import { exportPages } from '../db/export-pages.js';
 import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { ConversationTable, Database, MessageTable } from '../db/schema.js';
 import { countRows } from '../db/count.js';
@@ -285,33 +286,10 @@ export async function deleteFilesBefore(db: Executor, tenantId: string, cutoff: 
 
 /** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
 export function exportSources(db: Executor, tenantId: string) {
-  return [
-    {
-      table: 'conversations',
-      page: (offset: number, limit: number) =>
-        db.selectFrom('conversations').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
-    },
-    {
-      table: 'messages',
-      page: (offset: number, limit: number) =>
-        db.selectFrom('messages').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
-    },
-    {
-      table: 'files',
-      page: (offset: number, limit: number) =>
-        db.selectFrom('files').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
-    },
-    {
-      table: 'conversation_summaries',
-      page: (offset: number, limit: number) =>
-        db
-          .selectFrom('conversation_summaries')
-          .selectAll()
-          .where('tenant_id', '=', tenantId)
-          .orderBy('conversation_id')
-          .limit(limit)
-          .offset(offset)
-          .execute(),
-    },
-  ];
+  return exportPages(db, tenantId, [
+    { table: 'conversations', keys: ['id'] },
+    { table: 'messages', keys: ['id'] },
+    { table: 'files', keys: ['id'] },
+    { table: 'conversation_summaries', keys: ['conversation_id'] },
+  ]);
 }

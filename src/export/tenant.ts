@@ -2,6 +2,7 @@ import { exportSources as approvals } from '../approvals/export.js';
 import { exportSources as agents } from '../agents/export.js';
 import { exportSources as conversations } from '../conversations/export.js';
 import type { Db } from '../db/database.js';
+import type { ExportSource } from '../db/export-pages.js';
 import { exportSources as identity } from '../identity/export.js';
 import { exportSources as memory } from '../memory/export.js';
 import { exportSources as runs } from '../runs/export.js';
@@ -15,11 +16,6 @@ import { exportSources as tenancy } from '../tenancy/export.js';
  * are as stored: JSON columns as text, secrets still sealed (they open only under the same master
  * key); an API key's hash is left out. Idempotency keys (a day's retry window) are not exported.
  */
-
-interface ExportSource {
-  table: string;
-  page(offset: number, limit: number): Promise<object[]>;
-}
 
 const DOMAINS: ((db: Db, tenantId: string) => ExportSource[])[] = [
   tenancy,
@@ -41,11 +37,12 @@ export async function exportTenant(db: Db, tenantId: string, write: (line: strin
   for (const domain of DOMAINS) {
     for (const source of domain(db, tenantId)) {
       counts[source.table] = 0;
-      for (let offset = 0; ; offset += PAGE) {
-        const rows = await source.page(offset, PAGE);
+      for (let after: Record<string, unknown> | undefined; ; ) {
+        const rows = await source.page(after, PAGE);
         for (const row of rows) await write(`${JSON.stringify({ table: source.table, row })}\n`);
         counts[source.table] += rows.length;
         if (rows.length < PAGE) break;
+        after = rows[rows.length - 1];
       }
     }
   }

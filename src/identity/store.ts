@@ -1,3 +1,4 @@
+import { exportPages } from '../db/export-pages.js';
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { Database, IdentityAgentKeyTable, IdentityPlatformKeyTable, IdentityTokenTable, TbacPolicyTable } from '../db/schema.js';
 import { countRows } from '../db/count.js';
@@ -258,28 +259,9 @@ export function deletePolicy(db: Executor, tenantId: string, id: string) {
 
 /** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
 export function exportSources(db: Executor, tenantId: string) {
-  return [
-    {
-      table: 'identity_agent_keys',
-      page: (offset: number, limit: number) =>
-        db
-          .selectFrom('identity_agent_keys')
-          .selectAll()
-          .where('tenant_id', '=', tenantId)
-          .orderBy('kid')
-          .limit(limit)
-          .offset(offset)
-          .execute(),
-    },
-    {
-      table: 'identity_tokens',
-      page: (offset: number, limit: number) =>
-        db.selectFrom('identity_tokens').selectAll().where('tenant_id', '=', tenantId).orderBy('jti').limit(limit).offset(offset).execute(),
-    },
-    {
-      table: 'tbac_policies',
-      page: (offset: number, limit: number) =>
-        db.selectFrom('tbac_policies').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
-    },
-  ];
+  return exportPages(db, tenantId, [
+    { table: 'identity_agent_keys', keys: ['kid'] },
+    { table: 'identity_tokens', keys: ['jti'] },
+    { table: 'tbac_policies', keys: ['id'] },
+  ]);
 }

@@ -1,3 +1,4 @@
+import { exportPages } from '../db/export-pages.js';
 import type { Kysely, Selectable } from 'kysely';
 import { countRows } from '../db/count.js';
 import type { Database, MemoryBlockTable, MemoryBlockVersionTable } from '../db/schema.js';
@@ -123,23 +124,8 @@ export async function deleteAgentMemory(db: Executor, tenantId: string, agentId:
 
 /** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
 export function exportSources(db: Executor, tenantId: string) {
-  return [
-    {
-      table: 'memory_blocks',
-      page: (offset: number, limit: number) =>
-        db.selectFrom('memory_blocks').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
-    },
-    {
-      table: 'memory_block_versions',
-      page: (offset: number, limit: number) =>
-        db
-          .selectFrom('memory_block_versions')
-          .selectAll()
-          .where('tenant_id', '=', tenantId)
-          .orderBy('id')
-          .limit(limit)
-          .offset(offset)
-          .execute(),
-    },
-  ];
+  return exportPages(db, tenantId, [
+    { table: 'memory_blocks', keys: ['id'] },
+    { table: 'memory_block_versions', keys: ['id'] },
+  ]);
 }

@@ -1,3 +1,4 @@
+import { exportPages } from '../db/export-pages.js';
 import { type Insertable, type Kysely, type Selectable, type Updateable, sql } from 'kysely';
 import { countRows } from '../db/count.js';
 import type { DeferredInserts } from '../db/group-commit.js';
@@ -332,37 +333,9 @@ export async function compactRunEvents(
 
 /** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
 export function exportSources(db: Executor, tenantId: string) {
-  return [
-    {
-      table: 'runs',
-      page: (offset: number, limit: number) =>
-        db.selectFrom('runs').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
-    },
-    {
-      table: 'run_events',
-      page: (offset: number, limit: number) =>
-        db
-          .selectFrom('run_events')
-          .selectAll('run_events')
-          .innerJoin('runs', 'runs.id', 'run_events.run_id')
-          .where('runs.tenant_id', '=', tenantId)
-          .orderBy('run_events.run_id')
-          .orderBy('run_events.seq')
-          .limit(limit)
-          .offset(offset)
-          .execute(),
-    },
-    {
-      table: 'run_suspensions',
-      page: (offset: number, limit: number) =>
-        db
-          .selectFrom('run_suspensions')
-          .selectAll()
-          .where('tenant_id', '=', tenantId)
-          .orderBy('run_id')
-          .limit(limit)
-          .offset(offset)
-          .execute(),
-    },
-  ];
+  return exportPages(db, tenantId, [
+    { table: 'runs', keys: ['id'] },
+    { table: 'run_events', keys: ['run_id', 'seq'], tenantVia: { column: 'run_id', table: 'runs' } },
+    { table: 'run_suspensions', keys: ['run_id'] },
+  ]);
 }

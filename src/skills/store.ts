@@ -1,3 +1,4 @@
+import { exportPages } from '../db/export-pages.js';
 import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { Database, SkillAssignmentTable, SkillFileTable, SkillTable } from '../db/schema.js';
 import { countRows } from '../db/count.js';
@@ -214,62 +215,11 @@ export { isUniqueViolation } from '../db/unique-violation.js';
 
 /** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
 export function exportSources(db: Executor, tenantId: string) {
-  return [
-    {
-      table: 'skills',
-      page: (offset: number, limit: number) =>
-        db.selectFrom('skills').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
-    },
-    {
-      table: 'skill_files',
-      page: (offset: number, limit: number) =>
-        db
-          .selectFrom('skill_files')
-          .selectAll()
-          .where('tenant_id', '=', tenantId)
-          .orderBy('skill_id')
-          .orderBy('kind')
-          .orderBy('name')
-          .limit(limit)
-          .offset(offset)
-          .execute(),
-    },
-    {
-      table: 'skill_assignments',
-      page: (offset: number, limit: number) =>
-        db
-          .selectFrom('skill_assignments')
-          .selectAll()
-          .where('tenant_id', '=', tenantId)
-          .orderBy('skill_id')
-          .orderBy('agent_id')
-          .limit(limit)
-          .offset(offset)
-          .execute(),
-    },
-    {
-      table: 'connector_connections',
-      page: (offset: number, limit: number) =>
-        db
-          .selectFrom('connector_connections')
-          .selectAll()
-          .where('tenant_id', '=', tenantId)
-          .orderBy('id')
-          .limit(limit)
-          .offset(offset)
-          .execute(),
-    },
-    {
-      table: 'connector_requests',
-      page: (offset: number, limit: number) =>
-        db
-          .selectFrom('connector_requests')
-          .selectAll()
-          .where('tenant_id', '=', tenantId)
-          .orderBy('id')
-          .limit(limit)
-          .offset(offset)
-          .execute(),
-    },
-  ];
+  return exportPages(db, tenantId, [
+    { table: 'skills', keys: ['id'] },
+    { table: 'skill_files', keys: ['skill_id', 'kind', 'name'] },
+    { table: 'skill_assignments', keys: ['skill_id', 'agent_id'] },
+    { table: 'connector_connections', keys: ['id'] },
+    { table: 'connector_requests', keys: ['id'] },
+  ]);
 }

@@ -1,3 +1,4 @@
+import { exportPages } from '../db/export-pages.js';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { countRows } from '../db/count.js';
@@ -127,28 +128,14 @@ export async function deleteAuditEventsBefore(db: Executor, tenantId: string, cu
 
 /** `agentry export` (export/tenant.ts): the tenant's rows of this store's tables, a page at a time. */
 export function exportSources(db: Executor, tenantId: string) {
-  return [
-    {
-      table: 'tenants',
-      page: (offset: number, limit: number) =>
-        db.selectFrom('tenants').selectAll().where('id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
-    },
+  return exportPages(db, tenantId, [
+    { table: 'tenants', keys: ['id'], tenantColumn: 'id' },
+    // Never the key's hash.
     {
       table: 'api_keys',
-      page: (offset: number, limit: number) =>
-        db
-          .selectFrom('api_keys')
-          .select(['id', 'tenant_id', 'name', 'permissions', 'created_by', 'created_at', 'revoked_at', 'rate_limit_per_minute'])
-          .where('tenant_id', '=', tenantId)
-          .orderBy('id')
-          .limit(limit)
-          .offset(offset)
-          .execute(),
+      keys: ['id'],
+      columns: ['id', 'tenant_id', 'name', 'permissions', 'created_by', 'created_at', 'revoked_at', 'rate_limit_per_minute'],
     },
-    {
-      table: 'audit_events',
-      page: (offset: number, limit: number) =>
-        db.selectFrom('audit_events').selectAll().where('tenant_id', '=', tenantId).orderBy('id').limit(limit).offset(offset).execute(),
-    },
-  ];
+    { table: 'audit_events', keys: ['id'] },
+  ]);
 }

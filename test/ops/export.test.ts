@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -103,6 +104,62 @@ describe('agentry export', () => {
     const unknown = await cli(['export', '--tenant', '0192f3a4-5b6c-7d8e-9f01-23456789abcd'], env);
     expect(unknown.code).toBe(2);
     expect((await cli(['export'], env)).stderr).toMatch(/export needs --tenant/);
+  });
+  it('pages through tables of more rows than a page (500), keyed by one column or two, each row once', async () => {
+    const mine = await t.tenant('paged');
+    const other = await t.tenant('paged-other');
+    const agent = await t.agent(mine.key, { name: 'paged' });
+    const runIds: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const executed = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key: mine.key, body: { message: `hi ${i}` } });
+      expect(executed.status, executed.text).toBe(200);
+      runIds.push(executed.body.runId as string);
+    }
+    // Written straight to the tables: over HTTP these counts would take minutes.
+    const db = t.db.kysely;
+    const audit = (tenantId: string, i: number) => ({
+      id: randomUUID(),
+      tenant_id: tenantId,
+      actor_type: 'system',
+      actor_id: null,
+      action: `paged.${i}`,
+      resource_type: 'test',
+      resource_id: null,
+      detail: '{}',
+      created_at: new Date().toISOString(),
+    });
+    await db
+      .insertInto('audit_events')
+      .values(Array.from({ length: 1100 }, (_, i) => audit(mine.id, i)))
+      .execute();
+    await db.insertInto('audit_events').values(audit(other.id, 0)).execute();
+    for (const runId of runIds) {
+      // Past the run's own events (seq from 1000): two runs of more than a page each, in (run_id, seq) order.
+      await db
+        .insertInto('run_events')
+        .values(Array.from({ length: 600 }, (_, i) => ({ run_id: runId, seq: 1000 + i, event: 'delta', data: '{}' })))
+        .execute();
+    }
+
+    const run = await cli(['export', '--tenant', mine.id], env);
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Line);
+    const rows = (table: string) => lines.filter((l) => l.table === table).map((l) => l.row);
+
+    const stored = await db.selectFrom('audit_events').select('id').where('tenant_id', '=', mine.id).execute();
+    const audits = rows('audit_events').map((r) => r.id as string);
+    expect(stored.length).toBeGreaterThan(1100);
+    expect(new Set(audits).size).toBe(audits.length);
+    expect(new Set(audits)).toEqual(new Set(stored.map((r) => r.id)));
+
+    const storedEvents = await db.selectFrom('run_events').select(['run_id', 'seq']).where('run_id', 'in', runIds).execute();
+    const events = rows('run_events').map((r) => `${r.run_id}/${r.seq}`);
+    expect(storedEvents.length).toBeGreaterThan(1200);
+    expect(new Set(events).size).toBe(events.length);
+    expect(new Set(events)).toEqual(new Set(storedEvents.map((r) => `${r.run_id}/${r.seq}`)));
   });
 });
 

@@ -1,0 +1,52 @@
+import { type Kysely, sql } from 'kysely';
+import type { Database } from './schema.js';
+
+/** One table's rows of a tenant, a page at a time (`agentry export`, export/tenant.ts). */
+export interface ExportSource {
+  table: string;
+  /** The `limit` rows following `after` (the previous page's last row; undefined: the first page), in key order. */
+  page(after: Record<string, unknown> | undefined, limit: number): Promise<Record<string, unknown>[]>;
+}
+
+type Column<T extends keyof Database> = keyof Database[T] & string;
+
+/** What a store says of one of its tables; a union over every table, so each entry's columns are checked against its own table. */
+export type ExportTable = {
+  [T in keyof Database & string]: {
+    table: T;
+    /** Columns unique together (the primary key): the order of the rows, and where the next page starts. */
+    keys: Column<T>[];
+    /** The column holding the tenant's id; default `tenant_id`. */
+    tenantColumn?: Column<T>;
+    /** For a table without a tenant column: its column naming a row of `table`, a table whose `tenant_id` is the tenant's. */
+    tenantVia?: { column: Column<T>; table: keyof Database & string };
+    /** The columns exported; default all. */
+    columns?: Column<T>[];
+  };
+}[keyof Database & string];
+
+/**
+ * Keyset pages (`where (keys) > (the last row's keys) order by keys limit n`), not offset: each page
+ * costs the same on a tenant with millions of rows, where an offset would read and skip all the ones before.
+ */
+export function exportPages(db: Kysely<Database>, tenantId: string, tables: readonly ExportTable[]): ExportSource[] {
+  // biome-ignore lint/suspicious/noExplicitAny: the table and its columns are checked by ExportTable's type, which Kysely cannot follow
+  const k = db as Kysely<any>;
+  return tables.map((spec) => ({
+    table: spec.table,
+    page: (after, limit) => {
+      let q = k.selectFrom(spec.table);
+      q = spec.columns ? q.select(spec.columns) : q.selectAll();
+      q = spec.tenantVia
+        ? q.where(spec.tenantVia.column, 'in', k.selectFrom(spec.tenantVia.table).select('id').where('tenant_id', '=', tenantId))
+        : q.where(spec.tenantColumn ?? 'tenant_id', '=', tenantId);
+      if (after) {
+        const refs = sql.join(spec.keys.map((key) => sql.ref(key)));
+        const values = sql.join(spec.keys.map((key) => after[key]));
+        q = q.where(sql<boolean>`(${refs}) > (${values})`);
+      }
+      for (const key of spec.keys) q = q.orderBy(key);
+      return q.limit(limit).execute();
+    },
+  }));
+}
