@@ -61,7 +61,25 @@ export const ChatCompletionBody = Type.Object(
     ),
     function_call: Type.Optional(Nullable(Type.Unknown({ description: 'refused unless "auto" or "none"' }))),
     response_format: Type.Optional(
-      Nullable(Type.Object({ type: Type.String() }, { additionalProperties: true, description: 'only {"type":"text"}' })),
+      Nullable(
+        Type.Object(
+          {
+            type: Type.String({ description: '"text", "json_object" (any JSON object) or "json_schema"' }),
+            json_schema: Type.Optional(
+              Type.Object(
+                {
+                  name: Type.Optional(Type.String({ maxLength: 64 })),
+                  description: Type.Optional(Type.String({ maxLength: 1024 })),
+                  schema: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+                  strict: Type.Optional(Nullable(Type.Boolean())),
+                },
+                { description: 'the answer is validated against schema (one repair attempt, else invalid_output)' },
+              ),
+            ),
+          },
+          { additionalProperties: true, description: 'the answer’s shape; the content is then the validated JSON' },
+        ),
+      ),
     ),
     stop: Type.Optional(Nullable(Type.Union([Type.String(), Type.Array(Type.String())], { description: 'refused when set' }))),
     logprobs: Type.Optional(Nullable(Type.Boolean({ description: 'refused when true' }))),

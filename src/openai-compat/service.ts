@@ -1,6 +1,7 @@
 import type { AgentsService } from '../agents/service.js';
 import { Conflict, InvalidInput, NotFound, RunFailed } from '../errors.js';
 import type { Principal } from '../http/principal.js';
+import { checkResponseFormat, type ResponseFormat } from '../runs/response-format.js';
 import { type RunHandle, type RunOutcome, type RunsService, isInjected } from '../runs/service.js';
 import {
   type ChatCompletion,
@@ -37,6 +38,8 @@ export interface StartedCompletion {
   /** The model as the client named it, echoed in every answer. */
   model: string;
   created: number;
+  /** A response_format was asked for: the answer's content is the validated JSON, not the model's text. */
+  structured: boolean;
 }
 
 const refuse = (param: string, message: string) => new InvalidInput(message, [{ path: `body.${param}`, message }], 'unsupported_parameter');
@@ -84,7 +87,7 @@ function mapMessages(messages: ChatMessage[]) {
 }
 
 /** Refuses what would change the answer's meaning and cannot be honoured; answers whether tools are off. */
-function checkOptions(body: ChatCompletionBody): { enableTools: boolean } {
+function checkOptions(body: ChatCompletionBody): { enableTools: boolean; responseFormat?: ResponseFormat } {
   if (body.n !== undefined && body.n !== null && body.n !== 1) throw refuse('n', 'n must be 1: an agent run gives one answer');
   if (body.tools?.length) throw refuse('tools', 'client tools are not supported: the agent calls its own tools on the server');
   if (body.functions?.length) throw refuse('functions', 'client functions are not supported: the agent calls its own tools on the server');
@@ -95,14 +98,35 @@ function checkOptions(body: ChatCompletionBody): { enableTools: boolean } {
       'only "auto" (the agent’s tools) or "none" (no tools) is supported',
     );
   }
-  if (body.response_format && body.response_format.type !== 'text') {
-    throw refuse('response_format', `response_format ${body.response_format.type} is not supported: the agent answers in text`);
-  }
   if (body.stop?.length) throw refuse('stop', 'stop sequences are not supported');
   if (body.logprobs) throw refuse('logprobs', 'logprobs are not supported');
   if (body.top_logprobs !== undefined && body.top_logprobs !== null) throw refuse('top_logprobs', 'logprobs are not supported');
   if (body.logit_bias && Object.keys(body.logit_bias).length) throw refuse('logit_bias', 'logit_bias is not supported');
-  return { enableTools: choice !== 'none' };
+  return { enableTools: choice !== 'none', responseFormat: responseFormatOf(body.response_format) };
+}
+
+/** OpenAI's response_format as the run's responseFormat: json_schema as given, json_object as any object. */
+function responseFormatOf(format: ChatCompletionBody['response_format']): ResponseFormat | undefined {
+  if (!format || format.type === 'text') return undefined;
+  if (format.type === 'json_object') return { type: 'json_schema', schema: { type: 'object' } };
+  if (format.type !== 'json_schema') {
+    throw refuse('response_format.type', `response_format ${format.type} is not supported: "text", "json_object" or "json_schema"`);
+  }
+  const spec = format.json_schema as { name?: unknown; schema?: unknown } | undefined;
+  if (!spec || typeof spec !== 'object') throw refuse('response_format.json_schema', 'must be an object with name and schema');
+  if (spec.name !== undefined && (typeof spec.name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(spec.name))) {
+    throw refuse('response_format.json_schema.name', 'must be 1-64 letters, digits, underscores or dashes');
+  }
+  if (!spec.schema || typeof spec.schema !== 'object' || Array.isArray(spec.schema)) {
+    throw refuse('response_format.json_schema.schema', 'must be a JSON Schema object with type "object" at its root');
+  }
+  const responseFormat: ResponseFormat = {
+    type: 'json_schema',
+    schema: spec.schema as Record<string, unknown>,
+    ...(spec.name ? { name: spec.name as string } : {}),
+  };
+  checkResponseFormat(responseFormat, 'body.response_format.json_schema');
+  return responseFormat;
 }
 
 /** Which server-side conversation the request continues, if any. */
@@ -164,7 +188,7 @@ export class OpenAiCompatService {
   /** Starts the agent's run for a chat completion; every refusal happens here, before anything is written. */
   async start(req: CompletionRequest): Promise<StartedCompletion> {
     const { principal, body } = req;
-    const { enableTools } = checkOptions(body);
+    const { enableTools, responseFormat } = checkOptions(body);
     const { input, history, instructions } = mapMessages(body.messages);
     const conversationId = conversationOf(body, req.conversationHeader);
     const agentId = body.model.startsWith(MODEL_PREFIX) ? body.model.slice(MODEL_PREFIX.length) : '';
@@ -185,12 +209,18 @@ export class OpenAiCompatService {
       // OpenAI's end-user id is the run's user (memory/): a named conversation must already be theirs.
       userId: body.user,
       enableTools,
+      responseFormat,
       maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
       // A busy conversation is refused (409): an OpenAI answer cannot be "injected into another run".
       onActiveRun: 'reject',
     });
     if (isInjected(handle)) throw new Conflict('conversation_busy', 'the agent is still answering in this conversation');
-    return { handle, model: body.model, created: Math.floor(Date.parse(handle.startedAt) / 1000) };
+    return {
+      handle,
+      model: body.model,
+      created: Math.floor(Date.parse(handle.startedAt) / 1000),
+      structured: responseFormat !== undefined,
+    };
   }
 
   /**
@@ -213,7 +243,9 @@ export class OpenAiCompatService {
     }
     if (outcome.status === 'cancelled') throw new Conflict('run_cancelled', `the run was cancelled (run ${outcome.runId})`);
     const run = await this.runs.get(principal.tenantId, outcome.runId);
-    return { outcome, finishReason: finishReason(run), usage: usageOf(outcome) };
+    // The validated object (after a repair, if one was needed), never the model's raw text.
+    const content = started.structured && outcome.structuredOutput ? JSON.stringify(outcome.structuredOutput) : outcome.output;
+    return { outcome, content, finishReason: finishReason(run), usage: usageOf(outcome) };
   }
 
   /** The run still waits for a person after the limit: it goes on waiting, the client is told where to look. */
@@ -228,15 +260,13 @@ export class OpenAiCompatService {
 
   /** The whole answer of a non-streamed chat completion. */
   async complete(principal: Principal, started: StartedCompletion): Promise<ChatCompletion> {
-    const { outcome, finishReason, usage } = await this.ended(principal, started);
+    const { outcome, content, finishReason, usage } = await this.ended(principal, started);
     return {
       id: completionId(outcome.runId),
       object: 'chat.completion',
       created: started.created,
       model: started.model,
-      choices: [
-        { index: 0, message: { role: 'assistant', content: outcome.output, refusal: null }, finish_reason: finishReason, logprobs: null },
-      ],
+      choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, finish_reason: finishReason, logprobs: null }],
       usage,
     };
   }
@@ -280,14 +310,16 @@ export class OpenAiCompatService {
       clearTimeout(waiting);
       waiting = undefined;
       if (e === null) streamEnded('ended');
-      else if (e.event === 'token') send(delta({ content: String(e.data.text) }));
+      // A structured answer is sent whole at the end: the streamed text may hold an attempt that was repaired.
+      else if (e.event === 'token' && !started.structured) send(delta({ content: String(e.data.text) }));
     });
     const how = await (closed ? Promise.race([end, closed.then(() => 'closed' as const)]) : end);
     clearTimeout(waiting);
     unsubscribe();
     if (how === 'waited too long') throw this.stillWaiting(started.handle.runId);
     if (how === 'closed') return;
-    const { finishReason, usage } = await this.ended(principal, started);
+    const { content, finishReason, usage } = await this.ended(principal, started);
+    if (started.structured) send(delta({ content }));
     send(delta({}, finishReason));
     if (includeUsage) send({ ...base, choices: [], usage });
   }

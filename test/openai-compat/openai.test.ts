@@ -290,7 +290,7 @@ describe('errors in OpenAI’s shape', () => {
     expect(Number(err.headers?.get('retry-after'))).toBeGreaterThanOrEqual(1);
   });
 
-  it('refuses what it cannot honour, naming the parameter: n > 1, client tools, response_format, tool results', async () => {
+  it('refuses what it cannot honour, naming the parameter: n > 1, client tools, an unknown or unusable response_format, tool results', async () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { model: 'builtin/echo' });
     const model = `agent:${agent.id}`;
@@ -303,7 +303,19 @@ describe('errors in OpenAI’s shape', () => {
           client(key).chat.completions.create({ model, messages, tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }),
         'tools',
       ],
-      [() => client(key).chat.completions.create({ model, messages, response_format: { type: 'json_object' } }), 'response_format'],
+      [
+        () => client(key).chat.completions.create({ model, messages, response_format: { type: 'grammar' } as never }),
+        'response_format.type',
+      ],
+      [
+        () =>
+          client(key).chat.completions.create({
+            model,
+            messages,
+            response_format: { type: 'json_schema', json_schema: { name: 'list', schema: { type: 'array' } } },
+          }),
+        'response_format.json_schema.schema.type',
+      ],
       [
         () => client(key).chat.completions.create({ model, messages: [...messages, { role: 'tool', tool_call_id: 'c1', content: '42' }] }),
         'messages.1',
@@ -322,6 +334,72 @@ describe('errors in OpenAI’s shape', () => {
     // Nothing ran.
     const runs = await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key });
     expect(runs.body.total).toBe(0);
+  });
+
+  describe('response_format', () => {
+    const schema = {
+      type: 'object',
+      properties: { answer: { type: 'number' } },
+      required: ['answer'],
+      additionalProperties: false,
+    };
+    const jsonSchema = { type: 'json_schema' as const, json_schema: { name: 'measurement', schema } };
+
+    it('json_schema: the content is the validated JSON, and the run keeps it as structuredOutput', async () => {
+      const { key } = await t.tenant();
+      const agent = await t.agent(key, { model: 'builtin/echo' });
+      const completion = await client(key).chat.completions.create({
+        model: `agent:${agent.id}`,
+        // builtin/echo answers with the message: here a valid object, spaced as a model might.
+        messages: [{ role: 'user', content: '{ "answer" : 42 }' }],
+        response_format: jsonSchema,
+      });
+      expect(JSON.parse(completion.choices[0].message.content ?? '')).toEqual({ answer: 42 });
+      expect(completion.choices[0].message.content).toBe('{"answer":42}');
+      const run = await t.request('GET', `/api/v1/runs/${completion.id.slice('chatcmpl-'.length)}`, { key });
+      expect(run.body.structuredOutput).toEqual({ answer: 42 });
+    });
+
+    it('json_object: any JSON object is accepted; text that is not one fails with invalid_output', async () => {
+      const { key } = await t.tenant();
+      const agent = await t.agent(key, { model: 'builtin/echo' });
+      const ok = await client(key).chat.completions.create({
+        model: `agent:${agent.id}`,
+        messages: [{ role: 'user', content: '{"city": "Lyon"}' }],
+        response_format: { type: 'json_object' },
+      });
+      expect(JSON.parse(ok.choices[0].message.content ?? '')).toEqual({ city: 'Lyon' });
+
+      const err = await caught(
+        client(key).chat.completions.create({
+          model: `agent:${agent.id}`,
+          messages: [{ role: 'user', content: 'just words' }],
+          response_format: { type: 'json_object' },
+        }),
+      );
+      expect(err.status).toBe(502);
+      expect(err.error).toMatchObject({ code: 'invalid_output' });
+    });
+
+    it('streamed: the validated JSON arrives whole, once, before the finish reason', async () => {
+      const { key } = await t.tenant();
+      const agent = await t.agent(key, { model: 'builtin/echo' });
+      const stream = await client(key).chat.completions.create({
+        model: `agent:${agent.id}`,
+        messages: [{ role: 'user', content: '{"answer": 7}' }],
+        response_format: jsonSchema,
+        stream: true,
+      });
+      const contents: string[] = [];
+      let finish: string | null = null;
+      for await (const chunk of stream) {
+        const choice = chunk.choices[0];
+        if (choice?.delta.content) contents.push(choice.delta.content);
+        if (choice?.finish_reason) finish = choice.finish_reason;
+      }
+      expect(contents).toEqual(['{"answer":7}']);
+      expect(finish).toBe('stop');
+    });
   });
 
   it('a message over 100,000 characters is 400 naming it, as execute caps its message; text parts count joined', async () => {
