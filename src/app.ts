@@ -33,6 +33,8 @@ import { runRetention } from './runs/retention.js';
 import { conversationRetention } from './conversations/retention.js';
 import { retentionPlugin } from './retention/plugin.js';
 import { RetentionSweep } from './retention/sweep.js';
+import { modelsRoutes } from './models/routes.js';
+import { ModelCatalog } from './models/service.js';
 import { observeRetention } from './metrics/retention.js';
 import { RetentionSettingsService } from './tenancy/retention.js';
 import { PriceTable } from './runtime/models/prices.js';
@@ -410,6 +412,10 @@ export async function buildApp({ config, db, services = createServices(config, d
   });
   // Runs, cost and tokens per day: the aggregate the console's usage page charts.
   await app.register(dailyUsageRoutes, { report: new DailyUsageReport(db) });
+  // The models this server offers, the console's model picker (docs/models.md).
+  await app.register(modelsRoutes, {
+    catalog: new ModelCatalog(services.models, new PriceTable(config.modelPrices), config.defaultModel),
+  });
   // The web console at / (its own paths only; docs/console.md).
   await app.register(consolePlugin, { dir: config.consoleDir, publicBaseUrl: config.publicBaseUrl });
 

@@ -54,6 +54,17 @@ export class PriceTable {
     }
   }
 
+  /** Every model the table knows (built in, or added by MODEL_PRICES), in no particular order. */
+  knownModels(): string[] {
+    return Object.keys(this.prices);
+  }
+
+  /** The model's price when the table knows it (priceOf answers 0 for an unknown one). */
+  knownPriceOf(model: string): Price | undefined {
+    const entry = this.prices[model];
+    return entry ? { input: entry.input, output: entry.output } : undefined;
+  }
+
   priceOf(model: string): Price {
     return this.prices[model] ?? { input: 0, output: 0 };
   }

@@ -1615,6 +1615,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The models this server offers an agent: builtin/echo, priced models of the configured providers, DEFAULT_MODEL
+         * @description Each with whether it is usable now, its price and context window when the price table knows them. Not a limit: an agent may name any provider/model-name.
+         */
+        get: operations["listServerModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -12844,6 +12864,77 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listServerModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "models": [
+                     *         {
+                     *           "id": "openai/gpt-4o-mini",
+                     *           "provider": "string",
+                     *           "name": "string",
+                     *           "usable": true,
+                     *           "unavailableReason": "string",
+                     *           "default": true,
+                     *           "price": {
+                     *             "input": 1.5,
+                     *             "output": 1.5
+                     *           },
+                     *           "contextWindow": 1
+                     *         }
+                     *       ],
+                     *       "defaultModel": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description builtin/echo first, then by provider and name */
+                        models: {
+                            /**
+                             * @description provider/model-name, what an agent’s model (or fallbackModels, summaryModel) takes
+                             * @example openai/gpt-4o-mini
+                             */
+                            id: string;
+                            /** @description openai, anthropic, openai-compatible or builtin */
+                            provider: string;
+                            /** @description the model’s name at its provider */
+                            name: string;
+                            /** @description whether a run can call it now: its provider is configured on this server */
+                            usable: boolean;
+                            unavailableReason: string | null;
+                            /** @description the server’s DEFAULT_MODEL, which an agent created without a model gets */
+                            default: boolean;
+                            price: {
+                                /** @description USD per million input tokens */
+                                input: number;
+                                /** @description USD per million output tokens */
+                                output: number;
+                            } | null;
+                            contextWindow: number | null;
+                        }[];
+                        /** @description DEFAULT_MODEL */
+                        defaultModel: string;
+                    };
+                };
+            };
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
