@@ -1,5 +1,6 @@
-import { LLMock } from '@copilotkit/aimock';
+import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAimock } from '../helpers/aimock.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { sample } from './helpers.js';
 
@@ -16,8 +17,7 @@ describe('agentry_model_breaker_state', () => {
   let key: string;
 
   beforeAll(async () => {
-    mock = new LLMock({ port: 0, host: '127.0.0.1', latency: 0, logLevel: 'silent' });
-    await mock.start();
+    mock = await startAimock();
     t = await startApp({
       METRICS_TOKEN: TOKEN,
       OPENAI_BASE_URL: `${mock.url}/v1`,

@@ -1,5 +1,6 @@
-import { LLMock } from '@copilotkit/aimock';
+import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAimock } from '../helpers/aimock.js';
 import { startProcess, type TestProcess } from '../helpers/app.js';
 import { cli, freePort } from '../helpers/process.js';
 
@@ -23,8 +24,7 @@ let metricsPort: number;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  mock = new LLMock({ port: 0, host: '127.0.0.1', latency: 0, logLevel: 'silent' });
-  await mock.start();
+  mock = await startAimock();
   mock.addFixture({
     match: { userMessage: 'broken' },
     response: { error: { message: 'The server had an error', type: 'server_error' }, status: 500 },

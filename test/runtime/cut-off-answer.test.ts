@@ -1,5 +1,6 @@
-import { LLMock } from '@copilotkit/aimock';
+import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { providerEnv, requestsWith, startAimock, VENDOR_MODELS } from '../helpers/aimock.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { readSse } from '../helpers/sse.js';
 
@@ -13,22 +14,10 @@ let mock: LLMock;
 let t: TestApp;
 let key: string;
 
-// Chunks each vendor's answer starts with before its first text delta (as in provider-retries.test.ts).
-const MODELS = [
-  { model: 'openai/gpt-5-mini', preamble: 4 },
-  { model: 'anthropic/claude-sonnet-4-5', preamble: 2 },
-  { model: 'openai-compatible/qwen3-8b', preamble: 1 },
-] as const;
-
 beforeAll(async () => {
-  mock = new LLMock({ port: 0, host: '127.0.0.1', latency: 0, logLevel: 'silent' });
-  await mock.start();
+  mock = await startAimock();
   t = await startApp({
-    OPENAI_BASE_URL: `${mock.url}/v1`,
-    OPENAI_API_KEY: 'sk-test',
-    ANTHROPIC_BASE_URL: `${mock.url}/v1`,
-    ANTHROPIC_API_KEY: 'sk-ant-test',
-    OPENAI_COMPATIBLE_BASE_URL: `${mock.url}/v1`,
+    ...providerEnv(mock),
     MODEL_RETRY_MAX_ATTEMPTS: '3',
     MODEL_RETRY_BASE_MS: '1',
   });
@@ -40,12 +29,9 @@ afterAll(async () => {
   await mock?.stop();
 });
 
-/** The provider requests whose body holds `text`. */
-const requestsWith = (text: string) => mock.getRequests().filter((e) => JSON.stringify(e.body ?? '').includes(text));
-
 const tokens = (events: { event: string; data: { text?: string } }[]) => events.filter((e) => e.event === 'token').map((e) => e.data.text);
 
-describe.each(MODELS)('$model', ({ model, preamble }) => {
+describe.each(VENDOR_MODELS)('$model', ({ model, preamble }) => {
   it('keeps what was said before the cut in the conversation, marked, and the next turn’s model sees it', async () => {
     const first = `cut, then asked again ${model}`;
     const answer = 'Alpha bravo charlie delta echo foxtrot golf.';
@@ -62,7 +48,7 @@ describe.each(MODELS)('$model', ({ model, preamble }) => {
     const a = await t.agent(key, { name: 'cut', appId: 'a', model });
     const events = await readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: first } }));
     // Said once, never repeated: one request, and the tokens are a proper beginning of the answer.
-    expect(requestsWith(first)).toHaveLength(1);
+    expect(requestsWith(mock, first)).toHaveLength(1);
     const said = tokens(events).join('');
     expect(said.length).toBeGreaterThan(0);
     expect(answer.startsWith(said) && said !== answer).toBe(true);
@@ -83,7 +69,7 @@ describe.each(MODELS)('$model', ({ model, preamble }) => {
     const next = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: second, conversationId: convId } });
     expect(next.status).toBe(200);
     expect(next.body.output).toBe('Hotel india.');
-    const [request] = requestsWith(second);
+    const [request] = requestsWith(mock, second);
     // The partial answer and its note, in the history the model was sent.
     expect(JSON.stringify(request.body)).toContain(JSON.stringify(note).slice(1, -1));
   });

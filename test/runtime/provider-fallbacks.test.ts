@@ -1,6 +1,7 @@
-import { LLMock } from '@copilotkit/aimock';
+import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { breakerStates } from '../../src/runtime/models/breaker.js';
+import { providerEnv, startAimock } from '../helpers/aimock.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { readSse } from '../helpers/sse.js';
 
@@ -41,14 +42,9 @@ const CUT = { primary: model('anthropic/fb-cut', 'primary'), fallback: model('op
 const REFUSED = { primary: model('openai/fb-refused', 'primary'), fallback: model('anthropic/fb-refused-backup', 'fallback') };
 
 beforeAll(async () => {
-  mock = new LLMock({ port: 0, host: '127.0.0.1', latency: 0, logLevel: 'silent' });
-  await mock.start();
+  mock = await startAimock();
   t = await startApp({
-    OPENAI_BASE_URL: `${mock.url}/v1`,
-    OPENAI_API_KEY: 'sk-test',
-    ANTHROPIC_BASE_URL: `${mock.url}/v1`,
-    ANTHROPIC_API_KEY: 'sk-ant-test',
-    OPENAI_COMPATIBLE_BASE_URL: `${mock.url}/v1`,
+    ...providerEnv(mock),
     MODEL_RETRY_MAX_ATTEMPTS: '2',
     MODEL_RETRY_BASE_MS: '1',
     MODEL_RETRY_MAX_DELAY_MS: '120000',

@@ -1,7 +1,8 @@
-import { LLMock } from '@copilotkit/aimock';
+import type { LLMock } from '@copilotkit/aimock';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { providerEnv, requestsWith, startAimock, VENDOR_MODELS } from '../helpers/aimock.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { readSse } from '../helpers/sse.js';
 
@@ -16,23 +17,10 @@ let mock: LLMock;
 let t: TestApp;
 let key: string;
 
-// The number of stream chunks each vendor's answer starts with before its first text delta. A cut
-// stream's fixture has a latency between chunks, else aimock cuts the socket before any chunk is flushed.
-const MODELS = [
-  { model: 'openai/gpt-5-mini', preamble: 4 },
-  { model: 'anthropic/claude-sonnet-4-5', preamble: 2 },
-  { model: 'openai-compatible/qwen3-8b', preamble: 1 },
-] as const;
-
 beforeAll(async () => {
-  mock = new LLMock({ port: 0, host: '127.0.0.1', latency: 0, logLevel: 'silent' });
-  await mock.start();
+  mock = await startAimock();
   t = await startApp({
-    OPENAI_BASE_URL: `${mock.url}/v1`,
-    OPENAI_API_KEY: 'sk-test',
-    ANTHROPIC_BASE_URL: `${mock.url}/v1`,
-    ANTHROPIC_API_KEY: 'sk-ant-test',
-    OPENAI_COMPATIBLE_BASE_URL: `${mock.url}/v1`,
+    ...providerEnv(mock),
     MODEL_RETRY_MAX_ATTEMPTS: '3',
     MODEL_RETRY_BASE_MS: '1',
     // Above the cancel test's Retry-After of 60 s, so that wait is really taken.
@@ -47,7 +35,7 @@ afterAll(async () => {
 });
 
 /** How many requests the provider received for this message. */
-const attempts = (message: string) => mock.getRequests().filter((e) => JSON.stringify(e.body ?? '').includes(message)).length;
+const attempts = (message: string) => requestsWith(mock, message).length;
 
 const agent = (model: string) => t.agent(key, { name: 'retries', appId: 'a', model });
 
@@ -61,7 +49,7 @@ async function stream(model: string, message: string) {
 
 const tokens = (events: { event: string; data: { text?: string } }[]) => events.filter((e) => e.event === 'token').map((e) => e.data.text);
 
-describe.each(MODELS)('$model', ({ model, preamble }) => {
+describe.each(VENDOR_MODELS)('$model', ({ model, preamble }) => {
   it('waits out a 429 with Retry-After, then answers', async () => {
     const message = `rate limited once ${model}`;
     mock.addFixture({
