@@ -69,8 +69,14 @@ export class RetentionSettingsService {
 
   /** Fields left out keep their value; null keeps forever. */
   async set(tenantId: string, patch: Partial<RetentionSettings>, actor: Actor): Promise<RetentionSettings> {
-    const next = { ...(await this.get(tenantId)), ...patch };
-    return retentionOf(await this.tenancy.updateSettings(tenantId, { [SETTING]: next }, actor));
+    // Merged with the value read inside the settings' transaction, not a read before it: concurrent
+    // changes of different fields both stay.
+    const settings = await this.tenancy.updateSettings(
+      tenantId,
+      (current) => ({ [SETTING]: { ...retentionOf(current), ...patch } }),
+      actor,
+    );
+    return retentionOf(settings);
   }
 
   /** Every tenant with its retention, for the sweep. */

@@ -230,12 +230,22 @@ export class TenancyService {
     return settingsColumn(tenant.settings);
   }
 
-  /** Merges `patch` into the tenant's settings in one transaction (no lost updates) and audits it. */
-  async updateSettings(tenantId: string, patch: Record<string, unknown>, actor: Actor): Promise<Record<string, unknown>> {
+  /**
+   * Merges `patch` into the tenant's settings in one transaction (no lost updates) and audits it. A
+   * function is given the settings read in that transaction (the row locked on PostgreSQL), for a
+   * patch computed from them: a caller merging into one setting's fields never works on a stale read.
+   */
+  async updateSettings(
+    tenantId: string,
+    patch: Record<string, unknown> | ((current: Record<string, unknown>) => Record<string, unknown>),
+    actor: Actor,
+  ): Promise<Record<string, unknown>> {
     return this.db.kysely.transaction().execute(async (trx) => {
       const row = await store.findTenantSettingsForUpdate(trx, tenantId, this.db.dialect === 'postgres');
       if (!row) throw new NotFound('tenant');
-      const settings = { ...settingsColumn(row.settings), ...patch };
+      const current = settingsColumn(row.settings);
+      if (typeof patch === 'function') patch = patch(current);
+      const settings = { ...current, ...patch };
       await store.updateTenantSettings(trx, tenantId, JSON.stringify(settings));
       await recordAudit(trx, {
         tenantId,

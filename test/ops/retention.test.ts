@@ -105,6 +105,27 @@ describe('retention settings', () => {
     const agentsOnly = await t.key(key, ['agents:read']);
     expect((await t.request('GET', '/api/v1/retention', { key: agentsOnly })).status).toBe(403);
   });
+
+  it('keeps every field of concurrent changes of different fields: none overwrites another with the value it read', async () => {
+    const { key } = await t.tenant();
+    for (let round = 1; round <= 5; round++) {
+      const bodies = [
+        { runsDays: round },
+        { conversationsDays: round + 100 },
+        { filesDays: round + 200 },
+        { auditEventsDays: round + 300 },
+      ];
+      const answers = await Promise.all(bodies.map((body) => t.request('PUT', '/api/v1/retention', { key, body })));
+      for (const res of answers) expect(res.status, res.text).toBe(200);
+      expect((await t.request('GET', '/api/v1/retention', { key })).body).toEqual({
+        runsDays: round,
+        conversationsDays: round + 100,
+        filesDays: round + 200,
+        auditEventsDays: round + 300,
+        runEventsCompactAfterDays: 7,
+      });
+    }
+  });
 });
 
 describe('the retention sweep', () => {
