@@ -4,6 +4,7 @@ import { Id, IdParams, Json, Literals, Nullable, PageQuery, problems, Timestamp 
 import { IdempotencyHeaders, REPLAYED_HEADER } from '../idempotency/schemas.js';
 import { InjectedResult, UserId } from './schemas.js';
 import { CONVERSATION_STATUSES, type ConversationsService } from './service.js';
+import { ResponseFormatSchema } from '../runtime/response-format.js';
 
 const tags = ['conversations'];
 const Status = Literals(CONVERSATION_STATUSES);
@@ -229,11 +230,19 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
             content: Type.String({ minLength: 1, maxLength: 100_000 }),
             attachments: Type.Optional(Type.Array(Id, { maxItems: 20 })),
             onActiveRun: Type.Optional(OnActiveRun),
+            responseFormat: Type.Optional(ResponseFormatSchema),
           },
           { additionalProperties: false },
         ),
         response: {
-          200: Type.Object({ message: Message, cost: Type.Number({ description: 'USD' }), runId: Type.String() }),
+          200: Type.Object({
+            message: Message,
+            cost: Type.Number({ description: 'USD' }),
+            runId: Type.String(),
+            structuredOutput: Type.Optional(
+              Type.Record(Type.String(), Type.Unknown(), { description: 'the answer as an object, with a responseFormat' }),
+            ),
+          }),
           202: InjectedResult,
           ...problems(400, 401, 403, 404, 409, 422, 502),
         },

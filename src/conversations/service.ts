@@ -9,6 +9,7 @@ import type { Principal } from '../tenancy/permissions.js';
 import { attachmentsColumn, metadataColumn, tokenUsageColumn, toolCallsColumn } from './columns.js';
 import type { FilesService } from './files.js';
 import * as store from './store.js';
+import { checkResponseFormat, type ResponseFormat } from '../runtime/response-format.js';
 
 export const CONVERSATION_STATUSES = ['active', 'completed', 'archived'] as const;
 
@@ -56,6 +57,7 @@ interface MessageRun {
   attachments?: string[];
   conversation: store.ConversationRow;
   onActiveRun?: OnActiveRun;
+  responseFormat?: ResponseFormat;
 }
 
 /** The answer to a posted message, from how its run ended. */
@@ -67,7 +69,12 @@ function replyOf(run: MessageRunEnd) {
     );
   }
   if (!run.reply) throw new Conflict('run_cancelled', `the run ended ${run.status} without a reply (run ${run.runId})`);
-  return { message: messageView(run.reply), cost: run.cost, runId: run.runId };
+  return {
+    message: messageView(run.reply),
+    cost: run.cost,
+    runId: run.runId,
+    ...(run.structuredOutput ? { structuredOutput: run.structuredOutput } : {}),
+  };
 }
 
 /** How a run answering a message ended. */
@@ -77,6 +84,8 @@ interface MessageRunEnd {
   error: { code: string; message: string } | null;
   cost: number;
   reply: store.MessageRow | null;
+  /** The answer as an object, when the message asked for a responseFormat. */
+  structuredOutput?: Record<string, unknown> | null;
 }
 
 /** How a posted message was answered: by a run that has ended, or handed to the run already answering. */
@@ -97,6 +106,15 @@ export interface RunStarter {
   endOf(tenantId: string, runId: string): Promise<MessageRunEnd>;
   /** Adds the message to the conversation's running run. */
   inject(tenantId: string, conversationId: string, content: string): Promise<{ runId: string; messageId: string }>;
+}
+
+/** A message posted to a conversation, as the route took it. */
+interface PostedMessage {
+  content: string;
+  attachments?: string[];
+  onActiveRun?: OnActiveRun;
+  /** The shape the answer must have (runtime/response-format.ts). */
+  responseFormat?: ResponseFormat;
 }
 
 export class ConversationsService {
@@ -221,12 +239,7 @@ export class ConversationsService {
    * Posts a message; with an Idempotency-Key an earlier request with the same message already used,
    * answers what that request started (`replayed`) instead of starting another run.
    */
-  async postOnce(
-    principal: Principal,
-    id: string,
-    input: { content: string; attachments?: string[]; onActiveRun?: OnActiveRun },
-    key: string | undefined,
-  ) {
+  async postOnce(principal: Principal, id: string, input: PostedMessage, key: string | undefined) {
     if (key === undefined) return { ...(await this.post(principal, id, input)), replayed: false };
     const tenantId = principal.tenantId;
     const claim = await this.idempotency.claim(tenantId, key, {
@@ -261,12 +274,8 @@ export class ConversationsService {
     }
   }
 
-  async post(
-    principal: Principal,
-    id: string,
-    input: { content: string; attachments?: string[]; onActiveRun?: OnActiveRun },
-    started?: MessageStarted,
-  ) {
+  async post(principal: Principal, id: string, input: PostedMessage, started?: MessageStarted) {
+    checkResponseFormat(input.responseFormat, 'body.responseFormat');
     const row = await this.row(principal.tenantId, id, principal.agentId);
     if (row.status !== 'active')
       throw new Conflict('conversation_not_active', `the conversation is ${row.status}; only active conversations take messages`);
@@ -283,6 +292,7 @@ export class ConversationsService {
         attachments: input.attachments,
         conversation: row,
         onActiveRun: input.onActiveRun,
+        responseFormat: input.responseFormat,
       },
       started,
     );

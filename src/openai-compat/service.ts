@@ -1,7 +1,7 @@
 import type { AgentsService } from '../agents/service.js';
 import { Conflict, InvalidInput, NotFound, RunFailed } from '../errors.js';
 import type { Principal } from '../http/principal.js';
-import { checkResponseFormat, type ResponseFormat } from '../runs/response-format.js';
+import { checkResponseFormat, type ResponseFormat } from '../runtime/response-format.js';
 import { type RunHandle, type RunOutcome, type RunsService, isInjected } from '../runs/service.js';
 import {
   type ChatCompletion,
@@ -231,7 +231,7 @@ export class OpenAiCompatService {
     let outcome = await this.runs.outcome(principal.tenantId, started.handle);
     if (outcome.status === ('awaiting_approval' as string)) {
       // A tool call waits for a person: the answer waits for the decision and the run's end, as a delegated call does.
-      await this.runs.waitForEnd(outcome.runId, this.approvalWaitMs);
+      await this.runs.waitForTerminal(outcome.runId, this.approvalWaitMs);
       outcome = await this.runs.outcomeOf(principal.tenantId, outcome.runId);
       if (outcome.status === ('awaiting_approval' as string)) throw this.stillWaiting(outcome.runId);
     }

@@ -11,7 +11,7 @@ import { IdempotencyHeaders, REPLAYED_HEADER } from '../idempotency/schemas.js';
 import type { IdempotencyService, IdempotentOutcome } from '../idempotency/service.js';
 import type { InjectedInstead, RunHandle, RunOutcome, RunsService } from './service.js';
 import { isInjected } from './service.js';
-import { checkResponseFormat, ResponseFormatSchema } from './response-format.js';
+import { checkResponseFormat, ResponseFormatSchema } from '../runtime/response-format.js';
 import { RUN_STATUSES } from './statuses.js';
 
 /** The ways a run is started (runs/types.ts RunKind), for the list's `kind` filter. */

@@ -28,7 +28,7 @@ import { runDetails, runSummary } from './views.js';
 export type { Admission } from './admission.js';
 export type { RunsOptions } from './resources.js';
 /** A task's input may carry a response format (tasks/). */
-export { inputResponseFormatErrors, splitResponseFormat } from './response-format.js';
+export { inputResponseFormatErrors, splitResponseFormat } from '../runtime/response-format.js';
 export { executable } from './start.js';
 export {
   type InjectedInstead,
@@ -193,9 +193,9 @@ export class RunsService {
     return this.get(principal.tenantId, runId);
   }
 
-  /** Resolves when the run has ended (here or in another process), or after the timeout. */
-  waitForEnd(runId: string, timeoutMs: number): Promise<void> {
-    return this.control.waitForEnd(runId, timeoutMs);
+  /** Resolves when the run is completed, failed or cancelled, through any number of pauses for approval, or after the timeout. */
+  waitForTerminal(runId: string, timeoutMs: number): Promise<void> {
+    return this.control.waitForTerminal(runId, timeoutMs);
   }
 
   /**

@@ -51,7 +51,7 @@ export interface StartRunInput {
   conversation?: ConversationRow;
   enableTools?: boolean;
   maxTokens?: number;
-  /** The shape the final answer must have: validated, returned as `structuredOutput` (runs/response-format.ts checks it first). */
+  /** The shape the final answer must have: validated, returned as `structuredOutput` (runtime/response-format.ts checks it first). */
   responseFormat?: ResponseFormat;
   taskId?: string;
   onActiveRun?: OnActiveRun;

@@ -92,6 +92,29 @@ describe('conversations', () => {
     );
   });
 
+  it('a message with a responseFormat answers its structuredOutput; a wrong answer is 502 invalid_output, a bad schema 400', async () => {
+    const c = await createConversation();
+    const responseFormat = {
+      type: 'json_schema',
+      schema: { type: 'object', properties: { answer: { type: 'number' } }, required: ['answer'] },
+    };
+    const send = (content: string, format: unknown = responseFormat) =>
+      t.request('POST', `/api/v1/conversations/${c.id}/messages`, { key, body: { content, responseFormat: format } });
+    // builtin/echo is instructed with the schema and answers with the message.
+    const ok = await send('{"answer": 42}');
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body.structuredOutput).toEqual({ answer: 42 });
+    expect(ok.body.message.content).toBe('{"answer": 42}');
+    expect((await t.request('GET', `/api/v1/runs/${ok.body.runId}`, { key })).body.structuredOutput).toEqual({ answer: 42 });
+
+    expectProblem(await send('no JSON here'), 502, 'invalid_output');
+    const bad = await send('{"answer": 1}', { type: 'json_schema', schema: { type: 'array' } });
+    expectProblem(bad, 400, 'validation_failed');
+    expect(JSON.stringify(bad.body)).toContain('body.responseFormat.schema.type');
+    // Without a format, no structuredOutput.
+    expect((await post(c.id, '{"answer": 5}')).body).not.toHaveProperty('structuredOutput');
+  });
+
   it('pages messages oldest first with a before cursor and hasMore', async () => {
     const c = await createConversation();
     for (let i = 1; i <= 5; i++) await post(c.id, `m${i}`);

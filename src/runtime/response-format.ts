@@ -1,7 +1,7 @@
 import { type Static, Type } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { type FieldError, InvalidInput } from '../errors.js';
-import { compileResponseFormat, RESPONSE_SCHEMA_MAX_BYTES, ResponseFormatError } from '../runtime/structured-output.js';
+import { compileResponseFormat, RESPONSE_SCHEMA_MAX_BYTES, ResponseFormatError } from './structured-output.js';
 
 /** `responseFormat` of execute, chat and stream (and a task's input): the shape the final answer must have. */
 export const ResponseFormatSchema = Type.Object(
