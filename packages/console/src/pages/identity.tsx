@@ -5,6 +5,7 @@ import {
   Button,
   Card,
   Code,
+  Fieldset,
   Group,
   SegmentedControl,
   Select,
@@ -19,6 +20,16 @@ import {
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { type Session, fieldErrorsOf, messageOf, useClient, useDenied } from '../api';
+import {
+  type ConditionsDraft,
+  candidatePolicies,
+  conditionErrorsOf,
+  conditionsOf,
+  describeConditions,
+  draftOf,
+  emptyConditionsDraft,
+  whyNotHolding,
+} from '../lib/conditions';
 
 /** A JWT's payload, decoded for reading (not verified: the server verified it when it issued it). */
 function decodeJwtPayload(jwt: string): Record<string, unknown> | null {
@@ -48,6 +59,8 @@ interface Decision {
   reason: string;
   policyId?: string;
   detail?: string;
+  /** When the page had the answer: the moment the policies' conditions are read at. */
+  at: number;
 }
 
 /**
@@ -79,11 +92,75 @@ async function testDecision(client: Session['client'], callerId: string, calleeI
   } catch (err) {
     // A deny policy already stops the exchange: no token carries a tool the policies refuse.
     if (err instanceof AgentryError && err.status === 400)
-      return { allowed: false, reason: `exchange refused: ${err.code}`, detail: err.detail };
+      return { allowed: false, reason: `exchange refused: ${err.code}`, detail: err.detail, at: Date.now() };
     throw err;
   }
   const answer = await client.http.send('POST', '/api/v1/identity/authorize', { body: { token, tool, callee: calleeId }, anonymous: true });
-  return (await answer.json()) as Decision;
+  return { ...((await answer.json()) as Omit<Decision, 'at'>), at: Date.now() };
+}
+
+/** A policy's conditions as inputs: two moments and a daily window, all UTC; errors are the server's. */
+function ConditionsFields({
+  draft,
+  onChange,
+  errors,
+}: {
+  draft: ConditionsDraft;
+  onChange: (draft: ConditionsDraft) => void;
+  errors: ReturnType<typeof conditionErrorsOf>;
+}) {
+  const field = (name: keyof ConditionsDraft) => ({
+    value: draft[name],
+    onChange: (e: React.ChangeEvent<HTMLInputElement>) => onChange({ ...draft, [name]: e.currentTarget.value }),
+    error: errors[name],
+  });
+  return (
+    <Fieldset legend="Conditions (all must hold at decision time; UTC; empty: none)" mt="sm" data-testid="policy-conditions">
+      <Group align="start" grow>
+        <TextInput type="datetime-local" label="Applies from (UTC)" {...field('notBefore')} />
+        <TextInput type="datetime-local" label="Expires at (UTC)" {...field('notAfter')} />
+        <TextInput type="time" label="Daily window start (UTC)" {...field('windowStart')} />
+        <TextInput type="time" label="Daily window end (UTC)" {...field('windowEnd')} />
+      </Group>
+      {errors.conditions && (
+        <Text c="red" size="sm" mt={4}>
+          {errors.conditions}
+        </Text>
+      )}
+      <Button variant="subtle" size="xs" mt="xs" onClick={() => onChange(emptyConditionsDraft)}>
+        Clear conditions
+      </Button>
+    </Fieldset>
+  );
+}
+
+/** Why the decision came out as it did: the policies that could decide, and whether their conditions held. */
+function DecisionConditions({
+  policies,
+  decision,
+  test,
+}: {
+  policies: TbacPolicy[];
+  decision: Decision;
+  test: { caller: string; callee: string; tool: string };
+}) {
+  const candidates = candidatePolicies(policies, test.caller, test.callee, test.tool);
+  if (!candidates.length) return <Text size="sm">No policy names this caller, callee and tool: the tenant's mode decides.</Text>;
+  return (
+    <Stack gap={2} mt={4} data-testid="decision-conditions">
+      <Text size="sm">Policies read at {new Date(decision.at).toISOString().slice(11, 16)} UTC:</Text>
+      {candidates.map((p) => {
+        const why = whyNotHolding(p.conditions, decision.at);
+        return (
+          <Text size="sm" key={p.id}>
+            {p.effect} policy {p.id.slice(0, 8)}… ({p.toolName}
+            {p.conditions ? `; ${describeConditions(p.conditions)}` : ''}):{' '}
+            {why ? `does not apply: ${why}` : p.id === decision.policyId ? 'its conditions hold, it decided' : 'its conditions hold'}
+          </Text>
+        );
+      })}
+    </Stack>
+  );
 }
 
 function AgentIdentity({ agentId }: { agentId: string }) {
@@ -93,7 +170,8 @@ function AgentIdentity({ agentId }: { agentId: string }) {
     queryKey: ['identity', agentId, 'metadata'],
     queryFn: () => client.http.json<ClientMetadata>('GET', `/api/v1/identity/agents/${agentId}/client-metadata.json`),
   });
-  const keys = useQuery({ queryKey: ['identity', agentId, 'keys'], queryFn: () => client.identity.keys(agentId) });
+  // An agent's first key is made when its metadata is first read: listing its keys before would show none.
+  const keys = useQuery({ queryKey: ['identity', agentId, 'keys'], enabled: metadata.isSuccess, queryFn: () => client.identity.keys(agentId) });
   const change = useMutation({
     mutationFn: (action: { rotate: true } | { revoke: string }) =>
       'rotate' in action
@@ -198,27 +276,60 @@ export function IdentityPage() {
     queryFn: () => client.identity.policies({ limit: 100 }).toArray(),
   });
   const [draft, setDraft] = useState({ callerAgentId: '', calleeAgentId: '', toolName: '', effect: 'allow', description: '' });
-  const createPolicy = useMutation({
-    mutationFn: () =>
-      client.identity.createPolicy({ ...draft, effect: draft.effect as 'allow' | 'deny', description: draft.description || undefined }),
+  const [conditions, setConditions] = useState<ConditionsDraft>(emptyConditionsDraft);
+  // The policy being edited: its caller, callee and tool are what it is (the API changes the rest).
+  const [editing, setEditing] = useState<TbacPolicy | null>(null);
+  const savePolicy = useMutation({
+    mutationFn: () => {
+      const effect = draft.effect as 'allow' | 'deny';
+      const shaped = conditionsOf(conditions);
+      return editing
+        ? client.identity.updatePolicy(editing.id, { effect, description: draft.description || null, conditions: shaped })
+        : client.identity.createPolicy({
+            ...draft,
+            effect,
+            description: draft.description || undefined,
+            conditions: shaped ?? undefined,
+          });
+    },
     onSuccess: () => {
       setDraft({ ...draft, toolName: '', description: '' });
+      setConditions(emptyConditionsDraft);
+      setEditing(null);
       queryClient.invalidateQueries({ queryKey: ['tbac', 'policies'] });
     },
   });
+  const edit = (policy: TbacPolicy) => {
+    savePolicy.reset();
+    setEditing(policy);
+    setDraft({
+      callerAgentId: policy.callerAgentId,
+      calleeAgentId: policy.calleeAgentId,
+      toolName: policy.toolName,
+      effect: policy.effect,
+      description: policy.description ?? '',
+    });
+    setConditions(draftOf(policy.conditions));
+  };
+  const stopEditing = () => {
+    savePolicy.reset();
+    setEditing(null);
+    setDraft({ ...draft, toolName: '', description: '' });
+    setConditions(emptyConditionsDraft);
+  };
   const changePolicy = useMutation({
-    mutationFn: ({ policy, action }: { policy: TbacPolicy; action: 'flip' | 'delete' }) =>
+    mutationFn: ({ policy, action }: { policy: TbacPolicy; action: 'flip' | 'delete' }): Promise<unknown> =>
       action === 'delete'
         ? client.identity.deletePolicy(policy.id)
-        : client.http.json('PATCH', `/api/v1/identity/tbac/policies/${policy.id}`, {
-            body: { effect: policy.effect === 'allow' ? 'deny' : 'allow' },
-          }),
+        : client.identity.updatePolicy(policy.id, { effect: policy.effect === 'allow' ? 'deny' : 'allow' }),
     onSettled: () => queryClient.invalidateQueries({ queryKey: ['tbac', 'policies'] }),
   });
-  const errors = fieldErrorsOf(createPolicy.error);
+  const errors = fieldErrorsOf(savePolicy.error);
+  const conditionErrors = conditionErrorsOf(savePolicy.error);
 
   const [test, setTest] = useState({ caller: '', callee: '', tool: '' });
-  const decide = useMutation({ mutationFn: () => testDecision(client, test.caller, test.callee, test.tool) });
+  // The request travels with the mutation: what the answer explains is what was asked, not the inputs now.
+  const decide = useMutation({ mutationFn: (asked: typeof test) => testDecision(client, asked.caller, asked.callee, asked.tool) });
 
   return (
     <Stack maw={1100}>
@@ -253,6 +364,7 @@ export function IdentityPage() {
               <Table.Th>Tool</Table.Th>
               <Table.Th>Effect</Table.Th>
               <Table.Th>Description</Table.Th>
+              <Table.Th>Conditions</Table.Th>
               <Table.Th />
             </Table.Tr>
           </Table.Thead>
@@ -268,8 +380,27 @@ export function IdentityPage() {
                   <Badge color={p.effect === 'allow' ? 'green' : 'red'}>{p.effect}</Badge>
                 </Table.Td>
                 <Table.Td>{p.description}</Table.Td>
+                <Table.Td data-testid="policy-conditions-cell">
+                  {p.conditions && (
+                    <Group gap={4} wrap="nowrap">
+                      <Text size="xs">{describeConditions(p.conditions)}</Text>
+                      <Badge size="xs" variant="light" color={whyNotHolding(p.conditions, Date.now()) ? 'gray' : 'green'}>
+                        {whyNotHolding(p.conditions, Date.now()) ? 'not now' : 'holds now'}
+                      </Badge>
+                    </Group>
+                  )}
+                </Table.Td>
                 <Table.Td>
                   <Group gap="xs" justify="end" wrap="nowrap">
+                    <Button
+                      size="xs"
+                      variant="subtle"
+                      disabled={!!settingsDenied}
+                      onClick={() => edit(p)}
+                      aria-label={`Edit policy ${p.id}`}
+                    >
+                      Edit
+                    </Button>
                     <Button
                       size="xs"
                       variant="subtle"
@@ -298,32 +429,35 @@ export function IdentityPage() {
         <form
           onSubmit={(e) => {
             e.preventDefault();
-            createPolicy.mutate();
+            savePolicy.mutate();
           }}
         >
           <Text fw={600} mb="xs">
-            New policy
+            {editing ? `Edit policy ${editing.id}` : 'New policy'}
           </Text>
           <Group align="start" grow>
             <Select
               label="Caller"
-              data={agentOptions}
+              data={[{ value: '*', label: '* (any agent)' }, ...agentOptions]}
               value={draft.callerAgentId || null}
               onChange={(v) => setDraft({ ...draft, callerAgentId: v ?? '' })}
               error={errors.callerAgentId}
+              disabled={!!editing}
             />
             <Select
               label="Callee"
-              data={agentOptions}
+              data={[{ value: '*', label: '* (any agent)' }, ...agentOptions]}
               value={draft.calleeAgentId || null}
               onChange={(v) => setDraft({ ...draft, calleeAgentId: v ?? '' })}
               error={errors.calleeAgentId}
+              disabled={!!editing}
             />
             <TextInput
               label="Tool"
               value={draft.toolName}
               onChange={(e) => setDraft({ ...draft, toolName: e.currentTarget.value })}
               error={errors.toolName}
+              disabled={!!editing}
             />
             <Select
               label="Effect"
@@ -335,18 +469,27 @@ export function IdentityPage() {
               label="Description"
               value={draft.description}
               onChange={(e) => setDraft({ ...draft, description: e.currentTarget.value })}
+              error={errors.description}
             />
           </Group>
-          {createPolicy.error && (
-            <Alert color="red" mt="xs">
-              {messageOf(createPolicy.error)}
+          <ConditionsFields draft={conditions} onChange={setConditions} errors={conditionErrors} />
+          {savePolicy.error && (
+            <Alert color="red" mt="xs" title={editing ? 'Not saved' : 'Not added'}>
+              {messageOf(savePolicy.error)}
             </Alert>
           )}
-          <Tooltip label={settingsDenied} disabled={!settingsDenied}>
-            <Button type="submit" mt="sm" disabled={!!settingsDenied} loading={createPolicy.isPending}>
-              Add policy
-            </Button>
-          </Tooltip>
+          <Group mt="sm" gap="xs">
+            <Tooltip label={settingsDenied} disabled={!settingsDenied}>
+              <Button type="submit" disabled={!!settingsDenied} loading={savePolicy.isPending}>
+                {editing ? 'Save policy' : 'Add policy'}
+              </Button>
+            </Tooltip>
+            {editing && (
+              <Button variant="default" onClick={stopEditing}>
+                Cancel
+              </Button>
+            )}
+          </Group>
         </form>
       </Card>
 
@@ -354,7 +497,7 @@ export function IdentityPage() {
         <form
           onSubmit={(e) => {
             e.preventDefault();
-            decide.mutate();
+            decide.mutate({ ...test });
           }}
         >
           <Text fw={600}>Would this be allowed?</Text>
@@ -401,6 +544,7 @@ export function IdentityPage() {
               reason <Code>{decide.data.reason}</Code>
               {decide.data.policyId && <> · policy {decide.data.policyId}</>}
               {decide.data.detail && <> · {decide.data.detail}</>}
+              <DecisionConditions policies={policies.data ?? []} decision={decide.data} test={decide.variables ?? test} />
             </Alert>
           )}
         </form>

@@ -1,4 +1,4 @@
-import type { ConversationSummary, Message, RunStream } from '@agentry/client';
+import type { Agentry, ConversationSummary, FileInfo, Message, RunStream } from '@agentry/client';
 import {
   Accordion,
   Alert,
@@ -6,10 +6,12 @@ import {
   Button,
   Card,
   Code,
+  FileButton,
   Grid,
   Group,
   NavLink,
   Paper,
+  Pill,
   ScrollArea,
   Select,
   Stack,
@@ -21,7 +23,7 @@ import {
 } from '@mantine/core';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useSearch } from '@tanstack/react-router';
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { type DragEvent, useCallback, useEffect, useRef, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../api';
 import { type ApprovalView, followTurn, newTurn, pendingTurns, type ToolCallView, type TurnState } from '../lib/turn';
 
@@ -89,6 +91,70 @@ function Bubble({ author, children }: { author: string; children: React.ReactNod
   );
 }
 
+/** A paperclip, drawn inline: the console carries no icon font, and an emoji depends on the system's fonts. */
+function PaperclipIcon({ size = 14 }: { size?: number }) {
+  return (
+    <svg width={size} height={size} viewBox="0 0 24 24" fill="none" stroke="currentColor" strokeWidth="2" aria-hidden="true">
+      <path d="M21 12.5l-8.5 8.5a5 5 0 0 1-7-7L14 5.5a3.5 3.5 0 0 1 5 5L10.5 19a2 2 0 0 1-3-3L15 8.5" />
+    </svg>
+  );
+}
+
+/** The server's limit on a message's attachments (the execute body's `attachments`, maxItems). */
+const MAX_ATTACHMENTS = 20;
+
+const sizeOf = (bytes: number) =>
+  bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+
+/** Downloads an attachment: its bytes need the bearer credential, so they are fetched, then saved from a blob URL. */
+async function download(client: Agentry, file: FileInfo) {
+  const blob = await client.files.content(file.id);
+  const url = URL.createObjectURL(blob);
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = file.name;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/** A file a sent message names: its name and size read once by id, a click downloads it. */
+function Attachment({ id, known }: { id: string; known?: FileInfo }) {
+  const client = useClient();
+  const file = useQuery({ queryKey: ['file', id], queryFn: () => client.files.get(id), initialData: known, staleTime: Infinity });
+  const [failed, setFailed] = useState<string | null>(null);
+  if (file.error)
+    return (
+      <Badge color="gray">
+        attachment {id.slice(0, 8)}… ({messageOf(file.error)})
+      </Badge>
+    );
+  if (!file.data) return <Badge variant="light">attachment…</Badge>;
+  return (
+    <Button
+      size="compact-xs"
+      variant="light"
+      data-testid="attachment"
+      title={failed ?? `Download ${file.data.name}`}
+      color={failed ? 'red' : undefined}
+      onClick={() => download(client, file.data).catch((err) => setFailed(messageOf(err)))}
+      leftSection={<PaperclipIcon size={12} />}
+    >
+      {file.data.name} · {sizeOf(file.data.size)}
+    </Button>
+  );
+}
+
+function Attachments({ ids, known = [] }: { ids: string[]; known?: FileInfo[] }) {
+  if (!ids.length) return null;
+  return (
+    <Group gap={4} mt={4}>
+      {ids.map((id) => (
+        <Attachment key={id} id={id} known={known.find((f) => f.id === id)} />
+      ))}
+    </Group>
+  );
+}
+
 const asToolViews = (message: Message): ToolCallView[] =>
   message.toolCalls.map((call, i) => ({ id: `${message.id}-${i}`, name: call.name, input: call.input, result: {} }));
 
@@ -99,8 +165,12 @@ export function PlaygroundPage() {
   const navigate = useNavigate({ from: '/playground' });
   const { agentId, conversationId } = useSearch({ from: '/app/playground' });
   const [draft, setDraft] = useState('');
-  const [live, setLive] = useState<(TurnState & { userText?: string }) | null>(null);
+  const [live, setLive] = useState<(TurnState & { userText?: string; userFiles?: FileInfo[] }) | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // Uploaded for the next message, named by id when it is sent.
+  const [attached, setAttached] = useState<FileInfo[]>([]);
+  const [uploading, setUploading] = useState(0);
+  const [dragging, setDragging] = useState(false);
   const streamRef = useRef<RunStream | null>(null);
   const bottom = useRef<HTMLDivElement>(null);
 
@@ -164,10 +234,53 @@ export function PlaygroundPage() {
   }, [newest]);
 
   const streaming = live?.status === 'streaming';
+  const canAttach = !!agentId && !denied && !streaming;
+
+  /** Uploads files as they are chosen or dropped; what the server refuses (413, the count) is said per file. */
+  async function attach(files: File[]) {
+    if (!canAttach || !files.length) return;
+    setError(null);
+    const room = MAX_ATTACHMENTS - attached.length;
+    const problems: string[] = [];
+    if (files.length > room) problems.push(`a message takes at most ${MAX_ATTACHMENTS} attachments: ${files.length - room} not attached`);
+    setUploading((n) => n + Math.min(files.length, Math.max(room, 0)));
+    await Promise.all(
+      files.slice(0, Math.max(room, 0)).map(async (file) => {
+        try {
+          const uploaded = await client.files.upload(file);
+          queryClient.setQueryData(['file', uploaded.id], uploaded);
+          setAttached((list) => [...list, uploaded]);
+        } catch (err) {
+          problems.push(`${file.name}: ${messageOf(err)}`);
+        } finally {
+          setUploading((n) => n - 1);
+        }
+      }),
+    );
+    if (problems.length) setError(problems.join('; '));
+  }
+
+  const dropZone = {
+    onDragOver: (e: DragEvent) => {
+      if (!canAttach || !e.dataTransfer.types.includes('Files')) return;
+      e.preventDefault();
+      setDragging(true);
+    },
+    onDragLeave: (e: DragEvent) => {
+      if (!e.currentTarget.contains(e.relatedTarget as Node | null)) setDragging(false);
+    },
+    onDrop: (e: DragEvent) => {
+      e.preventDefault();
+      setDragging(false);
+      void attach([...e.dataTransfer.files]);
+    },
+  };
 
   async function send() {
     const text = draft.trim();
-    if (!text || !agentId) return;
+    if (!text || !agentId || uploading) return;
+    const files = streaming ? [] : attached;
+    let started = false;
     setDraft('');
     setError(null);
     if (streaming && conversationId) {
@@ -181,18 +294,26 @@ export function PlaygroundPage() {
       return;
     }
     try {
-      const stream = client.agents.stream(agentId, { message: text, conversationId });
+      const attachments = files.length ? files.map((f) => f.id) : undefined;
+      const stream = client.agents.stream(agentId, { message: text, conversationId, attachments });
       streamRef.current = stream;
       const runId = await stream.runId();
+      started = true;
+      setAttached([]);
       const conversation = (await stream.conversationId()) ?? conversationId!;
       pendingTurns.set(sessionStorage, { runId, conversationId: conversation, agentId });
-      setLive({ ...newTurn(runId), userText: text });
+      setLive({ ...newTurn(runId), userText: text, userFiles: files });
       if (conversation !== conversationId) navigate({ search: { agentId, conversationId: conversation } });
       queryClient.invalidateQueries({ queryKey: ['messages', conversation] });
-      const turn = await followTurn(stream, newTurn(runId), (t) => setLive({ ...t, userText: text }));
+      const turn = await followTurn(stream, newTurn(runId), (t) => setLive({ ...t, userText: text, userFiles: files }));
       await finish(turn, conversation);
     } catch (err) {
       streamRef.current = null;
+      // A message the server refused (no run started) keeps its text and attachments to try again.
+      if (!started) {
+        setDraft((d) => d || text);
+        setAttached((list) => (list.length ? list : files));
+      }
       setError(messageOf(err));
       setLive((t) => (t ? { ...t, status: 'error' } : t));
     }
@@ -241,7 +362,13 @@ export function PlaygroundPage() {
         </Stack>
       </Grid.Col>
       <Grid.Col span={{ base: 12, sm: 8, lg: 9 }}>
-        <Stack h={{ base: 'auto', sm: 'calc(100vh - 120px)' } as unknown as string} gap="sm">
+        <Stack
+          h={{ base: 'auto', sm: 'calc(100vh - 120px)' } as unknown as string}
+          gap="sm"
+          data-testid="chat-drop-zone"
+          {...dropZone}
+          style={dragging ? { outline: '2px dashed var(--mantine-color-indigo-5)', outlineOffset: 4 } : undefined}
+        >
           <Title order={3}>Playground</Title>
           {!agentId && <Text c="dimmed">Choose an agent to talk to.</Text>}
           <ScrollArea style={{ flex: 1 }} type="auto" aria-live="polite">
@@ -249,6 +376,7 @@ export function PlaygroundPage() {
               {shown.map((m) => (
                 <Bubble key={m.id} author={m.role}>
                   <Text style={{ whiteSpace: 'pre-wrap' }}>{m.content}</Text>
+                  <Attachments ids={m.attachments} />
                   {m.role === 'assistant' && <ToolCalls calls={asToolViews(m)} />}
                   {m.role === 'assistant' && m.runId && <TurnCost runId={m.runId} />}
                 </Bubble>
@@ -258,6 +386,7 @@ export function PlaygroundPage() {
                   {live.userText && !userShown && (
                     <Bubble author="user">
                       <Text style={{ whiteSpace: 'pre-wrap' }}>{live.userText}</Text>
+                      <Attachments ids={(live.userFiles ?? []).map((f) => f.id)} known={live.userFiles} />
                     </Bubble>
                   )}
                   <Bubble author="assistant">
@@ -294,7 +423,42 @@ export function PlaygroundPage() {
               void send();
             }}
           >
+            {(attached.length > 0 || uploading > 0) && (
+              <Group gap={4} mb={4} data-testid="pending-attachments">
+                {attached.map((f) => (
+                  <Pill
+                    key={f.id}
+                    withRemoveButton
+                    removeButtonProps={{ 'aria-label': `Remove ${f.name}` }}
+                    onRemove={() => setAttached((list) => list.filter((x) => x.id !== f.id))}
+                  >
+                    {f.name} · {sizeOf(f.size)}
+                  </Pill>
+                ))}
+                {uploading > 0 && (
+                  <Text size="xs" c="dimmed">
+                    uploading {uploading}…
+                  </Text>
+                )}
+              </Group>
+            )}
             <Group align="end" wrap="nowrap">
+              <FileButton multiple onChange={(files) => void attach(files)} disabled={!canAttach}>
+                {(props) => (
+                  <Tooltip
+                    label={
+                      denied ??
+                      (streaming
+                        ? 'attach to the next message, once this answer ends'
+                        : `attach files (or drop them on the chat): at most ${MAX_ATTACHMENTS}, 5 MiB each`)
+                    }
+                  >
+                    <Button {...props} variant="default" px="xs" aria-label="Attach files" disabled={!canAttach}>
+                      <PaperclipIcon size={18} />
+                    </Button>
+                  </Tooltip>
+                )}
+              </FileButton>
               <Textarea
                 style={{ flex: 1 }}
                 aria-label="Message"
@@ -313,7 +477,7 @@ export function PlaygroundPage() {
                 }}
               />
               <Tooltip label={denied} disabled={!denied}>
-                <Button type="submit" disabled={!agentId || !draft.trim() || !!denied}>
+                <Button type="submit" disabled={!agentId || !draft.trim() || !!denied || uploading > 0}>
                   {streaming ? 'Inject' : 'Send'}
                 </Button>
               </Tooltip>

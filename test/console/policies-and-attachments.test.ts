@@ -1,0 +1,231 @@
+import os from 'node:os';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { CONSOLE_DIST, hasChromium, launchBrowser, requireConsoleBuild, type TestBrowser } from './browser.js';
+
+/*
+ * Two console pages as a person uses them, against a real server (this process, SQLite) and Chromium:
+ * a TBAC policy's conditions (made, refused by the server at their field, edited, deciding a call both
+ * ways) and a chat message with attachments (chosen and dropped), checked against the API.
+ */
+
+const describeBrowser = hasChromium ? describe : describe.skip;
+if (!hasChromium) console.warn('test/console/policies-and-attachments.test.ts skipped: no /usr/bin/chromium (apt-get install chromium)');
+
+let t: TestApp;
+let browser: TestBrowser;
+let page: Page;
+let url: string;
+let key: string;
+const pageErrors: string[] = [];
+
+/** Picks `option` in the Mantine Select labelled `label`. */
+async function choose(label: string, option: string) {
+  await page
+    .getByLabel(new RegExp(`^${label}( \\*)?$`))
+    .first()
+    .click();
+  await page.getByRole('option', { name: option, exact: true }).click();
+}
+
+/** HH:MM in UTC, `hours` from now (wrapping around midnight, as a daily window may). */
+const utcTime = (hours: number) => new Date(Date.now() + hours * 3_600_000).toISOString().slice(11, 16);
+
+/** The error Mantine shows for the input labelled `label` (its aria-describedby names it). */
+async function errorOf(label: string) {
+  const input = page.getByLabel(label, { exact: true });
+  await page.waitForFunction(
+    `document.querySelector('[aria-invalid="true"][id="' + ${JSON.stringify(await input.getAttribute('id'))} + '"]') !== null`,
+  );
+  const ids = (await input.getAttribute('aria-describedby')) ?? '';
+  const texts = await Promise.all(
+    ids
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((id) => page.locator(`[id="${id}"]`).textContent()),
+  );
+  return texts.join(' ');
+}
+
+describeBrowser('the console: policy conditions and chat attachments', () => {
+  beforeAll(async () => {
+    requireConsoleBuild();
+    t = await startApp({ CONSOLE_DIR: CONSOLE_DIST });
+    url = await t.listen();
+    ({ key } = await t.tenant('Conditions'));
+    browser = await launchBrowser();
+    page = await browser.context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on('pageerror', (err) => pageErrors.push(`pageerror: ${err.message}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error') pageErrors.push(`console: ${message.text()}`);
+    });
+    await page.goto(url);
+    await page.getByLabel('API key or access token').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Agents' }).waitFor();
+  });
+  afterEach(async (context) => {
+    if (context.task.result?.state === 'fail' && page) {
+      const file = path.join(os.tmpdir(), `agentry-console-failed-${context.task.name.replace(/\W+/g, '-').slice(0, 60)}.png`);
+      await page.screenshot({ path: file }).catch(() => {});
+      console.warn(`screenshot of the failed page: ${file}`);
+    }
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  it('makes a policy with conditions, shows the server’s errors at their fields, edits it, and a decision goes both ways on it', async () => {
+    await t.agent(key, { name: 'Planner' });
+    await t.agent(key, { name: 'Researcher' });
+    await page.getByRole('link', { name: 'Identity' }).click();
+    await page.getByRole('heading', { name: 'TBAC policies' }).waitFor();
+    // Enforce: a call no policy allows is refused, so the policy's conditions decide it.
+    await page.getByText('enforce (deny)').click();
+    await expect.poll(async () => (await t.request('GET', '/api/v1/identity/tbac/mode', { key })).body.mode).toBe('enforce');
+
+    await choose('Caller', 'Planner');
+    await choose('Callee', 'Researcher');
+    await page.getByRole('textbox', { name: 'Tool', exact: true }).first().fill('search');
+    await page.getByRole('textbox', { name: 'Description', exact: true }).fill('office hours');
+    // Expiring before it applies: the server refuses it, and says so under "Expires at".
+    await page.getByLabel('Applies from (UTC)').fill('2030-01-02T00:00');
+    await page.getByLabel('Expires at (UTC)').fill('2030-01-01T00:00');
+    await page.getByRole('button', { name: 'Add policy' }).click();
+    await page.getByText('Not added').waitFor();
+    expect(await errorOf('Expires at (UTC)')).toContain('must be later than notBefore');
+    expect((await t.request('GET', '/api/v1/identity/tbac/policies', { key })).body.policies).toEqual([]);
+
+    // A daily window around now, until a later date.
+    await page.getByLabel('Applies from (UTC)').fill('');
+    await page.getByLabel('Expires at (UTC)').fill('2099-01-01T00:00');
+    await page.getByLabel('Daily window start (UTC)').fill(utcTime(-1));
+    await page.getByLabel('Daily window end (UTC)').fill(utcTime(1));
+    await page.getByRole('button', { name: 'Add policy' }).click();
+    const row = page.getByTestId('policies').getByRole('row').filter({ hasText: 'office hours' });
+    await row.getByText('holds now').waitFor();
+    let policies = (await t.request('GET', '/api/v1/identity/tbac/policies', { key })).body.policies;
+    expect(policies).toHaveLength(1);
+    const policyId = policies[0].id;
+    expect(policies[0]).toMatchObject({
+      toolName: 'search',
+      effect: 'allow',
+      description: 'office hours',
+      conditions: { notAfter: '2099-01-01T00:00:00.000Z', timeWindow: { start: utcTime(-1), end: utcTime(1) } },
+    });
+    expect(policies[0].conditions.notBefore).toBeUndefined();
+
+    // Inside the window: the allow policy decides.
+    await choose('Caller agent', 'Planner');
+    await choose('Callee agent', 'Researcher');
+    await page.getByRole('textbox', { name: 'Tool', exact: true }).last().fill('search');
+    await page.getByRole('button', { name: 'Test decision' }).click();
+    const decision = page.getByTestId('decision');
+    await decision.filter({ hasText: 'Allowed' }).waitFor();
+    expect(await decision.textContent()).toContain('policy_allow');
+    expect(await decision.textContent()).toContain(policyId);
+    expect(await page.getByTestId('decision-conditions').textContent()).toContain('its conditions hold, it decided');
+
+    // Edited: the form holds the policy; a window ending where it starts is refused at its end.
+    await row.getByRole('button', { name: 'Edit' }).click();
+    await page.getByText(`Edit policy ${policyId}`).waitFor();
+    expect(await page.getByLabel('Daily window start (UTC)').inputValue()).toBe(utcTime(-1));
+    expect(await page.getByLabel('Expires at (UTC)').inputValue()).toBe('2099-01-01T00:00');
+    expect(await page.getByRole('textbox', { name: 'Tool', exact: true }).first().isDisabled()).toBe(true);
+    await page.getByLabel('Daily window start (UTC)').fill(utcTime(2));
+    await page.getByLabel('Daily window end (UTC)').fill(utcTime(2));
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await page.getByText('Not saved').waitFor();
+    expect(await errorOf('Daily window end (UTC)')).toContain('must differ from start');
+
+    // A window that is not now: saved, and the same request is now refused.
+    await page.getByLabel('Daily window end (UTC)').fill(utcTime(3));
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await row.getByText('not now').waitFor();
+    policies = (await t.request('GET', '/api/v1/identity/tbac/policies', { key })).body.policies;
+    expect(policies).toHaveLength(1);
+    expect(policies[0]).toMatchObject({
+      id: policyId,
+      conditions: { notAfter: '2099-01-01T00:00:00.000Z', timeWindow: { start: utcTime(2), end: utcTime(3) } },
+    });
+    await page.getByRole('button', { name: 'Test decision' }).click();
+    await decision.filter({ hasText: 'Denied' }).waitFor();
+    // No policy applies now, so enforce refuses the token exchange.
+    expect(await decision.textContent()).toContain('exchange refused');
+    expect(await page.getByTestId('decision-conditions').textContent()).toContain('does not apply: outside its daily window');
+
+    // Conditions cleared: the policy applies at any time again.
+    await row.getByRole('button', { name: 'Edit' }).click();
+    await page.getByRole('button', { name: 'Clear conditions' }).click();
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await row.getByText('holds now').waitFor({ state: 'detached' });
+    expect((await t.request('GET', '/api/v1/identity/tbac/policies', { key })).body.policies[0].conditions).toBeNull();
+    await page.getByRole('button', { name: 'Test decision' }).click();
+    await decision.filter({ hasText: 'Allowed' }).waitFor();
+  });
+
+  it('sends a chat message with attachments chosen and dropped; the answer reads them, the conversation holds them', async () => {
+    const agent = await t.agent(key, { name: 'Reader', model: 'builtin/echo' });
+    await page.goto(`${url}/playground?agentId=${agent.id}`);
+    await page.getByRole('heading', { name: 'Playground' }).waitFor();
+
+    // Chosen with the button.
+    const chooser = page.waitForEvent('filechooser');
+    await page.getByRole('button', { name: 'Attach files' }).click();
+    await (await chooser).setFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('the launch code is 4417\n') });
+    const pending = page.getByTestId('pending-attachments');
+    await pending.getByText('notes.txt').waitFor();
+
+    // Too large: the server's 413 is said with the file's name, nothing is attached.
+    const tooBig = page.waitForEvent('filechooser');
+    await page.getByRole('button', { name: 'Attach files' }).click();
+    await (await tooBig).setFiles({ name: 'huge.bin', mimeType: 'application/octet-stream', buffer: Buffer.alloc(5 * 1024 * 1024 + 1) });
+    await page.getByRole('alert').filter({ hasText: 'huge.bin' }).waitFor();
+    expect(await page.getByRole('alert').filter({ hasText: 'huge.bin' }).textContent()).toContain('limited to 5242880 bytes');
+    expect(await pending.getByText('huge.bin').count()).toBe(0);
+
+    // Dropped on the chat (the DataTransfer is made in the page: its DOM is not this file's).
+    const dropped = await page.evaluateHandle(
+      `(() => { const d = new DataTransfer(); d.items.add(new File(['{"colour":"teal"}'], 'data.json', { type: 'application/json' })); return d; })()`,
+    );
+    const zone = page.getByTestId('chat-drop-zone');
+    await zone.dispatchEvent('dragover', { dataTransfer: dropped });
+    await zone.dispatchEvent('drop', { dataTransfer: dropped });
+    await pending.getByText('data.json').waitFor();
+
+    await page.getByLabel('Message').fill('what do these say?');
+    await page.getByRole('button', { name: 'Send' }).click();
+    // builtin/echo repeats what the model read: the message, then the text attachments inline.
+    const answer = page.locator('[data-author=assistant]').last();
+    await answer.getByText('4417', { exact: false }).waitFor();
+    await answer.getByText('teal', { exact: false }).waitFor();
+    const sent = page.locator('[data-author=user]').last();
+    await sent.getByTestId('attachment').filter({ hasText: 'notes.txt' }).waitFor();
+    await sent.getByTestId('attachment').filter({ hasText: 'data.json' }).waitFor();
+    await pending.waitFor({ state: 'detached' });
+
+    // The conversation holds the files: the user's message names both, and they are the tenant's.
+    const conversationId = new URL(page.url()).searchParams.get('conversationId');
+    expect(conversationId).toBeTruthy();
+    const messages = (await t.request('GET', `/api/v1/conversations/${conversationId}/messages`, { key })).body.messages;
+    const user = messages.find((m: { role: string }) => m.role === 'user');
+    expect(user.content).toBe('what do these say?');
+    expect(user.attachments).toHaveLength(2);
+    const files = await Promise.all(user.attachments.map((id: string) => t.request('GET', `/api/v1/files/${id}`, { key })));
+    expect(files.map((f) => f.status)).toEqual([200, 200]);
+    expect(files.map((f) => f.body.name).sort()).toEqual(['data.json', 'notes.txt']);
+    const content = await t.request('GET', `/api/v1/files/${files.find((f) => f.body.name === 'notes.txt')!.body.id}/content`, { key });
+    expect(content.text).toBe('the launch code is 4417\n');
+
+    // After a reload the stored message still shows its attachments.
+    await page.reload();
+    await page.locator('[data-author=user]').last().getByTestId('attachment').filter({ hasText: 'notes.txt' }).waitFor();
+    // The refused requests (the 400s shown at their fields, the 413) are logged as failed loads; anything
+    // else (a script error, a Content-Security-Policy violation) is a fault.
+    expect(pageErrors.filter((e) => !e.startsWith('console: Failed to load resource'))).toEqual([]);
+  });
+});
