@@ -171,7 +171,11 @@ function AgentIdentity({ agentId }: { agentId: string }) {
     queryFn: () => client.http.json<ClientMetadata>('GET', `/api/v1/identity/agents/${agentId}/client-metadata.json`),
   });
   // An agent's first key is made when its metadata is first read: listing its keys before would show none.
-  const keys = useQuery({ queryKey: ['identity', agentId, 'keys'], enabled: metadata.isSuccess, queryFn: () => client.identity.keys(agentId) });
+  const keys = useQuery({
+    queryKey: ['identity', agentId, 'keys'],
+    enabled: metadata.isSuccess,
+    queryFn: () => client.identity.keys(agentId),
+  });
   const change = useMutation({
     mutationFn: (action: { rotate: true } | { revoke: string }) =>
       'rotate' in action
