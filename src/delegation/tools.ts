@@ -111,7 +111,7 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
             // here or elsewhere; the caller waits for its end within the tool's timeout.
             if ((run.status as string) === 'awaiting_approval') {
               // Bounded by the tool's own timeout, whose abort cancels the callee (and so ends this wait).
-              await runs().waitForEnd(handle.runId, CALLEE_APPROVAL_WAIT_MS);
+              await runs().waitForTerminal(handle.runId, CALLEE_APPROVAL_WAIT_MS);
               run = await runs().outcomeOf(ctx.tenantId, handle.runId);
             }
           } finally {

@@ -98,6 +98,22 @@ export class RunControl {
     }
   }
 
+  /**
+   * Resolves when the run is completed, failed or cancelled (here or in another process), through any
+   * number of pauses for approval, or at the timeout. waitForEnd alone answers at the end of the
+   * execution it finds: a run decided and resumed here between its pause and this call would be
+   * answered at its next pause.
+   */
+  async waitForTerminal(runId: string, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      await this.waitForEnd(runId, deadline - Date.now());
+      if (!(await store.isRunActive(this.r.db.kysely, runId)) || Date.now() >= deadline) return;
+      // Paused again, or resumed and not yet ended: a short wait keeps a run between the two from spinning this loop.
+      await new Promise((resolve) => setTimeout(resolve, Math.min(50, deadline - Date.now())).unref());
+    }
+  }
+
   /** Resolves when the run has ended (here or in another process), or after the timeout. */
   async waitForEnd(runId: string, timeoutMs: number): Promise<void> {
     const local = this.r.active.get(runId);

@@ -15,6 +15,8 @@ export interface ScriptedResponse {
   json?: unknown;
   /** Server-sent event frames, written one by one. */
   sse?: string[];
+  /** Answered once this settles: holds the model call (and so its run) where a test needs it. */
+  hold?: Promise<unknown>;
 }
 
 interface RecordedRequest {
@@ -48,6 +50,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       res.end(JSON.stringify({ error: { message: `fake provider: no scripted response for ${req.url}` } }));
       return;
     }
+    await next.hold;
     if (next.sse) {
       res.writeHead(next.status ?? 200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...next.headers });
       for (const frame of next.sse) res.write(frame);
