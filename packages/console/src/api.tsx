@@ -39,11 +39,17 @@ export function useDenied(): (permission: string) => string | null {
       : `this ${me.credential.type === 'api_key' ? 'key' : 'token'} lacks ${permission}`;
 }
 
+/**
+ * The console's requests skip the browser's HTTP cache: a page shows the state now (an agent's client
+ * metadata is public, max-age=300 for relying parties, and would show a badge minutes old).
+ */
+const uncached: typeof fetch = (input, init) => globalThis.fetch(input, { ...init, cache: 'no-store' });
+
 /** A client for `credential` at `baseUrl`: an API key, or an OAuth access token. */
 export function clientFor(baseUrl: string, credential: string): Agentry {
   return credential.startsWith('agk_')
-    ? new Agentry({ baseUrl, apiKey: credential })
-    : new Agentry({ baseUrl, accessToken: () => credential });
+    ? new Agentry({ baseUrl, apiKey: credential, fetch: uncached })
+    : new Agentry({ baseUrl, accessToken: () => credential, fetch: uncached });
 }
 
 /** One line for an error: the problem's detail, else the message. */

@@ -26,6 +26,7 @@ import { useNavigate, useParams } from '@tanstack/react-router';
 import { useMemo, useState } from 'react';
 import { fieldErrorsOf, messageOf, useClient, useDenied } from '../api';
 import { cronPreview } from '../lib/cron-preview';
+import { taskActionRefused } from '../lib/task-actions';
 import { AnchorLink } from '../links';
 import { StatusBadge, usd } from './runs';
 
@@ -335,11 +336,16 @@ export function TaskPage() {
             </Text>
           )}
           <Group>
-            {(['run', 'cancel', 'retry'] as const).map((action) => (
-              <Button key={action} variant="default" disabled={!!denied} title={denied ?? undefined} onClick={() => act.mutate(action)}>
-                {action === 'run' ? 'Run now' : action === 'cancel' ? 'Cancel' : 'Retry'}
-              </Button>
-            ))}
+            {(['run', 'cancel', 'retry'] as const).map((action) => {
+              const refused = denied ?? taskActionRefused(action, t);
+              return (
+                <Tooltip key={action} label={refused} disabled={!refused}>
+                  <Button variant="default" disabled={!!refused} onClick={() => act.mutate(action)}>
+                    {action === 'run' ? 'Run now' : action === 'cancel' ? 'Cancel' : 'Retry'}
+                  </Button>
+                </Tooltip>
+              );
+            })}
             <Button color="red" variant="light" disabled={!!denied} title={denied ?? undefined} onClick={() => setConfirmDelete(true)}>
               Delete…
             </Button>
