@@ -91,16 +91,17 @@ describeBrowser('the console in a browser', () => {
     await page.getByRole('link', { name: 'New agent' }).click();
     await page.getByLabel('Name').fill('Support');
     await page.getByLabel('App').fill('demo');
-    // An MCP tool without its url: the server's 400 names tools.0, shown under the Tools field.
-    await page.getByLabel('Tools').fill('[{"type":"mcp"}]');
+    // An MCP server without its url: the server's 400 names its tools.N.url, shown under the row's URL field.
+    await page.getByRole('button', { name: 'Add MCP server' }).click();
     await page.getByRole('button', { name: 'Create agent' }).click();
     await page.getByText('Not saved').waitFor();
-    const toolsError = page.locator('.mantine-JsonInput-error');
+    const toolsError = page.getByTestId('mcp-row').locator('.mantine-TextInput-error');
     await toolsError.waitFor();
-    expect(await toolsError.textContent()).toMatch(/url|tools/i);
+    expect(await toolsError.textContent()).toMatch(/https\?|uri/i);
 
     // The skills tools (skill_discover...): a tool the chat below can call.
-    await page.getByLabel('Tools').fill('[{"type":"builtin","name":"skills"}]');
+    await page.getByRole('button', { name: 'Remove MCP server' }).click();
+    expect(await page.getByRole('checkbox', { name: 'skills' }).isChecked()).toBe(true);
     await page.getByRole('button', { name: 'Create agent' }).click();
     await page.getByRole('heading', { name: 'Support' }).waitFor();
     const agents = await t.request('GET', '/api/v1/agents', { key });

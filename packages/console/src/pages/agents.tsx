@@ -1,9 +1,11 @@
-import type { Agent, AgentSummary } from '@agentry/client';
+import { type Agent, AgentryError, type AgentSummary } from '@agentry/client';
 import {
   Alert,
   Autocomplete,
   Badge,
   Button,
+  Checkbox,
+  Fieldset,
   Group,
   JsonInput,
   Menu,
@@ -13,6 +15,7 @@ import {
   Select,
   Stack,
   Table,
+  TagsInput,
   Text,
   TextInput,
   Textarea,
@@ -22,13 +25,27 @@ import {
 import { useDebouncedValue } from '@mantine/hooks';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useParams, useSearch } from '@tanstack/react-router';
-import { useState } from 'react';
-import { fieldErrorsOf, messageOf, useClient, useDenied } from '../api';
+import { useRef, useState } from 'react';
+import { messageOf, useClient, useDenied } from '../api';
+import {
+  type AgentFormValues,
+  type AssignedSkill,
+  BUILTIN_GROUPS,
+  type FormErrors,
+  LocalFormError,
+  type McpRow,
+  agentErrors,
+  bodyOf,
+  emptyMcpRow,
+  emptySkillRow,
+  formOf,
+  noErrors,
+  rowKey,
+  skillChanges,
+} from '../lib/agent-form';
 import { AnchorLink, ButtonLink } from '../links';
 
 const PAGE_SIZE = 20;
-/** Suggestions only: any provider/model the server is configured for may be typed (docs/models.md). */
-const MODELS = ['builtin/echo', 'openai/gpt-4o-mini', 'openai/gpt-4.1', 'anthropic/claude-sonnet-4-5', 'anthropic/claude-haiku-4-5'];
 
 export function AgentsPage() {
   const client = useClient();
@@ -222,35 +239,235 @@ export function AgentsPage() {
   );
 }
 
-interface AgentFormValues {
-  name: string;
-  appId: string;
-  description: string;
-  model: string;
-  systemPrompt: string;
-  tools: string;
-  configuration: string;
+/** A model GET /api/v1/models offers (docs/models.md). */
+interface ModelOffer {
+  id: string;
+  usable: boolean;
+  unavailableReason: string | null;
+  default: boolean;
+  price: { input: number; output: number } | null;
+  contextWindow: number | null;
 }
 
-const formOf = (agent?: Agent): AgentFormValues => ({
-  name: agent?.name ?? '',
-  appId: agent?.appId ?? 'default',
-  description: agent?.description ?? '',
-  model: agent?.model ?? 'builtin/echo',
-  systemPrompt: agent?.systemPrompt ?? '',
-  tools: JSON.stringify(agent?.tools ?? [], null, 2),
-  configuration: JSON.stringify(agent?.configuration ?? {}, null, 2),
-});
+const usd = (n: number) => `$${n.toFixed(n < 1 ? 2 : n < 10 ? 2 : 0)}`;
+
+/** What the picker says of a model: price per million tokens, window, or why it cannot run now. */
+function modelFacts(offer: ModelOffer | undefined): string {
+  if (!offer) return 'not in this server’s list: any provider/model may be typed; its runs fail if the provider is not configured';
+  const facts = [
+    offer.price ? `${usd(offer.price.input)} in / ${usd(offer.price.output)} out per 1M tokens` : 'price unknown (counted as 0)',
+    offer.contextWindow ? `${Math.round(offer.contextWindow / 1000)}k context` : null,
+    offer.default ? 'server default' : null,
+    offer.usable ? null : `not usable: ${offer.unavailableReason}`,
+  ];
+  return facts.filter(Boolean).join(' · ');
+}
+
+/** A searchable model picker fed by GET /api/v1/models that still takes a typed provider/model. */
+function ModelInput({
+  label,
+  description,
+  offers,
+  value,
+  onChange,
+  error,
+  placeholder,
+}: {
+  label: string;
+  description?: string;
+  offers: Map<string, ModelOffer>;
+  value: string;
+  onChange: (value: string) => void;
+  error?: string;
+  placeholder?: string;
+}) {
+  const offer = offers.get(value.trim());
+  return (
+    <Autocomplete
+      label={label}
+      placeholder={placeholder}
+      description={value.trim() ? modelFacts(offer) : description}
+      data={[...offers.keys()]}
+      limit={50}
+      maxDropdownHeight={280}
+      value={value}
+      onChange={onChange}
+      error={error ?? (offer && !offer.usable ? offer.unavailableReason : undefined)}
+      renderOption={({ option }) => {
+        const o = offers.get(option.value);
+        return (
+          <Stack gap={0}>
+            <Text size="sm" ff="monospace" c={o && !o.usable ? 'dimmed' : undefined}>
+              {option.value}
+            </Text>
+            <Text size="xs" c="dimmed">
+              {modelFacts(o)}
+            </Text>
+          </Stack>
+        );
+      }}
+    />
+  );
+}
+
+/** The fallback models: picked from the list or typed (Enter), in order. */
+function ModelsInput({
+  offers,
+  value,
+  onChange,
+  error,
+}: {
+  offers: Map<string, ModelOffer>;
+  value: string[];
+  onChange: (value: string[]) => void;
+  error?: string;
+}) {
+  return (
+    <TagsInput
+      label="Fallback models"
+      description="tried in order when the model fails for good or its breaker is open (at most 4); pick or type provider/model and press Enter"
+      data={[...offers.keys()]}
+      maxTags={4}
+      value={value}
+      onChange={onChange}
+      error={error}
+      clearable
+    />
+  );
+}
+
+function McpServerRow({
+  row,
+  index,
+  errors,
+  onChange,
+  onRemove,
+}: {
+  row: McpRow;
+  index: number;
+  errors: Record<string, string>;
+  onChange: (row: McpRow) => void;
+  onRemove: () => void;
+}) {
+  const at = (field: string) => errors[`${index}.${field}`];
+  return (
+    <Fieldset legend={`MCP server ${index + 1}`} data-testid="mcp-row">
+      <Stack gap="xs">
+        {errors[`${index}`] && (
+          <Text c="red" size="sm">
+            {errors[`${index}`]}
+          </Text>
+        )}
+        <Group grow align="start">
+          <TextInput
+            label="Server URL"
+            description="Streamable HTTP endpoint, http(s)://"
+            placeholder="https://mcp.example.com/mcp"
+            maxLength={2048}
+            value={row.url}
+            onChange={(e) => onChange({ ...row, url: e.currentTarget.value })}
+            error={at('url')}
+          />
+          <TextInput
+            label="Tool prefix"
+            description="letters, digits, _ and -; up to 32"
+            maxLength={32}
+            value={row.name}
+            onChange={(e) => onChange({ ...row, name: e.currentTarget.value })}
+            error={at('name')}
+          />
+        </Group>
+        <TagsInput
+          label="Allowed tools"
+          description="only these of the server's tools (empty: all); type a name and press Enter"
+          maxTags={256}
+          value={row.allowedTools}
+          onChange={(allowedTools) => onChange({ ...row, allowedTools })}
+          error={at('allowedTools')}
+        />
+        {row.headers.map((h, i) => (
+          <Group key={h.key} align="end" wrap="nowrap">
+            <TextInput
+              label={i === 0 ? 'Header' : undefined}
+              aria-label={`Header ${i + 1} name`}
+              placeholder="Authorization"
+              maxLength={256}
+              value={h.name}
+              onChange={(e) =>
+                onChange({ ...row, headers: row.headers.map((x) => (x.key === h.key ? { ...x, name: e.currentTarget.value } : x)) })
+              }
+            />
+            <TextInput
+              style={{ flex: 1 }}
+              label={i === 0 ? 'Value' : undefined}
+              aria-label={`Header ${i + 1} value`}
+              maxLength={8192}
+              value={h.value}
+              onChange={(e) =>
+                onChange({ ...row, headers: row.headers.map((x) => (x.key === h.key ? { ...x, value: e.currentTarget.value } : x)) })
+              }
+            />
+            <Button variant="subtle" color="red" onClick={() => onChange({ ...row, headers: row.headers.filter((x) => x.key !== h.key) })}>
+              Remove header
+            </Button>
+          </Group>
+        ))}
+        {at('headers') && (
+          <Text c="red" size="sm">
+            {at('headers')}
+          </Text>
+        )}
+        <Group justify="space-between">
+          <Button
+            variant="default"
+            size="xs"
+            disabled={row.headers.length >= 32}
+            onClick={() => onChange({ ...row, headers: [...row.headers, { key: rowKey(), name: '', value: '' }] })}
+          >
+            Add header
+          </Button>
+          <Button variant="subtle" color="red" size="xs" onClick={onRemove}>
+            Remove MCP server
+          </Button>
+        </Group>
+      </Stack>
+    </Fieldset>
+  );
+}
+
+/** How many MCP servers and skill rows the form offers (the agent's tools are at most 64). */
+const MAX_MCP_ROWS = 32;
+const MAX_SKILL_ROWS = 100;
 
 /** Create (`/agents/new`) or edit an agent; the server's 400 field errors are shown at their fields. */
 export function AgentEditPage() {
   const { agentId } = useParams({ from: '/app/agents/$agentId' });
   const isNew = agentId === 'new';
   const client = useClient();
-  const denied = useDenied()('agents:write');
+  const canDo = useDenied();
+  const denied = canDo('agents:write');
+  const skillsReadDenied = canDo('skills:read');
+  const skillsDenied = canDo('skills:write') ?? skillsReadDenied;
   const navigate = useNavigate();
   const queryClient = useQueryClient();
   const agent = useQuery({ queryKey: ['agent', agentId], enabled: !isNew, queryFn: () => client.agents.get(agentId) });
+  const assigned = useQuery({
+    queryKey: ['agent', agentId, 'skills'],
+    enabled: !isNew && !skillsReadDenied,
+    retry: false,
+    queryFn: () => client.http.json<{ skills: AssignedSkill[] }>('GET', `/api/skills/agent/${agentId}`),
+  });
+  const models = useQuery({
+    queryKey: ['models'],
+    staleTime: 60_000,
+    queryFn: () => client.http.json<{ models: ModelOffer[]; defaultModel: string }>('GET', '/api/v1/models'),
+  });
+  const catalog = useQuery({
+    queryKey: ['skills', 'catalog'],
+    enabled: !skillsReadDenied,
+    queryFn: () =>
+      client.http.json<{ skills: { id: string; name: string; description: string }[] }>('GET', '/api/skills', { query: { limit: 200 } }),
+  });
   const budget = useQuery({
     queryKey: ['agent', agentId, 'budget'],
     enabled: !isNew,
@@ -259,37 +476,68 @@ export function AgentEditPage() {
       client.http.json<{ monthlyBudgetUsd: number | null; spentUsd: number; month: string }>('GET', `/api/v1/agents/${agentId}/budget`),
   });
   const [values, setValues] = useState<AgentFormValues | null>(isNew ? formOf() : null);
-  const form = values ?? (agent.data ? formOf(agent.data) : null);
+  // Skills can be read (or may not be): the form waits for the agent and its assignments.
+  const skillsSettled = isNew || !!skillsReadDenied || assigned.isSuccess || assigned.isError;
+  const form = values ?? (agent.data && skillsSettled ? formOf(agent.data, assigned.data?.skills ?? []) : null);
   const [budgetUsd, setBudgetUsd] = useState<number | string>('');
+  // An agent created by a save whose skill assignments then failed: the next save updates it.
+  const created = useRef<string | null>(null);
+
+  const offers = new Map((models.data?.models ?? []).map((m) => [m.id, m]));
 
   const save = useMutation({
     mutationFn: async (v: AgentFormValues) => {
-      let tools: unknown;
-      let configuration: unknown;
+      const body = bodyOf(v) as Parameters<typeof client.agents.create>[0];
+      const changesFor = (current: AssignedSkill[]) => skillChanges(v.skills, current);
+      if (!skillsDenied) changesFor([]); // a skill chosen twice is refused before anything is saved
+      const targetId = isNew ? created.current : agentId;
+      let saved: Agent;
       try {
-        tools = JSON.parse(v.tools || '[]');
-      } catch {
-        throw Object.assign(new Error('tools is not valid JSON'), { local: { tools: 'not valid JSON' } });
+        saved = targetId ? await client.agents.update(targetId, body) : await client.agents.create(body);
+      } catch (err) {
+        throw new AgentSaveError(err, err instanceof AgentryError ? agentErrors(v, err.errors ?? []) : noErrors());
       }
-      try {
-        configuration = JSON.parse(v.configuration || '{}');
-      } catch {
-        throw Object.assign(new Error('configuration is not valid JSON'), { local: { configuration: 'not valid JSON' } });
+      if (isNew) created.current = saved.id;
+      queryClient.setQueryData(['agent', saved.id], saved);
+      if (!skillsDenied) {
+        const current =
+          isNew && !targetId
+            ? []
+            : ((await client.http.json<{ skills: AssignedSkill[] }>('GET', `/api/skills/agent/${saved.id}`)).skills ?? []);
+        const changes = changesFor(current);
+        const failed = noErrors();
+        const attempt = async (row: number | null, call: () => Promise<unknown>) => {
+          try {
+            await call();
+          } catch (err) {
+            const fields = err instanceof AgentryError ? (err.errors ?? []) : [];
+            const priority = fields.find((f) => /priority/.test(f.path));
+            if (row === null) failed.fields.skills = messageOf(err);
+            else if (priority) failed.skills[`${row}.priority`] = priority.message;
+            else failed.skills[`${row}.skillId`] = messageOf(err);
+          }
+        };
+        for (const skillId of changes.unassign) {
+          await attempt(null, () => client.http.json('DELETE', `/api/skills/${skillId}/unassign/${saved.id}`));
+        }
+        for (const a of changes.assign) {
+          await attempt(a.row, () => client.skills.assign(a.skillId, { agentId: saved.id, priority: a.priority }));
+        }
+        for (const u of changes.update) {
+          await attempt(u.row, () =>
+            client.http.json('PATCH', `/api/skills/${u.skillId}/assignments/${saved.id}`, { body: { priority: u.priority } }),
+          );
+        }
+        await queryClient.invalidateQueries({ queryKey: ['agent', saved.id, 'skills'] });
+        if (Object.keys(failed.skills).length || failed.fields.skills) {
+          throw new AgentSaveError(new Error('the agent was saved, but not every skill assignment'), failed);
+        }
       }
-      const body = {
-        name: v.name,
-        appId: v.appId,
-        description: v.description || undefined,
-        model: v.model,
-        systemPrompt: v.systemPrompt || undefined,
-        tools,
-        configuration,
-      } as Parameters<typeof client.agents.create>[0];
-      return isNew ? client.agents.create(body) : client.agents.update(agentId, body);
+      return saved;
     },
     onSuccess: (saved) => {
       queryClient.invalidateQueries({ queryKey: ['agents'] });
-      queryClient.setQueryData(['agent', saved.id], saved);
+      created.current = null;
       setValues(null);
       if (isNew) navigate({ to: '/agents/$agentId', params: { agentId: saved.id } });
     },
@@ -303,8 +551,18 @@ export function AgentEditPage() {
   });
 
   if (!form) return agent.error ? <Alert color="red">{messageOf(agent.error)}</Alert> : <Text>Loading…</Text>;
-  const errors = { ...fieldErrorsOf(save.error), ...((save.error as { local?: Record<string, string> } | null)?.local ?? {}) };
-  const set = (field: keyof AgentFormValues) => (value: string) => setValues({ ...form, [field]: value });
+  const errors = errorsOf(save.error);
+  const hasFieldErrors = Object.keys(errors.fields).length + Object.keys(errors.mcp).length + Object.keys(errors.skills).length > 0;
+  const update = (patch: Partial<AgentFormValues>) => setValues({ ...form, ...patch });
+  const set =
+    (field: 'name' | 'appId' | 'description' | 'model' | 'systemPrompt' | 'otherTools' | 'configuration' | 'summaryModel') =>
+    (value: string) =>
+      update({ [field]: value });
+  const skillOptions = (catalog.data?.skills ?? []).map((s) => ({ value: s.id, label: s.name }));
+  // An assigned skill the catalog page does not hold (archived, or past its first 200) still shows by id.
+  for (const row of form.skills) {
+    if (row.skillId && !skillOptions.some((o) => o.value === row.skillId)) skillOptions.push({ value: row.skillId, label: row.skillId });
+  }
 
   return (
     <Stack maw={820}>
@@ -329,22 +587,36 @@ export function AgentEditPage() {
       >
         <Stack>
           <Group grow align="start">
-            <TextInput label="Name" required value={form.name} onChange={(e) => set('name')(e.currentTarget.value)} error={errors.name} />
-            <TextInput label="App" required value={form.appId} onChange={(e) => set('appId')(e.currentTarget.value)} error={errors.appId} />
+            <TextInput
+              label="Name"
+              required
+              value={form.name}
+              onChange={(e) => set('name')(e.currentTarget.value)}
+              error={errors.fields.name}
+            />
+            <TextInput
+              label="App"
+              required
+              value={form.appId}
+              onChange={(e) => set('appId')(e.currentTarget.value)}
+              error={errors.fields.appId}
+            />
           </Group>
           <TextInput
             label="Description"
             value={form.description}
             onChange={(e) => set('description')(e.currentTarget.value)}
-            error={errors.description}
+            error={errors.fields.description}
           />
-          <Autocomplete
+          <ModelInput
             label="Model"
-            description="provider/model; builtin/echo needs no provider"
-            data={MODELS}
+            description="provider/model: pick one this server offers or type another"
+            offers={offers}
             value={form.model}
             onChange={set('model')}
-            error={errors.model}
+            error={
+              errors.fields.model ?? (models.error ? `the server's model list could not be read: ${messageOf(models.error)}` : undefined)
+            }
           />
           <Textarea
             label="System prompt"
@@ -352,28 +624,147 @@ export function AgentEditPage() {
             minRows={3}
             value={form.systemPrompt}
             onChange={(e) => set('systemPrompt')(e.currentTarget.value)}
-            error={errors.systemPrompt}
+            error={errors.fields.systemPrompt}
           />
+          <Checkbox.Group
+            label="Built-in tools"
+            description="skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace"
+            value={form.builtins}
+            onChange={(builtins) => update({ builtins })}
+            error={errors.fields.builtins}
+          >
+            <Group mt="xs">
+              {BUILTIN_GROUPS.map((g) => (
+                <Checkbox key={g} value={g} label={g} />
+              ))}
+            </Group>
+          </Checkbox.Group>
+          <Stack gap="xs">
+            <Title order={4}>MCP servers</Title>
+            {form.mcp.length === 0 && (
+              <Text size="sm" c="dimmed">
+                No MCP server: the agent's tools are the built-in ones above and those below.
+              </Text>
+            )}
+            {form.mcp.map((row, i) => (
+              <McpServerRow
+                key={row.key}
+                row={row}
+                index={i}
+                errors={errors.mcp}
+                onChange={(next) => update({ mcp: form.mcp.map((r) => (r.key === row.key ? next : r)) })}
+                onRemove={() => update({ mcp: form.mcp.filter((r) => r.key !== row.key) })}
+              />
+            ))}
+            <Group>
+              <Button
+                variant="default"
+                disabled={form.mcp.length >= MAX_MCP_ROWS}
+                onClick={() => update({ mcp: [...form.mcp, emptyMcpRow()] })}
+              >
+                Add MCP server
+              </Button>
+            </Group>
+          </Stack>
           <JsonInput
-            label="Tools"
-            description='e.g. [{"type":"mcp","url":"https://mcp.example.com/mcp"}] or [{"type":"builtin","name":"skills"}]'
+            label="Delegations and A2A agents"
+            description='JSON list, e.g. [{"type":"agent","agentId":"…"}] or [{"type":"a2a","name":"billing","cardUrl":"https://…"}]'
             autosize
-            minRows={3}
-            value={form.tools}
-            onChange={set('tools')}
-            error={errors.tools}
+            minRows={2}
+            value={form.otherTools}
+            onChange={set('otherTools')}
+            error={errors.fields.otherTools}
+          />
+          <ModelsInput
+            offers={offers}
+            value={form.fallbackModels}
+            onChange={(fallbackModels) => update({ fallbackModels })}
+            error={errors.fields.fallbackModels}
+          />
+          <ModelInput
+            label="Summary model"
+            placeholder="the agent's own model"
+            description="summarises the turns the model's window no longer holds; empty: the agent's own model"
+            offers={offers}
+            value={form.summaryModel}
+            onChange={set('summaryModel')}
+            error={errors.fields.summaryModel}
           />
           <JsonInput
             label="Configuration"
-            description="temperature, maxSteps, maxTokens, memoryWindow, onActiveRun, toolTimeoutMs"
+            description="temperature, maxSteps, maxTokens, memoryWindow, onActiveRun, toolTimeoutMs, approval"
             autosize
             minRows={2}
             value={form.configuration}
             onChange={set('configuration')}
-            error={errors.configuration}
+            error={errors.fields.configuration}
           />
-          {save.error && !Object.keys(errors).length && <Alert color="red">{messageOf(save.error)}</Alert>}
-          {save.error && Object.keys(errors).length > 0 && (
+          <Stack gap="xs">
+            <Title order={4}>Skills</Title>
+            {skillsDenied && (
+              <Text size="sm" c="dimmed">
+                Skills cannot be assigned here: {skillsDenied}.
+              </Text>
+            )}
+            {!skillsDenied && catalog.data && catalog.data.skills.length === 0 && form.skills.length === 0 && (
+              <Text size="sm" c="dimmed">
+                The tenant has no skills yet (import or acquire them on the Skills page).
+              </Text>
+            )}
+            {form.skills.map((row, i) => (
+              <Group key={row.key} align="start" data-testid="skill-row">
+                <Select
+                  label="Skill"
+                  aria-label={`Skill ${i + 1}`}
+                  searchable
+                  placeholder="choose a skill"
+                  data={skillOptions}
+                  value={row.skillId}
+                  disabled={!!skillsDenied}
+                  onChange={(skillId) => update({ skills: form.skills.map((r) => (r.key === row.key ? { ...r, skillId } : r)) })}
+                  error={errors.skills[`${i}.skillId`]}
+                  style={{ flex: 1 }}
+                />
+                <NumberInput
+                  label="Priority"
+                  aria-label={`Priority of skill ${i + 1}`}
+                  description="higher: used first"
+                  w={160}
+                  value={row.priority}
+                  disabled={!!skillsDenied}
+                  onChange={(priority) => update({ skills: form.skills.map((r) => (r.key === row.key ? { ...r, priority } : r)) })}
+                  error={errors.skills[`${i}.priority`]}
+                />
+                <Button
+                  mt={24}
+                  variant="subtle"
+                  color="red"
+                  disabled={!!skillsDenied}
+                  onClick={() => update({ skills: form.skills.filter((r) => r.key !== row.key) })}
+                >
+                  Remove skill
+                </Button>
+              </Group>
+            ))}
+            {errors.fields.skills && (
+              <Text c="red" size="sm">
+                {errors.fields.skills}
+              </Text>
+            )}
+            <Group>
+              <Tooltip label={skillsDenied} disabled={!skillsDenied}>
+                <Button
+                  variant="default"
+                  disabled={!!skillsDenied || form.skills.length >= MAX_SKILL_ROWS}
+                  onClick={() => update({ skills: [...form.skills, emptySkillRow()] })}
+                >
+                  Add skill
+                </Button>
+              </Tooltip>
+            </Group>
+          </Stack>
+          {save.error && !hasFieldErrors && <Alert color="red">{messageOf(save.error)}</Alert>}
+          {save.error && hasFieldErrors && (
             <Alert color="red" title="Not saved">
               {messageOf(save.error)}
             </Alert>
@@ -408,4 +799,27 @@ export function AgentEditPage() {
       )}
     </Stack>
   );
+}
+
+/** A save that failed, with its errors already placed at the form's fields. */
+class AgentSaveError extends Error {
+  constructor(
+    readonly cause: unknown,
+    readonly placed: FormErrors,
+  ) {
+    super(messageOf(cause));
+  }
+}
+
+function errorsOf(err: unknown): FormErrors {
+  if (err instanceof AgentSaveError) return err.placed;
+  if (err instanceof LocalFormError) {
+    const out = noErrors();
+    for (const [key, message] of Object.entries(err.errors)) {
+      if (/^\d+\./.test(key)) out.skills[key] = message;
+      else out.fields[key] = message;
+    }
+    return out;
+  }
+  return noErrors();
 }

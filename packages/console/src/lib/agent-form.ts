@@ -1,0 +1,230 @@
+import type { Agent, FieldError } from '@agentry/client';
+
+/*
+ * The agent form's logic, apart from its controls: an agent split into the form's sections (built-in
+ * tool groups, MCP server rows, other tools as JSON, fallback and summary models, skill rows), the
+ * request body put back together, the server's 400 field errors routed to the row and field they name,
+ * and the skill assignments to add, change or remove.
+ */
+
+export const BUILTIN_GROUPS = ['skills', 'connectors', 'memory'] as const;
+type BuiltinGroup = (typeof BUILTIN_GROUPS)[number];
+
+/** The server's defaults for an agent created without tools (agents/schemas.ts DEFAULT_TOOLS). */
+const DEFAULT_GROUPS: BuiltinGroup[] = ['skills', 'connectors'];
+
+interface HeaderRow {
+  key: string;
+  name: string;
+  value: string;
+}
+
+export interface McpRow {
+  key: string;
+  url: string;
+  name: string;
+  allowedTools: string[];
+  headers: HeaderRow[];
+}
+
+export interface SkillRow {
+  key: string;
+  skillId: string | null;
+  priority: number | string;
+}
+
+export interface AgentFormValues {
+  name: string;
+  appId: string;
+  description: string;
+  model: string;
+  systemPrompt: string;
+  builtins: string[];
+  mcp: McpRow[];
+  /** Delegations and remote A2A agents, as JSON. */
+  otherTools: string;
+  fallbackModels: string[];
+  summaryModel: string;
+  /** The rest of the configuration, as JSON. */
+  configuration: string;
+  skills: SkillRow[];
+}
+
+/** An assignment as GET /api/skills/agent/{agentId} gives it. */
+export interface AssignedSkill {
+  id: string;
+  assignment: { priority: number };
+}
+
+let counter = 0;
+/** A key for a new row, so React keeps each row's inputs when another is removed. */
+export const rowKey = () => `row-${++counter}`;
+
+export const emptyMcpRow = (): McpRow => ({ key: rowKey(), url: '', name: '', allowedTools: [], headers: [] });
+export const emptySkillRow = (): SkillRow => ({ key: rowKey(), skillId: null, priority: 0 });
+
+type Tool = Agent['tools'][number];
+type McpTool = Extract<Tool, { type: 'mcp' }>;
+
+export function formOf(agent?: Agent, skills: AssignedSkill[] = []): AgentFormValues {
+  const tools = agent?.tools ?? [];
+  const { fallbackModels = [], summaryModel = null, ...configuration } = agent?.configuration ?? ({} as Partial<Agent['configuration']>);
+  const others = tools.filter((t) => t.type !== 'builtin' && t.type !== 'mcp');
+  return {
+    name: agent?.name ?? '',
+    appId: agent?.appId ?? 'default',
+    description: agent?.description ?? '',
+    model: agent?.model ?? 'builtin/echo',
+    systemPrompt: agent?.systemPrompt ?? '',
+    builtins: agent ? tools.flatMap((t) => (t.type === 'builtin' ? [t.name] : [])) : [...DEFAULT_GROUPS],
+    mcp: tools.flatMap((t) =>
+      t.type === 'mcp'
+        ? [
+            {
+              key: rowKey(),
+              url: t.url,
+              name: t.name ?? '',
+              allowedTools: t.allowedTools ?? [],
+              headers: Object.entries(t.headers ?? {}).map(([name, value]) => ({ key: rowKey(), name, value })),
+            },
+          ]
+        : [],
+    ),
+    otherTools: others.length ? JSON.stringify(others, null, 2) : '',
+    fallbackModels,
+    summaryModel: summaryModel ?? '',
+    configuration: JSON.stringify(configuration, null, 2),
+    skills: skills.map((s) => ({ key: rowKey(), skillId: s.id, priority: s.assignment.priority })),
+  };
+}
+
+/** A mistake found before asking the server, keyed as the server's errors are (e.g. `otherTools`). */
+export class LocalFormError extends Error {
+  constructor(readonly errors: Record<string, string>) {
+    super(Object.values(errors)[0]);
+  }
+}
+
+function parseJson(text: string, field: string, fallback: unknown, shape: 'array' | 'object'): unknown {
+  if (!text.trim()) return fallback;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new LocalFormError({ [field]: 'not valid JSON' });
+  }
+  if (shape === 'array' ? !Array.isArray(value) : !value || typeof value !== 'object' || Array.isArray(value)) {
+    throw new LocalFormError({ [field]: `must be a JSON ${shape}` });
+  }
+  return value;
+}
+
+/**
+ * The create or update body. Every built-in group is named (enabled or not), so the list is the
+ * agent's complete set on an update as on a create; tools go in the order of toolSection below.
+ */
+export function bodyOf(v: AgentFormValues) {
+  const others = parseJson(v.otherTools, 'otherTools', [], 'array') as Tool[];
+  const configuration = parseJson(v.configuration, 'configuration', {}, 'object') as Record<string, unknown>;
+  const builtins = BUILTIN_GROUPS.map((name) => ({ type: 'builtin' as const, name, enabled: v.builtins.includes(name) }));
+  const mcp = v.mcp.map((row): McpTool => {
+    const tool: McpTool = { type: 'mcp', url: row.url.trim() };
+    if (row.name.trim()) tool.name = row.name.trim();
+    if (row.allowedTools.length) tool.allowedTools = row.allowedTools;
+    const headers = row.headers.filter((h) => h.name.trim());
+    if (headers.length) tool.headers = Object.fromEntries(headers.map((h) => [h.name.trim(), h.value]));
+    return tool;
+  });
+  return {
+    name: v.name,
+    appId: v.appId,
+    description: v.description || undefined,
+    model: v.model.trim(),
+    systemPrompt: v.systemPrompt || undefined,
+    tools: [...builtins, ...mcp, ...others],
+    configuration: { ...configuration, fallbackModels: v.fallbackModels, summaryModel: v.summaryModel.trim() || null },
+  };
+}
+
+/** Where the tool at `index` of bodyOf's list came from. */
+function toolSection(v: AgentFormValues, index: number): { section: 'builtins' | 'other' } | { section: 'mcp'; row: number } {
+  if (index < BUILTIN_GROUPS.length) return { section: 'builtins' };
+  const row = index - BUILTIN_GROUPS.length;
+  return row < v.mcp.length ? { section: 'mcp', row } : { section: 'other' };
+}
+
+/** What the form shows under its fields: a field's message keyed by the form's own field names. */
+export interface FormErrors {
+  /** name, appId, description, model, systemPrompt, builtins, otherTools, fallbackModels, summaryModel, configuration, skills. */
+  fields: Record<string, string>;
+  /** `${row}.url`, `${row}.name`, `${row}.allowedTools`, `${row}.headers`, `${row}` (the row as a whole). */
+  mcp: Record<string, string>;
+  /** `${row}.skillId`, `${row}.priority`. */
+  skills: Record<string, string>;
+}
+
+export const noErrors = (): FormErrors => ({ fields: {}, mcp: {}, skills: {} });
+
+const segmentsOf = (path: string) =>
+  path
+    .replace(/^\/+/, '')
+    .replace(/^(body|querystring|params)([./]|$)/, '')
+    .split(/[/.]/)
+    .filter(Boolean);
+
+/** The server's field errors of a create or update, at the fields of the form they name. */
+export function agentErrors(v: AgentFormValues, errors: FieldError[]): FormErrors {
+  const out = noErrors();
+  const put = (into: Record<string, string>, key: string, message: string) => {
+    into[key] ??= message;
+  };
+  for (const e of errors) {
+    const [field = 'body', ...rest] = segmentsOf(e.path);
+    if (field === 'tools' && rest.length && /^\d+$/.test(rest[0])) {
+      const [index, ...inner] = rest;
+      const where = toolSection(v, Number(index));
+      if (where.section === 'mcp') {
+        const sub = inner[0];
+        put(out.mcp, sub && ['url', 'name', 'allowedTools', 'headers'].includes(sub) ? `${where.row}.${sub}` : `${where.row}`, e.message);
+      } else {
+        const at = where.section === 'other' ? `${Number(index) - BUILTIN_GROUPS.length - v.mcp.length}` : '';
+        put(out.fields, where.section === 'other' ? 'otherTools' : 'builtins', [at, ...inner, e.message].filter(Boolean).join(' '));
+      }
+    } else if (field === 'configuration' && (rest[0] === 'fallbackModels' || rest[0] === 'summaryModel')) {
+      const [key, ...inner] = rest;
+      put(out.fields, key, [...inner.map((i) => (/^\d+$/.test(i) ? `#${Number(i) + 1}` : i)), e.message].join(' '));
+    } else {
+      put(out.fields, field, rest.length ? `${rest.join('.')} ${e.message}` : e.message);
+    }
+  }
+  return out;
+}
+
+export interface SkillChanges {
+  assign: { skillId: string; priority: number; row: number }[];
+  update: { skillId: string; priority: number; row: number }[];
+  unassign: string[];
+}
+
+/** The assignments to make so the agent's skills become the rows'; a skill chosen twice is a local error. */
+export function skillChanges(rows: SkillRow[], current: AssignedSkill[]): SkillChanges {
+  const seen = new Map<string, number>();
+  const errors: Record<string, string> = {};
+  rows.forEach((row, i) => {
+    if (!row.skillId) return;
+    if (seen.has(row.skillId)) errors[`${i}.skillId`] = 'chosen twice';
+    seen.set(row.skillId, i);
+  });
+  if (Object.keys(errors).length) throw new LocalFormError(errors);
+  const now = new Map(current.map((s) => [s.id, s.assignment.priority]));
+  const changes: SkillChanges = { assign: [], update: [], unassign: [] };
+  rows.forEach((row, i) => {
+    if (!row.skillId) return;
+    const priority = row.priority === '' ? 0 : Number(row.priority);
+    const was = now.get(row.skillId);
+    if (was === undefined) changes.assign.push({ skillId: row.skillId, priority, row: i });
+    else if (was !== priority) changes.update.push({ skillId: row.skillId, priority, row: i });
+  });
+  changes.unassign = current.filter((s) => !seen.has(s.id)).map((s) => s.id);
+  return changes;
+}
