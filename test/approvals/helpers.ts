@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { components, paths } from '../generated/openapi.js';
+import type { components, paths } from '../../packages/client/src/generated/openapi.js';
 
 export type Approval = components['schemas']['Approval'];
 type RunDetails = paths['/api/v1/runs/{runId}']['get']['responses'][200]['content']['application/json'];

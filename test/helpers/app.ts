@@ -8,7 +8,7 @@ import { expect } from 'vitest';
 import { buildApp, createServices, type Services } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { migrate, openDatabase, type Db } from '../../src/db/database.js';
-import type { components, paths } from '../generated/openapi.js';
+import type { components, paths } from '../../packages/client/src/generated/openapi.js';
 import { startServer, type ServerProcess } from './process.js';
 
 /*

@@ -4,10 +4,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { typesOf } from '../helpers/openapi-types.js';
 
-// The typed test client (test/helpers/app.ts) is only as true as these types: they are generated from
-// the document the app serves, and this test fails when the committed file differs from it.
-// `npm run test:types` writes the file anew.
-const generated = path.resolve(import.meta.dirname, '../generated/openapi.ts');
+// The SDK (packages/client) and the typed test client (test/helpers/app.ts) share one file of types,
+// generated from the document the app serves; this test fails when the committed file differs from it.
+// `npm run test:types` writes the file anew through this test (the only writer of it).
+const generated = path.resolve(import.meta.dirname, '../../packages/client/src/generated/openapi.ts');
 const write = process.env.AGENTRY_WRITE_OPENAPI_TYPES === '1';
 
 let t: TestApp;
@@ -20,7 +20,7 @@ it('the committed OpenAPI types are those of the served document', async () => {
   const document = (await t.request('GET', '/openapi.json')).body;
   const types = await typesOf(document);
   if (write) fs.writeFileSync(generated, types);
-  expect(fs.readFileSync(generated, 'utf8'), 'test/generated/openapi.ts is stale: run npm run test:types').toBe(types);
+  expect(fs.readFileSync(generated, 'utf8'), 'packages/client/src/generated/openapi.ts is stale: run npm run test:types').toBe(types);
 });
 
 it('the typed client calls the app in process: bodies, path parameters, problems and empty answers', async () => {

@@ -5454,7 +5454,12 @@ export interface operations {
                  *       "attachments": [
                  *         "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
                  *       ],
-                 *       "onActiveRun": "reject"
+                 *       "onActiveRun": "reject",
+                 *       "responseFormat": {
+                 *         "type": "json_schema",
+                 *         "schema": {},
+                 *         "name": "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                 *       }
                  *     }
                  */
                 "application/json": {
@@ -5462,6 +5467,17 @@ export interface operations {
                     attachments?: string[];
                     /** @description overrides the agent’s configuration.onActiveRun for this message */
                     onActiveRun?: "reject" | "enqueue" | "inject";
+                    /** @description ask for a structured answer: it is validated against the schema (one repair attempt, else the run fails with invalid_output) and returned as structuredOutput */
+                    responseFormat?: {
+                        /** @enum {string} */
+                        type: "json_schema";
+                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        schema: {
+                            [key: string]: unknown;
+                        };
+                        /** @description a name for the shape, given to providers that take one */
+                        name?: string;
+                    };
                 };
             };
         };
@@ -5495,7 +5511,8 @@ export interface operations {
                      *         "createdAt": "2026-11-22T09:00:00.000Z"
                      *       },
                      *       "cost": 1.5,
-                     *       "runId": "string"
+                     *       "runId": "string",
+                     *       "structuredOutput": {}
                      *     }
                      */
                     "application/json": {
@@ -5523,6 +5540,10 @@ export interface operations {
                         /** @description USD */
                         cost: number;
                         runId: string;
+                        /** @description the answer as an object, with a responseFormat */
+                        structuredOutput?: {
+                            [key: string]: unknown;
+                        };
                     };
                 };
             };
@@ -11710,7 +11731,13 @@ export interface operations {
                  *       "tool_choice": {},
                  *       "function_call": {},
                  *       "response_format": {
-                 *         "type": "string"
+                 *         "type": "string",
+                 *         "json_schema": {
+                 *           "name": "string",
+                 *           "description": "string",
+                 *           "schema": {},
+                 *           "strict": true
+                 *         }
                  *       },
                  *       "stop": "string",
                  *       "logprobs": true,
@@ -11763,7 +11790,17 @@ export interface operations {
                     tool_choice?: unknown | null;
                     function_call?: unknown | null;
                     response_format?: ({
+                        /** @description "text", "json_object" (any JSON object) or "json_schema" */
                         type: string;
+                        /** @description the answer is validated against schema (one repair attempt, else invalid_output) */
+                        json_schema?: {
+                            name?: string;
+                            description?: string;
+                            schema?: {
+                                [key: string]: unknown;
+                            };
+                            strict?: boolean | null;
+                        };
                     } & {
                         [key: string]: unknown;
                     }) | null;
