@@ -71,9 +71,12 @@ async function expectGreyed(control: Locator, reason: string) {
   const title = await control.getAttribute('title');
   if (title?.includes(reason)) return;
   const tooltip = page.getByRole('tooltip').filter({ hasText: reason });
+  const shownTooltips = page.locator('[role=tooltip]:visible');
   // A pointer that arrived while the page was still rendering may have missed the control's mouseenter.
   for (let attempt = 1; ; attempt++) {
+    // The previous control's tooltip gone first, so the one that shows is this control's.
     await page.mouse.move(0, 0);
+    await expect.poll(() => shownTooltips.count()).toBe(0);
     await control.hover({ force: true });
     try {
       await tooltip.waitFor({ timeout: 3_000 });
@@ -82,6 +85,9 @@ async function expectGreyed(control: Locator, reason: string) {
       if (attempt === 3) throw err;
     }
   }
+  // Beside the control, not elsewhere on the page.
+  const [box, tip] = [(await control.boundingBox())!, (await tooltip.boundingBox())!];
+  expect(Math.abs(tip.y + tip.height / 2 - (box.y + box.height / 2))).toBeLessThan(box.height / 2 + tip.height + 20);
   await page.mouse.move(0, 0);
 }
 
@@ -173,6 +179,8 @@ describeBrowser('the console, page by page', () => {
       payload: SKILL_MD('greetings', 'Say hello.'),
     });
     expect(skill.status, skill.text).toBe(201);
+    const assigned = await t.request('POST', `/api/skills/${skill.body.id}/assign`, { key, body: { agentId } });
+    expect(assigned.status, assigned.text).toBeLessThan(300);
 
     await signIn(readKey);
     const lacks = (permission: string) => `this key lacks ${permission}`;
@@ -200,6 +208,19 @@ describeBrowser('the console, page by page', () => {
     const item = page.getByTestId('approval').filter({ hasText: 'Refund B-9' });
     await expectGreyed(item.getByRole('button', { name: 'Approve' }), lacks('agents:write'));
     await expectGreyed(item.getByRole('button', { name: /^Reject/ }), lacks('agents:write'));
+    // A tool call waiting for approval: its arguments cannot be edited either.
+    const careful = await t.agent(key, {
+      name: 'Careful',
+      configuration: { approval: { rules: [{ tool: 'skill_discover', reason: 'look before searching' }] } },
+    });
+    const waiting = await t.request('POST', `/api/v1/agents/${careful.id}/execute`, {
+      key,
+      body: { message: '/tool skill_discover {"query":"orders"}' },
+    });
+    expect(waiting.body.status, waiting.text).toBe('awaiting_approval');
+    const call = page.getByTestId('approval').filter({ hasText: 'look before searching' });
+    await expectGreyed(call.getByRole('button', { name: 'Edit arguments…' }), lacks('agents:write'));
+    await expectGreyed(call.getByRole('button', { name: /^Reject/ }), lacks('agents:write'));
 
     // Identity: an agent's key rotation; the TBAC policy form and mode need settings:write.
     await open('Identity', 'TBAC policies');
@@ -211,8 +232,10 @@ describeBrowser('the console, page by page', () => {
     // Skills: import and assignment.
     await open('Skills');
     await expectGreyed(page.getByRole('button', { name: 'Choose a file' }), lacks('skills:write'));
+    await page.getByText(`Importing is off: ${lacks('skills:write')}`).waitFor();
     await page.getByRole('button', { name: 'greetings' }).click();
-    await expectGreyed(page.getByRole('button', { name: 'Assign' }), lacks('skills:write'));
+    await expectGreyed(page.getByRole('button', { name: 'Assign', exact: true }), lacks('skills:write'));
+    await expectGreyed(page.getByRole('button', { name: 'Unassign' }), lacks('skills:write'));
 
     // Usage: API keys are managed with settings:write.
     await open('Usage');
@@ -520,7 +543,7 @@ describeBrowser('the console, page by page', () => {
 
     await choose('Agent', 'Support');
     await page.getByLabel('Priority').fill('7');
-    await page.getByRole('button', { name: 'Assign' }).click();
+    await page.getByRole('button', { name: 'Assign', exact: true }).click();
     await page.getByRole('cell', { name: 'priority 7' }).waitFor();
     const assigned = await t.request('GET', `/api/skills/${returns.id}/agents`, { key });
     expect(assigned.body.agents).toEqual([expect.objectContaining({ agentId, priority: 7 })]);

@@ -132,28 +132,32 @@ export function ApprovalsPage() {
                 </Button>
               </Tooltip>
               {item.toolCall && (
+                <Tooltip label={denied} disabled={!denied}>
+                  <Button
+                    variant="light"
+                    disabled={!!denied}
+                    onClick={() => {
+                      setArgsText(JSON.stringify(item.toolCall?.arguments ?? {}, null, 2));
+                      setEditing(item);
+                    }}
+                  >
+                    Edit arguments…
+                  </Button>
+                </Tooltip>
+              )}
+              <Tooltip label={denied} disabled={!denied}>
                 <Button
+                  color="red"
                   variant="light"
                   disabled={!!denied}
                   onClick={() => {
-                    setArgsText(JSON.stringify(item.toolCall?.arguments ?? {}, null, 2));
-                    setEditing(item);
+                    setReason('');
+                    setRejecting(item);
                   }}
                 >
-                  Edit arguments…
+                  Reject…
                 </Button>
-              )}
-              <Button
-                color="red"
-                variant="light"
-                disabled={!!denied}
-                onClick={() => {
-                  setReason('');
-                  setRejecting(item);
-                }}
-              >
-                Reject…
-              </Button>
+              </Tooltip>
             </Group>
           </Stack>
         </Card>

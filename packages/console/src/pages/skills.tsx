@@ -94,9 +94,11 @@ function Skill({ skill }: { skill: SkillSummary }) {
               <Table.Td>{a.agentName}</Table.Td>
               <Table.Td>priority {a.priority}</Table.Td>
               <Table.Td>
-                <Button size="xs" variant="subtle" color="red" disabled={!!denied} onClick={() => unassign.mutate(a.agentId)}>
-                  Unassign
-                </Button>
+                <Tooltip label={denied} disabled={!denied}>
+                  <Button size="xs" variant="subtle" color="red" disabled={!!denied} onClick={() => unassign.mutate(a.agentId)}>
+                    Unassign
+                  </Button>
+                </Tooltip>
               </Table.Td>
             </Table.Tr>
           ))}
@@ -195,6 +197,11 @@ export function SkillsPage() {
               >
                 <Stack align="center" gap="xs">
                   <Text size="sm">Drop a SKILL.md, a zip or a tar here to import it</Text>
+                  {denied && (
+                    <Text size="xs" c="dimmed">
+                      Importing is off: {denied}
+                    </Text>
+                  )}
                   <input
                     ref={fileInput}
                     type="file"
