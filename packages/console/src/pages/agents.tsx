@@ -721,6 +721,7 @@ export function AgentEditPage() {
                   data={skillOptions}
                   value={row.skillId}
                   disabled={!!skillsDenied}
+                  title={skillsDenied ?? undefined}
                   onChange={(skillId) => update({ skills: form.skills.map((r) => (r.key === row.key ? { ...r, skillId } : r)) })}
                   error={errors.skills[`${i}.skillId`]}
                   style={{ flex: 1 }}
@@ -732,6 +733,7 @@ export function AgentEditPage() {
                   w={160}
                   value={row.priority}
                   disabled={!!skillsDenied}
+                  title={skillsDenied ?? undefined}
                   onChange={(priority) => update({ skills: form.skills.map((r) => (r.key === row.key ? { ...r, priority } : r)) })}
                   error={errors.skills[`${i}.priority`]}
                 />
@@ -740,6 +742,7 @@ export function AgentEditPage() {
                   variant="subtle"
                   color="red"
                   disabled={!!skillsDenied}
+                  title={skillsDenied ?? undefined}
                   onClick={() => update({ skills: form.skills.filter((r) => r.key !== row.key) })}
                 >
                   Remove skill
