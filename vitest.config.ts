@@ -1,28 +1,58 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 /**
  * The suite runs once per database: always on SQLite, and again on PostgreSQL when DATABASE_URL
  * is set (each test file gets a database of its own there, dropped afterwards).
+ *
+ * Most files wait on sockets, timers and child processes rather than the CPU, so they run three at a
+ * time (vitest's default, available cores - 1, is one at a time on a 2-core machine; VITEST_MAX_WORKERS
+ * overrides). The files below drive hundreds of runs, several server processes or a browser each: they
+ * run afterwards, one file per database at a time, so a neighbour never starves them of CPU.
  */
-const projects = [
-  { extends: true as const, test: { name: 'sqlite', env: { AGENTRY_TEST_DB: 'sqlite' } } },
-  // The console's browser tests (test/console) run once, on SQLite: what they check is the page, not the database.
-  ...(process.env.DATABASE_URL
-    ? [
-        {
-          extends: true as const,
-          test: { name: 'postgres', env: { AGENTRY_TEST_DB: 'postgres' }, exclude: ['**/node_modules/**', 'test/console/**'] },
-        },
-      ]
-    : []),
+const SERIAL = [
+  'test/scale/**/*.test.ts',
+  'test/tasks/dispatch.test.ts',
+  'test/tenancy/admission.test.ts',
+  'test/process.test.ts',
+  'test/docs/commands.test.ts',
+  'test/approvals/replicas.test.ts',
+  'test/approvals/restart.test.ts',
+  // The files that drive Chromium (test/console/browser.ts).
+  ...fs
+    .readdirSync(path.join(import.meta.dirname, 'test/console'))
+    .filter(
+      (file) =>
+        file.endsWith('.test.ts') &&
+        fs.readFileSync(path.join(import.meta.dirname, 'test/console', file), 'utf8').includes('launchBrowser('),
+    )
+    .map((file) => `test/console/${file}`),
 ];
+// The console's browser tests (test/console) run once, on SQLite: what they check is the page, not the database.
+const SQLITE_ONLY = ['test/console/**'];
+const NOT_TESTS = ['**/node_modules/**'];
+
+const project = (name: string, db: 'sqlite' | 'postgres', serial: boolean) => ({
+  test: {
+    name,
+    env: { AGENTRY_TEST_DB: db },
+    include: serial ? SERIAL : ['test/**/*.test.ts'],
+    exclude: [...NOT_TESTS, ...(serial ? [] : SERIAL), ...(db === 'postgres' ? SQLITE_ONLY : [])],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    pool: 'forks' as const,
+    ...(serial ? { maxWorkers: 1, sequence: { groupOrder: 1 } } : { sequence: { groupOrder: 0 } }),
+  },
+});
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    pool: 'forks',
-    projects,
+    maxWorkers: Number(process.env.VITEST_MAX_WORKERS) || 3,
+    projects: [
+      project('sqlite', 'sqlite', false),
+      project('sqlite-serial', 'sqlite', true),
+      ...(process.env.DATABASE_URL ? [project('postgres', 'postgres', false), project('postgres-serial', 'postgres', true)] : []),
+    ],
   },
 });
