@@ -409,36 +409,37 @@ describeBrowser('the console, page by page', () => {
 
   it('pauses, resumes, duplicates and deletes an agent (with a confirmation)', async () => {
     await open('Agents');
+    /** Opens a row's actions menu and picks `item`; the menu closes before anything else is clicked. */
+    const menuAction = async (menu: string, item: string) => {
+      await page.getByRole('button', { name: menu, exact: true }).click();
+      await page.getByRole('menuitem', { name: item }).click();
+      await page.getByRole('menu').waitFor({ state: 'detached' });
+    };
     const status = async () => (await t.request('GET', `/api/v1/agents/${agentId}`, { key })).body.status;
     const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'Support', exact: true }) });
 
-    await page.getByRole('button', { name: 'Actions for Support' }).click();
-    await page.getByRole('menuitem', { name: 'Pause' }).click();
+    await menuAction('Actions for Support', 'Pause');
     await row.getByText('paused', { exact: true }).waitFor();
     expect(await status()).toBe('paused');
 
-    await page.getByRole('button', { name: 'Actions for Support' }).click();
-    await page.getByRole('menuitem', { name: 'Resume' }).click();
+    await menuAction('Actions for Support', 'Resume');
     await row.getByText('available', { exact: true }).waitFor();
     expect(await status()).toBe('available');
 
-    await page.getByRole('button', { name: 'Actions for Support' }).click();
-    await page.getByRole('menuitem', { name: 'Duplicate' }).click();
+    await menuAction('Actions for Support', 'Duplicate');
     await page.getByRole('link', { name: 'Support (copy)' }).waitFor();
     const agents = (await t.request('GET', '/api/v1/agents', { key })).body.agents as { id: string; name: string; appId: string }[];
     const copy = agents.find((a) => a.name === 'Support (copy)');
     expect(copy).toMatchObject({ appId: 'demo' });
 
     // Delete asks first; Cancel keeps the agent, Delete removes it.
-    await page.getByRole('button', { name: 'Actions for Support (copy)' }).click();
-    await page.getByRole('menuitem', { name: 'Delete…' }).click();
+    await menuAction('Actions for Support (copy)', 'Delete…');
     const dialog = page.getByRole('dialog', { name: 'Delete agent' });
     await dialog.getByText('Support (copy)').waitFor();
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'detached' });
     expect((await t.request('GET', `/api/v1/agents/${copy!.id}`, { key })).status).toBe(200);
-    await page.getByRole('button', { name: 'Actions for Support (copy)' }).click();
-    await page.getByRole('menuitem', { name: 'Delete…' }).click();
+    await menuAction('Actions for Support (copy)', 'Delete…');
     await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
     await page.getByRole('link', { name: 'Support (copy)' }).waitFor({ state: 'detached' });
     expect((await t.request('GET', `/api/v1/agents/${copy!.id}`, { key })).status).toBe(404);
