@@ -247,6 +247,13 @@ export class RunStarts {
     if (current.status !== 'active') throw new Conflict('conversation_not_active', `the conversation is ${current.status}`);
     if (!current.active_run_id) return undefined;
     if (b.policy === 'inject') {
+      // An injected message joins the running run, whose answer has no shape of its own to give it.
+      if (b.input.responseFormat) {
+        throw new Conflict(
+          'conversation_busy',
+          'the agent is still answering in this conversation, and a message with a responseFormat needs a run of its own: wait, or set onActiveRun to enqueue',
+        );
+      }
       const injected = await this.systems.control.inject({ tenantId, conversationId, content: b.input.content });
       return { injected: true, ...injected, conversationId };
     }

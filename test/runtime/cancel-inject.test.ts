@@ -166,4 +166,20 @@ describe('a second message while the agent answers (onActiveRun)', () => {
     expect(res.body).toMatchObject({ injected: true, runId, conversationId });
     await events;
   });
+
+  it('refuses to inject a message with a responseFormat (409): the running answer has no shape to give it', async () => {
+    const a = await t.agent(key);
+    const { conversationId, events } = await startStream(a.id, '/delay 40\na b c d e');
+    const responseFormat = { type: 'json_schema', schema: { type: 'object' } };
+    const res = await t.request('POST', `/api/v1/conversations/${conversationId}/messages`, {
+      key,
+      body: { content: '{"a": 1}', onActiveRun: 'inject', responseFormat },
+    });
+    expectProblem(res, 409, 'conversation_busy');
+    expect(res.body.detail).toContain('responseFormat');
+    await events;
+    // Nothing was injected: the conversation holds the first turn only.
+    const msgs = await t.request('GET', `/api/v1/conversations/${conversationId}/messages`, { key });
+    expect(msgs.body.messages.map((m: { content: string }) => m.content)).toEqual(['/delay 40\na b c d e', 'a b c d e']);
+  });
 });
