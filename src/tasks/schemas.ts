@@ -146,6 +146,13 @@ export const Task = Type.Evaluate(
       approval: Approval,
       lastRunId: Nullable(Type.String()),
       lastError: Nullable(ErrorSchema),
+      queuedAt: Nullable(
+        Type.String({
+          format: 'date-time',
+          description:
+            'when the earliest queued work (a one-time run, a fire, an automatic retry) may start; null: none queued. Work queued makes the task cancellable whatever its status',
+        }),
+      ),
       updatedAt: Timestamp,
     }),
   ]),

@@ -61,6 +61,7 @@ export function taskView(row: TaskRow & { queued_at?: string | null }, publicBas
     approval,
     lastRunId: row.last_run_id,
     lastError: errorColumn(row.last_error, 'tasks.last_error'),
+    queuedAt: row.queued_at ?? null,
     updatedAt: row.updated_at,
   };
 }

@@ -1,11 +1,36 @@
 import { Agentry, type RunEvent } from '@agentry/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cronPreview } from '../../packages/console/src/lib/cron-preview.js';
+import { taskActionRefused } from '../../packages/console/src/lib/task-actions.js';
 import { applyEvent, followTurn, type KeyValueStore, newTurn, pendingTurns } from '../../packages/console/src/lib/turn.js';
 import { nextFire } from '../../src/scheduler/cron.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 
 /* The console's browser logic, in plain modules: the cron preview and the chat's stream resume. */
+
+describe("a task's actions, as the server rules them (src/tasks)", () => {
+  const at = '2030-01-01T09:00:00.000Z';
+  it('cancels pending, running, or any task with queued work; a cron time alone is nothing to cancel', () => {
+    expect(taskActionRefused('cancel', { status: 'pending', queuedAt: null })).toBeNull();
+    expect(taskActionRefused('cancel', { status: 'running', queuedAt: null })).toBeNull();
+    expect(taskActionRefused('cancel', { status: 'completed', queuedAt: at })).toBeNull();
+    expect(taskActionRefused('cancel', { status: 'cancelled', queuedAt: at })).toBeNull();
+    expect(taskActionRefused('cancel', { status: 'failed', queuedAt: at })).toBeNull();
+    // A failed cron task always has nextRunAt (its next cron time); the server answers 409 to cancel.
+    const failedCron = { status: 'failed', nextRunAt: at, queuedAt: null } as Parameters<typeof taskActionRefused>[1];
+    expect(taskActionRefused('cancel', failedCron)).toMatch(/nothing to cancel/);
+    expect(taskActionRefused('cancel', { status: 'completed', queuedAt: null })).toMatch(/nothing to cancel/);
+  });
+
+  it('runs any task but one awaiting approval or an approval task (task_not_runnable); retries only a failed one', () => {
+    expect(taskActionRefused('run', { status: 'completed', approval: null })).toBeNull();
+    expect(taskActionRefused('run', { status: 'pending', approval: { action: null } })).toBeNull();
+    expect(taskActionRefused('run', { status: 'awaiting_approval' })).toMatch(/approve it first/);
+    expect(taskActionRefused('run', { status: 'completed', approval: { action: 'refund' } })).toMatch(/approval task/);
+    expect(taskActionRefused('retry', { status: 'failed', approval: { action: 'refund' } })).toBeNull();
+    expect(taskActionRefused('retry', { status: 'completed' })).toMatch(/only a failed task/);
+  });
+});
 
 describe('cron preview', () => {
   it('lists the next five fire times in the time zone, written in it', () => {

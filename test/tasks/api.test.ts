@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { signature } from '../../src/tasks/webhook-signatures.js';
 import { createTask, taskIn, waitFor } from './helpers.js';
 
 /**
@@ -417,6 +418,39 @@ describe('cancel', () => {
     expectProblem(await post(`/api/v1/tasks/${task.id}/cancel`), 409, 'task_not_pending_or_running');
     const gated = await createTask(t, key, { agentId, requiresApproval: true });
     expectProblem(await post(`/api/v1/tasks/${gated.id}/cancel`), 409, 'task_not_pending_or_running');
+  });
+});
+
+describe('queued work (queuedAt)', () => {
+  it('a completed task with queued work shows when it may start and can be cancelled; a cron time alone is not queued work', async () => {
+    const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' } });
+    expect(task.queuedAt).toBeNull();
+    expect((await post(`/api/v1/tasks/${task.id}/run`)).status).toBe(202);
+    await taskIn(t, key, task.id, ['completed']);
+    // A delivery queues work; no worker runs here, so it waits and the task stays completed.
+    const body = '{"orderId":1}';
+    const ts = String(Math.floor(Date.now() / 1000));
+    const delivered = await t.request('POST', `/api/v1/hooks/${task.id}`, {
+      payload: body,
+      headers: {
+        'content-type': 'application/json',
+        'x-agentry-timestamp': ts,
+        'x-agentry-signature': `sha256=${signature(task.trigger.secret, ts, body)}`,
+      },
+    });
+    expect(delivered.status, delivered.text).toBe(202);
+    const queued = await get(task.id);
+    expect(queued.body).toMatchObject({ status: 'completed', queuedAt: expect.stringMatching(/Z$/) });
+    expect(queued.body.nextRunAt).toBe(queued.body.queuedAt);
+    const cancelled = await post(`/api/v1/tasks/${task.id}/cancel`);
+    expect(cancelled.status, cancelled.text).toBe(200);
+    expect(cancelled.body).toMatchObject({ status: 'cancelled', queuedAt: null, nextRunAt: null });
+
+    // A scheduled task's next cron time is nextRunAt, not queued work: once it ended, cancel is refused.
+    const cron = await createTask(t, key, { agentId, type: 'scheduled', schedule: '0 9 * * *' });
+    expect(cron.nextRunAt).not.toBeNull();
+    expect(cron.queuedAt).toBeNull();
+    expect((await get(cron.id)).body.queuedAt).toBeNull();
   });
 });
 

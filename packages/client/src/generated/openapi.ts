@@ -1834,6 +1834,7 @@ export interface components {
                 code: string;
                 message: string;
             } | null;
+            queuedAt: string | null;
             /**
              * Format: date-time
              * @example 2026-11-22T09:00:00.000Z
@@ -6050,6 +6051,7 @@ export interface operations {
                      *         "code": "string",
                      *         "message": "string"
                      *       },
+                     *       "queuedAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
                      *     }
                      */
@@ -6171,6 +6173,7 @@ export interface operations {
                      *             "code": "string",
                      *             "message": "string"
                      *           },
+                     *           "queuedAt": "2026-11-22T09:00:00.000Z",
                      *           "updatedAt": "2026-11-22T09:00:00.000Z"
                      *         }
                      *       ],
@@ -6453,6 +6456,7 @@ export interface operations {
                      *         "code": "string",
                      *         "message": "string"
                      *       },
+                     *       "queuedAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z",
                      *       "output": "string",
                      *       "runs": [
@@ -6578,6 +6582,7 @@ export interface operations {
                             code: string;
                             message: string;
                         } | null;
+                        queuedAt: string | null;
                         /**
                          * Format: date-time
                          * @example 2026-11-22T09:00:00.000Z
@@ -6843,6 +6848,7 @@ export interface operations {
                      *         "code": "string",
                      *         "message": "string"
                      *       },
+                     *       "queuedAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
                      *     }
                      */
@@ -6990,6 +6996,7 @@ export interface operations {
                      *         "code": "string",
                      *         "message": "string"
                      *       },
+                     *       "queuedAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
                      *     }
                      */
@@ -7080,6 +7087,7 @@ export interface operations {
                      *         "code": "string",
                      *         "message": "string"
                      *       },
+                     *       "queuedAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
                      *     }
                      */
