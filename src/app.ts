@@ -171,7 +171,14 @@ export function createServices(
   const outbound = new OutboundGuard({ allowedHosts: config.mcpAllowedHosts, allowPrivateNetworks: config.mcpAllowPrivateNetworks });
   // Traced, each outbound request carries the run's traceparent (MCP servers, remote A2A agents).
   const outboundFetch = tracing ? propagatingFetch(tracing, outbound.fetch) : outbound.fetch;
-  tools.register('mcp', mcpToolProvider(outboundFetch));
+  // Tools' credentials (remote A2A agents' and MCP servers' header values) are sealed at rest by the
+  // agents service and opened for a call; the purpose keeps its first name so stored values still open.
+  const masterKey = loadMasterKey(config);
+  const toolCredentials = new SecretBox(masterKey, 'a2a-credentials');
+  tools.register(
+    'mcp',
+    mcpToolProvider(outboundFetch, { isSealed: isSealedBox, open: (sealed, owner) => toolCredentials.open(sealed, owner) }),
+  );
   const runs = new RunsService({
     db,
     models,
@@ -192,18 +199,16 @@ export function createServices(
     'delegation',
     delegationToolProvider(identity, agents, () => runs),
   );
-  const masterKey = loadMasterKey(config);
   const skillsDomain = createSkillsDomain(db, { agents, tools, runs, masterKey });
-  // Remote A2A agents as tools; their credentials sealed at rest by the agents service, opened for a call.
-  const a2aCredentials = new SecretBox(masterKey, 'a2a-credentials');
   agents.useCredentialSealer({
-    seal: (plain, owner) => a2aCredentials.seal(plain, owner),
+    seal: (plain, owner) => toolCredentials.seal(plain, owner),
     isSealed: isSealedBox,
-    opens: (sealed, owner) => a2aCredentials.open(sealed, owner) !== null,
+    opens: (sealed, owner) => toolCredentials.open(sealed, owner) !== null,
   });
+  // Remote A2A agents as tools.
   tools.register(
     'a2a',
-    a2aToolProvider(outboundFetch, identity.policies, a2aCredentials, (url) => outbound.listsExplicitly(url)),
+    a2aToolProvider(outboundFetch, identity.policies, toolCredentials, (url) => outbound.listsExplicitly(url)),
   );
   // Memory blocks join every run's system prompt; the memory tools ask TBAC as every tool does.
   const memory = createMemoryDomain(db, { agents, tools, runs, policies: identity.policies });

@@ -6,6 +6,7 @@ import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import { invalidPatterns } from '../runtime/tools/approval-policy.js';
 import { newId, now } from '../ids.js';
 import { parseModelId } from '../runtime/models/model-id.js';
+import { MCP_HEADER_MAX_CHARS, mcpHeaderOwner } from '../runtime/tools/mcp-source.js';
 import { recordAudit } from '../tenancy/audit.js';
 import { configurationColumn, toolsColumn } from './columns.js';
 import type { Actor, Principal } from '../tenancy/permissions.js';
@@ -153,22 +154,55 @@ export class AgentsService {
     this.sealer = sealer;
   }
 
-  /** Remote A2A agents' credentials as stored: sealed (a value read back sealed is kept as it is). */
+  /**
+   * Remote A2A agents' credentials and MCP servers' header values as stored: sealed (a value read
+   * back sealed is kept as it is).
+   */
   private sealCredentials(tenantId: string, tools: ToolSpec[]): ToolSpec[] {
+    const seal = (plain: string, owner: string) => {
+      if (!this.sealer) throw new Error("no credential sealer: tools' credentials cannot be stored");
+      return this.sealer.isSealed(plain) ? plain : this.sealer.seal(plain, owner);
+    };
     return tools.map((t) => {
-      if (t.type !== 'a2a' || t.credential === undefined || this.sealer?.isSealed(t.credential)) return t;
-      if (!this.sealer) throw new Error("no credential sealer: remote agents' credentials cannot be stored");
-      return { ...t, credential: this.sealer.seal(t.credential, a2aCredentialOwner(tenantId, t.cardUrl)) };
+      if (t.type === 'a2a' && t.credential !== undefined)
+        return { ...t, credential: seal(t.credential, a2aCredentialOwner(tenantId, t.cardUrl)) };
+      if (t.type === 'mcp' && t.headers) {
+        const owner = mcpHeaderOwner(tenantId, t.url);
+        return { ...t, headers: Object.fromEntries(Object.entries(t.headers).map(([name, value]) => [name, seal(value, owner)])) };
+      }
+      return t;
     });
   }
 
-  /** A value given already sealed must belong to its entry's card URL origin: it is not replayed elsewhere. */
+  /**
+   * A value given already sealed must belong to its entry's URL origin (it is not replayed
+   * elsewhere); one in clear is bounded as the schema cannot bound it (a sealed one is longer).
+   */
   private checkSealedCredentials(tenantId: string, tools: ToolSpec[]) {
+    const refuse = (path: string, message: string) => {
+      throw new InvalidInput(`${path} ${message}`, [{ path: `body.${path}`, message }]);
+    };
     tools.forEach((t, i) => {
-      if (t.type !== 'a2a' || t.credential === undefined || !this.sealer?.isSealed(t.credential)) return;
-      if (this.sealer.opens(t.credential, a2aCredentialOwner(tenantId, t.cardUrl))) return;
-      const message = 'a sealed credential belongs to the card URL origin it was set for; send it in clear for this one';
-      throw new InvalidInput(`tools.${i}.credential ${message}`, [{ path: `body.tools.${i}.credential`, message }]);
+      if (t.type === 'a2a' && t.credential !== undefined && this.sealer?.isSealed(t.credential)) {
+        if (!this.sealer.opens(t.credential, a2aCredentialOwner(tenantId, t.cardUrl))) {
+          refuse(
+            `tools.${i}.credential`,
+            'a sealed credential belongs to the card URL origin it was set for; send it in clear for this one',
+          );
+        }
+      }
+      if (t.type !== 'mcp') return;
+      for (const [name, value] of Object.entries(t.headers ?? {})) {
+        if (!this.sealer?.isSealed(value)) {
+          if (value.length > MCP_HEADER_MAX_CHARS)
+            refuse(`tools.${i}.headers.${name}`, `must hold at most ${MCP_HEADER_MAX_CHARS} characters`);
+        } else if (!this.sealer.opens(value, mcpHeaderOwner(tenantId, t.url))) {
+          refuse(
+            `tools.${i}.headers.${name}`,
+            'a sealed header value belongs to the server URL origin it was set for; send it in clear for this one',
+          );
+        }
+      }
     });
   }
 

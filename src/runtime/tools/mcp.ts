@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { McpSource } from './mcp-source.js';
+import { type McpSource, mcpHeaderOwner } from './mcp-source.js';
 import { OutboundRefused } from './ssrf.js';
 import { ToolError, type RuntimeTool, type ToolProvider, type ToolSet } from './types.js';
 
@@ -16,10 +16,35 @@ function contentText(content: unknown): string {
     .join('\n');
 }
 
-async function connect(source: McpSource, signal: AbortSignal, fetch: FetchLike): Promise<{ client: Client; tools: RuntimeTool[] }> {
+/** Opens header values the agents service sealed at rest; null when a value does not open for its owner. */
+export interface HeaderOpener {
+  isSealed(value: string): boolean;
+  open(sealed: string, owner: string): string | null;
+}
+
+/** The headers to send: sealed values opened for this tenant and server; one that does not open fails the connection. */
+function headersOf(source: McpSource, tenantId: string, opener: HeaderOpener): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(source.headers ?? {})) {
+    if (!opener.isSealed(value)) headers[name] = value;
+    else {
+      const plain = opener.open(value, mcpHeaderOwner(tenantId, source.url));
+      if (plain === null) throw new Error(`header ${name} was sealed for another server URL origin or master key; set it again`);
+      headers[name] = plain;
+    }
+  }
+  return headers;
+}
+
+async function connect(
+  source: McpSource,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  fetch: FetchLike,
+): Promise<{ client: Client; tools: RuntimeTool[] }> {
   const client = new Client({ name: 'agentry', version: '0.1.0' });
   const transport = new StreamableHTTPClientTransport(new URL(source.url), {
-    requestInit: { headers: source.headers ?? {} },
+    requestInit: { headers },
     fetch,
   });
   await client.connect(transport, { signal });
@@ -57,10 +82,10 @@ async function connect(source: McpSource, signal: AbortSignal, fetch: FetchLike)
  * allowedTools? }`), over Streamable HTTP with the MCP SDK client: one connection per server per run.
  * Every request goes through `fetch`: the platform gives the outbound guard's (runtime/tools/ssrf.ts).
  */
-export function mcpToolProvider(fetch: FetchLike): ToolProvider {
+export function mcpToolProvider(fetch: FetchLike, opener: HeaderOpener): ToolProvider {
   return (ctx) => {
     const sources = ctx.agent.tools.filter((t): t is McpSource => t.type === 'mcp');
-    return sources.length ? connectAll(sources, ctx.signal, fetch) : { tools: [] };
+    return sources.length ? connectAll(sources, ctx.tenantId, opener, ctx.signal, fetch) : { tools: [] };
   };
 }
 
@@ -75,14 +100,20 @@ function failure(err: unknown): string {
 }
 
 /** Tools from each MCP server, over a connection per server kept for the run (`close` ends them). */
-async function connectAll(sources: McpSource[], signal: AbortSignal, fetch: FetchLike): Promise<ToolSet> {
+async function connectAll(
+  sources: McpSource[],
+  tenantId: string,
+  opener: HeaderOpener,
+  signal: AbortSignal,
+  fetch: FetchLike,
+): Promise<ToolSet> {
   const clients: Client[] = [];
   const tools: RuntimeTool[] = [];
   const errors: string[] = [];
   await Promise.all(
     sources.map(async (source) => {
       try {
-        const c = await connect(source, signal, fetch);
+        const c = await connect(source, headersOf(source, tenantId, opener), signal, fetch);
         clients.push(c.client);
         tools.push(...c.tools);
       } catch (err) {
