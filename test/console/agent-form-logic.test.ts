@@ -57,11 +57,25 @@ describe('the agent form', () => {
       { key: 'b', skillId: 's3', priority: '' },
       { key: 'c', skillId: null, priority: 9 },
     ];
-    expect(skillChanges(rows, current)).toEqual({
+    expect(skillChanges(rows, current, ['s1', 's2'])).toEqual({
       assign: [{ skillId: 's3', priority: 0, row: 1 }],
       update: [{ skillId: 's1', priority: 5, row: 0 }],
       unassign: ['s2'],
     });
-    expect(() => skillChanges([...rows, { key: 'd', skillId: 's1', priority: 0 }], current)).toThrow(LocalFormError);
+    expect(() => skillChanges([...rows, { key: 'd', skillId: 's1', priority: 0 }], current, ['s1', 's2'])).toThrow(LocalFormError);
+  });
+
+  it('unassigns only the loaded skills the person removed, never one assigned since the form was filled', () => {
+    const current = [
+      { id: 's1', assignment: { priority: 1 } },
+      { id: 's2', assignment: { priority: 0 } },
+      { id: 'late', assignment: { priority: 3 } },
+    ];
+    const filled = formOf(undefined, current.slice(0, 2));
+    expect(filled.loadedSkills).toEqual(['s1', 's2']);
+    const rows = filled.skills.filter((r) => r.skillId === 's1');
+    expect(skillChanges(rows, current, filled.loadedSkills)).toEqual({ assign: [], update: [], unassign: ['s2'] });
+    // A form filled with no rows (nothing loaded) unassigns nothing on save.
+    expect(skillChanges([], current, formOf().loadedSkills)).toEqual({ assign: [], update: [], unassign: [] });
   });
 });

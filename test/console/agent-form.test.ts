@@ -160,4 +160,64 @@ describeBrowser('the agent form', () => {
     await expect.poll(async () => (await agentOf('Orders'))?.skills).toEqual([]);
     expect(pageErrors).toEqual([]);
   });
+
+  it('hides header values (a reveal toggle); skills that could not be loaded stay off and a save leaves them, and one assigned since', async () => {
+    const agentId = (await agentOf('Orders'))!.id;
+    const assign = async (id: string, priority: number) => {
+      const res = await t.request('POST', `/api/skills/${id}/assign`, { key, body: { agentId, priority } });
+      expect(res.status, res.text).toBeLessThan(300);
+    };
+    await assign(skillId, 2);
+    const skillsOfAgent = `**/api/skills/agent/${agentId}`;
+    await page.route(skillsOfAgent, (route) =>
+      route.fulfill({
+        status: 503,
+        contentType: 'application/problem+json',
+        body: JSON.stringify({ type: 'about:blank', title: 'Service Unavailable', status: 503, detail: 'skills are unavailable' }),
+      }),
+    );
+    try {
+      await page.reload();
+      await page.getByText('Skills not loaded').waitFor();
+      expect(await page.getByTestId('skill-row').count()).toBe(0);
+      expect(await page.getByRole('button', { name: 'Add skill' }).isDisabled()).toBe(true);
+
+      await page.getByRole('button', { name: 'Add MCP server' }).click();
+      const row = page.getByTestId('mcp-row');
+      await row.getByLabel('Server URL').fill('https://mcp.example.com/mcp');
+      await row.getByRole('button', { name: 'Add header' }).click();
+      await row.getByLabel('Header 1 name').fill('Authorization');
+      const value = row.getByLabel('Header 1 value', { exact: true });
+      await value.fill('Bearer s3cret');
+      expect(await value.getAttribute('type')).toBe('password');
+      await row.getByRole('button', { name: 'Show or hide header 1 value' }).click();
+      expect(await value.getAttribute('type')).toBe('text');
+      expect(await value.inputValue()).toBe('Bearer s3cret');
+
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByText('Saved').waitFor();
+      expect((await agentOf('Orders'))!.tools).toContainEqual(expect.objectContaining({ type: 'mcp', url: 'https://mcp.example.com/mcp' }));
+      // The save did not touch the skills it could not see.
+      expect((await agentOf('Orders'))!.skills.map((s) => [s.id, s.assignment.priority])).toEqual([[skillId, 2]]);
+    } finally {
+      await page.unroute(skillsOfAgent);
+    }
+    // Chromium logs the refused load (a 503); that one was expected.
+    expect(pageErrors.filter((e) => !e.includes('status of 503'))).toEqual([]);
+    pageErrors.length = 0;
+
+    // Loaded this time; a skill assigned by someone else meanwhile is not the form's to remove.
+    await page.reload();
+    await page.getByTestId('skill-row').first().waitFor();
+    const late = await t.request('POST', '/api/skills', {
+      key,
+      body: { name: 'late-skill', description: 'Assigned after the form was filled', instructions: 'Be late.' },
+    });
+    expect(late.status, late.text).toBe(201);
+    await assign(late.body.id, 1);
+    await page.getByRole('button', { name: 'Remove skill' }).click();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(async () => (await agentOf('Orders'))?.skills.map((s) => s.id)).toEqual([late.body.id]);
+    expect(pageErrors).toEqual([]);
+  });
 });

@@ -48,6 +48,8 @@ export interface AgentFormValues {
   /** The rest of the configuration, as JSON. */
   configuration: string;
   skills: SkillRow[];
+  /** The skills assigned when the form was filled: only those a save may unassign (not ones assigned since). */
+  loadedSkills: string[];
 }
 
 /** An assignment as GET /api/skills/agent/{agentId} gives it. */
@@ -95,6 +97,7 @@ export function formOf(agent?: Agent, skills: AssignedSkill[] = []): AgentFormVa
     summaryModel: summaryModel ?? '',
     configuration: JSON.stringify(configuration, null, 2),
     skills: skills.map((s) => ({ key: rowKey(), skillId: s.id, priority: s.assignment.priority })),
+    loadedSkills: skills.map((s) => s.id),
   };
 }
 
@@ -206,8 +209,11 @@ export interface SkillChanges {
   unassign: string[];
 }
 
-/** The assignments to make so the agent's skills become the rows'; a skill chosen twice is a local error. */
-export function skillChanges(rows: SkillRow[], current: AssignedSkill[]): SkillChanges {
+/**
+ * The assignments to make so the agent's skills become the rows', unassigning only skills of `loaded` (the
+ * form's first rows) the rows no longer hold; a skill chosen twice is a local error.
+ */
+export function skillChanges(rows: SkillRow[], current: AssignedSkill[], loaded: string[]): SkillChanges {
   const seen = new Map<string, number>();
   const errors: Record<string, string> = {};
   rows.forEach((row, i) => {
@@ -225,6 +231,8 @@ export function skillChanges(rows: SkillRow[], current: AssignedSkill[]): SkillC
     if (was === undefined) changes.assign.push({ skillId: row.skillId, priority, row: i });
     else if (was !== priority) changes.update.push({ skillId: row.skillId, priority, row: i });
   });
-  changes.unassign = current.filter((s) => !seen.has(s.id)).map((s) => s.id);
+  // Only what the person removed: a skill assigned by someone else after the form was filled stays.
+  const removable = new Set(loaded);
+  changes.unassign = current.filter((s) => removable.has(s.id) && !seen.has(s.id)).map((s) => s.id);
   return changes;
 }

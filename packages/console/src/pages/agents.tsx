@@ -12,6 +12,7 @@ import {
   Modal,
   NumberInput,
   Pagination,
+  PasswordInput,
   Select,
   Stack,
   Table,
@@ -397,10 +398,13 @@ function McpServerRow({
                 onChange({ ...row, headers: row.headers.map((x) => (x.key === h.key ? { ...x, name: e.currentTarget.value } : x)) })
               }
             />
-            <TextInput
+            {/* Header values are often tokens (Authorization): hidden unless revealed. */}
+            <PasswordInput
               style={{ flex: 1 }}
               label={i === 0 ? 'Value' : undefined}
               aria-label={`Header ${i + 1} value`}
+              autoComplete="off"
+              visibilityToggleButtonProps={{ 'aria-label': `Show or hide header ${i + 1} value` }}
               maxLength={8192}
               value={h.value}
               onChange={(e) =>
@@ -457,6 +461,10 @@ export function AgentEditPage() {
     retry: false,
     queryFn: () => client.http.json<{ skills: AssignedSkill[] }>('GET', `/api/skills/agent/${agentId}`),
   });
+  // The form cannot know the agent's skills then: its skill controls stay off, and a save leaves them as they are.
+  const skillsLoadFailed =
+    !isNew && !skillsReadDenied && assigned.isError ? `the agent's skills could not be loaded (${messageOf(assigned.error)})` : null;
+  const skillsOff = skillsDenied ?? skillsLoadFailed;
   const models = useQuery({
     queryKey: ['models'],
     staleTime: 60_000,
@@ -488,8 +496,8 @@ export function AgentEditPage() {
   const save = useMutation({
     mutationFn: async (v: AgentFormValues) => {
       const body = bodyOf(v) as Parameters<typeof client.agents.create>[0];
-      const changesFor = (current: AssignedSkill[]) => skillChanges(v.skills, current);
-      if (!skillsDenied) changesFor([]); // a skill chosen twice is refused before anything is saved
+      const changesFor = (current: AssignedSkill[]) => skillChanges(v.skills, current, v.loadedSkills);
+      if (!skillsOff) changesFor([]); // a skill chosen twice is refused before anything is saved
       const targetId = isNew ? created.current : agentId;
       let saved: Agent;
       try {
@@ -499,7 +507,7 @@ export function AgentEditPage() {
       }
       if (isNew) created.current = saved.id;
       queryClient.setQueryData(['agent', saved.id], saved);
-      if (!skillsDenied) {
+      if (!skillsOff) {
         const current =
           isNew && !targetId
             ? []
@@ -701,12 +709,17 @@ export function AgentEditPage() {
           />
           <Stack gap="xs">
             <Title order={4}>Skills</Title>
+            {skillsLoadFailed && (
+              <Alert color="red" title="Skills not loaded">
+                Skills cannot be changed here: {skillsLoadFailed}. Saving leaves the agent's skills as they are.
+              </Alert>
+            )}
             {skillsDenied && (
               <Text size="sm" c="dimmed">
                 Skills cannot be assigned here: {skillsDenied}.
               </Text>
             )}
-            {!skillsDenied && catalog.data && catalog.data.skills.length === 0 && form.skills.length === 0 && (
+            {!skillsOff && catalog.data && catalog.data.skills.length === 0 && form.skills.length === 0 && (
               <Text size="sm" c="dimmed">
                 The tenant has no skills yet (import or acquire them on the Skills page).
               </Text>
@@ -720,8 +733,8 @@ export function AgentEditPage() {
                   placeholder="choose a skill"
                   data={skillOptions}
                   value={row.skillId}
-                  disabled={!!skillsDenied}
-                  title={skillsDenied ?? undefined}
+                  disabled={!!skillsOff}
+                  title={skillsOff ?? undefined}
                   onChange={(skillId) => update({ skills: form.skills.map((r) => (r.key === row.key ? { ...r, skillId } : r)) })}
                   error={errors.skills[`${i}.skillId`]}
                   style={{ flex: 1 }}
@@ -732,8 +745,8 @@ export function AgentEditPage() {
                   description="higher: used first"
                   w={160}
                   value={row.priority}
-                  disabled={!!skillsDenied}
-                  title={skillsDenied ?? undefined}
+                  disabled={!!skillsOff}
+                  title={skillsOff ?? undefined}
                   onChange={(priority) => update({ skills: form.skills.map((r) => (r.key === row.key ? { ...r, priority } : r)) })}
                   error={errors.skills[`${i}.priority`]}
                 />
@@ -741,8 +754,8 @@ export function AgentEditPage() {
                   mt={24}
                   variant="subtle"
                   color="red"
-                  disabled={!!skillsDenied}
-                  title={skillsDenied ?? undefined}
+                  disabled={!!skillsOff}
+                  title={skillsOff ?? undefined}
                   onClick={() => update({ skills: form.skills.filter((r) => r.key !== row.key) })}
                 >
                   Remove skill
@@ -755,10 +768,10 @@ export function AgentEditPage() {
               </Text>
             )}
             <Group>
-              <Tooltip label={skillsDenied} disabled={!skillsDenied}>
+              <Tooltip label={skillsOff} disabled={!skillsOff}>
                 <Button
                   variant="default"
-                  disabled={!!skillsDenied || form.skills.length >= MAX_SKILL_ROWS}
+                  disabled={!!skillsOff || form.skills.length >= MAX_SKILL_ROWS}
                   onClick={() => update({ skills: [...form.skills, emptySkillRow()] })}
                 >
                   Add skill
