@@ -228,4 +228,45 @@ describeBrowser('the console: policy conditions and chat attachments', () => {
     // else (a script error, a Content-Security-Policy violation) is a fault.
     expect(pageErrors.filter((e) => !e.startsWith('console: Failed to load resource'))).toEqual([]);
   });
+
+  it('a drop during an upload cannot pass 20 attachments; a removed one frees its slot', async () => {
+    const agent = await t.agent(key, { name: 'Counter', model: 'builtin/echo' });
+    await page.goto(`${url}/playground?agentId=${agent.id}`);
+    await page.getByRole('heading', { name: 'Playground' }).waitFor();
+    // Slow uploads, so the second drop lands while the first one's files are still on their way.
+    const uploads = '**/api/v1/files';
+    await page.route(uploads, async (route) => {
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      await route.continue();
+    });
+    try {
+      const drop = async (prefix: string, n: number) => {
+        const files = await page.evaluateHandle(
+          `(() => { const d = new DataTransfer(); for (let i = 0; i < ${n}; i++) d.items.add(new File(['x'], '${prefix}-' + i + '.txt', { type: 'text/plain' })); return d; })()`,
+        );
+        const zone = page.getByTestId('chat-drop-zone');
+        await zone.dispatchEvent('dragover', { dataTransfer: files });
+        await zone.dispatchEvent('drop', { dataTransfer: files });
+      };
+      await drop('first', 15);
+      await drop('second', 10);
+      const pending = page.getByTestId('pending-attachments');
+      await page.getByRole('alert').filter({ hasText: 'at most 20 attachments: 5 not attached' }).waitFor();
+      await pending.getByText(/uploading/).waitFor({ state: 'detached', timeout: 30_000 });
+      // The pills' remove buttons are out of the tab order (Mantine), so they are found by their label.
+      const removers = pending.locator('[aria-label^="Remove "]');
+      expect(await removers.count()).toBe(20);
+
+      // One removed: exactly one more fits.
+      await pending.getByLabel('Remove first-0.txt').click();
+      await page.getByRole('alert').getByRole('button').click();
+      await drop('third', 2);
+      await page.getByRole('alert').filter({ hasText: 'at most 20 attachments: 1 not attached' }).waitFor();
+      await pending.getByText('third-0.txt', { exact: false }).waitFor();
+      await pending.getByText(/uploading/).waitFor({ state: 'detached', timeout: 30_000 });
+      expect(await removers.count()).toBe(20);
+    } finally {
+      await page.unroute(uploads);
+    }
+  });
 });

@@ -170,6 +170,8 @@ export function PlaygroundPage() {
   // Uploaded for the next message, named by id when it is sent.
   const [attached, setAttached] = useState<FileInfo[]>([]);
   const [uploading, setUploading] = useState(0);
+  // Attached plus uploading, counted when an upload starts: a drop during an upload sees the slots it took.
+  const taken = useRef(0);
   const [dragging, setDragging] = useState(false);
   const streamRef = useRef<RunStream | null>(null);
   const bottom = useRef<HTMLDivElement>(null);
@@ -240,17 +242,20 @@ export function PlaygroundPage() {
   async function attach(files: File[]) {
     if (!canAttach || !files.length) return;
     setError(null);
-    const room = MAX_ATTACHMENTS - attached.length;
+    const room = Math.max(MAX_ATTACHMENTS - taken.current, 0);
+    const accepted = files.slice(0, room);
+    taken.current += accepted.length;
     const problems: string[] = [];
     if (files.length > room) problems.push(`a message takes at most ${MAX_ATTACHMENTS} attachments: ${files.length - room} not attached`);
-    setUploading((n) => n + Math.min(files.length, Math.max(room, 0)));
+    setUploading((n) => n + accepted.length);
     await Promise.all(
-      files.slice(0, Math.max(room, 0)).map(async (file) => {
+      accepted.map(async (file) => {
         try {
           const uploaded = await client.files.upload(file);
           queryClient.setQueryData(['file', uploaded.id], uploaded);
           setAttached((list) => [...list, uploaded]);
         } catch (err) {
+          taken.current -= 1;
           problems.push(`${file.name}: ${messageOf(err)}`);
         } finally {
           setUploading((n) => n - 1);
@@ -299,6 +304,7 @@ export function PlaygroundPage() {
       streamRef.current = stream;
       const runId = await stream.runId();
       started = true;
+      taken.current -= files.length;
       setAttached([]);
       const conversation = (await stream.conversationId()) ?? conversationId!;
       pendingTurns.set(sessionStorage, { runId, conversationId: conversation, agentId });
@@ -430,7 +436,11 @@ export function PlaygroundPage() {
                     key={f.id}
                     withRemoveButton
                     removeButtonProps={{ 'aria-label': `Remove ${f.name}` }}
-                    onRemove={() => setAttached((list) => list.filter((x) => x.id !== f.id))}
+                    // The uploaded file stays on the server: the API has no delete for files (a tenant's retention removes old ones).
+                    onRemove={() => {
+                      taken.current -= 1;
+                      setAttached((list) => list.filter((x) => x.id !== f.id));
+                    }}
                   >
                     {f.name} · {sizeOf(f.size)}
                   </Pill>
