@@ -22,5 +22,5 @@ export function taskActionRefused(action: TaskAction, task: TaskState): string |
   if (action === 'retry') return task.status === 'failed' ? null : `only a failed task is retried (this one is ${task.status})`;
   // Queued work (a pending fire or automatic retry) is cancellable whatever the status.
   if (task.status === 'pending' || task.status === 'running' || task.queuedAt) return null;
-  return `nothing to cancel: the task is ${task.status} with no queued work`;
+  return `nothing to cancel: the task is ${task.status}`;
 }
