@@ -13,9 +13,7 @@ import type { InjectedInstead, RunHandle, RunOutcome, RunsService } from './serv
 import { isInjected } from './service.js';
 import { checkResponseFormat, ResponseFormatSchema } from '../runtime/response-format.js';
 import { RUN_STATUSES } from './statuses.js';
-
-/** The ways a run is started (runs/types.ts RunKind), for the list's `kind` filter. */
-const RUN_KINDS = ['execute', 'chat', 'stream', 'message', 'task', 'delegation', 'chat_completion', 'a2a'] as const;
+import { RUN_KINDS } from './types.js';
 
 /**
  * Executions and runs: POST /agents/:id/execute|chat|stream, GET /agents/:id/runs, and /runs/:runId.

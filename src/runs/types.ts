@@ -9,7 +9,9 @@ import type { RunError } from './views.js';
 
 /** The public shapes of the runs domain: what other domains hand to it and get back. */
 
-type RunKind = 'execute' | 'chat' | 'stream' | 'message' | 'task' | 'delegation' | 'chat_completion' | 'a2a';
+/** The ways a run is started: each route or domain starting runs names its own (the runs list filters on it). */
+export const RUN_KINDS = ['execute', 'chat', 'stream', 'message', 'task', 'delegation', 'chat_completion', 'a2a'] as const;
+type RunKind = (typeof RUN_KINDS)[number];
 export type OnActiveRun = 'reject' | 'enqueue' | 'inject';
 
 /** Who starts or cancels a run: declared here (not tenancy's Principal) so runs need not import tenancy. */
