@@ -276,6 +276,8 @@ export class ApprovalsService implements ToolApprovalRequests {
   }
 
   private async runEnded(run: RunFinished) {
+    // Most runs never wait for approval: two UPDATEs (two commits on SQLite) at each end would find nothing.
+    if (run.awaitedApproval === false) return;
     const at = now();
     await store.cancelOfRun(this.o.db.kysely, run.runId, at);
     await store.closeUntaken(this.o.db.kysely, run.runId, at);

@@ -198,6 +198,8 @@ export class RunExecution {
       startedAtMs: x.startedAtMs,
       toolSources: toolSet.sources,
       summaryModel: summaryModelOf(agent),
+      // Approvals are written only when a run pauses: a run that never did has none to close.
+      awaitedApproval: Boolean(x.resume) || loop?.finish === 'awaiting_approval',
     });
     if (outcome) {
       const ended = { kind: input.kind, tenantId, model: agent.model, steps: result.steps.length, toolSources: toolSet.sources, outcome };

@@ -50,6 +50,8 @@ export interface Ending {
   toolSources?: ReadonlyMap<string, string>;
   /** The model that summarised the run's history (runs/context.ts): its calls are priced at its price. */
   summaryModel?: string;
+  /** Whether the run waited for approval at any point (resumed after one, or its pause failed). */
+  awaitedApproval: boolean;
 }
 
 /**
@@ -129,6 +131,7 @@ export class RunFinish {
       status,
       ended: { output: result.output, error },
       finishedInTransaction: Boolean(activeRun.onFinish),
+      awaitedApproval: ending.awaitedApproval,
     };
     // The run's last events: whatever the hub has not written yet, and the terminal one. Taken once,
     // when the write first runs (group commit may run it a second time, alone).

@@ -109,6 +109,11 @@ export interface RunFinished {
   ended?: { output: string; error: RunError | null };
   /** The run's own `onFinish` was written in the same transaction as this end. */
   finishedInTransaction?: boolean;
+  /**
+   * False when the run never waited for approval (no tool approval of it can exist, so none is left
+   * to close); absent when the writer does not know (an end written elsewhere than its execution).
+   */
+  awaitedApproval?: boolean;
 }
 
 export type RunFinishedListener = (run: RunFinished) => Promise<void> | void;

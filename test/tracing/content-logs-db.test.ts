@@ -128,6 +128,19 @@ describe('trace settings', () => {
     });
   });
 
+  it('runs no statement on tool approvals at the end of a run that never waited for one', async () => {
+    const agent = await call('POST', '/api/v1/agents', { name: 'Plain', appId: 'app' });
+    expect(agent.status).toBe(201);
+    const res = await call('POST', `/api/v1/agents/${agent.body.id}/execute`, { message: 'hello' });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('completed');
+    const { spans } = await traceOf(res.requestId);
+    const texts = spans.map((s) => String(s.attributes['db.query.text'] ?? '')).filter(Boolean);
+    // The run's own end is traced (its UPDATE of runs), and nothing touches tool_approvals.
+    expect(texts.some((t) => /update "runs"/.test(t))).toBe(true);
+    expect(texts.filter((t) => t.includes('tool_approvals'))).toEqual([]);
+  });
+
   it('writes trace_id and span_id on the log lines written inside a traced request and run', async () => {
     const traceId = '0af7651916cd43dd8448eb211c80319c';
     const res = await call('GET', '/api/v1/agents', undefined, { traceparent: `00-${traceId}-b7ad6b7169203331-01` });
