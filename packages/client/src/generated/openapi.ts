@@ -1680,6 +1680,7 @@ export interface components {
                  * @description Streamable HTTP MCP endpoint
                  */
                 url: string;
+                /** @description sent with every request to the server; values are sealed at rest and read back sealed (a value in clear holds at most 8192 characters; a sealed one sent back is kept) */
                 headers?: {
                     [key: string]: string;
                 };
@@ -2796,6 +2797,7 @@ export interface operations {
                          * @description Streamable HTTP MCP endpoint
                          */
                         url: string;
+                        /** @description sent with every request to the server; values are sealed at rest and read back sealed (a value in clear holds at most 8192 characters; a sealed one sent back is kept) */
                         headers?: {
                             [key: string]: string;
                         };
@@ -3128,6 +3130,7 @@ export interface operations {
                          * @description Streamable HTTP MCP endpoint
                          */
                         url: string;
+                        /** @description sent with every request to the server; values are sealed at rest and read back sealed (a value in clear holds at most 8192 characters; a sealed one sent back is kept) */
                         headers?: {
                             [key: string]: string;
                         };
