@@ -8,8 +8,9 @@ import { defineConfig } from 'vitest/config';
  *
  * Most files wait on sockets, timers and child processes rather than the CPU, so they run three at a
  * time (vitest's default, available cores - 1, is one at a time on a 2-core machine; VITEST_MAX_WORKERS
- * overrides). The files below drive hundreds of runs, several server processes or a browser each: they
- * run afterwards, one file per database at a time, so a neighbour never starves them of CPU.
+ * overrides). The files below drive hundreds of runs, several server processes or a browser each, or
+ * need a worker thread to get the CPU in time: they run afterwards, one file per database at a time,
+ * so a neighbour never starves them of CPU.
  */
 const SERIAL = [
   'test/scale/**/*.test.ts',
@@ -19,6 +20,8 @@ const SERIAL = [
   'test/docs/commands.test.ts',
   'test/approvals/replicas.test.ts',
   'test/approvals/restart.test.ts',
+  // The WAL checkpointer's worker must get the CPU within the test's pauses.
+  'test/db/checkpoint.test.ts',
   // The files that drive Chromium (test/console/browser.ts).
   ...fs
     .readdirSync(path.join(import.meta.dirname, 'test/console'))

@@ -59,15 +59,22 @@ describe('a run resumed on another replica', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(status).toBe('completed');
-    await t.services.tracing!.flush();
-    await other.services.tracing!.flush();
+    // The resumed part's span ends just after the run's end is written, which the status above can
+    // show first: flush until both replicas' run spans arrived (or the deadline).
+    const runSpansOf = () => receiver.spans.filter((s) => s.name === 'invoke_agent Careful' && s.attributes['agentry.run.id'] === runId);
+    for (const end = Date.now() + 5_000; ; ) {
+      await t.services.tracing!.flush();
+      await other.services.tracing!.flush();
+      if (runSpansOf().length >= 2 || Date.now() > end) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
 
     const server = one(
       receiver.spans,
       'POST /api/v1/agents/:id/execute',
       (s) => s.attributes['agentry.request.id'] === res.headers['x-request-id'],
     );
-    const runSpans = receiver.spans.filter((s) => s.name === 'invoke_agent Careful' && s.attributes['agentry.run.id'] === runId);
+    const runSpans = runSpansOf();
     // Exported by each replica in its own time: told apart by the replica, not by arrival.
     expect(runSpans.map((s) => s.resource['service.instance.id']).sort()).toEqual(['replica-a', 'replica-b']);
     const first = runSpans.find((s) => s.resource['service.instance.id'] === 'replica-a')!;
