@@ -67,7 +67,11 @@ async function open(label: string, heading = label) {
  */
 async function expectGreyed(control: Locator, reason: string) {
   await control.waitFor();
-  expect(await control.isDisabled(), `${await control.textContent()} should be disabled`).toBe(true);
+  // The page may still show the state before a change the API already reports (its refetch follows the
+  // action's answer), so wait for the control to follow; it is never clicked.
+  await expect
+    .poll(() => control.isDisabled(), { message: `${await control.textContent()} should be disabled`, timeout: 10_000 })
+    .toBe(true);
   const title = await control.getAttribute('title');
   if (title?.includes(reason)) return;
   const tooltip = page.getByRole('tooltip').filter({ hasText: reason });
