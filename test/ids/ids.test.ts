@@ -1,4 +1,3 @@
-import { validate, version } from 'uuid';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isUuid, newId } from '../../src/ids.js';
 
@@ -7,10 +6,10 @@ describe('newId', () => {
   afterEach(() => vi.restoreAllMocks());
 
   const timestampOf = (id: string) => Number.parseInt(id.replaceAll('-', '').slice(0, 12), 16);
-  /** The 32-bit counter in bytes 6-10, around the version and variant bits. */
+  /** The 42-bit counter in bytes 6-11, around the version and variant bits. */
   const counterOf = (id: string) => {
     const b = Buffer.from(id.replaceAll('-', ''), 'hex');
-    return (b[6] & 0x0f) * 2 ** 28 + b[7] * 2 ** 20 + (b[8] & 0x3f) * 2 ** 14 + b[9] * 2 ** 6 + (b[10] >> 2);
+    return (b[6] & 0x0f) * 2 ** 38 + b[7] * 2 ** 30 + (b[8] & 0x3f) * 2 ** 24 + b[9] * 2 ** 16 + b[10] * 2 ** 8 + b[11];
   };
 
   it('makes valid, distinct v7 ids that sort in creation order, many per millisecond', () => {
@@ -18,8 +17,8 @@ describe('newId', () => {
     const ids = Array.from({ length: 20_000 }, () => newId()); // many refills of the random pool
     const after = Date.now();
     for (const id of ids.slice(0, 300)) {
-      expect(validate(id) && isUuid(id)).toBe(true);
-      expect(version(id)).toBe(7);
+      expect(isUuid(id)).toBe(true);
+      expect(id[14]).toBe('7'); // the version
       expect('89ab').toContain(id[19]); // RFC 9562 variant
     }
     expect(new Set(ids).size).toBe(ids.length);
