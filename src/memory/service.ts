@@ -254,8 +254,7 @@ export class MemoryService {
         if (!(await store.updateBlock(trx, scope.tenantId, current.id, current.version, patch))) throw new Raced();
         row = { ...current, ...patch };
       } else {
-        // Two writers making different blocks at once may both pass this count on PostgreSQL; the
-        // limit bounds the prompt, so one block over it in such a race is tolerable.
+        await store.lockScopeForCreate(trx, scope, this.db.dialect);
         if ((await store.countBlocks(trx, scope)) >= MEMORY_MAX_BLOCKS) {
           throw new Conflict(
             'memory_block_limit',

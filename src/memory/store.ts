@@ -1,5 +1,5 @@
 import { exportPages } from '../db/export-pages.js';
-import type { Kysely, Selectable } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import { countRows } from '../db/count.js';
 import type { Database, MemoryBlockTable, MemoryBlockVersionTable } from '../db/schema.js';
 
@@ -50,6 +50,17 @@ export function blocksForRun(db: Executor, tenantId: string, agentId: string, us
 
 export function findBlock(db: Executor, scope: BlockScope, label: string): Promise<MemoryBlockRow | undefined> {
   return blocksOf(db, scope).selectAll().where('label', '=', label).executeTakeFirst();
+}
+
+/**
+ * Makes the scope's block creations wait for each other until the transaction ends, so that each one
+ * counts the blocks after the others committed: a PostgreSQL advisory lock on the scope. SQLite runs
+ * one transaction at a time already.
+ */
+export async function lockScopeForCreate(db: Executor, scope: BlockScope, dialect: 'sqlite' | 'postgres'): Promise<void> {
+  if (dialect !== 'postgres') return;
+  const key = `memory-blocks/${scope.tenantId}/${scope.agentId}/${scope.userId ?? ''}`;
+  await sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(db);
 }
 
 export function countBlocks(db: Executor, scope: BlockScope): Promise<number> {

@@ -337,6 +337,21 @@ describe('/api/v1/agents/:id/memory', () => {
     });
   });
 
+  it('holds a scope to 16 blocks when new blocks are created at once', async () => {
+    const agent = await rememberer();
+    for (let i = 0; i < 14; i++) {
+      expect((await t.request('PUT', memoryUrl(agent.id, `b${i}`, '?userId=ana'), { key, body: { value: `${i}` } })).status).toBe(201);
+    }
+    const created = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => t.request('PUT', memoryUrl(agent.id, `new${i}`, '?userId=ana'), { key, body: { value: 'x' } })),
+    );
+    const statuses = created.map((res) => res.status).sort();
+    expect(statuses).toEqual([201, 201, ...Array(8).fill(409)]);
+    for (const res of created.filter((r) => r.status === 409)) expectProblem(res, 409, 'memory_block_limit');
+    const listed = await t.request('GET', memoryUrl(agent.id, undefined, '?userId=ana'), { key });
+    expect(listed.body.blocks.filter((b: { userId: string | null }) => b.userId === 'ana')).toHaveLength(16);
+  });
+
   it('answers 400 naming the field, 403 without the permission, 404 for another tenant’s agent', async () => {
     const agent = await rememberer();
     const bad = async (method: string, url: string, body: unknown, path: string) => {
