@@ -84,7 +84,11 @@ export class JobQueue {
 
   private async renewLeases() {
     if (!this.held.size) return;
-    await store.renewJobLeases(this.r.db.kysely, { owner: leaseOwner(this.r), jobIds: [...this.held], until: leaseUntil(this.r) });
+    await store.renewJobLeases(this.r.db.kysely, this.r.db.dialect, {
+      owner: leaseOwner(this.r),
+      jobIds: [...this.held],
+      until: leaseUntil(this.r),
+    });
   }
 
   /** Renews the leases of the jobs this process holds, a third of a lease apart. */

@@ -153,11 +153,22 @@ export function markJobRunning(db: Executor, { jobId, owner, runId, at }: { jobI
     .executeTakeFirst();
 }
 
-export function renewJobLeases(db: Executor, { owner, jobIds, until }: { owner: string; jobIds: string[]; until: string }) {
+/**
+ * Extends the leases of the claimed jobs this process holds. On PostgreSQL a job whose row another
+ * transaction has locked (a batch of run starts moving jobs to running, locking rows in its own order)
+ * is skipped, not waited for: waiting deadlocked with such a batch. It is renewed the next time.
+ */
+export function renewJobLeases(
+  db: Executor,
+  dialect: 'sqlite' | 'postgres',
+  { owner, jobIds, until }: { owner: string; jobIds: string[]; until: string },
+) {
+  const held = (q: Executor) =>
+    q.selectFrom('task_jobs').select('id').where('id', 'in', jobIds).where('lease_owner', '=', owner).where('state', '=', 'claimed');
   return db
     .updateTable('task_jobs')
     .set({ lease_expires_at: until })
-    .where('id', 'in', jobIds)
+    .where('id', 'in', dialect === 'postgres' ? held(db).forUpdate().skipLocked() : jobIds)
     .where('lease_owner', '=', owner)
     .where('state', '=', 'claimed')
     .execute();
