@@ -28,7 +28,7 @@ const SERIAL = [
     .filter(
       (file) =>
         file.endsWith('.test.ts') &&
-        fs.readFileSync(path.join(import.meta.dirname, 'test/console', file), 'utf8').includes('launchBrowser('),
+        fs.readFileSync(path.join(import.meta.dirname, 'test/console', file), 'utf8').includes('openRecordedPage('),
     )
     .map((file) => `test/console/${file}`),
 ];

@@ -1,9 +1,15 @@
-import os from 'node:os';
-import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
-import { CONSOLE_DIST, hasChromium, launchBrowser, requireConsoleBuild, type TestBrowser } from './browser.js';
+import {
+  CONSOLE_DIST,
+  hasChromium,
+  openRecordedPage,
+  requireConsoleBuild,
+  screenshotFailures,
+  signIn,
+  type TestBrowser,
+} from './browser.js';
 
 /*
  * The agent form in a browser (issue 24): the model picker fed by GET /api/v1/models, MCP servers as
@@ -52,25 +58,10 @@ describeBrowser('the agent form', () => {
     });
     expect(skill.status, skill.text).toBe(201);
     skillId = skill.body.id;
-    browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
-    page.on('pageerror', (err) => pageErrors.push(`pageerror: ${err.message}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error') pageErrors.push(`console: ${message.text()}`);
-    });
-    await page.goto(url);
-    await page.getByLabel('API key or access token').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Agents' }).waitFor();
+    ({ browser, page } = await openRecordedPage(pageErrors));
+    await signIn(page, url, key);
   });
-  afterEach(async (context) => {
-    if (context.task.result?.state === 'fail' && page) {
-      const file = path.join(os.tmpdir(), `agentry-agent-form-failed-${context.task.name.replace(/\W+/g, '-').slice(0, 60)}.png`);
-      await page.screenshot({ path: file }).catch(() => {});
-      console.warn(`screenshot of the failed page: ${file}`);
-    }
-  });
+  screenshotFailures('agentry-agent-form-failed', () => page);
   afterAll(async () => {
     await browser?.close();
     await t?.close();

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { type BrowserContext, chromium } from 'playwright-core';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterEach } from 'vitest';
 
 /*
  * One headless Chromium per test file, driven by playwright-core: Debian's own build (.ci/run installs
@@ -25,7 +26,7 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
-export async function launchBrowser(viewport = { width: 1280, height: 800 }): Promise<TestBrowser> {
+async function launchBrowser(viewport = { width: 1280, height: 800 }): Promise<TestBrowser> {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
@@ -49,4 +50,39 @@ export async function launchBrowser(viewport = { width: 1280, height: 800 }): Pr
       fs.rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A page of a new browser. Its waits give up after 15 s, below a test's own timeout, so that a failed
+ * wait says what it waited for; what it raises goes to `errors`: uncaught exceptions and console errors,
+ * among them Content-Security-Policy violations.
+ */
+export async function openRecordedPage(errors: string[]): Promise<{ browser: TestBrowser; page: Page }> {
+  const browser = await launchBrowser();
+  const page = await browser.context.newPage();
+  page.setDefaultTimeout(15_000);
+  page.on('pageerror', (err) => errors.push(`pageerror: ${err.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(`console: ${message.text()}`);
+  });
+  return { browser, page };
+}
+
+/** After a failed test, a screenshot of what the page showed, named in the log for whoever reads it. */
+export function screenshotFailures(prefix: string, page: () => Page | undefined) {
+  afterEach(async (context) => {
+    const shown = page();
+    if (context.task.result?.state !== 'fail' || !shown) return;
+    const file = path.join(os.tmpdir(), `${prefix}-${context.task.name.replace(/\W+/g, '-').slice(0, 60)}.png`);
+    await shown.screenshot({ path: file }).catch(() => {});
+    console.warn(`screenshot of the failed page: ${file}`);
+  });
+}
+
+/** Signs in with an API key on the console's first page, as a person does, and waits for the agents page. */
+export async function signIn(page: Page, url: string, key: string) {
+  await page.goto(url);
+  await page.getByLabel('API key or access token').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Agents' }).waitFor();
 }

@@ -1,10 +1,18 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { zip } from '../skills/helpers.js';
-import { CONSOLE_DIST, SCREENSHOTS, hasChromium, launchBrowser, requireConsoleBuild, type TestBrowser } from './browser.js';
+import {
+  CONSOLE_DIST,
+  SCREENSHOTS,
+  hasChromium,
+  openRecordedPage,
+  requireConsoleBuild,
+  screenshotFailures,
+  type TestBrowser,
+} from './browser.js';
 
 /*
  * What the console's issue asks for beyond e2e.test.ts's main flows, as a person would do it: a
@@ -145,21 +153,9 @@ describeBrowser('the console, page by page', () => {
     ({ key } = await t.tenant('Acme'));
     readKey = await t.key(key, ['agents:read', 'settings:read', 'skills:read']);
     agentId = (await t.agent(key, { name: 'Support', appId: 'demo' })).id;
-    browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
-    page.on('pageerror', (err) => pageErrors.push(`pageerror: ${err.message}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error') pageErrors.push(`console: ${message.text()}`);
-    });
+    ({ browser, page } = await openRecordedPage(pageErrors));
   });
-  afterEach(async (context) => {
-    if (context.task.result?.state === 'fail' && page) {
-      const file = path.join(os.tmpdir(), `agentry-console-failed-${context.task.name.replace(/\W+/g, '-').slice(0, 60)}.png`);
-      await page.screenshot({ path: file }).catch(() => {});
-      console.warn(`screenshot of the failed page: ${file}`);
-    }
-  });
+  screenshotFailures('agentry-console-failed', () => page);
   afterAll(async () => {
     await browser?.close();
     await t?.close();

@@ -1,9 +1,17 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
-import { CONSOLE_DIST, SCREENSHOTS, hasChromium, launchBrowser, requireConsoleBuild, type TestBrowser } from './browser.js';
+import {
+  CONSOLE_DIST,
+  SCREENSHOTS,
+  hasChromium,
+  openRecordedPage,
+  requireConsoleBuild,
+  screenshotFailures,
+  type TestBrowser,
+} from './browser.js';
 
 /*
  * The console as a person uses it: a real server (this process, SQLite) serving the built console,
@@ -45,24 +53,9 @@ describeBrowser('the console in a browser', () => {
     t = await startApp({ CONSOLE_DIR: CONSOLE_DIST, MODEL_PRICES: JSON.stringify(PRICES) });
     url = await t.listen();
     ({ key } = await t.tenant('Acme'));
-    browser = await launchBrowser();
-    page = await browser.context.newPage();
-    // Below the test's own timeout, so a wait that fails says what it waited for.
-    page.setDefaultTimeout(15_000);
-    page.on('pageerror', (err) => pageErrors.push(`pageerror: ${err.message}`));
-    // A Content-Security-Policy violation is reported on the console as an error.
-    page.on('console', (message) => {
-      if (message.type() === 'error') pageErrors.push(`console: ${message.text()}`);
-    });
+    ({ browser, page } = await openRecordedPage(pageErrors));
   });
-  // What the page showed when a test failed, for whoever reads the log.
-  afterEach(async (context) => {
-    if (context.task.result?.state === 'fail' && page) {
-      const file = path.join(os.tmpdir(), `agentry-console-failed-${context.task.name.replace(/\W+/g, '-').slice(0, 60)}.png`);
-      await page.screenshot({ path: file }).catch(() => {});
-      console.warn(`screenshot of the failed page: ${file}`);
-    }
-  });
+  screenshotFailures('agentry-console-failed', () => page);
   afterAll(async () => {
     await browser?.close();
     await t?.close();

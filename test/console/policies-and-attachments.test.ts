@@ -1,9 +1,15 @@
-import os from 'node:os';
-import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
-import { CONSOLE_DIST, hasChromium, launchBrowser, requireConsoleBuild, type TestBrowser } from './browser.js';
+import {
+  CONSOLE_DIST,
+  hasChromium,
+  openRecordedPage,
+  requireConsoleBuild,
+  screenshotFailures,
+  signIn,
+  type TestBrowser,
+} from './browser.js';
 
 /*
  * Two console pages as a person uses them, against a real server (this process, SQLite) and Chromium:
@@ -55,25 +61,10 @@ describeBrowser('the console: policy conditions and chat attachments', () => {
     t = await startApp({ CONSOLE_DIR: CONSOLE_DIST });
     url = await t.listen();
     ({ key } = await t.tenant('Conditions'));
-    browser = await launchBrowser();
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(15_000);
-    page.on('pageerror', (err) => pageErrors.push(`pageerror: ${err.message}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error') pageErrors.push(`console: ${message.text()}`);
-    });
-    await page.goto(url);
-    await page.getByLabel('API key or access token').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Agents' }).waitFor();
+    ({ browser, page } = await openRecordedPage(pageErrors));
+    await signIn(page, url, key);
   });
-  afterEach(async (context) => {
-    if (context.task.result?.state === 'fail' && page) {
-      const file = path.join(os.tmpdir(), `agentry-console-failed-${context.task.name.replace(/\W+/g, '-').slice(0, 60)}.png`);
-      await page.screenshot({ path: file }).catch(() => {});
-      console.warn(`screenshot of the failed page: ${file}`);
-    }
-  });
+  screenshotFailures('agentry-console-failed', () => page);
   afterAll(async () => {
     await browser?.close();
     await t?.close();
