@@ -1,5 +1,8 @@
 import { expect } from 'vitest';
 import type { components, paths } from '../../packages/client/src/generated/openapi.js';
+import { startApp, type TestApp } from '../helpers/app.js';
+import { type FakeProvider, responsesStream, startFakeProvider } from '../helpers/fake-provider.js';
+import { startMcpServer } from '../helpers/mcp-server.js';
 
 export type Approval = components['schemas']['Approval'];
 type RunDetails = paths['/api/v1/runs/{runId}']['get']['responses'][200]['content']['application/json'];
@@ -40,4 +43,68 @@ export async function endedRun(t: Caller, key: string, runId: string) {
     if (['completed', 'failed', 'cancelled'].includes(res.body.status) || Date.now() > deadline) return res.body;
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** A callee that pauses twice: an app on a fake OpenAI vendor, and an MCP server whose `shout` waits for a person. */
+export interface TwoShouts {
+  t: TestApp;
+  key: string;
+  vendor: FakeProvider;
+  mcp: Awaited<ReturnType<typeof startMcpServer>>;
+  close(): Promise<void>;
+}
+
+/** The callee's final answer, after both shouts. */
+export const TWO_SHOUTS_ANSWER = 'Both shouts are done.';
+
+export async function startTwoShouts(): Promise<TwoShouts> {
+  const vendor = await startFakeProvider();
+  const mcp = await startMcpServer();
+  const t = await startApp({ OPENAI_BASE_URL: vendor.baseUrl, OPENAI_API_KEY: 'sk-test-openai' });
+  const { key } = await t.tenant();
+  await t.listen();
+  return {
+    t,
+    key,
+    vendor,
+    mcp,
+    async close() {
+      await t.close();
+      await mcp.close();
+      await vendor.close();
+    },
+  };
+}
+
+/** The callee: an agent on the vendor whose MCP tool `shout` waits for a person. */
+export function shoutingAgent({ t, key, mcp }: TwoShouts) {
+  return t.agent(key, { name: 'Helper', model: 'openai/gpt-5-mini', tools: [{ type: 'mcp', url: mcp.url }], configuration: shoutWaits() });
+}
+
+/**
+ * The callee's model: shout "one", shout "two" (answered once `holdSecond` settles, when given), then
+ * TWO_SHOUTS_ANSWER.
+ */
+export function scriptTwoShouts(vendor: FakeProvider, holdSecond?: Promise<unknown>) {
+  const shout = (n: number, text: string) =>
+    responsesStream({
+      id: `resp_${n}`,
+      items: [{ type: 'function_call', id: `fc_${n}`, call_id: `call_shout_${n}`, name: 'shout', arguments: [`{"text":"${text}"}`] }],
+      usage: { input_tokens: 50, output_tokens: 10 },
+    });
+  vendor.script({ sse: shout(1, 'one') }, holdSecond ? { sse: shout(2, 'two'), hold: holdSecond } : { sse: shout(2, 'two') }, {
+    sse: responsesStream({
+      id: 'resp_3',
+      items: [{ type: 'message', id: 'msg_3', text: [TWO_SHOUTS_ANSWER] }],
+      usage: { input_tokens: 80, output_tokens: 6 },
+    }),
+  });
+}
+
+/** Approves the run's only pending approval (polled until there is one), a shout of `text`. */
+export async function approveNext({ t, key }: TwoShouts, runId: string, text: string) {
+  const pending = await pendingOf(t, key, runId);
+  expect(pending).toHaveLength(1);
+  expect(pending[0].toolCall).toMatchObject({ name: 'shout', arguments: { text } });
+  expect((await t.request('POST', `/api/v1/approvals/${pending[0].id}/approve`, { key })).status).toBe(200);
 }

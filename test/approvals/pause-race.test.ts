@@ -1,10 +1,16 @@
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RunOutcome } from '../../src/runs/service.js';
-import { startApp, type TestApp } from '../helpers/app.js';
-import { type FakeProvider, responsesStream, startFakeProvider } from '../helpers/fake-provider.js';
-import { startMcpServer } from '../helpers/mcp-server.js';
-import { pendingOf, shoutWaits } from './helpers.js';
+import type { TestApp } from '../helpers/app.js';
+import type { FakeProvider } from '../helpers/fake-provider.js';
+import {
+  approveNext as approveNextOf,
+  scriptTwoShouts,
+  shoutingAgent,
+  startTwoShouts,
+  TWO_SHOUTS_ANSWER as FINAL,
+  type TwoShouts,
+} from './helpers.js';
 
 /**
  * The narrow race of a caller waiting for its callee (a delegated call, a /v1 chat completion): the
@@ -14,60 +20,24 @@ import { pendingOf, shoutWaits } from './helpers.js';
  * callee executes again, and the callee's second model call is held until the caller waits.
  */
 
+let shouts: TwoShouts;
 let t: TestApp;
 let key: string;
 let vendor: FakeProvider;
-let mcp: Awaited<ReturnType<typeof startMcpServer>>;
 
 beforeAll(async () => {
-  vendor = await startFakeProvider();
-  mcp = await startMcpServer();
-  t = await startApp({ OPENAI_BASE_URL: vendor.baseUrl, OPENAI_API_KEY: 'sk-test-openai' });
-  ({ key } = await t.tenant());
-  await t.listen();
+  shouts = await startTwoShouts();
+  ({ t, key, vendor } = shouts);
 });
-afterAll(async () => {
-  await t?.close();
-  await mcp?.close();
-  await vendor?.close();
-});
+afterAll(() => shouts?.close());
 afterEach(() => {
   vi.restoreAllMocks();
   expect(vendor.unused()).toBe(0);
 });
 
-const FINAL = 'Both shouts are done.';
+const helperAgent = () => shoutingAgent(shouts);
 
-/** The callee's model: shout "one", shout "two" (answered once `second` settles), then the final answer. */
-function scriptTwoShouts(second: Promise<unknown>) {
-  const shout = (n: number, text: string) =>
-    responsesStream({
-      id: `resp_${n}`,
-      items: [{ type: 'function_call', id: `fc_${n}`, call_id: `call_shout_${n}`, name: 'shout', arguments: [`{"text":"${text}"}`] }],
-      usage: { input_tokens: 50, output_tokens: 10 },
-    });
-  vendor.script(
-    { sse: shout(1, 'one') },
-    { sse: shout(2, 'two'), hold: second },
-    {
-      sse: responsesStream({
-        id: 'resp_3',
-        items: [{ type: 'message', id: 'msg_3', text: [FINAL] }],
-        usage: { input_tokens: 80, output_tokens: 6 },
-      }),
-    },
-  );
-}
-
-const helperAgent = () =>
-  t.agent(key, { name: 'Helper', model: 'openai/gpt-5-mini', tools: [{ type: 'mcp', url: mcp.url }], configuration: shoutWaits() });
-
-async function approveNext(runId: string, text: string) {
-  const pending = await pendingOf(t, key, runId);
-  expect(pending).toHaveLength(1);
-  expect(pending[0].toolCall).toMatchObject({ name: 'shout', arguments: { text } });
-  expect((await t.request('POST', `/api/v1/approvals/${pending[0].id}/approve`, { key })).status).toBe(200);
-}
+const approveNext = (runId: string, text: string) => approveNextOf(shouts, runId, text);
 
 /**
  * Holds the caller where the race is: once the callee's first outcome (its pause) is read, the first
@@ -94,7 +64,7 @@ function raceTheCaller(agentId: string, release: () => void): Promise<string> {
 describe('a caller whose callee is approved and resumed before the caller waits for it', () => {
   it('a delegated call: the tool result is the callee’s final answer, after its second pause', async () => {
     let release!: () => void;
-    scriptTwoShouts(new Promise<void>((r) => (release = r)));
+    scriptTwoShouts(vendor, new Promise<void>((r) => (release = r)));
     const helper = await helperAgent();
     const lead = await t.agent(key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
     const raced = raceTheCaller(helper.id, () => release());
@@ -111,7 +81,7 @@ describe('a caller whose callee is approved and resumed before the caller waits 
 
   it('a /v1 chat completion: the answer is the final one, after the second pause', async () => {
     let release!: () => void;
-    scriptTwoShouts(new Promise<void>((r) => (release = r)));
+    scriptTwoShouts(vendor, new Promise<void>((r) => (release = r)));
     const helper = await helperAgent();
     const client = new OpenAI({ baseURL: `${await t.listen()}/v1`, apiKey: key, maxRetries: 0 });
     const raced = raceTheCaller(helper.id, () => release());

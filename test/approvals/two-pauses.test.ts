@@ -1,9 +1,15 @@
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/app.js';
-import { type FakeProvider, responsesStream, startFakeProvider } from '../helpers/fake-provider.js';
-import { startMcpServer } from '../helpers/mcp-server.js';
-import { pendingOf, shoutWaits } from './helpers.js';
+import type { TestApp } from '../helpers/app.js';
+import type { FakeProvider } from '../helpers/fake-provider.js';
+import {
+  approveNext as approveNextOf,
+  scriptTwoShouts,
+  shoutingAgent,
+  startTwoShouts,
+  TWO_SHOUTS_ANSWER as FINAL,
+  type TwoShouts,
+} from './helpers.js';
 
 /**
  * A caller waiting for another run's end (a delegated call, a /v1 chat completion) waits through
@@ -13,58 +19,24 @@ import { pendingOf, shoutWaits } from './helpers.js';
  * pause does not end their wait; these pin that, on each way a caller waits.
  */
 
+let shouts: TwoShouts;
 let t: TestApp;
 let key: string;
 let vendor: FakeProvider;
-let mcp: Awaited<ReturnType<typeof startMcpServer>>;
 
 beforeAll(async () => {
-  vendor = await startFakeProvider();
-  mcp = await startMcpServer();
-  t = await startApp({ OPENAI_BASE_URL: vendor.baseUrl, OPENAI_API_KEY: 'sk-test-openai' });
-  ({ key } = await t.tenant());
-  await t.listen();
+  shouts = await startTwoShouts();
+  ({ t, key, vendor } = shouts);
 });
-afterAll(async () => {
-  await t?.close();
-  await mcp?.close();
-  await vendor?.close();
-});
+afterAll(() => shouts?.close());
 afterEach(() => {
   // Every scripted step was asked for: the run went through both pauses to its answer.
   expect(vendor.unused()).toBe(0);
 });
 
-const FINAL = 'Both shouts are done.';
+const helperAgent = () => shoutingAgent(shouts);
 
-/** The callee's model: shout "one", then shout "two" (each waits for a person), then the final answer. */
-function scriptTwoShouts() {
-  const shout = (n: number, text: string) => ({
-    sse: responsesStream({
-      id: `resp_${n}`,
-      items: [{ type: 'function_call', id: `fc_${n}`, call_id: `call_shout_${n}`, name: 'shout', arguments: [`{"text":"${text}"}`] }],
-      usage: { input_tokens: 50, output_tokens: 10 },
-    }),
-  });
-  vendor.script(shout(1, 'one'), shout(2, 'two'), {
-    sse: responsesStream({
-      id: 'resp_3',
-      items: [{ type: 'message', id: 'msg_3', text: [FINAL] }],
-      usage: { input_tokens: 80, output_tokens: 6 },
-    }),
-  });
-}
-
-const helperAgent = () =>
-  t.agent(key, { name: 'Helper', model: 'openai/gpt-5-mini', tools: [{ type: 'mcp', url: mcp.url }], configuration: shoutWaits() });
-
-/** Approves the run's only pending approval (polled until there is one), a shout of `text`. */
-async function approveNext(runId: string, text: string) {
-  const pending = await pendingOf(t, key, runId);
-  expect(pending).toHaveLength(1);
-  expect(pending[0].toolCall).toMatchObject({ name: 'shout', arguments: { text } });
-  expect((await t.request('POST', `/api/v1/approvals/${pending[0].id}/approve`, { key })).status).toBe(200);
-}
+const approveNext = (runId: string, text: string) => approveNextOf(shouts, runId, text);
 
 /** The id of the agent's run once it waits for a person (polled). */
 async function waitingRunOf(agentId: string) {
@@ -88,7 +60,7 @@ async function approveBoth(agentId: string) {
 
 describe('a caller waiting through two pauses of its callee', () => {
   it('a delegated call: the caller’s tool result is the callee’s final answer', async () => {
-    scriptTwoShouts();
+    scriptTwoShouts(vendor);
     const helper = await helperAgent();
     const lead = await t.agent(key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
     const leadRun = t.request('POST', `/api/v1/agents/${lead.id}/execute`, {
@@ -100,13 +72,13 @@ describe('a caller waiting through two pauses of its callee', () => {
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('completed');
     expect(res.body.toolCalls[0]).toMatchObject({ name: 'ask_helper', result: { agentId: helper.id, runId: calleeRunId, output: FINAL } });
-    expect(mcp.state.calls.filter((c) => c.name === 'shout').map((c) => c.args)).toEqual(
+    expect(shouts.mcp.state.calls.filter((c) => c.name === 'shout').map((c) => c.args)).toEqual(
       expect.arrayContaining([{ text: 'one' }, { text: 'two' }]),
     );
   });
 
   it('a /v1 chat completion (openai client): the answer is the final one', async () => {
-    scriptTwoShouts();
+    scriptTwoShouts(vendor);
     const helper = await helperAgent();
     const client = new OpenAI({ baseURL: `${await t.listen()}/v1`, apiKey: key, maxRetries: 0 });
     const answer = client.chat.completions.create({ model: `agent:${helper.id}`, messages: [{ role: 'user', content: 'shout twice' }] });
@@ -117,7 +89,7 @@ describe('a caller waiting through two pauses of its callee', () => {
   });
 
   it('a streamed /v1 chat completion: the stream stays open through both pauses and ends with the final answer', async () => {
-    scriptTwoShouts();
+    scriptTwoShouts(vendor);
     const helper = await helperAgent();
     const client = new OpenAI({ baseURL: `${await t.listen()}/v1`, apiKey: key, maxRetries: 0 });
     const stream = await client.chat.completions.create({

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { signature } from '../../src/tasks/webhook-signatures.js';
-import { createTask, taskIn, waitFor } from './helpers.js';
+import { createTask, deliverWebhook, taskIn, waitFor } from './helpers.js';
 
 /**
  * The tasks API: every endpoint and transition, valid and not. The app dispatches nothing by itself
@@ -429,15 +428,7 @@ describe('queued work (queuedAt)', () => {
     await taskIn(t, key, task.id, ['completed']);
     // A delivery queues work; no worker runs here, so it waits and the task stays completed.
     const body = '{"orderId":1}';
-    const ts = String(Math.floor(Date.now() / 1000));
-    const delivered = await t.request('POST', `/api/v1/hooks/${task.id}`, {
-      payload: body,
-      headers: {
-        'content-type': 'application/json',
-        'x-agentry-timestamp': ts,
-        'x-agentry-signature': `sha256=${signature(task.trigger.secret, ts, body)}`,
-      },
-    });
+    const delivered = await deliverWebhook(t, task.id, task.trigger.secret, body);
     expect(delivered.status, delivered.text).toBe(202);
     const queued = await get(task.id);
     expect(queued.body).toMatchObject({ status: 'completed', queuedAt: expect.stringMatching(/Z$/) });

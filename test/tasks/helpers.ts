@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp, createServices, type Services } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
+import { signature } from '../../src/tasks/webhook-signatures.js';
 import type { TestApp } from '../helpers/app.js';
 
 /** Polls until `check` answers something truthy (or throws the last failure after `timeoutMs`). */
@@ -18,6 +19,23 @@ export async function waitFor<T>(check: () => Promise<T> | T, timeoutMs = 10_000
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * Delivers `body` to a webhook task as its sender would: signed with `secret` (none when null) over the
+ * timestamp and the raw body, unless `options.signature` replaces the signature.
+ */
+export function deliverWebhook(
+  t: TestApp,
+  taskId: string,
+  secret: string | null,
+  body: string,
+  options: { timestamp?: number; signature?: string; headers?: Record<string, string> } = {},
+) {
+  const ts = String(options.timestamp ?? Math.floor(Date.now() / 1000));
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-agentry-timestamp': ts, ...(options.headers ?? {}) };
+  if (secret !== null) headers['x-agentry-signature'] = options.signature ?? `sha256=${signature(secret, ts, body)}`;
+  return t.request('POST', `/api/v1/hooks/${taskId}`, { payload: body, headers });
 }
 
 export async function createTask(t: TestApp, key: string, body: Record<string, unknown>) {

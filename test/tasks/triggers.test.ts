@@ -2,7 +2,7 @@ import { SecretBox } from '../../src/identity/secret-box.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signature } from '../../src/tasks/webhook-signatures.js';
 import { dialect, expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { createTask, replica, taskIn, waitFor } from './helpers.js';
+import { createTask, deliverWebhook, replica, taskIn, waitFor } from './helpers.js';
 
 let t: TestApp;
 let key: string;
@@ -15,17 +15,8 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-function deliver(
-  taskId: string,
-  secret: string | null,
-  body: string,
-  options: { timestamp?: number; signature?: string; headers?: Record<string, string> } = {},
-) {
-  const ts = String(options.timestamp ?? Math.floor(Date.now() / 1000));
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-agentry-timestamp': ts, ...(options.headers ?? {}) };
-  if (secret !== null) headers['x-agentry-signature'] = options.signature ?? `sha256=${signature(secret, ts, body)}`;
-  return t.request('POST', `/api/v1/hooks/${taskId}`, { payload: body, headers });
-}
+const deliver = (taskId: string, secret: string | null, body: string, options?: Parameters<typeof deliverWebhook>[4]) =>
+  deliverWebhook(t, taskId, secret, body, options);
 
 const runsOf = (id: string) => t.db.kysely.selectFrom('runs').selectAll().where('task_id', '=', id).orderBy('id').execute();
 

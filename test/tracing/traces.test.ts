@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signature } from '../../src/tasks/webhook-signatures.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
-import { taskIn, waitFor } from '../tasks/helpers.js';
+import { deliverWebhook, taskIn, waitFor } from '../tasks/helpers.js';
 import { childrenOf, one, type ReceivedSpan, type Receiver, startReceiver } from './receiver.js';
 
 /**
@@ -178,15 +177,7 @@ describe('traces over OTLP/HTTP', () => {
     expect(created.status, created.text).toBe(201);
     const task = created.body;
     const body = '{"orderId":42}';
-    const ts = String(Math.floor(Date.now() / 1000));
-    const delivered = await t.request('POST', `/api/v1/hooks/${task.id}`, {
-      payload: body,
-      headers: {
-        'content-type': 'application/json',
-        'x-agentry-timestamp': ts,
-        'x-agentry-signature': `sha256=${signature(task.trigger.secret, ts, body)}`,
-      },
-    });
+    const delivered = await deliverWebhook(t, task.id, task.trigger.secret, body);
     expect(delivered.status, delivered.text).toBe(202);
     const done = await taskIn(t, key, task.id, ['completed']);
 
