@@ -3,6 +3,7 @@ import * as conversations from '../conversations/turns.js';
 import { now } from '../ids.js';
 import type { ContextOptions } from '../runtime/context/fit.js';
 import type { ConversationTurn } from '../runtime/loop.js';
+import type { ContextWindow, PriceTable } from '../runtime/models/prices.js';
 import type { RunResources } from './resources.js';
 
 /** A stored history message as the start reads it (conversations/turns.ts `history`). */
@@ -38,7 +39,7 @@ function storedToolCalls(text: string) {
 }
 
 /**
- * How the run's history is fitted into its model's window (runtime/context/fit.ts): the window from
+ * How the run's history is fitted into its models' window (runtime/context/fit.ts): the window from
  * the price table (none known: no fitting), summaries by the agent's `summaryModel` or its own model,
  * kept with the conversation.
  */
@@ -46,7 +47,7 @@ export function contextOptions(
   r: RunResources,
   run: { tenantId: string; conversationId: string; agent: Agent },
 ): ContextOptions | undefined {
-  const limits = r.prices.windowOf(run.agent.model);
+  const limits = tightestWindow(r.prices, [run.agent.model, ...run.agent.configuration.fallbackModels]);
   if (!limits) return undefined;
   const { tenantId, conversationId } = run;
   const summaryModel = summaryModelOf(run.agent);
@@ -69,6 +70,22 @@ export function contextOptions(
         }),
     },
   };
+}
+
+/**
+ * The window with the least room for the prompt among the run's model and its fallback models: a step
+ * that falls back sends the same prompt, so it must fit the smallest. Models with no window known
+ * are left out.
+ */
+function tightestWindow(prices: PriceTable, models: string[]): ContextWindow | undefined {
+  let tightest: ContextWindow | undefined;
+  for (const model of models) {
+    const window = prices.windowOf(model);
+    if (window && (!tightest || window.contextWindow - window.outputReserve < tightest.contextWindow - tightest.outputReserve)) {
+      tightest = window;
+    }
+  }
+  return tightest;
 }
 
 export function summaryModelOf(agent: Agent): string {

@@ -229,3 +229,39 @@ describe('replayed tool results', () => {
     expect(output.value).toMatch(/\.\.\. \(cut: 16011 characters in all\)$/);
   });
 });
+
+describe('a fallback model with a smaller window', () => {
+  let own: TestApp;
+  beforeAll(async () => {
+    // builtin/echo has no window here; its fallback, the tiny model, has the 160 tokens above.
+    own = await startApp({
+      OPENAI_COMPATIBLE_BASE_URL: vendor.baseUrl,
+      OPENAI_COMPATIBLE_API_KEY: 'local-secret',
+      MODEL_PRICES: JSON.stringify({ 'openai-compatible/tiny': PRICES['openai-compatible/tiny'] }),
+    });
+  });
+  afterAll(() => own?.close());
+
+  it('fits the history into the smallest window of the model and its fallbacks, which a fallback step would be sent', async () => {
+    const { key: ownKey } = await own.tenant();
+    const agent = await own.agent(ownKey, { model: 'builtin/echo', configuration: { fallbackModels: ['openai-compatible/tiny'] } });
+    let conversationId: string | undefined;
+    for (const name of ['A', 'B', 'C']) {
+      const res = await own.request('POST', `/api/v1/agents/${agent.id}/execute`, {
+        key: ownKey,
+        body: { message: fact(name), conversationId },
+      });
+      expect(res.status, res.text).toBe(200);
+      conversationId = res.body.conversationId;
+    }
+    // The oldest turn did not fit the fallback's window: summarised (by echo, the agent's own model; the fallback was never called).
+    const summary = await own.db.kysely
+      .selectFrom('conversation_summaries')
+      .selectAll()
+      .where('conversation_id', '=', conversationId!)
+      .executeTakeFirst();
+    expect(summary, 'a summary of the turns that did not fit').toBeDefined();
+    expect(summary!.summary).toContain(`user: ${JSON.stringify(fact('A'))}`);
+    expect(summary!.summary).not.toContain('fact-B');
+  });
+});
