@@ -1,15 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { uuidv7 } from 'uuidv7';
+import { V7Generator } from 'uuidv7';
 import { systemClock } from './scheduler/clock.js';
 
 /**
- * New identifier: a UUID v7 (RFC 9562), so ids sort by creation time and serve as cursors. The uuidv7
- * package keeps the ordering state: within one millisecond (or when the clock steps back less than
- * 10 s) its 42-bit counter after the timestamp counts up from a random start. It draws random bytes
- * 32 at a time, where the uuid package drew 16 fresh bytes for every id (docs/benchmarks.md).
+ * The uuidv7 package keeps the ordering state: within one millisecond, or while the clock is behind
+ * the last id's time, its 42-bit counter after the timestamp counts up from a random start. By default
+ * it starts afresh when the clock steps back more than 10 s; ids are cursors, so it never does here.
+ * It draws random bytes 32 at a time, where the uuid package drew 16 fresh bytes for every id
+ * (docs/benchmarks.md).
  */
+const ids = new V7Generator();
+ids.setRollbackAllowance(2 ** 48 - 1);
+
+/** New identifier: a UUID v7 (RFC 9562), so ids sort by creation time and serve as cursors. */
 export function newId(): string {
-  return uuidv7();
+  return ids.generate().toString();
 }
 
 /**

@@ -28,12 +28,15 @@ describe('newId', () => {
     expect(timestampOf(ids.at(-1)!)).toBeLessThanOrEqual(after + 1);
   });
 
-  it('keeps the order when the clock steps back', () => {
-    const first = newId();
-    vi.spyOn(Date, 'now').mockReturnValue(timestampOf(first) - 5_000);
-    const later = [newId(), newId(), newId()];
-    expect([first, ...later]).toEqual([first, ...later].sort());
-    expect(later.map(timestampOf)).toEqual([timestampOf(first), timestampOf(first), timestampOf(first)]);
+  it('keeps the order when the clock steps back, by seconds or by an hour', () => {
+    for (const back of [5_000, 3_600_000]) {
+      const first = newId();
+      vi.spyOn(Date, 'now').mockReturnValue(timestampOf(first) - back);
+      const later = [newId(), newId(), newId()];
+      expect([first, ...later]).toEqual([first, ...later].sort());
+      expect(later.map(timestampOf)).toEqual([timestampOf(first), timestampOf(first), timestampOf(first)]);
+      vi.restoreAllMocks();
+    }
   });
 
   it('counts up within a millisecond and starts from random bits in the next', () => {
