@@ -255,6 +255,8 @@ export class MemoryService {
         row = { ...current, ...patch };
       } else {
         await store.lockScopeForCreate(trx, scope, this.db.dialect);
+        // A writer that held the lock before may have made this very block: then this write changes it.
+        if (await store.findBlock(trx, scope, label)) throw new Raced();
         if ((await store.countBlocks(trx, scope)) >= MEMORY_MAX_BLOCKS) {
           throw new Conflict(
             'memory_block_limit',

@@ -352,6 +352,19 @@ describe('/api/v1/agents/:id/memory', () => {
     expect(listed.body.blocks.filter((b: { userId: string | null }) => b.userId === 'ana')).toHaveLength(16);
   });
 
+  it('makes one block of a label written twice at once in a scope one short of its limit; the other write changes it', async () => {
+    const agent = await rememberer();
+    for (let i = 0; i < 15; i++) {
+      expect((await t.request('PUT', memoryUrl(agent.id, `b${i}`, '?userId=bo'), { key, body: { value: `${i}` } })).status).toBe(201);
+    }
+    const writes = await Promise.all(
+      ['first', 'second'].map((value) => t.request('PUT', memoryUrl(agent.id, 'last', '?userId=bo'), { key, body: { value } })),
+    );
+    expect(writes.map((res) => res.status).sort()).toEqual([200, 201]);
+    const block = await t.request('GET', memoryUrl(agent.id, 'last', '?userId=bo'), { key });
+    expect(block.body).toMatchObject({ version: 2 });
+  });
+
   it('answers 400 naming the field, 403 without the permission, 404 for another tenant’s agent', async () => {
     const agent = await rememberer();
     const bad = async (method: string, url: string, body: unknown, path: string) => {
