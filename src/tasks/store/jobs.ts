@@ -101,7 +101,7 @@ function claimedBy(claim: ClaimInput) {
  * Takes up to `limit` next jobs under a lease, in one statement, in claim order:
  * `with c as materialized (next candidates) update ... from c returning *`. Empty: nothing to take.
  *
- * The one place the dialects differ. On PostgreSQL the candidate rows are locked with
+ * On PostgreSQL the candidate rows are locked with
  * `FOR UPDATE SKIP LOCKED`, so concurrent dispatchers each take different rows instead of queueing
  * behind one another; a locked candidate is re-checked against the candidate conditions when it is
  * locked, so it is still queued. SQLite has no row locks and a single writer: the statement is atomic.
@@ -156,21 +156,32 @@ export function markJobRunning(db: Executor, { jobId, owner, runId, at }: { jobI
 /**
  * Extends the leases of the claimed jobs this process holds. On PostgreSQL a job whose row another
  * transaction has locked (a batch of run starts moving jobs to running, locking rows in its own order)
- * is skipped, not waited for: waiting deadlocked with such a batch. It is renewed the next time.
+ * is skipped, not waited for: waiting deadlocked with such a batch. It is renewed the next time, a third
+ * of a lease later; only a lock held across three turns would let its lease lapse, and the batches that
+ * take these locks last milliseconds. The claim's shape (a materialized CTE joined by primary key,
+ * claimNextJobs), so that the locking query runs once.
  */
-export function renewJobLeases(
+export async function renewJobLeases(
   db: Executor,
-  dialect: 'sqlite' | 'postgres',
+  dialect: Dialect,
   { owner, jobIds, until }: { owner: string; jobIds: string[]; until: string },
-) {
-  const held = (q: Executor) =>
-    q.selectFrom('task_jobs').select('id').where('id', 'in', jobIds).where('lease_owner', '=', owner).where('state', '=', 'claimed');
-  return db
+): Promise<void> {
+  let held = db
+    .selectFrom('task_jobs')
+    .select('id')
+    .where('id', 'in', jobIds)
+    .where('lease_owner', '=', owner)
+    .where('state', '=', 'claimed');
+  if (dialect === 'postgres') held = held.forUpdate().skipLocked();
+  await db
+    .with(
+      (cte) => cte('c').materialized(),
+      () => held,
+    )
     .updateTable('task_jobs')
     .set({ lease_expires_at: until })
-    .where('id', 'in', dialect === 'postgres' ? held(db).forUpdate().skipLocked() : jobIds)
-    .where('lease_owner', '=', owner)
-    .where('state', '=', 'claimed')
+    .from('c')
+    .whereRef('task_jobs.id', '=', 'c.id')
     .execute();
 }
 
