@@ -47,7 +47,9 @@ export function contextOptions(
   r: RunResources,
   run: { tenantId: string; conversationId: string; agent: Agent },
 ): ContextOptions | undefined {
-  const limits = tightestWindow(r.prices, [run.agent.model, ...run.agent.configuration.fallbackModels]);
+  // Fallbacks this server cannot use are left out of the run (fallbackChoices), and so out of its window.
+  const fallbacks = run.agent.configuration.fallbackModels.filter((id) => !r.models.unavailable(id));
+  const limits = tightestWindow(r.prices, [run.agent.model, ...fallbacks]);
   if (!limits) return undefined;
   const { tenantId, conversationId } = run;
   const summaryModel = summaryModelOf(run.agent);

@@ -237,7 +237,11 @@ describe('a fallback model with a smaller window', () => {
     own = await startApp({
       OPENAI_COMPATIBLE_BASE_URL: vendor.baseUrl,
       OPENAI_COMPATIBLE_API_KEY: 'local-secret',
-      MODEL_PRICES: JSON.stringify({ 'openai-compatible/tiny': PRICES['openai-compatible/tiny'] }),
+      MODEL_PRICES: JSON.stringify({
+        'openai-compatible/tiny': PRICES['openai-compatible/tiny'],
+        // Known to the price table with a tiny window, but its provider is not configured here.
+        'anthropic/claude-haiku-4-5': { contextWindow: 100, outputReserve: 40 },
+      }),
     });
   });
   afterAll(() => own?.close());
@@ -263,5 +267,36 @@ describe('a fallback model with a smaller window', () => {
     expect(summary, 'a summary of the turns that did not fit').toBeDefined();
     expect(summary!.summary).toContain(`user: ${JSON.stringify(fact('A'))}`);
     expect(summary!.summary).not.toContain('fact-B');
+  });
+
+  it('leaves out a fallback this server cannot use, as the run does', async () => {
+    const { key: ownKey } = await own.tenant();
+    const agent = await own.agent(ownKey, { model: 'builtin/echo' });
+    // Saved while its provider was configured; unconfigured since (agents refuse it on create).
+    const configuration = { ...agent.configuration, fallbackModels: ['anthropic/claude-haiku-4-5'] };
+    await own.db.kysely
+      .updateTable('agents')
+      .set({ configuration: JSON.stringify(configuration) })
+      .where('id', '=', agent.id)
+      .execute();
+    let conversationId: string | undefined;
+    let warnings: string[] = [];
+    for (const name of ['A', 'B', 'C']) {
+      const res = await own.request('POST', `/api/v1/agents/${agent.id}/execute`, {
+        key: ownKey,
+        body: { message: fact(name), conversationId },
+      });
+      expect(res.status, res.text).toBe(200);
+      conversationId = res.body.conversationId;
+      warnings = (await own.request('GET', `/api/v1/runs/${res.body.runId}`, { key: ownKey })).body.warnings;
+    }
+    expect(warnings.join(' ')).toContain('fallback model anthropic/claude-haiku-4-5 left out');
+    // echo has no window and the one fallback with a window is left out: nothing is fitted or summarised.
+    const summary = await own.db.kysely
+      .selectFrom('conversation_summaries')
+      .selectAll()
+      .where('conversation_id', '=', conversationId!)
+      .executeTakeFirst();
+    expect(summary).toBeUndefined();
   });
 });
