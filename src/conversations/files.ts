@@ -85,6 +85,25 @@ export class FilesService {
     return row;
   }
 
+  /**
+   * Deletes the file. Messages that name it keep its id (their text already went to the model); its
+   * metadata and content then answer 404, as after the tenant's retention removed it.
+   */
+  async delete(principal: Principal, id: string) {
+    await this.db.kysely.transaction().execute(async (trx) => {
+      const row = await store.findFile(trx, principal.tenantId, id);
+      if (!row || !(await store.deleteFile(trx, principal.tenantId, id))) throw new NotFound('file');
+      await recordAudit(trx, {
+        tenantId: principal.tenantId,
+        actor: principal.actor,
+        action: 'file.deleted',
+        resourceType: 'file',
+        resourceId: id,
+        detail: { name: row.name, size: row.size },
+      });
+    });
+  }
+
   /** What the model sees of the attachments: text files inline, other files by name and type only. */
   async modelContext(tenantId: string, ids: string[]): Promise<string> {
     const unique = [...new Set(ids)];
@@ -162,6 +181,26 @@ export const filesRoutes: FastifyPluginAsyncTypebox<{ files: FilesService }> = a
     async (req) => {
       const f = await files.get(req.principal.tenantId, req.params.id);
       return { id: f.id, name: f.name, contentType: f.content_type, size: f.size, createdAt: f.created_at };
+    },
+  );
+
+  app.delete(
+    '/api/v1/files/:id',
+    {
+      config: { permission: 'agents:write' },
+      schema: {
+        operationId: 'deleteFile',
+        tags: ['conversations'],
+        summary: 'Delete an attachment',
+        description:
+          'Messages that name the file keep its id; its metadata and content then answer 404 (as after the tenant’s retention removed it).',
+        params: IdParams,
+        response: { 204: Type.Null(), ...problems(401, 403, 404) },
+      },
+    },
+    async (req, reply) => {
+      await files.delete(req.principal, req.params.id);
+      return reply.code(204).send(null);
     },
   );
 

@@ -239,6 +239,12 @@ export function findFile(db: Executor, tenantId: string, id: string) {
   return db.selectFrom('files').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
 }
 
+/** Deletes the tenant's file: true when there was one. */
+export async function deleteFile(db: Executor, tenantId: string, id: string): Promise<boolean> {
+  const r = await db.deleteFrom('files').where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}
+
 export function findFiles(db: Executor, tenantId: string, ids: string[]) {
   return db.selectFrom('files').selectAll().where('tenant_id', '=', tenantId).where('id', 'in', ids).execute();
 }

@@ -90,6 +90,11 @@ describe('files', () => {
     const messages = [];
     for await (const m of client.conversations.messages(answer.conversationId)) messages.push(m);
     expect(messages.find((m) => m.role === 'user')?.attachments).toEqual([file.id]);
+
+    // Deleted: gone for the SDK too (404 as an AgentryError), a second delete as well.
+    await client.files.delete(named.id);
+    expect(await client.files.get(named.id).catch((err) => err)).toMatchObject({ status: 404, code: 'not_found' });
+    expect(await client.files.delete(named.id).catch((err) => err)).toBeInstanceOf(AgentryError);
   });
 
   it('refuses a file over 5 MiB (413) and a message naming no file of the tenant (400 at its index)', async () => {

@@ -248,8 +248,12 @@ describeBrowser('the console: policy conditions and chat attachments', () => {
       const removers = pending.locator('[aria-label^="Remove "]');
       expect(await removers.count()).toBe(20);
 
-      // One removed: exactly one more fits.
+      // One removed: exactly one more fits, and the removed file is deleted from the server (nothing names it).
+      const stored = (name: string) => t.db.kysely.selectFrom('files').select('id').where('name', '=', name).execute();
+      expect(await stored('first-0.txt')).toHaveLength(1);
       await pending.getByLabel('Remove first-0.txt').click();
+      await expect.poll(async () => (await stored('first-0.txt')).length, { timeout: 10_000 }).toBe(0);
+      expect(await stored('first-1.txt')).toHaveLength(1);
       await page.getByRole('alert').getByRole('button').click();
       await drop('third', 2);
       await page.getByRole('alert').filter({ hasText: 'at most 20 attachments: 1 not attached' }).waitFor();

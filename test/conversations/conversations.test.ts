@@ -270,6 +270,34 @@ describe('attachments', () => {
     }
   });
 
+  it('deletes a file: 204, then 404 for it and its content; a message naming it keeps the id; only its tenant, with agents:write', async () => {
+    const file = (await (await upload('draft.txt', 'text/plain', 'first draft')).json()) as { id: string };
+    const c = await createConversation();
+    const sent = await t.request('POST', `/api/v1/conversations/${c.id}/messages`, {
+      key,
+      body: { content: 'see', attachments: [file.id] },
+    });
+    expect(sent.status, sent.text).toBe(200);
+
+    expectProblem(await t.request('DELETE', `/api/v1/files/${file.id}`, { key: otherKey }), 404, 'not_found');
+    const reader = await t.key(key, ['agents:read']);
+    expectProblem(await t.request('DELETE', `/api/v1/files/${file.id}`, { key: reader }), 403, 'forbidden');
+    expect((await t.request('GET', `/api/v1/files/${file.id}`, { key })).status).toBe(200);
+
+    const deleted = await t.request('DELETE', `/api/v1/files/${file.id}`, { key });
+    expect(deleted.status, deleted.text).toBe(204);
+    expect(deleted.text).toBe('');
+    expectProblem(await t.request('GET', `/api/v1/files/${file.id}`, { key }), 404, 'not_found');
+    expectProblem(await t.request('GET', `/api/v1/files/${file.id}/content`, { key }), 404, 'not_found');
+    expectProblem(await t.request('DELETE', `/api/v1/files/${file.id}`, { key }), 404, 'not_found');
+    const msgs = await t.request('GET', `/api/v1/conversations/${c.id}/messages`, { key });
+    expect(msgs.body.messages[0]).toMatchObject({ content: 'see', attachments: [file.id] });
+    const audit = await t.request('GET', `/api/v1/audit-events?resourceId=${file.id}`, { key });
+    expect(audit.body.events.map((e: { action: string }) => e.action).sort()).toEqual(['file.deleted', 'file.uploaded']);
+    expect(audit.body.events.find((e: { action: string }) => e.action === 'file.deleted').detail).toEqual({ name: 'draft.txt', size: 11 });
+    expectProblem(await t.request('DELETE', `/api/v1/files/${'x'.repeat(65)}`, { key }), 400, 'validation_failed');
+  });
+
   it('refuses unknown or foreign attachments, oversize files and non-multipart bodies', async () => {
     const foreign = (await (await upload('x.txt', 'text/plain', 'other', otherKey)).json()) as { id: string };
     const c = await createConversation();

@@ -239,6 +239,10 @@ class Files {
   get(id: string, options?: CallOptions) {
     return this.http.json<FileInfo>('GET', `/api/v1/files/${seg(id)}`, options);
   }
+  /** Deletes the file; messages that name it keep its id, and its content then answers 404. */
+  delete(id: string, options?: CallOptions) {
+    return this.http.json<void>('DELETE', `/api/v1/files/${seg(id)}`, options);
+  }
   /** The file's bytes, with its content type. */
   async content(id: string, options?: CallOptions): Promise<Blob> {
     const response = await this.http.send('GET', `/api/v1/files/${seg(id)}/content`, {

@@ -436,10 +436,12 @@ export function PlaygroundPage() {
                     key={f.id}
                     withRemoveButton
                     removeButtonProps={{ 'aria-label': `Remove ${f.name}` }}
-                    // The uploaded file stays on the server: the API has no delete for files (a tenant's retention removes old ones).
                     onRemove={() => {
                       taken.current -= 1;
                       setAttached((list) => list.filter((x) => x.id !== f.id));
+                      // Nothing names it yet, so it goes from the server too; one that could not be deleted
+                      // harms nothing and the tenant's retention removes it.
+                      client.files.delete(f.id).catch(() => {});
                     }}
                   >
                     {f.name} · {sizeOf(f.size)}
