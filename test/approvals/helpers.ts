@@ -59,10 +59,21 @@ export const TWO_SHOUTS_ANSWER = 'Both shouts are done.';
 
 export async function startTwoShouts(): Promise<TwoShouts> {
   const vendor = await startFakeProvider();
-  const mcp = await startMcpServer();
-  const t = await startApp({ OPENAI_BASE_URL: vendor.baseUrl, OPENAI_API_KEY: 'sk-test-openai' });
-  const { key } = await t.tenant();
-  await t.listen();
+  const mcp = await startMcpServer().catch(async (err) => {
+    await vendor.close();
+    throw err;
+  });
+  let t: TestApp;
+  let key: string;
+  try {
+    t = await startApp({ OPENAI_BASE_URL: vendor.baseUrl, OPENAI_API_KEY: 'sk-test-openai' });
+    ({ key } = await t.tenant());
+    await t.listen();
+  } catch (err) {
+    await mcp.close();
+    await vendor.close();
+    throw err;
+  }
   return {
     t,
     key,
