@@ -1,4 +1,4 @@
-import { expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import type { components, paths } from '../../packages/client/src/generated/openapi.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { type FakeProvider, responsesStream, startFakeProvider } from '../helpers/fake-provider.js';
@@ -85,6 +85,23 @@ export async function startTwoShouts(): Promise<TwoShouts> {
       await vendor.close();
     },
   };
+}
+
+/**
+ * The two-shouts callee for a test file: started before its tests, closed after them, and after each
+ * test every scripted model answer was asked for (the run went through both pauses to its answer).
+ * The fields are there once the file's tests run.
+ */
+export function useTwoShouts(): TwoShouts {
+  const shouts = {} as TwoShouts;
+  beforeAll(async () => {
+    Object.assign(shouts, await startTwoShouts());
+  });
+  afterAll(() => shouts.close?.());
+  afterEach(() => {
+    expect(shouts.vendor.unused()).toBe(0);
+  });
+  return shouts;
 }
 
 /** The callee: an agent on the vendor whose MCP tool `shout` waits for a person. */

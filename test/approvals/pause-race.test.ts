@@ -1,16 +1,7 @@
 import OpenAI from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RunOutcome } from '../../src/runs/service.js';
-import type { TestApp } from '../helpers/app.js';
-import type { FakeProvider } from '../helpers/fake-provider.js';
-import {
-  approveNext as approveNextOf,
-  scriptTwoShouts,
-  shoutingAgent,
-  startTwoShouts,
-  TWO_SHOUTS_ANSWER as FINAL,
-  type TwoShouts,
-} from './helpers.js';
+import { approveNext as approveNextOf, scriptTwoShouts, shoutingAgent, TWO_SHOUTS_ANSWER as FINAL, useTwoShouts } from './helpers.js';
 
 /**
  * The narrow race of a caller waiting for its callee (a delegated call, a /v1 chat completion): the
@@ -20,20 +11,8 @@ import {
  * callee executes again, and the callee's second model call is held until the caller waits.
  */
 
-let shouts: TwoShouts;
-let t: TestApp;
-let key: string;
-let vendor: FakeProvider;
-
-beforeAll(async () => {
-  shouts = await startTwoShouts();
-  ({ t, key, vendor } = shouts);
-});
-afterAll(() => shouts?.close());
-afterEach(() => {
-  vi.restoreAllMocks();
-  expect(vendor.unused()).toBe(0);
-});
+const shouts = useTwoShouts();
+afterEach(() => vi.restoreAllMocks());
 
 const helperAgent = () => shoutingAgent(shouts);
 
@@ -45,15 +24,15 @@ const approveNext = (runId: string, text: string) => approveNextOf(shouts, runId
  * goes on; that call is answered a moment after the caller has gone on to wait. Resolves with the callee's run id.
  */
 function raceTheCaller(agentId: string, release: () => void): Promise<string> {
-  const outcome = t.services.runs.outcome.bind(t.services.runs);
+  const outcome = shouts.t.services.runs.outcome.bind(shouts.t.services.runs);
   return new Promise((resolve) => {
-    vi.spyOn(t.services.runs, 'outcome').mockImplementation(async (tenantId, handle) => {
+    vi.spyOn(shouts.t.services.runs, 'outcome').mockImplementation(async (tenantId, handle) => {
       const out: RunOutcome = await outcome(tenantId, handle);
-      const run = await t.services.runs.get(tenantId, out.runId);
+      const run = await shouts.t.services.runs.get(tenantId, out.runId);
       if (run.agentId !== agentId || (out.status as string) !== 'awaiting_approval') return out;
       await approveNext(out.runId, 'one');
-      for (let i = 0; i < 500 && vendor.requests.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
-      expect(vendor.requests).toHaveLength(2);
+      for (let i = 0; i < 500 && shouts.vendor.requests.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(shouts.vendor.requests).toHaveLength(2);
       setTimeout(release, 100);
       resolve(out.runId);
       return out;
@@ -64,12 +43,12 @@ function raceTheCaller(agentId: string, release: () => void): Promise<string> {
 describe('a caller whose callee is approved and resumed before the caller waits for it', () => {
   it('a delegated call: the tool result is the callee’s final answer, after its second pause', async () => {
     let release!: () => void;
-    scriptTwoShouts(vendor, new Promise<void>((r) => (release = r)));
+    scriptTwoShouts(shouts.vendor, new Promise<void>((r) => (release = r)));
     const helper = await helperAgent();
-    const lead = await t.agent(key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
+    const lead = await shouts.t.agent(shouts.key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
     const raced = raceTheCaller(helper.id, () => release());
-    const leadRun = t.request('POST', `/api/v1/agents/${lead.id}/execute`, {
-      key,
+    const leadRun = shouts.t.request('POST', `/api/v1/agents/${lead.id}/execute`, {
+      key: shouts.key,
       body: { message: `/tool ask_helper ${JSON.stringify({ message: 'shout twice' })}` },
     });
     const calleeRunId = await raced;
@@ -81,9 +60,9 @@ describe('a caller whose callee is approved and resumed before the caller waits 
 
   it('a /v1 chat completion: the answer is the final one, after the second pause', async () => {
     let release!: () => void;
-    scriptTwoShouts(vendor, new Promise<void>((r) => (release = r)));
+    scriptTwoShouts(shouts.vendor, new Promise<void>((r) => (release = r)));
     const helper = await helperAgent();
-    const client = new OpenAI({ baseURL: `${await t.listen()}/v1`, apiKey: key, maxRetries: 0 });
+    const client = new OpenAI({ baseURL: `${await shouts.t.listen()}/v1`, apiKey: shouts.key, maxRetries: 0 });
     const raced = raceTheCaller(helper.id, () => release());
     const answer = client.chat.completions.create({ model: `agent:${helper.id}`, messages: [{ role: 'user', content: 'shout twice' }] });
     const runId = await raced;

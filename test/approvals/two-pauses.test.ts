@@ -1,15 +1,6 @@
 import OpenAI from 'openai';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { TestApp } from '../helpers/app.js';
-import type { FakeProvider } from '../helpers/fake-provider.js';
-import {
-  approveNext as approveNextOf,
-  scriptTwoShouts,
-  shoutingAgent,
-  startTwoShouts,
-  TWO_SHOUTS_ANSWER as FINAL,
-  type TwoShouts,
-} from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { approveNext as approveNextOf, scriptTwoShouts, shoutingAgent, TWO_SHOUTS_ANSWER as FINAL, useTwoShouts } from './helpers.js';
 
 /**
  * A caller waiting for another run's end (a delegated call, a /v1 chat completion) waits through
@@ -19,20 +10,7 @@ import {
  * pause does not end their wait; these pin that, on each way a caller waits.
  */
 
-let shouts: TwoShouts;
-let t: TestApp;
-let key: string;
-let vendor: FakeProvider;
-
-beforeAll(async () => {
-  shouts = await startTwoShouts();
-  ({ t, key, vendor } = shouts);
-});
-afterAll(() => shouts?.close());
-afterEach(() => {
-  // Every scripted step was asked for: the run went through both pauses to its answer.
-  expect(vendor.unused()).toBe(0);
-});
+const shouts = useTwoShouts();
 
 const helperAgent = () => shoutingAgent(shouts);
 
@@ -41,7 +19,9 @@ const approveNext = (runId: string, text: string) => approveNextOf(shouts, runId
 /** The id of the agent's run once it waits for a person (polled). */
 async function waitingRunOf(agentId: string) {
   for (let i = 0; i < 300; i++) {
-    const runs = await t.request<{ runs: { id: string; status: string }[] }>('GET', `/api/v1/agents/${agentId}/runs`, { key });
+    const runs = await shouts.t.request<{ runs: { id: string; status: string }[] }>('GET', `/api/v1/agents/${agentId}/runs`, {
+      key: shouts.key,
+    });
     const waiting = runs.body.runs.find((r) => r.status === 'awaiting_approval');
     if (waiting) return waiting.id;
     await new Promise((r) => setTimeout(r, 50));
@@ -60,11 +40,11 @@ async function approveBoth(agentId: string) {
 
 describe('a caller waiting through two pauses of its callee', () => {
   it('a delegated call: the caller’s tool result is the callee’s final answer', async () => {
-    scriptTwoShouts(vendor);
+    scriptTwoShouts(shouts.vendor);
     const helper = await helperAgent();
-    const lead = await t.agent(key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
-    const leadRun = t.request('POST', `/api/v1/agents/${lead.id}/execute`, {
-      key,
+    const lead = await shouts.t.agent(shouts.key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
+    const leadRun = shouts.t.request('POST', `/api/v1/agents/${lead.id}/execute`, {
+      key: shouts.key,
       body: { message: `/tool ask_helper ${JSON.stringify({ message: 'shout twice' })}` },
     });
     const calleeRunId = await approveBoth(helper.id);
@@ -78,9 +58,9 @@ describe('a caller waiting through two pauses of its callee', () => {
   });
 
   it('a /v1 chat completion (openai client): the answer is the final one', async () => {
-    scriptTwoShouts(vendor);
+    scriptTwoShouts(shouts.vendor);
     const helper = await helperAgent();
-    const client = new OpenAI({ baseURL: `${await t.listen()}/v1`, apiKey: key, maxRetries: 0 });
+    const client = new OpenAI({ baseURL: `${await shouts.t.listen()}/v1`, apiKey: shouts.key, maxRetries: 0 });
     const answer = client.chat.completions.create({ model: `agent:${helper.id}`, messages: [{ role: 'user', content: 'shout twice' }] });
     const runId = await approveBoth(helper.id);
     const completion = await answer;
@@ -89,9 +69,9 @@ describe('a caller waiting through two pauses of its callee', () => {
   });
 
   it('a streamed /v1 chat completion: the stream stays open through both pauses and ends with the final answer', async () => {
-    scriptTwoShouts(vendor);
+    scriptTwoShouts(shouts.vendor);
     const helper = await helperAgent();
-    const client = new OpenAI({ baseURL: `${await t.listen()}/v1`, apiKey: key, maxRetries: 0 });
+    const client = new OpenAI({ baseURL: `${await shouts.t.listen()}/v1`, apiKey: shouts.key, maxRetries: 0 });
     const stream = await client.chat.completions.create({
       model: `agent:${helper.id}`,
       messages: [{ role: 'user', content: 'shout twice' }],

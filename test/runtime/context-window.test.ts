@@ -246,24 +246,32 @@ describe('a fallback model with a smaller window', () => {
   });
   afterAll(() => own?.close());
 
-  it('fits the history into the smallest window of the model and its fallbacks, which a fallback step would be sent', async () => {
-    const { key: ownKey } = await own.tenant();
-    const agent = await own.agent(ownKey, { model: 'builtin/echo', configuration: { fallbackModels: ['openai-compatible/tiny'] } });
+  /** Facts A, B and C said in one conversation; its summary afterwards, and the last run's warnings. */
+  async function threeFacts(ownKey: string, agentId: string) {
     let conversationId: string | undefined;
+    let warnings: string[] = [];
     for (const name of ['A', 'B', 'C']) {
-      const res = await own.request('POST', `/api/v1/agents/${agent.id}/execute`, {
+      const res = await own.request('POST', `/api/v1/agents/${agentId}/execute`, {
         key: ownKey,
         body: { message: fact(name), conversationId },
       });
       expect(res.status, res.text).toBe(200);
       conversationId = res.body.conversationId;
+      warnings = (await own.request('GET', `/api/v1/runs/${res.body.runId}`, { key: ownKey })).body.warnings;
     }
-    // The oldest turn did not fit the fallback's window: summarised (by echo, the agent's own model; the fallback was never called).
     const summary = await own.db.kysely
       .selectFrom('conversation_summaries')
       .selectAll()
       .where('conversation_id', '=', conversationId!)
       .executeTakeFirst();
+    return { summary, warnings };
+  }
+
+  it('fits the history into the smallest window of the model and its fallbacks, which a fallback step would be sent', async () => {
+    const { key: ownKey } = await own.tenant();
+    const agent = await own.agent(ownKey, { model: 'builtin/echo', configuration: { fallbackModels: ['openai-compatible/tiny'] } });
+    const { summary } = await threeFacts(ownKey, agent.id);
+    // The oldest turn did not fit the fallback's window: summarised (by echo, the agent's own model; the fallback was never called).
     expect(summary, 'a summary of the turns that did not fit').toBeDefined();
     expect(summary!.summary).toContain(`user: ${JSON.stringify(fact('A'))}`);
     expect(summary!.summary).not.toContain('fact-B');
@@ -279,24 +287,9 @@ describe('a fallback model with a smaller window', () => {
       .set({ configuration: JSON.stringify(configuration) })
       .where('id', '=', agent.id)
       .execute();
-    let conversationId: string | undefined;
-    let warnings: string[] = [];
-    for (const name of ['A', 'B', 'C']) {
-      const res = await own.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-        key: ownKey,
-        body: { message: fact(name), conversationId },
-      });
-      expect(res.status, res.text).toBe(200);
-      conversationId = res.body.conversationId;
-      warnings = (await own.request('GET', `/api/v1/runs/${res.body.runId}`, { key: ownKey })).body.warnings;
-    }
+    const { summary, warnings } = await threeFacts(ownKey, agent.id);
     expect(warnings.join(' ')).toContain('fallback model anthropic/claude-haiku-4-5 left out');
     // echo has no window and the one fallback with a window is left out: nothing is fitted or summarised.
-    const summary = await own.db.kysely
-      .selectFrom('conversation_summaries')
-      .selectAll()
-      .where('conversation_id', '=', conversationId!)
-      .executeTakeFirst();
     expect(summary).toBeUndefined();
   });
 });
