@@ -57,7 +57,7 @@ export interface TwoShouts {
 /** The callee's final answer, after both shouts. */
 export const TWO_SHOUTS_ANSWER = 'Both shouts are done.';
 
-export async function startTwoShouts(): Promise<TwoShouts> {
+async function startTwoShouts(): Promise<TwoShouts> {
   const vendor = await startFakeProvider();
   const mcp = await startMcpServer().catch(async (err) => {
     await vendor.close();
