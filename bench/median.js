@@ -14,7 +14,8 @@ import { judgement, median, meets } from './targets.js';
  * @typedef {{ date: string, database: { dialect: string, version?: string }, machine?: { node?: string },
  *   baseline?: { start: number, end: number }, scenarios: any[] }} Results
  * @typedef {{ scenario: string, text: string, unit: string, limit: number, atMost: boolean,
- *   figures: (number | null)[], ran: boolean[], disturbed: boolean[], median: number | null, met: boolean }} TargetVerdict
+ *   figures: (number | null)[], ran: boolean[], disturbed: boolean[], median: number | null, met: boolean,
+ *   serverUs: (number | null)[], serverUsMedian: number | null }} TargetVerdict
  */
 
 /**
@@ -46,12 +47,15 @@ export function combine(runs) {
           disturbed: runs.map(() => false),
           median: null,
           met: false,
+          serverUs: runs.map(() => null),
+          serverUsMedian: null,
         };
         verdicts.set(row.name, v);
       }
       v.figures[i] = j.figure;
       v.ran[i] = true;
       v.disturbed[i] = Boolean(row.disturbed);
+      v.serverUs[i] = typeof row.serverUsPerRequest === 'number' ? row.serverUsPerRequest : null;
     }
   });
   for (const v of verdicts.values()) {
@@ -60,6 +64,11 @@ export function combine(runs) {
       v.atMost,
     );
     v.met = meets(v.median, v);
+    // The server's CPU per request beside the ratio: the ratio moves with the machine's hour, this less.
+    v.serverUsMedian = median(
+      v.serverUs.filter((us) => us !== null),
+      true,
+    );
   }
   return [...verdicts.values()];
 }
@@ -73,12 +82,15 @@ const show = (/** @type {number | null} */ n) => (n === null ? 'unfinished' : St
  * @param {TargetVerdict[]} verdicts
  */
 export function report(runs, verdicts) {
-  const header = ['target', ...runs.map((_, i) => `run ${i + 1}`), 'median', 'met'];
+  const header = ['target', ...runs.map((_, i) => `run ${i + 1}`), 'median', 'met', 'server µs/req'];
   const lines = verdicts.map((v) => [
     `${v.scenario}: ${v.text}`,
     ...v.figures.map((f, i) => (v.ran[i] ? `${show(f)}${v.disturbed[i] ? ' *' : ''}` : 'not run')),
     `${show(v.median)}${v.unit === 'x' ? '' : ` ${v.unit}`}`,
     v.met ? 'yes' : 'NO',
+    v.serverUsMedian === null
+      ? '-'
+      : `${Math.round(v.serverUsMedian)} (${v.serverUs.map((us) => (us === null ? '-' : Math.round(us))).join(', ')})`,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
   const fmt = (/** @type {string[]} */ cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
@@ -92,7 +104,8 @@ export function report(runs, verdicts) {
     ...lines.map(fmt),
     '',
     "figures: ratios to the bare server of the same run (sse-stream: first-token p99 / the bare server's, same clients);",
-    `  RSS in MB, the dispatcher in s; unfinished = the run did not open every stream or finish every task; * = disturbed`,
+    `  RSS in MB, the dispatcher in s; unfinished = the run did not open every stream or finish every task; * = disturbed;`,
+    '  server µs/req: the median of the server CPU time per request (per stream for sse-stream), each run in brackets',
   ].join('\n');
 }
 
