@@ -4,6 +4,8 @@ import {
   LocalFormError,
   agentErrors,
   bodyOf,
+  emptyA2aRow,
+  emptyDelegationRow,
   emptyMcpRow,
   formOf,
   skillChanges,
@@ -14,35 +16,84 @@ import {
 const form = (patch: Partial<AgentFormValues> = {}): AgentFormValues => ({ ...formOf(), name: 'a', appId: 'b', ...patch });
 
 describe('the agent form', () => {
-  it('names every built-in group, then the MCP rows, then the other tools', () => {
+  it('names every built-in group, then the MCP rows, the delegations and the A2A agents', () => {
     const mcp = { ...emptyMcpRow(), url: ' https://mcp.example.com/mcp ', headers: [{ key: 'h', name: 'X-Key', value: 'v' }] };
-    const body = bodyOf(form({ builtins: ['memory'], mcp: [mcp], otherTools: '[{"type":"agent","agentId":"x"}]', summaryModel: ' ' }));
+    const delegations = [
+      { ...emptyDelegationRow(), agentId: 'x' },
+      { ...emptyDelegationRow(), agentId: 'y', name: ' ask_billing ', description: ' Billing questions ' },
+    ];
+    const a2a = [{ ...emptyA2aRow(), name: ' billing ', cardUrl: ' https://a2a.example.com/card.json ', credential: 'v1.sealed' }];
+    const body = bodyOf(form({ builtins: ['memory'], mcp: [mcp], delegations, a2a, summaryModel: ' ' }));
     expect(body.tools).toEqual([
       { type: 'builtin', name: 'skills', enabled: false },
       { type: 'builtin', name: 'connectors', enabled: false },
       { type: 'builtin', name: 'memory', enabled: true },
       { type: 'mcp', url: 'https://mcp.example.com/mcp', headers: { 'X-Key': 'v' } },
       { type: 'agent', agentId: 'x' },
+      { type: 'agent', agentId: 'y', name: 'ask_billing', description: 'Billing questions' },
+      { type: 'a2a', name: 'billing', cardUrl: 'https://a2a.example.com/card.json', credential: 'v1.sealed' },
     ]);
     expect(body.configuration).toEqual({ fallbackModels: [], summaryModel: null });
     expect(() => bodyOf(form({ configuration: '[1]' }))).toThrow(LocalFormError);
+    // A delegation row without its agent is refused before asking the server, at its field.
+    const unchosen = (() => {
+      try {
+        bodyOf(form({ delegations: [delegations[0], emptyDelegationRow()] }));
+      } catch (err) {
+        return err;
+      }
+    })();
+    expect(unchosen).toBeInstanceOf(LocalFormError);
+    expect((unchosen as LocalFormError).errors).toEqual({ 'delegations.1.agentId': 'choose the agent to delegate to' });
+  });
+
+  it('fills the rows from a saved agent, and sends them back as they were', () => {
+    const tools = [
+      { type: 'builtin' as const, name: 'skills' as const },
+      { type: 'agent' as const, agentId: 'x', name: 'ask_x' },
+      {
+        type: 'a2a' as const,
+        name: 'billing',
+        cardUrl: 'https://a2a.example.com/card.json',
+        description: 'Bills',
+        credential: 'v1.sealed',
+      },
+    ];
+    const agent = { ...formOf(), id: 'a1', tools, configuration: { fallbackModels: [], summaryModel: null } } as unknown as Parameters<
+      typeof formOf
+    >[0];
+    const v = formOf(agent);
+    expect(v.delegations.map(({ key: _, ...row }) => row)).toEqual([{ agentId: 'x', name: 'ask_x', description: '' }]);
+    expect(v.a2a.map(({ key: _, ...row }) => row)).toEqual([
+      { name: 'billing', cardUrl: 'https://a2a.example.com/card.json', description: 'Bills', credential: 'v1.sealed' },
+    ]);
+    expect(bodyOf({ ...v, name: 'a', appId: 'b' }).tools.slice(3)).toEqual(tools.slice(1));
   });
 
   it('puts the server’s errors at the row and field they name', () => {
-    const v = form({ mcp: [emptyMcpRow(), emptyMcpRow()], otherTools: '[{}]' });
+    const v = form({
+      mcp: [emptyMcpRow(), emptyMcpRow()],
+      delegations: [{ ...emptyDelegationRow(), agentId: 'x' }],
+      a2a: [emptyA2aRow(), emptyA2aRow()],
+    });
     const errors = agentErrors(v, [
       { path: 'body.tools.4.url', message: 'must match pattern' },
-      { path: 'body.tools.5', message: 'must match a schema in anyOf' },
+      { path: 'body.tools.5.agentId', message: 'names no agent of this tenant' },
+      { path: 'body.tools.7.cardUrl', message: 'must match pattern "^https?://"' },
+      { path: 'body.tools.6', message: 'must match a schema in anyOf' },
+      { path: 'body.tools.1.enabled', message: 'must be boolean' },
       { path: 'body.configuration.fallbackModels.1', message: 'model openai/* needs OPENAI_API_KEY' },
       { path: '/model', message: 'must be provider/model-name' },
     ]);
     expect(errors).toEqual({
       fields: {
-        otherTools: '0 must match a schema in anyOf',
+        builtins: 'enabled must be boolean',
         fallbackModels: '#2 model openai/* needs OPENAI_API_KEY',
         model: 'must be provider/model-name',
       },
       mcp: { '1.url': 'must match pattern' },
+      delegations: { '0.agentId': 'names no agent of this tenant' },
+      a2a: { '1.cardUrl': 'must match pattern "^https?://"', '0': 'must match a schema in anyOf' },
       skills: {},
     });
   });

@@ -26,6 +26,7 @@ let page: Page;
 let url: string;
 let key: string;
 let skillId: string;
+let billingId: string;
 const pageErrors: string[] = [];
 
 interface SavedAgent {
@@ -58,6 +59,7 @@ describeBrowser('the agent form', () => {
     });
     expect(skill.status, skill.text).toBe(201);
     skillId = skill.body.id;
+    billingId = (await t.agent(key, { name: 'Billing' })).id;
     ({ browser, page } = await openRecordedPage(pageErrors));
     await signIn(page, url, key);
   });
@@ -95,6 +97,18 @@ describeBrowser('the agent form', () => {
     await row.getByLabel('Allowed tools').fill('search');
     await row.getByLabel('Allowed tools').press('Enter');
 
+    // A delegation to another agent of the tenant, picked by name, and a remote A2A agent with a credential.
+    await page.getByRole('button', { name: 'Add delegation' }).click();
+    const delegation = page.getByTestId('delegation-row');
+    await delegation.getByRole('combobox', { name: 'Agent', exact: true }).click();
+    await page.getByRole('option', { name: 'Billing' }).click();
+    await delegation.getByLabel('Tool name').fill('ask_billing');
+    await page.getByRole('button', { name: 'Add A2A agent' }).click();
+    const remote = page.getByTestId('a2a-row');
+    await remote.getByLabel('Name', { exact: true }).fill('partner');
+    await remote.getByLabel('Agent Card URL').fill('https://a2a.example.com/.well-known/agent-card.json');
+    await remote.getByLabel('Credential', { exact: true }).fill('partner-token');
+
     await page.getByRole('button', { name: 'Add skill' }).click();
     await page.getByRole('combobox', { name: 'Skill 1', exact: true }).click();
     await page.getByRole('option', { name: 'order-lookup' }).click();
@@ -122,14 +136,32 @@ describeBrowser('the agent form', () => {
       { type: 'builtin', name: 'skills' },
       { type: 'builtin', name: 'connectors' },
       { type: 'mcp', url: 'https://mcp.example.com/mcp', name: 'docs', allowedTools: ['search'] },
+      { type: 'agent', agentId: billingId, name: 'ask_billing' },
+      // The credential is stored sealed and read back sealed.
+      {
+        type: 'a2a',
+        name: 'partner',
+        cardUrl: 'https://a2a.example.com/.well-known/agent-card.json',
+        credential: expect.stringMatching(/^v1\./),
+      },
     ]);
     expect(saved.skills.map((s) => [s.id, s.assignment.priority])).toEqual([[skillId, 7]]);
   });
 
-  it('edits them: the saved rows come back, a priority changes, an MCP server goes', async () => {
+  it('edits them: the saved rows come back, a priority changes, an MCP server and an A2A agent go', async () => {
     await page.reload();
     const row = page.getByTestId('mcp-row');
     expect(await row.getByLabel('Server URL').inputValue()).toBe('https://mcp.example.com/mcp');
+    const delegation = page.getByTestId('delegation-row');
+    // Named once the tenant's agents are loaded.
+    await expect
+      .poll(() => delegation.getByRole('combobox', { name: 'Agent', exact: true }).inputValue(), { timeout: 10_000 })
+      .toBe('Billing');
+    expect(await delegation.getByLabel('Tool name').inputValue()).toBe('ask_billing');
+    const remote = page.getByTestId('a2a-row');
+    expect(await remote.getByLabel('Name', { exact: true }).inputValue()).toBe('partner');
+    expect(await remote.getByLabel('Credential', { exact: true }).inputValue()).toMatch(/^v1\./);
+    await remote.getByRole('button', { name: 'Remove A2A agent' }).click();
     const priority = page.getByRole('textbox', { name: 'Priority of skill 1', exact: true });
     expect(await priority.inputValue()).toBe('7');
     await priority.fill('3');
@@ -142,6 +174,7 @@ describeBrowser('the agent form', () => {
       { type: 'builtin', name: 'skills' },
       { type: 'builtin', name: 'connectors' },
       { type: 'builtin', name: 'memory' },
+      { type: 'agent', agentId: billingId, name: 'ask_billing' },
     ]);
     expect(saved.skills.map((s) => [s.id, s.assignment.priority])).toEqual([[skillId, 3]]);
 

@@ -2,7 +2,8 @@ import type { Agent, FieldError } from '@agentry/client';
 
 /*
  * The agent form's logic, apart from its controls: an agent split into the form's sections (built-in
- * tool groups, MCP server rows, other tools as JSON, fallback and summary models, skill rows), the
+ * tool groups, MCP server rows, delegation rows, remote A2A agent rows, fallback and summary models,
+ * skill rows), the
  * request body put back together, the server's 400 field errors routed to the row and field they name,
  * and the skill assignments to add, change or remove.
  */
@@ -27,6 +28,23 @@ export interface McpRow {
   headers: HeaderRow[];
 }
 
+/** A delegation: another agent of the tenant as a tool. */
+export interface DelegationRow {
+  key: string;
+  agentId: string | null;
+  name: string;
+  description: string;
+}
+
+/** A remote A2A agent as a tool; its credential comes back sealed (v1.…), and sending that back keeps it. */
+export interface A2aRow {
+  key: string;
+  name: string;
+  cardUrl: string;
+  description: string;
+  credential: string;
+}
+
 export interface SkillRow {
   key: string;
   skillId: string | null;
@@ -41,8 +59,8 @@ export interface AgentFormValues {
   systemPrompt: string;
   builtins: string[];
   mcp: McpRow[];
-  /** Delegations and remote A2A agents, as JSON. */
-  otherTools: string;
+  delegations: DelegationRow[];
+  a2a: A2aRow[];
   fallbackModels: string[];
   summaryModel: string;
   /** The rest of the configuration, as JSON. */
@@ -64,14 +82,17 @@ export const rowKey = () => `row-${++counter}`;
 
 export const emptyMcpRow = (): McpRow => ({ key: rowKey(), url: '', name: '', allowedTools: [], headers: [] });
 export const emptySkillRow = (): SkillRow => ({ key: rowKey(), skillId: null, priority: 0 });
+export const emptyDelegationRow = (): DelegationRow => ({ key: rowKey(), agentId: null, name: '', description: '' });
+export const emptyA2aRow = (): A2aRow => ({ key: rowKey(), name: '', cardUrl: '', description: '', credential: '' });
 
 type Tool = Agent['tools'][number];
 type McpTool = Extract<Tool, { type: 'mcp' }>;
+type AgentTool = Extract<Tool, { type: 'agent' }>;
+type A2aTool = Extract<Tool, { type: 'a2a' }>;
 
 export function formOf(agent?: Agent, skills: AssignedSkill[] = []): AgentFormValues {
   const tools = agent?.tools ?? [];
   const { fallbackModels = [], summaryModel = null, ...configuration } = agent?.configuration ?? ({} as Partial<Agent['configuration']>);
-  const others = tools.filter((t) => t.type !== 'builtin' && t.type !== 'mcp');
   return {
     name: agent?.name ?? '',
     appId: agent?.appId ?? 'default',
@@ -92,7 +113,14 @@ export function formOf(agent?: Agent, skills: AssignedSkill[] = []): AgentFormVa
           ]
         : [],
     ),
-    otherTools: others.length ? JSON.stringify(others, null, 2) : '',
+    delegations: tools.flatMap((t) =>
+      t.type === 'agent' ? [{ key: rowKey(), agentId: t.agentId, name: t.name ?? '', description: t.description ?? '' }] : [],
+    ),
+    a2a: tools.flatMap((t) =>
+      t.type === 'a2a'
+        ? [{ key: rowKey(), name: t.name, cardUrl: t.cardUrl, description: t.description ?? '', credential: t.credential ?? '' }]
+        : [],
+    ),
     fallbackModels,
     summaryModel: summaryModel ?? '',
     configuration: JSON.stringify(configuration, null, 2),
@@ -101,7 +129,7 @@ export function formOf(agent?: Agent, skills: AssignedSkill[] = []): AgentFormVa
   };
 }
 
-/** A mistake found before asking the server, keyed as the server's errors are (e.g. `otherTools`). */
+/** A mistake found before asking the server, keyed as the server's errors are (e.g. `configuration`, `delegations.0.agentId`). */
 export class LocalFormError extends Error {
   constructor(readonly errors: Record<string, string>) {
     super(Object.values(errors)[0]);
@@ -127,7 +155,8 @@ function parseJson(text: string, field: string, fallback: unknown, shape: 'array
  * agent's complete set on an update as on a create; tools go in the order of toolSection below.
  */
 export function bodyOf(v: AgentFormValues) {
-  const others = parseJson(v.otherTools, 'otherTools', [], 'array') as Tool[];
+  const unchosen = v.delegations.findIndex((row) => !row.agentId);
+  if (unchosen >= 0) throw new LocalFormError({ [`delegations.${unchosen}.agentId`]: 'choose the agent to delegate to' });
   const configuration = parseJson(v.configuration, 'configuration', {}, 'object') as Record<string, unknown>;
   const builtins = BUILTIN_GROUPS.map((name) => ({ type: 'builtin' as const, name, enabled: v.builtins.includes(name) }));
   const mcp = v.mcp.map((row): McpTool => {
@@ -138,35 +167,64 @@ export function bodyOf(v: AgentFormValues) {
     if (headers.length) tool.headers = Object.fromEntries(headers.map((h) => [h.name.trim(), h.value]));
     return tool;
   });
+  const delegations = v.delegations.map((row): AgentTool => {
+    const tool: AgentTool = { type: 'agent', agentId: row.agentId! };
+    if (row.name.trim()) tool.name = row.name.trim();
+    if (row.description.trim()) tool.description = row.description.trim();
+    return tool;
+  });
+  const a2a = v.a2a.map((row): A2aTool => {
+    const tool: A2aTool = { type: 'a2a', name: row.name.trim(), cardUrl: row.cardUrl.trim() };
+    if (row.description.trim()) tool.description = row.description.trim();
+    if (row.credential) tool.credential = row.credential;
+    return tool;
+  });
   return {
     name: v.name,
     appId: v.appId,
     description: v.description || undefined,
     model: v.model.trim(),
     systemPrompt: v.systemPrompt || undefined,
-    tools: [...builtins, ...mcp, ...others],
+    tools: [...builtins, ...mcp, ...delegations, ...a2a],
     configuration: { ...configuration, fallbackModels: v.fallbackModels, summaryModel: v.summaryModel.trim() || null },
   };
 }
 
-/** Where the tool at `index` of bodyOf's list came from. */
-function toolSection(v: AgentFormValues, index: number): { section: 'builtins' | 'other' } | { section: 'mcp'; row: number } {
+type RowSection = 'mcp' | 'delegations' | 'a2a';
+
+/** Where the tool at `index` of bodyOf's list came from: the built-in groups, or a row of a section. */
+function toolSection(v: AgentFormValues, index: number): { section: 'builtins' } | { section: RowSection; row: number } {
   if (index < BUILTIN_GROUPS.length) return { section: 'builtins' };
-  const row = index - BUILTIN_GROUPS.length;
-  return row < v.mcp.length ? { section: 'mcp', row } : { section: 'other' };
+  let row = index - BUILTIN_GROUPS.length;
+  for (const section of ['mcp', 'delegations', 'a2a'] as const) {
+    if (row < v[section].length) return { section, row };
+    row -= v[section].length;
+  }
+  return { section: 'builtins' };
 }
+
+/** The fields of each row section that the server's errors may name. */
+const ROW_FIELDS: Record<RowSection, string[]> = {
+  mcp: ['url', 'name', 'allowedTools', 'headers'],
+  delegations: ['agentId', 'name', 'description'],
+  a2a: ['name', 'cardUrl', 'description', 'credential'],
+};
 
 /** What the form shows under its fields: a field's message keyed by the form's own field names. */
 export interface FormErrors {
-  /** name, appId, description, model, systemPrompt, builtins, otherTools, fallbackModels, summaryModel, configuration, skills. */
+  /** name, appId, description, model, systemPrompt, builtins, fallbackModels, summaryModel, configuration, skills. */
   fields: Record<string, string>;
   /** `${row}.url`, `${row}.name`, `${row}.allowedTools`, `${row}.headers`, `${row}` (the row as a whole). */
   mcp: Record<string, string>;
+  /** `${row}.agentId`, `${row}.name`, `${row}.description`, `${row}`. */
+  delegations: Record<string, string>;
+  /** `${row}.name`, `${row}.cardUrl`, `${row}.description`, `${row}.credential`, `${row}`. */
+  a2a: Record<string, string>;
   /** `${row}.skillId`, `${row}.priority`. */
   skills: Record<string, string>;
 }
 
-export const noErrors = (): FormErrors => ({ fields: {}, mcp: {}, skills: {} });
+export const noErrors = (): FormErrors => ({ fields: {}, mcp: {}, delegations: {}, a2a: {}, skills: {} });
 
 const segmentsOf = (path: string) =>
   path
@@ -186,12 +244,11 @@ export function agentErrors(v: AgentFormValues, errors: FieldError[]): FormError
     if (field === 'tools' && rest.length && /^\d+$/.test(rest[0])) {
       const [index, ...inner] = rest;
       const where = toolSection(v, Number(index));
-      if (where.section === 'mcp') {
-        const sub = inner[0];
-        put(out.mcp, sub && ['url', 'name', 'allowedTools', 'headers'].includes(sub) ? `${where.row}.${sub}` : `${where.row}`, e.message);
+      if (where.section === 'builtins') {
+        put(out.fields, 'builtins', [...inner, e.message].join(' '));
       } else {
-        const at = where.section === 'other' ? `${Number(index) - BUILTIN_GROUPS.length - v.mcp.length}` : '';
-        put(out.fields, where.section === 'other' ? 'otherTools' : 'builtins', [at, ...inner, e.message].filter(Boolean).join(' '));
+        const sub = inner[0];
+        put(out[where.section], sub && ROW_FIELDS[where.section].includes(sub) ? `${where.row}.${sub}` : `${where.row}`, e.message);
       }
     } else if (field === 'configuration' && (rest[0] === 'fallbackModels' || rest[0] === 'summaryModel')) {
       const [key, ...inner] = rest;

@@ -19,6 +19,7 @@ import {
   TagsInput,
   Text,
   TextInput,
+  type TextInputProps,
   Textarea,
   Title,
   Tooltip,
@@ -26,17 +27,21 @@ import {
 import { useDebouncedValue } from '@mantine/hooks';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useParams, useSearch } from '@tanstack/react-router';
-import { useRef, useState } from 'react';
+import { Fragment, useRef, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../api';
 import {
+  type A2aRow,
   type AgentFormValues,
   type AssignedSkill,
   BUILTIN_GROUPS,
+  type DelegationRow,
   type FormErrors,
   LocalFormError,
   type McpRow,
   agentErrors,
   bodyOf,
+  emptyA2aRow,
+  emptyDelegationRow,
   emptyMcpRow,
   emptySkillRow,
   formOf,
@@ -337,6 +342,208 @@ function ModelsInput({
   );
 }
 
+/** A section of rows (MCP servers, delegations, A2A agents): each row edited or removed on its own, and an add button. */
+function RowSection<R extends { key: string }>({
+  title,
+  hint,
+  empty,
+  rows,
+  onRows,
+  newRow,
+  addLabel,
+  max,
+  row,
+}: {
+  title: string;
+  hint?: string;
+  empty?: string;
+  rows: R[];
+  onRows: (rows: R[]) => void;
+  newRow: () => R;
+  addLabel: string;
+  max?: number;
+  row: (row: R, index: number, edit: { onChange: (next: R) => void; onRemove: () => void }) => React.ReactNode;
+}) {
+  return (
+    <Stack gap="xs">
+      <Title order={4}>{title}</Title>
+      {(hint || (empty && rows.length === 0)) && (
+        <Text size="sm" c="dimmed">
+          {rows.length === 0 && empty ? empty : hint}
+        </Text>
+      )}
+      {rows.map((r, i) => (
+        <Fragment key={r.key}>
+          {row(r, i, {
+            onChange: (next) => onRows(rows.map((x) => (x.key === r.key ? next : x))),
+            onRemove: () => onRows(rows.filter((x) => x.key !== r.key)),
+          })}
+        </Fragment>
+      ))}
+      <Group>
+        <Button variant="default" disabled={max !== undefined && rows.length >= max} onClick={() => onRows([...rows, newRow()])}>
+          {addLabel}
+        </Button>
+      </Group>
+    </Stack>
+  );
+}
+
+/** A text field of a row: the row's value, the row changed as it is typed, the server's error for it. */
+function RowTextInput<R, F extends keyof R & string>({
+  row,
+  field,
+  at,
+  onChange,
+  ...props
+}: { row: R; field: F; at: (field: string) => string | undefined; onChange: (row: R) => void } & Omit<
+  TextInputProps,
+  'value' | 'onChange' | 'error'
+>) {
+  return (
+    <TextInput
+      {...props}
+      value={row[field] as string}
+      onChange={(e) => onChange({ ...row, [field]: e.currentTarget.value })}
+      error={at(field)}
+    />
+  );
+}
+
+/** Errors of a row as a whole (`${index}`) above its fields. */
+function RowError({ errors, index }: { errors: Record<string, string>; index: number }) {
+  const message = errors[`${index}`];
+  return message ? (
+    <Text c="red" size="sm">
+      {message}
+    </Text>
+  ) : null;
+}
+
+function DelegationRowInput({
+  row,
+  index,
+  agents,
+  errors,
+  onChange,
+  onRemove,
+}: {
+  row: DelegationRow;
+  index: number;
+  /** null while the tenant's agents are loading. */
+  agents: { value: string; label: string }[] | null;
+  errors: Record<string, string>;
+  onChange: (row: DelegationRow) => void;
+  onRemove: () => void;
+}) {
+  const at = (field: string) => errors[`${index}.${field}`];
+  // An agent the list does not hold (past its first page, or deleted since) still shows by id.
+  const known = agents ?? [];
+  const options =
+    row.agentId && !known.some((a) => a.value === row.agentId) ? [...known, { value: row.agentId, label: row.agentId }] : known;
+  return (
+    <Fieldset legend={`Delegation ${index + 1}`} data-testid="delegation-row">
+      <Stack gap="xs">
+        <RowError errors={errors} index={index} />
+        <Group grow align="start">
+          <Select
+            label="Agent"
+            placeholder={agents ? 'choose an agent' : 'loading agents…'}
+            searchable
+            data={options}
+            value={row.agentId}
+            onChange={(agentId) => onChange({ ...row, agentId })}
+            error={at('agentId')}
+          />
+          <RowTextInput
+            label="Tool name"
+            description="what the model calls; empty: ask_<agent name>"
+            maxLength={64}
+            row={row}
+            field="name"
+            at={at}
+            onChange={onChange}
+          />
+        </Group>
+        <RowTextInput
+          label="Description"
+          description="when the model should ask this agent; empty: the agent's own description"
+          maxLength={2000}
+          row={row}
+          field="description"
+          at={at}
+          onChange={onChange}
+        />
+        <Group>
+          <Button variant="subtle" color="red" onClick={onRemove}>
+            Remove delegation
+          </Button>
+        </Group>
+      </Stack>
+    </Fieldset>
+  );
+}
+
+function A2aRowInput({
+  row,
+  index,
+  errors,
+  onChange,
+  onRemove,
+}: {
+  row: A2aRow;
+  index: number;
+  errors: Record<string, string>;
+  onChange: (row: A2aRow) => void;
+  onRemove: () => void;
+}) {
+  const at = (field: string) => errors[`${index}.${field}`];
+  return (
+    <Fieldset legend={`A2A agent ${index + 1}`} data-testid="a2a-row">
+      <Stack gap="xs">
+        <RowError errors={errors} index={index} />
+        <Group grow align="start">
+          <RowTextInput
+            label="Name"
+            description="the model calls a2a_<name>; letters, digits, _ and -"
+            maxLength={60}
+            row={row}
+            field="name"
+            at={at}
+            onChange={onChange}
+          />
+          <RowTextInput
+            label="Agent Card URL"
+            placeholder="https://agents.example.com/.well-known/agent-card.json"
+            maxLength={2048}
+            row={row}
+            field="cardUrl"
+            at={at}
+            onChange={onChange}
+          />
+        </Group>
+        <RowTextInput label="Description" maxLength={2000} row={row} field="description" at={at} onChange={onChange} />
+        {/* A bearer token: hidden unless revealed; a saved one comes back sealed, and sending that keeps it. */}
+        <PasswordInput
+          label="Credential"
+          description="the bearer credential the remote agent expects (optional); stored sealed"
+          autoComplete="off"
+          visibilityToggleButtonProps={{ 'aria-label': `Show or hide A2A agent ${index + 1} credential` }}
+          maxLength={8192}
+          value={row.credential}
+          onChange={(e) => onChange({ ...row, credential: e.currentTarget.value })}
+          error={at('credential')}
+        />
+        <Group>
+          <Button variant="subtle" color="red" onClick={onRemove}>
+            Remove A2A agent
+          </Button>
+        </Group>
+      </Stack>
+    </Fieldset>
+  );
+}
+
 function McpServerRow({
   row,
   index,
@@ -360,22 +567,24 @@ function McpServerRow({
           </Text>
         )}
         <Group grow align="start">
-          <TextInput
+          <RowTextInput
             label="Server URL"
             description="Streamable HTTP endpoint, http(s)://"
             placeholder="https://mcp.example.com/mcp"
             maxLength={2048}
-            value={row.url}
-            onChange={(e) => onChange({ ...row, url: e.currentTarget.value })}
-            error={at('url')}
+            row={row}
+            field="url"
+            at={at}
+            onChange={onChange}
           />
-          <TextInput
+          <RowTextInput
             label="Tool prefix"
             description="letters, digits, _ and -; up to 32"
             maxLength={32}
-            value={row.name}
-            onChange={(e) => onChange({ ...row, name: e.currentTarget.value })}
-            error={at('name')}
+            row={row}
+            field="name"
+            at={at}
+            onChange={onChange}
           />
         </Group>
         <TagsInput
@@ -441,6 +650,8 @@ function McpServerRow({
 
 /** How many MCP servers and skill rows the form offers (the agent's tools are at most 64). */
 const MAX_MCP_ROWS = 32;
+/** agents/schemas.ts MAX_A2A_AGENTS. */
+const MAX_A2A_ROWS = 16;
 const MAX_SKILL_ROWS = 100;
 
 /** Create (`/agents/new`) or edit an agent; the server's 400 field errors are shown at their fields. */
@@ -492,6 +703,9 @@ export function AgentEditPage() {
   const created = useRef<string | null>(null);
 
   const offers = new Map((models.data?.models ?? []).map((m) => [m.id, m]));
+  const tenantAgents = useQuery({ queryKey: ['agents', 'all'], queryFn: () => client.agents.list({ limit: 100 }).toArray() });
+  // An agent does not delegate to itself.
+  const delegateOptions = tenantAgents.data?.filter((a) => a.id !== agentId).map((a) => ({ value: a.id, label: a.name })) ?? null;
 
   const save = useMutation({
     mutationFn: async (v: AgentFormValues) => {
@@ -560,12 +774,10 @@ export function AgentEditPage() {
 
   if (!form) return agent.error ? <Alert color="red">{messageOf(agent.error)}</Alert> : <Text>Loading…</Text>;
   const errors = errorsOf(save.error);
-  const hasFieldErrors = Object.keys(errors.fields).length + Object.keys(errors.mcp).length + Object.keys(errors.skills).length > 0;
+  const hasFieldErrors = [errors.fields, errors.mcp, errors.delegations, errors.a2a, errors.skills].some((e) => Object.keys(e).length > 0);
   const update = (patch: Partial<AgentFormValues>) => setValues({ ...form, ...patch });
-  const set =
-    (field: 'name' | 'appId' | 'description' | 'model' | 'systemPrompt' | 'otherTools' | 'configuration' | 'summaryModel') =>
-    (value: string) =>
-      update({ [field]: value });
+  const set = (field: 'name' | 'appId' | 'description' | 'model' | 'systemPrompt' | 'configuration' | 'summaryModel') => (value: string) =>
+    update({ [field]: value });
   const skillOptions = (catalog.data?.skills ?? []).map((s) => ({ value: s.id, label: s.name }));
   // An assigned skill the catalog page does not hold (archived, or past its first 200) still shows by id.
   for (const row of form.skills) {
@@ -647,41 +859,35 @@ export function AgentEditPage() {
               ))}
             </Group>
           </Checkbox.Group>
-          <Stack gap="xs">
-            <Title order={4}>MCP servers</Title>
-            {form.mcp.length === 0 && (
-              <Text size="sm" c="dimmed">
-                No MCP server: the agent's tools are the built-in ones above and those below.
-              </Text>
+          <RowSection
+            title="MCP servers"
+            empty="No MCP server: the agent's tools are the built-in ones above and those below."
+            rows={form.mcp}
+            onRows={(mcp) => update({ mcp })}
+            newRow={emptyMcpRow}
+            addLabel="Add MCP server"
+            max={MAX_MCP_ROWS}
+            row={(row, i, edit) => <McpServerRow row={row} index={i} errors={errors.mcp} {...edit} />}
+          />
+          <RowSection
+            title="Delegations"
+            hint="Other agents of this tenant, each a tool the model may call with a task (docs/runtime.md)."
+            rows={form.delegations}
+            onRows={(delegations) => update({ delegations })}
+            newRow={emptyDelegationRow}
+            addLabel="Add delegation"
+            row={(row, i, edit) => (
+              <DelegationRowInput row={row} index={i} agents={delegateOptions} errors={errors.delegations} {...edit} />
             )}
-            {form.mcp.map((row, i) => (
-              <McpServerRow
-                key={row.key}
-                row={row}
-                index={i}
-                errors={errors.mcp}
-                onChange={(next) => update({ mcp: form.mcp.map((r) => (r.key === row.key ? next : r)) })}
-                onRemove={() => update({ mcp: form.mcp.filter((r) => r.key !== row.key) })}
-              />
-            ))}
-            <Group>
-              <Button
-                variant="default"
-                disabled={form.mcp.length >= MAX_MCP_ROWS}
-                onClick={() => update({ mcp: [...form.mcp, emptyMcpRow()] })}
-              >
-                Add MCP server
-              </Button>
-            </Group>
-          </Stack>
-          <JsonInput
-            label="Delegations and A2A agents"
-            description='JSON list, e.g. [{"type":"agent","agentId":"…"}] or [{"type":"a2a","name":"billing","cardUrl":"https://…"}]'
-            autosize
-            minRows={2}
-            value={form.otherTools}
-            onChange={set('otherTools')}
-            error={errors.fields.otherTools}
+          />
+          <RowSection
+            title="Remote A2A agents"
+            rows={form.a2a}
+            onRows={(a2a) => update({ a2a })}
+            newRow={emptyA2aRow}
+            addLabel="Add A2A agent"
+            max={MAX_A2A_ROWS}
+            row={(row, i, edit) => <A2aRowInput row={row} index={i} errors={errors.a2a} {...edit} />}
           />
           <ModelsInput
             offers={offers}
@@ -832,7 +1038,9 @@ function errorsOf(err: unknown): FormErrors {
   if (err instanceof LocalFormError) {
     const out = noErrors();
     for (const [key, message] of Object.entries(err.errors)) {
-      if (/^\d+\./.test(key)) out.skills[key] = message;
+      const row = /^delegations\.(.+)$/.exec(key);
+      if (row) out.delegations[row[1]] = message;
+      else if (/^\d+\./.test(key)) out.skills[key] = message;
       else out.fields[key] = message;
     }
     return out;
