@@ -51,57 +51,34 @@ export interface TwoShouts {
   key: string;
   vendor: FakeProvider;
   mcp: Awaited<ReturnType<typeof startMcpServer>>;
-  close(): Promise<void>;
 }
 
 /** The callee's final answer, after both shouts. */
 export const TWO_SHOUTS_ANSWER = 'Both shouts are done.';
 
-async function startTwoShouts(): Promise<TwoShouts> {
-  const vendor = await startFakeProvider();
-  const mcp = await startMcpServer().catch(async (err) => {
-    await vendor.close();
-    throw err;
-  });
-  let t: TestApp;
-  let key: string;
-  try {
-    t = await startApp({ OPENAI_BASE_URL: vendor.baseUrl, OPENAI_API_KEY: 'sk-test-openai' });
-    ({ key } = await t.tenant());
-    await t.listen();
-  } catch (err) {
-    await mcp.close();
-    await vendor.close();
-    throw err;
-  }
-  return {
-    t,
-    key,
-    vendor,
-    mcp,
-    async close() {
-      await t.close();
-      await mcp.close();
-      await vendor.close();
-    },
-  };
-}
-
 /**
- * The two-shouts callee for a test file: started before its tests, closed after them, and after each
- * test every scripted model answer was asked for (the run went through both pauses to its answer).
- * The fields are there once the file's tests run.
+ * The two-shouts callee for a test file: started before its tests, closed after them (as much of it as
+ * started), and after each test every scripted model answer was asked for (the run went through both
+ * pauses to its answer). The fields are there once the file's tests run.
  */
 export function useTwoShouts(): TwoShouts {
-  const shouts = {} as TwoShouts;
+  const shouts = {} as Partial<TwoShouts>;
   beforeAll(async () => {
-    Object.assign(shouts, await startTwoShouts());
+    shouts.vendor = await startFakeProvider();
+    shouts.mcp = await startMcpServer();
+    shouts.t = await startApp({ OPENAI_BASE_URL: shouts.vendor.baseUrl, OPENAI_API_KEY: 'sk-test-openai' });
+    ({ key: shouts.key } = await shouts.t.tenant());
+    await shouts.t.listen();
   });
-  afterAll(() => shouts.close?.());
+  afterAll(async () => {
+    await shouts.t?.close();
+    await shouts.mcp?.close();
+    await shouts.vendor?.close();
+  });
   afterEach(() => {
-    expect(shouts.vendor.unused()).toBe(0);
+    expect(shouts.vendor!.unused()).toBe(0);
   });
-  return shouts;
+  return shouts as TwoShouts;
 }
 
 /** The callee: an agent on the vendor whose MCP tool `shout` waits for a person. */
