@@ -91,8 +91,8 @@ export class FilesService {
    */
   async delete(principal: Principal, id: string) {
     await this.db.kysely.transaction().execute(async (trx) => {
-      const row = await store.findFile(trx, principal.tenantId, id);
-      if (!row || !(await store.deleteFile(trx, principal.tenantId, id))) throw new NotFound('file');
+      const row = await store.deleteFile(trx, principal.tenantId, id);
+      if (!row) throw new NotFound('file');
       await recordAudit(trx, {
         tenantId: principal.tenantId,
         actor: principal.actor,

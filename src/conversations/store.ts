@@ -239,10 +239,9 @@ export function findFile(db: Executor, tenantId: string, id: string) {
   return db.selectFrom('files').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
 }
 
-/** Deletes the tenant's file: true when there was one. */
-export async function deleteFile(db: Executor, tenantId: string, id: string): Promise<boolean> {
-  const r = await db.deleteFrom('files').where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
-  return Number(r.numDeletedRows) > 0;
+/** Deletes the tenant's file: its name and size, or undefined when there was none. */
+export function deleteFile(db: Executor, tenantId: string, id: string) {
+  return db.deleteFrom('files').where('tenant_id', '=', tenantId).where('id', '=', id).returning(['name', 'size']).executeTakeFirst();
 }
 
 export function findFiles(db: Executor, tenantId: string, ids: string[]) {
