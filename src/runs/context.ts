@@ -39,17 +39,15 @@ function storedToolCalls(text: string) {
 }
 
 /**
- * How the run's history is fitted into its models' window (runtime/context/fit.ts): the window from
- * the price table (none known: no fitting), summaries by the agent's `summaryModel` or its own model,
- * kept with the conversation.
+ * How the run's history is fitted into its models' window (runtime/context/fit.ts): the smallest window
+ * from the price table among `models`, those a step may be sent to (none known: no fitting), summaries
+ * by the agent's `summaryModel` or its own model, kept with the conversation.
  */
 export function contextOptions(
   r: RunResources,
-  run: { tenantId: string; conversationId: string; agent: Agent },
+  run: { tenantId: string; conversationId: string; agent: Agent; models: string[] },
 ): ContextOptions | undefined {
-  // Fallbacks this server cannot use are left out of the run (fallbackChoices), and so out of its window.
-  const fallbacks = run.agent.configuration.fallbackModels.filter((id) => !r.models.unavailable(id));
-  const limits = tightestWindow(r.prices, [run.agent.model, ...fallbacks]);
+  const limits = tightestWindow(r.prices, run.models);
   if (!limits) return undefined;
   const { tenantId, conversationId } = run;
   const summaryModel = summaryModelOf(run.agent);
@@ -75,9 +73,8 @@ export function contextOptions(
 }
 
 /**
- * The window with the least room for the prompt among the run's model and its fallback models: a step
- * that falls back sends the same prompt, so it must fit the smallest. Models with no window known
- * are left out.
+ * The window with the least room for the prompt among the models: a step that falls back sends the
+ * same prompt, so it must fit the smallest. Models with no window known are left out.
  */
 function tightestWindow(prices: PriceTable, models: string[]): ContextWindow | undefined {
   let tightest: ContextWindow | undefined;

@@ -137,7 +137,8 @@ export class RunExecution {
         onRetry: observer ? (code) => observer.retried(agent.model, code) : undefined,
         // No tool acts for a run that is not recorded yet.
         beforeToolCalls: activeRun.start ? () => activeRun.start!.written : undefined,
-        context: contextOptions(this.r, { tenantId, conversationId, agent }),
+        // The prompt must fit every model a step may be sent to: the agent's and the fallbacks this run uses.
+        context: contextOptions(this.r, { tenantId, conversationId, agent, models: [agent.model, ...fallbacks.choices.map((c) => c.id)] }),
         answer,
         approval: this.r.toolApprovals
           ? {
