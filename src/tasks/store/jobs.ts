@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder, type Updateable } from 'kysely';
+import { sql, type ExpressionBuilder, type SelectQueryBuilder, type Updateable } from 'kysely';
 import type { Dialect } from '../../db/database.js';
 import type { Database, TaskJobTable } from '../../db/schema.js';
 import type { Executor, JobRow } from './rows.js';
@@ -101,10 +101,10 @@ function claimedBy(claim: ClaimInput) {
  * Takes up to `limit` next jobs under a lease, in one statement, in claim order:
  * `with c as materialized (next candidates) update ... from c returning *`. Empty: nothing to take.
  *
- * On PostgreSQL the candidate rows are locked with
- * `FOR UPDATE SKIP LOCKED`, so concurrent dispatchers each take different rows instead of queueing
- * behind one another; a locked candidate is re-checked against the candidate conditions when it is
- * locked, so it is still queued. SQLite has no row locks and a single writer: the statement is atomic.
+ * On PostgreSQL the candidate rows are locked with `FOR UPDATE SKIP LOCKED`, so concurrent dispatchers
+ * each take different rows instead of queueing behind one another; a locked candidate is re-checked
+ * against the candidate conditions when it is locked, so it is still queued. SQLite has no row locks
+ * and a single writer: the statement is atomic.
  *
  * Why this shape: a dispatcher with several free slots takes several jobs per statement (a burst of
  * tasks costs one claim per batch, not one per job). The candidates are a materialized CTE joined by
@@ -114,17 +114,8 @@ function claimedBy(claim: ClaimInput) {
  * (docs/scheduling.md).
  */
 export async function claimNextJobs(db: Executor, dialect: Dialect, claim: ClaimInput, limit: number): Promise<JobRow[]> {
-  let candidates = nextCandidates(db, claim.now, limit);
-  if (dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
-  const rows = await db
-    .with(
-      (cte) => cte('c').materialized(),
-      () => candidates,
-    )
-    .updateTable('task_jobs')
+  const rows = await updateJobsOnce(db, dialect, nextCandidates(db, claim.now, limit))
     .set(claimedBy(claim))
-    .from('c')
-    .whereRef('task_jobs.id', '=', 'c.id')
     .returningAll()
     .execute();
   // PostgreSQL's `returning *` also returns the CTE's `id` (the same value); SQLite's only the table's.
@@ -158,31 +149,41 @@ export function markJobRunning(db: Executor, { jobId, owner, runId, at }: { jobI
  * transaction has locked (a batch of run starts moving jobs to running, locking rows in its own order)
  * is skipped, not waited for: waiting deadlocked with such a batch. It is renewed the next time, a third
  * of a lease later; only a lock held across three turns would let its lease lapse, and the batches that
- * take these locks last milliseconds. The claim's shape (a materialized CTE joined by primary key,
- * claimNextJobs), so that the locking query runs once.
+ * take these locks last milliseconds.
  */
 export async function renewJobLeases(
   db: Executor,
   dialect: Dialect,
   { owner, jobIds, until }: { owner: string; jobIds: string[]; until: string },
 ): Promise<void> {
-  let held = db
+  const held = db
     .selectFrom('task_jobs')
     .select('id')
     .where('id', 'in', jobIds)
     .where('lease_owner', '=', owner)
     .where('state', '=', 'claimed');
-  if (dialect === 'postgres') held = held.forUpdate().skipLocked();
-  await db
+  await updateJobsOnce(db, dialect, held).set({ lease_expires_at: until }).execute();
+}
+
+/**
+ * `with c as materialized (rows) update task_jobs ... from c where task_jobs.id = c.id`, for the caller
+ * to `set`: the rows are chosen (and on PostgreSQL locked, `FOR UPDATE SKIP LOCKED`, passing over rows
+ * another transaction holds) once, then joined by primary key (claimNextJobs says why this shape).
+ */
+function updateJobsOnce<DB extends Database, TB extends keyof DB & string>(
+  db: Executor,
+  dialect: Dialect,
+  rows: SelectQueryBuilder<DB, TB, { id: string }>,
+) {
+  const chosen = dialect === 'postgres' ? rows.forUpdate().skipLocked() : rows;
+  return db
     .with(
       (cte) => cte('c').materialized(),
-      () => held,
+      () => chosen,
     )
     .updateTable('task_jobs')
-    .set({ lease_expires_at: until })
     .from('c')
-    .whereRef('task_jobs.id', '=', 'c.id')
-    .execute();
+    .whereRef('task_jobs.id', '=', 'c.id');
 }
 
 export interface JobMove {
