@@ -3,9 +3,8 @@ import type { Agent, FieldError } from '@agentry/client';
 /*
  * The agent form's logic, apart from its controls: an agent split into the form's sections (built-in
  * tool groups, MCP server rows, delegation rows, remote A2A agent rows, fallback and summary models,
- * skill rows), the
- * request body put back together, the server's 400 field errors routed to the row and field they name,
- * and the skill assignments to add, change or remove.
+ * skill rows), the request body put back together, the server's 400 field errors routed to the row and
+ * field they name, and the skill assignments to add, change or remove.
  */
 
 export const BUILTIN_GROUPS = ['skills', 'connectors', 'memory'] as const;

@@ -561,11 +561,7 @@ function McpServerRow({
   return (
     <Fieldset legend={`MCP server ${index + 1}`} data-testid="mcp-row">
       <Stack gap="xs">
-        {errors[`${index}`] && (
-          <Text c="red" size="sm">
-            {errors[`${index}`]}
-          </Text>
-        )}
+        <RowError errors={errors} index={index} />
         <Group grow align="start">
           <RowTextInput
             label="Server URL"
