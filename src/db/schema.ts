@@ -122,6 +122,10 @@ export interface RunTable {
   traceparent?: string | null;
   /** The final answer validated against the run's response format, as JSON (0015); null without one. */
   structured_output?: string | null;
+  /** Why the model stopped (0020): stop, length, content-filter, max_steps...; null when no step answered. */
+  finish_reason?: string | null;
+  /** 1 when older history was left out of the run's prompt without a summary (0020). */
+  context_truncated?: number;
 }
 
 interface RunEventTable {

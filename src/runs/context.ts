@@ -54,7 +54,11 @@ export function contextOptions(
   return {
     limits,
     // Resolved when first needed: an unavailable summary model is the run's warning, not its failure.
-    summarizer: () => ({ model: r.models.resolve(summaryModel), retry: r.models.retryPolicy(summaryModel) }),
+    summarizer: () => ({
+      model: r.models.resolve(summaryModel),
+      retry: r.models.retryPolicy(summaryModel),
+      limits: r.prices.windowOf(summaryModel),
+    }),
     summaries: {
       read: async () => {
         const row = await conversations.findSummary(r.db.kysely, tenantId, conversationId);

@@ -28,6 +28,16 @@ function cutOffReply(output: string, error: RunError | null): string {
 }
 
 /**
+ * Why the run's model stopped: its last answered step's finish reason (stop, length, content-filter,
+ * tool-calls...), max_steps when the loop ran out of steps, null when no step answered.
+ */
+function runFinishReason(result: LoopResult): string | null {
+  if (result.finish === 'max_steps') return 'max_steps';
+  const last = result.steps.at(-1);
+  return last?.completedAt ? last.finishReason : null;
+}
+
+/**
  * Ends per transaction at most (group commit). Larger batches save commits but hold up the requests
  * that arrive meanwhile (the first streamed token waits behind them; docs/benchmarks-history.md).
  */
@@ -98,6 +108,7 @@ export class RunFinish {
       outputTokens: result.usage.outputTokens + summary.outputTokens,
     };
     const structuredOutput = result.structuredOutput ?? null;
+    const finishReason = runFinishReason(result);
     const error = status === 'cancelled' ? { code: 'cancelled', message: 'the run was cancelled' } : (ending.failure ?? null);
     const duration = Date.parse(at) - ending.startedAtMs;
     // The reply joins the conversation (a cancelled run's partial reply too). A failed run's joins only
@@ -122,7 +133,10 @@ export class RunFinish {
       : null;
     const terminal =
       status === 'completed'
-        ? { event: 'done', data: { conversationId, runId, cost, tokenUsage, ...(structuredOutput ? { structuredOutput } : {}) } }
+        ? {
+            event: 'done',
+            data: { conversationId, runId, cost, tokenUsage, finishReason, ...(structuredOutput ? { structuredOutput } : {}) },
+          }
         : { event: 'error', data: { ...error! } };
     const finished: RunFinished = {
       runId,
@@ -153,6 +167,8 @@ export class RunFinish {
         steps: JSON.stringify(stepsToStore(result.steps, ending.model, this.r.prices)),
         structured_output: structuredOutput ? JSON.stringify(structuredOutput) : null,
         warnings: JSON.stringify(ending.warnings),
+        finish_reason: finishReason,
+        context_truncated: result.contextTruncated ? 1 : 0,
         completed_at: at,
         lease_owner: null,
         lease_expires_at: null,
@@ -193,6 +209,7 @@ export class RunFinish {
       status,
       output: result.output,
       structuredOutput,
+      finishReason,
       error,
       cost,
       tokenUsage,

@@ -48,6 +48,11 @@ const RunHeaders = {
   'x-conversation-id': Type.String({ description: 'the conversation of the run' }),
 };
 
+const FinishReason = Type.String({
+  description:
+    'why the model stopped: stop (it answered), length (cut off at maxTokens: the answer may be incomplete), content-filter, max_steps (the agent’s step limit came first), other; null when no step answered',
+});
+
 const ExecutionResult = Type.Object(
   {
     output: Type.String(),
@@ -57,6 +62,7 @@ const ExecutionResult = Type.Object(
     status: Type.String({
       description: 'completed, or awaiting_approval: a tool call waits for a person (GET /api/v1/approvals); the run goes on once decided',
     }),
+    finishReason: Nullable(FinishReason),
     cost: Type.Number({ description: 'USD' }),
     tokenUsage: TokenUsage,
     toolCalls: Type.Array(Type.Object({ name: Type.String(), input: Type.Unknown(), result: Nullable(Json) })),
@@ -81,6 +87,10 @@ export const RunSummarySchema = Type.Object({
   model: Type.String(),
   output: Type.String(),
   structuredOutput: Nullable(StructuredOutput),
+  finishReason: Nullable(FinishReason),
+  contextTruncated: Type.Boolean({
+    description: 'older history was left out of the prompt without a summary (it could not be made); the run’s events say when',
+  }),
   error: RunErrorSchema,
   cost: Type.Number({ description: 'USD' }),
   duration: Nullable(Type.Integer({ description: 'milliseconds' })),
@@ -150,7 +160,7 @@ export const RunDetailsSchema = Type.Evaluate(
 );
 
 const SSE_DESCRIPTION =
-  'Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).';
+  'Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).';
 const StreamHeaders = {
   ...RunHeaders,
   'content-location': Type.String({ description: '/api/v1/runs/{runId}/events: where to resume this stream (with Last-Event-ID)' }),
@@ -235,6 +245,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
       conversationId: run.conversationId,
       runId: run.runId,
       status: run.status,
+      finishReason: run.finishReason,
       cost: run.cost,
       tokenUsage: run.tokenUsage,
       toolCalls: run.toolCalls.map((c) => ({ name: c.name, input: c.input, result: c.result })),

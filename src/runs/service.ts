@@ -213,6 +213,7 @@ export class RunsService {
       status: run.status as RunOutcome['status'],
       output: run.output,
       structuredOutput: run.structuredOutput,
+      finishReason: run.finishReason,
       error: run.error,
       cost: run.cost,
       tokenUsage: run.tokenUsage,

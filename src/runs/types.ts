@@ -90,6 +90,8 @@ export interface RunOutcome {
   output: string;
   /** The final answer as an object, when the run was given a response format. */
   structuredOutput: Record<string, unknown> | null;
+  /** Why the model stopped (stop, length, content-filter, max_steps...); null when no step answered. */
+  finishReason: string | null;
   error: RunError | null;
   cost: number;
   tokenUsage: { inputTokens: number; outputTokens: number };

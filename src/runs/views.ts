@@ -22,6 +22,8 @@ export function runSummary(row: RunRow) {
     model: row.model,
     output: row.output,
     structuredOutput: structuredOutputColumn(row.structured_output ?? null),
+    finishReason: row.finish_reason ?? null,
+    contextTruncated: Boolean(row.context_truncated),
     error: errorColumn(row.error),
     cost: row.cost,
     duration: row.duration_ms,

@@ -24,7 +24,8 @@ export type { ConversationTurn } from './context/history.js';
 type LoopEvent =
   | { event: 'token'; data: { text: string } }
   | { event: 'tool_call_start'; data: { id: string; name: string; input: unknown } }
-  | { event: 'tool_call_end'; data: { id: string; result: Record<string, unknown> } };
+  | { event: 'tool_call_end'; data: { id: string; result: Record<string, unknown> } }
+  | { event: 'context_truncated'; data: { droppedMessages: number; reason: string } };
 
 interface ToolCallRecord {
   id: string;
@@ -55,7 +56,10 @@ export interface LoopResult {
   steps: StepRecord[];
   toolCalls: ToolCallRecord[];
   usage: { inputTokens: number; outputTokens: number };
-  /** How the loop ended: stop (answered), max_steps, length (token cap), cancelled, awaiting_approval (paused: `paused`). */
+  /**
+   * How the loop ended: stop (answered), max_steps, length (the answer cut off: its output limit or a
+   * content filter; the last step's finishReason says which), cancelled, awaiting_approval (paused: `paused`).
+   */
   finish: 'stop' | 'max_steps' | 'length' | 'cancelled' | 'awaiting_approval';
   /** Set when a tool call waits for a person: what resuming the loop needs (tool-approvals.ts). */
   paused?: LoopPause;
@@ -63,6 +67,8 @@ export interface LoopResult {
   warnings: string[];
   /** The final answer parsed and validated against the run's response format (structured-output.ts). */
   structuredOutput?: Record<string, unknown>;
+  /** Older history was left out of a step's prompt without a summary (context/fit.ts). */
+  contextTruncated?: boolean;
   /** What fitting the context cost: the summarising model's calls (context/fit.ts). */
   summaryUsage?: { inputTokens: number; outputTokens: number };
 }
@@ -153,6 +159,16 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
   const fitter = input.context ? new ContextFitter(input.context, input.messages.slice(0, -1)) : undefined;
   if (fitter) result.summaryUsage = Object.assign(fitter.usage, result.summaryUsage);
   let repairs = 0;
+  /** The step's prompt fitted; history left out unsummarised is told once, and marks the run. */
+  const fitted = async (f: ContextFitter) => {
+    const out = await f.fit(prompt, input.signal);
+    const truncation = f.takeTruncation();
+    if (truncation) {
+      result.contextTruncated = true;
+      input.onEvent({ event: 'context_truncated', data: truncation });
+    }
+    return out;
+  };
 
   const choices: ModelChoice[] = [
     { id: input.modelId ?? 'model', model: input.model, retry: input.retry ?? DEFAULT_RETRY_POLICY },
@@ -250,7 +266,7 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
       ({ output } = await streamStepWithFallbacks(
         choices,
         {
-          prompt: fitter ? await fitter.fit(prompt, input.signal) : prompt,
+          prompt: fitter ? await fitted(fitter) : prompt,
           responseFormat: input.answer?.callOption,
           tools: toolDefinitions,
           toolChoice: toolDefinitions ? { type: 'auto' } : undefined,
@@ -322,15 +338,23 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
       prompt.push({ role: 'tool', content: toolResults });
       continue;
     }
-    if (step.finishReason === 'length') {
+    // An answer the model did not end itself (its output limit, a content filter) is no answer to check.
+    const cutOff = step.finishReason !== 'stop' && step.finishReason !== 'tool-calls';
+    if (cutOff && !input.answer) {
+      // Kept as the answer, but never silently: the run's finishReason and a warning say it is cut off.
+      const warning =
+        step.finishReason === 'length'
+          ? `the answer was cut off at the output limit${input.maxTokens ? ` of ${input.maxTokens} tokens` : ''}: it may be incomplete`
+          : `the model provider cut the answer off (finish reason ${step.finishReason}): it may be incomplete`;
+      if (!result.warnings.includes(warning)) result.warnings.push(warning);
       result.finish = 'length';
       return result;
     }
     // The model answered; a message injected meanwhile still gets its turn.
-    carried = input.drainInbox();
+    carried = cutOff ? [] : input.drainInbox();
     if (!carried.length) {
       if (input.answer) {
-        const checked = input.answer.check(step.text);
+        const checked = cutOff ? { error: cutOffError(step.finishReason, input.maxTokens) } : input.answer.check(step.text);
         if ('error' in checked) {
           // One repair attempt: the model is told what was wrong.
           if (repairs++ > 0) throw new ModelCallError(checked.error, result, 'invalid_output');
@@ -346,6 +370,13 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
   }
   result.finish = 'max_steps';
   return result;
+}
+
+/** Why an answer the model did not end itself cannot be the structured answer; its repair asks for a shorter one. */
+function cutOffError(finishReason: string, maxTokens: number | undefined): string {
+  if (finishReason === 'length')
+    return `the answer was cut off at the output limit${maxTokens ? ` of ${maxTokens} tokens` : ''} before it was complete; a shorter answer is needed`;
+  return `the answer was cut off by the model provider (finish reason ${finishReason}) before it was complete`;
 }
 
 function turn(role: ConversationTurn['role'], text: string): LanguageModelV3Prompt[number] {

@@ -12,7 +12,9 @@ import { chatStream, startFakeProvider, type FakeProvider } from '../helpers/fak
  * conversation and refreshed incrementally, its cost in the run; answers' tool calls and results
  * replayed in the history. Each message below is two echo words but ~30 estimated tokens, so a turn
  * (message and answer) is ~60: with a 160-token window less 40 reserved, the prompt holds ~90
- * tokens of history besides the new message, a summary taking a quarter of the 120.
+ * tokens of history besides the new message, a summary taking a quarter of the 120. The tiny window
+ * is a fallback's (the run fits the smallest of its models'); echo itself, which writes the
+ * summaries, has room for a summary request (they are fitted into the summary model's own window).
  */
 
 let t: TestApp;
@@ -20,10 +22,18 @@ let key: string;
 let vendor: FakeProvider;
 
 const PRICES = {
-  'builtin/echo': { input: 1, output: 2, contextWindow: 160, outputReserve: 40 },
-  // The same fake vendor behind both: one model with the tiny window, one without any.
+  'builtin/echo': { input: 1, output: 2, contextWindow: 2000, outputReserve: 40 },
+  // The same fake vendor behind these: one model with the tiny window, one without any, and two
+  // summary models: one whose window holds a summary request only in pieces, one that holds none.
   'openai-compatible/tiny': { contextWindow: 160, outputReserve: 40 },
+  'openai-compatible/summarizer': { contextWindow: 260, outputReserve: 40 },
+  'openai-compatible/minuscule': { contextWindow: 120, outputReserve: 20 },
 };
+/** An echo agent whose history is fitted into the tiny window (its never-called fallback's). */
+const tinyEcho = (configuration: Record<string, unknown> = {}) => ({
+  model: 'builtin/echo',
+  configuration: { fallbackModels: ['openai-compatible/tiny'], ...configuration },
+});
 const fact = (name: string) => `fact-${name} ${name.toLowerCase().repeat(96)}`;
 
 beforeAll(async () => {
@@ -60,7 +70,7 @@ const messageIds = async (conversationId: string) =>
 
 describe('a tiny window on builtin/echo', () => {
   it('summarises the turns pushed out, stores the summary, refreshes it with only the newly pushed out, and counts its cost', async () => {
-    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const agent = await t.agent(key, tinyEcho());
     const first = await say(agent.id, fact('A'));
     const conversationId = first.res.conversationId;
     // One turn of history fits: no summary yet, and nothing but the steps in the usage.
@@ -102,7 +112,7 @@ describe('a tiny window on builtin/echo', () => {
 
   it('a conversation deleted by retention takes its summary with it', async () => {
     const tenant = await t.tenant();
-    const agent = await t.agent(tenant.key, { model: 'builtin/echo' });
+    const agent = await t.agent(tenant.key, tinyEcho());
     const ask = (message: string, conversationId?: string) =>
       t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key: tenant.key, body: { message, conversationId } });
     const { conversationId } = (await ask(fact('A'))).body;
@@ -115,12 +125,86 @@ describe('a tiny window on builtin/echo', () => {
   });
 
   it('memoryWindow still bounds the history in messages: nothing is pushed out of what is not given', async () => {
-    const agent = await t.agent(key, { model: 'builtin/echo', configuration: { memoryWindow: 2 } });
+    const agent = await t.agent(key, tinyEcho({ memoryWindow: 2 }));
     const first = await say(agent.id, fact('A'));
     const conversationId = first.res.conversationId;
     await say(agent.id, fact('B'), conversationId);
     await say(agent.id, fact('C'), conversationId);
     // Only the last turn is given each time, and it fits: no summary is ever needed.
+    expect(await summaryOf(conversationId)).toBeUndefined();
+  });
+});
+
+describe('summary requests fitted to the summary model’s own window', () => {
+  /** ~80 estimated tokens a line of a summary request's transcript: two of them do not fit one summarizer request. */
+  const long = (name: string) => `fact-${name} ${name.toLowerCase().repeat(300)}`;
+  const summaryAnswer = (text: string) => ({
+    sse: chatStream({ text: [text], finish: 'stop', usage: { prompt_tokens: 5, completion_tokens: 1 } }),
+  });
+  /** A request's estimated tokens (runtime/context/tokens.ts: characters over four, four a message) with its answer's room. */
+  const requestTokens = (body: { messages: { content: string }[]; max_tokens: number }) =>
+    body.messages.reduce((n, m) => n + 4 + Math.ceil(m.content.length / 4), 0) + body.max_tokens;
+  const userText = (i: number) => vendor.requests[i].body.messages[1].content as string;
+
+  async function eventsOf(runId: string, k: string) {
+    const res = await t.request('GET', `/api/v1/runs/${runId}/events`, { key: k });
+    return res.text
+      .split('\n\n')
+      .map((frame) => ({
+        event: /^event: (.*)$/m.exec(frame)?.[1],
+        data: /^data: (.*)$/m.exec(frame)?.[1],
+      }))
+      .filter((e) => e.event)
+      .map((e) => ({ event: e.event!, data: JSON.parse(e.data!) }));
+  }
+
+  it('summarises in pieces that fit (map), then merges the summaries (reduce), the summary so far first', async () => {
+    const agent = await t.agent(key, tinyEcho({ summaryModel: 'openai-compatible/summarizer' }));
+    const first = await say(agent.id, long('A'));
+    const conversationId = first.res.conversationId;
+    expect(first.run.contextTruncated).toBe(false);
+
+    // A's turn is pushed out: its two lines do not fit one request, so each is summarised alone, then merged.
+    vendor.script(summaryAnswer('sum-A1'), summaryAnswer('sum-A2'), summaryAnswer('merged-A'));
+    const second = await say(agent.id, long('B'), conversationId);
+    expect(vendor.requests).toHaveLength(3);
+    for (const r of vendor.requests) expect(requestTokens(r.body)).toBeLessThanOrEqual(260);
+    expect(userText(0)).toContain(`user: ${JSON.stringify(long('A'))}`);
+    expect(userText(0)).not.toContain('assistant:');
+    expect(userText(1)).toContain(`assistant: ${JSON.stringify(long('A'))}`);
+    expect(userText(2)).toContain('Part 1:\nsum-A1');
+    expect(userText(2)).toContain('Part 2:\nsum-A2');
+    expect((await summaryOf(conversationId))!.summary).toBe('merged-A');
+    expect(second.run.contextTruncated).toBe(false);
+    expect(second.run.warnings).toEqual([]);
+
+    // B's turn next: its pieces, then a merge that starts from the summary so far.
+    vendor.script(summaryAnswer('sum-B1'), summaryAnswer('sum-B2'), summaryAnswer('merged-AB'));
+    await say(agent.id, long('C'), conversationId);
+    expect(vendor.requests).toHaveLength(3);
+    for (const r of vendor.requests) expect(requestTokens(r.body)).toBeLessThanOrEqual(260);
+    expect(userText(0)).toContain('fact-B');
+    expect(userText(0)).not.toContain('fact-A');
+    expect(userText(2)).toMatch(/Part 1:\nmerged-A\n\nPart 2:\nsum-B1\n\nPart 3:\nsum-B2/);
+    expect((await summaryOf(conversationId))!.summary).toBe('merged-AB');
+  });
+
+  it('a summary model whose window holds no request: the older turns are left out, and the run and its events say so', async () => {
+    const agent = await t.agent(key, tinyEcho({ summaryModel: 'openai-compatible/minuscule' }));
+    vendor.script();
+    const first = await say(agent.id, fact('A'));
+    const conversationId = first.res.conversationId;
+    await say(agent.id, fact('B'), conversationId);
+    const third = await say(agent.id, fact('C'), conversationId);
+    // Nothing was sent to the summary model (vendor.unused() is checked after each test).
+    expect(vendor.requests).toHaveLength(0);
+    expect(third.run.status).toBe('completed');
+    expect(third.run.contextTruncated).toBe(true);
+    expect(third.run.warnings.join(' ')).toContain("the summary model's context window of 120 tokens cannot hold a summary request");
+    const truncated = (await eventsOf(third.res.runId, key)).filter((e) => e.event === 'context_truncated');
+    expect(truncated).toEqual([
+      { event: 'context_truncated', data: { droppedMessages: 2, reason: expect.stringContaining('cannot hold a summary request') } },
+    ]);
     expect(await summaryOf(conversationId)).toBeUndefined();
   });
 });

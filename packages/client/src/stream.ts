@@ -27,6 +27,8 @@ export type RunEvent =
   | { type: 'tool_call_start'; seq: number; data: { id: string; name: string; input: unknown } }
   | { type: 'tool_call_end'; seq: number; data: { id: string; result: Record<string, unknown> } }
   | { type: 'approval_required'; seq: number; data: ApprovalRequired }
+  /** Older history was left out of the prompt without a summary (the run's `contextTruncated`). */
+  | { type: 'context_truncated'; seq: number; data: { droppedMessages: number; reason: string } }
   | {
       type: 'done';
       seq: number;
@@ -35,6 +37,8 @@ export type RunEvent =
         runId: string;
         cost: number;
         tokenUsage: TokenUsage;
+        /** Why the model stopped: stop, length (cut off at maxTokens), content-filter, max_steps, other; null when no step answered. */
+        finishReason: string | null;
         /** The answer as an object, when the run was asked for a `responseFormat`. */
         structuredOutput?: Record<string, unknown>;
       };

@@ -11,11 +11,14 @@ import { estimateTokens, promptTokens } from './tokens.js';
  * answer to it, tool calls and results included), newest first, while they fit. Turns that no longer
  * fit are summarised by a model (the agent's own, or its `summaryModel`) into one summary, kept with
  * the conversation and refreshed incrementally: only turns pushed out since are summarised, with the
- * summary so far. Fitting only ever drops history; this run's own messages are sent even when they
- * alone overflow (the provider then refuses the call).
+ * summary so far. The summary requests fit the summarising model's own window: in pieces when the new
+ * turns do not fit one request (`Summarizer`). History left out without a summary (the summary model
+ * failed, or its window holds no request) is recorded on the run as `contextTruncated` and told in a
+ * `context_truncated` event. Fitting only ever drops history; this run's own messages are sent even
+ * when they alone overflow (the provider then refuses the call).
  */
 
-interface ContextLimits {
+export interface ContextLimits {
   /** The model's context window, in tokens. */
   contextWindow: number;
   /** Tokens kept free for the model's answer. */
@@ -36,8 +39,11 @@ interface SummaryStore {
 
 export interface ContextOptions {
   limits: ContextLimits;
-  /** The model that writes summaries, and how its failed calls are retried (asked for when first needed). */
-  summarizer(): { model: LanguageModelV3; retry?: RetryPolicy };
+  /**
+   * The model that writes summaries, how its failed calls are retried, and its own window (unknown:
+   * its requests are not fitted); asked for when first needed.
+   */
+  summarizer(): { model: LanguageModelV3; retry?: RetryPolicy; limits?: ContextLimits };
   summaries: SummaryStore;
 }
 
@@ -66,6 +72,9 @@ export class ContextFitter {
   private summaryRead = false;
   /** Leading groups the summary covers already (stored before this run, or made during it). */
   private summarized = 0;
+  /** History left out without a summary, and why; told to the run once (`takeTruncation`). */
+  private truncation: { droppedMessages: number; reason: string } | undefined;
+  private truncationTold = false;
 
   constructor(
     private readonly options: ContextOptions,
@@ -129,32 +138,9 @@ export class ContextFitter {
     }
     if (pushedOut <= this.summarized) return;
     const fresh = this.groups.slice(this.summarized, pushedOut).flatMap((g) => g.turns);
-    const request =
-      (this.summary ? `Summary so far:\n${this.summary.text}\n\n` : '') +
-      `New messages, oldest first:\n${fresh.map(transcriptLine).join('\n')}`;
     try {
       const summarizer = options.summarizer();
-      const out = await streamStep(
-        summarizer.model,
-        {
-          prompt: [
-            { role: 'system', content: SUMMARY_SYSTEM_PROMPT },
-            { role: 'user', content: [{ type: 'text', text: request }] },
-          ],
-          maxOutputTokens: maxTokens,
-          abortSignal: signal,
-        },
-        new Set(),
-        { onText: () => {} },
-        summarizer.retry,
-      );
-      this.usage.inputTokens += out.usage.inputTokens;
-      this.usage.outputTokens += out.usage.outputTokens;
-      const text = out.message.content
-        .flatMap((p) => (p.type === 'text' ? [p.text] : []))
-        .join('')
-        .trim();
-      if (out.error !== undefined || !text) throw out.error ?? new Error('the summary came back empty');
+      const text = await new Summarizer(summarizer, maxTokens, signal, this.usage).summarize(this.summary?.text, fresh.map(transcriptLine));
       const lastId = fresh.reduce<string | undefined>((max, t) => (t.id && (!max || t.id > max) ? t.id : max), undefined);
       this.summary = { text, throughMessageId: lastId ?? this.summary?.throughMessageId ?? '' };
       this.summarized = pushedOut;
@@ -162,11 +148,139 @@ export class ContextFitter {
       if (lastId) await options.summaries.write(this.summary);
     } catch (err) {
       if (signal.aborted) throw err;
-      // Without a new summary the older turns are simply left out; the run goes on.
-      const warning = `the conversation's summary could not be refreshed: ${err instanceof Error ? err.message : String(err)}`;
-      if (!this.warnings.includes(warning)) this.warnings.push(warning);
+      // Without a new summary the older turns are left out: said on the run (contextTruncated) and in its events.
+      const reason = `the conversation's summary could not be refreshed: ${err instanceof Error ? err.message : String(err)}`;
+      if (!this.warnings.includes(reason)) this.warnings.push(reason);
+      const droppedMessages = this.groups.slice(this.summarized, pushedOut).reduce((n, g) => n + g.messages.length, 0);
+      this.truncation = { droppedMessages: (this.truncation?.droppedMessages ?? 0) + droppedMessages, reason };
+      this.truncationTold = false;
       // Not tried again at every step of this run.
       this.summarized = pushedOut;
     }
   }
+
+  /** History left out unsummarised that the run has not been told of yet (once per truncation). */
+  takeTruncation(): { droppedMessages: number; reason: string } | undefined {
+    if (!this.truncation || this.truncationTold) return undefined;
+    this.truncationTold = true;
+    return this.truncation;
+  }
+}
+
+/** Estimated tokens of a summary request's framing besides its text: the messages' roles and a margin for the estimate. */
+const REQUEST_FRAMING_TOKENS = 16;
+/** A request that cannot hold this much text besides its instructions makes no useful summary. */
+const MIN_REQUEST_TEXT_TOKENS = 32;
+
+/**
+ * Summary requests that fit the summarising model's window (when its window is known): the summary so
+ * far and the new messages in one request when they fit; otherwise the messages in pieces that fit,
+ * each summarised on its own (map), then the summaries merged a few at a time until one is left
+ * (reduce). A line longer than a whole request is cut to fit.
+ */
+class Summarizer {
+  private readonly maxOutputTokens: number;
+  /** Estimated tokens of text one request may hold besides its instructions (Infinity: no window known). */
+  private readonly room: number;
+
+  constructor(
+    private readonly model: { model: LanguageModelV3; retry?: RetryPolicy; limits?: ContextLimits },
+    maxTokens: number,
+    private readonly signal: AbortSignal,
+    private readonly usage: { inputTokens: number; outputTokens: number },
+  ) {
+    const window = model.limits?.contextWindow;
+    if (window === undefined) {
+      this.maxOutputTokens = maxTokens;
+      this.room = Number.POSITIVE_INFINITY;
+      return;
+    }
+    const fixed = estimateTokens(SUMMARY_SYSTEM_PROMPT) + REQUEST_FRAMING_TOKENS;
+    // The answer may take a quarter of what is left, so that a merge can hold at least two summaries.
+    this.maxOutputTokens = Math.min(maxTokens, Math.floor((window - fixed) / 4));
+    this.room = window - fixed - this.maxOutputTokens;
+    if (this.maxOutputTokens < 8 || this.room < MIN_REQUEST_TEXT_TOKENS) {
+      throw new Error(`the summary model's context window of ${window} tokens cannot hold a summary request`);
+    }
+  }
+
+  async summarize(soFar: string | undefined, lines: string[]): Promise<string> {
+    const whole = (soFar ? `Summary so far:\n${soFar}\n\n` : '') + `New messages, oldest first:\n${lines.join('\n')}`;
+    if (estimateTokens(whole) <= this.room) return this.call(whole);
+    // Map: the new messages in pieces that fit, each summarised alone.
+    const header = 'New messages, oldest first:\n';
+    const partials: string[] = [];
+    for (const piece of this.pieces(lines, this.room - estimateTokens(header))) partials.push(await this.call(header + piece));
+    // Reduce: the summary so far and the pieces' summaries, merged in order until one is left.
+    let parts = soFar ? [soFar, ...partials] : partials;
+    while (parts.length > 1) {
+      const merged: string[] = [];
+      for (const group of this.groupsOf(parts)) merged.push(group.length === 1 ? group[0] : await this.call(mergeRequest(group)));
+      if (merged.length >= parts.length) throw new Error('the summaries could not be merged within the summary model’s window');
+      parts = merged;
+    }
+    return parts[0];
+  }
+
+  /** Consecutive lines joined while they fit `room`; a line alone too long is cut to it. */
+  private pieces(lines: string[], room: number): string[] {
+    const pieces: string[] = [];
+    let current = '';
+    for (const line of lines) {
+      const fitted = estimateTokens(line) <= room ? line : `${line.slice(0, room * 4 - 40)}... (cut)`;
+      const joined = current ? `${current}\n${fitted}` : fitted;
+      if (current && estimateTokens(joined) > room) {
+        pieces.push(current);
+        current = fitted;
+      } else current = joined;
+    }
+    if (current) pieces.push(current);
+    return pieces;
+  }
+
+  /** Summaries to merge, in order, as many to a request as fit (each cut to half a request at most). */
+  private groupsOf(parts: string[]): string[][] {
+    const half = Math.floor((this.room - 24) / 2);
+    const groups: string[][] = [];
+    let current: string[] = [];
+    for (const part of parts) {
+      const fitted = estimateTokens(part) <= half ? part : `${part.slice(0, half * 4 - 40)}... (cut)`;
+      if (current.length && estimateTokens(mergeRequest([...current, fitted])) > this.room) {
+        groups.push(current);
+        current = [];
+      }
+      current.push(fitted);
+    }
+    if (current.length) groups.push(current);
+    return groups;
+  }
+
+  private async call(request: string): Promise<string> {
+    const out = await streamStep(
+      this.model.model,
+      {
+        prompt: [
+          { role: 'system', content: SUMMARY_SYSTEM_PROMPT },
+          { role: 'user', content: [{ type: 'text', text: request }] },
+        ],
+        maxOutputTokens: this.maxOutputTokens,
+        abortSignal: this.signal,
+      },
+      new Set(),
+      { onText: () => {} },
+      this.model.retry,
+    );
+    this.usage.inputTokens += out.usage.inputTokens;
+    this.usage.outputTokens += out.usage.outputTokens;
+    const text = out.message.content
+      .flatMap((p) => (p.type === 'text' ? [p.text] : []))
+      .join('')
+      .trim();
+    if (out.error !== undefined || !text) throw out.error ?? new Error('the summary came back empty');
+    return text;
+  }
+}
+
+function mergeRequest(summaries: string[]): string {
+  return `Summaries of consecutive parts of the conversation, oldest first:\n\n${summaries.map((s, i) => `Part ${i + 1}:\n${s}`).join('\n\n')}`;
 }

@@ -260,7 +260,7 @@ export interface paths {
         put?: never;
         /**
          * Execute an agent: JSON result, or SSE when stream is true
-         * @description With "stream": true the answer is Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).
+         * @description With "stream": true the answer is Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).
          */
         post: operations["executeAgent"];
         delete?: never;
@@ -3739,6 +3739,7 @@ export interface operations {
                      *       "conversationId": "string",
                      *       "runId": "string",
                      *       "status": "string",
+                     *       "finishReason": "string",
                      *       "cost": 1.5,
                      *       "tokenUsage": {
                      *         "inputTokens": 1,
@@ -3764,6 +3765,7 @@ export interface operations {
                         runId: string;
                         /** @description completed, or awaiting_approval: a tool call waits for a person (GET /api/v1/approvals); the run goes on once decided */
                         status: string;
+                        finishReason: string | null;
                         /** @description USD */
                         cost: number;
                         tokenUsage: {
@@ -3948,7 +3950,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -4130,7 +4132,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -4278,6 +4280,8 @@ export interface operations {
                      *           "model": "string",
                      *           "output": "string",
                      *           "structuredOutput": {},
+                     *           "finishReason": "string",
+                     *           "contextTruncated": true,
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -4321,6 +4325,9 @@ export interface operations {
                             structuredOutput: {
                                 [key: string]: unknown;
                             } | null;
+                            finishReason: string | null;
+                            /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                            contextTruncated: boolean;
                             error: {
                                 code: string;
                                 message: string;
@@ -4402,6 +4409,8 @@ export interface operations {
                      *           "model": "string",
                      *           "output": "string",
                      *           "structuredOutput": {},
+                     *           "finishReason": "string",
+                     *           "contextTruncated": true,
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -4445,6 +4454,9 @@ export interface operations {
                             structuredOutput: {
                                 [key: string]: unknown;
                             } | null;
+                            finishReason: string | null;
+                            /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                            contextTruncated: boolean;
                             error: {
                                 code: string;
                                 message: string;
@@ -4515,6 +4527,8 @@ export interface operations {
                      *       "model": "string",
                      *       "output": "string",
                      *       "structuredOutput": {},
+                     *       "finishReason": "string",
+                     *       "contextTruncated": true,
                      *       "error": {
                      *         "code": "string",
                      *         "message": "string"
@@ -4595,6 +4609,9 @@ export interface operations {
                         structuredOutput: {
                             [key: string]: unknown;
                         } | null;
+                        finishReason: string | null;
+                        /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                        contextTruncated: boolean;
                         error: {
                             code: string;
                             message: string;
@@ -4707,6 +4724,8 @@ export interface operations {
                      *       "model": "string",
                      *       "output": "string",
                      *       "structuredOutput": {},
+                     *       "finishReason": "string",
+                     *       "contextTruncated": true,
                      *       "error": {
                      *         "code": "string",
                      *         "message": "string"
@@ -4787,6 +4806,9 @@ export interface operations {
                         structuredOutput: {
                             [key: string]: unknown;
                         } | null;
+                        finishReason: string | null;
+                        /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                        contextTruncated: boolean;
                         error: {
                             code: string;
                             message: string;
@@ -4898,7 +4920,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -6261,6 +6283,8 @@ export interface operations {
                      *       "model": "string",
                      *       "output": "string",
                      *       "structuredOutput": {},
+                     *       "finishReason": "string",
+                     *       "contextTruncated": true,
                      *       "error": {
                      *         "code": "string",
                      *         "message": "string"
@@ -6341,6 +6365,9 @@ export interface operations {
                         structuredOutput: {
                             [key: string]: unknown;
                         } | null;
+                        finishReason: string | null;
+                        /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                        contextTruncated: boolean;
                         error: {
                             code: string;
                             message: string;
@@ -6505,6 +6532,8 @@ export interface operations {
                      *           "model": "string",
                      *           "output": "string",
                      *           "structuredOutput": {},
+                     *           "finishReason": "string",
+                     *           "contextTruncated": true,
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -6639,6 +6668,9 @@ export interface operations {
                             structuredOutput: {
                                 [key: string]: unknown;
                             } | null;
+                            finishReason: string | null;
+                            /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                            contextTruncated: boolean;
                             error: {
                                 code: string;
                                 message: string;
@@ -7182,6 +7214,8 @@ export interface operations {
                      *           "model": "string",
                      *           "output": "string",
                      *           "structuredOutput": {},
+                     *           "finishReason": "string",
+                     *           "contextTruncated": true,
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -7225,6 +7259,9 @@ export interface operations {
                             structuredOutput: {
                                 [key: string]: unknown;
                             } | null;
+                            finishReason: string | null;
+                            /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                            contextTruncated: boolean;
                             error: {
                                 code: string;
                                 message: string;
