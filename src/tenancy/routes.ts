@@ -108,13 +108,14 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
       schema: {
         operationId: 'updateApiKey',
         tags: ['tenancy'],
-        summary: 'Set an API key’s own request limit (null: the tenant’s)',
+        summary: 'Set an API key’s own request limit (null: the tenant’s); the caller must hold every permission of the key (403)',
         params: IdParams,
         body: Type.Object({ rateLimitPerMinute: Nullable(Type.Integer({ minimum: 1 })) }, { additionalProperties: false }),
         response: { 200: ApiKey, ...problems(400, 401, 403, 404) },
       },
     },
-    async (req) => tenancy.setKeyRateLimit(req.principal.tenantId, req.params.id, req.body.rateLimitPerMinute, req.principal.actor),
+    async (req) =>
+      tenancy.setKeyRateLimit(req.principal.tenantId, req.params.id, req.body.rateLimitPerMinute, req.principal.actor, req.principal),
   );
 
   app.get(
@@ -203,13 +204,14 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
       schema: {
         operationId: 'revokeApiKey',
         tags: ['tenancy'],
-        summary: 'Revoke an API key (it stops working at once)',
+        summary:
+          'Revoke an API key (it stops working at once). The caller must hold every permission of the key (403), and the tenant’s last active key holding every permission cannot be revoked (409 last_admin_key)',
         params: IdParams,
-        response: { 204: Type.Null(), ...problems(401, 403, 404) },
+        response: { 204: Type.Null(), ...problems(401, 403, 404, 409) },
       },
     },
     async (req, reply) => {
-      await tenancy.revokeKey(req.principal.tenantId, req.params.id, req.principal.actor);
+      await tenancy.revokeKey(req.principal.tenantId, req.params.id, req.principal.actor, req.principal);
       return reply.code(204).send(null);
     },
   );

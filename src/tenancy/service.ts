@@ -1,7 +1,7 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
-import { Forbidden, InvalidInput, NotFound } from '../errors.js';
+import { Conflict, Forbidden, InvalidInput, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { listAudit, recordAudit } from './audit.js';
@@ -72,6 +72,18 @@ interface KnownKey {
 function checkSecret(known: KnownKey | undefined, secret: string): Principal | null {
   if (!known || !timingSafeEqual(known.secretHash, sha256(secret))) return null;
   return known.principal;
+}
+
+/** A key holding every permission there is (as the tenant's initial key does). */
+const holdsAll = (permissions: string) => {
+  const held = new Set(permissionsColumn(permissions));
+  return PERMISSIONS.every((p) => held.has(p));
+};
+
+/** A key may change only keys whose permissions its own cover, as it may grant only what it holds. */
+function requireCovers(changer: Principal, target: { permissions: string }, verb: string) {
+  const missing = permissionsColumn(target.permissions).filter((p) => !changer.permissions.has(p));
+  if (missing.length) throw new Forbidden(`cannot ${verb} a key holding permissions this credential does not hold: ${missing.join(', ')}`);
 }
 
 export class TenancyService {
@@ -153,20 +165,38 @@ export class TenancyService {
     return { apiKeys: rows.map(keyView), total };
   }
 
-  async revokeKey(tenantId: string, keyId: string, actor: Actor) {
+  /**
+   * Revokes a key. Given the caller (`changer`: an API request; the CLI passes none), the caller must
+   * hold every permission the key holds, and the tenant's last active all-permission key stays: without
+   * it no one could make keys again short of the CLI (docs/operations.md, "Security model").
+   */
+  async revokeKey(tenantId: string, keyId: string, actor: Actor, changer?: Principal) {
     await this.db.kysely.transaction().execute(async (trx) => {
+      // Serialises revocations in a tenant on PostgreSQL, so two at once cannot each leave the other as the last admin key.
+      await store.findTenantSettingsForUpdate(trx, tenantId, this.db.dialect === 'postgres');
       const row = await store.findApiKey(trx, tenantId, keyId);
       if (!row) throw new NotFound('api key');
+      if (changer) requireCovers(changer, row, 'revoke');
       if (row.revoked_at) return;
+      if (changer && holdsAll(row.permissions)) {
+        const admins = (await store.listActiveKeyPermissions(trx, tenantId)).filter((r) => r.id !== keyId && holdsAll(r.permissions));
+        if (admins.length === 0) {
+          throw new Conflict(
+            'last_admin_key',
+            'this is the tenant’s last active key holding every permission; create another such key before revoking this one',
+          );
+        }
+      }
       await store.revokeApiKey(trx, tenantId, keyId, now());
       await recordAudit(trx, { tenantId, actor, action: 'api_key.revoked', resourceType: 'api_key', resourceId: keyId });
     });
   }
 
-  async setKeyRateLimit(tenantId: string, keyId: string, limit: number | null, actor: Actor): Promise<ApiKeyView> {
+  async setKeyRateLimit(tenantId: string, keyId: string, limit: number | null, actor: Actor, changer?: Principal): Promise<ApiKeyView> {
     return this.db.kysely.transaction().execute(async (trx) => {
       const row = await store.findApiKey(trx, tenantId, keyId);
       if (!row) throw new NotFound('api key');
+      if (changer) requireCovers(changer, row, 'change');
       await store.setApiKeyRateLimit(trx, tenantId, keyId, limit);
       await recordAudit(trx, {
         tenantId,

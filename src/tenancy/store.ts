@@ -56,6 +56,16 @@ export async function listApiKeys(db: Executor, tenantId: string, opts: { limit:
   return { rows, total: count };
 }
 
+/** The permissions of the tenant's keys not revoked. */
+export function listActiveKeyPermissions(db: Executor, tenantId: string) {
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'permissions'])
+    .where('tenant_id', '=', tenantId)
+    .where('revoked_at', 'is', null)
+    .execute();
+}
+
 export function revokeApiKey(db: Executor, tenantId: string, id: string, at: string) {
   return db
     .updateTable('api_keys')

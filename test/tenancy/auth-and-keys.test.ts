@@ -120,6 +120,66 @@ describe('API keys over HTTP', () => {
   });
 });
 
+describe('changing keys that hold more', () => {
+  it('refuses a settings:write key to revoke or throttle a key holding permissions it lacks', async () => {
+    const settings = await keyWith(['settings:read', 'settings:write']);
+    const writer = await keyWith(['agents:read', 'agents:write']);
+    const adminKeyId = (await t.request('GET', '/api/v1/tenant', { key: admin.key })).body.credential.id;
+    for (const target of [writer.apiKey.id, adminKeyId]) {
+      const revoke = await t.request('DELETE', `/api/v1/api-keys/${target}`, { key: settings.key });
+      expectProblem(revoke, 403, 'forbidden');
+      expect(revoke.body.detail).toContain('agents:');
+      expectProblem(
+        await t.request('PATCH', `/api/v1/api-keys/${target}`, { key: settings.key, body: { rateLimitPerMinute: 1 } }),
+        403,
+        'forbidden',
+      );
+    }
+    // Both keys untouched: still working, no limit of their own.
+    expect((await t.request('GET', '/api/v1/agents', { key: writer.key })).status).toBe(200);
+    expect((await t.request('GET', '/api/v1/agents', { key: admin.key })).status).toBe(200);
+    const list = await t.request('GET', '/api/v1/api-keys?limit=100', { key: admin.key });
+    for (const target of [writer.apiKey.id, adminKeyId]) {
+      expect(list.body.apiKeys.find((k: { id: string }) => k.id === target)).toMatchObject({ rateLimitPerMinute: null, revokedAt: null });
+    }
+  });
+
+  it('lets a key change keys its permissions cover, itself included', async () => {
+    const settings = await keyWith(['settings:read', 'settings:write']);
+    const reader = await keyWith(['settings:read']);
+    const patched = await t.request('PATCH', `/api/v1/api-keys/${reader.apiKey.id}`, {
+      key: settings.key,
+      body: { rateLimitPerMinute: 5 },
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.body.rateLimitPerMinute).toBe(5);
+    expect((await t.request('DELETE', `/api/v1/api-keys/${reader.apiKey.id}`, { key: settings.key })).status).toBe(204);
+    expect((await t.request('DELETE', `/api/v1/api-keys/${settings.apiKey.id}`, { key: settings.key })).status).toBe(204);
+    expectProblem(await t.request('GET', '/api/v1/api-keys', { key: settings.key }), 401, 'invalid_credentials');
+  });
+});
+
+describe('the last all-permission key', () => {
+  it('cannot be revoked over the API while no other key holds every permission (409), and can once one does', async () => {
+    const lone = await t.tenant('lone');
+    const loneKeyId = (await t.request('GET', '/api/v1/tenant', { key: lone.key })).body.credential.id;
+    const refused = await t.request('DELETE', `/api/v1/api-keys/${loneKeyId}`, { key: lone.key });
+    expectProblem(refused, 409, 'last_admin_key');
+    expect(refused.body.detail).toMatch(/last active key holding every permission/);
+    expect((await t.request('GET', '/api/v1/agents', { key: lone.key })).status).toBe(200);
+
+    // A key lacking one permission does not count as a replacement.
+    await keyWith(['agents:read', 'agents:write', 'settings:read', 'settings:write', 'skills:read'], lone);
+    expectProblem(await t.request('DELETE', `/api/v1/api-keys/${loneKeyId}`, { key: lone.key }), 409, 'last_admin_key');
+
+    const second = await keyWith(['agents:read', 'agents:write', 'settings:read', 'settings:write', 'skills:read', 'skills:write'], lone);
+    expect((await t.request('DELETE', `/api/v1/api-keys/${loneKeyId}`, { key: second.key })).status).toBe(204);
+    // Now the second is the last one, even when it revokes itself.
+    expectProblem(await t.request('DELETE', `/api/v1/api-keys/${second.apiKey.id}`, { key: second.key }), 409, 'last_admin_key');
+    expect((await t.request('GET', '/api/v1/agents', { key: second.key })).status).toBe(200);
+  });
+});
+
 describe('audit events', () => {
   it('records mutations with actor, resource and detail, filterable', async () => {
     const created = await t.request('POST', '/api/v1/agents', { key: admin.key, body: { name: 'audited', appId: 'x' } });

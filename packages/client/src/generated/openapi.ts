@@ -84,11 +84,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke an API key (it stops working at once) */
+        /** Revoke an API key (it stops working at once). The caller must hold every permission of the key (403), and the tenant’s last active key holding every permission cannot be revoked (409 last_admin_key) */
         delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
-        /** Set an API key’s own request limit (null: the tenant’s) */
+        /** Set an API key’s own request limit (null: the tenant’s); the caller must hold every permission of the key (403) */
         patch: operations["updateApiKey"];
         trace?: never;
     };
@@ -2305,6 +2305,15 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
