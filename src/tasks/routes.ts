@@ -296,9 +296,10 @@ export const hooksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
         summary: 'Webhook trigger of a task: the JSON body becomes the run input',
         description:
           `Signed with the task secret: ${TIMESTAMP_HEADER}: <unix seconds>, ${SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>">. ` +
-          'Deliveries more than 5 minutes from the server time, or with a bad signature, are refused (401) and run nothing; the same delivery twice fires once.',
+          'Deliveries more than 5 minutes from the server time, or with a bad signature, are refused (401) and run nothing; the same delivery twice fires once. ' +
+          'An id with no webhook answers as a bad signature does (401), so ids cannot be probed.',
         params: Type.Object({ taskId: Id }),
-        response: { 202: HookAccepted, ...problems(400, 401, 404, 409, 413, 415) },
+        response: { 202: HookAccepted, ...problems(400, 401, 409, 413, 415) },
       },
     },
     async (req, reply) => {

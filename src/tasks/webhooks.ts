@@ -1,14 +1,19 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/database.js';
-import { Conflict, InvalidInput, NotFound, Unauthenticated } from '../errors.js';
+import { Conflict, InvalidInput, Unauthenticated } from '../errors.js';
 import type { SecretBox } from '../identity/secret-box.js';
 import type { Actor } from '../tenancy/permissions.js';
 import type { TaskExecutor } from './executor.js';
 import { auditTask } from './lookup.js';
 import * as store from './store/index.js';
-import { SIGNATURE_HEADER, TIMESTAMP_HEADER, checkSignature } from './webhook-signatures.js';
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER, checkSignature, newWebhookSecret } from './webhook-signatures.js';
 
 const WEBHOOK_ACTOR: Actor = { type: 'system', id: 'webhook' };
+/**
+ * What a delivery to an id with no webhook is checked against: a secret no one holds, so an unknown id
+ * answers the same 401 as a known one with a bad signature, after the same work, and ids cannot be probed.
+ */
+const NO_ONES_SECRET = newWebhookSecret();
 
 export interface WebhookDeliveriesOptions {
   db: Db;
@@ -35,30 +40,34 @@ export class WebhookDeliveries {
 
   /**
    * A delivery signed with the task's secret over `<timestamp>.<raw body>`. A bad, missing or stale
-   * signature runs nothing (Unauthenticated). The same signed delivery twice fires once.
+   * signature runs nothing (Unauthenticated), and so does any delivery to an id that has no webhook.
+   * The same signed delivery twice fires once.
    */
   async deliver({ taskId, headers, rawBody, parse }: Delivery) {
     const { db, executor, secrets, log } = this.o;
-    const task = await store.findTaskById(db.kysely, taskId);
-    if (task?.trigger_type !== 'webhook' || !task.webhook_secret) throw new NotFound('webhook');
+    const found = await store.findTaskById(db.kysely, taskId);
+    const sealed = found?.trigger_type === 'webhook' ? found.webhook_secret : null;
+    const task = sealed ? found : undefined;
     const header = (name: string) => {
       const v = headers[name];
       return Array.isArray(v) ? v[0] : v;
     };
-    const secret = secrets.open(task.webhook_secret, task.id);
+    const secret = sealed && task ? secrets.open(sealed, task.id) : NO_ONES_SECRET;
     if (secret === null) log.warn({ taskId }, 'the webhook secret cannot be opened with this master key (MASTER_KEY changed?)');
     const signatureHeader = header(SIGNATURE_HEADER);
     const check =
       secret === null
         ? 'invalid_signature'
         : checkSignature(secret, header(TIMESTAMP_HEADER), signatureHeader, rawBody, this.o.clock().getTime());
-    if (check !== 'ok') {
+    if (check !== 'ok' || !task) {
+      // (A signature checking out against no one's secret cannot happen; were it to, it is still refused.)
+      const code = check === 'ok' ? 'invalid_signature' : check;
       const detail = {
         missing_signature: `send ${TIMESTAMP_HEADER} (unix seconds) and ${SIGNATURE_HEADER}: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" with the task secret>`,
         invalid_signature: 'the signature does not match the body and timestamp',
         signature_expired: 'the timestamp is more than 5 minutes away from the server time',
-      }[check];
-      throw new Unauthenticated(check, detail, 'HMAC-SHA256');
+      }[code];
+      throw new Unauthenticated(code, detail, 'HMAC-SHA256');
     }
     const body = rawBody.length ? await parse(rawBody) : {};
     if (!body || typeof body !== 'object' || Array.isArray(body)) {

@@ -113,10 +113,29 @@ describe('webhook triggers', () => {
     expect((await t.request('GET', `/api/v1/tasks/${task.id}/fires`, { key })).body.total).toBe(0);
   });
 
-  it('404 for tasks without a webhook; 400 for a body that is not a JSON object; 415 for other media', async () => {
+  it('an id with no webhook answers exactly as a known one with a bad signature: ids cannot be probed', async () => {
+    const hooked = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' } });
     const plain = await createTask(t, key, { agentId, type: 'scheduled', schedule: '0 0 1 * *' });
-    expectProblem(await deliver(plain.id, 'whsec_x', '{}'), 404, 'not_found');
-    expectProblem(await deliver('01900000-0000-7000-8000-000000000000', 'whsec_x', '{}'), 404, 'not_found');
+    const unknown = '01900000-0000-7000-8000-000000000000';
+    // The parts of a refusal that may tell ids apart: everything but the per-request id and the path.
+    const seen = (res: Awaited<ReturnType<typeof deliver>>) => {
+      const { instance: _instance, requestId: _requestId, ...body } = res.body ?? {};
+      return { status: res.status, authenticate: res.headers['www-authenticate'], type: res.headers['content-type'], body };
+    };
+    const stale = { timestamp: Math.floor(Date.now() / 1000) - 3600 };
+    for (const [secret, options, code] of [
+      ['whsec_x', undefined, 'invalid_signature'],
+      [null, undefined, 'missing_signature'],
+      ['whsec_x', stale, 'signature_expired'],
+    ] as const) {
+      const known = seen(await deliver(hooked.id, secret, '{}', options));
+      expect(known).toMatchObject({ status: 401, body: { code } });
+      expect(seen(await deliver(plain.id, secret, '{}', options))).toEqual(known);
+      expect(seen(await deliver(unknown, secret, '{}', options))).toEqual(known);
+    }
+  });
+
+  it('400 for a body that is not a JSON object; 415 for other media', async () => {
     const task = await createTask(t, key, { agentId, type: 'triggered', trigger: { type: 'webhook' } });
     expectProblem(await deliver(task.id, task.trigger.secret, '[1,2]'), 400, 'validation_failed');
     expectProblem(await deliver(task.id, task.trigger.secret, '{"a":'), 400, 'invalid_json');

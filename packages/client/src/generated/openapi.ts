@@ -750,7 +750,7 @@ export interface paths {
         put?: never;
         /**
          * Webhook trigger of a task: the JSON body becomes the run input
-         * @description Signed with the task secret: x-agentry-timestamp: <unix seconds>, x-agentry-signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>">. Deliveries more than 5 minutes from the server time, or with a bad signature, are refused (401) and run nothing; the same delivery twice fires once.
+         * @description Signed with the task secret: x-agentry-timestamp: <unix seconds>, x-agentry-signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>">. Deliveries more than 5 minutes from the server time, or with a bad signature, are refused (401) and run nothing; the same delivery twice fires once. An id with no webhook answers as a bad signature does (401), so ids cannot be probed.
          */
         post: operations["triggerTaskWebhook"];
         delete?: never;
