@@ -321,7 +321,8 @@ export async function buildApp({ config, db, services = createServices(config, d
   // Hooks that run for every request are plain callbacks, not async functions: an async hook costs
   // each request a promise and a trip through the microtask queue even when it has nothing to do.
   app.addHook('onSend', (request, reply, _payload, done) => {
-    reply.header('x-request-id', request.id);
+    // nosniff on every response: API JSON and problems are never to be read as HTML or script.
+    reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff');
     done();
   });
 

@@ -3,6 +3,22 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { openapiDocumentHooks } from './openapi-document.js';
 
+/** The /docs page's CSP: its own scripts and styles, and "Try it out" calls to this origin and the public base URL. */
+const docsCsp = (publicBaseUrl: string) =>
+  [
+    "default-src 'self'",
+    "script-src 'self'",
+    "script-src-attr 'none'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self' data:",
+    `connect-src 'self' ${new URL(publicBaseUrl).origin}`,
+    "object-src 'none'",
+    "base-uri 'self'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+
 export interface OpenApiOptions {
   /** The server the document names. */
   publicBaseUrl: string;
@@ -41,7 +57,15 @@ export async function registerOpenApi(app: FastifyInstance, { publicBaseUrl }: O
     // What the route schemas cannot say: operation names, problem and stream media types, examples.
     ...openapiDocumentHooks(),
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
+  // The page shares the console's origin, so it gets the console's protections: a CSP allowing only its
+  // own scripts (Swagger UI styles elements inline), no framing, no sniffing. Its own scope: /docs only.
+  await app.register(async (docs) => {
+    docs.addHook('onSend', (_request, reply, _payload, done) => {
+      reply.header('x-frame-options', 'DENY').header('referrer-policy', 'no-referrer');
+      done();
+    });
+    await docs.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true }, staticCSP: docsCsp(publicBaseUrl) });
+  });
 
   app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
 }

@@ -183,7 +183,12 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
         response: { 201: RotateResponse, ...problems(401, 403, 404, 409) },
       },
     },
-    async (req, reply) => reply.code(201).send(await identity.rotateAgentKey(req.principal, req.params.agentId)),
+    // An externally hosted agent's new private key is in this response alone: no cache may keep it.
+    async (req, reply) =>
+      reply
+        .code(201)
+        .header('cache-control', 'no-store')
+        .send(await identity.rotateAgentKey(req.principal, req.params.agentId)),
   );
 
   app.delete(

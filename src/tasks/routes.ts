@@ -66,7 +66,8 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
       const { task, replayed } = await tasks.createOnce(req.principal, req.body, req.headers['idempotency-key']);
       // A replay answers 201 as the first time (the webhook secret is not shown again), marked as a replay.
       if (replayed) reply.header(REPLAYED_HEADER, 'true');
-      return reply.code(201).send(task);
+      // A webhook task's secret is in this response alone: no cache (browser, proxy) may keep it.
+      return reply.code(201).header('cache-control', 'no-store').send(task);
     },
   );
 

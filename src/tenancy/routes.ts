@@ -193,7 +193,8 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
         req.principal.actor,
         req.principal,
       );
-      return reply.code(201).send({ apiKey: view, key: secret });
+      // The secret is in this response alone: no cache (browser, proxy) may keep it.
+      return reply.code(201).header('cache-control', 'no-store').send({ apiKey: view, key: secret });
     },
   );
 

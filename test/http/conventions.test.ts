@@ -144,3 +144,51 @@ describe('OpenAPI', () => {
     expect(res.text).toContain('<html');
   });
 });
+
+describe('security headers', () => {
+  it('the /docs page and its assets (the console’s origin) forbid framing, sniffing and foreign scripts', async () => {
+    for (const url of ['/docs', '/docs/', '/docs/static/swagger-initializer.js', '/docs/static/index.css']) {
+      const res = await t.request('GET', url);
+      expect(res.status, url).toBeLessThan(400);
+      const csp = String(res.headers['content-security-policy']);
+      expect(csp, url).toContain("frame-ancestors 'none'");
+      expect(csp, url).toContain("script-src 'self'");
+      expect(csp, url).toContain("object-src 'none'");
+      expect(res.headers['x-frame-options'], url).toBe('DENY');
+      expect(res.headers['x-content-type-options'], url).toBe('nosniff');
+    }
+  });
+
+  it('every API answer, success or problem, is nosniff', async () => {
+    for (const [url, k, status] of [
+      ['/api/v1/agents', key, 200],
+      ['/api/v1/agents', undefined, 401],
+      ['/api/v1/agents/00000000-0000-7000-8000-000000000000', key, 404],
+      ['/openapi.json', undefined, 200],
+      ['/healthz', undefined, 200],
+    ] as const) {
+      const res = await t.request('GET', url, { key: k });
+      expect(res.status, url).toBe(status);
+      expect(res.headers['x-content-type-options'], url).toBe('nosniff');
+    }
+  });
+
+  it('answers carrying a new API key, webhook secret or private key are never cached', async () => {
+    const created = await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'k', permissions: ['agents:read'] } });
+    expect(created.status).toBe(201);
+    expect(created.headers['cache-control']).toBe('no-store');
+
+    const agent = await t.agent(key, { name: 'hooked' });
+    const task = await t.request('POST', '/api/v1/tasks', {
+      key,
+      body: { agentId: agent.id, name: 'hook', description: 'on delivery', type: 'triggered', trigger: { type: 'webhook' } },
+    });
+    expect(task.status, task.text).toBe(201);
+    expect(task.body.trigger.secret).toMatch(/^whsec_/);
+    expect(task.headers['cache-control']).toBe('no-store');
+
+    const rotated = await t.request('POST', `/api/v1/identity/agents/${agent.id}/keys/rotate`, { key });
+    expect(rotated.status, rotated.text).toBe(201);
+    expect(rotated.headers['cache-control']).toBe('no-store');
+  });
+});
