@@ -145,6 +145,18 @@ const DB_UNAVAILABLE_CODES = new Set([
   'SQLITE_LOCKED',
 ]);
 
+/**
+ * Storage that cannot take writes: SQLite's disk full, I/O errors (EIO) and read-only file or file
+ * system (EROFS), and PostgreSQL's disk_full, io_error and a read-only transaction (a standby, or the
+ * database set read-only). Not a bug of the request: it may succeed once the operator frees space or
+ * repairs the disk, and reads still work meanwhile.
+ */
+export function isStorageFault(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code !== 'string') return false;
+  return /^SQLITE_(FULL|IOERR|READONLY)/.test(code) || code === '53100' || code === '58030' || code === '25006';
+}
+
 /** True for errors that mean "the database cannot be reached right now", not a bug. */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };

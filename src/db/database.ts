@@ -9,6 +9,7 @@ import {
   type LogEvent,
   SqliteDialect,
   type SqliteDatabase,
+  type SqliteStatement,
   sql,
 } from 'kysely';
 import pg from 'pg';
@@ -17,6 +18,7 @@ import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer
 import type { Database } from './schema.js';
 import { type MigrationContext, migrationProvider } from './migrations/index.js';
 import { preparedStatementName } from './prepared.js';
+import { WriteHealth } from './write-health.js';
 import { createPrivateFile, ensurePrivateDir, tightenFile } from '../private-files.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -33,6 +35,8 @@ export interface Db {
    * writes may go ahead; undefined otherwise, and always on PostgreSQL. Awaited by the hot writers.
    */
   writesPaused?: () => Promise<void> | undefined;
+  /** Whether writes have been failing on storage faults (disk full, EIO, read-only): /readyz reads it. */
+  writeHealth: WriteHealth;
   /** PostgreSQL: the pool's connections (made, idle) and callers waiting for one; the metrics read it. */
   poolStats?: () => { total: number; idle: number; waiting: number };
   close(): Promise<void>;
@@ -58,8 +62,9 @@ export function openDatabase(options: DbOptions): Db {
     pool.on('connect', (client) => client.on('error', () => {}));
     // Other replicas' writes arrive as notifications; until the signal bus listens, nothing is cached.
     const changes = new ChangeFeed(null, false);
+    const writeHealth = new WriteHealth();
     const kysely = new Kysely<Database>({
-      dialect: new PostgresDialect({ pool: namingTemplates(pool) }),
+      dialect: new PostgresDialect({ pool: namingTemplates(pool, writeHealth) }),
       plugins: [new ChangeTrackingPlugin(changes)],
       log: options.onQuery,
     });
@@ -69,6 +74,7 @@ export function openDatabase(options: DbOptions): Db {
       dialect: 'postgres',
       location: `postgres://${u.host}${u.pathname}`,
       changes,
+      writeHealth,
       poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       close: () => kysely.destroy(),
     };
@@ -94,8 +100,9 @@ export function openDatabase(options: DbOptions): Db {
   sqlite.pragma('journal_size_limit = 67108864');
   const checkpointer = startCheckpointer(file);
   const changes = new ChangeFeed(externalChanges(sqlite));
+  const writeHealth = new WriteHealth();
   const kysely = new Kysely<Database>({
-    dialect: new SqliteDialect({ database: reusingStatements(sqlite) }),
+    dialect: new SqliteDialect({ database: reusingStatements(sqlite, writeHealth) }),
     plugins: [new ChangeTrackingPlugin(changes)],
     log: options.onQuery,
   });
@@ -104,6 +111,7 @@ export function openDatabase(options: DbOptions): Db {
     dialect: 'sqlite',
     location: file,
     changes,
+    writeHealth,
     writesPaused: checkpointer.writesPaused,
     close: async () => {
       await checkpointer.stop();
@@ -117,13 +125,23 @@ export function openDatabase(options: DbOptions): Db {
  * are sent here as named statements, so PostgreSQL parses and plans each once per connection instead
  * of on every run. Any other SQL goes as Kysely sends it.
  */
-function namingTemplates(pool: pg.Pool): PostgresPool {
+function namingTemplates(pool: pg.Pool, writeHealth: WriteHealth): PostgresPool {
   const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>();
   const named = (client: pg.PoolClient): PostgresPoolClient => ({
     query: ((text: string | object, values?: unknown[]) => {
       if (typeof text !== 'string') return client.query(text as never); // a cursor (Kysely's stream())
       const name = preparedStatementName(text);
-      return name ? client.query({ name, text, values }) : client.query(text, values);
+      const sent = name ? client.query({ name, text, values }) : client.query(text, values);
+      return sent.then(
+        (result) => {
+          writeHealth.succeeded(text);
+          return result;
+        },
+        (err: unknown) => {
+          writeHealth.failed(err);
+          throw err;
+        },
+      );
     }) as unknown as PostgresPoolClient['query'],
     release: () => client.release(),
   });
@@ -173,14 +191,47 @@ const STATEMENT_CACHE_SIZE = 1000;
  * query anew, and preparing costs more than running most of our queries (docs/benchmarks.md). Statements
  * are kept per SQL text (parameterised, so the set is small; the oldest goes past the limit). Safe because
  * queries run to completion in `all()`/`run()`; nothing here uses Kysely's `stream()` on SQLite.
+ *
+ * Each statement also tells `writeHealth` how it went (a storage fault, or a write that succeeded).
+ * And a ROLLBACK runs only while a transaction is open: on disk full or an I/O error SQLite rolls the
+ * transaction back itself, and Kysely's ROLLBACK after it would fail ("cannot rollback - no
+ * transaction is active") and replace the real error, so the caller saw a 500 instead of the fault.
  */
-function reusingStatements(sqlite: SQLite.Database): SqliteDatabase {
-  const cache = new Map<string, SQLite.Statement>();
+function reusingStatements(sqlite: SQLite.Database, writeHealth: WriteHealth): SqliteDatabase {
+  const cache = new Map<string, SqliteStatement>();
+  const watched = (source: string, stmt: SQLite.Statement): SqliteStatement => {
+    const observe =
+      <A extends unknown[], R>(call: (...args: A) => R) =>
+      (...args: A): R => {
+        try {
+          const result = call(...args);
+          writeHealth.succeeded(source);
+          return result;
+        } catch (err) {
+          writeHealth.failed(err);
+          throw err;
+        }
+      };
+    return {
+      reader: stmt.reader,
+      all: observe((parameters: ReadonlyArray<unknown>) => stmt.all(parameters as unknown[])),
+      run: observe((parameters: ReadonlyArray<unknown>) => stmt.run(parameters as unknown[])),
+      iterate: (parameters: ReadonlyArray<unknown>) => stmt.iterate(parameters as unknown[]),
+    };
+  };
+  const rollback = sqlite.prepare('rollback');
+  const rollbackIfOpen: SqliteStatement = {
+    reader: false,
+    all: () => [],
+    run: () => (sqlite.inTransaction ? rollback.run() : { changes: 0, lastInsertRowid: 0 }),
+    iterate: () => [][Symbol.iterator](),
+  };
   return {
     prepare(source: string) {
+      if (/^\s*rollback\s*$/i.test(source)) return rollbackIfOpen;
       let stmt = cache.get(source);
       if (!stmt) {
-        stmt = sqlite.prepare(source);
+        stmt = watched(source, sqlite.prepare(source));
         if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
         cache.set(source, stmt);
       }

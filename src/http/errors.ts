@@ -2,7 +2,7 @@ import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { type AnyDomainError, DomainError, type FieldError, isDatabaseUnavailable } from '../errors.js';
+import { type AnyDomainError, DomainError, type FieldError, isDatabaseUnavailable, isStorageFault } from '../errors.js';
 
 export { type FieldError, isDatabaseUnavailable };
 
@@ -240,8 +240,23 @@ export function problemOf(err: DomainError): ProblemError {
   }
 }
 
+/** Seconds a client is told to wait after a storage fault: an operator has to free space or repair the disk. */
+const STORAGE_RETRY_SECONDS = 30;
+
+/** The database cannot write (disk full, EIO, read-only storage): the same problem for /readyz and every route. */
+export function storageUnavailable(): ProblemError {
+  return new ProblemError(
+    503,
+    'storage_unavailable',
+    'the database cannot write (its disk is full, failing or read-only); nothing was changed; retry later',
+    undefined,
+    { 'retry-after': String(STORAGE_RETRY_SECONDS) },
+  );
+}
+
 /** Maps Fastify's own errors (parsing, limits, validation) onto our problem codes. */
 function fromFastifyError(err: FastifyError): ProblemError {
+  if (isStorageFault(err)) return storageUnavailable();
   if (isDatabaseUnavailable(err)) {
     return new ProblemError(503, 'database_unavailable', 'the database cannot be reached; retry shortly', undefined, {
       'retry-after': '5',
@@ -333,7 +348,10 @@ export function registerErrorHandling(app: FastifyInstance) {
     const expected = err instanceof ProblemError || err instanceof DomainError;
     const problem = err instanceof ProblemError ? err : err instanceof DomainError ? problemOf(err) : fromFastifyError(err);
     if (problem.status === 503)
-      request.log.warn({ code: problem.code, cause: (err as Error).message }, 'request failed: database unavailable');
+      request.log.warn(
+        { code: problem.code, cause: (err as Error).message, dbCode: (err as { code?: unknown }).code },
+        'request failed: database unavailable',
+      );
     // Our own 5xx problems (a model that failed, say) are expected conditions: no stack needed.
     else if (expected && problem.status >= 500) request.log.warn({ code: problem.code, detail: problem.detail }, 'request failed');
     else if (problem.status >= 500) request.log.error({ err }, 'request failed');

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { type Db, ping } from '../db/database.js';
-import { ProblemError } from './errors.js';
+import { ProblemError, storageUnavailable } from './errors.js';
 import { problems } from './schemas.js';
 
 export interface HealthPluginOptions {
@@ -32,7 +32,7 @@ export const healthPlugin: FastifyPluginAsyncTypebox<HealthPluginOptions> = asyn
       schema: {
         operationId: 'getReadiness',
         tags: ['health'],
-        summary: 'Readiness: the database answers',
+        summary: 'Readiness: the database answers, and has not been refusing writes (disk full, read-only, I/O errors)',
         response: { 200: Type.Object({ status: Type.Literal('ready'), database: Type.String() }), ...problems(503) },
       },
     },
@@ -42,6 +42,8 @@ export const healthPlugin: FastifyPluginAsyncTypebox<HealthPluginOptions> = asyn
       } catch {
         throw new ProblemError(503, 'database_unavailable', 'the database does not answer');
       }
+      // Reads may work while writes fail: a recent storage fault with no successful write since is not ready.
+      if (db.writeHealth.recentFault()) throw storageUnavailable();
       return { status: 'ready' as const, database: db.dialect };
     },
   );

@@ -1,4 +1,4 @@
-import { Conflict, DomainError, LimitExceeded, NotFound, Unavailable, isDatabaseUnavailable } from '../errors.js';
+import { Conflict, DomainError, LimitExceeded, NotFound, Unavailable, isDatabaseUnavailable, isStorageFault } from '../errors.js';
 import type { RunError } from '../runs/views.js';
 
 /**
@@ -21,12 +21,20 @@ export type StartFailure =
 
 const AGENT_GONE: RunError = { code: 'agent_not_found', message: 'the task’s agent no longer exists' };
 const DATABASE_UNAVAILABLE: RunError = { code: 'database_unavailable', message: 'the database could not be reached' };
+const STORAGE_UNAVAILABLE: RunError = {
+  code: 'storage_unavailable',
+  message: 'the database could not write (disk full, failing or read-only)',
+};
+/** How long a job whose start met a storage fault waits: an operator has to free space or repair the disk. */
+const STORAGE_RETRY_SECONDS = 30;
 /** How long a job whose start met a database outage waits before it is claimed again. */
 const DATABASE_RETRY_SECONDS = 5;
 /** How long a job refused for now waits when the refusal names no time. */
 const REFUSED_RETRY_SECONDS = 5;
 
 export function startFailure(err: unknown): StartFailure {
+  // Not the task's fault either: the attempt is not spent.
+  if (isStorageFault(err)) return { kind: 'database_unavailable', retryAfterSeconds: STORAGE_RETRY_SECONDS, error: STORAGE_UNAVAILABLE };
   if (isDatabaseUnavailable(err) || (err instanceof Unavailable && err.code === 'database_unavailable')) {
     return { kind: 'database_unavailable', retryAfterSeconds: DATABASE_RETRY_SECONDS, error: DATABASE_UNAVAILABLE };
   }

@@ -28,7 +28,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the database answers */
+        /** Readiness: the database answers, and has not been refusing writes (disk full, read-only, I/O errors) */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
