@@ -164,10 +164,19 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
     await tenancy.requireTenant(tenantId);
     // Opened here, so an existing file (never overwritten) is refused before anything is read.
     const out = values.out ? fs.createWriteStream('', { fd: fs.openSync(values.out, 'wx', 0o600) }) : process.stdout;
+    // A full buffer waits for 'drain' or 'error', whichever comes: the other listener goes too, so the waits of a long export do not pile up.
     const write = (line: string) =>
       new Promise<void>((resolve, reject) => {
-        if (out.write(line)) resolve();
-        else out.once('drain', resolve).once('error', reject);
+        if (out.write(line)) return resolve();
+        const drained = () => {
+          out.off('error', failed);
+          resolve();
+        };
+        const failed = (err: Error) => {
+          out.off('drain', drained);
+          reject(err);
+        };
+        out.once('drain', drained).once('error', failed);
       });
     const counts = await exportTenant(db, tenantId, write);
     if (out !== process.stdout) await new Promise<void>((resolve, reject) => (out as fs.WriteStream).end(resolve).once('error', reject));

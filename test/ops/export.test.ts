@@ -105,6 +105,28 @@ describe('agentry export', () => {
     expect(unknown.code).toBe(2);
     expect((await cli(['export'], env)).stderr).toMatch(/export needs --tenant/);
   });
+  it('waits out a slow file without piling up listeners: rows larger than its buffer, each a wait, no leak warning', async () => {
+    const mine = await t.tenant('backpressure');
+    // Each agent's line is larger than the file stream's 16 KiB buffer, so every write waits for 'drain'.
+    const prompt = 'x'.repeat(40_000);
+    const ids: string[] = [];
+    for (let i = 0; i < 15; i++) ids.push((await t.agent(mine.key, { name: `big ${i}`, systemPrompt: prompt })).id);
+    const out = path.join(t.config.dataDir, `export-big-${mine.id}.jsonl`);
+    const run = await cli(['export', '--tenant', mine.id, '--out', out], env);
+    expect(run.code, run.stderr).toBe(0);
+    // Node warns once more than 10 listeners of one event wait on one stream.
+    expect(run.stderr).not.toMatch(/MaxListenersExceededWarning/);
+    expect(run.stderr).toMatch(new RegExp(`^exported \\d+ rows of tenant ${mine.id} to `));
+    const agents = fs
+      .readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Line)
+      .filter((l) => l.table === 'agents');
+    expect(new Set(agents.map((l) => l.row.id))).toEqual(new Set(ids));
+    expect(agents.every((l) => l.row.system_prompt === prompt)).toBe(true);
+  });
+
   it('pages through tables of more rows than a page (500), keyed by one column or two, each row once', async () => {
     const mine = await t.tenant('paged');
     const other = await t.tenant('paged-other');
