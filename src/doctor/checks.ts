@@ -81,6 +81,11 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<CheckResul
 function dataFolder(config: Config): CheckResult {
   const name = 'data folder';
   const dir = config.dataDir;
+  // On PostgreSQL with MASTER_KEY set the server keeps nothing there: whatever the folder is, it is not this installation's concern.
+  if (config.databaseUrl && config.masterKey)
+    return skip(name, `unused: PostgreSQL keeps the data and MASTER_KEY is set (${dir} is never read)`);
+  // On PostgreSQL the folder holds only DATA_DIR/master.key; on SQLite, the database too.
+  const holds = config.databaseUrl ? 'the master key' : 'the master key and the data';
   let stat: fs.Stats;
   try {
     stat = fs.statSync(dir);
@@ -98,7 +103,7 @@ function dataFolder(config: Config): CheckResult {
   }
   const mode = stat.mode & 0o777;
   if (mode & 0o077) {
-    return fail(name, `${dir} is mode ${mode.toString(8)}: others may read the master key and the data`, `chmod 700 ${dir}`);
+    return fail(name, `${dir} is mode ${mode.toString(8)}: others may read ${holds}`, `chmod 700 ${dir}`);
   }
   try {
     fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK);
@@ -291,9 +296,19 @@ async function probe(guard: OutboundGuard, p: ProviderProbe, timeoutMs: number):
   const started = Date.now();
   try {
     const res = await guard.fetch(p.url, { headers: p.headers, signal: AbortSignal.timeout(timeoutMs) });
-    await res.body?.cancel();
     const ms = Date.now() - started;
-    if (res.ok) return pass(name, `${p.url} answered ${res.status} in ${ms} ms`);
+    if (res.ok) {
+      // A 200 is not enough: a proxy's login page or a web server's index answers 200 too, and no model call would work.
+      const listed = await modelsList(res);
+      if (listed !== undefined) return pass(name, `${p.url} answered ${res.status} in ${ms} ms (${listed} models listed)`);
+      const type = res.headers.get('content-type') ?? 'no content type';
+      return fail(
+        name,
+        `${p.url} answered ${res.status} with ${type}, not a models list: this is not the provider's API`,
+        `check ${envPrefix(p.name)}_BASE_URL: it must end where the API answers (often /v1), not at a web page or a proxy's login`,
+      );
+    }
+    await res.body?.cancel();
     if (res.status === 401 || res.status === 403) {
       return fail(name, `${p.url} refused the key (${res.status})`, `check ${envPrefix(p.name)}_API_KEY`);
     }
@@ -302,6 +317,20 @@ async function probe(guard: OutboundGuard, p: ProviderProbe, timeoutMs: number):
     const e = err as Error & { cause?: { code?: string; message?: string } };
     const reason = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message);
     return fail(name, `${p.url} is not reachable: ${reason}`, `check ${envPrefix(p.name)}_BASE_URL, DNS and the network (proxy, firewall)`);
+  }
+}
+
+/** The number of models a models-list answer names (`{"data": [...]}`, as OpenAI and Anthropic answer), or undefined when it is not one. */
+async function modelsList(res: Response): Promise<number | undefined> {
+  if (!/\bjson\b/i.test(res.headers.get('content-type') ?? '')) {
+    await res.body?.cancel();
+    return undefined;
+  }
+  try {
+    const body = (await res.json()) as { data?: unknown };
+    return Array.isArray(body?.data) ? body.data.length : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -13,6 +13,8 @@ export interface ScriptedResponse {
   headers?: Record<string, string>;
   /** A JSON body (error answers). */
   json?: unknown;
+  /** A body sent as is (an HTML page where an API was expected), with `headers`' content type or text/html. */
+  text?: string;
   /** Server-sent event frames, written one by one. */
   sse?: string[];
   /** Answered once this settles: holds the model call (and so its run) where a test needs it. */
@@ -55,6 +57,11 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       res.writeHead(next.status ?? 200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...next.headers });
       for (const frame of next.sse) res.write(frame);
       res.end();
+      return;
+    }
+    if (next.text !== undefined) {
+      res.writeHead(next.status ?? 200, { 'content-type': 'text/html; charset=utf-8', ...next.headers });
+      res.end(next.text);
       return;
     }
     res.writeHead(next.status ?? 200, { 'content-type': 'application/json', ...next.headers });

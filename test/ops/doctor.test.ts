@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
+import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.js';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.js';
 import { cli, freePort } from '../helpers/process.js';
 
@@ -110,13 +110,43 @@ describe('agentry doctor', () => {
     expect(byName['provider openai-compatible']).toMatchObject({ status: 'fail', fix: 'check OPENAI_COMPATIBLE_API_KEY' });
   });
 
-  it('fails a data folder others may read', async () => {
+  it('fails a provider that answers 200 with a web page instead of its models list', async () => {
+    provider.script({ text: '<!doctype html><html><body>Sign in to the proxy</body></html>' });
+    const { code, byName } = await doctor({ OPENAI_COMPATIBLE_BASE_URL: provider.baseUrl });
+    expect(code).toBe(1);
+    expect(byName['provider openai-compatible']).toMatchObject({
+      status: 'fail',
+      fix: expect.stringMatching(/^check OPENAI_COMPATIBLE_BASE_URL/),
+    });
+    expect(byName['provider openai-compatible'].detail).toMatch(/answered 200 with text\/html; charset=utf-8, not a models list/);
+    // JSON that is not a models list fails too.
+    provider.script({ json: { status: 'ok' } });
+    const json = await doctor({ OPENAI_COMPATIBLE_BASE_URL: provider.baseUrl });
+    expect(json.byName['provider openai-compatible']).toMatchObject({ status: 'fail' });
+    expect(json.byName['provider openai-compatible'].detail).toMatch(/with application\/json, not a models list/);
+  });
+
+  it('fails a data folder others may read (on PostgreSQL: while it holds the master key)', async () => {
     fs.chmodSync(database.env.DATA_DIR, 0o755);
     try {
-      const { code, byName } = await doctor();
+      // Without MASTER_KEY the folder holds DATA_DIR/master.key, on either database.
+      const { code, byName } = await doctor({ MASTER_KEY: '' });
       expect(code).toBe(1);
       expect(byName['data folder']).toMatchObject({ status: 'fail', fix: `chmod 700 ${database.env.DATA_DIR}` });
       expect(byName['data folder'].detail).toMatch(/mode 755/);
+    } finally {
+      fs.chmodSync(database.env.DATA_DIR, 0o700);
+    }
+  });
+
+  it.runIf(dialect === 'postgres')('on PostgreSQL with MASTER_KEY, leaves the unused data folder alone', async () => {
+    fs.chmodSync(database.env.DATA_DIR, 0o755);
+    try {
+      const { byName } = await doctor();
+      expect(byName['data folder']).toMatchObject({
+        status: 'skip',
+        detail: expect.stringMatching(/^unused: PostgreSQL keeps the data and MASTER_KEY is set/),
+      });
     } finally {
       fs.chmodSync(database.env.DATA_DIR, 0o700);
     }
