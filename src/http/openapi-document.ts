@@ -79,8 +79,8 @@ const SHARED_RESPONSES: Record<string, { name: string; response: JsonNode }> = {
 };
 
 const SSE_EXAMPLE = [
-  'id: 1\nevent: token\ndata: {"text":"Hello"}\n',
-  'id: 2\nevent: done\ndata: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}\n',
+  'event: token\ndata: {"text":"Hello"}\nid: 1\n',
+  'event: done\ndata: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}\nid: 2\n',
 ].join('\n');
 
 const CHUNK_STREAM_EXAMPLE = [

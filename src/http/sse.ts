@@ -18,8 +18,8 @@ export interface SseStream {
 }
 
 /**
- * Takes over the response and writes Server-Sent Events: `id:`, `event:` and one `data:` line of
- * JSON per event, and a comment line every SSE_HEARTBEAT_SECONDS (15 s) so proxies keep idle connections open.
+ * Takes over the response and writes Server-Sent Events: `event:`, one `data:` line of JSON and
+ * then `id:` per event, and a comment line every SSE_HEARTBEAT_SECONDS (15 s) so proxies keep idle connections open.
  */
 /** Open streams per server, so a shutdown can end them. */
 const openStreams = new WeakMap<object, Set<SseStream>>();
@@ -80,7 +80,9 @@ export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream
     send(id, event, data) {
       if (closed) return;
       cork();
-      raw.write(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      // `id:` last: a client that takes Last-Event-ID as soon as it reads the id line (fetch-event-source
+      // does) would otherwise skip, on its reconnect, an event whose connection broke after that line.
+      raw.write(`event: ${event}\ndata: ${JSON.stringify(data)}\nid: ${id}\n\n`);
     },
     close() {
       if (closed) return;

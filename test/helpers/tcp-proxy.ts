@@ -1,17 +1,42 @@
 import net from 'node:net';
 
-/** A TCP proxy in front of a server, to take it away and bring it back (database outage tests). */
-export async function startTcpProxy(targetHost: string, targetPort: number) {
+export interface TcpProxyOptions {
+  /**
+   * How many bytes of the server's answer the n-th connection (0, 1, ...) passes before the proxy cuts
+   * it (both sides); undefined: that connection is not cut.
+   */
+  cutAfterBytes?: (connection: number) => number | undefined;
+}
+
+/**
+ * A TCP proxy in front of a server, to take it away and bring it back (database outage tests), or to
+ * cut connections after a number of bytes of the answer (a network that drops mid-event).
+ */
+export async function startTcpProxy(targetHost: string, targetPort: number, options: TcpProxyOptions = {}) {
   const sockets = new Set<net.Socket>();
   let server: net.Server | null = null;
   let port = 0;
+  let connections = 0;
   const listen = () =>
     new Promise<void>((resolve) => {
       server = net.createServer((client) => {
         const upstream = net.connect(targetPort, targetHost);
         sockets.add(client);
         sockets.add(upstream);
-        client.pipe(upstream).pipe(client);
+        const cutAfter = options.cutAfterBytes?.(connections++);
+        client.pipe(upstream);
+        if (cutAfter === undefined) upstream.pipe(client);
+        else {
+          let passed = 0;
+          upstream.on('data', (chunk: Buffer) => {
+            if (passed >= cutAfter) return;
+            const part = chunk.subarray(0, cutAfter - passed);
+            passed += part.length;
+            // What passed is flushed to the client before both sides are cut.
+            if (passed >= cutAfter) client.end(part, drop);
+            else client.write(part);
+          });
+        }
         const drop = () => {
           client.destroy();
           upstream.destroy();

@@ -66,7 +66,7 @@ describe('OpenAPI document for code generators', () => {
       expect(Object.keys(content), id).toEqual(['text/event-stream']);
       expect(content['text/event-stream'].schema.type).toBe('string');
       expect(content['text/event-stream'].schema.description).toContain('done');
-      expect(content['text/event-stream'].example).toMatch(/^id: 1\nevent: token\ndata: /);
+      expect(content['text/event-stream'].example).toMatch(/^event: token\ndata: .*\nid: 1\n/);
     }
     expect(Object.keys(byId('executeAgent').responses['200'].content).sort()).toEqual(['application/json', 'text/event-stream']);
     expect(Object.keys(byId('createChatCompletion').responses['200'].content).sort()).toEqual(['application/json', 'text/event-stream']);

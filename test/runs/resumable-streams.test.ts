@@ -88,7 +88,7 @@ function droppingFetch(dropAfter: number[], calls: Calls) {
           const block = buffer.slice(0, end + 2);
           buffer = buffer.slice(end + 2);
           controller.enqueue(encoder.encode(block));
-          if (block.startsWith('id:') && ++seen >= limit) cut = true;
+          if (/^id:/m.test(block) && ++seen >= limit) cut = true;
         }
       },
     });

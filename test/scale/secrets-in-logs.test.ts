@@ -26,7 +26,7 @@ describe('logs of a full session at LOG_LEVEL=trace', () => {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.text();
-      return { status: res.status, body: text ? JSON.parse(text.startsWith('id:') ? '{}' : text) : undefined, text };
+      return { status: res.status, body: text ? JSON.parse(text.startsWith('event:') ? '{}' : text) : undefined, text };
     };
     const made = await call('/api/v1/api-keys', admin, { name: 'worker', permissions: ['agents:read', 'agents:write'] });
     expect(made.status).toBe(201);

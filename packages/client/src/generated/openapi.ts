@@ -3792,13 +3792,13 @@ export interface operations {
                         duration: number;
                     };
                     /**
-                     * @example id: 1
-                     *     event: token
+                     * @example event: token
                      *     data: {"text":"Hello"}
+                     *     id: 1
                      *
-                     *     id: 2
                      *     event: done
                      *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
+                     *     id: 2
                      */
                     "text/event-stream": string;
                 };
@@ -3974,13 +3974,13 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example id: 1
-                     *     event: token
+                     * @example event: token
                      *     data: {"text":"Hello"}
+                     *     id: 1
                      *
-                     *     id: 2
                      *     event: done
                      *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
+                     *     id: 2
                      */
                     "text/event-stream": string;
                 };
@@ -4156,13 +4156,13 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example id: 1
-                     *     event: token
+                     * @example event: token
                      *     data: {"text":"Hello"}
+                     *     id: 1
                      *
-                     *     id: 2
                      *     event: done
                      *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
+                     *     id: 2
                      */
                     "text/event-stream": string;
                 };
@@ -4944,13 +4944,13 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example id: 1
-                     *     event: token
+                     * @example event: token
                      *     data: {"text":"Hello"}
+                     *     id: 1
                      *
-                     *     id: 2
                      *     event: done
                      *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
+                     *     id: 2
                      */
                     "text/event-stream": string;
                 };
