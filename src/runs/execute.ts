@@ -137,6 +137,7 @@ export class RunExecution {
         onRetry: observer ? (code) => observer.retried(agent.model, code) : undefined,
         // No tool acts for a run that is not recorded yet.
         beforeToolCalls: activeRun.start ? () => activeRun.start!.written : undefined,
+        toolEventsWritten: () => activeRun.channel.flushed(),
         // The prompt must fit every model a step may be sent to: the agent's and the fallbacks this run uses.
         context: contextOptions(this.r, { tenantId, conversationId, agent, models: [agent.model, ...fallbacks.choices.map((c) => c.id)] }),
         answer,

@@ -2,8 +2,10 @@ import { now } from '../ids.js';
 import * as conversations from '../conversations/turns.js';
 import { Loop } from '../scheduler/loop.js';
 import { failSpan } from '../tracing/tracing.js';
+import { toolCallsColumn } from './columns.js';
 import { readStoredEvents } from './events.js';
 import type { RunResources } from './resources.js';
+import { recoveredToolCalls } from './steps.js';
 import * as store from './store.js';
 import type { RunError } from './views.js';
 
@@ -60,10 +62,13 @@ export class RunLeases {
         .filter((e) => e.event === 'token')
         .map((e) => (e.data as { text: string }).text)
         .join('');
+      // What ran is kept: the calls told in the events, with the results that came back.
+      const toolCalls = recoveredToolCalls(storedCalls(run.tool_calls), events, run.started_at ?? run.created_at);
       const won = await this.r.db.kysely.transaction().execute(async (trx) => {
         const r = await store.finishRun(trx, run.id, {
           status: 'failed',
           output,
+          tool_calls: JSON.stringify(toolCalls),
           error: JSON.stringify(error),
           completed_at: at,
           duration_ms: run.started_at ? Date.parse(at) - Date.parse(run.started_at) : null,
@@ -96,5 +101,14 @@ export class RunLeases {
       this.r.log.warn({ runId: run.id }, 'run interrupted: its process stopped renewing the lease');
     }
     return recovered;
+  }
+}
+
+/** A damaged tool_calls column costs the recovered run its stored calls, not its recovery. */
+function storedCalls(text: string) {
+  try {
+    return toolCallsColumn(text);
+  } catch {
+    return [];
   }
 }

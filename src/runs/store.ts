@@ -136,7 +136,7 @@ export function expiredRunsQuery(db: Executor, now: string, limit: number) {
   return (
     db
       .selectFrom('runs')
-      .select(['id', 'tenant_id', 'conversation_id', 'started_at', 'created_at', 'task_id', 'traceparent'])
+      .select(['id', 'tenant_id', 'conversation_id', 'started_at', 'created_at', 'task_id', 'traceparent', 'tool_calls'])
       // A literal, as in the partial index runs_running_lease's WHERE: a plan made without the
       // parameter's value (PostgreSQL's generic plans) could not use the index.
       .where('status', '=', sql.lit('running'))

@@ -112,6 +112,11 @@ export interface LoopInput<A extends ToolAgent = ToolAgent> {
   onRetry?(code: ProviderErrorCode): void;
   /** Awaited before a step's tool calls run (a run's start must be written before any tool acts). */
   beforeToolCalls?(): Promise<void>;
+  /**
+   * Awaited once a tool call's start is told (before the tool acts) and once a step's calls have
+   * returned (before the next step): the events are stored, so a run whose process dies says what ran.
+   */
+  toolEventsWritten?(): Promise<void>;
   /** Tool calls that wait for a person, and the decisions a paused loop resumes with (tool-approvals.ts). */
   approval?: LoopApproval<Omit<LoopResult, 'paused'>>;
   /** The model's window: the history (`messages` but the last, the run's own) is fitted into it before each step. */
@@ -199,6 +204,7 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
     if (invalid !== undefined || !tool) {
       value = { error: { code: 'invalid_tool_call', message: invalid } };
     } else {
+      await input.toolEventsWritten?.();
       const timeout = AbortSignal.timeout(input.toolTimeoutMs);
       const signal = AbortSignal.any([input.signal, timeout]);
       try {
@@ -328,6 +334,7 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
       return result;
     }
     const toolResults = await Promise.all(calls.map(runTool));
+    if (toolResults.length) await input.toolEventsWritten?.();
     if (input.signal.aborted) {
       result.finish = 'cancelled';
       return result;

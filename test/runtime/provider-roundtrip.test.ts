@@ -540,7 +540,15 @@ describe('token usage and finish reasons', () => {
       { event: 'token', data: { text: ' a' } },
       { event: 'done', cost: cost('openai/gpt-5-mini', 1200, 64), tokenUsage },
     ]);
-    expect(run).toMatchObject({ status: 'completed', error: null, output: 'Once upon a', tokenUsage, warnings: [] });
+    // Completed with what was produced, but never silently: its finishReason and a warning say it was cut.
+    expect(run).toMatchObject({
+      status: 'completed',
+      error: null,
+      output: 'Once upon a',
+      tokenUsage,
+      finishReason: 'length',
+      warnings: ['the answer was cut off at the output limit of 64 tokens: it may be incomplete'],
+    });
     expect(run.steps).toEqual([
       {
         index: 0,
