@@ -21,7 +21,8 @@ export const a2aRoutes: FastifyPluginAsyncTypebox<{ service: A2aService }> = asy
       schema: {
         operationId: 'getA2aAgentCard',
         tags: ['a2a'],
-        summary: 'A2A: the agent’s Agent Card (public; only executable agents, only under their own tenant’s path)',
+        summary:
+          'A2A: the agent’s Agent Card (public; only executable agents whose configuration.publicAgentCard is on, only under their own tenant’s path)',
         params: CardParams,
         response: { 200: AgentCard, ...problems(400, 404) },
       },

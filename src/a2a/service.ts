@@ -187,9 +187,13 @@ export class A2aService {
     return `${this.publicBaseUrl}/a2a/${tenantId}/agents/${agentId}`;
   }
 
-  /** The Agent Card: public, served only on its tenant's path and only for an executable agent. */
+  /**
+   * The Agent Card: public, served only on its tenant's path, only for an executable agent, and only
+   * while the agent's `publicAgentCard` is on (off: not found, as for an agent that does not exist).
+   */
   async card(tenantId: string, agentId: string): Promise<AgentCard> {
     const agent = await this.agentOf(tenantId, agentId);
+    if (!agent.configuration.publicAgentCard) throw new NotFound('agent');
     const skills = await this.skillBriefs(tenantId, agentId);
     return {
       protocolVersion: PROTOCOL_VERSION,

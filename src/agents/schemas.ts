@@ -104,6 +104,10 @@ export const Configuration = Type.Object(
       description:
         'models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md)',
     }),
+    publicAgentCard: Type.Boolean({
+      description:
+        'whether the agent’s A2A Agent Card is served without credentials (docs/clients.md, "Agent2Agent"); false: the card answers 404 as for an unknown agent, the authenticated A2A endpoint still works',
+    }),
   },
   { additionalProperties: false },
 );
@@ -122,6 +126,8 @@ export const DEFAULT_CONFIGURATION: Configuration = {
   toolTimeoutMs: 60_000,
   summaryModel: null,
   fallbackModels: [],
+  // A2A clients discover agents by their card: public unless turned off.
+  publicAgentCard: true,
 };
 
 export const DEFAULT_TOOLS: ToolSpec[] = [

@@ -104,6 +104,49 @@ describe('Agent Card', () => {
   });
 });
 
+describe('Agent Card switch', () => {
+  it('publicAgentCard: on by default; off, the card answers as for an unknown agent while the endpoint still serves', async () => {
+    const agent = await t.agent(key, { name: 'Private', model: 'builtin/echo' });
+    expect(agent.configuration.publicAgentCard).toBe(true);
+
+    const hidden = await t.api(key).POST('/api/v1/agents/{id}', {
+      params: { path: { id: agent.id } },
+      body: { configuration: { publicAgentCard: false } },
+    });
+    expect(hidden.response.status, JSON.stringify(hidden.error)).toBe(200);
+    expect(hidden.data!.configuration.publicAgentCard).toBe(false);
+    const seen = async (path: string) => {
+      const res = await fetch(`${base}${path}`);
+      const { instance: _instance, requestId: _requestId, ...body } = (await res.json()) as Record<string, unknown>;
+      return { status: res.status, body };
+    };
+    const off = await seen(cardPath(agent.id));
+    expect(off).toMatchObject({ status: 404, body: { code: 'not_found' } });
+    expect(off).toEqual(await seen(cardPath(randomUUID())));
+
+    // The card is only discovery: a caller with credentials still reaches the agent.
+    const call = await fetch(`${base}/a2a/${tenantId}/agents/${agent.id}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'message/send',
+        params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'hi' }] } },
+      }),
+    });
+    expect(call.status).toBe(200);
+    expect(((await call.json()) as { result: unknown }).result).toMatchObject({ kind: 'task', status: { state: 'completed' } });
+
+    const shown = await t.api(key).POST('/api/v1/agents/{id}', {
+      params: { path: { id: agent.id } },
+      body: { configuration: { publicAgentCard: true } },
+    });
+    expect(shown.response.status).toBe(200);
+    expect((await fetch(`${base}${cardPath(agent.id)}`)).status).toBe(200);
+  });
+});
+
 describe('JSON-RPC with the SDK client', () => {
   it('message/send runs the agent and answers the completed task; tasks/get reads it back', async () => {
     const agent = await t.agent(key, { model: 'builtin/echo' });

@@ -63,6 +63,7 @@ describe('create and get', () => {
       toolTimeoutMs: 60000,
       summaryModel: null,
       fallbackModels: [],
+      publicAgentCard: true,
     });
   });
 

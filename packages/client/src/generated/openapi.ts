@@ -1569,7 +1569,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A2A: the agent’s Agent Card (public; only executable agents, only under their own tenant’s path) */
+        /** A2A: the agent’s Agent Card (public; only executable agents whose configuration.publicAgentCard is on, only under their own tenant’s path) */
         get: operations["getA2aAgentCard"];
         put?: never;
         post?: never;
@@ -1754,6 +1754,8 @@ export interface components {
                 };
                 /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
                 fallbackModels: string[];
+                /** @description whether the agent’s A2A Agent Card is served without credentials (docs/clients.md, "Agent2Agent"); false: the card answers 404 as for an unknown agent, the authenticated A2A endpoint still works */
+                publicAgentCard: boolean;
             };
             /**
              * Format: date-time
@@ -2778,7 +2780,8 @@ export interface operations {
                  *         },
                  *         "fallbackModels": [
                  *           "string"
-                 *         ]
+                 *         ],
+                 *         "publicAgentCard": true
                  *       }
                  *     }
                  */
@@ -2880,6 +2883,8 @@ export interface operations {
                         };
                         /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
                         fallbackModels?: string[];
+                        /** @description whether the agent’s A2A Agent Card is served without credentials (docs/clients.md, "Agent2Agent"); false: the card answers 404 as for an unknown agent, the authenticated A2A endpoint still works */
+                        publicAgentCard?: boolean;
                     };
                 };
             };
@@ -2938,7 +2943,8 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ]
+                     *         ],
+                     *         "publicAgentCard": true
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3037,7 +3043,8 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ]
+                     *         ],
+                     *         "publicAgentCard": true
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3111,7 +3118,8 @@ export interface operations {
                  *         },
                  *         "fallbackModels": [
                  *           "string"
-                 *         ]
+                 *         ],
+                 *         "publicAgentCard": true
                  *       }
                  *     }
                  */
@@ -3213,6 +3221,8 @@ export interface operations {
                         };
                         /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
                         fallbackModels?: string[];
+                        /** @description whether the agent’s A2A Agent Card is served without credentials (docs/clients.md, "Agent2Agent"); false: the card answers 404 as for an unknown agent, the authenticated A2A endpoint still works */
+                        publicAgentCard?: boolean;
                     };
                 };
             };
@@ -3271,7 +3281,8 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ]
+                     *         ],
+                     *         "publicAgentCard": true
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3407,7 +3418,8 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ]
+                     *         ],
+                     *         "publicAgentCard": true
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3498,7 +3510,8 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ]
+                     *         ],
+                     *         "publicAgentCard": true
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3600,7 +3613,8 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ]
+                     *         ],
+                     *         "publicAgentCard": true
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"

@@ -902,7 +902,7 @@ export function AgentEditPage() {
           />
           <JsonInput
             label="Configuration"
-            description="temperature, maxSteps, maxTokens, memoryWindow, onActiveRun, toolTimeoutMs, approval"
+            description="temperature, maxSteps, maxTokens, memoryWindow, onActiveRun, toolTimeoutMs, approval, publicAgentCard"
             autosize
             minRows={2}
             value={form.configuration}
