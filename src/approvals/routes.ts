@@ -5,7 +5,10 @@ import { ApprovalItem, ApproveBody, ListApprovalsQuery, RejectBody } from './sch
 import type { ApprovalsService } from './service.js';
 
 const tags = ['approvals'];
-/** Deciding needs agents:write, and never an agent's own token (no agentScope): an agent does not approve its own calls. */
+/**
+ * Deciding needs agents:write, and never an agent's own token (no agentScope): an agent does not approve its own calls.
+ * A task whose approval performs an action needs that action's permission too (tasks/approval-tasks.ts).
+ */
 const DECIDE_PERMISSION = 'agents:write';
 
 /** The approvals inbox: GET /api/v1/approvals, GET /api/v1/approvals/:id, POST /api/v1/approvals/:id/approve|reject. */
@@ -52,6 +55,7 @@ export const approvalsRoutes: FastifyPluginAsyncTypebox<{ approvals: ApprovalsSe
         tags,
         summary: 'Approve a waiting tool call (optionally with edited arguments) or a task; the run resumes',
         description:
+          'An agent’s skill or connector request (a task) also needs the permission of what approving performs (skills:write, settings:write; else 403). ' +
           'The run resumes once none of its calls waits any more, on this server or (after a restart) on whichever claims it first. ' +
           '409 `approval_not_pending` when it was decided, expired or its run ended; 409 `approval_expired` when its time is up ' +
           '(the sweep then decides it as the agent’s `approval.onTimeout` says).',

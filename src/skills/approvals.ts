@@ -34,4 +34,9 @@ export function registerSkillApprovalHandlers(gateway: ApprovalGateway, tools: S
     };
   gateway.onApproved(CONNECTOR_REQUEST_ACTION, decide('accepted'));
   gateway.onRejected(CONNECTOR_REQUEST_ACTION, decide('rejected'));
+
+  // Deciding needs the permission of what approving does: acquiring and assigning skills is skills:write
+  // (as on the skills API), accepting a connector request is settings:write (as connecting one is).
+  gateway.requirePermission(SKILL_ASSIGN_ACTION, 'skills:write');
+  gateway.requirePermission(CONNECTOR_REQUEST_ACTION, 'settings:write');
 }

@@ -1,9 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
-import { Conflict } from '../errors.js';
+import { Conflict, Forbidden } from '../errors.js';
 import { newId, now } from '../ids.js';
-import type { Principal } from '../tenancy/permissions.js';
+import type { Permission, Principal } from '../tenancy/permissions.js';
 import type { ActionHandler, ApprovalGateway } from './approvals.js';
 import type { TaskExecutor } from './executor.js';
 import { optionalObjectColumn } from './columns.js';
@@ -39,6 +39,7 @@ export class ApprovalTasks implements ApprovalGateway {
   async approve(principal: Principal, id: string): Promise<Task> {
     const { db, executor, lookup } = this.o;
     const task = await lookup.row(principal.tenantId, id);
+    this.requireDecider(principal, task.approval_action);
     if (task.status !== 'awaiting_approval')
       throw new Conflict('task_not_awaiting_approval', `the task is ${task.status}, not awaiting approval`);
     const action = task.approval_action;
@@ -85,6 +86,7 @@ export class ApprovalTasks implements ApprovalGateway {
   async reject(principal: Principal, id: string): Promise<Task> {
     const { db, executor, lookup, log } = this.o;
     const task = await lookup.row(principal.tenantId, id);
+    this.requireDecider(principal, task.approval_action);
     if (task.status !== 'awaiting_approval')
       throw new Conflict('task_not_awaiting_approval', `the task is ${task.status}, not awaiting approval`);
     const at = now();
@@ -152,5 +154,17 @@ export class ApprovalTasks implements ApprovalGateway {
 
   onRejected(action: string, handler: ActionHandler) {
     this.o.executor.actions.rejected.set(action, handler);
+  }
+
+  requirePermission(action: string, permission: Permission) {
+    this.o.executor.actions.permissions.set(action, permission);
+  }
+
+  /** A task whose action needs a permission (a skill assignment: skills:write) is decided only by a credential holding it. */
+  private requireDecider(principal: Principal, action: string | null) {
+    const needed = action ? this.o.executor.actions.permissions.get(action) : undefined;
+    if (needed && !principal.permissions.has(needed)) {
+      throw new Forbidden(`deciding this request (${action}) needs ${needed}, the permission of what approving it does`);
+    }
   }
 }

@@ -1,4 +1,4 @@
-import type { Actor } from '../tenancy/permissions.js';
+import type { Actor, Permission } from '../tenancy/permissions.js';
 
 /**
  * Human-in-the-loop approvals, as other domains see them. The tasks domain implements it with
@@ -23,6 +23,13 @@ export interface ApprovalGateway {
 
   /** Optional: what rejecting does beyond cancelling the task (e.g. mark a request rejected). */
   onRejected(action: string, handler: ActionHandler): void;
+
+  /**
+   * The permission deciding (approving or rejecting) a task with this action needs, besides the route's
+   * own: the permission of what approving performs, so an approval never lets a credential do what it
+   * could not do directly (docs/skills.md, "Decisions").
+   */
+  requirePermission(action: string, permission: Permission): void;
 }
 
 /** What approving (or rejecting) a task with a registered action does. */

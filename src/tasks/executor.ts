@@ -21,7 +21,7 @@ import { TaskWorker } from './worker.js';
 export type TaskExecutorOptions = Pick<TaskResources, 'db' | 'agents' | 'runs' | 'clock' | 'leaseMs' | 'log' | 'tracing'>;
 
 export class TaskExecutor {
-  readonly actions: ApprovalActions = { approved: new Map(), rejected: new Map() };
+  readonly actions: ApprovalActions = { approved: new Map(), rejected: new Map(), permissions: new Map() };
   /** Told when work was queued here, so the dispatcher wakes at once. */
   onEnqueued: () => void = () => {};
   private readonly resources: TaskResources;

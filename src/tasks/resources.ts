@@ -3,7 +3,7 @@ import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import type { RunsService } from '../runs/service.js';
 import type { RunError } from '../runs/views.js';
-import type { Actor } from '../tenancy/permissions.js';
+import type { Actor, Permission } from '../tenancy/permissions.js';
 import type { Tracing } from '../tracing/tracing.js';
 import type { ActionHandler } from './approvals.js';
 
@@ -31,6 +31,8 @@ export interface TaskResources {
 export interface ApprovalActions {
   approved: Map<string, ActionHandler>;
   rejected: Map<string, ActionHandler>;
+  /** The permission deciding a task with the action needs (ApprovalGateway.requirePermission). */
+  permissions: Map<string, Permission>;
 }
 
 /** The actor of work the platform starts on its own (dispatch, cron, triggers). */

@@ -203,6 +203,8 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
         operationId: 'approveTask',
         tags,
         summary: 'Approve a task awaiting approval: it is queued, or its action is performed',
+        description:
+          'An agent’s skill or connector request also needs the permission of what approving performs (skills:write, settings:write; else 403).',
         params: IdParams,
         response: { 200: TaskRef, ...problems(401, 403, 404, 409) },
       },
@@ -218,6 +220,8 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
         operationId: 'rejectTask',
         tags,
         summary: 'Reject a task awaiting approval: it is cancelled',
+        description:
+          'An agent’s skill or connector request also needs the permission of what approving it would perform (skills:write, settings:write; else 403).',
         params: IdParams,
         response: { 200: TaskRef, ...problems(401, 403, 404, 409) },
       },

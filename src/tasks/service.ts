@@ -11,7 +11,7 @@ import { executable, type RunsService } from '../runs/service.js';
 import { systemClock, type Clock } from '../scheduler/clock.js';
 import { Dispatcher } from '../scheduler/dispatcher.js';
 import { Loop } from '../scheduler/loop.js';
-import type { Principal } from '../tenancy/permissions.js';
+import type { Permission, Principal } from '../tenancy/permissions.js';
 import { ApprovalTasks } from './approval-tasks.js';
 import type { ActionHandler, ApprovalGateway } from './approvals.js';
 import { TaskExecutor } from './executor.js';
@@ -312,6 +312,10 @@ export class TasksService implements ApprovalGateway {
 
   onRejected(action: string, handler: ActionHandler) {
     this.approvals.onRejected(action, handler);
+  }
+
+  requirePermission(action: string, permission: Permission) {
+    this.approvals.requirePermission(action, permission);
   }
 
   webhook(delivery: Delivery) {

@@ -112,6 +112,7 @@ export function fakeGateway() {
     },
     onApproved: (action, handler) => void approved.set(action, handler),
     onRejected: (action, handler) => void rejected.set(action, handler),
+    requirePermission: () => {},
   };
   const decide = async (taskId: string, approve: boolean, decidedBy: Actor) => {
     const task = tasks.find((x) => x.taskId === taskId)!;

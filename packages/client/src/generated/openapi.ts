@@ -680,7 +680,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve a task awaiting approval: it is queued, or its action is performed */
+        /**
+         * Approve a task awaiting approval: it is queued, or its action is performed
+         * @description An agent’s skill or connector request also needs the permission of what approving performs (skills:write, settings:write; else 403).
+         */
         post: operations["approveTask"];
         delete?: never;
         options?: never;
@@ -697,7 +700,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Reject a task awaiting approval: it is cancelled */
+        /**
+         * Reject a task awaiting approval: it is cancelled
+         * @description An agent’s skill or connector request also needs the permission of what approving it would perform (skills:write, settings:write; else 403).
+         */
         post: operations["rejectTask"];
         delete?: never;
         options?: never;
@@ -822,7 +828,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a waiting tool call (optionally with edited arguments) or a task; the run resumes
-         * @description The run resumes once none of its calls waits any more, on this server or (after a restart) on whichever claims it first. 409 `approval_not_pending` when it was decided, expired or its run ended; 409 `approval_expired` when its time is up (the sweep then decides it as the agent’s `approval.onTimeout` says).
+         * @description An agent’s skill or connector request (a task) also needs the permission of what approving performs (skills:write, settings:write; else 403). The run resumes once none of its calls waits any more, on this server or (after a restart) on whichever claims it first. 409 `approval_not_pending` when it was decided, expired or its run ended; 409 `approval_expired` when its time is up (the sweep then decides it as the agent’s `approval.onTimeout` says).
          */
         post: operations["approveApproval"];
         delete?: never;
