@@ -18,22 +18,45 @@ export interface Reclaimed {
   incremental: boolean;
 }
 
+/** Tries of one step that met the write lock, with a pause between: about 4 s in all. */
+const BUSY_PAUSES_MS = [20, 100, 300, 1000, 2500];
+
+export interface ReclaimOptions {
+  /** Pages handed back at most (default 65,536: 256 MiB a pass). */
+  maxPages?: number;
+  /** While the WAL checkpointer holds writers back (Db.writesPaused), a promise to wait for first. */
+  writesPaused?: () => Promise<void> | undefined;
+}
+
 /**
  * Hands free pages back, at most `maxPages`, a chunk per statement with a turn of the event loop
  * between (writers go ahead). Its own connection: the statement must run to its end (sqlite3_exec),
- * which Kysely's driver does not do for a pragma returning no rows.
+ * which Kysely's driver does not do for a pragma returning no rows. The connection waits only briefly
+ * for the write lock (SQLite's busy handler sleeps on the event loop): a step that meets it waits
+ * asynchronously (for the checkpointer, or a pause) and tries again, so a backlog's space comes back
+ * even while the checkpointer rewinds the WAL.
  */
-export async function reclaimFreePages(file: string, maxPages = 65_536): Promise<Reclaimed> {
+export async function reclaimFreePages(file: string, { maxPages = 65_536, writesPaused }: ReclaimOptions = {}): Promise<Reclaimed> {
   const sqlite = new SQLite(file, { fileMustExist: true });
   try {
-    sqlite.pragma('busy_timeout = 5000');
+    sqlite.pragma('busy_timeout = 50');
     if (sqlite.pragma('auto_vacuum', { simple: true }) !== 2) return { pages: 0, incremental: false };
     let pages = 0;
+    let busy = 0;
     while (pages < maxPages) {
+      const paused = writesPaused?.();
+      if (paused) await paused;
       const free = sqlite.pragma('freelist_count', { simple: true }) as number;
       if (!free) break;
       const step = Math.min(free, PAGES_PER_STEP, maxPages - pages);
-      sqlite.exec(`pragma incremental_vacuum(${step})`);
+      try {
+        sqlite.exec(`pragma incremental_vacuum(${step})`);
+      } catch (err) {
+        if (!/^SQLITE_(BUSY|LOCKED)/.test(String((err as { code?: unknown }).code)) || busy >= BUSY_PAUSES_MS.length) throw err;
+        await new Promise<void>((resolve) => setTimeout(resolve, BUSY_PAUSES_MS[busy++]));
+        continue;
+      }
+      busy = 0;
       pages += step;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }

@@ -10,6 +10,7 @@ interface SweptCounts {
   files: number;
   auditEvents: number;
   reclaimedPages: number;
+  failures: number;
 }
 
 /** Counts the retention sweep's work (docs/operations.md, "Retention"): a listener of each pass's counts. */
@@ -28,6 +29,11 @@ export function observeRetention(metrics: Metrics, sweep: { onSwept: ((counts: S
     help: 'SQLite pages handed back to the file system after a sweep (incremental vacuum)',
     registers,
   });
+  const failures = new Counter({
+    name: 'agentry_retention_failures_total',
+    help: 'Kinds of a tenant (or the space handed back) a retention pass left to the next one because they kept failing',
+    registers,
+  });
   sweep.onSwept.push((c) => {
     passes.inc();
     deleted.inc({ kind: 'runs' }, c.runs);
@@ -37,5 +43,6 @@ export function observeRetention(metrics: Metrics, sweep: { onSwept: ((counts: S
     deleted.inc({ kind: 'audit_events' }, c.auditEvents);
     compacted.inc(c.compactedRuns);
     reclaimed.inc(c.reclaimedPages);
+    failures.inc(c.failures);
   });
 }

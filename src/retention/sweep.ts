@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/database.js';
+import { isDatabaseUnavailable } from '../errors.js';
 import { reclaimFreePages } from '../db/vacuum.js';
 import { type Clock, systemClock } from '../scheduler/clock.js';
 import { Loop } from '../scheduler/loop.js';
@@ -11,6 +12,12 @@ import type { RetentionSettings } from '../tenancy/retention.js';
  * small batches (one short transaction each, a turn of the event loop between them, so writers are
  * never held for long), then on SQLite hands the freed pages back. Replicas may sweep at once: every
  * delete is of rows already past their age, so doing it twice deletes nothing more.
+ *
+ * On SQLite a batch waits, as the group commit does, while the WAL checkpointer holds writers back, and a
+ * batch that still meets the lock (the checkpoint's RESTART, the CLI, another process) is tried again a
+ * few times after a pause. A kind that keeps failing is logged and left to the next pass, and the pass
+ * goes on with the other kinds and tenants and still hands the free pages back: under a backlog every
+ * pass must make progress, or the file only grows.
  */
 
 /** What the sweep asks of runs (runs/retention.ts). */
@@ -42,6 +49,8 @@ export interface SweepCounts {
   auditEvents: number;
   /** SQLite pages handed back to the file system. */
   reclaimedPages: number;
+  /** Kinds of one tenant left for the next pass because their batches kept failing. */
+  failures: number;
 }
 
 export interface RetentionSweepOptions {
@@ -59,6 +68,16 @@ export interface RetentionSweepOptions {
 }
 
 const DAY_MS = 24 * 3600 * 1000;
+
+/** Pauses before each retry of a batch that met a lock or a lost connection: about 4 s in all. */
+const RETRY_PAUSES_MS = [20, 100, 300, 1000, 2500];
+
+/** A lock held by another connection, a snapshot gone stale, a deadlock or a serialization failure: worth a retry. */
+function isTransient(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code === 'string' && (/^SQLITE_(BUSY|LOCKED)/.test(code) || code === '40P01' || code === '40001')) return true;
+  return isDatabaseUnavailable(err);
+}
 
 export class RetentionSweep {
   private clock: Clock = systemClock;
@@ -98,60 +117,119 @@ export class RetentionSweep {
       files: 0,
       auditEvents: 0,
       reclaimedPages: 0,
+      failures: 0,
     };
     const now = this.clock.now().getTime();
     const at = new Date(now).toISOString();
     const before = (days: number) => new Date(now - days * DAY_MS).toISOString();
     for (const { tenantId, retention: r } of await this.o.tenants.all()) {
+      // Each kind on its own: one that fails is left to the next pass, the others still go.
+      const kind = async (name: string, work: () => Promise<void>) => {
+        try {
+          await work();
+        } catch (err) {
+          counts.failures++;
+          this.o.log.warn({ err, tenantId, kind: name }, 'retention sweep: a kind failed; the next pass tries again');
+        }
+      };
       // Runs first: a run deleted needs no compaction.
-      if (r.runsDays !== null) counts.runs += await this.batches((n) => this.o.runs.deleteEndedBefore(tenantId, before(r.runsDays!), n));
+      if (r.runsDays !== null) {
+        const cutoff = before(r.runsDays);
+        await kind('runs', async () => {
+          await this.batches(
+            (n) => this.o.runs.deleteEndedBefore(tenantId, cutoff, n),
+            (n) => (counts.runs += n),
+          );
+        });
+      }
       if (r.runEventsCompactAfterDays !== null) {
         const cutoff = before(r.runEventsCompactAfterDays);
-        counts.compactedRuns += await this.batches(async (n) => {
-          const done = await this.o.runs.compactEventsBefore(tenantId, cutoff, at, n);
-          counts.compactedEvents += done.events;
-          return done.runs;
+        await kind('run_events', async () => {
+          await this.batches(
+            async (n) => {
+              const done = await this.o.runs.compactEventsBefore(tenantId, cutoff, at, n);
+              counts.compactedEvents += done.events;
+              return done.runs;
+            },
+            (n) => (counts.compactedRuns += n),
+          );
         });
       }
       if (r.conversationsDays !== null) {
         const cutoff = before(r.conversationsDays);
-        counts.conversations += await this.batches((n) => this.o.conversations.deleteConversationsBefore(tenantId, cutoff, n));
+        await kind('conversations', async () => {
+          await this.batches(
+            (n) => this.o.conversations.deleteConversationsBefore(tenantId, cutoff, n),
+            (n) => (counts.conversations += n),
+          );
+        });
       }
       if (r.filesDays !== null) {
         const cutoff = before(r.filesDays);
-        counts.files += await this.batches((n) => this.o.conversations.deleteFilesBefore(tenantId, cutoff, n));
+        await kind('files', async () => {
+          await this.batches(
+            (n) => this.o.conversations.deleteFilesBefore(tenantId, cutoff, n),
+            (n) => (counts.files += n),
+          );
+        });
       }
       if (r.auditEventsDays !== null) {
         const cutoff = before(r.auditEventsDays);
-        counts.auditEvents += await this.batches((n) => this.o.tenants.deleteAuditEventsBefore(tenantId, cutoff, n));
+        await kind('audit_events', async () => {
+          await this.batches(
+            (n) => this.o.tenants.deleteAuditEventsBefore(tenantId, cutoff, n),
+            (n) => (counts.auditEvents += n),
+          );
+        });
       }
     }
     const deleted = counts.runs + counts.compactedEvents + counts.conversations + counts.files + counts.auditEvents;
-    if (deleted && this.o.db.dialect === 'sqlite') {
-      const reclaimed = await reclaimFreePages(this.o.db.location);
-      counts.reclaimedPages = reclaimed.pages;
-      if (!reclaimed.incremental && !this.warnedNotIncremental) {
-        this.warnedNotIncremental = true;
-        this.o.log.info(
-          'retention: freed space is reused but not handed back to the disk; `agentry vacuum` (server stopped) converts the database',
-        );
+    // Also after a pass that deleted nothing: an earlier one may have deleted and then failed to hand back.
+    if (this.o.db.dialect === 'sqlite') {
+      try {
+        const reclaimed = await reclaimFreePages(this.o.db.location, { writesPaused: this.o.db.writesPaused });
+        counts.reclaimedPages = reclaimed.pages;
+        if (deleted && !reclaimed.incremental && !this.warnedNotIncremental) {
+          this.warnedNotIncremental = true;
+          this.o.log.info(
+            'retention: freed space is reused but not handed back to the disk; `agentry vacuum` (server stopped) converts the database',
+          );
+        }
+      } catch (err) {
+        counts.failures++;
+        this.o.log.warn({ err }, 'retention sweep: handing free pages back failed; the next pass tries again');
       }
     }
-    if (deleted) this.o.log.info({ ...counts }, 'retention sweep');
+    if (deleted || counts.failures) this.o.log.info({ ...counts }, 'retention sweep');
     for (const listener of this.onSwept) listener(counts);
     return counts;
   }
 
-  /** Deletes batch after batch until one comes back short (or the pass's budget is spent); the rows deleted. */
-  private async batches(batch: (limit: number) => Promise<number>): Promise<number> {
-    let total = 0;
+  /**
+   * Deletes batch after batch until one comes back short (or the pass's budget is spent), telling
+   * `deleted` each batch's rows as it commits (a later failure keeps what was done in the counts).
+   */
+  private async batches(batch: (limit: number) => Promise<number>, deleted: (n: number) => void): Promise<void> {
     for (let i = 0; i < this.maxBatches; i++) {
-      const n = await batch(this.batchSize);
-      total += n;
+      const n = await this.retried(() => batch(this.batchSize));
+      deleted(n);
       if (n < this.batchSize) break;
       // A turn of the event loop between batches: requests and the run engine's commits go first.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    return total;
+  }
+
+  /** One batch: after the checkpointer lets writers go, and again after a pause when it met a lock. */
+  private async retried<T>(work: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const paused = this.o.db.writesPaused?.();
+      if (paused) await paused;
+      try {
+        return await work();
+      } catch (err) {
+        if (attempt >= RETRY_PAUSES_MS.length || !isTransient(err)) throw err;
+        await new Promise<void>((resolve) => setTimeout(resolve, RETRY_PAUSES_MS[attempt]));
+      }
+    }
   }
 }
