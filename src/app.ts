@@ -345,8 +345,8 @@ export async function buildApp({ config, db, services = createServices(config, d
     host: config.metrics.host,
   });
   if (services.metrics) {
-    const { runs, tasks, models } = services;
-    observeServices(services.metrics, { app, db, runs, tasks, models, openStreams: openStreamCount });
+    const { runs, tasks, models, approvals } = services;
+    observeServices(services.metrics, { app, db, runs, tasks, models, approvals, openStreams: openStreamCount });
   }
 
   // During a graceful shutdown new requests are turned away (clients retry on another replica).

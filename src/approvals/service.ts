@@ -100,6 +100,11 @@ export class ApprovalsService implements ToolApprovalRequests {
     );
   }
 
+  /** Tool calls waiting for a person, across tenants: read by the metrics when scraped. */
+  pendingCount(): Promise<number> {
+    return store.countPending(this.o.db.kysely);
+  }
+
   /** Retention deletes ended runs: their approvals (the calls' arguments) go in the same transaction. */
   deleteOfRuns(trx: Kysely<Database>, runIds: string[]): Promise<void> {
     return store.deleteOfRuns(trx, runIds);

@@ -55,6 +55,11 @@ export function markTaken(db: Executor, ids: string[], at: string) {
   return db.updateTable('tool_approvals').set({ resumed_at: at }).where('id', 'in', ids).execute();
 }
 
+/** Tool calls waiting for a decision, across tenants (the metrics' gauge). */
+export function countPending(db: Executor): Promise<number> {
+  return countRows(db.selectFrom('tool_approvals').where('status', '=', 'pending'));
+}
+
 /** Pending approvals whose time is up, oldest first. */
 export function expired(db: Executor, now: string, limit: number) {
   return db

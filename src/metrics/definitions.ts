@@ -23,6 +23,8 @@ export interface GaugeSources {
   walBytes?(): number;
   /** Task jobs queued and running, the oldest due queued job's age, tasks awaiting approval: one cheap query. */
   tasks?(): Promise<{ queued: number; running: number; lagSeconds: number; awaitingApproval: number }>;
+  /** Tool calls waiting for a person's decision (all tenants, one count). */
+  toolApprovals?(): Promise<number>;
   /** This process's model breakers (runtime/models/breaker.ts): each model called since it started. */
   breakers?(): { model: string; status: string; opened: number }[];
 }
@@ -116,14 +118,14 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
     }),
     providerErrors: new PlainCounterVec({
       name: 'agentry_model_provider_errors_total',
-      help: 'Runs failed by their model provider, by provider and code (provider_rate_limited, provider_unavailable...)',
-      labelNames: ['provider', 'code'],
+      help: 'Runs failed by their model provider, by the model that failed (a fallback when the step had reached it) and code',
+      labelNames: ['provider', 'model', 'code'],
       registers,
     }),
     providerRetries: new PlainCounterVec({
       name: 'agentry_model_provider_retries_total',
-      help: 'Model calls retried after a provider failure, by provider and code',
-      labelNames: ['provider', 'code'],
+      help: 'Model calls retried after a provider failure, by the model asked and code',
+      labelNames: ['provider', 'model', 'code'],
       registers,
     }),
     modelBreakerState: new Gauge({
@@ -206,11 +208,13 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
     }),
     approvalsWaiting: new Gauge({
       name: 'agentry_approvals_waiting',
-      help: 'Tasks awaiting approval',
+      help: 'Approvals waiting for a person, by kind (task: tasks awaiting approval; tool_call: tool calls of paused runs)',
+      labelNames: ['kind'],
       registers,
       async collect() {
-        const stats = await readTasks();
-        if (stats) this.set(stats.awaitingApproval);
+        const [stats, toolCalls] = await Promise.all([readTasks(), sources.toolApprovals?.()]);
+        if (stats) this.set({ kind: 'task' }, stats.awaitingApproval);
+        if (toolCalls !== undefined) this.set({ kind: 'tool_call' }, toolCalls);
       },
     }),
     // Streams

@@ -15,6 +15,10 @@ interface EndedRun {
   tenantId: string;
   model: string;
   steps: number;
+  /** Steps, tokens and cost by the model that served them (runs/fallbacks.ts usageByModel). */
+  byModel: readonly { model: string; steps: number; inputTokens: number; outputTokens: number; cost: number }[];
+  /** The model whose provider failed the run, when one did. */
+  failedModel?: string;
   toolSources: ReadonlyMap<string, string> | undefined;
   outcome: {
     status: string;
@@ -100,7 +104,7 @@ export class Metrics {
     injected: () => this.definitions.injections.inc(),
     cancelled: () => this.definitions.cancellations.inc(),
     replayed: () => this.definitions.replays.inc(),
-    retried: (model: string, code: string) => this.definitions.providerRetries.inc({ provider: providerOf(model), code }),
+    retried: (model: string, code: string) => this.definitions.providerRetries.inc({ ...this.modelLabels(model), code }),
     ended: (run: EndedRun) => this.ended(run),
   };
 
@@ -115,15 +119,16 @@ export class Metrics {
     const { outcome } = run;
     d.runsEnded.inc(this.tenant({ kind: run.kind, status: outcome.status }, run.tenantId));
     d.runDuration.observe({ kind: run.kind, status: outcome.status }, outcome.duration / 1000);
-    const provider = providerOf(run.model);
-    const model = this.models.of(run.model.slice(provider.length + 1));
-    if (run.steps) d.modelSteps.inc(this.tenant({ provider, model }, run.tenantId), run.steps);
-    const { inputTokens, outputTokens } = outcome.tokenUsage;
-    if (inputTokens) d.tokens.inc(this.tenant({ provider, model, direction: 'input' }, run.tenantId), inputTokens);
-    if (outputTokens) d.tokens.inc(this.tenant({ provider, model, direction: 'output' }, run.tenantId), outputTokens);
-    if (outcome.cost) d.cost.inc(this.tenant({ provider, model }, run.tenantId), outcome.cost);
+    // Each model's share goes to its own labels: a fallback's steps are never the agent's model's.
+    for (const served of run.byModel) {
+      const labels = this.modelLabels(served.model);
+      if (served.steps) d.modelSteps.inc(this.tenant({ ...labels }, run.tenantId), served.steps);
+      if (served.inputTokens) d.tokens.inc(this.tenant({ ...labels, direction: 'input' }, run.tenantId), served.inputTokens);
+      if (served.outputTokens) d.tokens.inc(this.tenant({ ...labels, direction: 'output' }, run.tenantId), served.outputTokens);
+      if (served.cost) d.cost.inc(this.tenant({ ...labels }, run.tenantId), served.cost);
+    }
     const code = outcome.error?.code;
-    if (code?.startsWith('provider_')) d.providerErrors.inc({ provider, code });
+    if (code?.startsWith('provider_')) d.providerErrors.inc({ ...this.modelLabels(run.failedModel ?? run.model), code });
     for (const call of outcome.toolCalls) {
       // A name no source offered is the model's invention (an invalid call): never a label of its own.
       const provider = run.toolSources?.get(call.name);

@@ -42,6 +42,15 @@ export function observeRetention(metrics: Metrics, sweep: { onSwept: ((counts: S
     deleted.inc({ kind: 'files' }, c.files);
     deleted.inc({ kind: 'audit_events' }, c.auditEvents);
     compacted.inc(c.compactedRuns);
+    // The same rows by table (agentry_retention_deleted_rows_total, docs/operations.md): run_events deleted by compaction.
+    for (const [table, rows] of [
+      ['runs', c.runs],
+      ['run_events', c.compactedEvents],
+      ['conversations', c.conversations],
+      ['files', c.files],
+      ['audit_events', c.auditEvents],
+    ] as const)
+      metrics.retentionDeleted(table, rows);
     reclaimed.inc(c.reclaimedPages);
     failures.inc(c.failures);
   });

@@ -7,6 +7,8 @@ interface Observed {
   db: { dialect: string; location: string; poolStats?: () => { total: number; idle: number; waiting: number } };
   runs: { activeCount: number };
   tasks: { queueStats(): Promise<{ queued: number; running: number; lagSeconds: number; awaitingApproval: number }> };
+  /** Tool calls waiting for a person (approvals/service.ts). */
+  approvals?: { pendingCount(): Promise<number> };
   /** The model providers: this process's breakers (runtime/models/breaker.ts). */
   models?: { breakers: { states(): { model: string; status: string; opened: number }[] } };
   /** Open SSE streams of `app` (http/sse.ts). */
@@ -19,6 +21,10 @@ export function observeServices(metrics: Metrics, o: Observed) {
   s.activeRuns = () => o.runs.activeCount;
   s.openStreams = () => o.openStreams(o.app);
   s.tasks = () => o.tasks.queueStats();
+  if (o.approvals) {
+    const approvals = o.approvals;
+    s.toolApprovals = () => approvals.pendingCount();
+  }
   if (o.db.poolStats) s.pool = o.db.poolStats;
   if (o.models) {
     const breakers = o.models.breakers;

@@ -8,7 +8,7 @@ import { traceRun, tracedModel, tracedTools } from '../tracing/genai.js';
 import { answerShape } from '../runtime/structured-output.js';
 import { contextOptions, historyTurns, type StoredTurn, summaryModelOf } from './context.js';
 import type { RunChannel } from './events.js';
-import { fallbackChoices } from './fallbacks.js';
+import { fallbackChoices, usageByModel } from './fallbacks.js';
 import type { RunFinish } from './finish.js';
 import type { Resumed, RunPauses } from './pause.js';
 import { approvalCheck } from '../runtime/tools/approval-policy.js';
@@ -134,7 +134,7 @@ export class RunExecution {
         signal: controller.signal,
         drainInbox: () => activeRun.inbox.splice(0),
         onEvent: observer ? observedEvents(observer, input.kind, x.resume ? undefined : x.startedAtMs, emit) : emit,
-        onRetry: observer ? (code) => observer.retried(agent.model, code) : undefined,
+        onRetry: observer ? (code, model) => observer.retried(model, code) : undefined,
         // No tool acts for a run that is not recorded yet.
         beforeToolCalls: activeRun.start ? () => activeRun.start!.written : undefined,
         toolEventsWritten: () => activeRun.channel.flushed(),
@@ -203,9 +203,21 @@ export class RunExecution {
       // Approvals are written only when a run pauses: a run that never did has none to close.
       awaitedApproval: Boolean(x.resume) || loop?.finish === 'awaiting_approval',
     });
-    if (outcome) {
-      const ended = { kind: input.kind, tenantId, model: agent.model, steps: result.steps.length, toolSources: toolSet.sources, outcome };
-      this.r.observer?.ended(ended);
+    if (outcome && this.r.observer) {
+      // Each step is the metrics' of the model that served it; a provider failure, of the model that failed.
+      const byModel = usageByModel(this.r.prices, agent.model, result.steps, { model: summaryModelOf(agent), usage: result.summaryUsage });
+      const failedModel = failure?.code.startsWith('provider_') ? (result.steps.at(-1)?.model ?? agent.model) : undefined;
+      const ended = {
+        kind: input.kind,
+        tenantId,
+        model: agent.model,
+        steps: result.steps.length,
+        byModel,
+        failedModel,
+        toolSources: toolSet.sources,
+        outcome,
+      };
+      this.r.observer.ended(ended);
     }
     return outcome;
   }

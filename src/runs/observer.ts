@@ -1,3 +1,4 @@
+import type { ModelUsage } from './fallbacks.js';
 import type { RunOutcome } from './types.js';
 
 /**
@@ -18,7 +19,7 @@ export interface RunObserver {
   cancelled(): void;
   /** A follower of a run's events served from the database. */
   replayed(): void;
-  /** A model call retried after a provider failure (`code`: the failure's ProviderErrorCode). */
+  /** A call to `model` (the one asked: the agent's or a fallback) retried after a provider failure (`code`: the failure's ProviderErrorCode). */
   retried(model: string, code: string): void;
 }
 
@@ -28,6 +29,10 @@ interface EndedRun {
   /** The agent's model id (provider/name). */
   model: string;
   steps: number;
+  /** Steps, tokens and cost by the model that served them (a fallback's, the summary model's): fallbacks.ts usageByModel. */
+  byModel: readonly ModelUsage[];
+  /** The model whose provider failed the run (the last one its failing step tried), when it failed on its provider. */
+  failedModel?: string;
   /** Each tool's source by name (ToolSet.sources), for the outcome's tool calls. */
   toolSources: ReadonlyMap<string, string> | undefined;
   outcome: RunOutcome;

@@ -25,6 +25,8 @@ const fallsBack = (code: ProviderErrorCode | undefined) => code !== undefined &&
 export interface FallbackOptions {
   breakers?: BreakerBoard;
   onModel?(model: string): void;
+  /** Told of each retry of a model's call, with the model (`onRetry` of the handlers is not called: this is). */
+  onRetry?(code: ProviderErrorCode, model: string): void;
 }
 
 /**
@@ -53,7 +55,8 @@ export async function streamStepWithFallbacks(
     fallback.onModel?.(choice.id);
     try {
       const gate = fallback.breakers?.gate(choice.id);
-      const output = await streamStep(choice.model, options, toolNames, { ...handlers, onText }, choice.retry, gate);
+      const onRetry = fallback.onRetry && ((code: ProviderErrorCode) => fallback.onRetry!(code, choice.id));
+      const output = await streamStep(choice.model, options, toolNames, { ...handlers, onText, onRetry }, choice.retry, gate);
       if (output.error === undefined || emitted || isLast || signal?.aborted || !fallsBack(output.errorCode)) {
         return { output, model: choice.id };
       }

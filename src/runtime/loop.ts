@@ -108,8 +108,8 @@ export interface LoopInput<A extends ToolAgent = ToolAgent> {
   /** Messages injected while the run is going; drained at each step boundary. */
   drainInbox(): string[];
   onEvent(e: LoopEvent): void;
-  /** Told of each model call retried after a provider failure (metrics). */
-  onRetry?(code: ProviderErrorCode): void;
+  /** Told of each model call retried after a provider failure, with the model asked (metrics). */
+  onRetry?(code: ProviderErrorCode, model: string): void;
   /** Awaited before a step's tool calls run (a run's start must be written before any tool acts). */
   beforeToolCalls?(): Promise<void>;
   /**
@@ -287,9 +287,8 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
             result.output += text;
             input.onEvent({ event: 'token', data: { text } });
           },
-          onRetry: input.onRetry,
         },
-        { breakers: input.breakers, onModel: (model) => (step.model = model) },
+        { breakers: input.breakers, onModel: (model) => (step.model = model), onRetry: input.onRetry },
       ));
     } catch (err) {
       if (input.signal.aborted) {

@@ -187,6 +187,12 @@ describe('the retention sweep', () => {
       new RegExp(`^agentry_retention_deleted_total\\{kind="run_events"\\} ${first.compactedEvents + second.compactedEvents}$`, 'm'),
     );
     expect(metrics.text).toMatch(new RegExp(`^agentry_retention_compacted_runs_total ${first.compactedRuns + second.compactedRuns}$`, 'm'));
+    // The same rows by table, as docs/operations.md lists them.
+    expect(metrics.text).toMatch(/^agentry_retention_deleted_rows_total\{table="runs"\} 1$/m);
+    expect(metrics.text).toMatch(/^agentry_retention_deleted_rows_total\{table="conversations"\} 1$/m);
+    expect(metrics.text).toMatch(
+      new RegExp(`^agentry_retention_deleted_rows_total\\{table="run_events"\\} ${first.compactedEvents + second.compactedEvents}$`, 'm'),
+    );
 
     expect((await t.request('GET', `/api/v1/runs/${oldA.runId}`, { key: a.key })).status).toBe(404);
     expect((await t.request('GET', `/api/v1/conversations/${oldA.conversationId}`, { key: a.key })).status).toBe(404);
