@@ -16,5 +16,5 @@ export interface OpenAiCompatPluginOptions {
  * through the runs service; it keeps no state of its own and runs nothing in the background.
  */
 export const openaiCompatPlugin: FastifyPluginAsync<OpenAiCompatPluginOptions> = async (app, { runs, agents, approvalWaitMs }) => {
-  await app.register(openaiCompatRoutes, { service: new OpenAiCompatService(runs, agents, approvalWaitMs) });
+  await app.register(openaiCompatRoutes, { prefix: '/v1', service: new OpenAiCompatService(runs, agents, approvalWaitMs) });
 };

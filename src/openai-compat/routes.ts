@@ -1,19 +1,22 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { DomainError } from '../errors.js';
-import { problemOf } from '../http/errors.js';
+import { ProblemError, problemOf } from '../http/errors.js';
 import { Id } from '../http/schemas.js';
 import { openSse } from '../http/sse.js';
 import { openAiError } from './errors.js';
-import { CHUNK_DESCRIPTION, ChatCompletion, ChatCompletionBody, ModelList, openAiErrors } from './schemas.js';
+import { CHUNK_DESCRIPTION, ChatCompletion, ChatCompletionBody, Model, ModelList, openAiErrors } from './schemas.js';
 import type { OpenAiCompatService } from './service.js';
 
 const CONVERSATION_HEADER = 'x-agentry-conversation-id';
 
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
 /**
- * GET /v1/models and POST /v1/chat/completions, with the API's bearer credentials. Errors on these
- * routes leave in OpenAI's shape: the app's error handler makes its problem as everywhere, and this
- * plugin's onSend hook rewrites it.
+ * GET /v1/models, GET /v1/models/:model and POST /v1/chat/completions, with the API's bearer
+ * credentials; registered under the /v1 prefix. Every error under /v1 leaves in OpenAI's shape: the
+ * app's error handler makes its problem as everywhere, and this plugin's onSend hook rewrites it; a
+ * path no route answers is this plugin's own 404 (405 for a path answered with another method).
  */
 export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiCompatService }> = async (app, { service }) => {
   app.addHook('onSend', (_request, reply, payload, done) => {
@@ -25,8 +28,23 @@ export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiComp
     done(null, JSON.stringify(error.body));
   });
 
+  // Unknown /v1 paths: OpenAI clients show the message of an error in their shape ("404 status code (no body)" otherwise).
+  app.setNotFoundHandler((request) => {
+    const path = request.url.split('?')[0];
+    const allowed = METHODS.filter((m) => m !== request.method && app.findRoute({ method: m, url: path }));
+    if (allowed.length) {
+      const allow = allowed.join(', ');
+      throw new ProblemError(405, 'method_not_allowed', `${request.method} is not allowed on ${path}; use ${allow}`, undefined, { allow });
+    }
+    throw new ProblemError(
+      404,
+      'route_not_found',
+      `no route for ${request.method} ${path}: this server answers GET /v1/models, GET /v1/models/{model} and POST /v1/chat/completions`,
+    );
+  });
+
   app.get(
-    '/v1/models',
+    '/models',
     {
       config: { permission: 'agents:read', agentScope: 'own' },
       schema: {
@@ -39,8 +57,23 @@ export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiComp
     async (req) => service.models(req.principal),
   );
 
+  app.get(
+    '/models/:model',
+    {
+      config: { permission: 'agents:read', agentScope: 'own' },
+      schema: {
+        operationId: 'retrieveModel',
+        tags: ['openai'],
+        summary: 'OpenAI-compatible: one model (`agent:<agentId>`) as GET /v1/models lists it; 404 otherwise',
+        params: Type.Object({ model: Type.String({ minLength: 1, maxLength: 200, description: '`agent:<agentId>`' }) }),
+        response: { 200: Model, ...openAiErrors(401, 403, 404, 429) },
+      },
+    },
+    async (req) => service.model(req.principal, req.params.model),
+  );
+
   app.post(
-    '/v1/chat/completions',
+    '/chat/completions',
     {
       config: { permission: 'agents:write', agentScope: 'own' },
       schema: {

@@ -139,20 +139,18 @@ export const ChatCompletion = Type.Object({
 });
 export type ChatCompletion = Static<typeof ChatCompletion>;
 
-export const ModelList = Type.Object({
-  object: Type.Literal('list'),
-  data: Type.Array(
-    Type.Object({
-      id: Type.String({ description: '`agent:<agentId>`' }),
-      object: Type.Literal('model'),
-      created: Type.Integer({ description: 'Unix seconds, the agent’s creation' }),
-      owned_by: Type.String({ description: 'the agent’s appId' }),
-      name: Type.String({ description: 'the agent’s name' }),
-      app_id: Type.String(),
-      description: Nullable(Type.String()),
-    }),
-  ),
+export const Model = Type.Object({
+  id: Type.String({ description: '`agent:<agentId>`' }),
+  object: Type.Literal('model'),
+  created: Type.Integer({ description: 'Unix seconds, the agent’s creation' }),
+  owned_by: Type.String({ description: 'the agent’s appId' }),
+  name: Type.String({ description: 'the agent’s name' }),
+  app_id: Type.String(),
+  description: Nullable(Type.String()),
 });
+export type Model = Static<typeof Model>;
+
+export const ModelList = Type.Object({ object: Type.Literal('list'), data: Type.Array(Model) });
 export type ModelList = Static<typeof ModelList>;
 
 const OpenAiError = Type.Object(

@@ -9,6 +9,7 @@ import {
   type ChatMessage,
   type FinishReason,
   MAX_MESSAGE_CHARS,
+  type Model,
   type ModelList,
   type Usage,
 } from './schemas.js';
@@ -147,6 +148,20 @@ function finishReason(run: Awaited<ReturnType<RunsService['get']>>): FinishReaso
   return last && (last.finishReason === 'length' || last.finishReason === 'tool-calls') ? 'length' : 'stop';
 }
 
+/** An agent listed as a model: hosted here, and the principal's own when it is an agent's token. */
+const isModel = (principal: Principal, agent: { id: string; hosting: string }) =>
+  agent.hosting === 'platform' && (principal.agentId === undefined || agent.id === principal.agentId);
+
+const modelOf = (a: { id: string; createdAt: string; appId: string; name: string; description: string | null }): Model => ({
+  id: `${MODEL_PREFIX}${a.id}`,
+  object: 'model',
+  created: Math.floor(Date.parse(a.createdAt) / 1000),
+  owned_by: a.appId,
+  name: a.name,
+  app_id: a.appId,
+  description: a.description,
+});
+
 const usageOf = (outcome: RunOutcome): Usage => ({
   prompt_tokens: outcome.tokenUsage.inputTokens,
   completion_tokens: outcome.tokenUsage.outputTokens,
@@ -169,20 +184,15 @@ export class OpenAiCompatService {
       agents.push(...p.agents);
       if (page * PAGE >= p.total || !p.agents.length) break;
     }
-    return {
-      object: 'list',
-      data: agents
-        .filter((a) => a.hosting === 'platform' && (principal.agentId === undefined || a.id === principal.agentId))
-        .map((a) => ({
-          id: `${MODEL_PREFIX}${a.id}`,
-          object: 'model' as const,
-          created: Math.floor(Date.parse(a.createdAt) / 1000),
-          owned_by: a.appId,
-          name: a.name,
-          app_id: a.appId,
-          description: a.description,
-        })),
-    };
+    return { object: 'list', data: agents.filter((a) => isModel(principal, a)).map(modelOf) };
+  }
+
+  /** One model of GET /v1/models (openai's models.retrieve): the same agents, else 404 naming the model. */
+  async model(principal: Principal, id: string): Promise<Model> {
+    const agentId = id.startsWith(MODEL_PREFIX) ? id.slice(MODEL_PREFIX.length) : '';
+    const agent = agentId ? await this.agents.find(principal.tenantId, agentId) : undefined;
+    if (agent?.status !== 'available' || !isModel(principal, agent)) throw new NotFound(`model ${id}`);
+    return modelOf(agent);
   }
 
   /** Starts the agent's run for a chat completion; every refusal happens here, before anything is written. */

@@ -49,6 +49,87 @@ describe('GET /v1/models', () => {
   });
 });
 
+describe('GET /v1/models/{model}', () => {
+  it('openai’s models.retrieve answers a listed model; any other is 404 naming it', async () => {
+    const { key } = await t.tenant();
+    const support = await t.agent(key, { name: 'support-bot', appId: 'support', model: 'builtin/echo', description: 'answers tickets' });
+    const paused = await t.agent(key, { name: 'paused-bot', model: 'builtin/echo' });
+    expect((await t.request('POST', `/api/v1/agents/${paused.id}/pause`, { key })).status).toBe(200);
+    const other = await t.agent((await t.tenant()).key, { model: 'builtin/echo' });
+
+    const model = await client(key).models.retrieve(`agent:${support.id}`);
+    expect(model).toEqual({
+      id: `agent:${support.id}`,
+      object: 'model',
+      created: Math.floor(Date.parse(support.createdAt) / 1000),
+      owned_by: 'support',
+      name: 'support-bot',
+      app_id: 'support',
+      description: 'answers tickets',
+    });
+    // What the list says of it, the retrieve says too.
+    const listed = [];
+    for await (const m of client(key).models.list()) listed.push(m);
+    expect(listed).toEqual([model]);
+
+    for (const id of [`agent:${paused.id}`, `agent:${other.id}`, 'agent:not-an-id', 'gpt-4o']) {
+      const err = await caught(client(key).models.retrieve(id));
+      expect(err, id).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(err.error, id).toEqual({ message: `model ${id} not found`, type: 'invalid_request_error', code: 'not_found', param: null });
+      expect(err.message, id).toBe(`404 model ${id} not found`);
+    }
+  });
+});
+
+describe('every /v1 error in OpenAI’s shape', () => {
+  it('an unknown /v1 path is 404 with a message the client shows, not “(no body)”; another method is 405', async () => {
+    const { key } = await t.tenant();
+    const openai = client(key);
+    const missing = await caught(openai.get('/embeddings-nope'));
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(missing.message).toMatch(/^404 no route for GET \/v1\/embeddings-nope/);
+    expect(missing.error).toMatchObject({ type: 'invalid_request_error', code: 'route_not_found', param: null });
+    const wrongMethod = await caught(openai.post('/models', { body: {} }));
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers?.get('allow')).toBe('GET');
+    expect(wrongMethod.error).toMatchObject({ message: 'POST is not allowed on /v1/models; use GET', code: 'method_not_allowed' });
+    // Before authentication too: a client with a bad key learns the path is wrong, in the same shape.
+    const raw = await t.request('GET', '/v1/nope', { key: null });
+    expect(raw.status).toBe(404);
+    expect(raw.headers['content-type']).toMatch(/^application\/json/);
+    expect(raw.body).toEqual({
+      error: {
+        message: expect.stringContaining('no route for GET /v1/nope'),
+        type: 'invalid_request_error',
+        code: 'route_not_found',
+        param: null,
+      },
+    });
+  });
+
+  it('a body that fails its schema, or is not JSON, is 400 in OpenAI’s shape naming the parameter', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const err = await caught(client(key).chat.completions.create({ model: `agent:${agent.id}`, messages: [] }));
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(err.error).toEqual({
+      message: 'body.messages must NOT have fewer than 1 items',
+      type: 'invalid_request_error',
+      code: 'validation_failed',
+      param: 'messages',
+    });
+    const notJson = await t.request('POST', '/v1/chat/completions', {
+      key,
+      headers: { 'content-type': 'application/json' },
+      payload: '{"model":',
+    });
+    expect(notJson.status).toBe(400);
+    expect(notJson.body).toEqual({
+      error: { message: 'the body is not valid JSON', type: 'invalid_request_error', code: 'invalid_json', param: null },
+    });
+  });
+});
+
 describe('POST /v1/chat/completions', () => {
   it('runs the agent: the last user message is the input, earlier turns and system messages reach the model', async () => {
     const { key } = await t.tenant();

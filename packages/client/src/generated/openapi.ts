@@ -1480,6 +1480,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/models/{model}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenAI-compatible: one model (`agent:<agentId>`) as GET /v1/models lists it; 404 otherwise */
+        get: operations["retrieveModel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -11761,6 +11778,121 @@ export interface operations {
             };
             /** @description an OpenAI error */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    retrieveModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `agent:<agentId>` */
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "object": "model",
+                     *       "created": 1,
+                     *       "owned_by": "string",
+                     *       "name": "string",
+                     *       "app_id": "string",
+                     *       "description": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description `agent:<agentId>` */
+                        id: string;
+                        /** @enum {string} */
+                        object: "model";
+                        /** @description Unix seconds, the agent’s creation */
+                        created: number;
+                        /** @description the agent’s appId */
+                        owned_by: string;
+                        /** @description the agent’s name */
+                        name: string;
+                        app_id: string;
+                        description: string | null;
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
