@@ -140,7 +140,7 @@ function runAdmission(limits: LimitsService): Admission<RunLimits, AdmissionBatc
   return {
     runLimits: (tenantId, agentId) => limits.runLimits(tenantId, agentId),
     newBatch: newAdmissionBatch,
-    admit: (trx, a) => limits.admitInTransaction(trx, a.batch, a.tenantId, a.agentId, a.limits),
+    admit: (trx, a) => limits.admitInTransaction(trx, a.batch, a, a.limits),
     withdraw: withdrawAdmission,
   };
 }

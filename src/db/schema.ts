@@ -126,6 +126,8 @@ export interface RunTable {
   finish_reason?: string | null;
   /** 1 when older history was left out of the run's prompt without a summary (0020). */
   context_truncated?: number;
+  /** The run's worst-case cost in USD, reserved against its budgets while it is active (0021). */
+  reserved_usd?: number;
 }
 
 interface RunEventTable {

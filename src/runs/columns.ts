@@ -36,7 +36,11 @@ const Steps = Type.Array(
 );
 export type StoredStep = Static<typeof Steps>[number];
 export type StoredToolCall = Static<typeof ToolCalls>[number];
-const Budget = Type.Record(Type.String(), Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number() }));
+// reservedUsd since runs reserve their worst-case cost (migration 0020); absent on older runs.
+const Budget = Type.Record(
+  Type.String(),
+  Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number(), reservedUsd: Type.Optional(Type.Number()) }),
+);
 /** A run's warnings; a `tokens` row of run_events (the texts of the tokens it holds). */
 const Texts = Type.Array(Type.String());
 /** An event's data; the options a run was started with. */

@@ -25,6 +25,11 @@ const RunErrorSchema = Nullable(Type.Object({ code: Type.String(), message: Type
 const StructuredOutput = Type.Record(Type.String(), Type.Unknown(), {
   description: 'the final answer as an object, valid against the request’s responseFormat schema (the text is in output)',
 });
+const BudgetAtStart = Type.Object({
+  monthlyBudgetUsd: Type.Number(),
+  spentUsd: Type.Number(),
+  reservedUsd: Type.Optional(Type.Number({ description: 'what the runs active then held of the budget (their worst-case cost)' })),
+});
 const ToolCallBrief = Type.Object({ id: Type.String(), name: Type.String(), input: Type.Unknown(), result: Nullable(Json) });
 
 const ExecuteBody = Type.Object(
@@ -150,10 +155,13 @@ export const RunDetailsSchema = Type.Evaluate(
       }),
       budget: Type.Object(
         {
-          tenant: Type.Optional(Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number() })),
-          agent: Type.Optional(Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number() })),
+          tenant: Type.Optional(BudgetAtStart),
+          agent: Type.Optional(BudgetAtStart),
         },
-        { description: 'budgets in force when the run started and the month-to-date spend before it (USD)' },
+        {
+          description:
+            'budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD)',
+        },
       ),
     }),
   ]),

@@ -12,6 +12,8 @@ export interface RunStart {
   userMessageId: string;
   /** Stored as the run's options. */
   options: Record<string, unknown>;
+  /** The run's worst-case cost (reservation.ts), held against its budgets until it ends. */
+  reservedUsd: number;
   /** The span the run is started in (tracing on), stored so work continuing the run stays in its trace. */
   traceparent?: string;
 }
@@ -80,6 +82,7 @@ export function startRows(run: RunStart, w: { existing?: ConversationRow; lease:
       output: '',
       error: null,
       cost: 0,
+      reserved_usd: run.reservedUsd,
       input_tokens: 0,
       output_tokens: 0,
       duration_ms: null,

@@ -8,6 +8,7 @@ import { newId, now } from '../ids.js';
 import type { RunControl } from './control.js';
 import type { RunExecution } from './execute.js';
 import type { PendingStart, RunResources } from './resources.js';
+import { worstCaseCost } from './reservation.js';
 import { type RunStart, startRows } from './start-rows.js';
 import * as store from './store.js';
 import type { InjectedInstead, OnActiveRun, RunHandle, StartRunInput } from './types.js';
@@ -98,9 +99,10 @@ export class RunStarts {
     // Streaming callers want the first token as soon as it exists, which writing the start and the end
     // as one would hold back until the end: their runs start as the others do.
     const streaming = input.kind === 'stream' || input.kind === 'chat';
+    const reservedUsd = worstCaseCost(this.r.prices, input);
     // A run under limits is admitted before it executes, so never ahead of its start.
     if (!limits && !conversationId && !input.onStart && !input.onFinish && !streaming)
-      return this.startAhead({ input, runId, at, userMessageId, options, traceparent });
+      return this.startAhead({ input, runId, at, userMessageId, options, reservedUsd, traceparent });
     const policy = input.onActiveRun ?? input.agent.configuration.onActiveRun;
     const deadline = Date.now() + ENQUEUE_WAIT_MS;
 
@@ -109,7 +111,7 @@ export class RunStarts {
     // conversation writes nothing; the agent's policy then injects, waits or refuses.
     for (;;) {
       const started = await this.startTransaction(
-        { input, runId, at, userMessageId, options, traceparent },
+        { input, runId, at, userMessageId, options, reservedUsd, traceparent },
         { existing: conversation, limits },
       );
       if (started) {
@@ -190,13 +192,13 @@ export class RunStarts {
     const tenantId = input.principal.tenantId;
     const agentId = input.agent.id;
     const write = async (trx: Kysely<Database>, later: DeferredInserts): Promise<StartWritten | null> => {
-      // Counted and claimed in this transaction: the run row it inserts is the reservation. A refusal
+      // Counted and claimed in this transaction: the run row it inserts (its worst-case cost with it) is the reservation. A refusal
       // is an answer (nothing written yet), so the other starts of the batch go ahead.
       let batch: unknown;
       if (limits) {
         batch = this.admissionOf(later);
         try {
-          run.options.budget = await this.r.admission.admit(trx, { batch, tenantId, agentId, limits });
+          run.options.budget = await this.r.admission.admit(trx, { batch, tenantId, agentId, limits, reservedUsd: run.reservedUsd });
         } catch (err) {
           if (err instanceof LimitExceeded || err instanceof BudgetExceeded) return { refused: err };
           throw err;
@@ -205,7 +207,7 @@ export class RunStarts {
       let history: HistoryMessage[] = [];
       if (existing) {
         if (!(await conversations.claimConversation(trx, tenantId, existing.id, runId, { at, createdAt: existing.created_at }))) {
-          if (limits) this.r.admission.withdraw(batch, tenantId, agentId);
+          if (limits) this.r.admission.withdraw(batch, { tenantId, agentId, reservedUsd: run.reservedUsd });
           return null;
         }
         history = await conversations.history(trx, tenantId, existing.id, input.agent.configuration.memoryWindow);

@@ -149,32 +149,30 @@ export function expiredRuns(db: Executor, now: string, limit: number) {
   return expiredRunsQuery(db, now, limit).execute();
 }
 
-/** USD spent by runs created since `since` (the month's start), for the tenant or one of its agents. */
-export async function spendSince(db: Executor, scope: { tenantId: string; since: string; agentId?: string }): Promise<number> {
-  let q = db
-    .selectFrom('runs')
-    .select((eb) => eb.fn.sum<number | string | null>('cost').as('spent'))
-    .where('tenant_id', '=', scope.tenantId)
-    .where('created_at', '>=', scope.since);
-  if (scope.agentId) q = q.where('agent_id', '=', scope.agentId);
-  const row = await q.executeTakeFirst();
-  return Math.round(Number(row?.spent ?? 0) * 1e9) / 1e9;
-}
-
-/** The month's spend and the largest cost of one run in it, for the tenant or one of its agents (run admission). */
-export async function spendAndLargestSince(
+/**
+ * The month's spend and what its active runs hold beyond it, for the tenant or one of its agents (run
+ * admission, the usage views): a run that has ended counts its cost; one still active (running,
+ * queued, awaiting approval) counts its reservation, or its cost should that be larger. A reservation
+ * thus lasts exactly as long as its run is active, whichever process ends it (recovery included).
+ */
+export async function spendAndReservedSince(
   db: Executor,
   scope: { tenantId: string; since: string; agentId?: string },
-): Promise<{ spentUsd: number; largestRunUsd: number }> {
+): Promise<{ spentUsd: number; reservedUsd: number }> {
+  // Literals, as the statuses are in the partial index of running runs.
+  const active = sql`status in (${sql.lit('queued')}, ${sql.lit('running')}, ${sql.lit('awaiting_approval')})`;
   let q = db
     .selectFrom('runs')
-    .select((eb) => [eb.fn.sum<number | string | null>('cost').as('spent'), eb.fn.max<number | string | null>('cost').as('largest')])
+    .select((eb) => [
+      eb.fn.sum<number | string | null>('cost').as('spent'),
+      eb.fn.sum<number | string | null>(sql`case when ${active} and reserved_usd > cost then reserved_usd - cost else 0 end`).as('held'),
+    ])
     .where('tenant_id', '=', scope.tenantId)
     .where('created_at', '>=', scope.since);
   if (scope.agentId) q = q.where('agent_id', '=', scope.agentId);
   const row = await q.executeTakeFirst();
   const usd = (v: number | string | null | undefined) => Math.round(Number(v ?? 0) * 1e9) / 1e9;
-  return { spentUsd: usd(row?.spent), largestRunUsd: usd(row?.largest) };
+  return { spentUsd: usd(row?.spent), reservedUsd: usd(row?.held) };
 }
 
 /** The tenant's runs executing now (or one agent's). */

@@ -33,32 +33,53 @@ export interface AgentBudgets {
  * in app.ts), so tenancy imports nothing of runs; the queries run in the admission's transaction.
  */
 export interface RunUsage {
-  spendSince(db: store.Executor, scope: { tenantId: string; since: string; agentId?: string }): Promise<number>;
-  spendAndLargestSince(
+  /** The month's spend (ended runs' costs) and what its active runs reserve beyond their cost. */
+  spendAndReservedSince(
     db: store.Executor,
     scope: { tenantId: string; since: string; agentId?: string },
-  ): Promise<{ spentUsd: number; largestRunUsd: number }>;
+  ): Promise<{ spentUsd: number; reservedUsd: number }>;
   runningRuns(db: store.Executor, scope: { tenantId: string; agentId?: string }): Promise<number>;
 }
 
 /** The admissions of one transaction: tenants already locked, runs admitted but not yet inserted. */
 export interface AdmissionBatch {
   locked: Set<string>;
-  /** By `tenant:<id>` and `agent:<tenant>:<id>`. */
-  admitted: Map<string, number>;
+  /** By `tenant:<id>` and `agent:<tenant>:<id>`: runs admitted, and the USD they reserve. */
+  admitted: Map<string, { runs: number; reservedUsd: number }>;
+}
+
+/** A run asking to be admitted: whose, and its worst-case cost (the runs domain estimates it). */
+export interface AdmissionRun {
+  tenantId: string;
+  agentId: string;
+  reservedUsd: number;
 }
 
 export const newAdmissionBatch = (): AdmissionBatch => ({ locked: new Set(), admitted: new Map() });
 
+const batchKeys = (run: { tenantId: string; agentId: string }) => [`tenant:${run.tenantId}`, `agent:${run.tenantId}:${run.agentId}`];
+
 /** Takes back an admission whose run did not start after all (its conversation was busy). */
-export function withdrawAdmission(batch: AdmissionBatch, tenantId: string, agentId: string) {
-  for (const key of [`tenant:${tenantId}`, `agent:${tenantId}:${agentId}`]) batch.admitted.set(key, (batch.admitted.get(key) ?? 1) - 1);
+export function withdrawAdmission(batch: AdmissionBatch, run: AdmissionRun) {
+  for (const key of batchKeys(run)) {
+    const admitted = batch.admitted.get(key);
+    if (admitted) batch.admitted.set(key, { runs: admitted.runs - 1, reservedUsd: admitted.reservedUsd - run.reservedUsd });
+  }
 }
 
-/** The budgets a run started under and the month-to-date spend before it (the run records it). */
+/**
+ * The budgets a run started under, the month-to-date spend before it and what the runs active then
+ * reserved of them (the run records it).
+ */
 export interface RunBudget {
-  tenant?: { monthlyBudgetUsd: number; spentUsd: number };
-  agent?: { monthlyBudgetUsd: number; spentUsd: number };
+  tenant?: BudgetPicture;
+  agent?: BudgetPicture;
+}
+
+interface BudgetPicture {
+  monthlyBudgetUsd: number;
+  spentUsd: number;
+  reservedUsd: number;
 }
 
 const NO_LIMITS: TenantLimits = { rateLimitPerMinute: null, maxConcurrentRuns: null, monthlyBudgetUsd: null };
@@ -199,11 +220,11 @@ export class LimitsService {
 
   async usage(tenantId: string) {
     const since = monthStart();
-    const [spentUsd, runningRuns] = await Promise.all([
-      this.runUsage.spendSince(this.db.kysely, { tenantId, since }),
+    const [{ spentUsd, reservedUsd }, runningRuns] = await Promise.all([
+      this.runUsage.spendAndReservedSince(this.db.kysely, { tenantId, since }),
       this.runUsage.runningRuns(this.db.kysely, { tenantId }),
     ]);
-    return { month: since.slice(0, 7), spentUsd, runningRuns };
+    return { month: since.slice(0, 7), spentUsd, reservedUsd, runningRuns };
   }
 
   async agentBudget(tenantId: string, agentId: string) {
@@ -214,7 +235,7 @@ export class LimitsService {
       agentId,
       month: since.slice(0, 7),
       monthlyBudgetUsd: budget.monthlyBudgetUsd,
-      spentUsd: await this.runUsage.spendSince(this.db.kysely, { tenantId, since, agentId }),
+      ...(await this.runUsage.spendAndReservedSince(this.db.kysely, { tenantId, since, agentId })),
     };
   }
 
@@ -243,19 +264,14 @@ export class LimitsService {
    * ones before it committed); on SQLite the write lock, taken before anything is read (the single
    * writer; reading first could meet a checkpoint's lock without waiting). The tenant's limits are
    * read from its row. Refuses with 429 when the tenant already runs `maxConcurrentRuns`, and with 402
-   * when a budget's month-to-date spend, plus the largest cost of one run this month for each run
-   * still running under it, has reached the budget: two runs started together near the end of a
-   * budget are not both admitted. `batch` holds the runs admitted earlier in the same transaction,
-   * which its queries cannot see yet (their rows are inserted at its end). Answers the budget picture
-   * the run records.
+   * when a budget's month-to-date spend plus what its active runs reserve (each its worst-case cost
+   * until it ends) has reached the budget: a burst is admitted only as far as its runs' worst cases
+   * fit, so it overshoots by at most the last run's. `batch` holds the runs admitted earlier in the
+   * same transaction, which its queries cannot see yet (their rows are inserted at its end). Answers
+   * the budget picture the run records.
    */
-  async admitInTransaction(
-    trx: store.Executor,
-    batch: AdmissionBatch,
-    tenantId: string,
-    agentId: string,
-    runLimits: RunLimits,
-  ): Promise<RunBudget> {
+  async admitInTransaction(trx: store.Executor, batch: AdmissionBatch, run: AdmissionRun, runLimits: RunLimits): Promise<RunBudget> {
+    const { tenantId, agentId } = run;
     if (!batch.locked.has(tenantId)) {
       await store.lockForAdmission(trx, tenantId, this.db.dialect);
       batch.locked.add(tenantId);
@@ -263,13 +279,10 @@ export class LimitsService {
     const tenant = await store.findTenant(trx, tenantId);
     const settings = tenant ? settingsColumn(tenant.settings) : {};
     const limits = { ...NO_LIMITS, ...(settings.limits ?? {}) };
-    const tenantKey = `tenant:${tenantId}`;
-    const agentKey = `agent:${tenantId}:${agentId}`;
-    let running: number | undefined;
-    const tenantRunning = async () =>
-      (running ??= (await this.runUsage.runningRuns(trx, { tenantId })) + (batch.admitted.get(tenantKey) ?? 0));
+    const [tenantKey, agentKey] = batchKeys(run);
+    const inBatch = (key: string) => batch.admitted.get(key) ?? { runs: 0, reservedUsd: 0 };
     if (limits.maxConcurrentRuns !== null) {
-      const now = await tenantRunning();
+      const now = (await this.runUsage.runningRuns(trx, { tenantId })) + inBatch(tenantKey).runs;
       if (now >= limits.maxConcurrentRuns) {
         throw new LimitExceeded(
           'concurrency_limit',
@@ -282,35 +295,44 @@ export class LimitsService {
     if (limits.monthlyBudgetUsd !== null || runLimits.agentBudgetUsd !== null) {
       const since = monthStart();
       if (limits.monthlyBudgetUsd !== null) {
-        budget.tenant = await this.underBudget(trx, 'tenant', limits.monthlyBudgetUsd, await tenantRunning(), tenantId, since);
+        budget.tenant = await this.underBudget(trx, 'tenant', limits.monthlyBudgetUsd, inBatch(tenantKey).reservedUsd, {
+          tenantId,
+          since,
+        });
       }
       if (runLimits.agentBudgetUsd !== null) {
-        const agentRunning = (await this.runUsage.runningRuns(trx, { tenantId, agentId })) + (batch.admitted.get(agentKey) ?? 0);
-        budget.agent = await this.underBudget(trx, 'agent', runLimits.agentBudgetUsd, agentRunning, tenantId, since, agentId);
+        budget.agent = await this.underBudget(trx, 'agent', runLimits.agentBudgetUsd, inBatch(agentKey).reservedUsd, {
+          tenantId,
+          since,
+          agentId,
+        });
       }
     }
-    batch.admitted.set(tenantKey, (batch.admitted.get(tenantKey) ?? 0) + 1);
-    batch.admitted.set(agentKey, (batch.admitted.get(agentKey) ?? 0) + 1);
+    for (const key of [tenantKey, agentKey]) {
+      const admitted = inBatch(key);
+      batch.admitted.set(key, { runs: admitted.runs + 1, reservedUsd: admitted.reservedUsd + run.reservedUsd });
+    }
     return budget;
   }
 
-  /** The budget picture, or 402 when the spend and what the running runs are reserved have reached it. */
+  /**
+   * The budget picture, or 402 when the spend and what the active runs reserve (those of this batch,
+   * not yet inserted, included) have reached it.
+   */
   private async underBudget(
     trx: store.Executor,
     whose: 'tenant' | 'agent',
     monthlyBudgetUsd: number,
-    running: number,
-    tenantId: string,
-    since: string,
-    agentId?: string,
-  ) {
-    const { spentUsd, largestRunUsd } = await this.runUsage.spendAndLargestSince(trx, { tenantId, since, agentId });
-    const reservedUsd = Math.round(running * largestRunUsd * 1e9) / 1e9;
+    reservedInBatchUsd: number,
+    scope: { tenantId: string; since: string; agentId?: string },
+  ): Promise<BudgetPicture> {
+    const usage = await this.runUsage.spendAndReservedSince(trx, scope);
+    const spentUsd = usage.spentUsd;
+    const reservedUsd = Math.round((usage.reservedUsd + reservedInBatchUsd) * 1e9) / 1e9;
     if (spentUsd + reservedUsd >= monthlyBudgetUsd) {
-      const reserved =
-        reservedUsd > 0 ? `, and its ${running} running runs are counted at $${largestRunUsd} each (its largest run this month)` : '';
+      const reserved = reservedUsd > 0 ? `, and its runs still running reserve $${reservedUsd} of it (their worst-case cost)` : '';
       throw new BudgetExceeded(`the ${whose} has spent $${spentUsd} of its $${monthlyBudgetUsd} monthly budget${reserved}`);
     }
-    return { monthlyBudgetUsd, spentUsd };
+    return { monthlyBudgetUsd, spentUsd, reservedUsd };
   }
 }

@@ -22,14 +22,24 @@ const ApiKey = Type.Object({
 const LimitsView = Type.Evaluate(
   Type.Intersect([
     Limits,
-    Type.Object({ usage: Type.Object({ month: Type.String(), spentUsd: Type.Number(), runningRuns: Type.Integer() }) }),
+    Type.Object({
+      usage: Type.Object({
+        month: Type.String(),
+        spentUsd: Type.Number({ description: 'USD this month: the costs of the runs that have ended' }),
+        reservedUsd: Type.Number({
+          description: 'USD the runs still active hold of the budget: their worst-case cost beyond what they have cost',
+        }),
+        runningRuns: Type.Integer(),
+      }),
+    }),
   ]),
 );
 const AgentBudget = Type.Object({
   agentId: Type.String(),
   month: Type.String({ description: 'YYYY-MM (UTC)' }),
   monthlyBudgetUsd: Nullable(Type.Number()),
-  spentUsd: Type.Number(),
+  spentUsd: Type.Number({ description: 'USD this month: the costs of the agent’s runs that have ended' }),
+  reservedUsd: Type.Number({ description: 'USD the agent’s runs still active hold: their worst-case cost beyond what they have cost' }),
 });
 
 export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService; limits: LimitsService }> = async (

@@ -23,7 +23,7 @@ export const Limits = Type.Object({
     Type.Number({
       minimum: 0,
       description:
-        'USD per calendar month (UTC): a run is admitted while the month’s spend, plus the month’s largest run cost for each run still running, is below it (docs/operations.md); null: no budget',
+        'USD per calendar month (UTC): a run is admitted while the month’s spend, plus the worst-case cost each run still running reserves, is below it (docs/operations.md); null: no budget',
     }),
   ),
 });

@@ -10,6 +10,10 @@ import { dialect, expectProblem, type Replica, startApp, startReplicas, type Tes
 
 // Ten cents per token (builtin/echo counts words), so budgets are reached in a few runs.
 const PRICES = JSON.stringify({ 'builtin/echo': { input: 100_000, output: 100_000 } });
+// A window of 1,000 tokens bounds each step to 900 prompt and 100 answer tokens, at $10 per million each:
+// an agent with maxSteps 1 reserves $0.01 per run (runs/reservation.ts), and a run costs about $0.00014.
+const WINDOWED = JSON.stringify({ 'builtin/echo': { input: 10, output: 10, contextWindow: 1000, outputReserve: 100 } });
+const RESERVED_USD = 0.01;
 // Long enough that the admitted runs are still running while the whole burst is admitted or refused.
 const SLOW = '/delay 150\none two three four five six';
 
@@ -53,6 +57,25 @@ function expectAdmitted(results: Awaited<ReturnType<typeof burst>>, admitted: nu
     if (r.kind === 'execute') expect(r.body.status).toBe('completed');
     else expect(r.text).toContain('event: done');
   }
+}
+
+/** What an admitted run cost: execute's body, or the stream's `done` event. */
+function costOf(r: Awaited<ReturnType<typeof startRun>>): number {
+  if (r.kind === 'execute') return r.body.cost;
+  const done = /event: done\ndata: (.*)\n/.exec(r.text);
+  return JSON.parse(done![1]).cost;
+}
+
+/** Checks the burst admitted `admitted` runs, each of which completed, and refused the rest with 402; answers their cost. */
+function expectWithinBudget(results: Awaited<ReturnType<typeof burst>>, admitted: number): number {
+  const ran = results.filter((r) => r.status === 200);
+  expect(ran.length, results.map((r) => `${r.kind} ${r.status}`).join(', ')).toBe(admitted);
+  for (const r of results.filter((r) => r.status !== 200)) expectProblem(r, 402, 'budget_exceeded');
+  for (const r of ran) {
+    if (r.kind === 'execute') expect(r.body.status).toBe('completed');
+    else expect(r.text).toContain('event: done');
+  }
+  return ran.reduce((sum, r) => sum + costOf(r), 0);
 }
 
 describe('concurrent runs', () => {
@@ -163,6 +186,20 @@ describe('budgets', () => {
     expect((await startRun(t, key, agent.id, 'execute')).status).toBe(200);
   });
 
+  it('reserves a windowless model’s estimate: one of a burst of 30 under $0.05, the overshoot that one run', async () => {
+    const { key } = await t.tenant();
+    await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 0.05 } });
+    const agent = await t.agent(key, { name: 'a', appId: 'x' });
+    const results = await burst([t], key, agent.id, 30);
+    // Each run reserves ten steps of ~8,200 prompt and 4,096 answer tokens at $0.10 a token: the first fills the budget.
+    const cost = expectWithinBudget(results, 1);
+    expect(results.find((r) => r.status === 402)!.body.detail).toContain('reserve');
+    const after = (await t.request('GET', '/api/v1/limits', { key })).body.usage;
+    expect(after).toMatchObject({ runningRuns: 0, reservedUsd: 0 });
+    // The one run admitted costs $1.40: past the budget by that run alone, as a run that starts under it finishes.
+    expect(after.spentUsd).toBeCloseTo(cost, 9);
+  });
+
   it('does the same for an agent’s own budget', async () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { name: 'a', appId: 'x' });
@@ -171,6 +208,125 @@ describe('budgets', () => {
     const pair = await Promise.all([startRun(t, key, agent.id, 'stream'), startRun(t, key, agent.id, 'execute')]);
     expect(pair.filter((r) => r.status === 200)).toHaveLength(1);
     expectProblem(pair.find((r) => r.status !== 200)!, 402, 'budget_exceeded');
+  });
+});
+
+describe('budgets under a burst', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp({ MODEL_PRICES: WINDOWED });
+  });
+  afterAll(() => t.close());
+
+  const usage = async (key: string) => (await t.request('GET', '/api/v1/limits', { key })).body.usage;
+
+  it('admits 5 of 30 parallel runs under a $0.05 budget at $0.01 reserved each, burst after burst', async () => {
+    const { key } = await t.tenant();
+    expect((await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 0.05 } })).status).toBe(200);
+    const agent = await t.agent(key, { name: 'a', appId: 'x', configuration: { maxSteps: 1 } });
+    let spent = 0;
+    for (let round = 0; round < 2; round++) {
+      // $0.00014 spent per run: 0.0014 + 4 x $0.01 reserved still admits a fifth, never a sixth.
+      spent += expectWithinBudget(await burst([t], key, agent.id, 30), 5);
+      const after = await usage(key);
+      // Every reservation was settled to its run's cost: nothing is held once the runs have ended.
+      expect(after).toMatchObject({ runningRuns: 0, reservedUsd: 0 });
+      expect(after.spentUsd).toBeCloseTo(spent, 9);
+      expect(after.spentUsd).toBeLessThan(0.05 + RESERVED_USD);
+    }
+  });
+
+  it('holds an agent’s own budget the same way', async () => {
+    const { key } = await t.tenant();
+    const agent = await t.agent(key, { name: 'a', appId: 'x', configuration: { maxSteps: 1 } });
+    const other = await t.agent(key, { name: 'b', appId: 'x', configuration: { maxSteps: 1 } });
+    const set = await t.request('PUT', `/api/v1/agents/${agent.id}/budget`, { key, body: { monthlyBudgetUsd: 0.03 } });
+    expect(set.body).toMatchObject({ monthlyBudgetUsd: 0.03, spentUsd: 0, reservedUsd: 0 });
+    const [limited, free] = await Promise.all([burst([t], key, agent.id, 12), burst([t], key, other.id, 12)]);
+    expectWithinBudget(limited, 3);
+    // The other agent has no budget of its own, and the tenant none.
+    expectWithinBudget(free, 12);
+  });
+
+  it('shows what running runs reserve, and releases it when they fail or are cancelled', async () => {
+    const { key } = await t.tenant();
+    await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 1 } });
+    const agent = await t.agent(key, { name: 'a', appId: 'x', configuration: { maxSteps: 1 } });
+    const slow = [
+      startRun(t, key, agent.id, 'execute', '/delay 300\none two three'),
+      startRun(t, key, agent.id, 'stream', '/delay 2000\none two'),
+    ];
+    let now = await usage(key);
+    for (let i = 0; i < 200 && now.runningRuns < 2; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      now = await usage(key);
+    }
+    expect(now).toMatchObject({ runningRuns: 2, spentUsd: 0, reservedUsd: 2 * RESERVED_USD });
+    const budget = (await t.request('GET', `/api/v1/agents/${agent.id}/budget`, { key })).body;
+    expect(budget).toMatchObject({ spentUsd: 0, reservedUsd: 2 * RESERVED_USD });
+    // The streamed one is cancelled; its reservation goes with it.
+    const runs = (await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key })).body.runs as { id: string; kind: string }[];
+    const streamed = runs.find((r) => r.kind === 'stream')!;
+    expect((await t.request('POST', `/api/v1/runs/${streamed.id}/cancel`, { key })).status).toBe(200);
+    const [executed] = await Promise.all(slow);
+    expect(executed.body.status).toBe('completed');
+    // A run that fails holds nothing either once it has ended.
+    // (a failed model call: 502, the run failed)
+    expect((await startRun(t, key, agent.id, 'execute', '/fail on purpose')).status).toBe(502);
+    const after = await usage(key);
+    expect(after).toMatchObject({ runningRuns: 0, reservedUsd: 0 });
+    expect(after.spentUsd).toBeCloseTo(executed.body.cost, 9);
+    // The run records what was reserved when it was admitted: the other slow run's $0.01, or nothing.
+    const recorded = (await t.request('GET', `/api/v1/runs/${executed.body.runId}`, { key })).body.budget.tenant;
+    expect([0, RESERVED_USD]).toContain(recorded.reservedUsd);
+  });
+});
+
+describe('budgets and a model without a price', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp();
+  });
+  afterAll(() => t.close());
+
+  it('reserves nothing for a run that costs nothing: a burst runs while the budget is unspent', async () => {
+    const { key } = await t.tenant();
+    await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 0.05 } });
+    const agent = await t.agent(key, { name: 'a', appId: 'x' });
+    expectWithinBudget(await burst([t], key, agent.id, 12), 12);
+    expect((await t.request('GET', '/api/v1/limits', { key })).body.usage).toMatchObject({ spentUsd: 0, reservedUsd: 0 });
+  });
+});
+
+describe.skipIf(dialect !== 'postgres')('budgets across two instances on one PostgreSQL database', () => {
+  let started: Awaited<ReturnType<typeof startReplicas>> | undefined;
+
+  beforeAll(async () => {
+    started = await startReplicas(2, { MODEL_PRICES: WINDOWED });
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+
+  it('admits 5 of 30 parallel runs spread over both under a $0.05 budget at $0.01 reserved each', async () => {
+    const [a, b] = started!.replicas;
+    const { apiKey: key } = await a.services.tenancy.createTenant('two instances, one budget');
+    const call = (on: Caller, method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown) =>
+      on.app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        payload: body === undefined ? undefined : JSON.stringify(body),
+      });
+    expect((await call(a, 'PUT', '/api/v1/limits', { monthlyBudgetUsd: 0.05 })).statusCode).toBe(200);
+    const agent = JSON.parse((await call(b, 'POST', '/api/v1/agents', { name: 'a', appId: 'x', configuration: { maxSteps: 1 } })).body);
+    let spent = 0;
+    for (let round = 0; round < 2; round++) {
+      spent += expectWithinBudget(await burst([a, b], key, agent.id, 30), 5);
+      const after = JSON.parse((await call(b, 'GET', '/api/v1/limits')).body).usage;
+      expect(after).toMatchObject({ runningRuns: 0, reservedUsd: 0 });
+      expect(after.spentUsd).toBeCloseTo(spent, 9);
+    }
   });
 });
 

@@ -2127,6 +2127,7 @@ export interface operations {
                      *       "usage": {
                      *         "month": "string",
                      *         "spentUsd": 1.5,
+                     *         "reservedUsd": 1.5,
                      *         "runningRuns": 1
                      *       }
                      *     }
@@ -2137,7 +2138,10 @@ export interface operations {
                         monthlyBudgetUsd: number | null;
                         usage: {
                             month: string;
+                            /** @description USD this month: the costs of the runs that have ended */
                             spentUsd: number;
+                            /** @description USD the runs still active hold of the budget: their worst-case cost beyond what they have cost */
+                            reservedUsd: number;
                             runningRuns: number;
                         };
                     };
@@ -2187,6 +2191,7 @@ export interface operations {
                      *       "usage": {
                      *         "month": "string",
                      *         "spentUsd": 1.5,
+                     *         "reservedUsd": 1.5,
                      *         "runningRuns": 1
                      *       }
                      *     }
@@ -2197,7 +2202,10 @@ export interface operations {
                         monthlyBudgetUsd: number | null;
                         usage: {
                             month: string;
+                            /** @description USD this month: the costs of the runs that have ended */
                             spentUsd: number;
+                            /** @description USD the runs still active hold of the budget: their worst-case cost beyond what they have cost */
+                            reservedUsd: number;
                             runningRuns: number;
                         };
                     };
@@ -2233,7 +2241,8 @@ export interface operations {
                      *       "agentId": "string",
                      *       "month": "string",
                      *       "monthlyBudgetUsd": 1.5,
-                     *       "spentUsd": 1.5
+                     *       "spentUsd": 1.5,
+                     *       "reservedUsd": 1.5
                      *     }
                      */
                     "application/json": {
@@ -2241,7 +2250,10 @@ export interface operations {
                         /** @description YYYY-MM (UTC) */
                         month: string;
                         monthlyBudgetUsd: number | null;
+                        /** @description USD this month: the costs of the agent’s runs that have ended */
                         spentUsd: number;
+                        /** @description USD the agent’s runs still active hold: their worst-case cost beyond what they have cost */
+                        reservedUsd: number;
                     };
                 };
             };
@@ -2287,7 +2299,8 @@ export interface operations {
                      *       "agentId": "string",
                      *       "month": "string",
                      *       "monthlyBudgetUsd": 1.5,
-                     *       "spentUsd": 1.5
+                     *       "spentUsd": 1.5,
+                     *       "reservedUsd": 1.5
                      *     }
                      */
                     "application/json": {
@@ -2295,7 +2308,10 @@ export interface operations {
                         /** @description YYYY-MM (UTC) */
                         month: string;
                         monthlyBudgetUsd: number | null;
+                        /** @description USD this month: the costs of the agent’s runs that have ended */
                         spentUsd: number;
+                        /** @description USD the agent’s runs still active hold: their worst-case cost beyond what they have cost */
+                        reservedUsd: number;
                     };
                 };
             };
@@ -4632,11 +4648,13 @@ export interface operations {
                      *       "budget": {
                      *         "tenant": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5
+                     *           "spentUsd": 1.5,
+                     *           "reservedUsd": 1.5
                      *         },
                      *         "agent": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5
+                     *           "spentUsd": 1.5,
+                     *           "reservedUsd": 1.5
                      *         }
                      *       }
                      *     }
@@ -4718,15 +4736,19 @@ export interface operations {
                         }[];
                         /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
                         warnings: string[];
-                        /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
+                        /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
                         budget: {
                             tenant?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
+                                /** @description what the runs active then held of the budget (their worst-case cost) */
+                                reservedUsd?: number;
                             };
                             agent?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
+                                /** @description what the runs active then held of the budget (their worst-case cost) */
+                                reservedUsd?: number;
                             };
                         };
                     };
@@ -4829,11 +4851,13 @@ export interface operations {
                      *       "budget": {
                      *         "tenant": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5
+                     *           "spentUsd": 1.5,
+                     *           "reservedUsd": 1.5
                      *         },
                      *         "agent": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5
+                     *           "spentUsd": 1.5,
+                     *           "reservedUsd": 1.5
                      *         }
                      *       }
                      *     }
@@ -4915,15 +4939,19 @@ export interface operations {
                         }[];
                         /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
                         warnings: string[];
-                        /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
+                        /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
                         budget: {
                             tenant?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
+                                /** @description what the runs active then held of the budget (their worst-case cost) */
+                                reservedUsd?: number;
                             };
                             agent?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
+                                /** @description what the runs active then held of the budget (their worst-case cost) */
+                                reservedUsd?: number;
                             };
                         };
                     };
@@ -6388,11 +6416,13 @@ export interface operations {
                      *       "budget": {
                      *         "tenant": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5
+                     *           "spentUsd": 1.5,
+                     *           "reservedUsd": 1.5
                      *         },
                      *         "agent": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5
+                     *           "spentUsd": 1.5,
+                     *           "reservedUsd": 1.5
                      *         }
                      *       }
                      *     }
@@ -6474,15 +6504,19 @@ export interface operations {
                         }[];
                         /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
                         warnings: string[];
-                        /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
+                        /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
                         budget: {
                             tenant?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
+                                /** @description what the runs active then held of the budget (their worst-case cost) */
+                                reservedUsd?: number;
                             };
                             agent?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
+                                /** @description what the runs active then held of the budget (their worst-case cost) */
+                                reservedUsd?: number;
                             };
                         };
                     };
