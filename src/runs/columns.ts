@@ -36,7 +36,7 @@ const Steps = Type.Array(
 );
 export type StoredStep = Static<typeof Steps>[number];
 export type StoredToolCall = Static<typeof ToolCalls>[number];
-// reservedUsd since runs reserve their worst-case cost (migration 0020); absent on older runs.
+// reservedUsd since runs reserve their worst-case cost (migration 0021); absent on older runs.
 const Budget = Type.Record(
   Type.String(),
   Type.Object({ monthlyBudgetUsd: Type.Number(), spentUsd: Type.Number(), reservedUsd: Type.Optional(Type.Number()) }),
