@@ -1,31 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { deeperThan, MAX_JSON_DEPTH } from '../json-bounds.js';
 import { badRequest } from './errors.js';
-
-/**
- * Levels of nesting a JSON body may have (the body itself is one). Deeper documents are refused at
- * parse time: every later step that walks a value recursively (validation, storage, serialization)
- * would otherwise overflow the stack on them (a 500), and no request of this API needs more.
- */
-export const MAX_JSON_DEPTH = 64;
-
-/** True when `value` nests objects or arrays more than `levels` deep; recursion stops there. */
-function deeperThan(value: unknown, levels: number): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  if (levels === 0) return true;
-  if (Array.isArray(value)) {
-    for (const item of value) if (deeperThan(item, levels - 1)) return true;
-    return false;
-  }
-  const record = value as Record<string, unknown>;
-  for (const key in record) if (deeperThan(record[key], levels - 1)) return true;
-  return false;
-}
 
 export type JsonParser = (request: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) => void;
 
 /**
  * The platform's JSON parser: Fastify's safe parser (`__proto__` and `constructor` keys refused),
- * then the nesting limit. Every route that takes JSON parses with it, webhook deliveries included.
+ * then the nesting limit (src/json-bounds.ts): every later step that walks a value recursively
+ * (validation, storage, serialization) would otherwise overflow the stack on a deeper one. Every
+ * route that takes JSON parses with it, webhook deliveries included.
  */
 export function jsonParser(app: FastifyInstance): JsonParser {
   const parse = app.getDefaultJsonParser('error', 'error');

@@ -7,6 +7,7 @@ import type {
   LanguageModelV3ToolResultPart,
 } from '@ai-sdk/provider';
 import { now } from '../ids.js';
+import { outOfBounds } from '../json-bounds.js';
 import { type ContextOptions, ContextFitter } from './context/fit.js';
 import { type ConversationTurn, turnMessages } from './context/history.js';
 import { type ModelChoice, streamStepWithFallbacks } from './fallback-step.js';
@@ -125,8 +126,15 @@ export interface LoopInput<A extends ToolAgent = ToolAgent> {
   answer?: AnswerShape;
 }
 
-/** Tool results are always JSON objects: other values are wrapped as `{ value }`. */
+/**
+ * Tool results are always JSON objects: other values are wrapped as `{ value }`. Every kind of tool
+ * (MCP, A2A, delegation, skills, memory) answers through here, so this is where a result past the
+ * JSON bounds (src/json-bounds.ts) becomes a failed call, before the run's events or the next prompt
+ * serialise it.
+ */
 function asResultObject(value: unknown): Record<string, unknown> {
+  const unbounded = outOfBounds(value);
+  if (unbounded) return { error: { code: 'invalid_tool_result', message: `the tool's result ${unbounded}` } };
   if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
   return { value: value === undefined ? null : value };
 }

@@ -17,6 +17,7 @@ import {
   type RetryPolicy,
   retryDelayMs,
 } from './models/retries.js';
+import { MAX_RUN_JSON_BYTES, outOfBounds } from '../json-bounds.js';
 import { BreakerOpenError, type BreakerTicket } from './models/breaker.js';
 
 /**
@@ -77,10 +78,23 @@ function parseToolCall(part: Extract<LanguageModelV3StreamPart, { type: 'tool-ca
   }
   const text = part.input.trim();
   let parseError: string | undefined;
-  try {
-    call.input = text === '' ? {} : JSON.parse(text);
-  } catch (err) {
-    parseError = `JSON parsing failed: Text: ${part.input}.\nError message: ${err instanceof Error ? err.message : String(err)}`;
+  if (Buffer.byteLength(text) > MAX_RUN_JSON_BYTES) {
+    // Not parsed, nor repeated back: the model is told its size.
+    call.input = {};
+    parseError = `the input is larger than ${MAX_RUN_JSON_BYTES} bytes as JSON`;
+  } else {
+    try {
+      call.input = text === '' ? {} : JSON.parse(text);
+    } catch (err) {
+      parseError = `JSON parsing failed: Text: ${part.input}.\nError message: ${err instanceof Error ? err.message : String(err)}`;
+    }
+  }
+  // An input nested too deep would overflow the stack wherever it is next serialised (the run's
+  // events, the next prompt): it is dropped here, and the call fails with the reason.
+  const unbounded = parseError === undefined ? outOfBounds(call.input) : undefined;
+  if (unbounded) {
+    call.input = {};
+    parseError = `the input ${unbounded}`;
   }
   if (!known.has(part.toolName)) {
     call.invalid = `Model tried to call unavailable tool '${part.toolName}'. ${known.size ? `Available tools: ${[...known].join(', ')}.` : 'No tools are available.'}`;
@@ -260,21 +274,26 @@ async function readStep(
           });
           break;
         }
-        case 'tool-result':
+        case 'tool-result': {
           if (part.preliminary) break;
-          // Results of tools the provider ran itself (web search...) belong to the assistant turn.
+          // Results of tools the provider ran itself (web search...) belong to the assistant turn; one
+          // past the JSON bounds is kept as the reason only (the next step's prompt serialises it).
+          const unbounded = outOfBounds(part.result);
           content.push({
             type: 'tool-result',
             toolCallId: part.toolCallId,
             toolName: part.toolName,
-            output: part.isError
-              ? { type: 'error-json', value: part.result }
-              : typeof part.result === 'string'
-                ? { type: 'text', value: part.result }
-                : { type: 'json', value: part.result },
+            output: unbounded
+              ? { type: 'error-text', value: `the result ${unbounded}` }
+              : part.isError
+                ? { type: 'error-json', value: part.result }
+                : typeof part.result === 'string'
+                  ? { type: 'text', value: part.result }
+                  : { type: 'json', value: part.result },
             ...(part.providerMetadata ? { providerOptions: part.providerMetadata } : {}),
           });
           break;
+        }
         case 'file':
           content.push({
             type: 'file',

@@ -1,6 +1,7 @@
 import type { JSONSchema7, LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import secureMetaSchema from 'ajv/lib/refs/json-schema-secure.json' with { type: 'json' };
+import { outOfBounds } from '../json-bounds.js';
 
 /**
  * Answers with a shape (docs/runtime.md, "Structured answers"): a caller's JSON Schema for the final
@@ -107,6 +108,9 @@ export function answerShape(format: ResponseFormat, model: LanguageModelV3): Ans
         return { error: 'the answer is not JSON' };
       }
       if (!value || typeof value !== 'object' || Array.isArray(value)) return { error: 'the answer is not a JSON object' };
+      // Checked before the schema's validation walks it, and before the run's end serialises it.
+      const unbounded = outOfBounds(value);
+      if (unbounded) return { error: `the answer ${unbounded}` };
       if (!validate(value)) return { error: `the answer does not match the schema: ${describe(validate.errors)}` };
       return { value: value as Record<string, unknown> };
     },

@@ -4,6 +4,24 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
 
+const NESTED = '@nested:';
+
+/** `depth` levels of JSON: arrays around the string "bottom". */
+const nestedText = (depth: number) => `${'['.repeat(depth - 1)}"bottom"${']'.repeat(depth - 1)}`;
+
+/** The response's text chunks with each `"@nested:<depth>"` string replaced by that many levels of nesting. */
+function nestedInto(res: http.ServerResponse) {
+  const replace = (chunk: unknown) => {
+    const text = typeof chunk === 'string' ? chunk : chunk instanceof Uint8Array ? Buffer.from(chunk).toString('utf8') : undefined;
+    if (text === undefined || !text.includes(NESTED)) return chunk;
+    return text.replace(/"@nested:(\d+)"/g, (_, depth: string) => nestedText(Number(depth)));
+  };
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => http.ServerResponse;
+  res.write = ((chunk: unknown, ...rest: unknown[]) => write(replace(chunk), ...rest)) as typeof res.write;
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => end(replace(chunk), ...rest)) as typeof res.end;
+}
+
 /** A real MCP server (MCP SDK, Streamable HTTP, stateless) with a few tools for runtime tests. */
 export async function startMcpServer() {
   // calls: what the tools' handlers ran; rpc: every JSON-RPC method that reached the server (checked or not).
@@ -36,6 +54,25 @@ export async function startMcpServer() {
       });
       return { content: [{ type: 'text', text: `waited ${ms}` }] };
     });
+    // Results past the run's JSON bounds (src/json-bounds.ts): structuredContent nested `depth` levels, or `chars` of text.
+    // The SDK's own serialisation overflows the stack on thousands of levels, so the nested value is
+    // written into the response's text as it leaves (`nestedInto`).
+    server.registerTool(
+      'nested',
+      { description: 'Answers a value nested depth levels', inputSchema: { depth: z.number() } },
+      async ({ depth }) => {
+        state.calls.push({ name: 'nested', args: { depth } });
+        return { content: [{ type: 'text', text: 'nested' }], structuredContent: { value: `${NESTED}${depth}` } };
+      },
+    );
+    server.registerTool(
+      'bulky',
+      { description: 'Answers chars characters of text', inputSchema: { chars: z.number() } },
+      async ({ chars }) => {
+        state.calls.push({ name: 'bulky', args: { chars } });
+        return { content: [{ type: 'text', text: 'x'.repeat(chars) }] };
+      },
+    );
     server.registerTool('broken', { description: 'Always fails', inputSchema: {} }, async () => {
       state.calls.push({ name: 'broken', args: {} });
       return { isError: true, content: [{ type: 'text', text: 'the broken tool is broken' }] };
@@ -45,6 +82,7 @@ export async function startMcpServer() {
 
   const httpServer = http.createServer(async (req, res) => {
     state.headers.push(req.headers);
+    nestedInto(res);
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH } from '../../src/http/json.js';
+import { MAX_JSON_DEPTH } from '../../src/json-bounds.js';
 import { expectProblem, startApp, type Response, type TestApp } from '../helpers/app.js';
 
 let t: TestApp;

@@ -2,6 +2,7 @@ import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import safeRegex from 'safe-regex2';
+import { deeperThan, MAX_JSON_DEPTH } from '../../json-bounds.js';
 
 /**
  * Checks a tool call's input against the tool's JSON Schema (the one the model was shown), for every
@@ -73,6 +74,8 @@ function compileByText(schema: Record<string, unknown>): Compiled {
   // $schema names a dialect (2020-12 is used whatever it says); a root $id would collide in Ajv's
   // registry between two tools, and `#/...` references resolve against the root without it.
   const { $schema: _dialect, $id: _id, ...rest } = schema;
+  // A schema nested past the JSON bounds is not even serialised to be looked up (it would overflow the stack).
+  if (deeperThan(rest, MAX_JSON_DEPTH)) return { unusable: `nested deeper than ${MAX_JSON_DEPTH} levels` };
   const text = JSON.stringify(rest);
   const cached = byText.get(text);
   if (cached) {
