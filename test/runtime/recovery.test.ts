@@ -68,4 +68,58 @@ describe('a run whose process dies', () => {
     expect(next.status).toBe(200);
     expect(((await next.json()) as { message: { content: string } }).message.content).toBe('are you back?');
   });
+
+  it('holds its budget reservation until another process declares it interrupted, then releases it', async () => {
+    // One step of at most 900 prompt and 100 answer tokens at $10 per million: $0.01 reserved per run,
+    // which a $0.01 budget admits one at a time.
+    const prices = { 'builtin/echo': { input: 10, output: 10, contextWindow: 1000, outputReserve: 100 } };
+    const env = { ...database.env, RUN_LEASE_SECONDS: '2', LOG_LEVEL: 'warn', MODEL_PRICES: JSON.stringify(prices) };
+    const a = await startServer(env);
+    servers.push(a);
+    const { apiKey } = JSON.parse((await cli(['tenants', 'create', 'reserved', '--json'], env)).stdout);
+    const call = (s: ServerProcess, method: string, path: string, body?: unknown) =>
+      fetch(`${s.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    expect((await call(a, 'PUT', '/api/v1/limits', { monthlyBudgetUsd: 0.01 })).status).toBe(200);
+    const agent = (await (
+      await call(a, 'POST', '/api/v1/agents', { name: 'victim', appId: 'x', configuration: { maxSteps: 1 } })
+    ).json()) as {
+      id: string;
+    };
+
+    const controller = new AbortController();
+    const res = await fetch(`${a.url}/api/v1/agents/${agent.id}/stream`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: '/delay 400\none two three four five six seven eight nine ten eleven twelve' }),
+      signal: controller.signal,
+    });
+    await readSse(res, { stopAfter: (ev) => ev.length === 1, controller });
+    // The running run holds the budget: another is refused.
+    const refused = await call(a, 'POST', `/api/v1/agents/${agent.id}/execute`, { message: 'hello' });
+    expect(refused.status).toBe(402);
+    expect(((await refused.json()) as { code: string }).code).toBe('budget_exceeded');
+    const runId = ((await (await call(a, 'GET', `/api/v1/agents/${agent.id}/runs`)).json()) as { runs: { id: string }[] }).runs[0].id;
+
+    await a.stop('SIGKILL');
+    const b = await startServer(env);
+    servers.push(b);
+    let run: { status: string; error: { code: string } | null } | undefined;
+    for (let i = 0; i < 100; i++) {
+      run = (await (await call(b, 'GET', `/api/v1/runs/${runId}`)).json()) as typeof run;
+      if (run!.status !== 'running') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(run).toMatchObject({ status: 'failed', error: { code: 'interrupted' } });
+    // Its end settled the reservation: nothing is held, and the next run is admitted.
+    const usage = ((await (await call(b, 'GET', '/api/v1/limits')).json()) as { usage: { reservedUsd: number; runningRuns: number } })
+      .usage;
+    expect(usage).toMatchObject({ reservedUsd: 0, runningRuns: 0 });
+    const next = await call(b, 'POST', `/api/v1/agents/${agent.id}/execute`, { message: 'hello' });
+    expect(next.status).toBe(200);
+    expect(((await next.json()) as { status: string }).status).toBe('completed');
+  }, 120_000);
 });
