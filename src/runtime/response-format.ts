@@ -8,7 +8,7 @@ export const ResponseFormatSchema = Type.Object(
   {
     type: Type.Literal('json_schema'),
     schema: Type.Record(Type.String(), Type.Unknown(), {
-      description: `a JSON Schema (draft-07) with type "object" at its root, at most ${RESPONSE_SCHEMA_MAX_BYTES} bytes of JSON; a pattern or format needs a maxLength`,
+      description: `a JSON Schema (draft-07, 2019-09 or 2020-12 by its $schema; draft-07 without one) with type "object" at its root, at most ${RESPONSE_SCHEMA_MAX_BYTES} bytes of JSON; a pattern or format needs a maxLength`,
     }),
     name: Type.Optional(
       Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'a name for the shape, given to providers that take one' }),

@@ -1,7 +1,9 @@
 import type { JSONSchema7, LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import type Ajv from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import secureMetaSchema from 'ajv/lib/refs/json-schema-secure.json' with { type: 'json' };
 import { outOfBounds } from '../json-bounds.js';
+import { ajvFor, DIALECT_NAMES, type Dialect, schemaDialect } from './json-schema-dialects.js';
 
 /**
  * Answers with a shape (docs/runtime.md, "Structured answers"): a caller's JSON Schema for the final
@@ -32,15 +34,29 @@ export class ResponseFormatError extends Error {
 
 // The caller's schemas are untrusted: strict off so common annotations pass, formats checked by the
 // secure meta-schema's rule (a `format` needs a `maxLength`) but not validated (no format library).
-const ajv = new Ajv.default({ strict: false, validateFormats: false, allErrors: false });
-const isSecure = ajv.compile(secureMetaSchema);
+// One instance per draft the schema may name ($schema; draft-07 when it names none).
+const options = { strict: false, validateFormats: false, allErrors: false };
+const ajvs: Record<Dialect, Ajv.default> = {
+  'draft-07': ajvFor('draft-07', options),
+  '2019-09': ajvFor('2019-09', options),
+  '2020-12': ajvFor('2020-12', options),
+};
+const isSecure = ajvs['draft-07'].compile(secureMetaSchema);
+/**
+ * Keywords holding subschemas, of every draft taken. The secure meta-schema (draft-07) walks those of
+ * draft-07 only, so every subschema is checked on its own: one under `$defs` or `prefixItems` too.
+ */
+const SCHEMA_KEYWORDS = ['items', 'additionalItems', 'contains', 'additionalProperties', 'propertyNames', 'not', 'if', 'then', 'else'];
+const SCHEMA_LIST_KEYWORDS = ['allOf', 'anyOf', 'oneOf', 'items', 'prefixItems'];
+const SCHEMA_MAP_KEYWORDS = ['properties', 'patternProperties', 'definitions', '$defs', 'dependencies', 'dependentSchemas'];
+const SCHEMA_KEYWORDS_2019 = ['unevaluatedItems', 'unevaluatedProperties', 'contentSchema'];
 /** Compiled schemas by their JSON text: the same schema sent again is not compiled again. */
 const compiled = new Map<string, ValidateFunction>();
 const COMPILED_KEPT = 200;
 
 /**
- * Checks and compiles a caller's schema: its size, an object at the root, valid JSON Schema (draft-07,
- * as Ajv compiles it), and safe to run on untrusted answers (Ajv's json-schema-secure rules: a
+ * Checks and compiles a caller's schema: its size, an object at the root, valid JSON Schema of the
+ * draft its `$schema` names (draft-07, 2019-09 or 2020-12; draft-07 when none), and safe to run on untrusted answers (Ajv's json-schema-secure rules: a
  * `pattern` or `format` needs a `maxLength`...). Throws a ResponseFormatError naming the field.
  */
 export function compileResponseFormat(format: ResponseFormat): ValidateFunction {
@@ -52,9 +68,11 @@ export function compileResponseFormat(format: ResponseFormat): ValidateFunction 
   if (cached) return cached;
   if (format.schema.type !== 'object')
     throw new ResponseFormatError('schema.type', 'the answer must be an object: type "object" at the root');
-  if (!isSecure(format.schema)) {
-    throw new ResponseFormatError('schema', `the schema is unsafe to validate untrusted answers with: ${describe(isSecure.errors)}`);
-  }
+  const dialect = schemaDialect(format.schema, 'draft-07');
+  if (!dialect) throw new ResponseFormatError('schema.$schema', `must name JSON Schema ${DIALECT_NAMES} (or be left out: draft-07)`);
+  const unsafe = insecurity(format.schema, 'schema');
+  if (unsafe) throw new ResponseFormatError(unsafe.field, `the schema is unsafe to validate untrusted answers with: ${unsafe.why}`);
+  const ajv = ajvs[dialect];
   let validate: ValidateFunction;
   try {
     validate = ajv.compile(format.schema);
@@ -66,6 +84,27 @@ export function compileResponseFormat(format: ResponseFormat): ValidateFunction 
   if (compiled.size >= COMPILED_KEPT) compiled.delete(compiled.keys().next().value!);
   compiled.set(text, validate);
   return validate;
+}
+
+/** The first subschema (depth first) the secure meta-schema refuses, with its path below `responseFormat`. */
+function insecurity(schema: unknown, field: string): { field: string; why: string } | undefined {
+  if (!schema || typeof schema !== 'object' || Array.isArray(schema)) return undefined;
+  if (!isSecure(schema)) return { field, why: describe(isSecure.errors) };
+  const node = schema as Record<string, unknown>;
+  const children: [string, unknown][] = [];
+  for (const k of [...SCHEMA_KEYWORDS, ...SCHEMA_KEYWORDS_2019]) if (k in node) children.push([`${field}.${k}`, node[k]]);
+  for (const k of SCHEMA_LIST_KEYWORDS)
+    if (Array.isArray(node[k])) for (const [i, child] of (node[k] as unknown[]).entries()) children.push([`${field}.${k}[${i}]`, child]);
+  for (const k of SCHEMA_MAP_KEYWORDS) {
+    const map = node[k];
+    if (map && typeof map === 'object' && !Array.isArray(map))
+      for (const [name, child] of Object.entries(map)) children.push([`${field}.${k}.${name}`, child]);
+  }
+  for (const [path, child] of children) {
+    const found = insecurity(child, path);
+    if (found) return found;
+  }
+  return undefined;
 }
 
 function describe(errors: ErrorObject[] | null | undefined): string {

@@ -18,7 +18,7 @@ import { estimateTokens, promptTokens } from './tokens.js';
  * when they alone overflow (the provider then refuses the call).
  */
 
-export interface ContextLimits {
+interface ContextLimits {
   /** The model's context window, in tokens. */
   contextWindow: number;
   /** Tokens kept free for the model's answer. */

@@ -1,8 +1,10 @@
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import type Ajv from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import safeRegex from 'safe-regex2';
 import { deeperThan, MAX_JSON_DEPTH } from '../../json-bounds.js';
+import { ajvFor, DIALECT_NAMES, type Dialect, schemaDialect } from '../json-schema-dialects.js';
 
 /**
  * Checks a tool call's input against the tool's JSON Schema (the one the model was shown), for every
@@ -34,15 +36,19 @@ const safeRegExp: RegExpEngine = Object.assign(
   { code: 'safeRegExp' },
 );
 
-// Draft 2020-12, the dialect of MCP and of zod's JSON Schema output. Not strict: real schemas carry
-// keywords and formats Ajv does not know, which describe but do not constrain. Input is never changed
-// (no defaults, coercion or removal): the tool gets exactly what the model sent.
-const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: false, logger: false, code: { regExp: safeRegExp } });
-addFormats.default(ajv);
+// The draft the schema's $schema names; 2020-12 without one, the dialect of MCP and of zod's JSON
+// Schema output. Not strict: real schemas carry keywords and formats Ajv does not know, which describe
+// but do not constrain. Input is never changed (no defaults, coercion or removal): the tool gets
+// exactly what the model sent.
+const ajvs = {} as Record<Dialect, Ajv.default>;
+for (const dialect of ['draft-07', '2019-09', '2020-12'] as const) {
+  ajvs[dialect] = ajvFor(dialect, { allErrors: true, verbose: true, strict: false, logger: false, code: { regExp: safeRegExp } });
+  addFormats.default(ajvs[dialect]);
+}
 
 type Compiled = { check: InputCheck } | { unusable: string };
 const byObject = new WeakMap<object, Compiled>();
-const byText = new Map<string, { compiled: Compiled; schema?: object }>();
+const byText = new Map<string, { compiled: Compiled; schema?: object; ajv?: Ajv.default }>();
 
 /**
  * The check of inputs against `schema`, compiled on first use; throws, with the reason, when the
@@ -71,12 +77,15 @@ export function invalidToolInput(tool: { name: string; inputSchema: Record<strin
 }
 
 function compileByText(schema: Record<string, unknown>): Compiled {
-  // $schema names a dialect (2020-12 is used whatever it says); a root $id would collide in Ajv's
-  // registry between two tools, and `#/...` references resolve against the root without it.
+  // $schema names the draft (compiled by that draft's Ajv, without it); a root $id would collide in
+  // Ajv's registry between two tools, and `#/...` references resolve against the root without it.
+  const dialect = schemaDialect(schema, '2020-12');
+  if (!dialect) return { unusable: `its $schema names no JSON Schema draft taken here (${DIALECT_NAMES})` };
+  const ajv = ajvs[dialect];
   const { $schema: _dialect, $id: _id, ...rest } = schema;
   // A schema nested past the JSON bounds is not even serialised to be looked up (it would overflow the stack).
   if (deeperThan(rest, MAX_JSON_DEPTH)) return { unusable: `nested deeper than ${MAX_JSON_DEPTH} levels` };
-  const text = JSON.stringify(rest);
+  const text = `${dialect} ${JSON.stringify(rest)}`;
   const cached = byText.get(text);
   if (cached) {
     // Most recently used last.
@@ -84,13 +93,13 @@ function compileByText(schema: Record<string, unknown>): Compiled {
     byText.set(text, cached);
     return cached.compiled;
   }
-  let entry: { compiled: Compiled; schema?: object };
+  let entry: { compiled: Compiled; schema?: object; ajv?: Ajv.default };
   if (text.length > MAX_SCHEMA_CHARS) {
     entry = { compiled: { unusable: `larger than ${MAX_SCHEMA_CHARS} characters` } };
   } else {
     try {
       const validate = ajv.compile(rest);
-      entry = { compiled: { check: checker(validate) }, schema: rest };
+      entry = { compiled: { check: checker(validate) }, schema: rest, ajv };
     } catch (err) {
       ajv.removeSchema(rest);
       entry = { compiled: { unusable: (err as Error).message } };
@@ -100,7 +109,7 @@ function compileByText(schema: Record<string, unknown>): Compiled {
   if (byText.size > MAX_CACHED_TEXTS) {
     const [oldestText, oldest] = byText.entries().next().value!;
     byText.delete(oldestText);
-    if (oldest.schema) ajv.removeSchema(oldest.schema);
+    if (oldest.schema) oldest.ajv?.removeSchema(oldest.schema);
   }
   return entry.compiled;
 }
