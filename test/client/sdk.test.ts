@@ -397,7 +397,9 @@ describe('streaming', () => {
         controller.abort();
       }
     })().catch((e) => e);
-    expect(failure).toMatchObject({ name: 'AbortError' });
+    // As documented (AgentryError): an abort is an AgentryError of code aborted, the signal's reason its cause.
+    expect(failure).toBeInstanceOf(AgentryError);
+    expect(failure).toMatchObject({ status: 0, code: 'aborted', cause: { name: 'AbortError' } });
     expect(read).toHaveLength(1);
     await client.runs.cancel(await aborted.runId());
 

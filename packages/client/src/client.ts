@@ -1,3 +1,4 @@
+import type { Client } from 'openapi-fetch';
 import type { paths } from './generated/openapi.js';
 import { type AgentryOptions, Http, type RequestOptions, type StartOptions } from './http.js';
 import { PageIterator } from './pages.js';
@@ -41,9 +42,14 @@ type Filters<Q> = Omit<Q, 'page'>;
 
 const seg = encodeURIComponent;
 
-/** The Agentry API: `new Agentry({ baseUrl, apiKey })`, then one property per resource. */
+/**
+ * The Agentry API: `new Agentry({ baseUrl, apiKey })`, then one property per resource, or `api`, typed
+ * by path and verb, for any operation.
+ */
 export class Agentry {
   readonly http: Http;
+  /** Every operation, typed by path and verb (openapi-fetch), through the same middleware as the resources. */
+  readonly api: Client<paths>;
   readonly agents: Agents;
   readonly conversations: Conversations;
   readonly files: Files;
@@ -56,6 +62,7 @@ export class Agentry {
 
   constructor(options: AgentryOptions) {
     this.http = new Http(options);
+    this.api = this.http.api;
     this.agents = new Agents(this.http);
     this.conversations = new Conversations(this.http);
     this.files = new Files(this.http);

@@ -41,6 +41,23 @@ export class AgentryError extends Error {
   }
 }
 
+/** A call given up because its AbortSignal fired (the signal's reason is the cause). */
+export function abortedError(reason: unknown): AgentryError {
+  return new AgentryError({ status: 0, code: 'aborted', detail: 'the request was aborted', cause: reason });
+}
+
+/**
+ * A request that got no answer: the detail names the method and URL, and the cause's own code (e.g.
+ * ECONNREFUSED) when it has one, so "fetch failed" alone never has to be decoded.
+ */
+export function networkError(request: Request, err: unknown): AgentryError {
+  const cause = err instanceof Error ? (err as Error & { cause?: { code?: unknown; message?: unknown } }).cause : undefined;
+  const reason = [err instanceof Error ? err.message : String(err), typeof cause?.code === 'string' ? cause.code : undefined]
+    .filter(Boolean)
+    .join(': ');
+  return new AgentryError({ status: 0, code: 'network_error', detail: `${request.method} ${request.url} failed (${reason})`, cause: err });
+}
+
 /** Reads a failed response's problem body; a body that is not a problem still gives an error. */
 export async function errorFromResponse(response: Response): Promise<AgentryError> {
   const text = await response.text().catch(() => '');

@@ -1,4 +1,13 @@
-import { AgentryError, errorFromResponse, retryAfterSeconds } from './errors.js';
+import createClient, { type Client } from 'openapi-fetch';
+import type { paths } from './generated/openapi.js';
+import {
+  anonymousRequests,
+  authMiddleware,
+  errorMiddleware,
+  idempotencyMiddleware,
+  type MiddlewareConfig,
+  retryMiddleware,
+} from './middleware.js';
 
 /** An API key's OAuth client (`client_id` = the key's id, `client_secret` = the key), docs/identity.md. */
 export interface ClientCredentials {
@@ -9,7 +18,7 @@ export interface ClientCredentials {
 }
 
 export interface AgentryOptions {
-  /** The server's origin, e.g. `http://localhost:3000`. */
+  /** The server's origin, e.g. `http://localhost:8080`. */
   baseUrl: string;
   /** An API key (`agk_...`), sent as the bearer credential. */
   apiKey?: string;
@@ -17,7 +26,10 @@ export interface AgentryOptions {
   clientCredentials?: ClientCredentials;
   /** Any other source of bearer tokens (called before every request: cache in it). */
   accessToken?: () => string | Promise<string>;
-  /** Retries of a 429 or 503 answer (default 3); no other status is retried. */
+  /**
+   * Retries (default 3) of a 429 answer, and of a 503 or a network failure of an idempotent request
+   * (GET, PUT, DELETE) or one carrying an Idempotency-Key; nothing else is retried.
+   */
   maxRetries?: number;
   /** The longest wait before a retry (default 30 s): a longer Retry-After fails at once instead. */
   maxRetryDelayMs?: number;
@@ -54,7 +66,6 @@ const keyIn = (headers: Record<string, string> | undefined) =>
 
 /** Refresh this long before expiry, so a token is not used in its last seconds. */
 const REFRESH_MARGIN_MS = 30_000;
-const BASE_BACKOFF_MS = 500;
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -71,13 +82,20 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener('abort', aborted, { once: true });
   });
 
+/** A Request as fetch's (url, init) arguments: a form's body as bytes (its boundary is in the headers), any other as text. */
+async function initOf(request: Request): Promise<RequestInit> {
+  const multipart = request.headers.get('content-type')?.startsWith('multipart/');
+  const body = request.body === null ? undefined : multipart ? await request.blob() : await request.text();
+  return { method: request.method, headers: Object.fromEntries(request.headers), body, signal: request.signal, redirect: request.redirect };
+}
+
 /** Bearer tokens from the token endpoint, one request at a time, kept until shortly before expiry. */
 class ClientCredentialsTokens {
   private token: { value: string; refreshAt: number } | undefined;
   private pending: Promise<string> | undefined;
 
   constructor(
-    private readonly http: Http,
+    private readonly api: Client<paths>,
     private readonly credentials: ClientCredentials,
   ) {}
 
@@ -93,36 +111,57 @@ class ClientCredentialsTokens {
   }
 
   private async fetchToken(): Promise<string> {
-    const form = new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: this.credentials.clientId,
-      client_secret: this.credentials.clientSecret,
-    });
-    if (this.credentials.scope) form.set('scope', this.credentials.scope);
-    const response = await this.http.send('POST', '/api/v1/identity/oauth/token', {
+    const { data } = await this.api.POST('/api/v1/identity/oauth/token', {
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      rawBody: form.toString(),
-      anonymous: true,
+      body: {
+        grant_type: 'client_credentials',
+        client_id: this.credentials.clientId,
+        client_secret: this.credentials.clientSecret,
+        ...(this.credentials.scope ? { scope: this.credentials.scope } : {}),
+      },
     });
-    const body = (await response.json()) as { access_token: string; expires_in: number };
+    const body = data as { access_token: string; expires_in: number };
     const lifetimeMs = body.expires_in * 1000;
     this.token = { value: body.access_token, refreshAt: Date.now() + Math.max(lifetimeMs / 2, lifetimeMs - REFRESH_MARGIN_MS) };
     return body.access_token;
   }
 }
 
-/** The transport: URL and query, bearer credential, problem errors, and retries of 429 and 503. */
+/**
+ * The transport: `api`, the openapi-fetch client typed by the generated paths, with the middleware
+ * (middleware.ts) for the bearer credential, Idempotency-Keys, retries and AgentryErrors; and `send` /
+ * `json`, the same client by a concrete path for callers that build the path themselves.
+ */
 export class Http {
   readonly baseUrl: string;
-  private readonly fetchImpl: typeof fetch;
+  readonly api: Client<paths>;
   private readonly tokens: ClientCredentialsTokens | undefined;
 
   constructor(private readonly options: AgentryOptions) {
-    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
-    this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
-    this.tokens = options.clientCredentials ? new ClientCredentialsTokens(this, options.clientCredentials) : undefined;
     if (!options.apiKey && !options.clientCredentials && !options.accessToken)
       throw new TypeError('Agentry needs apiKey, clientCredentials or accessToken');
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    const fetchImpl = options.fetch;
+    this.api = createClient<paths>({
+      baseUrl: this.baseUrl,
+      // The `fetch` option is called as fetch(url, init), as before openapi-fetch; the global one is
+      // looked up at each call, so a fetch patched later is the one used.
+      fetch: async (request) => (fetchImpl ?? globalThis.fetch)(request.url, await initOf(request)),
+      headers: { accept: 'application/json', ...options.headers },
+    });
+    this.tokens = options.clientCredentials ? new ClientCredentialsTokens(this.api, options.clientCredentials) : undefined;
+    const config: MiddlewareConfig = {
+      credential: () => this.credential(),
+      invalidateToken: () => {
+        this.tokens?.invalidate();
+        return this.tokens !== undefined;
+      },
+      wait: (ms, signal) => this.wait(ms, signal),
+      maxRetries: options.maxRetries ?? 3,
+      maxRetryDelayMs: options.maxRetryDelayMs ?? 30_000,
+    };
+    // The order matters: retries keep a copy of the request as the others left it.
+    this.api.use(authMiddleware(config), idempotencyMiddleware(), errorMiddleware(), retryMiddleware(config));
   }
 
   wait(ms: number, signal?: AbortSignal) {
@@ -158,47 +197,27 @@ export class Http {
   }
 
   /**
-   * Sends a request and answers the successful response; a problem becomes an AgentryError. 429 and
-   * 503 are retried after Retry-After (or RateLimit-Reset), else after an exponential backoff.
+   * Sends a request by its concrete path through `api` (so through its middleware) and answers the
+   * successful response unread; a failure is an AgentryError.
    */
   async send(method: string, path: string, options: RequestOptions & { rawBody?: string; anonymous?: boolean } = {}): Promise<Response> {
-    const maxRetries = this.options.maxRetries ?? 3;
-    const maxDelayMs = this.options.maxRetryDelayMs ?? 30_000;
-    let refreshed = false;
-    for (let attempt = 0; ; attempt++) {
-      const headers: Record<string, string> = { accept: 'application/json', ...this.options.headers, ...options.headers };
-      if (!options.anonymous) headers.authorization = `Bearer ${await this.credential()}`;
-      let body: string | FormData | undefined = options.form ?? options.rawBody;
-      if (options.body !== undefined) {
-        body = JSON.stringify(options.body);
-        headers['content-type'] = 'application/json';
-      }
-      let response: Response;
-      try {
-        response = await this.fetchImpl(this.url(path, options.query), { method, headers, body, signal: options.signal });
-      } catch (err) {
-        if (options.signal?.aborted) throw options.signal.reason;
-        throw new AgentryError({ status: 0, code: 'network_error', detail: err instanceof Error ? err.message : String(err), cause: err });
-      }
-      if (response.ok) return response;
-      // A cached access token revoked or expired early: fetch another once.
-      if (response.status === 401 && this.tokens && !options.anonymous && !refreshed) {
-        refreshed = true;
-        this.tokens.invalidate();
-        await response.body?.cancel();
-        continue;
-      }
-      if ((response.status === 429 || response.status === 503) && attempt < maxRetries) {
-        const retryAfter = retryAfterSeconds(response.headers);
-        const delayMs = retryAfter !== undefined ? retryAfter * 1000 : BASE_BACKOFF_MS * 2 ** attempt * (1 + Math.random() / 2);
-        if (delayMs <= maxDelayMs) {
-          await response.body?.cancel();
-          await this.wait(delayMs, options.signal);
-          continue;
-        }
-      }
-      throw await errorFromResponse(response);
-    }
+    const params = { query: options.query as Record<string, unknown> | undefined };
+    if (options.anonymous) anonymousRequests.add(params);
+    const body = options.form ?? options.rawBody ?? options.body;
+    const { response } = await (this.api.request as (method: string, path: string, init: object) => Promise<{ response: Response }>)(
+      method,
+      path,
+      {
+        params,
+        body,
+        headers: options.headers,
+        signal: options.signal,
+        parseAs: 'stream',
+        // A form or a raw body goes as it is; anything else as JSON.
+        bodySerializer: (value: unknown) => (options.body !== undefined ? JSON.stringify(value) : value),
+      },
+    );
+    return response;
   }
 
   /** A JSON call: the parsed body, or undefined for 204. */

@@ -1,4 +1,4 @@
-import { AgentryError } from './errors.js';
+import { AgentryError, abortedError } from './errors.js';
 import type { Http } from './http.js';
 import { parseSse } from './sse.js';
 import type { RunDetails } from './types.js';
@@ -46,7 +46,10 @@ export type RunEvent =
   | { type: 'error'; seq: number; data: { code: string; message: string } };
 
 export interface StreamOptions {
-  /** Stops reading locally (the run goes on on the server: `cancel()` stops it there). */
+  /**
+   * Stops reading locally, rejecting with an AgentryError of code `aborted` (the run goes on on the
+   * server: `cancel()` stops it there).
+   */
   signal?: AbortSignal;
   /**
    * Reconnections in a row through GET /runs/{runId}/events after a dropped connection, without an event
@@ -96,7 +99,10 @@ export class RunStream implements AsyncIterable<RunEvent> {
         return await open();
       } catch (err) {
         if (attempt > maxReconnects || !isNetworkError(err)) throw err;
-        await this.http.wait(RECONNECT_DELAY_MS * attempt, this.options.signal);
+        const { signal } = this.options;
+        await this.http.wait(RECONNECT_DELAY_MS * attempt, signal).catch((reason) => {
+          throw signal?.aborted ? abortedError(signal.reason) : reason;
+        });
       }
     }
   }
@@ -146,12 +152,12 @@ export class RunStream implements AsyncIterable<RunEvent> {
             if (event.type === 'done' || event.type === 'error') return;
           }
         } catch (err) {
-          if (signal?.aborted) throw signal.reason;
+          if (signal?.aborted) throw abortedError(signal.reason);
           if (err instanceof SyntaxError) throw err;
           // The connection broke mid-stream: resume below.
         }
       }
-      if (signal?.aborted) throw signal.reason;
+      if (signal?.aborted) throw abortedError(signal.reason);
       if (reconnects++ >= maxReconnects) {
         throw new AgentryError({
           status: 0,
@@ -159,7 +165,9 @@ export class RunStream implements AsyncIterable<RunEvent> {
           detail: `the stream broke ${reconnects} times in a row; last event ${lastSeq}`,
         });
       }
-      await this.http.wait(RECONNECT_DELAY_MS * reconnects, signal);
+      await this.http.wait(RECONNECT_DELAY_MS * reconnects, signal).catch((err) => {
+        throw signal?.aborted ? abortedError(signal.reason) : err;
+      });
       const runId = await this.runId();
       try {
         response = await this.http.send('GET', `/api/v1/runs/${encodeURIComponent(runId)}/events`, {
