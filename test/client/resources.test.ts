@@ -1,9 +1,10 @@
 import net from 'node:net';
-import { Agentry, AgentryError } from '@agentry/client';
+import { Agentry, AgentryError, type RunEvent } from '@agentry/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 
-// The SDK's transport's edges (openapi-fetch with middleware), over a real socket against the app.
+// The SDK's resource groups beyond agents and conversations, and its transport's edges (openapi-fetch
+// with middleware), over a real socket against the app.
 let t: TestApp;
 let base: string;
 let key: string;
@@ -18,6 +19,176 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 const echo = (name: string, extra: object = {}) => client.agents.create({ name, appId: 'sdk-resources', model: 'builtin/echo', ...extra });
+
+describe('resource groups', () => {
+  it('approvals: list, get, approve and reject the calls a run waits on', async () => {
+    const agent = await echo('Careful', {
+      tools: [{ type: 'builtin', name: 'skills' }],
+      configuration: { approval: { rules: [{ tool: 'skill_discover', reason: 'look first' }] } },
+    });
+    for (const decision of ['approve', 'reject'] as const) {
+      const run = client.agents.stream(agent.id, { message: '/tool skill_discover {"query":"orders"}' });
+      const events: RunEvent[] = [];
+      for await (const event of run) {
+        events.push(event);
+        if (event.type !== 'approval_required') continue;
+        const { approvalId } = event.data;
+        const pending = await client.approvals.list({ status: 'pending', agentId: agent.id }).toArray();
+        expect(pending.map((a) => a.id)).toEqual([approvalId]);
+        expect(await client.approvals.get(approvalId)).toMatchObject({
+          id: approvalId,
+          kind: 'tool_call',
+          status: 'pending',
+          agentId: agent.id,
+        });
+        const decided =
+          decision === 'approve'
+            ? await client.approvals.approve(approvalId)
+            : await client.approvals.reject(approvalId, { reason: 'not now' });
+        expect(decided).toMatchObject({ id: approvalId, status: decision === 'approve' ? 'approved' : 'rejected' });
+      }
+      expect(events.at(-1)?.type).toBe('done');
+      // An approved call runs its tool; a rejected one answers the model the reason instead.
+      const ended = events.find((e) => e.type === 'tool_call_end');
+      const result = ended?.type === 'tool_call_end' ? ended.data.result : undefined;
+      if (decision === 'approve') expect(result).toMatchObject({ skills: [] });
+      else expect(result).toEqual({ error: { code: 'rejected', message: 'not now' } });
+    }
+    expect(await client.approvals.list({ status: 'pending', agentId: agent.id }).toArray()).toEqual([]);
+  });
+
+  it('runs.list lists the tenant’s runs with their filters', async () => {
+    const agent = await echo('Listed');
+    const first = await client.agents.execute(agent.id, { message: 'one' });
+    const second = await client.agents.execute(agent.id, { message: 'two' });
+    const runs = await client.runs.list({ agentId: agent.id, limit: 1 }).toArray();
+    expect(runs.map((r) => r.id)).toEqual([second.runId, first.runId]);
+    expect(runs[0]).toMatchObject({ agentId: agent.id, status: 'completed' });
+  });
+
+  it('tasks: run answers the run it started; its runs and fires; a signed webhook trigger', async () => {
+    const agent = await echo('Tasked');
+    const task = await client.tasks.create({
+      name: 'Yearly',
+      description: 'say hi',
+      agentId: agent.id,
+      type: 'scheduled',
+      schedule: '0 0 1 1 *',
+    });
+    const started = await client.tasks.run(task.id, { input: { note: 'now' } });
+    // Typed as the run (it was typed as nothing): its fields without a cast.
+    const runId: string | null = started.runId;
+    expect(started).toMatchObject({ runId: expect.any(String), taskId: task.id, conversationId: expect.any(String) });
+    expect((await client.tasks.taskRun(runId!)).id).toBe(runId);
+    expect((await client.tasks.runs(task.id).toArray()).map((r) => r.id)).toContain(runId);
+
+    const hooked = (await client.tasks.create({
+      name: 'On order',
+      description: 'a new order',
+      agentId: agent.id,
+      type: 'triggered',
+      trigger: { type: 'webhook' },
+    })) as unknown as { id: string; trigger: { secret: string } };
+    const fired = await client.tasks.trigger(hooked.id, { orderId: 42 }, hooked.trigger.secret);
+    expect(fired).toMatchObject({ accepted: true, taskId: hooked.id, duplicate: false });
+    expect((await client.tasks.fires(hooked.id).toArray()).map((f) => f.id)).toEqual([fired.fireId]);
+    const forged = await client.tasks.trigger(hooked.id, { orderId: 43 }, 'whsec_not-the-secret').catch((e) => e);
+    expect(forged).toBeInstanceOf(AgentryError);
+    expect(forged).toMatchObject({ status: 401 });
+    expect(await client.tasks.pendingApproval().toArray()).toEqual([]);
+  });
+
+  it('memory per user, agent budget, duplicate, apps and models', async () => {
+    const agent = await echo('Budgeted');
+    await client.agents.memory.set(agent.id, 'prefs', { value: 'tea' }, { userId: 'u-1' });
+    expect((await client.agents.memory.list(agent.id, { userId: 'u-1' })).blocks.map((b) => b.value)).toContain('tea');
+    expect(await client.agents.setBudget(agent.id, { monthlyBudgetUsd: 12.5 })).toMatchObject({ monthlyBudgetUsd: 12.5 });
+    expect(await client.agents.budget(agent.id)).toMatchObject({ monthlyBudgetUsd: 12.5, spentUsd: 0 });
+    const copy = await client.agents.duplicate(agent.id, { name: 'Budgeted (copy)' });
+    expect(copy).toMatchObject({ name: 'Budgeted (copy)', appId: 'sdk-resources' });
+    expect(copy.id).not.toBe(agent.id);
+    expect((await client.apps.list()).apps).toContainEqual({ id: 'sdk-resources', agentCount: expect.any(Number) });
+    expect((await client.models.list()).models.length).toBeGreaterThan(0);
+  });
+
+  it('conversations: stats, and inject refused when nothing is running', async () => {
+    const agent = await echo('Talker');
+    const { conversationId } = await client.agents.execute(agent.id, { message: 'hello' });
+    expect((await client.conversations.stats()).total).toBeGreaterThanOrEqual(1);
+    const idle = await client.conversations.inject(conversationId, { content: 'and also' }).catch((e) => e);
+    expect(idle).toBeInstanceOf(AgentryError);
+    expect(idle.status).toBe(409);
+  });
+
+  it('skills: update, categories, import, export, assignments', async () => {
+    const agent = await echo('Skilled');
+    const skill = await client.skills.create({
+      name: 'sdk-brief',
+      description: 'be brief',
+      instructions: 'Be brief.',
+      category: 'writing',
+    });
+    expect(await client.skills.update(skill.id, { description: 'be very brief' })).toMatchObject({ description: 'be very brief' });
+    expect((await client.skills.categories()).categories).toContain('writing');
+    await client.skills.assign(skill.id, { agentId: agent.id });
+    expect((await client.skills.forAgent(agent.id)).skills.map((s) => s.id)).toEqual([skill.id]);
+    expect(JSON.stringify(await client.skills.agents(skill.id))).toContain(agent.id);
+    await client.skills.unassign(skill.id, agent.id);
+    expect((await client.skills.forAgent(agent.id)).skills).toEqual([]);
+    const markdown = await (await client.skills.export(skill.id)).text();
+    expect(markdown).toContain('Be brief.');
+    const imported = await client.skills.import(markdown.replace('name: sdk-brief', 'name: sdk-brief-2'));
+    expect(imported).toMatchObject({ name: 'sdk-brief-2' });
+    const store = await client.skills.store();
+    expect(store.skills.length).toBe(store.total);
+  });
+
+  it('identity: public keys without a credential, TBAC mode, agent keys', async () => {
+    const agent = await echo('Known');
+    const sent: (string | null)[] = [];
+    const spying = new Agentry({
+      baseUrl: base,
+      apiKey: key,
+      fetch: (input, init) => {
+        sent.push(new Headers(init?.headers).get('authorization'));
+        return fetch(input, init);
+      },
+    });
+    expect((await spying.identity.jwks()).keys).toEqual(expect.any(Array));
+    expect((await spying.identity.agentJwks(agent.id)).keys.length).toBeGreaterThan(0);
+    expect(await spying.identity.clientMetadata(agent.id)).toMatchObject({ client_id: expect.any(String) });
+    expect(sent).toEqual([null, null, null]);
+    await spying.identity.mode();
+    expect(sent.at(-1)).toBe(`Bearer ${key}`);
+
+    expect(await client.identity.setMode({ mode: 'enforce' })).toEqual({ mode: 'enforce' });
+    expect(await client.identity.mode()).toEqual({ mode: 'enforce' });
+    await client.identity.setMode({ mode: 'audit' });
+    const rotated = await client.identity.rotateKey(agent.id);
+    const keys = (await client.identity.keys(agent.id)).keys;
+    const old = keys.find((k) => k.kid !== (rotated as { kid?: string }).kid);
+    expect(old).toBeDefined();
+    await client.identity.revokeKey(agent.id, old!.kid);
+  });
+
+  it('tenant, limits, retention, usage, audit, API keys, connectors and health', async () => {
+    expect(await client.tenant.get()).toMatchObject({ tenant: { id: expect.any(String) }, credential: { type: 'api_key' } });
+    expect(await client.tenant.setLimits({ maxConcurrentRuns: 7 })).toMatchObject({ maxConcurrentRuns: 7 });
+    expect(await client.tenant.limits()).toMatchObject({ maxConcurrentRuns: 7 });
+    expect(await client.tenant.setRetention({ runsDays: 30 })).toMatchObject({ runsDays: 30 });
+    expect(await client.tenant.retention()).toMatchObject({ runsDays: 30 });
+    expect((await client.usage.daily()).rows).toEqual(expect.any(Array));
+    const made = await client.apiKeys.create({ name: 'listed', permissions: ['agents:read'] });
+    expect((await client.audit.list({ resourceId: made.apiKey.id }).toArray()).length).toBeGreaterThan(0);
+    expect((await client.apiKeys.list().toArray()).map((k) => k.id)).toContain(made.apiKey.id);
+    const connectors = (await client.connectors.list()).connectors;
+    expect(connectors.length).toBeGreaterThan(0);
+    expect(await client.connectors.get(connectors[0].id)).toMatchObject({ id: connectors[0].id });
+    expect(await client.connectors.requests().toArray()).toEqual([]);
+    expect(await client.health.live()).toEqual({ status: 'ok' });
+    expect(await client.health.ready()).toMatchObject({ status: 'ready' });
+  });
+});
 
 describe('the typed client (client.api) and its middleware', () => {
   it('reaches any operation by path and verb; a failure rejects with the problem as an AgentryError', async () => {

@@ -39,45 +39,78 @@ type CallOptions = Pick<RequestOptions, 'signal' | 'headers'>;
 type StartCallOptions = CallOptions & StartOptions;
 /** A list's filters without its paging, which the iterator does itself. */
 type Filters<Q> = Omit<Q, 'page'>;
+type TokenRequest = Extract<BodyOf<paths['/api/v1/identity/oauth/token']['post']>, { grant_type: string }>;
 
 const seg = encodeURIComponent;
+type Api = Client<paths>;
+
+/** An openapi-fetch answer's body; the middleware has already thrown for any failure. */
+async function ok<R extends { data?: unknown }>(call: Promise<R>): Promise<NonNullable<R['data']>> {
+  return (await call).data as NonNullable<R['data']>;
+}
+/** An answer with no body (204). */
+async function none(call: Promise<unknown>): Promise<void> {
+  await call;
+}
 
 /**
- * The Agentry API: `new Agentry({ baseUrl, apiKey })`, then one property per resource, or `api`, typed
- * by path and verb, for any operation.
+ * The Agentry API: `new Agentry({ baseUrl, apiKey })`, then one property per resource (operations.ts
+ * says which method calls which operation), or `api`, typed by path and verb, for any operation.
  */
 export class Agentry {
   readonly http: Http;
   /** Every operation, typed by path and verb (openapi-fetch), through the same middleware as the resources. */
-  readonly api: Client<paths>;
+  readonly api: Api;
   readonly agents: Agents;
+  readonly apps: Apps;
+  readonly models: Models;
   readonly conversations: Conversations;
   readonly files: Files;
   readonly runs: Runs;
   readonly tasks: Tasks;
+  readonly approvals: Approvals;
   readonly skills: Skills;
+  readonly connectors: Connectors;
   readonly identity: Identity;
   readonly apiKeys: ApiKeys;
   readonly audit: Audit;
+  readonly tenant: Tenant;
+  readonly usage: Usage;
+  readonly health: Health;
 
   constructor(options: AgentryOptions) {
     this.http = new Http(options);
     this.api = this.http.api;
     this.agents = new Agents(this.http);
+    this.apps = new Apps(this.api);
+    this.models = new Models(this.api);
     this.conversations = new Conversations(this.http);
     this.files = new Files(this.http);
     this.runs = new Runs(this.http);
     this.tasks = new Tasks(this.http);
+    this.approvals = new Approvals(this.http);
     this.skills = new Skills(this.http);
+    this.connectors = new Connectors(this.http);
     this.identity = new Identity(this.http);
     this.apiKeys = new ApiKeys(this.http);
     this.audit = new Audit(this.http);
+    this.tenant = new Tenant(this.api);
+    this.usage = new Usage(this.api);
+    this.health = new Health(this.api);
   }
 }
 
 function paged<T>(http: Http, path: string, itemsKey: string, query: object = {}, options?: CallOptions) {
   return new PageIterator<T>((page) => http.json('GET', path, { ...options, query: { ...query, page } }), itemsKey);
 }
+
+/** Page items of a list typed by its operation: `Items<'/api/v1/runs', 'runs'>`. */
+type Items<P extends keyof paths, K extends string> = paths[P] extends { get: infer O }
+  ? ResponseOf<O> extends { [key in K]: (infer T)[] }
+    ? T
+    : never
+  : never;
+type ListQuery<P extends keyof paths> = paths[P] extends { get: infer O } ? Filters<QueryOf<O>> : never;
 
 class Agents {
   /** The agents' memory blocks (docs/runtime.md, "Memory"). */
@@ -125,9 +158,47 @@ class Agents {
       options,
     );
   }
+  /** Like `stream`, for a chat client: always Server-Sent Events, the same events and resumption. */
+  chat(id: string, body: Omit<ExecuteInput, 'stream'>, options: StreamOptions & StartOptions & Pick<CallOptions, 'headers'> = {}) {
+    const headers = this.http.startHeaders({ accept: 'text/event-stream', ...options.headers }, options);
+    return new RunStream(
+      this.http,
+      () => this.http.send('POST', `/api/v1/agents/${seg(id)}/chat`, { body, signal: options.signal, headers }),
+      options,
+    );
+  }
   /** The agent's runs, newest first. */
   runs(id: string, query: Filters<QueryOf<paths['/api/v1/agents/{id}/runs']['get']>> = {}, options?: CallOptions) {
     return paged<RunSummary>(this.http, `/api/v1/agents/${seg(id)}/runs`, 'runs', query, options);
+  }
+  /** A copy of the agent under a new name (its tools, prompt and configuration). */
+  duplicate(id: string, body: BodyOf<paths['/api/v1/agents/{id}/duplicate']['post']>, options?: CallOptions) {
+    return ok(this.http.api.POST('/api/v1/agents/{id}/duplicate', { ...options, params: { path: { id } }, body }));
+  }
+  /** The agent's monthly budget and what it has spent this month. */
+  budget(id: string, options?: CallOptions) {
+    return ok(this.http.api.GET('/api/v1/agents/{id}/budget', { ...options, params: { path: { id } } }));
+  }
+  setBudget(id: string, body: BodyOf<paths['/api/v1/agents/{id}/budget']['put']>, options?: CallOptions) {
+    return ok(this.http.api.PUT('/api/v1/agents/{id}/budget', { ...options, params: { path: { id } }, body }));
+  }
+}
+
+/** The apps (appId) the tenant's agents belong to, with how many agents each has. */
+class Apps {
+  constructor(private readonly api: Api) {}
+
+  list(options?: CallOptions) {
+    return ok(this.api.GET('/api/v1/apps', options));
+  }
+}
+
+/** The models this server can run agents on, and its default. */
+class Models {
+  constructor(private readonly api: Api) {}
+
+  list(options?: CallOptions) {
+    return ok(this.api.GET('/api/v1/models', options));
   }
 }
 
@@ -162,6 +233,10 @@ class AgentMemory {
 class Runs {
   constructor(private readonly http: Http) {}
 
+  /** The tenant's runs, newest first, across agents and kinds. */
+  list(query: ListQuery<'/api/v1/runs'> = {}, options?: CallOptions) {
+    return paged<Items<'/api/v1/runs', 'runs'>>(this.http, '/api/v1/runs', 'runs', query, options);
+  }
   get(runId: string, options?: CallOptions) {
     return this.http.json<RunDetails>('GET', `/api/v1/runs/${seg(runId)}`, options);
   }
@@ -211,6 +286,14 @@ class Conversations {
       `/api/v1/conversations/${seg(id)}/messages`,
       { signal: options.signal, headers, body },
     );
+  }
+  /** Counts of the tenant's conversations. */
+  stats(options?: CallOptions) {
+    return ok(this.http.api.GET('/api/v1/conversations/stats', options));
+  }
+  /** A message for the agent while it is still answering: it joins the run at its next step. */
+  inject(id: string, body: BodyOf<paths['/api/v1/conversations/{id}/inject']['post']>, options?: CallOptions) {
+    return ok(this.http.api.POST('/api/v1/conversations/{id}/inject', { ...options, params: { path: { id } }, body }));
   }
   /** The conversation's messages, newest first, following the `before` cursor page after page. */
   async *messages(id: string, query: { limit?: number } = {}, options?: CallOptions): AsyncGenerator<Message> {
@@ -280,8 +363,80 @@ class Tasks {
   cancel(id: string, options?: CallOptions) {
     return this.http.json<ResponseOf<paths['/api/v1/tasks/{id}/cancel']['post']>>('POST', `/api/v1/tasks/${seg(id)}/cancel`, options);
   }
-  run(id: string, options?: CallOptions) {
-    return this.http.json<ResponseOf<paths['/api/v1/tasks/{id}/run']['post']>>('POST', `/api/v1/tasks/${seg(id)}/run`, options);
+  /** Runs the task now, `input` merged over the task's: answers the run it started (202). */
+  run(id: string, body: BodyOf<paths['/api/v1/tasks/{id}/run']['post']> = {}, options?: CallOptions) {
+    return ok(this.http.api.POST('/api/v1/tasks/{id}/run', { ...options, params: { path: { id } }, body }));
+  }
+  /** Tasks awaiting a person's approval (skill and connector requests). */
+  pendingApproval(query: ListQuery<'/api/v1/tasks/pending-approval'> = {}, options?: CallOptions) {
+    return paged<Items<'/api/v1/tasks/pending-approval', 'tasks'>>(this.http, '/api/v1/tasks/pending-approval', 'tasks', query, options);
+  }
+  /** A run of a task, with the task it belongs to. */
+  taskRun(runId: string, options?: CallOptions) {
+    return ok(this.http.api.GET('/api/v1/tasks/runs/{runId}', { ...options, params: { path: { runId } } }));
+  }
+  retry(id: string, options?: CallOptions) {
+    return ok(this.http.api.POST('/api/v1/tasks/{id}/retry', { ...options, params: { path: { id } } }));
+  }
+  approve(id: string, options?: CallOptions) {
+    return ok(this.http.api.POST('/api/v1/tasks/{id}/approve', { ...options, params: { path: { id } } }));
+  }
+  reject(id: string, options?: CallOptions) {
+    return ok(this.http.api.POST('/api/v1/tasks/{id}/reject', { ...options, params: { path: { id } } }));
+  }
+  /** The task's runs, newest first. */
+  runs(id: string, query: ListQuery<'/api/v1/tasks/{id}/runs'> = {}, options?: CallOptions) {
+    return paged<Items<'/api/v1/tasks/{id}/runs', 'runs'>>(this.http, `/api/v1/tasks/${seg(id)}/runs`, 'runs', query, options);
+  }
+  /** The task's fires (schedule ticks, webhook deliveries) and what each decided. */
+  fires(id: string, query: ListQuery<'/api/v1/tasks/{id}/fires'> = {}, options?: CallOptions) {
+    return paged<Items<'/api/v1/tasks/{id}/fires', 'fires'>>(this.http, `/api/v1/tasks/${seg(id)}/fires`, 'fires', query, options);
+  }
+  /**
+   * Delivers a webhook to a webhook task as its sender would: `body` signed with the task's secret
+   * (HMAC-SHA256 of "<timestamp>.<body>", docs/tasks.md); no API credential is sent.
+   */
+  async trigger(taskId: string, body: unknown, secret: string, options?: CallOptions) {
+    const raw = JSON.stringify(body);
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const subtle = globalThis.crypto.subtle;
+    const key = await subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+    const mac = new Uint8Array(await subtle.sign('HMAC', key, new TextEncoder().encode(`${timestamp}.${raw}`)));
+    const signature = [...mac].map((b) => b.toString(16).padStart(2, '0')).join('');
+    return ok(
+      this.http.api.POST('/api/v1/hooks/{taskId}', {
+        ...options,
+        params: { path: { taskId } },
+        headers: {
+          ...options?.headers,
+          'content-type': 'application/json',
+          'x-agentry-timestamp': timestamp,
+          'x-agentry-signature': `sha256=${signature}`,
+        },
+        body: raw as never,
+        bodySerializer: (value: unknown) => value,
+      }),
+    );
+  }
+}
+
+/** Tool calls waiting for a person (docs/runtime.md, "Approvals"). */
+class Approvals {
+  constructor(private readonly http: Http) {}
+
+  list(query: ListQuery<'/api/v1/approvals'> = {}, options?: CallOptions) {
+    return paged<Items<'/api/v1/approvals', 'approvals'>>(this.http, '/api/v1/approvals', 'approvals', query, options);
+  }
+  get(id: string, options?: CallOptions) {
+    return ok(this.http.api.GET('/api/v1/approvals/{id}', { ...options, params: { path: { id } } }));
+  }
+  /** Lets the call run (with `arguments` instead of the model's, when given). */
+  approve(id: string, body: BodyOf<paths['/api/v1/approvals/{id}/approve']['post']> = {}, options?: CallOptions) {
+    return ok(this.http.api.POST('/api/v1/approvals/{id}/approve', { ...options, params: { path: { id } }, body }));
+  }
+  /** Refuses the call; `reason` is what the model is told. */
+  reject(id: string, body: BodyOf<paths['/api/v1/approvals/{id}/reject']['post']>, options?: CallOptions) {
+    return ok(this.http.api.POST('/api/v1/approvals/{id}/reject', { ...options, params: { path: { id } }, body }));
   }
 }
 
@@ -300,6 +455,63 @@ class Skills {
   archive(id: string, options?: CallOptions) {
     return this.http.json<ResponseOf<paths['/api/skills/{id}']['delete']>>('DELETE', `/api/skills/${seg(id)}`, options);
   }
+  update(id: string, body: BodyOf<paths['/api/skills/{id}']['patch']>, options?: CallOptions) {
+    return ok(this.http.api.PATCH('/api/skills/{id}', { ...options, params: { path: { id } }, body }));
+  }
+  categories(options?: CallOptions) {
+    return ok(this.http.api.GET('/api/skills/categories', options));
+  }
+  /** The skill store: skills a tenant can acquire. */
+  store(query: QueryOf<paths['/api/skills/store']['get']> = {}, options?: CallOptions) {
+    return ok(this.http.api.GET('/api/skills/store', { ...options, params: { query } }));
+  }
+  storeSkill(id: string, options?: CallOptions) {
+    return ok(this.http.api.GET('/api/skills/store/{id}', { ...options, params: { path: { id } } }));
+  }
+  /** Copies a store skill into the tenant. */
+  acquire(id: string, options?: CallOptions) {
+    return ok(this.http.api.POST('/api/skills/store/{id}/acquire', { ...options, params: { path: { id } } }));
+  }
+  /** The skills assigned to an agent, in priority order. */
+  forAgent(agentId: string, options?: CallOptions) {
+    return ok(this.http.api.GET('/api/skills/agent/{agentId}', { ...options, params: { path: { agentId } } }));
+  }
+  /** Imports a skill: the text of a SKILL.md, or `{ skillMd, references, scripts }`. */
+  import(skill: string | BodyOf<paths['/api/skills/import']['post']>, options?: CallOptions) {
+    const markdown = typeof skill === 'string';
+    return ok(
+      this.http.api.POST('/api/skills/import', {
+        ...options,
+        headers: { ...options?.headers, 'content-type': markdown ? 'text/markdown' : 'application/json' },
+        body: skill as never,
+        bodySerializer: (value: unknown) => (markdown ? value : JSON.stringify(value)),
+      }),
+    );
+  }
+  /** The skill as its SKILL.md text (`md`, the default) or a zip of its folder. */
+  async export(id: string, format: 'md' | 'zip' = 'md', options?: CallOptions): Promise<Blob> {
+    const response = await this.http.send('GET', `/api/skills/${seg(id)}/export`, {
+      ...options,
+      query: { format },
+      headers: { accept: '*/*', ...options?.headers },
+    });
+    return response.blob();
+  }
+  /** The agents the skill is assigned to. */
+  agents(id: string, options?: CallOptions) {
+    return ok(this.http.api.GET('/api/skills/{id}/agents', { ...options, params: { path: { id } } }));
+  }
+  unassign(id: string, agentId: string, options?: CallOptions) {
+    return none(this.http.api.DELETE('/api/skills/{id}/unassign/{agentId}', { ...options, params: { path: { id, agentId } } }));
+  }
+  updateAssignment(
+    id: string,
+    agentId: string,
+    body: BodyOf<paths['/api/skills/{id}/assignments/{agentId}']['patch']>,
+    options?: CallOptions,
+  ) {
+    return ok(this.http.api.PATCH('/api/skills/{id}/assignments/{agentId}', { ...options, params: { path: { id, agentId } }, body }));
+  }
   assign(id: string, body: BodyOf<paths['/api/skills/{id}/assign']['post']>, options?: CallOptions) {
     return this.http.json<ResponseOf<paths['/api/skills/{id}/assign']['post']>>('POST', `/api/skills/${seg(id)}/assign`, {
       ...options,
@@ -308,8 +520,85 @@ class Skills {
   }
 }
 
+/** Connectors to outside services, their connections and the agents' requests for them. */
+class Connectors {
+  constructor(private readonly http: Http) {}
+
+  list(query: QueryOf<paths['/api/v1/connectors']['get']> = {}, options?: CallOptions) {
+    return ok(this.http.api.GET('/api/v1/connectors', { ...options, params: { query } }));
+  }
+  /** Agents' requests to use a connector, newest first. */
+  requests(query: ListQuery<'/api/v1/connectors/requests'> = {}, options?: CallOptions) {
+    return paged<Items<'/api/v1/connectors/requests', 'requests'>>(this.http, '/api/v1/connectors/requests', 'requests', query, options);
+  }
+  get(id: string, options?: CallOptions) {
+    return ok(this.http.api.GET('/api/v1/connectors/{id}', { ...options, params: { path: { id } } }));
+  }
+  /** Connects the tenant to the service with its credentials (sealed at rest on the server). */
+  connect(id: string, body: BodyOf<paths['/api/v1/connectors/{id}/connect']['post']>, options?: CallOptions) {
+    return ok(this.http.api.POST('/api/v1/connectors/{id}/connect', { ...options, params: { path: { id } }, body }));
+  }
+  updateConnection(id: string, body: BodyOf<paths['/api/v1/connectors/{id}/connection']['patch']>, options?: CallOptions) {
+    return ok(this.http.api.PATCH('/api/v1/connectors/{id}/connection', { ...options, params: { path: { id } }, body }));
+  }
+  disconnect(id: string, options?: CallOptions) {
+    return none(this.http.api.POST('/api/v1/connectors/{id}/disconnect', { ...options, params: { path: { id } } }));
+  }
+}
+
 class Identity {
   constructor(private readonly http: Http) {}
+
+  /** The agent's OAuth client metadata (public, for relying parties). */
+  clientMetadata(agentId: string, options?: CallOptions) {
+    return ok(this.http.api.GET('/api/v1/identity/agents/{agentId}/client-metadata.json', { ...options, params: { path: { agentId } } }));
+  }
+  /** The agent's public keys (JWKS). */
+  agentJwks(agentId: string, options?: CallOptions) {
+    return ok(this.http.api.GET('/api/v1/identity/agents/{agentId}/jwks.json', { ...options, params: { path: { agentId } } }));
+  }
+  /** The server's token-signing keys (JWKS). */
+  jwks(options?: CallOptions) {
+    return ok(this.http.api.GET('/api/v1/identity/.well-known/jwks.json', options));
+  }
+  /** The SPIFFE trust bundle of the server's trust domain. */
+  trustBundle(options?: CallOptions) {
+    return ok(this.http.api.GET('/.well-known/spiffe/trust-bundle', options));
+  }
+  /** An SVID (a JWT naming the agent) for the given audience. */
+  svid(agentId: string, body: BodyOf<paths['/api/v1/identity/agents/{agentId}/svid']['post']>, options?: CallOptions) {
+    return ok(this.http.api.POST('/api/v1/identity/agents/{agentId}/svid', { ...options, params: { path: { agentId } }, body }));
+  }
+  revokeKey(agentId: string, keyId: string, options?: CallOptions) {
+    return none(
+      this.http.api.DELETE('/api/v1/identity/agents/{agentId}/keys/{keyId}', { ...options, params: { path: { agentId, keyId } } }),
+    );
+  }
+  /** Whether a token may call a tool of a callee agent (TBAC), as a callee asks. */
+  authorize(body: BodyOf<paths['/api/v1/identity/authorize']['post']>, options?: CallOptions) {
+    return ok(this.http.api.POST('/api/v1/identity/authorize', { ...options, body }));
+  }
+  /** The TBAC mode: `audit` (log denials) or `enforce`. */
+  mode(options?: CallOptions) {
+    return ok(this.http.api.GET('/api/v1/identity/tbac/mode', options));
+  }
+  setMode(body: BodyOf<paths['/api/v1/identity/tbac/mode']['put']>, options?: CallOptions) {
+    return ok(this.http.api.PUT('/api/v1/identity/tbac/mode', { ...options, body }));
+  }
+  /** The OAuth token endpoint (client_credentials, token exchange), sent as a form. */
+  token(body: TokenRequest, options?: CallOptions) {
+    return ok(
+      this.http.api.POST('/api/v1/identity/oauth/token', {
+        ...options,
+        headers: { ...options?.headers, 'content-type': 'application/x-www-form-urlencoded' },
+        body,
+      }),
+    );
+  }
+  /** Whether a token is active, and what it holds (RFC 7662). */
+  introspect(body: BodyOf<paths['/api/v1/identity/oauth/introspect']['post']>, options?: CallOptions) {
+    return ok(this.http.api.POST('/api/v1/identity/oauth/introspect', { ...options, body }));
+  }
 
   keys(agentId: string, options?: CallOptions) {
     return this.http.json<{ keys: AgentKey[] }>('GET', `/api/v1/identity/agents/${seg(agentId)}/keys`, options);
@@ -368,5 +657,50 @@ class Audit {
 
   list(query: Filters<QueryOf<paths['/api/v1/audit-events']['get']>> = {}, options?: CallOptions) {
     return paged<AuditEvent>(this.http, '/api/v1/audit-events', 'events', query, options);
+  }
+}
+
+/** The tenant the credential belongs to, and its settings. */
+class Tenant {
+  constructor(private readonly api: Api) {}
+
+  /** The tenant and the credential's own type and permissions. */
+  get(options?: CallOptions) {
+    return ok(this.api.GET('/api/v1/tenant', options));
+  }
+  limits(options?: CallOptions) {
+    return ok(this.api.GET('/api/v1/limits', options));
+  }
+  setLimits(body: BodyOf<paths['/api/v1/limits']['put']>, options?: CallOptions) {
+    return ok(this.api.PUT('/api/v1/limits', { ...options, body }));
+  }
+  /** How long runs, conversations and audit events are kept. */
+  retention(options?: CallOptions) {
+    return ok(this.api.GET('/api/v1/retention', options));
+  }
+  setRetention(body: BodyOf<paths['/api/v1/retention']['put']>, options?: CallOptions) {
+    return ok(this.api.PUT('/api/v1/retention', { ...options, body }));
+  }
+}
+
+class Usage {
+  constructor(private readonly api: Api) {}
+
+  /** Runs, tokens and cost per day and agent between `from` and `to` (YYYY-MM-DD). */
+  daily(query: QueryOf<paths['/api/v1/usage/daily']['get']> = {}, options?: CallOptions) {
+    return ok(this.api.GET('/api/v1/usage/daily', { ...options, params: { query } }));
+  }
+}
+
+/** The server's probes (public). */
+class Health {
+  constructor(private readonly api: Api) {}
+
+  live(options?: CallOptions) {
+    return ok(this.api.GET('/healthz', options));
+  }
+  /** Ready to serve: an AgentryError (503) while it is not. */
+  ready(options?: CallOptions) {
+    return ok(this.api.GET('/readyz', options));
   }
 }

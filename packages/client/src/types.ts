@@ -1,12 +1,14 @@
 import type { components, paths } from './generated/openapi.js';
 
-/** What a 200 or 201 answer of the operation carries as JSON. */
+/** What the operation's success answer (200, else 201, else 202) carries as JSON. */
 export type ResponseOf<O> = O extends { responses: infer R }
   ? R extends { 200: { content: { 'application/json': infer B } } }
     ? B
     : R extends { 201: { content: { 'application/json': infer B } } }
       ? B
-      : undefined
+      : R extends { 202: { content: { 'application/json': infer B } } }
+        ? B
+        : undefined
   : never;
 /** The operation's JSON request body. */
 export type BodyOf<O> = O extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
