@@ -127,6 +127,7 @@ export const operations = {
  */
 export const excludedOperations = {
   'GET /v1/models': 'OpenAI-compatible API, for OpenAI clients (the openai package)',
+  'GET /v1/models/{model}': 'OpenAI-compatible API, for OpenAI clients (the openai package)',
   'POST /v1/chat/completions': 'OpenAI-compatible API, for OpenAI clients (the openai package)',
   'GET /a2a/{tenantId}/agents/{agentId}/.well-known/agent-card.json': 'A2A protocol, for A2A clients (@a2a-js/sdk)',
   'POST /a2a/{tenantId}/agents/{agentId}': 'A2A protocol (JSON-RPC), for A2A clients (@a2a-js/sdk)',

@@ -3771,7 +3771,7 @@ export interface operations {
                     responseFormat?: {
                         /** @enum {string} */
                         type: "json_schema";
-                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        /** @description a JSON Schema (draft-07, 2019-09 or 2020-12 by its $schema; draft-07 without one) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
                         schema: {
                             [key: string]: unknown;
                         };
@@ -4001,7 +4001,7 @@ export interface operations {
                     responseFormat?: {
                         /** @enum {string} */
                         type: "json_schema";
-                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        /** @description a JSON Schema (draft-07, 2019-09 or 2020-12 by its $schema; draft-07 without one) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
                         schema: {
                             [key: string]: unknown;
                         };
@@ -4183,7 +4183,7 @@ export interface operations {
                     responseFormat?: {
                         /** @enum {string} */
                         type: "json_schema";
-                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        /** @description a JSON Schema (draft-07, 2019-09 or 2020-12 by its $schema; draft-07 without one) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
                         schema: {
                             [key: string]: unknown;
                         };
@@ -5575,7 +5575,7 @@ export interface operations {
                     responseFormat?: {
                         /** @enum {string} */
                         type: "json_schema";
-                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        /** @description a JSON Schema (draft-07, 2019-09 or 2020-12 by its $schema; draft-07 without one) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
                         schema: {
                             [key: string]: unknown;
                         };
