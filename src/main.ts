@@ -31,6 +31,10 @@ async function main() {
   }
   const services = createServices(config, db, createLogger(config), tracing);
   const app = await buildApp({ config, db, services });
+  // A second line only: background work handles its own errors (the run-event writer, runs' ends), and
+  // tests assert that nothing reaches this. Should something, one tenant's fault does not stop the
+  // process every tenant shares: it is logged, and the process goes on.
+  process.on('unhandledRejection', (reason) => app.log.error({ err: reason }, 'unhandled rejection (a bug: please report it)'));
 
   let stopping = false;
   const stop = async (signal: string) => {

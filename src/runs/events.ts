@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import { isDatabaseUnavailable } from '../errors.js';
 import { eventDataColumn, tokenTextsColumn } from './columns.js';
 import * as store from './store.js';
 
@@ -228,6 +229,11 @@ export class RunEventHub {
     private readonly db: Db,
     private readonly onWriteError: (err: unknown) => void,
     private readonly onWritten: (runId: string, seq: number) => void = () => {},
+    /**
+     * Told of a run whose events could not be recorded: not serialisable, or refused by the database
+     * for another reason than an outage. The run fails (runs/service.ts); the process never does.
+     */
+    private readonly onUnrecorded: (runId: string, err: unknown) => void = () => {},
   ) {}
 
   /** `held`: the run's start is not written yet; its events wait until `channel.release()`. `firstSeq`: a resumed run's next seq. */
@@ -262,7 +268,8 @@ export class RunEventHub {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      void this.flush();
+      // A background write has nobody to hand its error to: it is reported here, never left unhandled.
+      this.flush().catch((err: unknown) => this.onWriteError(err));
     });
   }
 
@@ -294,16 +301,29 @@ export class RunEventHub {
   }
 
   private async write(batch: [RunChannel, RunEvent[]][]): Promise<void> {
-    const rows = batch.flatMap(([channel, events]) => eventRows(channel.runId, events));
-    const paused = this.db.writesPaused?.();
-    if (paused) await paused;
+    const rows: EventRow[] = [];
+    const serialised: [RunChannel, RunEvent[]][] = [];
+    for (const [channel, events] of batch) {
+      try {
+        for (const row of eventRows(channel.runId, events)) rows.push(row);
+        serialised.push([channel, events]);
+      } catch (err) {
+        // A value no bound stopped (src/json-bounds.ts): these events are neither stored nor sent, and
+        // their run fails; the other runs' events go on.
+        this.onUnrecorded(channel.runId, err);
+      }
+    }
     try {
+      const paused = this.db.writesPaused?.();
+      if (paused) await paused;
       await store.insertEvents(this.db.kysely, rows);
     } catch (err) {
-      // Live listeners still get the events; only a later replay could miss them.
       this.onWriteError(err);
+      // During an outage the runs go on (their ends wait for the database, finish.ts); any other
+      // refusal fails them. Live listeners get the events either way; only a later replay misses them.
+      if (!isDatabaseUnavailable(err)) for (const [channel] of serialised) this.onUnrecorded(channel.runId, err);
     }
-    for (const [channel, events] of batch) channel.publish(events);
+    for (const [channel, events] of serialised) channel.publish(events);
   }
 }
 

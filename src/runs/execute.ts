@@ -14,7 +14,7 @@ import type { Resumed, RunPauses } from './pause.js';
 import { approvalCheck } from '../runtime/tools/approval-policy.js';
 import { observedEvents } from './observer.js';
 import type { ActiveRun, PendingStart, RunResources } from './resources.js';
-import { ShutdownAbort, type RunOutcome, type StartRunInput, type SystemPromptContributor } from './types.js';
+import { RunFault, ShutdownAbort, type RunOutcome, type StartRunInput, type SystemPromptContributor } from './types.js';
 import type { RunError } from './views.js';
 
 /** A run whose start is written (or on its way: `start`), ready to execute here. */
@@ -66,8 +66,10 @@ export class RunExecution {
     // A run resumed after approval continues the trace it was started in, whichever process resumes it.
     const parent = l.resume?.traceparent;
     activeRun.done = (tracing ? traceRun(tracing, { ...run, conversationId: l.conversation.id, parent }, execute) : execute()).catch(
-      (err) => {
+      async (err) => {
         this.r.log.error({ err, runId }, 'run execution failed unexpectedly');
+        // Not left executing for ever (holding its tenant's concurrency, deaf to cancel): recovery ends it.
+        await this.ending.abandon(runId).catch((e: unknown) => this.r.log.error({ err: e, runId }, 'abandoning a run failed'));
         return null;
       },
     );
@@ -170,6 +172,9 @@ export class RunExecution {
     }
     if (!failure && controller.signal.reason instanceof ShutdownAbort) {
       failure = { code: 'interrupted', message: controller.signal.reason.message };
+    }
+    if (!failure && controller.signal.reason instanceof RunFault) {
+      failure = { code: controller.signal.reason.code, message: controller.signal.reason.message };
     }
     const cancelled = !failure && (controller.signal.aborted || loop?.finish === 'cancelled');
     if (!failure && !cancelled && loop?.finish === 'awaiting_approval') {

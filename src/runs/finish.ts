@@ -45,6 +45,38 @@ const ENDS_PER_COMMIT = 8;
 /** Batches of ends written at once on PostgreSQL (each takes a pooled connection while it runs). */
 const POSTGRES_BATCHES_AT_ONCE = 4;
 
+/** What the caller of a run is told when its end could be recorded only as this failure. */
+const RESULT_UNRECORDED: RunError = {
+  code: 'result_unrecorded',
+  message: 'the run’s result could not be recorded, so the run failed; the error is in the server log',
+};
+
+/** What the followers of a run are told when not even its failure could be recorded. */
+const END_UNRECORDED: RunError = {
+  code: 'run_end_unrecorded',
+  message: 'the run’s end could not be recorded; it is ended as interrupted once its lease expires',
+};
+
+/**
+ * How a run's end write went: written, lost to another end (recovered as interrupted meanwhile),
+ * refused (by the database for another reason than an outage, or not serialisable), or unreachable
+ * (the database away for longer than the run's lease).
+ */
+type EndWritten = 'written' | 'lost' | 'refused' | 'unreachable';
+
+/** What a run's end counts, computed once for whichever end is written. */
+interface Counted {
+  cost: number;
+  tokenUsage: { inputTokens: number; outputTokens: number };
+  duration: number;
+}
+
+/** An end to write, and what the run's caller is answered once it is written. */
+interface WholeEnd {
+  end: RunEnd;
+  outcome: RunOutcome;
+}
+
 /** How the tool loop left a run: what `finish` writes. */
 export interface Ending {
   runId: string;
@@ -94,7 +126,6 @@ export class RunFinish {
    */
   async finish(ending: Ending): Promise<RunOutcome | null> {
     const { runId, tenantId, result, status } = ending;
-    const conversationId = ending.conversation.id;
     const activeRun = this.r.active.get(runId)!;
     const channel = activeRun.channel;
     const at = now();
@@ -107,10 +138,101 @@ export class RunFinish {
       inputTokens: result.usage.inputTokens + summary.inputTokens,
       outputTokens: result.usage.outputTokens + summary.outputTokens,
     };
+    const duration = Date.parse(at) - ending.startedAtMs;
+    const counted = { cost, tokenUsage, duration };
+    const finishedAs = (status: TerminalStatus, error: RunError | null): RunFinished => ({
+      runId,
+      tenantId,
+      taskId: activeRun.taskId,
+      status,
+      ended: { output: result.output, error },
+      finishedInTransaction: Boolean(activeRun.onFinish),
+      awaitedApproval: ending.awaitedApproval,
+    });
+    const start = activeRun.start;
+    // A start still on its way is committed first (start.ts, startAhead); one that failed leaves nothing to end.
+    await start?.written.catch(() => {});
+    if (start?.failed) {
+      // The run was never recorded, and its caller was given the error (startAhead).
+      channel.takePending();
+      this.r.active.delete(runId);
+      await this.r.events.close(channel);
+      return null;
+    }
+    const write = (end: RunEnd, finished: RunFinished) =>
+      this.writeEnd({ runId, conversation: ending.conversation, end, onFinish: activeRun.onFinish, finished });
+
+    let ended: WholeEnd | undefined;
+    let written: EndWritten = 'refused';
+    try {
+      ended = this.wholeEnd(ending, at, counted);
+    } catch (err) {
+      // A value no bound stopped (src/json-bounds.ts) cannot be serialised: the smaller end below.
+      this.r.log.error({ err, runId }, 'the end of a run could not be serialised');
+    }
+    let finished = ended ? finishedAs(status, ended.outcome.error) : undefined;
+    if (ended && finished) written = await write(ended.end, finished);
+    if (written === 'refused') {
+      // The end as it was could not be recorded (refused by the database, or not serialisable): the run
+      // fails instead, in an end holding nothing of its result but its text. Its caller is told, and a
+      // later reader finds it failed rather than running.
+      ended = this.unrecordedEnd(ending, at, counted);
+      finished = finishedAs('failed', ended.outcome.error);
+      written = await write(ended.end, finished);
+    }
+    if (written === 'refused' || written === 'unreachable') {
+      this.r.log.error({ runId }, 'the end of a run could not be recorded: it is left to recovery once its lease expires');
+      await this.abandon(runId);
+      return null;
+    }
+    const last = ended!.end.events();
+    if (written === 'written') {
+      await channel.written(last);
+    } else {
+      // Written by the ordinary path instead, ending with the news that this end did not count.
+      last[last.length - 1] = {
+        ...last[last.length - 1],
+        event: 'error',
+        data: { code: 'interrupted', message: 'the run was ended elsewhere before it finished here' },
+      };
+      channel.requeue(last);
+    }
+    this.r.active.delete(runId);
+    await this.r.events.close(channel);
+    if (written !== 'written') return null;
+    await this.r.finished.notify(finished!);
+    return ended!.outcome;
+  }
+
+  /**
+   * Gives up a run executing here whose end cannot be recorded. Its row stays running until its lease
+   * (no longer renewed here) expires and recovery ends it as interrupted, on any replica; a caller
+   * waiting for its result is answered a 503 (service.ts `outcome`), and whoever follows its stream is
+   * told now, with an error event that is not stored (a replay later gets recovery's).
+   */
+  async abandon(runId: string): Promise<void> {
+    const activeRun = this.r.active.get(runId);
+    if (!activeRun) return;
+    const channel = activeRun.channel;
+    channel.takePending();
+    if (!channel.ended) channel.publish([channel.next('error', { ...END_UNRECORDED })], false);
+    this.r.active.delete(runId);
+    await this.r.events.close(channel);
+  }
+
+  /**
+   * The run's whole end: its result, the reply joining the conversation, and its last events (whatever
+   * the hub has not written yet, and the terminal one: taken once, when the write first runs; group
+   * commit may run it a second time, alone). Throws when a value in it cannot be serialised.
+   */
+  private wholeEnd(ending: Ending, at: string, counted: Counted): WholeEnd {
+    const { runId, tenantId, result, status } = ending;
+    const conversationId = ending.conversation.id;
+    const channel = this.r.active.get(runId)!.channel;
+    const { cost, tokenUsage, duration } = counted;
     const structuredOutput = result.structuredOutput ?? null;
     const finishReason = runFinishReason(result);
     const error = status === 'cancelled' ? { code: 'cancelled', message: 'the run was cancelled' } : (ending.failure ?? null);
-    const duration = Date.parse(at) - ending.startedAtMs;
     // The reply joins the conversation (a cancelled run's partial reply too). A failed run's joins only
     // when its answer broke off part-way, marked so that the next turn's model knows it was cut.
     const content = status === 'failed' ? cutOffReply(result.output, error) : result.output;
@@ -138,23 +260,11 @@ export class RunFinish {
             data: { conversationId, runId, cost, tokenUsage, finishReason, ...(structuredOutput ? { structuredOutput } : {}) },
           }
         : { event: 'error', data: { ...error! } };
-    const finished: RunFinished = {
-      runId,
-      tenantId,
-      taskId: activeRun.taskId,
-      status,
-      ended: { output: result.output, error },
-      finishedInTransaction: Boolean(activeRun.onFinish),
-      awaitedApproval: ending.awaitedApproval,
-    };
-    // The run's last events: whatever the hub has not written yet, and the terminal one. Taken once,
-    // when the write first runs (group commit may run it a second time, alone).
     let taken: RunEvent[] | undefined;
-    const lastEvents = () => (taken ??= [...channel.takePending(), channel.next(terminal.event, terminal.data)]);
     const end: RunEnd = {
       at,
       reply,
-      events: lastEvents,
+      events: () => (taken ??= [...channel.takePending(), channel.next(terminal.event, terminal.data)]),
       patch: {
         status,
         output: result.output,
@@ -174,36 +284,7 @@ export class RunFinish {
         lease_expires_at: null,
       },
     };
-    const start = activeRun.start;
-    // A start still on its way is committed first (start.ts, startAhead); one that failed leaves nothing to end.
-    await start?.written.catch(() => {});
-    const won = start?.failed
-      ? false
-      : await this.writeEnd({ runId, conversation: ending.conversation, end, onFinish: activeRun.onFinish, finished });
-    if (start?.failed) {
-      // The run was never recorded, and its caller was given the error (startAhead).
-      channel.takePending();
-      this.r.active.delete(runId);
-      await this.r.events.close(channel);
-      return null;
-    }
-    const last = lastEvents();
-    if (won) {
-      await channel.written(last);
-    } else {
-      // Written by the ordinary path instead, ending with the news that this end did not count.
-      last[last.length - 1] = {
-        ...last[last.length - 1],
-        event: 'error',
-        data: { code: 'interrupted', message: 'the run was ended elsewhere before it finished here' },
-      };
-      channel.requeue(last);
-    }
-    this.r.active.delete(runId);
-    await this.r.events.close(channel);
-    if (!won) return null;
-    await this.r.finished.notify(finished);
-    return {
+    const outcome: RunOutcome = {
       runId,
       conversationId,
       status,
@@ -217,6 +298,60 @@ export class RunFinish {
       duration,
       reply,
     };
+    return { end, outcome };
+  }
+
+  /**
+   * The end of a run whose whole end could not be recorded: failed with `result_unrecorded`, its text,
+   * cost and warnings kept, no reply (the conversation is released), no tool calls or steps, and one
+   * event, the error (the events not yet written are dropped: they may be what could not be stored).
+   */
+  private unrecordedEnd(ending: Ending, at: string, counted: Counted): WholeEnd {
+    const { runId, result } = ending;
+    const channel = this.r.active.get(runId)!.channel;
+    const { cost, tokenUsage, duration } = counted;
+    let taken: RunEvent[] | undefined;
+    const end: RunEnd = {
+      at,
+      reply: null,
+      events: () => {
+        if (!taken) {
+          channel.takePending();
+          taken = [channel.next('error', { ...RESULT_UNRECORDED })];
+        }
+        return taken;
+      },
+      patch: {
+        status: 'failed',
+        output: result.output,
+        error: JSON.stringify(RESULT_UNRECORDED),
+        cost,
+        input_tokens: tokenUsage.inputTokens,
+        output_tokens: tokenUsage.outputTokens,
+        duration_ms: duration,
+        tool_calls: '[]',
+        steps: '[]',
+        structured_output: null,
+        warnings: JSON.stringify(ending.warnings),
+        completed_at: at,
+        lease_owner: null,
+        lease_expires_at: null,
+      },
+    };
+    const outcome: RunOutcome = {
+      runId,
+      conversationId: ending.conversation.id,
+      status: 'failed',
+      output: result.output,
+      structuredOutput: null,
+      error: RESULT_UNRECORDED,
+      cost,
+      tokenUsage,
+      toolCalls: [],
+      duration,
+      reply: null,
+    };
+    return { end, outcome };
   }
 
   /**
@@ -230,12 +365,13 @@ export class RunFinish {
     end: RunEnd;
     onFinish: ActiveRun['onFinish'];
     finished: RunFinished;
-  }): Promise<boolean> {
+  }): Promise<EndWritten> {
     const { runId, end } = w;
-    const write = async (trx: Kysely<Database>, later: DeferredInserts) => {
-      const last = end.events();
+    const write = async (trx: Kysely<Database>, later: DeferredInserts): Promise<EndWritten> => {
+      // Serialised first: an event that cannot be fails the write before anything is sent.
+      const rows = eventRows(runId, end.events());
       const r = await store.finishRun(trx, runId, end.patch);
-      if (!Number(r.numUpdatedRows)) return false;
+      if (!Number(r.numUpdatedRows)) return 'lost';
       if (end.reply) {
         conversations.deferMessage(later, end.reply);
         // Counted and released in one statement.
@@ -243,9 +379,9 @@ export class RunFinish {
       } else {
         await conversations.releaseConversation(trx, w.conversation.id, runId);
       }
-      store.deferEvents(later, eventRows(runId, last));
+      store.deferEvents(later, rows);
       await w.onFinish?.(trx, w.finished);
-      return true;
+      return 'written';
     };
     // An end that meets a database outage (PostgreSQL restarting) is written once the database is
     // back, for as long as the run's lease lasts (it stays active here, so its lease is renewed once
@@ -256,9 +392,13 @@ export class RunFinish {
       try {
         return await this.ends.write(write);
       } catch (err) {
-        if (!isDatabaseUnavailable(err) || Date.now() + waitMs > giveUpAt) {
+        if (!isDatabaseUnavailable(err)) {
           this.r.log.error({ err, runId }, 'could not record the end of a run');
-          return false;
+          return 'refused';
+        }
+        if (Date.now() + waitMs > giveUpAt) {
+          this.r.log.error({ err, runId }, 'could not record the end of a run: the database stayed away');
+          return 'unreachable';
         }
         if (waitMs === 250) this.r.log.warn({ runId, cause: (err as Error).message }, 'the end of a run waits for the database');
         await new Promise((resolve) => setTimeout(resolve, waitMs));

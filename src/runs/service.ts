@@ -19,6 +19,7 @@ import {
   type RunHandle,
   type RunOutcome,
   type RunPrincipal,
+  RunFault,
   ShutdownAbort,
   type StartRunInput,
   type SystemPromptContributor,
@@ -74,6 +75,11 @@ export class RunsService {
       options.db,
       (err) => options.log.error({ err }, 'run event write failed'),
       (runId, seq) => notices.add(runId, seq),
+      (runId, err) => {
+        options.log.error({ err, runId }, 'the events of a run could not be recorded: the run fails');
+        const fault = new RunFault('events_unrecorded', 'the run’s events could not be recorded; the error is in the server log');
+        this.r.active.get(runId)?.controller.abort(fault);
+      },
     );
     this.r = {
       ...options,
@@ -206,6 +212,15 @@ export class RunsService {
     const written = await handle.done;
     if (written) return written;
     const run = await this.get(tenantId, handle.runId);
+    // A caller waiting for the result is never answered a run that has not ended: its end could not be
+    // recorded (finish.ts; recovery ends it once its lease expires), or it still runs elsewhere.
+    if (run.status === 'queued' || run.status === 'running') {
+      throw new Unavailable(
+        'run_end_unrecorded',
+        `the run has no recorded end (run ${run.id}): its end could not be recorded, or it still runs elsewhere; it is ended as interrupted at the latest when its lease expires (GET /api/v1/runs/${run.id})`,
+        Math.ceil(this.r.leaseMs / 1000),
+      );
+    }
     const reply = await conversations.findReply(this.r.db.kysely, tenantId, handle.runId);
     return {
       runId: run.id,

@@ -132,6 +132,16 @@ export function isInjected(x: RunHandle | InjectedInstead): x is InjectedInstead
   return (x as InjectedInstead).injected === true;
 }
 
+/** Abort reason when something outside the run's loop fails it (its events could not be recorded): the run fails with `code`. */
+export class RunFault extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** Abort reason when the server shuts down before a run could finish. */
 export class ShutdownAbort extends Error {
   constructor() {
