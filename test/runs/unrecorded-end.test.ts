@@ -99,7 +99,9 @@ describe('a run whose end the database refuses', () => {
 describe('an event that cannot be serialised (the event writer’s second line)', () => {
   it('fails its run with events_unrecorded; other runs and the process go on', async () => {
     const agent = await t.agent(key, { model: 'builtin/echo' });
-    const res = await t.fetch(`/api/v1/agents/${agent.id}/stream`, key, { body: { message: '/delay 100\none two three four five six' } });
+    const res = await t.fetch(`/api/v1/agents/${agent.id}/stream`, key, {
+      body: { message: '/delay 500\none two three four five six seven eight nine ten' },
+    });
     expect(res.status).toBe(200);
     let injected = false;
     const events = await readSse(res, {
