@@ -79,15 +79,24 @@ export function validationFailed(context: string, validation: ErrorObject[]): Pr
   return badRequest(first ? `${first.path} ${first.message}` : 'request is invalid', errors);
 }
 
+/**
+ * The field errors a 400 lists, at most: enough to fix a request by, while a body of 90,000 unknown
+ * fields does not become a problem of 90,000 lines.
+ */
+export const MAX_FIELD_ERRORS = 20;
+
 /** Ajv's instancePath (`/tools/0/url`) plus the missing property, as one readable path. */
 function fieldErrors(context: string, validation: ErrorObject[]): FieldError[] {
   const seen = new Set<string>();
   const out: FieldError[] = [];
   for (const v of collapseUnions(validation)) {
+    // "must match then schema": the errors of the `then` (validation.ts, boundsFirst) say what is wrong.
+    if (v.keyword === 'if') continue;
     const field = fieldError(context, v);
     const id = `${field.path}\u0000${field.message}`;
     if (!seen.has(id)) out.push(field);
     seen.add(id);
+    if (out.length === MAX_FIELD_ERRORS) break;
   }
   return out;
 }
@@ -123,47 +132,74 @@ const mustBeOneOf = (values: unknown[]) =>
  * at one place says which it allows (`must be one of available, paused`); a union of object shapes
  * whose tag (`type`) matched none says which tags there are; otherwise the errors of the member that
  * came closest are kept (the value has its type, and fewest errors).
+ *
+ * Ajv pushes a union's member errors just before the union's own error, so the unions and the errors
+ * inside them form a tree built in one pass; each union is then decided outermost first, over the
+ * errors below it only (the work grows with the errors times the unions' nesting, never their square).
  */
 function collapseUnions(errors: ErrorObject[]): ErrorObject[] {
-  let remaining = errors;
-  const unions = errors.filter(isUnion).sort((a, b) => a.schemaPath.length - b.schemaPath.length);
-  for (const union of unions) {
-    if (!remaining.includes(union)) continue; // inside a member already dropped
-    const prefix = `${union.schemaPath}/`;
-    // The same union schema is met at every item of an array: its errors are those at or below its value.
-    const at = union.instancePath;
-    const inside = remaining.filter(
-      (e) => e.schemaPath.startsWith(prefix) && (e.instancePath === at || e.instancePath.startsWith(`${at}/`)),
-    );
-    const leaves = inside.filter((e) => !isUnion(e));
-    let replacement: ErrorObject[];
-    if (leaves.length && leaves.every((e) => e.instancePath === union.instancePath && ['const', 'enum', 'type'].includes(e.keyword))) {
-      replacement = [{ ...union, keyword: COLLAPSED, message: allowedByUnion(leaves, prefix), params: {} }];
-    } else {
-      const members = new Map<string, ErrorObject[]>();
-      for (const e of inside) {
-        const member = e.schemaPath.slice(prefix.length).split('/')[0];
-        members.set(member, [...(members.get(member) ?? []), e]);
-      }
-      const discriminator = sharedValueError([...members.values()]);
-      if (discriminator) {
-        // No member's tag (`type`) matched: what the tag may be is the one thing to say.
-        const tags = inside.filter((e) => e.instancePath === discriminator && (e.keyword === 'const' || e.keyword === 'enum'));
-        replacement = [{ ...tags[0], keyword: COLLAPSED, message: allowedByUnion(tags, prefix), params: {} }];
-      } else {
-        // A member whose type the value has (its errors lie deeper) beats one that refuses the value's type.
-        const rank = (member: ErrorObject[]) =>
-          (member.some((e) => e.keyword === 'type' && e.instancePath === union.instancePath) ? 1e6 : 0) +
-          member.filter((e) => !isUnion(e)).length;
-        replacement = [...members.values()].sort((a, b) => rank(a) - rank(b))[0] ?? [union];
-      }
+  const roots: UnionTree[] = [];
+  for (const error of errors) {
+    let children: UnionTree[] = [];
+    if (isUnion(error)) {
+      let first = roots.length;
+      while (first > 0 && isWithin(roots[first - 1].error, error)) first--;
+      children = roots.splice(first);
     }
-    const index = remaining.indexOf(union);
-    const kept = remaining.filter((e) => e !== union && !inside.includes(e));
-    const before = remaining.slice(0, index).filter((e) => kept.includes(e)).length;
-    remaining = [...kept.slice(0, before), ...replacement, ...kept.slice(before)];
+    roots.push({ error, children });
   }
-  return remaining;
+  return roots.flatMap(decide);
+}
+
+/** An error and, for a union's, the errors of its members (in Ajv's order). */
+interface UnionTree {
+  error: ErrorObject;
+  children: UnionTree[];
+}
+
+/** The same union schema is met at every item of an array: its errors are those at or below its value. */
+const isWithin = (e: ErrorObject, union: ErrorObject) =>
+  e.schemaPath.startsWith(`${union.schemaPath}/`) &&
+  (e.instancePath === union.instancePath || e.instancePath.startsWith(`${union.instancePath}/`));
+
+const flatten = (trees: UnionTree[]): ErrorObject[] => trees.flatMap((t) => [...flatten(t.children), t.error]);
+
+function decide(tree: UnionTree): ErrorObject[] {
+  const union = tree.error;
+  if (!isUnion(union)) return [union];
+  const prefix = `${union.schemaPath}/`;
+  const inside = flatten(tree.children);
+  const leaves = inside.filter((e) => !isUnion(e));
+  if (leaves.length && leaves.every((e) => e.instancePath === union.instancePath && ['const', 'enum', 'type'].includes(e.keyword))) {
+    return [{ ...union, keyword: COLLAPSED, message: allowedByUnion(leaves, prefix), params: {} }];
+  }
+  const memberOf = (e: ErrorObject) => e.schemaPath.slice(prefix.length).split('/')[0];
+  const members = new Map<string, ErrorObject[]>();
+  for (const e of inside) {
+    const member = memberOf(e);
+    const list = members.get(member);
+    if (list) list.push(e);
+    else members.set(member, [e]);
+  }
+  const discriminator = sharedValueError([...members.values()]);
+  if (discriminator) {
+    // No member's tag (`type`) matched: what the tag may be is the one thing to say.
+    const tags = inside.filter((e) => e.instancePath === discriminator && (e.keyword === 'const' || e.keyword === 'enum'));
+    return [{ ...tags[0], keyword: COLLAPSED, message: allowedByUnion(tags, prefix), params: {} }];
+  }
+  // A member whose type the value has (its errors lie deeper) beats one that refuses the value's type.
+  const rank = (member: ErrorObject[]) =>
+    (member.some((e) => e.keyword === 'type' && e.instancePath === union.instancePath) ? 1e6 : 0) +
+    member.filter((e) => !isUnion(e)).length;
+  let closest: string | undefined;
+  let best = Number.POSITIVE_INFINITY;
+  for (const [member, memberErrors] of members) {
+    const r = rank(memberErrors);
+    if (r < best) [closest, best] = [member, r];
+  }
+  if (closest === undefined) return [union];
+  // Unions inside the member kept are decided in turn.
+  return tree.children.filter((c) => memberOf(c.error) === closest).flatMap(decide);
 }
 
 /** The field below the union at which every member refuses the value (a const or enum tag), if any. */
@@ -186,7 +222,9 @@ function allowedByUnion(leaves: ErrorObject[], prefix: string): string {
   const members = new Map<string, ErrorObject[]>();
   for (const e of leaves) {
     const member = e.schemaPath.startsWith(prefix) ? e.schemaPath.slice(prefix.length).split('/')[0] : e.schemaPath;
-    members.set(member, [...(members.get(member) ?? []), e]);
+    const list = members.get(member);
+    if (list) list.push(e);
+    else members.set(member, [e]);
   }
   const values = new Set<unknown>();
   const types = new Set<string>();

@@ -22,17 +22,47 @@ function makeAjv(coerceTypes: Options['coerceTypes']) {
   return ajv;
 }
 
+/** The keywords that check a collection's members, by the keyword bounding the collection's size. */
+const MEMBERS_OF: Record<string, string[]> = {
+  maxItems: ['items', 'prefixItems', 'additionalItems', 'contains', 'uniqueItems'],
+  maxProperties: ['properties', 'patternProperties', 'additionalProperties', 'propertyNames', 'dependentSchemas'],
+};
+/** Keywords whose values are data, not schemas. */
+const DATA_KEYWORDS = new Set(['default', 'const', 'enum', 'examples', 'example']);
+
+/**
+ * A copy of a schema in which a collection's members are checked only when the collection is within
+ * its bound (`maxItems`, `maxProperties`): asked for every error, Ajv would otherwise check each of
+ * the 90,000 items a 1 MiB body holds against an array allowed 64, and report all their errors. Past
+ * the bound the one error is the bound's; within it, every error is reported as before.
+ */
+function boundsFirst(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(boundsFirst);
+  if (!schema || typeof schema !== 'object') return schema;
+  const out: Record<string, unknown> = {};
+  for (const [keyword, value] of Object.entries(schema)) out[keyword] = DATA_KEYWORDS.has(keyword) ? value : boundsFirst(value);
+  for (const [bound, members] of Object.entries(MEMBERS_OF)) {
+    if (typeof out[bound] !== 'number') continue;
+    const moved = members.filter((k) => k in out);
+    if (!moved.length) continue;
+    const then = Object.fromEntries(moved.map((k) => [k, out[k]]));
+    for (const k of moved) delete out[k];
+    out.allOf = [...(Array.isArray(out.allOf) ? out.allOf : []), { if: { [bound]: out[bound] }, then }];
+  }
+  return out;
+}
+
 export function registerValidation(app: FastifyInstance, sharedSchemas: object[]) {
   const coercing = makeAjv('array');
   const strict = makeAjv(false);
   for (const schema of sharedSchemas) {
     coercing.addSchema(schema);
-    strict.addSchema(schema);
+    strict.addSchema(boundsFirst(schema) as object);
     app.addSchema(schema);
   }
   app.setValidatorCompiler(({ schema, httpPart }) => {
     if (httpPart !== 'body') return coercing.compile(schema);
-    const validate = strict.compile(schema);
+    const validate = strict.compile(boundsFirst(schema) as object);
     if (!(schema as Record<string, unknown>)[OPTIONAL_BODY]) return validate;
     // A body marked optional may be absent altogether; when present it must match.
     const optional = (data: unknown) => {
