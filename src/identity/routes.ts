@@ -422,7 +422,8 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits
         summary: 'OAuth token endpoint: token exchange (RFC 8693; the SVID authenticates) and client_credentials',
         consumes: FORM_OR_JSON,
         body: TokenRequest,
-        description: 'Rate limited per client (TOKEN_RATE_LIMIT_PER_MINUTE): 429 slow_down with Retry-After.',
+        description:
+          'Rate limited (TOKEN_RATE_LIMIT_PER_MINUTE): tokens issued per client, and failed requests per client and address apart, so forged requests do not stop the real client; 429 slow_down with Retry-After.',
         response: {
           200: TokenResponse,
           400: OAuthErrorBody,
@@ -434,20 +435,31 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits
       },
     },
     async (req, reply) => {
-      const rate = limits.checkTokenRequest(tokenClient(req));
-      if (rate) {
+      const admission = limits.admitTokenRequest(tokenClient(req), req.ip);
+      if (admission) {
+        const rate = admission.decision;
         reply
           .header('ratelimit-limit', rate.limit)
           .header('ratelimit-remaining', rate.remaining)
           .header('ratelimit-reset', rate.resetSeconds);
         if (!rate.allowed) {
-          throw new OAuthError('slow_down', `this client may request ${rate.limit} tokens per minute`, 429, {
-            'retry-after': String(rate.retryAfter),
-          });
+          const detail =
+            admission.why === 'failures'
+              ? 'too many failed token requests for this client from this address; retry later'
+              : `this client may request ${rate.limit} tokens per minute`;
+          throw new OAuthError('slow_down', detail, 429, { 'retry-after': String(rate.retryAfter) });
         }
       }
-      invalidRequest(req);
-      return identity.token(req.body as Record<string, string | string[] | undefined>, req.headers.authorization);
+      try {
+        invalidRequest(req);
+        const answer = await identity.token(req.body as Record<string, string | string[] | undefined>, req.headers.authorization);
+        admission?.settle('issued');
+        return answer;
+      } catch (err) {
+        // Refused for what the request holds (4xx) counts as a failure; a server error is not the client's doing.
+        admission?.settle(oauthErrorOf(err as Error).status < 500 ? 'failed' : 'error');
+        throw err;
+      }
     },
   );
 

@@ -91,6 +91,17 @@ function monthStart(now = new Date()): string {
 }
 
 /** What one request's limit check decided; it also feeds the RateLimit-* headers. */
+/**
+ * A token request's admission: its decision (RateLimit-* headers); when refused, `why` (too many
+ * tokens for the client, or failures); `settle` says how it ended: issued, failed (the client or its
+ * credentials refused, a malformed request), or not the caller's doing (a server error).
+ */
+export interface TokenAdmission {
+  decision: RateDecision;
+  why?: 'issued' | 'failures';
+  settle(outcome: 'issued' | 'failed' | 'error'): void;
+}
+
 export interface RateDecision {
   allowed: boolean;
   limit: number;
@@ -108,14 +119,33 @@ export class RateLimiter {
   private readonly windows = new Map<string, { start: number; count: number; previous: number }>();
 
   take(id: string, limit: number, now = Date.now()): RateDecision {
+    return this.decide(id, limit, now, true);
+  }
+
+  /** What `take` would answer, counting nothing. */
+  peek(id: string, limit: number, now = Date.now()): RateDecision {
+    return this.decide(id, limit, now, false);
+  }
+
+  /** Gives back one request `take` counted (one that turned out not to count, e.g. a failed authentication). */
+  giveBack(id: string) {
+    const w = this.windows.get(id);
+    if (w && w.count > 0) w.count--;
+    else if (w && w.previous > 0) w.previous--;
+  }
+
+  private decide(id: string, limit: number, now: number, count: boolean): RateDecision {
     const minute = 60_000;
     const start = now - (now % minute);
     let w = this.windows.get(id);
     if (!w || w.start !== start) {
       const previous = w && w.start === start - minute ? w.count : 0;
       w = { start, count: 0, previous };
-      this.windows.set(id, w);
-      if (this.windows.size > 100_000) this.prune(start);
+      // A look (peek) keeps nothing: only counted requests hold memory.
+      if (count) {
+        this.windows.set(id, w);
+        if (this.windows.size > 100_000) this.prune(start);
+      }
     }
     const weight = 1 - (now - start) / minute;
     const used = w.previous * weight + w.count;
@@ -125,7 +155,7 @@ export class RateLimiter {
       const retryAfter = w.previous > 0 && w.count < limit ? Math.max(1, Math.ceil(((used + 1 - limit) / w.previous) * 60)) : resetSeconds;
       return { allowed: false, limit, remaining: 0, resetSeconds, retryAfter: Math.min(retryAfter, 60) };
     }
-    w.count++;
+    if (count) w.count++;
     return { allowed: true, limit, remaining: Math.max(0, Math.floor(limit - used - 1)), resetSeconds, retryAfter: 0 };
   }
 
@@ -202,11 +232,37 @@ export class LimitsService {
   }
 
   /**
-   * The token endpoint's limit, per client as the request names it (client_id, the Basic user, the
-   * assertion's issuer, the exchanged token's subject), counted before the client is authenticated.
+   * The token endpoint's limits (docs/operations.md, "Limits and budgets"), for a request naming
+   * `client` (client_id, the Basic user, the assertion's issuer, the exchanged token's subject: claimed,
+   * not yet proven) from `source` (the peer's address). Tokens issued count per client; failed requests
+   * count apart, per client and per (client, source), so forged requests never use up the real holder's
+   * count. A source that keeps failing for a client is refused (brute force), and so, while a client's
+   * failures are over the limit (many sources), is any source that failed for it; a source that has not
+   * failed goes on. The request's slot is taken at once (a burst cannot overshoot) and given back if it
+   * fails. Null when there is no limit.
    */
-  checkTokenRequest(client: string): RateDecision | null {
-    return this.tokenRateLimit ? this.limiter.take(`token:${client}`, this.tokenRateLimit) : null;
+  admitTokenRequest(client: string, source: string): TokenAdmission | null {
+    const limit = this.tokenRateLimit;
+    if (!limit) return null;
+    const l = this.limiter;
+    const ids = { issued: `token:${client}`, failed: `token-failed:${client}`, pair: `token-failed:${client}|${source}` };
+    const pair = l.peek(ids.pair, limit);
+    const failing = l.peek(ids.pair, 1);
+    const refusedForFailures = !pair.allowed ? pair : !l.peek(ids.failed, limit).allowed && !failing.allowed ? failing : null;
+    if (refusedForFailures) return { decision: refusedForFailures, why: 'failures', settle: () => {} };
+    const decision = l.take(ids.issued, limit);
+    if (!decision.allowed) return { decision, why: 'issued', settle: () => {} };
+    return {
+      decision,
+      settle: (outcome) => {
+        if (outcome === 'issued') return;
+        l.giveBack(ids.issued);
+        if (outcome === 'failed') {
+          l.take(ids.failed, Number.POSITIVE_INFINITY);
+          l.take(ids.pair, Number.POSITIVE_INFINITY);
+        }
+      },
+    };
   }
 
   private take(principal: Principal, limit: number): RateDecision | null {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RateLimiter } from '../../src/tenancy/limits.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { readSse } from '../helpers/sse.js';
-import { expectOAuthError, tokenRequest } from '../identity/helpers.js';
+import { ASSERTION_TYPE, FORM, expectOAuthError, form, tokenRequest } from '../identity/helpers.js';
 
 let t: TestApp;
 
@@ -136,6 +136,73 @@ describe('request limits through access tokens', () => {
     // Another client is not affected, nor are the key's API calls.
     expect((await tokenRequest(t, { grant_type: 'client_credentials' }, basic(other.id, other.key))).status).toBe(200);
     expect((await t.request('GET', '/api/v1/agents', { key: k.key })).status).toBe(200);
+  });
+});
+
+describe('token endpoint lockout', () => {
+  const limit = 5;
+  /** A token request from `address` (the peer's address the server sees). */
+  async function tokenFrom(address: string, params: Record<string, string>, headers: Record<string, string> = {}) {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/identity/oauth/token',
+      remoteAddress: address,
+      headers: { ...FORM, ...headers },
+      payload: form(params),
+    });
+    return { status: res.statusCode, headers: res.headers, body: res.json(), text: res.body };
+  }
+  const b64 = (v: object) => Buffer.from(JSON.stringify(v)).toString('base64url');
+
+  it('forged requests naming an agent do not stop the agent; the forging address is throttled', async () => {
+    const { key, id: tenantId } = await t.tenant();
+    const agent = await t.agent(key);
+    // The client id an agent's assertions name (public: its client metadata document's URL).
+    const clientId = `${t.config.publicBaseUrl}/api/v1/identity/agents/${agent.id}/client-metadata.json`;
+    const now = Math.floor(Date.now() / 1000);
+    const claims = { iss: clientId, sub: clientId, aud: 'x', iat: now, exp: now + 60, jti: 'j' };
+    const forged = `${b64({ alg: 'ES256', typ: 'JWT' })}.${b64(claims)}.${'A'.repeat(86)}`;
+    const assertion = (value: string) => ({
+      grant_type: 'client_credentials',
+      client_assertion_type: ASSERTION_TYPE,
+      client_assertion: value,
+    });
+
+    const flood = [];
+    for (let i = 0; i < limit * 3; i++) flood.push((await tokenFrom('203.0.113.7', assertion(forged))).status);
+    expect(flood.slice(0, limit).every((s) => s === 401)).toBe(true);
+    expect(flood.slice(limit)).toEqual(Array(limit * 2).fill(429));
+
+    // The agent, signing with its own key, still gets its tokens: its whole count is its own.
+    for (let i = 0; i < limit; i++) {
+      const real = await tokenFrom('127.0.0.1', assertion(await t.services.identity.signClientAssertion(tenantId, agent.id)));
+      expect(real.status, real.text).toBe(200);
+    }
+    // Past its own count it is limited as before.
+    const over = await tokenFrom('127.0.0.1', assertion(await t.services.identity.signClientAssertion(tenantId, agent.id)));
+    expectOAuthError(over, 429, 'slow_down');
+    // The forging address stays throttled.
+    expectOAuthError(await tokenFrom('203.0.113.7', assertion(forged)), 429, 'slow_down');
+  });
+
+  it('failures naming an API key from many addresses lock out each failing address, never the key’s holder', async () => {
+    const { key } = await t.tenant();
+    const made = await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'cc', permissions: ['agents:read'] } });
+    const keyId = made.body.apiKey.id as string;
+    const basic = (secret: string) => ({ authorization: `Basic ${Buffer.from(`${keyId}:${secret}`).toString('base64')}` });
+    const wrong = `${made.body.key.slice(0, -4)}${made.body.key.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
+    const grant = { grant_type: 'client_credentials' };
+
+    // Spread over addresses, the failures pass the key's failure limit...
+    for (let i = 0; i < limit + 2; i++)
+      expectOAuthError(await tokenFrom(`198.51.100.${i + 1}`, grant, basic(wrong)), 401, 'invalid_client');
+    // ...after which an address that failed for this key is refused at once, and a fresh one gets one failure.
+    expectOAuthError(await tokenFrom('198.51.100.1', grant, basic(wrong)), 429, 'slow_down');
+    expectOAuthError(await tokenFrom('198.51.100.200', grant, basic(wrong)), 401, 'invalid_client');
+    expectOAuthError(await tokenFrom('198.51.100.200', grant, basic(wrong)), 429, 'slow_down');
+    // The holder, who has not failed, is not affected, on any address.
+    expect((await tokenFrom('127.0.0.1', grant, basic(made.body.key))).status).toBe(200);
+    expect((await tokenFrom('192.0.2.10', grant, basic(made.body.key))).status).toBe(200);
   });
 });
 

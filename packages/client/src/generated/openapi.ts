@@ -1437,7 +1437,7 @@ export interface paths {
         put?: never;
         /**
          * OAuth token endpoint: token exchange (RFC 8693; the SVID authenticates) and client_credentials
-         * @description Rate limited per client (TOKEN_RATE_LIMIT_PER_MINUTE): 429 slow_down with Retry-After.
+         * @description Rate limited (TOKEN_RATE_LIMIT_PER_MINUTE): tokens issued per client, and failed requests per client and address apart, so forged requests do not stop the real client; 429 slow_down with Retry-After.
          */
         post: operations["requestToken"];
         delete?: never;
