@@ -1,5 +1,8 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { Agentry, type RunEvent } from '@agentry/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiPath } from '../../packages/console/src/lib/api-path.js';
 import { cronPreview } from '../../packages/console/src/lib/cron-preview.js';
 import { taskActionRefused } from '../../packages/console/src/lib/task-actions.js';
 import { applyEvent, followTurn, type KeyValueStore, newTurn, pendingTurns } from '../../packages/console/src/lib/turn.js';
@@ -7,6 +10,36 @@ import { nextFire } from '../../src/scheduler/cron.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 
 /* The console's browser logic, in plain modules: the cron preview and the chat's stream resume. */
+
+describe('API paths from route parameters', () => {
+  it('keep each value one path segment: encoded, never a dot segment', () => {
+    expect(apiPath`/api/v1/tasks/${'t-1'}/runs`).toBe('/api/v1/tasks/t-1/runs');
+    // A crafted link's parameter cannot reach another path, the query or a fragment.
+    expect(apiPath`/api/v1/tasks/${'../api-keys'}/runs`).toBe('/api/v1/tasks/..%2Fapi-keys/runs');
+    expect(apiPath`/api/v1/tasks/${'x?limit=1#y'}/runs`).toBe('/api/v1/tasks/x%3Flimit%3D1%23y/runs');
+    expect(new URL(apiPath`/api/v1/tasks/${'../../api-keys'}/runs`, 'http://h').pathname).toBe('/api/v1/tasks/..%2F..%2Fapi-keys/runs');
+    for (const dots of ['.', '..', '']) expect(() => apiPath`/api/v1/tasks/${dots}/runs`).toThrow(/cannot be an id/);
+  });
+
+  it('are built by apiPath wherever the console puts a value in an API path', () => {
+    const root = path.join(import.meta.dirname, '../../packages/console/src');
+    const sources = fs.readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => /\.tsx?$/.test(f));
+    expect(sources.length).toBeGreaterThan(10);
+    const raw: string[] = [];
+    for (const file of sources) {
+      const text = fs.readFileSync(path.join(root, file), 'utf8');
+      // A template literal that starts an API path and interpolates, not tagged with apiPath.
+      for (const m of text.matchAll(/(\w*)`\/(?:api|v1|a2a)\/[^`]*\$\{/g)) if (m[1] !== 'apiPath') raw.push(`${file}: ${m[0]}`);
+    }
+    expect(raw).toEqual([]);
+  });
+
+  it('the SDK refuses a dot segment for an id', async () => {
+    const sdk = new Agentry({ baseUrl: 'http://127.0.0.1:9', apiKey: 'agk_x' });
+    await expect(async () => sdk.agents.get('..')).rejects.toThrow(/cannot be an id/);
+    await expect(async () => sdk.runs.cancel('.')).rejects.toThrow(/cannot be an id/);
+  });
+});
 
 describe("a task's actions, as the server rules them (src/tasks)", () => {
   const at = '2030-01-01T09:00:00.000Z';

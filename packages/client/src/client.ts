@@ -33,6 +33,7 @@ import type {
   TaskSummary,
   TbacPolicy,
 } from './types.js';
+import { seg } from './path.js';
 
 type CallOptions = Pick<RequestOptions, 'signal' | 'headers'>;
 /** A call that starts work: sent with an Idempotency-Key, its own or a new one (StartOptions). */
@@ -41,7 +42,6 @@ type StartCallOptions = CallOptions & StartOptions;
 type Filters<Q> = Omit<Q, 'page'>;
 type TokenRequest = Extract<BodyOf<paths['/api/v1/identity/oauth/token']['post']>, { grant_type: string }>;
 
-const seg = encodeURIComponent;
 type Api = Client<paths>;
 
 /** An openapi-fetch answer's body; the middleware has already thrown for any failure. */

@@ -1,5 +1,6 @@
 import { AgentryError, abortedError } from './errors.js';
 import type { Http } from './http.js';
+import { seg } from './path.js';
 import { parseSse } from './sse.js';
 import type { RunDetails } from './types.js';
 
@@ -124,7 +125,7 @@ export class RunStream implements AsyncIterable<RunEvent> {
   /** Cancels the run on the server; its stream then ends with its last events. */
   async cancel(): Promise<RunDetails> {
     const runId = await this.runId();
-    return this.http.json<RunDetails>('POST', `/api/v1/runs/${encodeURIComponent(runId)}/cancel`);
+    return this.http.json<RunDetails>('POST', `/api/v1/runs/${seg(runId)}/cancel`);
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<RunEvent> {
@@ -170,7 +171,7 @@ export class RunStream implements AsyncIterable<RunEvent> {
       });
       const runId = await this.runId();
       try {
-        response = await this.http.send('GET', `/api/v1/runs/${encodeURIComponent(runId)}/events`, {
+        response = await this.http.send('GET', `/api/v1/runs/${seg(runId)}/events`, {
           headers: { accept: 'text/event-stream', 'last-event-id': String(lastSeq) },
           signal,
         });

@@ -50,6 +50,7 @@ import {
   skillChanges,
 } from '../lib/agent-form';
 import { AnchorLink, ButtonLink } from '../links';
+import { apiPath } from '../lib/api-path.js';
 
 const PAGE_SIZE = 20;
 
@@ -81,7 +82,7 @@ export function AgentsPage() {
       if (action === 'pause') return client.agents.pause(agent.id);
       if (action === 'resume') return client.agents.resume(agent.id);
       if (action === 'delete') return client.agents.delete(agent.id);
-      return client.http.json('POST', `/api/v1/agents/${agent.id}/duplicate`, { body: { name: `${agent.name} (copy)` } });
+      return client.http.json('POST', apiPath`/api/v1/agents/${agent.id}/duplicate`, { body: { name: `${agent.name} (copy)` } });
     },
     onSettled: () => queryClient.invalidateQueries({ queryKey: ['agents'] }),
   });
@@ -666,7 +667,7 @@ export function AgentEditPage() {
     queryKey: ['agent', agentId, 'skills'],
     enabled: !isNew && !skillsReadDenied,
     retry: false,
-    queryFn: () => client.http.json<{ skills: AssignedSkill[] }>('GET', `/api/skills/agent/${agentId}`),
+    queryFn: () => client.http.json<{ skills: AssignedSkill[] }>('GET', apiPath`/api/skills/agent/${agentId}`),
   });
   // The form cannot know the agent's skills then: its skill controls stay off, and a save leaves them as they are.
   const skillsLoadFailed =
@@ -688,7 +689,10 @@ export function AgentEditPage() {
     enabled: !isNew,
     retry: false,
     queryFn: () =>
-      client.http.json<{ monthlyBudgetUsd: number | null; spentUsd: number; month: string }>('GET', `/api/v1/agents/${agentId}/budget`),
+      client.http.json<{ monthlyBudgetUsd: number | null; spentUsd: number; month: string }>(
+        'GET',
+        apiPath`/api/v1/agents/${agentId}/budget`,
+      ),
   });
   const [values, setValues] = useState<AgentFormValues | null>(isNew ? formOf() : null);
   // Skills can be read (or may not be): the form waits for the agent and its assignments.
@@ -721,7 +725,7 @@ export function AgentEditPage() {
         const current =
           isNew && !targetId
             ? []
-            : ((await client.http.json<{ skills: AssignedSkill[] }>('GET', `/api/skills/agent/${saved.id}`)).skills ?? []);
+            : ((await client.http.json<{ skills: AssignedSkill[] }>('GET', apiPath`/api/skills/agent/${saved.id}`)).skills ?? []);
         const changes = changesFor(current);
         const failed = noErrors();
         const attempt = async (row: number | null, call: () => Promise<unknown>) => {
@@ -736,14 +740,14 @@ export function AgentEditPage() {
           }
         };
         for (const skillId of changes.unassign) {
-          await attempt(null, () => client.http.json('DELETE', `/api/skills/${skillId}/unassign/${saved.id}`));
+          await attempt(null, () => client.http.json('DELETE', apiPath`/api/skills/${skillId}/unassign/${saved.id}`));
         }
         for (const a of changes.assign) {
           await attempt(a.row, () => client.skills.assign(a.skillId, { agentId: saved.id, priority: a.priority }));
         }
         for (const u of changes.update) {
           await attempt(u.row, () =>
-            client.http.json('PATCH', `/api/skills/${u.skillId}/assignments/${saved.id}`, { body: { priority: u.priority } }),
+            client.http.json('PATCH', apiPath`/api/skills/${u.skillId}/assignments/${saved.id}`, { body: { priority: u.priority } }),
           );
         }
         await queryClient.invalidateQueries({ queryKey: ['agent', saved.id, 'skills'] });
@@ -762,7 +766,7 @@ export function AgentEditPage() {
   });
   const saveBudget = useMutation({
     mutationFn: () =>
-      client.http.json('PUT', `/api/v1/agents/${agentId}/budget`, {
+      client.http.json('PUT', apiPath`/api/v1/agents/${agentId}/budget`, {
         body: { monthlyBudgetUsd: budgetUsd === '' ? null : Number(budgetUsd) },
       }),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['agent', agentId, 'budget'] }),

@@ -3,6 +3,7 @@ import { Alert, Badge, Button, Card, Code, Group, JsonInput, Modal, Stack, Text,
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { type Session, messageOf, useClient, useDenied, useSession } from '../api';
+import { apiPath } from '../lib/api-path.js';
 
 /** One thing waiting for a person: a task awaiting approval, or a tool call (when the server has the inbox). */
 export interface Approval {
@@ -92,9 +93,9 @@ export function ApprovalsPage() {
     }) => {
       if (inbox.data?.unified) {
         const body = decision === 'reject' ? { reason } : args === undefined ? {} : { arguments: args };
-        return client.http.json('POST', `/api/v1/approvals/${item.id}/${decision}`, { body });
+        return client.http.json('POST', apiPath`/api/v1/approvals/${item.id}/${decision}`, { body });
       }
-      return client.http.json('POST', `/api/v1/tasks/${item.id}/${decision}`);
+      return client.http.json('POST', apiPath`/api/v1/tasks/${item.id}/${decision}`);
     },
     onSettled: () => queryClient.invalidateQueries({ queryKey: ['approvals'] }),
   });

@@ -30,6 +30,7 @@ import {
   emptyConditionsDraft,
   whyNotHolding,
 } from '../lib/conditions';
+import { apiPath } from '../lib/api-path.js';
 
 /** A JWT's payload, decoded for reading (not verified: the server verified it when it issued it). */
 function decodeJwtPayload(jwt: string): Record<string, unknown> | null {
@@ -69,9 +70,9 @@ interface Decision {
  * scope tools:<tool>, then ExtAuthZ (authorize) asked about that token, tool and callee.
  */
 async function testDecision(client: Session['client'], callerId: string, calleeId: string, tool: string): Promise<Decision> {
-  const metadata = await client.http.json<ClientMetadata>('GET', `/api/v1/identity/agents/${callerId}/client-metadata.json`);
+  const metadata = await client.http.json<ClientMetadata>('GET', apiPath`/api/v1/identity/agents/${callerId}/client-metadata.json`);
   const issuer = String(decodeJwtPayload(metadata.badge)?.iss ?? '');
-  const { svid } = await client.http.json<{ svid: string }>('POST', `/api/v1/identity/agents/${callerId}/svid`, {
+  const { svid } = await client.http.json<{ svid: string }>('POST', apiPath`/api/v1/identity/agents/${callerId}/svid`, {
     body: { audience: issuer, ttlSeconds: 60 },
   });
   const form = new URLSearchParams({
@@ -168,7 +169,7 @@ function AgentIdentity({ agentId }: { agentId: string }) {
   const denied = useDenied()('agents:write');
   const metadata = useQuery({
     queryKey: ['identity', agentId, 'metadata'],
-    queryFn: () => client.http.json<ClientMetadata>('GET', `/api/v1/identity/agents/${agentId}/client-metadata.json`),
+    queryFn: () => client.http.json<ClientMetadata>('GET', apiPath`/api/v1/identity/agents/${agentId}/client-metadata.json`),
   });
   // An agent's first key is made when its metadata is first read: listing its keys before would show none.
   const keys = useQuery({
@@ -180,7 +181,7 @@ function AgentIdentity({ agentId }: { agentId: string }) {
     mutationFn: (action: { rotate: true } | { revoke: string }) =>
       'rotate' in action
         ? client.identity.rotateKey(agentId)
-        : client.http.json('DELETE', `/api/v1/identity/agents/${agentId}/keys/${encodeURIComponent(action.revoke)}`),
+        : client.http.json('DELETE', apiPath`/api/v1/identity/agents/${agentId}/keys/${action.revoke}`),
     onSettled: () => keys.refetch(),
   });
   const badge = metadata.data ? decodeJwtPayload(metadata.data.badge) : null;

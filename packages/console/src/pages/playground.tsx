@@ -26,6 +26,7 @@ import { useNavigate, useSearch } from '@tanstack/react-router';
 import { type DragEvent, useCallback, useEffect, useRef, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../api';
 import { type ApprovalView, followTurn, newTurn, pendingTurns, type ToolCallView, type TurnState } from '../lib/turn';
+import { apiPath } from '../lib/api-path.js';
 
 function ToolCalls({ calls }: { calls: ToolCallView[] }) {
   if (!calls.length) return null;
@@ -291,7 +292,7 @@ export function PlaygroundPage() {
     if (streaming && conversationId) {
       // Said while the agent answers: joins the run (inject), as the next thing the model reads.
       try {
-        await client.http.json('POST', `/api/v1/conversations/${conversationId}/inject`, { body: { content: text } });
+        await client.http.json('POST', apiPath`/api/v1/conversations/${conversationId}/inject`, { body: { content: text } });
         queryClient.invalidateQueries({ queryKey: ['messages', conversationId] });
       } catch (err) {
         setError(messageOf(err));
@@ -520,7 +521,7 @@ function WaitingApproval({ approval }: { approval: ApprovalView }) {
   }, [queryClient]);
   const decide = async (decision: 'approve' | 'reject') => {
     try {
-      await client.http.json('POST', `/api/v1/approvals/${approval.approvalId}/${decision}`, {
+      await client.http.json('POST', apiPath`/api/v1/approvals/${approval.approvalId}/${decision}`, {
         body: decision === 'reject' ? { reason: reason.trim() } : {},
       });
       setDecided(decision === 'approve' ? 'approved' : 'rejected');

@@ -22,6 +22,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type DragEvent, useRef, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../api';
 import { apiBaseUrl, loadCredential } from '../lib/session';
+import { apiPath } from '../lib/api-path.js';
 
 /**
  * A dropped or chosen file as POST /api/skills/import takes it: a SKILL.md as text/markdown, an
@@ -57,7 +58,7 @@ function Skill({ skill }: { skill: SkillSummary }) {
     queryFn: () =>
       client.http.json<{ agents: { agentId: string; agentName: string; priority: number; enabled: boolean }[] }>(
         'GET',
-        `/api/skills/${skill.id}/agents`,
+        apiPath`/api/skills/${skill.id}/agents`,
       ),
   });
   const [agentId, setAgentId] = useState<string | null>(null);
@@ -67,7 +68,7 @@ function Skill({ skill }: { skill: SkillSummary }) {
     onSettled: () => assigned.refetch(),
   });
   const unassign = useMutation({
-    mutationFn: (id: string) => client.http.json('DELETE', `/api/skills/${skill.id}/unassign/${id}`),
+    mutationFn: (id: string) => client.http.json('DELETE', apiPath`/api/skills/${skill.id}/unassign/${id}`),
     onSettled: () => assigned.refetch(),
   });
   return (
@@ -160,7 +161,7 @@ export function SkillsPage() {
     },
   });
   const acquire = useMutation({
-    mutationFn: (id: string) => client.http.json('POST', `/api/skills/store/${id}/acquire`),
+    mutationFn: (id: string) => client.http.json('POST', apiPath`/api/skills/store/${id}/acquire`),
     onSettled: () => queryClient.invalidateQueries({ queryKey: ['skills'] }),
   });
   const onDrop = (e: DragEvent) => {

@@ -29,6 +29,7 @@ import { cronPreview } from '../lib/cron-preview';
 import { taskActionRefused } from '../lib/task-actions';
 import { AnchorLink } from '../links';
 import { StatusBadge, usd } from './runs';
+import { apiPath } from '../lib/api-path.js';
 
 type TaskType = 'one_time' | 'scheduled' | 'triggered';
 const browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
@@ -289,17 +290,17 @@ export function TaskPage() {
   const runs = useQuery({
     queryKey: ['task', taskId, 'runs'],
     refetchInterval: 5000,
-    queryFn: () => client.http.json<{ runs: RunSummary[] }>('GET', `/api/v1/tasks/${taskId}/runs`, { query: { limit: 50 } }),
+    queryFn: () => client.http.json<{ runs: RunSummary[] }>('GET', apiPath`/api/v1/tasks/${taskId}/runs`, { query: { limit: 50 } }),
   });
   const fires = useQuery({
     queryKey: ['task', taskId, 'fires'],
     refetchInterval: 5000,
-    queryFn: () => client.http.json<{ fires: Fire[] }>('GET', `/api/v1/tasks/${taskId}/fires`, { query: { limit: 50 } }),
+    queryFn: () => client.http.json<{ fires: Fire[] }>('GET', apiPath`/api/v1/tasks/${taskId}/fires`, { query: { limit: 50 } }),
   });
   const act = useMutation({
     mutationFn: async (action: 'run' | 'cancel' | 'retry' | 'delete') => {
       if (action === 'delete') return client.tasks.delete(taskId);
-      return client.http.json('POST', `/api/v1/tasks/${taskId}/${action}`);
+      return client.http.json('POST', apiPath`/api/v1/tasks/${taskId}/${action}`);
     },
     onSuccess: (_data, action) => {
       if (action === 'delete') navigate({ to: '/tasks' });
