@@ -63,6 +63,11 @@ export interface Config {
   trustDomain: string;
   /** Key that encrypts private keys at rest; `undefined`: generated into `DATA_DIR/master.key`. */
   masterKey: Secret | undefined;
+  /**
+   * MASTER_KEY_RESET: start although the master key does not open the secrets the database holds (or is
+   * missing), re-keying on purpose (identity/master-key-check.ts); default false: refuse to start.
+   */
+  masterKeyReset: boolean;
   tasks: TaskSettings;
   /** Between passes of the retention sweep (RETENTION_SWEEP_SECONDS, default 600; 0: this process does not sweep). */
   retentionSweepMs: number;
@@ -300,6 +305,7 @@ export function loadConfig(env: Env = process.env): Config {
     issuer,
     trustDomain,
     masterKey,
+    masterKeyReset: boolean(env, 'MASTER_KEY_RESET', false),
     tasks,
     retentionSweepMs: integer(env, 'RETENTION_SWEEP_SECONDS', 600, 0, 86_400) * 1000,
     tracing,

@@ -4,6 +4,9 @@ import { buildApp, createLogger, createServices, shutdown } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { migrate, openDatabase } from './db/database.js';
 import { loadMasterKey } from './identity/master-key.js';
+import { checkMasterKey, MasterKeyMismatch } from './identity/master-key-check.js';
+import { sealedSamples as skillSecrets } from './skills/export.js';
+import { sealedSamples as taskSecrets } from './tasks/export.js';
 import { dbStatementLog } from './tracing/db.js';
 import { Tracing } from './tracing/tracing.js';
 
@@ -27,6 +30,19 @@ async function main() {
     await migrate(db, { masterKey: () => loadMasterKey(config) });
   } catch (err) {
     process.stderr.write(`agentry: cannot prepare the database at ${db.location}: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  // Before anything makes or uses the key: a database restored without its master key must not start.
+  try {
+    const { reset } = await checkMasterKey(db, config, [...(await taskSecrets(db)), ...(await skillSecrets(db))]);
+    if (reset.length) {
+      process.stderr.write(
+        `agentry: MASTER_KEY_RESET: starting with a master key that does not open ${reset.join(', ')}; platform keys it cannot open were revoked\n`,
+      );
+    }
+  } catch (err) {
+    if (!(err instanceof MasterKeyMismatch)) throw err;
+    process.stderr.write(`agentry: cannot start: ${err.message}\n`);
     process.exit(1);
   }
   const services = createServices(config, db, createLogger(config), tracing);

@@ -66,6 +66,36 @@ export function unretirePlatformKeys(db: Executor, retiresAt: string, now: strin
 
 // ---- agent keys ----
 
+/** The newest sealed private key of each keyring, if any: what the master key check tries to open at start. */
+export async function newestSealedKeys(
+  db: Executor,
+): Promise<{ platform?: { kid: string; sealed: string }; agent?: { kid: string; sealed: string } }> {
+  const platform = await db
+    .selectFrom('identity_platform_keys')
+    .select(['kid', 'private_jwk as sealed'])
+    .where('revoked_at', 'is', null)
+    .orderBy('generation', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  const agent = await db
+    .selectFrom('identity_agent_keys')
+    .select(['kid', 'private_jwk as sealed'])
+    .orderBy('created_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return { platform, agent };
+}
+
+/** Platform keys marked revoked as of `at` (MASTER_KEY_RESET: the keys no longer open). */
+export function revokePlatformKeys(db: Executor, kids: string[], at: string) {
+  return db
+    .updateTable('identity_platform_keys')
+    .set({ revoked_at: at })
+    .where('kid', 'in', kids)
+    .where('revoked_at', 'is', null)
+    .execute();
+}
+
 export function listAgentKeys(db: Executor, tenantId: string, agentId: string): Promise<AgentKeyRow[]> {
   return db
     .selectFrom('identity_agent_keys')

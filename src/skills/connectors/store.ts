@@ -78,3 +78,13 @@ export function requestsOfAgent(db: Executor, tenantId: string, agentId: string)
     .orderBy('id')
     .execute();
 }
+
+/** The newest sealed connector configuration, if any: what the master key check tries to open at start. */
+export function newestConnection(db: Executor) {
+  return db
+    .selectFrom('connector_connections')
+    .select(['tenant_id', 'connector_id', 'configuration'])
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}

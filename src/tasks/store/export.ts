@@ -9,3 +9,14 @@ export function exportSources(db: Executor, tenantId: string) {
     { table: 'task_fires', keys: ['id'] },
   ]);
 }
+
+/** The newest sealed webhook secret, if any: what the master key check tries to open at start. */
+export function newestWebhookSecret(db: Executor): Promise<{ id: string; webhook_secret: string | null } | undefined> {
+  return db
+    .selectFrom('tasks')
+    .select(['id', 'webhook_secret'])
+    .where('webhook_secret', 'is not', null)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
