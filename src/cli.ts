@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 import fs from 'node:fs';
+import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { migrate, openDatabase, type Db } from './db/database.js';
 import { DomainError } from './errors.js';
 import { ProblemError } from './http/errors.js';
 import { formatReport, runDoctor } from './doctor/checks.js';
-import { exportTenant } from './export/tenant.js';
-import { convertToIncrementalVacuum } from './db/vacuum.js';
+import { exportTenant, ImportError, importTenant } from './export/tenant.js';
+import { backupSqlite, convertToIncrementalVacuum } from './db/vacuum.js';
 import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S } from './identity/key-material.js';
 import { AgentsService } from './agents/service.js';
 import { loadMasterKey } from './identity/master-key.js';
@@ -32,6 +33,10 @@ const USAGE = `agentry: operate an Agentry installation (uses DATA_DIR / DATABAS
                                                 exits 1 when one failed (docs/operations.md, "Doctor")
   agentry export --tenant <id> [--out <file>]   every row of the tenant as JSON lines (stdout, or a new 0600 file);
                                                 run it before retention or a deletion removes anything
+  agentry import --file <file> [--json]         put back what export wrote (one tenant) into this database, in one
+                                                transaction; prints a new API key (all permissions): imported keys
+                                                come back revoked. Copy master.key (or MASTER_KEY) for sealed secrets
+  agentry backup --out <file>                   SQLite: a consistent copy of the database while the server runs
   agentry vacuum                                SQLite: convert an older database to incremental auto-vacuum, so
                                                 retention hands space back (rewrites the file: stop the server first)
   agentry help
@@ -70,6 +75,7 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
       all: { type: 'boolean', default: false },
       'activate-in': { type: 'string' },
       out: { type: 'string' },
+      file: { type: 'string' },
     },
   });
   const [group, action, arg] = positionals;
@@ -184,6 +190,27 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
     process.stderr.write(`exported ${total} rows of tenant ${tenantId}${values.out ? ` to ${values.out}` : ''}\n`);
     return;
   }
+  if (group === 'import') {
+    if (!values.file) throw new UsageError('import needs --file <file> (the output of agentry export)');
+    const lines = readline.createInterface({ input: fs.createReadStream(values.file), crlfDelay: Number.POSITIVE_INFINITY });
+    const { tenantId, counts } = await importTenant(db, lines);
+    const { view, secret } = await tenancy.createKey(tenantId, { name: 'after import', permissions: [...PERMISSIONS] }, CLI_ACTOR);
+    const total = Object.values(counts).reduce((a, b) => a + b, 0);
+    print(
+      json,
+      { tenantId, counts, apiKey: view, key: secret },
+      `imported ${total} rows of tenant ${tenantId}\napi key (shown once): ${secret}`,
+    );
+    return;
+  }
+  if (group === 'backup') {
+    if (db.dialect !== 'sqlite') throw new UsageError('backup is for SQLite; back up PostgreSQL with pg_dump (docs/operations.md)');
+    if (!values.out) throw new UsageError('backup needs --out <file> (a new file)');
+    if (fs.existsSync(values.out)) throw new UsageError(`${values.out} exists; backup never overwrites a file`);
+    const pages = await backupSqlite(db.location, values.out);
+    print(json, { out: values.out, pages }, `backed up ${db.location} to ${values.out} (${pages} pages)`);
+    return;
+  }
   if (group === 'vacuum') {
     if (db.dialect !== 'sqlite') throw new UsageError('vacuum is for SQLite; PostgreSQL hands space back with its own VACUUM');
     const { before, after } = convertToIncrementalVacuum(db.location);
@@ -224,6 +251,7 @@ async function main() {
       err instanceof ConfigError ||
       err instanceof DomainError ||
       err instanceof ProblemError ||
+      err instanceof ImportError ||
       (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
     ) {
       process.stderr.write(`agentry: ${(err as Error).message}\n`);

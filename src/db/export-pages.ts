@@ -50,3 +50,20 @@ export function exportPages(db: Kysely<Database>, tenantId: string, tables: read
     },
   }));
 }
+
+/** Rows per INSERT when importing: well under SQLite's limit of bound values for the widest table. */
+const IMPORT_CHUNK = 50;
+
+/**
+ * `agentry import` (export/tenant.ts): rows as `exportPages` read them, inserted into `table` as they
+ * are. The caller names only tables an export writes and runs this inside its transaction.
+ */
+export async function importRows(db: Kysely<Database>, table: string, rows: Record<string, unknown>[]): Promise<void> {
+  // biome-ignore lint/suspicious/noExplicitAny: the table is one an export names (checked by the caller), which Kysely cannot follow
+  const k = db as Kysely<any>;
+  for (let i = 0; i < rows.length; i += IMPORT_CHUNK)
+    await k
+      .insertInto(table)
+      .values(rows.slice(i, i + IMPORT_CHUNK))
+      .execute();
+}

@@ -1,4 +1,5 @@
 import SQLite from 'better-sqlite3';
+import { createPrivateFile } from '../private-files.js';
 
 /**
  * SQLite hands deleted rows' pages back to the file system only by vacuuming. A database made since
@@ -75,6 +76,22 @@ export function convertToIncrementalVacuum(file: string): { before: number; afte
     sqlite.pragma('auto_vacuum = INCREMENTAL');
     sqlite.exec('VACUUM');
     return { before, after: sqlite.pragma('auto_vacuum', { simple: true }) as number };
+  } finally {
+    sqlite.close();
+  }
+}
+
+/**
+ * `agentry backup`: a consistent copy of the database into `out` (a new file, mode 0600) while the
+ * server keeps writing, through SQLite's online backup (better-sqlite3's `backup()`, which copies
+ * pages in steps and starts over when another connection writes meanwhile). The pages copied.
+ */
+export async function backupSqlite(file: string, out: string): Promise<number> {
+  const sqlite = new SQLite(file, { fileMustExist: true });
+  try {
+    createPrivateFile(out);
+    const { totalPages } = await sqlite.backup(out);
+    return totalPages;
   } finally {
     sqlite.close();
   }

@@ -2,7 +2,8 @@ import { exportSources as approvals } from '../approvals/export.js';
 import { exportSources as agents } from '../agents/export.js';
 import { exportSources as conversations } from '../conversations/export.js';
 import type { Db } from '../db/database.js';
-import type { ExportSource } from '../db/export-pages.js';
+import { randomBytes } from 'node:crypto';
+import { type ExportSource, importRows } from '../db/export-pages.js';
 import { exportSources as identity } from '../identity/export.js';
 import { exportSources as memory } from '../memory/export.js';
 import { exportSources as runs } from '../runs/export.js';
@@ -48,3 +49,73 @@ export async function exportTenant(db: Db, tenantId: string, write: (line: strin
   }
   return counts;
 }
+
+/** Why an import was refused: the file is not an export, or the tenant is already here. Nothing was written. */
+export class ImportError extends Error {}
+
+/**
+ * `agentry import` (docs/operations.md, "Backup and restore"): what `exportTenant` wrote, put back into
+ * this database in one transaction (all of it or nothing), table by table in the export's order (a
+ * tenant's rows before those that name it). Every line must be `{"table", "row"}` of a table an export
+ * writes, and every row with a `tenant_id` must be the file's tenant's; a tenant already here is refused.
+ * API keys come back revoked: their hashes are never exported, so none of them could authenticate; the
+ * caller makes the tenant a new key. Sealed secrets open only under the master key that sealed them.
+ */
+export async function importTenant(db: Db, lines: AsyncIterable<string>): Promise<{ tenantId: string; counts: Record<string, number> }> {
+  const order = DOMAINS.flatMap((domain) => domain(db, '').map((source) => source.table));
+  const rows = new Map<string, Record<string, unknown>[]>(order.map((table) => [table, []]));
+  let tenantId: string | undefined;
+  let n = 0;
+  for await (const line of lines) {
+    n++;
+    if (!line.trim()) continue;
+    let parsed: { table?: unknown; row?: unknown };
+    try {
+      parsed = JSON.parse(line);
+    } catch {
+      throw new ImportError(`line ${n} is not JSON: an export has one {"table", "row"} object per line`);
+    }
+    const table = typeof parsed?.table === 'string' ? parsed.table : '';
+    const row = parsed?.row;
+    const list = rows.get(table);
+    if (!list || typeof row !== 'object' || row === null || Array.isArray(row)) {
+      throw new ImportError(`line ${n}: expected {"table": one of ${order.join(', ')}, "row": {...}}`);
+    }
+    const r = row as Record<string, unknown>;
+    if (table === 'tenants') {
+      if (tenantId !== undefined || typeof r.id !== 'string') throw new ImportError(`line ${n}: an export holds exactly one tenant`);
+      tenantId = r.id;
+    } else if ('tenant_id' in r && tenantId !== undefined && r.tenant_id !== tenantId) {
+      throw new ImportError(`line ${n}: a row of ${table} belongs to another tenant than the file's (${tenantId})`);
+    }
+    list.push(r);
+  }
+  if (!tenantId) throw new ImportError('the file holds no tenant: is it the output of `agentry export`?');
+  const id = tenantId;
+  // The tenant's rows may only have come before it if the file was reordered: checked once all are read.
+  for (const [table, list] of rows)
+    for (const r of list)
+      if ('tenant_id' in r && r.tenant_id !== id)
+        throw new ImportError(`a row of ${table} belongs to another tenant than the file's (${id})`);
+  for (const r of rows.get('api_keys') ?? []) {
+    // Never exported, so unknown: a random value no key hashes to, and the key revoked.
+    r.secret_hash = randomBytes(32).toString('hex');
+    r.revoked_at ??= new Date().toISOString();
+  }
+  // Its primary key would refuse it in the transaction too; this says why.
+  if ((await tenantsSource(db, id).page(undefined, 1)).length) {
+    throw new ImportError(`tenant ${id} is already in this database: import into one without it`);
+  }
+  const counts: Record<string, number> = {};
+  await db.kysely.transaction().execute(async (trx) => {
+    for (const table of order) {
+      const list = rows.get(table)!;
+      counts[table] = list.length;
+      await importRows(trx, table, list);
+    }
+  });
+  return { tenantId: id, counts };
+}
+
+/** The tenants table's source (tenancy's first), to see whether the tenant is here already. */
+const tenantsSource = (db: Db, tenantId: string) => DOMAINS[0](db, tenantId)[0];

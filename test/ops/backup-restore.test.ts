@@ -1,0 +1,165 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, dialect, startApp, type TestApp, type TestDatabase } from '../helpers/app.js';
+import { cli, startServer } from '../helpers/process.js';
+
+/**
+ * Backup and restore (docs/operations.md, "Backup and restore"): a tenant's agents, conversations, runs
+ * and identities come back the same from `agentry export` + `agentry import` into a fresh database (both
+ * dialects), from `agentry backup` of a running SQLite server, and from pg_dump/pg_restore of PostgreSQL;
+ * each with the master key copied beside it. The restored instance is the built server, read over HTTP.
+ */
+
+const exec = promisify(execFile);
+let source: TestApp;
+let key: string;
+let tenantId: string;
+let agentId: string;
+const fresh: TestDatabase[] = [];
+const files = fs.mkdtempSync(path.join(fs.realpathSync(process.env.TMPDIR ?? '/tmp'), 'agentry-backup-'));
+
+/** What a restored instance must answer the same: agents, conversations and their messages, runs and their events, the agent's public keys. */
+// biome-ignore lint/suspicious/noExplicitAny: bodies of several routes, read field by field
+async function snapshot(get: (route: string) => Promise<{ status: number; body: any }>) {
+  const read = async (route: string) => {
+    const res = await get(route);
+    expect(res.status, route).toBe(200);
+    return res.body;
+  };
+  const conversations = await read('/api/v1/conversations?limit=100');
+  const runs = await read('/api/v1/runs?limit=100');
+  return {
+    agents: await read('/api/v1/agents'),
+    conversations,
+    messages: await Promise.all(
+      conversations.conversations.map((c: { id: string }) => read(`/api/v1/conversations/${c.id}/messages?limit=100`)),
+    ),
+    runs,
+    run: await Promise.all(runs.runs.map((r: { id: string }) => read(`/api/v1/runs/${r.id}`))),
+    events: await Promise.all(
+      runs.runs.map((r: { id: string }) =>
+        get(`/api/v1/runs/${r.id}/events`).then((res) => String((res as { text?: string }).text ?? res.body)),
+      ),
+    ),
+    jwks: await read(`/api/v1/identity/agents/${agentId}/jwks.json`),
+  };
+}
+
+let expected: Awaited<ReturnType<typeof snapshot>>;
+
+beforeAll(async () => {
+  source = await startApp();
+  ({ id: tenantId, key } = await source.tenant('acme'));
+  agentId = (await source.agent(key, { name: 'keeper' })).id;
+  for (const message of ['first question', '/tool unknown_tool {}\nsecond question']) {
+    const res = await source.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message } });
+    expect(res.status, res.text).toBe(200);
+  }
+  // The agent's key made and sealed (an SVID signs with the platform key, sealed too).
+  expect(
+    (await source.request('POST', `/api/v1/identity/agents/${agentId}/svid`, { key, body: { audience: 'https://api.example' } })).status,
+  ).toBe(200);
+  expected = await snapshot((route) => source.request('GET', route, { key }));
+});
+afterAll(async () => {
+  await source?.close();
+  for (const d of fresh) await d.drop();
+  fs.rmSync(files, { recursive: true, force: true });
+});
+
+/** A fresh, empty database with the source's master key copied into its data folder. */
+async function freshDatabase(): Promise<TestDatabase> {
+  const d = await createTestDatabase();
+  fresh.push(d);
+  fs.copyFileSync(path.join(source.config.dataDir, 'master.key'), path.join(d.env.DATA_DIR, 'master.key'));
+  return d;
+}
+
+/** Starts the built server on `env` and reads the snapshot back with `apiKey`, then checks that the agent can still be issued an SVID. */
+async function restoredSnapshot(env: Record<string, string | undefined>, apiKey: string) {
+  const server = await startServer(env);
+  try {
+    const get = async (route: string) => {
+      const res = await fetch(`${server.url}${route}`, { headers: { authorization: `Bearer ${apiKey}` } });
+      const text = await res.text();
+      return { status: res.status, body: res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text, text };
+    };
+    const got = await snapshot(get);
+    const svid = await fetch(`${server.url}/api/v1/identity/agents/${agentId}/svid`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ audience: 'https://api.example' }),
+    });
+    expect(svid.status).toBe(200);
+    return got;
+  } finally {
+    await server.stop();
+  }
+}
+
+describe('agentry export, then agentry import into a fresh database', () => {
+  it('serves the same agents, conversations, runs and agent keys; old API keys come back revoked, a new one is printed', async () => {
+    const out = path.join(files, 'acme.jsonl');
+    const exported = await cli(
+      ['export', '--tenant', tenantId, '--out', out],
+      source.config.databaseUrl
+        ? { DATA_DIR: source.config.dataDir, DATABASE_URL: source.config.databaseUrl }
+        : { DATA_DIR: source.config.dataDir, DATABASE_URL: '' },
+    );
+    expect(exported.code, exported.stderr).toBe(0);
+
+    const target = await freshDatabase();
+    const imported = await cli(['import', '--file', out, '--json'], target.env);
+    expect(imported.code, imported.stderr).toBe(0);
+    const result = JSON.parse(imported.stdout);
+    expect(result.tenantId).toBe(tenantId);
+    expect(result.counts.agents).toBe(1);
+    expect(result.counts.runs).toBe(2);
+
+    expect(await restoredSnapshot(target.env, result.key)).toEqual(expected);
+    // The old key's secret never left the source: it does not open the restored instance.
+    const keys = await cli(['keys', 'list', '--tenant', tenantId, '--all', '--json'], target.env);
+    const listed = JSON.parse(keys.stdout).apiKeys as { name: string; revokedAt: string | null }[];
+    expect(listed.filter((k) => k.revokedAt === null).map((k) => k.name)).toEqual(['after import']);
+
+    // Twice is refused, and nothing is written.
+    const again = await cli(['import', '--file', out], target.env);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain(`tenant ${tenantId} is already in this database`);
+  });
+
+  it('refuses a file that is not an export, naming the line', async () => {
+    const bad = path.join(files, 'bad.jsonl');
+    fs.writeFileSync(bad, `${JSON.stringify({ table: 'tenants', row: { id: 'x', name: 'x' } })}\n{"table":"secrets","row":{}}\n`);
+    const target = await freshDatabase();
+    const res = await cli(['import', '--file', bad], target.env);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('line 2: expected {"table": one of tenants, api_keys');
+    expect(JSON.parse((await cli(['tenants', 'list', '--json'], target.env)).stdout).tenants).toEqual([]);
+  });
+});
+
+describe.runIf(dialect === 'sqlite')('agentry backup of a running SQLite server', () => {
+  it('is a consistent copy: with its master key, a server on it serves the same data', async () => {
+    const out = path.join(files, 'online.sqlite');
+    const res = await cli(['backup', '--out', out], { DATA_DIR: source.config.dataDir, DATABASE_URL: '' });
+    expect(res.code, res.stderr).toBe(0);
+    expect(fs.statSync(out).mode & 0o777).toBe(0o600);
+    const target = await freshDatabase();
+    fs.copyFileSync(out, path.join(target.env.DATA_DIR, 'agentry.sqlite'));
+    expect(await restoredSnapshot(target.env, key)).toEqual(expected);
+  });
+});
+
+describe.runIf(dialect === 'postgres')('pg_dump and pg_restore of PostgreSQL', () => {
+  it('with the master key: a server on the restored database serves the same data', async () => {
+    const dump = path.join(files, 'agentry.dump');
+    await exec('pg_dump', ['--format=custom', `--file=${dump}`, `--dbname=${source.config.databaseUrl}`]);
+    const target = await freshDatabase();
+    await exec('pg_restore', ['--no-owner', `--dbname=${target.env.DATABASE_URL}`, dump]);
+    expect(await restoredSnapshot(target.env, key)).toEqual(expected);
+  });
+});
