@@ -219,9 +219,11 @@ export function loadConfig(env: Env = process.env): Config {
       baseUrl: env.OPENAI_COMPATIBLE_BASE_URL ? url(env, 'OPENAI_COMPATIBLE_BASE_URL', '', ['http:', 'https:']) : undefined,
       retry: retryOf('OPENAI_COMPATIBLE'),
     },
-    // A model skipped after failures in a row, for a cool-down (docs/models.md "The breaker"); 0 failures: never.
+    // A model skipped on a sustained failure rate of its calls, for a cool-down (docs/models.md "The breaker"); 0 failures: never.
     breaker: {
-      failureThreshold: integer(env, 'MODEL_BREAKER_FAILURES', DEFAULT_BREAKER_SETTINGS.failureThreshold, 0, 1000),
+      minFailures: integer(env, 'MODEL_BREAKER_FAILURES', DEFAULT_BREAKER_SETTINGS.minFailures, 0, 1000),
+      failureRatePercent: integer(env, 'MODEL_BREAKER_FAILURE_RATE', DEFAULT_BREAKER_SETTINGS.failureRatePercent, 1, 100),
+      windowMs: integer(env, 'MODEL_BREAKER_WINDOW_MS', DEFAULT_BREAKER_SETTINGS.windowMs, 1000, 3_600_000),
       coolDownMs: integer(env, 'MODEL_BREAKER_COOLDOWN_MS', DEFAULT_BREAKER_SETTINGS.coolDownMs, 0, 3_600_000),
     },
   };

@@ -121,18 +121,22 @@ function usageOf(part: Extract<LanguageModelV3StreamPart, { type: 'finish' }>) {
   return { inputTokens: part.usage.inputTokens.total ?? 0, outputTokens: part.usage.outputTokens.total ?? 0 };
 }
 
-/** Asked before each attempt: a ticket to report how it ended, or undefined when the model's breaker skips it (models/breaker.ts). */
+/** Asked before each call: a ticket to report how it ended, or undefined when the model's breaker skips it (models/breaker.ts). */
 export interface AttemptGate {
   /** The model gated, `provider/name` (named by the error when its breaker is open). */
   model: string;
   enter(): BreakerTicket | undefined;
 }
 
-const UNGATED: BreakerTicket = { success() {}, failure() {}, release() {} };
+const UNGATED: BreakerTicket = { probe: false, success() {}, failure() {}, release() {} };
 
-/** Tells the breaker how an attempt ended: only a retryable provider failure counts against the model. */
+/**
+ * Tells the breaker how a call ended, once, after its retries: a provider that failed it for good
+ * counts against the model; a rate limit (the provider asking for less, not down), a refused request
+ * (400) and anything not the provider's tell nothing of its health.
+ */
 function settle(ticket: BreakerTicket, failure: ProviderFailure | undefined) {
-  if (failure?.retryable) ticket.failure();
+  if (failure?.retryable && failure.code !== 'provider_rate_limited') ticket.failure();
   else ticket.release();
 }
 
@@ -141,7 +145,8 @@ function settle(ticket: BreakerTicket, failure: ProviderFailure | undefined) {
  * any (start, delta or end), as the next request needs it; empty text parts are dropped. A provider
  * failure before any text reached the client is retried as `retry` says; one after it ends the step
  * with `error` set and what was said kept. A call that fails for good throws (a ProviderError when
- * it was the provider's; a BreakerOpenError when `gate` refuses the first attempt).
+ * it was the provider's; a BreakerOpenError when `gate` refuses the call). The breaker hears of the
+ * call once, when it has ended.
  */
 export async function streamStep(
   model: LanguageModelV3,
@@ -151,15 +156,35 @@ export async function streamStep(
   retry: RetryPolicy = DEFAULT_RETRY_POLICY,
   gate?: AttemptGate,
 ): Promise<StepOutput> {
+  const ticket = gate ? gate.enter() : UNGATED;
+  // The breaker is open (this model failed most of its recent calls): not one attempt.
+  if (!ticket) throw new BreakerOpenError(gate!.model);
+  let ended: ProviderFailure | undefined;
+  let succeeded = false;
+  try {
+    // A probe is one attempt: a model that is still down is found out at the cost of one request.
+    const policy = ticket.probe ? { ...retry, maxAttempts: 1 } : retry;
+    const out = await attempts(model, options, toolNames, handlers, policy, (failure) => (ended = failure));
+    succeeded = out.error === undefined;
+    return out;
+  } finally {
+    if (succeeded) ticket.success();
+    else if (options.abortSignal?.aborted) ticket.release();
+    else settle(ticket, ended);
+  }
+}
+
+/** The attempts of one call, as `retry` says; `failed` hears each provider failure, the last one being how the call ended. */
+async function attempts(
+  model: LanguageModelV3,
+  options: LanguageModelV3CallOptions,
+  toolNames: ReadonlySet<string>,
+  handlers: StepHandlers,
+  retry: RetryPolicy,
+  failed: (failure: ProviderFailure | undefined) => void,
+): Promise<StepOutput> {
   const signal = options.abortSignal;
-  let last: { failure: ProviderFailure; err: unknown } | undefined;
   for (let attempt = 1; ; attempt++) {
-    const ticket = gate ? gate.enter() : UNGATED;
-    // The breaker opened (here or in another run) before this attempt: no more calls to this model.
-    if (!ticket) {
-      if (!last) throw new BreakerOpenError(gate!.model);
-      throw new ProviderError(last.failure.code, last.failure.message, { cause: last.err, detail: last.failure.detail });
-    }
     let out: StepOutput;
     let emitted = false;
     try {
@@ -172,29 +197,23 @@ export async function streamStep(
       });
     } catch (err) {
       const failure = signal?.aborted ? undefined : classifyProviderError(err);
-      settle(ticket, failure);
+      failed(failure);
       if (!failure) throw err;
       const delay = retryDelayMs(retry, attempt, failure);
       if (delay === undefined) throw new ProviderError(failure.code, failure.message, { cause: err, detail: failure.detail });
-      last = { failure, err };
       handlers.onRetry?.(failure.code);
       await abortableDelay(delay, signal);
       continue;
     }
-    if (out.error === undefined || signal?.aborted) {
-      if (out.error === undefined) ticket.success();
-      else ticket.release();
-      return out;
-    }
+    if (out.error === undefined || signal?.aborted) return out;
     const failure = classifyProviderError(out.error);
-    settle(ticket, failure);
+    failed(failure);
     // Nothing reached the client yet: the step starts over as if this attempt had not been.
     const delay = failure && !emitted ? retryDelayMs(retry, attempt, failure) : undefined;
     if (delay === undefined) {
       if (failure) Object.assign(out, { errorCode: failure.code, errorMessage: failure.message, errorDetail: failure.detail });
       return out;
     }
-    last = { failure: failure!, err: out.error };
     handlers.onRetry?.(failure!.code);
     await abortableDelay(delay, signal);
   }

@@ -6,7 +6,7 @@ import { sample } from './helpers.js';
 
 /**
  * The model breakers in GET /metrics (docs/operations.md "Observability"): read from this process's
- * breakers when scraped. aimock answers 500s; two failures in a row open a model's breaker.
+ * breakers when scraped. aimock answers 500s; two failed calls (each after its two attempts) open a model's breaker.
  */
 
 const TOKEN = 'metrics-token-0123456789';
@@ -53,8 +53,10 @@ describe('agentry_model_breaker_state', () => {
 
     const ok = await t.request('POST', `/api/v1/agents/${healthy.id}/execute`, { key, body: { message: 'fine' } });
     expect(ok.status).toBe(200);
-    const failed = await t.request('POST', `/api/v1/agents/${broken.id}/execute`, { key, body: { message: 'broken' } });
-    expect(failed.status).toBe(502);
+    for (let i = 0; i < 2; i++) {
+      const failed = await t.request('POST', `/api/v1/agents/${broken.id}/execute`, { key, body: { message: 'broken' } });
+      expect(failed.status).toBe(502);
+    }
 
     const text = await scrape();
     expect(sample(text, 'agentry_model_breaker_state', { provider: 'openai', model: 'gpt-5-mini' })).toBe(0);

@@ -72,8 +72,11 @@ describe('agentry doctor: model breakers', () => {
     };
     const agent = await call('POST', '/api/v1/agents', { name: 'broken', appId: 'app', model: 'openai/gpt-4.1' });
     expect(agent.status).toBe(201);
-    const failed = await call('POST', `/api/v1/agents/${agent.body.id}/execute`, { message: 'broken' });
-    expect(failed.status).toBe(502);
+    // Two failed calls (each after its two attempts) open its breaker.
+    for (let i = 0; i < 2; i++) {
+      const failed = await call('POST', `/api/v1/agents/${agent.body.id}/execute`, { message: 'broken' });
+      expect(failed.status).toBe(502);
+    }
 
     const port = await breakerCheck({ METRICS_PORT: String(metricsPort) });
     expect(port.code).toBe(1);

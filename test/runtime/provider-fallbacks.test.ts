@@ -9,8 +9,8 @@ import { readSse } from '../helpers/sse.js';
  * Fallback models and the breaker (docs/models.md "Fallback models", "The breaker"), through the real
  * provider packages against aimock speaking each vendor's API. Each test names its own models (the
  * breaker is per model) and its own message; aimock's journal tells which model was asked how often.
- * Retries take 2 attempts 1 ms apart; the breaker opens after 2 failures in a row and skips its model
- * for 10 minutes, a wait the half-open test crosses by moving Date.now, never by waiting.
+ * Retries take 2 attempts 1 ms apart; the breaker opens after 2 failed calls (each after its retries)
+ * making at least 80 % of its recent calls, and skips its model for 10 minutes, a wait the half-open test crosses by moving Date.now, never by waiting.
  */
 
 let mock: LLMock;
@@ -115,14 +115,20 @@ describe.each(PAIRS)('$primary failing, with $fallback listed', ({ primary, fall
 });
 
 describe('the breaker', () => {
-  it('opens after failures in a row: its model is skipped for the cool-down, then one probe goes through (half-open)', async () => {
+  it('opens after failed calls: its model is skipped for the cool-down, then one probe goes through (half-open)', async () => {
     const a = await agent(BREAKER.primary, [BREAKER.fallback]);
-    // Two failures in a row (one step's two attempts) open it; the fallback answers.
+    // One failed call (its two attempts) does not open it; the fallback answers.
     fails(BREAKER.primary, 'breaker one');
     answers(BREAKER.fallback, 'breaker one', 'Backup one.');
     expect((await stream(a.id, 'breaker one')).run).toMatchObject({ status: 'completed', output: 'Backup one.' });
     expect(asked(BREAKER.primary, 'breaker one')).toBe(2);
-    expect(breakerOf(BREAKER.primary)).toMatchObject({ status: 'open', consecutiveFailures: 2, opened: 1 });
+    expect(breakerOf(BREAKER.primary)).toMatchObject({ status: 'closed', recentCalls: 1, recentFailures: 1, opened: 0 });
+    // A second failed call does: two of two.
+    fails(BREAKER.primary, 'second breaker failure');
+    answers(BREAKER.fallback, 'second breaker failure', 'Backup again.');
+    expect((await stream(a.id, 'second breaker failure')).run).toMatchObject({ status: 'completed', output: 'Backup again.' });
+    expect(asked(BREAKER.primary, 'second breaker failure')).toBe(2);
+    expect(breakerOf(BREAKER.primary)).toMatchObject({ status: 'open', recentCalls: 2, recentFailures: 2, opened: 1 });
     // What metrics read: this process's breakers (its one app's).
     expect(breakerStates()).toContainEqual(breakerOf(BREAKER.primary));
 
@@ -153,7 +159,7 @@ describe('the breaker', () => {
     expect(asked(BREAKER.primary, 'breaker four')).toBe(1);
     expect(fourth.run).toMatchObject({ status: 'completed', output: 'Primary four.' });
     expect(fourth.run.steps[0].model).toBe(BREAKER.primary);
-    expect(breakerOf(BREAKER.primary)).toMatchObject({ status: 'closed', consecutiveFailures: 0, retryAt: null });
+    expect(breakerOf(BREAKER.primary)).toMatchObject({ status: 'closed', recentFailures: 0, retryAt: null });
   });
 
   it('with every listed model skipped, the run fails with provider_unavailable and the first real failure’s words', async () => {
@@ -162,9 +168,12 @@ describe('the breaker', () => {
     const a = await agent(BREAKER.primary, [failing]);
     fails(BREAKER.primary, 'both down');
     fails(failing, 'both down');
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'both down' } });
-    expectProblem(res, 502, 'provider_unavailable');
-    expect(res.body.detail).toContain('The engine is currently overloaded');
+    // Two failed calls of each open both.
+    for (let i = 0; i < 2; i++) {
+      const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'both down' } });
+      expectProblem(res, 502, 'provider_unavailable');
+      expect(res.body.detail).toContain('The engine is currently overloaded');
+    }
     expect(breakerOf(BREAKER.primary)!.status).toBe('open');
     expect(breakerOf(failing)!.status).toBe('open');
     // Both open: neither is asked, and the run says why.
