@@ -7,6 +7,7 @@ import type { ModelEntryOverride } from './runtime/models/prices.js';
 import { type TracingSettings, TracingSettingError, tracingSettings } from './tracing/settings.js';
 import { DEFAULT_BREAKER_SETTINGS } from './runtime/models/breaker.js';
 import { DEFAULT_RETRY_POLICY } from './runtime/models/retries.js';
+import { DEFAULT_MODEL_TIMEOUTS, type ModelTimeouts } from './runtime/models/timeouts.js';
 
 /** A secret value that never shows up in logs, JSON or `util.inspect` output. */
 class Secret {
@@ -148,6 +149,31 @@ function url(env: Env, name: string, fallback: string, protocols: string[]): str
   return raw;
 }
 
+/** Per-model timeouts (MODEL_TIMEOUTS, JSON), laid over the MODEL_*_TIMEOUT_MS defaults field by field. */
+function modelTimeouts(env: Env): Record<string, Partial<ModelTimeouts>> {
+  const raw = env.MODEL_TIMEOUTS;
+  if (!raw) return {};
+  const shape = '{"firstByteMs":<ms>,"idleMs":<ms>,"totalMs":<ms>} (any of them, 1 to 3600000)';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('MODEL_TIMEOUTS', 'must be JSON like {"openai/gpt-4o":{"firstByteMs":120000}}');
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError('MODEL_TIMEOUTS', 'must be a JSON object');
+  for (const [model, entry] of Object.entries(parsed as Record<string, unknown>)) {
+    const fields = entry && typeof entry === 'object' && !Array.isArray(entry) ? Object.entries(entry) : [];
+    const ok =
+      fields.length > 0 &&
+      fields.every(
+        ([k, v]) =>
+          ['firstByteMs', 'idleMs', 'totalMs'].includes(k) && Number.isInteger(v) && (v as number) >= 1 && (v as number) <= 3_600_000,
+      );
+    if (!ok) throw new ConfigError('MODEL_TIMEOUTS', `entry "${model}" must be ${shape}`);
+  }
+  return parsed as Record<string, Partial<ModelTimeouts>>;
+}
+
 function modelPrices(env: Env): Config['modelPrices'] {
   const raw = env.MODEL_PRICES;
   if (!raw) return {};
@@ -225,6 +251,15 @@ export function loadConfig(env: Env = process.env): Config {
       failureRatePercent: integer(env, 'MODEL_BREAKER_FAILURE_RATE', DEFAULT_BREAKER_SETTINGS.failureRatePercent, 1, 100),
       windowMs: integer(env, 'MODEL_BREAKER_WINDOW_MS', DEFAULT_BREAKER_SETTINGS.windowMs, 1000, 3_600_000),
       coolDownMs: integer(env, 'MODEL_BREAKER_COOLDOWN_MS', DEFAULT_BREAKER_SETTINGS.coolDownMs, 0, 3_600_000),
+    },
+    // How long a model call's attempt may take before it is a retryable provider_timeout (docs/models.md "Timeouts").
+    timeouts: {
+      defaults: {
+        firstByteMs: integer(env, 'MODEL_FIRST_BYTE_TIMEOUT_MS', DEFAULT_MODEL_TIMEOUTS.firstByteMs, 1, 3_600_000),
+        idleMs: integer(env, 'MODEL_IDLE_TIMEOUT_MS', DEFAULT_MODEL_TIMEOUTS.idleMs, 1, 3_600_000),
+        totalMs: integer(env, 'MODEL_TOTAL_TIMEOUT_MS', DEFAULT_MODEL_TIMEOUTS.totalMs, 1, 3_600_000),
+      },
+      models: modelTimeouts(env),
     },
   };
 

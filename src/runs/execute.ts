@@ -120,6 +120,7 @@ export class RunExecution {
       loop = await runLoop({
         model,
         retry: this.r.models.retryPolicy(agent.model),
+        timeouts: this.r.models.timeoutsOf(agent.model),
         modelId: agent.model,
         fallbacks: this.r.tracing
           ? fallbacks.choices.map((c) => ({ ...c, model: tracedModel(this.r.tracing!, c.model, c.id) }))

@@ -2,6 +2,7 @@ import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provid
 import { type StepHandlers, type StepOutput, streamStep } from './model-step.js';
 import { type BreakerBoard, BreakerOpenError } from './models/breaker.js';
 import { ProviderError, type ProviderErrorCode, type RetryPolicy } from './models/retries.js';
+import type { ModelTimeouts } from './models/timeouts.js';
 
 /** A model a step may be answered by: the agent's own, then its fallbacks in order. */
 export interface ModelChoice {
@@ -10,6 +11,8 @@ export interface ModelChoice {
   model: LanguageModelV3;
   /** Its provider's retry policy. */
   retry: RetryPolicy;
+  /** How long an attempt may take (models/timeouts.ts); none: no limit (the built-in echo model). */
+  timeouts?: ModelTimeouts;
 }
 
 export interface StepAnswer {
@@ -56,7 +59,15 @@ export async function streamStepWithFallbacks(
     try {
       const gate = fallback.breakers?.gate(choice.id);
       const onRetry = fallback.onRetry && ((code: ProviderErrorCode) => fallback.onRetry!(code, choice.id));
-      const output = await streamStep(choice.model, options, toolNames, { ...handlers, onText, onRetry }, choice.retry, gate);
+      const output = await streamStep(
+        choice.model,
+        options,
+        toolNames,
+        { ...handlers, onText, onRetry },
+        choice.retry,
+        gate,
+        choice.timeouts,
+      );
       if (output.error === undefined || emitted || isLast || signal?.aborted || !fallsBack(output.errorCode)) {
         return { output, model: choice.id };
       }

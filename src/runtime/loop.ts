@@ -14,6 +14,7 @@ import { type ModelChoice, streamStepWithFallbacks } from './fallback-step.js';
 import type { StepOutput, StepToolCall } from './model-step.js';
 import type { BreakerBoard } from './models/breaker.js';
 import { DEFAULT_RETRY_POLICY, ProviderError, type ProviderErrorCode, type RetryPolicy } from './models/retries.js';
+import type { ModelTimeouts } from './models/timeouts.js';
 import type { AnswerShape } from './structured-output.js';
 import { invalidToolInput } from './tools/input-schema.js';
 import { type LoopApproval, type LoopPause, resumedCalls, waitingCalls } from './tool-approvals.js';
@@ -91,6 +92,8 @@ export interface LoopInput<A extends ToolAgent = ToolAgent> {
   model: LanguageModelV3;
   /** How a failed model call is retried (the model's provider's policy). */
   retry?: RetryPolicy;
+  /** How long each attempt of the model's calls may take (models/timeouts.ts). */
+  timeouts?: ModelTimeouts;
   /** The model's id (`provider/name`), recorded on the steps it answers and its breaker's key. */
   modelId?: string;
   /** Models a step turns to, in order, when the model fails for good or its breaker is open (fallback-step.ts). */
@@ -184,7 +187,7 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
   };
 
   const choices: ModelChoice[] = [
-    { id: input.modelId ?? 'model', model: input.model, retry: input.retry ?? DEFAULT_RETRY_POLICY },
+    { id: input.modelId ?? 'model', model: input.model, retry: input.retry ?? DEFAULT_RETRY_POLICY, timeouts: input.timeouts },
     ...(input.fallbacks ?? []),
   ];
   const toolsByName = new Map(input.tools.map((t) => [t.name, t]));

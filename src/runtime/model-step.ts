@@ -19,6 +19,7 @@ import {
 } from './models/retries.js';
 import { MAX_RUN_JSON_BYTES, outOfBounds } from '../json-bounds.js';
 import { BreakerOpenError, type BreakerTicket } from './models/breaker.js';
+import { AttemptTimer, type ModelTimeouts } from './models/timeouts.js';
 
 /**
  * One model step, driven over the provider interface (`LanguageModelV3.doStream`) rather than the AI
@@ -62,6 +63,8 @@ export interface StepOutput {
 
 export interface StepHandlers {
   onText(delta: string): void;
+  /** Told of each part the provider streams (the idle timeout starts again). */
+  onPart?(): void;
   /** Told before each retry of the call after a provider failure (metrics count them). */
   onRetry?(code: ProviderErrorCode): void;
 }
@@ -155,6 +158,7 @@ export async function streamStep(
   handlers: StepHandlers,
   retry: RetryPolicy = DEFAULT_RETRY_POLICY,
   gate?: AttemptGate,
+  timeouts?: ModelTimeouts,
 ): Promise<StepOutput> {
   const ticket = gate ? gate.enter() : UNGATED;
   // The breaker is open (this model failed most of its recent calls): not one attempt.
@@ -164,7 +168,7 @@ export async function streamStep(
   try {
     // A probe is one attempt: a model that is still down is found out at the cost of one request.
     const policy = ticket.probe ? { ...retry, maxAttempts: 1 } : retry;
-    const out = await attempts(model, options, toolNames, handlers, policy, (failure) => (ended = failure));
+    const out = await attempts(model, options, toolNames, handlers, policy, timeouts, (failure) => (ended = failure));
     succeeded = out.error === undefined;
     return out;
   } finally {
@@ -181,22 +185,33 @@ async function attempts(
   toolNames: ReadonlySet<string>,
   handlers: StepHandlers,
   retry: RetryPolicy,
+  timeouts: ModelTimeouts | undefined,
   failed: (failure: ProviderFailure | undefined) => void,
 ): Promise<StepOutput> {
   const signal = options.abortSignal;
   for (let attempt = 1; ; attempt++) {
     let out: StepOutput;
     let emitted = false;
+    // Each attempt on its own clock: a limit that passes aborts it (models/timeouts.ts), the run's signal still ends it.
+    const timer = timeouts && new AttemptTimer(timeouts, signal);
     try {
-      const { stream } = await model.doStream(options);
-      out = await readStep(stream, toolNames, {
-        onText: (delta) => {
-          emitted = true;
-          handlers.onText(delta);
+      const { stream } = await model.doStream(timer ? { ...options, abortSignal: timer.signal } : options);
+      timer?.answered();
+      out = await readStep(
+        stream,
+        toolNames,
+        {
+          onText: (delta) => {
+            emitted = true;
+            handlers.onText(delta);
+          },
+          onPart: timer && (() => timer.progress()),
         },
-      });
+        timer?.signal,
+      );
     } catch (err) {
-      const failure = signal?.aborted ? undefined : classifyProviderError(err);
+      timer?.stop();
+      const failure = signal?.aborted ? undefined : timer?.passed ? timer.failure() : classifyProviderError(err);
       failed(failure);
       if (!failure) throw err;
       const delay = retryDelayMs(retry, attempt, failure);
@@ -205,8 +220,9 @@ async function attempts(
       await abortableDelay(delay, signal);
       continue;
     }
+    timer?.stop();
     if (out.error === undefined || signal?.aborted) return out;
-    const failure = classifyProviderError(out.error);
+    const failure = timer?.passed ? timer.failure() : classifyProviderError(out.error);
     failed(failure);
     // Nothing reached the client yet: the step starts over as if this attempt had not been.
     const delay = failure && !emitted ? retryDelayMs(retry, attempt, failure) : undefined;
@@ -227,6 +243,8 @@ async function readStep(
   stream: ReadableStream<LanguageModelV3StreamPart>,
   toolNames: ReadonlySet<string>,
   handlers: StepHandlers,
+  /** An attempt's timeout: cancels the read even where the provider package would not end its stream. */
+  timeout?: AbortSignal,
 ): Promise<StepOutput> {
   const content: AssistantPart[] = [];
   const open = new Map<string, OpenPart>();
@@ -254,10 +272,13 @@ async function readStep(
   let answered = false;
   let finished = false;
   const reader = stream.getReader();
+  const cancel = () => void reader.cancel(timeout?.reason).catch(() => {});
+  timeout?.addEventListener('abort', cancel, { once: true });
   try {
     for (;;) {
       const { done, value: part } = await reader.read();
       if (done) break;
+      handlers.onPart?.();
       if (part.type !== 'stream-start' && part.type !== 'finish' && part.type !== 'error') answered = true;
       switch (part.type) {
         case 'stream-start':
@@ -341,6 +362,7 @@ async function readStep(
     out.error ??= err;
     out.finishReason = 'error';
   } finally {
+    timeout?.removeEventListener('abort', cancel);
     reader.releaseLock();
   }
   if (out.error === undefined && !(answered && finished)) {

@@ -7,6 +7,7 @@ import { BreakerBoard, type BreakerSettings, DEFAULT_BREAKER_SETTINGS } from './
 import { EchoLanguageModel } from './echo.js';
 import { parseModelId } from './model-id.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retries.js';
+import { DEFAULT_MODEL_TIMEOUTS, type ModelTimeouts } from './timeouts.js';
 
 /** How to reach a provider, and how its failed calls are retried (the defaults when unset). */
 interface ProviderAccess {
@@ -23,6 +24,8 @@ export interface ProviderSettings {
   openaiCompatible: ProviderAccess;
   /** When a model is skipped after failures in a row (models/breaker.ts); the defaults when unset. */
   breaker?: BreakerSettings;
+  /** How long a model call's attempt may take: every model's, then per model (`provider/name`) overrides, field by field. */
+  timeouts?: { defaults: ModelTimeouts; models: Record<string, Partial<ModelTimeouts>> };
 }
 
 /** A model that cannot be used as configured; the run fails with this code and message. */
@@ -60,7 +63,14 @@ export class ModelRegistry {
 
   /** A model a step may turn to: resolved, with its provider's retry policy. */
   choice(model: string): ModelChoice {
-    return { id: model, model: this.resolve(model), retry: this.retryPolicy(model) };
+    return { id: model, model: this.resolve(model), retry: this.retryPolicy(model), timeouts: this.timeoutsOf(model) };
+  }
+
+  /** How long an attempt of `model` may take; undefined for `builtin/*`, answered in this process. */
+  timeoutsOf(model: string): ModelTimeouts | undefined {
+    if (model.startsWith('builtin/')) return undefined;
+    const configured = this.settings.timeouts;
+    return { ...(configured?.defaults ?? DEFAULT_MODEL_TIMEOUTS), ...configured?.models[model] };
   }
 
   /** The retry policy of the model's provider (`builtin/echo` and unknown ids get the defaults). */
