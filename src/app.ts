@@ -408,7 +408,12 @@ export async function buildApp({ config, db, services = createServices(config, d
     agents: services.agents,
   });
   await app.register(identityPlugin, { identity: services.identity, limits: services.limits });
-  await app.register(openaiCompatPlugin, { runs: services.runs, agents: services.agents, approvalWaitMs: config.openaiApprovalWaitMs });
+  await app.register(openaiCompatPlugin, {
+    runs: services.runs,
+    agents: services.agents,
+    idempotency: services.idempotency,
+    approvalWaitMs: config.openaiApprovalWaitMs,
+  });
   await app.register(memoryPlugin, { memory: services.memory });
   await app.register(a2aPlugin, {
     runs: services.runs,

@@ -38,7 +38,7 @@ export interface IdempotencyOptions {
 }
 
 /**
- * Idempotency keys (`Idempotency-Key` on execute, chat, stream, conversation messages and task
+ * Idempotency keys (`Idempotency-Key` on execute, chat, stream, chat completions, conversation messages and task
  * creation): the first request with a key claims it (an INSERT that only one replica wins) and records
  * the run or task it started; a retry with the same key and the same request gets that outcome, a
  * retry with another request is refused. Keys are per tenant and expire after 24 hours.

@@ -1,7 +1,11 @@
 /**
  * Problems (the app's one error format, made in http/errors.ts) in OpenAI's error shape, for the
  * /v1 routes only: `{"error":{"message","type","code","param"}}`. Statuses stay as the problem says,
- * except a spent budget (402 elsewhere), which OpenAI clients know as 429 `insufficient_quota`.
+ * except a spent budget (402 elsewhere), which OpenAI clients know as 429 `insufficient_quota`, and
+ * outcomes a retry cannot change (docs/clients.md, "Failures and retries"): those are 400, the one
+ * family that openai (npm and Python), the AI SDK and LangChain all leave alone. openai retries 408,
+ * 409, 429 and 5xx unless told `X-Should-Retry: false`; the AI SDK (APICallError.isRetryable) the same
+ * statuses, ignoring the header; LangChain's AsyncCaller everything but 400-407, 409 and 413.
  */
 
 interface ProblemLike {
@@ -18,6 +22,15 @@ export interface OpenAiErrorResponse {
   headers: Record<string, string>;
 }
 
+/**
+ * Conflicts that retrying does not resolve: the agent paused or hosted elsewhere, the conversation
+ * another agent's, user's or closed. A busy conversation or a key still starting may clear: those stay 409.
+ */
+const RETRY_MAY_CLEAR = new Set(['conversation_busy', 'idempotency_key_in_use']);
+
+/** The statuses some official client retries by default (the union of their rules above). */
+const retriedByClients = (status: number) => status === 408 || status === 409 || status === 429 || status >= 500;
+
 function typeOf(status: number): string {
   if (status === 401) return 'authentication_error';
   if (status === 403) return 'permission_error';
@@ -33,9 +46,11 @@ function secondsToNextMonth(at = new Date()): number {
 }
 
 /**
- * `runStarted`: the error came after the run had started (a failure, a cancel, a 5xx while it ran): the
- * official clients must not retry it, or each retry would start (and bill) another run. Errors before a
- * start keep their default retry behaviour (a 429 rate limit, a 503 while draining).
+ * `runStarted`: the error came after the run had started. Its end (failed, cancelled, still waiting for
+ * a person) is final: 400, so that no client's retry starts (and bills) another run; an unexpected 5xx
+ * keeps its status with `X-Should-Retry: false` (a retry with the same Idempotency-Key answers the
+ * same run). Before a start, a conflict no retry resolves (a paused agent) is 400 too; the rest keep
+ * their default retry behaviour (a 429 rate limit, a 503 while draining).
  */
 export function openAiError(problem: ProblemLike, { runStarted = false }: { runStarted?: boolean } = {}): OpenAiErrorResponse {
   // `body.n` -> `n`: the parameter as the client named it.
@@ -48,10 +63,13 @@ export function openAiError(problem: ProblemLike, { runStarted = false }: { runS
       headers: { 'retry-after': String(secondsToNextMonth()), 'x-should-retry': 'false' },
     };
   }
-  // A run that failed would run (and cost) again if retried: the client decides, not its retry loop.
-  const headers: Record<string, string> = runStarted || problem.status === 502 ? { 'x-should-retry': 'false' } : {};
+  // A run's end (502 failed, 409 cancelled or still waiting) would run (and cost) again if retried.
+  const ended = problem.status === 502 || (runStarted && problem.status === 409);
+  const final = ended || (problem.status === 409 && !RETRY_MAY_CLEAR.has(problem.code));
+  const headers: Record<string, string> = runStarted || final ? { 'x-should-retry': 'false' } : {};
   return {
-    status: problem.status,
+    status: final && retriedByClients(problem.status) ? 400 : problem.status,
+    // The type says whose failure it is, as the original status did: server_error for a run that failed.
     body: { error: { message: problem.detail, type: typeOf(problem.status), code: problem.code, param } },
     headers,
   };

@@ -4,6 +4,7 @@ import { DomainError } from '../errors.js';
 import { ProblemError, problemOf } from '../http/errors.js';
 import { Id } from '../http/schemas.js';
 import { openSse } from '../http/sse.js';
+import { IdempotencyHeaders, REPLAYED_HEADER } from '../idempotency/schemas.js';
 import { openAiError } from './errors.js';
 import { CHUNK_DESCRIPTION, ChatCompletion, ChatCompletionBody, Model, ModelList, openAiErrors } from './schemas.js';
 import type { OpenAiCompatService } from './service.js';
@@ -83,10 +84,12 @@ export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiComp
         description:
           `The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. ${CHUNK_DESCRIPTION} ` +
           'A run whose tool call waits for a person is waited for (a stream keeps its connection with SSE comments) up to ' +
-          'OPENAI_APPROVAL_WAIT_SECONDS (default 300), then answered 409 `run_awaiting_approval` (the run goes on waiting).',
-        headers: Type.Object({ [CONVERSATION_HEADER]: Type.Optional(Id) }),
+          'OPENAI_APPROVAL_WAIT_SECONDS (default 300), then answered 400 `run_awaiting_approval` (the run goes on waiting). ' +
+          'A run that failed or was cancelled, and a paused agent, are 400 as well (with the code saying which): the status no official ' +
+          'client retries, so a retry never starts another run. With an Idempotency-Key, a retry of the same request answers the run the first started.',
+        headers: Type.Object({ [CONVERSATION_HEADER]: Type.Optional(Id), ...IdempotencyHeaders.properties }),
         body: ChatCompletionBody,
-        response: { 200: ChatCompletion, ...openAiErrors(400, 401, 403, 404, 409, 413, 415, 429, 502, 503) },
+        response: { 200: ChatCompletion, ...openAiErrors(400, 401, 403, 404, 409, 413, 415, 422, 429, 503) },
       },
     },
     async (req, reply) => {
@@ -94,15 +97,18 @@ export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiComp
         principal: req.principal,
         body: req.body,
         conversationHeader: req.headers[CONVERSATION_HEADER],
+        idempotencyKey: req.headers['idempotency-key'],
       });
       const { runId, conversationId } = started.handle;
       if (!req.body.stream) {
         reply.header('x-run-id', runId).header(CONVERSATION_HEADER, conversationId);
+        if (started.replayed) reply.header(REPLAYED_HEADER, 'true');
         return service.complete(req.principal, started);
       }
       // Set on the raw response: openSse writes the head itself (and merges these into it).
       reply.raw.setHeader('x-run-id', runId);
       reply.raw.setHeader(CONVERSATION_HEADER, conversationId);
+      if (started.replayed) reply.raw.setHeader(REPLAYED_HEADER, 'true');
       const sse = openSse(req, reply);
       // OpenAI's stream is `data:` lines alone (no id or event); openSse keeps the connection, heartbeat and shutdown.
       const write = (data: string) => {

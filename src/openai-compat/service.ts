@@ -1,4 +1,5 @@
 import type { AgentsService } from '../agents/service.js';
+import type { IdempotencyService } from '../idempotency/service.js';
 import { Conflict, InvalidInput, NotFound, RunFailed } from '../errors.js';
 import type { Principal } from '../http/principal.js';
 import { checkResponseFormat, type ResponseFormat } from '../runtime/response-format.js';
@@ -31,6 +32,8 @@ interface CompletionRequest {
   body: ChatCompletionBody;
   /** X-Agentry-Conversation-Id: continue that server-side conversation. */
   conversationHeader?: string;
+  /** Idempotency-Key: a retry with the same key and request answers the run the first one started. */
+  idempotencyKey?: string;
 }
 
 /** A started chat completion: the run, and what the answer is built from. */
@@ -41,6 +44,8 @@ export interface StartedCompletion {
   created: number;
   /** A response_format was asked for: the answer's content is the validated JSON, not the model's text. */
   structured: boolean;
+  /** The run an earlier request with the same Idempotency-Key started: answered again, not started. */
+  replayed?: boolean;
 }
 
 const refuse = (param: string, message: string) => new InvalidInput(message, [{ path: `body.${param}`, message }], 'unsupported_parameter');
@@ -172,6 +177,7 @@ export class OpenAiCompatService {
   constructor(
     private readonly runs: RunsService,
     private readonly agents: AgentsService,
+    private readonly idempotency: IdempotencyService,
     /** How long an answer waits for a person to decide a tool call its run waits on. */
     private readonly approvalWaitMs: number,
   ) {}
@@ -195,8 +201,46 @@ export class OpenAiCompatService {
     return modelOf(agent);
   }
 
-  /** Starts the agent's run for a chat completion; every refusal happens here, before anything is written. */
+  /**
+   * Starts the agent's run for a chat completion, or with an Idempotency-Key already used for this
+   * request, answers the run that request started (as execute does); a request that started nothing
+   * leaves the key free for its retry.
+   */
   async start(req: CompletionRequest): Promise<StartedCompletion> {
+    const { principal, body, idempotencyKey } = req;
+    const tenantId = principal.tenantId;
+    const request = { method: 'POST', route: '/v1/chat/completions', body, conversation: req.conversationHeader };
+    const claim = idempotencyKey === undefined ? undefined : await this.idempotency.claim(tenantId, idempotencyKey, request);
+    if (claim?.replay?.runId) {
+      const run = await this.runs.get(tenantId, claim.replay.runId);
+      const handle = {
+        runId: run.id,
+        conversationId: run.conversationId ?? '',
+        userMessageId: '',
+        startedAt: run.createdAt,
+        done: Promise.resolve(null),
+      };
+      return {
+        handle,
+        model: body.model,
+        created: Math.floor(Date.parse(run.createdAt) / 1000),
+        structured: Boolean(checkOptions(body).responseFormat),
+        replayed: true,
+      };
+    }
+    let started: StartedCompletion;
+    try {
+      started = await this.startRun(req);
+    } catch (err) {
+      if (claim) await this.idempotency.release(tenantId, claim);
+      throw err;
+    }
+    if (claim) await this.idempotency.record(tenantId, claim, { status: 200, runId: started.handle.runId });
+    return started;
+  }
+
+  /** Every refusal happens here, before anything is written. */
+  private async startRun(req: CompletionRequest): Promise<StartedCompletion> {
     const { principal, body } = req;
     const { enableTools, responseFormat } = checkOptions(body);
     const { input, history, instructions } = mapMessages(body.messages);
@@ -238,7 +282,10 @@ export class OpenAiCompatService {
    * execute does; otherwise the outcome with OpenAI's finish reason and usage.
    */
   async ended(principal: Principal, started: StartedCompletion) {
-    let outcome = await this.runs.outcome(principal.tenantId, started.handle);
+    // A replayed run may still be running, here or on another replica: its end is waited for.
+    let outcome = started.replayed
+      ? await this.runs.outcomeOf(principal.tenantId, started.handle.runId)
+      : await this.runs.outcome(principal.tenantId, started.handle);
     if (outcome.status === ('awaiting_approval' as string)) {
       // A tool call waits for a person: the answer waits for the decision and the run's end, as a delegated call does.
       await this.runs.waitForTerminal(outcome.runId, this.approvalWaitMs);

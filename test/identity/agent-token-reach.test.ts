@@ -33,6 +33,7 @@ const ALLOWED = new Set([
   'GET /api/v1/identity/agents/:agentId/keys',
   // The OpenAI-compatible endpoint: the agent lists and calls itself as a model, as it executes itself.
   'GET /v1/models',
+  'GET /v1/models/:model',
   'POST /v1/chat/completions',
 ]);
 
@@ -113,6 +114,7 @@ function urlFor(route: string, whose: Owned): string {
   return route.replace(/:(\w+)/g, (_m, name: string) => {
     if (name === 'agentId') return whose.agentId;
     if (name === 'runId') return whose.runId;
+    if (name === 'model') return `agent:${whose.agentId}`;
     if (name === 'keyId') return shared.kid;
     if (name === 'taskId') return shared.task;
     if (route.startsWith('/api/v1/agents/')) return whose.agentId;

@@ -120,8 +120,10 @@ describe('/v1/chat/completions', () => {
       metadata: { conversation_id },
       messages: [{ role: 'user', content: 'hi' }],
     });
-    expect(other.status, other.text).toBe(409);
+    // A conflict no retry resolves: 400 on /v1, the status no OpenAI client retries (docs/clients.md).
+    expect(other.status, other.text).toBe(400);
     expect(other.body.error).toMatchObject({ code: 'conversation_user_mismatch' });
+    expect(other.headers['x-should-retry']).toBe('false');
     const same = await complete({
       model: `agent:${agent.id}`,
       user: 'carol',

@@ -6,7 +6,7 @@ import { startMcpServer } from '../helpers/mcp-server.js';
 
 /**
  * A chat completion whose run pauses for a person's approval: the answer waits for the decision (a
- * stream meanwhile kept open), then answers; past OPENAI_APPROVAL_WAIT_SECONDS it is a 409
+ * stream meanwhile kept open), then answers; past OPENAI_APPROVAL_WAIT_SECONDS it is a 400
  * `run_awaiting_approval` in OpenAI's error shape, and the run goes on waiting.
  */
 
@@ -76,7 +76,7 @@ describe('a chat completion whose tool call waits for a person', () => {
     expect(text).toContain('too loud');
   });
 
-  it('past the limit: 409 run_awaiting_approval, not retried, and the run still waits', async () => {
+  it('past the limit: 400 run_awaiting_approval, not retried, and the run still waits', async () => {
     const { key, agent, client, model } = await setup(impatient);
     let error: InstanceType<typeof OpenAI.APIError> | undefined;
     try {
@@ -85,7 +85,7 @@ describe('a chat completion whose tool call waits for a person', () => {
       if (!(err instanceof OpenAI.APIError)) throw err;
       error = err;
     }
-    expect(error).toMatchObject({ status: 409, code: 'run_awaiting_approval', type: 'invalid_request_error' });
+    expect(error).toMatchObject({ status: 400, code: 'run_awaiting_approval', type: 'invalid_request_error' });
     expect(error!.headers?.get('x-should-retry')).toBe('false');
     const approval = await waitingApproval(impatient, key, agent.id);
     expect(error!.message).toContain(approval.toolCall!.runId);

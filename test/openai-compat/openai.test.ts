@@ -326,16 +326,17 @@ describe('errors in OpenAI’s shape', () => {
     }
   });
 
-  it('paused agent: 409 agent_paused', async () => {
+  it('paused agent: 400 agent_paused (no client retries it), not to be retried', async () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { model: 'builtin/echo' });
     await t.request('POST', `/api/v1/agents/${agent.id}/pause`, { key });
     const err = await caught(
       client(key).chat.completions.create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'hi' }] }),
     );
-    expect(err).toBeInstanceOf(OpenAI.ConflictError);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect(err.code).toBe('agent_paused');
     expect(err.type).toBe('invalid_request_error');
+    expect(err.headers?.get('x-should-retry')).toBe('false');
   });
 
   it('bad key: 401', async () => {
@@ -458,7 +459,7 @@ describe('errors in OpenAI’s shape', () => {
           response_format: { type: 'json_object' },
         }),
       );
-      expect(err.status).toBe(502);
+      expect(err.status).toBe(400);
       expect(err.error).toMatchObject({ code: 'invalid_output' });
     });
 
@@ -532,14 +533,14 @@ describe('errors in OpenAI’s shape', () => {
     expect(ok.choices[0].message.content).toContain('yyyy');
   });
 
-  it('a failed run: 502 without retry, and an error event in a stream', async () => {
+  it('a failed run: 400 (no client retries it) with server_error and the run’s code, and an error event in a stream', async () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { model: 'builtin/echo' });
     const err = await caught(
       client(key).chat.completions.create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: '/fail boom' }] }),
     );
-    expect(err).toBeInstanceOf(OpenAI.InternalServerError);
-    expect(err.status).toBe(502);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(err.status).toBe(400);
     expect(err.error).toMatchObject({ type: 'server_error', code: 'model_error' });
     expect(err.headers?.get('x-should-retry')).toBe('false');
 
@@ -576,7 +577,7 @@ describe('errors in OpenAI’s shape', () => {
     expect(runId).toBeDefined();
     expect((await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key })).status).toBe(200);
     const err = await pending;
-    expect(err.status).toBe(409);
+    expect(err.status).toBe(400);
     expect(err.error).toMatchObject({ code: 'run_cancelled' });
     expect(err.headers?.get('x-should-retry')).toBe('false');
     await new Promise((resolve) => setTimeout(resolve, 300));

@@ -1508,7 +1508,7 @@ export interface paths {
         put?: never;
         /**
          * OpenAI-compatible chat completion: a run of the agent named by model
-         * @description The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. With "stream": true, Server-Sent Events of `data: <chat.completion.chunk JSON>` lines: the first delta holds the role, then content deltas, then one with finish_reason; with stream_options.include_usage a last chunk with empty choices and the usage; then `data: [DONE]`. A run that fails mid-stream sends `data: {"error":{...}}` and no [DONE]. A run whose tool call waits for a person is waited for (a stream keeps its connection with SSE comments) up to OPENAI_APPROVAL_WAIT_SECONDS (default 300), then answered 409 `run_awaiting_approval` (the run goes on waiting).
+         * @description The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. With "stream": true, Server-Sent Events of `data: <chat.completion.chunk JSON>` lines: the first delta holds the role, then content deltas, then one with finish_reason; with stream_options.include_usage a last chunk with empty choices and the usage; then `data: [DONE]`. A run that fails mid-stream sends `data: {"error":{...}}` and no [DONE]. A run whose tool call waits for a person is waited for (a stream keeps its connection with SSE comments) up to OPENAI_APPROVAL_WAIT_SECONDS (default 300), then answered 400 `run_awaiting_approval` (the run goes on waiting). A run that failed or was cancelled, and a paused agent, are 400 as well (with the code saying which): the status no official client retries, so a retry never starts another run. With an Idempotency-Key, a retry of the same request answers the run the first started.
          */
         post: operations["createChatCompletion"];
         delete?: never;
@@ -11967,6 +11967,8 @@ export interface operations {
             header?: {
                 /** @description identifier (UUID v7) */
                 "x-agentry-conversation-id"?: string;
+                /** @description A key the client chooses (1-255 printable ASCII characters) to make retries safe: for 24 hours the same key with the same request answers the original run or task instead of starting another; with a different request, 422 idempotency_key_reused. */
+                "idempotency-key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -12290,7 +12292,7 @@ export interface operations {
                 };
             };
             /** @description an OpenAI error */
-            429: {
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12307,7 +12309,7 @@ export interface operations {
                 };
             };
             /** @description an OpenAI error */
-            502: {
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
