@@ -189,6 +189,9 @@ function finishOperation(document: JsonNode, operation: JsonNode, requestBodies:
     else if (code >= 200 && code < 300) responses[status] = successResponse(document, node(response));
   }
   const parameters = nodes(operation.parameters);
+  // A query parameter with a default may be left out: the route's querystring object lists it as
+  // required (TypeBox), which would make every generated client spell out page and limit.
+  for (const p of parameters) if (p.in === 'query' && 'default' in node(p.schema)) p.required = false;
   if (!ownErrorFormat) {
     const common = [
       ...(parameters.length > 0 || operation.requestBody || requestBodies.has(id) ? ['400'] : []),

@@ -274,6 +274,13 @@ declare module 'fastify' {
   }
 }
 
+/** The webhook's body as the OpenAPI document declares it: any JSON, the run's input; none is `{}`. */
+const HOOK_REQUEST_BODY = {
+  description: 'any JSON value (at most 1 MiB): the input of the task run it fires; an empty body is {}',
+  required: false,
+  content: { 'application/json': { schema: { description: 'any JSON value' }, example: { event: 'order.created', orderId: 'A-1001' } } },
+};
+
 /**
  * `POST /api/v1/hooks/:taskId`: public, authenticated by the HMAC signature over the raw body, so
  * this route keeps the body as bytes and parses it (with the platform's JSON parser) only once
@@ -294,7 +301,8 @@ export const hooksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
   app.post(
     '/api/v1/hooks/:taskId',
     {
-      config: { public: true },
+      // The body is read as bytes (the signature covers them), so no schema validates it: declared here for the document.
+      config: { public: true, requestBody: HOOK_REQUEST_BODY },
       schema: {
         operationId: 'triggerTaskWebhook',
         tags,

@@ -7471,7 +7471,18 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description any JSON value (at most 1 MiB): the input of the task run it fires; an empty body is {} */
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "event": "order.created",
+                 *       "orderId": "A-1001"
+                 *     }
+                 */
+                "application/json": unknown;
+            };
+        };
         responses: {
             /** @description Default Response */
             202: {
