@@ -344,6 +344,7 @@ export class RunFinish {
       status: 'failed',
       output: result.output,
       structuredOutput: null,
+      finishReason: null,
       error: RESULT_UNRECORDED,
       cost,
       tokenUsage,
