@@ -9,8 +9,11 @@
 /** Levels of nesting a JSON value may have (the value itself is one). No request, tool or answer needs more. */
 export const MAX_JSON_DEPTH = 64;
 
-/** The JSON text a value entering a run may take (a tool's input or result, a structured answer): as much as a request body. */
-export const MAX_RUN_JSON_BYTES = 1024 * 1024;
+/**
+ * The JSON text a value entering a run may take (a tool's input or result, a structured answer): room
+ * for the largest text a tool gathers (an A2A agent's reply, cut at 4 MiB), as much as a file upload.
+ */
+export const MAX_RUN_JSON_BYTES = 5 * 1024 * 1024;
 
 /** True when `value` nests objects or arrays more than `levels` deep; the walk stops there, so it never recurses further. */
 export function deeperThan(value: unknown, levels: number): boolean {
