@@ -28,6 +28,17 @@ describe('a refused start, as the task worker reads it', () => {
     expect(startFailure(new Unavailable('database_unavailable', 'the database does not answer'))).toEqual(expected);
   });
 
+  it('a storage fault (disk full, EIO, read-only): queued again after 30 s, the attempt not spent', () => {
+    const expected = {
+      kind: 'database_unavailable',
+      retryAfterSeconds: 30,
+      error: { code: 'storage_unavailable', message: 'the database could not write (disk full, failing or read-only)' },
+    };
+    for (const code of ['SQLITE_FULL', 'SQLITE_IOERR_WRITE', 'SQLITE_READONLY', '53100', '25006']) {
+      expect(startFailure(Object.assign(new Error('database or disk is full'), { code }))).toEqual(expected);
+    }
+  });
+
   it('a missing agent, a rule that refuses, and a fault are told apart', () => {
     expect(startFailure(new NotFound('agent'))).toEqual({
       kind: 'agent_gone',
