@@ -1,3 +1,4 @@
+import { ChatOpenAI } from '@langchain/openai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -108,6 +109,28 @@ describe('/v1/chat/completions response_format', () => {
       response_format: { type: 'json_schema', json_schema: { name: 'place', schema: zodSchema } },
     });
     expect(JSON.parse(completion.choices[0].message.content!)).toEqual({ city: 'Faro', coords: [37, -7.9], tags: ['sun'] });
+  });
+});
+
+describe('LangChain’s withStructuredOutput against /v1/chat/completions', () => {
+  it('sends its Zod 4 schema as a json_schema response_format and gets the validated object back', async () => {
+    const agent = await t.agent(key, { model: 'builtin/echo' });
+    const sent: string[] = [];
+    const fetch: typeof globalThis.fetch = async (url, init) => {
+      sent.push(String(init?.body));
+      return globalThis.fetch(url, init);
+    };
+    const model = new ChatOpenAI({
+      model: `agent:${agent.id}`,
+      apiKey: key,
+      maxRetries: 0,
+      configuration: { baseURL: `${await t.listen()}/v1`, fetch },
+    });
+    const structured = model.withStructuredOutput(Place, { method: 'jsonSchema', name: 'place' });
+    const place = await structured.invoke('{"city":"Braga","coords":[41.5,-8.4],"tags":["old"]}');
+    expect(place).toEqual({ city: 'Braga', coords: [41.5, -8.4], tags: ['old'] });
+    // What LangChain sent: its schema names draft 2020-12.
+    expect(JSON.parse(sent[0]).response_format.json_schema.schema.$schema).toBe('https://json-schema.org/draft/2020-12/schema');
   });
 });
 
