@@ -614,6 +614,7 @@ describeBrowser('the console, page by page', () => {
     expect(await page.content()).not.toContain(secret);
 
     await page.getByRole('row').filter({ hasText: 'reporting' }).getByRole('button', { name: 'Revoke' }).click();
+    await page.getByRole('dialog', { name: 'Revoke API key' }).getByRole('button', { name: 'Revoke' }).click();
     // The list shows active keys (GET /api/v1/api-keys without revoked ones): the revoked key leaves it.
     await page.getByRole('row').filter({ hasText: 'reporting' }).waitFor({ state: 'detached' });
     expect((await t.request('GET', '/api/v1/tenant', { key: secret })).status).toBe(401);

@@ -1,4 +1,4 @@
-import type { AuditEvent, CreatedApiKey } from '@agentry/client';
+import type { ApiKey, AuditEvent, CreatedApiKey } from '@agentry/client';
 import {
   Alert,
   Badge,
@@ -6,6 +6,7 @@ import {
   Card,
   Code,
   Group,
+  Modal,
   MultiSelect,
   SegmentedControl,
   SimpleGrid,
@@ -172,6 +173,10 @@ function Limits() {
 
 function ApiKeys() {
   const client = useClient();
+  const session = useSession();
+  /** The key whose revocation waits for confirmation. */
+  const [confirming, setConfirming] = useState<ApiKey | null>(null);
+  const ownKey = (k: ApiKey) => session.me.credential.type === 'api_key' && session.me.credential.id === k.id;
   const denied = useDenied()('settings:write');
   const queryClient = useQueryClient();
   const keys = useQuery({ queryKey: ['api-keys'], enabled: !denied, queryFn: () => client.apiKeys.list().toArray() });
@@ -188,7 +193,12 @@ function ApiKeys() {
     },
   });
   const revoke = useMutation({
-    mutationFn: (id: string) => client.apiKeys.revoke(id),
+    mutationFn: (key: ApiKey) => client.apiKeys.revoke(key.id),
+    onSuccess: (_answer, key) => {
+      setConfirming(null);
+      // The console's own credential no longer works: back to the sign-in page rather than failing everywhere.
+      if (ownKey(key)) session.signOut();
+    },
     onSettled: () => queryClient.invalidateQueries({ queryKey: ['api-keys'] }),
   });
   if (denied) return <Alert color="gray">{denied}: API keys are managed with settings:write.</Alert>;
@@ -242,7 +252,15 @@ function ApiKeys() {
                   {k.revokedAt ? (
                     <Badge color="gray">revoked</Badge>
                   ) : (
-                    <Button size="xs" color="red" variant="subtle" onClick={() => revoke.mutate(k.id)}>
+                    <Button
+                      size="xs"
+                      color="red"
+                      variant="subtle"
+                      onClick={() => {
+                        revoke.reset();
+                        setConfirming(k);
+                      }}
+                    >
                       Revoke
                     </Button>
                   )}
@@ -252,6 +270,35 @@ function ApiKeys() {
           </Table.Tbody>
         </Table>
       </Table.ScrollContainer>
+      <Modal opened={confirming !== null} onClose={() => setConfirming(null)} title="Revoke API key">
+        {confirming && (
+          <Stack>
+            <Text>
+              Revoke the key <b>{confirming.name}</b>? It stops working at once, for every client that uses it and every access token minted
+              from it. This cannot be undone.
+            </Text>
+            {ownKey(confirming) && (
+              <Alert color="red" title="This is the key you are signed in with">
+                The console signs out as soon as it is revoked, and this key can never sign in again: make sure you hold another key with
+                the permissions you need.
+              </Alert>
+            )}
+            {revoke.error && (
+              <Alert color="red" title="Not revoked">
+                {messageOf(revoke.error)}
+              </Alert>
+            )}
+            <Group justify="end">
+              <Button variant="default" onClick={() => setConfirming(null)}>
+                Keep
+              </Button>
+              <Button color="red" loading={revoke.isPending} onClick={() => revoke.mutate(confirming)}>
+                Revoke
+              </Button>
+            </Group>
+          </Stack>
+        )}
+      </Modal>
     </Stack>
   );
 }
