@@ -406,6 +406,7 @@ export async function buildApp({ config, db, services = createServices(config, d
     connectors: services.connectors,
     skillTools: services.skillTools,
     agents: services.agents,
+    protectedResource: { publicBaseUrl: config.publicBaseUrl, issuer: config.issuer },
   });
   await app.register(identityPlugin, { identity: services.identity, limits: services.limits });
   await app.register(openaiCompatPlugin, {

@@ -14,6 +14,8 @@ export type OAuthErrorCode =
   | 'invalid_scope'
   | 'invalid_target'
   | 'insufficient_scope'
+  /** The authorization endpoint: no response type is supported (RFC 6749 4.1.2.1); it exists to say so. */
+  | 'unsupported_response_type'
   /** Too many token requests from one client (429; registered for the token endpoint by RFC 8628). */
   | 'slow_down'
   | 'server_error'

@@ -119,6 +119,27 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
     },
   );
 
+  // RFC 8414: the well-known path of an issuer with a path ends with that path.
+  const issuerPath = new URL(identity.issuer).pathname.replace(/\/+$/, '');
+  app.get(
+    `/.well-known/oauth-authorization-server${issuerPath}`,
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'getAuthorizationServerMetadata',
+        tags,
+        summary: 'OAuth 2.0 authorization server metadata (RFC 8414): the token endpoint, its grants and client authentication',
+        description:
+          'What a client (an MCP client following an endpoint’s protected resource metadata) needs to get an access token: client_credentials with an API key’s id and secret, or token exchange. There is no authorization endpoint: no grant sends a person through one.',
+        response: { 200: Type.Object({ issuer: Type.String(), token_endpoint: Type.String() }, { additionalProperties: true }) },
+      },
+    },
+    async (_req, reply) => {
+      reply.header('cache-control', 'public, max-age=3600');
+      return identity.authorizationServerMetadata();
+    },
+  );
+
   app.get(
     '/.well-known/spiffe/trust-bundle',
     {
@@ -410,6 +431,29 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits
       : 'the request is malformed';
     throw new OAuthError('invalid_request', where);
   };
+
+  // RFC 8414 and the clients that read it (the MCP SDK) require an authorization endpoint; this one
+  // answers every request with why there is none to go through, rather than a 404 or a login page.
+  app.get(
+    '/api/v1/identity/oauth/authorize',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'authorizeInteractive',
+        tags,
+        summary: 'OAuth authorization endpoint: always 400 unsupported_response_type (there is no interactive grant)',
+        description:
+          'Tokens come from the token endpoint only (client_credentials with an API key, token exchange); the metadata says response_types_supported: []. Nothing is redirected.',
+        response: { 400: OAuthErrorBody },
+      },
+    },
+    async (_req, reply) =>
+      reply.code(400).send({
+        error: 'unsupported_response_type',
+        error_description:
+          'this server has no interactive authorization: get a token at the token endpoint with client_credentials (an API key) or token exchange',
+      }),
+  );
 
   app.post(
     '/api/v1/identity/oauth/token',

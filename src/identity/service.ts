@@ -8,7 +8,7 @@ import type { Database } from '../db/schema.js';
 import { newId } from '../ids.js';
 import type { MaybePromise } from '../maybe-promise.js';
 import { recordAudit } from '../tenancy/audit.js';
-import type { Principal } from '../tenancy/permissions.js';
+import { PERMISSIONS, type Principal } from '../tenancy/permissions.js';
 import type { TenancyService } from '../tenancy/service.js';
 import type { TokenState, VerifiedToken } from './claims.js';
 import { verifyApiCredential } from './api-credential.js';
@@ -120,6 +120,29 @@ export class IdentityService {
   }
   get tokenEndpoint() {
     return this.ctx.tokenEndpoint;
+  }
+
+  /**
+   * RFC 8414 metadata of the platform as an OAuth authorization server, for clients that discover how
+   * to get a token (MCP clients, from an endpoint's RFC 9728 metadata): the token endpoint and its
+   * grants. No grant sends a person through the authorization endpoint: it is named because the
+   * clients require one, and answers every request unsupported_response_type.
+   */
+  authorizationServerMetadata() {
+    const base = this.ctx.publicBaseUrl;
+    return {
+      issuer: this.ctx.issuer,
+      authorization_endpoint: `${base}/api/v1/identity/oauth/authorize`,
+      token_endpoint: this.ctx.tokenEndpoint,
+      jwks_uri: `${base}/api/v1/identity/.well-known/jwks.json`,
+      introspection_endpoint: `${base}/api/v1/identity/oauth/introspect`,
+      grant_types_supported: ['client_credentials', 'urn:ietf:params:oauth:grant-type:token-exchange'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+      token_endpoint_auth_signing_alg_values_supported: ['ES256'],
+      scopes_supported: [...PERMISSIONS],
+      response_types_supported: [] as string[],
+      service_documentation: `${base}/docs`,
+    };
   }
   get apiAudience() {
     return this.ctx.apiAudience;

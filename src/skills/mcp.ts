@@ -72,6 +72,9 @@ function buildMcpServer(tools: SkillTools, caller: ToolCaller, permissions: Read
       }
     });
   }
+  // McpServer advertises tools.listChanged with its first tool; this stateless server never sends that
+  // notification (no session outlives its request), so it says so: a client must not wait for one.
+  server.server.registerCapabilities({ tools: { listChanged: false } });
   return server;
 }
 
@@ -79,10 +82,71 @@ function jsonRpcError(reply: FastifyReply, status: number, code: number, message
   return reply.code(status).headers(headers).type('application/json').send({ jsonrpc: '2.0', error: { code, message }, id: null });
 }
 
-export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{ agents: AgentsService; tools: SkillTools }> = async (app, { agents, tools }) => {
+/** How a client of the MCP endpoint learns to authenticate (RFC 9728): the platform's issuer and the scopes the tools need. */
+export interface ProtectedResourceOptions {
+  publicBaseUrl: string;
+  /** The issuer whose token endpoint gives the access tokens the endpoint takes (docs/identity.md). */
+  issuer: string;
+}
+
+const MCP_SCOPES = ['skills:read', 'agents:write'];
+
+export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{
+  agents: AgentsService;
+  tools: SkillTools;
+  protectedResource: ProtectedResourceOptions;
+}> = async (app, { agents, tools, protectedResource }) => {
   const url = '/api/v1/agents/:agentId/mcp';
   const params = Type.Object({ agentId: Id });
   const base = { tags: ['skills'], params };
+  const { publicBaseUrl, issuer } = protectedResource;
+  // RFC 9728 section 3: the metadata of the resource https://host/p lives at https://host/.well-known/oauth-protected-resource/p.
+  const metadataUrl = (agentId: string) => `${publicBaseUrl}/.well-known/oauth-protected-resource/api/v1/agents/${agentId}/mcp`;
+
+  // A 401 names where the client finds how to authenticate (RFC 9728 section 5.1), as MCP clients expect.
+  app.addHook('onSend', (req, reply, payload, done) => {
+    const agentId = (req.params as { agentId?: string } | undefined)?.agentId;
+    if (reply.statusCode === 401 && agentId && req.routeOptions.url === url) {
+      reply.header('www-authenticate', `Bearer resource_metadata="${metadataUrl(agentId)}", scope="${MCP_SCOPES[0]}"`);
+    }
+    done(null, payload);
+  });
+
+  app.get(
+    '/.well-known/oauth-protected-resource/api/v1/agents/:agentId/mcp',
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'getAgentMcpResourceMetadata',
+        ...base,
+        summary: 'OAuth protected resource metadata (RFC 9728) of an agent’s MCP endpoint: which authorization server issues its tokens',
+        description:
+          'The same for every agent id (nothing is looked up): the resource, the platform as its authorization server (GET /.well-known/oauth-authorization-server), the scopes its tools need (skills:read; agents:write for skill_request and connector_request), and the Authorization header as the way to send the token.',
+        response: {
+          200: Type.Object({
+            resource: Type.String(),
+            authorization_servers: Type.Array(Type.String()),
+            scopes_supported: Type.Array(Type.String()),
+            bearer_methods_supported: Type.Array(Type.String()),
+            resource_name: Type.String(),
+            resource_documentation: Type.String(),
+          }),
+          ...problems(400),
+        },
+      },
+    },
+    async (req, reply) => {
+      reply.header('cache-control', 'public, max-age=3600');
+      return {
+        resource: `${publicBaseUrl}/api/v1/agents/${req.params.agentId}/mcp`,
+        authorization_servers: [issuer],
+        scopes_supported: MCP_SCOPES,
+        bearer_methods_supported: ['header'],
+        resource_name: 'Agentry agent MCP endpoint (skills and connectors)',
+        resource_documentation: `${publicBaseUrl}/docs`,
+      };
+    },
+  );
 
   app.post(
     url,

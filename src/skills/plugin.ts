@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { AgentsService } from '../agents/service.js';
 import { connectorsRoutes } from './connectors/routes.js';
 import type { ConnectorsService } from './connectors/service.js';
-import { skillsMcpRoutes } from './mcp.js';
+import { type ProtectedResourceOptions, skillsMcpRoutes } from './mcp.js';
 import { skillsRoutes } from './routes.js';
 import type { SkillsService } from './service.js';
 import type { SkillTools } from './tools.js';
@@ -13,14 +13,19 @@ export interface SkillsPluginOptions {
   skillTools: SkillTools;
   /** The MCP endpoint serves an agent's skill tools: it reads the agent. */
   agents: AgentsService;
+  /** What the MCP endpoint's protected resource metadata names (RFC 9728). */
+  protectedResource: ProtectedResourceOptions;
 }
 
 /**
  * The skills domain's routes: /api/skills, /api/v1/connectors, /api/v1/agents/:agentId/mcp. It runs
  * nothing in the background; its hooks into the other domains are wired by createSkillsDomain.
  */
-export const skillsPlugin: FastifyPluginAsync<SkillsPluginOptions> = async (app, { skills, connectors, skillTools, agents }) => {
+export const skillsPlugin: FastifyPluginAsync<SkillsPluginOptions> = async (
+  app,
+  { skills, connectors, skillTools, agents, protectedResource },
+) => {
   await app.register(skillsRoutes, { skills });
   await app.register(connectorsRoutes, { connectors });
-  await app.register(skillsMcpRoutes, { agents, tools: skillTools });
+  await app.register(skillsMcpRoutes, { agents, tools: skillTools, protectedResource });
 };

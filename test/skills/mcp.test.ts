@@ -110,7 +110,12 @@ describe('MCP endpoint', () => {
       });
     const anonymous = await post(external.id, {});
     expect(anonymous.status).toBe(401);
-    expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
+    // RFC 9728: the challenge names the endpoint's protected resource metadata (test/skills/mcp-auth.test.ts follows it).
+    expect(anonymous.headers.get('www-authenticate')).toMatch(
+      new RegExp(
+        `^Bearer resource_metadata="[^"]+/\\.well-known/oauth-protected-resource/api/v1/agents/${external.id}/mcp", scope="skills:read"$`,
+      ),
+    );
     expect((await post(external.id, { authorization: 'Bearer agk_nope' })).status).toBe(401);
 
     const forbidden = await post(external.id, { authorization: `Bearer ${await t.key(key, ['agents:read'])}` });

@@ -1191,6 +1191,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/oauth-protected-resource/api/v1/agents/{agentId}/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OAuth protected resource metadata (RFC 9728) of an agent’s MCP endpoint: which authorization server issues its tokens
+         * @description The same for every agent id (nothing is looked up): the resource, the platform as its authorization server (GET /.well-known/oauth-authorization-server), the scopes its tools need (skills:read; agents:write for skill_request and connector_request), and the Authorization header as the way to send the token.
+         */
+        get: operations["getAgentMcpResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents/{agentId}/mcp": {
         parameters: {
             query?: never;
@@ -1259,6 +1279,26 @@ export interface paths {
         };
         /** Platform JWKS: verifies SVIDs, badges and access tokens */
         get: operations["getPlatformJwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-authorization-server": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OAuth 2.0 authorization server metadata (RFC 8414): the token endpoint, its grants and client authentication
+         * @description What a client (an MCP client following an endpoint’s protected resource metadata) needs to get an access token: client_credentials with an API key’s id and secret, or token exchange. There is no authorization endpoint: no grant sends a person through one.
+         */
+        get: operations["getAuthorizationServerMetadata"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1419,6 +1459,26 @@ export interface paths {
         get: operations["getTbacMode"];
         /** Set the tenant's TBAC mode */
         put: operations["setTbacMode"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/identity/oauth/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OAuth authorization endpoint: always 400 unsupported_response_type (there is no interactive grant)
+         * @description Tokens come from the token endpoint only (client_credentials with an API key, token exchange); the metadata says response_types_supported: []. Nothing is redirected.
+         */
+        get: operations["authorizeInteractive"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -10234,6 +10294,55 @@ export interface operations {
             default: components["responses"]["ServerError"];
         };
     };
+    getAgentMcpResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resource": "string",
+                     *       "authorization_servers": [
+                     *         "string"
+                     *       ],
+                     *       "scopes_supported": [
+                     *         "string"
+                     *       ],
+                     *       "bearer_methods_supported": [
+                     *         "string"
+                     *       ],
+                     *       "resource_name": "string",
+                     *       "resource_documentation": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        resource: string;
+                        authorization_servers: string[];
+                        scopes_supported: string[];
+                        bearer_methods_supported: string[];
+                        resource_name: string;
+                        resource_documentation: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["ServerError"];
+        };
+    };
     openAgentMcpStream: {
         parameters: {
             query?: never;
@@ -10497,6 +10606,38 @@ export interface operations {
                             use: string;
                             alg?: string;
                         }[];
+                    };
+                };
+            };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getAuthorizationServerMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "issuer": "string",
+                     *       "token_endpoint": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        issuer: string;
+                        token_endpoint: string;
+                    } & {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -11453,6 +11594,29 @@ export interface operations {
             };
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
+        };
+    };
+    authorizeInteractive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
         };
     };
     requestToken: {
