@@ -292,12 +292,17 @@ export interface AppOptions {
   services?: Services;
 }
 
+/** TRUST_PROXY as a hop count: the nearest `hops` addresses are proxies (proxy-addr's hop numbering). */
+const trustHops = (hops: number) => (_address: string, hop: number) => hop < hops;
+
 export async function buildApp({ config, db, services = createServices(config, db) }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: services.logger,
     bodyLimit: BODY_LIMIT,
     requestIdHeader: 'x-request-id',
     genReqId: newRequestId,
+    // The caller's address (req.ip) from X-Forwarded-For only behind the proxies TRUST_PROXY names.
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     // Each request's logger is made when the request first logs at an enabled level (most never do).
     childLoggerFactory: requestChildLogger,
     ajv: { customOptions: { removeAdditional: false } },

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { inspect } from 'node:util';
 import { trustDomainError } from './identity/spiffe.js';
@@ -58,6 +59,11 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Token endpoint requests per minute per client (0: no limit); 0 by default when rateLimitPerMinute is. */
   tokenRateLimitPerMinute: number;
+  /**
+   * Which reverse proxies' X-Forwarded-For is believed for the caller's address (the token endpoint's
+   * per-address counts, logs): false, none; a number, that many hops; else the proxies' addresses or CIDRs.
+   */
+  trustProxy: false | number | string[];
   /** `iss` of every token the platform signs; defaults to `publicBaseUrl`. */
   issuer: string;
   /** SPIFFE trust domain of the agents' identities. */
@@ -132,6 +138,23 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+/** TRUST_PROXY: unset or false, a hop count, or addresses and CIDRs (never "true": anyone could then name any address). */
+function trustedProxies(env: Env): false | number | string[] {
+  const raw = env.TRUST_PROXY?.trim();
+  if (!raw || raw === 'false' || raw === '0') return false;
+  if (/^\d+$/.test(raw)) return integer(env, 'TRUST_PROXY', 0, 1, 32);
+  const entries = raw.split(',').map((e) => e.trim());
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/');
+    const family = isIP(address ?? '');
+    const maxBits = family === 6 ? 128 : 32;
+    if (!family || extra !== undefined || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= maxBits))) {
+      throw new ConfigError('TRUST_PROXY', `must be a number of hops or addresses/CIDRs separated by commas, got "${entry}"`);
+    }
+  }
+  return entries;
 }
 
 function url(env: Env, name: string, fallback: string, protocols: string[]): string {
@@ -277,6 +300,8 @@ export function loadConfig(env: Env = process.env): Config {
   // Minting is a signature and a committed row; a client needs a token an hour (they live one hour).
   const tokenRateLimitPerMinute = integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', rateLimitPerMinute === 0 ? 0 : 300, 0, 10_000_000);
 
+  const trustProxy = trustedProxies(env);
+
   const issuer = url(env, 'ISSUER', publicBaseUrl, ['http:', 'https:']).replace(/\/+$/, '');
 
   const trustDomain = env.TRUST_DOMAIN || 'agentry.local';
@@ -339,6 +364,7 @@ export function loadConfig(env: Env = process.env): Config {
     openaiApprovalWaitMs,
     rateLimitPerMinute,
     tokenRateLimitPerMinute,
+    trustProxy,
     issuer,
     trustDomain,
     masterKey,

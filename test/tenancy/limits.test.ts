@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { RateLimiter } from '../../src/tenancy/limits.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { readSse } from '../helpers/sse.js';
@@ -203,6 +204,52 @@ describe('token endpoint lockout', () => {
     // The holder, who has not failed, is not affected, on any address.
     expect((await tokenFrom('127.0.0.1', grant, basic(made.body.key))).status).toBe(200);
     expect((await tokenFrom('192.0.2.10', grant, basic(made.body.key))).status).toBe(200);
+  });
+});
+
+describe('token endpoint lockout behind a reverse proxy (TRUST_PROXY)', () => {
+  let proxied: TestApp;
+  beforeAll(async () => {
+    proxied = await startApp({ TOKEN_RATE_LIMIT_PER_MINUTE: '3', TRUST_PROXY: '10.0.0.1' });
+  });
+  afterAll(() => proxied?.close());
+
+  it('TRUST_PROXY takes a hop count or addresses and CIDRs, never true', () => {
+    const trustProxy = (value: string) => loadConfig({ DATA_DIR: proxied.config.dataDir, DATABASE_URL: '', TRUST_PROXY: value }).trustProxy;
+    expect(trustProxy('')).toBe(false);
+    expect(trustProxy('2')).toBe(2);
+    expect(trustProxy('10.0.0.0/8, ::1')).toEqual(['10.0.0.0/8', '::1']);
+    for (const bad of ['true', 'proxy.local', '10.0.0.0/33', '10.0.0.1/8/1']) expect(() => trustProxy(bad), bad).toThrow(/TRUST_PROXY/);
+  });
+
+  it('counts failures per forwarded address from a trusted proxy, and believes no one else’s X-Forwarded-For', async () => {
+    const { key } = await proxied.tenant();
+    const made = await proxied.request('POST', '/api/v1/api-keys', { key, body: { name: 'cc', permissions: ['agents:read'] } });
+    const keyId = made.body.apiKey.id as string;
+    const basic = (secret: string) => `Basic ${Buffer.from(`${keyId}:${secret}`).toString('base64')}`;
+    const wrong = `${made.body.key.slice(0, -4)}${made.body.key.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
+    const via = async (peer: string, forwardedFor: string, secret: string) =>
+      (
+        await proxied.app.inject({
+          method: 'POST',
+          url: '/api/v1/identity/oauth/token',
+          remoteAddress: peer,
+          headers: { ...FORM, authorization: basic(secret), 'x-forwarded-for': forwardedFor },
+          payload: form({ grant_type: 'client_credentials' }),
+        })
+      ).statusCode;
+
+    const forger = [];
+    for (let i = 0; i < 5; i++) forger.push(await via('10.0.0.1', '203.0.113.9', wrong));
+    expect(forger).toEqual([401, 401, 401, 429, 429]);
+    // The holder behind the same proxy, at another address, is not locked out.
+    expect(await via('10.0.0.1', '192.0.2.44', made.body.key)).toBe(200);
+    // A peer that is not the trusted proxy is counted by its own address whatever it forwards: with the
+    // key's failures over the limit, that address gets one failure, then no more (a believed header
+    // would have made each request a fresh address, each answered 401).
+    const untrusted = [];
+    for (let i = 0; i < 4; i++) untrusted.push(await via('10.0.0.2', `198.51.100.${i}`, wrong));
+    expect(untrusted).toEqual([401, 429, 429, 429]);
   });
 });
 
