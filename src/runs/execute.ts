@@ -17,6 +17,9 @@ import type { ActiveRun, PendingStart, RunResources } from './resources.js';
 import { RunFault, ShutdownAbort, type RunOutcome, type StartRunInput, type SystemPromptContributor } from './types.js';
 import type { RunError } from './views.js';
 
+/** Runs whose caller hears nothing before they end: an answer cut part-way starts its step over (runtime/model-step.ts). */
+const ANSWERED_WHOLE: ReadonlySet<string> = new Set(['execute', 'task', 'delegation']);
+
 /** A run whose start is written (or on its way: `start`), ready to execute here. */
 export interface Launch {
   input: StartRunInput;
@@ -121,6 +124,7 @@ export class RunExecution {
         model,
         retry: this.r.models.retryPolicy(agent.model),
         timeouts: this.r.models.timeoutsOf(agent.model),
+        cutRestarts: ANSWERED_WHOLE.has(input.kind),
         modelId: agent.model,
         fallbacks: this.r.tracing
           ? fallbacks.choices.map((c) => ({ ...c, model: tracedModel(this.r.tracing!, c.model, c.id) }))

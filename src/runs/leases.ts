@@ -58,10 +58,13 @@ export class RunLeases {
       const error: RunError = { code: 'interrupted', message: 'the process running this run stopped before it finished' };
       // What the client was already sent survives: the streamed tokens are in the event log.
       const events = await readStoredEvents(this.r.db, run.id, 0);
-      const output = events
-        .filter((e) => e.event === 'token')
-        .map((e) => (e.data as { text: string }).text)
-        .join('');
+      // Tokens of an answer cut and started over (answer_cut, next: retry or fallback) are not the run's output.
+      let output = '';
+      for (const e of events) {
+        if (e.event === 'token') output += (e.data as { text: string }).text;
+        const cut = e.data as { next?: string; partial?: string };
+        if (e.event === 'answer_cut' && cut.next !== 'fail') output = output.slice(0, output.length - (cut.partial ?? '').length);
+      }
       // What ran is kept: the calls told in the events, with the results that came back.
       const toolCalls = recoveredToolCalls(storedCalls(run.tool_calls), events, run.started_at ?? run.created_at);
       const won = await this.r.db.kysely.transaction().execute(async (trx) => {

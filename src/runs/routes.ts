@@ -168,7 +168,7 @@ export const RunDetailsSchema = Type.Evaluate(
 );
 
 const SSE_DESCRIPTION =
-  'Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).';
+  'Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).';
 const StreamHeaders = {
   ...RunHeaders,
   'content-location': Type.String({ description: '/api/v1/runs/{runId}/events: where to resume this stream (with Last-Event-ID)' }),

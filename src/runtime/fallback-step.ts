@@ -1,5 +1,5 @@
 import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
-import { type StepHandlers, type StepOutput, streamStep } from './model-step.js';
+import { type AnswerCut, type StepHandlers, type StepOutput, streamStep } from './model-step.js';
 import { type BreakerBoard, BreakerOpenError } from './models/breaker.js';
 import { ProviderError, type ProviderErrorCode, type RetryPolicy } from './models/retries.js';
 import type { ModelTimeouts } from './models/timeouts.js';
@@ -50,10 +50,15 @@ export async function streamStepWithFallbacks(
   for (let i = 0; ; i++) {
     const choice = choices[i];
     const isLast = i === choices.length - 1;
+    // Text told by this model's current attempt (an attempt cut and started over tells its cut, and counts no more).
     let emitted = false;
     const onText = (delta: string) => {
       emitted = true;
       handlers.onText(delta);
+    };
+    const onCut = (cut: AnswerCut) => {
+      emitted = false;
+      handlers.onCut?.(cut);
     };
     fallback.onModel?.(choice.id);
     try {
@@ -63,14 +68,19 @@ export async function streamStepWithFallbacks(
         choice.model,
         options,
         toolNames,
-        { ...handlers, onText, onRetry },
+        { ...handlers, onText, onRetry, onCut },
         choice.retry,
         gate,
         choice.timeouts,
       );
-      if (output.error === undefined || emitted || isLast || signal?.aborted || !fallsBack(output.errorCode)) {
+      if (output.error === undefined || signal?.aborted) return { output, model: choice.id };
+      const restarts = !emitted || handlers.cutRestarts;
+      if (isLast || !restarts || !fallsBack(output.errorCode)) {
+        if (emitted && output.errorCode)
+          handlers.onCut?.({ code: output.errorCode, message: output.errorMessage ?? 'the provider failed', next: 'fail' });
         return { output, model: choice.id };
       }
+      if (emitted) onCut({ code: output.errorCode!, message: output.errorMessage ?? 'the provider failed', next: 'fallback' });
       firstFailure ??= new ProviderError(output.errorCode!, output.errorMessage ?? 'the provider failed', { detail: output.errorDetail });
     } catch (err) {
       if (signal?.aborted || !(err instanceof ProviderError) || !fallsBack(err.code)) throw err;

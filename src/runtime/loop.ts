@@ -11,7 +11,7 @@ import { outOfBounds } from '../json-bounds.js';
 import { type ContextOptions, ContextFitter } from './context/fit.js';
 import { type ConversationTurn, turnMessages } from './context/history.js';
 import { type ModelChoice, streamStepWithFallbacks } from './fallback-step.js';
-import type { StepOutput, StepToolCall } from './model-step.js';
+import type { AnswerCut, StepOutput, StepToolCall } from './model-step.js';
 import type { BreakerBoard } from './models/breaker.js';
 import { DEFAULT_RETRY_POLICY, ProviderError, type ProviderErrorCode, type RetryPolicy } from './models/retries.js';
 import type { ModelTimeouts } from './models/timeouts.js';
@@ -27,7 +27,10 @@ type LoopEvent =
   | { event: 'token'; data: { text: string } }
   | { event: 'tool_call_start'; data: { id: string; name: string; input: unknown } }
   | { event: 'tool_call_end'; data: { id: string; result: Record<string, unknown> } }
-  | { event: 'context_truncated'; data: { droppedMessages: number; reason: string } };
+  | { event: 'context_truncated'; data: { droppedMessages: number; reason: string } }
+
+  /** An answer broke off after `partial` was told: `next` says whether the step starts over (its tokens begin again) or the run fails. */
+  | { event: 'answer_cut'; data: { code: string; message: string; model: string; partial: string; next: AnswerCut['next'] } };
 
 interface ToolCallRecord {
   id: string;
@@ -112,6 +115,8 @@ export interface LoopInput<A extends ToolAgent = ToolAgent> {
   /** Messages injected while the run is going; drained at each step boundary. */
   drainInbox(): string[];
   onEvent(e: LoopEvent): void;
+  /** The caller hears nothing before the run ends (a plain execute): an answer cut part-way is retried or falls back (model-step.ts). */
+  cutRestarts?: boolean;
   /** Told of each model call retried after a provider failure, with the model asked (metrics). */
   onRetry?(code: ProviderErrorCode, model: string): void;
   /** Awaited before a step's tool calls run (a run's start must be written before any tool acts). */
@@ -297,6 +302,15 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
             step.text += text;
             result.output += text;
             input.onEvent({ event: 'token', data: { text } });
+          },
+          cutRestarts: input.cutRestarts,
+          onCut: (cut) => {
+            // Followers of the events learn what their tokens so far were, and that the step's tokens start again (or not).
+            const partial = step.text;
+            input.onEvent({ event: 'answer_cut', data: { ...cut, model: step.model ?? choices[0].id, partial } });
+            if (cut.next === 'fail') return;
+            result.output = result.output.slice(0, result.output.length - partial.length);
+            step.text = '';
           },
         },
         { breakers: input.breakers, onModel: (model) => (step.model = model), onRetry: input.onRetry },

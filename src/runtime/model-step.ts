@@ -65,8 +65,22 @@ export interface StepHandlers {
   onText(delta: string): void;
   /** Told of each part the provider streams (the idle timeout starts again). */
   onPart?(): void;
+  /**
+   * The caller receives nothing before the step ends (a plain execute): an answer cut after its first
+   * text starts the step over (retried, or handed to a fallback) instead of ending it, as any failed call.
+   */
+  cutRestarts?: boolean;
+  /** Told when an answer broke off after text reached `onText`, and what follows: the step starts over (`retry`, `fallback`) or ends failed. */
+  onCut?(cut: AnswerCut): void;
   /** Told before each retry of the call after a provider failure (metrics count them). */
   onRetry?(code: ProviderErrorCode): void;
+}
+
+/** An answer that broke off after some of its text was told, and what followed. */
+export interface AnswerCut {
+  code: ProviderErrorCode;
+  message: string;
+  next: 'retry' | 'fallback' | 'fail';
 }
 
 type AssistantPart = StepOutput['message']['content'][number];
@@ -224,12 +238,13 @@ async function attempts(
     if (out.error === undefined || signal?.aborted) return out;
     const failure = timer?.passed ? timer.failure() : classifyProviderError(out.error);
     failed(failure);
-    // Nothing reached the client yet: the step starts over as if this attempt had not been.
-    const delay = failure && !emitted ? retryDelayMs(retry, attempt, failure) : undefined;
+    // Nothing reached the client yet (or the caller hears nothing before the end): the step starts over as if this attempt had not been.
+    const delay = failure && (!emitted || handlers.cutRestarts) ? retryDelayMs(retry, attempt, failure) : undefined;
     if (delay === undefined) {
       if (failure) Object.assign(out, { errorCode: failure.code, errorMessage: failure.message, errorDetail: failure.detail });
       return out;
     }
+    if (emitted) handlers.onCut?.({ code: failure!.code, message: failure!.message, next: 'retry' });
     handlers.onRetry?.(failure!.code);
     await abortableDelay(delay, signal);
   }

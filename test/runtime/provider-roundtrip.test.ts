@@ -466,6 +466,11 @@ describe('provider errors', () => {
       { event: 'tool_call_end', data: { id: 'toolu_01', result: { sum: 2 } } },
       { event: 'token', data: { text: 'The answer' } },
       { event: 'token', data: { text: ' is' } },
+      // The stream names the cut and what was said before it, then fails (docs/runtime.md, "Cut answers").
+      {
+        event: 'answer_cut',
+        data: { ...error, model: 'anthropic/claude-sonnet-4-5', partial: 'The answer is', next: 'fail' },
+      },
       { event: 'error', data: error },
     ]);
     expect(run).toMatchObject({ status: 'failed', error, output: 'The answer is', tokenUsage: { inputTokens: 100, outputTokens: 20 } });

@@ -30,6 +30,12 @@ export type RunEvent =
   | { type: 'approval_required'; seq: number; data: ApprovalRequired }
   /** Older history was left out of the prompt without a summary (the run's `contextTruncated`). */
   | { type: 'context_truncated'; seq: number; data: { droppedMessages: number; reason: string } }
+  /** The provider's answer broke off after `partial`; `next`: the step's tokens start again (retry, fallback), or the run fails (fail: its error follows). */
+  | {
+      type: 'answer_cut';
+      seq: number;
+      data: { code: string; message: string; model: string; partial: string; next: 'retry' | 'fallback' | 'fail' };
+    }
   | {
       type: 'done';
       seq: number;

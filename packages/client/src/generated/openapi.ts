@@ -28,7 +28,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the database answers, and has not been refusing writes (disk full, read-only, I/O errors) */
+        /** Readiness: the database answers */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
@@ -84,11 +84,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke an API key (it stops working at once). The caller must hold every permission of the key (403), and the tenant’s last active key holding every permission cannot be revoked (409 last_admin_key) */
+        /** Revoke an API key (it stops working at once) */
         delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
-        /** Set an API key’s own request limit (null: the tenant’s); the caller must hold every permission of the key (403) */
+        /** Set an API key’s own request limit (null: the tenant’s) */
         patch: operations["updateApiKey"];
         trace?: never;
     };
@@ -260,7 +260,7 @@ export interface paths {
         put?: never;
         /**
          * Execute an agent: JSON result, or SSE when stream is true
-         * @description With "stream": true the answer is Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).
+         * @description With "stream": true the answer is Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).
          */
         post: operations["executeAgent"];
         delete?: never;
@@ -680,10 +680,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /**
-         * Approve a task awaiting approval: it is queued, or its action is performed
-         * @description An agent’s skill or connector request also needs the permission of what approving performs (skills:write, settings:write; else 403).
-         */
+        /** Approve a task awaiting approval: it is queued, or its action is performed */
         post: operations["approveTask"];
         delete?: never;
         options?: never;
@@ -700,10 +697,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /**
-         * Reject a task awaiting approval: it is cancelled
-         * @description An agent’s skill or connector request also needs the permission of what approving it would perform (skills:write, settings:write; else 403).
-         */
+        /** Reject a task awaiting approval: it is cancelled */
         post: operations["rejectTask"];
         delete?: never;
         options?: never;
@@ -756,7 +750,7 @@ export interface paths {
         put?: never;
         /**
          * Webhook trigger of a task: the JSON body becomes the run input
-         * @description Signed with the task secret: x-agentry-timestamp: <unix seconds>, x-agentry-signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>">. Deliveries more than 5 minutes from the server time, or with a bad signature, are refused (401) and run nothing; the same delivery twice fires once. An id with no webhook answers as a bad signature does (401), so ids cannot be probed.
+         * @description Signed with the task secret: x-agentry-timestamp: <unix seconds>, x-agentry-signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>">. Deliveries more than 5 minutes from the server time, or with a bad signature, are refused (401) and run nothing; the same delivery twice fires once.
          */
         post: operations["triggerTaskWebhook"];
         delete?: never;
@@ -828,7 +822,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a waiting tool call (optionally with edited arguments) or a task; the run resumes
-         * @description An agent’s skill or connector request (a task) also needs the permission of what approving performs (skills:write, settings:write; else 403). The run resumes once none of its calls waits any more, on this server or (after a restart) on whichever claims it first. 409 `approval_not_pending` when it was decided, expired or its run ended; 409 `approval_expired` when its time is up (the sweep then decides it as the agent’s `approval.onTimeout` says).
+         * @description The run resumes once none of its calls waits any more, on this server or (after a restart) on whichever claims it first. 409 `approval_not_pending` when it was decided, expired or its run ended; 409 `approval_expired` when its time is up (the sweep then decides it as the agent’s `approval.onTimeout` says).
          */
         post: operations["approveApproval"];
         delete?: never;
@@ -1191,26 +1185,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/.well-known/oauth-protected-resource/api/v1/agents/{agentId}/mcp": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * OAuth protected resource metadata (RFC 9728) of an agent’s MCP endpoint: which authorization server issues its tokens
-         * @description The same for every agent id (nothing is looked up): the resource, the platform as its authorization server (GET /.well-known/oauth-authorization-server), the scopes its tools need (skills:read; agents:write for skill_request and connector_request), and the Authorization header as the way to send the token.
-         */
-        get: operations["getAgentMcpResourceMetadata"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v1/agents/{agentId}/mcp": {
         parameters: {
             query?: never;
@@ -1279,26 +1253,6 @@ export interface paths {
         };
         /** Platform JWKS: verifies SVIDs, badges and access tokens */
         get: operations["getPlatformJwks"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/.well-known/oauth-authorization-server": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * OAuth 2.0 authorization server metadata (RFC 8414): the token endpoint, its grants and client authentication
-         * @description What a client (an MCP client following an endpoint’s protected resource metadata) needs to get an access token: client_credentials with an API key’s id and secret, or token exchange. There is no authorization endpoint: no grant sends a person through one.
-         */
-        get: operations["getAuthorizationServerMetadata"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1466,26 +1420,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/identity/oauth/authorize": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * OAuth authorization endpoint: always 400 unsupported_response_type (there is no interactive grant)
-         * @description Tokens come from the token endpoint only (client_credentials with an API key, token exchange); the metadata says response_types_supported: []. Nothing is redirected.
-         */
-        get: operations["authorizeInteractive"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v1/identity/oauth/token": {
         parameters: {
             query?: never;
@@ -1497,7 +1431,7 @@ export interface paths {
         put?: never;
         /**
          * OAuth token endpoint: token exchange (RFC 8693; the SVID authenticates) and client_credentials
-         * @description Rate limited (TOKEN_RATE_LIMIT_PER_MINUTE): tokens issued per client, and failed requests per client and address apart, so forged requests do not stop the real client; 429 slow_down with Retry-After.
+         * @description Rate limited per client (TOKEN_RATE_LIMIT_PER_MINUTE): 429 slow_down with Retry-After.
          */
         post: operations["requestToken"];
         delete?: never;
@@ -1540,23 +1474,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/models/{model}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** OpenAI-compatible: one model (`agent:<agentId>`) as GET /v1/models lists it; 404 otherwise */
-        get: operations["retrieveModel"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -1568,7 +1485,7 @@ export interface paths {
         put?: never;
         /**
          * OpenAI-compatible chat completion: a run of the agent named by model
-         * @description The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. With "stream": true, Server-Sent Events of `data: <chat.completion.chunk JSON>` lines: the first delta holds the role, then content deltas, then one with finish_reason; with stream_options.include_usage a last chunk with empty choices and the usage; then `data: [DONE]`. A run that fails mid-stream sends `data: {"error":{...}}` and no [DONE]. A run whose tool call waits for a person is waited for (a stream keeps its connection with SSE comments) up to OPENAI_APPROVAL_WAIT_SECONDS (default 300), then answered 400 `run_awaiting_approval` (the run goes on waiting). A run that failed or was cancelled, and a paused agent, are 400 as well (with the code saying which): the status no official client retries, so a retry never starts another run. With an Idempotency-Key, a retry of the same request answers the run the first started.
+         * @description The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. With "stream": true, Server-Sent Events of `data: <chat.completion.chunk JSON>` lines: the first delta holds the role, then content deltas, then one with finish_reason; with stream_options.include_usage a last chunk with empty choices and the usage; then `data: [DONE]`. A run that fails mid-stream sends `data: {"error":{...}}` and no [DONE]. A run whose tool call waits for a person is waited for (a stream keeps its connection with SSE comments) up to OPENAI_APPROVAL_WAIT_SECONDS (default 300), then answered 409 `run_awaiting_approval` (the run goes on waiting).
          */
         post: operations["createChatCompletion"];
         delete?: never;
@@ -1652,7 +1569,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A2A: the agent’s Agent Card (public; only executable agents whose configuration.publicAgentCard is on, only under their own tenant’s path) */
+        /** A2A: the agent’s Agent Card (public; only executable agents, only under their own tenant’s path) */
         get: operations["getA2aAgentCard"];
         put?: never;
         post?: never;
@@ -1837,8 +1754,6 @@ export interface components {
                 };
                 /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
                 fallbackModels: string[];
-                /** @description whether the agent’s A2A Agent Card is served without credentials (docs/clients.md, "Agent2Agent"); false: the card answers 404 as for an unknown agent, the authenticated A2A endpoint still works */
-                publicAgentCard: boolean;
             };
             /**
              * Format: date-time
@@ -2187,7 +2102,6 @@ export interface operations {
                      *       "usage": {
                      *         "month": "string",
                      *         "spentUsd": 1.5,
-                     *         "reservedUsd": 1.5,
                      *         "runningRuns": 1
                      *       }
                      *     }
@@ -2198,10 +2112,7 @@ export interface operations {
                         monthlyBudgetUsd: number | null;
                         usage: {
                             month: string;
-                            /** @description USD this month: the costs of the runs that have ended */
                             spentUsd: number;
-                            /** @description USD the runs still active hold of the budget: their worst-case cost beyond what they have cost */
-                            reservedUsd: number;
                             runningRuns: number;
                         };
                     };
@@ -2251,7 +2162,6 @@ export interface operations {
                      *       "usage": {
                      *         "month": "string",
                      *         "spentUsd": 1.5,
-                     *         "reservedUsd": 1.5,
                      *         "runningRuns": 1
                      *       }
                      *     }
@@ -2262,10 +2172,7 @@ export interface operations {
                         monthlyBudgetUsd: number | null;
                         usage: {
                             month: string;
-                            /** @description USD this month: the costs of the runs that have ended */
                             spentUsd: number;
-                            /** @description USD the runs still active hold of the budget: their worst-case cost beyond what they have cost */
-                            reservedUsd: number;
                             runningRuns: number;
                         };
                     };
@@ -2301,8 +2208,7 @@ export interface operations {
                      *       "agentId": "string",
                      *       "month": "string",
                      *       "monthlyBudgetUsd": 1.5,
-                     *       "spentUsd": 1.5,
-                     *       "reservedUsd": 1.5
+                     *       "spentUsd": 1.5
                      *     }
                      */
                     "application/json": {
@@ -2310,10 +2216,7 @@ export interface operations {
                         /** @description YYYY-MM (UTC) */
                         month: string;
                         monthlyBudgetUsd: number | null;
-                        /** @description USD this month: the costs of the agent’s runs that have ended */
                         spentUsd: number;
-                        /** @description USD the agent’s runs still active hold: their worst-case cost beyond what they have cost */
-                        reservedUsd: number;
                     };
                 };
             };
@@ -2359,8 +2262,7 @@ export interface operations {
                      *       "agentId": "string",
                      *       "month": "string",
                      *       "monthlyBudgetUsd": 1.5,
-                     *       "spentUsd": 1.5,
-                     *       "reservedUsd": 1.5
+                     *       "spentUsd": 1.5
                      *     }
                      */
                     "application/json": {
@@ -2368,10 +2270,7 @@ export interface operations {
                         /** @description YYYY-MM (UTC) */
                         month: string;
                         monthlyBudgetUsd: number | null;
-                        /** @description USD this month: the costs of the agent’s runs that have ended */
                         spentUsd: number;
-                        /** @description USD the agent’s runs still active hold: their worst-case cost beyond what they have cost */
-                        reservedUsd: number;
                     };
                 };
             };
@@ -2406,15 +2305,6 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description Problem 409 */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
@@ -2879,8 +2769,7 @@ export interface operations {
                  *         },
                  *         "fallbackModels": [
                  *           "string"
-                 *         ],
-                 *         "publicAgentCard": true
+                 *         ]
                  *       }
                  *     }
                  */
@@ -2982,8 +2871,6 @@ export interface operations {
                         };
                         /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
                         fallbackModels?: string[];
-                        /** @description whether the agent’s A2A Agent Card is served without credentials (docs/clients.md, "Agent2Agent"); false: the card answers 404 as for an unknown agent, the authenticated A2A endpoint still works */
-                        publicAgentCard?: boolean;
                     };
                 };
             };
@@ -3042,8 +2929,7 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ],
-                     *         "publicAgentCard": true
+                     *         ]
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3142,8 +3028,7 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ],
-                     *         "publicAgentCard": true
+                     *         ]
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3217,8 +3102,7 @@ export interface operations {
                  *         },
                  *         "fallbackModels": [
                  *           "string"
-                 *         ],
-                 *         "publicAgentCard": true
+                 *         ]
                  *       }
                  *     }
                  */
@@ -3320,8 +3204,6 @@ export interface operations {
                         };
                         /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
                         fallbackModels?: string[];
-                        /** @description whether the agent’s A2A Agent Card is served without credentials (docs/clients.md, "Agent2Agent"); false: the card answers 404 as for an unknown agent, the authenticated A2A endpoint still works */
-                        publicAgentCard?: boolean;
                     };
                 };
             };
@@ -3380,8 +3262,7 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ],
-                     *         "publicAgentCard": true
+                     *         ]
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3517,8 +3398,7 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ],
-                     *         "publicAgentCard": true
+                     *         ]
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3609,8 +3489,7 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ],
-                     *         "publicAgentCard": true
+                     *         ]
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3712,8 +3591,7 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ],
-                     *         "publicAgentCard": true
+                     *         ]
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3831,7 +3709,7 @@ export interface operations {
                     responseFormat?: {
                         /** @enum {string} */
                         type: "json_schema";
-                        /** @description a JSON Schema (draft-07, 2019-09 or 2020-12 by its $schema; draft-07 without one) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
                         schema: {
                             [key: string]: unknown;
                         };
@@ -3861,7 +3739,6 @@ export interface operations {
                      *       "conversationId": "string",
                      *       "runId": "string",
                      *       "status": "string",
-                     *       "finishReason": "string",
                      *       "cost": 1.5,
                      *       "tokenUsage": {
                      *         "inputTokens": 1,
@@ -3887,7 +3764,6 @@ export interface operations {
                         runId: string;
                         /** @description completed, or awaiting_approval: a tool call waits for a person (GET /api/v1/approvals); the run goes on once decided */
                         status: string;
-                        finishReason: string | null;
                         /** @description USD */
                         cost: number;
                         tokenUsage: {
@@ -3905,13 +3781,13 @@ export interface operations {
                         duration: number;
                     };
                     /**
-                     * @example event: token
+                     * @example id: 1
+                     *     event: token
                      *     data: {"text":"Hello"}
-                     *     id: 1
                      *
+                     *     id: 2
                      *     event: done
                      *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
-                     *     id: 2
                      */
                     "text/event-stream": string;
                 };
@@ -4061,7 +3937,7 @@ export interface operations {
                     responseFormat?: {
                         /** @enum {string} */
                         type: "json_schema";
-                        /** @description a JSON Schema (draft-07, 2019-09 or 2020-12 by its $schema; draft-07 without one) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
                         schema: {
                             [key: string]: unknown;
                         };
@@ -4072,7 +3948,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -4087,13 +3963,13 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example event: token
+                     * @example id: 1
+                     *     event: token
                      *     data: {"text":"Hello"}
-                     *     id: 1
                      *
+                     *     id: 2
                      *     event: done
                      *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
-                     *     id: 2
                      */
                     "text/event-stream": string;
                 };
@@ -4243,7 +4119,7 @@ export interface operations {
                     responseFormat?: {
                         /** @enum {string} */
                         type: "json_schema";
-                        /** @description a JSON Schema (draft-07, 2019-09 or 2020-12 by its $schema; draft-07 without one) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
                         schema: {
                             [key: string]: unknown;
                         };
@@ -4254,7 +4130,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -4269,13 +4145,13 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example event: token
+                     * @example id: 1
+                     *     event: token
                      *     data: {"text":"Hello"}
-                     *     id: 1
                      *
+                     *     id: 2
                      *     event: done
                      *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
-                     *     id: 2
                      */
                     "text/event-stream": string;
                 };
@@ -4402,8 +4278,6 @@ export interface operations {
                      *           "model": "string",
                      *           "output": "string",
                      *           "structuredOutput": {},
-                     *           "finishReason": "string",
-                     *           "contextTruncated": true,
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -4447,9 +4321,6 @@ export interface operations {
                             structuredOutput: {
                                 [key: string]: unknown;
                             } | null;
-                            finishReason: string | null;
-                            /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
-                            contextTruncated: boolean;
                             error: {
                                 code: string;
                                 message: string;
@@ -4531,8 +4402,6 @@ export interface operations {
                      *           "model": "string",
                      *           "output": "string",
                      *           "structuredOutput": {},
-                     *           "finishReason": "string",
-                     *           "contextTruncated": true,
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -4576,9 +4445,6 @@ export interface operations {
                             structuredOutput: {
                                 [key: string]: unknown;
                             } | null;
-                            finishReason: string | null;
-                            /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
-                            contextTruncated: boolean;
                             error: {
                                 code: string;
                                 message: string;
@@ -4649,8 +4515,6 @@ export interface operations {
                      *       "model": "string",
                      *       "output": "string",
                      *       "structuredOutput": {},
-                     *       "finishReason": "string",
-                     *       "contextTruncated": true,
                      *       "error": {
                      *         "code": "string",
                      *         "message": "string"
@@ -4708,13 +4572,11 @@ export interface operations {
                      *       "budget": {
                      *         "tenant": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5,
-                     *           "reservedUsd": 1.5
+                     *           "spentUsd": 1.5
                      *         },
                      *         "agent": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5,
-                     *           "reservedUsd": 1.5
+                     *           "spentUsd": 1.5
                      *         }
                      *       }
                      *     }
@@ -4733,9 +4595,6 @@ export interface operations {
                         structuredOutput: {
                             [key: string]: unknown;
                         } | null;
-                        finishReason: string | null;
-                        /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
-                        contextTruncated: boolean;
                         error: {
                             code: string;
                             message: string;
@@ -4796,19 +4655,15 @@ export interface operations {
                         }[];
                         /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
                         warnings: string[];
-                        /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
+                        /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
                         budget: {
                             tenant?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
-                                /** @description what the runs active then held of the budget (their worst-case cost) */
-                                reservedUsd?: number;
                             };
                             agent?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
-                                /** @description what the runs active then held of the budget (their worst-case cost) */
-                                reservedUsd?: number;
                             };
                         };
                     };
@@ -4852,8 +4707,6 @@ export interface operations {
                      *       "model": "string",
                      *       "output": "string",
                      *       "structuredOutput": {},
-                     *       "finishReason": "string",
-                     *       "contextTruncated": true,
                      *       "error": {
                      *         "code": "string",
                      *         "message": "string"
@@ -4911,13 +4764,11 @@ export interface operations {
                      *       "budget": {
                      *         "tenant": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5,
-                     *           "reservedUsd": 1.5
+                     *           "spentUsd": 1.5
                      *         },
                      *         "agent": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5,
-                     *           "reservedUsd": 1.5
+                     *           "spentUsd": 1.5
                      *         }
                      *       }
                      *     }
@@ -4936,9 +4787,6 @@ export interface operations {
                         structuredOutput: {
                             [key: string]: unknown;
                         } | null;
-                        finishReason: string | null;
-                        /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
-                        contextTruncated: boolean;
                         error: {
                             code: string;
                             message: string;
@@ -4999,19 +4847,15 @@ export interface operations {
                         }[];
                         /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
                         warnings: string[];
-                        /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
+                        /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
                         budget: {
                             tenant?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
-                                /** @description what the runs active then held of the budget (their worst-case cost) */
-                                reservedUsd?: number;
                             };
                             agent?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
-                                /** @description what the runs active then held of the budget (their worst-case cost) */
-                                reservedUsd?: number;
                             };
                         };
                     };
@@ -5054,7 +4898,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -5069,13 +4913,13 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example event: token
+                     * @example id: 1
+                     *     event: token
                      *     data: {"text":"Hello"}
-                     *     id: 1
                      *
+                     *     id: 2
                      *     event: done
                      *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
-                     *     id: 2
                      */
                     "text/event-stream": string;
                 };
@@ -5635,7 +5479,7 @@ export interface operations {
                     responseFormat?: {
                         /** @enum {string} */
                         type: "json_schema";
-                        /** @description a JSON Schema (draft-07, 2019-09 or 2020-12 by its $schema; draft-07 without one) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
                         schema: {
                             [key: string]: unknown;
                         };
@@ -6417,8 +6261,6 @@ export interface operations {
                      *       "model": "string",
                      *       "output": "string",
                      *       "structuredOutput": {},
-                     *       "finishReason": "string",
-                     *       "contextTruncated": true,
                      *       "error": {
                      *         "code": "string",
                      *         "message": "string"
@@ -6476,13 +6318,11 @@ export interface operations {
                      *       "budget": {
                      *         "tenant": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5,
-                     *           "reservedUsd": 1.5
+                     *           "spentUsd": 1.5
                      *         },
                      *         "agent": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5,
-                     *           "reservedUsd": 1.5
+                     *           "spentUsd": 1.5
                      *         }
                      *       }
                      *     }
@@ -6501,9 +6341,6 @@ export interface operations {
                         structuredOutput: {
                             [key: string]: unknown;
                         } | null;
-                        finishReason: string | null;
-                        /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
-                        contextTruncated: boolean;
                         error: {
                             code: string;
                             message: string;
@@ -6564,19 +6401,15 @@ export interface operations {
                         }[];
                         /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
                         warnings: string[];
-                        /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
+                        /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
                         budget: {
                             tenant?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
-                                /** @description what the runs active then held of the budget (their worst-case cost) */
-                                reservedUsd?: number;
                             };
                             agent?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
-                                /** @description what the runs active then held of the budget (their worst-case cost) */
-                                reservedUsd?: number;
                             };
                         };
                     };
@@ -6672,8 +6505,6 @@ export interface operations {
                      *           "model": "string",
                      *           "output": "string",
                      *           "structuredOutput": {},
-                     *           "finishReason": "string",
-                     *           "contextTruncated": true,
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -6808,9 +6639,6 @@ export interface operations {
                             structuredOutput: {
                                 [key: string]: unknown;
                             } | null;
-                            finishReason: string | null;
-                            /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
-                            contextTruncated: boolean;
                             error: {
                                 code: string;
                                 message: string;
@@ -7354,8 +7182,6 @@ export interface operations {
                      *           "model": "string",
                      *           "output": "string",
                      *           "structuredOutput": {},
-                     *           "finishReason": "string",
-                     *           "contextTruncated": true,
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -7399,9 +7225,6 @@ export interface operations {
                             structuredOutput: {
                                 [key: string]: unknown;
                             } | null;
-                            finishReason: string | null;
-                            /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
-                            contextTruncated: boolean;
                             error: {
                                 code: string;
                                 message: string;
@@ -7531,18 +7354,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description any JSON value (at most 1 MiB): the input of the task run it fires; an empty body is {} */
-        requestBody?: {
-            content: {
-                /**
-                 * @example {
-                 *       "event": "order.created",
-                 *       "orderId": "A-1001"
-                 *     }
-                 */
-                "application/json": unknown;
-            };
-        };
+        requestBody?: never;
         responses: {
             /** @description Default Response */
             202: {
@@ -10294,55 +10106,6 @@ export interface operations {
             default: components["responses"]["ServerError"];
         };
     };
-    getAgentMcpResourceMetadata: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description identifier (UUID v7) */
-                agentId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "resource": "string",
-                     *       "authorization_servers": [
-                     *         "string"
-                     *       ],
-                     *       "scopes_supported": [
-                     *         "string"
-                     *       ],
-                     *       "bearer_methods_supported": [
-                     *         "string"
-                     *       ],
-                     *       "resource_name": "string",
-                     *       "resource_documentation": "string"
-                     *     }
-                     */
-                    "application/json": {
-                        resource: string;
-                        authorization_servers: string[];
-                        scopes_supported: string[];
-                        bearer_methods_supported: string[];
-                        resource_name: string;
-                        resource_documentation: string;
-                    };
-                };
-            };
-            400: components["responses"]["BadRequest"];
-            404: components["responses"]["NotFound"];
-            default: components["responses"]["ServerError"];
-        };
-    };
     openAgentMcpStream: {
         parameters: {
             query?: never;
@@ -10606,38 +10369,6 @@ export interface operations {
                             use: string;
                             alg?: string;
                         }[];
-                    };
-                };
-            };
-            default: components["responses"]["ServerError"];
-        };
-    };
-    getAuthorizationServerMetadata: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "issuer": "string",
-                     *       "token_endpoint": "string"
-                     *     }
-                     */
-                    "application/json": {
-                        issuer: string;
-                        token_endpoint: string;
-                    } & {
-                        [key: string]: unknown;
                     };
                 };
             };
@@ -11596,29 +11327,6 @@ export interface operations {
             default: components["responses"]["ServerError"];
         };
     };
-    authorizeInteractive: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: string;
-                        error_description: string;
-                    };
-                };
-            };
-        };
-    };
     requestToken: {
         parameters: {
             query?: never;
@@ -12021,129 +11729,12 @@ export interface operations {
             };
         };
     };
-    retrieveModel: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description `agent:<agentId>` */
-                model: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "id": "string",
-                     *       "object": "model",
-                     *       "created": 1,
-                     *       "owned_by": "string",
-                     *       "name": "string",
-                     *       "app_id": "string",
-                     *       "description": "string"
-                     *     }
-                     */
-                    "application/json": {
-                        /** @description `agent:<agentId>` */
-                        id: string;
-                        /** @enum {string} */
-                        object: "model";
-                        /** @description Unix seconds, the agent’s creation */
-                        created: number;
-                        /** @description the agent’s appId */
-                        owned_by: string;
-                        /** @description the agent’s name */
-                        name: string;
-                        app_id: string;
-                        description: string | null;
-                    };
-                };
-            };
-            /** @description an OpenAI error */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            message: string;
-                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                            type: string;
-                            code: string | null;
-                            param: string | null;
-                        };
-                    };
-                };
-            };
-            /** @description an OpenAI error */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            message: string;
-                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                            type: string;
-                            code: string | null;
-                            param: string | null;
-                        };
-                    };
-                };
-            };
-            /** @description an OpenAI error */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            message: string;
-                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                            type: string;
-                            code: string | null;
-                            param: string | null;
-                        };
-                    };
-                };
-            };
-            /** @description an OpenAI error */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: {
-                            message: string;
-                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
-                            type: string;
-                            code: string | null;
-                            param: string | null;
-                        };
-                    };
-                };
-            };
-        };
-    };
     createChatCompletion: {
         parameters: {
             query?: never;
             header?: {
                 /** @description identifier (UUID v7) */
                 "x-agentry-conversation-id"?: string;
-                /** @description A key the client chooses (1-255 printable ASCII characters) to make retries safe: for 24 hours the same key with the same request answers the original run or task instead of starting another; with a different request, 422 idempotency_key_reused. */
-                "idempotency-key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -12467,7 +12058,7 @@ export interface operations {
                 };
             };
             /** @description an OpenAI error */
-            422: {
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12484,7 +12075,7 @@ export interface operations {
                 };
             };
             /** @description an OpenAI error */
-            429: {
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
