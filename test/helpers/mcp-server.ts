@@ -22,8 +22,12 @@ function nestedInto(res: http.ServerResponse) {
   res.end = ((chunk?: unknown, ...rest: unknown[]) => end(replace(chunk), ...rest)) as typeof res.end;
 }
 
-/** A real MCP server (MCP SDK, Streamable HTTP, stateless) with a few tools for runtime tests. */
-export async function startMcpServer() {
+/**
+ * A real MCP server (MCP SDK, Streamable HTTP, stateless) with a few tools for runtime tests;
+ * `hostile` adds tools whose results are past the run's JSON bounds (deep-nesting tests only, so the
+ * other tests' tool lists stay as they are).
+ */
+export async function startMcpServer(options: { hostile?: boolean } = {}) {
   // calls: what the tools' handlers ran; rpc: every JSON-RPC method that reached the server (checked or not).
   const state = {
     calls: [] as { name: string; args: unknown }[],
@@ -54,25 +58,7 @@ export async function startMcpServer() {
       });
       return { content: [{ type: 'text', text: `waited ${ms}` }] };
     });
-    // Results past the run's JSON bounds (src/json-bounds.ts): structuredContent nested `depth` levels, or `chars` of text.
-    // The SDK's own serialisation overflows the stack on thousands of levels, so the nested value is
-    // written into the response's text as it leaves (`nestedInto`).
-    server.registerTool(
-      'nested',
-      { description: 'Answers a value nested depth levels', inputSchema: { depth: z.number() } },
-      async ({ depth }) => {
-        state.calls.push({ name: 'nested', args: { depth } });
-        return { content: [{ type: 'text', text: 'nested' }], structuredContent: { value: `${NESTED}${depth}` } };
-      },
-    );
-    server.registerTool(
-      'bulky',
-      { description: 'Answers chars characters of text', inputSchema: { chars: z.number() } },
-      async ({ chars }) => {
-        state.calls.push({ name: 'bulky', args: { chars } });
-        return { content: [{ type: 'text', text: 'x'.repeat(chars) }] };
-      },
-    );
+    if (options.hostile) registerHostileTools(server, state);
     server.registerTool('broken', { description: 'Always fails', inputSchema: {} }, async () => {
       state.calls.push({ name: 'broken', args: {} });
       return { isError: true, content: [{ type: 'text', text: 'the broken tool is broken' }] };
@@ -107,4 +93,26 @@ export async function startMcpServer() {
         httpServer.close(() => r());
       }),
   };
+}
+
+/** Results past the run's JSON bounds (src/json-bounds.ts): structuredContent nested `depth` levels, or `chars` of text. */
+function registerHostileTools(server: McpServer, state: { calls: { name: string; args: unknown }[] }) {
+  // The SDK's own serialisation overflows the stack on thousands of levels, so the nested value is
+  // written into the response's text as it leaves (`nestedInto`).
+  server.registerTool(
+    'nested',
+    { description: 'Answers a value nested depth levels', inputSchema: { depth: z.number() } },
+    async ({ depth }) => {
+      state.calls.push({ name: 'nested', args: { depth } });
+      return { content: [{ type: 'text', text: 'nested' }], structuredContent: { value: `${NESTED}${depth}` } };
+    },
+  );
+  server.registerTool(
+    'bulky',
+    { description: 'Answers chars characters of text', inputSchema: { chars: z.number() } },
+    async ({ chars }) => {
+      state.calls.push({ name: 'bulky', args: { chars } });
+      return { content: [{ type: 'text', text: 'x'.repeat(chars) }] };
+    },
+  );
 }

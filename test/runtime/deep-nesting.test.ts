@@ -19,7 +19,7 @@ let key: string;
 let mcp: Awaited<ReturnType<typeof startMcpServer>>;
 
 beforeAll(async () => {
-  mcp = await startMcpServer();
+  mcp = await startMcpServer({ hostile: true });
   proc = await startProcess({ MCP_ALLOWED_HOSTS: '127.0.0.1' });
   const created = await cli(['tenants', 'create', 'deep', '--json'], proc.database.env);
   expect(created.code, created.stderr).toBe(0);
