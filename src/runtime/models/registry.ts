@@ -22,7 +22,7 @@ export interface ProviderSettings {
   anthropic: ProviderAccess;
   /** Any server speaking the OpenAI API: Ollama, vLLM, LM Studio, llama.cpp server. */
   openaiCompatible: ProviderAccess;
-  /** When a model is skipped after failures in a row (models/breaker.ts); the defaults when unset. */
+  /** When a model is skipped on a sustained failure rate of its calls (models/breaker.ts); the defaults when unset. */
   breaker?: BreakerSettings;
   /** How long a model call's attempt may take: every model's, then per model (`provider/name`) overrides, field by field. */
   timeouts?: { defaults: ModelTimeouts; models: Record<string, Partial<ModelTimeouts>> };
