@@ -28,7 +28,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the database answers */
+        /** Readiness: the database answers, and has not been refusing writes (disk full, read-only, I/O errors) */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
@@ -84,11 +84,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke an API key (it stops working at once) */
+        /** Revoke an API key (it stops working at once). The caller must hold every permission of the key (403), and the tenant’s last active key holding every permission cannot be revoked (409 last_admin_key) */
         delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
-        /** Set an API key’s own request limit (null: the tenant’s) */
+        /** Set an API key’s own request limit (null: the tenant’s); the caller must hold every permission of the key (403) */
         patch: operations["updateApiKey"];
         trace?: never;
     };
@@ -260,7 +260,7 @@ export interface paths {
         put?: never;
         /**
          * Execute an agent: JSON result, or SSE when stream is true
-         * @description With "stream": true the answer is Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).
+         * @description With "stream": true the answer is Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).
          */
         post: operations["executeAgent"];
         delete?: never;
@@ -680,7 +680,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve a task awaiting approval: it is queued, or its action is performed */
+        /**
+         * Approve a task awaiting approval: it is queued, or its action is performed
+         * @description An agent’s skill or connector request also needs the permission of what approving performs (skills:write, settings:write; else 403).
+         */
         post: operations["approveTask"];
         delete?: never;
         options?: never;
@@ -697,7 +700,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Reject a task awaiting approval: it is cancelled */
+        /**
+         * Reject a task awaiting approval: it is cancelled
+         * @description An agent’s skill or connector request also needs the permission of what approving it would perform (skills:write, settings:write; else 403).
+         */
         post: operations["rejectTask"];
         delete?: never;
         options?: never;
@@ -750,7 +756,7 @@ export interface paths {
         put?: never;
         /**
          * Webhook trigger of a task: the JSON body becomes the run input
-         * @description Signed with the task secret: x-agentry-timestamp: <unix seconds>, x-agentry-signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>">. Deliveries more than 5 minutes from the server time, or with a bad signature, are refused (401) and run nothing; the same delivery twice fires once.
+         * @description Signed with the task secret: x-agentry-timestamp: <unix seconds>, x-agentry-signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>">. Deliveries more than 5 minutes from the server time, or with a bad signature, are refused (401) and run nothing; the same delivery twice fires once. An id with no webhook answers as a bad signature does (401), so ids cannot be probed.
          */
         post: operations["triggerTaskWebhook"];
         delete?: never;
@@ -822,7 +828,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a waiting tool call (optionally with edited arguments) or a task; the run resumes
-         * @description The run resumes once none of its calls waits any more, on this server or (after a restart) on whichever claims it first. 409 `approval_not_pending` when it was decided, expired or its run ended; 409 `approval_expired` when its time is up (the sweep then decides it as the agent’s `approval.onTimeout` says).
+         * @description An agent’s skill or connector request (a task) also needs the permission of what approving performs (skills:write, settings:write; else 403). The run resumes once none of its calls waits any more, on this server or (after a restart) on whichever claims it first. 409 `approval_not_pending` when it was decided, expired or its run ended; 409 `approval_expired` when its time is up (the sweep then decides it as the agent’s `approval.onTimeout` says).
          */
         post: operations["approveApproval"];
         delete?: never;
@@ -1185,6 +1191,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/oauth-protected-resource/api/v1/agents/{agentId}/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OAuth protected resource metadata (RFC 9728) of an agent’s MCP endpoint: which authorization server issues its tokens
+         * @description The same for every agent id (nothing is looked up): the resource, the platform as its authorization server (GET /.well-known/oauth-authorization-server), the scopes its tools need (skills:read; agents:write for skill_request and connector_request), and the Authorization header as the way to send the token.
+         */
+        get: operations["getAgentMcpResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents/{agentId}/mcp": {
         parameters: {
             query?: never;
@@ -1253,6 +1279,26 @@ export interface paths {
         };
         /** Platform JWKS: verifies SVIDs, badges and access tokens */
         get: operations["getPlatformJwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-authorization-server": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OAuth 2.0 authorization server metadata (RFC 8414): the token endpoint, its grants and client authentication
+         * @description What a client (an MCP client following an endpoint’s protected resource metadata) needs to get an access token: client_credentials with an API key’s id and secret, or token exchange. There is no authorization endpoint: no grant sends a person through one.
+         */
+        get: operations["getAuthorizationServerMetadata"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1420,6 +1466,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/identity/oauth/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OAuth authorization endpoint: always 400 unsupported_response_type (there is no interactive grant)
+         * @description Tokens come from the token endpoint only (client_credentials with an API key, token exchange); the metadata says response_types_supported: []. Nothing is redirected.
+         */
+        get: operations["authorizeInteractive"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/identity/oauth/token": {
         parameters: {
             query?: never;
@@ -1431,7 +1497,7 @@ export interface paths {
         put?: never;
         /**
          * OAuth token endpoint: token exchange (RFC 8693; the SVID authenticates) and client_credentials
-         * @description Rate limited per client (TOKEN_RATE_LIMIT_PER_MINUTE): 429 slow_down with Retry-After.
+         * @description Rate limited (TOKEN_RATE_LIMIT_PER_MINUTE): tokens issued per client, and failed requests per client and address apart, so forged requests do not stop the real client; 429 slow_down with Retry-After.
          */
         post: operations["requestToken"];
         delete?: never;
@@ -1474,6 +1540,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/models/{model}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OpenAI-compatible: one model (`agent:<agentId>`) as GET /v1/models lists it; 404 otherwise */
+        get: operations["retrieveModel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat/completions": {
         parameters: {
             query?: never;
@@ -1485,7 +1568,7 @@ export interface paths {
         put?: never;
         /**
          * OpenAI-compatible chat completion: a run of the agent named by model
-         * @description The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. With "stream": true, Server-Sent Events of `data: <chat.completion.chunk JSON>` lines: the first delta holds the role, then content deltas, then one with finish_reason; with stream_options.include_usage a last chunk with empty choices and the usage; then `data: [DONE]`. A run that fails mid-stream sends `data: {"error":{...}}` and no [DONE]. A run whose tool call waits for a person is waited for (a stream keeps its connection with SSE comments) up to OPENAI_APPROVAL_WAIT_SECONDS (default 300), then answered 409 `run_awaiting_approval` (the run goes on waiting).
+         * @description The answer carries X-Run-Id and X-Agentry-Conversation-Id headers. With "stream": true, Server-Sent Events of `data: <chat.completion.chunk JSON>` lines: the first delta holds the role, then content deltas, then one with finish_reason; with stream_options.include_usage a last chunk with empty choices and the usage; then `data: [DONE]`. A run that fails mid-stream sends `data: {"error":{...}}` and no [DONE]. A run whose tool call waits for a person is waited for (a stream keeps its connection with SSE comments) up to OPENAI_APPROVAL_WAIT_SECONDS (default 300), then answered 400 `run_awaiting_approval` (the run goes on waiting). A run that failed or was cancelled, and a paused agent, are 400 as well (with the code saying which): the status no official client retries, so a retry never starts another run. With an Idempotency-Key, a retry of the same request answers the run the first started.
          */
         post: operations["createChatCompletion"];
         delete?: never;
@@ -1569,7 +1652,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A2A: the agent’s Agent Card (public; only executable agents, only under their own tenant’s path) */
+        /** A2A: the agent’s Agent Card (public; only executable agents whose configuration.publicAgentCard is on, only under their own tenant’s path) */
         get: operations["getA2aAgentCard"];
         put?: never;
         post?: never;
@@ -1754,6 +1837,8 @@ export interface components {
                 };
                 /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
                 fallbackModels: string[];
+                /** @description whether the agent’s A2A Agent Card is served without credentials (docs/clients.md, "Agent2Agent"); false: the card answers 404 as for an unknown agent, the authenticated A2A endpoint still works */
+                publicAgentCard: boolean;
             };
             /**
              * Format: date-time
@@ -2102,6 +2187,7 @@ export interface operations {
                      *       "usage": {
                      *         "month": "string",
                      *         "spentUsd": 1.5,
+                     *         "reservedUsd": 1.5,
                      *         "runningRuns": 1
                      *       }
                      *     }
@@ -2112,7 +2198,10 @@ export interface operations {
                         monthlyBudgetUsd: number | null;
                         usage: {
                             month: string;
+                            /** @description USD this month: the costs of the runs that have ended */
                             spentUsd: number;
+                            /** @description USD the runs still active hold of the budget: their worst-case cost beyond what they have cost */
+                            reservedUsd: number;
                             runningRuns: number;
                         };
                     };
@@ -2162,6 +2251,7 @@ export interface operations {
                      *       "usage": {
                      *         "month": "string",
                      *         "spentUsd": 1.5,
+                     *         "reservedUsd": 1.5,
                      *         "runningRuns": 1
                      *       }
                      *     }
@@ -2172,7 +2262,10 @@ export interface operations {
                         monthlyBudgetUsd: number | null;
                         usage: {
                             month: string;
+                            /** @description USD this month: the costs of the runs that have ended */
                             spentUsd: number;
+                            /** @description USD the runs still active hold of the budget: their worst-case cost beyond what they have cost */
+                            reservedUsd: number;
                             runningRuns: number;
                         };
                     };
@@ -2208,7 +2301,8 @@ export interface operations {
                      *       "agentId": "string",
                      *       "month": "string",
                      *       "monthlyBudgetUsd": 1.5,
-                     *       "spentUsd": 1.5
+                     *       "spentUsd": 1.5,
+                     *       "reservedUsd": 1.5
                      *     }
                      */
                     "application/json": {
@@ -2216,7 +2310,10 @@ export interface operations {
                         /** @description YYYY-MM (UTC) */
                         month: string;
                         monthlyBudgetUsd: number | null;
+                        /** @description USD this month: the costs of the agent’s runs that have ended */
                         spentUsd: number;
+                        /** @description USD the agent’s runs still active hold: their worst-case cost beyond what they have cost */
+                        reservedUsd: number;
                     };
                 };
             };
@@ -2262,7 +2359,8 @@ export interface operations {
                      *       "agentId": "string",
                      *       "month": "string",
                      *       "monthlyBudgetUsd": 1.5,
-                     *       "spentUsd": 1.5
+                     *       "spentUsd": 1.5,
+                     *       "reservedUsd": 1.5
                      *     }
                      */
                     "application/json": {
@@ -2270,7 +2368,10 @@ export interface operations {
                         /** @description YYYY-MM (UTC) */
                         month: string;
                         monthlyBudgetUsd: number | null;
+                        /** @description USD this month: the costs of the agent’s runs that have ended */
                         spentUsd: number;
+                        /** @description USD the agent’s runs still active hold: their worst-case cost beyond what they have cost */
+                        reservedUsd: number;
                     };
                 };
             };
@@ -2305,6 +2406,15 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
@@ -2769,7 +2879,8 @@ export interface operations {
                  *         },
                  *         "fallbackModels": [
                  *           "string"
-                 *         ]
+                 *         ],
+                 *         "publicAgentCard": true
                  *       }
                  *     }
                  */
@@ -2871,6 +2982,8 @@ export interface operations {
                         };
                         /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
                         fallbackModels?: string[];
+                        /** @description whether the agent’s A2A Agent Card is served without credentials (docs/clients.md, "Agent2Agent"); false: the card answers 404 as for an unknown agent, the authenticated A2A endpoint still works */
+                        publicAgentCard?: boolean;
                     };
                 };
             };
@@ -2929,7 +3042,8 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ]
+                     *         ],
+                     *         "publicAgentCard": true
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3028,7 +3142,8 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ]
+                     *         ],
+                     *         "publicAgentCard": true
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3102,7 +3217,8 @@ export interface operations {
                  *         },
                  *         "fallbackModels": [
                  *           "string"
-                 *         ]
+                 *         ],
+                 *         "publicAgentCard": true
                  *       }
                  *     }
                  */
@@ -3204,6 +3320,8 @@ export interface operations {
                         };
                         /** @description models a step turns to, in order, when the agent’s model fails for good (its retries spent) or its breaker is open; any provider this server is configured for (docs/models.md) */
                         fallbackModels?: string[];
+                        /** @description whether the agent’s A2A Agent Card is served without credentials (docs/clients.md, "Agent2Agent"); false: the card answers 404 as for an unknown agent, the authenticated A2A endpoint still works */
+                        publicAgentCard?: boolean;
                     };
                 };
             };
@@ -3262,7 +3380,8 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ]
+                     *         ],
+                     *         "publicAgentCard": true
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3398,7 +3517,8 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ]
+                     *         ],
+                     *         "publicAgentCard": true
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3489,7 +3609,8 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ]
+                     *         ],
+                     *         "publicAgentCard": true
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3591,7 +3712,8 @@ export interface operations {
                      *         },
                      *         "fallbackModels": [
                      *           "string"
-                     *         ]
+                     *         ],
+                     *         "publicAgentCard": true
                      *       },
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "updatedAt": "2026-11-22T09:00:00.000Z"
@@ -3709,7 +3831,7 @@ export interface operations {
                     responseFormat?: {
                         /** @enum {string} */
                         type: "json_schema";
-                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        /** @description a JSON Schema (draft-07, 2019-09 or 2020-12 by its $schema; draft-07 without one) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
                         schema: {
                             [key: string]: unknown;
                         };
@@ -3739,6 +3861,7 @@ export interface operations {
                      *       "conversationId": "string",
                      *       "runId": "string",
                      *       "status": "string",
+                     *       "finishReason": "string",
                      *       "cost": 1.5,
                      *       "tokenUsage": {
                      *         "inputTokens": 1,
@@ -3764,6 +3887,7 @@ export interface operations {
                         runId: string;
                         /** @description completed, or awaiting_approval: a tool call waits for a person (GET /api/v1/approvals); the run goes on once decided */
                         status: string;
+                        finishReason: string | null;
                         /** @description USD */
                         cost: number;
                         tokenUsage: {
@@ -3781,13 +3905,13 @@ export interface operations {
                         duration: number;
                     };
                     /**
-                     * @example id: 1
-                     *     event: token
+                     * @example event: token
                      *     data: {"text":"Hello"}
+                     *     id: 1
                      *
-                     *     id: 2
                      *     event: done
                      *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
+                     *     id: 2
                      */
                     "text/event-stream": string;
                 };
@@ -3937,7 +4061,7 @@ export interface operations {
                     responseFormat?: {
                         /** @enum {string} */
                         type: "json_schema";
-                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        /** @description a JSON Schema (draft-07, 2019-09 or 2020-12 by its $schema; draft-07 without one) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
                         schema: {
                             [key: string]: unknown;
                         };
@@ -3948,7 +4072,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -3963,13 +4087,13 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example id: 1
-                     *     event: token
+                     * @example event: token
                      *     data: {"text":"Hello"}
+                     *     id: 1
                      *
-                     *     id: 2
                      *     event: done
                      *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
+                     *     id: 2
                      */
                     "text/event-stream": string;
                 };
@@ -4119,7 +4243,7 @@ export interface operations {
                     responseFormat?: {
                         /** @enum {string} */
                         type: "json_schema";
-                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        /** @description a JSON Schema (draft-07, 2019-09 or 2020-12 by its $schema; draft-07 without one) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
                         schema: {
                             [key: string]: unknown;
                         };
@@ -4130,7 +4254,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -4145,13 +4269,13 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example id: 1
-                     *     event: token
+                     * @example event: token
                      *     data: {"text":"Hello"}
+                     *     id: 1
                      *
-                     *     id: 2
                      *     event: done
                      *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
+                     *     id: 2
                      */
                     "text/event-stream": string;
                 };
@@ -4278,6 +4402,8 @@ export interface operations {
                      *           "model": "string",
                      *           "output": "string",
                      *           "structuredOutput": {},
+                     *           "finishReason": "string",
+                     *           "contextTruncated": true,
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -4321,6 +4447,9 @@ export interface operations {
                             structuredOutput: {
                                 [key: string]: unknown;
                             } | null;
+                            finishReason: string | null;
+                            /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                            contextTruncated: boolean;
                             error: {
                                 code: string;
                                 message: string;
@@ -4402,6 +4531,8 @@ export interface operations {
                      *           "model": "string",
                      *           "output": "string",
                      *           "structuredOutput": {},
+                     *           "finishReason": "string",
+                     *           "contextTruncated": true,
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -4445,6 +4576,9 @@ export interface operations {
                             structuredOutput: {
                                 [key: string]: unknown;
                             } | null;
+                            finishReason: string | null;
+                            /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                            contextTruncated: boolean;
                             error: {
                                 code: string;
                                 message: string;
@@ -4515,6 +4649,8 @@ export interface operations {
                      *       "model": "string",
                      *       "output": "string",
                      *       "structuredOutput": {},
+                     *       "finishReason": "string",
+                     *       "contextTruncated": true,
                      *       "error": {
                      *         "code": "string",
                      *         "message": "string"
@@ -4572,11 +4708,13 @@ export interface operations {
                      *       "budget": {
                      *         "tenant": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5
+                     *           "spentUsd": 1.5,
+                     *           "reservedUsd": 1.5
                      *         },
                      *         "agent": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5
+                     *           "spentUsd": 1.5,
+                     *           "reservedUsd": 1.5
                      *         }
                      *       }
                      *     }
@@ -4595,6 +4733,9 @@ export interface operations {
                         structuredOutput: {
                             [key: string]: unknown;
                         } | null;
+                        finishReason: string | null;
+                        /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                        contextTruncated: boolean;
                         error: {
                             code: string;
                             message: string;
@@ -4655,15 +4796,19 @@ export interface operations {
                         }[];
                         /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
                         warnings: string[];
-                        /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
+                        /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
                         budget: {
                             tenant?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
+                                /** @description what the runs active then held of the budget (their worst-case cost) */
+                                reservedUsd?: number;
                             };
                             agent?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
+                                /** @description what the runs active then held of the budget (their worst-case cost) */
+                                reservedUsd?: number;
                             };
                         };
                     };
@@ -4707,6 +4852,8 @@ export interface operations {
                      *       "model": "string",
                      *       "output": "string",
                      *       "structuredOutput": {},
+                     *       "finishReason": "string",
+                     *       "contextTruncated": true,
                      *       "error": {
                      *         "code": "string",
                      *         "message": "string"
@@ -4764,11 +4911,13 @@ export interface operations {
                      *       "budget": {
                      *         "tenant": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5
+                     *           "spentUsd": 1.5,
+                     *           "reservedUsd": 1.5
                      *         },
                      *         "agent": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5
+                     *           "spentUsd": 1.5,
+                     *           "reservedUsd": 1.5
                      *         }
                      *       }
                      *     }
@@ -4787,6 +4936,9 @@ export interface operations {
                         structuredOutput: {
                             [key: string]: unknown;
                         } | null;
+                        finishReason: string | null;
+                        /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                        contextTruncated: boolean;
                         error: {
                             code: string;
                             message: string;
@@ -4847,15 +4999,19 @@ export interface operations {
                         }[];
                         /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
                         warnings: string[];
-                        /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
+                        /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
                         budget: {
                             tenant?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
+                                /** @description what the runs active then held of the budget (their worst-case cost) */
+                                reservedUsd?: number;
                             };
                             agent?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
+                                /** @description what the runs active then held of the budget (their worst-case cost) */
+                                reservedUsd?: number;
                             };
                         };
                     };
@@ -4898,7 +5054,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -4913,13 +5069,13 @@ export interface operations {
                 };
                 content: {
                     /**
-                     * @example id: 1
-                     *     event: token
+                     * @example event: token
                      *     data: {"text":"Hello"}
+                     *     id: 1
                      *
-                     *     id: 2
                      *     event: done
                      *     data: {"conversationId":"0192f3a4-5b6c-7d8e-9f01-23456789abcd","runId":"0192f3a4-5b6c-7d8e-9f01-23456789abce","cost":0,"tokenUsage":{"inputTokens":12,"outputTokens":3}}
+                     *     id: 2
                      */
                     "text/event-stream": string;
                 };
@@ -5479,7 +5635,7 @@ export interface operations {
                     responseFormat?: {
                         /** @enum {string} */
                         type: "json_schema";
-                        /** @description a JSON Schema (draft-07) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
+                        /** @description a JSON Schema (draft-07, 2019-09 or 2020-12 by its $schema; draft-07 without one) with type "object" at its root, at most 32768 bytes of JSON; a pattern or format needs a maxLength */
                         schema: {
                             [key: string]: unknown;
                         };
@@ -6261,6 +6417,8 @@ export interface operations {
                      *       "model": "string",
                      *       "output": "string",
                      *       "structuredOutput": {},
+                     *       "finishReason": "string",
+                     *       "contextTruncated": true,
                      *       "error": {
                      *         "code": "string",
                      *         "message": "string"
@@ -6318,11 +6476,13 @@ export interface operations {
                      *       "budget": {
                      *         "tenant": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5
+                     *           "spentUsd": 1.5,
+                     *           "reservedUsd": 1.5
                      *         },
                      *         "agent": {
                      *           "monthlyBudgetUsd": 1.5,
-                     *           "spentUsd": 1.5
+                     *           "spentUsd": 1.5,
+                     *           "reservedUsd": 1.5
                      *         }
                      *       }
                      *     }
@@ -6341,6 +6501,9 @@ export interface operations {
                         structuredOutput: {
                             [key: string]: unknown;
                         } | null;
+                        finishReason: string | null;
+                        /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                        contextTruncated: boolean;
                         error: {
                             code: string;
                             message: string;
@@ -6401,15 +6564,19 @@ export interface operations {
                         }[];
                         /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
                         warnings: string[];
-                        /** @description budgets in force when the run started and the month-to-date spend before it (USD) */
+                        /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
                         budget: {
                             tenant?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
+                                /** @description what the runs active then held of the budget (their worst-case cost) */
+                                reservedUsd?: number;
                             };
                             agent?: {
                                 monthlyBudgetUsd: number;
                                 spentUsd: number;
+                                /** @description what the runs active then held of the budget (their worst-case cost) */
+                                reservedUsd?: number;
                             };
                         };
                     };
@@ -6505,6 +6672,8 @@ export interface operations {
                      *           "model": "string",
                      *           "output": "string",
                      *           "structuredOutput": {},
+                     *           "finishReason": "string",
+                     *           "contextTruncated": true,
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -6639,6 +6808,9 @@ export interface operations {
                             structuredOutput: {
                                 [key: string]: unknown;
                             } | null;
+                            finishReason: string | null;
+                            /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                            contextTruncated: boolean;
                             error: {
                                 code: string;
                                 message: string;
@@ -7182,6 +7354,8 @@ export interface operations {
                      *           "model": "string",
                      *           "output": "string",
                      *           "structuredOutput": {},
+                     *           "finishReason": "string",
+                     *           "contextTruncated": true,
                      *           "error": {
                      *             "code": "string",
                      *             "message": "string"
@@ -7225,6 +7399,9 @@ export interface operations {
                             structuredOutput: {
                                 [key: string]: unknown;
                             } | null;
+                            finishReason: string | null;
+                            /** @description older history was left out of the prompt without a summary (it could not be made); the run’s events say when */
+                            contextTruncated: boolean;
                             error: {
                                 code: string;
                                 message: string;
@@ -7354,7 +7531,18 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description any JSON value (at most 1 MiB): the input of the task run it fires; an empty body is {} */
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "event": "order.created",
+                 *       "orderId": "A-1001"
+                 *     }
+                 */
+                "application/json": unknown;
+            };
+        };
         responses: {
             /** @description Default Response */
             202: {
@@ -10106,6 +10294,55 @@ export interface operations {
             default: components["responses"]["ServerError"];
         };
     };
+    getAgentMcpResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "resource": "string",
+                     *       "authorization_servers": [
+                     *         "string"
+                     *       ],
+                     *       "scopes_supported": [
+                     *         "string"
+                     *       ],
+                     *       "bearer_methods_supported": [
+                     *         "string"
+                     *       ],
+                     *       "resource_name": "string",
+                     *       "resource_documentation": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        resource: string;
+                        authorization_servers: string[];
+                        scopes_supported: string[];
+                        bearer_methods_supported: string[];
+                        resource_name: string;
+                        resource_documentation: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            default: components["responses"]["ServerError"];
+        };
+    };
     openAgentMcpStream: {
         parameters: {
             query?: never;
@@ -10369,6 +10606,38 @@ export interface operations {
                             use: string;
                             alg?: string;
                         }[];
+                    };
+                };
+            };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getAuthorizationServerMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "issuer": "string",
+                     *       "token_endpoint": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        issuer: string;
+                        token_endpoint: string;
+                    } & {
+                        [key: string]: unknown;
                     };
                 };
             };
@@ -11327,6 +11596,29 @@ export interface operations {
             default: components["responses"]["ServerError"];
         };
     };
+    authorizeInteractive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description: string;
+                    };
+                };
+            };
+        };
+    };
     requestToken: {
         parameters: {
             query?: never;
@@ -11729,12 +12021,129 @@ export interface operations {
             };
         };
     };
+    retrieveModel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `agent:<agentId>` */
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "object": "model",
+                     *       "created": 1,
+                     *       "owned_by": "string",
+                     *       "name": "string",
+                     *       "app_id": "string",
+                     *       "description": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description `agent:<agentId>` */
+                        id: string;
+                        /** @enum {string} */
+                        object: "model";
+                        /** @description Unix seconds, the agent’s creation */
+                        created: number;
+                        /** @description the agent’s appId */
+                        owned_by: string;
+                        /** @description the agent’s name */
+                        name: string;
+                        app_id: string;
+                        description: string | null;
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description an OpenAI error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            message: string;
+                            /** @description invalid_request_error, authentication_error, permission_error, rate_limit_error, insufficient_quota (a spent budget), server_error */
+                            type: string;
+                            code: string | null;
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
     createChatCompletion: {
         parameters: {
             query?: never;
             header?: {
                 /** @description identifier (UUID v7) */
                 "x-agentry-conversation-id"?: string;
+                /** @description A key the client chooses (1-255 printable ASCII characters) to make retries safe: for 24 hours the same key with the same request answers the original run or task instead of starting another; with a different request, 422 idempotency_key_reused. */
+                "idempotency-key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -12058,7 +12467,7 @@ export interface operations {
                 };
             };
             /** @description an OpenAI error */
-            429: {
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12075,7 +12484,7 @@ export interface operations {
                 };
             };
             /** @description an OpenAI error */
-            502: {
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
