@@ -4,6 +4,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import secureMetaSchema from 'ajv/lib/refs/json-schema-secure.json' with { type: 'json' };
 import { outOfBounds } from '../json-bounds.js';
 import { ajvFor, DIALECT_NAMES, type Dialect, schemaDialect } from './json-schema-dialects.js';
+import { linearRegExpEngine } from './linear-regexp.js';
 
 /**
  * Answers with a shape (docs/runtime.md, "Structured answers"): a caller's JSON Schema for the final
@@ -33,9 +34,10 @@ export class ResponseFormatError extends Error {
 }
 
 // The caller's schemas are untrusted: strict off so common annotations pass, formats checked by the
-// secure meta-schema's rule (a `format` needs a `maxLength`) but not validated (no format library).
+// secure meta-schema's rule (a `format` needs a `maxLength`) but not validated (no format library),
+// patterns run on the linear-time engine (a backtracking one lets `^(a+)+$` stall the process).
 // One instance per draft the schema may name ($schema; draft-07 when it names none).
-const options = { strict: false, validateFormats: false, allErrors: false };
+const options = { strict: false, validateFormats: false, allErrors: false, code: { regExp: linearRegExpEngine } };
 const ajvs: Record<Dialect, Ajv.default> = {
   'draft-07': ajvFor('draft-07', options),
   '2019-09': ajvFor('2019-09', options),

@@ -192,9 +192,10 @@ describe('MCP servers’ own schemas', () => {
         },
       },
       { name: 'dangling', inputSchema: { type: 'object', properties: { x: { $ref: '#/definitions/missing' } } } },
-      // A pattern whose matching time grows exponentially: checking a call against it in the shared
-      // process would let one tenant's MCP server stall everybody's runs.
+      // A pattern whose backtracking time grows exponentially runs on the linear-time engine (RE2), so
+      // one tenant's MCP server cannot stall everybody's runs; one RE2 cannot run (lookaround) leaves its tool out.
       { name: 'stall', inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } } },
+      { name: 'lookahead', inputSchema: { type: 'object', properties: { s: { type: 'string', pattern: '^(?=a)a$' } } } },
     ]);
     try {
       const a = await t.agent(key, { tools: [{ type: 'mcp', url: raw.url }] });
@@ -209,16 +210,17 @@ describe('MCP servers’ own schemas', () => {
       expect(good.toolCalls[0].result).toEqual({ got: { items: [{ sku: 'ABC-1', qty: 2 }] } });
       expect(raw.called).toHaveLength(1);
 
-      // The tools whose schema refers to nothing or holds an unsafe pattern are not offered to the model; the run says why.
-      const dangling = await execute(a.id, `/tool dangling {"x":1}\n/tool stall {"s":"${'a'.repeat(40)}!"}`);
+      // The tools whose schema refers to nothing or holds a pattern RE2 cannot run are not offered to the model; the run says why.
+      const dangling = await execute(a.id, `/tool dangling {"x":1}\n/tool lookahead {"s":"a"}\n/tool stall {"s":"${'a'.repeat(40)}!"}`);
       expect(dangling.toolCalls.map((c: { result: unknown }) => c.result)).toEqual([
-        invalid("Model tried to call unavailable tool 'dangling'. Available tools: order."),
-        invalid("Model tried to call unavailable tool 'stall'. Available tools: order."),
+        invalid("Model tried to call unavailable tool 'dangling'. Available tools: order, stall."),
+        invalid("Model tried to call unavailable tool 'lookahead'. Available tools: order, stall."),
+        invalid('Invalid input for tool stall: s must match pattern "^(a+)+$"'),
       ]);
       const run = await t.request('GET', `/api/v1/runs/${dangling.runId}`, { key });
       expect(run.body.warnings).toEqual([
         expect.stringMatching(/^tool dangling left out: its input schema is unusable \(.*missing.*\)$/),
-        'tool stall left out: its input schema is unusable (the pattern "^(a+)+$" could take exponential time to match)',
+        expect.stringMatching(/^tool lookahead left out: its input schema is unusable \(.*linear-time engine \(RE2\).*\)$/),
       ]);
       expect(raw.called).toHaveLength(1);
     } finally {

@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { type LinearRegExp, linearRegExp, unusablePattern } from '../linear-regexp.js';
 
 /**
  * Which tool calls wait for a person (docs/runtime.md, "Tool calls that wait for approval"): an agent's
@@ -27,7 +28,10 @@ const ApprovalCondition = Type.Object(
         Type.Literal('lte'),
         Type.Literal('exists'),
       ],
-      { description: 'matches: a regular expression (RE2 subset not enforced; at most 200 characters); exists: the argument is present' },
+      {
+        description:
+          'matches: a regular expression (RE2 syntax: no backreferences nor lookaround; at most 200 characters); exists: the argument is present',
+      },
     ),
     value: Type.Optional(Type.Unknown({ description: 'what the argument is compared with (an array for in); not for exists' })),
   },
@@ -75,9 +79,22 @@ export const DEFAULT_APPROVAL_TIMEOUT_SECONDS = 86_400;
 /** Why a call waits for approval, or undefined when it may run at once. */
 export type ApprovalCheck = (call: { name: string; input: unknown }) => string | undefined;
 
-function globRegExp(pattern: string): RegExp {
+/** A tool glob on the linear-time engine: `a*a*a*...b` backtracks polynomially on JavaScript's. */
+function globRegExp(pattern: string): LinearRegExp {
   const body = pattern.replace(/[-]/g, '\\-').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(`^${body}$`);
+  return linearRegExp(`^${body}$`);
+}
+
+/**
+ * A `matches` pattern compiled once per run. One stored before the engine's rule that RE2 cannot run
+ * holds for every value: the call waits for a person rather than running unchecked.
+ */
+function matcher(pattern: unknown): LinearRegExp {
+  try {
+    return linearRegExp(String(pattern));
+  } catch {
+    return { test: () => true };
+  }
 }
 
 function argumentAt(input: unknown, path: string): { found: boolean; value: unknown } {
@@ -93,7 +110,7 @@ function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-function holds(c: Static<typeof ApprovalCondition>, input: unknown): boolean {
+function holds(c: Static<typeof ApprovalCondition> & { pattern?: LinearRegExp }, input: unknown): boolean {
   const { found, value } = argumentAt(input, c.argument);
   switch (c.operator) {
     case 'exists':
@@ -105,7 +122,7 @@ function holds(c: Static<typeof ApprovalCondition>, input: unknown): boolean {
     case 'in':
       return found && Array.isArray(c.value) && c.value.some((v) => sameJson(v, value));
     case 'matches':
-      return found && typeof value === 'string' && typeof c.value === 'string' && new RegExp(c.value).test(value);
+      return found && typeof value === 'string' && typeof c.value === 'string' && (c.pattern ?? matcher(c.value)).test(value);
     default: {
       if (!found || typeof value !== 'number' || typeof c.value !== 'number') return false;
       if (c.operator === 'gt') return value > c.value;
@@ -119,7 +136,11 @@ function holds(c: Static<typeof ApprovalCondition>, input: unknown): boolean {
 /** A policy's rules compiled once per run. */
 export function approvalCheck(policy: ApprovalPolicy | undefined): ApprovalCheck | undefined {
   if (!policy?.rules.length) return undefined;
-  const rules = policy.rules.map((r) => ({ ...r, name: globRegExp(r.tool) }));
+  const rules = policy.rules.map((r) => ({
+    ...r,
+    name: globRegExp(r.tool),
+    when: r.when?.map((c) => (c.operator === 'matches' ? { ...c, pattern: matcher(c.value) } : c)),
+  }));
   return (call) => {
     for (const rule of rules) {
       if (!rule.name.test(call.name)) continue;
@@ -144,11 +165,8 @@ export function invalidPatterns(policy: ApprovalPolicy): { path: string; message
         errors.push({ path, message: 'must be a pattern of at most 200 characters' });
         continue;
       }
-      try {
-        new RegExp(c.value);
-      } catch {
-        errors.push({ path, message: 'is not a regular expression' });
-      }
+      const unusable = unusablePattern(c.value);
+      if (unusable) errors.push({ path, message: `is not a regular expression the server runs: ${unusable}` });
     }
   }
   return errors;

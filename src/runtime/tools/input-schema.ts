@@ -1,17 +1,16 @@
-import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import type Ajv from 'ajv';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import safeRegex from 'safe-regex2';
 import { deeperThan, MAX_JSON_DEPTH } from '../../json-bounds.js';
 import { ajvFor, DIALECT_NAMES, type Dialect, schemaDialect } from '../json-schema-dialects.js';
+import { linearRegExpEngine } from '../linear-regexp.js';
 
 /**
  * Checks a tool call's input against the tool's JSON Schema (the one the model was shown), for every
  * kind of tool: built-in, skill, delegation and MCP tools alike. Each schema is compiled once: per
  * schema object, and per schema text for the MCP servers' schemas, which arrive as new objects on
  * every run. Schemas come from MCP servers a tenant names, so they are untrusted input: a schema
- * larger than MAX_SCHEMA_CHARS, one holding an unsafe pattern, or one Ajv cannot compile makes its
+ * larger than MAX_SCHEMA_CHARS, one holding a pattern RE2 cannot run, or one Ajv cannot compile makes its
  * tool unusable (the registry leaves such a tool out, with a warning on the run).
  */
 
@@ -23,26 +22,14 @@ const MAX_SCHEMA_CHARS = 64 * 1024;
 const MAX_CACHED_TEXTS = 2_000;
 const MAX_ISSUES = 10;
 
-/**
- * Patterns (`pattern`, `patternProperties`) are compiled with JavaScript's backtracking engine, in the
- * process every tenant shares: one whose matching time can grow exponentially (nested quantifiers,
- * `(a+)+`) makes its schema unusable, so that no input can stall the event loop.
- */
-const safeRegExp: RegExpEngine = Object.assign(
-  (pattern: string, flags: string) => {
-    if (!safeRegex(pattern)) throw new Error(`the pattern ${JSON.stringify(pattern)} could take exponential time to match`);
-    return new RegExp(pattern, flags);
-  },
-  { code: 'safeRegExp' },
-);
-
 // The draft the schema's $schema names; 2020-12 without one, the dialect of MCP and of zod's JSON
 // Schema output. Not strict: real schemas carry keywords and formats Ajv does not know, which describe
 // but do not constrain. Input is never changed (no defaults, coercion or removal): the tool gets
-// exactly what the model sent.
+// exactly what the model sent. Patterns (`pattern`, `patternProperties`) run on the linear-time engine
+// (linear-regexp.ts), so no input stalls the loop.
 const ajvs = {} as Record<Dialect, Ajv.default>;
 for (const dialect of ['draft-07', '2019-09', '2020-12'] as const) {
-  ajvs[dialect] = ajvFor(dialect, { allErrors: true, verbose: true, strict: false, logger: false, code: { regExp: safeRegExp } });
+  ajvs[dialect] = ajvFor(dialect, { allErrors: true, verbose: true, strict: false, logger: false, code: { regExp: linearRegExpEngine } });
   addFormats.default(ajvs[dialect]);
 }
 

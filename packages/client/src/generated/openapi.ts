@@ -1816,7 +1816,7 @@ export interface components {
                         when?: {
                             /** @description the argument, a dot path into the call’s input (e.g. amount, recipient.email) */
                             argument: string;
-                            /** @description matches: a regular expression (RE2 subset not enforced; at most 200 characters); exists: the argument is present */
+                            /** @description matches: a regular expression (RE2 syntax: no backreferences nor lookaround; at most 200 characters); exists: the argument is present */
                             operator: "equals" | "not_equals" | "in" | "matches" | "gt" | "gte" | "lt" | "lte" | "exists";
                             /** @description what the argument is compared with (an array for in); not for exists */
                             value?: unknown;
@@ -2961,7 +2961,7 @@ export interface operations {
                                 when?: {
                                     /** @description the argument, a dot path into the call’s input (e.g. amount, recipient.email) */
                                     argument: string;
-                                    /** @description matches: a regular expression (RE2 subset not enforced; at most 200 characters); exists: the argument is present */
+                                    /** @description matches: a regular expression (RE2 syntax: no backreferences nor lookaround; at most 200 characters); exists: the argument is present */
                                     operator: "equals" | "not_equals" | "in" | "matches" | "gt" | "gte" | "lt" | "lte" | "exists";
                                     /** @description what the argument is compared with (an array for in); not for exists */
                                     value?: unknown;
@@ -3299,7 +3299,7 @@ export interface operations {
                                 when?: {
                                     /** @description the argument, a dot path into the call’s input (e.g. amount, recipient.email) */
                                     argument: string;
-                                    /** @description matches: a regular expression (RE2 subset not enforced; at most 200 characters); exists: the argument is present */
+                                    /** @description matches: a regular expression (RE2 syntax: no backreferences nor lookaround; at most 200 characters); exists: the argument is present */
                                     operator: "equals" | "not_equals" | "in" | "matches" | "gt" | "gte" | "lt" | "lte" | "exists";
                                     /** @description what the argument is compared with (an array for in); not for exists */
                                     value?: unknown;
