@@ -153,7 +153,9 @@ describeBrowser('the console: policy conditions and chat attachments', () => {
     await row.getByRole('button', { name: 'Edit' }).click();
     await page.getByRole('button', { name: 'Clear conditions' }).click();
     await page.getByRole('button', { name: 'Save policy' }).click();
-    await row.getByText('holds now').waitFor({ state: 'detached' });
+    // The row showed 'not now' (the window above): it goes once the saved policy has no conditions.
+    await row.getByText('not now').waitFor({ state: 'detached' });
+    expect(await row.getByText('holds now').count()).toBe(0);
     expect((await t.request('GET', '/api/v1/identity/tbac/policies', { key })).body.policies[0].conditions).toBeNull();
     await page.getByRole('button', { name: 'Test decision' }).click();
     await decision.filter({ hasText: 'Allowed' }).waitFor();

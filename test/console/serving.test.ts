@@ -74,7 +74,10 @@ describe('the web console', () => {
 
   it('keeps unknown API paths and unknown files problem+json 404s', async () => {
     expectProblem(await t.request('GET', '/api/v1/nothing-here'), 404, 'route_not_found');
-    expectProblem(await t.request('GET', '/v1/nothing'), 404, 'route_not_found');
+    // Unknown /v1 paths answer in OpenAI's error shape (docs/clients.md), not the console's page.
+    const v1 = await t.request('GET', '/v1/nothing');
+    expect(v1.status).toBe(404);
+    expect(v1.body.error).toMatchObject({ type: 'invalid_request_error', code: 'route_not_found' });
     expectProblem(await t.request('GET', '/nothing-here'), 404, 'route_not_found');
     expectProblem(await t.request('GET', '/assets/missing.js'), 404, 'route_not_found');
     // The API itself still answers as before.

@@ -32,11 +32,17 @@ const SUB_ROUTES: Array<{ url: string; parent: Parent; public?: boolean }> = [
 ];
 
 /**
- * The MCP endpoint answers GET with 405 for any agent: it is not a collection. An A2A Agent Card is a
- * public document below a tenant and an agent, not an API key's sub-collection; its 404s for an unknown
- * agent and another tenant's are test/a2a/server.test.ts's.
+ * The MCP endpoint answers GET with 405 for any agent: it is not a collection; its RFC 9728 metadata is
+ * the same public document for every agent id (nothing is looked up, so it tells no id apart;
+ * test/skills/mcp-auth.test.ts). An A2A Agent Card is a public document below a tenant and an agent,
+ * not an API key's sub-collection; its 404s for an unknown agent and another tenant's are
+ * test/a2a/server.test.ts's.
  */
-const NOT_SUB_COLLECTIONS = ['/api/v1/agents/:agentId/mcp', '/a2a/:tenantId/agents/:agentId/.well-known/agent-card.json'];
+const NOT_SUB_COLLECTIONS = [
+  '/api/v1/agents/:agentId/mcp',
+  '/.well-known/oauth-protected-resource/api/v1/agents/:agentId/mcp',
+  '/a2a/:tenantId/agents/:agentId/.well-known/agent-card.json',
+];
 
 const UNKNOWN_ID = '01900000-0000-7000-8000-000000000000';
 

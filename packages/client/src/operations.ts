@@ -131,6 +131,11 @@ export const excludedOperations = {
   'POST /v1/chat/completions': 'OpenAI-compatible API, for OpenAI clients (the openai package)',
   'GET /a2a/{tenantId}/agents/{agentId}/.well-known/agent-card.json': 'A2A protocol, for A2A clients (@a2a-js/sdk)',
   'POST /a2a/{tenantId}/agents/{agentId}': 'A2A protocol (JSON-RPC), for A2A clients (@a2a-js/sdk)',
+  'GET /.well-known/oauth-protected-resource/api/v1/agents/{agentId}/mcp':
+    'OAuth protected resource metadata (RFC 9728) of the MCP endpoint, for MCP clients’ discovery (@modelcontextprotocol/sdk)',
+  'GET /.well-known/oauth-authorization-server': 'OAuth authorization server metadata (RFC 8414), for OAuth and MCP clients’ discovery',
+  'GET /api/v1/identity/oauth/authorize':
+    'OAuth authorization endpoint named in that metadata for clients that require one; it always refuses (tokens come from the token endpoint, identity.token)',
   'GET /api/v1/agents/{agentId}/mcp': 'Model Context Protocol (Streamable HTTP), for MCP clients (@modelcontextprotocol/sdk)',
   'POST /api/v1/agents/{agentId}/mcp': 'Model Context Protocol (JSON-RPC), for MCP clients (@modelcontextprotocol/sdk)',
   'DELETE /api/v1/agents/{agentId}/mcp': 'Model Context Protocol (Streamable HTTP), for MCP clients (@modelcontextprotocol/sdk)',
