@@ -72,7 +72,9 @@ function compileByText(schema: Record<string, unknown>): Compiled {
   const { $schema: _dialect, $id: _id, ...rest } = schema;
   // A schema nested past the JSON bounds is not even serialised to be looked up (it would overflow the stack).
   if (deeperThan(rest, MAX_JSON_DEPTH)) return { unusable: `nested deeper than ${MAX_JSON_DEPTH} levels` };
-  const text = `${dialect} ${JSON.stringify(rest)}`;
+  const json = JSON.stringify(rest);
+  // Cached by draft and text: the same text is another schema under another draft.
+  const text = `${dialect} ${json}`;
   const cached = byText.get(text);
   if (cached) {
     // Most recently used last.
@@ -81,7 +83,7 @@ function compileByText(schema: Record<string, unknown>): Compiled {
     return cached.compiled;
   }
   let entry: { compiled: Compiled; schema?: object; ajv?: Ajv.default };
-  if (text.length > MAX_SCHEMA_CHARS) {
+  if (json.length > MAX_SCHEMA_CHARS) {
     entry = { compiled: { unusable: `larger than ${MAX_SCHEMA_CHARS} characters` } };
   } else {
     try {
