@@ -104,6 +104,12 @@ export interface TestApp {
   agent(key: string, body?: Partial<AgentInput>): Promise<Agent>;
   /** A client typed by the OpenAPI document, calling the app in process with `key` as bearer. */
   api(key?: string | null): Api;
+  /**
+   * The raw escape hatch: any method, URL and payload, untyped. Only for what the typed client cannot
+   * send (malformed bodies, wrong types, unknown routes, raw headers); everything else uses `api`.
+   */
+  raw<T = any>(method: string, url: string, options?: RequestOptions): Promise<Response<T>>;
+  /** @deprecated the old name of `raw`: calls move to `api` (typed), or to `raw` where they must be untyped. */
   request<T = any>(method: string, url: string, options?: RequestOptions): Promise<Response<T>>;
   /** Listens on a free loopback port (for SSE and MCP clients); returns the base URL. */
   listen(): Promise<string>;
@@ -159,23 +165,8 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
       return data!;
     },
     api,
-    async request(method, url, options = {}) {
-      const headers: Record<string, string> = { ...(options.headers ?? {}) };
-      if (options.key) headers.authorization = `Bearer ${options.key}`;
-      let payload: string | Buffer | undefined = options.payload;
-      if (options.body !== undefined) {
-        payload = JSON.stringify(options.body);
-        headers['content-type'] ??= 'application/json';
-      }
-      const res = await app.inject({ method: method as any, url, headers, payload });
-      let body: any;
-      try {
-        body = res.body ? JSON.parse(res.body) : undefined;
-      } catch {
-        body = undefined;
-      }
-      return { status: res.statusCode, headers: res.headers, body, text: res.body };
-    },
+    raw: (method, url, options) => injectRaw(app, method, url, options),
+    request: (method, url, options) => injectRaw(app, method, url, options),
     async listen() {
       baseUrl ??= await app.listen({ port: 0, host: '127.0.0.1' });
       return baseUrl;
@@ -199,6 +190,25 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
       await database.drop();
     },
   };
+}
+
+/** The untyped request behind `raw`: the payload as given, the body parsed when it is JSON. */
+async function injectRaw(app: FastifyInstance, method: string, url: string, options: RequestOptions = {}): Promise<Response> {
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  let payload: string | Buffer | undefined = options.payload;
+  if (options.body !== undefined) {
+    payload = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await app.inject({ method: method as any, url, headers, payload });
+  let body: any;
+  try {
+    body = res.body ? JSON.parse(res.body) : undefined;
+  } catch {
+    body = undefined;
+  }
+  return { status: res.statusCode, headers: res.headers, body, text: res.body };
 }
 
 /** Answers a fetch Request through `app.inject`, so the typed client needs no listening socket. */
@@ -288,17 +298,28 @@ export async function startReplicas(
 
 export const secretOf = (apiKey: string) => apiKey.slice('agk_'.length + 32 + 1);
 
-/** Asserts an RFC 9457 problem response with the given status and code. */
-export function expectProblem(res: Response, status: number, code: string) {
+/** What the typed client (`api`) answers: the parsed body as `data` or `error`, and the fetch Response. */
+export interface ApiResult {
+  response: globalThis.Response;
+  error?: unknown;
+  data?: unknown;
+}
+
+/** Asserts an RFC 9457 problem response with the given status and code (a raw response or the typed client's result). */
+export function expectProblem(res: Response | ApiResult, status: number, code: string) {
+  const [actualStatus, contentType, body, text] =
+    'response' in res
+      ? [res.response.status, res.response.headers.get('content-type'), res.error as any, JSON.stringify(res.error ?? res.data)]
+      : [res.status, res.headers['content-type'], res.body, res.text];
   const ok =
-    res.status === status &&
-    String(res.headers['content-type']).startsWith('application/problem+json') &&
-    res.body?.code === code &&
-    res.body?.status === status &&
-    typeof res.body?.detail === 'string' &&
-    typeof res.body?.title === 'string' &&
-    typeof res.body?.type === 'string';
+    actualStatus === status &&
+    String(contentType).startsWith('application/problem+json') &&
+    body?.code === code &&
+    body?.status === status &&
+    typeof body?.detail === 'string' &&
+    typeof body?.title === 'string' &&
+    typeof body?.type === 'string';
   if (!ok) {
-    throw new Error(`expected problem ${status} ${code}, got ${res.status} ${res.headers['content-type']} ${res.text}`);
+    throw new Error(`expected problem ${status} ${code}, got ${actualStatus} ${contentType} ${text}`);
   }
 }
