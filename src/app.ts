@@ -17,6 +17,7 @@ import { registerJsonParser } from './http/json.js';
 import { closeAllStreams, openStreamCount } from './http/sse.js';
 import { Problem } from './http/schemas.js';
 import { registerValidation } from './http/validation.js';
+import { sharedSerializers } from './http/serializers.js';
 import { newRequestId } from './ids.js';
 import { FilesService } from './conversations/files.js';
 import { delegationToolProvider } from './delegation/tools.js';
@@ -306,6 +307,7 @@ export async function buildApp({ config, db, services = createServices(config, d
     // Each request's logger is made when the request first logs at an enabled level (most never do).
     childLoggerFactory: requestChildLogger,
     ajv: { customOptions: { removeAdditional: false } },
+    schemaController: { compilersFactory: { buildSerializer: sharedSerializers } },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     // Errors raised before any route or hook runs, and requests Node's parser refuses, are problems too.
     frameworkErrors: frameworkErrorHandler,

@@ -1,4 +1,4 @@
-import Ajv, { type Options } from 'ajv';
+import Ajv, { type ErrorObject, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
 
@@ -52,26 +52,49 @@ function boundsFirst(schema: unknown): unknown {
   return out;
 }
 
-export function registerValidation(app: FastifyInstance, sharedSchemas: object[]) {
-  const coercing = makeAjv('array');
-  const strict = makeAjv(false);
-  for (const schema of sharedSchemas) {
-    coercing.addSchema(schema);
-    strict.addSchema(boundsFirst(schema) as object);
-    app.addSchema(schema);
+/**
+ * The compiled validators, shared by every app of the process: route schemas are module constants,
+ * so an app built again (tests build one per file) finds each route's validator already compiled.
+ */
+let compilers: { coercing: Ajv.default; strict: Ajv.default; compiled: WeakMap<object, Map<string, ValidateFunction>> } | undefined;
+
+type ValidateFunction = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
+
+function sharedCompilers(sharedSchemas: object[]) {
+  if (!compilers) {
+    compilers = { coercing: makeAjv('array'), strict: makeAjv(false), compiled: new WeakMap() };
+    for (const schema of sharedSchemas) {
+      compilers.coercing.addSchema(schema);
+      compilers.strict.addSchema(boundsFirst(schema) as object);
+    }
   }
+  return compilers;
+}
+
+function compileValidator(coercing: Ajv.default, strict: Ajv.default, schema: object, httpPart: string | undefined): ValidateFunction {
+  if (httpPart !== 'body') return coercing.compile(schema);
+  const validate = strict.compile(boundsFirst(schema) as object);
+  if (!(schema as Record<string, unknown>)[OPTIONAL_BODY]) return validate;
+  // A body marked optional may be absent altogether; when present it must match.
+  const optional = (data: unknown) => {
+    if (data === undefined || data === null) return true; // Fastify hands an absent body over as null
+    const ok = validate(data);
+    optional.errors = validate.errors;
+    return ok;
+  };
+  optional.errors = null as typeof validate.errors;
+  return optional;
+}
+
+export function registerValidation(app: FastifyInstance, sharedSchemas: object[]) {
+  const { coercing, strict, compiled } = sharedCompilers(sharedSchemas);
+  for (const schema of sharedSchemas) app.addSchema(schema);
   app.setValidatorCompiler(({ schema, httpPart }) => {
-    if (httpPart !== 'body') return coercing.compile(schema);
-    const validate = strict.compile(boundsFirst(schema) as object);
-    if (!(schema as Record<string, unknown>)[OPTIONAL_BODY]) return validate;
-    // A body marked optional may be absent altogether; when present it must match.
-    const optional = (data: unknown) => {
-      if (data === undefined || data === null) return true; // Fastify hands an absent body over as null
-      const ok = validate(data);
-      optional.errors = validate.errors;
-      return ok;
-    };
-    optional.errors = null as typeof validate.errors;
-    return optional;
+    const part = httpPart === 'body' ? 'body' : 'text';
+    let byPart = compiled.get(schema);
+    if (!byPart) compiled.set(schema, (byPart = new Map()));
+    let validate = byPart.get(part);
+    if (!validate) byPart.set(part, (validate = compileValidator(coercing, strict, schema, httpPart)));
+    return validate;
   });
 }

@@ -1,0 +1,27 @@
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+import type { FastifyServerOptions } from 'fastify';
+
+type Serialize = (doc: unknown) => string;
+type BuildSerializer = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildSerializer'];
+
+const fastJsonFactory = SerializerSelector();
+/** Response serializers by schema object and status, shared by every app of the process (see validation.ts). */
+const compiled = new WeakMap<object, Map<string, Serialize>>();
+
+/**
+ * Fastify's own serializer factory (fast-json-stringify), remembering what it compiled: route schemas
+ * are module constants, so an app built again reuses each route's serializer.
+ */
+export const sharedSerializers: BuildSerializer = (externalSchemas, options) => {
+  const compile = fastJsonFactory(externalSchemas, options);
+  return (route) => {
+    const schema = route.schema as object;
+    // Fastify passes the content type too when a response declares several (its types omit it).
+    const key = `${route.httpStatus} ${(route as { contentType?: string }).contentType ?? ''}`;
+    let byStatus = compiled.get(schema);
+    if (!byStatus) compiled.set(schema, (byStatus = new Map()));
+    let serialize = byStatus.get(key);
+    if (!serialize) byStatus.set(key, (serialize = compile(route) as Serialize));
+    return serialize;
+  };
+};
