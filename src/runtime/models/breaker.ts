@@ -182,9 +182,7 @@ export class BreakerBoard {
   constructor(
     readonly settings: BreakerSettings = DEFAULT_BREAKER_SETTINGS,
     private readonly clock: () => number = () => Date.now(),
-  ) {
-    latestBoard = this;
-  }
+  ) {}
 
   /** The gate of `model`'s calls (model-step.ts). */
   gate(model: string) {
@@ -204,14 +202,4 @@ export class BreakerBoard {
   states(): BreakerState[] {
     return [...this.breakers.values()].map((b) => b.state());
   }
-}
-
-let latestBoard: BreakerBoard | undefined;
-
-/**
- * The state of each model's breaker in this process (the models called since it started), for
- * metrics and health checks. A process builds one app, so one board; in tests, the last one built.
- */
-export function breakerStates(): BreakerState[] {
-  return latestBoard?.states() ?? [];
 }
