@@ -2,35 +2,39 @@ import zlib from 'node:zlib';
 import { zipSync, strToU8, type Zippable } from 'fflate';
 import tar from 'tar-stream';
 import { expect } from 'vitest';
+import type { paths } from '../../packages/client/src/generated/openapi.js';
 import type { ApprovalGateway } from '../../src/tasks/approvals.js';
 import type { Actor } from '../../src/tenancy/permissions.js';
 import type { TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 
-export async function createSkill(t: TestApp, key: string, body: Record<string, unknown> = {}) {
-  const res = await t.request('POST', '/api/skills', {
-    key,
+type SkillInput = NonNullable<paths['/api/skills']['post']['requestBody']>['content']['application/json'];
+type AssignInput = NonNullable<paths['/api/skills/{id}/assign']['post']['requestBody']>['content']['application/json'];
+
+export async function createSkill(t: TestApp, key: string, body: Partial<SkillInput> = {}) {
+  const { data, error, response } = await t.api(key).POST('/api/skills', {
     body: { name: 'pricing', description: 'Answers pricing questions', category: 'sales', instructions: 'Quote list prices.', ...body },
   });
-  expect(res.status, res.text).toBe(201);
-  return res.body as { id: string; name: string } & Record<string, any>;
+  expect(response.status, JSON.stringify(error)).toBe(201);
+  return data!;
 }
 
-export async function assign(t: TestApp, key: string, skillId: string, agentId: string, extra: Record<string, unknown> = {}) {
-  const res = await t.request('POST', `/api/skills/${skillId}/assign`, { key, body: { agentId, ...extra } });
-  expect(res.status, res.text).toBe(201);
-  return res.body;
+export async function assign(t: TestApp, key: string, skillId: string, agentId: string, extra: Omit<AssignInput, 'agentId'> = {}) {
+  const { data, error, response } = await t.api(key).POST('/api/skills/{id}/assign', {
+    params: { path: { id: skillId } },
+    body: { agentId, ...extra },
+  });
+  expect(response.status, JSON.stringify(error)).toBe(201);
+  return data!;
 }
 
 /** Runs the agent on builtin/echo with `/tool <name> <input>` and answers the tool's recorded result. */
 export async function callTool(t: TestApp, key: string, agentId: string, name: string, input: unknown) {
-  const res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, {
-    key,
-    body: { message: `/tool ${name} ${JSON.stringify(input)}` },
-  });
-  expect(res.status, res.text).toBe(200);
-  const call = res.body.toolCalls.find((c: { name: string }) => c.name === name);
-  expect(call, `no ${name} call in ${res.text}`).toBeTruthy();
-  return call.result as Record<string, any>;
+  const { run, error, response } = await execute(t.api(key), agentId, { message: `/tool ${name} ${JSON.stringify(input)}` });
+  expect(response.status, JSON.stringify(error)).toBe(200);
+  const call = run!.toolCalls.find((c) => c.name === name);
+  expect(call, `no ${name} call in ${JSON.stringify(run)}`).toBeTruthy();
+  return call!.result as Record<string, any>;
 }
 
 /** A multipart/form-data body holding one file field. */
