@@ -78,7 +78,7 @@ describe('MCP authorization discovery', () => {
   });
 
   it('the SDK’s client_credentials flow discovers everything, gets a token and connects; tools do not advertise listChanged', async () => {
-    const credential = (await t.request('GET', '/api/v1/tenant', { key })).body.credential.id as string;
+    const credential = (await t.api(key).GET('/api/v1/tenant')).data!.credential.id!;
     const provider = new ClientCredentialsProvider({ clientId: credential, clientSecret: key, scope: 'skills:read', expectedIssuer: base });
     const client = new Client({ name: 'auth-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider }));

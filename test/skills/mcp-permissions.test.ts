@@ -36,14 +36,14 @@ async function connect(key: string) {
 }
 
 const structured = (value: unknown) => (value as { structuredContent: Record<string, any> }).structuredContent;
-const pendingTasks = async () => (await t.request('GET', '/api/v1/tasks/pending-approval', { key: admin })).body.total as number;
-const connectorRequests = async () => (await t.request('GET', '/api/v1/connectors/requests', { key: admin })).body.total as number;
+const pendingTasks = async () => (await t.api(admin).GET('/api/v1/tasks/pending-approval')).data!.total;
+const connectorRequests = async () => (await t.api(admin).GET('/api/v1/connectors/requests')).data!.total;
 
 describe('MCP tools check the permission of their HTTP twin', () => {
   it('a skills:read key reads, but skill_request and connector_request answer forbidden and create nothing', async () => {
     const readOnly = await t.key(admin, ['skills:read']);
     // Its HTTP twin: POST /api/v1/tasks is a 403 for this key.
-    expect((await t.request('POST', '/api/v1/tasks', { key: readOnly, body: { name: 'x', description: 'y', agentId } })).status).toBe(403);
+    expect((await t.api(readOnly).POST('/api/v1/tasks', { body: { name: 'x', description: 'y', agentId } })).response.status).toBe(403);
     const client = await connect(readOnly);
     expect(structured(await client.callTool({ name: 'skill_discover', arguments: {} })).skills).toBeInstanceOf(Array);
     const tasksBefore = await pendingTasks();

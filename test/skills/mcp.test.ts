@@ -161,9 +161,7 @@ describe('MCP endpoint', () => {
   it('creates requests as the calling API key (with an approval gateway)', async () => {
     const fake = fakeGateway();
     registerSkillApprovalHandlers(fake.gateway, t.services.skillTools);
-    const keyId = (await t.request('GET', '/api/v1/api-keys', { key })).body.apiKeys.find(
-      (k: { name: string }) => k.name === 'initial admin key',
-    ).id;
+    const keyId = (await t.api(key).GET('/api/v1/api-keys')).data!.apiKeys.find((k) => k.name === 'initial admin key')!.id;
     const client = await connect(external.id);
     const result = parsed(
       await client.callTool({ name: 'connector_request', arguments: { integrationId: 'slack', reason: 'post incident updates' } }),
@@ -174,8 +172,8 @@ describe('MCP endpoint', () => {
       requestedBy: { type: 'api_key', id: keyId },
       payload: { agentId: external.id },
     });
-    const requests = await t.request('GET', '/api/v1/connectors/requests', { key });
-    expect(requests.body.requests[0]).toMatchObject({ agentId: external.id, connectorId: 'slack', status: 'pending', requestedBy: keyId });
+    const requests = await t.api(key).GET('/api/v1/connectors/requests');
+    expect(requests.data!.requests[0]).toMatchObject({ agentId: external.id, connectorId: 'slack', status: 'pending', requestedBy: keyId });
     await client.close();
   });
 });
