@@ -26,25 +26,28 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 /** Every route that decides an approval task, each tried with the key. */
-const decisions = (taskId: string) =>
-  [
-    ['POST', `/api/v1/approvals/${taskId}/approve`, {}],
-    ['POST', `/api/v1/approvals/${taskId}/reject`, { reason: 'no' }],
-    ['POST', `/api/v1/tasks/${taskId}/approve`, undefined],
-    ['POST', `/api/v1/tasks/${taskId}/reject`, undefined],
+const decisions = (key: string, taskId: string) => {
+  const api = t.api(key);
+  const params = { path: { id: taskId } };
+  return [
+    ['/api/v1/approvals/{id}/approve', () => api.POST('/api/v1/approvals/{id}/approve', { params, body: {} })],
+    ['/api/v1/approvals/{id}/reject', () => api.POST('/api/v1/approvals/{id}/reject', { params, body: { reason: 'no' } })],
+    ['/api/v1/tasks/{id}/approve', () => api.POST('/api/v1/tasks/{id}/approve', { params })],
+    ['/api/v1/tasks/{id}/reject', () => api.POST('/api/v1/tasks/{id}/reject', { params })],
   ] as const;
+};
 
 async function expectUndecidableBy(key: string, taskId: string, permission: string) {
-  for (const [method, url, body] of decisions(taskId)) {
-    const res = await t.request(method, url, { key, body });
+  for (const [route, decide] of decisions(key, taskId)) {
+    const res = await decide();
     expectProblem(res, 403, 'forbidden');
-    expect(res.body.detail, url).toContain(permission);
+    expect(res.error!.detail, route).toContain(permission);
   }
-  const task = await t.request('GET', `/api/v1/tasks/${taskId}`, { key: admin });
-  expect(task.body.status).toBe('awaiting_approval');
+  const task = await t.api(admin).GET('/api/v1/tasks/{id}', { params: { path: { id: taskId } } });
+  expect(task.data!.status).toBe('awaiting_approval');
 }
 
-const assignmentsOf = async () => (await t.request('GET', `/api/skills/agent/${agentId}`, { key: admin })).body;
+const assignmentsOf = async () => (await t.api(admin).GET('/api/skills/agent/{agentId}', { params: { path: { agentId } } })).data!;
 
 describe('deciding an agent’s skill request needs skills:write', () => {
   it('the agents:write key that ran the agent cannot assign the skill by approving its request', async () => {
@@ -54,8 +57,11 @@ describe('deciding an agent’s skill request needs skills:write', () => {
     await expectUndecidableBy(runner, request.taskId, 'skills:write');
     expect((await assignmentsOf()).total).toBe(0);
 
-    const approved = await t.request('POST', `/api/v1/approvals/${request.taskId}/approve`, { key: skillsApprover, body: {} });
-    expect(approved.status, approved.text).toBe(200);
+    const approved = await t.api(skillsApprover).POST('/api/v1/approvals/{id}/approve', {
+      params: { path: { id: request.taskId } },
+      body: {},
+    });
+    expect(approved.response.status, JSON.stringify(approved.error)).toBe(200);
     const assigned = await assignmentsOf();
     expect(assigned.skills).toEqual([expect.objectContaining({ id: wanted.id, assignment: expect.objectContaining({ enabled: true }) })]);
   });
@@ -63,23 +69,30 @@ describe('deciding an agent’s skill request needs skills:write', () => {
   it('nor acquire a store skill, nor re-enable an assignment an administrator disabled', async () => {
     const store = await callTool(t, runner, agentId, 'skill_request', { skillId: 'support-triage', reason: 'tickets' });
     await expectUndecidableBy(runner, store.taskId, 'skills:write');
-    const catalog = await t.request('GET', '/api/skills?limit=100', { key: admin });
-    expect(catalog.body.skills.some((s: { name: string }) => s.name === 'support-triage')).toBe(false);
+    const catalog = await t.api(admin).GET('/api/skills', { params: { query: { limit: 100 } } });
+    expect(catalog.data!.skills.some((s) => s.name === 'support-triage')).toBe(false);
 
     const paused = await createSkill(t, admin, { name: 'paused' });
     await assign(t, admin, paused.id, agentId);
-    const off = await t.request('PATCH', `/api/skills/${paused.id}/assignments/${agentId}`, { key: admin, body: { enabled: false } });
-    expect(off.status, off.text).toBe(200);
+    const off = await t.api(admin).PATCH('/api/skills/{id}/assignments/{agentId}', {
+      params: { path: { id: paused.id, agentId } },
+      body: { enabled: false },
+    });
+    expect(off.response.status, JSON.stringify(off.error)).toBe(200);
     const again = await callTool(t, runner, agentId, 'skill_request', { skillId: 'paused', reason: 'again' });
     await expectUndecidableBy(runner, again.taskId, 'skills:write');
-    const agents = await t.request('GET', `/api/skills/${paused.id}/agents`, { key: admin });
-    expect(agents.body.agents[0]).toMatchObject({ agentId, enabled: false });
+    const agents = await t.api(admin).GET('/api/skills/{id}/agents', { params: { path: { id: paused.id } } });
+    expect(agents.data!.agents[0]).toMatchObject({ agentId, enabled: false });
 
     // A settings:write key is no better placed: the action is a skills one.
-    expectProblem(await t.request('POST', `/api/v1/tasks/${again.taskId}/approve`, { key: settingsApprover }), 403, 'forbidden');
-    const rejected = await t.request('POST', `/api/v1/tasks/${again.taskId}/reject`, { key: skillsApprover });
-    expect(rejected.status, rejected.text).toBe(200);
-    expect(rejected.body.status).toBe('cancelled');
+    expectProblem(
+      await t.api(settingsApprover).POST('/api/v1/tasks/{id}/approve', { params: { path: { id: again.taskId } } }),
+      403,
+      'forbidden',
+    );
+    const rejected = await t.api(skillsApprover).POST('/api/v1/tasks/{id}/reject', { params: { path: { id: again.taskId } } });
+    expect(rejected.response.status, JSON.stringify(rejected.error)).toBe(200);
+    expect(rejected.data!.status).toBe('cancelled');
   });
 });
 
@@ -89,12 +102,16 @@ describe('deciding an agent’s connector request needs settings:write', () => {
     expect(request.status).toBe('awaiting_approval');
     await expectUndecidableBy(runner, request.taskId, 'settings:write');
     await expectUndecidableBy(skillsApprover, request.taskId, 'settings:write');
-    const pending = await t.request('GET', '/api/v1/connectors/requests?connectorId=zendesk', { key: admin });
-    expect(pending.body.requests[0]).toMatchObject({ id: request.requestId, status: 'pending' });
+    const requests = () => t.api(admin).GET('/api/v1/connectors/requests', { params: { query: { connectorId: 'zendesk' } } });
+    const pending = await requests();
+    expect(pending.data!.requests[0]).toMatchObject({ id: request.requestId, status: 'pending' });
 
-    const approved = await t.request('POST', `/api/v1/approvals/${request.taskId}/approve`, { key: settingsApprover, body: {} });
-    expect(approved.status, approved.text).toBe(200);
-    const accepted = await t.request('GET', '/api/v1/connectors/requests?connectorId=zendesk', { key: admin });
-    expect(accepted.body.requests[0]).toMatchObject({ id: request.requestId, status: 'accepted' });
+    const approved = await t.api(settingsApprover).POST('/api/v1/approvals/{id}/approve', {
+      params: { path: { id: request.taskId } },
+      body: {},
+    });
+    expect(approved.response.status, JSON.stringify(approved.error)).toBe(200);
+    const accepted = await requests();
+    expect(accepted.data!.requests[0]).toMatchObject({ id: request.requestId, status: 'accepted' });
   });
 });
