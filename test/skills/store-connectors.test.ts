@@ -16,6 +16,13 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const keyWith = (permissions: Permission[]) => t.key(key, permissions);
+const acquire = (k: string, storeId: string) => t.api(k).POST('/api/skills/store/{id}/acquire', { params: { path: { id: storeId } } });
+const connector = (k: string, id: string) => t.api(k).GET('/api/v1/connectors/{id}', { params: { path: { id } } });
+const connect = (k: string, id: string, configuration: Record<string, unknown>) =>
+  t.api(k).POST('/api/v1/connectors/{id}/connect', { params: { path: { id } }, body: { configuration } });
+const updateConnection = (k: string, id: string, configuration: Record<string, unknown>) =>
+  t.api(k).PATCH('/api/v1/connectors/{id}/connection', { params: { path: { id } }, body: { configuration } });
+const disconnect = (k: string, id: string) => t.api(k).POST('/api/v1/connectors/{id}/disconnect', { params: { path: { id } } });
 
 describe('the store catalog', () => {
   it('ships valid skills in the four example categories, each with references', () => {
@@ -40,10 +47,10 @@ describe('the store catalog', () => {
 
 describe('store API', () => {
   it('lists the store with acquisition state, filters by category, shows one with instructions', async () => {
-    const res = await t.request('GET', '/api/skills/store', { key });
-    expect(res.status).toBe(200);
-    expect(res.body.total).toBe(res.body.skills.length);
-    const review = res.body.skills.find((s: { id: string }) => s.id === 'code-review');
+    const { data, response } = await t.api(key).GET('/api/skills/store');
+    expect(response.status).toBe(200);
+    expect(data!.total).toBe(data!.skills.length);
+    const review = data!.skills.find((s) => s.id === 'code-review');
     expect(review).toEqual({
       id: 'code-review',
       name: 'code-review',
@@ -57,18 +64,18 @@ describe('store API', () => {
       acquired: false,
       skillId: null,
     });
-    const finance = await t.request('GET', '/api/skills/store?category=finance', { key });
-    expect(finance.body.skills.map((s: { id: string }) => s.id)).toEqual(['invoice-reconciliation']);
-    const one = await t.request('GET', '/api/skills/store/incident-response', { key });
-    expect(one.status).toBe(200);
-    expect(one.body.instructions).toContain('Mitigate first');
-    expectProblem(await t.request('GET', '/api/skills/store/nothing-here', { key }), 404, 'not_found');
+    const finance = await t.api(key).GET('/api/skills/store', { params: { query: { category: 'finance' } } });
+    expect(finance.data!.skills.map((s) => s.id)).toEqual(['invoice-reconciliation']);
+    const one = await t.api(key).GET('/api/skills/store/{id}', { params: { path: { id: 'incident-response' } } });
+    expect(one.response.status).toBe(200);
+    expect(one.data!.instructions).toContain('Mitigate first');
+    expectProblem(await t.api(key).GET('/api/skills/store/{id}', { params: { path: { id: 'nothing-here' } } }), 404, 'not_found');
   });
 
   it('acquires a store skill as a tenant skill (source store), once', async () => {
-    const res = await t.request('POST', '/api/skills/store/sql-analysis/acquire', { key });
-    expect(res.status, res.text).toBe(201);
-    expect(res.body).toMatchObject({
+    const res = await acquire(key, 'sql-analysis');
+    expect(res.response.status, JSON.stringify(res.error)).toBe(201);
+    expect(res.data).toMatchObject({
       name: 'sql-analysis',
       source: 'store',
       storeId: 'sql-analysis',
@@ -77,36 +84,31 @@ describe('store API', () => {
       metadata: { version: '1.0', dialect: 'postgresql' },
       references: [{ name: 'pitfalls.md' }, { name: 'query-patterns.md' }],
     });
-    expectProblem(await t.request('POST', '/api/skills/store/sql-analysis/acquire', { key }), 409, 'already_acquired');
-    expectProblem(await t.request('POST', '/api/skills/store/unknown/acquire', { key }), 404, 'not_found');
+    expectProblem(await acquire(key, 'sql-analysis'), 409, 'already_acquired');
+    expectProblem(await acquire(key, 'unknown'), 404, 'not_found');
 
-    const store = await t.request('GET', '/api/skills/store', { key });
-    expect(store.body.skills.find((s: { id: string }) => s.id === 'sql-analysis')).toMatchObject({ acquired: true, skillId: res.body.id });
+    const store = await t.api(key).GET('/api/skills/store');
+    expect(store.data!.skills.find((s) => s.id === 'sql-analysis')).toMatchObject({ acquired: true, skillId: res.data!.id });
     // Per tenant: the other tenant has not acquired it.
-    const theirs = await t.request('GET', '/api/skills/store', { key: otherKey });
-    expect(theirs.body.skills.find((s: { id: string }) => s.id === 'sql-analysis')).toMatchObject({ acquired: false, skillId: null });
-    expect((await t.request('GET', '/api/skills?source=store', { key })).body.skills.map((s: { name: string }) => s.name)).toEqual([
-      'sql-analysis',
-    ]);
+    const theirs = await t.api(otherKey).GET('/api/skills/store');
+    expect(theirs.data!.skills.find((s) => s.id === 'sql-analysis')).toMatchObject({ acquired: false, skillId: null });
+    const fromStore = await t.api(key).GET('/api/skills', { params: { query: { source: 'store' } } });
+    expect(fromStore.data!.skills.map((s) => s.name)).toEqual(['sql-analysis']);
     // Still 409 while archived: restoring it is the way back.
-    await t.request('DELETE', `/api/skills/${res.body.id}`, { key });
-    expectProblem(await t.request('POST', '/api/skills/store/sql-analysis/acquire', { key }), 409, 'already_acquired');
+    await t.api(key).DELETE('/api/skills/{id}', { params: { path: { id: res.data!.id } } });
+    expectProblem(await acquire(key, 'sql-analysis'), 409, 'already_acquired');
   });
 
   it('keeps store skills read-only except for their status', async () => {
-    const res = await t.request('POST', '/api/skills/store/sales-discovery/acquire', { key });
-    expectProblem(
-      await t.request('PATCH', `/api/skills/${res.body.id}`, { key, body: { instructions: 'mine now' } }),
-      409,
-      'store_skill_read_only',
-    );
-    const archived = await t.request('PATCH', `/api/skills/${res.body.id}`, { key, body: { status: 'archived' } });
-    expect(archived.body.status).toBe('archived');
+    const params = { path: { id: (await acquire(key, 'sales-discovery')).data!.id } };
+    expectProblem(await t.api(key).PATCH('/api/skills/{id}', { params, body: { instructions: 'mine now' } }), 409, 'store_skill_read_only');
+    const archived = await t.api(key).PATCH('/api/skills/{id}', { params, body: { status: 'archived' } });
+    expect(archived.data!.status).toBe('archived');
   });
 
   it('refuses to acquire a store skill whose name a custom skill already uses', async () => {
     await createSkill(t, otherKey, { name: 'support-triage' });
-    expectProblem(await t.request('POST', '/api/skills/store/support-triage/acquire', { key: otherKey }), 409, 'skill_name_taken');
+    expectProblem(await acquire(otherKey, 'support-triage'), 409, 'skill_name_taken');
   });
 });
 
@@ -114,10 +116,10 @@ describe('connectors API', () => {
   const github = { accessToken: `ghp_${'x'.repeat(36)}`, organization: 'acme-corp' };
 
   it('lists the catalog with connection state and the fields each needs', async () => {
-    const res = await t.request('GET', '/api/v1/connectors', { key });
-    expect(res.status).toBe(200);
-    expect(res.body.total).toBe(8);
-    expect(res.body.connectors.map((c: { id: string }) => c.id)).toEqual([
+    const { data, response } = await t.api(key).GET('/api/v1/connectors');
+    expect(response.status).toBe(200);
+    expect(data!.total).toBe(8);
+    expect(data!.connectors.map((c) => c.id)).toEqual([
       'github',
       'jira',
       'slack',
@@ -127,7 +129,7 @@ describe('connectors API', () => {
       'google-drive',
       'postgres',
     ]);
-    const stripe = res.body.connectors.find((c: { id: string }) => c.id === 'stripe');
+    const stripe = data!.connectors.find((c) => c.id === 'stripe');
     expect(stripe).toMatchObject({
       name: 'Stripe',
       category: 'finance',
@@ -136,38 +138,34 @@ describe('connectors API', () => {
       suggestedSkills: ['invoice-reconciliation'],
       fields: expect.arrayContaining([expect.objectContaining({ name: 'secretKey', type: 'secret', secret: true, required: true })]),
     });
-    const sales = await t.request('GET', '/api/v1/connectors?category=sales', { key });
-    expect(sales.body.connectors.map((c: { id: string }) => c.id)).toEqual(['salesforce']);
-    expectProblem(await t.request('GET', '/api/v1/connectors/myspace', { key }), 404, 'not_found');
+    const sales = await t.api(key).GET('/api/v1/connectors', { params: { query: { category: 'sales' } } });
+    expect(sales.data!.connectors.map((c) => c.id)).toEqual(['salesforce']);
+    expectProblem(await t.api(key).GET('/api/v1/connectors/{id}', { params: { path: { id: 'myspace' } } }), 404, 'not_found');
   });
 
   it('connects with a validated configuration and never returns secrets', async () => {
-    const res = await t.request('POST', '/api/v1/connectors/github/connect', { key, body: { configuration: github } });
-    expect(res.status, res.text).toBe(201);
-    expect(res.body).toMatchObject({
+    const res = await connect(key, 'github', github);
+    expect(res.response.status, JSON.stringify(res.error)).toBe(201);
+    expect(res.data).toMatchObject({
       id: 'github',
       connected: true,
       connection: { configuration: { accessToken: '********', organization: 'acme-corp' }, connectedBy: expect.any(String) },
     });
-    expect(res.text).not.toContain(github.accessToken);
-    const got = await t.request('GET', '/api/v1/connectors/github', { key });
-    expect(got.body.connection.configuration).toEqual({ accessToken: '********', organization: 'acme-corp' });
-    const list = await t.request('GET', '/api/v1/connectors?connected=true', { key });
-    expect(list.body.connectors.map((c: { id: string }) => c.id)).toEqual(['github']);
-    expect(list.text).not.toContain(github.accessToken);
-    expectProblem(
-      await t.request('POST', '/api/v1/connectors/github/connect', { key, body: { configuration: github } }),
-      409,
-      'already_connected',
-    );
+    expect(JSON.stringify(res.data)).not.toContain(github.accessToken);
+    const got = await connector(key, 'github');
+    expect(got.data!.connection!.configuration).toEqual({ accessToken: '********', organization: 'acme-corp' });
+    const list = await t.api(key).GET('/api/v1/connectors', { params: { query: { connected: true } } });
+    expect(list.data!.connectors.map((c) => c.id)).toEqual(['github']);
+    expect(JSON.stringify(list.data)).not.toContain(github.accessToken);
+    expectProblem(await connect(key, 'github', github), 409, 'already_connected');
 
-    const audit = await t.request('GET', '/api/v1/audit-events?resourceType=connector', { key });
-    expect(audit.body.events[0]).toMatchObject({
+    const audit = await t.api(key).GET('/api/v1/audit-events', { params: { query: { resourceType: 'connector' } } });
+    expect(audit.data!.events[0]).toMatchObject({
       action: 'connector.connected',
       resourceId: 'github',
       detail: { fields: ['accessToken', 'organization'] },
     });
-    expect(audit.text).not.toContain(github.accessToken);
+    expect(JSON.stringify(audit.data)).not.toContain(github.accessToken);
     // At rest the configuration is sealed: neither the token nor the organization is readable in the row.
     const rows = await t.db.kysely.selectFrom('connector_connections').select('configuration').execute();
     expect(rows.length).toBeGreaterThan(0);
@@ -177,59 +175,46 @@ describe('connectors API', () => {
       expect(row.configuration).not.toContain('acme-corp');
     }
     // Another tenant sees github unconnected.
-    expect((await t.request('GET', '/api/v1/connectors/github', { key: otherKey })).body.connected).toBe(false);
+    expect((await connector(otherKey, 'github')).data!.connected).toBe(false);
   });
 
   it('validates each connector’s configuration without echoing secrets', async () => {
-    const bad = await t.request('POST', '/api/v1/connectors/stripe/connect', {
-      key,
-      body: { configuration: { secretKey: 'not-a-key-but-secret', colour: 'red' } },
-    });
+    const bad = await connect(key, 'stripe', { secretKey: 'not-a-key-but-secret', colour: 'red' });
     expectProblem(bad, 400, 'validation_failed');
-    expect(bad.body.errors).toEqual(
+    expect(bad.error!.errors).toEqual(
       expect.arrayContaining([
         { path: 'body.configuration.colour', message: 'is not a known field' },
         { path: 'body.configuration.secretKey', message: 'does not look like a valid value for this field' },
       ]),
     );
-    expect(bad.text).not.toContain('not-a-key-but-secret');
-    const missing = await t.request('POST', '/api/v1/connectors/jira/connect', {
-      key,
-      body: { configuration: { siteUrl: 'http://insecure.example', email: 'nope' } },
-    });
+    expect(JSON.stringify(bad.error)).not.toContain('not-a-key-but-secret');
+    const missing = await connect(key, 'jira', { siteUrl: 'http://insecure.example', email: 'nope' });
     expectProblem(missing, 400, 'validation_failed');
-    expect(missing.body.errors.map((e: { path: string }) => e.path).sort()).toEqual([
+    expect(missing.error!.errors!.map((e) => e.path).sort()).toEqual([
       'body.configuration.apiToken',
       'body.configuration.email',
       'body.configuration.siteUrl',
     ]);
-    const drive = await t.request('POST', '/api/v1/connectors/google-drive/connect', {
-      key,
-      body: { configuration: { serviceAccountJson: '{"type":"service_account"}' } },
-    });
+    const drive = await connect(key, 'google-drive', { serviceAccountJson: '{"type":"service_account"}' });
     expectProblem(drive, 400, 'validation_failed');
-    const pg = await t.request('POST', '/api/v1/connectors/postgres/connect', {
-      key,
-      body: { configuration: { connectionString: 'postgres://u:p@db/x', readOnly: 'yes' } },
-    });
+    const pg = await connect(key, 'postgres', { connectionString: 'postgres://u:p@db/x', readOnly: 'yes' });
     expectProblem(pg, 400, 'validation_failed');
-    expect(pg.body.errors).toEqual([{ path: 'body.configuration.readOnly', message: 'must be true or false' }]);
-    expectProblem(await t.request('POST', '/api/v1/connectors/github/connect', { key: otherKey, body: {} }), 400, 'validation_failed');
+    expect(pg.error!.errors).toEqual([{ path: 'body.configuration.readOnly', message: 'must be true or false' }]);
+    // No configuration at all, which the types require: raw.
+    expectProblem(await t.raw('POST', '/api/v1/connectors/github/connect', { key: otherKey, body: {} }), 400, 'validation_failed');
   });
 
   it('updates a connection field by field, and disconnects', async () => {
-    const connected = await t.request('POST', '/api/v1/connectors/postgres/connect', {
-      key,
-      body: { configuration: { connectionString: 'postgres://reader:s3cret@db.internal:5432/app', schema: 'public', readOnly: true } },
+    const connected = await connect(key, 'postgres', {
+      connectionString: 'postgres://reader:s3cret@db.internal:5432/app',
+      schema: 'public',
+      readOnly: true,
     });
-    expect(connected.status, connected.text).toBe(201);
-    expect(connected.body.connection.configuration).toEqual({ connectionString: '********', schema: 'public', readOnly: true });
-    const updated = await t.request('PATCH', '/api/v1/connectors/postgres/connection', {
-      key,
-      body: { configuration: { schema: null, readOnly: false } },
-    });
-    expect(updated.status, updated.text).toBe(200);
-    expect(updated.body.connection.configuration).toEqual({ connectionString: '********', readOnly: false });
+    expect(connected.response.status, JSON.stringify(connected.error)).toBe(201);
+    expect(connected.data!.connection!.configuration).toEqual({ connectionString: '********', schema: 'public', readOnly: true });
+    const updated = await updateConnection(key, 'postgres', { schema: null, readOnly: false });
+    expect(updated.response.status, JSON.stringify(updated.error)).toBe(200);
+    expect(updated.data!.connection!.configuration).toEqual({ connectionString: '********', readOnly: false });
     // The secret kept its value: opened with the server's master key, the sealed row still holds it.
     const stored = await t.db.kysely
       .selectFrom('connector_connections')
@@ -243,44 +228,25 @@ describe('connectors API', () => {
       `${stored.tenant_id}/postgres`,
     );
     expect(JSON.parse(opened!).connectionString).toBe('postgres://reader:s3cret@db.internal:5432/app');
-    expectProblem(
-      await t.request('PATCH', '/api/v1/connectors/postgres/connection', { key, body: { configuration: { connectionString: null } } }),
-      400,
-      'validation_failed',
-    );
+    expectProblem(await updateConnection(key, 'postgres', { connectionString: null }), 400, 'validation_failed');
 
-    expect((await t.request('POST', '/api/v1/connectors/postgres/disconnect', { key })).status).toBe(204);
-    expect((await t.request('GET', '/api/v1/connectors/postgres', { key })).body).toMatchObject({ connected: false, connection: null });
-    expectProblem(await t.request('POST', '/api/v1/connectors/postgres/disconnect', { key }), 404, 'not_found');
-    expectProblem(
-      await t.request('PATCH', '/api/v1/connectors/postgres/connection', { key, body: { configuration: {} } }),
-      404,
-      'not_found',
-    );
+    expect((await disconnect(key, 'postgres')).response.status).toBe(204);
+    expect((await connector(key, 'postgres')).data).toMatchObject({ connected: false, connection: null });
+    expectProblem(await disconnect(key, 'postgres'), 404, 'not_found');
+    expectProblem(await updateConnection(key, 'postgres', {}), 404, 'not_found');
     // Another tenant cannot disconnect this tenant's github.
-    expectProblem(await t.request('POST', '/api/v1/connectors/github/disconnect', { key: otherKey }), 404, 'not_found');
-    expect((await t.request('GET', '/api/v1/connectors/github', { key })).body.connected).toBe(true);
+    expectProblem(await disconnect(otherKey, 'github'), 404, 'not_found');
+    expect((await connector(key, 'github')).data!.connected).toBe(true);
   });
 
   it('needs settings:read to read and settings:write to change', async () => {
     const reader = await keyWith(['settings:read']);
     const skillsOnly = await keyWith(['skills:read', 'skills:write']);
-    expect((await t.request('GET', '/api/v1/connectors', { key: reader })).status).toBe(200);
-    expect((await t.request('GET', '/api/v1/connectors/requests', { key: reader })).status).toBe(200);
-    expectProblem(await t.request('GET', '/api/v1/connectors', { key: skillsOnly }), 403, 'forbidden');
-    expectProblem(
-      await t.request('POST', '/api/v1/connectors/slack/connect', {
-        key: reader,
-        body: { configuration: { botToken: 'xoxb-1234567890-abc' } },
-      }),
-      403,
-      'forbidden',
-    );
-    expectProblem(
-      await t.request('PATCH', '/api/v1/connectors/github/connection', { key: reader, body: { configuration: {} } }),
-      403,
-      'forbidden',
-    );
-    expectProblem(await t.request('POST', '/api/v1/connectors/github/disconnect', { key: reader }), 403, 'forbidden');
+    expect((await t.api(reader).GET('/api/v1/connectors')).response.status).toBe(200);
+    expect((await t.api(reader).GET('/api/v1/connectors/requests')).response.status).toBe(200);
+    expectProblem(await t.api(skillsOnly).GET('/api/v1/connectors'), 403, 'forbidden');
+    expectProblem(await connect(reader, 'slack', { botToken: 'xoxb-1234567890-abc' }), 403, 'forbidden');
+    expectProblem(await updateConnection(reader, 'github', {}), 403, 'forbidden');
+    expectProblem(await disconnect(reader, 'github'), 403, 'forbidden');
   });
 });
