@@ -12,17 +12,20 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
+/** A SKILL.md sent as text/markdown: the body is the text itself, not JSON. */
 const importMarkdown = (text: string, k = key) =>
-  t.request('POST', '/api/skills/import', { key: k, payload: text, headers: { 'content-type': 'text/markdown' } });
-const upload = (fileName: string, data: Buffer | string) =>
-  t.request('POST', '/api/skills/import', { key, ...multipartFile(fileName, data) });
+  t.api(k).POST('/api/skills/import', { body: text, headers: { 'content-type': 'text/markdown' }, bodySerializer: (md) => md });
+// An archive or file as multipart/form-data, built byte by byte (file name and part type as given): raw.
+const upload = (fileName: string, data: Buffer | string, k = key) =>
+  t.raw('POST', '/api/skills/import', { key: k, ...multipartFile(fileName, data) });
+const exportSkill = (id: string, k = key) => t.api(k).GET('/api/skills/{id}/export', { params: { path: { id } }, parseAs: 'text' });
 const skillMd = (name: string, body = 'Do the thing.') => `---\nname: ${name}\ndescription: A skill named ${name}\n---\n\n${body}\n`;
 
 describe('SKILL.md', () => {
   it('imports a SKILL.md sent as text/markdown and exports it back unchanged in meaning', async () => {
     const res = await importMarkdown(SKILL_MD);
-    expect(res.status, res.text).toBe(201);
-    expect(res.body).toMatchObject({
+    expect(res.response.status, JSON.stringify(res.error)).toBe(201);
+    expect(res.data).toMatchObject({
       name: 'refund-policy',
       description: 'How to decide and explain refunds. Use for refund requests.',
       category: 'support',
@@ -34,33 +37,33 @@ describe('SKILL.md', () => {
       scripts: [],
     });
 
-    const exported = await t.request('GET', `/api/skills/${res.body.id}/export`, { key });
-    expect(exported.status).toBe(200);
-    expect(exported.headers['content-type']).toContain('text/markdown');
-    expect(exported.text).toMatch(/^---\nname: refund-policy\n/);
-    expect(exported.text).toContain('license: MIT');
+    const exported = await exportSkill(res.data!.id);
+    expect(exported.response.status).toBe(200);
+    expect(exported.response.headers.get('content-type')).toContain('text/markdown');
+    const text = exported.data!;
+    expect(text).toMatch(/^---\nname: refund-policy\n/);
+    expect(text).toContain('license: MIT');
 
     // Round trip: the exported text, imported into another tenant, gives the same skill.
     const { key: other } = await t.tenant('round-trip');
-    const again = await importMarkdown(exported.text, other);
-    expect(again.status, again.text).toBe(201);
+    const again = await importMarkdown(text, other);
+    expect(again.response.status, JSON.stringify(again.error)).toBe(201);
     const pick = (s: Record<string, unknown>) => ({ ...s, id: undefined, createdAt: undefined, updatedAt: undefined });
-    expect(pick(again.body)).toEqual(pick(res.body));
-    const reExported = await t.request('GET', `/api/skills/${again.body.id}/export`, { key: other });
-    expect(reExported.text).toBe(exported.text);
+    expect(pick(again.data!)).toEqual(pick(res.data!));
+    const reExported = await exportSkill(again.data!.id, other);
+    expect(reExported.data).toBe(text);
   });
 
   it('imports from JSON { skillMd, references, scripts }, and from a SKILL.md uploaded as a file', async () => {
-    const json = await t.request('POST', '/api/skills/import', {
-      key,
+    const json = await t.api(key).POST('/api/skills/import', {
       body: {
         skillMd: skillMd('from-json'),
         references: [{ name: 'notes.md', content: 'Notes' }],
         scripts: [{ name: 'x.sh', content: 'echo' }],
       },
     });
-    expect(json.status, json.text).toBe(201);
-    expect(json.body).toMatchObject({
+    expect(json.response.status, JSON.stringify(json.error)).toBe(201);
+    expect(json.data).toMatchObject({
       name: 'from-json',
       references: [{ name: 'notes.md', size: 5 }],
       scripts: [{ name: 'x.sh', language: 'bash', size: 4 }],
@@ -70,10 +73,11 @@ describe('SKILL.md', () => {
     expect(file.status, file.text).toBe(201);
     expect(file.body.name).toBe('from-file');
 
-    const badJson = await t.request('POST', '/api/skills/import', { key, body: { skillMd: skillMd('x'), extra: true } });
+    // Bodies the types forbid (an unknown field, no skillMd): raw.
+    const badJson = await t.raw('POST', '/api/skills/import', { key, body: { skillMd: skillMd('x'), extra: true } });
     expectProblem(badJson, 400, 'validation_failed');
     expect(badJson.body.errors[0].path).toBe('body.extra');
-    expectProblem(await t.request('POST', '/api/skills/import', { key, body: { references: [] } }), 400, 'validation_failed');
+    expectProblem(await t.raw('POST', '/api/skills/import', { key, body: { references: [] } }), 400, 'validation_failed');
   });
 
   it('reports a JSON body that fails its schema as every other route reports its body: each field once, in the same words', async () => {
@@ -83,8 +87,9 @@ describe('SKILL.md', () => {
       [{ references: [] }, [{ path: 'body.skillMd', message: 'is required' }]],
       [{ skillMd: 7 }, [{ path: 'body.skillMd', message: 'must be a string' }]],
     ];
+    // Deliberately invalid bodies, most of which the types forbid: raw.
     for (const [body, errors] of cases) {
-      const res = await t.request('POST', '/api/skills/import', { key, body });
+      const res = await t.raw('POST', '/api/skills/import', { key, body });
       expectProblem(res, 400, 'validation_failed');
       expect(res.body.errors, JSON.stringify(body)).toEqual(errors);
       expect(res.body.detail).toBe(`${errors[0].path} ${errors[0].message}`);
@@ -109,24 +114,24 @@ describe('SKILL.md', () => {
       const res = await importMarkdown(text);
       if (path === 'skillMd') {
         expectProblem(res, 400, 'invalid_skill_md');
-        expect(res.body.errors[0].path).toBe('body');
+        expect(res.error!.errors![0].path).toBe('body');
         continue;
       }
       expectProblem(res, 400, 'invalid_skill_md');
       expect(
-        res.body.errors.map((e: { path: string }) => e.path),
+        res.error!.errors!.map((e) => e.path),
         text,
       ).toContain(path);
     }
     const huge = await importMarkdown(skillMd('huge', 'x'.repeat(130 * 1024)));
     expectProblem(huge, 400, 'invalid_skill_md');
-    expect(huge.body.detail).toContain('bytes');
+    expect(huge.error!.detail).toContain('bytes');
   });
 
   it('takes Windows line ends and a byte-order mark', async () => {
     const res = await importMarkdown(`\uFEFF${skillMd('windows-made').replace(/\n/g, '\r\n')}`);
-    expect(res.status, res.text).toBe(201);
-    expect(res.body.instructions).toBe('Do the thing.');
+    expect(res.response.status, JSON.stringify(res.error)).toBe(201);
+    expect(res.data!.instructions).toBe('Do the thing.');
   });
 });
 
@@ -153,14 +158,13 @@ describe('archives', () => {
       scripts: [{ name: 'run.py', language: 'python', size: 11 }],
     });
 
-    const exported = await t.app.inject({
-      method: 'GET',
-      url: `/api/skills/${res.body.id}/export?format=zip`,
-      headers: { authorization: `Bearer ${key}` },
+    const exported = await t.api(key).GET('/api/skills/{id}/export', {
+      params: { path: { id: res.body.id }, query: { format: 'zip' } },
+      parseAs: 'arrayBuffer',
     });
-    expect(exported.statusCode).toBe(200);
-    expect(exported.headers['content-type']).toBe('application/zip');
-    const files = unzipSync(new Uint8Array(exported.rawPayload));
+    expect(exported.response.status).toBe(200);
+    expect(exported.response.headers.get('content-type')).toBe('application/zip');
+    const files = unzipSync(new Uint8Array(exported.data!));
     expect(Object.keys(files).sort()).toEqual([
       'zipped/SKILL.md',
       'zipped/references/deep/more.md',
@@ -171,7 +175,7 @@ describe('archives', () => {
 
     // The exported zip imports again (into another tenant) as the same skill.
     const { key: other } = await t.tenant('zip-round-trip');
-    const again = await t.request('POST', '/api/skills/import', { key: other, ...multipartFile('zipped.zip', exported.rawPayload) });
+    const again = await upload('zipped.zip', Buffer.from(exported.data!), other);
     expect(again.status, again.text).toBe(201);
     expect(again.body).toMatchObject({
       name: 'zipped',
@@ -258,8 +262,8 @@ describe('archives', () => {
       expect(res.body.code, label).toBe('unsafe_archive_entry');
       expect(res.body.errors[0].path, label).toMatch(/^archive\./);
     }
-    const list = await t.request('GET', '/api/skills?q=evil', { key });
-    expect(list.body.total).toBe(0);
+    const list = await t.api(key).GET('/api/skills', { params: { query: { q: 'evil' } } });
+    expect(list.data!.total).toBe(0);
   });
 
   it('stops archive bombs and archives with too many entries (400)', async () => {
@@ -303,7 +307,8 @@ describe('archives', () => {
     const truncated = zip({ 'SKILL.md': skillMd('cut') }).subarray(0, 40);
     expectProblem(await upload('cut.zip', truncated), 400, 'invalid_archive');
     expectProblem(await upload('empty.tar.gz', Buffer.from([0x1f, 0x8b, 0x08, 0x00])), 400, 'invalid_archive');
-    const noFile = await t.request('POST', '/api/skills/import', {
+    // Raw payloads of other shapes and types: a form with no file, XML.
+    const noFile = await t.raw('POST', '/api/skills/import', {
       key,
       payload: '--b\r\nContent-Disposition: form-data; name="note"\r\n\r\nhello\r\n--b--\r\n',
       headers: { 'content-type': 'multipart/form-data; boundary=b' },
@@ -312,14 +317,15 @@ describe('archives', () => {
     const tooBig = await upload('big.zip', Buffer.alloc(5 * 1024 * 1024 + 10));
     expectProblem(tooBig, 413, 'payload_too_large');
     expectProblem(
-      await t.request('POST', '/api/skills/import', { key, payload: 'x', headers: { 'content-type': 'application/xml' } }),
+      await t.raw('POST', '/api/skills/import', { key, payload: 'x', headers: { 'content-type': 'application/xml' } }),
       415,
       'unsupported_media_type',
     );
   });
 
   it('keeps the other routes JSON-only', async () => {
-    const res = await t.request('POST', '/api/skills', { key, payload: skillMd('not-here'), headers: { 'content-type': 'text/markdown' } });
+    // A content type the route does not take: raw.
+    const res = await t.raw('POST', '/api/skills', { key, payload: skillMd('not-here'), headers: { 'content-type': 'text/markdown' } });
     expectProblem(res, 415, 'unsupported_media_type');
   });
 });
