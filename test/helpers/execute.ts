@@ -3,8 +3,6 @@ import type { paths } from '../../packages/client/src/generated/openapi.js';
 
 type Execute = paths['/api/v1/agents/{id}/execute']['post'];
 export type ExecuteBody = NonNullable<Execute['requestBody']>['content']['application/json'];
-/** A finished run's answer: the 200 JSON of execute. */
-export type RunAnswer = Execute['responses'][200]['content']['application/json'];
 
 /**
  * POST /api/v1/agents/{id}/execute through the typed client. Its success types are a union (the run's
@@ -13,6 +11,6 @@ export type RunAnswer = Execute['responses'][200]['content']['application/json']
  */
 export async function execute(api: Client<paths>, agentId: string, body: ExecuteBody) {
   const result = await api.POST('/api/v1/agents/{id}/execute', { params: { path: { id: agentId } }, body });
-  const json = result.response.status === 200 && typeof result.data === 'object';
-  return { ...result, run: json ? (result.data as RunAnswer) : undefined };
+  const { data } = result;
+  return { ...result, run: typeof data === 'object' && 'toolCalls' in data ? data : undefined };
 }
