@@ -139,12 +139,7 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
   await app.ready();
   let counter = 0;
   let baseUrl: string | undefined;
-  const api = (key?: string | null): Api =>
-    createClient<paths>({
-      baseUrl: 'http://agentry.test',
-      fetch: (request) => injectFetch(app, request),
-      headers: key ? { authorization: `Bearer ${key}` } : {},
-    });
+  const api = (key?: string | null): Api => apiOf(app, key);
   return {
     app,
     db,
@@ -211,6 +206,15 @@ async function injectRaw(app: FastifyInstance, method: string, url: string, opti
   return { status: res.statusCode, headers: res.headers, body, text: res.body };
 }
 
+/** The typed client over `app.inject` of any app (a replica's too), with `key` as bearer. */
+export function apiOf(app: FastifyInstance, key?: string | null): Api {
+  return createClient<paths>({
+    baseUrl: 'http://agentry.test',
+    fetch: (request) => injectFetch(app, request),
+    headers: key ? { authorization: `Bearer ${key}` } : {},
+  });
+}
+
 /** Answers a fetch Request through `app.inject`, so the typed client needs no listening socket. */
 async function injectFetch(app: FastifyInstance, request: Request): Promise<globalThis.Response> {
   const url = new URL(request.url);
@@ -226,6 +230,8 @@ async function injectFetch(app: FastifyInstance, request: Request): Promise<glob
     for (const v of [value ?? []].flat()) headers.append(name, String(v));
   }
   const empty = res.statusCode === 204 || res.statusCode === 304 || request.method === 'HEAD';
+  // A fetch Response cannot carry a body on these; one sent anyway is the server's error, not hidden here.
+  if (empty && res.rawPayload.length > 0) throw new Error(`${request.method} ${url.pathname} answered ${res.statusCode} with a body`);
   return new globalThis.Response(empty ? null : res.rawPayload, { status: res.statusCode, headers });
 }
 
