@@ -45,6 +45,8 @@ const project = (name: string, db: 'sqlite' | 'postgres', serial: boolean) => ({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks' as const,
+    globalSetup: ['test/helpers/global-setup.ts'],
+    isolate: serial,
     ...(serial ? { maxWorkers: 1, sequence: { groupOrder: 1 } } : { sequence: { groupOrder: 0 } }),
   },
 });

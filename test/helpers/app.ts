@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import createClient, { type Client } from 'openapi-fetch';
 import pg from 'pg';
-import { expect } from 'vitest';
+import { expect, inject } from 'vitest';
 import { buildApp, createServices, type Services } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { migrate, openDatabase, type Db } from '../../src/db/database.js';
@@ -33,8 +33,11 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, empty database for one test file: a temp SQLite folder, or a new PostgreSQL database. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/**
+ * A fresh database for one test file: a temp SQLite folder, or a new PostgreSQL database. Empty,
+ * unless `migrated` asks for one already migrated (on PostgreSQL, a copy of the run's template).
+ */
+export async function createTestDatabase(options: { migrated?: boolean } = {}): Promise<TestDatabase> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-test-'));
   if (dialect === 'sqlite') {
     // DATABASE_URL '' (not unset): servers and CLIs spawned with process.env must not fall back to the
@@ -46,7 +49,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `agentry_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
+  const template = options.migrated ? inject('postgresTemplate') : undefined;
+  await admin.query(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
@@ -79,7 +83,7 @@ interface RequestOptions {
 
 /** A test database opened (and, unless told not to, migrated) for one test file; `close` closes and drops it. */
 export async function openTestDb(options: { migrate?: boolean } = {}): Promise<{ db: Db; close(): Promise<void> }> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: options.migrate !== false });
   const db = openDatabase({ databaseUrl: database.env.DATABASE_URL || undefined, dataDir: database.env.DATA_DIR });
   if (options.migrate !== false) await migrate(db);
   return {
@@ -123,7 +127,7 @@ export interface TestApp {
 }
 
 export async function startApp(extraEnv: Record<string, string> = {}): Promise<TestApp> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   // Test MCP servers listen on loopback, which the URL guard refuses unless allowed.
   const config = loadConfig({
     ...database.env,
@@ -245,7 +249,7 @@ export interface TestProcess {
 
 /** The built server (`dist/main.js`) as a real process on a fresh test database. */
 export async function startProcess(extraEnv: Record<string, string> = {}): Promise<TestProcess> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   let server: ServerProcess;
   try {
     server = await startServer({ ...database.env, ...extraEnv });
@@ -279,7 +283,7 @@ export async function startReplicas(
   count: number,
   extraEnv: Record<string, string> = {},
 ): Promise<{ replicas: Replica[]; close(): Promise<void> }> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   const config = loadConfig({ ...database.env, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://agentry.test', ...extraEnv });
   const replicas: Replica[] = [];
   for (let i = 0; i < count; i++) {
