@@ -13,7 +13,7 @@ import type { TenancyService } from '../tenancy/service.js';
 import type { TokenState, VerifiedToken } from './claims.js';
 import { verifyApiCredential } from './api-credential.js';
 import { clientIdUrl } from './audience.js';
-import { AuditBuffer } from './audit-buffer.js';
+import { AuditBuffer } from '../tenancy/audit-buffer.js';
 import { authorize, type AuthorizeResult } from './authorize.js';
 import { BadgeSigner } from './badges.js';
 import { DECISION_CACHE_MS, TtlCache } from './cache.js';

@@ -2,6 +2,7 @@ import { exportPages } from '../db/export-pages.js';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { countRows } from '../db/count.js';
+import { insertRows } from '../db/prepared.js';
 
 /** SQL for tenants and API keys. Every key query names its tenant. */
 
@@ -98,6 +99,11 @@ export async function lockForAdmission(db: Executor, tenantId: string, dialect: 
 
 export function insertAuditEvent(db: Executor, row: Database['audit_events']) {
   return db.insertInto('audit_events').values(row).execute();
+}
+
+/** A batch of audit events (tenancy/audit-buffer.ts), in as few multi-row INSERTs as keep the statement texts few. */
+export function insertAuditEvents(db: Executor, rows: Database['audit_events'][]) {
+  return insertRows(db, 'audit_events', rows);
 }
 
 export interface AuditFilter {

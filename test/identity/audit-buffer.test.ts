@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AuditBuffer, isoAt } from '../../src/identity/audit-buffer.js';
+import { AuditBuffer, isoAt } from '../../src/tenancy/audit-buffer.js';
 import { TtlCache } from '../../src/identity/cache.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 
