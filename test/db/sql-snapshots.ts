@@ -180,7 +180,7 @@ async function recordStore(store: Store): Promise<StoreSql> {
 }
 
 /** The SQL `call` sends on each dialect; a query builder it returns is executed (its caller would run it). */
-async function recordCall(label: string, call: (sample: SampleDatabase) => unknown): Promise<RecordedQuery> {
+export async function recordCall(label: string, call: (sample: SampleDatabase) => unknown): Promise<RecordedQuery> {
   const statements = async (dialect: Dialect) => {
     const target = recorder(dialect);
     const result = call(target);
@@ -224,7 +224,7 @@ function section(q: RecordedQuery): string {
 }
 
 /** The text of docs/sql/<domain>.sql for what its stores recorded. */
-function render(queries: RecordedQuery[]): string {
+export function render(queries: RecordedQuery[]): string {
   return `${[HEADER.join('\n'), ...queries.map(section)].join('\n\n')}\n`;
 }
 
