@@ -42,8 +42,9 @@ const project = (name: string, db: 'sqlite' | 'postgres', serial: boolean) => ({
     env: { AGENTRY_TEST_DB: db },
     include: serial ? SERIAL : ['test/**/*.test.ts'],
     exclude: [...NOT_TESTS, ...(serial ? [] : SERIAL), ...(db === 'postgres' ? SQLITE_ONLY : [])],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Safety nets for a stuck test, not measures: a loaded machine may take long to start a server.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     pool: 'forks' as const,
     globalSetup: ['test/helpers/global-setup.ts'],
     isolate: serial,

@@ -50,7 +50,8 @@ export async function startServer(env: Record<string, string | undefined>): Prom
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
+  // A generous limit: a loaded machine (CI, other suites) can take many seconds to start Node.
+  const deadline = Date.now() + 90_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}): ${out}`);
     try {
@@ -59,7 +60,10 @@ export async function startServer(env: Record<string, string | undefined>): Prom
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`server did not start: ${out}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not start: ${out}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
