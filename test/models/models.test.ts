@@ -13,21 +13,9 @@ afterAll(async () => t?.close());
 async function modelsOf(env: Record<string, string>) {
   t = await startApp(env);
   const { key } = await t.tenant();
-  const res = await t.request('GET', '/api/v1/models', { key });
-  expect(res.status, res.text).toBe(200);
-  return res.body as {
-    defaultModel: string;
-    models: {
-      id: string;
-      usable: boolean;
-      unavailableReason: string | null;
-      default: boolean;
-      price: unknown;
-      contextWindow: number | null;
-      provider: string;
-      name: string;
-    }[];
-  };
+  const { data, error, response } = await t.api(key).GET('/api/v1/models');
+  expect(response.status, JSON.stringify(error)).toBe(200);
+  return data!;
 }
 
 describe('GET /api/v1/models', () => {
@@ -92,10 +80,10 @@ describe('GET /api/v1/models', () => {
   it('answers 401 without a credential and 403 to a key without agents:read', async () => {
     t = await startApp();
     const { key } = await t.tenant();
-    expectProblem(await t.request('GET', '/api/v1/models'), 401, 'missing_credentials');
+    expectProblem(await t.api().GET('/api/v1/models'), 401, 'missing_credentials');
     const skillsOnly = await t.key(key, ['skills:read']);
-    expectProblem(await t.request('GET', '/api/v1/models', { key: skillsOnly }), 403, 'forbidden');
+    expectProblem(await t.api(skillsOnly).GET('/api/v1/models'), 403, 'forbidden');
     const readOnly = await t.key(key, ['agents:read']);
-    expect((await t.request('GET', '/api/v1/models', { key: readOnly })).status).toBe(200);
+    expect((await t.api(readOnly).GET('/api/v1/models')).response.status).toBe(200);
   });
 });
