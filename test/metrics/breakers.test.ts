@@ -2,6 +2,7 @@ import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAimock } from '../helpers/aimock.js';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { sample } from './helpers.js';
 
 /**
@@ -35,8 +36,9 @@ describe('agentry_model_breaker_state', () => {
     await mock?.stop();
   });
 
+  // /metrics is not an operation of the OpenAPI document: read raw.
   const scrape = async () => {
-    const res = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await t.raw('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(res.status, res.text).toBe(200);
     return res.text;
   };
@@ -51,12 +53,8 @@ describe('agentry_model_breaker_state', () => {
     const broken = await t.agent(key, { name: 'broken', appId: 'a', model: 'openai/gpt-4.1' });
     expect(sample(await scrape(), 'agentry_model_breaker_state', { provider: 'openai', model: 'gpt-5-mini' })).toBeUndefined();
 
-    const ok = await t.request('POST', `/api/v1/agents/${healthy.id}/execute`, { key, body: { message: 'fine' } });
-    expect(ok.status).toBe(200);
-    for (let i = 0; i < 2; i++) {
-      const failed = await t.request('POST', `/api/v1/agents/${broken.id}/execute`, { key, body: { message: 'broken' } });
-      expect(failed.status).toBe(502);
-    }
+    expect((await execute(t, key, healthy.id, { message: 'fine' })).response.status).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await execute(t, key, broken.id, { message: 'broken' })).response.status).toBe(502);
 
     const text = await scrape();
     expect(sample(text, 'agentry_model_breaker_state', { provider: 'openai', model: 'gpt-5-mini' })).toBe(0);

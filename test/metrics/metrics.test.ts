@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ManualClock } from '../../src/scheduler/clock.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { endedRun, pendingOf, shoutWaits } from '../approvals/helpers.js';
 import { exchange, svidFor } from '../identity/helpers.js';
@@ -30,31 +31,34 @@ describe('GET /metrics on the main port', () => {
     await mcp?.close();
   });
 
+  // /metrics is not an operation of the OpenAPI document: it is read raw throughout.
   const scrape = async () => {
-    const res = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await t.raw('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(res.status, res.text).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
     return res.text;
   };
 
   it('answers 401 without the token, with a wrong one, and with an API key', async () => {
-    const missing = await t.request('GET', '/metrics');
+    const missing = await t.raw('GET', '/metrics');
     expect(missing.status).toBe(401);
     expect(missing.headers['www-authenticate']).toBe('Bearer');
     expect(missing.body).toMatchObject({ code: 'missing_credentials' });
-    const wrong = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}x` } });
+    const wrong = await t.raw('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}x` } });
     expect(wrong.status).toBe(401);
     expect(wrong.body).toMatchObject({ code: 'invalid_credentials' });
-    const apiKey = await t.request('GET', '/metrics', { key });
+    const apiKey = await t.raw('GET', '/metrics', { key });
     expect(apiKey.status).toBe(401);
   });
 
   it('counts requests by route template, method and status class, never by id', async () => {
     const a = await t.agent(key, { name: 'one' });
     const b = await t.agent(key, { name: 'two' });
-    for (const id of [a.id, b.id]) expect((await t.request('GET', `/api/v1/agents/${id}`, { key })).status).toBe(200);
-    expect((await t.request('GET', '/api/v1/agents/019a0000-0000-7000-8000-000000000000', { key })).status).toBe(404);
-    expect((await t.request('GET', '/no/such/path', { key })).status).toBe(404);
+    const get = (id: string) => t.api(key).GET('/api/v1/agents/{id}', { params: { path: { id } } });
+    for (const id of [a.id, b.id]) expect((await get(id)).response.status).toBe(200);
+    expect((await get('019a0000-0000-7000-8000-000000000000')).response.status).toBe(404);
+    // A route no document has.
+    expect((await t.raw('GET', '/no/such/path', { key })).status).toBe(404);
 
     const text = await scrape();
     expect(sample(text, 'agentry_http_requests_total', { route: '/api/v1/agents/:id', method: 'GET', status_class: '2xx' })).toBe(2);
@@ -90,13 +94,10 @@ describe('GET /metrics on the main port', () => {
     const before = await scrape();
     const count = (text: string, name: string, labels: Record<string, string>) => sample(text, name, labels) ?? 0;
 
-    const ok = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-      key,
-      body: { message: '/tool add {"a":1,"b":2}\n/tool ask_helper {"message":"hi"}\n/tool nope {}' },
-    });
-    expect(ok.status, ok.text).toBe(200);
-    const failed = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '/fail boom' } });
-    expect(failed.status).toBeGreaterThanOrEqual(400);
+    const ok = await execute(t, key, agent.id, { message: '/tool add {"a":1,"b":2}\n/tool ask_helper {"message":"hi"}\n/tool nope {}' });
+    expect(ok.response.status, JSON.stringify(ok.error)).toBe(200);
+    const failed = await execute(t, key, agent.id, { message: '/fail boom' });
+    expect(failed.response.status).toBeGreaterThanOrEqual(400);
 
     const after = await scrape();
     const moved = (name: string, labels: Record<string, string>) => count(after, name, labels) - count(before, name, labels);
@@ -107,7 +108,7 @@ describe('GET /metrics on the main port', () => {
     expect(moved('agentry_run_duration_seconds_count', { kind: 'execute', status: 'completed' })).toBe(1);
     // The completed run: two model steps; the failed one: one.
     expect(moved('agentry_model_steps_total', { provider: 'builtin', model: 'echo' })).toBe(2 + 1 + 1);
-    const run = ok.body;
+    const run = ok.data!;
     expect(moved('agentry_model_tokens_total', { provider: 'builtin', model: 'echo', direction: 'output' })).toBeGreaterThanOrEqual(
       run.tokenUsage.outputTokens,
     );
@@ -125,20 +126,24 @@ describe('GET /metrics on the main port', () => {
   it('counts a run paused for an approval once: started once, ended once', async () => {
     const agent = await t.agent(key, { name: 'careful', tools: [{ type: 'mcp', url: mcp.url }], configuration: shoutWaits() });
     const before = await scrape();
-    const paused = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '/tool shout {"text":"hi"}' } });
-    expect(paused.body.status).toBe('awaiting_approval');
-    const [approval] = await pendingOf(t, key, paused.body.runId);
-    expect((await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key })).status).toBe(200);
-    expect((await endedRun(t, key, paused.body.runId)).status).toBe('completed');
+    const { data: paused } = await execute(t, key, agent.id, { message: '/tool shout {"text":"hi"}' });
+    expect(paused!.status).toBe('awaiting_approval');
+    const [approval] = await pendingOf(t, key, paused!.runId);
+    const approved = await t.api(key).POST('/api/v1/approvals/{id}/approve', { params: { path: { id: approval.id } }, body: {} });
+    expect(approved.response.status).toBe(200);
+    expect((await endedRun(t, key, paused!.runId)).status).toBe('completed');
     // The run's end is counted just after its row is written: polled, with a deadline.
     const ended = { kind: 'execute', status: 'completed' };
-    const deadline = Date.now() + 10_000;
-    let after = await scrape();
-    while ((sample(after, 'agentry_runs_ended_total', ended) ?? 0) === (sample(before, 'agentry_runs_ended_total', ended) ?? 0)) {
-      if (Date.now() > deadline) throw new Error('the resumed run’s end was never counted');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      after = await scrape();
-    }
+    const after = await vi.waitFor(
+      async () => {
+        const text = await scrape();
+        expect(sample(text, 'agentry_runs_ended_total', ended) ?? 0, 'the resumed run’s end was never counted').not.toBe(
+          sample(before, 'agentry_runs_ended_total', ended) ?? 0,
+        );
+        return text;
+      },
+      { timeout: 10_000, interval: 20 },
+    );
     const moved = (name: string, labels: Record<string, string>) =>
       (sample(after, name, labels) ?? 0) - (sample(before, name, labels) ?? 0);
     expect(moved('agentry_runs_started_total', { kind: 'execute' })).toBe(1);
@@ -170,7 +175,7 @@ describe('identity and cron metrics', () => {
     t.services.tasks.useClock(clock);
   });
   afterAll(() => t?.close());
-  const scrape = async () => (await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })).text;
+  const scrape = async () => (await t.raw('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })).text;
 
   it('counts tokens issued by kind and authorize decisions by reason', async () => {
     const { key } = await t.tenant();
@@ -178,10 +183,9 @@ describe('identity and cron metrics', () => {
     const callee = await t.agent(key, { name: 'callee' });
     const { svid } = await svidFor(t, key, caller.id);
     const { access_token } = await exchange(t, svid, callee.id, 'tools:*');
-    const authorize = (token: string) =>
-      t.request('POST', '/api/v1/identity/authorize', { body: { token, tool: 'search', callee: callee.id } });
-    expect((await authorize(access_token)).body).toMatchObject({ allowed: true, reason: 'no_policy_audit_allow' });
-    expect((await authorize('garbage')).body).toMatchObject({ allowed: false, reason: 'token_invalid' });
+    const authorize = (token: string) => t.api().POST('/api/v1/identity/authorize', { body: { token, tool: 'search', callee: callee.id } });
+    expect((await authorize(access_token)).data).toMatchObject({ allowed: true, reason: 'no_policy_audit_allow' });
+    expect((await authorize('garbage')).data).toMatchObject({ allowed: false, reason: 'token_invalid' });
 
     const text = await scrape();
     expect(sample(text, 'agentry_identity_tokens_issued_total', { type: 'svid' })).toBe(1);
@@ -193,12 +197,11 @@ describe('identity and cron metrics', () => {
   it('counts cron fires and misfires by policy, and shows the queue', async () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key);
-    const make = async (name: string, misfirePolicy: string) => {
-      const res = await t.request('POST', '/api/v1/tasks', {
-        key,
+    const make = async (name: string, misfirePolicy: 'skip' | 'fire_once') => {
+      const { error, response } = await t.api(key).POST('/api/v1/tasks', {
         body: { name, description: name, agentId: agent.id, type: 'scheduled', schedule: '* * * * *', misfirePolicy },
       });
-      expect(res.status, res.text).toBe(201);
+      expect(response.status, JSON.stringify(error)).toBe(201);
     };
     await make('skipping', 'skip');
     await make('once', 'fire_once');
@@ -238,7 +241,7 @@ describe('GET /metrics without METRICS_TOKEN', () => {
     const { key } = await t.tenant();
     const headerSets: Record<string, string>[] = [{}, { authorization: `Bearer ${key}` }, { authorization: `Bearer ${TOKEN}` }];
     for (const headers of headerSets) {
-      const res = await t.request('GET', '/metrics', { headers });
+      const res = await t.raw('GET', '/metrics', { headers });
       expect(res.status).toBe(404);
       expect(res.headers['content-type']).toMatch(/problem\+json/);
     }
@@ -256,7 +259,7 @@ describe('METRICS_PORT', () => {
     expect(address?.address).toBe('127.0.0.1');
     const { id: tenantId, key } = await t.tenant();
     const agent = await t.agent(key);
-    expect((await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'hi' } })).status).toBe(200);
+    expect((await execute(t, key, agent.id, { message: 'hi' })).response.status).toBe(200);
 
     const res = await fetch(`http://127.0.0.1:${address!.port}/metrics`);
     expect(res.status).toBe(200);
@@ -266,7 +269,7 @@ describe('METRICS_PORT', () => {
     expect(sample(text, 'agentry_runs_ended_total', { kind: 'execute', status: 'completed', tenant: tenantId })).toBe(1);
     expect((await fetch(`http://127.0.0.1:${address!.port}/other`)).status).toBe(404);
     expect((await fetch(`http://127.0.0.1:${address!.port}/metrics`, { method: 'POST' })).status).toBe(404);
-    expect((await t.request('GET', '/metrics')).status).toBe(404);
+    expect((await t.raw('GET', '/metrics')).status).toBe(404);
   });
 });
 
@@ -278,30 +281,30 @@ describe('rejections', () => {
   it('counts requests refused by the rate limit', async () => {
     const { key } = await t.tenant();
     const statuses: number[] = [];
-    for (let i = 0; i < 3; i++) statuses.push((await t.request('GET', '/api/v1/agents', { key })).status);
+    for (let i = 0; i < 3; i++) statuses.push((await t.api(key).GET('/api/v1/agents')).response.status);
     expect(statuses).toEqual([200, 200, 429]);
-    const res = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await t.raw('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(sample(res.text, 'agentry_rejections_total', { reason: 'rate_limited' })).toBe(1);
   });
 
   it('counts token requests refused by the token endpoint’s limit', async () => {
     const token = () =>
-      t.request('POST', '/api/v1/identity/oauth/token', {
-        payload: 'grant_type=client_credentials&client_id=someone&client_secret=wrong',
+      t.api().POST('/api/v1/identity/oauth/token', {
+        body: { grant_type: 'client_credentials', client_id: 'someone', client_secret: 'wrong' },
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
       });
-    expect((await token()).status).not.toBe(429);
+    expect((await token()).response.status).not.toBe(429);
     const refused = await token();
-    expect(refused.status).toBe(429);
-    expect(refused.body).toMatchObject({ error: 'slow_down' });
-    const res = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(refused.response.status).toBe(429);
+    expect(refused.error).toMatchObject({ error: 'slow_down' });
+    const res = await t.raw('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(sample(res.text, 'agentry_rejections_total', { reason: 'token_rate_limited' })).toBe(1);
   });
 
   it('exposes the rows the retention sweep reports', async () => {
     t.services.metrics!.retentionDeleted('run_events', 120);
     t.services.metrics!.retentionDeleted('runs', 0);
-    const res = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
+    const res = await t.raw('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(sample(res.text, 'agentry_retention_deleted_rows_total', { table: 'run_events' })).toBe(120);
     expect(sample(res.text, 'agentry_retention_deleted_rows_total', { table: 'runs' })).toBeUndefined();
   });

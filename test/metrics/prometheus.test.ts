@@ -3,8 +3,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { createTask, taskIn } from '../tasks/helpers.js';
 
@@ -99,54 +100,36 @@ describe.skipIf(!present)('scraped by a real Prometheus', () => {
     }
   }
 
-  /** Polls the query until it answers `expected` (deadline 30 s); answers what it last saw. */
-  async function eventually(promql: string, expected: (v: number) => boolean): Promise<number | undefined> {
-    const deadline = Date.now() + 30_000;
-    let value: number | undefined;
-    while (Date.now() < deadline) {
-      value = await query(promql);
-      if (value !== undefined && expected(value)) return value;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-    return value;
-  }
+  /** The query's value, polled until the assertion chained on it holds (deadline 30 s). */
+  const eventually = (promql: string) => expect.poll(() => query(promql), { timeout: 30_000, interval: 250 });
 
   it('sees requests, runs, model tokens, tool calls and a task move', async () => {
     // Scraped with the token: the target is up before any traffic.
-    expect(await eventually('up{job="agentry"}', (v) => v === 1), prometheusLog).toBe(1);
+    await vi.waitFor(async () => expect(await query('up{job="agentry"}'), prometheusLog).toBe(1), { timeout: 30_000, interval: 250 });
 
     const agent = await t.agent(key, { name: 'scraped', tools: [{ type: 'mcp', url: mcp.url }] });
-    const ok = await t.fetch(`/api/v1/agents/${agent.id}/execute`, key, { body: { message: '/tool add {"a":2,"b":3}' } });
-    expect(ok.status).toBe(200);
-    const failed = await t.fetch(`/api/v1/agents/${agent.id}/execute`, key, { body: { message: '/fail on purpose' } });
-    expect(failed.status).toBeGreaterThanOrEqual(400);
+    expect((await execute(t, key, agent.id, { message: '/tool add {"a":2,"b":3}' })).response.status).toBe(200);
+    expect((await execute(t, key, agent.id, { message: '/fail on purpose' })).response.status).toBeGreaterThanOrEqual(400);
     const task = await createTask(t, key, { agentId: agent.id, name: 'scraped task' });
     await taskIn(t, key, task.id, ['completed']);
 
     const ended = (kind: string, status: string) => `sum(agentry_runs_ended_total{kind="${kind}",status="${status}"})`;
-    expect(await eventually(ended('execute', 'completed'), (v) => v === 1)).toBe(1);
-    expect(await eventually(ended('execute', 'failed'), (v) => v === 1)).toBe(1);
-    expect(await eventually(ended('task', 'completed'), (v) => v === 1)).toBe(1);
-    expect(await eventually('sum(agentry_runs_started_total)', (v) => v === 3)).toBe(3);
+    await eventually(ended('execute', 'completed')).toBe(1);
+    await eventually(ended('execute', 'failed')).toBe(1);
+    await eventually(ended('task', 'completed')).toBe(1);
+    await eventually('sum(agentry_runs_started_total)').toBe(3);
     // Histograms: every ended run observed once; its buckets cumulative up to +Inf.
-    expect(await eventually('sum(agentry_run_duration_seconds_count)', (v) => v === 3)).toBe(3);
-    expect(await eventually('sum(agentry_run_duration_seconds_bucket{le="+Inf"})', (v) => v === 3)).toBe(3);
-    expect(await eventually('sum(agentry_tool_calls_total{source="mcp",outcome="ok"})', (v) => v === 1)).toBe(1);
-    expect(await eventually('sum(agentry_tool_call_duration_seconds_count{source="mcp"})', (v) => v === 1)).toBe(1);
-    expect(
-      await eventually('sum(agentry_model_tokens_total{provider="builtin",model="echo",direction="output"})', (v) => v > 0),
-    ).toBeGreaterThan(0);
-    expect(await eventually('sum(agentry_model_steps_total{provider="builtin",model="echo"})', (v) => v === 4)).toBe(4);
+    await eventually('sum(agentry_run_duration_seconds_count)').toBe(3);
+    await eventually('sum(agentry_run_duration_seconds_bucket{le="+Inf"})').toBe(3);
+    await eventually('sum(agentry_tool_calls_total{source="mcp",outcome="ok"})').toBe(1);
+    await eventually('sum(agentry_tool_call_duration_seconds_count{source="mcp"})').toBe(1);
+    await eventually('sum(agentry_model_tokens_total{provider="builtin",model="echo",direction="output"})').toBeGreaterThan(0);
+    await eventually('sum(agentry_model_steps_total{provider="builtin",model="echo"})').toBe(4);
     const executes = 'sum(agentry_http_requests_total{route="/api/v1/agents/:id/execute",method="POST"})';
-    expect(await eventually(executes, (v) => v === 2)).toBe(2);
-    expect(
-      await eventually(
-        'sum(agentry_http_request_duration_seconds_count{route="/api/v1/agents/:id/execute",status_class="2xx"})',
-        (v) => v === 1,
-      ),
-    ).toBe(1);
+    await eventually(executes).toBe(2);
+    await eventually('sum(agentry_http_request_duration_seconds_count{route="/api/v1/agents/:id/execute",status_class="2xx"})').toBe(1);
     // The task's queue is empty again, and nothing is executing.
-    expect(await eventually('agentry_task_jobs{state="queued"}', (v) => v === 0)).toBe(0);
-    expect(await eventually('agentry_runs_active', (v) => v === 0)).toBe(0);
+    await eventually('agentry_task_jobs{state="queued"}').toBe(0);
+    await eventually('agentry_runs_active').toBe(0);
   });
 });

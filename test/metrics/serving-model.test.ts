@@ -2,6 +2,7 @@ import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providerEnv, startAimock } from '../helpers/aimock.js';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { shoutWaits } from '../approvals/helpers.js';
 import { sample } from './helpers.js';
@@ -41,8 +42,9 @@ afterAll(async () => {
   await mock?.stop();
 });
 
+// /metrics is not an operation of the OpenAPI document: read raw.
 const scrape = async () => {
-  const res = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
+  const res = await t.raw('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
   expect(res.status, res.text).toBe(200);
   return res.text;
 };
@@ -59,16 +61,16 @@ describe('model metrics by the model that served', () => {
     down(PRIMARY, message);
     mock.addFixture({ match: { userMessage: message, model: labels(FALLBACK).model }, response: { content: 'Fallback here.', ...USAGE } });
     const a = await t.agent(key, { name: 'served', appId: 'a', model: PRIMARY, tools: [], configuration: { fallbackModels: [FALLBACK] } });
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message } });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.output).toBe('Fallback here.');
+    const res = await execute(t, key, a.id, { message });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.data!.output).toBe('Fallback here.');
 
     const text = await scrape();
     expect(sample(text, 'agentry_model_steps_total', labels(FALLBACK))).toBe(1);
     expect(sample(text, 'agentry_model_tokens_total', { ...labels(FALLBACK), direction: 'input' })).toBe(1000);
     expect(sample(text, 'agentry_model_tokens_total', { ...labels(FALLBACK), direction: 'output' })).toBe(100);
     expect(sample(text, 'agentry_model_cost_usd_total', labels(FALLBACK))).toBeCloseTo((1000 * 10 + 100 * 20) / 1e6, 9);
-    expect(res.body.cost).toBeCloseTo((1000 * 10 + 100 * 20) / 1e6, 9);
+    expect(res.data!.cost).toBeCloseTo((1000 * 10 + 100 * 20) / 1e6, 9);
     // The primary served nothing: none of it is charged there.
     expect(sample(text, 'agentry_model_steps_total', labels(PRIMARY))).toBeUndefined();
     expect(sample(text, 'agentry_model_tokens_total', { ...labels(PRIMARY), direction: 'input' })).toBeUndefined();
@@ -83,8 +85,8 @@ describe('model metrics by the model that served', () => {
     down(LONE, message);
     down(FALLBACK, message);
     const a = await t.agent(key, { name: 'failing', appId: 'a', model: LONE, tools: [], configuration: { fallbackModels: [FALLBACK] } });
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message } });
-    expect(res.status).toBe(502);
+    const res = await execute(t, key, a.id, { message });
+    expect(res.response.status).toBe(502);
     const text = await scrape();
     expect(sample(text, 'agentry_model_provider_errors_total', { ...labels(FALLBACK), code: 'provider_unavailable' })).toBe(1);
     expect(sample(text, 'agentry_model_provider_errors_total', { ...labels(LONE), code: 'provider_unavailable' })).toBeUndefined();
@@ -101,18 +103,21 @@ describe('agentry_approvals_waiting', () => {
       expect(sample(await scrape(), 'agentry_approvals_waiting', { kind: 'tool_call' })).toBe(0);
       const runIds: string[] = [];
       for (const text of ['one', 'two']) {
-        const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: `/tool shout {"text":"${text}"}` } });
-        expect(res.body.status).toBe('awaiting_approval');
-        runIds.push(res.body.runId);
+        const { data } = await execute(t, key, a.id, { message: `/tool shout {"text":"${text}"}` });
+        expect(data!.status).toBe('awaiting_approval');
+        runIds.push(data!.runId);
       }
       let text = await scrape();
       expect(sample(text, 'agentry_approvals_waiting', { kind: 'tool_call' })).toBe(2);
       expect(sample(text, 'agentry_approvals_waiting', { kind: 'task' })).toBe(0);
 
       // One decided: one waits.
-      const inbox = await t.request('GET', '/api/v1/approvals?kind=tool_call', { key });
-      const first = inbox.body.approvals.find((x: { toolCall: { runId: string } }) => x.toolCall.runId === runIds[0]);
-      expect((await t.request('POST', `/api/v1/approvals/${first.id}/reject`, { key, body: { reason: 'no' } })).status).toBe(200);
+      const inbox = await t.api(key).GET('/api/v1/approvals', { params: { query: { kind: 'tool_call' } } });
+      const first = inbox.data!.approvals.find((x) => x.toolCall!.runId === runIds[0])!;
+      const rejected = await t
+        .api(key)
+        .POST('/api/v1/approvals/{id}/reject', { params: { path: { id: first.id } }, body: { reason: 'no' } });
+      expect(rejected.response.status).toBe(200);
       text = await scrape();
       expect(sample(text, 'agentry_approvals_waiting', { kind: 'tool_call' })).toBe(1);
     } finally {
