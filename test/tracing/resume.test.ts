@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pendingOf } from '../approvals/helpers.js';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { type Replica, replica } from '../tasks/helpers.js';
 import { childrenOf, one, type Receiver, startReceiver } from './receiver.js';
@@ -37,11 +38,11 @@ describe('a run resumed on another replica', () => {
       name: 'Careful',
       tools: [{ type: 'mcp', url: mcp.url }],
       configuration: { approval: { rules: [{ tool: 'shout', reason: 'shouting is loud' }] } },
-    } as never);
-    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '/tool shout {"text":"hi"}' } });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.status).toBe('awaiting_approval');
-    const runId = res.body.runId;
+    });
+    const res = await execute(t, key, agent.id, { message: '/tool shout {"text":"hi"}' });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.data!.status).toBe('awaiting_approval');
+    const runId = res.data!.runId;
     const [approval] = await pendingOf(t, key, runId);
 
     // Approved through the other replica, which resumes the run there.
@@ -51,28 +52,31 @@ describe('a run resumed on another replica', () => {
       headers: { authorization: `Bearer ${key}` },
     });
     expect(approved.statusCode, approved.body).toBe(200);
-    const deadline = Date.now() + 15_000;
-    let status = '';
-    while (Date.now() < deadline) {
-      status = (await t.request('GET', `/api/v1/runs/${runId}`, { key })).body.status;
-      if (status === 'completed' || status === 'failed') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const status = await vi.waitFor(
+      async () => {
+        const { data } = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } });
+        expect(['completed', 'failed']).toContain(data!.status);
+        return data!.status;
+      },
+      { timeout: 15_000, interval: 50 },
+    );
     expect(status).toBe('completed');
     // The resumed part's span ends just after the run's end is written, which the status above can
-    // show first: flush until both replicas' run spans arrived (or the deadline).
+    // show first: flush until both replicas' run spans arrived.
     const runSpansOf = () => receiver.spans.filter((s) => s.name === 'invoke_agent Careful' && s.attributes['agentry.run.id'] === runId);
-    for (const end = Date.now() + 5_000; ; ) {
-      await t.services.tracing!.flush();
-      await other.services.tracing!.flush();
-      if (runSpansOf().length >= 2 || Date.now() > end) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await vi.waitFor(
+      async () => {
+        await t.services.tracing!.flush();
+        await other.services.tracing!.flush();
+        expect(runSpansOf().length).toBeGreaterThanOrEqual(2);
+      },
+      { timeout: 5_000, interval: 50 },
+    );
 
     const server = one(
       receiver.spans,
       'POST /api/v1/agents/:id/execute',
-      (s) => s.attributes['agentry.request.id'] === res.headers['x-request-id'],
+      (s) => s.attributes['agentry.request.id'] === res.response.headers.get('x-request-id'),
     );
     const runSpans = runSpansOf();
     // Exported by each replica in its own time: told apart by the replica, not by arrival.
@@ -92,18 +96,15 @@ describe('a run resumed on another replica', () => {
 
   it('a run whose process stopped renewing its lease is recovered by another, in the run’s own trace', async () => {
     const agent = await t.agent(key, { name: 'Abandoned' });
-    const executing = t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-      key,
-      body: { message: '/delay 200\none two three four five six seven eight nine ten' },
-    });
-    const running = await (async () => {
-      for (let i = 0; i < 200; i++) {
+    const executing = execute(t, key, agent.id, { message: '/delay 200\none two three four five six seven eight nine ten' });
+    const running = await vi.waitFor(
+      async () => {
         const row = await t.db.kysely.selectFrom('runs').select(['id', 'status']).where('agent_id', '=', agent.id).executeTakeFirst();
-        if (row?.status === 'running') return row;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      throw new Error('the run never started');
-    })();
+        expect(row?.status, 'the run never started').toBe('running');
+        return row!;
+      },
+      { timeout: 5_000, interval: 20 },
+    );
     // Its process "died": the lease is another owner's and long expired, so only the other replica recovers it.
     await t.db.kysely
       .updateTable('runs')
@@ -115,14 +116,14 @@ describe('a run resumed on another replica', () => {
     const ended = await t.db.kysely.selectFrom('runs').select(['status', 'error']).where('id', '=', running.id).executeTakeFirstOrThrow();
     expect(ended.status).toBe('failed');
     expect(JSON.parse(ended.error!).code).toBe('interrupted');
-    const res = await executing;
+    const { response } = await executing;
     await t.services.tracing!.flush();
     await other.services.tracing!.flush();
 
     const server = one(
       receiver.spans,
       'POST /api/v1/agents/:id/execute',
-      (s) => s.attributes['agentry.request.id'] === res.headers['x-request-id'],
+      (s) => s.attributes['agentry.request.id'] === response.headers.get('x-request-id'),
     );
     const recovered = one(receiver.spans, 'run.recover', (s) => s.attributes['agentry.run.id'] === running.id);
     expect(recovered).toMatchObject({ traceId: server.traceId, parentSpanId: server.spanId, status: 2 });

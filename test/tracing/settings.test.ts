@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 
 /** The OTel variables as config.ts reads them, and an app without an endpoint tracing nothing. */
 
@@ -64,13 +65,15 @@ describe('without an endpoint', () => {
     expect(t.services.tracing).toBeUndefined();
     const { key } = await t.tenant();
     const agent = await t.agent(key);
-    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
+    const { data, response } = await execute(
+      t,
       key,
-      body: { message: 'hi' },
-      headers: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
-    });
-    expect(res.status).toBe(200);
-    const row = await t.db.kysely.selectFrom('runs').select('traceparent').where('id', '=', res.body.runId).executeTakeFirstOrThrow();
+      agent.id,
+      { message: 'hi' },
+      { headers: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' } },
+    );
+    expect(response.status).toBe(200);
+    const row = await t.db.kysely.selectFrom('runs').select('traceparent').where('id', '=', data!.runId).executeTakeFirstOrThrow();
     expect(row.traceparent).toBeNull();
   });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { deliverWebhook, taskIn, waitFor } from '../tasks/helpers.js';
 import { childrenOf, one, type ReceivedSpan, type Receiver, startReceiver } from './receiver.js';
@@ -55,11 +56,11 @@ const GENAI_CONTENT = [
 describe('traces over OTLP/HTTP', () => {
   it('an execute with a tool call: request -> invoke_agent -> chat steps and execute_tool -> the MCP call, with GenAI attributes and no content', async () => {
     const agent = await t.agent(key, { name: 'Calculator', tools: [{ type: 'mcp', url: mcp.url }] });
-    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '/tool add {"a":2,"b":3}' } });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.toolCalls[0].result).toEqual({ sum: 5 });
+    const { data: result, error, response } = await execute(t, key, agent.id, { message: '/tool add {"a":2,"b":3}' });
+    expect(response.status, JSON.stringify(error)).toBe(200);
+    expect(result!.toolCalls[0].result).toEqual({ sum: 5 });
 
-    const { server, spans } = await traceOf(res.headers['x-request-id']);
+    const { server, spans } = await traceOf(response.headers.get('x-request-id'));
     expect(server).toMatchObject({
       name: 'POST /api/v1/agents/:id/execute',
       kind: 2,
@@ -81,11 +82,11 @@ describe('traces over OTLP/HTTP', () => {
       'gen_ai.request.model': 'echo',
       'gen_ai.agent.id': agent.id,
       'gen_ai.agent.name': 'Calculator',
-      'gen_ai.conversation.id': res.body.conversationId,
-      'agentry.run.id': res.body.runId,
+      'gen_ai.conversation.id': result!.conversationId,
+      'agentry.run.id': result!.runId,
       'agentry.run.status': 'completed',
-      'gen_ai.usage.input_tokens': res.body.tokenUsage.inputTokens,
-      'gen_ai.usage.output_tokens': res.body.tokenUsage.outputTokens,
+      'gen_ai.usage.input_tokens': result!.tokenUsage.inputTokens,
+      'gen_ai.usage.output_tokens': result!.tokenUsage.outputTokens,
     });
 
     // Two model steps (the call, then the answer with its result), and the tool call between them.
@@ -102,15 +103,15 @@ describe('traces over OTLP/HTTP', () => {
       expect(chat.attributes['gen_ai.usage.output_tokens']).toEqual(expect.any(Number));
     }
     const usage = chats.reduce((n, c) => n + (c.attributes['gen_ai.usage.output_tokens'] as number), 0);
-    expect(usage).toBe(res.body.tokenUsage.outputTokens);
+    expect(usage).toBe(result!.tokenUsage.outputTokens);
 
     const tool = one(spans, 'execute_tool add');
-    const details = await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key });
+    const { data: details } = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: result!.runId } } });
     expect(tool.parentSpanId).toBe(run.spanId);
     expect(tool.attributes).toMatchObject({
       'gen_ai.operation.name': 'execute_tool',
       'gen_ai.tool.name': 'add',
-      'gen_ai.tool.call.id': details.body.toolCalls[0].id,
+      'gen_ai.tool.call.id': details!.toolCalls[0].id,
       'agentry.tool.source': 'mcp',
     });
 
@@ -128,13 +129,13 @@ describe('traces over OTLP/HTTP', () => {
   it('continues the trace of an incoming W3C traceparent', async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const parent = '00f067aa0ba902b7';
-    const res = await t.request('GET', '/api/v1/agents', { key, headers: { traceparent: `00-${traceId}-${parent}-01` } });
-    expect(res.status).toBe(200);
-    const { server } = await traceOf(res.headers['x-request-id']);
+    const res = await t.api(key).GET('/api/v1/agents', { headers: { traceparent: `00-${traceId}-${parent}-01` } });
+    expect(res.response.status).toBe(200);
+    const { server } = await traceOf(res.response.headers.get('x-request-id'));
     expect(server).toMatchObject({ name: 'GET /api/v1/agents', traceId, parentSpanId: parent });
     // A malformed one starts a trace of its own.
-    const bad = await t.request('GET', '/api/v1/agents', { key, headers: { traceparent: 'not-a-traceparent' } });
-    const fresh = await traceOf(bad.headers['x-request-id']);
+    const bad = await t.api(key).GET('/api/v1/agents', { headers: { traceparent: 'not-a-traceparent' } });
+    const fresh = await traceOf(bad.response.headers.get('x-request-id'));
     expect(fresh.server.parentSpanId).toBeUndefined();
     expect(fresh.server.traceId).toMatch(/^[0-9a-f]{32}$/);
   });
@@ -142,14 +143,11 @@ describe('traces over OTLP/HTTP', () => {
   it('a delegated call across two agents is one trace: the callee run is the child of the caller’s tool call', async () => {
     const helper = await t.agent(key, { name: 'Helper' });
     const lead = await t.agent(key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
-    const res = await t.request('POST', `/api/v1/agents/${lead.id}/execute`, {
-      key,
-      body: { message: '/tool ask_helper {"message":"find the answer"}' },
-    });
-    expect(res.status, res.text).toBe(200);
-    const calleeRunId = res.body.toolCalls[0].result.runId;
+    const { data, error, response } = await execute(t, key, lead.id, { message: '/tool ask_helper {"message":"find the answer"}' });
+    expect(response.status, JSON.stringify(error)).toBe(200);
+    const calleeRunId = data!.toolCalls[0].result!.runId as string;
 
-    const { server, spans } = await traceOf(res.headers['x-request-id']);
+    const { server, spans } = await traceOf(response.headers.get('x-request-id'));
     const leadRun = one(spans, 'invoke_agent Lead');
     expect(leadRun.parentSpanId).toBe(server.spanId);
     const tool = one(spans, 'execute_tool ask_helper');
@@ -170,14 +168,15 @@ describe('traces over OTLP/HTTP', () => {
 
   it('a task run: the webhook request fires the task, and the job the dispatcher runs links to that fire', async () => {
     const agent = await t.agent(key, { name: 'Worker' });
-    const created = await t.request('POST', '/api/v1/tasks', {
-      key,
+    const created = await t.api(key).POST('/api/v1/tasks', {
       body: { name: 'On order', description: 'New order', agentId: agent.id, type: 'triggered', trigger: { type: 'webhook' } },
     });
-    expect(created.status, created.text).toBe(201);
-    const task = created.body;
+    expect(created.response.status, JSON.stringify(created.error)).toBe(201);
+    const task = created.data!;
+    const trigger = task.trigger;
+    if (trigger?.type !== 'webhook' || !trigger.secret) throw new Error(`no webhook secret: ${JSON.stringify(trigger)}`);
     const body = '{"orderId":42}';
-    const delivered = await deliverWebhook(t, task.id, task.trigger.secret, body);
+    const delivered = await deliverWebhook(t, task.id, trigger.secret, body);
     expect(delivered.status, delivered.text).toBe(202);
     const done = await taskIn(t, key, task.id, ['completed']);
 
