@@ -69,9 +69,9 @@ describe('AuditBuffer', () => {
       }
     });
     // Shown by the API like any other event.
-    const listed = await t.request('GET', '/api/v1/audit-events?action=test.buffered&limit=5', { key: tenant.key });
-    expect(listed.status).toBe(200);
-    expect(listed.body.total).toBe(n);
+    const listed = await t.api(tenant.key).GET('/api/v1/audit-events', { params: { query: { action: 'test.buffered', limit: 5 } } });
+    expect(listed.response.status).toBe(200);
+    expect(listed.data!.total).toBe(n);
   });
 
   it('reports a failed batch and goes on with the next', async () => {

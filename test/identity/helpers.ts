@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
 import { expect } from 'vitest';
-import type { Response, TestApp } from '../helpers/app.js';
+import type { paths } from '../../packages/client/src/generated/openapi.js';
+import type { ApiResult, Response, TestApp } from '../helpers/app.js';
 
 const GRANT_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const TT_JWT = 'urn:ietf:params:oauth:token-type:jwt';
@@ -9,16 +10,36 @@ export const TT_ACCESS = 'urn:ietf:params:oauth:token-type:access_token';
 export const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 export const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
-export function form(params: Record<string, string | string[] | undefined>): string {
+type TokenParams = NonNullable<
+  paths['/api/v1/identity/oauth/token']['post']['requestBody']
+>['content']['application/x-www-form-urlencoded'];
+
+/** Form-encodes `params`; a list repeats its parameter (audience and resource may come more than once). */
+export function form(params: Record<string, unknown>): string {
   const p = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) for (const value of v === undefined ? [] : [v].flat()) p.append(k, value);
+  for (const [k, v] of Object.entries(params)) for (const value of v === undefined ? [] : [v].flat()) p.append(k, String(value));
   return p.toString();
 }
 
-/** POST to the token endpoint, form-encoded. */
-export function tokenRequest(t: TestApp, params: Record<string, string | string[] | undefined>, headers: Record<string, string> = {}) {
-  return t.request('POST', '/api/v1/identity/oauth/token', { payload: form(params), headers: { ...FORM, ...headers } });
+/** POST to the token endpoint through the typed client, form-encoded. */
+export function postToken(t: Pick<TestApp, 'api'>, params: TokenParams, headers: Record<string, string> = {}) {
+  return t.api().POST('/api/v1/identity/oauth/token', { body: params, headers: { ...FORM, ...headers }, bodySerializer: form });
 }
+
+/** POST to the token endpoint raw: only for what `postToken` cannot send (no grant_type, a parameter given twice). */
+export function tokenRequest(t: TestApp, params: Record<string, string | string[] | undefined>, headers: Record<string, string> = {}) {
+  return t.raw('POST', '/api/v1/identity/oauth/token', { payload: form(params), headers: { ...FORM, ...headers } });
+}
+
+type SvidInput = NonNullable<paths['/api/v1/identity/agents/{agentId}/svid']['post']['requestBody']>['content']['application/json'];
+
+/**
+ * An SVID request's body. The generated type makes ttlSeconds required because it has a default
+ * (openapi-typescript turns defaults into required fields, request bodies included); left out, the
+ * server's default applies.
+ */
+export const svidBody = (audience: string | string[], ttlSeconds?: number) =>
+  ({ audience, ...(ttlSeconds === undefined ? {} : { ttlSeconds }) }) as SvidInput;
 
 export async function svidFor(
   t: TestApp,
@@ -27,12 +48,12 @@ export async function svidFor(
   audience: string | string[] = t.config.issuer,
   ttlSeconds?: number,
 ) {
-  const res = await t.request('POST', `/api/v1/identity/agents/${agentId}/svid`, {
-    key,
-    body: { audience, ...(ttlSeconds ? { ttlSeconds } : {}) },
+  const { data, error, response } = await t.api(key).POST('/api/v1/identity/agents/{agentId}/svid', {
+    params: { path: { agentId } },
+    body: svidBody(audience, ttlSeconds),
   });
-  expect(res.status, res.text).toBe(200);
-  return res.body as { svid: string; spiffeId: string; expiresAt: string };
+  expect(response.status, JSON.stringify(error)).toBe(200);
+  return data!;
 }
 
 export function exchangeParams(svid: string, audience: string | string[], scope: string, extra: Record<string, string | string[]> = {}) {
@@ -41,30 +62,35 @@ export function exchangeParams(svid: string, audience: string | string[], scope:
 
 /** Exchanges an SVID for an access token and expects success. */
 export async function exchange(t: TestApp, svid: string, audience: string | string[], scope: string) {
-  const res = await tokenRequest(t, exchangeParams(svid, audience, scope));
-  expect(res.status, res.text).toBe(200);
-  return res.body as { access_token: string; scope: string; expires_in: number; issued_token_type: string; token_type: string };
+  const { data, error, response } = await postToken(t, exchangeParams(svid, audience, scope));
+  expect(response.status, JSON.stringify(error)).toBe(200);
+  return data!;
 }
 
-export function expectOAuthError(res: Response, status: number, error: string) {
+/** Asserts an RFC 6749 error answer (a raw response or the typed client's result). */
+export function expectOAuthError(res: Response | ApiResult, status: number, error: string) {
+  const [actualStatus, headers, body, text] =
+    'response' in res
+      ? [res.response.status, Object.fromEntries(res.response.headers), res.error as any, JSON.stringify(res.error ?? res.data)]
+      : [res.status, res.headers, res.body, res.text];
   const ok =
-    res.status === status &&
-    String(res.headers['content-type']).startsWith('application/json') &&
-    res.body?.error === error &&
-    typeof res.body?.error_description === 'string' &&
+    actualStatus === status &&
+    String(headers['content-type']).startsWith('application/json') &&
+    body?.error === error &&
+    typeof body?.error_description === 'string' &&
     // RFC 6749: printable ASCII except " and \.
-    /^[\x20\x21\x23-\x5B\x5D-\x7E]*$/.test(res.body.error_description) &&
-    /^[\x20\x21\x23-\x5B\x5D-\x7E]+$/.test(res.body.error) &&
-    Object.keys(res.body).sort().join(',') === 'error,error_description' &&
-    res.headers['cache-control'] === 'no-store' &&
-    res.headers.pragma === 'no-cache';
-  if (!ok) throw new Error(`expected OAuth error ${status} ${error}, got ${res.status} ${JSON.stringify(res.headers)} ${res.text}`);
+    /^[\x20\x21\x23-\x5B\x5D-\x7E]*$/.test(body.error_description) &&
+    /^[\x20\x21\x23-\x5B\x5D-\x7E]+$/.test(body.error) &&
+    Object.keys(body).sort().join(',') === 'error,error_description' &&
+    headers['cache-control'] === 'no-store' &&
+    headers.pragma === 'no-cache';
+  if (!ok) throw new Error(`expected OAuth error ${status} ${error}, got ${actualStatus} ${JSON.stringify(headers)} ${text}`);
 }
 
 export async function platformJwks(t: TestApp): Promise<JSONWebKeySet> {
-  const res = await t.request('GET', '/api/v1/identity/.well-known/jwks.json');
-  expect(res.status).toBe(200);
-  return res.body;
+  const { data, response } = await t.api().GET('/api/v1/identity/.well-known/jwks.json');
+  expect(response.status).toBe(200);
+  return data!;
 }
 
 /** The trust bundle turned into a jose key set: keep the jwt-svid keys and drop `use` (jose wants sig). */

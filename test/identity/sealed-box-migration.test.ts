@@ -46,18 +46,19 @@ afterAll(() => t.close());
 describe('migration 0012: one sealed-box format', () => {
   it('re-seals private keys, webhook secrets and connector credentials stored in the earlier formats, and they still read', async () => {
     const agent = await t.agent(key);
-    expect((await t.request('GET', `/api/v1/identity/agents/${agent.id}/jwks.json`)).status).toBe(200);
-    expect((await t.request('GET', '/api/v1/identity/.well-known/jwks.json')).status).toBe(200);
-    const task = await t.request('POST', '/api/v1/tasks', {
-      key,
+    const agentJwks = await t.api().GET('/api/v1/identity/agents/{agentId}/jwks.json', { params: { path: { agentId: agent.id } } });
+    expect(agentJwks.response.status).toBe(200);
+    expect((await t.api().GET('/api/v1/identity/.well-known/jwks.json')).response.status).toBe(200);
+    const created = await t.api(key).POST('/api/v1/tasks', {
       body: { name: 'Hook', description: 'ping', agentId: agent.id, type: 'triggered', trigger: { type: 'webhook' } },
     });
-    expect(task.status, task.text).toBe(201);
-    const connected = await t.request('POST', '/api/v1/connectors/github/connect', {
-      key,
+    expect(created.response.status, JSON.stringify(created.error)).toBe(201);
+    const task = created.data!;
+    const connected = await t.api(key).POST('/api/v1/connectors/{id}/connect', {
+      params: { path: { id: 'github' } },
       body: { configuration: { accessToken: 'ghp_0123456789abcdefghijklmnopqrstuvwxyz', organization: 'acme-corp' } },
     });
-    expect(connected.status, connected.text).toBe(201);
+    expect(connected.response.status, JSON.stringify(connected.error)).toBe(201);
 
     // Every stored secret back in its earlier format, as a database of the previous release holds it.
     const keys = [
@@ -81,11 +82,12 @@ describe('migration 0012: one sealed-box format', () => {
         .where('kid', '=', k.kid)
         .execute();
     }
-    const webhookSecret = task.body.trigger.secret as string;
+    if (task.trigger?.type !== 'webhook' || !task.trigger.secret) throw new Error(`no webhook secret: ${JSON.stringify(task.trigger)}`);
+    const webhookSecret = task.trigger.secret;
     await t.db.kysely
       .updateTable('tasks')
-      .set({ webhook_secret: legacySecret(master, 'webhook-secrets', webhookSecret, task.body.id) })
-      .where('id', '=', task.body.id)
+      .set({ webhook_secret: legacySecret(master, 'webhook-secrets', webhookSecret, task.id) })
+      .where('id', '=', task.id)
       .execute();
     const connection = await t.db.kysely
       .selectFrom('connector_connections')
@@ -109,9 +111,9 @@ describe('migration 0012: one sealed-box format', () => {
       expect(row.private_jwk).toMatch(SEALED);
       expect(open(master, row.private_jwk, k.aad)).toBe(jwks.get(k.kid));
     }
-    const taskRow = await t.db.kysely.selectFrom('tasks').select('webhook_secret').where('id', '=', task.body.id).executeTakeFirstOrThrow();
+    const taskRow = await t.db.kysely.selectFrom('tasks').select('webhook_secret').where('id', '=', task.id).executeTakeFirstOrThrow();
     expect(taskRow.webhook_secret).toMatch(SEALED);
-    expect(new SecretBox(master, 'webhook-secrets').open(taskRow.webhook_secret!, task.body.id)).toBe(webhookSecret);
+    expect(new SecretBox(master, 'webhook-secrets').open(taskRow.webhook_secret!, task.id)).toBe(webhookSecret);
     const connectionRow = await t.db.kysely
       .selectFrom('connector_connections')
       .select('configuration')
@@ -122,12 +124,13 @@ describe('migration 0012: one sealed-box format', () => {
 
     // The product reads them: a delivery signed with the webhook secret is accepted, the connection still shows.
     const ts = String(Math.floor(Date.now() / 1000));
-    const delivered = await t.request('POST', `/api/v1/hooks/${task.body.id}`, {
+    const delivered = await t.api().POST('/api/v1/hooks/{taskId}', {
+      params: { path: { taskId: task.id } },
       headers: { 'x-agentry-timestamp': ts, 'x-agentry-signature': `sha256=${signature(webhookSecret, ts, '')}` },
     });
-    expect(delivered.status, delivered.text).toBe(202);
-    const shown = await t.request('GET', '/api/v1/connectors/github', { key });
-    expect(shown.body.connection.configuration).toEqual({ accessToken: '********', organization: 'acme-corp' });
+    expect(delivered.response.status, JSON.stringify(delivered.error)).toBe(202);
+    const shown = await t.api(key).GET('/api/v1/connectors/{id}', { params: { path: { id: 'github' } } });
+    expect(shown.data!.connection!.configuration).toEqual({ accessToken: '********', organization: 'acme-corp' });
 
     // Run again, it finds nothing left to convert, and needs no key for that.
     await (await migration0012()).up(t.db.kysely);
