@@ -1,6 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { dialect, expectProblem, type Replica, startApp, startReplicas, type TestApp } from '../helpers/app.js';
-import { ASSERTION_TYPE, decodePart, exchange, exchangeParams, expectOAuthError, joseVerify, svidFor, tokenRequest } from './helpers.js';
+import {
+  ASSERTION_TYPE,
+  decodePart,
+  exchange,
+  exchangeParams,
+  expectOAuthError,
+  joseVerify,
+  postToken,
+  svidBody,
+  svidFor,
+} from './helpers.js';
 
 /**
  * The identity of an agent follows the agent's life: deleting it ends every token that names it
@@ -19,19 +29,28 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const authorize = (token: string, tool: string, callee: string) =>
-  t.request('POST', '/api/v1/identity/authorize', { key: acme.key, body: { token, tool, callee } });
-const introspect = (token: string) => t.request('POST', '/api/v1/identity/oauth/introspect', { key: acme.key, body: { token } });
+  t.api(acme.key).POST('/api/v1/identity/authorize', { body: { token, tool, callee } });
+const introspect = (token: string) => t.api(acme.key).POST('/api/v1/identity/oauth/introspect', { body: { token } });
+const getAgent = (id: string, key: string = acme.key) => t.api(key).GET('/api/v1/agents/{id}', { params: { path: { id } } });
+const updateAgent = (id: string, status: 'available' | 'paused') =>
+  t.api(acme.key).POST('/api/v1/agents/{id}', { params: { path: { id } }, body: { status } });
+const pause = (id: string) => t.api(acme.key).POST('/api/v1/agents/{id}/pause', { params: { path: { id } } });
+const resume = (id: string) => t.api(acme.key).POST('/api/v1/agents/{id}/resume', { params: { path: { id } } });
+const svidOf = (agentId: string) =>
+  t.api(acme.key).POST('/api/v1/identity/agents/{agentId}/svid', { params: { path: { agentId } }, body: svidBody(t.config.issuer) });
+const metadata = (agentId: string) =>
+  t.api().GET('/api/v1/identity/agents/{agentId}/client-metadata.json', { params: { path: { agentId } } });
 
 /** An access token for the main API, obtained by the agent itself (private_key_jwt). */
 async function agentApiToken(agentId: string) {
   const assertion = await t.services.identity.signClientAssertion(acme.id, agentId);
-  const res = await tokenRequest(t, {
+  const res = await postToken(t, {
     grant_type: 'client_credentials',
     client_assertion_type: ASSERTION_TYPE,
     client_assertion: assertion,
   });
-  expect(res.status, res.text).toBe(200);
-  return res.body.access_token as string;
+  expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+  return res.data!.access_token;
 }
 
 describe('deleting an agent (item 5)', () => {
@@ -42,7 +61,7 @@ describe('deleting an agent (item 5)', () => {
     // A -> B (B is audience), B -> C re-delegating A's token (B is actor, A subject), C -> A.
     const aToB = (await exchange(t, (await svidFor(t, acme.key, a.id)).svid, b.id, 'tools:*')).access_token;
     const bSvid = (await svidFor(t, acme.key, b.id)).svid;
-    const redelegated = await tokenRequest(
+    const redelegated = await postToken(
       t,
       exchangeParams(aToB, c.id, 'tools:search', {
         subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
@@ -50,20 +69,20 @@ describe('deleting an agent (item 5)', () => {
         actor_token_type: 'urn:ietf:params:oauth:token-type:jwt',
       }),
     );
-    expect(redelegated.status, redelegated.text).toBe(200);
-    const bToC = redelegated.body.access_token as string;
+    expect(redelegated.response.status, JSON.stringify(redelegated.error)).toBe(200);
+    const bToC = redelegated.data!.access_token;
     const cToA = (await exchange(t, (await svidFor(t, acme.key, c.id)).svid, a.id, 'tools:*')).access_token;
     const cToB = (await exchange(t, (await svidFor(t, acme.key, c.id)).svid, b.id, 'tools:*')).access_token;
     const bApi = await agentApiToken(b.id);
     const bSvidForLater = (await svidFor(t, acme.key, b.id)).svid;
 
-    expect((await authorize(aToB, 'search', b.id)).body).toMatchObject({ allowed: true });
-    expect((await authorize(bToC, 'search', c.id)).body).toMatchObject({ allowed: true });
-    expect((await authorize(cToB, 'search', b.id)).body).toMatchObject({ allowed: true });
-    expect((await introspect(bApi)).body.active).toBe(true);
-    expect((await t.request('GET', `/api/v1/agents/${b.id}`, { key: bApi })).status).toBe(200);
+    expect((await authorize(aToB, 'search', b.id)).data!).toMatchObject({ allowed: true });
+    expect((await authorize(bToC, 'search', c.id)).data!).toMatchObject({ allowed: true });
+    expect((await authorize(cToB, 'search', b.id)).data!).toMatchObject({ allowed: true });
+    expect((await introspect(bApi)).data!.active).toBe(true);
+    expect((await getAgent(b.id, bApi)).response.status).toBe(200);
 
-    expect((await t.request('DELETE', `/api/v1/agents/${b.id}`, { key: acme.key })).status).toBe(204);
+    expect((await t.api(acme.key).DELETE('/api/v1/agents/{id}', { params: { path: { id: b.id } } })).response.status).toBe(204);
 
     // B is the audience, the actor (and, for its API token, the subject): all refused, at once.
     for (const [token, callee] of [
@@ -72,13 +91,13 @@ describe('deleting an agent (item 5)', () => {
       [cToB, b.id],
     ] as const) {
       const decision = await authorize(token, 'search', callee);
-      expect(decision.body, `${callee}`).toMatchObject({ allowed: false, reason: 'token_invalid' });
-      expect((await introspect(token)).body).toEqual({ active: false });
+      expect(decision.data, `${callee}`).toMatchObject({ allowed: false, reason: 'token_invalid' });
+      expect((await introspect(token)).data!).toEqual({ active: false });
     }
-    expect((await introspect(bApi)).body).toEqual({ active: false });
-    expectProblem(await t.request('GET', `/api/v1/agents/${b.id}`, { key: bApi }), 401, 'invalid_credentials');
+    expect((await introspect(bApi)).data!).toEqual({ active: false });
+    expectProblem(await getAgent(b.id, bApi), 401, 'invalid_credentials');
     // Its SVIDs can no longer be exchanged, and its keys are revoked (not published, not usable).
-    expectOAuthError(await tokenRequest(t, exchangeParams(bSvidForLater, a.id, 'tools:x')), 400, 'invalid_grant');
+    expectOAuthError(await postToken(t, exchangeParams(bSvidForLater, a.id, 'tools:x')), 400, 'invalid_grant');
     const keys = await t.db.kysely
       .selectFrom('identity_agent_keys')
       .select(['status', 'revoked_at'])
@@ -88,8 +107,8 @@ describe('deleting an agent (item 5)', () => {
     expect(keys.every((k) => k.status === 'revoked' && k.revoked_at)).toBe(true);
 
     // Tokens naming only other agents are untouched.
-    expect((await authorize(cToA, 'search', a.id)).body).toMatchObject({ allowed: true });
-    expect((await introspect(cToA)).body.active).toBe(true);
+    expect((await authorize(cToA, 'search', a.id)).data!).toMatchObject({ allowed: true });
+    expect((await introspect(cToA)).data!.active).toBe(true);
   });
 });
 
@@ -101,66 +120,48 @@ describe('a registered agent paused and resumed (item 18)', () => {
     const otherToExt = (await exchange(t, (await svidFor(t, acme.key, other.id)).svid, ext.id, 'tools:*')).access_token;
     const extSvid = (await svidFor(t, acme.key, ext.id)).svid;
     const extApi = await agentApiToken(ext.id);
-    expect((await authorize(extToOther, 'x', other.id)).body.allowed).toBe(true);
+    expect((await authorize(extToOther, 'x', other.id)).data!.allowed).toBe(true);
 
-    const paused = await t.request('POST', `/api/v1/agents/${ext.id}/pause`, { key: acme.key });
-    expect(paused.status, paused.text).toBe(200);
-    expect(paused.body.status).toBe('paused');
+    const paused = await pause(ext.id);
+    expect(paused.response.status, JSON.stringify(paused.error)).toBe(200);
+    expect(paused.data!.status).toBe('paused');
 
     // Suspended: authorize denies its tokens, no new SVIDs, badges, exchanges or API tokens.
-    expect((await authorize(extToOther, 'x', other.id)).body).toMatchObject({ allowed: false, reason: 'token_invalid' });
-    expect((await authorize(otherToExt, 'x', ext.id)).body).toMatchObject({ allowed: false, reason: 'token_invalid' });
-    expect((await introspect(extApi)).body).toEqual({ active: false });
-    expectProblem(
-      await t.request('POST', `/api/v1/identity/agents/${ext.id}/svid`, { key: acme.key, body: { audience: t.config.issuer } }),
-      409,
-      'agent_suspended',
-    );
-    expectProblem(await t.request('GET', `/api/v1/identity/agents/${ext.id}/client-metadata.json`), 409, 'agent_suspended');
-    expectOAuthError(await tokenRequest(t, exchangeParams(extSvid, other.id, 'tools:x')), 400, 'invalid_grant');
+    expect((await authorize(extToOther, 'x', other.id)).data!).toMatchObject({ allowed: false, reason: 'token_invalid' });
+    expect((await authorize(otherToExt, 'x', ext.id)).data!).toMatchObject({ allowed: false, reason: 'token_invalid' });
+    expect((await introspect(extApi)).data!).toEqual({ active: false });
+    expectProblem(await svidOf(ext.id), 409, 'agent_suspended');
+    expectProblem(await metadata(ext.id), 409, 'agent_suspended');
+    expectOAuthError(await postToken(t, exchangeParams(extSvid, other.id, 'tools:x')), 400, 'invalid_grant');
     const otherSvid = (await svidFor(t, acme.key, other.id)).svid;
-    expectOAuthError(await tokenRequest(t, exchangeParams(otherSvid, ext.id, 'tools:x')), 400, 'invalid_target');
+    expectOAuthError(await postToken(t, exchangeParams(otherSvid, ext.id, 'tools:x')), 400, 'invalid_target');
     const assertion = await t.services.identity.signClientAssertion(acme.id, ext.id);
     expectOAuthError(
-      await tokenRequest(t, { grant_type: 'client_credentials', client_assertion_type: ASSERTION_TYPE, client_assertion: assertion }),
+      await postToken(t, { grant_type: 'client_credentials', client_assertion_type: ASSERTION_TYPE, client_assertion: assertion }),
       401,
       'invalid_client',
     );
     // A paused registered agent cannot be "resumed" into available through an update either.
-    expectProblem(
-      await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'available' } }),
-      409,
-      'agent_not_executable',
-    );
-    expectProblem(await t.request('POST', `/api/v1/agents/${ext.id}/pause`, { key: acme.key }), 409, 'agent_already_paused');
+    expectProblem(await updateAgent(ext.id, 'available'), 409, 'agent_not_executable');
+    expectProblem(await pause(ext.id), 409, 'agent_already_paused');
 
-    const resumed = await t.request('POST', `/api/v1/agents/${ext.id}/resume`, { key: acme.key });
-    expect(resumed.status, resumed.text).toBe(200);
-    expect(resumed.body.status).toBe('registered');
-    expect((await authorize(extToOther, 'x', other.id)).body.allowed).toBe(true);
-    expect((await introspect(extApi)).body.active).toBe(true);
-    expect(
-      (await t.request('POST', `/api/v1/identity/agents/${ext.id}/svid`, { key: acme.key, body: { audience: t.config.issuer } })).status,
-    ).toBe(200);
-    expect((await t.request('GET', `/api/v1/identity/agents/${ext.id}/client-metadata.json`)).status).toBe(200);
+    const resumed = await resume(ext.id);
+    expect(resumed.response.status, JSON.stringify(resumed.error)).toBe(200);
+    expect(resumed.data!.status).toBe('registered');
+    expect((await authorize(extToOther, 'x', other.id)).data!.allowed).toBe(true);
+    expect((await introspect(extApi)).data!.active).toBe(true);
+    expect((await svidOf(ext.id)).response.status).toBe(200);
+    expect((await metadata(ext.id)).response.status).toBe(200);
 
     // Through the update: paused, then back (to registered); available is refused.
-    const viaUpdate = await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'paused' } });
-    expect(viaUpdate.status, viaUpdate.text).toBe(200);
-    expect(viaUpdate.body.status).toBe('paused');
-    expect((await authorize(extToOther, 'x', other.id)).body.allowed).toBe(false);
-    expectProblem(
-      await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'available' } }),
-      409,
-      'agent_not_executable',
-    );
-    expect((await t.request('POST', `/api/v1/agents/${ext.id}/resume`, { key: acme.key })).body.status).toBe('registered');
-    expectProblem(
-      await t.request('POST', `/api/v1/agents/${ext.id}`, { key: acme.key, body: { status: 'available' } }),
-      409,
-      'agent_not_executable',
-    );
-    expect((await t.request('GET', `/api/v1/agents/${ext.id}`, { key: acme.key })).body.status).toBe('registered');
+    const viaUpdate = await updateAgent(ext.id, 'paused');
+    expect(viaUpdate.response.status, JSON.stringify(viaUpdate.error)).toBe(200);
+    expect(viaUpdate.data!.status).toBe('paused');
+    expect((await authorize(extToOther, 'x', other.id)).data!.allowed).toBe(false);
+    expectProblem(await updateAgent(ext.id, 'available'), 409, 'agent_not_executable');
+    expect((await resume(ext.id)).data!.status).toBe('registered');
+    expectProblem(await updateAgent(ext.id, 'available'), 409, 'agent_not_executable');
+    expect((await getAgent(ext.id)).data!.status).toBe('registered');
   });
 });
 
@@ -171,39 +172,38 @@ describe('introspection and the main API (items 16, 23)', () => {
     const token = (await exchange(t, (await svidFor(t, acme.key, a.id)).svid, b.id, 'tools:search')).access_token;
     const claims = decodePart(token, 1);
     const res = await introspect(token);
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({ active: true, token_type: 'Bearer', ...claims });
-    expect(res.body.tenant_id).toBe(acme.id);
+    expect(res.response.status).toBe(200);
+    expect(res.data).toEqual({ active: true, token_type: 'Bearer', ...claims });
+    expect(res.data!.tenant_id).toBe(acme.id);
 
     const api = await agentApiToken(a.id);
-    expect((await introspect(api)).body).toEqual({ active: true, token_type: 'Bearer', ...decodePart(api, 1) });
+    expect((await introspect(api)).data!).toEqual({ active: true, token_type: 'Bearer', ...decodePart(api, 1) });
   });
 
   it('a valid delegation token on the main API is a 401 that says what the token is for', async () => {
     const a = await t.agent(acme.key);
     const b = await t.agent(acme.key);
     const token = (await exchange(t, (await svidFor(t, acme.key, a.id)).svid, b.id, 'tools:search')).access_token;
-    const res = await t.request('GET', '/api/v1/agents', { key: token });
+    const res = await t.api(token).GET('/api/v1/agents');
     expectProblem(res, 401, 'delegation_token');
-    expect(res.body.detail).toMatch(/agent-to-agent/);
-    expect(res.body.detail).not.toMatch(/unknown, revoked or expired/);
-    expect(res.headers['www-authenticate']).toBe('Bearer');
+    expect(res.error!.detail).toMatch(/agent-to-agent/);
+    expect(res.error!.detail).not.toMatch(/unknown, revoked or expired/);
+    expect(res.response.headers.get('www-authenticate')).toBe('Bearer');
   });
 });
 
 describe("the badge lists the agent's skills (item 17)", () => {
   const badgeOf = async (agentId: string) => {
-    const res = await t.request('GET', `/api/v1/identity/agents/${agentId}/client-metadata.json`);
-    expect(res.status, res.text).toBe(200);
-    return res.body.badge as string;
+    const res = await metadata(agentId);
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    return res.data!.badge;
   };
   const createSkill = async (name: string, metadata: Record<string, string> = {}) => {
-    const res = await t.request('POST', '/api/skills', {
-      key: acme.key,
+    const res = await t.api(acme.key).POST('/api/skills', {
       body: { name, description: `${name} skill`, category: 'sales', instructions: 'Do it.', metadata },
     });
-    expect(res.status, res.text).toBe(201);
-    return { ...(res.body as { id: string; name: string }), version: metadata.version ?? null };
+    expect(res.response.status, JSON.stringify(res.error)).toBe(201);
+    return { ...res.data!, version: metadata.version ?? null };
   };
 
   it('holds the assigned, enabled skills (id, name, version) and is re-issued when assignments change', async () => {
@@ -213,8 +213,9 @@ describe("the badge lists the agent's skills (item 17)", () => {
     const first = await badgeOf(a.id);
     expect(decodePart(first, 1).credentialSubject.capabilities.skills).toEqual([]);
 
-    expect((await t.request('POST', `/api/skills/${pricing.id}/assign`, { key: acme.key, body: { agentId: a.id } })).status).toBe(201);
-    expect((await t.request('POST', `/api/skills/${returns.id}/assign`, { key: acme.key, body: { agentId: a.id } })).status).toBe(201);
+    const assign = (id: string) => t.api(acme.key).POST('/api/skills/{id}/assign', { params: { path: { id } }, body: { agentId: a.id } });
+    expect((await assign(pricing.id)).response.status).toBe(201);
+    expect((await assign(returns.id)).response.status).toBe(201);
     const second = await badgeOf(a.id);
     expect(second).not.toBe(first);
     const skills = decodePart(second, 1).credentialSubject.capabilities.skills;
@@ -227,8 +228,11 @@ describe("the badge lists the agent's skills (item 17)", () => {
     );
 
     // Disabled assignments are not capabilities.
-    const disabled = await t.request('PATCH', `/api/skills/${returns.id}/assignments/${a.id}`, { key: acme.key, body: { enabled: false } });
-    expect(disabled.status, disabled.text).toBe(200);
+    const disabled = await t.api(acme.key).PATCH('/api/skills/{id}/assignments/{agentId}', {
+      params: { path: { id: returns.id, agentId: a.id } },
+      body: { enabled: false },
+    });
+    expect(disabled.response.status, JSON.stringify(disabled.error)).toBe(200);
     const third = await badgeOf(a.id);
     expect(decodePart(third, 1).credentialSubject.capabilities.skills).toEqual([
       { id: pricing.id, name: 'pricing', version: pricing.version },
@@ -267,9 +271,8 @@ describe.skipIf(dialect !== 'postgres')('two replicas on one PostgreSQL database
     return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : undefined };
   };
   /** Waits for replica i to hear (NOTIFY) that the agents table changed since `stamp`. */
-  const heard = async (i: number, stamp: number | null) => {
-    while (replicas[i].db.changes.stamp('agents') === stamp) await new Promise((r) => setTimeout(r, 5));
-  };
+  const heard = (i: number, stamp: number | null) =>
+    vi.waitFor(() => expect(replicas[i].db.changes.stamp('agents')).not.toBe(stamp), { timeout: 10_000, interval: 5 });
 
   it("a deletion on one replica ends the agent's tokens on the other as soon as it is notified", async () => {
     const { apiKey: key } = await replicas[0].services.tenancy.createTenant('replicated');

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
-import { ASSERTION_TYPE, tokenRequest } from './helpers.js';
+import { execute } from '../helpers/execute.js';
+import { ASSERTION_TYPE, postToken } from './helpers.js';
 
 /**
  * Issue 21 item 8: an agent's own access token (client_credentials with its private key) reaches
@@ -61,11 +62,10 @@ let other: Owned;
 const shared: Record<string, string> = {};
 
 async function agentWithHistory(name: string): Promise<Owned> {
-  const agent = await t.request('POST', '/api/v1/agents', { key: admin, body: { name, appId: 'app' } });
-  expect(agent.status, agent.text).toBe(201);
-  const run = await t.request('POST', `/api/v1/agents/${agent.body.id}/execute`, { key: admin, body: { message: `hi ${name}` } });
-  expect(run.status, run.text).toBe(200);
-  return { agentId: agent.body.id, conversationId: run.body.conversationId, runId: run.body.runId };
+  const agent = await t.agent(admin, { name, appId: 'app' });
+  const run = await execute(t, admin, agent.id, { message: `hi ${name}` });
+  expect(run.response.status, JSON.stringify(run.error)).toBe(200);
+  return { agentId: agent.id, conversationId: run.data!.conversationId, runId: run.data!.runId };
 }
 
 beforeAll(async () => {
@@ -74,38 +74,33 @@ beforeAll(async () => {
   admin = tenant.key;
   self = await agentWithHistory('Self');
   other = await agentWithHistory('Other');
-  const skill = await t.request('POST', '/api/skills', {
-    key: admin,
+  const api = t.api(admin);
+  const skill = await api.POST('/api/skills', {
     body: { name: 'pricing', description: 'prices', category: 'sales', instructions: 'Quote.' },
   });
-  shared.skill = skill.body.id;
+  shared.skill = skill.data!.id;
   for (const agentId of [self.agentId, other.agentId]) {
-    expect((await t.request('POST', `/api/skills/${shared.skill}/assign`, { key: admin, body: { agentId } })).status).toBe(201);
+    const assigned = await api.POST('/api/skills/{id}/assign', { params: { path: { id: shared.skill } }, body: { agentId } });
+    expect(assigned.response.status).toBe(201);
   }
-  const task = await t.request('POST', '/api/v1/tasks', {
-    key: admin,
-    body: { name: 'report', description: 'write it', agentId: other.agentId },
-  });
-  expect(task.status, task.text).toBe(201);
-  shared.task = task.body.id;
-  const policy = await t.request('POST', '/api/v1/identity/tbac/policies', {
-    key: admin,
-    body: { callerAgentId: '*', calleeAgentId: '*', toolName: 'x' },
-  });
-  shared.policy = policy.body.id;
-  shared.apiKey = (await t.request('GET', '/api/v1/tenant', { key: admin })).body.credential.id;
-  const keys = await t.request('GET', `/api/v1/identity/agents/${other.agentId}/keys`, { key: admin });
-  shared.kid = keys.body.keys[0]?.kid ?? 'kid';
+  const task = await api.POST('/api/v1/tasks', { body: { name: 'report', description: 'write it', agentId: other.agentId } });
+  expect(task.response.status, JSON.stringify(task.error)).toBe(201);
+  shared.task = task.data!.id;
+  const policy = await api.POST('/api/v1/identity/tbac/policies', { body: { callerAgentId: '*', calleeAgentId: '*', toolName: 'x' } });
+  shared.policy = policy.data!.id;
+  shared.apiKey = (await api.GET('/api/v1/tenant')).data!.credential.id!;
+  const keys = await api.GET('/api/v1/identity/agents/{agentId}/keys', { params: { path: { agentId: other.agentId } } });
+  shared.kid = keys.data!.keys[0]?.kid ?? 'kid';
 
   const assertion = await t.services.identity.signClientAssertion(tenant.id, self.agentId);
-  const res = await tokenRequest(t, {
+  const res = await postToken(t, {
     grant_type: 'client_credentials',
     client_assertion_type: ASSERTION_TYPE,
     client_assertion: assertion,
     scope: 'agents:read agents:write skills:read',
   });
-  expect(res.status, res.text).toBe(200);
-  token = res.body.access_token;
+  expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+  token = res.data!.access_token;
 });
 afterAll(() => t.close());
 
@@ -129,12 +124,13 @@ function urlFor(route: string, whose: Owned): string {
   });
 }
 
+/** Any route of the catalog, called generically: untyped. */
 function call(method: string, route: string, whose: Owned) {
   const key = `${method} ${route}`;
   const given = BODIES[key];
   const body = method === 'GET' || method === 'DELETE' ? undefined : typeof given === 'function' ? given(whose) : (given ?? {});
   const headers = route.endsWith('/mcp') ? { accept: 'application/json, text/event-stream' } : undefined;
-  return t.request(method, urlFor(route, whose), { key: token, body, headers });
+  return t.raw(method, urlFor(route, whose), { key: token, body, headers });
 }
 
 describe("an agent's own access token", () => {
@@ -166,35 +162,39 @@ describe("an agent's own access token", () => {
   });
 
   it('lists only its own conversations and runs itself', async () => {
-    const list = await t.request('GET', `/api/v1/conversations?agentId=${other.agentId}`, { key: token });
-    expect(list.status).toBe(200);
-    expect(list.body.conversations.map((c: { agentId: string }) => c.agentId)).not.toContain(other.agentId);
-    const all = await t.request('GET', '/api/v1/conversations', { key: token });
-    expect(all.body.conversations.length).toBeGreaterThan(0);
-    expect(new Set(all.body.conversations.map((c: { agentId: string }) => c.agentId))).toEqual(new Set([self.agentId]));
+    const api = t.api(token);
+    const list = await api.GET('/api/v1/conversations', { params: { query: { agentId: other.agentId } } });
+    expect(list.response.status).toBe(200);
+    expect(list.data!.conversations.map((c) => c.agentId)).not.toContain(other.agentId);
+    const all = await api.GET('/api/v1/conversations');
+    expect(all.data!.conversations.length).toBeGreaterThan(0);
+    expect(new Set(all.data!.conversations.map((c) => c.agentId))).toEqual(new Set([self.agentId]));
 
-    const run = await t.request('POST', `/api/v1/agents/${self.agentId}/execute`, { key: token, body: { message: 'from myself' } });
-    expect(run.status, run.text).toBe(200);
-    expect(run.body.output).toContain('from myself');
-    const refused = await t.request('GET', '/api/v1/agents', { key: token });
-    expect(refused.status).toBe(403);
+    const run = await execute(t, token, self.agentId, { message: 'from myself' });
+    expect(run.response.status, JSON.stringify(run.error)).toBe(200);
+    expect(run.data!.output).toContain('from myself');
+    const refused = await api.GET('/api/v1/agents');
+    expect(refused.response.status).toBe(403);
     // As an OpenAI-compatible client it sees one model: itself.
-    const models = await t.request('GET', '/v1/models', { key: token });
-    expect(models.status, models.text).toBe(200);
-    expect(models.body.data.map((m: { id: string }) => m.id)).toEqual([`agent:${self.agentId}`]);
-    expect(refused.body.code).toBe('forbidden');
-    expect(refused.body.detail).toMatch(/agent's own access token/);
+    const models = await api.GET('/v1/models');
+    expect(models.response.status, JSON.stringify(models.error)).toBe(200);
+    expect(models.data!.data.map((m) => m.id)).toEqual([`agent:${self.agentId}`]);
+    expect(refused.error!.code).toBe('forbidden');
+    expect(refused.error!.detail).toMatch(/agent's own access token/);
   });
 
   it("replaying another agent's message by its Idempotency-Key is 404, as posting to it is", async () => {
-    const url = `/api/v1/conversations/${other.conversationId}/messages`;
-    const body = { content: 'once only' };
-    const headers = { 'idempotency-key': `replay-other-${other.conversationId}` };
-    const first = await t.request('POST', url, { key: admin, body, headers });
-    expect(first.status, first.text).toBe(200);
-    const replay = await t.request('POST', url, { key: token, body, headers });
-    expect(replay.status, replay.text).toBe(404);
-    expect(replay.body.code).toBe('not_found');
-    expect(replay.headers['idempotent-replayed']).toBeUndefined();
+    const send = (key: string) =>
+      t.api(key).POST('/api/v1/conversations/{id}/messages', {
+        params: { path: { id: other.conversationId } },
+        body: { content: 'once only' },
+        headers: { 'idempotency-key': `replay-other-${other.conversationId}` },
+      });
+    const first = await send(admin);
+    expect(first.response.status, JSON.stringify(first.error)).toBe(200);
+    const replay = await send(token);
+    expect(replay.response.status, JSON.stringify(replay.data)).toBe(404);
+    expect(replay.error!.code).toBe('not_found');
+    expect(replay.response.headers.get('idempotent-replayed')).toBeNull();
   });
 });
