@@ -14,6 +14,7 @@ import {
   hasJwcrypto,
   joseVerify,
   platformJwks,
+  postToken,
   pyVerify,
   svidFor,
   tamper,
@@ -45,25 +46,30 @@ afterAll(() => t.close());
 
 const spiffe = (tenant: string, agent: string) => `spiffe://agentry.local/tenant/${tenant}/agent/${agent}`;
 const clientUrl = (agent: string) => `${t.config.publicBaseUrl}/api/v1/identity/agents/${agent}/client-metadata.json`;
+/** The kid of the agent's published key (its public JWKS). */
+const agentKid = async (agentId: string) =>
+  (await t.api().GET('/api/v1/identity/agents/{agentId}/jwks.json', { params: { path: { agentId } } })).data!.keys[0].kid;
+const revokeKey = (agentId: string, keyId: string) =>
+  t.api(acme.key).DELETE('/api/v1/identity/agents/{agentId}/keys/{keyId}', { params: { path: { agentId, keyId } } });
 
 describe('token exchange: success', () => {
   it('exchanges an SVID (form-encoded) for an at+jwt with tool scopes and act', async () => {
     const { svid, spiffeId } = await svidFor(t, acme.key, a.id);
-    const res = await tokenRequest(t, exchangeParams(svid, b.id, 'tools:search tools:send_email'));
-    expect(res.status, res.text).toBe(200);
-    expect(res.headers['cache-control']).toBe('no-store');
-    expect(res.headers.pragma).toBe('no-cache');
-    expect(res.headers['content-type']).toMatch(/^application\/json/);
-    expect(res.body).toEqual({
+    const { data, error, response } = await postToken(t, exchangeParams(svid, b.id, 'tools:search tools:send_email'));
+    expect(response.status, JSON.stringify(error)).toBe(200);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    expect(response.headers.get('pragma')).toBe('no-cache');
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(data).toEqual({
       access_token: expect.any(String),
       issued_token_type: TT_ACCESS,
       token_type: 'Bearer',
       expires_in: 3600,
       scope: 'tools:search tools:send_email',
     });
-    const header = decodeProtectedHeader(res.body.access_token);
+    const header = decodeProtectedHeader(data!.access_token);
     expect(header).toEqual({ alg: 'ES256', kid: expect.any(String), typ: 'at+jwt' });
-    const { payload } = await joseVerify(t, res.body.access_token, { typ: 'at+jwt', audience: spiffe(acme.id, b.id) });
+    const { payload } = await joseVerify(t, data!.access_token, { typ: 'at+jwt', audience: spiffe(acme.id, b.id) });
     expect(payload).toMatchObject({
       iss: t.config.issuer,
       sub: spiffeId,
@@ -92,9 +98,10 @@ describe('token exchange: success', () => {
 
   it('takes a JSON body too', async () => {
     const { svid } = await svidFor(t, acme.key, a.id);
-    const res = await t.request('POST', '/api/v1/identity/oauth/token', { body: exchangeParams(svid, b.id, 'tools:*') });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.scope).toBe('tools:*');
+    const res = await t.api().POST('/api/v1/identity/oauth/token', { body: exchangeParams(svid, b.id, 'tools:*') });
+    expect(res.response.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.data!.scope).toBe('tools:*');
   });
 
   it('accepts the audience in all three formats, resolving to the same agent', async () => {
@@ -109,10 +116,10 @@ describe('token exchange: success', () => {
 
   it('lets audience and resource repeat when they name the same agent', async () => {
     const { svid } = await svidFor(t, acme.key, a.id);
-    const res = await tokenRequest(t, { ...exchangeParams(svid, [b.id, spiffe(acme.id, b.id)], 'tools:x'), resource: clientUrl(b.id) });
-    expect(res.status, res.text).toBe(200);
-    const viaResource = await tokenRequest(t, { ...exchangeParams(svid, [], 'tools:x'), resource: b.id });
-    expect(viaResource.status, viaResource.text).toBe(200);
+    const res = await postToken(t, { ...exchangeParams(svid, [b.id, spiffe(acme.id, b.id)], 'tools:x'), resource: clientUrl(b.id) });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    const viaResource = await postToken(t, { ...exchangeParams(svid, [], 'tools:x'), resource: b.id });
+    expect(viaResource.response.status, JSON.stringify(viaResource.error)).toBe(200);
   });
 
   it('accepts an SVID whose aud is the token endpoint URL', async () => {
@@ -122,15 +129,17 @@ describe('token exchange: success', () => {
 
   it('deduplicates scopes and tolerates extra spaces', async () => {
     const { svid } = await svidFor(t, acme.key, a.id);
-    const res = await tokenRequest(t, exchangeParams(svid, b.id, ' tools:x  tools:y tools:x '));
-    expect(res.body.scope).toBe('tools:x tools:y');
+    const res = await postToken(t, exchangeParams(svid, b.id, ' tools:x  tools:y tools:x '));
+    expect(res.data!.scope).toBe('tools:x tools:y');
   });
 
   it('audits the exchange', async () => {
     const { svid } = await svidFor(t, acme.key, a.id);
     const { access_token } = await exchange(t, svid, c.id, 'tools:audited');
-    const events = (await t.request('GET', `/api/v1/audit-events?action=identity.token_exchanged&resourceId=${c.id}`, { key: acme.key }))
-      .body.events;
+    const { data } = await t.api(acme.key).GET('/api/v1/audit-events', {
+      params: { query: { action: 'identity.token_exchanged', resourceId: c.id } },
+    });
+    const events = data!.events;
     expect(events[0]).toMatchObject({
       actorType: 'agent',
       actorId: a.id,
@@ -173,13 +182,13 @@ describe('SVID validation rules (JWT-SVID standard)', () => {
       .execute();
     return token;
   }
-  const tryExchange = async (svid: string) => tokenRequest(t, exchangeParams(svid, b.id, 'tools:x'));
+  const tryExchange = async (svid: string) => postToken(t, exchangeParams(svid, b.id, 'tools:x'));
 
   it('accepts typ JWT, JOSE or none, and an aud array containing the issuer', async () => {
-    expect((await tryExchange(await customSvid({ typ: 'JWT' }))).status).toBe(200);
-    expect((await tryExchange(await customSvid({ typ: 'JOSE' }))).status).toBe(200);
-    expect((await tryExchange(await customSvid({}))).status).toBe(200);
-    expect((await tryExchange(await customSvid({ aud: ['https://x.example', t.config.issuer] }))).status).toBe(200);
+    expect((await tryExchange(await customSvid({ typ: 'JWT' }))).response.status).toBe(200);
+    expect((await tryExchange(await customSvid({ typ: 'JOSE' }))).response.status).toBe(200);
+    expect((await tryExchange(await customSvid({}))).response.status).toBe(200);
+    expect((await tryExchange(await customSvid({ aud: ['https://x.example', t.config.issuer] }))).response.status).toBe(200);
   });
 
   it('refuses an SVID without kid, without aud, without jti, or with another typ', async () => {
@@ -189,7 +198,7 @@ describe('SVID validation rules (JWT-SVID standard)', () => {
     expectOAuthError(await tryExchange(await customSvid({ typ: 'at+jwt' })), 400, 'invalid_request'); // an access token needs an actor token
     expectOAuthError(await tryExchange(await customSvid({ typ: 'vc+jwt' })), 400, 'invalid_grant');
     // The control: the same construction with everything present works.
-    expect((await tryExchange(await customSvid({ typ: 'JWT' }))).status).toBe(200);
+    expect((await tryExchange(await customSvid({ typ: 'JWT' }))).response.status).toBe(200);
   });
 });
 
@@ -200,27 +209,27 @@ describe('delegation chains (act)', () => {
     const svidC = await svidFor(t, acme.key, c.id);
     const t1 = await exchange(t, svidA.svid, b.id, 'tools:*');
 
-    const r2 = await tokenRequest(t, {
+    const r2 = await postToken(t, {
       ...exchangeParams(t1.access_token, c.id, 'tools:search'),
       subject_token_type: TT_ACCESS,
       actor_token: svidB.svid,
       actor_token_type: TT_JWT,
     });
-    expect(r2.status, r2.text).toBe(200);
-    const p2 = decodePart(r2.body.access_token, 1);
+    expect(r2.response.status, JSON.stringify(r2.error)).toBe(200);
+    const p2 = decodePart(r2.data!.access_token, 1);
     expect(p2.sub).toBe(svidA.spiffeId);
     expect(p2.aud).toBe(spiffe(acme.id, c.id));
     expect(p2.client_id).toBe(clientUrl(b.id));
     expect(p2.act).toEqual({ sub: svidB.spiffeId, act: { sub: svidA.spiffeId } });
 
-    const r3 = await tokenRequest(t, {
-      ...exchangeParams(r2.body.access_token, d.id, 'tools:search'),
+    const r3 = await postToken(t, {
+      ...exchangeParams(r2.data!.access_token, d.id, 'tools:search'),
       subject_token_type: TT_ACCESS,
       actor_token: svidC.svid,
       actor_token_type: TT_JWT,
     });
-    expect(r3.status, r3.text).toBe(200);
-    expect(decodePart(r3.body.access_token, 1).act).toEqual({
+    expect(r3.response.status, JSON.stringify(r3.error)).toBe(200);
+    expect(decodePart(r3.data!.access_token, 1).act).toEqual({
       sub: svidC.spiffeId,
       act: { sub: svidB.spiffeId, act: { sub: svidA.spiffeId } },
     });
@@ -229,13 +238,13 @@ describe('delegation chains (act)', () => {
   it("names the actor token's agent as actor when an SVID subject is exchanged with an actor token", async () => {
     const svidA = await svidFor(t, acme.key, a.id);
     const svidB = await svidFor(t, acme.key, b.id);
-    const res = await tokenRequest(t, {
+    const res = await postToken(t, {
       ...exchangeParams(svidA.svid, c.id, 'tools:x'),
       actor_token: svidB.svid,
       actor_token_type: TT_JWT,
     });
-    expect(res.status, res.text).toBe(200);
-    const p = decodePart(res.body.access_token, 1);
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    const p = decodePart(res.data!.access_token, 1);
     expect(p.sub).toBe(svidA.spiffeId);
     expect(p.act).toEqual({ sub: svidB.spiffeId });
   });
@@ -246,25 +255,25 @@ describe('delegation chains (act)', () => {
     const svidC = await svidFor(t, acme.key, c.id);
     const t1 = await exchange(t, svidA.svid, b.id, 'tools:search');
     const base = { ...exchangeParams(t1.access_token, c.id, 'tools:search'), subject_token_type: TT_ACCESS };
-    expectOAuthError(await tokenRequest(t, base), 400, 'invalid_request');
-    expectOAuthError(await tokenRequest(t, { ...base, actor_token: svidC.svid, actor_token_type: TT_JWT }), 400, 'invalid_grant');
+    expectOAuthError(await postToken(t, base), 400, 'invalid_request');
+    expectOAuthError(await postToken(t, { ...base, actor_token: svidC.svid, actor_token_type: TT_JWT }), 400, 'invalid_grant');
     // Scope escalation: tools:delete was never granted.
-    const wider = await tokenRequest(t, { ...base, scope: 'tools:search tools:delete', actor_token: svidB.svid, actor_token_type: TT_JWT });
+    const wider = await postToken(t, { ...base, scope: 'tools:search tools:delete', actor_token: svidB.svid, actor_token_type: TT_JWT });
     expectOAuthError(wider, 400, 'insufficient_scope');
     expectOAuthError(
-      await tokenRequest(t, { ...base, scope: 'tools:*', actor_token: svidB.svid, actor_token_type: TT_JWT }),
+      await postToken(t, { ...base, scope: 'tools:*', actor_token: svidB.svid, actor_token_type: TT_JWT }),
       400,
       'insufficient_scope',
     );
     // Within the grant it works.
-    expect((await tokenRequest(t, { ...base, actor_token: svidB.svid, actor_token_type: TT_JWT })).status).toBe(200);
+    expect((await postToken(t, { ...base, actor_token: svidB.svid, actor_token_type: TT_JWT })).response.status).toBe(200);
   });
 
   it('refuses an actor of another tenant', async () => {
     const svidA = await svidFor(t, acme.key, a.id);
     const svidG = await svidFor(t, globex.key, foreign.id);
     expectOAuthError(
-      await tokenRequest(t, { ...exchangeParams(svidA.svid, b.id, 'tools:x'), actor_token: svidG.svid, actor_token_type: TT_JWT }),
+      await postToken(t, { ...exchangeParams(svidA.svid, b.id, 'tools:x'), actor_token: svidG.svid, actor_token_type: TT_JWT }),
       400,
       'invalid_grant',
     );
@@ -279,8 +288,8 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
   const ok = () => exchangeParams(svid, b.id, 'tools:x');
 
   it('unsupported_grant_type', async () => {
-    expectOAuthError(await tokenRequest(t, { ...ok(), grant_type: 'password' }), 400, 'unsupported_grant_type');
-    expectOAuthError(await tokenRequest(t, { ...ok(), grant_type: 'authorization_code' }), 400, 'unsupported_grant_type');
+    expectOAuthError(await postToken(t, { ...ok(), grant_type: 'password' }), 400, 'unsupported_grant_type');
+    expectOAuthError(await postToken(t, { ...ok(), grant_type: 'authorization_code' }), 400, 'unsupported_grant_type');
   });
 
   it('invalid_request for malformed requests', async () => {
@@ -305,30 +314,27 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
       { ...ok(), requested_token_type: 'urn:ietf:params:oauth:token-type:refresh_token' },
       { ...ok(), client_secret: 'x' },
     ];
+    // Malformed forms (no grant_type, a repeated scope among them): sent raw.
     for (const params of cases) expectOAuthError(await tokenRequest(t, params), 400, 'invalid_request');
     // Client authentication is refused with token exchange (the SVID authenticates).
+    expectOAuthError(await postToken(t, ok(), { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }), 400, 'invalid_request');
+    // Not form, not JSON; a broken JSON body; no body; a prototype key: raw.
     expectOAuthError(
-      await tokenRequest(t, ok(), { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }),
-      400,
-      'invalid_request',
-    );
-    // Not form, not JSON; a broken JSON body; no body.
-    expectOAuthError(
-      await t.request('POST', '/api/v1/identity/oauth/token', { payload: 'x', headers: { 'content-type': 'text/plain' } }),
+      await t.raw('POST', '/api/v1/identity/oauth/token', { payload: 'x', headers: { 'content-type': 'text/plain' } }),
       400,
       'invalid_request',
     );
     expectOAuthError(
-      await t.request('POST', '/api/v1/identity/oauth/token', {
+      await t.raw('POST', '/api/v1/identity/oauth/token', {
         payload: '{"grant_type":',
         headers: { 'content-type': 'application/json' },
       }),
       400,
       'invalid_request',
     );
-    expectOAuthError(await t.request('POST', '/api/v1/identity/oauth/token'), 400, 'invalid_request');
+    expectOAuthError(await t.raw('POST', '/api/v1/identity/oauth/token'), 400, 'invalid_request');
     expectOAuthError(
-      await t.request('POST', '/api/v1/identity/oauth/token', { payload: '__proto__=x&grant_type=y', headers: FORM }),
+      await t.raw('POST', '/api/v1/identity/oauth/token', { payload: '__proto__=x&grant_type=y', headers: FORM }),
       400,
       'invalid_request',
     );
@@ -336,18 +342,25 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
 
   it('invalid_grant for bad subject tokens: tampered, wrong typ, expired, forged algorithms, unknown, revoked', async () => {
     const bad = async (subject: string, type = TT_JWT) =>
-      expectOAuthError(await tokenRequest(t, { ...ok(), subject_token: subject, subject_token_type: type }), 400, 'invalid_grant');
+      expectOAuthError(await postToken(t, { ...ok(), subject_token: subject, subject_token_type: type }), 400, 'invalid_grant');
     await bad(tamper(svid));
     await bad('not-a-jwt');
     // A badge (typ vc+jwt) is not an SVID.
-    const badge = (await t.request('GET', `/api/v1/identity/agents/${a.id}/client-metadata.json`)).body.badge;
+    const metadata = await t.api().GET('/api/v1/identity/agents/{agentId}/client-metadata.json', { params: { path: { agentId: a.id } } });
+    const badge = metadata.data!.badge;
     await bad(badge);
     // An SVID for another audience.
     await bad((await svidFor(t, acme.key, a.id, 'https://elsewhere.example')).svid);
-    // Expired.
+    // Expired: the identity clock moved past its one second.
     const short = (await svidFor(t, acme.key, a.id, t.config.issuer, 1)).svid;
-    await new Promise((r) => setTimeout(r, 2100));
-    await bad(short);
+    const clock = t.services.identity.clock;
+    const real = clock.now;
+    clock.now = () => Date.now() + 2100;
+    try {
+      await bad(short);
+    } finally {
+      clock.now = real;
+    }
     // alg none, HS256, EdDSA.
     const claims = decodePart(svid, 1);
     const enc = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
@@ -388,16 +401,16 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
   it('invalid_grant once the agent key behind the SVID is revoked', async () => {
     const agent = await t.agent(acme.key);
     const s = await svidFor(t, acme.key, agent.id);
-    const kid = (await t.request('GET', `/api/v1/identity/agents/${agent.id}/jwks.json`)).body.keys[0].kid;
-    expect((await t.request('DELETE', `/api/v1/identity/agents/${agent.id}/keys/${kid}`, { key: acme.key })).status).toBe(204);
-    expectOAuthError(await tokenRequest(t, exchangeParams(s.svid, b.id, 'tools:x')), 400, 'invalid_grant');
+    const kid = (await agentKid(agent.id))!;
+    expect((await revokeKey(agent.id, kid)).response.status).toBe(204);
+    expectOAuthError(await postToken(t, exchangeParams(s.svid, b.id, 'tools:x')), 400, 'invalid_grant');
   });
 
   it("invalid_grant when the SVID's agent was deleted", async () => {
     const agent = await t.agent(acme.key);
     const s = await svidFor(t, acme.key, agent.id);
-    await t.request('DELETE', `/api/v1/agents/${agent.id}`, { key: acme.key });
-    expectOAuthError(await tokenRequest(t, exchangeParams(s.svid, b.id, 'tools:x')), 400, 'invalid_grant');
+    await t.api(acme.key).DELETE('/api/v1/agents/{id}', { params: { path: { id: agent.id } } });
+    expectOAuthError(await postToken(t, exchangeParams(s.svid, b.id, 'tools:x')), 400, 'invalid_grant');
   });
 
   it("invalid_target for unknown agents, other tenants' agents and malformed audiences", async () => {
@@ -413,40 +426,36 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
       `https://elsewhere.example/api/v1/identity/agents/${b.id}/client-metadata.json`,
       'two words',
     ];
-    for (const audience of targets)
-      expectOAuthError(await tokenRequest(t, exchangeParams(svid, audience, 'tools:x')), 400, 'invalid_target');
-    expectOAuthError(await tokenRequest(t, exchangeParams(svid, [b.id, c.id], 'tools:x')), 400, 'invalid_target');
+    for (const audience of targets) expectOAuthError(await postToken(t, exchangeParams(svid, audience, 'tools:x')), 400, 'invalid_target');
+    expectOAuthError(await postToken(t, exchangeParams(svid, [b.id, c.id], 'tools:x')), 400, 'invalid_target');
   });
 
   it('invalid_scope for scopes not of the tools: form', async () => {
     for (const scope of ['agents:read', 'tools:', 'tools', 'tools:x tools:', 'tools:bad!name', 'tools:**']) {
-      expectOAuthError(await tokenRequest(t, exchangeParams(svid, b.id, scope)), 400, 'invalid_scope');
+      expectOAuthError(await postToken(t, exchangeParams(svid, b.id, scope)), 400, 'invalid_scope');
     }
   });
 
   it('insufficient_scope for a tool that policy forbids', async () => {
-    const policy = await t.request('POST', '/api/v1/identity/tbac/policies', {
-      key: acme.key,
+    const api = t.api(acme.key);
+    const policy = await api.POST('/api/v1/identity/tbac/policies', {
       body: { callerAgentId: a.id, calleeAgentId: c.id, toolName: 'delete_all', effect: 'deny' },
     });
-    expect(policy.status).toBe(201);
-    expectOAuthError(await tokenRequest(t, exchangeParams(svid, c.id, 'tools:read tools:delete_all')), 400, 'insufficient_scope');
-    expect((await tokenRequest(t, exchangeParams(svid, c.id, 'tools:read'))).status).toBe(200);
+    expect(policy.response.status).toBe(201);
+    expectOAuthError(await postToken(t, exchangeParams(svid, c.id, 'tools:read tools:delete_all')), 400, 'insufficient_scope');
+    expect((await postToken(t, exchangeParams(svid, c.id, 'tools:read'))).response.status).toBe(200);
     // tools:* is judged by wildcard-tool policies only; the specific deny applies when the tool is called.
-    expect((await tokenRequest(t, exchangeParams(svid, c.id, 'tools:*'))).status).toBe(200);
+    expect((await postToken(t, exchangeParams(svid, c.id, 'tools:*'))).response.status).toBe(200);
 
     // enforce mode: nothing without an allowing policy.
-    expect((await t.request('PUT', '/api/v1/identity/tbac/mode', { key: acme.key, body: { mode: 'enforce' } })).status).toBe(200);
+    expect((await api.PUT('/api/v1/identity/tbac/mode', { body: { mode: 'enforce' } })).response.status).toBe(200);
     try {
-      expectOAuthError(await tokenRequest(t, exchangeParams(svid, d.id, 'tools:read')), 400, 'insufficient_scope');
-      await t.request('POST', '/api/v1/identity/tbac/policies', {
-        key: acme.key,
-        body: { callerAgentId: a.id, calleeAgentId: d.id, toolName: 'read' },
-      });
-      expect((await tokenRequest(t, exchangeParams(svid, d.id, 'tools:read'))).status).toBe(200);
-      expectOAuthError(await tokenRequest(t, exchangeParams(svid, d.id, 'tools:read tools:write')), 400, 'insufficient_scope');
+      expectOAuthError(await postToken(t, exchangeParams(svid, d.id, 'tools:read')), 400, 'insufficient_scope');
+      await api.POST('/api/v1/identity/tbac/policies', { body: { callerAgentId: a.id, calleeAgentId: d.id, toolName: 'read' } });
+      expect((await postToken(t, exchangeParams(svid, d.id, 'tools:read'))).response.status).toBe(200);
+      expectOAuthError(await postToken(t, exchangeParams(svid, d.id, 'tools:read tools:write')), 400, 'insufficient_scope');
     } finally {
-      await t.request('PUT', '/api/v1/identity/tbac/mode', { key: acme.key, body: { mode: 'audit' } });
+      await api.PUT('/api/v1/identity/tbac/mode', { body: { mode: 'audit' } });
     }
   });
 
@@ -458,11 +467,7 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
     const s = await svidFor(broken, tenant.key, agent.id);
     // The token store is gone: verifying the SVID fails inside the platform.
     await sql`drop table identity_tokens`.execute(broken.db.kysely);
-    const res = await broken.request('POST', '/api/v1/identity/oauth/token', {
-      payload: form(exchangeParams(s.svid, other.id, 'tools:x')),
-      headers: FORM,
-    });
-    expectOAuthError(res, 500, 'server_error');
+    expectOAuthError(await postToken(broken, exchangeParams(s.svid, other.id, 'tools:x')), 500, 'server_error');
     await broken.close();
   });
 });
@@ -487,13 +492,13 @@ describe('configured ISSUER and TRUST_DOMAIN', () => {
       await exchange(other, s2.svid, y.id, 'tools:x');
       // The default trust domain is not this installation's.
       expectOAuthError(
-        await tokenRequest(other, exchangeParams(s2.svid, `spiffe://agentry.local/tenant/${tenant.id}/agent/${y.id}`, 'tools:x')),
+        await postToken(other, exchangeParams(s2.svid, `spiffe://agentry.local/tenant/${tenant.id}/agent/${y.id}`, 'tools:x')),
         400,
         'invalid_target',
       );
       // An SVID naming the old issuer is refused.
       const s3 = await svidFor(other, tenant.key, x.id, 'http://agentry.test');
-      expectOAuthError(await tokenRequest(other, exchangeParams(s3.svid, y.id, 'tools:x')), 400, 'invalid_grant');
+      expectOAuthError(await postToken(other, exchangeParams(s3.svid, y.id, 'tools:x')), 400, 'invalid_grant');
     } finally {
       await other.close();
     }
@@ -506,15 +511,15 @@ describe('introspection (RFC 7662)', () => {
     svid = (await svidFor(t, acme.key, a.id)).svid;
   });
   const introspect = (token: string | undefined, key: string | null = acme.key, extra: Record<string, string> = {}) =>
-    t.request('POST', '/api/v1/identity/oauth/introspect', { key, payload: form({ token, ...extra }), headers: FORM });
+    t.api(key).POST('/api/v1/identity/oauth/introspect', { body: { token, ...extra }, headers: FORM, bodySerializer: form });
 
   it('answers active with the claims, form-encoded or JSON, never cached', async () => {
     const { access_token } = await exchange(t, svid, b.id, 'tools:x tools:y');
     const res = await introspect(access_token, acme.key, { token_type_hint: 'access_token' });
-    expect(res.status).toBe(200);
-    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.response.status).toBe(200);
+    expect(res.response.headers.get('cache-control')).toBe('no-store');
     const p = decodePart(access_token, 1);
-    expect(res.body).toEqual({
+    expect(res.data).toEqual({
       active: true,
       scope: 'tools:x tools:y',
       client_id: clientUrl(a.id),
@@ -528,15 +533,15 @@ describe('introspection (RFC 7662)', () => {
       act: { sub: spiffe(acme.id, a.id) },
       tenant_id: acme.id,
     });
-    const json = await t.request('POST', '/api/v1/identity/oauth/introspect', { key: acme.key, body: { token: access_token } });
-    expect(json.body).toEqual(res.body);
+    const json = await t.api(acme.key).POST('/api/v1/identity/oauth/introspect', { body: { token: access_token } });
+    expect(json.data).toEqual(res.data);
   });
 
   it('answers exactly {active:false} for garbage, tampered, SVIDs, foreign-tenant, expired and revoked tokens', async () => {
     const { access_token } = await exchange(t, svid, b.id, 'tools:x');
     const inactive = async (res: Awaited<ReturnType<typeof introspect>>) => {
-      expect(res.status).toBe(200);
-      expect(res.body).toEqual({ active: false });
+      expect(res.response.status).toBe(200);
+      expect(res.data).toEqual({ active: false });
     };
     await inactive(await introspect('garbage'));
     await inactive(await introspect(tamper(access_token)));
@@ -551,7 +556,7 @@ describe('introspection (RFC 7662)', () => {
     } finally {
       clock.now = real;
     }
-    expect((await introspect(access_token)).body.active).toBe(true);
+    expect((await introspect(access_token)).data!.active).toBe(true);
   });
 
   it('deactivates tokens down the chain when the agent key behind them is revoked', async () => {
@@ -559,19 +564,18 @@ describe('introspection (RFC 7662)', () => {
     const s = await svidFor(t, acme.key, agent.id);
     const svidB = await svidFor(t, acme.key, b.id);
     const t1 = await exchange(t, s.svid, b.id, 'tools:*');
-    const t2 = await tokenRequest(t, {
+    const t2 = await postToken(t, {
       ...exchangeParams(t1.access_token, c.id, 'tools:x'),
       subject_token_type: TT_ACCESS,
       actor_token: svidB.svid,
       actor_token_type: TT_JWT,
     });
-    expect(t2.status).toBe(200);
-    expect((await introspect(t1.access_token)).body.active).toBe(true);
-    expect((await introspect(t2.body.access_token)).body.active).toBe(true);
-    const kid = (await t.request('GET', `/api/v1/identity/agents/${agent.id}/jwks.json`)).body.keys[0].kid;
-    await t.request('DELETE', `/api/v1/identity/agents/${agent.id}/keys/${kid}`, { key: acme.key });
-    expect((await introspect(t1.access_token)).body).toEqual({ active: false });
-    expect((await introspect(t2.body.access_token)).body).toEqual({ active: false });
+    expect(t2.response.status).toBe(200);
+    expect((await introspect(t1.access_token)).data!.active).toBe(true);
+    expect((await introspect(t2.data!.access_token)).data!.active).toBe(true);
+    await revokeKey(agent.id, (await agentKid(agent.id))!);
+    expect((await introspect(t1.access_token)).data).toEqual({ active: false });
+    expect((await introspect(t2.data!.access_token)).data).toEqual({ active: false });
   });
 
   it('accepts access tokens typed application/at+jwt (RFC 9068)', async () => {
@@ -600,16 +604,16 @@ describe('introspection (RFC 7662)', () => {
         revoked_at: null,
       })
       .execute();
-    expect((await introspect(signed.token)).body).toMatchObject({ active: true, jti: signed.jti });
-    const decision = await t.request('POST', '/api/v1/identity/authorize', { body: { token: signed.token, tool: 'x', callee: b.id } });
-    expect(decision.body).toEqual({ allowed: true, reason: 'no_policy_audit_allow' });
+    expect((await introspect(signed.token)).data).toMatchObject({ active: true, jti: signed.jti });
+    const decision = await t.api().POST('/api/v1/identity/authorize', { body: { token: signed.token, tool: 'x', callee: b.id } });
+    expect(decision.data).toEqual({ allowed: true, reason: 'no_policy_audit_allow' });
   });
 
   it('needs an authenticated caller with agents:read (RFC 6749 error bodies)', async () => {
     const { access_token } = await exchange(t, svid, b.id, 'tools:x');
     const anon = await introspect(access_token, null);
     expectOAuthError(anon, 401, 'invalid_client');
-    expect(anon.headers['www-authenticate']).toBe('Bearer');
+    expect(anon.response.headers.get('www-authenticate')).toBe('Bearer');
     const writer = await t.key(acme.key, ['settings:read']);
     expectOAuthError(await introspect(access_token, writer), 403, 'insufficient_scope');
     expectOAuthError(await introspect(undefined), 400, 'invalid_request');
