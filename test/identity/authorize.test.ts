@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { paths } from '../../packages/client/src/generated/openapi.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { TT_ACCESS, TT_JWT, exchange, exchangeParams, svidFor, tamper, tokenRequest } from './helpers.js';
+import { TT_ACCESS, TT_JWT, exchange, exchangeParams, postToken, svidFor, tamper } from './helpers.js';
+
+type AuthorizeInput = NonNullable<paths['/api/v1/identity/authorize']['post']['requestBody']>['content']['application/json'];
+type PolicyInput = NonNullable<paths['/api/v1/identity/tbac/policies']['post']['requestBody']>['content']['application/json'];
 
 let t: TestApp;
 let acme: { id: string; key: string };
@@ -14,15 +18,29 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const spiffe = (tenant: string, agent: string) => `spiffe://agentry.local/tenant/${tenant}/agent/${agent}`;
-const authorize = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
-  t.request('POST', '/api/v1/identity/authorize', { body, headers });
-const policy = async (body: Record<string, unknown>, key = acme.key) => {
-  const res = await t.request('POST', '/api/v1/identity/tbac/policies', { key, body });
-  expect(res.status, res.text).toBe(201);
-  return res.body as { id: string };
+const authorize = (body: AuthorizeInput, headers: Record<string, string> = {}) =>
+  t.api().POST('/api/v1/identity/authorize', { body, headers });
+const createPolicy = (body: PolicyInput, key = acme.key) => t.api(key).POST('/api/v1/identity/tbac/policies', { body });
+const policy = async (body: PolicyInput, key = acme.key) => {
+  const res = await createPolicy(body, key);
+  expect(res.response.status, JSON.stringify(res.error)).toBe(201);
+  return res.data!;
 };
-const setMode = async (mode: string, key = acme.key) =>
-  expect((await t.request('PUT', '/api/v1/identity/tbac/mode', { key, body: { mode } })).status).toBe(200);
+const policies = (
+  query: NonNullable<paths['/api/v1/identity/tbac/policies']['get']['parameters']['query']>,
+  key: string | null = acme.key,
+) => t.api(key).GET('/api/v1/identity/tbac/policies', { params: { query } });
+const updatePolicy = (
+  id: string,
+  body: NonNullable<paths['/api/v1/identity/tbac/policies/{id}']['patch']['requestBody']>['content']['application/json'],
+  key = acme.key,
+) => t.api(key).PATCH('/api/v1/identity/tbac/policies/{id}', { params: { path: { id } }, body });
+const deletePolicy = (id: string, key = acme.key) => t.api(key).DELETE('/api/v1/identity/tbac/policies/{id}', { params: { path: { id } } });
+const getMode = (key: string) => t.api(key).GET('/api/v1/identity/tbac/mode');
+const putMode = (mode: 'audit' | 'enforce', key = acme.key) => t.api(key).PUT('/api/v1/identity/tbac/mode', { body: { mode } });
+const setMode = async (mode: 'audit' | 'enforce', key = acme.key) => expect((await putMode(mode, key)).response.status).toBe(200);
+const auditEvents = async (key: string, query: NonNullable<paths['/api/v1/audit-events']['get']['parameters']['query']>) =>
+  (await t.api(key).GET('/api/v1/audit-events', { params: { query } })).data!.events;
 
 /** Two fresh agents of acme and a token for caller -> callee with the given scope. */
 async function pair(scope = 'tools:*') {
@@ -37,12 +55,10 @@ describe('TBAC policies', () => {
   it('creates (allow by default), lists with filters and pages, updates and deletes', async () => {
     const x = await t.agent(acme.key);
     const y = await t.agent(acme.key);
-    const res = await t.request('POST', '/api/v1/identity/tbac/policies', {
-      key: acme.key,
-      body: { callerAgentId: x.id, calleeAgentId: y.id, toolName: 'search' },
-    });
-    expect(res.status).toBe(201);
-    expect(res.body).toEqual({
+    const res = await createPolicy({ callerAgentId: x.id, calleeAgentId: y.id, toolName: 'search' });
+    expect(res.response.status).toBe(201);
+    const first = res.data!;
+    expect(first).toEqual({
       id: expect.any(String),
       callerAgentId: x.id,
       calleeAgentId: y.id,
@@ -56,138 +72,105 @@ describe('TBAC policies', () => {
     const p2 = await policy({ callerAgentId: '*', calleeAgentId: y.id, toolName: '*', effect: 'deny', description: 'nobody calls y' });
     const p3 = await policy({ callerAgentId: x.id, calleeAgentId: '*', toolName: 'search', effect: 'deny' });
 
-    const all = await t.request('GET', `/api/v1/identity/tbac/policies?calleeAgentId=${y.id}`, { key: acme.key });
-    expect(all.status).toBe(200);
-    expect(all.body).toMatchObject({ total: 2, page: 1, limit: 20 });
-    expect(all.body.policies.map((p: { id: string }) => p.id)).toEqual([p2.id, res.body.id]); // newest first
-    const byCaller = await t.request('GET', `/api/v1/identity/tbac/policies?callerAgentId=${x.id}&toolName=search`, { key: acme.key });
-    expect(byCaller.body.policies.map((p: { id: string }) => p.id).sort()).toEqual([res.body.id, p3.id].sort());
-    const wildcard = await t.request('GET', `/api/v1/identity/tbac/policies?callerAgentId=*&calleeAgentId=${y.id}`, { key: acme.key });
-    expect(wildcard.body.policies.map((p: { id: string }) => p.id)).toEqual([p2.id]);
-    const paged = await t.request('GET', `/api/v1/identity/tbac/policies?calleeAgentId=${y.id}&limit=1&page=2`, { key: acme.key });
-    expect(paged.body).toMatchObject({ total: 2, page: 2, limit: 1 });
-    expect(paged.body.policies.map((p: { id: string }) => p.id)).toEqual([res.body.id]);
-    expectProblem(await t.request('GET', '/api/v1/identity/tbac/policies?limit=101', { key: acme.key }), 400, 'validation_failed');
-    expectProblem(await t.request('GET', '/api/v1/identity/tbac/policies?page=0', { key: acme.key }), 400, 'validation_failed');
+    const all = await policies({ calleeAgentId: y.id });
+    expect(all.response.status).toBe(200);
+    expect(all.data).toMatchObject({ total: 2, page: 1, limit: 20 });
+    expect(all.data!.policies.map((p) => p.id)).toEqual([p2.id, first.id]); // newest first
+    const byCaller = await policies({ callerAgentId: x.id, toolName: 'search' });
+    expect(byCaller.data!.policies.map((p) => p.id).sort()).toEqual([first.id, p3.id].sort());
+    const wildcard = await policies({ callerAgentId: '*', calleeAgentId: y.id });
+    expect(wildcard.data!.policies.map((p) => p.id)).toEqual([p2.id]);
+    const paged = await policies({ calleeAgentId: y.id, limit: 1, page: 2 });
+    expect(paged.data).toMatchObject({ total: 2, page: 2, limit: 1 });
+    expect(paged.data!.policies.map((p) => p.id)).toEqual([first.id]);
+    expectProblem(await policies({ limit: 101 }), 400, 'validation_failed');
+    expectProblem(await policies({ page: 0 }), 400, 'validation_failed');
 
-    const patched = await t.request('PATCH', `/api/v1/identity/tbac/policies/${res.body.id}`, {
-      key: acme.key,
-      body: {
-        effect: 'deny',
-        description: 'no search',
-        conditions: { notAfter: '2099-01-01T00:00:00Z', timeWindow: { start: '09:00', end: '17:00' } },
-      },
+    const patched = await updatePolicy(first.id, {
+      effect: 'deny',
+      description: 'no search',
+      conditions: { notAfter: '2099-01-01T00:00:00Z', timeWindow: { start: '09:00', end: '17:00' } },
     });
-    expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({
+    expect(patched.response.status).toBe(200);
+    expect(patched.data).toMatchObject({
       effect: 'deny',
       description: 'no search',
       conditions: { notAfter: '2099-01-01T00:00:00.000Z', timeWindow: { start: '09:00', end: '17:00' } },
       callerAgentId: x.id,
     });
-    const cleared = await t.request('PATCH', `/api/v1/identity/tbac/policies/${res.body.id}`, {
-      key: acme.key,
-      body: { conditions: null, description: null },
-    });
-    expect(cleared.body).toMatchObject({ conditions: null, description: null, effect: 'deny' });
+    const cleared = await updatePolicy(first.id, { conditions: null, description: null });
+    expect(cleared.data).toMatchObject({ conditions: null, description: null, effect: 'deny' });
 
-    expect((await t.request('DELETE', `/api/v1/identity/tbac/policies/${res.body.id}`, { key: acme.key })).status).toBe(204);
-    expectProblem(await t.request('DELETE', `/api/v1/identity/tbac/policies/${res.body.id}`, { key: acme.key }), 404, 'not_found');
-    expectProblem(
-      await t.request('PATCH', `/api/v1/identity/tbac/policies/${res.body.id}`, { key: acme.key, body: { effect: 'allow' } }),
-      404,
-      'not_found',
-    );
+    expect((await deletePolicy(first.id)).response.status).toBe(204);
+    expectProblem(await deletePolicy(first.id), 404, 'not_found');
+    expectProblem(await updatePolicy(first.id, { effect: 'allow' }), 404, 'not_found');
   });
 
   it('refuses a second policy for the same triple with 409 policy_exists, also under concurrency', async () => {
     const x = await t.agent(acme.key);
     await policy({ callerAgentId: x.id, calleeAgentId: '*', toolName: 'a' });
-    expectProblem(
-      await t.request('POST', '/api/v1/identity/tbac/policies', {
-        key: acme.key,
-        body: { callerAgentId: x.id, calleeAgentId: '*', toolName: 'a', effect: 'deny' },
-      }),
-      409,
-      'policy_exists',
-    );
+    expectProblem(await createPolicy({ callerAgentId: x.id, calleeAgentId: '*', toolName: 'a', effect: 'deny' }), 409, 'policy_exists');
     const results = await Promise.all(
-      Array.from({ length: 5 }, () =>
-        t.request('POST', '/api/v1/identity/tbac/policies', {
-          key: acme.key,
-          body: { callerAgentId: x.id, calleeAgentId: '*', toolName: 'b' },
-        }),
-      ),
+      Array.from({ length: 5 }, () => createPolicy({ callerAgentId: x.id, calleeAgentId: '*', toolName: 'b' })),
     );
-    expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409]);
+    expect(results.map((r) => r.response.status).sort()).toEqual([201, 409, 409, 409, 409]);
     // The same triple in another tenant is another policy.
-    expect(
-      (
-        await t.request('POST', '/api/v1/identity/tbac/policies', {
-          key: globex.key,
-          body: { callerAgentId: '*', calleeAgentId: '*', toolName: 'a' },
-        })
-      ).status,
-    ).toBe(201);
+    expect((await createPolicy({ callerAgentId: '*', calleeAgentId: '*', toolName: 'a' }, globex.key)).response.status).toBe(201);
   });
 
   it('validates bodies: fields, agents of the tenant, conditions', async () => {
     const x = await t.agent(acme.key);
     const foreign = await t.agent(globex.key);
-    const bad = async (body: Record<string, unknown>, path?: string) => {
-      const res = await t.request('POST', '/api/v1/identity/tbac/policies', {
+    /** A body the types allow that the server refuses. */
+    const bad = async (body: Partial<PolicyInput>, path?: string) => {
+      const res = await createPolicy({ callerAgentId: x.id, calleeAgentId: '*', toolName: 'ok', ...body });
+      expectProblem(res, 400, 'validation_failed');
+      if (path) expect(res.error!.errors!.map((e) => e.path)).toContain(path);
+    };
+    /** A body the types forbid (a missing field, an unknown value or key): sent raw. */
+    const badRaw = async (body: Record<string, unknown>, path?: string) => {
+      const res = await t.raw('POST', '/api/v1/identity/tbac/policies', {
         key: acme.key,
         body: { callerAgentId: x.id, calleeAgentId: '*', toolName: 'ok', ...body },
       });
       expectProblem(res, 400, 'validation_failed');
       if (path) expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(path);
     };
-    await bad({ callerAgentId: undefined }, 'body.callerAgentId');
+    await badRaw({ callerAgentId: undefined }, 'body.callerAgentId');
     await bad({ toolName: 'two words' }, 'body.toolName');
-    await bad({ effect: 'maybe' }, 'body.effect');
-    await bad({ extra: 1 }, 'body.extra');
+    await badRaw({ effect: 'maybe' }, 'body.effect');
+    await badRaw({ extra: 1 }, 'body.extra');
     await bad({ calleeAgentId: foreign.id }, 'body.calleeAgentId'); // other tenant's agent: unknown here
     await bad({ calleeAgentId: '01a00000-0000-7000-8000-000000000000' }, 'body.calleeAgentId');
     await bad({ conditions: { notBefore: '2030-01-02T00:00:00Z', notAfter: '2030-01-01T00:00:00Z' } }, 'body.conditions.notAfter');
     await bad({ conditions: { timeWindow: { start: '10:00', end: '10:00' } } }, 'body.conditions.timeWindow.end');
     await bad({ conditions: { timeWindow: { start: '24:00', end: '10:00' } } });
     await bad({ conditions: { notAfter: 'tomorrow' } });
-    await bad({ conditions: { weekday: 'monday' } });
+    await badRaw({ conditions: { weekday: 'monday' } });
   });
 
   it('is tenant-scoped and needs settings:read / settings:write', async () => {
     const p = await policy({ callerAgentId: '*', calleeAgentId: '*', toolName: 'scoped' });
-    const list = await t.request('GET', '/api/v1/identity/tbac/policies?toolName=scoped', { key: globex.key });
-    expect(list.body.total).toBe(0);
-    expectProblem(
-      await t.request('PATCH', `/api/v1/identity/tbac/policies/${p.id}`, { key: globex.key, body: { effect: 'deny' } }),
-      404,
-      'not_found',
-    );
-    expectProblem(await t.request('DELETE', `/api/v1/identity/tbac/policies/${p.id}`, { key: globex.key }), 404, 'not_found');
+    const list = await policies({ toolName: 'scoped' }, globex.key);
+    expect(list.data!.total).toBe(0);
+    expectProblem(await updatePolicy(p.id, { effect: 'deny' }, globex.key), 404, 'not_found');
+    expectProblem(await deletePolicy(p.id, globex.key), 404, 'not_found');
     const reader = await t.key(acme.key, ['settings:read']);
     const agentsOnly = await t.key(acme.key, ['agents:read', 'agents:write']);
-    expect((await t.request('GET', '/api/v1/identity/tbac/policies', { key: reader })).status).toBe(200);
-    expectProblem(await t.request('GET', '/api/v1/identity/tbac/policies', { key: agentsOnly }), 403, 'forbidden');
-    expectProblem(
-      await t.request('POST', '/api/v1/identity/tbac/policies', {
-        key: reader,
-        body: { callerAgentId: '*', calleeAgentId: '*', toolName: 'z' },
-      }),
-      403,
-      'forbidden',
-    );
-    expectProblem(await t.request('PATCH', `/api/v1/identity/tbac/policies/${p.id}`, { key: reader, body: {} }), 403, 'forbidden');
-    expectProblem(await t.request('DELETE', `/api/v1/identity/tbac/policies/${p.id}`, { key: reader }), 403, 'forbidden');
-    expectProblem(await t.request('GET', '/api/v1/identity/tbac/policies'), 401, 'missing_credentials');
+    expect((await policies({}, reader)).response.status).toBe(200);
+    expectProblem(await policies({}, agentsOnly), 403, 'forbidden');
+    expectProblem(await createPolicy({ callerAgentId: '*', calleeAgentId: '*', toolName: 'z' }, reader), 403, 'forbidden');
+    expectProblem(await updatePolicy(p.id, {}, reader), 403, 'forbidden');
+    expectProblem(await deletePolicy(p.id, reader), 403, 'forbidden');
+    expectProblem(await policies({}, null), 401, 'missing_credentials');
   });
 
   it('audits policy changes', async () => {
     const p = await policy({ callerAgentId: '*', calleeAgentId: '*', toolName: 'audited' });
-    await t.request('PATCH', `/api/v1/identity/tbac/policies/${p.id}`, { key: acme.key, body: { effect: 'deny' } });
-    await t.request('DELETE', `/api/v1/identity/tbac/policies/${p.id}`, { key: acme.key });
-    const events = (await t.request('GET', `/api/v1/audit-events?resourceId=${p.id}`, { key: acme.key })).body.events;
-    expect(events.map((e: { action: string }) => e.action)).toEqual(['tbac_policy.deleted', 'tbac_policy.updated', 'tbac_policy.created']);
+    await updatePolicy(p.id, { effect: 'deny' });
+    await deletePolicy(p.id);
+    const events = await auditEvents(acme.key, { resourceId: p.id });
+    expect(events.map((e) => e.action)).toEqual(['tbac_policy.deleted', 'tbac_policy.updated', 'tbac_policy.created']);
   });
 });
 
@@ -199,24 +182,25 @@ describe('TBAC mode', () => {
       .set({ settings: JSON.stringify({ other: 1 }) })
       .where('id', '=', tenant.id)
       .execute();
-    expect((await t.request('GET', '/api/v1/identity/tbac/mode', { key: tenant.key })).body).toEqual({ mode: 'audit' });
-    const put = await t.request('PUT', '/api/v1/identity/tbac/mode', { key: tenant.key, body: { mode: 'enforce' } });
-    expect(put.status).toBe(200);
-    expect(put.body).toEqual({ mode: 'enforce' });
-    expect((await t.request('GET', '/api/v1/identity/tbac/mode', { key: tenant.key })).body).toEqual({ mode: 'enforce' });
+    expect((await getMode(tenant.key)).data).toEqual({ mode: 'audit' });
+    const put = await putMode('enforce', tenant.key);
+    expect(put.response.status).toBe(200);
+    expect(put.data).toEqual({ mode: 'enforce' });
+    expect((await getMode(tenant.key)).data).toEqual({ mode: 'enforce' });
     const row = await t.db.kysely.selectFrom('tenants').select('settings').where('id', '=', tenant.id).executeTakeFirstOrThrow();
     expect(JSON.parse(row.settings)).toEqual({ other: 1, tbacMode: 'enforce' });
     // Other tenants are untouched.
-    expect((await t.request('GET', '/api/v1/identity/tbac/mode', { key: globex.key })).body).toEqual({ mode: 'audit' });
+    expect((await getMode(globex.key)).data).toEqual({ mode: 'audit' });
+    // A mode the types forbid: sent raw.
     expectProblem(
-      await t.request('PUT', '/api/v1/identity/tbac/mode', { key: tenant.key, body: { mode: 'strict' } }),
+      await t.raw('PUT', '/api/v1/identity/tbac/mode', { key: tenant.key, body: { mode: 'strict' } }),
       400,
       'validation_failed',
     );
     const reader = await t.key(tenant.key, ['settings:read']);
-    expect((await t.request('GET', '/api/v1/identity/tbac/mode', { key: reader })).status).toBe(200);
-    expectProblem(await t.request('PUT', '/api/v1/identity/tbac/mode', { key: reader, body: { mode: 'audit' } }), 403, 'forbidden');
-    const events = (await t.request('GET', `/api/v1/audit-events?action=tenant.settings_updated`, { key: tenant.key })).body.events;
+    expect((await getMode(reader)).response.status).toBe(200);
+    expectProblem(await putMode('audit', reader), 403, 'forbidden');
+    const events = await auditEvents(tenant.key, { action: 'tenant.settings_updated' });
     expect(events[0].detail).toEqual({ tbacMode: 'enforce' });
   });
 });
@@ -227,12 +211,12 @@ describe('ExtAuthZ: the decision and its order', () => {
     const caller = await t.agent(tenant.key);
     const callee = await t.agent(tenant.key);
     const { access_token } = await exchange(t, (await svidFor(t, tenant.key, caller.id)).svid, callee.id, 'tools:search');
-    expect((await authorize({ token: access_token, tool: 'search', callee: callee.id })).body).toEqual({
+    expect((await authorize({ token: access_token, tool: 'search', callee: callee.id })).data!).toEqual({
       allowed: true,
       reason: 'no_policy_audit_allow',
     });
     await setMode('enforce', tenant.key);
-    expect((await authorize({ token: access_token, tool: 'search', callee: callee.id })).body).toEqual({
+    expect((await authorize({ token: access_token, tool: 'search', callee: callee.id })).data!).toEqual({
       allowed: false,
       reason: 'no_policy_enforce_deny',
     });
@@ -240,10 +224,10 @@ describe('ExtAuthZ: the decision and its order', () => {
 
   it('answers token_invalid (200) for missing, malformed, tampered, wrong-typ, expired, revoked and foreign-audience tokens', async () => {
     const { caller, callee, token } = await pair('tools:search');
-    const invalid = async (body: Record<string, unknown>, headers: Record<string, string> = {}) => {
+    const invalid = async (body: Partial<AuthorizeInput>, headers: Record<string, string> = {}) => {
       const res = await authorize({ tool: 'search', callee: callee.id, ...body }, headers);
-      expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ allowed: false, reason: 'token_invalid' });
+      expect(res.response.status).toBe(200);
+      expect(res.data).toMatchObject({ allowed: false, reason: 'token_invalid' });
     };
     await invalid({});
     await invalid({ token: 'garbage' });
@@ -256,9 +240,9 @@ describe('ExtAuthZ: the decision and its order', () => {
     // A client_credentials token (for the API) is not a delegation token.
     const [, hex] = /^agk_([0-9a-f]{32})_/.exec(acme.key)!;
     const keyId = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-    const cc = await tokenRequest(t, { grant_type: 'client_credentials', client_id: keyId, client_secret: acme.key });
-    expect(cc.status).toBe(200);
-    await invalid({ token: cc.body.access_token });
+    const cc = await postToken(t, { grant_type: 'client_credentials', client_id: keyId, client_secret: acme.key });
+    expect(cc.response.status).toBe(200);
+    await invalid({ token: cc.data!.access_token });
     // Expired.
     const clock = t.services.identity.clock;
     const real = clock.now;
@@ -268,10 +252,13 @@ describe('ExtAuthZ: the decision and its order', () => {
     } finally {
       clock.now = real;
     }
-    expect((await authorize({ token, tool: 'search', callee: callee.id })).body.allowed).toBe(true);
+    expect((await authorize({ token, tool: 'search', callee: callee.id })).data!.allowed).toBe(true);
     // Revoked: the caller's agent key is revoked.
-    const kid = (await t.request('GET', `/api/v1/identity/agents/${caller.id}/jwks.json`)).body.keys[0].kid;
-    await t.request('DELETE', `/api/v1/identity/agents/${caller.id}/keys/${kid}`, { key: acme.key });
+    const jwks = await t.api().GET('/api/v1/identity/agents/{agentId}/jwks.json', { params: { path: { agentId: caller.id } } });
+    const kid = jwks.data!.keys[0].kid;
+    await t
+      .api(acme.key)
+      .DELETE('/api/v1/identity/agents/{agentId}/keys/{keyId}', { params: { path: { agentId: caller.id, keyId: kid } } });
     await invalid({ token });
   });
 
@@ -283,23 +270,23 @@ describe('ExtAuthZ: the decision and its order', () => {
       `${t.config.publicBaseUrl}/api/v1/identity/agents/${callee.id}/client-metadata.json`,
     ]) {
       const res = await authorize({ tool: 'search', callee: c }, { authorization: `Bearer ${token}` });
-      expect(res.body, c).toEqual({ allowed: true, reason: 'no_policy_audit_allow' });
+      expect(res.data, c).toEqual({ allowed: true, reason: 'no_policy_audit_allow' });
     }
     // The body token wins over the header.
     expect(
-      (await authorize({ token: 'garbage', tool: 'search', callee: callee.id }, { authorization: `Bearer ${token}` })).body.reason,
+      (await authorize({ token: 'garbage', tool: 'search', callee: callee.id }, { authorization: `Bearer ${token}` })).data!.reason,
     ).toBe('token_invalid');
     // A SPIFFE callee naming another tenant does not match.
-    expect((await authorize({ token, tool: 'search', callee: spiffe(globex.id, callee.id) })).body.reason).toBe('token_invalid');
+    expect((await authorize({ token, tool: 'search', callee: spiffe(globex.id, callee.id) })).data!.reason).toBe('token_invalid');
   });
 
   it('checks the tool against the scope before any policy', async () => {
     const { caller, callee, token } = await pair('tools:search');
     await policy({ callerAgentId: caller.id, calleeAgentId: callee.id, toolName: '*' });
-    expect((await authorize({ token, tool: 'delete', callee: callee.id })).body).toEqual({ allowed: false, reason: 'tool_not_in_scope' });
-    expect((await authorize({ token, tool: 'search', callee: callee.id })).body).toMatchObject({ allowed: true, reason: 'policy_allow' });
+    expect((await authorize({ token, tool: 'delete', callee: callee.id })).data!).toEqual({ allowed: false, reason: 'tool_not_in_scope' });
+    expect((await authorize({ token, tool: 'search', callee: callee.id })).data!).toMatchObject({ allowed: true, reason: 'policy_allow' });
     const all = await pair('tools:*');
-    expect((await authorize({ token: all.token, tool: 'anything.at-all', callee: all.callee.id })).body).toEqual({
+    expect((await authorize({ token: all.token, tool: 'anything.at-all', callee: all.callee.id })).data!).toEqual({
       allowed: true,
       reason: 'no_policy_audit_allow',
     });
@@ -308,8 +295,9 @@ describe('ExtAuthZ: the decision and its order', () => {
   it('takes JSON only, like the rest of the API (form bodies are for the OAuth endpoints)', async () => {
     const { callee, token } = await pair('tools:search');
     const form = new URLSearchParams({ token, tool: 'search', callee: callee.id }).toString();
+    // Form bodies: a media type the operations do not take, sent raw.
     expectProblem(
-      await t.request('POST', '/api/v1/identity/authorize', {
+      await t.raw('POST', '/api/v1/identity/authorize', {
         payload: form,
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
       }),
@@ -318,7 +306,7 @@ describe('ExtAuthZ: the decision and its order', () => {
     );
     const policyForm = new URLSearchParams({ callerAgentId: '*', calleeAgentId: '*', toolName: 'x' }).toString();
     expectProblem(
-      await t.request('POST', '/api/v1/identity/tbac/policies', {
+      await t.raw('POST', '/api/v1/identity/tbac/policies', {
         key: acme.key,
         payload: policyForm,
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -329,14 +317,16 @@ describe('ExtAuthZ: the decision and its order', () => {
   });
 
   it('validates the request (400 problems) but never the token', async () => {
-    expectProblem(await authorize({ token: 'x', callee: 'y' }), 400, 'validation_failed');
-    expectProblem(await authorize({ token: 'x', tool: 'y' }), 400, 'validation_failed');
+    // A missing tool or callee: bodies the types forbid, sent raw.
+    const authorizeRaw = (body: Record<string, unknown>) => t.raw('POST', '/api/v1/identity/authorize', { body });
+    expectProblem(await authorizeRaw({ token: 'x', callee: 'y' }), 400, 'validation_failed');
+    expectProblem(await authorizeRaw({ token: 'x', tool: 'y' }), 400, 'validation_failed');
     expectProblem(await authorize({ token: 'x', tool: '*', callee: 'y' }), 400, 'validation_failed');
   });
 });
 
 describe('policy precedence', () => {
-  const decide = async (token: string, tool: string, callee: string) => (await authorize({ token, tool, callee })).body;
+  const decide = async (token: string, tool: string, callee: string) => (await authorize({ token, tool, callee })).data!;
 
   it('the most specific matching policy decides', async () => {
     const { caller, callee, token } = await pair();
@@ -351,7 +341,7 @@ describe('policy precedence', () => {
     expect(await decide(token, 'delete', callee.id)).toEqual({ allowed: true, reason: 'policy_allow', policyId: two.id });
     // Three beat two.
     const three = await policy({ callerAgentId: caller.id, calleeAgentId: callee.id, toolName: 'delete', effect: 'allow' });
-    await t.request('PATCH', `/api/v1/identity/tbac/policies/${two.id}`, { key: acme.key, body: { effect: 'deny' } });
+    await updatePolicy(two.id, { effect: 'deny' });
     expect(await decide(token, 'delete', callee.id)).toEqual({ allowed: true, reason: 'policy_allow', policyId: three.id });
     expect(await decide(token, 'other', callee.id)).toEqual({ allowed: false, reason: 'policy_deny', policyId: two.id });
   });
@@ -421,10 +411,7 @@ describe('policy precedence', () => {
     // Moving the clock past notAfter makes a current policy stop matching.
     const clock = t.services.identity.clock;
     const real = clock.now;
-    await t.request('PATCH', `/api/v1/identity/tbac/policies/${current.id}`, {
-      key: acme.key,
-      body: { conditions: { notAfter: new Date(Date.now() + 60_000).toISOString() } },
-    });
+    await updatePolicy(current.id, { conditions: { notAfter: new Date(Date.now() + 60_000).toISOString() } });
     expect((await decide(token, 'c', callee.id)).policyId).toBe(current.id);
     clock.now = () => Date.now() + 120_000;
     try {
@@ -440,16 +427,16 @@ describe('policy precedence', () => {
     const b = await t.agent(acme.key, { name: 'middle' });
     const c = await t.agent(acme.key, { name: 'end' });
     const t1 = await exchange(t, (await svidFor(t, acme.key, a.id)).svid, b.id, 'tools:*');
-    const r2 = await tokenRequest(t, {
+    const r2 = await postToken(t, {
       ...exchangeParams(t1.access_token, c.id, 'tools:run'),
       subject_token_type: TT_ACCESS,
       actor_token: (await svidFor(t, acme.key, b.id)).svid,
       actor_token_type: TT_JWT,
     });
-    expect(r2.status, r2.text).toBe(200);
+    expect(r2.response.status, JSON.stringify(r2.error)).toBe(200);
     await policy({ callerAgentId: a.id, calleeAgentId: c.id, toolName: 'run', effect: 'allow' });
     const denyB = await policy({ callerAgentId: b.id, calleeAgentId: c.id, toolName: 'run', effect: 'deny' });
-    expect(await decide(r2.body.access_token, 'run', c.id)).toEqual({ allowed: false, reason: 'policy_deny', policyId: denyB.id });
+    expect(await decide(r2.data!.access_token, 'run', c.id)).toEqual({ allowed: false, reason: 'policy_deny', policyId: denyB.id });
   });
 
   it('enforce mode denies without a matching policy but lets an allow policy through', async () => {
@@ -457,13 +444,10 @@ describe('policy precedence', () => {
     await setMode('enforce', tenant.key);
     const caller = await t.agent(tenant.key);
     const callee = await t.agent(tenant.key);
-    const allow = await t.request('POST', '/api/v1/identity/tbac/policies', {
-      key: tenant.key,
-      body: { callerAgentId: caller.id, calleeAgentId: callee.id, toolName: 'ok' },
-    });
+    const allow = await createPolicy({ callerAgentId: caller.id, calleeAgentId: callee.id, toolName: 'ok' }, tenant.key);
     const { access_token } = await exchange(t, (await svidFor(t, tenant.key, caller.id)).svid, callee.id, 'tools:ok');
-    expect(await decide(access_token, 'ok', callee.id)).toEqual({ allowed: true, reason: 'policy_allow', policyId: allow.body.id });
-    await t.request('DELETE', `/api/v1/identity/tbac/policies/${allow.body.id}`, { key: tenant.key });
+    expect(await decide(access_token, 'ok', callee.id)).toEqual({ allowed: true, reason: 'policy_allow', policyId: allow.data!.id });
+    await deletePolicy(allow.data!.id, tenant.key);
     expect(await decide(access_token, 'ok', callee.id)).toEqual({ allowed: false, reason: 'no_policy_enforce_deny' });
   });
 });
@@ -474,29 +458,25 @@ describe('auditing decisions', () => {
     const caller = await t.agent(tenant.key);
     const callee = await t.agent(tenant.key);
     const { access_token } = await exchange(t, (await svidFor(t, tenant.key, caller.id)).svid, callee.id, 'tools:a');
-    await t.request('POST', '/api/v1/identity/tbac/policies', {
-      key: tenant.key,
-      body: { callerAgentId: caller.id, calleeAgentId: '*', toolName: 'a', effect: 'deny' },
-    });
+    await createPolicy({ callerAgentId: caller.id, calleeAgentId: '*', toolName: 'a', effect: 'deny' }, tenant.key);
     const outcomes = [
       await authorize({ token: access_token, tool: 'a', callee: callee.id }),
       await authorize({ token: access_token, tool: 'b', callee: callee.id }),
       await authorize({ token: access_token, tool: 'a', callee: caller.id }),
       await authorize({ token: tamper(access_token), tool: 'a', callee: callee.id }),
-    ].map((r) => r.body.reason);
+    ].map((r) => r.data!.reason);
     expect(outcomes).toEqual(['policy_deny', 'tool_not_in_scope', 'token_invalid', 'token_invalid']);
     await t.services.identity.flush();
-    const events = (await t.request('GET', '/api/v1/audit-events?action=identity.authorization_decided', { key: tenant.key })).body.events;
+    const events = await auditEvents(tenant.key, { action: 'identity.authorization_decided' });
     expect(events).toHaveLength(3);
-    expect(events.map((e: { detail: { reason: string } }) => e.detail.reason).sort()).toEqual([
+    expect(events.map((e) => (e.detail as { reason: string }).reason).sort()).toEqual([
       'policy_deny',
       'token_invalid',
       'tool_not_in_scope',
     ]);
     for (const e of events) expect(e).toMatchObject({ actorType: 'agent', actorId: caller.id, detail: { jti: expect.any(String) } });
     // Nothing leaks into other tenants' trails.
-    const elsewhere = (await t.request('GET', '/api/v1/audit-events?action=identity.authorization_decided', { key: globex.key })).body
-      .events;
+    const elsewhere = await auditEvents(globex.key, { action: 'identity.authorization_decided' });
     expect(elsewhere).toHaveLength(0);
   });
 
@@ -507,7 +487,7 @@ describe('auditing decisions', () => {
     const callee = await other.agent(tenant.key);
     const { access_token } = await exchange(other, (await svidFor(other, tenant.key, caller.id)).svid, callee.id, 'tools:a');
     for (let i = 0; i < 3; i++)
-      await other.request('POST', '/api/v1/identity/authorize', { body: { token: access_token, tool: 'a', callee: callee.id } });
+      await other.api().POST('/api/v1/identity/authorize', { body: { token: access_token, tool: 'a', callee: callee.id } });
     const answeredBy = new Date().toISOString();
     await new Promise((r) => setTimeout(r, 20));
     await other.app.close(); // flushes
