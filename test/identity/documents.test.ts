@@ -1,7 +1,7 @@
 import { compactVerify, createLocalJWKSet, decodeProtectedHeader, importJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { bundleKeySet, decodePart, hasJwcrypto, joseVerify, platformJwks, pyVerify, svidFor } from './helpers.js';
+import { bundleKeySet, decodePart, hasJwcrypto, joseVerify, platformJwks, pyVerify, svidBody, svidFor } from './helpers.js';
 
 let t: TestApp;
 let acme: { id: string; key: string };
@@ -32,39 +32,44 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const metadataUrl = (id: string) => `${t.config.publicBaseUrl}/api/v1/identity/agents/${id}/client-metadata.json`;
+const metadata = (agentId: string) =>
+  t.api().GET('/api/v1/identity/agents/{agentId}/client-metadata.json', { params: { path: { agentId } } });
+const agentJwks = (agentId: string) => t.api().GET('/api/v1/identity/agents/{agentId}/jwks.json', { params: { path: { agentId } } });
+const trustBundle = () => t.api().GET('/.well-known/spiffe/trust-bundle');
+/** The body's size in bytes, as the server sent it. */
+const bytesOf = (response: Response) => {
+  const bytes = Number(response.headers.get('content-length'));
+  expect(bytes).toBeGreaterThan(0);
+  return bytes;
+};
 
 describe('client metadata document (IETF Client ID Metadata Document)', () => {
   it('is public, names itself as client_id, points at the agent JWKS and stays under 5 KB with cache headers', async () => {
-    const res = await t.request('GET', `/api/v1/identity/agents/${agent.id}/client-metadata.json`);
-    expect(res.status).toBe(200);
-    expect(res.headers['content-type']).toMatch(/^application\/json/);
-    expect(res.headers['cache-control']).toBe('public, max-age=300');
-    expect(Buffer.byteLength(res.text)).toBeLessThan(5 * 1024);
-    const doc = res.body;
-    expect(doc.client_id).toBe(metadataUrl(agent.id));
-    expect(doc.jwks_uri).toBe(`${t.config.publicBaseUrl}/api/v1/identity/agents/${agent.id}/jwks.json`);
+    const { data: doc, response } = await metadata(agent.id);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(response.headers.get('cache-control')).toBe('public, max-age=300');
+    expect(bytesOf(response)).toBeLessThan(5 * 1024);
+    expect(doc!.client_id).toBe(metadataUrl(agent.id));
+    expect(doc!.jwks_uri).toBe(`${t.config.publicBaseUrl}/api/v1/identity/agents/${agent.id}/jwks.json`);
     expect(doc).not.toHaveProperty('jwks'); // never together with jwks_uri
-    expect(doc.token_endpoint_auth_method).toBe('private_key_jwt');
-    expect(Object.keys(doc).filter((k) => k.includes('secret'))).toEqual([]);
-    expect(doc.grant_types).toEqual(expect.arrayContaining(['urn:ietf:params:oauth:grant-type:token-exchange', 'client_credentials']));
-    expect(doc.spiffe_id).toBe(`spiffe://agentry.local/tenant/${acme.id}/agent/${agent.id}`);
-    expect(typeof doc.badge).toBe('string');
+    expect(doc!.token_endpoint_auth_method).toBe('private_key_jwt');
+    expect(Object.keys(doc!).filter((k) => k.includes('secret'))).toEqual([]);
+    expect(doc!.grant_types).toEqual(expect.arrayContaining(['urn:ietf:params:oauth:grant-type:token-exchange', 'client_credentials']));
+    expect(doc!.spiffe_id).toBe(`spiffe://agentry.local/tenant/${acme.id}/agent/${agent.id}`);
+    expect(typeof doc!.badge).toBe('string');
   });
 
   it('answers 404 problems for unknown agents, without credentials', async () => {
-    expectProblem(
-      await t.request('GET', '/api/v1/identity/agents/01a00000-0000-7000-8000-000000000000/client-metadata.json'),
-      404,
-      'not_found',
-    );
-    expectProblem(await t.request('GET', '/api/v1/identity/agents/01a00000-0000-7000-8000-000000000000/jwks.json'), 404, 'not_found');
+    expectProblem(await metadata('01a00000-0000-7000-8000-000000000000'), 404, 'not_found');
+    expectProblem(await agentJwks('01a00000-0000-7000-8000-000000000000'), 404, 'not_found');
   });
 
   it('finds an agent of any tenant by its id alone', async () => {
     const other = await t.agent(globex.key, { name: 'Globex bot' });
-    const res = await t.request('GET', `/api/v1/identity/agents/${other.id}/client-metadata.json`);
-    expect(res.status).toBe(200);
-    expect(res.body.spiffe_id).toBe(`spiffe://agentry.local/tenant/${globex.id}/agent/${other.id}`);
+    const res = await metadata(other.id);
+    expect(res.response.status).toBe(200);
+    expect(res.data!.spiffe_id).toBe(`spiffe://agentry.local/tenant/${globex.id}/agent/${other.id}`);
   });
 
   it('stays under 5 KB for an agent with the most tools allowed', async () => {
@@ -75,17 +80,17 @@ describe('client metadata document (IETF Client ID Metadata Document)', () => {
       allowedTools: Array.from({ length: 8 }, (_, j) => `tool_${j}_`.padEnd(60, 'y')),
     }));
     const big = await t.agent(acme.key, { name: 'n'.repeat(200), tools });
-    const res = await t.request('GET', `/api/v1/identity/agents/${big.id}/client-metadata.json`);
-    expect(res.status).toBe(200);
-    expect(Buffer.byteLength(res.text)).toBeLessThan(5 * 1024);
-    const badge = decodePart(res.body.badge, 1);
+    const res = await metadata(big.id);
+    expect(res.response.status).toBe(200);
+    expect(bytesOf(res.response)).toBeLessThan(5 * 1024);
+    const badge = decodePart(res.data!.badge, 1);
     expect(badge.credentialSubject.capabilities).toMatchObject({ toolSources: 64, truncated: true });
   });
 });
 
 describe('badge (W3C VC 2.0 secured with JOSE)', () => {
   it('is a vc+jwt whose payload is the credential, signed by the platform', async () => {
-    const doc = (await t.request('GET', `/api/v1/identity/agents/${agent.id}/client-metadata.json`)).body;
+    const doc = (await metadata(agent.id)).data!;
     const header = decodeProtectedHeader(doc.badge);
     expect(header).toMatchObject({ alg: 'ES256', typ: 'vc+jwt', cty: 'vc' });
     expect(typeof header.kid).toBe('string');
@@ -106,7 +111,7 @@ describe('badge (W3C VC 2.0 secured with JOSE)', () => {
   });
 
   it("describes the agent's tools without leaking MCP URLs or headers", async () => {
-    const doc = (await t.request('GET', `/api/v1/identity/agents/${agent.id}/client-metadata.json`)).body;
+    const doc = (await metadata(agent.id)).data!;
     const subject = decodePart(doc.badge, 1).credentialSubject;
     expect(subject.capabilities.tools).toEqual([
       { type: 'builtin', name: 'skills', tools: ['skill_discover', 'skill_query', 'skill_request'] },
@@ -121,17 +126,19 @@ describe('badge (W3C VC 2.0 secured with JOSE)', () => {
 
   it("follows changes of the agent's tools", async () => {
     const a = await t.agent(acme.key, { name: 'changing' });
-    const before = decodePart((await t.request('GET', `/api/v1/identity/agents/${a.id}/client-metadata.json`)).body.badge, 1);
+    const before = decodePart((await metadata(a.id)).data!.badge, 1);
     expect(before.credentialSubject.capabilities.tools.map((x: { name: string }) => x.name)).toEqual(['skills', 'connectors']);
-    await t.request('POST', `/api/v1/agents/${a.id}`, { key: acme.key, body: { tools: [{ type: 'builtin', name: 'connectors' }] } });
-    const after = decodePart((await t.request('GET', `/api/v1/identity/agents/${a.id}/client-metadata.json`)).body.badge, 1);
+    await t
+      .api(acme.key)
+      .POST('/api/v1/agents/{id}', { params: { path: { id: a.id } }, body: { tools: [{ type: 'builtin', name: 'connectors' }] } });
+    const after = decodePart((await metadata(a.id)).data!.badge, 1);
     expect(after.credentialSubject.capabilities.tools).toEqual([
       { type: 'builtin', name: 'connectors', tools: ['connector_discover', 'connector_request'] },
     ]);
   });
 
   it.skipIf(!hasJwcrypto)('verifies with Python jwcrypto too', async () => {
-    const doc = (await t.request('GET', `/api/v1/identity/agents/${agent.id}/client-metadata.json`)).body;
+    const doc = (await metadata(agent.id)).data!;
     const out = pyVerify(await platformJwks(t), doc.badge, t.config.issuer);
     expect(out.ok, JSON.stringify(out)).toBe(true);
     if (out.ok) {
@@ -144,11 +151,11 @@ describe('badge (W3C VC 2.0 secured with JOSE)', () => {
 describe('agent JWKS', () => {
   it("publishes the agent's EC P-256 public keys (created on first use), never private parts", async () => {
     const a = await t.agent(acme.key, { name: 'fresh' });
-    const res = await t.request('GET', `/api/v1/identity/agents/${a.id}/jwks.json`);
-    expect(res.status).toBe(200);
-    expect(res.headers['cache-control']).toMatch(/^public, max-age=\d+$/);
-    expect(res.body.keys).toHaveLength(1);
-    const [k] = res.body.keys;
+    const res = await agentJwks(a.id);
+    expect(res.response.status).toBe(200);
+    expect(res.response.headers.get('cache-control')).toMatch(/^public, max-age=\d+$/);
+    expect(res.data!.keys).toHaveLength(1);
+    const [k] = res.data!.keys;
     expect(k).toEqual({
       kty: 'EC',
       crv: 'P-256',
@@ -160,14 +167,14 @@ describe('agent JWKS', () => {
     });
     await importJWK(k, 'ES256'); // a usable key
     // The same key comes back: creation happens once.
-    const again = await t.request('GET', `/api/v1/identity/agents/${a.id}/jwks.json`);
-    expect(again.body.keys.map((x: { kid: string }) => x.kid)).toEqual([k.kid]);
+    const again = await agentJwks(a.id);
+    expect(again.data!.keys.map((x) => x.kid)).toEqual([k.kid]);
   });
 
   it('creates exactly one key when many first uses race', async () => {
     const a = await t.agent(acme.key, { name: 'racy' });
-    const results = await Promise.all(Array.from({ length: 8 }, () => t.request('GET', `/api/v1/identity/agents/${a.id}/jwks.json`)));
-    const kids = new Set(results.map((r) => r.body.keys.map((k: { kid: string }) => k.kid).join()));
+    const results = await Promise.all(Array.from({ length: 8 }, () => agentJwks(a.id)));
+    const kids = new Set(results.map((r) => r.data!.keys.map((k) => k.kid).join()));
     expect(kids.size).toBe(1);
     const rows = await t.db.kysely.selectFrom('identity_agent_keys').selectAll().where('agent_id', '=', a.id).execute();
     expect(rows).toHaveLength(1);
@@ -176,18 +183,18 @@ describe('agent JWKS', () => {
 
 describe('platform JWKS and SPIFFE trust bundle', () => {
   it('serves the platform JWKS, cacheable for one hour', async () => {
-    const res = await t.request('GET', '/api/v1/identity/.well-known/jwks.json');
-    expect(res.status).toBe(200);
-    expect(res.headers['cache-control']).toBe('public, max-age=3600');
-    expect(res.body.keys.length).toBeGreaterThanOrEqual(1);
-    for (const k of res.body.keys) expect(k).toMatchObject({ kty: 'EC', crv: 'P-256', use: 'sig', alg: 'ES256', kid: expect.any(String) });
+    const res = await t.api().GET('/api/v1/identity/.well-known/jwks.json');
+    expect(res.response.status).toBe(200);
+    expect(res.response.headers.get('cache-control')).toBe('public, max-age=3600');
+    expect(res.data!.keys.length).toBeGreaterThanOrEqual(1);
+    for (const k of res.data!.keys) expect(k).toMatchObject({ kty: 'EC', crv: 'P-256', use: 'sig', alg: 'ES256', kid: expect.any(String) });
   });
 
   it('serves a trust bundle: jwt-svid keys with kid and no alg, a sequence and a 300 s refresh hint', async () => {
-    const res = await t.request('GET', '/.well-known/spiffe/trust-bundle');
-    expect(res.status).toBe(200);
-    expect(res.headers['content-type']).toMatch(/^application\/json/);
-    const b = res.body;
+    const res = await trustBundle();
+    expect(res.response.status).toBe(200);
+    expect(res.response.headers.get('content-type')).toMatch(/^application\/json/);
+    const b = res.data!;
     expect(Array.isArray(b.keys)).toBe(true);
     expect(b.keys.length).toBeGreaterThanOrEqual(1);
     expect(Number.isInteger(b.spiffe_sequence)).toBe(true);
@@ -199,12 +206,12 @@ describe('platform JWKS and SPIFFE trust bundle', () => {
       expect(k).not.toHaveProperty('alg');
     }
     const platform = await platformJwks(t);
-    expect(b.keys.map((k: { kid: string }) => k.kid).sort()).toEqual(platform.keys.map((k) => k.kid).sort());
+    expect(b.keys.map((k) => k.kid).sort()).toEqual(platform.keys.map((k) => k.kid).sort());
   });
 
   it('verifies an SVID with the bundle (keeping jwt-svid keys and dropping use, as jose requires)', async () => {
     const { svid, spiffeId } = await svidFor(t, acme.key, agent.id, 'https://verifier.example');
-    const bundle = (await t.request('GET', '/.well-known/spiffe/trust-bundle')).body;
+    const bundle = (await trustBundle()).data!;
     // jose's local key set would ignore keys whose use is not "sig":
     await expect(jwtVerify(svid, createLocalJWKSet({ keys: bundle.keys }))).rejects.toThrow();
     const { payload, protectedHeader } = await jwtVerify(svid, bundleKeySet(bundle), {
@@ -217,25 +224,24 @@ describe('platform JWKS and SPIFFE trust bundle', () => {
 });
 
 describe('JWT-SVID issuance', () => {
+  const svid = (key: string | null, body: ReturnType<typeof svidBody>) =>
+    t.api(key).POST('/api/v1/identity/agents/{agentId}/svid', { params: { path: { agentId: agent.id } }, body });
   it('issues an SVID whose header holds only alg, kid and typ JWT, with sub, aud, exp, iat, jti', async () => {
     const before = Math.floor(Date.now() / 1000);
-    const res = await t.request('POST', `/api/v1/identity/agents/${agent.id}/svid`, {
-      key: acme.key,
-      body: { audience: 'spiffe://agentry.local/some/service' },
-    });
-    expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual(['expiresAt', 'spiffeId', 'svid']);
-    const header = decodePart(res.body.svid, 0);
+    const { data, response } = await svid(acme.key, svidBody('spiffe://agentry.local/some/service'));
+    expect(response.status).toBe(200);
+    expect(Object.keys(data!).sort()).toEqual(['expiresAt', 'spiffeId', 'svid']);
+    const header = decodePart(data!.svid, 0);
     expect(Object.keys(header).sort()).toEqual(['alg', 'kid', 'typ']);
     expect(header).toMatchObject({ alg: 'ES256', typ: 'JWT' });
-    const { payload } = await joseVerify(t, res.body.svid, { typ: 'JWT', audience: 'spiffe://agentry.local/some/service' });
-    expect(payload.sub).toBe(res.body.spiffeId);
+    const { payload } = await joseVerify(t, data!.svid, { typ: 'JWT', audience: 'spiffe://agentry.local/some/service' });
+    expect(payload.sub).toBe(data!.spiffeId);
     expect(payload.aud).toBe('spiffe://agentry.local/some/service'); // one value: a string
     expect(payload.iss).toBe(t.config.issuer);
     expect(typeof payload.jti).toBe('string');
     expect(payload.exp! - payload.iat!).toBe(3600);
     expect(payload.iat!).toBeGreaterThanOrEqual(before);
-    expect(res.body.expiresAt).toBe(new Date(payload.exp! * 1000).toISOString());
+    expect(data!.expiresAt).toBe(new Date(payload.exp! * 1000).toISOString());
   });
 
   it('takes several audiences and a ttl up to 86400 s', async () => {
@@ -246,20 +252,19 @@ describe('JWT-SVID issuance', () => {
   });
 
   it('validates the body', async () => {
-    const url = `/api/v1/identity/agents/${agent.id}/svid`;
-    expectProblem(await t.request('POST', url, { key: acme.key, body: {} }), 400, 'validation_failed');
-    expectProblem(await t.request('POST', url, { key: acme.key, body: { audience: 'x', ttlSeconds: 86401 } }), 400, 'validation_failed');
-    expectProblem(await t.request('POST', url, { key: acme.key, body: { audience: 'x', ttlSeconds: 0 } }), 400, 'validation_failed');
-    expectProblem(await t.request('POST', url, { key: acme.key, body: { audience: [] } }), 400, 'validation_failed');
-    expectProblem(await t.request('POST', url, { key: acme.key, body: { audience: '' } }), 400, 'validation_failed');
+    // No audience at all: a body the types forbid, sent raw.
+    expectProblem(await t.raw('POST', `/api/v1/identity/agents/${agent.id}/svid`, { key: acme.key, body: {} }), 400, 'validation_failed');
+    expectProblem(await svid(acme.key, { audience: 'x', ttlSeconds: 86401 }), 400, 'validation_failed');
+    expectProblem(await svid(acme.key, { audience: 'x', ttlSeconds: 0 }), 400, 'validation_failed');
+    expectProblem(await svid(acme.key, svidBody([])), 400, 'validation_failed');
+    expectProblem(await svid(acme.key, svidBody('')), 400, 'validation_failed');
   });
 
   it("needs agents:write and the agent in the caller's tenant", async () => {
-    const url = `/api/v1/identity/agents/${agent.id}/svid`;
-    expectProblem(await t.request('POST', url, { body: { audience: 'x' } }), 401, 'missing_credentials');
-    const reader = await t.request('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'r', permissions: ['agents:read'] } });
-    expectProblem(await t.request('POST', url, { key: reader.body.key, body: { audience: 'x' } }), 403, 'forbidden');
-    expectProblem(await t.request('POST', url, { key: globex.key, body: { audience: 'x' } }), 404, 'not_found');
+    expectProblem(await svid(null, svidBody('x')), 401, 'missing_credentials');
+    const reader = await t.api(acme.key).POST('/api/v1/api-keys', { body: { name: 'r', permissions: ['agents:read'] } });
+    expectProblem(await svid(reader.data!.key, svidBody('x')), 403, 'forbidden');
+    expectProblem(await svid(globex.key, svidBody('x')), 404, 'not_found');
   });
 
   it.skipIf(!hasJwcrypto)('verifies with Python jwcrypto', async () => {

@@ -9,7 +9,7 @@ import { IdentityService } from '../../src/identity/service.js';
 import { loadMasterKey } from '../../src/identity/master-key.js';
 import { MAX_SPIFFE_ID_BYTES, parseSpiffeId, trustDomainError } from '../../src/identity/spiffe.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
-import { svidFor } from './helpers.js';
+import { exchangeParams, postToken, svidFor } from './helpers.js';
 
 let t: TestApp;
 let acme: { id: string; key: string };
@@ -23,7 +23,13 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const jwksKids = async (agentId: string) =>
-  ((await t.request('GET', `/api/v1/identity/agents/${agentId}/jwks.json`)).body.keys as { kid: string }[]).map((k) => k.kid);
+  (await t.api().GET('/api/v1/identity/agents/{agentId}/jwks.json', { params: { path: { agentId } } })).data!.keys.map((k) => k.kid);
+const rotate = (agentId: string, key: string | null = acme.key) =>
+  t.api(key).POST('/api/v1/identity/agents/{agentId}/keys/rotate', { params: { path: { agentId } } });
+const revoke = (agentId: string, keyId: string, key: string = acme.key) =>
+  t.api(key).DELETE('/api/v1/identity/agents/{agentId}/keys/{keyId}', { params: { path: { agentId, keyId } } });
+const keysOf = (agentId: string, key: string = acme.key) =>
+  t.api(key).GET('/api/v1/identity/agents/{agentId}/keys', { params: { path: { agentId } } });
 
 describe('configuration', () => {
   const base = { DATA_DIR: '/tmp/x', PUBLIC_BASE_URL: 'https://agents.example.com' };
@@ -150,37 +156,37 @@ describe('agent key rotation and revocation', () => {
   it('rotates: a new key is active, the old one is rotated and stays published until it expires', async () => {
     const a = await t.agent(acme.key);
     const [first] = await jwksKids(a.id);
-    const res = await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key });
-    expect(res.status).toBe(201);
-    expect(res.body.key).toMatchObject({
+    const { data: rotated, response } = await rotate(a.id);
+    expect(response.status).toBe(201);
+    expect(rotated!.key).toMatchObject({
       status: 'active',
       rotatedAt: null,
       revokedAt: null,
-      publicJwk: { kty: 'EC', crv: 'P-256', kid: res.body.key.kid },
+      publicJwk: { kty: 'EC', crv: 'P-256', kid: rotated!.key.kid },
     });
-    expect(res.body.key.kid).not.toBe(first);
-    expect(res.body.rotated).toHaveLength(1);
-    const old = res.body.rotated[0];
+    expect(rotated!.key.kid).not.toBe(first);
+    expect(rotated!.rotated).toHaveLength(1);
+    const old = rotated!.rotated[0];
     expect(old).toMatchObject({ kid: first, status: 'rotated' });
     // Grace period: 24 hours.
-    expect(Date.parse(old.expiresAt) - Date.parse(old.rotatedAt)).toBe(24 * 3600 * 1000);
-    expect(res.body).not.toHaveProperty('privateJwk'); // platform-hosted agents never see private keys
-    expect((await jwksKids(a.id)).sort()).toEqual([first, res.body.key.kid].sort());
+    expect(Date.parse(old.expiresAt!) - Date.parse(old.rotatedAt!)).toBe(24 * 3600 * 1000);
+    expect(rotated).not.toHaveProperty('privateJwk'); // platform-hosted agents never see private keys
+    expect((await jwksKids(a.id)).sort()).toEqual([first, rotated!.key.kid].sort());
 
-    const list = await t.request('GET', `/api/v1/identity/agents/${a.id}/keys`, { key: acme.key });
-    expect(list.status).toBe(200);
-    expect(list.body.keys.map((k: { kid: string; status: string }) => [k.kid, k.status])).toEqual([
-      [res.body.key.kid, 'active'],
+    const list = await keysOf(a.id);
+    expect(list.response.status).toBe(200);
+    expect(list.data!.keys.map((k) => [k.kid, k.status])).toEqual([
+      [rotated!.key.kid, 'active'],
       [first, 'rotated'],
     ]);
-    expect(JSON.stringify(list.body)).not.toContain('"d"');
+    expect(JSON.stringify(list.data)).not.toContain('"d"');
 
     // Once the grace period is over the rotated key is no longer published.
     const clock = t.services.identity.clock;
     const real = clock.now;
     clock.now = () => Date.now() + 24 * 3600 * 1000 + 1000;
     try {
-      expect(await jwksKids(a.id)).toEqual([res.body.key.kid]);
+      expect(await jwksKids(a.id)).toEqual([rotated!.key.kid]);
     } finally {
       clock.now = real;
     }
@@ -188,20 +194,18 @@ describe('agent key rotation and revocation', () => {
 
   it('gives an externally hosted agent its new private key, once', async () => {
     const ext = await t.agent(acme.key, { hosting: 'external' });
-    const res = await t.request('POST', `/api/v1/identity/agents/${ext.id}/keys/rotate`, { key: acme.key });
-    expect(res.status).toBe(201);
-    expect(res.body.rotated).toEqual([]); // it had no key yet
-    expect(res.body.privateJwk).toMatchObject({ kty: 'EC', crv: 'P-256', d: expect.any(String), kid: res.body.key.kid });
-    const list = await t.request('GET', `/api/v1/identity/agents/${ext.id}/keys`, { key: acme.key });
-    expect(JSON.stringify(list.body)).not.toContain(res.body.privateJwk.d);
+    const { data: rotated, response } = await rotate(ext.id);
+    expect(response.status).toBe(201);
+    expect(rotated!.rotated).toEqual([]); // it had no key yet
+    expect(rotated!.privateJwk).toMatchObject({ kty: 'EC', crv: 'P-256', d: expect.any(String), kid: rotated!.key.kid });
+    const list = await keysOf(ext.id);
+    expect(JSON.stringify(list.data)).not.toContain(rotated!.privateJwk!.d);
   });
 
   it('keeps one active key under concurrent rotations', async () => {
     const a = await t.agent(acme.key);
-    const results = await Promise.all(
-      Array.from({ length: 4 }, () => t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key })),
-    );
-    for (const r of results) expect([201, 409]).toContain(r.status);
+    const results = await Promise.all(Array.from({ length: 4 }, () => rotate(a.id)));
+    for (const r of results) expect([201, 409]).toContain(r.response.status);
     const rows = await t.db.kysely.selectFrom('identity_agent_keys').selectAll().where('agent_id', '=', a.id).execute();
     expect(rows.filter((r) => r.status === 'active')).toHaveLength(1);
     expect(new Set(rows.map((r) => r.generation)).size).toBe(rows.length);
@@ -210,23 +214,22 @@ describe('agent key rotation and revocation', () => {
   it('revokes a key: gone from the JWKS at once; a new key appears on next use', async () => {
     const a = await t.agent(acme.key);
     const [kid] = await jwksKids(a.id);
-    const res = await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${kid}`, { key: acme.key });
-    expect(res.status).toBe(204);
+    expect((await revoke(a.id, kid)).response.status).toBe(204);
     const after = await jwksKids(a.id);
     expect(after).not.toContain(kid);
     expect(after).toHaveLength(1);
-    const list = (await t.request('GET', `/api/v1/identity/agents/${a.id}/keys`, { key: acme.key })).body.keys;
-    expect(list.find((k: { kid: string }) => k.kid === kid)).toMatchObject({ status: 'revoked', revokedAt: expect.any(String) });
+    const list = (await keysOf(a.id)).data!.keys;
+    expect(list.find((k) => k.kid === kid)).toMatchObject({ status: 'revoked', revokedAt: expect.any(String) });
     // Revoking again is idempotent.
-    expect((await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${kid}`, { key: acme.key })).status).toBe(204);
+    expect((await revoke(a.id, kid)).response.status).toBe(204);
   });
 
   it('revokes a rotated key before its grace period ends', async () => {
     const a = await t.agent(acme.key);
     const [old] = await jwksKids(a.id);
-    await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key });
+    await rotate(a.id);
     expect(await jwksKids(a.id)).toContain(old);
-    expect((await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${old}`, { key: acme.key })).status).toBe(204);
+    expect((await revoke(a.id, old)).response.status).toBe(204);
     expect(await jwksKids(a.id)).not.toContain(old);
   });
 
@@ -234,32 +237,32 @@ describe('agent key rotation and revocation', () => {
     const a = await t.agent(acme.key);
     const b = await t.agent(acme.key);
     const [kidA] = await jwksKids(a.id);
-    expectProblem(await t.request('DELETE', `/api/v1/identity/agents/${b.id}/keys/${kidA}`, { key: acme.key }), 404, 'not_found');
-    expectProblem(await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${kidA}`, { key: globex.key }), 404, 'not_found');
-    expectProblem(await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/nope`, { key: acme.key }), 404, 'not_found');
-    expectProblem(await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: globex.key }), 404, 'not_found');
-    expectProblem(await t.request('GET', `/api/v1/identity/agents/${a.id}/keys`, { key: globex.key }), 404, 'not_found');
+    expectProblem(await revoke(b.id, kidA), 404, 'not_found');
+    expectProblem(await revoke(a.id, kidA, globex.key), 404, 'not_found');
+    expectProblem(await revoke(a.id, 'nope'), 404, 'not_found');
+    expectProblem(await rotate(a.id, globex.key), 404, 'not_found');
+    expectProblem(await keysOf(a.id, globex.key), 404, 'not_found');
     expect(await jwksKids(a.id)).toEqual([kidA]);
   });
 
   it('needs agents:write to rotate or revoke', async () => {
     const a = await t.agent(acme.key);
     const reader = await t.key(acme.key, ['agents:read']);
-    expectProblem(await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: reader }), 403, 'forbidden');
-    expectProblem(await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/x`, { key: reader }), 403, 'forbidden');
-    expectProblem(await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`), 401, 'missing_credentials');
-    expect((await t.request('GET', `/api/v1/identity/agents/${a.id}/keys`, { key: reader })).status).toBe(200);
+    expectProblem(await rotate(a.id, reader), 403, 'forbidden');
+    expectProblem(await revoke(a.id, 'x', reader), 403, 'forbidden');
+    expectProblem(await rotate(a.id, null), 401, 'missing_credentials');
+    expect((await keysOf(a.id, reader)).response.status).toBe(200);
   });
 
   it('audits rotations and revocations', async () => {
     const a = await t.agent(acme.key);
     const [kid] = await jwksKids(a.id);
-    await t.request('POST', `/api/v1/identity/agents/${a.id}/keys/rotate`, { key: acme.key });
-    await t.request('DELETE', `/api/v1/identity/agents/${a.id}/keys/${kid}`, { key: acme.key });
-    const events = (await t.request('GET', `/api/v1/audit-events?resourceId=${a.id}`, { key: acme.key })).body.events;
-    const actions = events.map((e: { action: string }) => e.action);
+    await rotate(a.id);
+    await revoke(a.id, kid);
+    const events = (await t.api(acme.key).GET('/api/v1/audit-events', { params: { query: { resourceId: a.id } } })).data!.events;
+    const actions = events.map((e) => e.action);
     expect(actions).toEqual(expect.arrayContaining(['identity.agent_key_rotated', 'identity.agent_key_revoked']));
-    expect(events.find((e: { action: string }) => e.action === 'identity.agent_key_revoked').detail.kid).toBe(kid);
+    expect(events.find((e) => e.action === 'identity.agent_key_revoked')!.detail).toMatchObject({ kid });
   });
 });
 
@@ -284,7 +287,20 @@ describe('platform key creation', () => {
 });
 
 describe('platform key rotation', () => {
-  const bundle = async () => (await t.request('GET', '/.well-known/spiffe/trust-bundle')).body;
+  // Where a test waits for a key to take over, the identity clock moves on instead, for the rest of this block.
+  let realNow: () => number;
+  beforeAll(() => {
+    realNow = t.services.identity.clock.now;
+  });
+  afterAll(() => {
+    t.services.identity.clock.now = realNow;
+  });
+  const advance = (ms: number) => {
+    const clock = t.services.identity.clock;
+    const now = clock.now;
+    clock.now = () => now() + ms;
+  };
+  const bundle = async () => (await t.api().GET('/.well-known/spiffe/trust-bundle')).data!;
   const signingKid = async () => {
     const a = await t.agent(acme.key);
     return decodeProtectedHeader((await svidFor(t, acme.key, a.id, 'x')).svid).kid;
@@ -296,16 +312,16 @@ describe('platform key rotation', () => {
     const rotated = await t.services.identity.rotatePlatformKey(2);
     expect(rotated.status).toBe('pending');
     const during = await bundle();
-    expect(during.keys.map((k: { kid: string }) => k.kid)).toEqual(expect.arrayContaining([oldKid, rotated.kid]));
+    expect(during.keys.map((k) => k.kid)).toEqual(expect.arrayContaining([oldKid, rotated.kid]));
     expect(during.spiffe_sequence).toBeGreaterThan(before.spiffe_sequence);
-    const jwks = (await t.request('GET', '/api/v1/identity/.well-known/jwks.json')).body.keys.map((k: { kid: string }) => k.kid);
+    const jwks = (await t.api().GET('/api/v1/identity/.well-known/jwks.json')).data!.keys.map((k) => k.kid);
     expect(jwks).toContain(rotated.kid);
     expect(await signingKid()).toBe(oldKid); // published, not yet signing
 
-    await new Promise((r) => setTimeout(r, 2100));
+    advance(2100);
     expect(await signingKid()).toBe(rotated.kid);
     const after = await bundle();
-    expect(after.keys.map((k: { kid: string }) => k.kid)).toEqual(expect.arrayContaining([oldKid, rotated.kid]));
+    expect(after.keys.map((k) => k.kid)).toEqual(expect.arrayContaining([oldKid, rotated.kid]));
     expect(after.spiffe_sequence).toBe(during.spiffe_sequence); // content unchanged: same sequence
     const listed = await t.services.identity.listPlatformKeys();
     expect(listed.find((k) => k.kid === oldKid)!.status).toBe('retired');
@@ -318,10 +334,10 @@ describe('platform key rotation', () => {
     const before = await bundle();
     const clock = t.services.identity.clock;
     const real = clock.now;
-    clock.now = () => Date.now() + (86400 + 301) * 1000;
+    clock.now = () => real() + (86400 + 301) * 1000;
     try {
       const later = await bundle();
-      for (const kid of kids) expect(later.keys.map((k: { kid: string }) => k.kid)).not.toContain(kid);
+      for (const kid of kids) expect(later.keys.map((k) => k.kid)).not.toContain(kid);
       expect(later.spiffe_sequence).toBeGreaterThan(before.spiffe_sequence);
     } finally {
       clock.now = real;
@@ -335,23 +351,14 @@ describe('platform key rotation', () => {
     const seq = (await bundle()).spiffe_sequence;
     expect(await t.services.identity.revokePlatformKey(kid)).toBe(true);
     const after = await bundle();
-    expect(after.keys.map((k: { kid: string }) => k.kid)).not.toContain(kid);
+    expect(after.keys.map((k) => k.kid)).not.toContain(kid);
     expect(after.spiffe_sequence).toBeGreaterThan(seq);
     // A new signing key exists at once, and the old SVID no longer verifies.
     expect(await signingKid()).not.toBe(kid);
     const b = await t.agent(acme.key);
-    const res = await t.request('POST', '/api/v1/identity/oauth/token', {
-      payload: new URLSearchParams({
-        grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
-        subject_token: svid,
-        subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
-        audience: b.id,
-        scope: 'tools:x',
-      }).toString(),
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    });
-    expect(res.status).toBe(400);
-    expect(res.body.error).toBe('invalid_grant');
+    const res = await postToken(t, exchangeParams(svid, b.id, 'tools:x'));
+    expect(res.response.status).toBe(400);
+    expect(res.error!.error).toBe('invalid_grant');
   });
 
   it('never lets the sequence go down across many changes', async () => {
