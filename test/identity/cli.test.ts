@@ -1,7 +1,9 @@
+import { Agentry } from '@agentry/client';
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProcess, type TestDatabase, type TestProcess } from '../helpers/app.js';
 import { cli, type ServerProcess } from '../helpers/process.js';
+import { svidBody } from './helpers.js';
 
 let database: TestDatabase;
 let server: ServerProcess;
@@ -13,26 +15,13 @@ beforeAll(async () => {
 });
 afterAll(() => proc?.close());
 
-const bundle = async () =>
-  (await fetch(`${server.url}/.well-known/spiffe/trust-bundle`)).json() as Promise<{ keys: { kid: string }[]; spiffe_sequence: number }>;
-
 describe('agentry identity (CLI) next to a running server', () => {
   it('rotates the platform key: the server publishes the new key at once and keeps signing with the old one', async () => {
     const tenant = JSON.parse((await cli(['tenants', 'create', 'Acme', '--json'], database.env)).stdout);
-    const headers = { authorization: `Bearer ${tenant.apiKey}`, 'content-type': 'application/json' };
-    const agent = (await (
-      await fetch(`${server.url}/api/v1/agents`, { method: 'POST', headers, body: JSON.stringify({ name: 'a', appId: 'x' }) })
-    ).json()) as { id: string };
-    const svid = async () =>
-      (
-        (await (
-          await fetch(`${server.url}/api/v1/identity/agents/${agent.id}/svid`, {
-            method: 'POST',
-            headers,
-            body: JSON.stringify({ audience: 'x' }),
-          })
-        ).json()) as { svid: string }
-      ).svid;
+    const client = new Agentry({ baseUrl: server.url, apiKey: tenant.apiKey });
+    const bundle = () => client.identity.trustBundle();
+    const agent = await client.agents.create({ name: 'a', appId: 'x' });
+    const svid = async () => (await client.identity.svid(agent.id, svidBody('x'))).svid;
     const before = await bundle();
     const oldKid = decodeProtectedHeader(await svid()).kid;
 

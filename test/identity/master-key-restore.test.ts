@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { Agentry } from '@agentry/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
 import { cli, startServer } from '../helpers/process.js';
+import { svidBody } from './helpers.js';
 
 /**
  * A database restored without its master key (or started with another one) holds sealed secrets
@@ -18,13 +20,10 @@ describe('a database started without the master key it was sealed with', () => {
   let apiKey: string;
   let agentId: string;
 
-  const api = (url: string, method: string, route: string, body?: unknown) =>
-    fetch(`${url}${route}`, {
-      method,
-      headers: { authorization: `Bearer ${apiKey}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-  const svid = (url: string) => api(url, 'POST', `/api/v1/identity/agents/${agentId}/svid`, { audience: 'https://api.example' });
+  /** The SDK's typed client for the server at `url` (a failed call rejects with an AgentryError). */
+  const api = (url: string) => new Agentry({ baseUrl: url, apiKey }).api;
+  const svid = (url: string) =>
+    api(url).POST('/api/v1/identity/agents/{agentId}/svid', { params: { path: { agentId } }, body: svidBody('https://api.example') });
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -34,11 +33,11 @@ describe('a database started without the master key it was sealed with', () => {
     apiKey = JSON.parse(created.stdout).apiKey;
     const server = await startServer(database.env);
     try {
-      const agent = await api(server.url, 'POST', '/api/v1/agents', { name: 'signer', appId: 'app', model: 'builtin/echo' });
-      expect(agent.status).toBe(201);
-      agentId = ((await agent.json()) as { id: string }).id;
+      const agent = await api(server.url).POST('/api/v1/agents', { body: { name: 'signer', appId: 'app', model: 'builtin/echo' } });
+      expect(agent.response.status).toBe(201);
+      agentId = agent.data!.id;
       // Seals a platform signing key and the agent's key under the master key.
-      expect((await svid(server.url)).status).toBe(200);
+      expect((await svid(server.url)).response.status).toBe(200);
     } finally {
       await server.stop();
     }
@@ -71,7 +70,7 @@ describe('a database started without the master key it was sealed with', () => {
     fs.writeFileSync(keyFile, original, { mode: 0o600 });
     const server = await startServer(database.env);
     try {
-      expect((await svid(server.url)).status).toBe(200);
+      expect((await svid(server.url)).response.status).toBe(200);
     } finally {
       await server.stop();
     }
@@ -83,8 +82,9 @@ describe('a database started without the master key it was sealed with', () => {
     try {
       expect(server.output()).toContain('MASTER_KEY_RESET');
       // The agent's own key was sealed under the old key too: rotated, it signs again.
-      expect((await api(server.url, 'POST', `/api/v1/identity/agents/${agentId}/keys/rotate`)).status).toBe(201);
-      expect((await svid(server.url)).status).toBe(200);
+      const rotated = await api(server.url).POST('/api/v1/identity/agents/{agentId}/keys/rotate', { params: { path: { agentId } } });
+      expect(rotated.response.status).toBe(201);
+      expect((await svid(server.url)).response.status).toBe(200);
     } finally {
       await server.stop();
     }
