@@ -9,8 +9,8 @@ describe('an agent whose stored JSON does not fit its schema', () => {
   it('is reported as damage (500), not served', async () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key);
-    const read = () => t.request('GET', `/api/v1/agents/${agent.id}`, { key });
-    expect((await read()).status).toBe(200);
+    const read = () => t.api(key).GET('/api/v1/agents/{id}', { params: { path: { id: agent.id } } });
+    expect((await read()).response.status).toBe(200);
 
     await t.db.kysely.updateTable('agents').set({ tools: '[{"type":"mcp"}]' }).where('id', '=', agent.id).execute();
     expectProblem(await read(), 500, 'internal_error');
@@ -20,7 +20,7 @@ describe('an agent whose stored JSON does not fit its schema', () => {
 
     await t.db.kysely.updateTable('agents').set({ configuration: '{"maxSteps":3}' }).where('id', '=', agent.id).execute();
     const repaired = await read();
-    expect(repaired.status).toBe(200);
-    expect(repaired.body).toMatchObject({ tools: [], configuration: { maxSteps: 3, memoryWindow: 50 } });
+    expect(repaired.response.status, JSON.stringify(repaired.error)).toBe(200);
+    expect(repaired.data).toMatchObject({ tools: [], configuration: { maxSteps: 3, memoryWindow: 50 } });
   });
 });
