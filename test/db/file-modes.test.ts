@@ -3,7 +3,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
-import { multipartFile } from '../skills/helpers.js';
 
 /** Permission bits of a path, as an octal string ('600'). */
 const modeOf = (p: string) => (fs.statSync(p).mode & 0o777).toString(8);
@@ -24,8 +23,15 @@ afterAll(() => {
 /** Uploads an attachment (stored in the database) and answers the files of the data folder by name. */
 async function uploadAndList(t: TestApp, dataDir: string) {
   const { key } = await t.tenant();
-  const res = await t.request('POST', '/api/v1/files', { key, ...multipartFile('private.txt', 'only for this tenant', 'text/plain') });
-  expect(res.status, res.text).toBe(201);
+  const { error, response } = await t.api(key).POST('/api/v1/files', {
+    body: { file: 'only for this tenant' },
+    bodySerializer: ({ file }) => {
+      const form = new FormData();
+      form.append('file', new Blob([file], { type: 'text/plain' }), 'private.txt');
+      return form;
+    },
+  });
+  expect(response.status, JSON.stringify(error)).toBe(201);
   return fs.readdirSync(dataDir);
 }
 

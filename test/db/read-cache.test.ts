@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ChangeFeed, ReadCache } from '../../src/db/changes.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { dialect, expectProblem, startApp, type TestApp } from '../helpers/app.js';
@@ -16,19 +16,17 @@ describe('cached reads follow writes from anywhere', () => {
   let tenant: { id: string; key: string };
   let agentId: string;
 
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-  /** Retries `check` until it passes: at once on SQLite (after 2 ms), within 2 s on PostgreSQL. */
+  /**
+   * `check` passes at once on SQLite (after 2 ms: data_version is read at most once a millisecond),
+   * within 2 s on PostgreSQL.
+   */
   async function eventually(check: () => Promise<void>) {
-    const deadline = Date.now() + 2000;
-    for (;;) {
-      await sleep(2);
-      try {
-        return await check();
-      } catch (err) {
-        if (dialect === 'sqlite' || Date.now() > deadline) throw err;
-      }
-    }
+    await new Promise((r) => setTimeout(r, 2));
+    if (dialect === 'sqlite') return check();
+    await vi.waitFor(check, { timeout: 2000, interval: 2 });
   }
+  const getAgent = (key: string) => t.api(key).GET('/api/v1/agents/{id}', { params: { path: { id: agentId } } });
+  const listAgents = () => t.api(tenant.key).GET('/api/v1/agents', { params: { query: { limit: 5 } } });
 
   beforeAll(async () => {
     t = await startApp();
@@ -42,17 +40,17 @@ describe('cached reads follow writes from anywhere', () => {
   });
 
   it('an agent changed by another connection is shown changed', async () => {
-    const first = await t.request('GET', `/api/v1/agents/${agentId}`, { key: tenant.key });
-    expect(first.body.name).toBe('before');
+    const first = await getAgent(tenant.key);
+    expect(first.data!.name).toBe('before');
     await other.kysely.updateTable('agents').set({ name: 'renamed elsewhere' }).where('id', '=', agentId).execute();
     await eventually(async () => {
-      const res = await t.request('GET', `/api/v1/agents/${agentId}`, { key: tenant.key });
-      expect(res.body.name).toBe('renamed elsewhere');
+      const res = await getAgent(tenant.key);
+      expect(res.data!.name).toBe('renamed elsewhere');
     });
   });
 
   it('a list page shows an agent created by another process', async () => {
-    const before = await t.request('GET', '/api/v1/agents?limit=5', { key: tenant.key });
+    const before = (await listAgents()).data!;
     const created = (
       await t.services.agents.create(
         { tenantId: tenant.id, actor: { type: 'cli', id: null }, permissions: new Set(), rateLimitPerMinute: null },
@@ -60,9 +58,9 @@ describe('cached reads follow writes from anywhere', () => {
       )
     ).id;
     // Own writes: at once, on both dialects.
-    const own = await t.request('GET', '/api/v1/agents?limit=5', { key: tenant.key });
-    expect(own.body.total).toBe(before.body.total + 1);
-    expect(own.body.agents[0].id).toBe(created);
+    const own = (await listAgents()).data!;
+    expect(own.total).toBe(before.total + 1);
+    expect(own.agents[0].id).toBe(created);
     const row = await other.kysely.selectFrom('agents').selectAll().where('id', '=', created).executeTakeFirstOrThrow();
     const foreignId = '01900000-0000-7000-8000-00000000f00d';
     await other.kysely
@@ -70,9 +68,9 @@ describe('cached reads follow writes from anywhere', () => {
       .values({ ...row, id: foreignId, name: 'foreign write' })
       .execute();
     await eventually(async () => {
-      const res = await t.request('GET', '/api/v1/agents?limit=5', { key: tenant.key });
-      expect(res.body.total).toBe(before.body.total + 2);
-      expect(res.body.agents.map((a: { name: string }) => a.name)).toContain('foreign write');
+      const res = (await listAgents()).data!;
+      expect(res.total).toBe(before.total + 2);
+      expect(res.agents.map((a) => a.name)).toContain('foreign write');
     });
   });
 
@@ -82,29 +80,30 @@ describe('cached reads follow writes from anywhere', () => {
       { name: 'doomed', permissions: ['agents:read'] },
       { type: 'cli', id: null },
     );
-    expect((await t.request('GET', `/api/v1/agents/${agentId}`, { key: doomed.secret })).status).toBe(200);
+    expect((await getAgent(doomed.secret)).response.status).toBe(200);
     await other.kysely.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', doomed.view.id).execute();
     await eventually(async () => {
-      expectProblem(await t.request('GET', `/api/v1/agents/${agentId}`, { key: doomed.secret }), 401, 'invalid_credentials');
+      expectProblem(await getAgent(doomed.secret), 401, 'invalid_credentials');
     });
   });
 
   it('the skills a run announces follow assignments and skills changed by another connection', async () => {
     const briefs = () => t.services.skills.usableSkillBriefs(tenant.id, agentId);
     expect(await briefs()).toEqual([]);
-    const skill = await t.request('POST', '/api/skills', {
-      key: tenant.key,
+    const created = await t.api(tenant.key).POST('/api/skills', {
       body: { name: 'refunds', description: 'How refunds work', instructions: 'Refund within 30 days.' },
     });
-    expect(skill.status).toBe(201);
-    expect((await t.request('POST', `/api/skills/${skill.body.id}/assign`, { key: tenant.key, body: { agentId } })).status).toBe(201);
+    expect(created.response.status, JSON.stringify(created.error)).toBe(201);
+    const skill = created.data!;
+    const assigned = await t.api(tenant.key).POST('/api/skills/{id}/assign', { params: { path: { id: skill.id } }, body: { agentId } });
+    expect(assigned.response.status, JSON.stringify(assigned.error)).toBe(201);
     // Own writes: at once, on both dialects.
-    expect(await briefs()).toEqual([{ id: skill.body.id, name: 'refunds', description: 'How refunds work', version: null }]);
-    await other.kysely.updateTable('skills').set({ description: 'Refunds, changed elsewhere' }).where('id', '=', skill.body.id).execute();
+    expect(await briefs()).toEqual([{ id: skill.id, name: 'refunds', description: 'How refunds work', version: null }]);
+    await other.kysely.updateTable('skills').set({ description: 'Refunds, changed elsewhere' }).where('id', '=', skill.id).execute();
     await eventually(async () => {
-      expect(await briefs()).toEqual([{ id: skill.body.id, name: 'refunds', description: 'Refunds, changed elsewhere', version: null }]);
+      expect(await briefs()).toEqual([{ id: skill.id, name: 'refunds', description: 'Refunds, changed elsewhere', version: null }]);
     });
-    await other.kysely.updateTable('skill_assignments').set({ enabled: 0 }).where('skill_id', '=', skill.body.id).execute();
+    await other.kysely.updateTable('skill_assignments').set({ enabled: 0 }).where('skill_id', '=', skill.id).execute();
     await eventually(async () => {
       expect(await briefs()).toEqual([]);
     });
@@ -121,14 +120,12 @@ describe('cached reads follow writes from anywhere', () => {
       );
       expect(killed.rowCount).toBeGreaterThan(0);
       const deadline = Date.now() + 2000;
-      while (t.db.changes.stamp('agents') !== null && Date.now() < deadline) await sleep(5);
-      expect(t.db.changes.stamp('agents')).toBeNull();
+      await vi.waitFor(() => expect(t.db.changes.stamp('agents')).toBeNull(), { timeout: 2000, interval: 5 });
       // Written while nobody listens: the notification is lost, yet the read is right (uncached).
       await admin.query(`update agents set name = 'while deaf' where id = $1`, [agentId]);
-      expect((await t.request('GET', `/api/v1/agents/${agentId}`, { key: tenant.key })).body.name).toBe('while deaf');
-      while (t.db.changes.stamp('agents') === null && Date.now() < deadline + 5000) await sleep(20);
-      expect(t.db.changes.stamp('agents')).not.toBeNull();
-      expect((await t.request('GET', `/api/v1/agents/${agentId}`, { key: tenant.key })).body.name).toBe('while deaf');
+      expect((await getAgent(tenant.key)).data!.name).toBe('while deaf');
+      await vi.waitFor(() => expect(t.db.changes.stamp('agents')).not.toBeNull(), { timeout: deadline + 5000 - Date.now(), interval: 20 });
+      expect((await getAgent(tenant.key)).data!.name).toBe('while deaf');
     } finally {
       await admin.end();
     }

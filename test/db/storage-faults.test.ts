@@ -34,7 +34,7 @@ describe('a storage fault', () => {
 
   /** An agent with a system prompt of 100,000 characters: its row needs new pages of the database. */
   const bigAgent = (name: string) =>
-    t.request('POST', '/api/v1/agents', { key, body: { name, appId: 'app', model: 'builtin/echo', systemPrompt: 'x'.repeat(100_000) } });
+    t.api(key).POST('/api/v1/agents', { body: { name, appId: 'app', model: 'builtin/echo', systemPrompt: 'x'.repeat(100_000) } });
 
   async function breakStorage() {
     if (dialect === 'sqlite') {
@@ -60,32 +60,32 @@ describe('a storage fault', () => {
   }
 
   it('answers 503 storage_unavailable with Retry-After, /readyz reports it, and recovery needs no restart', async () => {
-    expect((await bigAgent('before')).status).toBe(201);
+    expect((await bigAgent('before')).response.status).toBe(201);
     await breakStorage();
 
     // PostgreSQL: the pool may first meet a connection the server ended (503 database_unavailable); the
     // next one is a new, read-only connection.
     let res = await bigAgent('during');
-    for (let i = 0; i < 5 && res.body?.code === 'database_unavailable'; i++) res = await bigAgent('during');
-    expect(res.status).toBe(503);
-    expect(res.headers['content-type']).toMatch(/application\/problem\+json/);
-    expect(res.body.code).toBe('storage_unavailable');
-    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    for (let i = 0; i < 5 && res.error?.code === 'database_unavailable'; i++) res = await bigAgent('during');
+    expect(res.response.status).toBe(503);
+    expect(res.response.headers.get('content-type')).toMatch(/application\/problem\+json/);
+    expect(res.error!.code).toBe('storage_unavailable');
+    expect(Number(res.response.headers.get('retry-after'))).toBeGreaterThan(0);
 
-    const ready = await t.request('GET', '/readyz');
-    expect(ready.status).toBe(503);
-    expect(ready.body.code).toBe('storage_unavailable');
+    const ready = await t.api().GET('/readyz');
+    expect(ready.response.status).toBe(503);
+    expect(ready.error!.code).toBe('storage_unavailable');
     // Reads still work: the fault is the writes'.
-    expect((await t.request('GET', '/api/v1/agents', { key })).status).toBe(200);
-    expect((await t.request('GET', '/healthz')).status).toBe(200);
+    expect((await t.api(key).GET('/api/v1/agents')).response.status).toBe(200);
+    expect((await t.api().GET('/healthz')).response.status).toBe(200);
 
     await repairStorage();
     res = await bigAgent('after');
-    for (let i = 0; i < 5 && res.body?.code === 'database_unavailable'; i++) res = await bigAgent('after');
-    expect(res.status).toBe(201);
-    const readyAgain = await t.request('GET', '/readyz');
-    expect(readyAgain.status).toBe(200);
-    const names = (await t.request('GET', '/api/v1/agents', { key })).body.agents.map((a: { name: string }) => a.name).sort();
+    for (let i = 0; i < 5 && res.error?.code === 'database_unavailable'; i++) res = await bigAgent('after');
+    expect(res.response.status).toBe(201);
+    const readyAgain = await t.api().GET('/readyz');
+    expect(readyAgain.response.status).toBe(200);
+    const names = (await t.api(key).GET('/api/v1/agents')).data!.agents.map((a) => a.name).sort();
     expect(names).toEqual(['after', 'before']);
   });
 });
