@@ -2,6 +2,7 @@ import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { providerEnv, startAimock } from '../helpers/aimock.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { execute as executeAgent } from '../helpers/execute.js';
 
 /**
  * The breaker counts calls, not attempts, and opens on a sustained failure rate (docs/models.md, "The
@@ -55,9 +56,7 @@ const answers = (id: string, message: string, content: string, sequenceIndex?: n
     response: { content },
   });
 
-async function execute(agentId: string, message: string) {
-  return t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message } });
-}
+const execute = (agentId: string, message: string) => executeAgent(t.api(key), agentId, { message });
 
 describe('the breaker', () => {
   it('counts a call once, after its retries: a flaky provider whose retries get through never opens it', async () => {
@@ -70,8 +69,8 @@ describe('the breaker', () => {
       fails(model, message, 1);
       answers(model, message, `Answer ${i}.`, 2);
       const res = await execute(a.id, message);
-      expect(res.status, res.text).toBe(200);
-      expect(res.body.output).toBe(`Answer ${i}.`);
+      expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+      expect(res.run!.output).toBe(`Answer ${i}.`);
       expect(asked(model, message)).toBe(3);
     }
     expect(breakerOf(model)).toMatchObject({ status: 'closed', recentCalls: 6, recentFailures: 0, opened: 0 });
@@ -85,7 +84,7 @@ describe('the breaker', () => {
       if (i % 2) fails(model, message);
       else answers(model, message, 'Fine.');
       const res = await execute(a.id, message);
-      expect(res.status, res.text).toBe(i % 2 ? 502 : 200);
+      expect(res.response.status, JSON.stringify(res.error)).toBe(i % 2 ? 502 : 200);
       // Each call was made: the breaker never skipped one.
       expect(asked(model, message)).toBe(i % 2 ? 3 : 1);
     }
@@ -113,7 +112,7 @@ describe('the breaker', () => {
     for (let i = 0; i < 2; i++) {
       const res = await execute(a.id, message);
       expectProblem(res, 502, 'provider_unavailable');
-      expect(res.body.detail).toContain('The server had an error');
+      expect(res.error!.detail).toContain('The server had an error');
     }
     expect(asked(model, message)).toBe(6);
     expect(breakerOf(model)).toMatchObject({ status: 'open', recentCalls: 2, recentFailures: 2, opened: 1 });
@@ -121,7 +120,7 @@ describe('the breaker', () => {
     for (let i = 0; i < 5; i++) {
       const res = await execute(a.id, message);
       expectProblem(res, 502, 'provider_unavailable');
-      expect(res.body.detail).toContain('circuit breaker open');
+      expect(res.error!.detail).toContain('circuit breaker open');
     }
     // Not one more request: the provider is left alone while it is down.
     expect(asked(model, message)).toBe(6);

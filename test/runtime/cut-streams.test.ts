@@ -2,6 +2,7 @@ import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providerEnv, requestsWith, startAimock, VENDOR_MODELS } from '../helpers/aimock.js';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { readSse } from '../helpers/sse.js';
 
 /**
@@ -45,12 +46,12 @@ describe.each(VENDOR_MODELS)('$model', ({ model, preamble }) => {
     });
     mock.addFixture({ match: { userMessage: message, sequenceIndex: 1 }, response: { content: ANSWER } });
     const a = await t.agent(key, { name: 'cut', appId: 'a', model, tools: [] });
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message } });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.output).toBe(ANSWER);
+    const res = await execute(t.api(key), a.id, { message });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.run!.output).toBe(ANSWER);
     expect(requestsWith(mock, message)).toHaveLength(2);
 
-    const events = await runEvents(res.body.runId);
+    const events = await runEvents(res.run!.runId);
     const cut = events.find((e) => e.event === 'answer_cut')!;
     expect(cut.data).toMatchObject({ code: 'provider_unavailable', next: 'retry', model });
     const partial = cut.data.partial as string;
@@ -82,14 +83,13 @@ describe('a plain execute cut on every attempt', () => {
       tools: [],
       configuration: { fallbackModels: ['openai-compatible/steady-fallback'] },
     });
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message } });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.output).toBe('From the fallback.');
-    const run = (await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key })).body;
-    expect(run.steps.map((s: { model: string; text: string }) => [s.model, s.text])).toEqual([
-      ['openai-compatible/steady-fallback', 'From the fallback.'],
-    ]);
-    const cuts = (await runEvents(res.body.runId)).filter((e) => e.event === 'answer_cut').map((e) => e.data.next);
+    const res = await execute(t.api(key), a.id, { message });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    const { runId, output } = res.run!;
+    expect(output).toBe('From the fallback.');
+    const run = (await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } })).data!;
+    expect(run.steps.map((s) => [s.model, s.text])).toEqual([['openai-compatible/steady-fallback', 'From the fallback.']]);
+    const cuts = (await runEvents(runId)).filter((e) => e.event === 'answer_cut').map((e) => e.data.next);
     expect(cuts).toEqual(['retry', 'fallback']);
   });
 });

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { readSse } from '../helpers/sse.js';
 
 /**
@@ -84,11 +85,11 @@ describe('openai-compatible provider', () => {
     try {
       // The simulated model asks for get_weather; the MCP server lacks it, so the loop records a tool error.
       const agent = await t.agent(key, { name: 'w', appId: 'a', model: 'openai-compatible/tiny', tools: [{ type: 'mcp', url: mcp.url }] });
-      const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'weather please' } });
-      expect(res.status, res.text).toBe(200);
-      expect(res.body.toolCalls[0]).toMatchObject({ name: 'get_weather', input: { city: 'Oslo' } });
-      expect(res.body.output).toBe('Hello from a local model');
-      expect(res.body.tokenUsage).toEqual({ inputTokens: 32, outputTokens: 11 });
+      const res = await execute(t.api(key), agent.id, { message: 'weather please' });
+      expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+      expect(res.run!.toolCalls[0]).toMatchObject({ name: 'get_weather', input: { city: 'Oslo' } });
+      expect(res.run!.output).toBe('Hello from a local model');
+      expect(res.run!.tokenUsage).toEqual({ inputTokens: 32, outputTokens: 11 });
       const second = requests.at(-1).body;
       expect(second.tools.map((x: { function: { name: string } }) => x.function.name).sort()).toEqual(['add', 'broken', 'shout', 'slow']);
       expect(second.messages.some((m: { role: string }) => m.role === 'tool')).toBe(true);

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { invalidToolInput } from '../../src/runtime/tools/input-schema.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { execute as executeAgent } from '../helpers/execute.js';
 
 /**
  * JSON Schema drafts (docs/runtime.md, "Structured answers"): a schema's `$schema` names draft-07,
@@ -30,7 +31,7 @@ const Place = z.object({
 const zodSchema = z.toJSONSchema(Place) as Record<string, unknown>;
 
 const execute = (agentId: string, message: string, schema: Record<string, unknown>) =>
-  t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message, responseFormat: { type: 'json_schema', schema } } });
+  executeAgent(t.api(key), agentId, { message, responseFormat: { type: 'json_schema', schema } });
 
 describe('responseFormat', () => {
   it('takes a schema made by Zod 4 (2020-12) and validates the answer as 2020-12 (prefixItems)', async () => {
@@ -38,13 +39,14 @@ describe('responseFormat', () => {
     expect(JSON.stringify(zodSchema)).toContain('prefixItems');
     const agent = await t.agent(key, { model: 'builtin/echo' });
     const ok = await execute(agent.id, '{"city":"Lisbon","coords":[38.7,-9.1],"tags":["sea"]}', zodSchema);
-    expect(ok.status, ok.text).toBe(200);
-    expect(ok.body.structuredOutput).toEqual(Place.parse({ city: 'Lisbon', coords: [38.7, -9.1], tags: ['sea'] }));
+    expect(ok.response.status, JSON.stringify(ok.error)).toBe(200);
+    expect(ok.run!.structuredOutput).toEqual(Place.parse({ city: 'Lisbon', coords: [38.7, -9.1], tags: ['sea'] }));
     // A tuple of the wrong types is wrong under 2020-12 (draft-07 would ignore prefixItems): repaired once, then invalid_output.
     const wrong = await execute(agent.id, '{"city":"Lisbon","coords":["north",1],"tags":[]}', zodSchema);
     expectProblem(wrong, 502, 'invalid_output');
     // Echo repeats what it is told: its second answer is the repair request, naming what was wrong.
-    const run = (await t.request('GET', `/api/v1/runs/${wrong.headers['x-run-id']}`, { key })).body;
+    const runId = wrong.response.headers.get('x-run-id')!;
+    const run = (await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } })).data!;
     expect(run.steps[1].text).toContain('the answer does not match the schema: /coords/0 must be number');
   });
 
@@ -56,7 +58,7 @@ describe('responseFormat', () => {
       properties: { card: { type: 'string', maxLength: 20 }, expiry: { type: 'string', maxLength: 5 } },
       dependentRequired: { card: ['expiry'] },
     };
-    expect((await execute(agent.id, '{"card":"4111","expiry":"12/30"}', draft2019)).status).toBe(200);
+    expect((await execute(agent.id, '{"card":"4111","expiry":"12/30"}', draft2019)).response.status).toBe(200);
     expectProblem(await execute(agent.id, '{"card":"4111"}', draft2019), 502, 'invalid_output');
 
     const draft07 = {
@@ -64,7 +66,7 @@ describe('responseFormat', () => {
       type: 'object',
       properties: { pair: { type: 'array', items: [{ type: 'number' }, { type: 'string', maxLength: 9 }] } },
     };
-    expect((await execute(agent.id, '{"pair":[1,"one"]}', draft07)).status).toBe(200);
+    expect((await execute(agent.id, '{"pair":[1,"one"]}', draft07)).response.status).toBe(200);
     expectProblem(await execute(agent.id, '{"pair":["one",1]}', draft07), 502, 'invalid_output');
   });
 
@@ -72,7 +74,7 @@ describe('responseFormat', () => {
     const agent = await t.agent(key, { model: 'builtin/echo' });
     const other = await execute(agent.id, '{}', { $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' });
     expectProblem(other, 400, 'validation_failed');
-    expect(JSON.stringify(other.body)).toContain('body.responseFormat.schema.$schema');
+    expect(JSON.stringify(other.error)).toContain('body.responseFormat.schema.$schema');
     // The secure rules (a pattern needs a maxLength) reach subschemas only 2019-09 and 2020-12 have.
     const hidden = await execute(agent.id, '{}', {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
@@ -81,13 +83,12 @@ describe('responseFormat', () => {
       properties: { w: { $ref: '#/$defs/word' } },
     });
     expectProblem(hidden, 400, 'validation_failed');
-    expect(JSON.stringify(hidden.body)).toContain('body.responseFormat.schema.$defs.word');
+    expect(JSON.stringify(hidden.error)).toContain('body.responseFormat.schema.$defs.word');
   });
 
   it('a task takes a 2020-12 schema in its input', async () => {
     const agent = await t.agent(key, { model: 'builtin/echo' });
-    const task = await t.request('POST', '/api/v1/tasks', {
-      key,
+    const task = await t.api(key).POST('/api/v1/tasks', {
       body: {
         name: 'place',
         description: '{"city":"Porto","coords":[41.1,-8.6],"tags":[]}',
@@ -95,7 +96,7 @@ describe('responseFormat', () => {
         input: { responseFormat: { type: 'json_schema', schema: zodSchema } },
       },
     });
-    expect(task.status, task.text).toBe(201);
+    expect(task.response.status, JSON.stringify(task.error)).toBe(201);
   });
 });
 
