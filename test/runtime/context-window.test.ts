@@ -4,6 +4,7 @@ import { conversationRetention } from '../../src/conversations/retention.js';
 import { REPLAYED_RESULT_MAX_CHARS, turnMessages } from '../../src/runtime/context/history.js';
 import { PriceTable } from '../../src/runtime/models/prices.js';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { chatStream, startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 
 /**
@@ -54,10 +55,10 @@ afterEach(() => {
 });
 
 async function say(agentId: string, message: string, conversationId?: string) {
-  const res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message, conversationId } });
-  expect(res.status, res.text).toBe(200);
-  const run = (await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key })).body;
-  return { res: res.body, run };
+  const res = await execute(t.api(key), agentId, { message, conversationId });
+  expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+  const run = (await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: res.run!.runId } } })).data!;
+  return { res: res.run!, run };
 }
 
 const summaryOf = (conversationId: string) =>
@@ -90,8 +91,8 @@ describe('a tiny window on builtin/echo', () => {
     expect(summary!.through_message_id).toBe(ids[1]);
 
     // The summary's model call is in the run: tokens beyond its steps, priced (input 1, output 2 per 1M).
-    const stepInput = third.run.steps.reduce((n: number, s: { usage: { inputTokens: number } }) => n + s.usage.inputTokens, 0);
-    const stepOutput = third.run.steps.reduce((n: number, s: { usage: { outputTokens: number } }) => n + s.usage.outputTokens, 0);
+    const stepInput = third.run.steps.reduce((n, s) => n + s.usage.inputTokens, 0);
+    const stepOutput = third.run.steps.reduce((n, s) => n + s.usage.outputTokens, 0);
     const summaryInput = third.run.tokenUsage.inputTokens - stepInput;
     const summaryOutput = third.run.tokenUsage.outputTokens - stepOutput;
     expect(summaryInput).toBeGreaterThan(0);
@@ -113,9 +114,8 @@ describe('a tiny window on builtin/echo', () => {
   it('a conversation deleted by retention takes its summary with it', async () => {
     const tenant = await t.tenant();
     const agent = await t.agent(tenant.key, tinyEcho());
-    const ask = (message: string, conversationId?: string) =>
-      t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key: tenant.key, body: { message, conversationId } });
-    const { conversationId } = (await ask(fact('A'))).body;
+    const ask = (message: string, conversationId?: string) => execute(t.api(tenant.key), agent.id, { message, conversationId });
+    const { conversationId } = (await ask(fact('A'))).run!;
     await ask(fact('B'), conversationId);
     await ask(fact('C'), conversationId);
     expect(await summaryOf(conversationId)).toBeDefined();
@@ -147,9 +147,9 @@ describe('summary requests fitted to the summary model’s own window', () => {
   const userText = (i: number) => vendor.requests[i].body.messages[1].content as string;
 
   async function eventsOf(runId: string, k: string) {
-    const res = await t.request('GET', `/api/v1/runs/${runId}/events`, { key: k });
-    return res.text
-      .split('\n\n')
+    const res = await t.api(k).GET('/api/v1/runs/{runId}/events', { params: { path: { runId } }, parseAs: 'text' });
+    return res
+      .data!.split('\n\n')
       .map((frame) => ({
         event: /^event: (.*)$/m.exec(frame)?.[1],
         data: /^data: (.*)$/m.exec(frame)?.[1],
@@ -335,13 +335,10 @@ describe('a fallback model with a smaller window', () => {
     let conversationId: string | undefined;
     let warnings: string[] = [];
     for (const name of ['A', 'B', 'C']) {
-      const res = await own.request('POST', `/api/v1/agents/${agentId}/execute`, {
-        key: ownKey,
-        body: { message: fact(name), conversationId },
-      });
-      expect(res.status, res.text).toBe(200);
-      conversationId = res.body.conversationId;
-      warnings = (await own.request('GET', `/api/v1/runs/${res.body.runId}`, { key: ownKey })).body.warnings;
+      const res = await execute(own.api(ownKey), agentId, { message: fact(name), conversationId });
+      expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+      conversationId = res.run!.conversationId;
+      warnings = (await own.api(ownKey).GET('/api/v1/runs/{runId}', { params: { path: { runId: res.run!.runId } } })).data!.warnings;
     }
     const summary = await own.db.kysely
       .selectFrom('conversation_summaries')

@@ -2,6 +2,7 @@ import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providerEnv, requestsWith, startAimock, VENDOR_MODELS } from '../helpers/aimock.js';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { readSse } from '../helpers/sse.js';
 
 /**
@@ -29,6 +30,15 @@ afterAll(async () => {
   await mock?.stop();
 });
 
+/** The newest run of the agent, and the messages of its conversation. */
+async function lastRun(agentId: string) {
+  const runs = (await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agentId } } })).data!.runs;
+  const run = (await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: runs[0].id } } })).data!;
+  const messages = async () =>
+    (await t.api(key).GET('/api/v1/conversations/{id}/messages', { params: { path: { id: run.conversationId! } } })).data!.messages;
+  return { run, messages };
+}
+
 const tokens = (events: { event: string; data: { text?: string } }[]) => events.filter((e) => e.event === 'token').map((e) => e.data.text);
 
 describe.each(VENDOR_MODELS)('$model', ({ model, preamble }) => {
@@ -54,21 +64,19 @@ describe.each(VENDOR_MODELS)('$model', ({ model, preamble }) => {
     expect(answer.startsWith(said) && said !== answer).toBe(true);
     const last = events.at(-1)!;
     expect(last).toMatchObject({ event: 'error', data: { code: 'provider_unavailable' } });
-    const runs = await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key });
-    const run = (await t.request('GET', `/api/v1/runs/${runs.body.runs[0].id}`, { key })).body;
+    const { run, messages } = await lastRun(a.id);
     expect(run).toMatchObject({ status: 'failed', output: said, error: { code: 'provider_unavailable' } });
-    const convId = run.conversationId;
+    const convId = run.conversationId!;
 
     const note = `${said}\n\n[answer cut off: provider_unavailable]`;
-    const messages = (await t.request('GET', `/api/v1/conversations/${convId}/messages`, { key })).body;
-    expect(messages.messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([
+    expect((await messages()).map((m) => [m.role, m.content])).toEqual([
       ['user', first],
       ['assistant', note],
     ]);
 
-    const next = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: second, conversationId: convId } });
-    expect(next.status).toBe(200);
-    expect(next.body.output).toBe('Hotel india.');
+    const next = await execute(t.api(key), a.id, { message: second, conversationId: convId });
+    expect(next.response.status).toBe(200);
+    expect(next.run!.output).toBe('Hotel india.');
     const [request] = requestsWith(mock, second);
     // The partial answer and its note, in the history the model was sent.
     expect(JSON.stringify(request.body)).toContain(JSON.stringify(note).slice(1, -1));
@@ -82,10 +90,8 @@ it('a run that fails before saying anything adds no reply', async () => {
     response: { error: { message: 'The engine is currently overloaded', type: 'server_error' }, status: 503 },
   });
   const a = await t.agent(key, { name: 'down', appId: 'a', model: 'openai/gpt-5-mini' });
-  const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message } });
-  expect(res.status).toBe(502);
-  const runs = await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key });
-  const run = (await t.request('GET', `/api/v1/runs/${runs.body.runs[0].id}`, { key })).body;
-  const messages = (await t.request('GET', `/api/v1/conversations/${run.conversationId}/messages`, { key })).body;
-  expect(messages.messages.map((m: { role: string }) => m.role)).toEqual(['user']);
+  const res = await execute(t.api(key), a.id, { message });
+  expect(res.response.status).toBe(502);
+  const { messages } = await lastRun(a.id);
+  expect((await messages()).map((m) => m.role)).toEqual(['user']);
 });

@@ -2,6 +2,7 @@ import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providerEnv, startAimock, VENDOR_MODELS } from '../helpers/aimock.js';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { type FakeProvider, responsesStream, startFakeProvider } from '../helpers/fake-provider.js';
 import { readSse } from '../helpers/sse.js';
 
@@ -28,7 +29,7 @@ afterAll(async () => {
 });
 
 const responseFormat = {
-  type: 'json_schema',
+  type: 'json_schema' as const,
   name: 'city',
   schema: {
     type: 'object',
@@ -37,6 +38,8 @@ const responseFormat = {
     additionalProperties: false,
   },
 };
+const getRun = (app: TestApp, k: string, runId: string) => app.api(k).GET('/api/v1/runs/{runId}', { params: { path: { runId } } });
+
 const REPAIR = 'Your answer cannot be used';
 /** aimock's requests as text, to tell a test's first request from its repair. */
 const has = (req: unknown, text: string) => JSON.stringify(req).includes(text);
@@ -51,11 +54,11 @@ describe.each(VENDOR_MODELS.filter((v) => v.model !== 'openai/gpt-5-mini'))('$mo
       response: { content: '{"city":"Lisbon","popul', finishReason: 'length' },
     });
     const a = await t.agent(key, { model });
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: token, responseFormat, maxTokens: 8 } });
-    expect(res.status, res.text).toBe(502);
-    expect(res.body.code).toBe('invalid_output');
-    expect(res.body.detail).toContain('cut off at the output limit of 8 tokens');
-    const run = (await t.request('GET', `/api/v1/runs/${res.headers['x-run-id']}`, { key })).body;
+    const res = await execute(t.api(key), a.id, { message: token, responseFormat, maxTokens: 8 });
+    expect(res.response.status, JSON.stringify(res.data)).toBe(502);
+    expect(res.error!.code).toBe('invalid_output');
+    expect(res.error!.detail).toContain('cut off at the output limit of 8 tokens');
+    const run = (await getRun(t, key, res.response.headers.get('x-run-id')!)).data!;
     expect(run).toMatchObject({ status: 'failed', finishReason: 'length', structuredOutput: null, error: { code: 'invalid_output' } });
     // The repair asked for a shorter answer.
     expect(mock.getRequests().filter((r) => has(r.body, token) && has(r.body, REPAIR))).toHaveLength(1);
@@ -72,9 +75,9 @@ describe.each(VENDOR_MODELS.filter((v) => v.model !== 'openai/gpt-5-mini'))('$mo
       response: { content: '{"city":"Lisbon","popul', finishReason: 'length' },
     });
     const a = await t.agent(key, { model });
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: token, responseFormat } });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ structuredOutput: { city: 'Lisbon', population: 545000 }, finishReason: 'stop' });
+    const res = await execute(t.api(key), a.id, { message: token, responseFormat });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.run).toMatchObject({ structuredOutput: { city: 'Lisbon', population: 545000 }, finishReason: 'stop' });
   });
 
   it('a plain answer cut off at the output limit: completed, but its finishReason and a warning say so', async () => {
@@ -87,7 +90,7 @@ describe.each(VENDOR_MODELS.filter((v) => v.model !== 'openai/gpt-5-mini'))('$mo
     const events = await readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: token } }));
     const done = events.at(-1)!;
     expect(done).toMatchObject({ event: 'done', data: { finishReason: 'length' } });
-    const run = (await t.request('GET', `/api/v1/runs/${done.data.runId}`, { key })).body;
+    const run = (await getRun(t, key, done.data.runId)).data!;
     expect(run).toMatchObject({ status: 'completed', finishReason: 'length', output: 'The answer begins and then' });
     expect(run.warnings).toContain('the answer was cut off at the output limit: it may be incomplete');
   });
@@ -95,15 +98,12 @@ describe.each(VENDOR_MODELS.filter((v) => v.model !== 'openai/gpt-5-mini'))('$mo
 
 it('a normal answer: finishReason stop; a run that ran out of steps: max_steps', async () => {
   const a = await t.agent(key, { model: 'builtin/echo', configuration: { maxSteps: 1 } });
-  const plain = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'hello there' } });
-  expect(plain.status, plain.text).toBe(200);
-  expect(plain.body.finishReason).toBe('stop');
-  const looping = await t.request('POST', `/api/v1/agents/${a.id}/execute`, {
-    key,
-    body: { message: '/tool memory_list {}' },
-  });
-  expect(looping.status, looping.text).toBe(200);
-  const run = (await t.request('GET', `/api/v1/runs/${looping.body.runId}`, { key })).body;
+  const plain = await execute(t.api(key), a.id, { message: 'hello there' });
+  expect(plain.response.status, JSON.stringify(plain.error)).toBe(200);
+  expect(plain.run!.finishReason).toBe('stop');
+  const looping = await execute(t.api(key), a.id, { message: '/tool memory_list {}' });
+  expect(looping.response.status, JSON.stringify(looping.error)).toBe(200);
+  const run = (await getRun(t, key, looping.run!.runId)).data!;
   expect(run.finishReason).toBe('max_steps');
 });
 
@@ -127,15 +127,15 @@ describe('openai/gpt-5-mini (Responses API, incomplete: max_output_tokens)', () 
   it('a structured answer cut off twice fails invalid_output; a plain one completes with finishReason length', async () => {
     const a = await own.agent(ownKey, { model: 'openai/gpt-5-mini' });
     vendor.script(cut('r1', '{"city":"Lis'), cut('r2', '{"city":"Lisbon","pop'));
-    const res = await own.request('POST', `/api/v1/agents/${a.id}/execute`, { key: ownKey, body: { message: 'city?', responseFormat } });
-    expect(res.status, res.text).toBe(502);
-    expect(res.body).toMatchObject({ code: 'invalid_output', detail: expect.stringContaining('cut off at the output limit') });
+    const res = await execute(own.api(ownKey), a.id, { message: 'city?', responseFormat });
+    expect(res.response.status, JSON.stringify(res.data)).toBe(502);
+    expect(res.error).toMatchObject({ code: 'invalid_output', detail: expect.stringContaining('cut off at the output limit') });
     expect(vendor.requests).toHaveLength(2);
 
     vendor.script(cut('r3', 'The answer begins'));
-    const plain = await own.request('POST', `/api/v1/agents/${a.id}/execute`, { key: ownKey, body: { message: 'tell me' } });
-    expect(plain.status, plain.text).toBe(200);
-    expect(plain.body).toMatchObject({ output: 'The answer begins', finishReason: 'length' });
+    const plain = await execute(own.api(ownKey), a.id, { message: 'tell me' });
+    expect(plain.response.status, JSON.stringify(plain.error)).toBe(200);
+    expect(plain.run).toMatchObject({ output: 'The answer begins', finishReason: 'length' });
     expect(vendor.unused()).toBe(0);
   });
 });
