@@ -2,6 +2,7 @@ import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { providerEnv, startAimock } from '../helpers/aimock.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { readSse } from '../helpers/sse.js';
 
 /**
@@ -83,9 +84,13 @@ const agent = (primary: string, fallbacks: string[]) =>
 
 async function stream(agentId: string, message: string) {
   const events = await readSse(await t.fetch(`/api/v1/agents/${agentId}/stream`, key, { body: { message } }));
-  const runs = await t.request('GET', `/api/v1/agents/${agentId}/runs`, { key });
-  const run = (await t.request('GET', `/api/v1/runs/${runs.body.runs[0].id}`, { key })).body;
+  const runId = await lastRunId(agentId);
+  const run = (await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } })).data!;
   return { events, run };
+}
+
+async function lastRunId(agentId: string) {
+  return (await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agentId } } })).data!.runs[0].id;
 }
 
 const tokens = (events: { event: string; data: { text?: string } }[]) => events.filter((e) => e.event === 'token').map((e) => e.data.text);
@@ -167,16 +172,16 @@ describe('the breaker', () => {
     fails(failing, 'both down');
     // Two failed calls of each open both.
     for (let i = 0; i < 2; i++) {
-      const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'both down' } });
+      const res = await execute(t.api(key), a.id, { message: 'both down' });
       expectProblem(res, 502, 'provider_unavailable');
-      expect(res.body.detail).toContain('The engine is currently overloaded');
+      expect(res.error!.detail).toContain('The engine is currently overloaded');
     }
     expect(breakerOf(BREAKER.primary)!.status).toBe('open');
     expect(breakerOf(failing)!.status).toBe('open');
     // Both open: neither is asked, and the run says why.
-    const skipped = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'both skipped' } });
+    const skipped = await execute(t.api(key), a.id, { message: 'both skipped' });
     expectProblem(skipped, 502, 'provider_unavailable');
-    expect(skipped.body.detail).toContain('circuit breaker open');
+    expect(skipped.error!.detail).toContain('circuit breaker open');
     expect(asked(BREAKER.primary, 'both skipped') + asked(failing, 'both skipped')).toBe(0);
   });
 });
@@ -195,7 +200,7 @@ describe('a run whose steps are answered by different models', () => {
     const { events, run } = await stream(a.id, message);
     expect(events.at(-1)!.event).toBe('done');
     expect(run).toMatchObject({ status: 'completed', output: 'Looked it up.' });
-    expect(run.steps.map((s: { model: string }) => s.model)).toEqual([STEPS.primary, STEPS.fallback]);
+    expect(run.steps.map((s) => s.model)).toEqual([STEPS.primary, STEPS.fallback]);
     const expected = priced(PRIMARY_PRICE, run.steps[0].usage) + priced(FALLBACK_PRICE, run.steps[1].usage);
     expect(run.steps[0].usage.inputTokens).toBeGreaterThan(0);
     expect(run.steps[1].usage.inputTokens).toBeGreaterThan(0);
@@ -237,9 +242,9 @@ describe('what does not fall back', () => {
     });
     answers(REFUSED.fallback, message, 'Should not be heard.');
     const a = await agent(REFUSED.primary, [REFUSED.fallback]);
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message } });
+    const res = await execute(t.api(key), a.id, { message });
     expectProblem(res, 502, 'provider_bad_request');
-    expect(res.body.detail).toContain('max_tokens is too large');
+    expect(res.error!.detail).toContain('max_tokens is too large');
     expect(asked(REFUSED.primary, message)).toBe(1);
     expect(asked(REFUSED.fallback, message)).toBe(0);
   });
@@ -253,12 +258,12 @@ describe('what does not fall back', () => {
     answers(CANCEL.fallback, message, 'too late');
     const a = await agent(CANCEL.primary, [CANCEL.fallback]);
     const events = readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message } }));
-    for (let i = 0; i < 200 && asked(CANCEL.primary, message) === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await vi.waitFor(() => expect(asked(CANCEL.primary, message)).toBeGreaterThan(0), { timeout: 5000, interval: 20 });
     expect(asked(CANCEL.primary, message)).toBe(1);
-    const runs = await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key });
-    const res = await t.request('POST', `/api/v1/runs/${runs.body.runs[0].id}/cancel`, { key });
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
+    const runId = await lastRunId(a.id);
+    const res = await t.api(key).POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId } } });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.data).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
     expect((await events).at(-1)).toMatchObject({ event: 'error', data: { code: 'cancelled' } });
     expect(asked(CANCEL.primary, message)).toBe(1);
     expect(asked(CANCEL.fallback, message)).toBe(0);
@@ -269,16 +274,17 @@ describe('fallbackModels in an agent’s configuration', () => {
   it('defaults to none, is read back as set, and an empty list clears it', async () => {
     const a = await t.agent(key, { model: 'openai/gpt-4o-mini' });
     expect(a.configuration.fallbackModels).toEqual([]);
-    const set = await t.request('POST', `/api/v1/agents/${a.id}`, {
-      key,
+    const byId = { params: { path: { id: a.id } } };
+    const set = await t.api(key).POST('/api/v1/agents/{id}', {
+      ...byId,
       body: { configuration: { fallbackModels: ['anthropic/claude-haiku-4-5', 'builtin/echo'] } },
     });
-    expect(set.status).toBe(200);
-    expect(set.body.configuration.fallbackModels).toEqual(['anthropic/claude-haiku-4-5', 'builtin/echo']);
-    const read = await t.request('GET', `/api/v1/agents/${a.id}`, { key });
-    expect(read.body.configuration.fallbackModels).toEqual(['anthropic/claude-haiku-4-5', 'builtin/echo']);
-    const cleared = await t.request('POST', `/api/v1/agents/${a.id}`, { key, body: { configuration: { fallbackModels: [] } } });
-    expect(cleared.body.configuration.fallbackModels).toEqual([]);
+    expect(set.response.status, JSON.stringify(set.error)).toBe(200);
+    expect(set.data!.configuration.fallbackModels).toEqual(['anthropic/claude-haiku-4-5', 'builtin/echo']);
+    const read = await t.api(key).GET('/api/v1/agents/{id}', byId);
+    expect(read.data!.configuration.fallbackModels).toEqual(['anthropic/claude-haiku-4-5', 'builtin/echo']);
+    const cleared = await t.api(key).POST('/api/v1/agents/{id}', { ...byId, body: { configuration: { fallbackModels: [] } } });
+    expect(cleared.data!.configuration.fallbackModels).toEqual([]);
   });
 
   it.each([
@@ -287,42 +293,39 @@ describe('fallbackModels in an agent’s configuration', () => {
     { fallbackModels: ['openai/gpt-4o-mini'], i: 0, says: 'the agent’s own model' },
     { fallbackModels: ['builtin/echo', 'builtin/echo'], i: 1, says: 'listed twice' },
   ])('refuses $fallbackModels with a 400 naming the entry', async ({ fallbackModels, i, says }) => {
-    const res = await t.request('POST', '/api/v1/agents', {
-      key,
+    const res = await t.api(key).POST('/api/v1/agents', {
       body: { name: 'x', appId: 'a', model: 'openai/gpt-4o-mini', configuration: { fallbackModels } },
     });
     expectProblem(res, 400, 'validation_failed');
-    expect(res.body.errors).toContainEqual({ path: `body.configuration.fallbackModels.${i}`, message: expect.stringContaining(says) });
+    expect(res.error!.errors).toContainEqual({ path: `body.configuration.fallbackModels.${i}`, message: expect.stringContaining(says) });
   });
 
   it('refuses a model whose provider this server is not configured for, and more than four', async () => {
     const bare = await startApp({ MODEL_BREAKER_FAILURES: '2' });
     try {
       const { key: k } = await bare.tenant();
-      const res = await bare.request('POST', '/api/v1/agents', {
-        key: k,
+      const res = await bare.api(k).POST('/api/v1/agents', {
         body: { name: 'x', appId: 'a', configuration: { fallbackModels: ['anthropic/claude-haiku-4-5'] } },
       });
       expectProblem(res, 400, 'validation_failed');
-      expect(res.body.errors).toContainEqual({
+      expect(res.error!.errors).toContainEqual({
         path: 'body.configuration.fallbackModels.0',
         message: expect.stringContaining('ANTHROPIC_API_KEY'),
       });
     } finally {
       await bare.close();
     }
-    const tooMany = await t.request('POST', '/api/v1/agents', {
-      key,
+    const tooMany = await t.api(key).POST('/api/v1/agents', {
       body: { name: 'x', appId: 'a', configuration: { fallbackModels: PAIRS.flatMap((p) => [p.primary, p.fallback]) } },
     });
     expectProblem(tooMany, 400, 'validation_failed');
-    expect(tooMany.body.errors[0].path).toContain('fallbackModels');
+    expect(tooMany.error!.errors![0].path).toContain('fallbackModels');
   });
 
   it('refuses a model change to one of the agent’s fallbacks', async () => {
     const a = await t.agent(key, { model: 'openai/gpt-4o-mini', configuration: { fallbackModels: ['builtin/echo'] } });
-    const res = await t.request('POST', `/api/v1/agents/${a.id}`, { key, body: { model: 'builtin/echo' } });
+    const res = await t.api(key).POST('/api/v1/agents/{id}', { params: { path: { id: a.id } }, body: { model: 'builtin/echo' } });
     expectProblem(res, 400, 'validation_failed');
-    expect(res.body.errors).toContainEqual({ path: 'body.configuration.fallbackModels.0', message: 'is the agent’s own model' });
+    expect(res.error!.errors).toContainEqual({ path: 'body.configuration.fallbackModels.0', message: 'is the agent’s own model' });
   });
 });

@@ -1,9 +1,10 @@
 import type { LLMock } from '@copilotkit/aimock';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { providerEnv, requestsWith, startAimock, VENDOR_MODELS } from '../helpers/aimock.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { readSse } from '../helpers/sse.js';
 
 /**
@@ -42,9 +43,14 @@ const agent = (model: string) => t.agent(key, { name: 'retries', appId: 'a', mod
 async function stream(model: string, message: string) {
   const a = await agent(model);
   const events = await readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message } }));
-  const runs = await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key });
-  const run = (await t.request('GET', `/api/v1/runs/${runs.body.runs[0].id}`, { key })).body;
+  const run = await lastRun(t, key, a.id);
   return { events, run };
+}
+
+/** The agent's newest run, read whole. */
+async function lastRun(app: TestApp, k: string, agentId: string) {
+  const runs = (await app.api(k).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agentId } } })).data!.runs;
+  return (await app.api(k).GET('/api/v1/runs/{runId}', { params: { path: { runId: runs[0].id } } })).data!;
 }
 
 const tokens = (events: { event: string; data: { text?: string } }[]) => events.filter((e) => e.event === 'token').map((e) => e.data.text);
@@ -102,12 +108,12 @@ describe.each(VENDOR_MODELS)('$model', ({ model, preamble }) => {
       response: { error: { message: 'max_tokens is too large', type: 'invalid_request_error' }, status: 400 },
     });
     const a = await agent(model);
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message } });
+    const res = await execute(t.api(key), a.id, { message });
     expect(attempts(message)).toBe(1);
     expectProblem(res, 502, 'provider_bad_request');
-    expect(res.body.detail).toContain('max_tokens is too large');
-    const runId = /\(run ([0-9a-f-]+)\)$/.exec(res.body.detail)![1];
-    const run = (await t.request('GET', `/api/v1/runs/${runId}`, { key })).body;
+    expect(res.error!.detail).toContain('max_tokens is too large');
+    const runId = /\(run ([0-9a-f-]+)\)$/.exec(res.error!.detail)![1];
+    const run = (await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } })).data!;
     expect(run).toMatchObject({
       status: 'failed',
       error: { code: 'provider_bad_request', message: expect.stringContaining('max_tokens is too large') },
@@ -182,10 +188,10 @@ describe('a provider that stays rate limited', () => {
       response: { error: { message: 'Rate limit reached for requests', type: 'rate_limit_error' }, status: 429, retryAfter: 0 },
     });
     const a = await agent('openai/gpt-5-mini');
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message } });
+    const res = await execute(t.api(key), a.id, { message });
     expect(attempts(message)).toBe(3);
     expectProblem(res, 502, 'provider_rate_limited');
-    expect(res.body.detail).toContain('Rate limit reached for requests');
+    expect(res.error!.detail).toContain('Rate limit reached for requests');
   });
 });
 
@@ -199,12 +205,12 @@ describe('cancel during a backoff', () => {
     mock.addFixture({ match: { userMessage: message, sequenceIndex: 1 }, response: { content: 'too late' } });
     const a = await agent('openai-compatible/qwen3-8b');
     const events = readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message } }));
-    for (let i = 0; i < 200 && attempts(message) === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await vi.waitFor(() => expect(attempts(message)).toBeGreaterThan(0), { timeout: 5000, interval: 20 });
     expect(attempts(message)).toBe(1);
-    const runs = await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key });
-    const res = await t.request('POST', `/api/v1/runs/${runs.body.runs[0].id}/cancel`, { key });
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
+    const runs = (await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: a.id } } })).data!.runs;
+    const res = await t.api(key).POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId: runs[0].id } } });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.data).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
     expect((await events).at(-1)).toMatchObject({ event: 'error', data: { code: 'cancelled' } });
     expect(attempts(message)).toBe(1);
   });
@@ -225,13 +231,12 @@ describe('a provider that cannot be reached', () => {
     try {
       const { key: k } = await app.tenant();
       const a = await app.agent(k, { name: 'unreachable', appId: 'a', model: 'openai-compatible/qwen3-8b' });
-      const res = await app.request('POST', `/api/v1/agents/${a.id}/execute`, { key: k, body: { message: 'anyone there?' } });
+      const res = await execute(app.api(k), a.id, { message: 'anyone there?' });
       expectProblem(res, 502, 'provider_unavailable');
-      expect(res.text).not.toContain(String(port));
-      expect(res.text).not.toContain('127.0.0.1');
-      expect(res.body.detail).toContain('the provider could not be reached');
-      const runs = await app.request('GET', `/api/v1/agents/${a.id}/runs`, { key: k });
-      const run = (await app.request('GET', `/api/v1/runs/${runs.body.runs[0].id}`, { key: k })).body;
+      expect(JSON.stringify(res.error)).not.toContain(String(port));
+      expect(JSON.stringify(res.error)).not.toContain('127.0.0.1');
+      expect(res.error!.detail).toContain('the provider could not be reached');
+      const run = await lastRun(app, k, a.id);
       expect(run.error).toMatchObject({ code: 'provider_unavailable' });
       expect(JSON.stringify(run)).not.toContain(String(port));
       expect(JSON.stringify(run)).not.toContain('127.0.0.1');

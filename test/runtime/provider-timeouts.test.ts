@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startAimock } from '../helpers/aimock.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 
 /**
  * Model-call timeouts (docs/models.md, "Timeouts"; issue 34, item 6): a provider that accepts the
@@ -75,17 +76,19 @@ afterAll(async () => {
   await mock?.stop();
 });
 
+const getRun = (runId: string) => t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } });
+
 describe('a provider that never answers', () => {
   it('fails the run with provider_timeout after its attempts, each cut at the first-byte limit', async () => {
     const a = await t.agent(key, { name: 'silent', appId: 'a', model: 'openai-compatible/silent-model', tools: [] });
     const before = silent.requests.length;
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'anyone there?' } });
+    const res = await execute(t.api(key), a.id, { message: 'anyone there?' });
     expectProblem(res, 502, 'provider_timeout');
-    expect(res.body.detail).toContain('the provider did not answer in time: no answer began within 300 ms');
+    expect(res.error!.detail).toContain('the provider did not answer in time: no answer began within 300 ms');
     // Retried as any timeout: two attempts, both sent.
     expect(silent.requests.length - before).toBe(2);
-    const runId = /\(run ([0-9a-f-]+)\)$/.exec(res.body.detail)![1];
-    const run = (await t.request('GET', `/api/v1/runs/${runId}`, { key })).body;
+    const runId = /\(run ([0-9a-f-]+)\)$/.exec(res.error!.detail)![1];
+    const run = (await getRun(runId)).data!;
     expect(run).toMatchObject({ status: 'failed', error: { code: 'provider_timeout' } });
   });
 
@@ -99,10 +102,10 @@ describe('a provider that never answers', () => {
       tools: [],
       configuration: { fallbackModels: ['openai/steady'] },
     });
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message } });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.output).toBe('The fallback answered.');
-    const run = (await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key })).body;
+    const res = await execute(t.api(key), a.id, { message });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.run!.output).toBe('The fallback answered.');
+    const run = (await getRun(res.run!.runId)).data!;
     expect(run.steps[0].model).toBe('openai/steady');
   });
 
@@ -111,10 +114,10 @@ describe('a provider that never answers', () => {
     mock.addFixture({ match: { userMessage: message, sequenceIndex: 0 }, response: { content: 'late' }, chaos: { latencyMs: 10_000 } });
     mock.addFixture({ match: { userMessage: message, sequenceIndex: 1 }, response: { content: 'On time.' } });
     const a = await t.agent(key, { name: 'slow', appId: 'a', model: 'openai/slow-model', tools: [] });
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message } });
-    expect(res.status, res.text).toBe(200);
+    const res = await execute(t.api(key), a.id, { message });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
     // The second answer: the first request, still held back, was given up at 300 ms (aimock journals it only once it answers).
-    expect(res.body.output).toBe('On time.');
+    expect(res.run!.output).toBe('On time.');
   });
 });
 
@@ -131,9 +134,9 @@ describe('a provider that stalls part-way', () => {
     try {
       const { key: k } = await app.tenant();
       const a = await app.agent(k, { name: 'stalling', appId: 'a', model: 'openai-compatible/stalling', tools: [] });
-      const res = await app.request('POST', `/api/v1/agents/${a.id}/execute`, { key: k, body: { message: 'stall please' } });
+      const res = await execute(app.api(k), a.id, { message: 'stall please' });
       expectProblem(res, 502, 'provider_timeout');
-      expect(res.body.detail).toContain('its answer stalled for 300 ms');
+      expect(res.error!.detail).toContain('its answer stalled for 300 ms');
       expect(stalling.requests.length).toBe(2);
     } finally {
       await app.close();
