@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import {
   anthropicError,
   anthropicStream,
@@ -75,11 +76,14 @@ const agent = (model: string) =>
 async function stream(model: string, message: string, extra: Record<string, unknown> = {}) {
   const a = await agent(model);
   const events = await readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message, ...extra } }));
-  const runs = await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key });
-  expect(runs.body.runs).toHaveLength(1);
-  const run = (await t.request('GET', `/api/v1/runs/${runs.body.runs[0].id}`, { key })).body;
+  const runs = (await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: a.id } } })).data!.runs;
+  expect(runs).toHaveLength(1);
+  const run = await getRun(runs[0].id);
   return { events, run, agentId: a.id };
 }
+
+/** The run as GET /api/v1/runs/:id answers it. */
+const getRun = async (runId: string) => (await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } })).data!;
 
 /** Tool call records without their timestamps. */
 const calls = (run: { toolCalls: { id: string; name: string; input: unknown; result: unknown }[] }) =>
@@ -259,7 +263,7 @@ describe('Anthropic Messages API (anthropic/claude-sonnet-4-5 → POST /v1/messa
     ]);
     expect(run).toMatchObject({ status: 'completed', output: 'It is 5.', tokenUsage: { inputTokens: 940, outputTokens: 102 } });
     expect(calls(run)).toEqual([{ id: 'toolu_01', name: 'add', input: { a: 2, b: 3 }, result: { sum: 5 } }]);
-    expect(run.steps.map((s: { finishReason: string; usage: unknown }) => [s.finishReason, s.usage])).toEqual([
+    expect(run.steps.map((s) => [s.finishReason, s.usage])).toEqual([
       ['tool-calls', { inputTokens: 410, outputTokens: 96 }],
       ['stop', { inputTokens: 530, outputTokens: 6 }],
     ]);
@@ -378,9 +382,9 @@ describe('OpenAI-compatible chat completions (openai-compatible/qwen3-8b → POS
     ]);
     const [a, b] = run.toolCalls;
     expect([a.id, b.id]).toEqual(['call_slow_a', 'call_slow_b']);
-    expect(Date.parse(b.startedAt)).toBeLessThan(Date.parse(a.completedAt));
+    expect(Date.parse(b.startedAt)).toBeLessThan(Date.parse(a.completedAt!));
     expect(run).toMatchObject({ status: 'completed', output: 'Both done.', tokenUsage: { inputTokens: 460, outputTokens: 33 } });
-    expect(run.steps.map((s: { toolCallIds: string[]; finishReason: string }) => [s.toolCallIds, s.finishReason])).toEqual([
+    expect(run.steps.map((s) => [s.toolCallIds, s.finishReason])).toEqual([
       [['call_slow_a', 'call_slow_b'], 'tool-calls'],
       [[], 'stop'],
     ]);
@@ -425,13 +429,13 @@ describe('provider errors', () => {
     const message = 'max_tokens: 999999 > 64000, which is the maximum allowed number of output tokens for claude-sonnet-4-5';
     vendor.script(anthropicError(400, 'invalid_request_error', message));
     const a = await agent('anthropic/claude-sonnet-4-5');
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'hello' } });
+    const res = await execute(t.api(key), a.id, { message: 'hello' });
     expect(vendor.requests).toHaveLength(1);
-    expect(res.status).toBe(502);
-    expect(res.body).toMatchObject({ status: 502, code: 'provider_bad_request' });
-    const runId = /\(run ([0-9a-f-]+)\)$/.exec(res.body.detail)![1];
-    expect(res.body.detail).toBe(`the run failed: ${message} (run ${runId})`);
-    const run = (await t.request('GET', `/api/v1/runs/${runId}`, { key })).body;
+    expect(res.response.status).toBe(502);
+    expect(res.error).toMatchObject({ status: 502, code: 'provider_bad_request' });
+    const runId = /\(run ([0-9a-f-]+)\)$/.exec(res.error!.detail)![1];
+    expect(res.error!.detail).toBe(`the run failed: ${message} (run ${runId})`);
+    const run = await getRun(runId);
     expect(run).toMatchObject({ status: 'failed', output: '', error: { code: 'provider_bad_request', message }, toolCalls: [] });
   });
 
@@ -476,7 +480,7 @@ describe('provider errors', () => {
     expect(run).toMatchObject({ status: 'failed', error, output: 'The answer is', tokenUsage: { inputTokens: 100, outputTokens: 20 } });
     expect(run.cost).toBeCloseTo(cost('anthropic/claude-sonnet-4-5', 100, 20), 12);
     expect(calls(run)).toEqual([{ id: 'toolu_01', name: 'add', input: { a: 1, b: 1 }, result: { sum: 2 } }]);
-    expect(run.steps.map((s: { text: string; finishReason: string; usage: unknown }) => [s.text, s.finishReason, s.usage])).toEqual([
+    expect(run.steps.map((s) => [s.text, s.finishReason, s.usage])).toEqual([
       ['', 'tool-calls', { inputTokens: 100, outputTokens: 20 }],
       ['The answer is', 'error', { inputTokens: 0, outputTokens: 0 }],
     ]);
@@ -585,7 +589,7 @@ describe('token usage and finish reasons', () => {
     expect(events.at(-1)!.data).toMatchObject({ tokenUsage });
     expect(events.at(-1)!.data.cost).toBeCloseTo(cost('anthropic/claude-sonnet-4-5', 2530, 2), 12);
     expect(run).toMatchObject({ status: 'completed', output: 'Once upon', tokenUsage });
-    expect(run.steps.map((s: { finishReason: string }) => s.finishReason)).toEqual(['length']);
+    expect(run.steps.map((s) => s.finishReason)).toEqual(['length']);
   });
 
   it('does not run the tool calls of a step cut by length, and asks for no further step', async () => {
@@ -605,9 +609,7 @@ describe('token usage and finish reasons', () => {
     expect(events.map((e) => e.event)).toEqual(['token', 'done']);
     expect(run).toMatchObject({ status: 'completed', output: 'Let me', tokenUsage: { inputTokens: 40, outputTokens: 8 }, toolCalls: [] });
     // The step lists only calls that ran (none here), so every id has its tool call record.
-    expect(run.steps.map((s: { toolCallIds: string[]; finishReason: string }) => [s.toolCallIds, s.finishReason])).toEqual([
-      [[], 'length'],
-    ]);
+    expect(run.steps.map((s) => [s.toolCallIds, s.finishReason])).toEqual([[[], 'length']]);
   });
 
   it('runs the tool calls of a step that finishes with stop and gives the model their results (servers that say stop after tool calls)', async () => {
@@ -635,7 +637,7 @@ describe('token usage and finish reasons', () => {
     expect(events.map((e) => e.event)).toEqual(['tool_call_start', 'tool_call_end', 'token', 'done']);
     expect(run).toMatchObject({ status: 'completed', output: 'It is 3.', tokenUsage: { inputTokens: 100, outputTokens: 12 } });
     expect(calls(run)).toEqual([{ id: 'call_1', name: 'add', input: { a: 1, b: 2 }, result: { sum: 3 } }]);
-    expect(run.steps.map((s: { finishReason: string }) => s.finishReason)).toEqual(['stop', 'stop']);
+    expect(run.steps.map((s) => s.finishReason)).toEqual(['stop', 'stop']);
   });
 });
 
@@ -675,7 +677,7 @@ describe('tool calls the model got wrong', () => {
     ]);
     expect(run).toMatchObject({ status: 'completed', output: 'Sorry.', tokenUsage: { inputTokens: 90, outputTokens: 11 } });
     expect(calls(run)).toEqual([{ id: 'call_mul', name: 'multiply', input: { a: 2, b: 3 }, result }]);
-    expect(run.steps.map((s: { toolCallIds: string[] }) => s.toolCallIds)).toEqual([['call_mul'], []]);
+    expect(run.steps.map((s) => s.toolCallIds)).toEqual([['call_mul'], []]);
   });
 
   it('records a call with arguments that are not JSON as invalid_tool_call, without running the tool (chat completions)', async () => {
@@ -770,8 +772,7 @@ describe('tool calls the model got wrong', () => {
 describe('provider warnings', () => {
   it('records the warnings a provider reports at the start of its stream in the run’s warnings, once each', async () => {
     // gpt-5-mini is a reasoning model: @ai-sdk/openai drops the temperature and says so in stream-start.
-    const res = await t.request('POST', '/api/v1/agents', {
-      key,
+    const res = await t.api(key).POST('/api/v1/agents', {
       body: {
         name: 'warned',
         appId: 'a',
@@ -780,7 +781,7 @@ describe('provider warnings', () => {
         configuration: { temperature: 0.2 },
       },
     });
-    expect(res.status, res.text).toBe(201);
+    expect(res.response.status, JSON.stringify(res.error)).toBe(201);
     vendor.script(
       {
         sse: responsesStream({
@@ -797,11 +798,11 @@ describe('provider warnings', () => {
         }),
       },
     );
-    const events = await readSse(await t.fetch(`/api/v1/agents/${res.body.id}/stream`, key, { body: { message: 'add 1 and 2' } }));
+    const events = await readSse(await t.fetch(`/api/v1/agents/${res.data!.id}/stream`, key, { body: { message: 'add 1 and 2' } }));
     expect(events.at(-1)!.event).toBe('done');
     // The setting was not sent, as the warning says.
     expect(vendor.requests.map((r) => r.body.temperature)).toEqual([undefined, undefined]);
-    const run = (await t.request('GET', `/api/v1/runs/${events.at(-1)!.data.runId}`, { key })).body;
+    const run = await getRun(events.at(-1)!.data.runId);
     expect(run).toMatchObject({ status: 'completed', output: '3.' });
     // Both steps reported it; the run keeps it once.
     expect(run.warnings).toEqual([
@@ -810,9 +811,11 @@ describe('provider warnings', () => {
   });
 
   it('keeps the warnings of a run whose model call then failed', async () => {
-    const res = await t.request('POST', '/api/v1/agents', {
-      key,
-      body: { name: 'warned-failing', appId: 'a', model: 'openai/gpt-5-mini', configuration: { temperature: 0.2 } },
+    const { id } = await t.agent(key, {
+      name: 'warned-failing',
+      appId: 'a',
+      model: 'openai/gpt-5-mini',
+      configuration: { temperature: 0.2 },
     });
     vendor.script({
       sse: responsesStream({
@@ -824,10 +827,10 @@ describe('provider warnings', () => {
         end: false,
       }),
     });
-    const events = await readSse(await t.fetch(`/api/v1/agents/${res.body.id}/stream`, key, { body: { message: 'hi' } }));
+    const events = await readSse(await t.fetch(`/api/v1/agents/${id}/stream`, key, { body: { message: 'hi' } }));
     expect(events.at(-1)).toMatchObject({ event: 'error', data: { code: 'model_error' } });
-    const runs = await t.request('GET', `/api/v1/agents/${res.body.id}/runs`, { key });
-    const run = (await t.request('GET', `/api/v1/runs/${runs.body.runs[0].id}`, { key })).body;
+    const runs = (await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id } } })).data!.runs;
+    const run = await getRun(runs[0].id);
     expect(run).toMatchObject({
       status: 'failed',
       output: 'Part',
