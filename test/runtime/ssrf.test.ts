@@ -10,6 +10,7 @@ import {
   type LookupFunction,
 } from '../../src/runtime/tools/ssrf.js';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 
 describe('address classification', () => {
@@ -202,11 +203,11 @@ describe('agents cannot reach private networks by default', () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { name: 'a', appId: 'x', tools: [{ type: 'mcp', url: mcp.url }] });
     const before = mcp.state.headers.length;
-    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '/tool add {"a":1,"b":2}' } });
-    expect(res.body.toolCalls).toEqual([]);
+    const res = await execute(t.api(key), agent.id, { message: '/tool add {"a":1,"b":2}' });
+    expect(res.run!.toolCalls).toEqual([]);
     expect(mcp.state.headers.length).toBe(before);
-    const run = await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key });
-    expect(run.body.warnings[0]).toBe(
+    const run = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: res.run!.runId } } });
+    expect(run.data!.warnings[0]).toBe(
       `MCP server unavailable: ${mcp.url}: refused: 127.0.0.1 is a loopback address, not a public one; add the host:port to MCP_ALLOWED_HOSTS to allow it`,
     );
   });
@@ -217,11 +218,8 @@ describe('agents cannot reach private networks by default', () => {
       const { key } = await allowed.tenant();
       const url = mcp.url.replace('127.0.0.1', 'localhost');
       const agent = await allowed.agent(key, { name: 'a', appId: 'x', tools: [{ type: 'mcp', url }] });
-      const res = await allowed.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-        key,
-        body: { message: '/tool add {"a":1,"b":2}' },
-      });
-      expect(res.body.toolCalls[0]).toMatchObject({ name: 'add', result: { sum: 3 } });
+      const res = await execute(allowed.api(key), agent.id, { message: '/tool add {"a":1,"b":2}' });
+      expect(res.run!.toolCalls[0]).toMatchObject({ name: 'add', result: { sum: 3 } });
     } finally {
       await allowed.close();
     }
@@ -256,12 +254,12 @@ describe('IP spellings of loopback are refused under the default configuration',
   });
 
   const runWith = async (url: string) => {
-    const agent = await t.request('POST', '/api/v1/agents', { key, body: { name: 'a', appId: 'x', tools: [{ type: 'mcp', url }] } });
-    expect(agent.status).toBe(201);
-    const res = await t.request('POST', `/api/v1/agents/${agent.body.id}/execute`, { key, body: { message: '/tool add {"a":1,"b":2}' } });
-    expect(res.status).toBe(200);
-    const run = await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key });
-    return { toolCalls: res.body.toolCalls, warnings: run.body.warnings as string[] };
+    const agent = await t.api(key).POST('/api/v1/agents', { body: { name: 'a', appId: 'x', tools: [{ type: 'mcp', url }] } });
+    expect(agent.response.status, JSON.stringify(agent.error)).toBe(201);
+    const res = await execute(t.api(key), agent.data!.id, { message: '/tool add {"a":1,"b":2}' });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    const run = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: res.run!.runId } } });
+    return { toolCalls: res.run!.toolCalls, warnings: run.data!.warnings };
   };
 
   const port = () => new URL(mcp.url).port;
