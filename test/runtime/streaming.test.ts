@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { readSse, type SseEvent } from '../helpers/sse.js';
 import { RETAIN_AFTER_END_MS, storedEvents } from '../../src/runs/events.js';
@@ -26,13 +27,19 @@ const text = (events: SseEvent[]) =>
     .join('');
 const seqs = (events: SseEvent[]) => events.map((e) => Number(e.id));
 
-async function waitForRun(runId: string, status: string) {
-  for (let i = 0; i < 100; i++) {
-    const run = await t.request('GET', `/api/v1/runs/${runId}`, { key });
-    if (run.body.status === status) return run.body;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`run ${runId} never became ${status}`);
+const getRun = async (runId: string) => (await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } })).data!;
+const runsOf = async (agentId: string) =>
+  (await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agentId } } })).data!.runs;
+
+function waitForRun(runId: string, status: string) {
+  return vi.waitFor(
+    async () => {
+      const run = await getRun(runId);
+      if (run.status !== status) throw new Error(`run ${runId} never became ${status}`);
+      return run;
+    },
+    { timeout: 5000, interval: 50 },
+  );
 }
 
 describe('SSE streaming', () => {
@@ -48,8 +55,12 @@ describe('SSE streaming', () => {
       expect(seqs(events)).toEqual([1, 2, 3, 4]);
       const done = events.at(-1)!.data;
       expect(done).toMatchObject({ cost: 0, tokenUsage: { inputTokens: 3, outputTokens: 3 } });
-      const run = await t.request('GET', `/api/v1/runs/${done.runId}`, { key });
-      expect(run.body).toMatchObject({ status: 'completed', output: 'streaming is fun', conversationId: done.conversationId, kind: path });
+      expect(await getRun(done.runId)).toMatchObject({
+        status: 'completed',
+        output: 'streaming is fun',
+        conversationId: done.conversationId,
+        kind: path,
+      });
     }
   });
 
@@ -80,7 +91,7 @@ describe('SSE streaming', () => {
 
   it('answers problems (not a stream) when the request is refused', async () => {
     const a = await t.agent(key);
-    await t.request('POST', `/api/v1/agents/${a.id}/pause`, { key });
+    await t.api(key).POST('/api/v1/agents/{id}/pause', { params: { path: { id: a.id } } });
     const res = await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: 'hi' } });
     expect(res.status).toBe(409);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
@@ -98,9 +109,9 @@ describe('SSE streaming', () => {
     expect(seqs(first)).toEqual([1, 2, 3, 4]);
 
     // The client went away; the run goes on. Find the run and reconnect from event 4.
-    const runs = await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key });
-    const runId = runs.body.runs[0].id;
-    expect(runs.body.runs[0].status).toBe('running');
+    const runs = await runsOf(a.id);
+    const runId = runs[0].id;
+    expect(runs[0].status).toBe('running');
     const again = await t.fetch(`/api/v1/runs/${runId}/events`, key, { headers: { 'last-event-id': '4' } });
     const rest = await readSse(again);
     const all = [...first, ...rest];
@@ -122,8 +133,7 @@ describe('SSE streaming', () => {
     expect(text(live)).toBe(words);
     const runId = String(live.at(-1)!.data.runId);
     // Kept in memory only briefly after the end (runs/events.ts); then only the database has them.
-    await new Promise((r) => setTimeout(r, RETAIN_AFTER_END_MS + 300));
-    expect(t.services.runs.events.get(runId)).toBeUndefined();
+    await vi.waitFor(() => expect(t.services.runs.events.get(runId)).toBeUndefined(), { timeout: RETAIN_AFTER_END_MS + 300, interval: 50 });
     const whole = await readSse(await t.fetch(`/api/v1/runs/${runId}/events`, key));
     expect(whole).toEqual(live);
     const rest = await readSse(await t.fetch(`/api/v1/runs/${runId}/events`, key, { headers: { 'last-event-id': '7' } }));
@@ -136,10 +146,11 @@ describe('SSE streaming', () => {
     const live = await readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message: 'followed live' } }));
     expect(t.services.runs.events.get(String(live.at(-1)!.data.runId))).toBeDefined();
     // Answered as JSON: nobody followed it, so nobody can be reconnecting; it is not kept.
-    const res = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'answered whole' } });
-    expect(res.status, res.text).toBe(200);
-    expect(t.services.runs.events.get(res.body.runId)).toBeUndefined();
-    const replayed = await readSse(await t.fetch(`/api/v1/runs/${res.body.runId}/events`, key));
+    const res = await execute(t.api(key), a.id, { message: 'answered whole' });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    const { runId } = res.run!;
+    expect(t.services.runs.events.get(runId)).toBeUndefined();
+    const replayed = await readSse(await t.fetch(`/api/v1/runs/${runId}/events`, key));
     expect(replayed.map((e) => e.event)).toEqual(['token', 'token', 'done']);
     expect(text(replayed)).toBe('answered whole');
     expect(seqs(replayed)).toEqual([1, 2, 3]);
@@ -168,10 +179,9 @@ describe('SSE streaming', () => {
         .orderBy('seq')
         .execute();
       expect(storedEvents(stored).map((e) => ({ id: String(e.seq), event: e.event, data: e.data }))).toEqual(events);
-      const run = await t.request('GET', `/api/v1/runs/${runId}`, { key });
-      expect(run.body).toMatchObject({ status: 'completed', output: messages[i], conversationId });
-      const history = await t.request('GET', `/api/v1/conversations/${conversationId}/messages`, { key });
-      expect(history.body.messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([
+      expect(await getRun(runId)).toMatchObject({ status: 'completed', output: messages[i], conversationId });
+      const history = await t.api(key).GET('/api/v1/conversations/{id}/messages', { params: { path: { id: conversationId } } });
+      expect(history.data!.messages.map((m) => [m.role, m.content])).toEqual([
         ['user', sent[i]],
         ['assistant', messages[i]],
       ]);
@@ -206,8 +216,7 @@ describe('SSE streaming', () => {
     });
     const first = await readSse(res, { stopAfter: (ev) => ev.length === 1, controller });
     expect(first).toHaveLength(1);
-    const runs = await t.request('GET', `/api/v1/agents/${a.id}/runs`, { key });
-    const run = await waitForRun(runs.body.runs[0].id, 'completed');
+    const run = await waitForRun((await runsOf(a.id))[0].id, 'completed');
     expect(run.output).toBe('a b c d e f');
   });
 });
