@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { paths } from '../../packages/client/src/generated/openapi.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { execute as executeAgent, type ExecuteBody } from '../helpers/execute.js';
 import { anthropicStream, chatStream, responsesStream, startFakeProvider, type FakeProvider } from '../helpers/fake-provider.js';
 import { readSse } from '../helpers/sse.js';
 
@@ -20,7 +22,7 @@ const SCHEMA = {
   required: ['answer'],
   additionalProperties: false,
 };
-const FORMAT = { type: 'json_schema', name: 'measurement', schema: SCHEMA };
+const FORMAT = { type: 'json_schema' as const, name: 'measurement', schema: SCHEMA };
 
 beforeAll(async () => {
   vendor = await startFakeProvider();
@@ -43,17 +45,19 @@ afterEach(() => {
   expect(vendor.unused()).toBe(0);
 });
 
-const execute = (agentId: string, body: Record<string, unknown>) => t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body });
-const run = async (runId: string) => (await t.request('GET', `/api/v1/runs/${runId}`, { key })).body;
+const execute = (agentId: string, body: ExecuteBody) => executeAgent(t.api(key), agentId, body);
+const run = async (runId: string) => (await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } })).data!;
+const runsOf = async (agentId: string) =>
+  (await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agentId } } })).data!.runs;
 
 describe('structured answers with builtin/echo (instructed, then validated)', () => {
   it('returns the validated answer as structuredOutput beside the text, in the response and the run', async () => {
     const agent = await t.agent(key, { model: 'builtin/echo' });
     const res = await execute(agent.id, { message: '{"answer": 42, "unit": "m"}', responseFormat: FORMAT });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.structuredOutput).toEqual({ answer: 42, unit: 'm' });
-    expect(res.body.output).toBe('{"answer": 42, "unit": "m"}');
-    const stored = await run(res.body.runId);
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.run!.structuredOutput).toEqual({ answer: 42, unit: 'm' });
+    expect(res.run!.output).toBe('{"answer": 42, "unit": "m"}');
+    const stored = await run(res.run!.runId);
     expect(stored.structuredOutput).toEqual({ answer: 42, unit: 'm' });
     expect(stored.steps).toHaveLength(1);
   });
@@ -61,19 +65,19 @@ describe('structured answers with builtin/echo (instructed, then validated)', ()
   it('a run without a response format has no structuredOutput', async () => {
     const agent = await t.agent(key, { model: 'builtin/echo' });
     const res = await execute(agent.id, { message: '{"answer": 42}' });
-    expect(res.status).toBe(200);
-    expect(res.body).not.toHaveProperty('structuredOutput');
-    expect((await run(res.body.runId)).structuredOutput).toBeNull();
+    expect(res.response.status).toBe(200);
+    expect(res.run).not.toHaveProperty('structuredOutput');
+    expect((await run(res.run!.runId)).structuredOutput).toBeNull();
   });
 
   it('asks once for a repair, then fails the run with invalid_output', async () => {
     const agent = await t.agent(key, { model: 'builtin/echo' });
     const res = await execute(agent.id, { message: '{"answer": "forty-two"}', responseFormat: FORMAT });
     expectProblem(res, 502, 'invalid_output');
-    const runs = (await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key })).body.runs;
+    const runs = await runsOf(agent.id);
     const stored = await run(runs[0].id);
     expect(stored.status).toBe('failed');
-    expect(stored.error.code).toBe('invalid_output');
+    expect(stored.error!.code).toBe('invalid_output');
     // The first answer, then the repair attempt (echo repeats the repair request, which is not JSON either).
     expect(stored.steps).toHaveLength(2);
     expect(stored.steps[0].text).toBe('{"answer": "forty-two"}');
@@ -92,7 +96,7 @@ describe('structured answers with builtin/echo (instructed, then validated)', ()
 
   it('refuses a schema that cannot be used with a 400 naming the field', async () => {
     const agent = await t.agent(key, { model: 'builtin/echo' });
-    const cases: [unknown, string][] = [
+    const cases: [NonNullable<ExecuteBody['responseFormat']>, string][] = [
       [{ type: 'json_schema', schema: { type: 'array' } }, 'body.responseFormat.schema.type'],
       [{ type: 'json_schema', schema: { type: 'object', properties: { a: { type: 'nope' } } } }, 'body.responseFormat.schema'],
       // A pattern without a maxLength could make validating a long answer slow for everyone.
@@ -105,14 +109,17 @@ describe('structured answers with builtin/echo (instructed, then validated)', ()
     for (const [responseFormat, field] of cases) {
       const res = await execute(agent.id, { message: '{}', responseFormat });
       expectProblem(res, 400, 'validation_failed');
-      expect(JSON.stringify(res.body), JSON.stringify(responseFormat).slice(0, 100)).toContain(field);
+      expect(JSON.stringify(res.error), JSON.stringify(responseFormat).slice(0, 100)).toContain(field);
     }
-    const wrongType = await execute(agent.id, { message: '{}', responseFormat: { type: 'json_object', schema: SCHEMA } });
+    // raw: a format type the API does not have
+    const wrongType = await t.raw('POST', `/api/v1/agents/${agent.id}/execute`, {
+      key,
+      body: { message: '{}', responseFormat: { type: 'json_object', schema: SCHEMA } },
+    });
     expect(wrongType.status).toBe(400);
     expect(JSON.stringify(wrongType.body)).toContain('responseFormat');
     // Nothing ran.
-    const runs = await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key });
-    expect(runs.body.runs).toEqual([]);
+    expect(await runsOf(agent.id)).toEqual([]);
   });
 });
 
@@ -124,9 +131,9 @@ describe('structured answers asked natively of the provider packages', () => {
       { sse: responsesStream({ id: 'resp_2', items: [{ type: 'message', id: 'msg_2', text: ['{"answer": ', '3}'] }] }) },
     );
     const res = await execute(agent.id, { message: 'how many?', responseFormat: FORMAT });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.structuredOutput).toEqual({ answer: 3 });
-    expect(res.body.output).toBe('{"answer": 3}');
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.run!.structuredOutput).toEqual({ answer: 3 });
+    expect(res.run!.output).toBe('{"answer": 3}');
     expect(vendor.requests).toHaveLength(2);
     for (const request of vendor.requests) {
       expect(request.body.text.format).toMatchObject({ type: 'json_schema', name: 'measurement', schema: SCHEMA });
@@ -168,8 +175,8 @@ describe('structured answers asked natively of the provider packages', () => {
       type: 'json_schema',
       schema: { properties: { answer: { type: 'number' } } },
     });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.structuredOutput).toEqual({ answer: 5 });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.run!.structuredOutput).toEqual({ answer: 5 });
   });
 });
 
@@ -183,7 +190,8 @@ describe("a task's input.responseFormat", () => {
   });
   afterAll(() => tasksApp?.close());
 
-  const createTask = (body: Record<string, unknown>) => tasksApp.request('POST', '/api/v1/tasks', { key: tasksKey, body });
+  type TaskInput = paths['/api/v1/tasks']['post']['requestBody']['content']['application/json'];
+  const createTask = (body: TaskInput) => tasksApp.api(tasksKey).POST('/api/v1/tasks', { body });
 
   it('shapes the task run’s answer (and is not shown to the model as input)', async () => {
     const agent = await tasksApp.agent(tasksKey, { model: 'builtin/echo' });
@@ -193,12 +201,13 @@ describe("a task's input.responseFormat", () => {
       agentId: agent.id,
       input: { responseFormat: FORMAT },
     });
-    expect(created.status, created.text).toBe(201);
+    expect(created.response.status, JSON.stringify(created.error)).toBe(201);
     const job = await tasksApp.services.tasks.executor.claimNext();
     expect(job).not.toBeNull();
     await tasksApp.services.tasks.executor.execute(job!);
-    const task = (await tasksApp.request('GET', `/api/v1/tasks/${created.body.id}`, { key: tasksKey })).body;
-    const run = (await tasksApp.request('GET', `/api/v1/runs/${task.lastRunId}`, { key: tasksKey })).body;
+    const api = tasksApp.api(tasksKey);
+    const task = (await api.GET('/api/v1/tasks/{id}', { params: { path: { id: created.data!.id } } })).data!;
+    const run = (await api.GET('/api/v1/runs/{runId}', { params: { path: { runId: task.lastRunId! } } })).data!;
     expect(run.status).toBe('completed');
     // Echo repeats what it was given: the description alone, no input appended.
     expect(run.output).toBe('{"answer": 9}');
@@ -214,18 +223,18 @@ describe("a task's input.responseFormat", () => {
       input: { responseFormat: { type: 'json_schema', schema: { type: 'string' } } },
     });
     expectProblem(bad, 400, 'validation_failed');
-    expect(JSON.stringify(bad.body)).toContain('body.input.responseFormat.schema.type');
+    expect(JSON.stringify(bad.error)).toContain('body.input.responseFormat.schema.type');
     const notAFormat = await createTask({ name: 'bad', description: 'x', agentId: agent.id, input: { responseFormat: 'json' } });
     expectProblem(notAFormat, 400, 'validation_failed');
-    expect(JSON.stringify(notAFormat.body)).toContain('body.input.responseFormat');
+    expect(JSON.stringify(notAFormat.error)).toContain('body.input.responseFormat');
 
     const task = await createTask({ name: 'ok', description: 'x', agentId: agent.id });
-    expect(task.status).toBe(201);
-    const run = await tasksApp.request('POST', `/api/v1/tasks/${task.body.id}/run`, {
-      key: tasksKey,
+    expect(task.response.status, JSON.stringify(task.error)).toBe(201);
+    const run = await tasksApp.api(tasksKey).POST('/api/v1/tasks/{id}/run', {
+      params: { path: { id: task.data!.id } },
       body: { input: { responseFormat: { type: 'json_schema', schema: { type: 'object', properties: { a: { type: 'nope' } } } } } },
     });
     expectProblem(run, 400, 'validation_failed');
-    expect(JSON.stringify(run.body)).toContain('body.input.responseFormat.schema');
+    expect(JSON.stringify(run.error)).toContain('body.input.responseFormat.schema');
   });
 });
