@@ -5,6 +5,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute as executeAgent } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { readSse } from '../helpers/sse.js';
 
@@ -30,11 +31,13 @@ afterAll(async () => {
   await mcp?.close();
 });
 const execute = async (agentId: string, message: string) => {
-  const res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message } });
-  expect(res.status, res.text).toBe(200);
-  return res.body;
+  const res = await executeAgent(t.api(key), agentId, { message });
+  expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+  return res.run!;
 };
-const runsOf = async (agentId: string) => (await t.request('GET', `/api/v1/agents/${agentId}/runs`, { key })).body.total as number;
+const runsOf = async (agentId: string) =>
+  (await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agentId } } })).data!.total;
+const getRun = async (runId: string) => (await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } })).data!;
 const invalid = (message: string) => ({ error: { code: 'invalid_tool_call', message } });
 
 describe('delegation tool input', () => {
@@ -113,8 +116,7 @@ describe('MCP tool input', () => {
     expect(events.at(-1)!.event).toBe('done');
     expect(mcp.state.rpc.slice(rpcBefore)).not.toContain('tools/call');
     const runId = events.at(-1)!.data.runId;
-    const run = await t.request('GET', `/api/v1/runs/${runId}`, { key });
-    expect(run.body).toMatchObject({ status: 'completed', toolCalls: [{ name: 'add', input: { a: 1, b: '2' }, result }] });
+    expect(await getRun(runId)).toMatchObject({ status: 'completed', toolCalls: [{ name: 'add', input: { a: 1, b: '2' }, result }] });
   });
 });
 
@@ -212,13 +214,12 @@ describe('MCP servers’ own schemas', () => {
 
       // The tools whose schema refers to nothing or holds a pattern RE2 cannot run are not offered to the model; the run says why.
       const dangling = await execute(a.id, `/tool dangling {"x":1}\n/tool lookahead {"s":"a"}\n/tool stall {"s":"${'a'.repeat(40)}!"}`);
-      expect(dangling.toolCalls.map((c: { result: unknown }) => c.result)).toEqual([
+      expect(dangling.toolCalls.map((c) => c.result)).toEqual([
         invalid("Model tried to call unavailable tool 'dangling'. Available tools: order, stall."),
         invalid("Model tried to call unavailable tool 'lookahead'. Available tools: order, stall."),
         invalid('Invalid input for tool stall: s must match pattern "^(a+)+$"'),
       ]);
-      const run = await t.request('GET', `/api/v1/runs/${dangling.runId}`, { key });
-      expect(run.body.warnings).toEqual([
+      expect((await getRun(dangling.runId)).warnings).toEqual([
         expect.stringMatching(/^tool dangling left out: its input schema is unusable \(.*missing.*\)$/),
         expect.stringMatching(/^tool lookahead left out: its input schema is unusable \(.*linear-time engine \(RE2\).*\)$/),
       ]);
