@@ -1,6 +1,8 @@
+import { Agentry, AgentryError } from '@agentry/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from '../helpers/process.js';
 import { expectProblem, startApp, startProcess, type TestApp, type TestProcess } from '../helpers/app.js';
+import { execute as executeAgent, type ExecuteBody } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 
 /**
@@ -11,7 +13,7 @@ import { startMcpServer } from '../helpers/mcp-server.js';
 const EVIL = '^(a+)+$';
 const LONG = `${'a'.repeat(40)}!`;
 const evilFormat = {
-  type: 'json_schema',
+  type: 'json_schema' as const,
   schema: { type: 'object', properties: { s: { type: 'string', maxLength: 100, pattern: EVIL } }, required: ['s'] },
 };
 
@@ -29,75 +31,64 @@ describe('tenant patterns in process', () => {
     await t.close();
     await mcp.close();
   });
+  const execute = (agentId: string, body: ExecuteBody) => executeAgent(t.api(key), agentId, body);
 
   it('responseFormat on execute and chat: an answer that does not match fails as invalid_output; one that does is kept', async () => {
     const agent = await t.agent(key, { model: 'builtin/echo' });
-    const bad = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-      key,
-      body: { message: JSON.stringify({ s: LONG }), responseFormat: evilFormat },
-    });
+    const bad = await execute(agent.id, { message: JSON.stringify({ s: LONG }), responseFormat: evilFormat });
     expectProblem(bad, 502, 'invalid_output');
-    const good = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-      key,
-      body: { message: JSON.stringify({ s: 'a'.repeat(40) }), responseFormat: evilFormat },
-    });
-    expect(good.status, good.text).toBe(200);
-    expect(good.body.structuredOutput).toEqual({ s: 'a'.repeat(40) });
+    const good = await execute(agent.id, { message: JSON.stringify({ s: 'a'.repeat(40) }), responseFormat: evilFormat });
+    expect(good.response.status, JSON.stringify(good.error)).toBe(200);
+    expect(good.run!.structuredOutput).toEqual({ s: 'a'.repeat(40) });
     // Each pattern of a schema is its own (the engine's compiled patterns are not mixed up).
     const twoPatterns = {
-      type: 'json_schema',
+      type: 'json_schema' as const,
       schema: {
         ...evilFormat.schema,
         properties: { ...evilFormat.schema.properties, t: { type: 'string', maxLength: 9, pattern: '^b+$' } },
       },
     };
-    const wrongT = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-      key,
-      body: { message: JSON.stringify({ s: 'aaa', t: 'aaa' }), responseFormat: twoPatterns },
-    });
+    const wrongT = await execute(agent.id, { message: JSON.stringify({ s: 'aaa', t: 'aaa' }), responseFormat: twoPatterns });
     expectProblem(wrongT, 502, 'invalid_output');
-    const rightT = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-      key,
-      body: { message: JSON.stringify({ s: 'aaa', t: 'bbb' }), responseFormat: twoPatterns },
-    });
-    expect(rightT.body.structuredOutput).toEqual({ s: 'aaa', t: 'bbb' });
-    const chat = await t.request('POST', `/api/v1/agents/${agent.id}/chat`, {
-      key,
+    const rightT = await execute(agent.id, { message: JSON.stringify({ s: 'aaa', t: 'bbb' }), responseFormat: twoPatterns });
+    expect(rightT.run!.structuredOutput).toEqual({ s: 'aaa', t: 'bbb' });
+    const chat = await t.api(key).POST('/api/v1/agents/{id}/chat', {
+      params: { path: { id: agent.id } },
       body: { message: JSON.stringify({ s: LONG }), responseFormat: evilFormat },
+      parseAs: 'text',
     });
     // chat answers as a stream: the run's end says how it failed.
-    expect(chat.status).toBe(200);
-    expect(chat.text).toContain('invalid_output');
-    expect((await t.request('GET', '/healthz')).status).toBe(200);
+    expect(chat.response.status).toBe(200);
+    expect(chat.data).toContain('invalid_output');
+    expect((await t.api().GET('/healthz')).response.status).toBe(200);
   });
 
   it('response_format on /v1/chat/completions', async () => {
     const agent = await t.agent(key, { model: 'builtin/echo', name: 'oai' });
-    const res = await t.request('POST', '/v1/chat/completions', {
-      key,
+    const res = await t.api(key).POST('/v1/chat/completions', {
       body: {
         model: `agent:${agent.id}`,
         messages: [{ role: 'user', content: JSON.stringify({ s: LONG }) }],
         response_format: { type: 'json_schema', json_schema: { name: 'x', schema: evilFormat.schema } },
       },
     });
-    expect(res.status, res.text).toBeGreaterThanOrEqual(400);
-    expect(res.status, res.text).toBeLessThan(600);
-    expect(res.text).toContain('invalid_output');
+    const text = JSON.stringify(res.error ?? res.data);
+    expect(res.response.status, text).toBeGreaterThanOrEqual(400);
+    expect(res.response.status, text).toBeLessThan(600);
+    expect(text).toContain('invalid_output');
   });
 
   it('a pattern the linear-time engine cannot run is a 400 naming the field', async () => {
     const agent = await t.agent(key, { model: 'builtin/echo' });
     const lookahead = {
-      type: 'json_schema',
+      type: 'json_schema' as const,
       schema: { type: 'object', properties: { s: { type: 'string', maxLength: 9, pattern: '^(?=a)a$' } } },
     };
-    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '{}', responseFormat: lookahead } });
+    const res = await execute(agent.id, { message: '{}', responseFormat: lookahead });
     expectProblem(res, 400, 'validation_failed');
-    expect(JSON.stringify(res.body)).toContain('body.responseFormat.schema');
-    expect(res.body.detail).toContain('linear-time engine');
-    const policy = await t.request('POST', '/api/v1/agents', {
-      key,
+    expect(JSON.stringify(res.error)).toContain('body.responseFormat.schema');
+    expect(res.error!.detail).toContain('linear-time engine');
+    const policy = await t.api(key).POST('/api/v1/agents', {
       body: {
         name: 'p',
         appId: 'app',
@@ -105,7 +96,7 @@ describe('tenant patterns in process', () => {
       },
     });
     expectProblem(policy, 400, 'validation_failed');
-    expect(policy.body.errors).toEqual([
+    expect(policy.error!.errors).toEqual([
       { path: 'body.configuration.approval.rules.0.when.0.value', message: expect.stringContaining('linear-time engine') },
     ]);
   });
@@ -115,16 +106,15 @@ describe('tenant patterns in process', () => {
       tools: [{ type: 'mcp', url: mcp.url }],
       configuration: { approval: { rules: [{ tool: 's*o*u*t', when: [{ argument: 'text', operator: 'matches', value: EVIL }] }] } },
     });
-    const call = (text: string) =>
-      t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: `/tool shout {"text":"${text}"}` } });
+    const call = (text: string) => execute(agent.id, { message: `/tool shout {"text":"${text}"}` });
     const ran = await call(LONG);
-    expect(ran.status, ran.text).toBe(200);
-    expect(ran.body.status).toBe('completed');
+    expect(ran.response.status, JSON.stringify(ran.error)).toBe(200);
+    expect(ran.run!.status).toBe('completed');
     expect(mcp.state.calls.filter((c) => c.name === 'shout').map((c) => c.args)).toEqual([{ text: LONG }]);
     const waits = await call('a'.repeat(40));
-    expect(waits.status, waits.text).toBe(200);
-    expect(waits.body.status).toBe('awaiting_approval');
-    await t.request('POST', `/api/v1/runs/${waits.body.runId}/cancel`, { key });
+    expect(waits.response.status, JSON.stringify(waits.error)).toBe(200);
+    expect(waits.run!.status).toBe('awaiting_approval');
+    await t.api(key).POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId: waits.run!.runId } } });
   });
 });
 
@@ -138,26 +128,24 @@ describe('a real server keeps answering /healthz while it checks a tenant patter
   afterAll(() => p?.close());
 
   it('during and after an execute whose answer is checked against ^(a+)+$', async () => {
-    const call = (path: string, body: unknown) =>
-      fetch(`${p.url}${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-    const agent = (await (await call('/api/v1/agents', { name: 'n', appId: 'a', systemPrompt: 's' })).json()) as { id: string };
+    const client = new Agentry({ baseUrl: p.url, apiKey: key, maxRetries: 0 });
+    const agent = await client.agents.create({ name: 'n', appId: 'a', systemPrompt: 's' });
     let done = false;
-    const answered = call(`/api/v1/agents/${agent.id}/execute`, {
-      message: JSON.stringify({ s: `${'a'.repeat(60)}!` }),
-      responseFormat: evilFormat,
-    }).finally(() => (done = true));
+    const answered = client.agents
+      .execute(agent.id, { message: JSON.stringify({ s: `${'a'.repeat(60)}!` }), responseFormat: evilFormat })
+      .catch((err: unknown) => err)
+      .finally(() => {
+        done = true;
+      });
     let probes = 0;
     while (!done || probes === 0) {
       // A blocked loop answers nothing: the probe's generous bound runs out (not a measure of speed).
-      const health = await fetch(`${p.url}/healthz`, { signal: AbortSignal.timeout(10_000) });
-      expect(health.status).toBe(200);
+      expect(await client.health.live({ signal: AbortSignal.timeout(10_000) })).toEqual({ status: 'ok' });
       probes++;
     }
-    expect((await answered).status).toBe(502);
-    expect((await fetch(`${p.url}/healthz`)).status).toBe(200);
+    const failed = await answered;
+    expect(failed).toBeInstanceOf(AgentryError);
+    expect(failed).toMatchObject({ status: 502 });
+    expect(await client.health.live()).toEqual({ status: 'ok' });
   }, 120_000);
 });
