@@ -1,7 +1,9 @@
 import { Worker } from 'node:worker_threads';
-import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import createClient, { type Client } from 'openapi-fetch';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { components, paths } from '../../packages/client/src/generated/openapi.js';
 import { dialect, expectProblem, type Replica, startApp, startReplicas, type TestApp } from '../helpers/app.js';
+import { execute, type RunAnswer } from '../helpers/execute.js';
 
 /**
  * Run admission reserves: the count of running runs and the claim of a new one are one atomic step,
@@ -17,25 +19,39 @@ const RESERVED_USD = 0.01;
 // Long enough that the admitted runs are still running while the whole burst is admitted or refused.
 const SLOW = '/delay 150\none two three four five six';
 
+/** Where runs are started: the test app, or a replica listening on a port. */
 interface Caller {
-  app: FastifyInstance;
+  api(key?: string | null): Client<paths>;
 }
 
-/** Starts a run over HTTP: execute (JSON) or stream (SSE, read to its end by inject). */
-async function startRun(on: Caller, key: string, agentId: string, kind: 'execute' | 'stream', message = SLOW) {
-  const res = await on.app.inject({
-    method: 'POST',
-    url: `/api/v1/agents/${agentId}/${kind}`,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    payload: JSON.stringify({ message }),
-  });
-  let body: any;
-  try {
-    body = JSON.parse(res.body);
-  } catch {
-    body = undefined;
+/** A replica called over HTTP by the typed client (`startReplicas` gives apps with no client of their own). */
+async function callerOf(replica: Replica): Promise<Caller> {
+  const baseUrl = await replica.app.listen({ port: 0, host: '127.0.0.1' });
+  return { api: (key) => createClient<paths>({ baseUrl, headers: key ? { authorization: `Bearer ${key}` } : {} }) };
+}
+
+/** A run asked for: execute's answer as `run`, or the stream's events read to their end; a refusal as `error`. */
+interface StartedRun {
+  kind: 'execute' | 'stream';
+  status: number;
+  response: Response;
+  error?: components['schemas']['Problem'];
+  run?: RunAnswer;
+  events?: string;
+}
+
+/** Starts a run: execute (JSON) or stream (SSE). */
+async function startRun(on: Caller, key: string, agentId: string, kind: 'execute' | 'stream', message = SLOW): Promise<StartedRun> {
+  if (kind === 'execute') {
+    const { response, error, run } = await execute(on.api(key), agentId, { message });
+    return { kind, status: response.status, response, error, run };
   }
-  return { status: res.statusCode, headers: res.headers, body, text: res.body, kind };
+  const { response, error, data } = await on.api(key).POST('/api/v1/agents/{id}/stream', {
+    params: { path: { id: agentId } },
+    body: { message },
+    parseAs: 'text',
+  });
+  return { kind, status: response.status, response, error, events: data };
 }
 
 /** Twelve runs at once, half executes and half streams, over the given instances in turn. */
@@ -51,19 +67,26 @@ function expectAdmitted(results: Awaited<ReturnType<typeof burst>>, admitted: nu
   expect(ran.length, results.map((r) => `${r.kind} ${r.status}`).join(', ')).toBe(admitted);
   for (const r of refused) {
     expectProblem(r, 429, 'concurrency_limit');
-    expect(r.headers['retry-after']).toBe('1');
+    expect(r.response.headers.get('retry-after')).toBe('1');
   }
   for (const r of ran) {
-    if (r.kind === 'execute') expect(r.body.status).toBe('completed');
-    else expect(r.text).toContain('event: done');
+    if (r.kind === 'execute') expect(r.run!.status).toBe('completed');
+    else expect(r.events).toContain('event: done');
   }
 }
 
 /** What an admitted run cost: execute's body, or the stream's `done` event. */
-function costOf(r: Awaited<ReturnType<typeof startRun>>): number {
-  if (r.kind === 'execute') return r.body.cost;
-  const done = /event: done\ndata: (.*)\n/.exec(r.text);
+function costOf(r: StartedRun): number {
+  if (r.kind === 'execute') return r.run!.cost;
+  const done = /event: done\ndata: (.*)\n/.exec(r.events!);
   return JSON.parse(done![1]).cost;
+}
+
+/** The tenant's usage this month (running runs, spend and reservations). */
+async function usage(on: Caller, key: string) {
+  const { data, error, response } = await on.api(key).GET('/api/v1/limits');
+  expect(response.status, JSON.stringify(error)).toBe(200);
+  return data!.usage;
 }
 
 /** Checks the burst admitted `admitted` runs, each of which completed, and refused the rest with 402; answers their cost. */
@@ -72,8 +95,8 @@ function expectWithinBudget(results: Awaited<ReturnType<typeof burst>>, admitted
   expect(ran.length, results.map((r) => `${r.kind} ${r.status}`).join(', ')).toBe(admitted);
   for (const r of results.filter((r) => r.status !== 200)) expectProblem(r, 402, 'budget_exceeded');
   for (const r of ran) {
-    if (r.kind === 'execute') expect(r.body.status).toBe('completed');
-    else expect(r.text).toContain('event: done');
+    if (r.kind === 'execute') expect(r.run!.status).toBe('completed');
+    else expect(r.events).toContain('event: done');
   }
   return ran.reduce((sum, r) => sum + costOf(r), 0);
 }
@@ -87,42 +110,36 @@ describe('concurrent runs', () => {
 
   it('holds maxConcurrentRuns against a burst, and again for the bursts after it', async () => {
     const { key } = await t.tenant();
-    expect((await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 2 } })).status).toBe(200);
+    expect((await t.api(key).PUT('/api/v1/limits', { body: { maxConcurrentRuns: 2 } })).response.status).toBe(200);
     const agent = await t.agent(key, { name: 'a', appId: 'x' });
     for (let round = 0; round < 3; round++) {
       expectAdmitted(await burst([t], key, agent.id), 2);
       // Every admitted run has ended: nothing is left counted.
-      expect((await t.request('GET', '/api/v1/limits', { key })).body.usage.runningRuns).toBe(0);
+      expect((await usage(t, key)).runningRuns).toBe(0);
     }
   });
 
   it('does not count a run whose conversation turned out busy', async () => {
     const { key } = await t.tenant();
-    await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 2 } });
+    await t.api(key).PUT('/api/v1/limits', { body: { maxConcurrentRuns: 2 } });
     const agent = await t.agent(key, { name: 'a', appId: 'x' });
-    const conversation = (await t.request('POST', '/api/v1/conversations', { key, body: { agentId: agent.id } })).body;
+    const conversation = (await t.api(key).POST('/api/v1/conversations', { body: { agentId: agent.id } })).data!;
     const say = (message: string, conversationId?: string) =>
-      t.app.inject({
-        method: 'POST',
-        url: `/api/v1/agents/${agent.id}/execute`,
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        payload: JSON.stringify({ message, conversationId, onActiveRun: 'reject' }),
-      });
+      execute(t.api(key), agent.id, { message, conversationId, onActiveRun: 'reject' });
     // One run answers in the conversation; then, together, another message to it and a new run.
     const first = say(SLOW, conversation.id);
-    for (let i = 0; i < 100 && (await t.request('GET', '/api/v1/limits', { key })).body.usage.runningRuns === 0; i++)
-      await new Promise((r) => setTimeout(r, 10));
+    await vi.waitFor(async () => expect((await usage(t, key)).runningRuns).not.toBe(0), { timeout: 5000, interval: 10 });
     const [busy, fresh] = await Promise.all([say('me too', conversation.id), say('hello')]);
     // Busy (409) when admitted first and taken back; 429 when the new run was admitted before it.
-    expect([409, 429], busy.body).toContain(busy.statusCode);
-    expect(fresh.statusCode, fresh.body).toBe(200);
-    expect((await first).statusCode).toBe(200);
+    expect([409, 429], JSON.stringify(busy.error)).toContain(busy.response.status);
+    expect(fresh.response.status, JSON.stringify(fresh.error)).toBe(200);
+    expect((await first).response.status).toBe(200);
   });
 
   it('does not count other tenants’ runs, and runs freely without a limit', async () => {
     const limited = await t.tenant();
     const free = await t.tenant();
-    await t.request('PUT', '/api/v1/limits', { key: limited.key, body: { maxConcurrentRuns: 1 } });
+    await t.api(limited.key).PUT('/api/v1/limits', { body: { maxConcurrentRuns: 1 } });
     const a = await t.agent(limited.key, { name: 'a', appId: 'x' });
     const b = await t.agent(free.key, { name: 'b', appId: 'x' });
     const [one, all] = await Promise.all([burst([t], limited.key, a.id, 6), burst([t], free.key, b.id, 6)]);
@@ -140,7 +157,7 @@ describe.skipIf(dialect !== 'sqlite')('admission on SQLite', () => {
 
   it('waits for another connection’s write lock instead of failing (503) when that connection commits', async () => {
     const { key } = await t.tenant();
-    await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 5 } });
+    await t.api(key).PUT('/api/v1/limits', { body: { maxConcurrentRuns: 5 } });
     const agent = await t.agent(key, { name: 'a', appId: 'x' });
     // Another connection (the CLI, a checkpoint) holds the write lock, then commits a change.
     const worker = new Worker(
@@ -157,7 +174,7 @@ describe.skipIf(dialect !== 'sqlite')('admission on SQLite', () => {
     const exited = new Promise((resolve) => worker.once('exit', resolve));
     await new Promise((resolve) => worker.once('message', resolve));
     const res = await startRun(t, key, agent.id, 'execute', 'hello');
-    expect(res.status, res.text).toBe(200);
+    expect(res.status, JSON.stringify(res.error)).toBe(200);
     await exited;
   });
 });
@@ -173,28 +190,28 @@ describe('budgets', () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { name: 'a', appId: 'x' });
     const first = await startRun(t, key, agent.id, 'execute');
-    const cost = first.body.cost as number;
+    const cost = first.run!.cost;
     expect(cost).toBeGreaterThan(0);
     // Under budget, but the run started first is counted as costing what the first one did.
-    expect((await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: cost * 1.5 } })).status).toBe(200);
+    expect((await t.api(key).PUT('/api/v1/limits', { body: { monthlyBudgetUsd: cost * 1.5 } })).response.status).toBe(200);
     const pair = await Promise.all([startRun(t, key, agent.id, 'execute'), startRun(t, key, agent.id, 'stream')]);
     expect(pair.filter((r) => r.status === 200)).toHaveLength(1);
     expectProblem(pair.find((r) => r.status !== 200)!, 402, 'budget_exceeded');
     expectProblem(await startRun(t, key, agent.id, 'execute'), 402, 'budget_exceeded');
     // With nothing running, a run is admitted while the spend is under the budget, as before.
-    expect((await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: cost * 2.5 } })).status).toBe(200);
+    expect((await t.api(key).PUT('/api/v1/limits', { body: { monthlyBudgetUsd: cost * 2.5 } })).response.status).toBe(200);
     expect((await startRun(t, key, agent.id, 'execute')).status).toBe(200);
   });
 
   it('reserves a windowless model’s estimate: one of a burst of 30 under $0.05, the overshoot that one run', async () => {
     const { key } = await t.tenant();
-    await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 0.05 } });
+    await t.api(key).PUT('/api/v1/limits', { body: { monthlyBudgetUsd: 0.05 } });
     const agent = await t.agent(key, { name: 'a', appId: 'x' });
     const results = await burst([t], key, agent.id, 30);
     // Each run reserves ten steps of ~8,200 prompt and 4,096 answer tokens at $0.10 a token: the first fills the budget.
     const cost = expectWithinBudget(results, 1);
-    expect(results.find((r) => r.status === 402)!.body.detail).toContain('reserve');
-    const after = (await t.request('GET', '/api/v1/limits', { key })).body.usage;
+    expect(results.find((r) => r.status === 402)!.error!.detail).toContain('reserve');
+    const after = await usage(t, key);
     expect(after).toMatchObject({ runningRuns: 0, reservedUsd: 0 });
     // The one run admitted costs $1.40: past the budget by that run alone, as a run that starts under it finishes.
     expect(after.spentUsd).toBeCloseTo(cost, 9);
@@ -203,8 +220,11 @@ describe('budgets', () => {
   it('does the same for an agent’s own budget', async () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { name: 'a', appId: 'x' });
-    const cost = (await startRun(t, key, agent.id, 'execute')).body.cost as number;
-    expect((await t.request('PUT', `/api/v1/agents/${agent.id}/budget`, { key, body: { monthlyBudgetUsd: cost * 1.5 } })).status).toBe(200);
+    const cost = (await startRun(t, key, agent.id, 'execute')).run!.cost;
+    const set = await t
+      .api(key)
+      .PUT('/api/v1/agents/{id}/budget', { params: { path: { id: agent.id } }, body: { monthlyBudgetUsd: cost * 1.5 } });
+    expect(set.response.status).toBe(200);
     const pair = await Promise.all([startRun(t, key, agent.id, 'stream'), startRun(t, key, agent.id, 'execute')]);
     expect(pair.filter((r) => r.status === 200)).toHaveLength(1);
     expectProblem(pair.find((r) => r.status !== 200)!, 402, 'budget_exceeded');
@@ -218,17 +238,15 @@ describe('budgets under a burst', () => {
   });
   afterAll(() => t.close());
 
-  const usage = async (key: string) => (await t.request('GET', '/api/v1/limits', { key })).body.usage;
-
   it('admits 5 of 30 parallel runs under a $0.05 budget at $0.01 reserved each, burst after burst', async () => {
     const { key } = await t.tenant();
-    expect((await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 0.05 } })).status).toBe(200);
+    expect((await t.api(key).PUT('/api/v1/limits', { body: { monthlyBudgetUsd: 0.05 } })).response.status).toBe(200);
     const agent = await t.agent(key, { name: 'a', appId: 'x', configuration: { maxSteps: 1 } });
     let spent = 0;
     for (let round = 0; round < 2; round++) {
       // $0.00014 spent per run: 0.0014 + 4 x $0.01 reserved still admits a fifth, never a sixth.
       spent += expectWithinBudget(await burst([t], key, agent.id, 30), 5);
-      const after = await usage(key);
+      const after = await usage(t, key);
       // Every reservation was settled to its run's cost: nothing is held once the runs have ended.
       expect(after).toMatchObject({ runningRuns: 0, reservedUsd: 0 });
       expect(after.spentUsd).toBeCloseTo(spent, 9);
@@ -240,8 +258,10 @@ describe('budgets under a burst', () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { name: 'a', appId: 'x', configuration: { maxSteps: 1 } });
     const other = await t.agent(key, { name: 'b', appId: 'x', configuration: { maxSteps: 1 } });
-    const set = await t.request('PUT', `/api/v1/agents/${agent.id}/budget`, { key, body: { monthlyBudgetUsd: 0.03 } });
-    expect(set.body).toMatchObject({ monthlyBudgetUsd: 0.03, spentUsd: 0, reservedUsd: 0 });
+    const set = await t
+      .api(key)
+      .PUT('/api/v1/agents/{id}/budget', { params: { path: { id: agent.id } }, body: { monthlyBudgetUsd: 0.03 } });
+    expect(set.data).toMatchObject({ monthlyBudgetUsd: 0.03, spentUsd: 0, reservedUsd: 0 });
     const [limited, free] = await Promise.all([burst([t], key, agent.id, 12), burst([t], key, other.id, 12)]);
     expectWithinBudget(limited, 3);
     // The other agent has no budget of its own, and the tenant none.
@@ -250,34 +270,39 @@ describe('budgets under a burst', () => {
 
   it('shows what running runs reserve, and releases it when they fail or are cancelled', async () => {
     const { key } = await t.tenant();
-    await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 1 } });
+    const api = t.api(key);
+    await api.PUT('/api/v1/limits', { body: { monthlyBudgetUsd: 1 } });
     const agent = await t.agent(key, { name: 'a', appId: 'x', configuration: { maxSteps: 1 } });
     const slow = [
       startRun(t, key, agent.id, 'execute', '/delay 300\none two three'),
       startRun(t, key, agent.id, 'stream', '/delay 2000\none two'),
     ];
-    let now = await usage(key);
-    for (let i = 0; i < 200 && now.runningRuns < 2; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-      now = await usage(key);
-    }
+    // The first sample that counts both runs is the one checked (the first run ends 300 ms in).
+    const now = await vi.waitFor(
+      async () => {
+        const sample = await usage(t, key);
+        expect(sample.runningRuns).toBeGreaterThanOrEqual(2);
+        return sample;
+      },
+      { timeout: 2000, interval: 10 },
+    );
     expect(now).toMatchObject({ runningRuns: 2, spentUsd: 0, reservedUsd: 2 * RESERVED_USD });
-    const budget = (await t.request('GET', `/api/v1/agents/${agent.id}/budget`, { key })).body;
+    const budget = (await api.GET('/api/v1/agents/{id}/budget', { params: { path: { id: agent.id } } })).data;
     expect(budget).toMatchObject({ spentUsd: 0, reservedUsd: 2 * RESERVED_USD });
     // The streamed one is cancelled; its reservation goes with it.
-    const runs = (await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key })).body.runs as { id: string; kind: string }[];
+    const runs = (await api.GET('/api/v1/agents/{id}/runs', { params: { path: { id: agent.id } } })).data!.runs;
     const streamed = runs.find((r) => r.kind === 'stream')!;
-    expect((await t.request('POST', `/api/v1/runs/${streamed.id}/cancel`, { key })).status).toBe(200);
+    expect((await api.POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId: streamed.id } } })).response.status).toBe(200);
     const [executed] = await Promise.all(slow);
-    expect(executed.body.status).toBe('completed');
+    expect(executed.run!.status).toBe('completed');
     // A run that fails holds nothing either once it has ended.
     // (a failed model call: 502, the run failed)
     expect((await startRun(t, key, agent.id, 'execute', '/fail on purpose')).status).toBe(502);
-    const after = await usage(key);
+    const after = await usage(t, key);
     expect(after).toMatchObject({ runningRuns: 0, reservedUsd: 0 });
-    expect(after.spentUsd).toBeCloseTo(executed.body.cost, 9);
+    expect(after.spentUsd).toBeCloseTo(executed.run!.cost, 9);
     // The run records what was reserved when it was admitted: the other slow run's $0.01, or nothing.
-    const recorded = (await t.request('GET', `/api/v1/runs/${executed.body.runId}`, { key })).body.budget.tenant;
+    const recorded = (await api.GET('/api/v1/runs/{runId}', { params: { path: { runId: executed.run!.runId } } })).data!.budget.tenant!;
     expect([0, RESERVED_USD]).toContain(recorded.reservedUsd);
   });
 });
@@ -291,10 +316,10 @@ describe('budgets and a model without a price', () => {
 
   it('reserves nothing for a run that costs nothing: a burst runs while the budget is unspent', async () => {
     const { key } = await t.tenant();
-    await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 0.05 } });
+    await t.api(key).PUT('/api/v1/limits', { body: { monthlyBudgetUsd: 0.05 } });
     const agent = await t.agent(key, { name: 'a', appId: 'x' });
     expectWithinBudget(await burst([t], key, agent.id, 12), 12);
-    expect((await t.request('GET', '/api/v1/limits', { key })).body.usage).toMatchObject({ spentUsd: 0, reservedUsd: 0 });
+    expect(await usage(t, key)).toMatchObject({ spentUsd: 0, reservedUsd: 0 });
   });
 });
 
@@ -309,21 +334,14 @@ describe.skipIf(dialect !== 'postgres')('budgets across two instances on one Pos
   });
 
   it('admits 5 of 30 parallel runs spread over both under a $0.05 budget at $0.01 reserved each', async () => {
-    const [a, b] = started!.replicas;
-    const { apiKey: key } = await a.services.tenancy.createTenant('two instances, one budget');
-    const call = (on: Caller, method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown) =>
-      on.app.inject({
-        method,
-        url,
-        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        payload: body === undefined ? undefined : JSON.stringify(body),
-      });
-    expect((await call(a, 'PUT', '/api/v1/limits', { monthlyBudgetUsd: 0.05 })).statusCode).toBe(200);
-    const agent = JSON.parse((await call(b, 'POST', '/api/v1/agents', { name: 'a', appId: 'x', configuration: { maxSteps: 1 } })).body);
+    const [a, b] = await Promise.all(started!.replicas.map(callerOf));
+    const { apiKey: key } = await started!.replicas[0].services.tenancy.createTenant('two instances, one budget');
+    expect((await a.api(key).PUT('/api/v1/limits', { body: { monthlyBudgetUsd: 0.05 } })).response.status).toBe(200);
+    const agent = (await b.api(key).POST('/api/v1/agents', { body: { name: 'a', appId: 'x', configuration: { maxSteps: 1 } } })).data!;
     let spent = 0;
     for (let round = 0; round < 2; round++) {
       spent += expectWithinBudget(await burst([a, b], key, agent.id, 30), 5);
-      const after = JSON.parse((await call(b, 'GET', '/api/v1/limits')).body).usage;
+      const after = await usage(b, key);
       expect(after).toMatchObject({ runningRuns: 0, reservedUsd: 0 });
       expect(after.spentUsd).toBeCloseTo(spent, 9);
     }
@@ -343,17 +361,10 @@ describe.skipIf(dialect !== 'postgres')('concurrent runs across two instances on
   });
 
   it('admits exactly maxConcurrentRuns of a burst spread over both, burst after burst', async () => {
-    const [a, b] = instances;
-    const { apiKey: key } = await a.services.tenancy.createTenant('two instances');
-    const call = (on: Caller, method: 'POST' | 'PUT', url: string, body: unknown) =>
-      on.app.inject({
-        method,
-        url,
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        payload: JSON.stringify(body),
-      });
-    expect((await call(a, 'PUT', '/api/v1/limits', { maxConcurrentRuns: 2 })).statusCode).toBe(200);
-    const agent = JSON.parse((await call(b, 'POST', '/api/v1/agents', { name: 'a', appId: 'x' })).body);
+    const [a, b] = await Promise.all(instances.map(callerOf));
+    const { apiKey: key } = await instances[0].services.tenancy.createTenant('two instances');
+    expect((await a.api(key).PUT('/api/v1/limits', { body: { maxConcurrentRuns: 2 } })).response.status).toBe(200);
+    const agent = (await b.api(key).POST('/api/v1/agents', { body: { name: 'a', appId: 'x' } })).data!;
     for (let round = 0; round < 2; round++) expectAdmitted(await burst([a, b], key, agent.id), 2);
   });
 });
