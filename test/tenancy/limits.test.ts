@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { RateLimiter } from '../../src/tenancy/limits.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { readSse } from '../helpers/sse.js';
 import { ASSERTION_TYPE, FORM, expectOAuthError, form, tokenRequest } from '../identity/helpers.js';
 
@@ -13,44 +14,52 @@ beforeAll(async () => {
     MODEL_PRICES: JSON.stringify({ 'builtin/echo': { input: 100_000, output: 100_000 } }),
     TOKEN_RATE_LIMIT_PER_MINUTE: '5',
   });
-  await t.listen();
 });
 afterAll(() => t.close());
+
+const listAgents = (key: string) => t.api(key).GET('/api/v1/agents');
+type ListAgents = Awaited<ReturnType<typeof listAgents>>;
+
+/** A new key of the tenant of `owner` holding agents:read. */
+async function readKey(on: TestApp, owner: string, name: string) {
+  const { data, error, response } = await on.api(owner).POST('/api/v1/api-keys', { body: { name, permissions: ['agents:read'] } });
+  expect(response.status, JSON.stringify(error)).toBe(201);
+  return data!;
+}
+
+const setKeyLimit = (owner: string, id: string, rateLimitPerMinute: number | null) =>
+  t.api(owner).PATCH('/api/v1/api-keys/{id}', { params: { path: { id } }, body: { rateLimitPerMinute } });
 
 describe('request limits', () => {
   it('limits a key per minute with 429, Retry-After and RateLimit headers', async () => {
     const { key } = await t.tenant();
-    const limited = await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'slow', permissions: ['agents:read'] } });
-    const set = await t.request('PATCH', `/api/v1/api-keys/${limited.body.apiKey.id}`, { key, body: { rateLimitPerMinute: 3 } });
-    expect(set.body.rateLimitPerMinute).toBe(3);
+    const limited = await readKey(t, key, 'slow');
+    const set = await setKeyLimit(key, limited.apiKey.id, 3);
+    expect(set.data!.rateLimitPerMinute).toBe(3);
     const statuses: number[] = [];
-    let last: Awaited<ReturnType<TestApp['request']>> | undefined;
+    let last: ListAgents | undefined;
     for (let i = 0; i < 4; i++) {
-      last = await t.request('GET', '/api/v1/agents', { key: limited.body.key });
-      statuses.push(last.status);
+      last = await listAgents(limited.key);
+      statuses.push(last.response.status);
     }
     expect(statuses).toEqual([200, 200, 200, 429]);
     expectProblem(last!, 429, 'rate_limited');
-    expect(Number(last!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    expect(last!.headers['ratelimit-limit']).toBe('3');
-    expect(last!.headers['ratelimit-remaining']).toBe('0');
+    expect(Number(last!.response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(last!.response.headers.get('ratelimit-limit')).toBe('3');
+    expect(last!.response.headers.get('ratelimit-remaining')).toBe('0');
     // Other keys of the tenant are not affected.
-    expect((await t.request('GET', '/api/v1/agents', { key })).headers['ratelimit-limit']).toBe('6000');
-    expectProblem(
-      await t.request('PATCH', `/api/v1/api-keys/${limited.body.apiKey.id}`, { key, body: { rateLimitPerMinute: 0 } }),
-      400,
-      'validation_failed',
-    );
+    expect((await listAgents(key)).response.headers.get('ratelimit-limit')).toBe('6000');
+    expectProblem(await setKeyLimit(key, limited.apiKey.id, 0), 400, 'validation_failed');
   });
 
   it('applies the tenant limit to keys without their own', async () => {
     const { key } = await t.tenant();
-    const res = await t.request('PUT', '/api/v1/limits', { key, body: { rateLimitPerMinute: 2 } });
-    expect(res.body).toMatchObject({ rateLimitPerMinute: 2, maxConcurrentRuns: null, monthlyBudgetUsd: null });
-    const other = await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'k', permissions: ['agents:read'] } });
-    expect((await t.request('GET', '/api/v1/agents', { key: other.body.key })).status).toBe(200);
-    expect((await t.request('GET', '/api/v1/agents', { key: other.body.key })).status).toBe(200);
-    expectProblem(await t.request('GET', '/api/v1/agents', { key: other.body.key }), 429, 'rate_limited');
+    const res = await t.api(key).PUT('/api/v1/limits', { body: { rateLimitPerMinute: 2 } });
+    expect(res.data).toMatchObject({ rateLimitPerMinute: 2, maxConcurrentRuns: null, monthlyBudgetUsd: null });
+    const other = await readKey(t, key, 'k');
+    expect((await listAgents(other.key)).response.status).toBe(200);
+    expect((await listAgents(other.key)).response.status).toBe(200);
+    expectProblem(await listAgents(other.key), 429, 'rate_limited');
   });
 
   it('slides: the previous minute counts in proportion to its overlap', () => {
@@ -68,14 +77,9 @@ describe('request limits through access tokens', () => {
   const basic = (id: string, key: string) => ({ authorization: `Basic ${Buffer.from(`${id}:${key}`).toString('base64')}` });
 
   async function limitedKey(owner: string, perMinute: number | null) {
-    const made = await t.request('POST', '/api/v1/api-keys', { key: owner, body: { name: 'limited', permissions: ['agents:read'] } });
-    expect(made.status).toBe(201);
-    if (perMinute !== null)
-      expect(
-        (await t.request('PATCH', `/api/v1/api-keys/${made.body.apiKey.id}`, { key: owner, body: { rateLimitPerMinute: perMinute } }))
-          .status,
-      ).toBe(200);
-    return { id: made.body.apiKey.id as string, key: made.body.key as string };
+    const made = await readKey(t, owner, 'limited');
+    if (perMinute !== null) expect((await setKeyLimit(owner, made.apiKey.id, perMinute)).response.status).toBe(200);
+    return { id: made.apiKey.id, key: made.key };
   }
 
   async function accessToken(k: { id: string; key: string }) {
@@ -89,15 +93,15 @@ describe('request limits through access tokens', () => {
     const k = await limitedKey(key, 3);
     const token = await accessToken(k);
     const statuses: number[] = [];
-    let last: Awaited<ReturnType<TestApp['request']>> | undefined;
+    let last: ListAgents | undefined;
     for (let i = 0; i < 4; i++) {
-      last = await t.request('GET', '/api/v1/agents', { key: token });
-      statuses.push(last.status);
+      last = await listAgents(token);
+      statuses.push(last.response.status);
     }
     expect(statuses).toEqual([200, 200, 200, 429]);
     expectProblem(last!, 429, 'rate_limited');
-    expect(last!.headers['ratelimit-limit']).toBe('3');
-    expect(Number(last!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(last!.response.headers.get('ratelimit-limit')).toBe('3');
+    expect(Number(last!.response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
   });
 
   it('shares one budget between the key and its tokens, and follows the tenant’s limit', async () => {
@@ -105,18 +109,17 @@ describe('request limits through access tokens', () => {
     const k = await limitedKey(key, 4);
     const token = await accessToken(k);
     const statuses = [];
-    for (const credential of [k.key, token, k.key, token, k.key, token])
-      statuses.push((await t.request('GET', '/api/v1/agents', { key: credential })).status);
+    for (const credential of [k.key, token, k.key, token, k.key, token]) statuses.push((await listAgents(credential)).response.status);
     expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
     // A key without a limit of its own: its tokens follow the tenant's limit, in the key's count.
     const free = await limitedKey(key, null);
-    expect((await t.request('PUT', '/api/v1/limits', { key, body: { rateLimitPerMinute: 2 } })).status).toBe(200);
+    expect((await t.api(key).PUT('/api/v1/limits', { body: { rateLimitPerMinute: 2 } })).response.status).toBe(200);
     const freeToken = await accessToken(free);
-    expect((await t.request('GET', '/api/v1/agents', { key: free.key })).status).toBe(200);
-    const second = await t.request('GET', '/api/v1/agents', { key: freeToken });
-    expect(second.status).toBe(200);
-    expect(second.headers['ratelimit-limit']).toBe('2');
-    expectProblem(await t.request('GET', '/api/v1/agents', { key: freeToken }), 429, 'rate_limited');
+    expect((await listAgents(free.key)).response.status).toBe(200);
+    const second = await listAgents(freeToken);
+    expect(second.response.status).toBe(200);
+    expect(second.response.headers.get('ratelimit-limit')).toBe('2');
+    expectProblem(await listAgents(freeToken), 429, 'rate_limited');
   });
 
   it('limits the token endpoint per client', async () => {
@@ -136,7 +139,7 @@ describe('request limits through access tokens', () => {
     }
     // Another client is not affected, nor are the key's API calls.
     expect((await tokenRequest(t, { grant_type: 'client_credentials' }, basic(other.id, other.key))).status).toBe(200);
-    expect((await t.request('GET', '/api/v1/agents', { key: k.key })).status).toBe(200);
+    expect((await listAgents(k.key)).response.status).toBe(200);
   });
 });
 
@@ -188,10 +191,10 @@ describe('token endpoint lockout', () => {
 
   it('failures naming an API key from many addresses lock out each failing address, never the key’s holder', async () => {
     const { key } = await t.tenant();
-    const made = await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'cc', permissions: ['agents:read'] } });
-    const keyId = made.body.apiKey.id as string;
+    const made = await readKey(t, key, 'cc');
+    const keyId = made.apiKey.id;
     const basic = (secret: string) => ({ authorization: `Basic ${Buffer.from(`${keyId}:${secret}`).toString('base64')}` });
-    const wrong = `${made.body.key.slice(0, -4)}${made.body.key.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
+    const wrong = `${made.key.slice(0, -4)}${made.key.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
     const grant = { grant_type: 'client_credentials' };
 
     // Spread over addresses, the failures pass the key's failure limit...
@@ -202,8 +205,8 @@ describe('token endpoint lockout', () => {
     expectOAuthError(await tokenFrom('198.51.100.200', grant, basic(wrong)), 401, 'invalid_client');
     expectOAuthError(await tokenFrom('198.51.100.200', grant, basic(wrong)), 429, 'slow_down');
     // The holder, who has not failed, is not affected, on any address.
-    expect((await tokenFrom('127.0.0.1', grant, basic(made.body.key))).status).toBe(200);
-    expect((await tokenFrom('192.0.2.10', grant, basic(made.body.key))).status).toBe(200);
+    expect((await tokenFrom('127.0.0.1', grant, basic(made.key))).status).toBe(200);
+    expect((await tokenFrom('192.0.2.10', grant, basic(made.key))).status).toBe(200);
   });
 });
 
@@ -224,10 +227,10 @@ describe('token endpoint lockout behind a reverse proxy (TRUST_PROXY)', () => {
 
   it('counts failures per forwarded address from a trusted proxy, and believes no one else’s X-Forwarded-For', async () => {
     const { key } = await proxied.tenant();
-    const made = await proxied.request('POST', '/api/v1/api-keys', { key, body: { name: 'cc', permissions: ['agents:read'] } });
-    const keyId = made.body.apiKey.id as string;
+    const made = await readKey(proxied, key, 'cc');
+    const keyId = made.apiKey.id;
     const basic = (secret: string) => `Basic ${Buffer.from(`${keyId}:${secret}`).toString('base64')}`;
-    const wrong = `${made.body.key.slice(0, -4)}${made.body.key.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
+    const wrong = `${made.key.slice(0, -4)}${made.key.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
     const via = async (peer: string, forwardedFor: string, secret: string) =>
       (
         await proxied.app.inject({
@@ -243,7 +246,7 @@ describe('token endpoint lockout behind a reverse proxy (TRUST_PROXY)', () => {
     for (let i = 0; i < 5; i++) forger.push(await via('10.0.0.1', '203.0.113.9', wrong));
     expect(forger).toEqual([401, 401, 401, 429, 429]);
     // The holder behind the same proxy, at another address, is not locked out.
-    expect(await via('10.0.0.1', '192.0.2.44', made.body.key)).toBe(200);
+    expect(await via('10.0.0.1', '192.0.2.44', made.key)).toBe(200);
     // A peer that is not the trusted proxy is counted by its own address whatever it forwards: with the
     // key's failures over the limit, that address gets one failure, then no more (a believed header
     // would have made each request a fresh address, each answered 401).
@@ -256,15 +259,26 @@ describe('token endpoint lockout behind a reverse proxy (TRUST_PROXY)', () => {
 describe('concurrent runs', () => {
   it('refuses a run over the tenant’s maximum with 429 concurrency_limit', async () => {
     const { key } = await t.tenant();
-    await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 1 } });
+    const api = t.api(key);
+    await api.PUT('/api/v1/limits', { body: { maxConcurrentRuns: 1 } });
     const agent = await t.agent(key, { name: 'a', appId: 'x' });
-    const stream = readSse(await t.fetch(`/api/v1/agents/${agent.id}/stream`, key, { body: { message: '/delay 100\na b c d' } }));
-    await new Promise((r) => setTimeout(r, 80));
-    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'me too' } });
+    const stream = api
+      .POST('/api/v1/agents/{id}/stream', {
+        params: { path: { id: agent.id } },
+        body: { message: '/delay 100\na b c d' },
+        parseAs: 'stream',
+      })
+      .then(({ response }) => readSse(response));
+    // The streamed run holds the one place once it is counted as running.
+    await vi.waitFor(async () => expect((await api.GET('/api/v1/limits')).data!.usage.runningRuns).toBe(1), {
+      timeout: 5000,
+      interval: 10,
+    });
+    const res = await execute(api, agent.id, { message: 'me too' });
     expectProblem(res, 429, 'concurrency_limit');
-    expect(res.headers['retry-after']).toBe('1');
+    expect(res.response.headers.get('retry-after')).toBe('1');
     await stream;
-    expect((await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'now' } })).status).toBe(200);
+    expect((await execute(api, agent.id, { message: 'now' })).response.status).toBe(200);
   });
 });
 
@@ -272,40 +286,43 @@ describe('budgets', () => {
   it('refuses runs once the tenant’s month-to-date spend reaches its budget (402)', async () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { name: 'a', appId: 'x' });
-    await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 0.5 } });
-    const first = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'a b' } });
-    expect(first.body.cost).toBeCloseTo(0.4, 9);
-    const second = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'c d' } });
-    expect(second.status).toBe(200);
-    const run = await t.request('GET', `/api/v1/runs/${second.body.runId}`, { key });
-    expect(run.body.budget.tenant.monthlyBudgetUsd).toBe(0.5);
-    expect(run.body.budget.tenant.spentUsd).toBeCloseTo(0.4, 9);
-    const third = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'e f' } });
+    const api = t.api(key);
+    await api.PUT('/api/v1/limits', { body: { monthlyBudgetUsd: 0.5 } });
+    const first = await execute(api, agent.id, { message: 'a b' });
+    expect(first.run!.cost).toBeCloseTo(0.4, 9);
+    const second = await execute(api, agent.id, { message: 'c d' });
+    expect(second.response.status).toBe(200);
+    const run = await api.GET('/api/v1/runs/{runId}', { params: { path: { runId: second.run!.runId } } });
+    expect(run.data!.budget.tenant!.monthlyBudgetUsd).toBe(0.5);
+    expect(run.data!.budget.tenant!.spentUsd).toBeCloseTo(0.4, 9);
+    const third = await execute(api, agent.id, { message: 'e f' });
     expectProblem(third, 402, 'budget_exceeded');
-    const limits = await t.request('GET', '/api/v1/limits', { key });
-    expect(limits.body.usage.spentUsd).toBeCloseTo(0.8, 9);
-    expect(limits.body.usage.month).toBe(new Date().toISOString().slice(0, 7));
+    const limits = await api.GET('/api/v1/limits');
+    expect(limits.data!.usage.spentUsd).toBeCloseTo(0.8, 9);
+    expect(limits.data!.usage.month).toBe(new Date().toISOString().slice(0, 7));
     // Raising the budget lets runs start again.
-    await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 10 } });
-    expect((await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'ok' } })).status).toBe(200);
+    await api.PUT('/api/v1/limits', { body: { monthlyBudgetUsd: 10 } });
+    expect((await execute(api, agent.id, { message: 'ok' })).response.status).toBe(200);
   });
 
   it('holds an agent to its own budget', async () => {
     const { key } = await t.tenant();
     const a = await t.agent(key, { name: 'a', appId: 'x' });
     const b = await t.agent(key, { name: 'b', appId: 'x' });
-    const set = await t.request('PUT', `/api/v1/agents/${a.id}/budget`, { key, body: { monthlyBudgetUsd: 0.1 } });
-    expect(set.body).toMatchObject({ agentId: a.id, monthlyBudgetUsd: 0.1, spentUsd: 0 });
-    expect((await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'x' } })).status).toBe(200);
-    expectProblem(await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: 'y' } }), 402, 'budget_exceeded');
-    expectProblem(await t.request('POST', `/api/v1/agents/${a.id}/stream`, { key, body: { message: 'y' } }), 402, 'budget_exceeded');
-    expect((await t.request('POST', `/api/v1/agents/${b.id}/execute`, { key, body: { message: 'y' } })).status).toBe(200);
-    expect((await t.request('GET', `/api/v1/agents/${a.id}/budget`, { key })).body.spentUsd).toBeCloseTo(0.2, 9);
+    const api = t.api(key);
+    const budgetOf = { params: { path: { id: a.id } } };
+    const set = await api.PUT('/api/v1/agents/{id}/budget', { ...budgetOf, body: { monthlyBudgetUsd: 0.1 } });
+    expect(set.data).toMatchObject({ agentId: a.id, monthlyBudgetUsd: 0.1, spentUsd: 0 });
+    expect((await execute(api, a.id, { message: 'x' })).response.status).toBe(200);
+    expectProblem(await execute(api, a.id, { message: 'y' }), 402, 'budget_exceeded');
     expectProblem(
-      await t.request('PUT', `/api/v1/agents/${a.id}/budget`, { key, body: { monthlyBudgetUsd: -1 } }),
-      400,
-      'validation_failed',
+      await api.POST('/api/v1/agents/{id}/stream', { params: { path: { id: a.id } }, body: { message: 'y' }, parseAs: 'text' }),
+      402,
+      'budget_exceeded',
     );
+    expect((await execute(api, b.id, { message: 'y' })).response.status).toBe(200);
+    expect((await api.GET('/api/v1/agents/{id}/budget', budgetOf)).data!.spentUsd).toBeCloseTo(0.2, 9);
+    expectProblem(await api.PUT('/api/v1/agents/{id}/budget', { ...budgetOf, body: { monthlyBudgetUsd: -1 } }), 400, 'validation_failed');
   });
 
   it('needs settings permissions and stays in the tenant', async () => {
@@ -313,15 +330,15 @@ describe('budgets', () => {
     const { key: otherKey } = await t.tenant();
     const a = await t.agent(key, { name: 'a', appId: 'x' });
     const reader = await t.key(key, ['agents:read', 'agents:write']);
-    expectProblem(await t.request('GET', '/api/v1/limits', { key: reader }), 403, 'forbidden');
-    expectProblem(await t.request('PUT', '/api/v1/limits', { key: reader, body: { maxConcurrentRuns: 5 } }), 403, 'forbidden');
+    expectProblem(await t.api(reader).GET('/api/v1/limits'), 403, 'forbidden');
+    expectProblem(await t.api(reader).PUT('/api/v1/limits', { body: { maxConcurrentRuns: 5 } }), 403, 'forbidden');
     expectProblem(
-      await t.request('PUT', `/api/v1/agents/${a.id}/budget`, { key: otherKey, body: { monthlyBudgetUsd: 1 } }),
+      await t.api(otherKey).PUT('/api/v1/agents/{id}/budget', { params: { path: { id: a.id } }, body: { monthlyBudgetUsd: 1 } }),
       404,
       'not_found',
     );
-    expectProblem(await t.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 0 } }), 400, 'validation_failed');
-    const audit = await t.request('GET', '/api/v1/audit-events?action=tenant.limits_updated', { key });
-    expect(audit.body.total).toBe(0);
+    expectProblem(await t.api(key).PUT('/api/v1/limits', { body: { maxConcurrentRuns: 0 } }), 400, 'validation_failed');
+    const audit = await t.api(key).GET('/api/v1/audit-events', { params: { query: { action: 'tenant.limits_updated' } } });
+    expect(audit.data!.total).toBe(0);
   });
 });
