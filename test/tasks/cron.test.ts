@@ -144,9 +144,13 @@ describe('cron firing', () => {
   afterAll(() => t.close());
 
   const tick = () => t.services.tasks.cron.tick();
-  const firesOf = async (id: string) => (await t.request('GET', `/api/v1/tasks/${id}/fires?limit=100`, { key })).body.fires.reverse();
+  const byId = (id: string) => ({ params: { path: { id } } });
+  const firesOf = async (id: string) =>
+    (await t.api(key).GET('/api/v1/tasks/{id}/fires', { params: { path: { id }, query: { limit: 100 } } })).data!.fires.reverse();
+  const getTask = async (id: string) => (await t.api(key).GET('/api/v1/tasks/{id}', byId(id))).data!;
+  const deleteTask = (id: string) => t.api(key).DELETE('/api/v1/tasks/{id}', byId(id));
   const jobsOf = (id: string) => t.db.kysely.selectFrom('task_jobs').selectAll().where('task_id', '=', id).orderBy('id').execute();
-  const scheduled = (body: Record<string, unknown> = {}) =>
+  const scheduled = (body: Partial<Parameters<typeof createTask>[2]> = {}) =>
     createTask(t, key, { agentId, type: 'scheduled', schedule: '*/30 * * * *', ...body });
 
   it('fires each cron time once, when it comes', async () => {
@@ -176,13 +180,13 @@ describe('cron firing', () => {
     const jobs = await jobsOf(task.id);
     expect(jobs).toHaveLength(1);
     expect(jobs[0]).toMatchObject({ id: recorded[0].jobId, state: 'queued', reason: 'schedule', available_at: '2026-11-20T10:30:00.400Z' });
-    const got = (await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body;
+    const got = await getTask(task.id);
     // Queued work is due now; the cron time after it is stored for the next fire.
     expect(got.nextRunAt).toBe('2026-11-20T10:30:00.400Z');
     expect(got.fires).toHaveLength(1);
     const row = await t.db.kysely.selectFrom('tasks').select('next_run_at').where('id', '=', task.id).executeTakeFirstOrThrow();
     expect(row.next_run_at).toBe('2026-11-20T11:00:00.000Z');
-    await t.request('DELETE', `/api/v1/tasks/${task.id}`, { key });
+    await deleteTask(task.id);
   });
 
   it('overlap skip (default): a fire while work is active is skipped and recorded', async () => {
@@ -193,12 +197,12 @@ describe('cron firing', () => {
     clock.set('2026-11-20T11:00:01.000Z');
     await tick();
     const recorded = await firesOf(task.id);
-    expect(recorded.map((f: { decision: string; reason: string | null }) => [f.decision, f.reason])).toEqual([
+    expect(recorded.map((f) => [f.decision, f.reason])).toEqual([
       ['fired', null],
       ['skipped', 'overlap'],
     ]);
     expect(await jobsOf(task.id)).toHaveLength(1);
-    await t.request('DELETE', `/api/v1/tasks/${task.id}`, { key });
+    await deleteTask(task.id);
   });
 
   it('overlap queue: one fire waits for the running work, later ones are skipped', async () => {
@@ -213,7 +217,7 @@ describe('cron firing', () => {
     await tick();
     clock.set('2026-11-20T11:30:01.000Z');
     await tick();
-    expect((await firesOf(task.id)).map((f: { decision: string; reason: string | null }) => [f.decision, f.reason])).toEqual([
+    expect((await firesOf(task.id)).map((f) => [f.decision, f.reason])).toEqual([
       ['fired', null],
       ['queued', null],
       ['skipped', 'already_queued'],
@@ -232,7 +236,7 @@ describe('cron firing', () => {
       .execute();
     expect(runs).toHaveLength(2);
     expect(runs[1].started_at! >= runs[0].completed_at!).toBe(true);
-    await t.request('DELETE', `/api/v1/tasks/${task.id}`, { key });
+    await deleteTask(task.id);
   });
 
   it('overlap allow: every fire queues work', async () => {
@@ -242,9 +246,9 @@ describe('cron firing', () => {
       clock.set(at);
       await tick();
     }
-    expect((await firesOf(task.id)).map((f: { decision: string }) => f.decision)).toEqual(['fired', 'fired', 'fired']);
+    expect((await firesOf(task.id)).map((f) => f.decision)).toEqual(['fired', 'fired', 'fired']);
     expect(await jobsOf(task.id)).toHaveLength(3);
-    await t.request('DELETE', `/api/v1/tasks/${task.id}`, { key });
+    await deleteTask(task.id);
   });
 
   it('misfire skip (default): late cron times are skipped, an on-time one still fires', async () => {
@@ -258,24 +262,17 @@ describe('cron firing', () => {
       expect.objectContaining({ decision: 'skipped', reason: 'misfire', missed: 4, scheduledFor: '2026-11-20T10:30:00.000Z', jobId: null }),
     ]);
     expect(await jobsOf(late.id)).toHaveLength(0);
-    expect((await t.request('GET', `/api/v1/tasks/${late.id}`, { key })).body.nextRunAt).toBe('2026-11-20T12:30:00.000Z');
+    expect((await getTask(late.id)).nextRunAt).toBe('2026-11-20T12:30:00.000Z');
     // The other was caught 30 s after 12:30: 12:30 fires, the older ones are a recorded misfire.
-    await t.request('DELETE', `/api/v1/tasks/${late.id}`, { key });
+    await deleteTask(late.id);
     clock.set('2026-11-20T12:30:30.000Z');
     await tick();
     const recorded = await firesOf(partly.id);
-    expect(
-      recorded.map((f: { decision: string; reason: string | null; missed: number; scheduledFor: string }) => [
-        f.decision,
-        f.reason,
-        f.missed,
-        f.scheduledFor,
-      ]),
-    ).toEqual([
+    expect(recorded.map((f) => [f.decision, f.reason, f.missed, f.scheduledFor])).toEqual([
       ['skipped', 'misfire', 4, '2026-11-20T10:30:00.000Z'],
       ['fired', null, 0, '2026-11-20T12:30:00.000Z'],
     ]);
-    await t.request('DELETE', `/api/v1/tasks/${partly.id}`, { key });
+    await deleteTask(partly.id);
   });
 
   it('misfire fire_once: late cron times run once', async () => {
@@ -295,7 +292,7 @@ describe('cron firing', () => {
       }),
     ]);
     expect(await jobsOf(task.id)).toHaveLength(1);
-    await t.request('DELETE', `/api/v1/tasks/${task.id}`, { key });
+    await deleteTask(task.id);
   });
 
   it('keeps firing whatever the last run’s outcome; a dispatched fire runs the agent', async () => {
@@ -305,11 +302,11 @@ describe('cron firing', () => {
     await tick();
     const job = await t.services.tasks.executor.claimNext();
     await t.services.tasks.executor.execute(job as never);
-    expect((await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body.status).toBe('failed');
+    expect((await getTask(task.id)).status).toBe('failed');
     clock.set('2026-11-20T11:00:01.000Z');
     await tick();
-    expect((await firesOf(task.id)).map((f: { decision: string }) => f.decision)).toEqual(['fired', 'fired']);
-    await t.request('DELETE', `/api/v1/tasks/${task.id}`, { key });
+    expect((await firesOf(task.id)).map((f) => f.decision)).toEqual(['fired', 'fired']);
+    await deleteTask(task.id);
   });
 
   it('fires across a daylight-saving change in the task’s time zone', async () => {
@@ -326,11 +323,11 @@ describe('cron firing', () => {
     await tick();
     clock.set('2026-03-09T06:30:05.000Z');
     await tick();
-    expect((await firesOf(task.id)).map((f: { scheduledFor: string; decision: string }) => [f.scheduledFor, f.decision])).toEqual([
+    expect((await firesOf(task.id)).map((f) => [f.scheduledFor, f.decision])).toEqual([
       ['2026-03-08T07:00:00.000Z', 'fired'],
       ['2026-03-09T06:30:00.000Z', 'fired'],
     ]);
-    await t.request('DELETE', `/api/v1/tasks/${task.id}`, { key });
+    await deleteTask(task.id);
 
     clock.set('2026-10-31T12:00:00.000Z');
     const fall = await createTask(t, key, {
@@ -346,17 +343,14 @@ describe('cron firing', () => {
       await tick();
     }
     // The repeated 01:30 (06:30 UTC, EST) does not fire a second time.
-    expect((await firesOf(fall.id)).map((f: { scheduledFor: string }) => f.scheduledFor)).toEqual([
-      '2026-11-01T05:30:00.000Z',
-      '2026-11-02T06:30:00.000Z',
-    ]);
-    await t.request('DELETE', `/api/v1/tasks/${fall.id}`, { key });
+    expect((await firesOf(fall.id)).map((f) => f.scheduledFor)).toEqual(['2026-11-01T05:30:00.000Z', '2026-11-02T06:30:00.000Z']);
+    await deleteTask(fall.id);
   });
 
   it('stops firing once deleted', async () => {
     clock.set('2026-11-20T10:05:00.000Z');
     const task = await scheduled();
-    await t.request('DELETE', `/api/v1/tasks/${task.id}`, { key });
+    await deleteTask(task.id);
     clock.set('2026-11-20T10:30:01.000Z');
     await tick();
     const recorded = await t.db.kysely.selectFrom('task_fires').select('id').where('task_id', '=', task.id).execute();
@@ -374,10 +368,10 @@ describe('cron in the background', () => {
       const clock = new ManualClock(new Date());
       t.services.tasks.useClock(clock);
       const task = await createTask(t, key, { agentId, type: 'scheduled', schedule: '* * * * *', description: 'tick' });
-      clock.set(new Date(Date.parse(task.nextRunAt) + 10));
+      clock.set(new Date(Date.parse(task.nextRunAt!) + 10));
       const done = await waitFor(
         async () => {
-          const got = (await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body;
+          const got = (await t.api(key).GET('/api/v1/tasks/{id}', { params: { path: { id: task.id } } })).data!;
           return got.status === 'completed' ? got : null;
         },
         10_000,
