@@ -3,7 +3,7 @@ import { newId } from '../../src/ids.js';
 import { ManualClock } from '../../src/scheduler/clock.js';
 import { insertJob, insertTask, newTaskRow } from '../../src/tasks/store/index.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
-import { createTask, replica, taskIn, waitFor } from './helpers.js';
+import { createTask, replica, taskIn, waitFor, workSettled } from './helpers.js';
 
 const jobsOf = (t: TestApp, id: string) =>
   t.db.kysely.selectFrom('task_jobs').selectAll().where('task_id', '=', id).orderBy('id').execute();
@@ -23,6 +23,8 @@ describe('dispatch order and retries (no background workers)', () => {
   });
   afterAll(() => t.close());
 
+  const getTask = async (id: string) => (await t.api(key).GET('/api/v1/tasks/{id}', { params: { path: { id } } })).data!;
+
   async function drainOrder() {
     const order: string[] = [];
     for (;;) {
@@ -34,7 +36,7 @@ describe('dispatch order and retries (no background workers)', () => {
   }
 
   it('takes work by priority, then earliest dueAt (none last), then oldest', async () => {
-    const make = (name: string, extra: Record<string, unknown>) =>
+    const make = (name: string, extra: Partial<Parameters<typeof createTask>[2]>) =>
       createTask(t, key, { agentId, name, ...extra }).then((x) => [name, x.id] as const);
     const made = [
       await make('low', { priority: 'low' }),
@@ -119,7 +121,7 @@ describe('dispatch order and retries (no background workers)', () => {
     await runOnce();
     let [job] = await jobsOf(t, task.id);
     expect(job).toMatchObject({ state: 'queued', attempts: 1, available_at: '2030-01-01T00:00:05.000Z', run_id: null });
-    const got = (await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body;
+    const got = await getTask(task.id);
     expect(got).toMatchObject({
       status: 'failed',
       nextRunAt: '2030-01-01T00:00:05.000Z',
@@ -135,7 +137,7 @@ describe('dispatch order and retries (no background workers)', () => {
     await runOnce();
     [job] = await jobsOf(t, task.id);
     expect(job).toMatchObject({ state: 'failed', attempts: 3 });
-    const final = (await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body;
+    const final = await getTask(task.id);
     expect(final).toMatchObject({ status: 'failed', nextRunAt: null, runCount: 3 });
   });
 
@@ -144,8 +146,8 @@ describe('dispatch order and retries (no background workers)', () => {
     const job = await t.services.tasks.executor.claimNext();
     await t.services.tasks.executor.execute(job as never);
     expect((await jobsOf(t, task.id))[0]).toMatchObject({ state: 'queued', attempts: 1 });
-    const res = await t.request('POST', `/api/v1/tasks/${task.id}/retry`, { key });
-    expect(res.status).toBe(202);
+    const res = await t.api(key).POST('/api/v1/tasks/{id}/retry', { params: { path: { id: task.id } } });
+    expect(res.response.status).toBe(202);
     await taskIn(t, key, task.id, ['failed']);
     const jobs = await jobsOf(t, task.id);
     expect(jobs[0]).toMatchObject({
@@ -158,9 +160,9 @@ describe('dispatch order and retries (no background workers)', () => {
   it('cancel drops a pending automatic retry', async () => {
     const task = await createTask(t, key, { agentId, description: '/fail nope', retryPolicy: { maxAttempts: 2, backoffSeconds: 3600 } });
     await t.services.tasks.executor.execute((await t.services.tasks.executor.claimNext()) as never);
-    const res = await t.request('POST', `/api/v1/tasks/${task.id}/cancel`, { key });
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'cancelled', nextRunAt: null });
+    const res = await t.api(key).POST('/api/v1/tasks/{id}/cancel', { params: { path: { id: task.id } } });
+    expect(res.response.status).toBe(200);
+    expect(res.data).toMatchObject({ status: 'cancelled', nextRunAt: null });
     expect((await jobsOf(t, task.id))[0].state).toBe('cancelled');
   });
 
@@ -185,7 +187,7 @@ describe('dispatch order and retries (no background workers)', () => {
     await t.services.tasks.executor.sweep();
     for (const id of [retried.id, once.id]) {
       expect((await jobsOf(t, id))[0]).toMatchObject({ state: 'queued', attempts: 0, lease_owner: null, run_id: null });
-      expect((await t.request('GET', `/api/v1/tasks/${id}`, { key })).body).toMatchObject({ status: 'pending', lastError: null });
+      expect(await getTask(id)).toMatchObject({ status: 'pending', lastError: null });
     }
     // Each then runs here, once, on its first attempt (even the task with a single one).
     for (let i = 0; i < 2; i++) {
@@ -194,7 +196,7 @@ describe('dispatch order and retries (no background workers)', () => {
       await t.services.tasks.executor.execute(job as never);
     }
     for (const id of [retried.id, once.id]) {
-      expect((await t.request('GET', `/api/v1/tasks/${id}`, { key })).body).toMatchObject({ status: 'completed', runCount: 1 });
+      expect(await getTask(id)).toMatchObject({ status: 'completed', runCount: 1 });
       expect(await jobsOf(t, id)).toMatchObject([{ state: 'done', attempts: 1 }]);
     }
   });
@@ -217,13 +219,13 @@ describe('dispatch order and retries (no background workers)', () => {
     const [queued] = await jobsOf(t, task.id);
     expect(queued).toMatchObject({ state: 'queued', attempts: 0, lease_owner: null, run_id: null });
     expect(queued.available_at > clock.now().toISOString()).toBe(true);
-    expect((await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body).toMatchObject({ status: 'pending', runCount: 0 });
+    expect(await getTask(task.id)).toMatchObject({ status: 'pending', runCount: 0 });
     expect(await t.services.tasks.executor.claimNext()).toBeNull();
     clock.advance(5_000);
     const again = await t.services.tasks.executor.claimNext();
     expect(again).toMatchObject({ id: job.id, attempts: 1 });
     await t.services.tasks.executor.execute(again!);
-    expect((await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body).toMatchObject({ status: 'completed', runCount: 1 });
+    expect(await getTask(task.id)).toMatchObject({ status: 'completed', runCount: 1 });
   });
 
   it('a run interrupted in a dead process is failed by recovery and the work retried', async () => {
@@ -252,12 +254,9 @@ describe('dispatch order and retries (no background workers)', () => {
     expect(await t.services.runs.recoverInterrupted()).toBeGreaterThanOrEqual(1);
     const [j] = await jobsOf(t, task.id);
     expect(j).toMatchObject({ state: 'queued', attempts: 1, run_id: null });
-    expect((await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body).toMatchObject({
-      status: 'failed',
-      lastError: { code: 'interrupted' },
-    });
+    expect(await getTask(task.id)).toMatchObject({ status: 'failed', lastError: { code: 'interrupted' } });
     await t.services.tasks.executor.execute((await t.services.tasks.executor.claimNext()) as never);
-    expect((await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body).toMatchObject({ status: 'completed', runCount: 2 });
+    expect(await getTask(task.id)).toMatchObject({ status: 'completed', runCount: 2 });
   });
 
   it('settles a job whose run ended while nobody was listening (the sweep)', async () => {
@@ -271,7 +270,7 @@ describe('dispatch order and retries (no background workers)', () => {
     await t.db.kysely.updateTable('tasks').set({ status: 'running' }).where('id', '=', task.id).execute();
     await t.services.tasks.executor.sweep();
     expect((await jobsOf(t, task.id))[0].state).toBe('done');
-    expect((await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body.status).toBe('completed');
+    expect((await getTask(task.id)).status).toBe('completed');
   });
 });
 
@@ -388,8 +387,8 @@ describe.skipIf(dialect !== 'postgres')('two dispatchers on one PostgreSQL datab
       a.services.tasks.dispatcher.wake();
       b.services.tasks.dispatcher.wake();
       await waitFor(async () => (await countRuns(a, ids, 'completed')) === 200, 60_000, '200 completed runs');
-      // Nothing more happens afterwards either.
-      await new Promise((r) => setTimeout(r, 300));
+      // Nothing more happens afterwards either: once every job has settled, nothing is left to run.
+      await workSettled(a, ids);
       const jobs = await expectEachOnce(a, ids);
       const byOwner = new Map<string, number>();
       for (const j of jobs) byOwner.set(j.claimed_by!, (byOwner.get(j.claimed_by!) ?? 0) + 1);
@@ -407,29 +406,22 @@ describe('work refused by the tenant’s concurrency limit', () => {
     const app = await startApp({ TASK_POLL_MS: '50' });
     try {
       const { key } = await app.tenant();
-      await app.request('PUT', '/api/v1/limits', { key, body: { maxConcurrentRuns: 1 } });
-      const agent = (await app.request('POST', '/api/v1/agents', { key, body: { name: 'busy', appId: 'x' } })).body;
-      const slow = await app.request('POST', '/api/v1/tasks', {
-        key,
-        body: { name: 'slow', description: '/delay 150\na b c d e f', agentId: agent.id },
-      });
-      const quick = await app.request('POST', '/api/v1/tasks', {
-        key,
-        body: { name: 'quick', description: 'done quickly', agentId: agent.id },
-      });
-      expect(slow.status).toBe(201);
-      expect(quick.status).toBe(201);
-      let states: string[] = [];
-      for (let i = 0; i < 200; i++) {
-        states = await Promise.all(
-          [slow.body.id, quick.body.id].map(async (id) => (await app.request('GET', `/api/v1/tasks/${id}`, { key })).body.status),
+      const api = app.api(key);
+      await api.PUT('/api/v1/limits', { body: { maxConcurrentRuns: 1 } });
+      const agent = (await api.POST('/api/v1/agents', { body: { name: 'busy', appId: 'x' } })).data!;
+      const slow = await api.POST('/api/v1/tasks', { body: { name: 'slow', description: '/delay 150\na b c d e f', agentId: agent.id } });
+      const quick = await api.POST('/api/v1/tasks', { body: { name: 'quick', description: 'done quickly', agentId: agent.id } });
+      expect(slow.response.status).toBe(201);
+      expect(quick.response.status).toBe(201);
+      const states = () =>
+        Promise.all(
+          [slow.data!.id, quick.data!.id].map(
+            async (id) => (await api.GET('/api/v1/tasks/{id}', { params: { path: { id } } })).data!.status,
+          ),
         );
-        if (states.every((s) => s === 'completed')) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      expect(states).toEqual(['completed', 'completed']);
-      const runs = await app.request('GET', `/api/v1/tasks/${quick.body.id}/runs`, { key });
-      expect(runs.body.runs).toHaveLength(1);
+      await expect.poll(states, { timeout: 10_000, interval: 50 }).toEqual(['completed', 'completed']);
+      const runs = await api.GET('/api/v1/tasks/{id}/runs', { params: { path: { id: quick.data!.id } } });
+      expect(runs.data!.runs).toHaveLength(1);
     } finally {
       await app.close();
     }
