@@ -36,6 +36,12 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
+const byId = (id: string) => ({ params: { path: { id } } });
+const getTask = async (id: string) => (await t.api(key).GET('/api/v1/tasks/{id}', byId(id))).data!;
+// The run route takes no body at all, but its generated type asks for one: {} says the same.
+const run = (id: string) => t.api(key).POST('/api/v1/tasks/{id}/run', { ...byId(id), body: {} });
+const approve = (id: string) => t.api(key).POST('/api/v1/tasks/{id}/approve', byId(id));
+
 const request = (payload: Record<string, unknown>, action = 'skill.assign') =>
   gateway.createApprovalTask({
     tenantId,
@@ -50,7 +56,7 @@ const request = (payload: Record<string, unknown>, action = 'skill.assign') =>
 describe('approval tasks', () => {
   it('creates an awaiting_approval task that lists as pending approval', async () => {
     const { taskId } = await request({ skillId: 'sk-1' });
-    const task = (await t.request('GET', `/api/v1/tasks/${taskId}`, { key })).body;
+    const task = await getTask(taskId);
     expect(task).toMatchObject({
       status: 'awaiting_approval',
       type: 'one_time',
@@ -66,19 +72,19 @@ describe('approval tasks', () => {
         decidedAt: null,
       },
     });
-    const pending = await t.request('GET', '/api/v1/tasks/pending-approval', { key });
-    expect(pending.body.tasks.map((x: { id: string }) => x.id)).toContain(taskId);
-    const audit = await t.request('GET', `/api/v1/audit-events?resourceId=${taskId}`, { key });
-    expect(audit.body.events[0]).toMatchObject({ action: 'task.approval_requested', actorType: 'agent', actorId: agentId });
+    const pending = await t.api(key).GET('/api/v1/tasks/pending-approval');
+    expect(pending.data!.tasks.map((x) => x.id)).toContain(taskId);
+    const audit = await t.api(key).GET('/api/v1/audit-events', { params: { query: { resourceId: taskId } } });
+    expect(audit.data!.events[0]).toMatchObject({ action: 'task.approval_requested', actorType: 'agent', actorId: agentId });
     // Not runnable by hand.
-    expectProblem(await t.request('POST', `/api/v1/tasks/${taskId}/run`, { key }), 409, 'task_awaiting_approval');
+    expectProblem(await run(taskId), 409, 'task_awaiting_approval');
   });
 
   it('approve performs the registered action (no agent run) and answers completed', async () => {
     const { taskId } = await request({ skillId: 'sk-2' });
-    const res = await t.request('POST', `/api/v1/tasks/${taskId}/approve`, { key });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({
+    const res = await approve(taskId);
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.data).toMatchObject({
       status: 'completed',
       approval: { decision: 'approved', decidedBy: { type: 'api_key' } },
       lastError: null,
@@ -91,15 +97,15 @@ describe('approval tasks', () => {
     });
     const runs = await t.db.kysely.selectFrom('runs').select('id').where('task_id', '=', taskId).execute();
     expect(runs).toHaveLength(0);
-    expectProblem(await t.request('POST', `/api/v1/tasks/${taskId}/approve`, { key }), 409, 'task_not_awaiting_approval');
-    expectProblem(await t.request('POST', `/api/v1/tasks/${taskId}/run`, { key }), 409, 'task_not_runnable');
+    expectProblem(await approve(taskId), 409, 'task_not_awaiting_approval');
+    expectProblem(await run(taskId), 409, 'task_not_runnable');
   });
 
   it('reject cancels and tells the rejection handler; the action is not performed', async () => {
     const before = performed.length;
     const { taskId } = await request({ skillId: 'sk-3' });
-    const res = await t.request('POST', `/api/v1/tasks/${taskId}/reject`, { key });
-    expect(res.body).toMatchObject({ status: 'cancelled', approval: { decision: 'rejected' } });
+    const res = await t.api(key).POST('/api/v1/tasks/{id}/reject', byId(taskId));
+    expect(res.data).toMatchObject({ status: 'cancelled', approval: { decision: 'rejected' } });
     expect(rejected).toContain(taskId);
     expect(performed).toHaveLength(before);
   });
@@ -107,20 +113,20 @@ describe('approval tasks', () => {
   it('a failing action leaves the task failed; retry performs it again', async () => {
     const { taskId } = await request({ skillId: 'sk-4' });
     failNext = true;
-    const res = await t.request('POST', `/api/v1/tasks/${taskId}/approve`, { key });
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'failed', lastError: { code: 'action_failed', message: 'the skill store is unreachable' } });
-    const retried = await t.request('POST', `/api/v1/tasks/${taskId}/retry`, { key });
-    expect(retried.status, retried.text).toBe(202);
-    expect(retried.body).toMatchObject({ runId: null, status: 'completed', taskId });
+    const res = await approve(taskId);
+    expect(res.response.status).toBe(200);
+    expect(res.data).toMatchObject({ status: 'failed', lastError: { code: 'action_failed', message: 'the skill store is unreachable' } });
+    const retried = await t.api(key).POST('/api/v1/tasks/{id}/retry', byId(taskId));
+    expect(retried.response.status, JSON.stringify(retried.error)).toBe(202);
+    expect(retried.data).toMatchObject({ runId: null, status: 'completed', taskId });
     expect(performed.at(-1)?.taskId).toBe(taskId);
-    expect((await t.request('GET', `/api/v1/tasks/${taskId}`, { key })).body.status).toBe('completed');
+    expect((await getTask(taskId)).status).toBe('completed');
   });
 
   it('an action nobody can perform is refused and the task keeps waiting', async () => {
     const { taskId } = await request({ x: 1 }, 'connector.unknown');
-    expectProblem(await t.request('POST', `/api/v1/tasks/${taskId}/approve`, { key }), 409, 'approval_action_unavailable');
-    expect((await t.request('GET', `/api/v1/tasks/${taskId}`, { key })).body.status).toBe('awaiting_approval');
+    expectProblem(await approve(taskId), 409, 'approval_action_unavailable');
+    expect((await getTask(taskId)).status).toBe('awaiting_approval');
   });
 
   it('refuses an agent of another tenant', async () => {
