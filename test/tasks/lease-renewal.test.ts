@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { renewJobLeases } from '../../src/tasks/store/jobs.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { createTask } from './helpers.js';
@@ -60,17 +60,20 @@ describe.skipIf(dialect !== 'postgres')('task lease renewal on PostgreSQL', () =
 
       const until = new Date(Date.now() + 60_000).toISOString();
       const renewal = renewJobLeases(t.db.kysely, 'postgres', { owner, jobIds: [jobs[0].id, jobs[1].id], until });
-      const waitedForTheLock = async () => {
-        for (let i = 0; i < 200; i++) {
-          const waiting = await observer.query(
-            `select count(*)::int as n from pg_stat_activity
-              where datname = current_database() and wait_event_type = 'Lock' and query like 'update "task_jobs" set "lease_expires_at"%'`,
-          );
-          if (waiting.rows[0].n > 0) return 'waited for the lock';
-          await new Promise((r) => setTimeout(r, 25));
-        }
-        return 'never waited';
-      };
+      const waitedForTheLock = () =>
+        vi
+          .waitFor(
+            async () => {
+              const waiting = await observer.query(
+                `select count(*)::int as n from pg_stat_activity
+                  where datname = current_database() and wait_event_type = 'Lock' and query like 'update "task_jobs" set "lease_expires_at"%'`,
+              );
+              if (waiting.rows[0].n === 0) throw new Error('no renewal waits for a lock yet');
+              return 'waited for the lock';
+            },
+            { timeout: 5000, interval: 25 },
+          )
+          .catch(() => 'never waited');
       expect(await Promise.race([renewal.then(() => 'renewed'), waitedForTheLock()])).toBe('renewed');
       await holder.query('rollback');
 
