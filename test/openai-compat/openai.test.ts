@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 
 let t: TestApp;
@@ -14,6 +14,11 @@ afterAll(() => t?.close());
 
 /** The official client against this server; no retries, so each refusal is seen as it is. */
 const client = (apiKey: string) => new OpenAI({ baseURL, apiKey, maxRetries: 0 });
+
+const pause = (key: string, id: string) => t.api(key).POST('/api/v1/agents/{id}/pause', { params: { path: { id } } });
+const messagesOf = async (key: string, id: string) =>
+  (await t.api(key).GET('/api/v1/conversations/{id}/messages', { params: { path: { id } } })).data!.messages;
+const runsOf = async (key: string, id: string) => (await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id } } })).data!;
 
 async function caught(promise: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
   try {
@@ -30,7 +35,7 @@ describe('GET /v1/models', () => {
     const { key } = await t.tenant();
     const support = await t.agent(key, { name: 'support-bot', appId: 'support', model: 'builtin/echo', description: 'answers tickets' });
     const paused = await t.agent(key, { name: 'paused-bot', model: 'builtin/echo' });
-    expect((await t.request('POST', `/api/v1/agents/${paused.id}/pause`, { key })).status).toBe(200);
+    expect((await pause(key, paused.id)).response.status).toBe(200);
     await t.agent((await t.tenant()).key, { name: 'other-tenant' });
 
     const models = [];
@@ -54,7 +59,7 @@ describe('GET /v1/models/{model}', () => {
     const { key } = await t.tenant();
     const support = await t.agent(key, { name: 'support-bot', appId: 'support', model: 'builtin/echo', description: 'answers tickets' });
     const paused = await t.agent(key, { name: 'paused-bot', model: 'builtin/echo' });
-    expect((await t.request('POST', `/api/v1/agents/${paused.id}/pause`, { key })).status).toBe(200);
+    expect((await pause(key, paused.id)).response.status).toBe(200);
     const other = await t.agent((await t.tenant()).key, { model: 'builtin/echo' });
 
     const model = await client(key).models.retrieve(`agent:${support.id}`);
@@ -94,7 +99,8 @@ describe('every /v1 error in OpenAI’s shape', () => {
     expect(wrongMethod.headers?.get('allow')).toBe('GET');
     expect(wrongMethod.error).toMatchObject({ message: 'POST is not allowed on /v1/models; use GET', code: 'method_not_allowed' });
     // Before authentication too: a client with a bad key learns the path is wrong, in the same shape.
-    const raw = await t.request('GET', '/v1/nope', { key: null });
+    // Raw: a route no client knows.
+    const raw = await t.raw('GET', '/v1/nope', { key: null });
     expect(raw.status).toBe(404);
     expect(raw.headers['content-type']).toMatch(/^application\/json/);
     expect(raw.body).toEqual({
@@ -118,7 +124,7 @@ describe('every /v1 error in OpenAI’s shape', () => {
       code: 'validation_failed',
       param: 'messages',
     });
-    const notJson = await t.request('POST', '/v1/chat/completions', {
+    const notJson = await t.raw('POST', '/v1/chat/completions', {
       key,
       headers: { 'content-type': 'application/json' },
       payload: '{"model":',
@@ -179,8 +185,8 @@ describe('POST /v1/chat/completions', () => {
       tokenUsage: { inputTokens: data.usage!.prompt_tokens, outputTokens: 3 },
     });
     expect(run!.cost).toBeCloseTo((data.usage!.total_tokens * 10_000) / 1_000_000, 10);
-    const messages = await t.request('GET', `/api/v1/conversations/${run!.conversationId}/messages`, { key });
-    expect(messages.body.messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([
+    const messages = await messagesOf(key, run!.conversationId!);
+    expect(messages.map((m) => [m.role, m.content])).toEqual([
       ['user', 'echo these words'],
       ['assistant', 'echo these words'],
     ]);
@@ -221,15 +227,8 @@ describe('POST /v1/chat/completions', () => {
       .create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'third' }], metadata: { conversation_id: conversationId } })
       .withResponse();
     expect(byMetadata.response.headers.get('x-agentry-conversation-id')).toBe(conversationId);
-    const messages = await t.request('GET', `/api/v1/conversations/${conversationId}/messages`, { key });
-    expect(messages.body.messages.map((m: { content: string }) => m.content)).toEqual([
-      'first',
-      'first',
-      'second',
-      'second',
-      'third',
-      'third',
-    ]);
+    const messages = await messagesOf(key, conversationId);
+    expect(messages.map((m) => m.content)).toEqual(['first', 'first', 'second', 'second', 'third', 'third']);
 
     const mismatch = await caught(
       openai.chat.completions.create(
@@ -329,7 +328,7 @@ describe('errors in OpenAI’s shape', () => {
   it('paused agent: 400 agent_paused (no client retries it), not to be retried', async () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { model: 'builtin/echo' });
-    await t.request('POST', `/api/v1/agents/${agent.id}/pause`, { key });
+    await pause(key, agent.id);
     const err = await caught(
       client(key).chat.completions.create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'hi' }] }),
     );
@@ -349,7 +348,7 @@ describe('errors in OpenAI’s shape', () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { model: 'builtin/echo' });
     const limited = await t.key(key, ['agents:read', 'agents:write']);
-    expect((await t.request('PUT', '/api/v1/limits', { key, body: { rateLimitPerMinute: 1 } })).status).toBe(200);
+    expect((await t.api(key).PUT('/api/v1/limits', { body: { rateLimitPerMinute: 1 } })).response.status).toBe(200);
     await client(limited).chat.completions.create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'hi' }] });
     const err = await caught(
       client(limited).chat.completions.create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'hi' }] }),
@@ -362,7 +361,7 @@ describe('errors in OpenAI’s shape', () => {
   it('spent budget: 429 insufficient_quota, not to be retried', async () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { model: 'builtin/echo' });
-    expect((await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 0 } })).status).toBe(200);
+    expect((await t.api(key).PUT('/api/v1/limits', { body: { monthlyBudgetUsd: 0 } })).response.status).toBe(200);
     const err = await caught(
       client(key).chat.completions.create({ model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'hi' }] }),
     );
@@ -414,8 +413,7 @@ describe('errors in OpenAI’s shape', () => {
       expect(err.error, param).toMatchObject({ type: 'invalid_request_error', param });
     }
     // Nothing ran.
-    const runs = await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key });
-    expect(runs.body.total).toBe(0);
+    expect((await runsOf(key, agent.id)).total).toBe(0);
   });
 
   describe('response_format', () => {
@@ -438,8 +436,8 @@ describe('errors in OpenAI’s shape', () => {
       });
       expect(JSON.parse(completion.choices[0].message.content ?? '')).toEqual({ answer: 42 });
       expect(completion.choices[0].message.content).toBe('{"answer":42}');
-      const run = await t.request('GET', `/api/v1/runs/${completion.id.slice('chatcmpl-'.length)}`, { key });
-      expect(run.body.structuredOutput).toEqual({ answer: 42 });
+      const run = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: completion.id.slice('chatcmpl-'.length) } } });
+      expect(run.data!.structuredOutput).toEqual({ answer: 42 });
     });
 
     it('json_object: any JSON object is accepted; text that is not one fails with invalid_output', async () => {
@@ -526,8 +524,7 @@ describe('errors in OpenAI’s shape', () => {
       expect(err, param).toBeInstanceOf(OpenAI.BadRequestError);
       expect(err.error, param).toMatchObject({ type: 'invalid_request_error', param });
     }
-    const runs = await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key });
-    expect(runs.body.total).toBe(0);
+    expect((await runsOf(key, agent.id)).total).toBe(0);
     // 100,000 exactly is taken.
     const ok = await client(key).chat.completions.create({ model, messages: [{ role: 'user', content: 'y'.repeat(100_000) }] });
     expect(ok.choices[0].message.content).toContain('yyyy');
@@ -568,26 +565,27 @@ describe('errors in OpenAI’s shape', () => {
         messages: [{ role: 'user', content: '/delay 200\none two three four five' }],
       }),
     );
-    let runId: string | undefined;
-    for (let i = 0; i < 100 && !runId; i++) {
-      const runs = await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key });
-      runId = runs.body.runs?.[0]?.id;
-      if (!runId) await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    expect(runId).toBeDefined();
-    expect((await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key })).status).toBe(200);
+    const runId = await vi.waitFor(
+      async () => {
+        const id = (await runsOf(key, agent.id)).runs[0]?.id;
+        if (!id) throw new Error('no run yet');
+        return id;
+      },
+      { timeout: 5000, interval: 20 },
+    );
+    const cancelled = await t.api(key).POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId } } });
+    expect(cancelled.response.status).toBe(200);
     const err = await pending;
     expect(err.status).toBe(400);
     expect(err.error).toMatchObject({ code: 'run_cancelled' });
     expect(err.headers?.get('x-should-retry')).toBe('false');
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const runs = await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key });
-    expect(runs.body.total).toBe(1);
+    // The client retries inside the call it answered: with its answer given, no retry is left to come.
+    expect((await runsOf(key, agent.id)).total).toBe(1);
   });
 
   it('keeps problem details on the rest of the API', async () => {
-    const res = await t.request('GET', '/api/v1/agents', { key: 'nope' });
-    expect(res.status).toBe(401);
-    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    const res = await t.api('nope').GET('/api/v1/agents');
+    expect(res.response.status).toBe(401);
+    expect(res.response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
   });
 });
