@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Approval, endedRun, shoutWaits } from '../approvals/helpers.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
@@ -34,14 +34,21 @@ async function setup(app: TestApp) {
 }
 
 /** The agent's first pending approval, once its run waits (polled). */
-async function waitingApproval(app: TestApp, key: string, agentId: string): Promise<Approval> {
-  for (let i = 0; i < 300; i++) {
-    const res = await app.request<{ approvals: Approval[] }>('GET', `/api/v1/approvals?kind=tool_call&agentId=${agentId}`, { key });
-    if (res.body.approvals[0]) return res.body.approvals[0];
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('no approval appeared');
+function waitingApproval(app: TestApp, key: string, agentId: string): Promise<Approval> {
+  return vi.waitFor(
+    async () => {
+      const { data } = await app.api(key).GET('/api/v1/approvals', { params: { query: { kind: 'tool_call', agentId } } });
+      const approval = data?.approvals[0];
+      if (!approval) throw new Error('no approval appeared');
+      return approval;
+    },
+    { timeout: 15_000, interval: 50 },
+  );
 }
+
+// The approve route takes no body at all, but its generated type asks for one: {} says the same.
+const approve = (app: TestApp, key: string, id: string) =>
+  app.api(key).POST('/api/v1/approvals/{id}/approve', { params: { path: { id } }, body: {} });
 
 const shout = (text: string) => [{ role: 'user' as const, content: `/tool shout {"text":"${text}"}` }];
 
@@ -50,7 +57,7 @@ describe('a chat completion whose tool call waits for a person', () => {
     const { key, agent, client, model } = await setup(t);
     const answer = client.chat.completions.create({ model, messages: shout('approved') });
     const approval = await waitingApproval(t, key, agent.id);
-    expect((await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key })).status).toBe(200);
+    expect((await approve(t, key, approval.id)).response.status).toBe(200);
     const completion = await answer;
     expect(completion.choices[0]).toMatchObject({ finish_reason: 'stop', message: { role: 'assistant' } });
     expect(completion.choices[0].message.content).toContain('APPROVED');
@@ -70,7 +77,7 @@ describe('a chat completion whose tool call waits for a person', () => {
       return { text, finish };
     })();
     const approval = await waitingApproval(t, key, agent.id);
-    await t.request('POST', `/api/v1/approvals/${approval.id}/reject`, { key, body: { reason: 'too loud' } });
+    await t.api(key).POST('/api/v1/approvals/{id}/reject', { params: { path: { id: approval.id } }, body: { reason: 'too loud' } });
     const { text, finish } = await reading;
     expect(finish).toBe('stop');
     expect(text).toContain('too loud');
@@ -89,10 +96,10 @@ describe('a chat completion whose tool call waits for a person', () => {
     expect(error!.headers?.get('x-should-retry')).toBe('false');
     const approval = await waitingApproval(impatient, key, agent.id);
     expect(error!.message).toContain(approval.toolCall!.runId);
-    const run = await impatient.request('GET', `/api/v1/runs/${approval.toolCall!.runId}`, { key });
-    expect(run.body.status).toBe('awaiting_approval');
+    const run = await impatient.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: approval.toolCall!.runId } } });
+    expect(run.data!.status).toBe('awaiting_approval');
     // Decided later, the run still ends, read through the API.
-    await impatient.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key });
+    await approve(impatient, key, approval.id);
     expect((await endedRun(impatient, key, approval.toolCall!.runId)).output).toContain('LATER');
   });
 
@@ -110,6 +117,6 @@ describe('a chat completion whose tool call waits for a person', () => {
     expect(error!.message).toContain('still waits for a person');
     expect(JSON.stringify(error!.error)).toContain('run_awaiting_approval');
     const approval = await waitingApproval(impatient, key, agent.id);
-    await impatient.request('POST', `/api/v1/runs/${approval.toolCall!.runId}/cancel`, { key });
+    await impatient.api(key).POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId: approval.toolCall!.runId } } });
   });
 });

@@ -2,7 +2,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ChatOpenAI } from '@langchain/openai';
 import { generateText } from 'ai';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 
 /**
@@ -55,9 +55,9 @@ async function failure(promise: Promise<unknown>): Promise<Error & { status?: nu
   throw new Error('expected the client to throw');
 }
 
-async function runsOf(key: string, agentId: string): Promise<{ id: string; status: string }[]> {
-  const res = await t.request('GET', `/api/v1/agents/${agentId}/runs`, { key });
-  return res.status === 404 ? [] : res.body.runs;
+async function runsOf(key: string, agentId: string) {
+  const { data, response } = await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agentId } } });
+  return response.status === 404 ? [] : data!.runs;
 }
 
 describe.each(Object.keys(clients))('%s', (name) => {
@@ -81,12 +81,15 @@ describe.each(Object.keys(clients))('%s', (name) => {
     const agent = await t.agent(key, { model: 'builtin/echo' });
     const counter = counting();
     const pending = failure(call(key, `agent:${agent.id}`, '/delay 200\none two three four five', counter.fetch));
-    let runId: string | undefined;
-    for (let i = 0; i < 200 && !runId; i++) {
-      runId = (await runsOf(key, agent.id))[0]?.id;
-      if (!runId) await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    expect((await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key })).status).toBe(200);
+    const runId = await vi.waitFor(
+      async () => {
+        const id = (await runsOf(key, agent.id))[0]?.id;
+        if (!id) throw new Error('no run yet');
+        return id;
+      },
+      { timeout: 5000, interval: 20 },
+    );
+    expect((await t.api(key).POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId } } })).response.status).toBe(200);
     const err = await pending;
     expect(err.message).toContain(`the run was cancelled (run ${runId})`);
     expect(err.status ?? err.statusCode).toBe(400);
@@ -99,7 +102,7 @@ describe.each(Object.keys(clients))('%s', (name) => {
   it('a paused agent: one request, no run, an error saying the agent is paused', async () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { model: 'builtin/echo' });
-    expect((await t.request('POST', `/api/v1/agents/${agent.id}/pause`, { key })).status).toBe(200);
+    expect((await t.api(key).POST('/api/v1/agents/{id}/pause', { params: { path: { id: agent.id } } })).response.status).toBe(200);
     const counter = counting();
     const err = await failure(call(key, `agent:${agent.id}`, 'hello', counter.fetch));
     expect(err.message).toContain('the agent is paused');
