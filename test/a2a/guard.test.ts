@@ -1,7 +1,9 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type TestApp, startApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
+import { firstToolResult } from './helpers.js';
 
 /**
  * The A2A tool against hostile remote cards: every request (card, transport of either binding) goes
@@ -144,10 +146,13 @@ async function callTool(tool: Record<string, unknown>) {
     model: 'builtin/echo',
     tools: [{ type: 'a2a', name: 'r', cardUrl: `${cards.url}/card.json`, ...tool }],
   });
-  const res = await t.request('POST', `/api/v1/agents/${caller.id}/execute`, { key, body: { message: '/tool a2a_r {"message":"hi"}' } });
-  expect(res.status, res.text).toBe(200);
-  return res.body.toolCalls[0].result;
+  const res = await execute(t.api(key), caller.id, { message: '/tool a2a_r {"message":"hi"}' });
+  expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+  return firstToolResult(res.run);
 }
+
+/** Waits until the hanging remote agent has been called with `method`. */
+const calledWith = (method: string) => vi.waitFor(() => expect(hangingMethods).toContain(method), { timeout: 5000, interval: 20 });
 
 describe('a remote card naming a transport URL the guard does not allow', () => {
   it('HTTP+JSON (0.3 preferredTransport): refused by the guard, the other port gets nothing', async () => {
@@ -198,27 +203,27 @@ describe('a sealed credential belongs to its card URL’s origin', () => {
     const sealed = sealedOf(a);
     expect(sealed).toMatch(/^v1\./);
     const b = await t.agent(key, { model: 'builtin/echo' });
-    const moved = await t.request('POST', `/api/v1/agents/${b.id}`, {
-      key,
+    const api = t.api(key);
+    const moved = await api.POST('/api/v1/agents/{id}', {
+      params: { path: { id: b.id } },
       body: { tools: [{ type: 'a2a', name: 'r', cardUrl: 'https://attacker.example/card.json', credential: sealed }] },
     });
-    expect(moved.status, moved.text).toBe(400);
-    expect(JSON.stringify(moved.body)).toContain('tools.0.credential');
-    const created = await t.request('POST', '/api/v1/agents', {
-      key,
+    expect(moved.response.status, JSON.stringify(moved.error)).toBe(400);
+    expect(JSON.stringify(moved.error)).toContain('tools.0.credential');
+    const created = await api.POST('/api/v1/agents', {
       body: {
         name: 'c',
         appId: 'app',
         tools: [{ type: 'a2a', name: 'r', cardUrl: 'https://attacker.example/card.json', credential: sealed }],
       },
     });
-    expect(created.status, created.text).toBe(400);
+    expect(created.response.status, JSON.stringify(created.error)).toBe(400);
     // The same origin, another path: still its own.
-    const samePlace = await t.request('POST', `/api/v1/agents/${b.id}`, {
-      key,
+    const samePlace = await api.POST('/api/v1/agents/{id}', {
+      params: { path: { id: b.id } },
       body: { tools: [{ type: 'a2a', name: 'r', cardUrl: `${cards.url}/other-card.json`, credential: sealed }] },
     });
-    expect(samePlace.status, samePlace.text).toBe(200);
+    expect(samePlace.response.status, JSON.stringify(samePlace.error)).toBe(200);
   });
 
   it('a sealed value of another origin found at rest is not opened for this card: the tool says so, nothing is sent', async () => {
@@ -235,8 +240,8 @@ describe('a sealed credential belongs to its card URL’s origin', () => {
       .where('id', '=', caller.id)
       .execute();
     cards.seen.length = 0;
-    const res = await t.request('POST', `/api/v1/agents/${caller.id}/execute`, { key, body: { message: '/tool a2a_r {"message":"hi"}' } });
-    const error = res.body.toolCalls[0].result.error;
+    const res = await execute(t.api(key), caller.id, { message: '/tool a2a_r {"message":"hi"}' });
+    const error = firstToolResult(res.run).error!;
     expect(error.code).toBe('credential_unusable');
     expect(error.message).toContain('does not belong to this card URL');
     expect(cards.seen).toHaveLength(0);
@@ -261,8 +266,8 @@ describe('the credential goes only to the card URL’s origin', () => {
       model: 'builtin/echo',
       tools: [{ type: 'a2a', name: 'r', cardUrl: 'http://agents.example.com/card.json', credential: 'tok' }],
     });
-    const res = await t.request('POST', `/api/v1/agents/${caller.id}/execute`, { key, body: { message: '/tool a2a_r {"message":"hi"}' } });
-    const error = res.body.toolCalls[0].result.error;
+    const res = await execute(t.api(key), caller.id, { message: '/tool a2a_r {"message":"hi"}' });
+    const error = firstToolResult(res.run).error!;
     expect(error.code).toBe('credential_refused');
     expect(error.message).toContain('https');
   });
@@ -273,8 +278,8 @@ describe('sizes', () => {
     cardBody = card03(`${rpc.url}/stream`, 'JSONRPC');
     const result = await callTool({});
     expect(result.error, JSON.stringify(result.error)).toBeUndefined();
-    expect(result.output.length).toBeLessThan(4 * 1024 * 1024 + 200);
-    expect(result.output.length).toBeGreaterThan(4 * 1024 * 1024 - 1);
+    expect(result.output!.length).toBeLessThan(4 * 1024 * 1024 + 200);
+    expect(result.output!.length).toBeGreaterThan(4 * 1024 * 1024 - 1);
     expect(result.output).toMatch(/\[truncated[^\]]*4 MiB\]$/);
   });
 
@@ -282,8 +287,8 @@ describe('sizes', () => {
     cardBody = card03(`${rpc.url}/stream`, 'JSONRPC').replace('"a remote agent"', JSON.stringify('d'.repeat(1024 * 1024 + 10)));
     const result = await callTool({});
     expect(result.error?.code).toBe('remote_agent_unreachable');
-    expect(result.error.message).toContain('1 MiB');
-    expect(result.error.message.length).toBeLessThan(1200);
+    expect(result.error!.message).toContain('1 MiB');
+    expect(result.error!.message.length).toBeLessThan(1200);
   });
 });
 
@@ -321,18 +326,18 @@ describe('the remote task and the calling run', () => {
       model: 'builtin/echo',
       tools: [{ type: 'a2a', name: 'r', cardUrl: `${cards.url}/card.json` }],
     });
+    // Over a real connection, held open while the run waits and dropped after it is cancelled.
     const res = await t.fetch(`/api/v1/agents/${caller.id}/stream`, key, { body: { message: '/tool a2a_r {"message":"hi"}' } });
-    for (let i = 0; i < 200 && !hangingMethods.includes('message/stream'); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(hangingMethods).toContain('message/stream');
+    await calledWith('message/stream');
     // The task event has reached the tool by now.
     await new Promise((r) => setTimeout(r, 200));
-    const runs = await t.request('GET', `/api/v1/agents/${caller.id}/runs`, { key });
-    const runId = runs.body.runs.find((r: { status: string }) => r.status === 'running')?.id;
-    const cancelled = await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key });
-    expect(cancelled.body.status).toBe('cancelled');
+    const api = t.api(key);
+    const runs = await api.GET('/api/v1/agents/{id}/runs', { params: { path: { id: caller.id } } });
+    const runId = runs.data!.runs.find((r) => r.status === 'running')!.id;
+    const cancelled = await api.POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId } } });
+    expect(cancelled.data!.status).toBe('cancelled');
     await res.body?.cancel().catch(() => {});
-    for (let i = 0; i < 150 && !hangingMethods.includes('tasks/cancel'); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(hangingMethods).toContain('tasks/cancel');
+    await calledWith('tasks/cancel');
   });
 });
 
@@ -343,7 +348,7 @@ describe('a stream that ends before the remote task does', () => {
       hangingMethods.length = 0;
       const result = await callTool({});
       expect(result.error, JSON.stringify(result)).toBeDefined();
-      for (let i = 0; i < 150 && !hangingMethods.includes('tasks/cancel'); i++) await new Promise((r) => setTimeout(r, 20));
+      await calledWith('tasks/cancel');
       expect(hangingMethods).toEqual(['message/stream', 'tasks/cancel']);
     });
 });

@@ -16,8 +16,8 @@ describe('message/send text size', () => {
   it('refuses parts whose joined text passes 100,000 characters (-32602 naming the limit); 100,000 passes', async () => {
     const agent = await t.agent(key, { model: 'builtin/echo' });
     const send = (parts: string[]) =>
-      t.request('POST', `/a2a/${tenantId}/agents/${agent.id}`, {
-        key,
+      t.api(key).POST('/a2a/{tenantId}/agents/{agentId}', {
+        params: { path: { tenantId, agentId: agent.id } },
         body: {
           jsonrpc: '2.0',
           id: 1,
@@ -26,11 +26,11 @@ describe('message/send text size', () => {
         },
       });
     const tooLong = await send(['a'.repeat(60_000), 'b'.repeat(60_000)]);
-    expect(tooLong.status).toBe(200);
-    expect(tooLong.body.error?.code, tooLong.text.slice(0, 300)).toBe(-32602);
-    expect(tooLong.body.error.message).toContain('100000');
+    expect(tooLong.response.status).toBe(200);
+    expect(tooLong.data!.error?.code, JSON.stringify(tooLong.data).slice(0, 300)).toBe(-32602);
+    expect(tooLong.data!.error!.message).toContain('100000');
     // Two parts are joined by a newline: 49,999 + 1 + 50,000 is exactly the limit.
     const fits = await send(['a'.repeat(49_999), 'b'.repeat(50_000)]);
-    expect(fits.body.error, fits.text.slice(0, 300)).toBeUndefined();
+    expect(fits.data!.error, JSON.stringify(fits.data).slice(0, 300)).toBeUndefined();
   });
 });
