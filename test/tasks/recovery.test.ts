@@ -1,3 +1,4 @@
+import { Agentry } from '@agentry/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
 import { cli, startServer, type ServerProcess } from '../helpers/process.js';
@@ -21,14 +22,8 @@ afterAll(async () => {
   await database.drop();
 });
 
-async function api(server: ServerProcess, key: string, path: string, body?: unknown) {
-  const res = await fetch(`${server.url}${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+/** The SDK, on `server`, with `key`. */
+const clientOf = (server: ServerProcess, key: string) => new Agentry({ baseUrl: server.url, apiKey: key });
 
 describe('a worker killed mid-run', () => {
   it('loses its lease; the run is recovered and the task retried or failed per its retry policy', async () => {
@@ -37,29 +32,30 @@ describe('a worker killed mid-run', () => {
     const created = await cli(['tenants', 'create', 'Crash', '--json'], database.env);
     expect(created.code, created.stderr).toBe(0);
     const key = JSON.parse(created.stdout).apiKey as string;
-    const agent = await api(first, key, '/api/v1/agents', { name: 'Worker', appId: 'ops' });
-    expect(agent.status).toBe(201);
+    const onFirst = clientOf(first, key);
+    const agent = await onFirst.api.POST('/api/v1/agents', { body: { name: 'Worker', appId: 'ops' } });
+    expect(agent.response.status).toBe(201);
+    const agentId = agent.data!.id;
     const slow = '/delay 250\none two three four five six';
-    const retried = await api(first, key, '/api/v1/tasks', {
-      name: 'retried',
-      description: slow,
-      agentId: agent.body.id,
-      retryPolicy: { maxAttempts: 2, backoffSeconds: 0 },
+    const retried = await onFirst.api.POST('/api/v1/tasks', {
+      body: { name: 'retried', description: slow, agentId, retryPolicy: { maxAttempts: 2, backoffSeconds: 0 } },
     });
-    const failed = await api(first, key, '/api/v1/tasks', { name: 'failed', description: slow, agentId: agent.body.id });
-    expect(retried.status).toBe(201);
-    expect(failed.status).toBe(201);
-    for (const id of [retried.body.id, failed.body.id]) {
-      await waitFor(async () => (await api(first, key, `/api/v1/tasks/${id}`)).body.status === 'running', 10_000, 'both running');
+    const failed = await onFirst.api.POST('/api/v1/tasks', { body: { name: 'failed', description: slow, agentId } });
+    expect(retried.response.status).toBe(201);
+    expect(failed.response.status).toBe(201);
+    const [retriedId, failedId] = [retried.data!.id, failed.data!.id];
+    for (const id of [retriedId, failedId]) {
+      await waitFor(async () => (await onFirst.tasks.get(id)).status === 'running', 10_000, 'both running');
     }
 
     expect(await first.stop('SIGKILL')).toBeNull();
     const second = await startServer(env());
     servers.push(second);
+    const onSecond = clientOf(second, key);
 
     const done = await waitFor(
       async () => {
-        const r = (await api(second, key, `/api/v1/tasks/${retried.body.id}`)).body;
+        const r = await onSecond.tasks.get(retriedId);
         return r.status === 'completed' ? r : null;
       },
       20_000,
@@ -70,11 +66,11 @@ describe('a worker killed mid-run', () => {
     expect(lost).toMatchObject({ status: 'failed', error: { code: 'interrupted' } });
     expect(again).toMatchObject({ status: 'completed', output: 'one two three four five six' });
     // Never two at once: the retry started after the lost run was declared over.
-    expect(again.startedAt >= lost.completedAt).toBe(true);
+    expect(again.startedAt! >= lost.completedAt!).toBe(true);
 
     const gaveUp = await waitFor(
       async () => {
-        const r = (await api(second, key, `/api/v1/tasks/${failed.body.id}`)).body;
+        const r = await onSecond.tasks.get(failedId);
         return r.status === 'failed' ? r : null;
       },
       10_000,
@@ -83,6 +79,7 @@ describe('a worker killed mid-run', () => {
     expect(gaveUp.lastError).toMatchObject({ code: 'interrupted' });
     expect(gaveUp.runs).toHaveLength(1);
     await new Promise((r) => setTimeout(r, 500));
-    expect((await api(second, key, `/api/v1/tasks/${failed.body.id}/runs`)).body.total).toBe(1);
+    const runs = await onSecond.api.GET('/api/v1/tasks/{id}/runs', { params: { path: { id: failedId } } });
+    expect(runs.data!.total).toBe(1);
   });
 });
