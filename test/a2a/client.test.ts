@@ -1,6 +1,12 @@
+import { Agentry } from '@agentry/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { paths } from '../../packages/client/src/generated/openapi.js';
 import { type TestApp, type TestProcess, startApp, startProcess } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { cli } from '../helpers/process.js';
+import { firstToolResult } from './helpers.js';
+
+type Tools = NonNullable<NonNullable<paths['/api/v1/agents']['post']['requestBody']>['content']['application/json']['tools']>;
 
 /**
  * Remote A2A agents as tools (`a2a_<name>`): agent A on one Agentry server calls agent B on another
@@ -10,21 +16,13 @@ import { cli } from '../helpers/process.js';
 let remote: TestProcess;
 let local: TestProcess;
 
+/** A new tenant on `proc` (by its CLI), with the SDK's typed client on its key. */
 async function tenantOf(proc: TestProcess) {
   const created = await cli(['tenants', 'create', 'A2A', '--json'], proc.database.env);
   expect(created.code, created.stderr).toBe(0);
   const parsed = JSON.parse(created.stdout);
-  return { id: parsed.tenant.id as string, key: parsed.apiKey as string };
-}
-
-async function call(proc: TestProcess, key: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${proc.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  // biome-ignore lint/suspicious/noExplicitAny: bodies of several routes, read field by field
-  return { status: res.status, body: (await res.json()) as any };
+  const key = parsed.apiKey as string;
+  return { id: parsed.tenant.id as string, key, api: new Agentry({ baseUrl: proc.url, apiKey: key }).api };
 }
 
 beforeAll(async () => {
@@ -41,64 +39,62 @@ afterAll(async () => {
 describe('an agent calling another server’s agent over A2A', () => {
   it('sends the model’s message as a remote task and gets its streamed text back as the tool result', async () => {
     const b = await tenantOf(remote);
-    const agentB = await call(remote, b.key, 'POST', '/api/v1/agents', { name: 'B', appId: 'app', model: 'builtin/echo' });
-    expect(agentB.status).toBe(201);
-    const cardUrl = `${remote.url}/a2a/${b.id}/agents/${agentB.body.id}/.well-known/agent-card.json`;
+    const agentB = await b.api.POST('/api/v1/agents', { body: { name: 'B', appId: 'app', model: 'builtin/echo' } });
+    expect(agentB.response.status).toBe(201);
+    const cardUrl = `${remote.url}/a2a/${b.id}/agents/${agentB.data!.id}/.well-known/agent-card.json`;
 
     const a = await tenantOf(local);
-    const created = await call(local, a.key, 'POST', '/api/v1/agents', {
-      name: 'A',
-      appId: 'app',
-      model: 'builtin/echo',
-      tools: [{ type: 'a2a', name: 'b', cardUrl, credential: b.key }],
+    const created = await a.api.POST('/api/v1/agents', {
+      body: { name: 'A', appId: 'app', model: 'builtin/echo', tools: [{ type: 'a2a', name: 'b', cardUrl, credential: b.key }] },
     });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.response.status, JSON.stringify(created.error)).toBe(201);
+    const agentA = created.data!;
     // Sealed at rest and read back sealed, never in clear.
-    const credential = created.body.tools.find((t: { type: string }) => t.type === 'a2a').credential as string;
+    const [a2aTool] = agentA.tools.flatMap((tool) => (tool.type === 'a2a' ? [tool] : []));
+    const credential = a2aTool.credential!;
     expect(credential).toMatch(/^v1\.mk\./);
     expect(credential).not.toContain(b.key);
 
-    const run = await call(local, a.key, 'POST', `/api/v1/agents/${created.body.id}/execute`, {
-      message: '/tool a2a_b {"message":"hello from A"}',
-    });
-    expect(run.status, JSON.stringify(run.body)).toBe(200);
-    expect(run.body.toolCalls).toHaveLength(1);
-    expect(run.body.toolCalls[0]).toMatchObject({ name: 'a2a_b', input: { message: 'hello from A' }, result: { output: 'hello from A' } });
-    const taskId = run.body.toolCalls[0].result.taskId as string;
+    const run = await execute(a.api, agentA.id, { message: '/tool a2a_b {"message":"hello from A"}' });
+    expect(run.response.status, JSON.stringify(run.error)).toBe(200);
+    expect(run.run!.toolCalls).toHaveLength(1);
+    expect(run.run!.toolCalls[0]).toMatchObject({ name: 'a2a_b', input: { message: 'hello from A' }, result: { output: 'hello from A' } });
+    const taskId = firstToolResult(run.run).taskId!;
 
     // On the remote server the task is a run of B, of kind a2a.
-    const remoteRun = await call(remote, b.key, 'GET', `/api/v1/runs/${taskId}`);
-    expect(remoteRun.body).toMatchObject({ agentId: agentB.body.id, kind: 'a2a', status: 'completed', output: 'hello from A' });
+    const remoteRun = await b.api.GET('/api/v1/runs/{runId}', { params: { path: { runId: taskId } } });
+    expect(remoteRun.data).toMatchObject({ agentId: agentB.data!.id, kind: 'a2a', status: 'completed', output: 'hello from A' });
 
     // Sending the tools back as read keeps the sealed credential working.
-    const updated = await call(local, a.key, 'POST', `/api/v1/agents/${created.body.id}`, { tools: created.body.tools });
-    expect(updated.status, JSON.stringify(updated.body)).toBe(200);
-    const again = await call(local, a.key, 'POST', `/api/v1/agents/${created.body.id}/execute`, {
-      message: '/tool a2a_b {"message":"again"}',
-    });
-    expect(again.body.toolCalls[0].result).toMatchObject({ output: 'again' });
+    const updated = await a.api.POST('/api/v1/agents/{id}', { params: { path: { id: agentA.id } }, body: { tools: agentA.tools } });
+    expect(updated.response.status, JSON.stringify(updated.error)).toBe(200);
+    const again = await execute(a.api, agentA.id, { message: '/tool a2a_b {"message":"again"}' });
+    expect(firstToolResult(again.run)).toMatchObject({ output: 'again' });
   });
 
   it('a wrong credential is the remote server’s 401, as the tool’s error', async () => {
     const b = await tenantOf(remote);
-    const agentB = await call(remote, b.key, 'POST', '/api/v1/agents', { name: 'B', appId: 'app', model: 'builtin/echo' });
+    const agentB = (await b.api.POST('/api/v1/agents', { body: { name: 'B', appId: 'app', model: 'builtin/echo' } })).data!;
     const a = await tenantOf(local);
-    const agentA = await call(local, a.key, 'POST', '/api/v1/agents', {
-      name: 'A',
-      appId: 'app',
-      model: 'builtin/echo',
-      tools: [
-        {
-          type: 'a2a',
-          name: 'b',
-          cardUrl: `${remote.url}/a2a/${b.id}/agents/${agentB.body.id}/.well-known/agent-card.json`,
-          credential: 'wrong',
-        },
-      ],
+    const agentA = await a.api.POST('/api/v1/agents', {
+      body: {
+        name: 'A',
+        appId: 'app',
+        model: 'builtin/echo',
+        tools: [
+          {
+            type: 'a2a',
+            name: 'b',
+            cardUrl: `${remote.url}/a2a/${b.id}/agents/${agentB.id}/.well-known/agent-card.json`,
+            credential: 'wrong',
+          },
+        ],
+      },
     });
-    const run = await call(local, a.key, 'POST', `/api/v1/agents/${agentA.body.id}/execute`, { message: '/tool a2a_b {"message":"hi"}' });
-    expect(run.body.toolCalls[0].result.error).toMatchObject({ code: 'remote_agent_unreachable' });
-    expect(run.body.toolCalls[0].result.error.message).toContain('401');
+    const run = await execute(a.api, agentA.data!.id, { message: '/tool a2a_b {"message":"hi"}' });
+    const { error } = firstToolResult(run.run);
+    expect(error).toMatchObject({ code: 'remote_agent_unreachable' });
+    expect(error!.message).toContain('401');
   });
 });
 
@@ -114,18 +110,18 @@ describe('the remote agents list', () => {
   afterAll(() => t?.close());
 
   it('is refused with a bad name, a URL that is not http(s), or too many entries', async () => {
-    const create = (tools: unknown[]) => t.request('POST', '/api/v1/agents', { key, body: { name: 'A', appId: 'app', tools } });
-    expect((await create([{ type: 'a2a', name: 'has space', cardUrl: 'https://example.com/card.json' }])).status).toBe(400);
-    expect((await create([{ type: 'a2a', name: 'b', cardUrl: 'ftp://example.com/card.json' }])).status).toBe(400);
-    const many = Array.from({ length: 17 }, (_, i) => ({ type: 'a2a', name: `b${i}`, cardUrl: 'https://example.com/card.json' }));
+    const create = (tools: Tools) => t.api(key).POST('/api/v1/agents', { body: { name: 'A', appId: 'app', tools } });
+    expect((await create([{ type: 'a2a', name: 'has space', cardUrl: 'https://example.com/card.json' }])).response.status).toBe(400);
+    expect((await create([{ type: 'a2a', name: 'b', cardUrl: 'ftp://example.com/card.json' }])).response.status).toBe(400);
+    const many = Array.from({ length: 17 }, (_, i) => ({ type: 'a2a' as const, name: `b${i}`, cardUrl: 'https://example.com/card.json' }));
     const tooMany = await create(many);
-    expect(tooMany.status).toBe(400);
-    expect(tooMany.body.detail).toBe('at most 16 remote A2A agents');
+    expect(tooMany.response.status).toBe(400);
+    expect(tooMany.error!.detail).toBe('at most 16 remote A2A agents');
     const twice = await create([
       { type: 'a2a', name: 'b', cardUrl: 'https://example.com/1.json' },
       { type: 'a2a', name: 'b', cardUrl: 'https://example.com/2.json' },
     ]);
-    expect(twice.status).toBe(400);
+    expect(twice.response.status).toBe(400);
   });
 
   it('asks TBAC by the tool name first: in enforce mode a call needs a policy for a2a_<name> (callee *)', async () => {
@@ -133,17 +129,17 @@ describe('the remote agents list', () => {
       model: 'builtin/echo',
       tools: [{ type: 'a2a', name: 'strict', cardUrl: 'http://127.0.0.1:9/card.json' }],
     });
-    const setMode = (mode: string) => t.request('PUT', '/api/v1/identity/tbac/mode', { key, body: { mode } });
-    expect((await setMode('enforce')).status).toBe(200);
+    const setMode = (mode: 'audit' | 'enforce') => t.api(key).PUT('/api/v1/identity/tbac/mode', { body: { mode } });
+    expect((await setMode('enforce')).response.status).toBe(200);
     try {
-      const execute = () =>
-        t.request('POST', `/api/v1/agents/${caller.id}/execute`, { key, body: { message: '/tool a2a_strict {"message":"hi"}' } });
-      expect((await execute()).body.toolCalls[0].result.error).toMatchObject({ code: 'access_denied' });
-      const policy = { callerAgentId: caller.id, calleeAgentId: '*', toolName: 'a2a_strict', effect: 'allow' };
-      const created = await t.request('POST', '/api/v1/identity/tbac/policies', { key, body: policy });
-      expect(created.status, created.text).toBe(201);
+      const callStrict = async () =>
+        firstToolResult((await execute(t.api(key), caller.id, { message: '/tool a2a_strict {"message":"hi"}' })).run);
+      expect((await callStrict()).error).toMatchObject({ code: 'access_denied' });
+      const policy = { callerAgentId: caller.id, calleeAgentId: '*', toolName: 'a2a_strict', effect: 'allow' as const };
+      const created = await t.api(key).POST('/api/v1/identity/tbac/policies', { body: policy });
+      expect(created.response.status, JSON.stringify(created.error)).toBe(201);
       // Allowed: the call goes on to the network, where the guard refuses loopback.
-      expect((await execute()).body.toolCalls[0].result.error).toMatchObject({ code: 'remote_agent_unreachable' });
+      expect((await callStrict()).error).toMatchObject({ code: 'remote_agent_unreachable' });
     } finally {
       await setMode('audit');
     }
@@ -155,15 +151,13 @@ describe('the remote agents list', () => {
     const cardUrl = `${base}/a2a/${tenantId}/agents/${target.id}/.well-known/agent-card.json`;
     // No credential: over plain http to a host the allow-list does not name it would be refused first (test/a2a/guard.test.ts).
     const caller = await t.agent(key, { model: 'builtin/echo', tools: [{ type: 'a2a', name: 'loop', cardUrl }] });
-    const res = await t.request('POST', `/api/v1/agents/${caller.id}/execute`, {
-      key,
-      body: { message: '/tool a2a_loop {"message":"hi"}' },
-    });
-    expect(res.status, res.text).toBe(200);
-    const error = res.body.toolCalls[0].result.error;
+    const res = await execute(t.api(key), caller.id, { message: '/tool a2a_loop {"message":"hi"}' });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    const error = firstToolResult(res.run).error!;
     expect(error.code).toBe('remote_agent_unreachable');
     expect(error.message).toContain('loopback');
     // Nothing reached the target agent.
-    expect((await t.request('GET', `/api/v1/agents/${target.id}/runs`, { key })).body.total).toBe(0);
+    const targetRuns = await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: target.id } } });
+    expect(targetRuns.data!.total).toBe(0);
   });
 });
