@@ -1,9 +1,9 @@
+import { Agentry, type AgentInput, AgentryError, type ExecuteInput, type RunEvent } from '@agentry/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH, MAX_RUN_JSON_BYTES } from '../../src/json-bounds.js';
 import { startProcess, type TestProcess } from '../helpers/app.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { cli } from '../helpers/process.js';
-import { readSse } from '../helpers/sse.js';
 
 /**
  * Values nested thousands of levels deep, from a model or a remote server, used to overflow the stack
@@ -15,38 +15,54 @@ import { readSse } from '../helpers/sse.js';
  */
 
 let proc: TestProcess;
-let key: string;
+let client: Agentry;
 let mcp: Awaited<ReturnType<typeof startMcpServer>>;
+/** The content type of each failed answer the client got, to see that a failure came as a problem. */
+const failureTypes: string[] = [];
 
 beforeAll(async () => {
   mcp = await startMcpServer({ hostile: true });
   proc = await startProcess({ MCP_ALLOWED_HOSTS: '127.0.0.1' });
   const created = await cli(['tenants', 'create', 'deep', '--json'], proc.database.env);
   expect(created.code, created.stderr).toBe(0);
-  key = JSON.parse(created.stdout).apiKey;
+  // No retries: each answer is the one the server gave.
+  client = new Agentry({
+    baseUrl: proc.url,
+    apiKey: JSON.parse(created.stdout).apiKey,
+    maxRetries: 0,
+    fetch: async (input, init) => {
+      const res = await fetch(input, init);
+      if (!res.ok) failureTypes.push(res.headers.get('content-type') ?? '');
+      return res;
+    },
+  });
 });
 afterAll(async () => {
   await proc?.close();
   await mcp?.close();
 });
 
-const api = async (path: string, body?: unknown) => {
-  const res = await fetch(`${proc.url}${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    // A run left running would never answer: the test fails instead of waiting for ever.
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  return { status: res.status, type: res.headers.get('content-type') ?? '', body: text.startsWith('{') ? JSON.parse(text) : text, text };
-};
+// A run left running would never answer: the test fails instead of waiting for ever.
+const bounded = () => ({ signal: AbortSignal.timeout(30_000) });
 
-const agent = async (body: Record<string, unknown>) => {
-  const res = await api('/api/v1/agents', { name: 'deep', appId: 'deep', model: 'builtin/echo', ...body });
-  expect(res.status, res.text).toBe(201);
-  return res.body.id as string;
+const agent = async (body: Partial<AgentInput>) =>
+  (await client.agents.create({ name: 'deep', appId: 'deep', model: 'builtin/echo', ...body }, bounded())).id;
+const execute = (id: string, body: ExecuteInput) => client.agents.execute(id, body, bounded());
+/** The failure a call ended with (it must fail). */
+const failure = async (call: Promise<unknown>) => {
+  const err = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AgentryError);
+  return err as AgentryError;
 };
+/** /healthz's status: 0 when it did not answer. */
+const health = () =>
+  client.health.live().then(
+    () => 200,
+    (err: AgentryError) => err.status,
+  );
 
 /** /healthz polled while `work` runs, then once after: every answer must be 200 and the process alive. */
 async function whileHealthy<T>(work: () => Promise<T>): Promise<T> {
@@ -54,7 +70,7 @@ async function whileHealthy<T>(work: () => Promise<T>): Promise<T> {
   const answers: number[] = [];
   const poll = (async () => {
     while (!done) {
-      answers.push((await fetch(`${proc.url}/healthz`).catch(() => ({ status: 0 }))).status);
+      answers.push(await health());
       await new Promise((r) => setTimeout(r, 20));
     }
   })();
@@ -63,7 +79,7 @@ async function whileHealthy<T>(work: () => Promise<T>): Promise<T> {
   } finally {
     done = true;
     await poll;
-    answers.push((await fetch(`${proc.url}/healthz`).catch(() => ({ status: 0 }))).status);
+    answers.push(await health());
     expect(answers.length).toBeGreaterThan(0);
     expect(answers.every((s) => s === 200)).toBe(true);
     expect(proc.server.child.exitCode).toBeNull();
@@ -78,56 +94,51 @@ describe('a value nested thousands of levels deep', () => {
     const id = await agent({ tools: [{ type: 'builtin', name: 'memory' }] });
     const message = `/tool memory_read {"x":${nestedArrays(6000)}}`;
     expect(message.length).toBeGreaterThan(12_000);
-    const res = await whileHealthy(() => api(`/api/v1/agents/${id}/execute`, { message }));
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.status).toBe('completed');
+    const res = await whileHealthy(() => execute(id, { message }));
+    expect(res.status).toBe('completed');
     const reason = `Invalid input for tool memory_read: the input nests deeper than ${MAX_JSON_DEPTH} levels`;
     // The input is not kept: the call records an empty one, and the model is told why.
-    expect(res.body.toolCalls).toEqual([
-      { name: 'memory_read', input: {}, result: { error: { code: 'invalid_tool_call', message: reason } } },
-    ]);
-    expect(res.body.output).toBe(`memory_read returned ${JSON.stringify(reason)}`);
+    expect(res.toolCalls).toEqual([{ name: 'memory_read', input: {}, result: { error: { code: 'invalid_tool_call', message: reason } } }]);
+    expect(res.output).toBe(`memory_read returned ${JSON.stringify(reason)}`);
     // Its end was written: the run is stored as completed.
-    const run = await api(`/api/v1/runs/${res.body.runId}`);
-    expect(run.body.status).toBe('completed');
+    const run = await client.runs.get(res.runId, bounded());
+    expect(run.status).toBe('completed');
   });
 
   it('as an unknown tool’s input, streamed: the stream ends with done', async () => {
     const id = await agent({ tools: [{ type: 'builtin', name: 'memory' }] });
     const events = await whileHealthy(async () => {
-      const res = await fetch(`${proc.url}/api/v1/agents/${id}/stream`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ message: `/tool anything {"x":${nestedArrays(6000)}}` }),
-        signal: AbortSignal.timeout(30_000),
-      });
-      expect(res.status).toBe(200);
-      return readSse(res);
+      // No reconnection: the one stream must end with done.
+      const stream = client.agents.stream(
+        id,
+        { message: `/tool anything {"x":${nestedArrays(6000)}}` },
+        { ...bounded(), maxReconnects: 0 },
+      );
+      const received: RunEvent[] = [];
+      for await (const event of stream) received.push(event);
+      return received;
     });
-    expect(events.map((e) => e.event).at(-1)).toBe('done');
-    const start = events.find((e) => e.event === 'tool_call_start')!;
+    expect(events.map((e) => e.type).at(-1)).toBe('done');
+    const start = events.find((e) => e.type === 'tool_call_start')!;
     expect(start.data).toMatchObject({ name: 'anything', input: {} });
   });
 
   it('as an MCP tool’s structuredContent (6,000 levels): the call fails as invalid_tool_result, the run goes on', async () => {
     const id = await agent({ tools: [{ type: 'mcp', url: mcp.url }] });
-    const res = await whileHealthy(() => api(`/api/v1/agents/${id}/execute`, { message: '/tool nested {"depth":6000}' }));
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.status).toBe('completed');
+    const res = await whileHealthy(() => execute(id, { message: '/tool nested {"depth":6000}' }));
+    expect(res.status).toBe('completed');
     const result = { error: { code: 'invalid_tool_result', message: `the tool's result nests deeper than ${MAX_JSON_DEPTH} levels` } };
-    expect(res.body.toolCalls).toEqual([{ name: 'nested', input: { depth: 6000 }, result }]);
+    expect(res.toolCalls).toEqual([{ name: 'nested', input: { depth: 6000 }, result }]);
     expect(mcp.state.calls).toContainEqual({ name: 'nested', args: { depth: 6000 } });
     // Within the bound, the same tool's result is the model's as it was.
-    const within = await api(`/api/v1/agents/${id}/execute`, { message: `/tool nested {"depth":${MAX_JSON_DEPTH - 1}}` });
-    expect(within.status, within.text).toBe(200);
-    expect(within.body.toolCalls[0].result).toEqual({ value: JSON.parse(nestedArrays(MAX_JSON_DEPTH - 2).replace('[]', '["bottom"]')) });
+    const within = await execute(id, { message: `/tool nested {"depth":${MAX_JSON_DEPTH - 1}}` });
+    expect(within.toolCalls[0].result).toEqual({ value: JSON.parse(nestedArrays(MAX_JSON_DEPTH - 2).replace('[]', '["bottom"]')) });
   });
 
   it('as an MCP tool’s content larger than the bound: the call fails as invalid_tool_result', async () => {
     const id = await agent({ tools: [{ type: 'mcp', url: mcp.url }] });
-    const res = await whileHealthy(() => api(`/api/v1/agents/${id}/execute`, { message: `/tool bulky {"chars":${MAX_RUN_JSON_BYTES}}` }));
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.toolCalls[0].result).toEqual({
+    const res = await whileHealthy(() => execute(id, { message: `/tool bulky {"chars":${MAX_RUN_JSON_BYTES}}` }));
+    expect(res.toolCalls[0].result).toEqual({
       error: { code: 'invalid_tool_result', message: `the tool's result is larger than ${MAX_RUN_JSON_BYTES} bytes as JSON` },
     });
   });
@@ -135,22 +146,23 @@ describe('a value nested thousands of levels deep', () => {
   it('as a structured answer (20,000 levels): the run fails with invalid_output, and ends', async () => {
     const id = await agent({});
     const message = `{"a":${nestedArrays(20_000)}}`;
-    const res = await whileHealthy(() =>
-      api(`/api/v1/agents/${id}/execute`, { message, responseFormat: { type: 'json_schema', schema: { type: 'object' } } }),
+    const failuresBefore = failureTypes.length;
+    const err = await whileHealthy(() =>
+      failure(execute(id, { message, responseFormat: { type: 'json_schema', schema: { type: 'object' } } })),
     );
-    expect(res.status, res.text).toBe(502);
-    expect(res.type).toContain('application/problem+json');
-    expect(res.body.code).toBe('invalid_output');
-    const runId = /run ([0-9a-f-]{36})/.exec(res.body.detail)![1];
-    const run = await api(`/api/v1/runs/${runId}`);
-    expect(run.body.status).toBe('failed');
-    expect(run.body.error.code).toBe('invalid_output');
+    expect(err.status, err.message).toBe(502);
+    expect(failureTypes.slice(failuresBefore)).toEqual([expect.stringContaining('application/problem+json')]);
+    expect(err.code).toBe('invalid_output');
+    const runId = /run ([0-9a-f-]{36})/.exec(err.detail)![1];
+    const run = await client.runs.get(runId, bounded());
+    expect(run.status).toBe('failed');
+    expect(run.error!.code).toBe('invalid_output');
     // The model was told why its first answer could not be used (builtin/echo repeats that, which is no JSON).
-    expect(run.body.steps[1].text).toBe(
+    expect(run.steps[1].text).toBe(
       `Your answer cannot be used: the answer nests deeper than ${MAX_JSON_DEPTH} levels. Answer again with only the JSON object, valid against the schema given in the instructions.`,
     );
     // Its conversation is free again: a next turn in it runs.
-    const next = await api(`/api/v1/agents/${id}/execute`, { message: 'hello', conversationId: run.body.conversationId });
-    expect(next.status, next.text).toBe(200);
+    const next = await execute(id, { message: 'hello', conversationId: run.conversationId! });
+    expect(next.status).toBe('completed');
   });
 });
