@@ -1,7 +1,7 @@
 import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { verifyAccessTokenCached } from './access-token.js';
 import type { AccessTokenKind, VerifiedToken } from './claims.js';
-import { parseAudience, type AudienceRef } from './audience.js';
+import { parseAudience } from './audience.js';
 import type { IdentityContext } from './context.js';
 import { scopeCovers } from './exchange.js';
 import { parseAgentSpiffeId } from './spiffe.js';
@@ -45,9 +45,6 @@ interface Derived {
   callerAgentId: string | null;
   /** The token's scopes (`tools:*`, `tools:<name>`), split once. */
   scopes: string[];
-  /** The last callee value asked about and what it names (requests repeat the same callee). */
-  calleeValue: string | null;
-  calleeRef: AudienceRef | null;
 }
 
 function derive(ctx: IdentityContext, verified: VerifiedToken): Derived {
@@ -63,8 +60,6 @@ function derive(ctx: IdentityContext, verified: VerifiedToken): Derived {
     // Even when the token names no agents of its tenant, its caller (if any) is the audit's actor.
     callerAgentId: caller?.agentId ?? null,
     scopes: claims.scope.split(' '),
-    calleeValue: null,
-    calleeRef: null,
   };
   verified.derived = derived;
   return derived;
@@ -105,13 +100,7 @@ function refused(ctx: IdentityContext, err: unknown, tool: string, callee: strin
 
 function decide(ctx: IdentityContext, verified: VerifiedToken, tool: string, callee: string): MaybePromise<AuthorizeResult> {
   const d = derive(ctx, verified);
-  let calleeRef: AudienceRef | null;
-  if (d.calleeValue === callee) calleeRef = d.calleeRef;
-  else {
-    calleeRef = parseAudience(callee, ctx.trustDomain, ctx.publicBaseUrl);
-    d.calleeValue = callee;
-    d.calleeRef = calleeRef;
-  }
+  const calleeRef = parseAudience(callee, ctx.trustDomain, ctx.publicBaseUrl);
   const tenantId = d.tenantId;
   const calleeId = d.calleeAgentId;
   const callerId = d.callerAgentId;
@@ -173,31 +162,8 @@ function record(
   return result;
 }
 
-/** The last detail written, as requests repeat the same decision for the same token and tool. */
-const lastDetail = {
-  tool: '',
-  reason: '',
-  allowed: false,
-  policyId: undefined as string | undefined,
-  detail: undefined as string | undefined,
-  jti: null as string | null,
-  json: '',
-};
-
 function detailJson(tool: string, result: AuthorizeResult, jti: string | null): string {
-  const l = lastDetail;
-  if (
-    l.json &&
-    l.tool === tool &&
-    l.jti === jti &&
-    l.reason === result.reason &&
-    l.allowed === result.allowed &&
-    l.policyId === result.policyId &&
-    l.detail === result.detail
-  ) {
-    return l.json;
-  }
-  const json = JSON.stringify({
+  return JSON.stringify({
     tool,
     allowed: result.allowed,
     reason: result.reason,
@@ -205,6 +171,4 @@ function detailJson(tool: string, result: AuthorizeResult, jti: string | null): 
     jti,
     ...(result.detail ? { detail: result.detail } : {}),
   });
-  Object.assign(l, { tool, reason: result.reason, allowed: result.allowed, policyId: result.policyId, detail: result.detail, jti, json });
-  return json;
 }

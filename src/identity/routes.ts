@@ -46,19 +46,6 @@ const CACHE = {
   agentJwks: 'public, max-age=60',
 } as const;
 
-/** The last Authorization header seen and its token: a caller repeats its token (ExtAuthZ per tool call). */
-let lastHeader: string | undefined;
-let lastToken: string | undefined;
-
-const bearer = (header: string | undefined) => {
-  if (!header) return undefined;
-  if (header !== lastHeader) {
-    lastToken = bearerToken(header);
-    lastHeader = header;
-  }
-  return lastToken;
-};
-
 export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityService; limits: LimitsService }> = async (
   app,
   { identity, limits },
@@ -247,7 +234,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
     (req) => {
       // Not async: a decision from memory is sent without a promise (Fastify sends what a handler
       // returns, and awaits it when it is a promise).
-      return identity.authorize(req.body.token ?? bearer(req.headers.authorization), req.body.tool, req.body.callee);
+      return identity.authorize(req.body.token ?? bearerToken(req.headers.authorization), req.body.tool, req.body.callee);
     },
   );
 

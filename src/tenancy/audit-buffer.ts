@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
-import { newId } from '../ids.js';
+import { newId, now } from '../ids.js';
 import type { AuditInput } from './audit.js';
 import * as store from './store.js';
 
@@ -49,7 +49,6 @@ export class AuditBuffer {
     resourceId: string | null,
     detail: string,
   ) {
-    const ms = Date.now();
     this.queue.push({
       id: newId(),
       tenant_id: tenantId,
@@ -59,7 +58,7 @@ export class AuditBuffer {
       resource_type: resourceType,
       resource_id: resourceId,
       detail,
-      created_at: isoAt(ms),
+      created_at: now(),
     });
     if (this.queue.length >= AuditBuffer.MAX_BATCH) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), AuditBuffer.FLUSH_MS);
@@ -82,18 +81,4 @@ export class AuditBuffer {
     if ((rows.length & (rows.length - 1)) === 0) await store.insertAuditEvents(this.db.kysely, rows);
     else await this.db.kysely.transaction().execute((trx) => store.insertAuditEvents(trx, rows));
   }
-}
-
-// ---- cheap stamps: one ISO string per millisecond ----
-
-let isoMs = NaN;
-let isoText = '';
-
-/** `new Date(ms).toISOString()`, made once per millisecond. */
-export function isoAt(ms: number): string {
-  if (ms !== isoMs) {
-    isoText = new Date(ms).toISOString();
-    isoMs = ms;
-  }
-  return isoText;
 }
