@@ -9,13 +9,7 @@ type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
 
 /** What the tools need of identity: TBAC's decision for a tool name (identity/policies.ts). */
 export interface ToolPolicies {
-  evaluate(
-    tenantId: string,
-    caller: string,
-    callee: string,
-    tool: string,
-    at: number,
-  ): { allowed: boolean; reason: string } | Promise<{ allowed: boolean; reason: string }>;
+  evaluate(tenantId: string, caller: string, callee: string, tool: string, at: number): Promise<{ allowed: boolean; reason: string }>;
 }
 
 /** Opens the credentials the agents service sealed (identity/secret-box.ts). */

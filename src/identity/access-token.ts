@@ -1,4 +1,3 @@
-import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { recordAudit, type AuditInput } from '../tenancy/audit.js';
 import type { AccessClaims, AccessTokenKind, Act, TokenState, VerifiedToken } from './claims.js';
 import type { IdentityContext } from './context.js';
@@ -179,14 +178,13 @@ export async function verifyAccessToken(
 /**
  * verifyAccessToken for the authorization hot path: a token whose signature and claims were checked
  * a moment ago is not checked again (its `exp` is), and its revocation state is read at most once per
- * DECISION_CACHE_MS; revocations made by this process clear those caches at once. Answers without a
- * promise when both are cached. Throws (or rejects with) TokenError.
+ * DECISION_CACHE_MS; revocations made by this process clear those caches at once. Rejects with TokenError.
  */
-export function verifyAccessTokenCached(
+export async function verifyAccessTokenCached(
   ctx: IdentityContext,
   token: string,
   kinds: readonly AccessTokenKind[],
-): MaybePromise<VerifiedToken> {
+): Promise<VerifiedToken> {
   const hit = ctx.hot.verified.get(token);
   if (!hit) return verifyAndRemember(ctx, token, kinds);
   if (hit.claims.exp * 1000 <= ctx.clock.now())
@@ -202,23 +200,14 @@ async function verifyAndRemember(ctx: IdentityContext, token: string, kinds: rea
   return inForce(ctx, entry, kinds);
 }
 
-function inForce(ctx: IdentityContext, entry: VerifiedToken, kinds: readonly AccessTokenKind[]): MaybePromise<VerifiedToken> {
+/** The entry, once it is not revoked, of one of `kinds`, and every agent it names exists and is not suspended. */
+async function inForce(ctx: IdentityContext, entry: VerifiedToken, kinds: readonly AccessTokenKind[]): Promise<VerifiedToken> {
   const { claims } = entry;
-  const state = ctx.hot.tokenStates.get(claims.jti);
-  if (state !== undefined) {
-    assertInForce(state, claims.tenant_id, kinds, claims);
-    return agentsStand(ctx, entry);
-  }
-  return loadState(ctx, claims.jti).then((loaded) => {
-    assertInForce(loaded, claims.tenant_id, kinds, claims);
-    return agentsStand(ctx, entry);
-  });
-}
-
-/** The entry, once every agent it names is known to exist and not be suspended. */
-function agentsStand(ctx: IdentityContext, entry: VerifiedToken): MaybePromise<VerifiedToken> {
-  const checked = ctx.standings.check(entry.claims, entry.agents);
-  return isPromise(checked) ? checked.then(() => entry) : entry;
+  let state = ctx.hot.tokenStates.get(claims.jti);
+  if (state === undefined) state = await loadState(ctx, claims.jti);
+  assertInForce(state, claims.tenant_id, kinds, claims);
+  await ctx.standings.check(claims, entry.agents);
+  return entry;
 }
 
 async function loadState(ctx: IdentityContext, jti: string): Promise<TokenState | null> {

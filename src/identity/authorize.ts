@@ -1,4 +1,3 @@
-import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { verifyAccessTokenCached } from './access-token.js';
 import type { AccessTokenKind, VerifiedToken } from './claims.js';
 import { parseAudience } from './audience.js';
@@ -19,8 +18,7 @@ import { TokenError } from './tokens.js';
  * proxy or tool server that needs a decision. Every decision is audited in the token's tenant, except
  * for tokens whose signature does not verify (no trustworthy tenant; those are logged only).
  *
- * The hot path (a token verified a moment ago, policies and mode cached) answers without a promise;
- * what it derives from a token (its agents, its scope) is kept with the verified token.
+ * What it derives from a token (its agents, its scope) is kept with the verified token.
  */
 
 type AuthorizeReason = 'token_invalid' | 'tool_not_in_scope' | PolicyReason;
@@ -65,19 +63,13 @@ function derive(ctx: IdentityContext, verified: VerifiedToken): Derived {
   return derived;
 }
 
-export function authorize(ctx: IdentityContext, token: string | undefined, tool: string, callee: string): MaybePromise<AuthorizeResult> {
-  let verified: MaybePromise<VerifiedToken>;
+export async function authorize(ctx: IdentityContext, token: string | undefined, tool: string, callee: string): Promise<AuthorizeResult> {
+  let verified: VerifiedToken;
   try {
     if (!token) throw new TokenError('no token was sent (body token or Authorization: Bearer)');
-    verified = verifyAccessTokenCached(ctx, token, DELEGATION);
+    verified = await verifyAccessTokenCached(ctx, token, DELEGATION);
   } catch (err) {
     return refused(ctx, err, tool, callee);
-  }
-  if (isPromise(verified)) {
-    return verified.then(
-      (v) => decide(ctx, v, tool, callee),
-      (err: unknown) => refused(ctx, err, tool, callee),
-    );
   }
   return decide(ctx, verified, tool, callee);
 }
@@ -98,7 +90,7 @@ function refused(ctx: IdentityContext, err: unknown, tool: string, callee: strin
   );
 }
 
-function decide(ctx: IdentityContext, verified: VerifiedToken, tool: string, callee: string): MaybePromise<AuthorizeResult> {
+async function decide(ctx: IdentityContext, verified: VerifiedToken, tool: string, callee: string): Promise<AuthorizeResult> {
   const d = derive(ctx, verified);
   const calleeRef = parseAudience(callee, ctx.trustDomain, ctx.publicBaseUrl);
   const tenantId = d.tenantId;
@@ -129,8 +121,7 @@ function decide(ctx: IdentityContext, verified: VerifiedToken, tool: string, cal
   if (!scopeCovers(d.scopes, tool)) {
     return record(ctx, tenantId, callerId, calleeId, tool, { allowed: false, reason: 'tool_not_in_scope' }, d.jti);
   }
-  const decision = ctx.policies.evaluate(tenantId, callerId, calleeId, tool, ctx.clock.now());
-  if (isPromise(decision)) return decision.then((dec) => recordDecision(ctx, d, callerId, calleeId, tool, dec));
+  const decision = await ctx.policies.evaluate(tenantId, callerId, calleeId, tool, ctx.clock.now());
   return recordDecision(ctx, d, callerId, calleeId, tool, decision);
 }
 

@@ -2,7 +2,6 @@ import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
-import type { MaybePromise } from '../maybe-promise.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { Principal } from '../tenancy/permissions.js';
 import type { TenancyService } from '../tenancy/service.js';
@@ -188,19 +187,11 @@ export class PolicyEngine {
   }
 
   /**
-   * The decision for a request: the deciding policy, else the tenant's mode. Without a promise when
-   * the candidate policies and the mode are cached (they are kept mapped and in id order, as the
-   * tie-break between equal policies wants them).
+   * The decision for a request: the deciding policy, else the tenant's mode. The candidate policies
+   * are cached mapped and in id order, as the tie-break between equal policies wants them.
    */
-  evaluate(tenantId: string, caller: string, callee: string, tool: string, at: number): MaybePromise<Decision & { mode: TbacMode }> {
+  async evaluate(tenantId: string, caller: string, callee: string, tool: string, at: number): Promise<Decision & { mode: TbacMode }> {
     const key = `${tenantId}|${caller}|${callee}|${tool}`;
-    const policies = this.candidates.get(key);
-    const mode = this.modes.get(tenantId);
-    if (policies === undefined || mode === undefined) return this.evaluateLoading(key, tenantId, caller, callee, tool, at);
-    return withMode(decide(policies, mode, caller, callee, tool, at), mode);
-  }
-
-  private async evaluateLoading(key: string, tenantId: string, caller: string, callee: string, tool: string, at: number) {
     const [policies, mode] = await Promise.all([
       this.candidates.through(key, async () =>
         (await store.candidatePolicies(this.db.kysely, tenantId, caller, callee, tool)).map(view).sort(byId),

@@ -231,11 +231,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ identity: IdentityServi
         response: { 200: AuthorizeResponse, ...problems(400, 415) },
       },
     },
-    (req) => {
-      // Not async: a decision from memory is sent without a promise (Fastify sends what a handler
-      // returns, and awaits it when it is a promise).
-      return identity.authorize(req.body.token ?? bearerToken(req.headers.authorization), req.body.tool, req.body.callee);
-    },
+    async (req) => identity.authorize(req.body.token ?? bearerToken(req.headers.authorization), req.body.tool, req.body.callee),
   );
 
   // ---- TBAC ----

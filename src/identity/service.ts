@@ -6,7 +6,6 @@ import type { Kysely } from 'kysely';
 import type { BaseLogger } from 'pino';
 import type { Database } from '../db/schema.js';
 import { newId } from '../ids.js';
-import type { MaybePromise } from '../maybe-promise.js';
 import { recordAudit } from '../tenancy/audit.js';
 import { PERMISSIONS, type Principal } from '../tenancy/permissions.js';
 import type { TenancyService } from '../tenancy/service.js';
@@ -315,7 +314,7 @@ export class IdentityService {
   }
 
   /** The ExtAuthZ decision (also for in-process callers: a runtime before each delegated tool call). */
-  authorize(token: string | undefined, tool: string, callee: string): MaybePromise<AuthorizeResult> {
+  authorize(token: string | undefined, tool: string, callee: string): Promise<AuthorizeResult> {
     return authorize(this.ctx, token, tool, callee);
   }
 

@@ -1,7 +1,6 @@
 import { ReadCache } from '../db/changes.js';
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
-import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import type { AccessClaims, Act } from './claims.js';
 import { parseAgentSpiffeId } from './spiffe.js';
 import { TokenError } from './tokens.js';
@@ -36,28 +35,22 @@ export class AgentStandings {
     this.cache = new ReadCache(db.changes, 'agents', { max: 10_000 });
   }
 
-  /** The standing of an agent of the tenant; answers without a promise when cached. */
-  of(tenantId: string, agentId: string): MaybePromise<Standing> {
-    const state = this.cache.get(agentId, async () => {
+  /** The standing of an agent of the tenant. */
+  async of(tenantId: string, agentId: string): Promise<Standing> {
+    const state = await this.cache.get(agentId, async () => {
       const row = await this.agents.identityAnyTenant(agentId);
       // A missing agent is remembered too (as tenant null): any write to agents makes it stale.
       return row ? { tenantId: row.tenant_id, suspended: identitySuspended(row) } : { tenantId: null, suspended: false };
     });
-    return isPromise(state) ? state.then((s) => judge(s, tenantId)) : judge(state, tenantId);
+    return judge(state, tenantId);
   }
 
   /**
    * Throws TokenError unless every agent the token names (`agents`: namedAgents of its claims)
    * stands; a token naming no agent (an API key's) passes.
    */
-  check(claims: AccessClaims, agents: readonly string[]): MaybePromise<void> {
-    const pending: Promise<void>[] = [];
-    for (const agentId of agents) {
-      const standing = this.of(claims.tenant_id, agentId);
-      if (isPromise(standing)) pending.push(standing.then((s) => assertStands(s, agentId, claims)));
-      else assertStands(standing, agentId, claims);
-    }
-    if (pending.length) return Promise.all(pending).then(() => undefined);
+  async check(claims: AccessClaims, agents: readonly string[]): Promise<void> {
+    await Promise.all(agents.map(async (agentId) => assertStands(await this.of(claims.tenant_id, agentId), agentId, claims)));
   }
 }
 

@@ -1,6 +1,5 @@
 import type { Agent } from '../agents/schemas.js';
 import { DomainError } from '../errors.js';
-import type { MaybePromise } from '../maybe-promise.js';
 import { ToolError, type RuntimeTool, type ToolContext, type ToolProvider } from '../runtime/tools/types.js';
 import { MEMORY_BLOCK_MAX_CHARS, type MemoryBlock } from './schemas.js';
 import type { MemoryService } from './service.js';
@@ -14,7 +13,7 @@ import type { MemoryService } from './service.js';
 
 /** What the tools need of identity: TBAC's decision for a tool name (identity/policies.ts). */
 export interface MemoryToolPolicies {
-  evaluate(tenantId: string, caller: string, callee: string, tool: string, at: number): MaybePromise<{ allowed: boolean; reason: string }>;
+  evaluate(tenantId: string, caller: string, callee: string, tool: string, at: number): Promise<{ allowed: boolean; reason: string }>;
 }
 
 const LABEL = {
