@@ -72,7 +72,6 @@ import {
   newAdmissionBatch,
   withdrawAdmission,
 } from './tenancy/limits.js';
-import { isPromise } from './maybe-promise.js';
 import { registerHttpTracing } from './tracing/http.js';
 import { traceLogMixin } from './tracing/logs.js';
 import { propagatingFetch } from './tracing/outbound.js';
@@ -376,10 +375,7 @@ export async function buildApp({ config, db, services = createServices(config, d
     app,
     [(credential) => services.tenancy.authenticateApiKey(credential), services.identity.verifyCredential],
     // Per-key request limits, after authentication (the key decides the limit).
-    (request, reply) => {
-      const rate = services.limits.checkRate(request.principal);
-      return isPromise(rate) ? rate.then((r) => applyRate(reply, r)) : applyRate(reply, rate);
-    },
+    async (request, reply) => applyRate(reply, await services.limits.checkRate(request.principal)),
   );
   await app.register(healthPlugin, { db });
 

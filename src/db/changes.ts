@@ -134,20 +134,12 @@ export class ReadCache<V extends object> {
     return newest;
   }
 
-  /**
-   * The cached value while it is current; otherwise `load()`'s, remembered if nothing changed
-   * meanwhile. A hit is returned as is, not as a promise: the hottest reads (the API key of every
-   * request) then cost no promise and no microtask; `await` takes either.
-   */
-  get(key: string, load: () => Promise<V | undefined>): V | undefined | Promise<V | undefined> {
+  /** The cached value while it is current; otherwise `load()`'s, remembered if nothing changed meanwhile. */
+  async get(key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
     const stamp = this.stamp();
     if (stamp === null) return load();
     const hit = this.entries.get(key);
     if (hit && hit.stamp === stamp) return hit.value;
-    return this.loadAndKeep(key, stamp, load);
-  }
-
-  private async loadAndKeep(key: string, stamp: number, load: () => Promise<V | undefined>): Promise<V | undefined> {
     const value = await load();
     // A write that started while loading may or may not be in `value`: keep it only if none did.
     if (value !== undefined && this.stamp() === stamp) this.entries.set(key, { stamp, value: deepFreeze(value) });

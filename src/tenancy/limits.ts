@@ -4,7 +4,6 @@ import { BudgetExceeded, LimitExceeded, NotFound } from '../errors.js';
 import { recordAudit } from './audit.js';
 import { settingsColumn } from './columns.js';
 import type { Actor, Principal } from './permissions.js';
-import type { MaybePromise } from '../maybe-promise.js';
 import * as store from './store.js';
 
 export interface TenantLimits {
@@ -23,7 +22,7 @@ export interface RunLimits {
 
 /** The agents domain's budgets, as limits read and set them (agents owns the column). */
 export interface AgentBudgets {
-  budget(tenantId: string, agentId: string): MaybePromise<{ monthlyBudgetUsd: number | null } | undefined>;
+  budget(tenantId: string, agentId: string): Promise<{ monthlyBudgetUsd: number | null } | undefined>;
   /** Throws not found when the tenant has no such agent. */
   setBudget(tenantId: string, agentId: string, budget: number | null, actor: Actor): Promise<void>;
 }
@@ -185,17 +184,13 @@ export class LimitsService {
   }
 
   async tenantLimits(tenantId: string): Promise<TenantLimits> {
-    const cached = this.cachedTenantLimits(tenantId);
+    const cached = this.cache.get(tenantId);
     if (cached) return cached;
     const tenant = await store.findTenant(this.db.kysely, tenantId);
     const settings = tenant ? settingsColumn(tenant.settings) : {};
     const limits = { ...NO_LIMITS, ...(settings.limits ?? {}) };
     this.cache.set(tenantId, limits);
     return limits;
-  }
-
-  private cachedTenantLimits(tenantId: string): TenantLimits | undefined {
-    return this.cache.get(tenantId);
   }
 
   async setTenantLimits(tenantId: string, patch: Partial<TenantLimits>, actor: Actor): Promise<TenantLimits> {
@@ -219,16 +214,12 @@ export class LimitsService {
     return limits;
   }
 
-  /**
-   * Applies the caller's request limit; the answer also feeds the RateLimit-* headers. Runs on every
-   * authenticated request, so it answers without a promise while the tenant's limits are cached.
-   */
-  checkRate(principal: Principal): MaybePromise<RateDecision | null> {
+  /** Applies the caller's request limit; the answer also feeds the RateLimit-* headers. */
+  async checkRate(principal: Principal): Promise<RateDecision | null> {
     // The key's own limit wins; then the tenant's, then the platform default. 0 or null: none.
     if (principal.rateLimitPerMinute != null) return this.take(principal, principal.rateLimitPerMinute);
-    const cached = this.cachedTenantLimits(principal.tenantId);
-    if (cached) return this.take(principal, cached.rateLimitPerMinute ?? this.defaultRateLimit);
-    return this.tenantLimits(principal.tenantId).then((limits) => this.take(principal, limits.rateLimitPerMinute ?? this.defaultRateLimit));
+    const limits = await this.tenantLimits(principal.tenantId);
+    return this.take(principal, limits.rateLimitPerMinute ?? this.defaultRateLimit);
   }
 
   /**

@@ -3,7 +3,6 @@ import { ReadCache } from '../db/changes.js';
 import type { Db } from '../db/database.js';
 import { Conflict, Forbidden, InvalidInput, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
-import { isPromise, type MaybePromise } from '../maybe-promise.js';
 import { listAudit, recordAudit } from './audit.js';
 import { permissionsColumn, settingsColumn } from './columns.js';
 import { PERMISSIONS, isPermission, type Actor, type Permission, type Principal } from './permissions.js';
@@ -67,11 +66,6 @@ export function parsePermissions(values: string[]): Permission[] {
 interface KnownKey {
   secretHash: Buffer;
   principal: Principal;
-}
-
-function checkSecret(known: KnownKey | undefined, secret: string): Principal | null {
-  if (!known || !timingSafeEqual(known.secretHash, sha256(secret))) return null;
-  return known.principal;
 }
 
 /** A key holding every permission there is (as the tenant's initial key does). */
@@ -210,30 +204,24 @@ export class TenancyService {
     });
   }
 
-  /**
-   * Resolves a presented API key to its principal, or null when it is unknown, wrong or revoked.
-   * A key verified before (its row in memory and current) is answered synchronously: this runs on
-   * every authenticated request.
-   */
-  authenticateApiKey(presented: string): MaybePromise<Principal | null> {
+  /** Resolves a presented API key to its principal, or null when it is unknown, wrong or revoked. */
+  async authenticateApiKey(presented: string): Promise<Principal | null> {
     if (!KEY_PATTERN.test(presented)) return null;
-    const keyId = uuidFromHex(presented.slice(...KEY_ID));
-    const known = this.knownKey(keyId);
-    const secret = presented.slice(KEY_SECRET_AT);
-    return isPromise(known) ? known.then((k) => checkSecret(k, secret)) : checkSecret(known, secret);
+    const known = await this.knownKey(uuidFromHex(presented.slice(...KEY_ID)));
+    if (!known || !timingSafeEqual(known.secretHash, sha256(presented.slice(KEY_SECRET_AT)))) return null;
+    return known.principal;
   }
 
   /**
    * The request limit of a key in force (its own, null: the tenant's), for the access tokens minted
    * from it; undefined when the key is unknown or revoked.
    */
-  apiKeyRateLimit(keyId: string): MaybePromise<{ rateLimitPerMinute: number | null } | undefined> {
-    const known = this.knownKey(keyId);
-    const limitOf = (k: KnownKey | undefined) => k && { rateLimitPerMinute: k.principal.rateLimitPerMinute ?? null };
-    return isPromise(known) ? known.then(limitOf) : limitOf(known);
+  async apiKeyRateLimit(keyId: string): Promise<{ rateLimitPerMinute: number | null } | undefined> {
+    const known = await this.knownKey(keyId);
+    return known && { rateLimitPerMinute: known.principal.rateLimitPerMinute ?? null };
   }
 
-  private knownKey(keyId: string): MaybePromise<KnownKey | undefined> {
+  private knownKey(keyId: string): Promise<KnownKey | undefined> {
     return this.knownKeys.get(keyId, async () => {
       const row = await store.findApiKeyForAuth(this.db.kysely, keyId);
       if (!row || row.revoked_at) return undefined;
