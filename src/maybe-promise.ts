@@ -1,8 +1,4 @@
-/**
- * A value, or a promise of it. Hot paths (authentication, the request limit) answer from memory
- * without a promise when they can, which spares each request promise allocations and trips through
- * the microtask queue; callers that `await` take either.
- */
+/** A value, or a promise of it: what the authentication hook's verifiers and admission may return (http/auth.ts). */
 export type MaybePromise<T> = T | Promise<T>;
 
 export const isPromise = <T>(value: MaybePromise<T>): value is Promise<T> =>

@@ -237,7 +237,7 @@ export function a2aToolProvider(
       },
     };
   };
-  return (ctx) => {
+  return async (ctx) => {
     const specs = ctx.agent.tools.filter((t): t is A2aAgentTool => t.type === 'a2a');
     return { tools: specs.map((spec) => toolFor(ctx, spec)) };
   };

@@ -133,7 +133,7 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
     }
     return { tools, warnings };
   };
-  return (ctx) => {
+  return async (ctx) => {
     const specs = ctx.agent.tools.filter((t): t is AgentToolSpec => t.type === 'agent');
     return specs.length ? delegationTools(ctx, specs) : { tools: [] };
   };

@@ -114,5 +114,5 @@ export function memoryToolProvider(memory: MemoryService, policies: MemoryToolPo
   const none = { tools: [] };
   // A run that can change no block is offered memory_read alone.
   const readOnly = { tools: tools.filter((tool) => tool.name === 'memory_read') };
-  return (ctx) => (hasMemoryTools(ctx.agent) ? (canChangeMemory(ctx) ? { tools } : readOnly) : none);
+  return async (ctx) => (hasMemoryTools(ctx.agent) ? (canChangeMemory(ctx) ? { tools } : readOnly) : none);
 }

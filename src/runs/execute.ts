@@ -1,6 +1,5 @@
 import type { Agent } from '../agents/schemas.js';
 import type { ConversationRow } from '../conversations/turns.js';
-import { isPromise } from '../maybe-promise.js';
 import { type ConversationTurn, type LoopResult, ModelCallError, runLoop } from '../runtime/loop.js';
 import { ModelUnavailableError } from '../runtime/models/registry.js';
 import type { ToolSet } from '../runtime/tools/types.js';
@@ -107,8 +106,7 @@ export class RunExecution {
       const toolContext = { tenantId, agent, runId, conversationId, userId, agentMemoryReadOnly, delegationDepth: input.delegationDepth };
       const toolsEnabled = input.enableTools ?? true;
       if (toolsEnabled) {
-        const tools = this.r.tools.forRun({ ...toolContext, signal: controller.signal });
-        toolSet = isPromise(tools) ? await tools : tools;
+        toolSet = await this.r.tools.forRun({ ...toolContext, signal: controller.signal });
         if (this.r.tracing) toolSet = tracedTools(this.r.tracing, toolSet);
       }
       const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled, userId, agentMemoryReadOnly });

@@ -128,7 +128,7 @@ export class SkillTools {
 
   /** The tool provider for runs: the agent acts as itself. */
   provider(): ToolProvider<Agent> {
-    return (ctx) => ({
+    return async (ctx) => ({
       tools: this.toolsFor(ctx.agent).map<RuntimeTool<Agent>>((def) => ({
         name: def.name,
         description: def.description,

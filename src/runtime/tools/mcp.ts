@@ -83,7 +83,7 @@ async function connect(
  * Every request goes through `fetch`: the platform gives the outbound guard's (runtime/tools/ssrf.ts).
  */
 export function mcpToolProvider(fetch: FetchLike, opener: HeaderOpener): ToolProvider {
-  return (ctx) => {
+  return async (ctx) => {
     const sources = ctx.agent.tools.filter((t): t is McpSource => t.type === 'mcp');
     return sources.length ? connectAll(sources, ctx.tenantId, opener, ctx.signal, fetch) : { tools: [] };
   };

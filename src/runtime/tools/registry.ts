@@ -1,4 +1,3 @@
-import { isPromise, type MaybePromise } from '../../maybe-promise.js';
 import { inputCheck } from './input-schema.js';
 import type { RuntimeTool, ToolAgent, ToolContext, ToolProvider, ToolSet } from './types.js';
 
@@ -12,24 +11,19 @@ export class ToolRegistry<A extends ToolAgent = ToolAgent> {
 
   /**
    * All tools for a run. A provider that fails (an MCP server down, say) contributes nothing and
-   * leaves a warning on the run, so one broken source never stops the run. Answers synchronously
-   * when every provider does (the agent has nothing for them to connect to or look up), which
-   * spares a run without tools a round of promises.
+   * leaves a warning on the run, so one broken source never stops the run.
    */
-  forRun(ctx: ToolContext<A>): MaybePromise<ToolSet<A>> {
+  async forRun(ctx: ToolContext<A>): Promise<ToolSet<A>> {
     const names = this.providers.map((p) => p.name);
-    const sets = this.providers.map((p) => provideSafely(p, ctx));
-    return sets.some(isPromise) ? Promise.all(sets).then((s) => combine(s, names)) : combine(sets as ToolSet<A>[], names);
+    return combine(await Promise.all(this.providers.map((p) => provideSafely(p, ctx))), names);
   }
 }
 
-function provideSafely<A extends ToolAgent>(p: { name: string; provide: ToolProvider<A> }, ctx: ToolContext<A>): MaybePromise<ToolSet<A>> {
-  const unavailable = (err: unknown): ToolSet<A> => ({ tools: [], warnings: [`${p.name} tools unavailable: ${(err as Error).message}`] });
+async function provideSafely<A extends ToolAgent>(p: { name: string; provide: ToolProvider<A> }, ctx: ToolContext<A>): Promise<ToolSet<A>> {
   try {
-    const set = p.provide(ctx);
-    return isPromise(set) ? set.catch(unavailable) : set;
+    return await p.provide(ctx);
   } catch (err) {
-    return unavailable(err);
+    return { tools: [], warnings: [`${p.name} tools unavailable: ${(err as Error).message}`] };
   }
 }
 

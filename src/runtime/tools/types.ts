@@ -1,5 +1,3 @@
-import type { MaybePromise } from '../../maybe-promise.js';
-
 /**
  * What the runtime reads of the agent a run executes: its id and its tool specs (each provider picks
  * its kind by `type`). Domains hand over their own agent type, which tools then get back unchanged.
@@ -52,10 +50,9 @@ export interface ToolSet<A extends ToolAgent = ToolAgent> {
 
 /**
  * Contributes tools to a run. Domains register providers (skills, connectors, MCP servers,
- * delegation to other agents); each looks at the agent's `tools` list and answers for its kind,
- * synchronously when it has nothing to wait for (most agents have no tools of most kinds).
+ * delegation to other agents); each looks at the agent's `tools` list and answers for its kind.
  */
-export type ToolProvider<A extends ToolAgent = ToolAgent> = (ctx: ToolContext<A>) => MaybePromise<ToolSet<A>>;
+export type ToolProvider<A extends ToolAgent = ToolAgent> = (ctx: ToolContext<A>) => Promise<ToolSet<A>>;
 
 /** A tool failure the model sees as `{ error: { code, message } }`. */
 export class ToolError extends Error {
