@@ -1,5 +1,4 @@
-import { Gauge, type Registry } from 'prom-client';
-import { PlainCounterVec, PlainHistogramVec } from './hot-counters.js';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /*
  * Every metric the platform exports, in one place (docs/operations.md "Observability" lists them).
@@ -8,7 +7,7 @@ import { PlainCounterVec, PlainHistogramVec } from './hot-counters.js';
  * METRICS_TENANT_LABEL=true (labelNames are fixed when a metric is made).
  */
 
-/** Seconds: a tool call (1 ms to 1 min). */
+/** Seconds: an HTTP request or a tool call (1 ms to 1 min). */
 const SHORT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** Seconds: a run or its first token (10 ms to 10 min). */
 const RUN_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
@@ -48,34 +47,47 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
     return taskStats;
   };
   return {
-    // HTTP (the requests' counter and histogram are hot-counters.ts's)
-    rejections: new PlainCounterVec({
+    // HTTP
+    httpRequests: new Counter({
+      name: 'agentry_http_requests_total',
+      help: 'HTTP requests answered, by route template, method and status class',
+      labelNames: ['route', 'method', 'status_class'],
+      registers,
+    }),
+    httpDuration: new Histogram({
+      name: 'agentry_http_request_duration_seconds',
+      help: 'Time to answer an HTTP request (to the response head for streams), by route template, method and status class',
+      labelNames: ['route', 'method', 'status_class'],
+      buckets: SHORT_BUCKETS,
+      registers,
+    }),
+    rejections: new Counter({
       name: 'agentry_rejections_total',
       help: 'Requests refused by a limit, by reason (rate_limited, concurrency_limit, budget_exceeded...)',
       labelNames: t(['reason']),
       registers,
     }),
     // Runs
-    runsStarted: new PlainCounterVec({
+    runsStarted: new Counter({
       name: 'agentry_runs_started_total',
       help: 'Runs started, by kind',
       labelNames: t(['kind']),
       registers,
     }),
-    runsEnded: new PlainCounterVec({
+    runsEnded: new Counter({
       name: 'agentry_runs_ended_total',
       help: 'Runs ended here, by kind and terminal status (completed, failed, cancelled)',
       labelNames: t(['kind', 'status']),
       registers,
     }),
-    runDuration: new PlainHistogramVec({
+    runDuration: new Histogram({
       name: 'agentry_run_duration_seconds',
       help: 'Run duration, start to terminal state, by kind and status',
       labelNames: ['kind', 'status'],
       buckets: RUN_BUCKETS,
       registers,
     }),
-    timeToFirstToken: new PlainHistogramVec({
+    timeToFirstToken: new Histogram({
       name: 'agentry_run_time_to_first_token_seconds',
       help: 'Time from a run’s start to its first streamed token, by kind',
       labelNames: ['kind'],
@@ -90,39 +102,39 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
         if (sources.activeRuns) this.set(sources.activeRuns());
       },
     }),
-    runsRecovered: new PlainCounterVec({
+    runsRecovered: new Counter({
       name: 'agentry_runs_recovered_total',
       help: 'Runs declared interrupted by this process after their lease expired (their process stopped)',
       registers,
     }),
-    injections: new PlainCounterVec({ name: 'agentry_run_injections_total', help: 'Messages injected into running runs', registers }),
-    cancellations: new PlainCounterVec({ name: 'agentry_run_cancellations_total', help: 'Runs cancelled on request', registers }),
+    injections: new Counter({ name: 'agentry_run_injections_total', help: 'Messages injected into running runs', registers }),
+    cancellations: new Counter({ name: 'agentry_run_cancellations_total', help: 'Runs cancelled on request', registers }),
     // Models
-    modelSteps: new PlainCounterVec({
+    modelSteps: new Counter({
       name: 'agentry_model_steps_total',
       help: 'Model steps (calls) of ended runs, by provider and model',
       labelNames: t(['provider', 'model']),
       registers,
     }),
-    tokens: new PlainCounterVec({
+    tokens: new Counter({
       name: 'agentry_model_tokens_total',
       help: 'Tokens of ended runs, by provider, model and direction (input, output)',
       labelNames: t(['provider', 'model', 'direction']),
       registers,
     }),
-    cost: new PlainCounterVec({
+    cost: new Counter({
       name: 'agentry_model_cost_usd_total',
       help: 'Cost in USD of ended runs (the price table’s), by provider and model',
       labelNames: t(['provider', 'model']),
       registers,
     }),
-    providerErrors: new PlainCounterVec({
+    providerErrors: new Counter({
       name: 'agentry_model_provider_errors_total',
       help: 'Runs failed by their model provider, by the model that failed (a fallback when the step had reached it) and code',
       labelNames: ['provider', 'model', 'code'],
       registers,
     }),
-    providerRetries: new PlainCounterVec({
+    providerRetries: new Counter({
       name: 'agentry_model_provider_retries_total',
       help: 'Model calls retried after a provider failure, by the model asked and code',
       labelNames: ['provider', 'model', 'code'],
@@ -165,13 +177,13 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
       },
     }),
     // Tools
-    toolCalls: new PlainCounterVec({
+    toolCalls: new Counter({
       name: 'agentry_tool_calls_total',
       help: 'Tool calls, by source (builtin, skill, mcp, delegation, a2a), name (bounded; "other" past the bound or for tenant-named tools) and outcome',
       labelNames: t(['source', 'name', 'outcome']),
       registers,
     }),
-    toolDuration: new PlainHistogramVec({
+    toolDuration: new Histogram({
       name: 'agentry_tool_call_duration_seconds',
       help: 'Tool call duration, by source and name',
       labelNames: ['source', 'name'],
@@ -200,7 +212,7 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
         if (stats) this.set(stats.lagSeconds);
       },
     }),
-    taskFires: new PlainCounterVec({
+    taskFires: new Counter({
       name: 'agentry_task_fires_total',
       help: 'Cron fires of tasks, by misfire policy and outcome (fired, misfired: a cron time found past the grace)',
       labelNames: ['policy', 'outcome'],
@@ -226,26 +238,32 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
         if (sources.openStreams) this.set(sources.openStreams());
       },
     }),
-    replays: new PlainCounterVec({
+    eventsPublished: new Counter({
+      name: 'agentry_run_events_published_total',
+      help: 'Run events published by runs executing here, by event (token, tool_call_start, tool_call_end...)',
+      labelNames: ['event'],
+      registers,
+    }),
+    replays: new Counter({
       name: 'agentry_run_event_replays_total',
       help: 'Followers of a run’s events served from the database (a run executing elsewhere, or already ended)',
       registers,
     }),
     // Identity
-    tokensIssued: new PlainCounterVec({
+    tokensIssued: new Counter({
       name: 'agentry_identity_tokens_issued_total',
       help: 'Tokens issued, by type',
       labelNames: t(['type']),
       registers,
     }),
-    authorizeDecisions: new PlainCounterVec({
+    authorizeDecisions: new Counter({
       name: 'agentry_identity_authorize_decisions_total',
       help: 'Authorization decisions, by decision and reason',
       labelNames: t(['decision', 'reason']),
       registers,
     }),
     // Retention: the sweep of src/retention/ calls Metrics.retentionDeleted(table, rows)
-    retentionDeleted: new PlainCounterVec({
+    retentionDeleted: new Counter({
       name: 'agentry_retention_deleted_rows_total',
       help: 'Rows deleted by the retention sweep, by table',
       labelNames: ['table'],

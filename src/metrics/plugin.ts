@@ -35,7 +35,7 @@ export function registerMetrics(app: FastifyInstance, options: MetricsOptions) {
   let server: http.Server | undefined;
   app.decorate('metricsAddress', () => (server?.address() as AddressInfo | null) ?? null);
   if (metrics) {
-    // Plain callbacks (no promise per request); the series are cached by Metrics.request.
+    // Plain callbacks: no promise per request.
     app.addHook('onResponse', (request, reply, done) => {
       metrics.request(request.routeOptions.url, request.method, reply.statusCode, reply.elapsedTime / 1000);
       done();

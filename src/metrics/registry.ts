@@ -1,6 +1,5 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { BoundedLabel, defineMetrics, type GaugeSources, type MetricDefinitions } from './definitions.js';
-import { HttpSeries, PlainCounter } from './hot-counters.js';
 
 /** Distinct model names kept as labels; later ones are "other". */
 const MODEL_LABELS = 100;
@@ -41,20 +40,10 @@ export class Metrics {
   readonly definitions: MetricDefinitions;
   private readonly models = new BoundedLabel(MODEL_LABELS);
   private readonly toolNames = new BoundedLabel(TOOL_LABELS);
-  /** The HTTP requests' counter and histogram, counted without prom-client on the request's path. */
-  private readonly http = new HttpSeries();
-  /** Run events published, by event: counted on every streamed token. */
-  private readonly eventsPublished = new PlainCounter(
-    'agentry_run_events_published_total',
-    'Run events published by runs executing here, by event (token, tool_call_start, tool_call_end...)',
-    'event',
-  );
 
   constructor(private readonly options: { tenantLabel: boolean }) {
     collectDefaultMetrics({ register: this.registry });
     this.definitions = defineMetrics(this.registry, options.tenantLabel, this.sources, (id) => this.modelLabels(id));
-    this.http.register(this.registry);
-    this.eventsPublished.register(this.registry);
   }
 
   /** The Prometheus text exposition. */
@@ -68,7 +57,9 @@ export class Metrics {
 
   /** One HTTP request answered: `route` is the route's template (undefined when no route matched). */
   request(route: string | undefined, method: string, status: number, seconds: number) {
-    this.http.record(route, method, status, seconds);
+    const labels = { route: route ?? '(unmatched)', method, status_class: statusClass(status) };
+    this.definitions.httpRequests.inc(labels);
+    this.definitions.httpDuration.observe(labels, seconds);
   }
 
   /** A request refused by a limit (its error's code: rate_limited, concurrency_limit, budget_exceeded...). */
@@ -99,7 +90,7 @@ export class Metrics {
   readonly runs = {
     started: (kind: string, tenantId: string) => this.definitions.runsStarted.inc(this.tenant({ kind }, tenantId)),
     firstToken: (kind: string, seconds: number) => this.definitions.timeToFirstToken.observe({ kind }, seconds),
-    published: (event: string) => this.eventsPublished.inc(event),
+    published: (event: string) => this.definitions.eventsPublished.inc({ event }),
     recovered: () => this.definitions.runsRecovered.inc(),
     injected: () => this.definitions.injections.inc(),
     cancelled: () => this.definitions.cancellations.inc(),
@@ -144,6 +135,11 @@ export class Metrics {
     if (this.options.tenantLabel) (labels as Record<string, string>).tenant = tenantId ?? '';
     return labels;
   }
+}
+
+/** A status code's class as the HTTP metrics' label: 1xx to 5xx (codes outside 100-599 count in the nearest). */
+function statusClass(status: number): string {
+  return `${Math.min(Math.max(Math.floor(status / 100), 1), 5)}xx`;
 }
 
 /** The provider part of a model id (provider/name). */
