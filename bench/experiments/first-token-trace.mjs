@@ -5,7 +5,7 @@
 //     its response: the server's own share of the client's time to the first token;
 //   - each group-committed batch (db/group-commit.ts: starts and ends; size and time to commit);
 //   - each write of the run event hub (runs/events.ts: how many runs' events, time to publish);
-//   - each wait of those writers for a RESTART checkpoint (db/checkpointer.ts writesPaused);
+//   - each wait of the server's SQLite connection for a RESTART checkpoint (db/checkpointer.ts writesPaused);
 //   - every SQLite statement slower than 0.4 ms (better-sqlite3), by its first words;
 //   - garbage collections (PerformanceObserver).
 // Every 4 s it appends to .bench-data/first-token-trace.txt (or $FIRST_TOKEN_TRACE_FILE): the server's
@@ -23,6 +23,7 @@ import http from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { PerformanceObserver, performance } from 'node:perf_hooks';
+import { CheckpointAwareDialect } from '../../dist/db/checkpointer.js';
 import { GroupCommit } from '../../dist/db/group-commit.js';
 import { RunEventHub } from '../../dist/runs/events.js';
 
@@ -85,10 +86,16 @@ function markPauses(owner, key, who) {
   owner[key] = wrapped;
 }
 
+// The server's SQLite connection, held back while a RESTART checkpoint runs.
+const createDriver = CheckpointAwareDialect.prototype.createDriver;
+CheckpointAwareDialect.prototype.createDriver = function () {
+  markPauses(this, 'writesPaused', 'a statement');
+  return createDriver.call(this);
+};
+
 // Group-committed batches (starts take up to 64 writes, ends 8: told apart by their limit).
 const writeBatch = GroupCommit.prototype.writeBatch;
 GroupCommit.prototype.writeBatch = async function () {
-  markPauses(this.options, 'writesPaused', this.options.maxBatch >= 64 ? 'starts' : 'ends');
   const t0 = now();
   const size = Math.min(this.queue.length, this.options.maxBatch);
   try {
@@ -101,7 +108,6 @@ GroupCommit.prototype.writeBatch = async function () {
 // The event hub's writes.
 const hubWrite = RunEventHub.prototype.write;
 RunEventHub.prototype.write = async function (batch) {
-  markPauses(this.db, 'writesPaused', 'events');
   const t0 = now();
   try {
     return await hubWrite.call(this, batch);

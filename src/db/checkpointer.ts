@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { type DatabaseConnection, type Driver, SqliteDialect, type SqliteDialectConfig, SqliteDriver } from 'kysely';
 
 /**
  * SQLite's WAL checkpoints, off the event loop. By default the connection that commits past
@@ -20,9 +21,9 @@ import { Worker } from 'node:worker_threads';
  *
  * A server write meeting the RESTART would sleep in SQLite's busy handler (1, then 2, then 5
  * ms: statements of 3.3 and 8.4 ms, the whole event loop asleep). So the worker raises a shared flag
- * for its duration, and the server's hot writers (group commits, the run event hub) wait for
- * `writesPaused()` asynchronously instead, while the event loop goes on serving reads and requests. A
- * write that checked the flag just before it rose still meets the lock, and waits as before.
+ * for its duration, and the server's connection (CheckpointAwareDialect) holds its statements back
+ * until it drops, asynchronously, while the event loop goes on serving requests. A statement that
+ * checked the flag just before it rose still meets the lock, and waits as before.
  */
 
 /** WAL pages (4 KiB) past which the worker's checkpoint waits for writers to finish the job. */
@@ -155,4 +156,38 @@ export function startCheckpointer(
       return resumed.promise;
     },
   };
+}
+
+/**
+ * Kysely's SQLite dialect for the server's connection: while the checkpointer holds writers back, a
+ * statement (or transaction) waits for the connection on the event loop instead of meeting the lock
+ * and sleeping in SQLite's busy handler. Reads wait too: the connection cannot tell them apart
+ * before it is taken, and a RESTART lasts 0.1-2 ms.
+ */
+export class CheckpointAwareDialect extends SqliteDialect {
+  constructor(
+    private readonly config: SqliteDialectConfig,
+    private readonly writesPaused: Checkpointer['writesPaused'],
+  ) {
+    super(config);
+  }
+
+  override createDriver(): Driver {
+    return new CheckpointAwareDriver(this.config, this.writesPaused);
+  }
+}
+
+class CheckpointAwareDriver extends SqliteDriver {
+  constructor(
+    config: SqliteDialectConfig,
+    private readonly writesPaused: Checkpointer['writesPaused'],
+  ) {
+    super(config);
+  }
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    const paused = this.writesPaused();
+    if (paused) await paused;
+    return super.acquireConnection();
+  }
 }

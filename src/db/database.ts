@@ -7,17 +7,17 @@ import {
   type PostgresPool,
   type PostgresPoolClient,
   type LogEvent,
-  SqliteDialect,
   type SqliteDatabase,
   type SqliteStatement,
   sql,
 } from 'kysely';
 import pg from 'pg';
 import { ChangeFeed, ChangeTrackingPlugin } from './changes.js';
-import { FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
+import { CheckpointAwareDialect, FALLBACK_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.js';
 import type { Database } from './schema.js';
 import { type MigrationContext, migrationProvider } from './migrations/index.js';
 import { preparedStatementName } from './prepared.js';
+import { type Reclaimed, reclaimFreePages } from './vacuum.js';
 import { WriteHealth } from './write-health.js';
 import { createPrivateFile, ensurePrivateDir, tightenFile } from '../private-files.js';
 
@@ -31,10 +31,10 @@ export interface Db {
   /** When cached reads are stale (db/changes.ts). */
   changes: ChangeFeed;
   /**
-   * SQLite: while the checkpointer holds writers back (db/checkpointer.ts), a promise that settles when
-   * writes may go ahead; undefined otherwise, and always on PostgreSQL. Awaited by the hot writers.
+   * SQLite: hands the pages deleted rows freed back to the disk (db/vacuum.ts), waiting out the
+   * checkpointer as the server's connection does. Absent on PostgreSQL.
    */
-  writesPaused?: () => Promise<void> | undefined;
+  reclaimFreePages?: () => Promise<Reclaimed>;
   /** Whether writes have been failing on storage faults (disk full, EIO, read-only): /readyz reads it. */
   writeHealth: WriteHealth;
   /** PostgreSQL: the pool's connections (made, idle) and callers waiting for one; the metrics read it. */
@@ -102,7 +102,7 @@ export function openDatabase(options: DbOptions): Db {
   const changes = new ChangeFeed(externalChanges(sqlite));
   const writeHealth = new WriteHealth();
   const kysely = new Kysely<Database>({
-    dialect: new SqliteDialect({ database: reusingStatements(sqlite, writeHealth) }),
+    dialect: new CheckpointAwareDialect({ database: reusingStatements(sqlite, writeHealth) }, checkpointer.writesPaused),
     plugins: [new ChangeTrackingPlugin(changes)],
     log: options.onQuery,
   });
@@ -112,7 +112,7 @@ export function openDatabase(options: DbOptions): Db {
     location: file,
     changes,
     writeHealth,
-    writesPaused: checkpointer.writesPaused,
+    reclaimFreePages: () => reclaimFreePages(file, { writesPaused: checkpointer.writesPaused }),
     close: async () => {
       await checkpointer.stop();
       await kysely.destroy();

@@ -60,8 +60,6 @@ export interface GroupCommitOptions {
   concurrency?: number;
   /** Runs before each batch, outside its transaction; it reports its own failures (they do not stop the batch). */
   beforeBatch?: () => Promise<void>;
-  /** A promise to wait for before writing, while writes are held back (Db.writesPaused). */
-  writesPaused?: () => Promise<void> | undefined;
 }
 
 /**
@@ -110,8 +108,6 @@ export class GroupCommit {
     try {
       // beforeBatch reports its own failures; the batch is written regardless.
       await this.options.beforeBatch?.().catch(() => {});
-      const paused = this.options.writesPaused?.();
-      if (paused) await paused;
       const batch = this.queue.splice(0, this.options.maxBatch);
       if (batch.length === 1) await this.alone(batch[0]);
       else if (batch.length) await this.together(batch);

@@ -25,7 +25,7 @@ const BUSY_PAUSES_MS = [20, 100, 300, 1000, 2500];
 export interface ReclaimOptions {
   /** Pages handed back at most (default 65,536: 256 MiB a pass). */
   maxPages?: number;
-  /** While the WAL checkpointer holds writers back (Db.writesPaused), a promise to wait for first. */
+  /** While the WAL checkpointer holds writers back (its writesPaused), a promise to wait for first. */
   writesPaused?: () => Promise<void> | undefined;
 }
 

@@ -1,7 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/database.js';
 import { isDatabaseUnavailable } from '../errors.js';
-import { reclaimFreePages } from '../db/vacuum.js';
 import { type Clock, systemClock } from '../scheduler/clock.js';
 import { Loop } from '../scheduler/loop.js';
 import type { RetentionSettings } from '../tenancy/retention.js';
@@ -185,9 +184,9 @@ export class RetentionSweep {
     }
     const deleted = counts.runs + counts.compactedEvents + counts.conversations + counts.files + counts.auditEvents;
     // Also after a pass that deleted nothing: an earlier one may have deleted and then failed to hand back.
-    if (this.o.db.dialect === 'sqlite') {
+    if (this.o.db.reclaimFreePages) {
       try {
-        const reclaimed = await reclaimFreePages(this.o.db.location, { writesPaused: this.o.db.writesPaused });
+        const reclaimed = await this.o.db.reclaimFreePages();
         counts.reclaimedPages = reclaimed.pages;
         if (deleted && !reclaimed.incremental && !this.warnedNotIncremental) {
           this.warnedNotIncremental = true;
@@ -219,11 +218,9 @@ export class RetentionSweep {
     }
   }
 
-  /** One batch: after the checkpointer lets writers go, and again after a pause when it met a lock. */
+  /** One batch, and again after a pause when it met a lock. */
   private async retried<T>(work: () => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      const paused = this.o.db.writesPaused?.();
-      if (paused) await paused;
       try {
         return await work();
       } catch (err) {

@@ -314,8 +314,6 @@ export class RunEventHub {
       }
     }
     try {
-      const paused = this.db.writesPaused?.();
-      if (paused) await paused;
       await store.insertEvents(this.db.kysely, rows);
     } catch (err) {
       this.onWriteError(err);

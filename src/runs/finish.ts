@@ -108,7 +108,6 @@ export class RunFinish {
     this.ends = new GroupCommit(r.db.kysely, {
       maxBatch: ENDS_PER_COMMIT,
       concurrency: r.db.dialect === 'postgres' ? POSTGRES_BATCHES_AT_ONCE : 1,
-      writesPaused: r.db.writesPaused,
       // The streams' tokens go out before a batch of ends is written, not behind it: written, then
       // a turn of the event loop so they leave the sockets (SSE writes are corked per tick).
       beforeBatch: async () => {

@@ -51,13 +51,11 @@ export class RunStarts {
     private readonly r: RunResources,
     private readonly systems: { execution: RunExecution; control: RunControl },
   ) {
-    const writesPaused = r.db.writesPaused;
     this.starts = new GroupCommit(r.db.kysely, {
       maxBatch: STARTS_PER_COMMIT,
       concurrency: r.db.dialect === 'postgres' ? POSTGRES_BATCHES_AT_ONCE : 1,
-      writesPaused,
     });
-    this.admittedStarts = new GroupCommit(r.db.kysely, { maxBatch: STARTS_PER_COMMIT, concurrency: 1, writesPaused });
+    this.admittedStarts = new GroupCommit(r.db.kysely, { maxBatch: STARTS_PER_COMMIT, concurrency: 1 });
   }
 
   async start(input: StartRunInput): Promise<RunHandle | InjectedInstead> {
