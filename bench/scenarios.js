@@ -6,7 +6,7 @@
 import http from 'node:http';
 import { createParser } from 'eventsource-parser';
 import { readRssKb } from './processes.js';
-import { SSE_FIRST_TOKEN_P99_FACTOR } from './targets.js';
+import { SSE_FIRST_TOKEN_P99_FACTOR, serverUsPerRequest } from './targets.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const round = (n, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
@@ -173,7 +173,7 @@ export const sseStream = {
       ...measured,
       reqPerSec: perSecond,
       requests: streams,
-      serverUsPerRequest: measured.serverCpuPct === null || !perSecond ? null : round((measured.serverCpuPct / 100 / perSecond) * 1e6, 0),
+      serverUsPerRequest: serverUsPerRequest(measured.serverCpuSeconds, streams),
       latencyMs: { p50: first.p50, p99: first.p99, max: first.max },
       errors: measured.value.errors,
       metrics: {

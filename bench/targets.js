@@ -53,6 +53,17 @@ export function judgement(row, dialect) {
 }
 
 /**
+ * The server's CPU time per request in µs, to 0.1 µs (the bare server's is ~15 µs: whole µs would
+ * round off several percent of it); null when the CPU time or the requests are unknown.
+ * @param {number | null} cpuSeconds
+ * @param {number | null} requests
+ */
+export function serverUsPerRequest(cpuSeconds, requests) {
+  if (cpuSeconds === null || cpuSeconds === undefined || !requests) return null;
+  return Math.round((cpuSeconds / requests) * 1e7) / 10;
+}
+
+/**
  * Whether a figure meets its judgement.
  * @param {number | null} figure
  * @param {{ limit: number, atMost: boolean }} j
