@@ -11,7 +11,8 @@
 //   - the real server: `node dist/main.js` as a child process (LOG_LEVEL=warn, temporary DATA_DIR,
 //     or a fresh PostgreSQL database created and dropped by this run);
 //   - the baseline: `node bench/baseline.js`, a bare Fastify server answering one fixed JSON body,
-//     also a child process, measured at the start and at the end of the same run;
+//     also a child process, measured at the start and at the end of the same run, the same way as
+//     the scenarios: its CPU time per request is the yardstick of the targets (bench/targets.js);
 //   - the load: autocannon, in this process, separate from both servers;
 //   - for execute-openai-compatible: `node bench/mock-provider.js`, a local OpenAI-compatible
 //     provider (aimock) streaming a canned chat completion over HTTP, also a child process.
@@ -28,7 +29,7 @@ import zlib from 'node:zlib';
 import autocannon from 'autocannon';
 import { CLK_TCK, cleanupStack, cpuTicksOfStat, readCpuTicks, readRssKb, startChild } from './processes.js';
 import { dispatcher, idleStreams, sseStream } from './scenarios.js';
-import { judgement, meets, SSE_FIRST_TOKEN_P99_FACTOR, serverUsPerRequest } from './targets.js';
+import { cpuMultiples, firstTokenP99, judgement, meets, serverUsPerRequest } from './targets.js';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -67,13 +68,8 @@ const DISTURBED_PCT = 25;
 // ---------------------------------------------------------------------------------------------
 // Scenarios
 //
-// A scenario is { name, target, targetText?, description, setup?(ctx, opts),
-//                 request(ctx) | requests(ctx) | run(ctx, m) }:
-//   target       minimum ratio of its requests/s to the baseline's (issue 8), or null;
-//   targetPostgres the same on PostgreSQL, where issue 8 sets only execute's (without it, no target
-//                there, and a run() scenario's `met` is not reported);
-//   targetText   run() scenarios: their target in words (e.g. 'RSS <= 1024 MB'), shown in the
-//                table; whether it is met is judged from the row's figures by bench/targets.js;
+// A scenario is { name, description, setup?(ctx, opts), request(ctx) | requests(ctx) | run(ctx, m) }
+// (its target, if it has one, and how it is judged from the row's figures: bench/targets.js):
 //   setup(ctx, opts) optional: create what the scenario needs through the HTTP API (ctx.api);
 //   request(ctx) one autocannon request { method, path, headers?, body? }, repeated;
 //   requests(ctx) an autocannon `requests` array, each connection cycling through it;
@@ -100,7 +96,7 @@ const json = { 'content-type': 'application/json' };
  * @typedef {{ measure: (fn: () => Promise<any>) => Promise<object>, opts: object }} Measurer
  * @typedef {{ metrics: object, errors: number, summary: string }} RunOutcome
  * @typedef {{ start: () => void, stop: () => Promise<void>, result: (row: object) => { metrics: object, errors: number, summary: string } }} Alongside
- * @typedef {{ name: string, description: string, target: number | null, targetPostgres?: number, targetText?: string, server?: 'baseline',
+ * @typedef {{ name: string, description: string, server?: 'baseline',
  *   setup?: (ctx: object, opts: object) => Promise<void>, serverEnv?: (ctx: object) => Record<string, string>,
  *   alongside?: (ctx: object) => Alongside, costAgainst?: string, request?: (ctx: object) => Request,
  *   requests?: (ctx: object) => Request[], run?: (ctx: object, m: Measurer) => Promise<RunOutcome & object> }} Scenario
@@ -110,21 +106,17 @@ const SCENARIOS = [
   {
     name: 'get-agent',
     description: `GET /api/v1/agents/:id, API key, cycling over ${AGENTS_TO_SEED} agents`,
-    target: 0.5,
     requests: (ctx) => ctx.agentIds.map((id) => ({ method: 'GET', path: `/api/v1/agents/${id}` })),
   },
   {
     name: 'list-agents',
     description: `GET /api/v1/agents?limit=20, API key, tenant with ${AGENTS_TO_SEED} agents`,
-    target: 0.3,
     request: () => ({ method: 'GET', path: '/api/v1/agents?limit=20' }),
   },
 
   {
     name: 'execute',
     description: 'POST /api/v1/agents/:id/execute, builtin/echo, a new conversation each time (run, messages, events persisted)',
-    target: 0.1,
-    targetPostgres: 0.05,
     request: executeRequest,
   },
   {
@@ -132,7 +124,6 @@ const SCENARIOS = [
     description:
       `POST /api/v1/agents/:id/execute, ${MOCK_PROVIDER_MODEL} over HTTP: a local OpenAI-compatible server (aimock, ` +
       'bench/mock-provider.js) streams a canned chat completion; a new conversation each time',
-    target: null,
     setup: mockProviderAgentSetup,
     request: (ctx) => ({
       method: 'POST',
@@ -147,7 +138,6 @@ const SCENARIOS = [
     description:
       'execute as `execute`, on a server of its own started with METRICS_TOKEN set (Prometheus metrics recorded); ' +
       'the harness scrapes GET /metrics once a second during the measurement',
-    target: null,
     serverEnv: () => ({ METRICS_TOKEN: BENCH_METRICS_TOKEN }),
     alongside: metricsScraper,
     costAgainst: 'execute',
@@ -158,7 +148,6 @@ const SCENARIOS = [
     description:
       'execute as `execute`, on a server of its own with OTEL_EXPORTER_OTLP_ENDPOINT at an OTLP/HTTP receiver in the ' +
       'harness (answers 200 at once, counts the spans): spans received per request',
-    target: null,
     setup: otlpReceiverSetup,
     serverEnv: (ctx) => ({ OTEL_EXPORTER_OTLP_ENDPOINT: ctx.otlpReceiver.url }),
     alongside: spanCounter,
@@ -168,7 +157,6 @@ const SCENARIOS = [
   {
     name: 'authorize',
     description: 'POST /api/v1/identity/authorize, the same access token repeatedly (ExtAuthZ decision)',
-    target: 0.25,
     setup: identitySetup,
     request: (ctx) => ({
       method: 'POST',
@@ -180,7 +168,6 @@ const SCENARIOS = [
   {
     name: 'introspect',
     description: 'POST /api/v1/identity/oauth/introspect, an exchanged access token (RFC 7662)',
-    target: null,
     setup: identitySetup,
     request: (ctx) => ({
       method: 'POST',
@@ -192,7 +179,6 @@ const SCENARIOS = [
   {
     name: 'authorize-fresh',
     description: `POST /api/v1/identity/authorize, a different access token each request (${FRESH_TOKENS} in turn: none is in the verification caches)`,
-    target: null,
     setup: freshTokensSetup,
     requests: (ctx) => [
       {
@@ -207,7 +193,6 @@ const SCENARIOS = [
   {
     name: 'introspect-fresh',
     description: `POST /api/v1/identity/oauth/introspect, a different access token each request (${FRESH_TOKENS} in turn)`,
-    target: null,
     setup: freshTokensSetup,
     requests: (ctx) => [
       {
@@ -222,7 +207,6 @@ const SCENARIOS = [
   {
     name: 'token-exchange',
     description: 'POST /api/v1/identity/oauth/token, RFC 8693 exchange of one SVID, a fresh at+jwt each time',
-    target: 0.03,
     setup: identitySetup,
     request: (ctx) => ({
       method: 'POST',
@@ -244,7 +228,6 @@ const SCENARIOS = [
       `POST /api/v1/conversations/:id/messages, builtin/echo, each connection on its own conversation seeded ` +
       `through the API with ${LONG_CONVERSATION_MESSAGES.toLocaleString('en')} messages (agent default memoryWindow 50); ` +
       'each request adds 2 more (user + assistant)',
-    target: null,
     setup: longConversationSetup,
     requests: (ctx) => [longConversationRequest(ctx)],
   },
@@ -254,7 +237,6 @@ const SCENARIOS = [
       `long-conversation on the same conversations, on a server of its own where MODEL_PRICES gives builtin/echo a ` +
       `${LONG_CONVERSATION_WINDOW.contextWindow}-token context window (${LONG_CONVERSATION_WINDOW.outputReserve} kept for the answer): ` +
       'the 50 messages of the memory window do not fit, so older turns are summarised (by echo) on every request',
-    target: null,
     setup: longConversationSetup,
     serverEnv: () => ({ MODEL_PRICES: JSON.stringify({ 'builtin/echo': LONG_CONVERSATION_WINDOW }) }),
     costAgainst: 'long-conversation',
@@ -588,7 +570,6 @@ function longConversationRequest(ctx) {
 const BASELINE = {
   name: 'baseline',
   description: 'bare Fastify, one fixed JSON body, no auth/DB/logging',
-  target: null,
   server: 'baseline',
   request: () => ({ method: 'GET', path: '/' }),
 };
@@ -954,9 +935,6 @@ async function untilNoRunRunning(ctx, agentId) {
 async function runScenario(scenario, ctx, opts, { alongside } = {}) {
   if (scenario.serverEnv) return runOnOwnServer(scenario, ctx, opts);
   const target = scenario.server === 'baseline' ? ctx.baseline : ctx.server;
-  // Issue 8 sets its targets for SQLite; on PostgreSQL only execute has one (targetPostgres).
-  const postgres = ctx.dialect === 'postgres';
-  const goal = postgres ? (scenario.targetPostgres ?? null) : scenario.target;
   if (scenario.setup) await scenario.setup(ctx, opts);
   if (opts.waitIdle) await waitIdle(opts.waitIdle);
   if (scenario.run) {
@@ -968,8 +946,6 @@ async function runScenario(scenario, ctx, opts, { alongside } = {}) {
     return {
       name: scenario.name,
       description: scenario.description,
-      target: goal,
-      targetText: postgres ? null : (scenario.targetText ?? null),
       ...rest,
       seconds: round(rest.seconds, 2),
       serverCpuSeconds: round(rest.serverCpuSeconds, 2),
@@ -997,7 +973,6 @@ async function runScenario(scenario, ctx, opts, { alongside } = {}) {
     ...(side ? { alongside: side, responsesSent: 1 + warm.requests.total + r.requests.total } : {}),
     name: scenario.name,
     description: scenario.description,
-    target: goal,
     reqPerSec: round(r.requests.average, 0),
     requests: r.requests.total,
     latencyMs: { p50: r.latency.p50, p99: r.latency.p99, mean: round(r.latency.average, 2), max: r.latency.max },
@@ -1080,7 +1055,7 @@ function machine() {
   };
 }
 
-/** The results table; `r.ratio` and `r.nearRatio` are set by main (null for the baselines). */
+/** The results table; the multiples, `ratio`, `target` and `met` are set by main. */
 function table(rows) {
   const header = [
     'scenario',
@@ -1095,8 +1070,9 @@ function table(rows) {
     'mock',
     'other',
     'µs/req',
+    'x bare',
+    'x exec',
     'ratio',
-    'near',
     'target',
     'met',
   ];
@@ -1114,9 +1090,10 @@ function table(rows) {
       r.mockCpuPct ?? '-',
       r.otherCpuPct ?? '-',
       r.serverUsPerRequest ?? '-',
+      r.bareCpuMultiple == null ? '-' : r.bareCpuMultiple.toFixed(2),
+      r.executeCpuMultiple == null ? '-' : r.executeCpuMultiple.toFixed(2),
       r.ratio == null ? '-' : r.ratio.toFixed(2),
-      r.nearRatio == null ? '-' : r.nearRatio.toFixed(2),
-      r.targetText ?? (r.target ? `>= ${r.target}` : '-'),
+      r.target ?? '-',
       r.met === true ? 'yes' : r.met === false ? 'NO' : '-',
     ].map(String),
   );
@@ -1210,8 +1187,8 @@ async function main() {
     };
     await runOne(BASELINE, 'baseline (start)');
     // The bare server again, briefly, just before each scenario: the machine's speed moves within a
-    // run (up to 20 % between the first and the last baseline), so each ratio is also given against
-    // the samples taken around it, `near`.
+    // run, so the results keep what the bare server did near each scenario (req/s: `nearBaseline`,
+    // `nearRatio`; CPU per request: baseline.serverUsPerRequest.samplesBeforeEachScenario).
     const samples = [];
     const sampleUs = [];
     for (const s of opts.scenarios) {
@@ -1258,12 +1235,18 @@ async function main() {
       const line = `against ${other.name}: req/s ${r.cost.reqPerSecPct >= 0 ? '+' : ''}${r.cost.reqPerSecPct}%, server CPU per request ${r.cost.serverUsPerRequestMore == null ? '?' : `${r.cost.serverUsPerRequestMore >= 0 ? '+' : ''}${r.cost.serverUsPerRequestMore}`} µs`;
       r.summary = r.summary ? `${r.summary}; ${line}` : line;
     }
-    // Every target is judged the way bench/median.js judges several runs (bench/targets.js): a ratio
-    // against its minimum, the SSE first token against the bare server's of this run, RSS, seconds.
+    // Every row's CPU per request against the bare server's and echo execute's of this run, and every
+    // target judged the way bench/median.js judges several runs (bench/targets.js).
+    const ref = { bareUs: bareUs.mean, executeUs: rows.find((r) => r.name === 'execute' && !r.label)?.serverUsPerRequest ?? null };
     for (const r of rows) {
-      const judged = r.server === 'baseline' ? null : judgement(r, database.dialect);
+      const multiples = cpuMultiples(r, ref);
+      r.bareCpuMultiple = multiples.bare;
+      r.executeCpuMultiple = multiples.execute;
+      const judged = r.server === 'baseline' ? null : judgement(r, database.dialect, ref);
+      r.target = judged?.text ?? null;
       r.met = judged ? meets(judged.figure, judged) : null;
     }
+    const firstToken = rows.map(firstTokenP99).find(Boolean);
     mach.loadavgAtEnd = os.loadavg().map((n) => round(n, 2));
 
     const result = {
@@ -1301,18 +1284,23 @@ async function main() {
       table(rows),
       ...rows.filter((r) => r.summary).map((r) => `  ${r.name}: ${r.summary}`),
       '',
-      `baseline: ${b0.reqPerSec} req/s at start, ${b1.reqPerSec} at end (drift ${result.baseline.driftPct}%), mean ${baselineMean} used for ratios` +
+      `bare server (baseline): CPU per request ${bareUs.start} µs at start, ${bareUs.end} at end, mean ${bareUs.mean} used for x bare;` +
+        ` ${b0.reqPerSec} req/s at start, ${b1.reqPerSec} at end (drift ${result.baseline.driftPct}%), mean ${baselineMean} used for ratio` +
         (b0.disturbed || b1.disturbed
-          ? '\nWARNING: a baseline run was disturbed by other load; the ratios of this run are not reliable'
+          ? '\nWARNING: a baseline run was disturbed by other load; the figures against the bare server of this run are not reliable'
           : ''),
+      ...(firstToken
+        ? [
+            `sse-stream first-token p99 at ${opts.connections} streams: ${firstToken.p99} ms; the bare server's with the same clients ${firstToken.bareP99} ms (reported, no target)`,
+          ]
+        : []),
       'errors = non-2xx + socket errors; RSS = peak VmRSS of the measured server; p50/p99 in whole ms (0 = under 1 ms)',
       'CPU% (100 = one core busy): srv = measured server, gen = autocannon (this process), db = PostgreSQL backends of the bench database,',
       '  mock = the mock OpenAI-compatible provider (bench/mock-provider.js, when execute-openai-compatible runs),',
       `other = the rest of the machine (${mach.cores} cores = ${mach.cores * 100}%), someone else's load; * = other above ${DISTURBED_PCT}%: disturbed, rerun`,
-      'µs/req = server CPU time per request (srv CPU / req/s); ratio = req/s / baseline mean; near = req/s / the mean of the',
-      `  ${NEAR_BASELINE_SECONDS} s baseline samples taken just before and just after the scenario (met is decided by ratio)`,
-      "sse-stream: ratio = streams/s / the bare server's streams/s with the same clients (its figures are in the summary line);",
-      `  met: its first-token p99 / the bare server's first-token p99 <= ${SSE_FIRST_TOKEN_P99_FACTOR}`,
+      "µs/req = server CPU time per request (per stream for sse-stream); x bare = µs/req / the bare server's mean µs/req, what the",
+      "  CPU targets are judged by (met); x exec = µs/req / execute's; ratio = req/s / the bare server's mean req/s (sse-stream: streams/s",
+      "  / the bare server's streams/s with the same clients), reported only",
     ].join('\n');
     process.stdout.write(`\n${out}\n`);
 
@@ -1383,7 +1371,7 @@ async function repeatedRuns(opts) {
   const out = opts.out ? path.resolve(opts.out) : path.join(dir, `${stamp}-${opts.db}-median.json`);
   fs.writeFileSync(
     out,
-    `${JSON.stringify({ runs: files.map((f) => path.relative(path.dirname(out), f)), dialect: opts.db, targets: verdicts }, null, 2)}\n`,
+    `${JSON.stringify({ runs: files.map((f) => path.relative(path.dirname(out), f)), dialect: opts.db, ...verdicts }, null, 2)}\n`,
   );
   log(`wrote ${path.relative(ROOT, out)}`);
 }
