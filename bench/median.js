@@ -13,7 +13,7 @@ import { cpuMultiples, firstTokenP99, judgement, median, meets, reference } from
 /**
  * @typedef {{ date: string, database: { dialect: string, version?: string }, machine?: { node?: string },
  *   options?: { connections?: number },
- *   baseline?: { start: number, end: number, serverUsPerRequest?: { start?: number | null, end?: number | null, mean?: number | null } },
+ *   baseline?: { start: number, end: number, serverUsPerRequest?: import('./targets.js').BareMeasurements },
  *   scenarios: any[] }} Results
  * @typedef {{ scenario: string, what: string, unit: string, limit: number, limitText: string,
  *   figures: (number | null)[], ran: boolean[], disturbed: boolean[], median: number | null, met: boolean,
@@ -175,8 +175,9 @@ export function report(runs, verdicts) {
     `Agentry benchmark targets, median of ${runs.length} run${runs.length === 1 ? '' : 's'}, ${dialect}${version ? ` ${version}` : ''}`,
     ...runs.map((r, i) => {
       const us = r.baseline?.serverUsPerRequest;
-      const bare = us ? `${us.start} / ${us.end} µs of CPU per request` : `${showUs(verdicts.bareUs[i])} µs of CPU per request (mean)`;
-      return `  run ${i + 1}: ${r.date}, bare server ${bare}${r.baseline ? `, ${r.baseline.start} / ${r.baseline.end} req/s` : ''} (start / end)`;
+      const known = [us?.start, ...(us?.samplesBeforeEachScenario ?? []), us?.end].filter((n) => typeof n === 'number');
+      const range = known.length > 1 ? ` (${known.length} measurements, ${Math.min(...known)}-${Math.max(...known)})` : '';
+      return `  run ${i + 1}: ${r.date}, the bare server's CPU per request ${showUs(verdicts.bareUs[i])} µs${range}`;
     }),
     '',
     ...layout(['target', ...runHeaders, 'median', 'limit', 'met', 'server µs/req'], targetLines),

@@ -29,7 +29,7 @@ import zlib from 'node:zlib';
 import autocannon from 'autocannon';
 import { CLK_TCK, cleanupStack, cpuTicksOfStat, readCpuTicks, readRssKb, startChild } from './processes.js';
 import { dispatcher, idleStreams, sseStream } from './scenarios.js';
-import { cpuMultiples, firstTokenP99, judgement, meets, serverUsPerRequest } from './targets.js';
+import { bareUsOf, cpuMultiples, firstTokenP99, judgement, meets, serverUsPerRequest } from './targets.js';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -1203,16 +1203,9 @@ async function main() {
     const [b0, b1] = [rows[0], rows[rows.length - 1]];
     samples.push(b1.reqPerSec);
     const baselineMean = round((b0.reqPerSec + b1.reqPerSec) / 2, 0);
-    // The bare server's CPU per request, measured as every scenario's: the yardstick of the targets.
-    const bareUs = {
-      start: b0.serverUsPerRequest,
-      end: b1.serverUsPerRequest,
-      mean:
-        b0.serverUsPerRequest == null || b1.serverUsPerRequest == null
-          ? null
-          : round((b0.serverUsPerRequest + b1.serverUsPerRequest) / 2, 1),
-      samplesBeforeEachScenario: sampleUs,
-    };
+    // The bare server's CPU per request, measured as every scenario's; the median of these is the
+    // yardstick of the targets (bench/targets.js).
+    const bareUs = { start: b0.serverUsPerRequest, end: b1.serverUsPerRequest, samplesBeforeEachScenario: sampleUs };
     // A scenario measuring its own bare counterpart (sse-stream) is compared with that (`ratioTo`).
     for (const r of rows)
       r.ratio = r.server === 'baseline' || r.reqPerSec === undefined ? null : round(r.reqPerSec / (r.ratioTo ?? baselineMean), 3);
@@ -1237,7 +1230,7 @@ async function main() {
     }
     // Every row's CPU per request against the bare server's and echo execute's of this run, and every
     // target judged the way bench/median.js judges several runs (bench/targets.js).
-    const ref = { bareUs: bareUs.mean, executeUs: rows.find((r) => r.name === 'execute' && !r.label)?.serverUsPerRequest ?? null };
+    const ref = { bareUs: bareUsOf(bareUs), executeUs: rows.find((r) => r.name === 'execute' && !r.label)?.serverUsPerRequest ?? null };
     for (const r of rows) {
       const multiples = cpuMultiples(r, ref);
       r.bareCpuMultiple = multiples.bare;
@@ -1269,7 +1262,7 @@ async function main() {
         mean: baselineMean,
         driftPct: round(((b1.reqPerSec - b0.reqPerSec) / b0.reqPerSec) * 100, 1),
         samplesBeforeEachScenario: samples.slice(0, -1),
-        serverUsPerRequest: bareUs,
+        serverUsPerRequest: { ...bareUs, median: ref.bareUs },
       },
       scenarios: rows.map(({ server: _s, label, ...r }) => ({ ...r, name: label ?? r.name })),
     };
@@ -1284,8 +1277,8 @@ async function main() {
       table(rows),
       ...rows.filter((r) => r.summary).map((r) => `  ${r.name}: ${r.summary}`),
       '',
-      `bare server (baseline): CPU per request ${bareUs.start} µs at start, ${bareUs.end} at end, mean ${bareUs.mean} used for x bare;` +
-        ` ${b0.reqPerSec} req/s at start, ${b1.reqPerSec} at end (drift ${result.baseline.driftPct}%), mean ${baselineMean} used for ratio` +
+      `bare server (baseline): CPU per request ${bareUs.start} µs at start, ${sampleUs.join(', ')} before the scenarios, ${bareUs.end} at end;` +
+        ` their median, ${ref.bareUs} µs, is the x bare yardstick\n  ${b0.reqPerSec} req/s at start, ${b1.reqPerSec} at end (drift ${result.baseline.driftPct}%), mean ${baselineMean} used for ratio` +
         (b0.disturbed || b1.disturbed
           ? '\nWARNING: a baseline run was disturbed by other load; the figures against the bare server of this run are not reliable'
           : ''),
@@ -1298,7 +1291,7 @@ async function main() {
       'CPU% (100 = one core busy): srv = measured server, gen = autocannon (this process), db = PostgreSQL backends of the bench database,',
       '  mock = the mock OpenAI-compatible provider (bench/mock-provider.js, when execute-openai-compatible runs),',
       `other = the rest of the machine (${mach.cores} cores = ${mach.cores * 100}%), someone else's load; * = other above ${DISTURBED_PCT}%: disturbed, rerun`,
-      "µs/req = server CPU time per request (per stream for sse-stream); x bare = µs/req / the bare server's mean µs/req, what the",
+      "µs/req = server CPU time per request (per stream for sse-stream); x bare = µs/req / the bare server's yardstick above: what the",
       "  CPU targets are judged by (met); x exec = µs/req / execute's; ratio = req/s / the bare server's mean req/s (sse-stream: streams/s",
       "  / the bare server's streams/s with the same clients), reported only",
     ].join('\n');

@@ -22,10 +22,12 @@ export const DISPATCHER_SECONDS = 20;
 
 /**
  * @typedef {{ name: string, serverUsPerRequest?: number | null, rssPeakMb?: number, metrics?: any }} ResultRow
- * @typedef {{ scenarios: ResultRow[], baseline?: { serverUsPerRequest?: { mean?: number | null } } }} ResultRun
+ * @typedef {{ start?: number | null, end?: number | null, samplesBeforeEachScenario?: (number | null)[] }} BareMeasurements
+ *   the bare server's CPU µs per request as measured in a run: at its start, before each scenario, at its end
+ * @typedef {{ scenarios: ResultRow[], baseline?: { serverUsPerRequest?: BareMeasurements } }} ResultRun
  * @typedef {{ bareUs: number | null, executeUs: number | null }} Reference
- *   the bare server's CPU µs per request in the run (mean of its measurements at the start and the
- *   end) and echo execute's, the two yardsticks of a row's CPU per request
+ *   the bare server's CPU µs per request in the run (bareUsOf) and echo execute's, the two yardsticks
+ *   of a row's CPU per request
  * @typedef {{ figure: number | null, limit: number, unit: string, what: string, limitText: string, text: string }} Judgement
  *   every target is an upper limit on `what` ('<= 2.5x bare': `limitText`; `text`: both); `figure` is
  *   null when the run did not measure or finish what the target counts (then it is not met).
@@ -43,19 +45,27 @@ export function serverUsPerRequest(cpuSeconds, requests) {
 }
 
 /**
- * A run's yardsticks. Results written before the bare server's figure had a field of its own hold it
- * in the two baseline rows (whole µs).
+ * The bare server's CPU µs per request that a run's rows are divided by: the median of all its
+ * measurements in the run, so that one of them disturbed by other load moves it little.
+ * @param {BareMeasurements} measured
+ * @returns {number | null}
+ */
+export function bareUsOf(measured) {
+  const us = [measured.start, ...(measured.samplesBeforeEachScenario ?? []), measured.end].filter((n) => typeof n === 'number' && n > 0);
+  const m = median(us);
+  return m === null ? null : Math.round(m * 10) / 10;
+}
+
+/**
+ * A run's yardsticks. Results written before the bare server's figures had a field of their own hold
+ * them in the two baseline rows only (whole µs).
  * @param {ResultRun} run
  * @returns {Reference}
  */
 export function reference(run) {
-  let bareUs = run.baseline?.serverUsPerRequest?.mean ?? null;
-  if (bareUs === null) {
-    const us = run.scenarios.filter((r) => r.name.startsWith('baseline')).map((r) => r.serverUsPerRequest);
-    bareUs = us.length === 2 && us.every((n) => typeof n === 'number' && n > 0) ? (us[0] + us[1]) / 2 : null;
-  }
-  const executeUs = run.scenarios.find((r) => r.name === 'execute')?.serverUsPerRequest ?? null;
-  return { bareUs, executeUs };
+  const row = (/** @type {string} */ name) => run.scenarios.find((r) => r.name === name)?.serverUsPerRequest ?? null;
+  const measured = run.baseline?.serverUsPerRequest ?? { start: row('baseline (start)'), end: row('baseline (end)') };
+  return { bareUs: bareUsOf(measured), executeUs: row('execute') };
 }
 
 /** `us` as a multiple of `of`, to 0.01; null when either is unknown. */
