@@ -3,8 +3,8 @@
 // target on the median of several full runs with the same figures.
 //
 // Issue 35: the API targets are limits on the server's CPU time per request as a multiple of the bare
-// server's (bench/baseline.js) measured the same way in the same run. Ratios of throughput to the bare
-// server moved with the machine's hour more than with the code; the CPU per request moves much less.
+// server's (bench/baseline.js) measured the same way in the same run; ratios of throughput to the bare
+// server, judged before, moved with the machine's hour more than with the code.
 
 /**
  * At most this many times the bare server's CPU time per request, by database and scenario (the SSE
