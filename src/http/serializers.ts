@@ -1,12 +1,13 @@
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import type { FastifyServerOptions } from 'fastify';
+import { CompiledPerSchema } from './compiled-per-schema.js';
 
 type Serialize = (doc: unknown) => string;
 type BuildSerializer = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildSerializer'];
 
 const fastJsonFactory = SerializerSelector();
-/** Response serializers by schema object and status, shared by every app of the process (see validation.ts). */
-const compiled = new WeakMap<object, Map<string, Serialize>>();
+/** Response serializers by schema object and status, shared by every app of the process. */
+const compiled = new CompiledPerSchema<Serialize>();
 
 /**
  * Fastify's own serializer factory (fast-json-stringify), remembering what it compiled: route schemas
@@ -18,10 +19,6 @@ export const sharedSerializers: BuildSerializer = (externalSchemas, options) => 
     const schema = route.schema as object;
     // Fastify passes the content type too when a response declares several (its types omit it).
     const key = `${route.httpStatus} ${(route as { contentType?: string }).contentType ?? ''}`;
-    let byStatus = compiled.get(schema);
-    if (!byStatus) compiled.set(schema, (byStatus = new Map()));
-    let serialize = byStatus.get(key);
-    if (!serialize) byStatus.set(key, (serialize = compile(route) as Serialize));
-    return serialize;
+    return compiled.get(schema, key, () => compile(route) as Serialize);
   };
 };

@@ -1,6 +1,7 @@
 import Ajv, { type ErrorObject, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
+import { CompiledPerSchema } from './compiled-per-schema.js';
 
 /**
  * Two validators: query strings and path parameters are text, so they are coerced to the schema's
@@ -56,13 +57,13 @@ function boundsFirst(schema: unknown): unknown {
  * The compiled validators, shared by every app of the process: route schemas are module constants,
  * so an app built again (tests build one per file) finds each route's validator already compiled.
  */
-let compilers: { coercing: Ajv.default; strict: Ajv.default; compiled: WeakMap<object, Map<string, ValidateFunction>> } | undefined;
+let compilers: { coercing: Ajv.default; strict: Ajv.default; compiled: CompiledPerSchema<ValidateFunction> } | undefined;
 
 type ValidateFunction = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 
 function sharedCompilers(sharedSchemas: object[]) {
   if (!compilers) {
-    compilers = { coercing: makeAjv('array'), strict: makeAjv(false), compiled: new WeakMap() };
+    compilers = { coercing: makeAjv('array'), strict: makeAjv(false), compiled: new CompiledPerSchema() };
     for (const schema of sharedSchemas) {
       compilers.coercing.addSchema(schema);
       compilers.strict.addSchema(boundsFirst(schema) as object);
@@ -90,11 +91,8 @@ export function registerValidation(app: FastifyInstance, sharedSchemas: object[]
   const { coercing, strict, compiled } = sharedCompilers(sharedSchemas);
   for (const schema of sharedSchemas) app.addSchema(schema);
   app.setValidatorCompiler(({ schema, httpPart }) => {
+    // Query strings, path parameters and headers share the coercing validator.
     const part = httpPart === 'body' ? 'body' : 'text';
-    let byPart = compiled.get(schema);
-    if (!byPart) compiled.set(schema, (byPart = new Map()));
-    let validate = byPart.get(part);
-    if (!validate) byPart.set(part, (validate = compileValidator(coercing, strict, schema, httpPart)));
-    return validate;
+    return compiled.get(schema, part, () => compileValidator(coercing, strict, schema, httpPart));
   });
 }
