@@ -1,20 +1,17 @@
-import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import type { Client } from 'openapi-fetch';
+import { afterAll, afterEach, beforeAll, expect, vi } from 'vitest';
 import type { components, paths } from '../../packages/client/src/generated/openapi.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { type FakeProvider, responsesStream, startFakeProvider } from '../helpers/fake-provider.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 
 export type Approval = components['schemas']['Approval'];
-type RunDetails = paths['/api/v1/runs/{runId}']['get']['responses'][200]['content']['application/json'];
 
 /** What the approvals tests share: an agent whose MCP tool `shout` waits for a person, and waiting for a run's end. */
 
+/** Whom the helpers call: anything with a typed client per key (a test app, a replica, a process through the SDK). */
 export interface Caller {
-  request<T = unknown>(
-    method: string,
-    url: string,
-    options?: { key?: string | null; body?: unknown },
-  ): Promise<{ status: number; body: T; headers: Record<string, unknown> }>;
+  api(key?: string | null): Client<paths>;
 }
 
 /** An approval policy where every `shout` waits, as the agent's configuration holds it. */
@@ -22,27 +19,35 @@ export function shoutWaits(extra: Record<string, unknown> = {}) {
   return { approval: { rules: [{ tool: 'shout', reason: 'shouting is loud' }], ...extra } };
 }
 
-/** The pending approvals of a run, as the inbox lists them (polled until there are `count`). */
+/** The pending approvals of a run, as the inbox lists them (polled until there are `count`, for 10 s). */
 export async function pendingOf(t: Caller, key: string, runId: string, count = 1) {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const res = await t.request<{ approvals: Approval[] }>('GET', '/api/v1/approvals?kind=tool_call&limit=100', { key });
-    expect(res.status).toBe(200);
-    const mine = res.body.approvals.filter((a) => a.toolCall?.runId === runId);
-    if (mine.length >= count || Date.now() > deadline) return mine;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const res = await vi.waitFor(
+    async () => {
+      const res = await t.api(key).GET('/api/v1/approvals', { params: { query: { kind: 'tool_call', limit: 100 } } });
+      const mine = res.data?.approvals.filter((a) => a.toolCall?.runId === runId) ?? [];
+      if (res.response.ok && mine.length < count) throw new Error(`run ${runId} has ${mine.length} pending approvals of ${count}`);
+      return { ...res, mine };
+    },
+    { timeout: 10_000, interval: 50 },
+  );
+  expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+  return res.mine;
 }
 
-/** The run once it has ended (polled; the test fails with the run as it stood after 15 s). */
+/** The run once it has ended (polled; the test fails naming the run as it stood after 15 s). */
 export async function endedRun(t: Caller, key: string, runId: string) {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const res = await t.request<RunDetails>('GET', `/api/v1/runs/${runId}`, { key });
-    expect(res.status).toBe(200);
-    if (['completed', 'failed', 'cancelled'].includes(res.body.status) || Date.now() > deadline) return res.body;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const res = await vi.waitFor(
+    async () => {
+      const res = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } });
+      if (res.data && !['completed', 'failed', 'cancelled'].includes(res.data.status)) {
+        throw new Error(`run ${runId} has not ended: ${JSON.stringify(res.data)}`);
+      }
+      return res;
+    },
+    { timeout: 15_000, interval: 50 },
+  );
+  expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+  return res.data!;
 }
 
 /** A callee that pauses twice: an app on a fake OpenAI vendor, and an MCP server whose `shout` waits for a person. */
@@ -111,5 +116,6 @@ export async function approveNext({ t, key }: TwoShouts, runId: string, text: st
   const pending = await pendingOf(t, key, runId);
   expect(pending).toHaveLength(1);
   expect(pending[0].toolCall).toMatchObject({ name: 'shout', arguments: { text } });
-  expect((await t.request('POST', `/api/v1/approvals/${pending[0].id}/approve`, { key })).status).toBe(200);
+  const approved = await t.api(key).POST('/api/v1/approvals/{id}/approve', { params: { path: { id: pending[0].id } }, body: {} });
+  expect(approved.response.status, JSON.stringify(approved.error)).toBe(200);
 }

@@ -1,3 +1,4 @@
+import { Agentry } from '@agentry/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startProcess, type TestProcess } from '../helpers/app.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
@@ -25,25 +26,15 @@ afterAll(async () => {
   await mcp.close();
 });
 
-const over = (url: string): Caller => ({
-  async request(method, path, options = {}) {
-    const res = await fetch(`${url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${options.key}`, ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: Object.fromEntries(res.headers) };
-  },
-});
+/** The helpers' caller: the SDK's typed client against a server's URL. */
+const over = (baseUrl: string): Caller => ({ api: (apiKey) => new Agentry({ baseUrl, apiKey: apiKey ?? undefined }).api });
 
 it('a process killed while an approved tool runs: the interrupted run lists the call', { timeout: 120_000 }, async () => {
   const created = await cli(['tenants', 'create', 'Acme', '--json'], proc.database.env);
   expect(created.code, created.stderr).toBe(0);
   const key: string = JSON.parse(created.stdout).apiKey;
-  const first = over(proc.url);
-  const agent = await first.request<{ id: string }>('POST', '/api/v1/agents', {
-    key,
+  const first = new Agentry({ baseUrl: proc.url, apiKey: key });
+  const agent = await first.api.POST('/api/v1/agents', {
     body: {
       name: 'agent',
       appId: 'app',
@@ -51,23 +42,18 @@ it('a process killed while an approved tool runs: the interrupted run lists the 
       configuration: { approval: { rules: [{ tool: 'slow', reason: 'slow takes a while' }] } },
     },
   });
-  expect(agent.status).toBe(201);
-  const run = await first.request<{ status: string; runId: string }>('POST', `/api/v1/agents/${agent.body.id}/execute`, {
-    key,
-    body: { message: '/tool slow {"ms":60000}' },
-  });
-  expect(run.body.status).toBe('awaiting_approval');
-  const [approval] = await pendingOf(first, key, run.body.runId);
-  expect((await first.request<{ status: string }>('POST', `/api/v1/approvals/${approval.id}/approve`, { key })).body.status).toBe(
-    'approved',
-  );
+  expect(agent.response.status).toBe(201);
+  const run = await first.agents.execute(agent.data!.id, { message: '/tool slow {"ms":60000}' });
+  expect(run.status).toBe('awaiting_approval');
+  const [approval] = await pendingOf(over(proc.url), key, run.runId);
+  expect((await first.approvals.approve(approval.id)).status).toBe('approved');
 
   // The tool is running when the process dies at once.
   await expect.poll(() => mcp.state.calls.filter((c) => c.name === 'slow').length, { timeout: 15_000 }).toBe(1);
   await proc.server.stop('SIGKILL');
 
   second = await startServer({ ...proc.database.env, ...env });
-  const ended = await endedRun(over(second.url), key, run.body.runId);
+  const ended = await endedRun(over(second.url), key, run.runId);
   expect(ended).toMatchObject({
     status: 'failed',
     error: { code: 'interrupted' },

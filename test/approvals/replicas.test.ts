@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Replica, startReplicas } from '../helpers/app.js';
+import { apiOf, type Replica, startReplicas } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
-import { endedRun, pendingOf, shoutWaits } from './helpers.js';
+import { type Caller, endedRun, pendingOf, shoutWaits } from './helpers.js';
 
 let cluster: Awaited<ReturnType<typeof startReplicas>>;
 let a: Replica;
@@ -12,18 +13,10 @@ let mcp: Awaited<ReturnType<typeof startMcpServer>>;
 /** Runs whose end each replica wrote (the process that writes the end tells its listeners). */
 const endedOn: [string[], string[]] = [[], []];
 
-/** A replica as the approvals helpers call it: over app.inject. */
-const caller = (app: FastifyInstance) => ({
-  async request(method: string, url: string, options: { key?: string | null; body?: unknown } = {}) {
-    const res = await app.inject({
-      method: method as 'GET',
-      url,
-      headers: { authorization: `Bearer ${options.key}`, ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      payload: options.body === undefined ? undefined : JSON.stringify(options.body),
-    });
-    return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : undefined, headers: res.headers };
-  },
-});
+/** A replica as the approvals helpers call it: the typed client over its app.inject. */
+const caller = (app: FastifyInstance): Caller => ({ api: (apiKey) => apiOf(app, apiKey) });
+const approve = (app: FastifyInstance, id: string) =>
+  apiOf(app, key).POST('/api/v1/approvals/{id}/approve', { params: { path: { id } }, body: {} });
 
 beforeAll(async () => {
   mcp = await startMcpServer();
@@ -39,17 +32,13 @@ afterAll(async () => {
 });
 
 async function waitingRunOnA() {
-  const agent = await caller(a.app).request('POST', '/api/v1/agents', {
-    key,
+  const agent = await apiOf(a.app, key).POST('/api/v1/agents', {
     body: { name: 'agent', appId: 'app', tools: [{ type: 'mcp', url: mcp.url }], configuration: shoutWaits() },
   });
-  expect(agent.status).toBe(201);
-  const run = await caller(a.app).request('POST', `/api/v1/agents/${agent.body.id}/execute`, {
-    key,
-    body: { message: '/tool shout {"text":"across"}' },
-  });
-  expect(run.body.status).toBe('awaiting_approval');
-  return run.body.runId as string;
+  expect(agent.response.status).toBe(201);
+  const run = await execute(apiOf(a.app, key), agent.data!.id, { message: '/tool shout {"text":"across"}' });
+  expect(run.run?.status).toBe('awaiting_approval');
+  return run.run!.runId;
 }
 
 /** The SSE events of a response body, parsed. */
@@ -73,10 +62,10 @@ describe('a run awaiting approval, across replicas', () => {
     const runId = await waitingRunOnA();
     expect(a.services.runs.activeCount).toBe(0);
     // Followed on A while it waits: the stream stays open until the run ends, wherever it runs.
-    const followed = a.app.inject({ method: 'GET', url: `/api/v1/runs/${runId}/events`, headers: { authorization: `Bearer ${key}` } });
+    const followed = apiOf(a.app, key).GET('/api/v1/runs/{runId}/events', { params: { path: { runId } }, parseAs: 'text' });
     const [approval] = await pendingOf(caller(b.app), key, runId);
-    const approved = await caller(b.app).request('POST', `/api/v1/approvals/${approval.id}/approve`, { key });
-    expect(approved.body.status).toBe('approved');
+    const approved = await approve(b.app, approval.id);
+    expect(approved.data!.status).toBe('approved');
 
     const ended = await endedRun(caller(a.app), key, runId);
     expect(ended.status).toBe('completed');
@@ -84,7 +73,7 @@ describe('a run awaiting approval, across replicas', () => {
     expect(endedOn[1]).toContain(runId);
     expect(endedOn[0]).not.toContain(runId);
 
-    const events = sseEvents((await followed).body);
+    const events = sseEvents((await followed).data!);
     expect(events.map((e) => e.event).filter((e) => e !== 'token')).toEqual([
       'approval_required',
       'tool_call_start',
@@ -97,16 +86,18 @@ describe('a run awaiting approval, across replicas', () => {
   it('is cancelled from another replica while it waits', async () => {
     const runId = await waitingRunOnA();
     const [approval] = await pendingOf(caller(b.app), key, runId);
-    const cancelled = await caller(b.app).request('POST', `/api/v1/runs/${runId}/cancel`, { key });
-    expect(cancelled.body.status).toBe('cancelled');
-    expect((await caller(a.app).request('GET', `/api/v1/approvals/${approval.id}`, { key })).body.status).toBe('cancelled');
+    const cancelled = await apiOf(b.app, key).POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId } } });
+    expect(cancelled.data!.status).toBe('cancelled');
+    expect((await apiOf(a.app, key).GET('/api/v1/approvals/{id}', { params: { path: { id: approval.id } } })).data!.status).toBe(
+      'cancelled',
+    );
   });
 
   it('is resumed once, though both replicas try', async () => {
     const runId = await waitingRunOnA();
     const [approval] = await pendingOf(caller(b.app), key, runId);
     const before = mcp.state.calls.length;
-    await caller(a.app).request('POST', `/api/v1/approvals/${approval.id}/approve`, { key });
+    await approve(a.app, approval.id);
     // The other replica's attempt (its sweep, or a late decision's) finds nothing to claim.
     expect(await b.services.runs.resume(runId)).toBe(false);
     expect((await endedRun(caller(b.app), key, runId)).status).toBe('completed');
