@@ -1,5 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { paths } from '../../packages/client/src/generated/openapi.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { type ExecuteBody, execute as executeOn } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { readSse } from '../helpers/sse.js';
 import { type Approval, endedRun, pendingOf, shoutWaits } from './helpers.js';
@@ -19,18 +21,30 @@ afterAll(async () => {
   await mcp.close();
 });
 
-const shoutCalls = () => mcp.state.calls.filter((c) => c.name === 'shout');
+type Configuration = NonNullable<paths['/api/v1/agents']['post']['requestBody']>['content']['application/json']['configuration'];
 
-async function waitingAgent(configuration: Record<string, unknown> = shoutWaits()) {
+const shoutCalls = () => mcp.state.calls.filter((c) => c.name === 'shout');
+const execute = (agentId: string, body: ExecuteBody, as = key) => executeOn(t.api(as), agentId, body);
+const approve = (id: string, as = key, body: { arguments?: Record<string, unknown> } = {}) =>
+  t.api(as).POST('/api/v1/approvals/{id}/approve', { params: { path: { id } }, body });
+const reject = (id: string, reason: string, as = key) =>
+  t.api(as).POST('/api/v1/approvals/{id}/reject', { params: { path: { id } }, body: { reason } });
+const approvalOf = (id: string) => t.api(key).GET('/api/v1/approvals/{id}', { params: { path: { id } } });
+const approvals = (query: paths['/api/v1/approvals']['get']['parameters']['query'], as = key) =>
+  t.api(as).GET('/api/v1/approvals', { params: { query } });
+const runOf = (runId: string) => t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId } } });
+const cancel = (runId: string) => t.api(key).POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId } } });
+
+async function waitingAgent(configuration: Configuration = shoutWaits()) {
   return t.agent(key, { tools: [{ type: 'mcp', url: mcp.url }], configuration });
 }
 
 /** Executes `/tool shout {"text":...}`: the answer says the run awaits approval. */
 async function executeShout(agentId: string, text: string) {
-  const res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: `/tool shout {"text":"${text}"}` } });
-  expect(res.status).toBe(200);
-  expect(res.body.status).toBe('awaiting_approval');
-  return res.body.runId as string;
+  const res = await execute(agentId, { message: `/tool shout {"text":"${text}"}` });
+  expect(res.response.status).toBe(200);
+  expect(res.run?.status).toBe('awaiting_approval');
+  return res.run!.runId;
 }
 
 describe('a tool call that waits for a person', () => {
@@ -38,8 +52,8 @@ describe('a tool call that waits for a person', () => {
     const a = await waitingAgent();
     const before = shoutCalls().length;
     const runId = await executeShout(a.id, 'hello');
-    const run = await t.request('GET', `/api/v1/runs/${runId}`, { key });
-    expect(run.body.status).toBe('awaiting_approval');
+    const run = await runOf(runId);
+    expect(run.data!.status).toBe('awaiting_approval');
     expect(shoutCalls().length).toBe(before);
 
     const [approval] = await pendingOf(t, key, runId);
@@ -51,21 +65,18 @@ describe('a tool call that waits for a person', () => {
       toolCall: { runId, name: 'shout', arguments: { text: 'hello' } },
       decision: null,
     });
-    const approved = await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key });
-    expect(approved.status).toBe(200);
-    expect(approved.body).toMatchObject({ id: approval.id, status: 'approved', decision: { by: { type: 'api_key' } } });
+    const approved = await approve(approval.id);
+    expect(approved.response.status).toBe(200);
+    expect(approved.data).toMatchObject({ id: approval.id, status: 'approved', decision: { by: { type: 'api_key' } } });
 
     const ended = await endedRun(t, key, runId);
     expect(ended.status).toBe('completed');
     expect(ended.output).toContain('HELLO');
     expect(shoutCalls().slice(before)).toEqual([{ name: 'shout', args: { text: 'hello' } }]);
-    expectProblem(await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key }), 409, 'approval_not_pending');
+    expectProblem(await approve(approval.id), 409, 'approval_not_pending');
     // The conversation is free again: the next message is answered.
-    const next = await t.request('POST', `/api/v1/agents/${a.id}/execute`, {
-      key,
-      body: { message: 'thanks', conversationId: ended.conversationId },
-    });
-    expect(next.body).toMatchObject({ status: 'completed', output: 'thanks' });
+    const next = await execute(a.id, { message: 'thanks', conversationId: ended.conversationId! });
+    expect(next.data).toMatchObject({ status: 'completed', output: 'thanks' });
   });
 
   it('runs the call with the arguments the approver edited, and the run records them', async () => {
@@ -73,8 +84,8 @@ describe('a tool call that waits for a person', () => {
     const before = shoutCalls().length;
     const runId = await executeShout(a.id, 'delete everything');
     const [approval] = await pendingOf(t, key, runId);
-    const res = await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key, body: { arguments: { text: 'be nice' } } });
-    expect(res.body.decision).toMatchObject({ arguments: { text: 'be nice' } });
+    const res = await approve(approval.id, key, { arguments: { text: 'be nice' } });
+    expect(res.data!.decision).toMatchObject({ arguments: { text: 'be nice' } });
     const ended = await endedRun(t, key, runId);
     expect(ended.status).toBe('completed');
     expect(ended.output).toContain('BE NICE');
@@ -88,8 +99,8 @@ describe('a tool call that waits for a person', () => {
     const before = shoutCalls().length;
     const runId = await executeShout(a.id, 'now');
     const [approval] = await pendingOf(t, key, runId);
-    const res = await t.request('POST', `/api/v1/approvals/${approval.id}/reject`, { key, body: { reason: 'not during the meeting' } });
-    expect(res.body).toMatchObject({ status: 'rejected', decision: { reason: 'not during the meeting' } });
+    const res = await reject(approval.id, 'not during the meeting');
+    expect(res.data).toMatchObject({ status: 'rejected', decision: { reason: 'not during the meeting' } });
     const ended = await endedRun(t, key, runId);
     expect(ended.status).toBe('completed');
     // builtin/echo answers with what the tool returned: the model saw the reason.
@@ -101,11 +112,11 @@ describe('a tool call that waits for a person', () => {
     const a = await waitingAgent({
       approval: { rules: [{ tool: 'a*d', when: [{ argument: 'a', operator: 'gt', value: 100 }] }] },
     });
-    const small = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: '/tool add {"a":2,"b":3}' } });
-    expect(small.body).toMatchObject({ status: 'completed', output: 'add returned {"sum":5}' });
-    const large = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key, body: { message: '/tool add {"a":500,"b":3}' } });
-    expect(large.body.status).toBe('awaiting_approval');
-    const [approval] = await pendingOf(t, key, large.body.runId);
+    const small = await execute(a.id, { message: '/tool add {"a":2,"b":3}' });
+    expect(small.data).toMatchObject({ status: 'completed', output: 'add returned {"sum":5}' });
+    const large = await execute(a.id, { message: '/tool add {"a":500,"b":3}' });
+    expect(large.run?.status).toBe('awaiting_approval');
+    const [approval] = await pendingOf(t, key, large.run!.runId);
     expect(approval.reason).toBe('add with these arguments needs approval');
   });
 
@@ -116,8 +127,8 @@ describe('a tool call that waits for a person', () => {
     expect(ended.status).toBe('completed');
     expect(ended.output).toContain('"code":"rejected"');
     expect(ended.output).toContain('expired');
-    const list = await t.request('GET', `/api/v1/approvals?status=expired&agentId=${a.id}`, { key });
-    expect(list.body.approvals).toMatchObject([{ status: 'expired', toolCall: { runId }, decision: { by: { type: 'system' } } }]);
+    const list = await approvals({ status: 'expired', agentId: a.id });
+    expect(list.data!.approvals).toMatchObject([{ status: 'expired', toolCall: { runId }, decision: { by: { type: 'system' } } }]);
   });
 
   it('refuses a decision once the approval expired, before the sweep decided it (409 approval_expired)', async () => {
@@ -130,16 +141,13 @@ describe('a tool call that waits for a person', () => {
       const before = shoutCalls().length;
       runId = await executeShout(a.id, 'too late');
       [approval] = await pendingOf(t, key, runId);
-      while (Date.now() <= Date.parse(approval.expiresAt!)) await new Promise((r) => setTimeout(r, 50));
-      const approved = await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key });
+      // The approvals' clock is the process's own (no clock to drive): its second passes in real time.
+      await expect.poll(() => Date.now(), { timeout: 5_000, interval: 50 }).toBeGreaterThan(Date.parse(approval.expiresAt!));
+      const approved = await approve(approval.id);
       expectProblem(approved, 409, 'approval_expired');
-      expect(approved.body.detail).toContain(approval.expiresAt);
-      expectProblem(
-        await t.request('POST', `/api/v1/approvals/${approval.id}/reject`, { key, body: { reason: 'no' } }),
-        409,
-        'approval_expired',
-      );
-      expect((await t.request('GET', `/api/v1/approvals/${approval.id}`, { key })).body.status).toBe('pending');
+      expect(approved.error!.detail).toContain(approval.expiresAt);
+      expectProblem(await reject(approval.id, 'no'), 409, 'approval_expired');
+      expect((await approvalOf(approval.id)).data!.status).toBe('pending');
       expect(shoutCalls().length).toBe(before);
     } finally {
       t.services.approvals.startBackground();
@@ -147,42 +155,39 @@ describe('a tool call that waits for a person', () => {
     // The sweep decides it as the agent says (reject), and the run goes on.
     const ended = await endedRun(t, key, runId);
     expect(ended.output).toContain('expired');
-    expect((await t.request('GET', `/api/v1/approvals/${approval.id}`, { key })).body.status).toBe('expired');
+    expect((await approvalOf(approval.id)).data!.status).toBe('expired');
   });
 
   it('answers 409 run_awaiting_approval to a message injected while the run waits', async () => {
     const a = await waitingAgent();
     const runId = await executeShout(a.id, 'inject');
-    const run = await t.request('GET', `/api/v1/runs/${runId}`, { key });
-    const res = await t.request('POST', `/api/v1/conversations/${run.body.conversationId}/inject`, { key, body: { content: 'hurry up' } });
-    expectProblem(res, 409, 'run_awaiting_approval');
-    expect(res.body.detail).toContain(runId);
-    // As does a message sent with onActiveRun inject.
-    const posted = await t.request('POST', `/api/v1/agents/${a.id}/execute`, {
-      key,
-      body: { message: 'hurry up', conversationId: run.body.conversationId, onActiveRun: 'inject' },
+    const run = await runOf(runId);
+    const res = await t.api(key).POST('/api/v1/conversations/{id}/inject', {
+      params: { path: { id: run.data!.conversationId! } },
+      body: { content: 'hurry up' },
     });
+    expectProblem(res, 409, 'run_awaiting_approval');
+    expect(res.error!.detail).toContain(runId);
+    // As does a message sent with onActiveRun inject.
+    const posted = await execute(a.id, { message: 'hurry up', conversationId: run.data!.conversationId!, onActiveRun: 'inject' });
     expectProblem(posted, 409, 'run_awaiting_approval');
-    await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key });
+    await cancel(runId);
   });
 
   it('cancels a waiting run: its approvals are cancelled and cannot be decided', async () => {
     const a = await waitingAgent();
     const runId = await executeShout(a.id, 'wait');
     const [approval] = await pendingOf(t, key, runId);
-    const res = await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key });
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
-    const after = await t.request('GET', `/api/v1/approvals/${approval.id}`, { key });
-    expect(after.body.status).toBe('cancelled');
-    expectProblem(await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key }), 409, 'approval_not_pending');
-    expectProblem(await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key }), 409, 'run_not_active');
+    const res = await cancel(runId);
+    expect(res.response.status).toBe(200);
+    expect(res.data).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
+    const after = await approvalOf(approval.id);
+    expect(after.data!.status).toBe('cancelled');
+    expectProblem(await approve(approval.id), 409, 'approval_not_pending');
+    expectProblem(await cancel(runId), 409, 'run_not_active');
     // The conversation was released with the run.
-    const next = await t.request('POST', `/api/v1/agents/${a.id}/execute`, {
-      key,
-      body: { message: 'hi', conversationId: res.body.conversationId },
-    });
-    expect(next.body.status).toBe('completed');
+    const next = await execute(a.id, { message: 'hi', conversationId: res.data!.conversationId! });
+    expect(next.run?.status).toBe('completed');
   });
 });
 
@@ -195,7 +200,7 @@ describe('the stream of a waiting run', () => {
     const [approval] = await pendingOf(t, key, runId);
     // A second follower joins while the run waits, from the start of its events.
     const follower = readSse(await t.fetch(`/api/v1/runs/${runId}/events`, key));
-    await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key });
+    await approve(approval.id);
     for (const events of [await streamed, await follower]) {
       const names = events.map((e) => e.event).filter((e) => e !== 'token');
       expect(names).toEqual(['approval_required', 'tool_call_start', 'tool_call_end', 'done']);
@@ -219,46 +224,46 @@ describe('the inbox', () => {
   it('lists tool calls and tasks awaiting approval, each with its kind, filtered and paged', async () => {
     const { key: own } = await t.tenant('inbox');
     const a = await t.agent(own, { tools: [{ type: 'mcp', url: mcp.url }], configuration: shoutWaits() });
-    const task = await t.request('POST', '/api/v1/tasks', {
-      key: own,
+    const task = await t.api(own).POST('/api/v1/tasks', {
       body: { name: 'send the report', description: 'send it to the board', agentId: a.id, requiresApproval: true },
     });
-    expect(task.status).toBe(201);
-    const run = await t.request('POST', `/api/v1/agents/${a.id}/execute`, { key: own, body: { message: '/tool shout {"text":"x"}' } });
-    const runId = run.body.runId;
+    expect(task.response.status).toBe(201);
+    const taskId = task.data!.id;
+    const run = await execute(a.id, { message: '/tool shout {"text":"x"}' }, own);
+    const runId = run.run!.runId;
     await pendingOf(t, own, runId);
 
-    const all = await t.request('GET', '/api/v1/approvals', { key: own });
-    expect(all.body.total).toBe(2);
-    expect(all.body.approvals.map((i: Approval) => i.kind).sort()).toEqual(['task', 'tool_call']);
-    const taskItem = all.body.approvals.find((i: Approval) => i.kind === 'task');
+    const all = await approvals({}, own);
+    expect(all.data!.total).toBe(2);
+    expect(all.data!.approvals.map((i) => i.kind).sort()).toEqual(['task', 'tool_call']);
+    const taskItem = all.data!.approvals.find((i) => i.kind === 'task');
     expect(taskItem).toMatchObject({
-      id: task.body.id,
+      id: taskId,
       status: 'pending',
       agentId: a.id,
-      task: { id: task.body.id, name: 'send the report' },
+      task: { id: taskId, name: 'send the report' },
       toolCall: null,
     });
-    const tasksOnly = await t.request('GET', '/api/v1/approvals?kind=task', { key: own });
-    expect(tasksOnly.body.approvals.map((i: Approval) => i.id)).toEqual([task.body.id]);
-    const toolsOnly = await t.request('GET', '/api/v1/approvals?kind=tool_call', { key: own });
-    expect(toolsOnly.body.approvals.map((i: Approval) => i.toolCall?.runId)).toEqual([runId]);
-    const page1 = await t.request('GET', '/api/v1/approvals?limit=1&page=1', { key: own });
-    const page2 = await t.request('GET', '/api/v1/approvals?limit=1&page=2', { key: own });
-    expect([page1.body.approvals.length, page2.body.approvals.length, page1.body.total]).toEqual([1, 1, 2]);
-    expect(page1.body.approvals[0].id).not.toBe(page2.body.approvals[0].id);
-    const otherAgent = await t.request('GET', `/api/v1/approvals?agentId=${(await t.agent(own)).id}`, { key: own });
-    expect(otherAgent.body).toMatchObject({ approvals: [], total: 0 });
+    const tasksOnly = await approvals({ kind: 'task' }, own);
+    expect(tasksOnly.data!.approvals.map((i) => i.id)).toEqual([taskId]);
+    const toolsOnly = await approvals({ kind: 'tool_call' }, own);
+    expect(toolsOnly.data!.approvals.map((i) => i.toolCall?.runId)).toEqual([runId]);
+    const page1 = await approvals({ limit: 1, page: 1 }, own);
+    const page2 = await approvals({ limit: 1, page: 2 }, own);
+    expect([page1.data!.approvals.length, page2.data!.approvals.length, page1.data!.total]).toEqual([1, 1, 2]);
+    expect(page1.data!.approvals[0].id).not.toBe(page2.data!.approvals[0].id);
+    const otherAgent = await approvals({ agentId: (await t.agent(own)).id }, own);
+    expect(otherAgent.data).toMatchObject({ approvals: [], total: 0 });
     // Another tenant's inbox holds none of it, and cannot decide it.
-    expect((await t.request('GET', '/api/v1/approvals', { key })).body.approvals.some((i: Approval) => i.agentId === a.id)).toBe(false);
-    expectProblem(await t.request('POST', `/api/v1/approvals/${taskItem.id}/approve`, { key }), 404, 'not_found');
+    expect((await approvals({})).data!.approvals.some((i) => i.agentId === a.id)).toBe(false);
+    expectProblem(await approve(taskItem!.id), 404, 'not_found');
 
     // The task is approved through the inbox as through its own route.
-    const approved = await t.request('POST', `/api/v1/approvals/${task.body.id}/approve`, { key: own });
-    expect(approved.body).toMatchObject({ kind: 'task', status: 'approved' });
-    const after = await t.request('GET', `/api/v1/tasks/${task.body.id}`, { key: own });
-    expect(after.body.status).not.toBe('awaiting_approval');
-    expect((await t.request('GET', '/api/v1/approvals?kind=task', { key: own })).body.total).toBe(0);
+    const approved = await approve(taskId, own);
+    expect(approved.data).toMatchObject({ kind: 'task', status: 'approved' });
+    const after = await t.api(own).GET('/api/v1/tasks/{id}', { params: { path: { id: taskId } } });
+    expect(after.data!.status).not.toBe('awaiting_approval');
+    expect((await approvals({ kind: 'task' }, own)).data!.total).toBe(0);
   });
 });
 
@@ -269,16 +274,12 @@ describe('who may decide', () => {
     const [approval] = await pendingOf(t, key, runId);
     const reader = await t.key(key, ['agents:read']);
     const outsider = await t.key(key, ['skills:read']);
-    expect((await t.request('GET', '/api/v1/approvals', { key: reader })).status).toBe(200);
-    expectProblem(await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key: reader }), 403, 'forbidden');
-    expectProblem(
-      await t.request('POST', `/api/v1/approvals/${approval.id}/reject`, { key: reader, body: { reason: 'no' } }),
-      403,
-      'forbidden',
-    );
-    expectProblem(await t.request('GET', '/api/v1/approvals', { key: outsider }), 403, 'forbidden');
-    expect((await t.request('GET', `/api/v1/approvals/${approval.id}`, { key })).body.status).toBe('pending');
-    await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key });
+    expect((await approvals({}, reader)).response.status).toBe(200);
+    expectProblem(await approve(approval.id, reader), 403, 'forbidden');
+    expectProblem(await reject(approval.id, 'no', reader), 403, 'forbidden');
+    expectProblem(await approvals({}, outsider), 403, 'forbidden');
+    expect((await approvalOf(approval.id)).data!.status).toBe('pending');
+    await cancel(runId);
   });
 });
 
@@ -287,27 +288,24 @@ describe('refusals', () => {
     const a = await waitingAgent();
     const runId = await executeShout(a.id, 'bad');
     const [approval] = await pendingOf(t, key, runId);
-    const noReason = await t.request('POST', `/api/v1/approvals/${approval.id}/reject`, { key, body: {} });
+    // Bodies and queries the types forbid go raw.
+    const noReason = await t.raw('POST', `/api/v1/approvals/${approval.id}/reject`, { key, body: {} });
     expectProblem(noReason, 400, 'validation_failed');
     expect(JSON.stringify(noReason.body)).toContain('reason');
-    const notObject = await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key, body: { arguments: 'text' } });
+    const notObject = await t.raw('POST', `/api/v1/approvals/${approval.id}/approve`, { key, body: { arguments: 'text' } });
     expectProblem(notObject, 400, 'validation_failed');
     expect(JSON.stringify(notObject.body)).toContain('arguments');
-    const huge = await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, {
-      key,
-      body: { arguments: { text: 'x'.repeat(100_001) } },
-    });
+    const huge = await approve(approval.id, key, { arguments: { text: 'x'.repeat(100_001) } });
     expectProblem(huge, 400, 'validation_failed');
-    expect(JSON.stringify(huge.body)).toContain('arguments');
-    const kind = await t.request('GET', '/api/v1/approvals?kind=email', { key });
+    expect(JSON.stringify(huge.error)).toContain('arguments');
+    const kind = await t.raw('GET', '/api/v1/approvals?kind=email', { key });
     expectProblem(kind, 400, 'validation_failed');
     expect(JSON.stringify(kind.body)).toContain('kind');
-    expectProblem(await t.request('POST', '/api/v1/approvals/0190a6c8-0000-7000-8000-000000000000/approve', { key }), 404, 'not_found');
+    expectProblem(await approve('0190a6c8-0000-7000-8000-000000000000'), 404, 'not_found');
     // Nothing was decided by the refused requests.
-    expect((await t.request('GET', `/api/v1/approvals/${approval.id}`, { key })).body.status).toBe('pending');
+    expect((await approvalOf(approval.id)).data!.status).toBe('pending');
 
-    const badRule = await t.request('POST', '/api/v1/agents', {
-      key,
+    const badRule = await t.api(key).POST('/api/v1/agents', {
       body: {
         name: 'x',
         appId: 'app',
@@ -315,14 +313,13 @@ describe('refusals', () => {
       },
     });
     expectProblem(badRule, 400, 'validation_failed');
-    expect(JSON.stringify(badRule.body)).toContain('configuration.approval.rules.0.when.0.value');
-    const badTool = await t.request('POST', '/api/v1/agents', {
-      key,
+    expect(JSON.stringify(badRule.error)).toContain('configuration.approval.rules.0.when.0.value');
+    const badTool = await t.api(key).POST('/api/v1/agents', {
       body: { name: 'x', appId: 'app', configuration: { approval: { rules: [{ tool: 'shout now' }] } } },
     });
     expectProblem(badTool, 400, 'validation_failed');
-    expect(JSON.stringify(badTool.body)).toContain('tool');
-    await t.request('POST', `/api/v1/runs/${runId}/cancel`, { key });
+    expect(JSON.stringify(badTool.error)).toContain('tool');
+    await cancel(runId);
   });
 });
 
@@ -331,46 +328,47 @@ describe('a delegated call that waits', () => {
     const helper = await t.agent(key, { name: 'Helper', tools: [{ type: 'mcp', url: mcp.url }], configuration: shoutWaits() });
     const lead = await t.agent(key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
     const message = `/tool ask_helper ${JSON.stringify({ message: '/tool shout {"text":"deep"}' })}`;
-    const leadRun = t.request('POST', `/api/v1/agents/${lead.id}/execute`, { key, body: { message } });
-    let waiting: Approval | undefined;
-    for (let i = 0; i < 200 && !waiting; i++) {
-      const inbox = await t.request<{ approvals: Approval[] }>('GET', `/api/v1/approvals?agentId=${helper.id}`, { key });
-      waiting = inbox.body.approvals[0];
-      if (!waiting) await new Promise((r) => setTimeout(r, 50));
-    }
+    const leadRun = execute(lead.id, { message });
+    const waiting = await vi.waitFor(
+      async () => {
+        const [first] = (await approvals({ agentId: helper.id })).data!.approvals;
+        if (!first) throw new Error('nothing waits in the helper’s inbox yet');
+        return first;
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     expect(waiting).toMatchObject({ kind: 'tool_call', agentId: helper.id, toolCall: { name: 'shout', arguments: { text: 'deep' } } });
-    await t.request('POST', `/api/v1/approvals/${waiting!.id}/approve`, { key });
+    await approve(waiting.id);
     const res = await leadRun;
-    expect(res.body.status).toBe('completed');
-    expect(res.body.toolCalls[0]).toMatchObject({ name: 'ask_helper', result: { agentId: helper.id, runId: waiting!.toolCall!.runId } });
-    expect(res.body.toolCalls[0].result.output).toContain('DEEP');
+    expect(res.run?.status).toBe('completed');
+    expect(res.run!.toolCalls[0]).toMatchObject({ name: 'ask_helper', result: { agentId: helper.id, runId: waiting.toolCall!.runId } });
+    expect(res.run!.toolCalls[0].result).toMatchObject({ output: expect.stringContaining('DEEP') });
   });
 });
 
 describe('a task whose run waits', () => {
   it('stays running while its run awaits approval, and completes with the run once approved', async () => {
     const a = await waitingAgent();
-    const task = await t.request('POST', '/api/v1/tasks', {
-      key,
+    const task = await t.api(key).POST('/api/v1/tasks', {
       body: { name: 'shout it', description: '/tool shout {"text":"from a task"}', agentId: a.id },
     });
-    expect(task.status).toBe(201);
-    let runId: string | undefined;
-    for (let i = 0; i < 200 && !runId; i++) {
-      const runs = await t.request<{ runs: { id: string; status: string }[] }>('GET', `/api/v1/tasks/${task.body.id}/runs`, { key });
-      runId = runs.body.runs.find((r) => r.status === 'awaiting_approval')?.id;
-      if (!runId) await new Promise((r) => setTimeout(r, 50));
-    }
+    expect(task.response.status).toBe(201);
+    const id = task.data!.id;
+    const taskStatus = async () => (await t.api(key).GET('/api/v1/tasks/{id}', { params: { path: { id } } })).data!.status;
+    const runId = await vi.waitFor(
+      async () => {
+        const runs = await t.api(key).GET('/api/v1/tasks/{id}/runs', { params: { path: { id } } });
+        const waiting = runs.data!.runs.find((r) => r.status === 'awaiting_approval');
+        if (!waiting) throw new Error('the task’s run does not await approval yet');
+        return waiting.id;
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     expect(runId).toBeDefined();
-    expect((await t.request('GET', `/api/v1/tasks/${task.body.id}`, { key })).body.status).toBe('running');
-    const [approval] = await pendingOf(t, key, runId!);
-    await t.request('POST', `/api/v1/approvals/${approval.id}/approve`, { key });
-    expect((await endedRun(t, key, runId!)).output).toContain('FROM A TASK');
-    let status = '';
-    for (let i = 0; i < 200 && status !== 'completed'; i++) {
-      status = (await t.request('GET', `/api/v1/tasks/${task.body.id}`, { key })).body.status;
-      if (status !== 'completed') await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(status).toBe('completed');
+    expect(await taskStatus()).toBe('running');
+    const [approval] = await pendingOf(t, key, runId);
+    await approve(approval.id);
+    expect((await endedRun(t, key, runId)).output).toContain('FROM A TASK');
+    await expect.poll(taskStatus, { timeout: 10_000, interval: 50 }).toBe('completed');
   });
 });
