@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { RunOutcome } from '../../src/runs/service.js';
+import { execute } from '../helpers/execute.js';
 import { approveNext as approveNextOf, scriptTwoShouts, shoutingAgent, TWO_SHOUTS_ANSWER as FINAL, useTwoShouts } from './helpers.js';
 
 /**
@@ -31,7 +32,7 @@ function raceTheCaller(agentId: string, release: () => void): Promise<string> {
       const run = await shouts.t.services.runs.get(tenantId, out.runId);
       if (run.agentId !== agentId || (out.status as string) !== 'awaiting_approval') return out;
       await approveNext(out.runId, 'one');
-      for (let i = 0; i < 500 && shouts.vendor.requests.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      await expect.poll(() => shouts.vendor.requests.length, { timeout: 5_000, interval: 10 }).toBeGreaterThanOrEqual(2);
       expect(shouts.vendor.requests).toHaveLength(2);
       setTimeout(release, 100);
       resolve(out.runId);
@@ -47,15 +48,14 @@ describe('a caller whose callee is approved and resumed before the caller waits 
     const helper = await helperAgent();
     const lead = await shouts.t.agent(shouts.key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
     const raced = raceTheCaller(helper.id, () => release());
-    const leadRun = shouts.t.request('POST', `/api/v1/agents/${lead.id}/execute`, {
-      key: shouts.key,
-      body: { message: `/tool ask_helper ${JSON.stringify({ message: 'shout twice' })}` },
+    const leadRun = execute(shouts.t.api(shouts.key), lead.id, {
+      message: `/tool ask_helper ${JSON.stringify({ message: 'shout twice' })}`,
     });
     const calleeRunId = await raced;
     await approveNext(calleeRunId, 'two');
     const res = await leadRun;
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.toolCalls[0]).toMatchObject({ name: 'ask_helper', result: { runId: calleeRunId, output: FINAL } });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.run!.toolCalls[0]).toMatchObject({ name: 'ask_helper', result: { runId: calleeRunId, output: FINAL } });
   });
 
   it('a /v1 chat completion: the answer is the final one, after the second pause', async () => {

@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { execute } from '../helpers/execute.js';
 import { approveNext as approveNextOf, scriptTwoShouts, shoutingAgent, TWO_SHOUTS_ANSWER as FINAL, useTwoShouts } from './helpers.js';
 
 /**
@@ -16,17 +17,17 @@ const helperAgent = () => shoutingAgent(shouts);
 
 const approveNext = (runId: string, text: string) => approveNextOf(shouts, runId, text);
 
-/** The id of the agent's run once it waits for a person (polled). */
-async function waitingRunOf(agentId: string) {
-  for (let i = 0; i < 300; i++) {
-    const runs = await shouts.t.request<{ runs: { id: string; status: string }[] }>('GET', `/api/v1/agents/${agentId}/runs`, {
-      key: shouts.key,
-    });
-    const waiting = runs.body.runs.find((r) => r.status === 'awaiting_approval');
-    if (waiting) return waiting.id;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('the run never waited for a person');
+/** The id of the agent's run once it waits for a person (polled for 15 s). */
+function waitingRunOf(agentId: string) {
+  return vi.waitFor(
+    async () => {
+      const runs = await shouts.t.api(shouts.key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agentId } } });
+      const waiting = runs.data?.runs.find((r) => r.status === 'awaiting_approval');
+      if (!waiting) throw new Error('the run never waited for a person');
+      return waiting.id;
+    },
+    { timeout: 15_000, interval: 50 },
+  );
 }
 
 /** Approves the first shout, then, once the resumed run waits again, the second. */
@@ -43,15 +44,14 @@ describe('a caller waiting through two pauses of its callee', () => {
     scriptTwoShouts(shouts.vendor);
     const helper = await helperAgent();
     const lead = await shouts.t.agent(shouts.key, { name: 'Lead', tools: [{ type: 'agent', agentId: helper.id, name: 'ask_helper' }] });
-    const leadRun = shouts.t.request('POST', `/api/v1/agents/${lead.id}/execute`, {
-      key: shouts.key,
-      body: { message: `/tool ask_helper ${JSON.stringify({ message: 'shout twice' })}` },
+    const leadRun = execute(shouts.t.api(shouts.key), lead.id, {
+      message: `/tool ask_helper ${JSON.stringify({ message: 'shout twice' })}`,
     });
     const calleeRunId = await approveBoth(helper.id);
     const res = await leadRun;
-    expect(res.status).toBe(200);
-    expect(res.body.status).toBe('completed');
-    expect(res.body.toolCalls[0]).toMatchObject({ name: 'ask_helper', result: { agentId: helper.id, runId: calleeRunId, output: FINAL } });
+    expect(res.response.status).toBe(200);
+    expect(res.run?.status).toBe('completed');
+    expect(res.run!.toolCalls[0]).toMatchObject({ name: 'ask_helper', result: { agentId: helper.id, runId: calleeRunId, output: FINAL } });
     expect(shouts.mcp.state.calls.filter((c) => c.name === 'shout').map((c) => c.args)).toEqual(
       expect.arrayContaining([{ text: 'one' }, { text: 'two' }]),
     );
