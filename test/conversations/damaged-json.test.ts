@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 
 let t: TestApp;
 beforeAll(async () => (t = await startApp()));
@@ -9,15 +10,16 @@ describe('a message whose stored JSON does not fit its schema', () => {
   it('is reported as damage (500), not served', async () => {
     const { key } = await t.tenant();
     const agent = await t.agent(key, { model: 'builtin/echo' });
-    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'hello' } });
-    expect(res.status, res.text).toBe(200);
-    const messages = () => t.request('GET', `/api/v1/conversations/${res.body.conversationId}/messages`, { key });
-    expect((await messages()).status).toBe(200);
+    const res = await execute(t.api(key), agent.id, { message: 'hello' });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    const conversationId = res.run!.conversationId;
+    const messages = () => t.api(key).GET('/api/v1/conversations/{id}/messages', { params: { path: { id: conversationId } } });
+    expect((await messages()).response.status).toBe(200);
 
     await t.db.kysely
       .updateTable('messages')
       .set({ token_usage: '{"inputTokens":"five"}' })
-      .where('conversation_id', '=', res.body.conversationId)
+      .where('conversation_id', '=', conversationId)
       .execute();
     expectProblem(await messages(), 500, 'internal_error');
   });
