@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { paths } from '../../packages/client/src/generated/openapi.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { execute as executeOn } from '../helpers/execute.js';
 
 // builtin/echo priced so each run costs something: a run's tokens are words, USD per million tokens.
 const PRICE = { input: 2_000, output: 4_000 };
@@ -13,10 +15,12 @@ afterAll(() => t?.close());
 const today = () => new Date().toISOString().slice(0, 10);
 
 async function execute(key: string, agentId: string, message: string) {
-  const res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message } });
-  expect(res.status, res.text).toBe(200);
-  return res.body as { runId: string; cost: number; tokenUsage: { inputTokens: number; outputTokens: number } };
+  const res = await executeOn(t.api(key), agentId, { message });
+  expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+  return res.run!;
 }
+const usage = (key: string | null, query: paths['/api/v1/usage/daily']['get']['parameters']['query'] = {}) =>
+  t.api(key).GET('/api/v1/usage/daily', { params: { query } });
 
 describe('GET /api/v1/usage/daily', () => {
   it("sums the tenant's runs per day, agent, model and status, and nothing of another tenant", async () => {
@@ -29,11 +33,11 @@ describe('GET /api/v1/usage/daily', () => {
     const third = await execute(key, b.id, 'six');
     await execute(other.key, (await t.agent(other.key)).id, 'not counted here');
 
-    const res = await t.request('GET', '/api/v1/usage/daily', { key });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.to).toBe(today());
-    expect(res.body.rows).toHaveLength(2);
-    const rowOf = (agentId: string) => res.body.rows.find((r: { agentId: string }) => r.agentId === agentId);
+    const res = await usage(key);
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.data!.to).toBe(today());
+    expect(res.data!.rows).toHaveLength(2);
+    const rowOf = (agentId: string) => res.data!.rows.find((r) => r.agentId === agentId)!;
     const ofA = rowOf(a.id);
     expect(ofA).toMatchObject({ day: today(), model: 'builtin/echo', status: 'completed', runs: 2 });
     expect(ofA.costUsd).toBeCloseTo(first.cost + second.cost, 10);
@@ -47,27 +51,27 @@ describe('GET /api/v1/usage/daily', () => {
   it('counts only the days asked for', async () => {
     const { key } = await t.tenant();
     await execute(key, (await t.agent(key)).id, 'hello');
-    const res = await t.request('GET', '/api/v1/usage/daily?from=2020-01-01&to=2020-01-31', { key });
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({ from: '2020-01-01', to: '2020-01-31', rows: [] });
+    const res = await usage(key, { from: '2020-01-01', to: '2020-01-31' });
+    expect(res.response.status).toBe(200);
+    expect(res.data).toEqual({ from: '2020-01-01', to: '2020-01-31', rows: [] });
   });
 
   it('refuses a malformed or too long period, naming the field', async () => {
     const { key } = await t.tenant();
-    const bad = await t.request('GET', '/api/v1/usage/daily?from=yesterday', { key });
+    const bad = await usage(key, { from: 'yesterday' });
     expectProblem(bad, 400, 'validation_failed');
-    expect(JSON.stringify(bad.body.errors)).toContain('from');
-    const reversed = await t.request('GET', '/api/v1/usage/daily?from=2026-02-01&to=2026-01-01', { key });
+    expect(JSON.stringify(bad.error!.errors)).toContain('from');
+    const reversed = await usage(key, { from: '2026-02-01', to: '2026-01-01' });
     expectProblem(reversed, 400, 'validation_failed');
-    expect(reversed.body.errors[0].path).toBe('from');
-    const long = await t.request('GET', '/api/v1/usage/daily?from=2020-01-01&to=2026-01-01', { key });
+    expect(reversed.error!.errors![0].path).toBe('from');
+    const long = await usage(key, { from: '2020-01-01', to: '2026-01-01' });
     expectProblem(long, 400, 'validation_failed');
   });
 
   it('needs agents:read', async () => {
     const { key } = await t.tenant();
     const limited = await t.key(key, ['skills:read']);
-    expectProblem(await t.request('GET', '/api/v1/usage/daily', { key: limited }), 403, 'forbidden');
-    expectProblem(await t.request('GET', '/api/v1/usage/daily'), 401, 'missing_credentials');
+    expectProblem(await usage(limited), 403, 'forbidden');
+    expectProblem(await usage(null), 401, 'missing_credentials');
   });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 
 /**
@@ -33,13 +34,12 @@ describe('a run’s steps', () => {
         { type: 'agent', agentId: helper.id, name: 'ask_helper' },
       ],
     });
-    const executed = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-      key,
-      body: { message: '/tool add {"a":1,"b":2}\n/tool ask_helper {"message":"hi"}\n/tool add {"a":"x"}' },
+    const executed = await execute(t.api(key), agent.id, {
+      message: '/tool add {"a":1,"b":2}\n/tool ask_helper {"message":"hi"}\n/tool add {"a":"x"}',
     });
-    expect(executed.status, executed.text).toBe(200);
+    expect(executed.response.status, JSON.stringify(executed.error)).toBe(200);
 
-    const { data, response } = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: executed.body.runId } } });
+    const { data, response } = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: executed.run!.runId } } });
     expect(response.status).toBe(200);
     const run = data!;
     expect(run.steps).toHaveLength(2);
@@ -66,8 +66,9 @@ describe('a run’s steps', () => {
 
   it('a step whose model call failed is still recorded with its model and time', async () => {
     const agent = await t.agent(key, { name: 'Failing' });
-    const executed = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: '/fail boom' } });
-    const runId = executed.body?.runId ?? executed.headers['x-run-id'];
+    // The run fails, so the answer is a problem: the run is named by its x-run-id header.
+    const executed = await execute(t.api(key), agent.id, { message: '/fail boom' });
+    const runId = executed.run?.runId ?? executed.response.headers.get('x-run-id');
     const { data } = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: String(runId) } } });
     expect(data!.status).toBe('failed');
     expect(data!.steps).toHaveLength(1);
