@@ -103,7 +103,7 @@ describe('a stream cut at random bytes, resumed by fetch-event-source with its I
     }
     // The streams were cut many times, and each ran once.
     expect(cuts).toBeGreaterThanOrEqual(30);
-    const runs = await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key });
-    expect(runs.body.total).toBe(6);
+    const runs = await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agent.id } } });
+    expect(runs.data!.total).toBe(6);
   }, 60_000);
 });

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dialect, expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { type ExecuteBody, execute as executeOn } from '../helpers/execute.js';
 import { readSse } from '../helpers/sse.js';
 
 /**
@@ -44,13 +45,15 @@ async function refuseEnds(agentId: string, statuses: string[]) {
   }
 }
 
-const execute = (agentId: string, body: Record<string, unknown>) => t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body });
+const execute = (agentId: string, body: ExecuteBody) => executeOn(t.api(key), agentId, body);
 const stream = async (agentId: string, message: string) => {
   const res = await t.fetch(`/api/v1/agents/${agentId}/stream`, key, { body: { message } });
   expect(res.status).toBe(200);
   return readSse(res);
 };
-const runsOf = async (agentId: string) => (await t.request('GET', `/api/v1/agents/${agentId}/runs`, { key })).body.runs;
+const runsOf = async (agentId: string) =>
+  (await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agentId } } })).data!.runs;
+const runOf = async (id: string) => (await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: id } } })).data!;
 const runId = (detail: string) => /run ([0-9a-f-]{36})/.exec(detail)![1];
 
 describe('a run whose end the database refuses', () => {
@@ -60,12 +63,12 @@ describe('a run whose end the database refuses', () => {
 
     const res = await execute(agent.id, { message: 'hello there' });
     expectProblem(res, 502, 'result_unrecorded');
-    const run = (await t.request('GET', `/api/v1/runs/${runId(res.body.detail)}`, { key })).body;
+    const run = await runOf(runId(res.error!.detail));
     expect(run.status).toBe('failed');
-    expect(run.error.code).toBe('result_unrecorded');
+    expect(run.error!.code).toBe('result_unrecorded');
     // Its text is kept; its conversation is free for the next turn.
     expect(run.output).toBe('hello there');
-    const next = await execute(agent.id, { message: 'again', conversationId: run.conversationId });
+    const next = await execute(agent.id, { message: 'again', conversationId: run.conversationId! });
     expectProblem(next, 502, 'result_unrecorded');
 
     const events = await stream(agent.id, 'streamed');
@@ -83,16 +86,16 @@ describe('a run whose end the database refuses', () => {
 
     const res = await execute(agent.id, { message: 'hello there' });
     expectProblem(res, 503, 'run_end_unrecorded');
-    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    expect(Number(res.response.headers.get('retry-after'))).toBeGreaterThan(0);
     // The row says what the database holds: the run has not ended, and recovery will end it.
-    const run = (await t.request('GET', `/api/v1/runs/${runId(res.body.detail)}`, { key })).body;
+    const run = await runOf(runId(res.error!.detail));
     expect(run.status).toBe('running');
 
     const events = await stream(agent.id, 'streamed');
     expect(events.at(-1)).toMatchObject({ event: 'error', data: { code: 'run_end_unrecorded' } });
     expect(events.some((e) => e.event === 'done')).toBe(false);
     expect(t.services.runs.activeCount).toBe(0);
-    expect((await t.request('GET', '/healthz')).status).toBe(200);
+    expect((await t.api().GET('/healthz')).response.status).toBe(200);
   });
 });
 
@@ -118,12 +121,12 @@ describe('an event that cannot be serialised (the event writer’s second line)'
     });
     expect(injected).toBe(true);
     expect(events.at(-1)).toMatchObject({ event: 'error', data: { code: 'events_unrecorded' } });
-    const run = (await t.request('GET', `/api/v1/runs/${res.headers.get('x-run-id')}`, { key })).body;
+    const run = await runOf(String(res.headers.get('x-run-id')));
     expect(run.status).toBe('failed');
-    expect(run.error.code).toBe('events_unrecorded');
+    expect(run.error!.code).toBe('events_unrecorded');
     // Another run is untouched.
     const other = await execute(agent.id, { message: 'still here' });
-    expect(other.status, other.text).toBe(200);
-    expect(other.body.output).toBe('still here');
+    expect(other.response.status, JSON.stringify(other.error)).toBe(200);
+    expect(other.run!.output).toBe('still here');
   });
 });
