@@ -91,19 +91,20 @@ describe('framework errors are problems with a stable code', () => {
     expect(JSON.parse(body)).toMatchObject({ status: 408, code: 'request_timeout' });
   });
 
+  // Payloads the typed client cannot send: raw.
   it('a body that is not JSON, not allowed, empty or too large', async () => {
     expectProblem(
-      await t.request('POST', '/api/v1/agents', { key, payload: '{', headers: { 'content-type': 'application/json' } }),
+      await t.raw('POST', '/api/v1/agents', { key, payload: '{', headers: { 'content-type': 'application/json' } }),
       400,
       'invalid_json',
     );
     expectProblem(
-      await t.request('POST', '/api/v1/agents', { key, payload: 'a', headers: { 'content-type': 'text/csv' } }),
+      await t.raw('POST', '/api/v1/agents', { key, payload: 'a', headers: { 'content-type': 'text/csv' } }),
       415,
       'unsupported_media_type',
     );
     expectProblem(
-      await t.request('POST', '/api/v1/agents', {
+      await t.raw('POST', '/api/v1/agents', {
         key,
         payload: 'x'.repeat(2 * 1024 * 1024),
         headers: { 'content-type': 'application/json' },
@@ -124,8 +125,9 @@ const nested = (depth: number) => '{"a":'.repeat(depth - 1) + '{}' + '}'.repeat(
 describe('JSON nesting depth', () => {
   it(`is limited to ${MAX_JSON_DEPTH} levels at parse time, on every JSON route`, async () => {
     const agent = await t.agent(key, { name: 'deep', appId: 'app' });
+    // Bodies nested deeper than the types can say, as text: raw.
     const conversation = (depth: number) =>
-      t.request('POST', '/api/v1/conversations', {
+      t.raw('POST', '/api/v1/conversations', {
         key,
         // The body is one level, metadata a second: metadata's value nests the rest.
         payload: `{"agentId":"${agent.id}","metadata":{"m":${nested(depth - 2)}}}`,
@@ -137,31 +139,34 @@ describe('JSON nesting depth', () => {
     expectProblem(await conversation(MAX_JSON_DEPTH + 1), 400, 'json_too_deep');
     const atLimit = await conversation(MAX_JSON_DEPTH);
     expect(atLimit.status, atLimit.text).toBe(201);
-    expect((await t.request('GET', `/api/v1/conversations/${atLimit.body.id}`, { key })).status).toBe(200);
+    const stored = await t.api(key).GET('/api/v1/conversations/{id}', { params: { path: { id: atLimit.body.id } } });
+    expect(stored.response.status).toBe(200);
     // Arrays count as levels too, and the route does not matter.
     const arrays = '['.repeat(MAX_JSON_DEPTH + 1) + ']'.repeat(MAX_JSON_DEPTH + 1);
     expectProblem(
-      await t.request('POST', '/api/v1/tasks', { key, payload: arrays, headers: { 'content-type': 'application/json' } }),
+      await t.raw('POST', '/api/v1/tasks', { key, payload: arrays, headers: { 'content-type': 'application/json' } }),
       400,
       'json_too_deep',
     );
     // Brackets inside strings are text, not nesting.
-    const inText = await t.request('POST', '/api/v1/agents', { key, body: { name: '{'.repeat(150), appId: '['.repeat(100) } });
-    expect(inText.status, inText.text).toBe(201);
+    const inText = await t.api(key).POST('/api/v1/agents', { body: { name: '{'.repeat(150), appId: '['.repeat(100) } });
+    expect(inText.response.status, JSON.stringify(inText.error)).toBe(201);
   });
 
   it('holds for signed webhook deliveries too', async () => {
     const agent = await t.agent(key, { name: 'hooked', appId: 'app' });
-    const task = await t.request('POST', '/api/v1/tasks', {
-      key,
+    const task = await t.api(key).POST('/api/v1/tasks', {
       body: { name: 'hook', description: 'x', agentId: agent.id, type: 'triggered', trigger: { type: 'webhook' } },
     });
-    expect(task.status, task.text).toBe(201);
+    expect(task.response.status, JSON.stringify(task.error)).toBe(201);
+    const { id, trigger } = task.data!;
+    if (trigger?.type !== 'webhook') throw new Error(`expected a webhook trigger, got ${JSON.stringify(trigger)}`);
     const { createHmac } = await import('node:crypto');
     const body = nested(4_500);
     const timestamp = String(Math.floor(Date.now() / 1000));
-    const signature = `sha256=${createHmac('sha256', task.body.trigger.secret).update(`${timestamp}.${body}`).digest('hex')}`;
-    const res = await t.request('POST', `/api/v1/hooks/${task.body.id}`, {
+    const signature = `sha256=${createHmac('sha256', trigger.secret!).update(`${timestamp}.${body}`).digest('hex')}`;
+    // A signed payload nested deeper than the types can say, as text: raw.
+    const res = await t.raw('POST', `/api/v1/hooks/${id}`, {
       payload: body,
       headers: { 'content-type': 'application/json', 'x-agentry-timestamp': timestamp, 'x-agentry-signature': signature },
     });
@@ -169,26 +174,27 @@ describe('JSON nesting depth', () => {
   });
 });
 
+// Each of these sends a value the types forbid (that is what is validated): raw.
 describe('validation messages name the field and what was expected', () => {
   it('an enum in a body lists the allowed values once', async () => {
     const agent = await t.agent(key, { name: 'e', appId: 'app' });
-    const res = await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { status: 'sleeping' } });
+    const res = await t.raw('POST', `/api/v1/agents/${agent.id}`, { key, body: { status: 'sleeping' } });
     expectProblem(res, 400, 'validation_failed');
     expect(res.body.errors).toEqual([{ path: 'body.status', message: 'must be one of available, paused' }]);
     expect(res.body.detail).toBe('body.status must be one of available, paused');
     // A value of the wrong type gets the same answer, not "or a string".
-    const typed = await t.request('POST', `/api/v1/agents/${agent.id}`, { key, body: { status: 5 } });
+    const typed = await t.raw('POST', `/api/v1/agents/${agent.id}`, { key, body: { status: 5 } });
     expect(typed.body.errors).toEqual([{ path: 'body.status', message: 'must be one of available, paused' }]);
   });
 
   it('an enum in a query string lists the allowed values', async () => {
-    const res = await t.request('GET', '/api/v1/conversations?status=open', { key });
+    const res = await t.raw('GET', '/api/v1/conversations?status=open', { key });
     expectProblem(res, 400, 'validation_failed');
     expect(res.body.errors).toEqual([{ path: 'querystring.status', message: expect.stringMatching(/^must be one of active, /) }]);
   });
 
   it('a nested enum, and a nullable field, say what they allow', async () => {
-    const res = await t.request('POST', '/api/v1/agents', {
+    const res = await t.raw('POST', '/api/v1/agents', {
       key,
       body: { name: 'n', appId: 'app', configuration: { onActiveRun: 'queue', temperature: 'hot' } },
     });
@@ -203,15 +209,15 @@ describe('validation messages name the field and what was expected', () => {
   });
 
   it('a union of object shapes reports the errors of the shape that came closest', async () => {
-    const res = await t.request('POST', '/api/v1/agents', { key, body: { name: 'u', appId: 'app', tools: [{ type: 'mcp', url: 5 }] } });
+    const res = await t.raw('POST', '/api/v1/agents', { key, body: { name: 'u', appId: 'app', tools: [{ type: 'mcp', url: 5 }] } });
     expectProblem(res, 400, 'validation_failed');
     expect(res.body.errors).toEqual([{ path: 'body.tools.0.url', message: 'must be a string' }]);
-    const untagged = await t.request('POST', '/api/v1/agents', { key, body: { name: 'u', appId: 'app', tools: [{ type: 'nope' }] } });
+    const untagged = await t.raw('POST', '/api/v1/agents', { key, body: { name: 'u', appId: 'app', tools: [{ type: 'nope' }] } });
     expect(untagged.body.errors).toEqual([{ path: 'body.tools.0.type', message: 'must be one of builtin, mcp, agent, a2a' }]);
-    const notAnObject = await t.request('POST', '/api/v1/agents', { key, body: { name: 'u', appId: 'app', tools: ['mcp'] } });
+    const notAnObject = await t.raw('POST', '/api/v1/agents', { key, body: { name: 'u', appId: 'app', tools: ['mcp'] } });
     expect(notAnObject.body.errors).toEqual([{ path: 'body.tools.0', message: 'must be an object' }]);
     // Each item of an array is judged on its own.
-    const two = await t.request('POST', '/api/v1/agents', {
+    const two = await t.raw('POST', '/api/v1/agents', {
       key,
       body: { name: 'u', appId: 'app', tools: ['mcp', { type: 'mcp', url: 5 }] },
     });
@@ -222,7 +228,7 @@ describe('validation messages name the field and what was expected', () => {
   });
 
   it('missing, wrong type, unknown field and format', async () => {
-    const res = await t.request('POST', '/api/v1/tasks', { key, body: { name: 5, agentId: 'x', dueAt: 'tomorrow', colour: 'red' } });
+    const res = await t.raw('POST', '/api/v1/tasks', { key, body: { name: 5, agentId: 'x', dueAt: 'tomorrow', colour: 'red' } });
     expectProblem(res, 400, 'validation_failed');
     expect(res.body.errors).toEqual(
       expect.arrayContaining([
@@ -237,6 +243,7 @@ describe('validation messages name the field and what was expected', () => {
 });
 
 describe('a known path with a method it does not answer', () => {
+  // Methods the API does not have, and an unknown route: raw.
   it('answers 405 method_not_allowed with Allow', async () => {
     const cases: Array<[string, string, string[]]> = [
       ['DELETE', '/api/v1/tenant', ['GET', 'HEAD']],
@@ -246,7 +253,7 @@ describe('a known path with a method it does not answer', () => {
       ['POST', '/healthz', ['GET', 'HEAD']],
     ];
     for (const [method, url, allow] of cases) {
-      const res = await t.request(method, url, { key });
+      const res = await t.raw(method, url, { key });
       expectProblem(res, 405, 'method_not_allowed');
       expect(String(res.headers.allow).split(', ').sort(), `${method} ${url}`).toEqual(allow);
       expect(res.body.detail).toContain(method);
@@ -254,13 +261,14 @@ describe('a known path with a method it does not answer', () => {
   });
 
   it('an unknown path stays 404 route_not_found', async () => {
-    expectProblem(await t.request('DELETE', '/api/v1/nothing-here', { key }), 404, 'route_not_found');
+    expectProblem(await t.raw('DELETE', '/api/v1/nothing-here', { key }), 404, 'route_not_found');
   });
 });
 
 describe('OpenAPI of POST /api/v1/tasks/{id}/run', () => {
   it('says a task awaiting approval answers 409 task_awaiting_approval', async () => {
-    const doc = (await t.request('GET', '/openapi.json')).body;
+    // The document itself is no operation of the API: raw.
+    const doc = (await t.raw('GET', '/openapi.json')).body;
     const op = doc.paths['/api/v1/tasks/{id}/run'].post;
     expect(op.description).toContain('task_awaiting_approval');
     expect(op.description).toMatch(/approv/);
