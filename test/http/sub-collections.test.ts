@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { type ApiResult, expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 
 /**
  * A sub-collection (or sub-resource) of a parent that does not exist, or that belongs to another
@@ -7,28 +8,79 @@ import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
  */
 
 type Parent = 'agent' | 'conversation' | 'task' | 'skill' | 'run' | 'file';
+type Api = ReturnType<TestApp['api']>;
+
+// A later parameter (a memory block's label) gets a name that could exist.
+const label = 'persona';
 
 /**
- * Every GET route whose path names a parent and goes on below it. `public`: an agent's identity
- * documents are public (any relying party fetches them by URL), so only an unknown agent is a 404.
+ * Every GET route whose path names a parent and goes on below it, with its typed call for a parent
+ * id. `public`: an agent's identity documents are public (any relying party fetches them by URL), so
+ * only an unknown agent is a 404.
  */
-const SUB_ROUTES: Array<{ url: string; parent: Parent; public?: boolean }> = [
-  { url: '/api/v1/agents/:id/runs', parent: 'agent' },
-  { url: '/api/v1/agents/:id/budget', parent: 'agent' },
-  { url: '/api/v1/agents/:id/memory', parent: 'agent' },
-  { url: '/api/v1/agents/:id/memory/:label', parent: 'agent' },
-  { url: '/api/v1/agents/:id/memory/:label/versions', parent: 'agent' },
-  { url: '/api/skills/agent/:agentId', parent: 'agent' },
-  { url: '/api/v1/identity/agents/:agentId/keys', parent: 'agent' },
-  { url: '/api/v1/identity/agents/:agentId/jwks.json', parent: 'agent', public: true },
-  { url: '/api/v1/identity/agents/:agentId/client-metadata.json', parent: 'agent', public: true },
-  { url: '/api/v1/conversations/:id/messages', parent: 'conversation' },
-  { url: '/api/v1/tasks/:id/runs', parent: 'task' },
-  { url: '/api/v1/tasks/:id/fires', parent: 'task' },
-  { url: '/api/skills/:id/agents', parent: 'skill' },
-  { url: '/api/skills/:id/export', parent: 'skill' },
-  { url: '/api/v1/runs/:runId/events', parent: 'run' },
-  { url: '/api/v1/files/:id/content', parent: 'file' },
+const SUB_ROUTES: Array<{ url: string; parent: Parent; public?: boolean; get: (api: Api, id: string) => Promise<ApiResult> }> = [
+  { url: '/api/v1/agents/:id/runs', parent: 'agent', get: (api, id) => api.GET('/api/v1/agents/{id}/runs', { params: { path: { id } } }) },
+  {
+    url: '/api/v1/agents/:id/budget',
+    parent: 'agent',
+    get: (api, id) => api.GET('/api/v1/agents/{id}/budget', { params: { path: { id } } }),
+  },
+  {
+    url: '/api/v1/agents/:id/memory',
+    parent: 'agent',
+    get: (api, id) => api.GET('/api/v1/agents/{id}/memory', { params: { path: { id } } }),
+  },
+  {
+    url: '/api/v1/agents/:id/memory/:label',
+    parent: 'agent',
+    get: (api, id) => api.GET('/api/v1/agents/{id}/memory/{label}', { params: { path: { id, label } } }),
+  },
+  {
+    url: '/api/v1/agents/:id/memory/:label/versions',
+    parent: 'agent',
+    get: (api, id) => api.GET('/api/v1/agents/{id}/memory/{label}/versions', { params: { path: { id, label } } }),
+  },
+  {
+    url: '/api/skills/agent/:agentId',
+    parent: 'agent',
+    get: (api, agentId) => api.GET('/api/skills/agent/{agentId}', { params: { path: { agentId } } }),
+  },
+  {
+    url: '/api/v1/identity/agents/:agentId/keys',
+    parent: 'agent',
+    get: (api, agentId) => api.GET('/api/v1/identity/agents/{agentId}/keys', { params: { path: { agentId } } }),
+  },
+  {
+    url: '/api/v1/identity/agents/:agentId/jwks.json',
+    parent: 'agent',
+    public: true,
+    get: (api, agentId) => api.GET('/api/v1/identity/agents/{agentId}/jwks.json', { params: { path: { agentId } } }),
+  },
+  {
+    url: '/api/v1/identity/agents/:agentId/client-metadata.json',
+    parent: 'agent',
+    public: true,
+    get: (api, agentId) => api.GET('/api/v1/identity/agents/{agentId}/client-metadata.json', { params: { path: { agentId } } }),
+  },
+  {
+    url: '/api/v1/conversations/:id/messages',
+    parent: 'conversation',
+    get: (api, id) => api.GET('/api/v1/conversations/{id}/messages', { params: { path: { id } } }),
+  },
+  { url: '/api/v1/tasks/:id/runs', parent: 'task', get: (api, id) => api.GET('/api/v1/tasks/{id}/runs', { params: { path: { id } } }) },
+  { url: '/api/v1/tasks/:id/fires', parent: 'task', get: (api, id) => api.GET('/api/v1/tasks/{id}/fires', { params: { path: { id } } }) },
+  { url: '/api/skills/:id/agents', parent: 'skill', get: (api, id) => api.GET('/api/skills/{id}/agents', { params: { path: { id } } }) },
+  { url: '/api/skills/:id/export', parent: 'skill', get: (api, id) => api.GET('/api/skills/{id}/export', { params: { path: { id } } }) },
+  {
+    url: '/api/v1/runs/:runId/events',
+    parent: 'run',
+    get: (api, runId) => api.GET('/api/v1/runs/{runId}/events', { params: { path: { runId } } }),
+  },
+  {
+    url: '/api/v1/files/:id/content',
+    parent: 'file',
+    get: (api, id) => api.GET('/api/v1/files/{id}/content', { params: { path: { id } } }),
+  },
 ];
 
 /**
@@ -54,40 +106,38 @@ beforeAll(async () => {
   t = await startApp();
   ({ key } = await t.tenant('mine'));
   const { key: otherKey } = await t.tenant('theirs');
-  const post = async (url: string, body: unknown) => {
-    const res = await t.request('POST', url, { key: otherKey, body });
-    expect(res.status, res.text).toBeLessThan(300);
-    return res.body;
+  const api = t.api(otherKey);
+  const created = <T>({ data, error, response }: { data?: T; error?: unknown; response: globalThis.Response }) => {
+    expect(response.status, JSON.stringify(error)).toBeLessThan(300);
+    return data!;
   };
-  others.agent = (await post('/api/v1/agents', { name: 'theirs', appId: 'app', model: 'builtin/echo' })).id;
-  const executed = await post(`/api/v1/agents/${others.agent}/execute`, { message: 'hello' });
-  others.run = executed.runId;
-  others.conversation = executed.conversationId;
-  others.task = (await post('/api/v1/tasks', { name: 'theirs', description: 'later', agentId: others.agent, requiresApproval: true })).id;
-  others.skill = (await post('/api/skills', { name: 'theirs-skill', description: 'd', instructions: 'i' })).id;
+  others.agent = (await t.agent(otherKey, { name: 'theirs', appId: 'app', model: 'builtin/echo' })).id;
+  const executed = await execute(api, others.agent, { message: 'hello' });
+  expect(executed.response.status, JSON.stringify(executed.error)).toBe(200);
+  others.run = executed.run!.runId;
+  others.conversation = executed.run!.conversationId;
+  others.task = created(
+    await api.POST('/api/v1/tasks', { body: { name: 'theirs', description: 'later', agentId: others.agent, requiresApproval: true } }),
+  ).id;
+  others.skill = created(await api.POST('/api/skills', { body: { name: 'theirs-skill', description: 'd', instructions: 'i' } })).id;
   const form = new FormData();
   form.append('file', new Blob(['their notes'], { type: 'text/plain' }), 'notes.txt');
-  const uploaded = await fetch(`${await t.listen()}/api/v1/files`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${otherKey}` },
-    body: form,
-  });
-  expect(uploaded.status).toBe(201);
-  others.file = ((await uploaded.json()) as { id: string }).id;
+  // The generated type has the file part as a string; the form carries the file itself.
+  const uploaded = await api.POST('/api/v1/files', { body: { file: 'notes.txt' }, bodySerializer: () => form });
+  expect(uploaded.response.status).toBe(201);
+  others.file = uploaded.data!.id;
 });
 afterAll(() => t.close());
 
 it('still lists the runs of a deleted agent (history is kept)', async () => {
   const agent = await t.agent(key, { name: 'gone', appId: 'app', model: 'builtin/echo' });
-  expect((await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'hi' } })).status).toBe(200);
-  expect((await t.request('DELETE', `/api/v1/agents/${agent.id}`, { key })).status).toBe(204);
-  const runs = await t.request('GET', `/api/v1/agents/${agent.id}/runs`, { key });
-  expect(runs.status, runs.text).toBe(200);
-  expect(runs.body.total).toBe(1);
+  const api = t.api(key);
+  expect((await execute(api, agent.id, { message: 'hi' })).response.status).toBe(200);
+  expect((await api.DELETE('/api/v1/agents/{id}', { params: { path: { id: agent.id } } })).response.status).toBe(204);
+  const runs = await api.GET('/api/v1/agents/{id}/runs', { params: { path: { id: agent.id } } });
+  expect(runs.response.status, JSON.stringify(runs.error)).toBe(200);
+  expect(runs.data!.total).toBe(1);
 });
-
-// The parent's id first; a later parameter (a memory block's label) gets a name that could exist.
-const withId = (url: string, id: string) => url.replace(/:[A-Za-z]+/, id).replace(/:[A-Za-z]+/g, 'persona');
 
 describe('sub-collections of a missing parent', () => {
   it('the table covers every GET route that goes on below a parent id', () => {
@@ -98,20 +148,21 @@ describe('sub-collections of a missing parent', () => {
   });
 
   it('every such route documents its 404 in the OpenAPI document', async () => {
-    const doc = (await t.request('GET', '/openapi.json')).body;
+    // The document itself is no operation of the API: raw.
+    const doc = (await t.raw('GET', '/openapi.json')).body;
     const undocumented = SUB_ROUTES.map((r) => r.url.replace(/:([A-Za-z]+)/g, '{$1}')).filter(
       (path) => !doc.paths[path]?.get?.responses?.['404'],
     );
     expect(undocumented).toEqual([]);
   });
 
-  for (const { url, parent, public: isPublic } of SUB_ROUTES) {
+  for (const { url, parent, public: isPublic, get } of SUB_ROUTES) {
     it(`GET ${url}: 404 for an unknown ${parent}`, async () => {
-      expectProblem(await t.request('GET', withId(url, UNKNOWN_ID), { key }), 404, 'not_found');
+      expectProblem(await get(t.api(key), UNKNOWN_ID), 404, 'not_found');
     });
 
     it.skipIf(isPublic)(`GET ${url}: 404 for another tenant's ${parent}`, async () => {
-      expectProblem(await t.request('GET', withId(url, others[parent]), { key }), 404, 'not_found');
+      expectProblem(await get(t.api(key), others[parent]), 404, 'not_found');
     });
   }
 });
