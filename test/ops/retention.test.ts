@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/scheduler/clock.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { endedRun, pendingOf } from '../approvals/helpers.js';
+import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
-import { multipartFile } from '../skills/helpers.js';
+import { uploadFile } from '../helpers/upload.js';
 
 /**
  * Retention: a tenant's settings (GET/PUT /api/v1/retention) and the sweep that applies them, driven
@@ -23,40 +24,41 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
+const runPath = (runId: string) => ({ params: { path: { runId } } });
+
 const eventsOf = async (key: string, runId: string) => {
-  const res = await t.request('GET', `/api/v1/runs/${runId}/events`, { key });
-  expect(res.status, res.text).toBe(200);
-  return [...res.text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
+  const { data, error, response } = await t.api(key).GET('/api/v1/runs/{runId}/events', { ...runPath(runId), parseAs: 'text' });
+  expect(response.status, JSON.stringify(error)).toBe(200);
+  return [...data!.matchAll(/^event: (\w+)$/gm)].map((m) => m[1]);
 };
 
 /** A conversation with one run (a tool call and an answer), a file and an audit event (the agent's creation). */
 async function someData(key: string, name: string) {
+  const api = t.api(key);
   const agent = await t.agent(key, { name });
-  const executed = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-    key,
-    body: { message: `/tool unknown_tool {}\nhello from ${name}` },
-  });
-  expect(executed.status, executed.text).toBe(200);
-  const file = await t.request('POST', '/api/v1/files', { key, ...multipartFile(`${name}.txt`, name, 'text/plain') });
-  expect(file.status, file.text).toBe(201);
-  const run = (await t.request('GET', `/api/v1/runs/${executed.body.runId}`, { key })).body;
-  const conversation = (await t.request('GET', `/api/v1/conversations/${executed.body.conversationId}`, { key })).body;
-  const audit = (await t.request('GET', `/api/v1/audit-events?resourceId=${agent.id}`, { key })).body.events;
+  const executed = await execute(api, agent.id, { message: `/tool unknown_tool {}\nhello from ${name}` });
+  expect(executed.response.status, JSON.stringify(executed.error)).toBe(200);
+  const { runId, conversationId } = executed.run!;
+  const file = await uploadFile(api, `${name}.txt`, name, 'text/plain');
+  expect(file.response.status, JSON.stringify(file.error)).toBe(201);
+  const run = (await api.GET('/api/v1/runs/{runId}', runPath(runId))).data!;
+  const conversation = (await api.GET('/api/v1/conversations/{id}', { params: { path: { id: conversationId } } })).data!;
+  const audit = (await api.GET('/api/v1/audit-events', { params: { query: { resourceId: agent.id } } })).data!.events;
   expect(audit.length).toBeGreaterThan(0);
   const stamps = [
     run.createdAt,
     run.completedAt,
     conversation.updatedAt ?? conversation.createdAt,
-    file.body.createdAt,
-    ...audit.map((e: { createdAt: string }) => e.createdAt),
+    file.data!.createdAt,
+    ...audit.map((e) => e.createdAt),
   ];
   return {
     agent,
-    runId: executed.body.runId as string,
+    runId,
     run,
-    conversationId: executed.body.conversationId as string,
-    fileId: file.body.id as string,
-    auditIds: audit.map((e: { id: string }) => e.id) as string[],
+    conversationId,
+    fileId: file.data!.id,
+    auditIds: audit.map((e) => e.id),
     latest: stamps.sort().at(-1) as string,
     earliest: stamps.sort()[0] as string,
   };
@@ -87,23 +89,24 @@ describe('retention settings', () => {
     });
     expect((await api.GET('/api/v1/retention')).data).toEqual(set.data);
 
-    const bad = await t.request('PUT', '/api/v1/retention', { key, body: { runsDays: 0.5 } });
-    expect(bad.status).toBe(400);
-    expect(JSON.stringify(bad.body)).toContain('runsDays');
+    const bad = await api.PUT('/api/v1/retention', { body: { runsDays: 0.5 } });
+    expect(bad.response.status).toBe(400);
+    expect(JSON.stringify(bad.error)).toContain('runsDays');
     // The audit trail is kept at least 30 days: a settings:write key cannot erase its own changes overnight.
-    const shortAudit = await t.request('PUT', '/api/v1/retention', { key, body: { auditEventsDays: 29 } });
-    expect(shortAudit.status).toBe(400);
-    expect(JSON.stringify(shortAudit.body)).toContain('auditEventsDays');
-    expect((await t.request('PUT', '/api/v1/retention', { key, body: { auditEventsDays: 30 } })).status).toBe(200);
-    expect((await t.request('PUT', '/api/v1/retention', { key, body: { auditEventsDays: null } })).status).toBe(200);
-    const unknown = await t.request('PUT', '/api/v1/retention', { key, body: { messagesDays: 3 } });
+    const shortAudit = await api.PUT('/api/v1/retention', { body: { auditEventsDays: 29 } });
+    expect(shortAudit.response.status).toBe(400);
+    expect(JSON.stringify(shortAudit.error)).toContain('auditEventsDays');
+    expect((await api.PUT('/api/v1/retention', { body: { auditEventsDays: 30 } })).response.status).toBe(200);
+    expect((await api.PUT('/api/v1/retention', { body: { auditEventsDays: null } })).response.status).toBe(200);
+    // A field the types do not have: raw.
+    const unknown = await t.raw('PUT', '/api/v1/retention', { key, body: { messagesDays: 3 } });
     expect(unknown.status).toBe(400);
 
     const reader = await t.key(key, ['settings:read']);
-    expect((await t.request('GET', '/api/v1/retention', { key: reader })).status).toBe(200);
-    expect((await t.request('PUT', '/api/v1/retention', { key: reader, body: { runsDays: 1 } })).status).toBe(403);
+    expect((await t.api(reader).GET('/api/v1/retention')).response.status).toBe(200);
+    expect((await t.api(reader).PUT('/api/v1/retention', { body: { runsDays: 1 } })).response.status).toBe(403);
     const agentsOnly = await t.key(key, ['agents:read']);
-    expect((await t.request('GET', '/api/v1/retention', { key: agentsOnly })).status).toBe(403);
+    expect((await t.api(agentsOnly).GET('/api/v1/retention')).response.status).toBe(403);
   });
 
   it('keeps every field of concurrent changes of different fields: none overwrites another with the value it read', async () => {
@@ -115,9 +118,9 @@ describe('retention settings', () => {
         { filesDays: round + 200 },
         { auditEventsDays: round + 300 },
       ];
-      const answers = await Promise.all(bodies.map((body) => t.request('PUT', '/api/v1/retention', { key, body })));
-      for (const res of answers) expect(res.status, res.text).toBe(200);
-      expect((await t.request('GET', '/api/v1/retention', { key })).body).toEqual({
+      const answers = await Promise.all(bodies.map((body) => t.api(key).PUT('/api/v1/retention', { body })));
+      for (const res of answers) expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+      expect((await t.api(key).GET('/api/v1/retention')).data).toEqual({
         runsDays: round,
         conversationsDays: round + 100,
         filesDays: round + 200,
@@ -132,17 +135,16 @@ describe('the retention sweep', () => {
   it('compacts, then deletes what is older than each setting and keeps what is newer, tenant by tenant', async () => {
     const a = await t.tenant('kept-30-days');
     const b = await t.tenant('defaults');
-    const set = await t.request('PUT', '/api/v1/retention', {
-      key: a.key,
+    const set = await t.api(a.key).PUT('/api/v1/retention', {
       body: { runsDays: 30, conversationsDays: 30, filesDays: 30, auditEventsDays: 30, runEventsCompactAfterDays: 1 },
     });
-    expect(set.status).toBe(200);
+    expect(set.response.status).toBe(200);
 
     const oldA = await someData(a.key, 'old-a');
     const oldB = await someData(b.key, 'old-b');
     const boundary = [oldA.latest, oldB.latest].sort().at(-1)!;
     // The next rows are stamped at least a millisecond after the old ones.
-    while (new Date().toISOString() <= boundary) await new Promise((r) => setTimeout(r, 1));
+    await vi.waitFor(() => expect(new Date().toISOString() > boundary).toBe(true), { timeout: 1_000, interval: 1 });
     const newA = await someData(a.key, 'new-a');
     expect(newA.earliest > boundary).toBe(true);
 
@@ -161,13 +163,14 @@ describe('the retention sweep', () => {
     expect(untouched.at(-1)).toBe('done');
     expect(await eventsOf(b.key, oldB.runId)).toContain('tool_call_start');
     // The compacted run keeps its output, tool calls, steps and cost.
-    const compacted = await t.request('GET', `/api/v1/runs/${oldA.runId}`, { key: a.key });
-    expect(compacted.status).toBe(200);
-    expect(compacted.body).toEqual(oldA.run);
-    expect(compacted.body.output).toMatch(/unknown_tool/);
-    expect(compacted.body.toolCalls).toMatchObject([{ name: 'unknown_tool', outcome: 'error', errorCode: 'invalid_tool_call' }]);
-    expect(compacted.body.steps.map((s: { finishReason: string }) => s.finishReason)).toEqual(['tool-calls', 'stop']);
-    expect(compacted.body.cost).toEqual(expect.any(Number));
+    const apiA = t.api(a.key);
+    const compacted = await apiA.GET('/api/v1/runs/{runId}', runPath(oldA.runId));
+    expect(compacted.response.status).toBe(200);
+    expect(compacted.data).toEqual(oldA.run);
+    expect(compacted.data!.output).toMatch(/unknown_tool/);
+    expect(compacted.data!.toolCalls).toMatchObject([{ name: 'unknown_tool', outcome: 'error', errorCode: 'invalid_tool_call' }]);
+    expect(compacted.data!.steps!.map((s) => s.finishReason)).toEqual(['tool-calls', 'stop']);
+    expect(compacted.data!.cost).toEqual(expect.any(Number));
     // A second pass finds nothing more to do.
     expect(await sweep.sweepOnce()).toMatchObject({ runs: 0, compactedRuns: 0, compactedEvents: 0 });
 
@@ -178,7 +181,8 @@ describe('the retention sweep', () => {
     expect(second.auditEvents).toBeGreaterThanOrEqual(oldA.auditIds.length);
 
     // The sweep's work, in the metrics.
-    const metrics = await t.request('GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    // The metrics endpoint is no operation of the API: raw.
+    const metrics = await t.raw('GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
     expect(metrics.status).toBe(200);
     expect(metrics.text).toMatch(/^agentry_retention_sweeps_total 3$/m);
     expect(metrics.text).toMatch(/^agentry_retention_deleted_total\{kind="runs"\} 1$/m);
@@ -194,30 +198,30 @@ describe('the retention sweep', () => {
       new RegExp(`^agentry_retention_deleted_rows_total\\{table="run_events"\\} ${first.compactedEvents + second.compactedEvents}$`, 'm'),
     );
 
-    expect((await t.request('GET', `/api/v1/runs/${oldA.runId}`, { key: a.key })).status).toBe(404);
-    expect((await t.request('GET', `/api/v1/conversations/${oldA.conversationId}`, { key: a.key })).status).toBe(404);
-    expect((await t.request('GET', `/api/v1/files/${oldA.fileId}`, { key: a.key })).status).toBe(404);
-    const auditLeft = (await t.request('GET', '/api/v1/audit-events?limit=100', { key: a.key })).body.events.map(
-      (e: { id: string }) => e.id,
-    );
+    const idPath = (id: string) => ({ params: { path: { id } } });
+    expect((await apiA.GET('/api/v1/runs/{runId}', runPath(oldA.runId))).response.status).toBe(404);
+    expect((await apiA.GET('/api/v1/conversations/{id}', idPath(oldA.conversationId))).response.status).toBe(404);
+    expect((await apiA.GET('/api/v1/files/{id}', idPath(oldA.fileId))).response.status).toBe(404);
+    const auditLeft = (await apiA.GET('/api/v1/audit-events', { params: { query: { limit: 100 } } })).data!.events.map((e) => e.id);
     for (const id of oldA.auditIds) expect(auditLeft).not.toContain(id);
     for (const id of newA.auditIds) expect(auditLeft).toContain(id);
 
-    expect((await t.request('GET', `/api/v1/runs/${newA.runId}`, { key: a.key })).status).toBe(200);
-    expect((await t.request('GET', `/api/v1/conversations/${newA.conversationId}`, { key: a.key })).status).toBe(200);
-    const messages = await t.request('GET', `/api/v1/conversations/${newA.conversationId}/messages`, { key: a.key });
-    expect(messages.status).toBe(200);
-    expect((await t.request('GET', `/api/v1/files/${newA.fileId}`, { key: a.key })).status).toBe(200);
+    expect((await apiA.GET('/api/v1/runs/{runId}', runPath(newA.runId))).response.status).toBe(200);
+    expect((await apiA.GET('/api/v1/conversations/{id}', idPath(newA.conversationId))).response.status).toBe(200);
+    const messages = await apiA.GET('/api/v1/conversations/{id}/messages', idPath(newA.conversationId));
+    expect(messages.response.status).toBe(200);
+    expect((await apiA.GET('/api/v1/files/{id}', idPath(newA.fileId))).response.status).toBe(200);
 
-    expect((await t.request('GET', `/api/v1/runs/${oldB.runId}`, { key: b.key })).body).toEqual(oldB.run);
+    const apiB = t.api(b.key);
+    expect((await apiB.GET('/api/v1/runs/{runId}', runPath(oldB.runId))).data).toEqual(oldB.run);
     expect(await eventsOf(b.key, oldB.runId)).toEqual(['done']);
-    expect((await t.request('GET', `/api/v1/files/${oldB.fileId}`, { key: b.key })).status).toBe(200);
-    expect((await t.request('GET', `/api/v1/conversations/${oldB.conversationId}`, { key: b.key })).status).toBe(200);
+    expect((await apiB.GET('/api/v1/files/{id}', idPath(oldB.fileId))).response.status).toBe(200);
+    expect((await apiB.GET('/api/v1/conversations/{id}', idPath(oldB.conversationId))).response.status).toBe(200);
   });
 
   it('deletes in batches: more rows than a batch are all deleted in one pass', async () => {
     const { key } = await t.tenant('many');
-    expect((await t.request('PUT', '/api/v1/retention', { key, body: { auditEventsDays: 30 } })).status).toBe(200);
+    expect((await t.api(key).PUT('/api/v1/retention', { body: { auditEventsDays: 30 } })).response.status).toBe(200);
     // Each agent's creation is an audit event.
     for (let i = 0; i < 7; i++) await t.agent(key, { name: `a${i}` });
     const { RetentionSweep } = await import('../../src/retention/sweep.js');
@@ -237,7 +241,7 @@ describe('the retention sweep', () => {
     small.useClock(new ManualClock(new Date(Date.now() + 31 * DAY)));
     const counts = await small.sweepOnce();
     expect(counts.auditEvents).toBeGreaterThanOrEqual(8); // 7 agents and the settings' change, at least
-    expect((await t.request('GET', '/api/v1/audit-events', { key })).body.total).toBe(0);
+    expect((await t.api(key).GET('/api/v1/audit-events')).data!.total).toBe(0);
   });
 });
 
@@ -246,23 +250,22 @@ describe('a deleted run’s approvals', () => {
     const mcp = await startMcpServer();
     try {
       const { key } = await t.tenant('approvals-kept-30-days');
-      await t.request('PUT', '/api/v1/retention', { key, body: { runsDays: 30 } });
+      const api = t.api(key);
+      await api.PUT('/api/v1/retention', { body: { runsDays: 30 } });
       const agent = await t.agent(key, {
         tools: [{ type: 'mcp', url: mcp.url }],
         configuration: { approval: { rules: [{ tool: 'shout', reason: 'loud' }] } },
       });
       const waitOnce = async (text: string) => {
-        const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-          key,
-          body: { message: `/tool shout {"text":"${text}"}` },
-        });
-        expect(res.body.status).toBe('awaiting_approval');
-        const [approval] = await pendingOf(t, key, res.body.runId);
-        return { runId: res.body.runId as string, approvalId: approval.id };
+        const { run } = await execute(api, agent.id, { message: `/tool shout {"text":"${text}"}` });
+        expect(run?.status).toBe('awaiting_approval');
+        const [approval] = await pendingOf(t, key, run!.runId);
+        return { runId: run!.runId, approvalId: approval.id };
       };
       // One run approved and completed, one still waiting (active: kept, with its approval and suspension).
       const decided = await waitOnce('secret one');
-      await t.request('POST', `/api/v1/approvals/${decided.approvalId}/approve`, { key });
+      const approvalPath = (id: string) => ({ params: { path: { id } } });
+      await api.POST('/api/v1/approvals/{id}/approve', { ...approvalPath(decided.approvalId), body: {} });
       expect((await endedRun(t, key, decided.runId)).status).toBe('completed');
       const waiting = await waitOnce('secret two');
       const suspensions = async (runId: string) =>
@@ -273,19 +276,19 @@ describe('a deleted run’s approvals', () => {
       sweep.useClock(new ManualClock(new Date(Date.now() + 31 * DAY)));
       const counts = await sweep.sweepOnce();
       expect(counts.runs).toBeGreaterThanOrEqual(1);
-      expect((await t.request('GET', `/api/v1/runs/${decided.runId}`, { key })).status).toBe(404);
-      expect((await t.request('GET', `/api/v1/approvals/${decided.approvalId}`, { key })).status).toBe(404);
+      expect((await api.GET('/api/v1/runs/{runId}', runPath(decided.runId))).response.status).toBe(404);
+      expect((await api.GET('/api/v1/approvals/{id}', approvalPath(decided.approvalId))).response.status).toBe(404);
       const left = await t.db.kysely.selectFrom('tool_approvals').select('id').where('run_id', '=', decided.runId).execute();
       expect(left).toEqual([]);
       // The waiting run has not ended: it stays, with what resuming it needs.
-      expect((await t.request('GET', `/api/v1/runs/${waiting.runId}`, { key })).body.status).toBe('awaiting_approval');
-      expect((await t.request('GET', `/api/v1/approvals/${waiting.approvalId}`, { key })).body.status).toBe('pending');
+      expect((await api.GET('/api/v1/runs/{runId}', runPath(waiting.runId))).data!.status).toBe('awaiting_approval');
+      expect((await api.GET('/api/v1/approvals/{id}', approvalPath(waiting.approvalId))).data!.status).toBe('pending');
       expect(await suspensions(waiting.runId)).toBe(1);
-      await t.request('POST', `/api/v1/runs/${waiting.runId}/cancel`, { key });
+      await api.POST('/api/v1/runs/{runId}/cancel', runPath(waiting.runId));
       // Cancelled, it is deleted at the next pass with its (cancelled) approval.
       await sweep.sweepOnce();
-      expect((await t.request('GET', `/api/v1/runs/${waiting.runId}`, { key })).status).toBe(404);
-      expect((await t.request('GET', `/api/v1/approvals/${waiting.approvalId}`, { key })).status).toBe(404);
+      expect((await api.GET('/api/v1/runs/{runId}', runPath(waiting.runId))).response.status).toBe(404);
+      expect((await api.GET('/api/v1/approvals/{id}', approvalPath(waiting.approvalId))).response.status).toBe(404);
       expect(await suspensions(waiting.runId)).toBe(0);
     } finally {
       await mcp.close();
@@ -297,13 +300,10 @@ describe.runIf(dialect === 'sqlite')('space handed back on SQLite', () => {
   it('a new database is in incremental auto-vacuum, and a sweep that deleted rows returns their pages', async () => {
     const { key } = await t.tenant('big-files');
     for (let i = 0; i < 8; i++) {
-      const res = await t.request('POST', '/api/v1/files', {
-        key,
-        ...multipartFile(`big-${i}.bin`, randomBytes(256 * 1024), 'application/octet-stream'),
-      });
-      expect(res.status, res.text).toBe(201);
+      const res = await uploadFile(t.api(key), `big-${i}.bin`, randomBytes(256 * 1024), 'application/octet-stream');
+      expect(res.response.status, JSON.stringify(res.error)).toBe(201);
     }
-    await t.request('PUT', '/api/v1/retention', { key, body: { filesDays: 1 } });
+    await t.api(key).PUT('/api/v1/retention', { body: { filesDays: 1 } });
     const { rows } = await sql<{ auto_vacuum: number }>`pragma auto_vacuum`.execute(t.db.kysely);
     expect(rows[0].auto_vacuum).toBe(2);
 
