@@ -4,8 +4,9 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, dialect, startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { cli } from '../helpers/process.js';
-import { multipartFile } from '../skills/helpers.js';
+import { uploadFile } from '../helpers/upload.js';
 
 /**
  * `agentry export --tenant <id>` (dist/cli.js, a real process) against a database the app filled over
@@ -27,23 +28,22 @@ interface Line {
 }
 
 async function fill(key: string, name: string) {
+  const api = t.api(key);
   const agent = await t.agent(key, { name });
-  const executed = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-    key,
-    body: { message: `/tool nothing {}\nhi ${name}` },
-  });
-  expect(executed.status, executed.text).toBe(200);
-  const file = await t.request('POST', '/api/v1/files', { key, ...multipartFile(`${name}.txt`, `notes of ${name}`, 'text/plain') });
-  expect(file.status).toBe(201);
-  const task = await t.request('POST', '/api/v1/tasks', {
+  const executed = await execute(api, agent.id, { message: `/tool nothing {}\nhi ${name}` });
+  expect(executed.response.status, JSON.stringify(executed.error)).toBe(200);
+  const file = await uploadFile(api, `${name}.txt`, `notes of ${name}`, 'text/plain');
+  expect(file.response.status).toBe(201);
+  // A body the types forbid (no description, a string as input), so the task may be refused: raw.
+  const task = await t.raw('POST', '/api/v1/tasks', {
     key,
     body: { name: `${name} task`, agentId: agent.id, type: 'one_time', input: 'x' },
   });
   return {
     agent,
-    runId: executed.body.runId as string,
-    conversationId: executed.body.conversationId as string,
-    fileId: file.body.id as string,
+    runId: executed.run!.runId,
+    conversationId: executed.run!.conversationId,
+    fileId: file.data!.id,
     taskStatus: task.status,
     taskId: task.body?.id as string | undefined,
   };
@@ -133,9 +133,9 @@ describe('agentry export', () => {
     const agent = await t.agent(mine.key, { name: 'paged' });
     const runIds: string[] = [];
     for (let i = 0; i < 2; i++) {
-      const executed = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key: mine.key, body: { message: `hi ${i}` } });
-      expect(executed.status, executed.text).toBe(200);
-      runIds.push(executed.body.runId as string);
+      const executed = await execute(t.api(mine.key), agent.id, { message: `hi ${i}` });
+      expect(executed.response.status, JSON.stringify(executed.error)).toBe(200);
+      runIds.push(executed.run!.runId);
     }
     // Written straight to the tables: over HTTP these counts would take minutes.
     const db = t.db.kysely;

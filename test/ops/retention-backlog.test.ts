@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/scheduler/clock.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 
 /**
  * A backlog past retention on SQLite while another connection holds the write lock (as the WAL
@@ -56,14 +57,15 @@ const fileSize = async () => {
 describe.runIf(dialect === 'sqlite')('a retention backlog on SQLite', () => {
   it('is swept while another connection holds the write lock: every domain done, the file shrinks', async () => {
     const { key } = await t.tenant('backlog');
+    const api = t.api(key);
     const agent = await t.agent(key);
     const filler = 'x'.repeat(4000);
     for (let i = 0; i < 150; i++) {
-      const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: `${i} ${filler}` } });
-      expect(res.status, res.text).toBe(200);
+      const res = await execute(api, agent.id, { message: `${i} ${filler}` });
+      expect(res.response.status, JSON.stringify(res.error)).toBe(200);
     }
     const retention = { runsDays: 1, conversationsDays: 1, auditEventsDays: 30 };
-    expect((await t.request('PUT', '/api/v1/retention', { key, body: retention })).status).toBe(200);
+    expect((await api.PUT('/api/v1/retention', { body: retention })).response.status).toBe(200);
     const before = await fileSize();
 
     const sweep = t.services.retention.sweep;
@@ -77,9 +79,9 @@ describe.runIf(dialect === 'sqlite')('a retention backlog on SQLite', () => {
     expect(counts.conversations).toBe(150);
     expect(counts.auditEvents).toBeGreaterThan(0);
     expect(counts.reclaimedPages).toBeGreaterThan(0);
-    expect((await t.request('GET', '/api/v1/runs', { key })).body.total).toBe(0);
-    expect((await t.request('GET', '/api/v1/conversations', { key })).body.total).toBe(0);
-    expect((await t.request('GET', '/healthz')).status).toBe(200);
+    expect((await api.GET('/api/v1/runs')).data!.total).toBe(0);
+    expect((await api.GET('/api/v1/conversations')).data!.total).toBe(0);
+    expect((await t.api().GET('/healthz')).response.status).toBe(200);
     const after = await fileSize();
     // 150 runs of 4 KB messages, their replies and events: well over a megabyte handed back.
     expect(before - after).toBeGreaterThan(1_000_000);
