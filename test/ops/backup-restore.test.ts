@@ -2,8 +2,11 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Agentry } from '@agentry/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SVID_DEFAULT_TTL_S } from '../../src/identity/svid.js';
 import { createTestDatabase, dialect, startApp, type TestApp, type TestDatabase } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { cli, startServer } from '../helpers/process.js';
 
 /**
@@ -21,30 +24,46 @@ let agentId: string;
 const fresh: TestDatabase[] = [];
 const files = fs.mkdtempSync(path.join(fs.realpathSync(process.env.TMPDIR ?? '/tmp'), 'agentry-backup-'));
 
-/** What a restored instance must answer the same: agents, conversations and their messages, runs and their events, the agent's public keys. */
-// biome-ignore lint/suspicious/noExplicitAny: bodies of several routes, read field by field
-async function snapshot(get: (route: string) => Promise<{ status: number; body: any }>) {
-  const read = async (route: string) => {
-    const res = await get(route);
-    expect(res.status, route).toBe(200);
-    return res.body;
+/**
+ * What a restored instance must answer the same: agents, conversations and their messages, runs and
+ * their events, the agent's public keys. Read through a typed client: the source's in process, the
+ * restored server's the SDK's (`client.api`).
+ */
+async function snapshot(api: ReturnType<TestApp['api']>) {
+  const read = <T>(route: string, { data, response }: { data?: T; response: globalThis.Response }) => {
+    expect(response.status, route).toBe(200);
+    return data!;
   };
-  const conversations = await read('/api/v1/conversations?limit=100');
-  const runs = await read('/api/v1/runs?limit=100');
+  const limit = { query: { limit: 100 } };
+  const conversations = read('/api/v1/conversations', await api.GET('/api/v1/conversations', { params: limit }));
+  const runs = read('/api/v1/runs', await api.GET('/api/v1/runs', { params: limit }));
   return {
-    agents: await read('/api/v1/agents'),
+    agents: read('/api/v1/agents', await api.GET('/api/v1/agents')),
     conversations,
     messages: await Promise.all(
-      conversations.conversations.map((c: { id: string }) => read(`/api/v1/conversations/${c.id}/messages?limit=100`)),
-    ),
-    runs,
-    run: await Promise.all(runs.runs.map((r: { id: string }) => read(`/api/v1/runs/${r.id}`))),
-    events: await Promise.all(
-      runs.runs.map((r: { id: string }) =>
-        get(`/api/v1/runs/${r.id}/events`).then((res) => String((res as { text?: string }).text ?? res.body)),
+      conversations.conversations.map(async ({ id }) =>
+        read(
+          `/api/v1/conversations/${id}/messages`,
+          await api.GET('/api/v1/conversations/{id}/messages', { params: { path: { id }, ...limit } }),
+        ),
       ),
     ),
-    jwks: await read(`/api/v1/identity/agents/${agentId}/jwks.json`),
+    runs,
+    run: await Promise.all(
+      runs.runs.map(async ({ id }) =>
+        read(`/api/v1/runs/${id}`, await api.GET('/api/v1/runs/{runId}', { params: { path: { runId: id } } })),
+      ),
+    ),
+    events: await Promise.all(
+      runs.runs.map(async ({ id }) => {
+        const { data } = await api.GET('/api/v1/runs/{runId}/events', { params: { path: { runId: id } }, parseAs: 'text' });
+        return data ?? '';
+      }),
+    ),
+    jwks: read(
+      `/api/v1/identity/agents/${agentId}/jwks.json`,
+      await api.GET('/api/v1/identity/agents/{agentId}/jwks.json', { params: { path: { agentId } } }),
+    ),
   };
 }
 
@@ -55,14 +74,17 @@ beforeAll(async () => {
   ({ id: tenantId, key } = await source.tenant('acme'));
   agentId = (await source.agent(key, { name: 'keeper' })).id;
   for (const message of ['first question', '/tool unknown_tool {}\nsecond question']) {
-    const res = await source.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message } });
-    expect(res.status, res.text).toBe(200);
+    const res = await execute(source.api(key), agentId, { message });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
   }
-  // The agent's key made and sealed (an SVID signs with the platform key, sealed too).
-  expect(
-    (await source.request('POST', `/api/v1/identity/agents/${agentId}/svid`, { key, body: { audience: 'https://api.example' } })).status,
-  ).toBe(200);
-  expected = await snapshot((route) => source.request('GET', route, { key }));
+  // The agent's key made and sealed (an SVID signs with the platform key, sealed too). The generated
+  // types require ttlSeconds (a field with a default): it is sent with the default, here and below.
+  const svid = await source.api(key).POST('/api/v1/identity/agents/{agentId}/svid', {
+    params: { path: { agentId } },
+    body: { audience: 'https://api.example', ttlSeconds: SVID_DEFAULT_TTL_S },
+  });
+  expect(svid.response.status).toBe(200);
+  expected = await snapshot(source.api(key));
 });
 afterAll(async () => {
   await source?.close();
@@ -82,18 +104,13 @@ async function freshDatabase(): Promise<TestDatabase> {
 async function restoredSnapshot(env: Record<string, string | undefined>, apiKey: string) {
   const server = await startServer(env);
   try {
-    const get = async (route: string) => {
-      const res = await fetch(`${server.url}${route}`, { headers: { authorization: `Bearer ${apiKey}` } });
-      const text = await res.text();
-      return { status: res.status, body: res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text, text };
-    };
-    const got = await snapshot(get);
-    const svid = await fetch(`${server.url}/api/v1/identity/agents/${agentId}/svid`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ audience: 'https://api.example' }),
+    const client = new Agentry({ baseUrl: server.url, apiKey });
+    const got = await snapshot(client.api);
+    const svid = await client.api.POST('/api/v1/identity/agents/{agentId}/svid', {
+      params: { path: { agentId } },
+      body: { audience: 'https://api.example', ttlSeconds: SVID_DEFAULT_TTL_S },
     });
-    expect(svid.status).toBe(200);
+    expect(svid.response.status).toBe(200);
     return got;
   } finally {
     await server.stop();

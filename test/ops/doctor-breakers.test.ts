@@ -1,4 +1,5 @@
 import type { LLMock } from '@copilotkit/aimock';
+import { Agentry } from '@agentry/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAimock } from '../helpers/aimock.js';
 import { startProcess, type TestProcess } from '../helpers/app.js';
@@ -62,20 +63,13 @@ describe('agentry doctor: model breakers', () => {
     const created = await cli(['tenants', 'create', 'Acme', '--json'], proc.database.env);
     expect(created.code, created.stderr).toBe(0);
     const key: string = JSON.parse(created.stdout).apiKey;
-    const call = async (method: string, path: string, body: unknown) => {
-      const res = await fetch(`${proc.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      return { status: res.status, body: (await res.json()) as { id: string } };
-    };
-    const agent = await call('POST', '/api/v1/agents', { name: 'broken', appId: 'app', model: 'openai/gpt-4.1' });
-    expect(agent.status).toBe(201);
+    // No retries by the client: each failed call below is one call.
+    const client = new Agentry({ baseUrl: proc.url, apiKey: key, maxRetries: 0 });
+    const agent = await client.api.POST('/api/v1/agents', { body: { name: 'broken', appId: 'app', model: 'openai/gpt-4.1' } });
+    expect(agent.response.status).toBe(201);
     // Two failed calls (each after its two attempts) open its breaker.
     for (let i = 0; i < 2; i++) {
-      const failed = await call('POST', `/api/v1/agents/${agent.body.id}/execute`, { message: 'broken' });
-      expect(failed.status).toBe(502);
+      await expect(client.agents.execute(agent.data!.id, { message: 'broken' })).rejects.toMatchObject({ status: 502 });
     }
 
     const port = await breakerCheck({ METRICS_PORT: String(metricsPort) });
