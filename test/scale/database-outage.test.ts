@@ -1,8 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Agentry, AgentryError } from '@agentry/client';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { SVID_DEFAULT_TTL_S } from '../../src/identity/svid.js';
 import { createTestDatabase, dialect, startApp, type TestApp, type TestDatabase } from '../helpers/app.js';
 import { cli, startServer, type ServerProcess } from '../helpers/process.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
-import { createTask, replica, waitFor, type Replica } from '../tasks/helpers.js';
+import { createTask, replica, type Replica } from '../tasks/helpers.js';
 
 describe.skipIf(dialect !== 'postgres')('a database outage', () => {
   let database: TestDatabase;
@@ -23,41 +25,53 @@ describe.skipIf(dialect !== 'postgres')('a database outage', () => {
     await database?.drop();
   });
 
+  /**
+   * The SDK on the server, with no retries (the outage's 503s are what is checked). `failed` reads the
+   * answer behind a failed call: an AgentryError carries its status and code, not its headers or whole body.
+   */
+  const sdk = (apiKey: string) => {
+    const answers: Response[] = [];
+    const client = new Agentry({
+      baseUrl: server.url,
+      apiKey,
+      maxRetries: 0,
+      fetch: async (url, init) => {
+        const res = await fetch(url, init);
+        answers.push(res.clone());
+        return res;
+      },
+    });
+    const failed = async (call: Promise<unknown>) => {
+      const error = await call.then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(error).toBeInstanceOf(AgentryError);
+      return answers.at(-1)!;
+    };
+    return { client, failed };
+  };
+
   it('answers 503 with a clear problem while the database is away, and recovers when it returns', async () => {
     const { apiKey } = JSON.parse((await cli(['tenants', 'create', 'outage', '--json'], database.env)).stdout);
-    const auth = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
-    const get = () => fetch(`${server.url}/api/v1/agents`, { headers: { authorization: `Bearer ${apiKey}` } });
-    expect((await get()).status).toBe(200);
-    const agent = (await (
-      await fetch(`${server.url}/api/v1/agents`, {
-        method: 'POST',
-        headers: auth,
-        body: JSON.stringify({ name: 'Outage', appId: 'outage' }),
-      })
-    ).json()) as { id: string };
-    const svidRes = await fetch(`${server.url}/api/v1/identity/agents/${agent.id}/svid`, {
-      method: 'POST',
-      headers: auth,
-      body: JSON.stringify({ audience: server.url }),
-    });
-    const { svid } = (await svidRes.json()) as { svid: string };
+    const { client, failed } = sdk(apiKey);
+    const get = () => client.api.GET('/api/v1/agents');
+    expect((await get()).response.status).toBe(200);
+    const agent = await client.agents.create({ name: 'Outage', appId: 'outage' });
+    // The generated types require ttlSeconds (a field with a default): it is sent with the default.
+    const { svid } = await client.identity.svid(agent.id, { audience: server.url, ttlSeconds: SVID_DEFAULT_TTL_S });
     const exchange = () =>
-      fetch(`${server.url}/api/v1/identity/oauth/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({
-          grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
-          subject_token: svid,
-          subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
-          audience: agent.id,
-          scope: 'tools:search',
-        }),
+      client.identity.token({
+        grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+        subject_token: svid,
+        subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+        audience: agent.id,
+        scope: 'tools:search',
       });
-    const before = await exchange();
-    expect(before.status, await before.clone().text()).toBe(200);
+    await exchange();
 
     await proxy.down();
-    for (const res of [await get(), await fetch(`${server.url}/readyz`)]) {
+    for (const res of [await failed(get()), await failed(client.health.ready())]) {
       expect(res.status).toBe(503);
       expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
       const body = (await res.json()) as { code: string; detail: string };
@@ -65,43 +79,47 @@ describe.skipIf(dialect !== 'postgres')('a database outage', () => {
       expect(JSON.stringify(body)).not.toMatch(/at \w+ \(|ECONN/);
     }
     // The OAuth endpoints answer in RFC 6749's form, and an outage is not a server error there either.
-    const token = await exchange();
+    const token = await failed(exchange());
     expect(token.status).toBe(503);
     expect(token.headers.get('retry-after')).toBe('5');
     expect(await token.json()).toEqual({ error: 'temporarily_unavailable', error_description: expect.stringMatching(/database/) });
     expect(server.child.exitCode).toBeNull();
-    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    expect((await client.api.GET('/healthz')).response.status).toBe(200);
 
     await proxy.up();
-    let status = 0;
-    for (let i = 0; i < 50 && status !== 200; i++) {
-      status = (await get()).status;
-      if (status !== 200) await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(status).toBe(200);
-    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    await expect
+      .poll(
+        () =>
+          get().then(
+            ({ response }) => response.status,
+            (err: AgentryError) => err.status,
+          ),
+        { timeout: 10_000, interval: 200 },
+      )
+      .toBe(200);
+    expect((await client.api.GET('/readyz')).response.status).toBe(200);
   });
 
   it('a run ending while the database is away is recorded when it returns: not left running until its lease expires', async () => {
     const { apiKey } = JSON.parse((await cli(['tenants', 'create', 'outage-run', '--json'], database.env)).stdout);
-    const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };
-    const agent = (await (
-      await fetch(`${server.url}/api/v1/agents`, { method: 'POST', headers, body: JSON.stringify({ name: 'Ends late', appId: 'outage' }) })
-    ).json()) as { id: string };
+    const { client } = sdk(apiKey);
+    const agent = await client.agents.create({ name: 'Ends late', appId: 'outage' });
     // Two words, 1.5 s apart: the database goes away after the first (its start and first token are written).
-    const res = await fetch(`${server.url}/api/v1/agents/${agent.id}/stream`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ message: '/delay 1500\none two' }),
+    // Its body read as it comes (parseAs: 'stream'), so the outage starts between its events.
+    const { response } = await client.api.POST('/api/v1/agents/{id}/stream', {
+      params: { path: { id: agent.id } },
+      body: { message: '/delay 1500\none two' },
+      headers: { accept: 'text/event-stream' },
+      parseAs: 'stream',
     });
-    expect(res.status).toBe(200);
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    expect(response.status).toBe(200);
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
     let text = '';
     while (!/event: token/.test(text)) text += (await reader.read()).value ?? '';
     const logged = server.output().length;
     await proxy.down();
     // The run's end meets the outage (the server says so), then the database comes back.
-    while (!/the end of a run/.test(server.output().slice(logged))) await new Promise((r) => setTimeout(r, 50));
+    await vi.waitFor(() => expect(server.output().slice(logged)).toMatch(/the end of a run/), { timeout: 20_000, interval: 50 });
     await proxy.up();
     for (;;) {
       const { value, done } = await reader.read();
@@ -111,15 +129,14 @@ describe.skipIf(dialect !== 'postgres')('a database outage', () => {
     const events = [...text.matchAll(/event: (\w+)\ndata: (.*)/g)].map((m) => ({ event: m[1], data: JSON.parse(m[2]) }));
     expect(events.map((e) => e.event)).toEqual(['token', 'token', 'done']);
     const { runId, conversationId } = events[2].data as { runId: string; conversationId: string };
-    const run = (await (await fetch(`${server.url}/api/v1/runs/${runId}`, { headers })).json()) as { status: string; output: string };
+    const run = await client.runs.get(runId);
     expect(run).toMatchObject({ status: 'completed', output: 'one two' });
     // Its conversation is free again at once (not busy until the lease expires).
-    const next = await fetch(`${server.url}/api/v1/conversations/${conversationId}/messages`, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ content: 'and again' }),
+    const next = await client.api.POST('/api/v1/conversations/{id}/messages', {
+      params: { path: { id: conversationId } },
+      body: { content: 'and again' },
     });
-    expect(next.status).toBe(200);
+    expect(next.response.status).toBe(200);
   });
 });
 
@@ -159,14 +176,14 @@ describe.skipIf(dialect !== 'postgres')('a one-time task claimed during a databa
     expect(await jobs()).toMatchObject([{ state: 'claimed', run_id: null }]);
 
     // Its lease expires; either replica's sweep (both at once here) puts it back, unspent.
-    const back = await waitFor(
+    const back = await vi.waitFor(
       async () => {
         await Promise.all([t.services.tasks.executor.sweep(), cut.services.tasks.executor.sweep()]);
         const [row] = await jobs();
-        return row.state === 'queued' ? row : null;
+        expect(row.state, 'the job to be queued again').toBe('queued');
+        return row;
       },
-      10_000,
-      'the job to be queued again',
+      { timeout: 10_000, interval: 20 },
     );
     expect(back).toMatchObject({ attempts: 0, lease_owner: null, run_id: null });
 
@@ -179,9 +196,10 @@ describe.skipIf(dialect !== 'postgres')('a one-time task claimed during a databa
     await Promise.all([t.services.tasks.executor.sweep(), cut.services.tasks.executor.sweep()]);
     const owner = claims[0]!.lease_owner === cut.services.runs.instanceId ? cut : t;
     await owner.services.tasks.executor.execute(claims[0]!);
-    const done = (await t.request('GET', `/api/v1/tasks/${task.id}`, { key })).body;
+    const taskPath = { params: { path: { id: task.id } } };
+    const done = (await t.api(key).GET('/api/v1/tasks/{id}', taskPath)).data;
     expect(done).toMatchObject({ status: 'completed', runCount: 1, lastError: null });
     expect(await jobs()).toMatchObject([{ state: 'done', attempts: 1 }]);
-    expect((await t.request('GET', `/api/v1/tasks/${task.id}/runs`, { key })).body.total).toBe(1);
+    expect((await t.api(key).GET('/api/v1/tasks/{id}/runs', taskPath)).data!.total).toBe(1);
   });
 });
