@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/scheduler/clock.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
+import { execute as executeOn } from '../helpers/execute.js';
 
 /**
  * A retention soak, bounded: rounds of sustained executes (several clients at once) under a one-day
@@ -50,10 +51,11 @@ async function size(): Promise<number> {
 describe('a retention soak', () => {
   it('keeps the database bounded: each pass brings it back down, and it does not grow from round to round', async () => {
     const { key } = await t.tenant('soak');
+    const api = t.api(key);
     const agent = await t.agent(key);
-    expect(
-      (await t.request('PUT', '/api/v1/retention', { key, body: { runsDays: 1, conversationsDays: 1, auditEventsDays: 30 } })).status,
-    ).toBe(200);
+    expect((await api.PUT('/api/v1/retention', { body: { runsDays: 1, conversationsDays: 1, auditEventsDays: 30 } })).response.status).toBe(
+      200,
+    );
     let sent = 0;
     const execute = async (count: number) => {
       const client = async () => {
@@ -61,8 +63,8 @@ describe('a retention soak', () => {
           const n = sent++;
           // Random text: PostgreSQL compresses what it stores out of line, and repeated text would take no space.
           const message = `${n} ${randomBytes(2250).toString('base64')}`;
-          const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message } });
-          expect(res.status, res.text).toBe(200);
+          const res = await executeOn(api, agent.id, { message });
+          expect(res.response.status, JSON.stringify(res.error)).toBe(200);
         }
       };
       await Promise.all(Array.from({ length: CLIENTS }, client));
@@ -89,7 +91,7 @@ describe('a retention soak', () => {
       // PostgreSQL table, where it would keep VACUUM from cutting the free pages off.
       clock.set(new Date(Date.now() + 2 * DAY));
       expect((await sweep.sweepOnce()).failures).toBe(0);
-      expect((await t.request('GET', '/api/v1/runs', { key })).body.total).toBe(0);
+      expect((await api.GET('/api/v1/runs')).data!.total).toBe(0);
       const swept = await size();
       // 120 runs of 3 KB messages, their replies and events: well over 500 KB came back.
       expect(full - swept, `round ${round}: ${full} -> ${swept} bytes`).toBeGreaterThan(500_000);
@@ -101,6 +103,6 @@ describe('a retention soak', () => {
     const sizes = `before each pass: ${beforePass.join(', ')}; after: ${afterPass.join(', ')}`;
     expect(beforePass.at(-1)!, sizes).toBeLessThanOrEqual(beforePass[0] * 1.25);
     expect(afterPass.at(-1)!, sizes).toBeLessThanOrEqual(afterPass[1] * 1.25);
-    expect((await t.request('GET', '/healthz')).status).toBe(200);
+    expect((await t.api().GET('/healthz')).response.status).toBe(200);
   }, 240_000);
 });
