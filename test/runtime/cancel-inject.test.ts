@@ -40,7 +40,7 @@ async function startStream(agentId: string, message: string, conversationId?: st
       if (!running) throw new Error('no run is running yet');
       return running.id;
     },
-    { timeout: 3000, interval: 20 },
+    { timeout: 10_000, interval: 20 },
   );
   const run = await getRun(runId);
   return { runId, conversationId: run.data!.conversationId!, events, seen: () => seen };
@@ -55,14 +55,14 @@ const inject = (id: string, content: string) =>
   t.api(key).POST('/api/v1/conversations/{id}/inject', { params: { path: { id } }, body: { content } });
 /** Waits until the stream has carried a token: the answer is being said. */
 const firstToken = (seen: () => SseEvent[]) =>
-  vi.waitFor(() => expect(seen().some((e) => e.event === 'token')).toBe(true), { timeout: 3000, interval: 5 });
+  vi.waitFor(() => expect(seen().some((e) => e.event === 'token')).toBe(true), { timeout: 10_000, interval: 5 });
 
 describe('cancel', () => {
   it('aborts a slow tool at once, keeps partial output, ends cancelled exactly once', async () => {
     const a = await t.agent(key, { tools: [{ type: 'mcp', url: mcp.url }] });
     const { runId, events } = await startStream(a.id, '/tool slow {"ms":10000}');
     // Wait until the tool is in flight.
-    await vi.waitFor(() => expect(mcp.state.calls.some((c) => c.name === 'slow')).toBe(true), { timeout: 2000, interval: 20 });
+    await vi.waitFor(() => expect(mcp.state.calls.some((c) => c.name === 'slow')).toBe(true), { timeout: 10_000, interval: 20 });
     const started = Date.now();
     const res = await cancel(runId);
     expect(Date.now() - started).toBeLessThan(3000);
@@ -108,7 +108,7 @@ describe('inject', () => {
     const before = slowCalls();
     const { runId, conversationId, events } = await startStream(a.id, '/tool slow {"ms":400}');
     // Inject while the tool runs, so the message waits for the next step.
-    await vi.waitFor(() => expect(slowCalls()).toBeGreaterThan(before), { timeout: 1000, interval: 10 });
+    await vi.waitFor(() => expect(slowCalls()).toBeGreaterThan(before), { timeout: 10_000, interval: 10 });
     const res = await inject(conversationId, 'also this');
     expect(res.response.status, JSON.stringify(res.error)).toBe(202);
     expect(res.data).toEqual({ messageId: expect.any(String), runId });

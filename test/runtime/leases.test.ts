@@ -33,7 +33,7 @@ async function slowRuns(n: number) {
       if (running.length !== n) throw new Error('the runs were never all running');
       return running;
     },
-    { timeout: 5000, interval: 10 },
+    { timeout: 10_000, interval: 10 },
   );
   return { rows, answers: Promise.all(answers) };
 }
@@ -90,7 +90,7 @@ describe('run leases', () => {
             `.execute(t.db.kysely);
             expect(rows[0].waiting).toBeGreaterThan(0);
           },
-          { timeout: 5000, interval: 10 },
+          { timeout: 10_000, interval: 10 },
         );
         await trx.updateTable('runs').set({ cancel_requested: 0 }).where('id', '=', second).execute();
       });

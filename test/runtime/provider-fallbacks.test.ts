@@ -258,7 +258,7 @@ describe('what does not fall back', () => {
     answers(CANCEL.fallback, message, 'too late');
     const a = await agent(CANCEL.primary, [CANCEL.fallback]);
     const events = readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message } }));
-    await vi.waitFor(() => expect(asked(CANCEL.primary, message)).toBeGreaterThan(0), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect(asked(CANCEL.primary, message)).toBeGreaterThan(0), { timeout: 10_000, interval: 20 });
     expect(asked(CANCEL.primary, message)).toBe(1);
     const runId = await lastRunId(a.id);
     const res = await t.api(key).POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId } } });

@@ -205,7 +205,7 @@ describe('cancel during a backoff', () => {
     mock.addFixture({ match: { userMessage: message, sequenceIndex: 1 }, response: { content: 'too late' } });
     const a = await agent('openai-compatible/qwen3-8b');
     const events = readSse(await t.fetch(`/api/v1/agents/${a.id}/stream`, key, { body: { message } }));
-    await vi.waitFor(() => expect(attempts(message)).toBeGreaterThan(0), { timeout: 5000, interval: 20 });
+    await vi.waitFor(() => expect(attempts(message)).toBeGreaterThan(0), { timeout: 10_000, interval: 20 });
     expect(attempts(message)).toBe(1);
     const runs = (await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: a.id } } })).data!.runs;
     const res = await t.api(key).POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId: runs[0].id } } });

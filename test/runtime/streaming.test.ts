@@ -38,7 +38,7 @@ function waitForRun(runId: string, status: string) {
       if (run.status !== status) throw new Error(`run ${runId} never became ${status}`);
       return run;
     },
-    { timeout: 5000, interval: 50 },
+    { timeout: 10_000, interval: 50 },
   );
 }
 
