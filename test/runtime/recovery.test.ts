@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Agentry, AgentryError, type RunEvent } from '@agentry/client';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
 import { cli, startServer, type ServerProcess } from '../helpers/process.js';
-import { readSse } from '../helpers/sse.js';
 
 let database: TestDatabase;
 const servers: ServerProcess[] = [];
@@ -14,59 +14,67 @@ afterAll(async () => {
   await database.drop();
 });
 
+/** The SDK on `server`, without retries: each answer is the one the server gave. */
+const clientOf = (server: ServerProcess, apiKey: string) => new Agentry({ baseUrl: server.url, apiKey, maxRetries: 0 });
+
+/** Streams a slow answer from `client` and stops reading (the connection dropped) after `count` events. */
+async function firstEvents(client: Agentry, agentId: string, count: number) {
+  const controller = new AbortController();
+  const message = '/delay 400\none two three four five six seven eight nine ten eleven twelve';
+  const seen: RunEvent[] = [];
+  for await (const event of client.agents.stream(agentId, { message }, { signal: controller.signal })) {
+    seen.push(event);
+    if (seen.length === count) break;
+  }
+  controller.abort();
+  return seen;
+}
+
+/** The run, once it is no longer running: its lease (2 s) must expire first. */
+const ended = (client: Agentry, runId: string) =>
+  vi.waitFor(
+    async () => {
+      const run = await client.runs.get(runId);
+      if (run.status === 'running') throw new Error(`run ${runId} is still running`);
+      return run;
+    },
+    { timeout: 15_000, interval: 100 },
+  );
+
 describe('a run whose process dies', () => {
   it('is declared failed (interrupted) by another process once its lease expires', async () => {
     const env = { ...database.env, RUN_LEASE_SECONDS: '2', LOG_LEVEL: 'warn' };
     const a = await startServer(env);
     servers.push(a);
     const { apiKey } = JSON.parse((await cli(['tenants', 'create', 'crash', '--json'], env)).stdout);
-    const call = (s: ServerProcess, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-      fetch(`${s.url}${path}`, {
-        method: body === undefined ? 'GET' : 'POST',
-        headers: { authorization: `Bearer ${apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-    const agent = (await (await call(a, '/api/v1/agents', { name: 'victim', appId: 'x' })).json()) as { id: string };
+    const onA = clientOf(a, apiKey);
+    const agent = await onA.agents.create({ name: 'victim', appId: 'x' });
 
-    const controller = new AbortController();
-    const res = await fetch(`${a.url}/api/v1/agents/${agent.id}/stream`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ message: '/delay 400\none two three four five six seven eight nine ten eleven twelve' }),
-      signal: controller.signal,
-    });
-    const seen = await readSse(res, { stopAfter: (ev) => ev.length === 2, controller });
-    expect(seen.map((e) => e.data.text)).toEqual(['one ', 'two ']);
-    const runs = (await (await call(a, `/api/v1/agents/${agent.id}/runs`)).json()) as {
-      runs: { id: string; conversationId: string; status: string }[];
-    };
-    const { id: runId, conversationId } = runs.runs[0];
-    expect(runs.runs[0].status).toBe('running');
+    const seen = await firstEvents(onA, agent.id, 2);
+    expect(seen.map((e) => (e.type === 'token' ? e.data.text : e.type))).toEqual(['one ', 'two ']);
+    const runs = await onA.agents.runs(agent.id).toArray();
+    const { id: runId, conversationId } = runs[0];
+    expect(runs[0].status).toBe('running');
 
     await a.stop('SIGKILL');
     const b = await startServer(env);
     servers.push(b);
+    const onB = clientOf(b, apiKey);
 
-    let run: { status: string; error: { code: string } | null; output: string } | undefined;
-    for (let i = 0; i < 100; i++) {
-      run = (await (await call(b, `/api/v1/runs/${runId}`)).json()) as typeof run;
-      if (run!.status !== 'running') break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const run = await ended(onB, runId);
     expect(run).toMatchObject({ status: 'failed', error: { code: 'interrupted' } });
     // The part the client had already received is kept as the run's output.
-    expect(run!.output.startsWith('one two ')).toBe(true);
+    expect(run.output.startsWith('one two ')).toBe(true);
 
     // The stream can be resumed on the other process: it replays what was stored, then the end.
-    const evRes = await call(b, `/api/v1/runs/${runId}/events`, undefined, { 'last-event-id': '1' });
-    const rest = await readSse(evRes);
-    expect(rest[0]).toMatchObject({ id: '2', event: 'token', data: { text: 'two ' } });
-    expect(rest.at(-1)).toMatchObject({ event: 'error', data: { code: 'interrupted' } });
+    const rest: RunEvent[] = [];
+    for await (const event of onB.runs.events(runId, { lastEventId: 1, maxReconnects: 0 })) rest.push(event);
+    expect(rest[0]).toMatchObject({ seq: 2, type: 'token', data: { text: 'two ' } });
+    expect(rest.at(-1)).toMatchObject({ type: 'error', data: { code: 'interrupted' } });
 
     // The conversation is free again.
-    const next = await call(b, `/api/v1/conversations/${conversationId}/messages`, { content: 'are you back?' });
-    expect(next.status).toBe(200);
-    expect(((await next.json()) as { message: { content: string } }).message.content).toBe('are you back?');
+    const next = await onB.conversations.send(conversationId!, { content: 'are you back?' });
+    expect(next).toMatchObject({ message: { content: 'are you back?' } });
   });
 
   it('holds its budget reservation until another process declares it interrupted, then releases it', async () => {
@@ -77,49 +85,30 @@ describe('a run whose process dies', () => {
     const a = await startServer(env);
     servers.push(a);
     const { apiKey } = JSON.parse((await cli(['tenants', 'create', 'reserved', '--json'], env)).stdout);
-    const call = (s: ServerProcess, method: string, path: string, body?: unknown) =>
-      fetch(`${s.url}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-    expect((await call(a, 'PUT', '/api/v1/limits', { monthlyBudgetUsd: 0.01 })).status).toBe(200);
-    const agent = (await (
-      await call(a, 'POST', '/api/v1/agents', { name: 'victim', appId: 'x', configuration: { maxSteps: 1 } })
-    ).json()) as {
-      id: string;
-    };
+    const onA = clientOf(a, apiKey);
+    await onA.tenant.setLimits({ monthlyBudgetUsd: 0.01 });
+    const agent = await onA.agents.create({ name: 'victim', appId: 'x', configuration: { maxSteps: 1 } });
 
-    const controller = new AbortController();
-    const res = await fetch(`${a.url}/api/v1/agents/${agent.id}/stream`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ message: '/delay 400\none two three four five six seven eight nine ten eleven twelve' }),
-      signal: controller.signal,
-    });
-    await readSse(res, { stopAfter: (ev) => ev.length === 1, controller });
+    await firstEvents(onA, agent.id, 1);
     // The running run holds the budget: another is refused.
-    const refused = await call(a, 'POST', `/api/v1/agents/${agent.id}/execute`, { message: 'hello' });
-    expect(refused.status).toBe(402);
-    expect(((await refused.json()) as { code: string }).code).toBe('budget_exceeded');
-    const runId = ((await (await call(a, 'GET', `/api/v1/agents/${agent.id}/runs`)).json()) as { runs: { id: string }[] }).runs[0].id;
+    const refused = await onA.agents.execute(agent.id, { message: 'hello' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(AgentryError);
+    expect(refused).toMatchObject({ status: 402, code: 'budget_exceeded' });
+    const runId = (await onA.agents.runs(agent.id).toArray())[0].id;
 
     await a.stop('SIGKILL');
     const b = await startServer(env);
     servers.push(b);
-    let run: { status: string; error: { code: string } | null } | undefined;
-    for (let i = 0; i < 100; i++) {
-      run = (await (await call(b, 'GET', `/api/v1/runs/${runId}`)).json()) as typeof run;
-      if (run!.status !== 'running') break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const onB = clientOf(b, apiKey);
+    const run = await ended(onB, runId);
     expect(run).toMatchObject({ status: 'failed', error: { code: 'interrupted' } });
     // Its end settled the reservation: nothing is held, and the next run is admitted.
-    const usage = ((await (await call(b, 'GET', '/api/v1/limits')).json()) as { usage: { reservedUsd: number; runningRuns: number } })
-      .usage;
+    const { usage } = await onB.tenant.limits();
     expect(usage).toMatchObject({ reservedUsd: 0, runningRuns: 0 });
-    const next = await call(b, 'POST', `/api/v1/agents/${agent.id}/execute`, { message: 'hello' });
-    expect(next.status).toBe(200);
-    expect(((await next.json()) as { status: string }).status).toBe('completed');
+    const next = await onB.agents.execute(agent.id, { message: 'hello' });
+    expect(next.status).toBe('completed');
   }, 120_000);
 });
