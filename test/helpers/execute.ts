@@ -6,9 +6,20 @@ type Execute = paths['/api/v1/agents/{id}/execute']['post'];
 export type ExecuteBody = NonNullable<Execute['requestBody']>['content']['application/json'];
 /** A finished run's answer: the 200 JSON of execute. */
 export type RunAnswer = Execute['responses'][200]['content']['application/json'];
+/** Its headers: an Idempotency-Key, and Last-Event-ID for a stream's replay. */
+export type ExecuteHeader = Execute['parameters']['header'];
 
-async function post(api: Client<paths>, agentId: string, body: ExecuteBody, init: { headers?: Record<string, string> } = {}) {
-  const result = await api.POST('/api/v1/agents/{id}/execute', { params: { path: { id: agentId } }, body, ...init });
+async function post(
+  api: Client<paths>,
+  agentId: string,
+  body: ExecuteBody,
+  init: { headers?: Record<string, string>; header?: ExecuteHeader } = {},
+) {
+  const result = await api.POST('/api/v1/agents/{id}/execute', {
+    params: { path: { id: agentId }, header: init.header },
+    body,
+    headers: init.headers,
+  });
   const json = result.response.status === 200 && typeof result.data === 'object';
   return { ...result, run: json ? (result.data as RunAnswer) : undefined };
 }
@@ -19,7 +30,7 @@ async function post(api: Client<paths>, agentId: string, body: ExecuteBody, init
  * when the answer is one (200 JSON), so tests need not narrow it themselves. Called with the test app
  * and a key, `data` itself is typed as the run's JSON.
  */
-export function execute(api: Client<paths>, agentId: string, body: ExecuteBody): ReturnType<typeof post>;
+export function execute(api: Client<paths>, agentId: string, body: ExecuteBody, header?: ExecuteHeader): ReturnType<typeof post>;
 export function execute(
   t: Pick<TestApp, 'api'>,
   key: string,
@@ -29,13 +40,13 @@ export function execute(
 ): Promise<Omit<Awaited<ReturnType<typeof post>>, 'data'> & { data: RunAnswer | undefined }>;
 export async function execute(
   target: Client<paths> | Pick<TestApp, 'api'>,
-  ...args: [string, string | ExecuteBody, ExecuteBody?, { headers?: Record<string, string> }?]
+  ...args: [string, string | ExecuteBody, (ExecuteBody | ExecuteHeader)?, { headers?: Record<string, string> }?]
 ) {
   if ('api' in target) {
     const [key, agentId, body, init] = args as [string, string, ExecuteBody, { headers?: Record<string, string> }?];
     const result = await post(target.api(key), agentId, body, init);
     return { ...result, data: result.data as RunAnswer | undefined };
   }
-  const [agentId, body] = args as [string, ExecuteBody];
-  return post(target, agentId, body);
+  const [agentId, body, header] = args as [string, ExecuteBody, ExecuteHeader?];
+  return post(target, agentId, body, { header });
 }
