@@ -1,7 +1,8 @@
 import { fetchEventSource } from '@microsoft/fetch-event-source';
 import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectProblem, startApp, startReplicas, type TestApp } from '../helpers/app.js';
+import { apiOf, expectProblem, startApp, startReplicas, type TestApp } from '../helpers/app.js';
+import { type ExecuteBody, execute } from '../helpers/execute.js';
 import { readSse, type SseEvent } from '../helpers/sse.js';
 
 /**
@@ -40,9 +41,9 @@ function expectExactlyOnce(events: Received[]) {
 }
 
 async function runsOfAgent(agentId: string) {
-  const res = await t.request('GET', `/api/v1/agents/${agentId}/runs`, { key });
-  expect(res.status).toBe(200);
-  return res.body.total as number;
+  const res = await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agentId } } });
+  expect(res.response.status).toBe(200);
+  return res.data!.total;
 }
 
 interface Calls {
@@ -134,10 +135,10 @@ describe('the run is named before the first event', () => {
 
   it('a JSON execute answers X-Run-Id and X-Conversation-Id too', async () => {
     const agent = await t.agent(key);
-    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: 'hi' } });
-    expect(res.status).toBe(200);
-    expect(res.headers['x-run-id']).toBe(res.body.runId);
-    expect(res.headers['x-conversation-id']).toBe(res.body.conversationId);
+    const res = await execute(t.api(key), agent.id, { message: 'hi' });
+    expect(res.response.status).toBe(200);
+    expect(res.response.headers.get('x-run-id')).toBe(res.run!.runId);
+    expect(res.response.headers.get('x-conversation-id')).toBe(res.run!.conversationId);
   });
 
   it('an idle stream gets a keep-alive comment', async () => {
@@ -164,7 +165,11 @@ describe('reconnecting to a run’s events', () => {
     expect(before.status).toBe(200);
     expect(before.headers.get('x-run-id')).toBe(runId);
     expect((await readSse(before)).map((e) => e.event)).toEqual(['done']);
-    expect((await t.request('GET', `/api/v1/runs/${runId}/events?lastEventId=${last}`, { key })).status).toBe(204);
+    const ended = await t.api(key).GET('/api/v1/runs/{runId}/events', {
+      params: { path: { runId }, query: { lastEventId: Number(last) } },
+      parseAs: 'text',
+    });
+    expect(ended.response.status).toBe(204);
   });
 
   it('does not answer 204 for an ended run whose closing event is not stored: the reconnect follows it', async () => {
@@ -206,10 +211,10 @@ describe('reconnecting to a run’s events', () => {
 
   it('eventsource on a finished run replays it once, then stops at the 204', async () => {
     const agent = await t.agent(key);
-    const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, body: { message: WORDS } });
+    const res = await execute(t.api(key), agent.id, { message: WORDS });
     const calls: Calls = { count: 0, lastEventIds: [], statuses: [] };
     const received: string[] = [];
-    const source = new EventSource(`${base}/api/v1/runs/${res.body.runId}/events`, { fetch: droppingFetch([], calls) });
+    const source = new EventSource(`${base}/api/v1/runs/${res.run!.runId}/events`, { fetch: droppingFetch([], calls) });
     source.addEventListener('done', (e) => received.push(e.lastEventId));
     await new Promise<void>((resolve) => {
       source.onerror = () => {
@@ -254,26 +259,22 @@ describe('Idempotency-Key', () => {
 
   it('a retried JSON execute answers the original run’s result, marked as replayed', async () => {
     const agent = await t.agent(key);
-    const headers = { 'idempotency-key': 'order-42' };
-    const first = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body: { message: 'just once' } });
-    expect(first.status).toBe(200);
-    expect(first.headers['idempotent-replayed']).toBeUndefined();
-    const again = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body: { message: 'just once' } });
-    expect(again.status).toBe(200);
-    expect(again.headers['idempotent-replayed']).toBe('true');
-    expect(again.body).toEqual(first.body);
-    expect(again.headers['x-run-id']).toBe(first.body.runId);
+    const header = { 'idempotency-key': 'order-42' };
+    const first = await execute(t.api(key), agent.id, { message: 'just once' }, header);
+    expect(first.response.status).toBe(200);
+    expect(first.response.headers.get('idempotent-replayed')).toBeNull();
+    const again = await execute(t.api(key), agent.id, { message: 'just once' }, header);
+    expect(again.response.status).toBe(200);
+    expect(again.response.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.data).toEqual(first.data);
+    expect(again.response.headers.get('x-run-id')).toBe(first.run!.runId);
     expect(await runsOfAgent(agent.id)).toBe(1);
     // Keys are per tenant: another tenant's same key starts its own run.
     const other = await t.tenant('other');
     const otherAgent = await t.agent(other.key);
-    const theirs = await t.request('POST', `/api/v1/agents/${otherAgent.id}/execute`, {
-      key: other.key,
-      headers,
-      body: { message: 'just once' },
-    });
-    expect(theirs.status).toBe(200);
-    expect(theirs.body.runId).not.toBe(first.body.runId);
+    const theirs = await execute(t.api(other.key), otherAgent.id, { message: 'just once' }, header);
+    expect(theirs.response.status).toBe(200);
+    expect(theirs.run!.runId).not.toBe(first.run!.runId);
   });
 
   it('a retried stream without Last-Event-ID replays the run from its start', async () => {
@@ -288,87 +289,93 @@ describe('Idempotency-Key', () => {
 
   it('the same key with another body is 422 idempotency_key_reused; a malformed key is 400 naming the header', async () => {
     const agent = await t.agent(key);
-    const headers = { 'idempotency-key': `reuse-${agent.id}` };
-    expect((await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body: { message: 'first' } })).status).toBe(200);
-    const reused = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body: { message: 'second' } });
+    const header = { 'idempotency-key': `reuse-${agent.id}` };
+    expect((await execute(t.api(key), agent.id, { message: 'first' }, header)).response.status).toBe(200);
+    const reused = await execute(t.api(key), agent.id, { message: 'second' }, header);
     expectProblem(reused, 422, 'idempotency_key_reused');
-    expect(reused.body.detail).toContain('Idempotency-Key');
-    const elsewhere = await t.request('POST', `/api/v1/agents/${agent.id}/stream`, { key, headers, body: { message: 'first' } });
+    expect(reused.error!.detail).toContain('Idempotency-Key');
+    const elsewhere = await t.api(key).POST('/api/v1/agents/{id}/stream', {
+      params: { path: { id: agent.id }, header },
+      body: { message: 'first' },
+      parseAs: 'text',
+    });
     expectProblem(elsewhere, 422, 'idempotency_key_reused');
     for (const bad of ['x'.repeat(256), 'tab\there']) {
-      const res = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-        key,
-        headers: { 'idempotency-key': bad },
-        body: { message: 'x' },
-      });
+      const res = await execute(t.api(key), agent.id, { message: 'x' }, { 'idempotency-key': bad });
       expectProblem(res, 400, 'validation_failed');
-      expect(JSON.stringify(res.body.errors)).toContain('idempotency-key');
+      expect(JSON.stringify(res.error!.errors)).toContain('idempotency-key');
     }
     expect(await runsOfAgent(agent.id)).toBe(1);
   });
 
   it('task creation: a retry answers the original task (201, Idempotent-Replayed: true); another body is 422', async () => {
     const agent = await t.agent(key);
-    const headers = { 'idempotency-key': `task-${agent.id}` };
-    const body = { agentId: agent.id, name: 'nightly', description: 'the nightly report', type: 'scheduled', schedule: '0 3 * * *' };
-    const first = await t.request('POST', '/api/v1/tasks', { key, headers, body });
-    expect(first.status).toBe(201);
-    const again = await t.request('POST', '/api/v1/tasks', { key, headers, body });
-    expect(again.status).toBe(201);
-    expect(again.headers['idempotent-replayed']).toBe('true');
-    expect(again.body.id).toBe(first.body.id);
-    expectProblem(
-      await t.request('POST', '/api/v1/tasks', { key, headers, body: { ...body, name: 'other' } }),
-      422,
-      'idempotency_key_reused',
-    );
-    const list = await t.request('GET', `/api/v1/tasks?agentId=${agent.id}`, { key });
-    expect(list.body.tasks.filter((task: { name: string }) => task.name === 'nightly')).toHaveLength(1);
+    const header = { 'idempotency-key': `task-${agent.id}` };
+    const body = {
+      agentId: agent.id,
+      name: 'nightly',
+      description: 'the nightly report',
+      type: 'scheduled' as const,
+      schedule: '0 3 * * *',
+    };
+    const create = (taskBody: typeof body) => t.api(key).POST('/api/v1/tasks', { params: { header }, body: taskBody });
+    const first = await create(body);
+    expect(first.response.status).toBe(201);
+    const again = await create(body);
+    expect(again.response.status).toBe(201);
+    expect(again.response.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.data!.id).toBe(first.data!.id);
+    expectProblem(await create({ ...body, name: 'other' }), 422, 'idempotency_key_reused');
+    const list = await t.api(key).GET('/api/v1/tasks', { params: { query: { agentId: agent.id } } });
+    expect(list.data!.tasks.filter((task) => task.name === 'nightly')).toHaveLength(1);
   });
 
   it('a retried conversation message answers the original reply; one run', async () => {
     const agent = await t.agent(key);
-    const conversation = await t.request('POST', '/api/v1/conversations', { key, body: { agentId: agent.id } });
-    expect(conversation.status).toBe(201);
-    const url = `/api/v1/conversations/${conversation.body.id}/messages`;
-    const headers = { 'idempotency-key': `message-${agent.id}` };
-    const first = await t.request('POST', url, { key, headers, body: { content: 'hello once' } });
-    expect(first.status).toBe(200);
-    const again = await t.request('POST', url, { key, headers, body: { content: 'hello once' } });
-    expect(again.status).toBe(200);
-    expect(again.headers['idempotent-replayed']).toBe('true');
-    expect(again.body).toEqual(first.body);
-    expectProblem(await t.request('POST', url, { key, headers, body: { content: 'hello twice' } }), 422, 'idempotency_key_reused');
+    const conversation = await t.api(key).POST('/api/v1/conversations', { body: { agentId: agent.id } });
+    expect(conversation.response.status).toBe(201);
+    const path = { id: conversation.data!.id };
+    const header = { 'idempotency-key': `message-${agent.id}` };
+    const send = (content: string) =>
+      t.api(key).POST('/api/v1/conversations/{id}/messages', { params: { path, header }, body: { content } });
+    const first = await send('hello once');
+    expect(first.response.status).toBe(200);
+    const again = await send('hello once');
+    expect(again.response.status).toBe(200);
+    expect(again.response.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.data).toEqual(first.data);
+    expectProblem(await send('hello twice'), 422, 'idempotency_key_reused');
     expect(await runsOfAgent(agent.id)).toBe(1);
-    const messages = await t.request('GET', url, { key });
-    expect(messages.body.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
+    const messages = await t.api(key).GET('/api/v1/conversations/{id}/messages', { params: { path } });
+    expect(messages.data!.messages.map((m) => m.role)).toEqual(['user', 'assistant']);
   });
 
   it('a retried message that joined a running run answers the same 202', async () => {
     const agent = await t.agent(key);
     const running = await t.fetch(`/api/v1/agents/${agent.id}/stream`, key, { body: { message: SLOW } });
     const conversationId = running.headers.get('x-conversation-id')!;
-    const headers = { 'idempotency-key': `inject-${agent.id}` };
-    const body = { message: 'also this', conversationId, onActiveRun: 'inject' };
-    const first = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body });
-    expect(first.status).toBe(202);
-    const again = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body });
-    expect(again.status).toBe(202);
-    expect(again.headers['idempotent-replayed']).toBe('true');
-    expect(again.body).toEqual(first.body);
+    const header = { 'idempotency-key': `inject-${agent.id}` };
+    const body: ExecuteBody = { message: 'also this', conversationId, onActiveRun: 'inject' };
+    const first = await execute(t.api(key), agent.id, body, header);
+    expect(first.response.status).toBe(202);
+    const again = await execute(t.api(key), agent.id, body, header);
+    expect(again.response.status).toBe(202);
+    expect(again.response.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.data).toEqual(first.data);
     await readSse(running);
     expect(await runsOfAgent(agent.id)).toBe(1);
   });
 
   it('a request that started nothing leaves the key free for its retry', async () => {
     const agent = await t.agent(key);
-    const headers = { 'idempotency-key': `paused-${agent.id}` };
-    await t.request('POST', `/api/v1/agents/${agent.id}/pause`, { key });
-    expect((await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body: { message: 'hi' } })).status).toBe(409);
-    await t.request('POST', `/api/v1/agents/${agent.id}/resume`, { key });
-    const retried = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, { key, headers, body: { message: 'hi' } });
-    expect(retried.status).toBe(200);
-    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    const header = { 'idempotency-key': `paused-${agent.id}` };
+    const params = { path: { id: agent.id } };
+    await t.api(key).POST('/api/v1/agents/{id}/pause', { params });
+    expect((await execute(t.api(key), agent.id, { message: 'hi' }, header)).response.status).toBe(409);
+    await t.api(key).POST('/api/v1/agents/{id}/resume', { params });
+    const retried = await execute(t.api(key), agent.id, { message: 'hi' }, header);
+    expect(retried.response.status).toBe(200);
+    expect(retried.response.headers.get('idempotent-replayed')).toBeNull();
   });
 });
 
@@ -378,28 +385,16 @@ describe('Idempotency-Key across replicas', () => {
     try {
       const [a, b] = started.replicas;
       const { apiKey } = await a.services.tenancy.createTenant('replicas');
-      const call = (on: typeof a, url: string, body: unknown, headers: Record<string, string> = {}) =>
-        on.app.inject({
-          method: 'POST',
-          url,
-          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', ...headers },
-          payload: JSON.stringify(body),
-        });
-      const agent = JSON.parse((await call(a, '/api/v1/agents', { name: 'a', appId: 'x' })).body);
+      const api = (on: typeof a) => apiOf(on.app, apiKey);
+      const agent = (await api(a).POST('/api/v1/agents', { body: { name: 'a', appId: 'x' } })).data!;
       for (let round = 0; round < 3; round++) {
-        const headers = { 'idempotency-key': `both-${round}` };
-        const answers = await Promise.all(
-          [a, b, a, b].map((on) => call(on, `/api/v1/agents/${agent.id}/execute`, { message: SLOW }, headers)),
-        );
-        expect(answers.map((r) => r.statusCode)).toEqual([200, 200, 200, 200]);
-        expect(new Set(answers.map((r) => JSON.parse(r.body).runId)).size).toBe(1);
+        const header = { 'idempotency-key': `both-${round}` };
+        const answers = await Promise.all([a, b, a, b].map((on) => execute(api(on), agent.id, { message: SLOW }, header)));
+        expect(answers.map((r) => r.response.status)).toEqual([200, 200, 200, 200]);
+        expect(new Set(answers.map((r) => r.run?.runId)).size).toBe(1);
       }
-      const runs = await a.app.inject({
-        method: 'GET',
-        url: `/api/v1/agents/${agent.id}/runs`,
-        headers: { authorization: `Bearer ${apiKey}` },
-      });
-      expect(JSON.parse(runs.body).total).toBe(3);
+      const runs = await api(a).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agent.id } } });
+      expect(runs.data!.total).toBe(3);
     } finally {
       await started.close();
     }
