@@ -1,4 +1,5 @@
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger';
+import { OPTIONAL_BODY } from './validation.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -203,12 +204,21 @@ function finishOperation(document: JsonNode, operation: JsonNode, requestBodies:
   }
   const requestBody = requestBodies.get(id);
   if (requestBody) operation.requestBody = requestBody;
+  else if (operation.requestBody) finishRequestBody(document, node(operation.requestBody));
   if (SUCCESS_CONTENT[id]) Object.assign(responses, SUCCESS_CONTENT[id]);
   if (HEADERS[id]) operation.parameters = [...parameters, ...HEADERS[id]];
   for (const media of Object.values(node(node(operation.requestBody).content)).filter(isNode)) {
     if (media.example === undefined && media.examples === undefined && media.schema)
       media.example = exampleOf(document, node(media.schema));
   }
+}
+
+/** A body read through its route's schema: @fastify/swagger declares every such body required, but one marked OPTIONAL_BODY may be left out. */
+function finishRequestBody(document: JsonNode, requestBody: JsonNode) {
+  const json = node(node(requestBody.content)['application/json']);
+  if (!isNode(json.schema)) return;
+  const schema = typeof json.schema.$ref === 'string' ? resolveRef(document, json.schema.$ref) : json.schema;
+  if (schema[OPTIONAL_BODY] === true) requestBody.required = false;
 }
 
 const isProblem = (response: JsonNode) =>

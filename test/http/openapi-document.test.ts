@@ -128,6 +128,20 @@ describe('OpenAPI document for code generators', () => {
     expect(skillImport['application/json'].schema.required).toEqual(['skillMd']);
   });
 
+  it('declares a JSON body the server lets a call leave out (x-optional-body) as not required, and every other one as required', () => {
+    const leftOut = (o: Operation) => deref(o.op.requestBody?.content['application/json']?.schema ?? {})['x-optional-body'] === true;
+    const withBody = operations.filter((o) => o.op.requestBody);
+    expect(
+      withBody
+        .filter(leftOut)
+        .map((o) => o.op.operationId as string)
+        .sort(),
+    ).toEqual(['approveApproval', 'duplicateAgent', 'runTask', 'updateTbacPolicy']);
+    // The webhook trigger's body is the sender's, declared by its route: any JSON, or none.
+    const notRequired = withBody.filter((o) => o.op.requestBody.required !== true).map((o) => o.op.operationId as string);
+    expect(notRequired.sort()).toEqual(['approveApproval', 'duplicateAgent', 'runTask', 'triggerTaskWebhook', 'updateTbacPolicy']);
+  });
+
   it('gives every request body and JSON success an example that its own schema accepts', () => {
     const ajv = new Ajv2020.default({ strict: false, allErrors: true });
     addFormats.default(ajv);

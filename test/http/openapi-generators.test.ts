@@ -3,9 +3,9 @@ import path from 'node:path';
 import { createClient as heyApi } from '@hey-api/openapi-ts';
 import createClient from 'openapi-fetch';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
-import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { typeErrors } from '../helpers/openapi-types.js';
 
 /**
  * The served /openapi.json as third-party generators take it: openapi-typescript with openapi-fetch,
@@ -36,21 +36,6 @@ beforeAll(async () => {
   fs.mkdirSync(out, { recursive: true });
 });
 afterAll(() => t?.close());
-
-/** TypeScript's diagnostics for files, compiled as the project's strict ESM. */
-function typeErrors(files: string[]): string[] {
-  const program = ts.createProgram(files, {
-    strict: true,
-    noEmit: true,
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.ESNext,
-    moduleResolution: ts.ModuleResolutionKind.Bundler,
-    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
-    skipLibCheck: true,
-    types: [],
-  });
-  return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'));
-}
 
 describe('the served document', () => {
   it('declares no query parameter with a default as required, and the webhook trigger’s body', () => {

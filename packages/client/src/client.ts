@@ -171,8 +171,8 @@ class Agents {
   runs(id: string, query: Filters<QueryOf<paths['/api/v1/agents/{id}/runs']['get']>> = {}, options?: CallOptions) {
     return paged<RunSummary>(this.http, `/api/v1/agents/${seg(id)}/runs`, 'runs', query, options);
   }
-  /** A copy of the agent under a new name (its tools, prompt and configuration). */
-  duplicate(id: string, body: BodyOf<paths['/api/v1/agents/{id}/duplicate']['post']>, options?: CallOptions) {
+  /** A copy of the agent (its tools, prompt and configuration) named `name`, else "<name> (copy)". */
+  duplicate(id: string, body: BodyOf<paths['/api/v1/agents/{id}/duplicate']['post']> = {}, options?: CallOptions) {
     return ok(this.http.api.POST('/api/v1/agents/{id}/duplicate', { ...options, params: { path: { id } }, body }));
   }
   /** The agent's monthly budget and what it has spent this month. */
