@@ -213,12 +213,48 @@ function finishOperation(document: JsonNode, operation: JsonNode, requestBodies:
   }
 }
 
-/** A body read through its route's schema: @fastify/swagger declares every such body required, but one marked OPTIONAL_BODY may be left out. */
+/**
+ * A body read through its route's schema: @fastify/swagger declares every such body required, but one
+ * marked OPTIONAL_BODY may be left out. A field with a default may be too (the validator fills it in),
+ * though the route's object lists it as required (TypeBox) and generated clients would make callers send it.
+ */
 function finishRequestBody(document: JsonNode, requestBody: JsonNode) {
-  const json = node(node(requestBody.content)['application/json']);
+  const content = node(requestBody.content);
+  const json = node(content['application/json']);
   if (!isNode(json.schema)) return;
   const schema = typeof json.schema.$ref === 'string' ? resolveRef(document, json.schema.$ref) : json.schema;
   if (schema[OPTIONAL_BODY] === true) requestBody.required = false;
+  content['application/json'] = { ...json, schema: defaultsOptional(json.schema) };
+}
+
+/** Where the validator never fills a default in (Ajv's useDefaults skips them), so a field stays required there. */
+const NO_DEFAULTS = new Set(['anyOf', 'oneOf', 'not', 'if', 'contains', 'propertyNames']);
+/** Keywords whose values are data, not schemas. */
+const DATA_KEYWORDS = new Set(['default', 'const', 'enum', 'examples', 'example', 'required']);
+/** Keywords whose values map names to schemas. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', 'dependentSchemas', '$defs']);
+
+/**
+ * A copy of a request schema in which no object requires a property that has a default. A `$ref` to a
+ * component stays as it is: answers share components (test/http/openapi-document.test.ts follows refs).
+ */
+function defaultsOptional(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(defaultsOptional);
+  if (!isNode(schema)) return schema;
+  const copy: JsonNode = {};
+  for (const [keyword, value] of Object.entries(schema)) {
+    if (NO_DEFAULTS.has(keyword) || DATA_KEYWORDS.has(keyword)) copy[keyword] = value;
+    else if (SCHEMA_MAPS.has(keyword) && isNode(value))
+      copy[keyword] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, defaultsOptional(sub)]));
+    else copy[keyword] = defaultsOptional(value);
+  }
+  const properties = node(schema.properties);
+  if (Array.isArray(schema.required)) {
+    const required = schema.required.filter((name) => !('default' in node(properties[name])));
+    if (required.length > 0) copy.required = required;
+    else delete copy.required;
+  }
+  return copy;
 }
 
 const isProblem = (response: JsonNode) =>

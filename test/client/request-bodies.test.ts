@@ -62,3 +62,23 @@ it('types a body the server lets a call leave out as optional, in client.api and
   expect(started.response.status).toBe(202);
   expect(started.data).toMatchObject({ taskId: task.id, runId: expect.any(String) });
 });
+
+it('types a request field with a default as optional, and the same field of an answer as always present', async () => {
+  expect(
+    typeErrorsOf([
+      "import type { Task } from '@agentry/client';",
+      "export const svid = client.identity.svid(id, { audience: 'https://agentry.test' });",
+      "export const raw = client.api.POST('/api/v1/identity/agents/{agentId}/svid', { params: { path: { agentId: id } }, body: { audience: 'x' } });",
+      "export const task = client.tasks.create({ name: 'n', description: 'd', agentId: id, type: 'scheduled', schedule: '0 0 1 1 *', retryPolicy: {} });",
+      'declare const created: Task;',
+      'export const attempts: number = created.retryPolicy.maxAttempts;',
+    ]),
+  ).toEqual([]);
+
+  // Left out, the server's default applies: an SVID for an hour.
+  const agent = await client.agents.create({ name: 'Identified', appId: 'request-bodies', model: 'builtin/echo' });
+  const before = Date.now();
+  const { expiresAt } = await client.identity.svid(agent.id, { audience: 'https://agentry.test' });
+  expect(Date.parse(expiresAt) - before).toBeGreaterThan(3590_000);
+  expect(Date.parse(expiresAt) - before).toBeLessThanOrEqual(3601_000);
+});

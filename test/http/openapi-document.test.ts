@@ -142,6 +142,47 @@ describe('OpenAPI document for code generators', () => {
     expect(notRequired.sort()).toEqual(['approveApproval', 'duplicateAgent', 'runTask', 'triggerTaskWebhook', 'updateTbacPolicy']);
   });
 
+  it('requires no request-body field that has a default, which the server fills in when left out', () => {
+    const requiredWithDefault: string[] = [];
+    let withDefault = 0;
+    // Ajv's useDefaults fills a default in wherever a schema applies except under these: a field stays required there.
+    const noDefaults = new Set([
+      'anyOf',
+      'oneOf',
+      'not',
+      'if',
+      'contains',
+      'propertyNames',
+      'default',
+      'const',
+      'enum',
+      'examples',
+      'example',
+    ]);
+    const visit = (schema: Json, where: string, seen: Set<Json>) => {
+      if (!schema || typeof schema !== 'object' || seen.has(schema)) return;
+      seen.add(schema);
+      if (schema.$ref) visit(resolve(schema.$ref), where, seen);
+      for (const [name, property] of Object.entries<Json>(schema.properties ?? {})) {
+        if (property && typeof property === 'object' && 'default' in property) {
+          withDefault++;
+          if (schema.required?.includes(name)) requiredWithDefault.push(`${where}.${name}`);
+        }
+        visit(property, `${where}.${name}`, seen);
+      }
+      for (const [keyword, sub] of Object.entries<Json>(schema))
+        if (keyword !== 'properties' && !noDefaults.has(keyword)) visit(sub, where, seen);
+    };
+    for (const { method, path, op } of operations) {
+      const schema = op.requestBody?.content['application/json']?.schema;
+      if (schema) visit(schema, `${method} ${path} body`, new Set());
+    }
+    expect(withDefault).toBeGreaterThanOrEqual(10);
+    expect(requiredWithDefault).toEqual([]);
+    // A response field with a default stays required: the server always answers it.
+    expect(doc.components.schemas.Task.properties.retryPolicy.required).toEqual(['maxAttempts', 'backoffSeconds']);
+  });
+
   it('gives every request body and JSON success an example that its own schema accepts', () => {
     const ajv = new Ajv2020.default({ strict: false, allErrors: true });
     addFormats.default(ajv);

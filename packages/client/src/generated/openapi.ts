@@ -10719,7 +10719,7 @@ export interface operations {
                     /** @description who the SVID is for; to use it for token exchange, include the issuer or the token endpoint URL */
                     audience: string | string[];
                     /** @default 3600 */
-                    ttlSeconds: number;
+                    ttlSeconds?: number;
                 };
             };
         };
