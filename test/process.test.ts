@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Agentry, type AgentryError } from '@agentry/client';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { secretOf, startProcess, type TestDatabase, type TestProcess } from './helpers/app.js';
 import { cli, type ServerProcess } from './helpers/process.js';
 
@@ -12,11 +13,14 @@ beforeAll(async () => {
 });
 afterAll(() => proc?.close());
 
-const api = (path: string, key: string, init: RequestInit = {}) =>
-  fetch(`${server.url}${path}`, {
-    ...init,
-    headers: { authorization: `Bearer ${key}`, ...(init.body ? { 'content-type': 'application/json' } : {}), ...(init.headers ?? {}) },
-  });
+/** The SDK's typed client on the server with `key`; no retries, so each call is one request. */
+const api = (key: string) => new Agentry({ baseUrl: server.url, apiKey: key, maxRetries: 0 }).api;
+/** A call's status, also when it failed (the SDK rejects with an AgentryError). */
+const statusOf = (call: Promise<{ response: Response }>) =>
+  call.then(
+    ({ response }) => response.status,
+    (err: AgentryError) => err.status,
+  );
 
 describe('the real CLI and the real server', () => {
   it('creates a tenant with the CLI while the server runs, and the key works over HTTP', async () => {
@@ -25,11 +29,11 @@ describe('the real CLI and the real server', () => {
     const out = JSON.parse(created.stdout);
     expect(out).toEqual({ tenant: { id: expect.any(String), name: 'Acme' }, apiKey: expect.stringMatching(/^agk_/) });
 
-    const res = await api('/api/v1/agents', out.apiKey, { method: 'POST', body: JSON.stringify({ name: 'Support', appId: 'support' }) });
-    expect(res.status).toBe(201);
-    const agent = (await res.json()) as { id: string };
-    const list = (await (await api('/api/v1/agents', out.apiKey)).json()) as { agents: { id: string }[] };
-    expect(list.agents.map((a: { id: string }) => a.id)).toEqual([agent.id]);
+    const res = await api(out.apiKey).POST('/api/v1/agents', { body: { name: 'Support', appId: 'support' } });
+    expect(res.response.status).toBe(201);
+    const agent = res.data!;
+    const list = (await api(out.apiKey).GET('/api/v1/agents')).data!;
+    expect(list.agents.map((a) => a.id)).toEqual([agent.id]);
 
     // keys create / list / revoke through the CLI, seen at once by the running server.
     const made = await cli(
@@ -39,8 +43,8 @@ describe('the real CLI and the real server', () => {
     expect(made.code, made.stderr).toBe(0);
     const reader = JSON.parse(made.stdout);
     expect(reader.apiKey).toMatchObject({ name: 'reader', permissions: ['agents:read'] });
-    expect((await api('/api/v1/agents', reader.key)).status).toBe(200);
-    expect((await api('/api/v1/agents', reader.key, { method: 'POST', body: '{"name":"x","appId":"y"}' })).status).toBe(403);
+    expect(await statusOf(api(reader.key).GET('/api/v1/agents'))).toBe(200);
+    expect(await statusOf(api(reader.key).POST('/api/v1/agents', { body: { name: 'x', appId: 'y' } }))).toBe(403);
 
     const listed = JSON.parse((await cli(['keys', 'list', '--tenant', out.tenant.id, '--json'], database.env)).stdout);
     expect(listed.apiKeys.map((k: { name: string }) => k.name).sort()).toEqual(['initial admin key', 'reader']);
@@ -48,7 +52,7 @@ describe('the real CLI and the real server', () => {
 
     const revoked = await cli(['keys', 'revoke', reader.apiKey.id, '--tenant', out.tenant.id], database.env);
     expect(revoked.code, revoked.stderr).toBe(0);
-    expect((await api('/api/v1/agents', reader.key)).status).toBe(401);
+    expect(await statusOf(api(reader.key).GET('/api/v1/agents'))).toBe(401);
   });
 
   it('explains CLI mistakes', async () => {
@@ -71,9 +75,13 @@ describe('the real CLI and the real server', () => {
   it('logs requests with ids and never the credential', async () => {
     const { stdout } = await cli(['tenants', 'create', 'Logs', '--json'], database.env);
     const { apiKey } = JSON.parse(stdout);
-    const res = await api('/api/v1/agents', apiKey, { headers: { 'x-request-id': 'trace-me-42' } });
-    expect(res.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 200));
+    const res = await api(apiKey).GET('/api/v1/agents', { headers: { 'x-request-id': 'trace-me-42' } });
+    expect(res.response.status).toBe(200);
+    // Until the request's last line is written.
+    await vi.waitFor(() => expect(server.output()).toMatch(/"reqId":"trace-me-42".*"msg":"request completed"/), {
+      timeout: 5_000,
+      interval: 20,
+    });
     expect(server.output()).toContain('trace-me-42');
     expect(server.output()).not.toContain(secretOf(apiKey));
   });
