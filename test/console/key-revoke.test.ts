@@ -29,7 +29,7 @@ let url: string;
 let key: string;
 const pageErrors: string[] = [];
 
-const status = async (credential: string) => (await t.request('GET', '/api/v1/tenant', { key: credential })).status;
+const status = async (credential: string) => (await t.api(credential).GET('/api/v1/tenant')).response.status;
 const dialog = () => page.getByRole('dialog', { name: 'Revoke API key' });
 const revokeButtonOf = (name: string) => page.getByRole('row').filter({ hasText: name }).getByRole('button', { name: 'Revoke' });
 
@@ -57,9 +57,9 @@ describeBrowser('revoking an API key in the console', () => {
   });
 
   it('asks first and says what will happen; Keep keeps the key', async () => {
-    const made = await t.request('POST', '/api/v1/api-keys', { key, body: { name: 'reporting', permissions: ['agents:read'] } });
-    expect(made.status).toBe(201);
-    const reporting = made.body.key as string;
+    const made = await t.api(key).POST('/api/v1/api-keys', { body: { name: 'reporting', permissions: ['agents:read'] } });
+    expect(made.response.status).toBe(201);
+    const reporting = made.data!.key;
     await openKeys();
     await revokeButtonOf('reporting').click();
     await dialog().getByText('It stops working at once').waitFor();

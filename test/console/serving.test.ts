@@ -27,9 +27,10 @@ afterAll(async () => {
   fs.rmSync(path.join(path.dirname(dir), `${path.basename(dir)}-secret.txt`), { force: true });
 });
 
+// The console's pages and files, and unknown routes, are no operations of the API: raw.
 describe('the web console', () => {
   it('serves index.html at / with no-cache, a strict CSP and <base href> set to PUBLIC_BASE_URL path', async () => {
-    const res = await t.request('GET', '/');
+    const res = await t.raw('GET', '/');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(res.headers['cache-control']).toBe('no-cache');
@@ -44,21 +45,21 @@ describe('the web console', () => {
   });
 
   it('answers a revalidation of index.html with 304', async () => {
-    const first = await t.request('GET', '/');
-    const again = await t.request('GET', '/', { headers: { 'if-none-match': String(first.headers.etag) } });
+    const first = await t.raw('GET', '/');
+    const again = await t.raw('GET', '/', { headers: { 'if-none-match': String(first.headers.etag) } });
     expect(again.status).toBe(304);
     expect(again.text).toBe('');
   });
 
   it('serves hashed assets as immutable with their type', async () => {
-    const js = await t.request('GET', '/assets/index-AbC123.js');
+    const js = await t.raw('GET', '/assets/index-AbC123.js');
     expect(js.status).toBe(200);
     expect(js.headers['content-type']).toBe('text/javascript; charset=utf-8');
     expect(js.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     expect(js.text).toBe('console.log("console")');
-    const css = await t.request('GET', '/assets/index-Def456.css');
+    const css = await t.raw('GET', '/assets/index-Def456.css');
     expect(css.headers['content-type']).toBe('text/css; charset=utf-8');
-    const icon = await t.request('GET', '/favicon.svg');
+    const icon = await t.raw('GET', '/favicon.svg');
     expect(icon.status).toBe(200);
     expect(icon.headers['content-type']).toBe('image/svg+xml');
     expect(icon.headers['cache-control']).toBe('no-cache');
@@ -66,25 +67,25 @@ describe('the web console', () => {
 
   it("answers index.html for the console's own routes (a reload of a deep link)", async () => {
     for (const url of ['/agents', '/agents/0190aaaa-0000-7000-8000-000000000000', '/runs/x', '/playground', '/tasks?tab=cron']) {
-      const res = await t.request('GET', url);
+      const res = await t.raw('GET', url);
       expect(res.status, url).toBe(200);
       expect(res.text, url).toContain('<div id="root">');
     }
   });
 
   it('keeps unknown API paths and unknown files problem+json 404s', async () => {
-    expectProblem(await t.request('GET', '/api/v1/nothing-here'), 404, 'route_not_found');
+    expectProblem(await t.raw('GET', '/api/v1/nothing-here'), 404, 'route_not_found');
     // Unknown /v1 paths answer in OpenAI's error shape (docs/clients.md), not the console's page.
-    const v1 = await t.request('GET', '/v1/nothing');
+    const v1 = await t.raw('GET', '/v1/nothing');
     expect(v1.status).toBe(404);
     expect(v1.body.error).toMatchObject({ type: 'invalid_request_error', code: 'route_not_found' });
-    expectProblem(await t.request('GET', '/nothing-here'), 404, 'route_not_found');
-    expectProblem(await t.request('GET', '/assets/missing.js'), 404, 'route_not_found');
+    expectProblem(await t.raw('GET', '/nothing-here'), 404, 'route_not_found');
+    expectProblem(await t.raw('GET', '/assets/missing.js'), 404, 'route_not_found');
     // The API itself still answers as before.
     const { key } = await t.tenant();
-    const agents = await t.request('GET', '/api/v1/agents', { key });
-    expect(agents.status).toBe(200);
-    expect(agents.headers['content-security-policy']).toBeUndefined();
+    const agents = await t.api(key).GET('/api/v1/agents');
+    expect(agents.response.status).toBe(200);
+    expect(agents.response.headers.get('content-security-policy')).toBeNull();
   });
 
   it('never serves a file outside the console folder', async () => {
@@ -97,7 +98,7 @@ describe('the web console', () => {
       '/assets/%2e%2e%2f%2e%2e%2fetc%2fpasswd',
       '/assets/....//....//etc/passwd',
     ]) {
-      const res = await t.request('GET', url);
+      const res = await t.raw('GET', url);
       expect(res.status, url).toBe(404);
       expect(res.text, url).not.toContain('TOP-SECRET-CONTENT');
     }
@@ -109,8 +110,8 @@ describe('without a built console', () => {
     const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-no-console-'));
     const app = await startApp({ CONSOLE_DIR: empty });
     try {
-      expectProblem(await app.request('GET', '/'), 404, 'route_not_found');
-      expect((await app.request('GET', '/healthz')).status).toBe(200);
+      expectProblem(await app.raw('GET', '/'), 404, 'route_not_found');
+      expect((await app.api().GET('/healthz')).response.status).toBe(200);
     } finally {
       await app.close();
       fs.rmSync(empty, { recursive: true, force: true });
