@@ -38,12 +38,13 @@ interface SavedAgent {
 }
 
 async function agentOf(name: string): Promise<SavedAgent | undefined> {
-  const list = await t.request('GET', '/api/v1/agents', { key });
-  const summary = list.body.agents.find((a: { name: string }) => a.name === name);
+  const api = t.api(key);
+  const list = await api.GET('/api/v1/agents');
+  const summary = list.data!.agents.find((a) => a.name === name);
   if (!summary) return undefined;
-  const agent = await t.request('GET', `/api/v1/agents/${summary.id}`, { key });
-  const skills = await t.request('GET', `/api/skills/agent/${summary.id}`, { key });
-  return { ...agent.body, skills: skills.body.skills };
+  const agent = await api.GET('/api/v1/agents/{id}', { params: { path: { id: summary.id } } });
+  const skills = await api.GET('/api/skills/agent/{agentId}', { params: { path: { agentId: summary.id } } });
+  return { ...agent.data!, skills: skills.data!.skills };
 }
 
 describeBrowser('the agent form', () => {
@@ -53,12 +54,11 @@ describeBrowser('the agent form', () => {
     t = await startApp({ CONSOLE_DIR: CONSOLE_DIST, OPENAI_API_KEY: 'sk-test-never-called' });
     url = await t.listen();
     ({ key } = await t.tenant('Acme'));
-    const skill = await t.request('POST', '/api/skills', {
-      key,
+    const skill = await t.api(key).POST('/api/skills', {
       body: { name: 'order-lookup', description: 'Finds an order by its number', instructions: 'Ask for the order number first.' },
     });
-    expect(skill.status, skill.text).toBe(201);
-    skillId = skill.body.id;
+    expect(skill.response.status, JSON.stringify(skill.error)).toBe(201);
+    skillId = skill.data!.id;
     billingId = (await t.agent(key, { name: 'Billing' })).id;
     ({ browser, page } = await openRecordedPage(pageErrors));
     await signIn(page, url, key);
@@ -188,8 +188,8 @@ describeBrowser('the agent form', () => {
   it('hides header values (a reveal toggle); skills that could not be loaded stay off and a save leaves them, and one assigned since', async () => {
     const agentId = (await agentOf('Orders'))!.id;
     const assign = async (id: string, priority: number) => {
-      const res = await t.request('POST', `/api/skills/${id}/assign`, { key, body: { agentId, priority } });
-      expect(res.status, res.text).toBeLessThan(300);
+      const res = await t.api(key).POST('/api/skills/{id}/assign', { params: { path: { id } }, body: { agentId, priority } });
+      expect(res.response.status, JSON.stringify(res.error)).toBeLessThan(300);
     };
     await assign(skillId, 2);
     const skillsOfAgent = `**/api/skills/agent/${agentId}`;
@@ -233,15 +233,14 @@ describeBrowser('the agent form', () => {
     // Loaded this time; a skill assigned by someone else meanwhile is not the form's to remove.
     await page.reload();
     await page.getByTestId('skill-row').first().waitFor();
-    const late = await t.request('POST', '/api/skills', {
-      key,
+    const late = await t.api(key).POST('/api/skills', {
       body: { name: 'late-skill', description: 'Assigned after the form was filled', instructions: 'Be late.' },
     });
-    expect(late.status, late.text).toBe(201);
-    await assign(late.body.id, 1);
+    expect(late.response.status, JSON.stringify(late.error)).toBe(201);
+    await assign(late.data!.id, 1);
     await page.getByRole('button', { name: 'Remove skill' }).click();
     await page.getByRole('button', { name: 'Save' }).click();
-    await expect.poll(async () => (await agentOf('Orders'))?.skills.map((s) => s.id)).toEqual([late.body.id]);
+    await expect.poll(async () => (await agentOf('Orders'))?.skills.map((s) => s.id)).toEqual([late.data!.id]);
     expect(pageErrors).toEqual([]);
   });
 });

@@ -77,7 +77,7 @@ describeBrowser('the console: policy conditions and chat attachments', () => {
     await page.getByRole('heading', { name: 'TBAC policies' }).waitFor();
     // Enforce: a call no policy allows is refused, so the policy's conditions decide it.
     await page.getByText('enforce (deny)').click();
-    await expect.poll(async () => (await t.request('GET', '/api/v1/identity/tbac/mode', { key })).body.mode).toBe('enforce');
+    await expect.poll(async () => (await t.api(key).GET('/api/v1/identity/tbac/mode')).data!.mode).toBe('enforce');
 
     await choose('Caller', 'Planner');
     await choose('Callee', 'Researcher');
@@ -89,7 +89,8 @@ describeBrowser('the console: policy conditions and chat attachments', () => {
     await page.getByRole('button', { name: 'Add policy' }).click();
     await page.getByText('Not added').waitFor();
     expect(await errorOf('Expires at (UTC)')).toContain('must be later than notBefore');
-    expect((await t.request('GET', '/api/v1/identity/tbac/policies', { key })).body.policies).toEqual([]);
+    const policiesNow = async () => (await t.api(key).GET('/api/v1/identity/tbac/policies')).data!.policies;
+    expect(await policiesNow()).toEqual([]);
 
     // A daily window around now, until a later date.
     await page.getByLabel('Applies from (UTC)').fill('');
@@ -99,7 +100,7 @@ describeBrowser('the console: policy conditions and chat attachments', () => {
     await page.getByRole('button', { name: 'Add policy' }).click();
     const row = page.getByTestId('policies').getByRole('row').filter({ hasText: 'office hours' });
     await row.getByText('holds now').waitFor();
-    let policies = (await t.request('GET', '/api/v1/identity/tbac/policies', { key })).body.policies;
+    let policies = await policiesNow();
     expect(policies).toHaveLength(1);
     const policyId = policies[0].id;
     expect(policies[0]).toMatchObject({
@@ -108,7 +109,7 @@ describeBrowser('the console: policy conditions and chat attachments', () => {
       description: 'office hours',
       conditions: { notAfter: '2099-01-01T00:00:00.000Z', timeWindow: { start: utcTime(-1), end: utcTime(1) } },
     });
-    expect(policies[0].conditions.notBefore).toBeUndefined();
+    expect(policies[0].conditions!.notBefore).toBeUndefined();
 
     // Inside the window: the allow policy decides.
     await choose('Caller agent', 'Planner');
@@ -137,7 +138,7 @@ describeBrowser('the console: policy conditions and chat attachments', () => {
     await page.getByLabel('Daily window end (UTC)').fill(utcTime(3));
     await page.getByRole('button', { name: 'Save policy' }).click();
     await row.getByText('not now').waitFor();
-    policies = (await t.request('GET', '/api/v1/identity/tbac/policies', { key })).body.policies;
+    policies = await policiesNow();
     expect(policies).toHaveLength(1);
     expect(policies[0]).toMatchObject({
       id: policyId,
@@ -156,7 +157,7 @@ describeBrowser('the console: policy conditions and chat attachments', () => {
     // The row showed 'not now' (the window above): it goes once the saved policy has no conditions.
     await row.getByText('not now').waitFor({ state: 'detached' });
     expect(await row.getByText('holds now').count()).toBe(0);
-    expect((await t.request('GET', '/api/v1/identity/tbac/policies', { key })).body.policies[0].conditions).toBeNull();
+    expect((await policiesNow())[0].conditions).toBeNull();
     await page.getByRole('button', { name: 'Test decision' }).click();
     await decision.filter({ hasText: 'Allowed' }).waitFor();
   });
@@ -204,15 +205,17 @@ describeBrowser('the console: policy conditions and chat attachments', () => {
     // The conversation holds the files: the user's message names both, and they are the tenant's.
     const conversationId = new URL(page.url()).searchParams.get('conversationId');
     expect(conversationId).toBeTruthy();
-    const messages = (await t.request('GET', `/api/v1/conversations/${conversationId}/messages`, { key })).body.messages;
-    const user = messages.find((m: { role: string }) => m.role === 'user');
+    const api = t.api(key);
+    const messages = (await api.GET('/api/v1/conversations/{id}/messages', { params: { path: { id: conversationId! } } })).data!.messages;
+    const user = messages.find((m) => m.role === 'user')!;
     expect(user.content).toBe('what do these say?');
     expect(user.attachments).toHaveLength(2);
-    const files = await Promise.all(user.attachments.map((id: string) => t.request('GET', `/api/v1/files/${id}`, { key })));
-    expect(files.map((f) => f.status)).toEqual([200, 200]);
-    expect(files.map((f) => f.body.name).sort()).toEqual(['data.json', 'notes.txt']);
-    const content = await t.request('GET', `/api/v1/files/${files.find((f) => f.body.name === 'notes.txt')!.body.id}/content`, { key });
-    expect(content.text).toBe('the launch code is 4417\n');
+    const files = await Promise.all(user.attachments!.map((id) => api.GET('/api/v1/files/{id}', { params: { path: { id } } })));
+    expect(files.map((f) => f.response.status)).toEqual([200, 200]);
+    expect(files.map((f) => f.data!.name).sort()).toEqual(['data.json', 'notes.txt']);
+    const notes = files.find((f) => f.data!.name === 'notes.txt')!.data!.id;
+    const content = await api.GET('/api/v1/files/{id}/content', { params: { path: { id: notes } }, parseAs: 'text' });
+    expect(content.data).toBe('the launch code is 4417\n');
 
     // After a reload the stored message still shows its attachments.
     await page.reload();
