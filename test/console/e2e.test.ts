@@ -1,8 +1,9 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import {
   CONSOLE_DIST,
   SCREENSHOTS,
@@ -97,9 +98,9 @@ describeBrowser('the console in a browser', () => {
     expect(await page.getByRole('checkbox', { name: 'skills' }).isChecked()).toBe(true);
     await page.getByRole('button', { name: 'Create agent' }).click();
     await page.getByRole('heading', { name: 'Support' }).waitFor();
-    const agents = await t.request('GET', '/api/v1/agents', { key });
-    expect(agents.body.agents.map((a: { name: string }) => a.name)).toEqual(['Support']);
-    expect(new URL(page.url()).pathname).toBe(`/agents/${agents.body.agents[0].id}`);
+    const agents = (await t.api(key).GET('/api/v1/agents')).data!;
+    expect(agents.agents.map((a) => a.name)).toEqual(['Support']);
+    expect(new URL(page.url()).pathname).toBe(`/agents/${agents.agents[0].id}`);
     await page.getByRole('link', { name: 'Agents' }).click();
     await page.getByRole('link', { name: 'Support' }).waitFor();
     await shot('agents');
@@ -134,12 +135,10 @@ describeBrowser('the console in a browser', () => {
     await page.getByRole('button', { name: 'Stop' }).click();
     await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' });
     const conversationId = new URL(page.url()).searchParams.get('conversationId')!;
-    const runs = await t.request('GET', `/api/v1/agents/${(await t.request('GET', '/api/v1/agents', { key })).body.agents[0].id}/runs`, {
-      key,
-    });
-    const slow = runs.body.runs.find(
-      (r: { input?: string; status: string; conversationId: string }) => r.conversationId === conversationId && r.status !== 'completed',
-    );
+    const api = t.api(key);
+    const agentId = (await api.GET('/api/v1/agents')).data!.agents[0].id;
+    const runs = (await api.GET('/api/v1/agents/{id}/runs', { params: { path: { id: agentId } } })).data!;
+    const slow = runs.runs.find((r) => r.conversationId === conversationId && r.status !== 'completed');
     expect(slow?.status).toBe('cancelled');
     const stopped = (await page.locator('[data-author=assistant]').last().textContent()) ?? '';
     expect(stopped).toContain('w0');
@@ -184,21 +183,21 @@ describeBrowser('the console in a browser', () => {
     await shot('tasks-cron');
     await dialog.getByRole('button', { name: 'Create task' }).click();
     await page.getByRole('heading', { name: 'Morning digest' }).waitFor();
-    const tasks = await t.request('GET', '/api/v1/tasks', { key });
-    expect(tasks.body.tasks).toHaveLength(1);
-    expect(tasks.body.tasks[0]).toMatchObject({ type: 'scheduled', schedule: '30 8 * * 1-5' });
-    const task = await t.request('GET', `/api/v1/tasks/${tasks.body.tasks[0].id}`, { key });
-    expect(task.body.timezone).toBe('Asia/Tokyo');
+    const tasks = (await t.api(key).GET('/api/v1/tasks')).data!.tasks;
+    expect(tasks).toHaveLength(1);
+    expect(tasks[0]).toMatchObject({ type: 'scheduled', schedule: '30 8 * * 1-5' });
+    const task = await t.api(key).GET('/api/v1/tasks/{id}', { params: { path: { id: tasks[0].id } } });
+    expect(task.data!.timezone).toBe('Asia/Tokyo');
     expect((await page.getByTestId('cron-preview').locator('li').allTextContents())[0]).toBe(times[0]);
   });
 
   it('approves a task awaiting approval from the inbox, with its count in the navigation', async () => {
-    const agentId = (await t.request('GET', '/api/v1/agents', { key })).body.agents[0].id;
-    const created = await t.request('POST', '/api/v1/tasks', {
-      key,
+    const api = t.api(key);
+    const agentId = (await api.GET('/api/v1/agents')).data!.agents[0].id;
+    const created = await api.POST('/api/v1/tasks', {
       body: { name: 'Refund order A-17', description: 'Refund 40 EUR to the customer', agentId, requiresApproval: true },
     });
-    expect(created.status, created.text).toBe(201);
+    expect(created.response.status, JSON.stringify(created.error)).toBe(201);
     await page.getByRole('link', { name: /^Approvals/ }).click();
     await page.getByTestId('approvals-badge').filter({ hasText: '1' }).waitFor();
     const item = page.getByTestId('approval').filter({ hasText: 'Refund order A-17' });
@@ -207,9 +206,9 @@ describeBrowser('the console in a browser', () => {
     await item.getByRole('button', { name: 'Approve' }).click();
     await page.getByText('Nothing is waiting for a decision.').waitFor();
     await page.getByTestId('approvals-badge').waitFor({ state: 'detached' });
-    const task = await t.request('GET', `/api/v1/tasks/${created.body.id}`, { key });
-    expect(task.body.status).not.toBe('awaiting_approval');
-    expect(task.body.approval.decision).toBe('approved');
+    const task = (await api.GET('/api/v1/tasks/{id}', { params: { path: { id: created.data!.id } } })).data!;
+    expect(task.status).not.toBe('awaiting_approval');
+    expect(task.approval!.decision).toBe('approved');
   });
 
   it('creates a TBAC policy and tests a decision through authorize', async () => {
@@ -224,9 +223,9 @@ describeBrowser('the console in a browser', () => {
     await page.getByRole('textbox', { name: 'Description', exact: true }).fill('no searching');
     await page.getByRole('button', { name: 'Add policy' }).click();
     await page.getByTestId('policies').getByText('no searching').waitFor();
-    const policies = await t.request('GET', '/api/v1/identity/tbac/policies', { key });
-    expect(policies.body.policies).toHaveLength(1);
-    expect(policies.body.policies[0]).toMatchObject({ toolName: 'search', effect: 'deny' });
+    const { policies } = (await t.api(key).GET('/api/v1/identity/tbac/policies')).data!;
+    expect(policies).toHaveLength(1);
+    expect(policies[0]).toMatchObject({ toolName: 'search', effect: 'deny' });
 
     await choose('Caller agent', 'Planner');
     await choose('Callee agent', 'Researcher');
@@ -243,14 +242,14 @@ describeBrowser('the console in a browser', () => {
     await page.getByRole('button', { name: 'Test decision' }).click();
     await decision.filter({ hasText: 'Allowed' }).waitFor();
     expect(await decision.textContent()).toContain('policy_allow');
-    expect(await decision.textContent()).toContain(policies.body.policies[0].id);
+    expect(await decision.textContent()).toContain(policies[0].id);
     await shot('identity');
   });
 
   it("shows the runs' cost on the usage page, and a run's timeline", async () => {
     await page.getByRole('link', { name: 'Usage' }).click();
-    const usage = await t.request('GET', '/api/v1/usage/daily', { key });
-    const total = usage.body.rows.reduce((sum: number, row: { costUsd: number }) => sum + row.costUsd, 0);
+    const usage = (await t.api(key).GET('/api/v1/usage/daily')).data!;
+    const total = usage.rows.reduce((sum, row) => sum + row.costUsd, 0);
     expect(total).toBeGreaterThan(0);
     await page
       .getByTestId('usage-cost')
@@ -271,11 +270,10 @@ describeBrowser('the console in a browser', () => {
       name: 'Careful',
       configuration: { approval: { rules: [{ tool: 'skill_discover', reason: 'look before searching' }] } },
     });
-    const executed = await t.request('POST', `/api/v1/agents/${agent.id}/execute`, {
-      key,
-      body: { message: '/tool skill_discover {"query":"orders"}' },
-    });
-    expect(executed.body.status, executed.text).toBe('awaiting_approval');
+    const api = t.api(key);
+    const executed = await execute(api, agent.id, { message: '/tool skill_discover {"query":"orders"}' });
+    expect(executed.run?.status, JSON.stringify(executed.data ?? executed.error)).toBe('awaiting_approval');
+    const runId = executed.run!.runId;
     await page.getByRole('link', { name: /^Approvals/ }).click();
     const item = page.getByTestId('approval').filter({ hasText: 'skill_discover' });
     await item.getByText('look before searching').waitFor();
@@ -287,14 +285,15 @@ describeBrowser('the console in a browser', () => {
     await editor.fill('{"query":"refunds"}');
     await page.getByRole('button', { name: 'Approve with these' }).click();
     await page.getByText('Nothing is waiting for a decision.').waitFor();
-    const deadline = Date.now() + 15_000;
-    let run = await t.request('GET', `/api/v1/runs/${executed.body.runId}`, { key });
-    while (run.body.status !== 'completed' && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-      run = await t.request('GET', `/api/v1/runs/${executed.body.runId}`, { key });
-    }
-    expect(run.body.status, run.text).toBe('completed');
-    expect(run.body.toolCalls[0]).toMatchObject({ name: 'skill_discover', input: { query: 'refunds' } });
+    const run = await vi.waitFor(
+      async () => {
+        const { data } = await api.GET('/api/v1/runs/{runId}', { params: { path: { runId } } });
+        expect(data!.status, JSON.stringify(data)).toBe('completed');
+        return data!;
+      },
+      { timeout: 15_000, interval: 100 },
+    );
+    expect(run.toolCalls[0]).toMatchObject({ name: 'skill_discover', input: { query: 'refunds' } });
   });
 
   it('shows a tool call waiting for approval in the chat; approved there, the answer goes on', async () => {
@@ -310,10 +309,8 @@ describeBrowser('the console in a browser', () => {
     const answer = page.locator('[data-author=assistant]').last();
     await answer.getByText('skill_discover returned', { exact: false }).waitFor();
     await page.getByTestId('chat-approval').waitFor({ state: 'detached' });
-    const approvals = await t.request('GET', '/api/v1/approvals?status=approved&kind=tool_call', { key });
-    expect(approvals.body.approvals.map((a: { toolCall: { arguments: unknown } }) => a.toolCall.arguments)).toContainEqual({
-      query: 'invoices',
-    });
+    const approvals = (await t.api(key).GET('/api/v1/approvals', { params: { query: { status: 'approved', kind: 'tool_call' } } })).data!;
+    expect(approvals.approvals.map((a) => a.toolCall!.arguments)).toContainEqual({ query: 'invoices' });
   });
 
   it('searches agents by name on the server, past the first page', async () => {
@@ -331,9 +328,9 @@ describeBrowser('the console in a browser', () => {
   it('lists runs of every agent from GET /api/v1/runs, filtered by the server', async () => {
     await page.getByRole('link', { name: 'Runs' }).click();
     await choose('Kind', 'execute');
-    const expected = await t.request('GET', '/api/v1/runs?kind=execute&limit=50', { key });
-    expect(expected.body.total).toBeGreaterThan(0);
-    for (const run of expected.body.runs) await page.getByRole('link', { name: run.runId.slice(-12) }).waitFor();
+    const expected = (await t.api(key).GET('/api/v1/runs', { params: { query: { kind: 'execute', limit: 50 } } })).data!;
+    expect(expected.total).toBeGreaterThan(0);
+    for (const run of expected.runs) await page.getByRole('link', { name: run.runId.slice(-12) }).waitFor();
     await page
       .getByRole('row')
       .filter({ hasText: /\bchat\b/ })
