@@ -1,8 +1,9 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/app.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { type ApiResult, startApp, type TestApp } from '../helpers/app.js';
+import { execute } from '../helpers/execute.js';
 import { zip } from '../skills/helpers.js';
 import {
   CONSOLE_DIST,
@@ -134,16 +135,20 @@ async function dropFile(target: Locator, name: string, data: Buffer, type: strin
   await target.dispatchEvent('drop', { dataTransfer });
 }
 
-async function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 15_000;
-  let value = await read();
-  while (!ok(value)) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 100));
-    value = await read();
-  }
-  return value;
+/** `read` again until `ok` holds; after 15 s the test fails with the last value read. */
+function until<T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> {
+  return vi.waitFor(
+    async () => {
+      const value = await read();
+      if (!ok(value)) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
+      return value;
+    },
+    { timeout: 15_000, interval: 100 },
+  );
 }
+
+/** The token endpoint takes a form. */
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
 describeBrowser('the console, page by page', () => {
   beforeAll(async () => {
@@ -163,24 +168,23 @@ describeBrowser('the console, page by page', () => {
 
   it('greys out what a read-only key may not do, with the reason, on every page (the API refuses it too)', async () => {
     // Something to act on in each page: a task, one awaiting approval, a skill.
-    const task = await t.request('POST', '/api/v1/tasks', {
-      key,
-      body: { name: 'Weekly report', description: 'Sum up the week', agentId },
-    });
-    expect(task.status, task.text).toBe(201);
-    const pending = await t.request('POST', '/api/v1/tasks', {
-      key,
+    const api = t.api(key);
+    const task = await api.POST('/api/v1/tasks', { body: { name: 'Weekly report', description: 'Sum up the week', agentId } });
+    expect(task.response.status, JSON.stringify(task.error)).toBe(201);
+    const taskId = task.data!.id;
+    const pending = await api.POST('/api/v1/tasks', {
       body: { name: 'Refund B-9', description: 'Refund 10 EUR', agentId, requiresApproval: true },
     });
-    expect(pending.status, pending.text).toBe(201);
-    const skill = await t.request('POST', '/api/skills/import', {
-      key,
+    expect(pending.response.status, JSON.stringify(pending.error)).toBe(201);
+    const skill = await api.POST('/api/skills/import', {
+      body: SKILL_MD('greetings', 'Say hello.'),
       headers: { 'content-type': 'text/markdown' },
-      payload: SKILL_MD('greetings', 'Say hello.'),
+      bodySerializer: (md) => md,
     });
-    expect(skill.status, skill.text).toBe(201);
-    const assigned = await t.request('POST', `/api/skills/${skill.body.id}/assign`, { key, body: { agentId } });
-    expect(assigned.status, assigned.text).toBeLessThan(300);
+    expect(skill.response.status, JSON.stringify(skill.error)).toBe(201);
+    const skillId = skill.data!.id;
+    const assigned = await api.POST('/api/skills/{id}/assign', { params: { path: { id: skillId } }, body: { agentId } });
+    expect(assigned.response.status, JSON.stringify(assigned.error)).toBeLessThan(300);
 
     await signIn(readKey);
     const lacks = (permission: string) => `this key lacks ${permission}`;
@@ -213,11 +217,8 @@ describeBrowser('the console, page by page', () => {
       name: 'Careful',
       configuration: { approval: { rules: [{ tool: 'skill_discover', reason: 'look before searching' }] } },
     });
-    const waiting = await t.request('POST', `/api/v1/agents/${careful.id}/execute`, {
-      key,
-      body: { message: '/tool skill_discover {"query":"orders"}' },
-    });
-    expect(waiting.body.status, waiting.text).toBe('awaiting_approval');
+    const waiting = await execute(api, careful.id, { message: '/tool skill_discover {"query":"orders"}' });
+    expect(waiting.run?.status, JSON.stringify(waiting.data ?? waiting.error)).toBe('awaiting_approval');
     const call = page.getByTestId('approval').filter({ hasText: 'look before searching' });
     await expectGreyed(call.getByRole('button', { name: 'Edit arguments…' }), lacks('agents:write'));
     await expectGreyed(call.getByRole('button', { name: /^Reject/ }), lacks('agents:write'));
@@ -244,30 +245,34 @@ describeBrowser('the console, page by page', () => {
     expect(await page.getByRole('button', { name: 'Create key' }).count()).toBe(0);
 
     // The API refuses the same key what the page greys out.
-    for (const [method, route, body] of [
-      ['POST', '/api/v1/agents', { name: 'x', appId: 'x' }],
-      ['POST', `/api/v1/tasks/${task.body.id}/run`, undefined],
-      ['POST', `/api/v1/identity/agents/${agentId}/keys/rotate`, undefined],
-      ['POST', `/api/skills/${skill.body.id}/assign`, { agentId }],
-      ['POST', '/api/v1/api-keys', { name: 'x', permissions: ['agents:read'] }],
-    ] as const) {
-      const refused = await t.request(method, route, { key: readKey, body });
-      expect(refused.status, `${route}: ${refused.text}`).toBe(403);
+    const reader = t.api(readKey);
+    for (const [route, call] of [
+      ['/api/v1/agents', () => reader.POST('/api/v1/agents', { body: { name: 'x', appId: 'x' } })],
+      [`/api/v1/tasks/${taskId}/run`, () => reader.POST('/api/v1/tasks/{id}/run', { params: { path: { id: taskId } }, body: {} })],
+      [
+        `/api/v1/identity/agents/${agentId}/keys/rotate`,
+        () => reader.POST('/api/v1/identity/agents/{agentId}/keys/rotate', { params: { path: { agentId } } }),
+      ],
+      [
+        `/api/skills/${skillId}/assign`,
+        () => reader.POST('/api/skills/{id}/assign', { params: { path: { id: skillId } }, body: { agentId } }),
+      ],
+      ['/api/v1/api-keys', () => reader.POST('/api/v1/api-keys', { body: { name: 'x', permissions: ['agents:read'] } })],
+    ] as [string, () => Promise<ApiResult>][]) {
+      const refused = await call();
+      expect(refused.response.status, `${route}: ${JSON.stringify(refused.error)}`).toBe(403);
     }
   });
 
   it('signs in with an OAuth access token (client_credentials from an API key), which is greyed out by its scope', async () => {
-    const me = await t.request('GET', '/api/v1/tenant', { key });
-    const issued = await t.request('POST', '/api/v1/identity/oauth/token', {
-      headers: {
-        authorization: `Basic ${Buffer.from(`${me.body.credential.id}:${key}`).toString('base64')}`,
-        'content-type': 'application/x-www-form-urlencoded',
-      },
-      payload: 'grant_type=client_credentials&scope=agents%3Aread',
+    const me = (await t.api(key).GET('/api/v1/tenant')).data!;
+    const issued = await t.api().POST('/api/v1/identity/oauth/token', {
+      body: { grant_type: 'client_credentials', scope: 'agents:read' },
+      headers: { authorization: `Basic ${Buffer.from(`${me.credential.id}:${key}`).toString('base64')}`, ...FORM },
     });
-    expect(issued.status, issued.text).toBe(200);
-    const token: string = issued.body.access_token;
-    expect((await t.request('GET', '/api/v1/tenant', { key: token })).body.credential).toMatchObject({
+    expect(issued.response.status, JSON.stringify(issued.error)).toBe(200);
+    const token = issued.data!.access_token;
+    expect((await t.api(token).GET('/api/v1/tenant')).data!.credential).toMatchObject({
       type: 'access_token',
       permissions: ['agents:read'],
     });
@@ -281,32 +286,32 @@ describeBrowser('the console, page by page', () => {
 
     // A delegation token (token exchange) is for agent-to-agent calls, not the API: the sign-in says so.
     const callee = await t.agent(key, { name: 'Callee' });
-    const svid = await t.request('POST', `/api/v1/identity/agents/${agentId}/svid`, {
-      key,
+    const svid = await t.api(key).POST('/api/v1/identity/agents/{agentId}/svid', {
+      params: { path: { agentId } },
       body: { audience: t.config.issuer, ttlSeconds: 60 },
     });
-    expect(svid.status, svid.text).toBe(200);
-    const exchanged = await t.request('POST', '/api/v1/identity/oauth/token', {
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({
+    expect(svid.response.status, JSON.stringify(svid.error)).toBe(200);
+    const exchanged = await t.api().POST('/api/v1/identity/oauth/token', {
+      body: {
         grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
-        subject_token: svid.body.svid,
+        subject_token: svid.data!.svid,
         subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
         audience: callee.id,
         scope: 'tools:search',
-      }).toString(),
+      },
+      headers: FORM,
     });
-    expect(exchanged.status, exchanged.text).toBe(200);
-    await page.getByLabel('API key or access token').fill(exchanged.body.access_token);
+    expect(exchanged.response.status, JSON.stringify(exchanged.error)).toBe(200);
+    await page.getByLabel('API key or access token').fill(exchanged.data!.access_token);
     await page.getByRole('button', { name: 'Sign in' }).click();
     const refused = page.getByRole('alert').filter({ hasText: 'Not signed in' });
     await refused.waitFor();
     expect(await refused.textContent()).toMatch(/agent-to-agent|delegation/i);
-    await t.request('DELETE', `/api/v1/agents/${callee.id}`, { key });
+    await t.api(key).DELETE('/api/v1/agents/{id}', { params: { path: { id: callee.id } } });
   });
 
   it('switches to the dark theme: dark background, light text, the charts follow, kept across a reload', async () => {
-    await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: 'hello there' } });
+    await execute(t.api(key), agentId, { message: 'hello there' });
     await signIn(key);
     await open('Usage');
     await page.locator('.recharts-bar-rectangle').first().waitFor();
@@ -415,7 +420,9 @@ describeBrowser('the console, page by page', () => {
       await page.getByRole('menuitem', { name: item }).click();
       await page.getByRole('menu').waitFor({ state: 'detached' });
     };
-    const status = async () => (await t.request('GET', `/api/v1/agents/${agentId}`, { key })).body.status;
+    const api = t.api(key);
+    const agentPath = (id: string) => ({ params: { path: { id } } });
+    const status = async () => (await api.GET('/api/v1/agents/{id}', agentPath(agentId))).data!.status;
     const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'Support', exact: true }) });
 
     await menuAction('Actions for Support', 'Pause');
@@ -428,7 +435,7 @@ describeBrowser('the console, page by page', () => {
 
     await menuAction('Actions for Support', 'Duplicate');
     await page.getByRole('link', { name: 'Support (copy)' }).waitFor();
-    const agents = (await t.request('GET', '/api/v1/agents', { key })).body.agents as { id: string; name: string; appId: string }[];
+    const { agents } = (await api.GET('/api/v1/agents')).data!;
     const copy = agents.find((a) => a.name === 'Support (copy)');
     expect(copy).toMatchObject({ appId: 'demo' });
 
@@ -438,25 +445,23 @@ describeBrowser('the console, page by page', () => {
     await dialog.getByText('Support (copy)').waitFor();
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'detached' });
-    expect((await t.request('GET', `/api/v1/agents/${copy!.id}`, { key })).status).toBe(200);
+    expect((await api.GET('/api/v1/agents/{id}', agentPath(copy!.id))).response.status).toBe(200);
     await menuAction('Actions for Support (copy)', 'Delete…');
     await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
     await page.getByRole('link', { name: 'Support (copy)' }).waitFor({ state: 'detached' });
-    expect((await t.request('GET', `/api/v1/agents/${copy!.id}`, { key })).status).toBe(404);
+    expect((await api.GET('/api/v1/agents/{id}', agentPath(copy!.id))).response.status).toBe(404);
   });
 
   it('runs a task now, cancels, retries and deletes it; a webhook task shows its URL and secret once', async () => {
+    const api = t.api(key);
+    const taskPath = (id: string) => ({ params: { path: { id } } });
     const create = async (name: string, description: string) => {
-      const created = await t.request('POST', '/api/v1/tasks', {
-        key,
-        body: { name, description, agentId, type: 'scheduled', schedule: '0 3 * * *' },
-      });
-      expect(created.status, created.text).toBe(201);
-      return created.body.id as string;
+      const created = await api.POST('/api/v1/tasks', { body: { name, description, agentId, type: 'scheduled', schedule: '0 3 * * *' } });
+      expect(created.response.status, JSON.stringify(created.error)).toBe(201);
+      return created.data!.id;
     };
-    const runsOf = (taskId: string) => async () =>
-      (await t.request('GET', `/api/v1/tasks/${taskId}/runs`, { key })).body.runs as { status: string }[];
-    const statusOf = (taskId: string) => async () => (await t.request('GET', `/api/v1/tasks/${taskId}`, { key })).body.status as string;
+    const runsOf = (taskId: string) => async () => (await api.GET('/api/v1/tasks/{id}/runs', taskPath(taskId))).data!.runs;
+    const statusOf = (taskId: string) => async () => (await api.GET('/api/v1/tasks/{id}', taskPath(taskId))).data!.status;
     const button = (name: string) => page.getByRole('button', { name, exact: true });
 
     // A slow run: started now, then cancelled. What the state does not allow is greyed out with why.
@@ -480,11 +485,11 @@ describeBrowser('the console, page by page', () => {
     const dialog = page.getByRole('dialog', { name: 'Delete task' });
     await dialog.getByRole('button', { name: 'Keep' }).click();
     await dialog.waitFor({ state: 'detached' });
-    expect((await t.request('GET', `/api/v1/tasks/${slow}`, { key })).status).toBe(200);
+    expect((await api.GET('/api/v1/tasks/{id}', taskPath(slow))).response.status).toBe(200);
     await button('Delete…').click();
     await dialog.getByRole('button', { name: 'Delete', exact: true }).click();
     await page.getByRole('heading', { name: 'Tasks', exact: true }).waitFor();
-    expect((await t.request('GET', `/api/v1/tasks/${slow}`, { key })).status).toBe(404);
+    expect((await api.GET('/api/v1/tasks/{id}', taskPath(slow))).response.status).toBe(404);
     await page.getByRole('link', { name: 'Slow digest' }).waitFor({ state: 'detached' });
 
     // A run that fails, then retried from the page.
@@ -511,16 +516,18 @@ describeBrowser('the console, page by page', () => {
     await form.getByRole('button', { name: 'Create task' }).click();
     const shown = page.getByRole('dialog', { name: 'Webhook created' });
     const secret = (await shown.getByTestId('webhook-secret').textContent())!;
-    const tasks = (await t.request('GET', '/api/v1/tasks', { key })).body.tasks as { id: string; name: string }[];
-    const webhook = await t.request('GET', `/api/v1/tasks/${tasks.find((x) => x.name === 'Inbound order')!.id}`, { key });
-    expect(webhook.body.trigger.url).toBeTruthy();
-    await shown.getByText(webhook.body.trigger.url, { exact: true }).waitFor();
+    const { tasks } = (await api.GET('/api/v1/tasks')).data!;
+    const webhook = (await api.GET('/api/v1/tasks/{id}', taskPath(tasks.find((x) => x.name === 'Inbound order')!.id))).data!;
+    const { trigger } = webhook;
+    if (trigger?.type !== 'webhook') throw new Error(`expected a webhook trigger, got ${JSON.stringify(trigger)}`);
+    expect(trigger.url).toBeTruthy();
+    await shown.getByText(trigger.url, { exact: true }).waitFor();
     expect(secret.length).toBeGreaterThan(16);
     // The API never shows the secret again, and neither does the page.
-    expect(JSON.stringify(webhook.body)).not.toContain(secret);
+    expect(JSON.stringify(webhook)).not.toContain(secret);
     await page.keyboard.press('Escape');
     await page.getByRole('link', { name: 'Inbound order' }).click();
-    await page.getByText(webhook.body.trigger.url).waitFor();
+    await page.getByText(trigger.url).waitFor();
     expect(await page.content()).not.toContain(secret);
   });
 
@@ -538,7 +545,7 @@ describeBrowser('the console, page by page', () => {
     await dropFile(dropZone, 'returns.zip', archive, 'application/zip');
     await page.getByRole('heading', { name: 'returns' }).waitFor();
     await page.getByText('Accept returns for 30 days.', { exact: false }).waitFor();
-    const skills = (await t.request('GET', '/api/skills', { key })).body.skills as { id: string; name: string }[];
+    const { skills } = (await t.api(key).GET('/api/skills')).data!;
     expect(skills.map((s) => s.name).sort()).toEqual(['greetings', 'returns', 'shipping']);
     const returns = skills.find((s) => s.name === 'returns')!;
 
@@ -546,14 +553,14 @@ describeBrowser('the console, page by page', () => {
     await page.getByLabel('Priority').fill('7');
     await page.getByRole('button', { name: 'Assign', exact: true }).click();
     await page.getByRole('cell', { name: 'priority 7' }).waitFor();
-    const assigned = await t.request('GET', `/api/skills/${returns.id}/agents`, { key });
-    expect(assigned.body.agents).toEqual([expect.objectContaining({ agentId, priority: 7 })]);
+    const assigned = await t.api(key).GET('/api/skills/{id}/agents', { params: { path: { id: returns.id } } });
+    expect(assigned.data!.agents).toEqual([expect.objectContaining({ agentId, priority: 7 })]);
   });
 
   it("shows an agent's SPIFFE ID, client metadata and decoded badge, and rotates and revokes its keys", async () => {
     await open('Identity', 'TBAC policies');
     await choose('Agent', 'Support');
-    const metadata = (await t.request('GET', `/api/v1/identity/agents/${agentId}/client-metadata.json`)).body;
+    const metadata = (await t.api().GET('/api/v1/identity/agents/{agentId}/client-metadata.json', { params: { path: { agentId } } })).data!;
     await page.getByTestId('spiffe-id').filter({ hasText: metadata.spiffe_id }).waitFor();
     await page.getByText(metadata.client_id, { exact: true }).first().waitFor();
     // The page asks for the badge now (not the browser's cached copy): what it decodes is the API's badge
@@ -569,7 +576,7 @@ describeBrowser('the console, page by page', () => {
     expect(shownMetadata).toEqual({ ...metadata, badge: '(decoded beside)' });
 
     const keysOf = async () =>
-      (await t.request('GET', `/api/v1/identity/agents/${agentId}/keys`, { key })).body.keys as { kid: string; status: string }[];
+      (await t.api(key).GET('/api/v1/identity/agents/{agentId}/keys', { params: { path: { agentId } } })).data!.keys;
     const before = await keysOf();
     await page.getByRole('button', { name: 'Rotate key' }).click();
     const after = await until('a new key', keysOf, (keys) => keys.length === before.length + 1);
@@ -593,9 +600,10 @@ describeBrowser('the console, page by page', () => {
   });
 
   it('creates an API key (shown once) and revokes it; filters the audit log; shows the budget and rate limit', async () => {
-    const set = await t.request('PUT', '/api/v1/limits', { key, body: { monthlyBudgetUsd: 25, rateLimitPerMinute: 50_000 } });
-    expect(set.status, set.text).toBe(200);
-    const limits = set.body;
+    const api = t.api(key);
+    const set = await api.PUT('/api/v1/limits', { body: { monthlyBudgetUsd: 25, rateLimitPerMinute: 50_000 } });
+    expect(set.response.status, JSON.stringify(set.error)).toBe(200);
+    const limits = set.data!;
     await open('Usage');
     await page.getByText(`of $${limits.monthlyBudgetUsd},`, { exact: false }).waitFor();
     await page.getByText(`${limits.rateLimitPerMinute} requests/min`).waitFor();
@@ -606,8 +614,8 @@ describeBrowser('the console, page by page', () => {
     const once = page.getByRole('alert').filter({ hasText: 'shown this once' });
     const secret = (await once.locator('code').textContent())!;
     expect(secret).toMatch(/^agk_/);
-    expect((await t.request('GET', '/api/v1/tenant', { key: secret })).body.credential.permissions).toEqual(['agents:read']);
-    const listed = (await t.request('GET', '/api/v1/api-keys', { key })).body;
+    expect((await t.api(secret).GET('/api/v1/tenant')).data!.credential.permissions).toEqual(['agents:read']);
+    const listed = (await api.GET('/api/v1/api-keys')).data;
     expect(JSON.stringify(listed)).not.toContain(secret);
     await once.getByRole('button').click();
     await once.waitFor({ state: 'detached' });
@@ -617,11 +625,11 @@ describeBrowser('the console, page by page', () => {
     await page.getByRole('dialog', { name: 'Revoke API key' }).getByRole('button', { name: 'Revoke' }).click();
     // The list shows active keys (GET /api/v1/api-keys without revoked ones): the revoked key leaves it.
     await page.getByRole('row').filter({ hasText: 'reporting' }).waitFor({ state: 'detached' });
-    expect((await t.request('GET', '/api/v1/tenant', { key: secret })).status).toBe(401);
+    expect((await t.api(secret).GET('/api/v1/tenant')).response.status).toBe(401);
 
     await page.getByRole('tab', { name: 'Audit log' }).click();
     await page.getByRole('textbox', { name: 'Action' }).fill('api_key.revoked');
-    const expected = (await t.request('GET', '/api/v1/audit-events?action=api_key.revoked', { key })).body.events as { action: string }[];
+    const expected = (await api.GET('/api/v1/audit-events', { params: { query: { action: 'api_key.revoked' } } })).data!.events;
     expect(expected.length).toBeGreaterThan(0);
     const rows = page.getByRole('tabpanel', { name: 'Audit log' }).getByRole('row');
     await expect.poll(() => rows.count()).toBe(expected.length);
