@@ -38,38 +38,15 @@ export class RunChannel {
   paused = false;
   /** Someone followed the run live (a stream): kept a while after the end for reconnects. */
   followed = false;
-  /**
-   * Set while the run's start is not written yet: its events wait (the hub skips the channel), so
-   * none is in the database, or sent, before the run itself is.
-   */
-  private held: { released: Promise<void>; release: () => void } | null = null;
-
   constructor(
     readonly runId: string,
     /** The run's tenant: followers from other tenants are not given the channel. */
     readonly tenantId: string,
     private readonly hub: RunEventHub,
-    options: { held?: boolean; firstSeq?: number } = {},
+    options: { firstSeq?: number } = {},
   ) {
     this.firstSeq = options.firstSeq ?? 1;
     this.nextSeq = this.firstSeq;
-    if (options.held) {
-      let release!: () => void;
-      const released = new Promise<void>((r) => (release = r));
-      this.held = { released, release };
-    }
-  }
-
-  get isHeld(): boolean {
-    return this.held !== null;
-  }
-
-  /** The run's start is written: its waiting events go with the hub's next write. */
-  release(): void {
-    if (!this.held) return;
-    this.held.release();
-    this.held = null;
-    if (this.pending.length) this.hub.schedule(this);
   }
 
   emit(event: string, data: Record<string, unknown>): void {
@@ -122,7 +99,6 @@ export class RunChannel {
 
   /** Waits until every event emitted so far is written and published. */
   async flushed(): Promise<void> {
-    if (this.held) await this.held.released;
     // A write under way may hold this channel's earlier events even when none are pending.
     while (this.pending.length || this.hub.writing) await this.hub.flush();
   }
@@ -236,8 +212,8 @@ export class RunEventHub {
     private readonly onUnrecorded: (runId: string, err: unknown) => void = () => {},
   ) {}
 
-  /** `held`: the run's start is not written yet; its events wait until `channel.release()`. `firstSeq`: a resumed run's next seq. */
-  open(runId: string, tenantId: string, options: { held?: boolean; firstSeq?: number } = {}): RunChannel {
+  /** `firstSeq`: a resumed run's next seq. */
+  open(runId: string, tenantId: string, options: { firstSeq?: number } = {}): RunChannel {
     const channel = new RunChannel(runId, tenantId, this, options);
     this.channels.set(runId, channel);
     return channel;
@@ -284,8 +260,6 @@ export class RunEventHub {
     if (!this.dirty.size) return false;
     const batch: [RunChannel, RunEvent[]][] = [];
     for (const channel of this.dirty) {
-      // Its release schedules it again.
-      if (channel.isHeld) continue;
       const events = channel.takePending();
       if (events.length) batch.push([channel, events]);
     }

@@ -12,14 +12,14 @@ import type { RunFinish } from './finish.js';
 import type { Resumed, RunPauses } from './pause.js';
 import { approvalCheck } from '../runtime/tools/approval-policy.js';
 import { observedEvents } from './observer.js';
-import type { ActiveRun, PendingStart, RunResources } from './resources.js';
+import type { ActiveRun, RunResources } from './resources.js';
 import { RunFault, ShutdownAbort, type RunOutcome, type StartRunInput, type SystemPromptContributor } from './types.js';
 import type { RunError } from './views.js';
 
 /** Runs whose caller hears nothing before they end: an answer cut part-way starts its step over (runtime/model-step.ts). */
 const ANSWERED_WHOLE: ReadonlySet<string> = new Set(['execute', 'task', 'delegation']);
 
-/** A run whose start is written (or on its way: `start`), ready to execute here. */
+/** A run whose start is written, ready to execute here. */
 export interface Launch {
   input: StartRunInput;
   runId: string;
@@ -28,7 +28,6 @@ export interface Launch {
   history: StoredTurn[];
   at: string;
   channel: RunChannel;
-  start?: PendingStart;
   /** A run resumed after approval: its loop goes on from the pause with the decisions (pause.ts). */
   resume?: Resumed;
 }
@@ -55,7 +54,6 @@ export class RunExecution {
       closing: false,
       taskId: input.taskId ?? null,
       onFinish: input.onFinish,
-      start: l.start,
     };
     this.r.active.set(runId, activeRun);
     // A run resumed after an approval was counted when it first started.
@@ -140,8 +138,6 @@ export class RunExecution {
         drainInbox: () => activeRun.inbox.splice(0),
         onEvent: observer ? observedEvents(observer, input.kind, x.resume ? undefined : x.startedAtMs, emit) : emit,
         onRetry: observer ? (code, model) => observer.retried(model, code) : undefined,
-        // No tool acts for a run that is not recorded yet.
-        beforeToolCalls: activeRun.start ? () => activeRun.start!.written : undefined,
         toolEventsWritten: () => activeRun.channel.flushed(),
         // The prompt must fit every model a step may be sent to: the agent's and the fallbacks this run uses.
         context: contextOptions(this.r, { tenantId, conversationId, agent, models: [agent.model, ...fallbacks.choices.map((c) => c.id)] }),

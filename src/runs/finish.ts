@@ -148,16 +148,6 @@ export class RunFinish {
       finishedInTransaction: Boolean(activeRun.onFinish),
       awaitedApproval: ending.awaitedApproval,
     });
-    const start = activeRun.start;
-    // A start still on its way is committed first (start.ts, startAhead); one that failed leaves nothing to end.
-    await start?.written.catch(() => {});
-    if (start?.failed) {
-      // The run was never recorded, and its caller was given the error (startAhead).
-      channel.takePending();
-      this.r.active.delete(runId);
-      await this.r.events.close(channel);
-      return null;
-    }
     const write = (end: RunEnd, finished: RunFinished) =>
       this.writeEnd({ runId, conversation: ending.conversation, end, onFinish: activeRun.onFinish, finished });
 

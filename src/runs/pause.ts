@@ -85,56 +85,53 @@ export class RunPauses {
         warnings: p.warnings,
       },
     };
-    await activeRun.start?.written.catch(() => {});
     let events: RunEvent[] = [];
-    const won =
-      !activeRun.start?.failed &&
-      (await this.r.db.kysely
-        .transaction()
-        .execute(async (trx) => {
-          const ids = await port.request(trx, {
-            tenantId,
-            agentId: input.agent.id,
-            runId,
-            conversationId: p.conversationId,
-            calls: waiting.map((c) => ({
-              toolCallId: c.call.toolCallId,
-              name: c.call.toolName,
-              arguments: c.call.input,
+    const won = await this.r.db.kysely
+      .transaction()
+      .execute(async (trx) => {
+        const ids = await port.request(trx, {
+          tenantId,
+          agentId: input.agent.id,
+          runId,
+          conversationId: p.conversationId,
+          calls: waiting.map((c) => ({
+            toolCallId: c.call.toolCallId,
+            name: c.call.toolName,
+            arguments: c.call.input,
+            reason: c.reason!,
+          })),
+          expiresAt,
+          onTimeout: policy?.onTimeout ?? 'reject',
+        });
+        const paused = await store.pauseRun(trx, runId, {
+          output: sofar.output,
+          input_tokens: sofar.usage.inputTokens,
+          output_tokens: sofar.usage.outputTokens,
+          tool_calls: JSON.stringify(sofar.toolCalls),
+          steps: JSON.stringify(sofar.steps),
+          warnings: JSON.stringify(p.warnings),
+        });
+        if (!paused) throw new NotResumable();
+        await store.insertSuspension(trx, { run_id: runId, tenant_id: tenantId, state: JSON.stringify(suspension), created_at: now() });
+        events = [
+          ...channel.takePending(),
+          ...waiting.map((c, i) =>
+            channel.next('approval_required', {
+              approvalId: ids[i],
+              toolCall: { id: c.call.toolCallId, name: c.call.toolName, arguments: c.call.input },
               reason: c.reason!,
-            })),
-            expiresAt,
-            onTimeout: policy?.onTimeout ?? 'reject',
-          });
-          const paused = await store.pauseRun(trx, runId, {
-            output: sofar.output,
-            input_tokens: sofar.usage.inputTokens,
-            output_tokens: sofar.usage.outputTokens,
-            tool_calls: JSON.stringify(sofar.toolCalls),
-            steps: JSON.stringify(sofar.steps),
-            warnings: JSON.stringify(p.warnings),
-          });
-          if (!paused) throw new NotResumable();
-          await store.insertSuspension(trx, { run_id: runId, tenant_id: tenantId, state: JSON.stringify(suspension), created_at: now() });
-          events = [
-            ...channel.takePending(),
-            ...waiting.map((c, i) =>
-              channel.next('approval_required', {
-                approvalId: ids[i],
-                toolCall: { id: c.call.toolCallId, name: c.call.toolName, arguments: c.call.input },
-                reason: c.reason!,
-                expiresAt,
-              }),
-            ),
-          ];
-          await store.insertEvents(trx, eventRows(runId, events));
-          return true;
-        })
-        .catch((err) => {
-          if (err instanceof NotResumable) return false;
-          this.r.log.error({ err, runId }, 'a run could not be paused for approval');
-          return undefined;
-        }));
+              expiresAt,
+            }),
+          ),
+        ];
+        await store.insertEvents(trx, eventRows(runId, events));
+        return true;
+      })
+      .catch((err) => {
+        if (err instanceof NotResumable) return false;
+        this.r.log.error({ err, runId }, 'a run could not be paused for approval');
+        return undefined;
+      });
     if (won === undefined) {
       // Nothing was written: the events go back, the approval_required ones dropped, and the run ends as failed.
       channel.requeue(events.filter((e) => e.event !== 'approval_required'));
@@ -143,11 +140,9 @@ export class RunPauses {
     if (won) {
       await channel.written(events);
       channel.paused = true;
-    } else if (!activeRun.start?.failed) {
+    } else {
       // Ended elsewhere meanwhile (recovered as interrupted): its followers are told, as finish does.
       channel.requeue([...events.filter((e) => e.event !== 'approval_required'), channel.next('error', interruptedElsewhere)]);
-    } else {
-      channel.takePending();
     }
     this.r.active.delete(runId);
     await this.r.events.close(channel);

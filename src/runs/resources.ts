@@ -62,15 +62,6 @@ export interface ActiveRun {
   closing: boolean;
   taskId: string | null;
   onFinish?: StartRunInput['onFinish'];
-  /** Set for a run that executes while its start waits for a batch (start.ts, `startAhead`). */
-  start?: PendingStart;
-}
-
-/** The start of a run executing ahead of it (start.ts, `startAhead`). */
-export interface PendingStart {
-  /** Settles when the start is committed; rejects if it could not be. */
-  written: Promise<void>;
-  failed: boolean;
 }
 
 /** A run's end as finish.ts writes it. */

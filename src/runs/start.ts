@@ -7,7 +7,7 @@ import { BudgetExceeded, Conflict, LimitExceeded, NotFound } from '../errors.js'
 import { newId, now } from '../ids.js';
 import type { RunControl } from './control.js';
 import type { RunExecution } from './execute.js';
-import type { PendingStart, RunResources } from './resources.js';
+import type { RunResources } from './resources.js';
 import { worstCaseCost } from './reservation.js';
 import { type RunStart, startRows } from './start-rows.js';
 import * as store from './store.js';
@@ -94,13 +94,7 @@ export class RunStarts {
       onActiveRun: input.onActiveRun ?? null,
       budget: {},
     };
-    // Streaming callers want the first token as soon as it exists, which writing the start and the end
-    // as one would hold back until the end: their runs start as the others do.
-    const streaming = input.kind === 'stream' || input.kind === 'chat';
     const reservedUsd = worstCaseCost(this.r.prices, input);
-    // A run under limits is admitted before it executes, so never ahead of its start.
-    if (!limits && !conversationId && !input.onStart && !input.onFinish && !streaming)
-      return this.startAhead({ input, runId, at, userMessageId, options, reservedUsd, traceparent });
     const policy = input.onActiveRun ?? input.agent.configuration.onActiveRun;
     const deadline = Date.now() + ENQUEUE_WAIT_MS;
 
@@ -133,44 +127,6 @@ export class RunStarts {
       channel: this.r.events.open(runId, tenantId),
     });
     return { runId, conversationId: conversationId!, userMessageId, startedAt: at, done: activeRun.done };
-  }
-
-  /**
-   * Starts a run in a new conversation, with nothing else to write in its start (no task's job), without
-   * waiting for its start to be written: the run executes while its start waits for the next batch of
-   * starts, and answers once the start is committed, as `start` always does: the model's first request
-   * does not wait for a commit. Nothing of the run
-   * leaves this process before its start is committed: its events wait (held channel), tools wait
-   * (`beforeToolCalls`), and nobody else knows its id yet. If the start cannot be written the run is
-   * aborted, leaves nothing behind, and the caller gets the error.
-   */
-  private async startAhead(run: RunStart): Promise<RunHandle> {
-    const { input, runId, at, userMessageId } = run;
-    const rows = startRows(run, { lease: { owner: this.r.instanceId, ms: this.r.leaseMs } });
-    const conversation = rows.conversation!;
-    const channel = this.r.events.open(runId, input.principal.tenantId, { held: true });
-    const start: PendingStart = { written: Promise.resolve(), failed: false };
-    start.written = this.starts
-      .write(async (_trx, later) => {
-        conversations.deferConversation(later, conversation);
-        conversations.deferMessage(later, rows.message);
-        store.deferRun(later, rows.run);
-      })
-      .catch((err: unknown) => {
-        start.failed = true;
-        throw err;
-      });
-    const activeRun = this.systems.execution.launch({ input, runId, conversation, history: [], at, channel, start });
-    try {
-      await start.written;
-    } catch (err) {
-      activeRun.controller.abort(err);
-      channel.takePending();
-      throw err;
-    } finally {
-      channel.release();
-    }
-    return { runId, conversationId: conversation.id, userMessageId, startedAt: at, done: activeRun.done };
   }
 
   /**

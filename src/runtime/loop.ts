@@ -119,8 +119,6 @@ export interface LoopInput<A extends ToolAgent = ToolAgent> {
   cutRestarts?: boolean;
   /** Told of each model call retried after a provider failure, with the model asked (metrics). */
   onRetry?(code: ProviderErrorCode, model: string): void;
-  /** Awaited before a step's tool calls run (a run's start must be written before any tool acts). */
-  beforeToolCalls?(): Promise<void>;
   /**
    * Awaited once a tool call's start is told (before the tool acts) and once a step's calls have
    * returned (before the next step): the events are stored, so a run whose process dies says what ran.
@@ -343,7 +341,6 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
     const calls =
       output.finishReason === 'tool-calls' || output.finishReason === 'stop' ? output.toolCalls.filter((c) => !c.providerExecuted) : [];
     for (const call of calls) step.toolCallIds.push(call.toolCallId);
-    if (calls.length) await input.beforeToolCalls?.();
     const waiting = waitingCalls(input.approval, calls, toolsByName);
     if (waiting) {
       // A person decides first: the calls needing nobody run now, then the loop pauses with what resuming needs.

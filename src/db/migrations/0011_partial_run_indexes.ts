@@ -6,7 +6,7 @@ import { type Kysely, sql } from 'kysely';
  * - `runs_status_lease` (status, lease_expires_at) served the recovery of running runs whose lease
  *   expired (runs/store.ts expiredRuns) and could serve the count of a tenant's running runs; both ask
  *   for status = 'running' only. As `runs_running_lease` it holds running runs alone: a run that ends
- *   leaves it, a run recorded in its terminal state at once (runs/service.ts startAhead) never enters it.
+ *   leaves it.
  * - `runs_tenant_task` serves the listing of a task's runs; runs that are not a task's (task_id null)
  *   stay out.
  *

@@ -4,10 +4,9 @@ import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { runsNoticed } from '../../src/runs/events.js';
 import { readSse } from '../helpers/sse.js';
 
-// A run in a new conversation that the caller does not stream executes while its start waits for the
-// next batch of starts (runs/start.ts startAhead). These tests hold that path to what the ordinary one
-// stores, and to what it must never do: act or be seen before the run is recorded, or leave traces
-// when it is not.
+// A run's start is written (runs/start.ts), then the run executes, then its end is written. These tests
+// hold an execute answered as JSON to what a streamed run stores, and to what no run may do: act or be
+// seen before it is recorded, or leave traces when it is not.
 
 let t: TestApp;
 let key: string;
@@ -92,7 +91,7 @@ async function stored(runId: string) {
   };
 }
 
-describe('a run that executes while its start is written', () => {
+describe('a run’s start, then its end', () => {
   it('stores what a streamed run stores, its start and its end written as two', async () => {
     const agentId = (await t.agent(key)).id;
     await t.listen();
@@ -164,7 +163,7 @@ describe('a run that executes while its start is written', () => {
     });
   });
 
-  it('shows a run that outlasts its start as running, then ends it as usual', async () => {
+  it('shows a run as running while it answers, then ends it as usual', async () => {
     const agentId = (await t.agent(key)).id;
     const pending = t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: '/delay 150\nslow answer here' } });
     let running: { id: string; conversationId: string } | undefined;
