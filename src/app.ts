@@ -116,7 +116,7 @@ export interface Services extends SkillsDomain {
   tasks: TasksService;
   /** Tool calls that wait for a person, and the inbox where they and tasks awaiting approval are decided. */
   approvals: ApprovalsService;
-  /** Idempotency-Key claims, shared by the runs' and tasks' routes. */
+  /** Idempotency-Key claims, shared by the run starter (runs/starter.ts) and task creation. */
   idempotency: IdempotencyService;
   /** Retention (docs/operations.md): each tenant's settings, and the sweep deleting what is past them. */
   retention: { settings: RetentionSettingsService; sweep: RetentionSweep };
@@ -179,6 +179,9 @@ export function createServices(
     'mcp',
     mcpToolProvider(outboundFetch, { isSealed: isSealedBox, open: (sealed, owner) => toolCredentials.open(sealed, owner) }),
   );
+  const files = new FilesService(db);
+  // A claim is taken over only once no start can still be waiting to record it (an enqueued start waits longest).
+  const idempotency = new IdempotencyService(db, { abandonedAfterMs: ENQUEUE_WAIT_MS + 60_000 });
   const runs = new RunsService({
     db,
     models,
@@ -189,10 +192,11 @@ export function createServices(
     bus,
     admission: runAdmission(limits),
     agents,
+    files,
+    idempotency,
     observer: metrics?.runs,
     tracing,
   });
-  const files = new FilesService(db);
   const identity = new IdentityService(db, config, tenancy, agents, logger);
   if (metrics) identity.useObserver(metrics.identity);
   tools.register(
@@ -215,8 +219,6 @@ export function createServices(
   // Deleting an agent ends its identity; its badge lists the skills it may use.
   agents.deleteHooks.push(identity.forgetAgent);
   identity.useSkillCapabilities((tenantId, agentId) => skillsDomain.skills.usableSkillBriefs(tenantId, agentId));
-  // A claim is taken over only once no start can still be waiting to record it (an enqueued start waits longest).
-  const idempotency = new IdempotencyService(db, { abandonedAfterMs: ENQUEUE_WAIT_MS + 60_000 });
   const tasks = new TasksService({ db, agents, runs, idempotency, config, log: logger, tracing });
   if (metrics) tasks.useCronObserver(metrics.cronFired);
   // skill_request and connector_request become awaiting_approval tasks; approving performs them.
@@ -250,7 +252,7 @@ export function createServices(
     runs,
     models,
     files,
-    conversations: new ConversationsService(db, agents, messageRuns(runs), files, idempotency),
+    conversations: new ConversationsService(db, agents, messageRuns(runs)),
     identity,
     tasks,
     approvals,
@@ -394,12 +396,7 @@ export async function buildApp({ config, db, services = createServices(config, d
   // start runs) stop before runs stop, as in shutdown().
   await app.register(tenancyPlugin, { tenancy: services.tenancy, limits: services.limits });
   await app.register(agentsPlugin, { agents: services.agents });
-  await app.register(runsPlugin, {
-    runs: services.runs,
-    agents: services.agents,
-    files: services.files,
-    idempotency: services.idempotency,
-  });
+  await app.register(runsPlugin, { runs: services.runs });
   await app.register(conversationsPlugin, { conversations: services.conversations, files: services.files });
   await app.register(tasksPlugin, { tasks: services.tasks });
   await app.register(retentionPlugin, services.retention);
@@ -415,7 +412,6 @@ export async function buildApp({ config, db, services = createServices(config, d
   await app.register(openaiCompatPlugin, {
     runs: services.runs,
     agents: services.agents,
-    idempotency: services.idempotency,
     approvalWaitMs: config.openaiApprovalWaitMs,
   });
   await app.register(memoryPlugin, { memory: services.memory });

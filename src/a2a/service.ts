@@ -4,7 +4,7 @@ import type { Agent } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
 import { Conflict, DomainError, InvalidInput, NotFound } from '../errors.js';
 import type { Principal } from '../http/principal.js';
-import { type RunsService, isInjected } from '../runs/service.js';
+import type { RunHandle, RunsService } from '../runs/service.js';
 import {
   type A2aArtifact,
   type A2aMessage,
@@ -282,7 +282,7 @@ export class A2aService {
   }
 
   /** A user's message as a run of the agent; the contextId continues that conversation. */
-  private async start(principal: Principal, agent: Agent, p: MessageSendParams) {
+  private async start(principal: Principal, agent: Agent, p: MessageSendParams): Promise<RunHandle> {
     const { message } = p;
     if (message.role !== 'user') throw new RpcError(INVALID_PARAMS, 'params.message.role must be "user"');
     if (message.taskId) {
@@ -303,19 +303,20 @@ export class A2aService {
       );
     }
     if (!content.trim()) throw new RpcError(INVALID_PARAMS, 'the message has no text');
-    const handle = await this.runs.start({
+    const started = await this.runs.start({
       principal,
-      agent,
-      kind: 'a2a',
-      content,
-      conversationId: message.contextId,
-      // A busy context is refused: an A2A task cannot be injected into another task's run.
-      onActiveRun: 'reject',
-      // A2A cannot name the user the client acts for: its runs do not change what every user is told.
-      agentMemoryReadOnly: true,
+      run: {
+        kind: 'a2a',
+        agent,
+        input: { content },
+        // A2A cannot name the user the client acts for: its runs do not change what every user is told.
+        where: { conversationId: message.contextId, agentMemoryReadOnly: true },
+        // A busy context is refused: an A2A task cannot be injected into another task's run.
+        options: { onActiveRun: 'reject' },
+      },
     });
-    if (isInjected(handle)) throw new Conflict('conversation_busy', 'the agent is still answering in this context');
-    return handle;
+    if (!('run' in started)) throw new Conflict('conversation_busy', 'the agent is still answering in this context');
+    return started.run;
   }
 
   /**

@@ -2,12 +2,10 @@ import type { Agent } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import { Conflict, InvalidInput, NotFound, RunFailed } from '../errors.js';
-import type { IdempotencyService } from '../idempotency/service.js';
 import { newId, now } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { Principal } from '../tenancy/permissions.js';
 import { attachmentsColumn, metadataColumn, tokenUsageColumn, toolCallsColumn } from './columns.js';
-import type { FilesService } from './files.js';
 import * as store from './store.js';
 import { checkResponseFormat, type ResponseFormat } from '../runtime/response-format.js';
 
@@ -49,11 +47,9 @@ type OnActiveRun = Agent['configuration']['onActiveRun'];
 
 /** A message posted to a conversation, for the run that answers it. */
 interface MessageRun {
-  principal: Principal;
   agent: Agent;
   content: string;
-  /** Extra text the model sees with the message (the attachments' contents); not stored as content. */
-  modelContext?: string;
+  /** File ids: stored with the message, their text given to the model with it. */
   attachments?: string[];
   conversation: store.ConversationRow;
   onActiveRun?: OnActiveRun;
@@ -88,20 +84,31 @@ interface MessageRunEnd {
   structuredOutput?: Record<string, unknown> | null;
 }
 
-/** How a posted message was answered: by a run that has ended, or handed to the run already answering. */
-type MessageAnswer = { injected: { injected: true; runId: string; messageId: string; conversationId: string } } | { ended: MessageRunEnd };
-
-/** Told once the message's run is recorded (or the message handed to the running run), before the run ends. */
-type MessageStarted = (started: { runId: string; injectedMessageId?: string }) => Promise<void>;
+/**
+ * How a posted message was answered: by a run that has ended, handed to the run already answering, or
+ * (a retry with its Idempotency-Key) what the first request with the key started.
+ */
+type MessageAnswer =
+  | { injected: { injected: true; runId: string; messageId: string; conversationId: string } }
+  | { ended: MessageRunEnd }
+  | { replayed: { status: number; runId: string; messageId?: string } };
 
 /**
  * Posting a message starts a run. The run engine writes its turns through this domain (turns.ts),
  * so this domain does not import it: it declares what it needs, and app.ts hands it the runs
  * domain's implementation (runs/messages.ts).
  */
-export interface RunStarter {
-  /** Starts the run answering the message and waits for its end, or hands the message to the conversation's running run. */
-  answer(message: MessageRun, started?: MessageStarted): Promise<MessageAnswer>;
+export interface MessageRuns {
+  /**
+   * Starts the run answering a message and waits for its end, or hands the message to the
+   * conversation's running run. With an Idempotency-Key (and what identifies the request), `message`
+   * is called once the key is claimed, and a retry is answered what the first request started.
+   */
+  answer(a: {
+    principal: Principal;
+    idempotency?: { key: string; request: unknown };
+    message: () => Promise<MessageRun>;
+  }): Promise<MessageAnswer>;
   /** How an earlier run ended, waiting for its end (an idempotent retry's answer). */
   endOf(tenantId: string, runId: string): Promise<MessageRunEnd>;
   /** Adds the message to the conversation's running run. */
@@ -121,9 +128,7 @@ export class ConversationsService {
   constructor(
     private readonly db: Db,
     private readonly agents: AgentsService,
-    private readonly runs: RunStarter,
-    private readonly files: FilesService,
-    private readonly idempotency: IdempotencyService,
+    private readonly runs: MessageRuns,
   ) {}
 
   async list(tenantId: string, filter: store.ConversationFilter, page: number, limit: number) {
@@ -234,22 +239,23 @@ export class ConversationsService {
     return { messages: rows.map(messageView), hasMore };
   }
 
-  /** Posts a user message and waits for the agent's reply (or hands it to the running answer). */
   /**
-   * Posts a message; with an Idempotency-Key an earlier request with the same message already used,
-   * answers what that request started (`replayed`) instead of starting another run.
+   * Posts a user message and waits for the agent's reply (or hands it to the running answer); with an
+   * Idempotency-Key an earlier request with the same message already used, answers what that request
+   * started (`replayed`) instead of starting another run.
    */
   async postOnce(principal: Principal, id: string, input: PostedMessage, key: string | undefined) {
-    if (key === undefined) return { ...(await this.post(principal, id, input)), replayed: false };
     const tenantId = principal.tenantId;
-    const claim = await this.idempotency.claim(tenantId, key, {
-      method: 'POST',
-      route: '/api/v1/conversations/:id/messages',
-      conversationId: id,
-      body: input,
+    const answer = await this.runs.answer({
+      principal,
+      idempotency:
+        key === undefined
+          ? undefined
+          : { key, request: { method: 'POST', route: '/api/v1/conversations/:id/messages', conversationId: id, body: input } },
+      message: () => this.messageRun(principal, id, input),
     });
-    const original = claim.replay;
-    if (original?.runId) {
+    if ('replayed' in answer) {
+      const original = answer.replayed;
       // A replay answers only whom posting would: an agent's own token, its own conversations (404 otherwise).
       await this.row(tenantId, id, principal.agentId);
       if (original.status === 202) {
@@ -260,21 +266,12 @@ export class ConversationsService {
       }
       return { reply: replyOf(await this.runs.endOf(tenantId, original.runId)), replayed: true };
     }
-    let recorded = false;
-    try {
-      const answer = await this.post(principal, id, input, async ({ runId, injectedMessageId }) => {
-        await this.idempotency.record(tenantId, claim, { status: injectedMessageId ? 202 : 200, runId, messageId: injectedMessageId });
-        recorded = true;
-      });
-      return { ...answer, replayed: false };
-    } catch (err) {
-      // Nothing started: a retry with the key tries again.
-      if (!recorded) await this.idempotency.release(tenantId, claim);
-      throw err;
-    }
+    if ('injected' in answer) return { injected: answer.injected, replayed: false };
+    return { reply: replyOf(answer.ended), replayed: false };
   }
 
-  async post(principal: Principal, id: string, input: PostedMessage, started?: MessageStarted) {
+  /** The run a posted message asks for; every refusal happens here, before anything is written. */
+  private async messageRun(principal: Principal, id: string, input: PostedMessage): Promise<MessageRun> {
     checkResponseFormat(input.responseFormat, 'body.responseFormat');
     const row = await this.row(principal.tenantId, id, principal.agentId);
     if (row.status !== 'active')
@@ -282,22 +279,14 @@ export class ConversationsService {
     // Only a deleted agent makes the conversation read-only; any other failure is the request's.
     const agent = await this.agents.find(principal.tenantId, row.agent_id);
     if (!agent) throw new Conflict('agent_deleted', 'the agent of this conversation was deleted; the conversation is read-only');
-    const modelContext = input.attachments?.length ? await this.files.modelContext(principal.tenantId, input.attachments) : undefined;
-    const answer = await this.runs.answer(
-      {
-        principal,
-        agent,
-        content: input.content,
-        modelContext,
-        attachments: input.attachments,
-        conversation: row,
-        onActiveRun: input.onActiveRun,
-        responseFormat: input.responseFormat,
-      },
-      started,
-    );
-    if ('injected' in answer) return { injected: answer.injected };
-    return { reply: replyOf(answer.ended) };
+    return {
+      agent,
+      content: input.content,
+      attachments: input.attachments,
+      conversation: row,
+      onActiveRun: input.onActiveRun,
+      responseFormat: input.responseFormat,
+    };
   }
 
   inject(principal: Principal, id: string, content: string) {

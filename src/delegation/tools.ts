@@ -3,7 +3,7 @@ import type { Agent, AgentTool } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
 import { OAuthError } from '../identity/oauth-errors.js';
 import type { IdentityService } from '../identity/service.js';
-import { isInjected, type RunOutcome, type RunsService } from '../runs/service.js';
+import type { RunOutcome, RunsService } from '../runs/service.js';
 import { ToolError, type RuntimeTool, type ToolContext, type ToolProvider, type ToolSet } from '../runtime/tools/types.js';
 
 /** How long a delegated run waiting for a person is waited for at most (the caller's tool timeout usually ends it first). */
@@ -85,19 +85,20 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
           const decision = await identity.authorize(accessToken, name, callee.id);
           if (!decision.allowed) throw new ToolError('access_denied', `ExtAuthZ denied the call: ${decision.reason}`);
 
-          const handle = await runs().start({
+          const started = await runs().start({
             principal: caller,
-            agent: callee,
-            kind: 'delegation',
-            // The tool loop has checked the input against DELEGATION_INPUT: message is a non-empty string.
-            content: (input as { message: string }).message,
-            onActiveRun: 'reject',
-            delegationDepth: depth,
-            // The callee acts for whoever the caller acts for: that user's memory, never all users' (memory/).
-            userId: toolCtx.userId ?? undefined,
-            agentMemoryReadOnly: toolCtx.agentMemoryReadOnly,
+            run: {
+              kind: 'delegation',
+              agent: callee,
+              // The tool loop has checked the input against DELEGATION_INPUT: message is a non-empty string.
+              input: { content: (input as { message: string }).message },
+              // The callee acts for whoever the caller acts for: that user's memory, never all users' (memory/).
+              where: { delegationDepth: depth, userId: toolCtx.userId ?? undefined, agentMemoryReadOnly: toolCtx.agentMemoryReadOnly },
+              options: { onActiveRun: 'reject' },
+            },
           });
-          if (isInjected(handle)) throw new ToolError('delegation_failed', 'the callee was busy');
+          if (!('run' in started)) throw new ToolError('delegation_failed', 'the callee was busy');
+          const handle = started.run;
           const onAbort = () =>
             void runs()
               .cancel(caller, handle.runId)

@@ -1,9 +1,8 @@
 import type { AgentsService } from '../agents/service.js';
-import type { IdempotencyService } from '../idempotency/service.js';
 import { Conflict, InvalidInput, NotFound, RunFailed } from '../errors.js';
 import type { Principal } from '../http/principal.js';
 import { checkResponseFormat, type ResponseFormat } from '../runtime/response-format.js';
-import { type RunHandle, type RunOutcome, type RunsService, isInjected } from '../runs/service.js';
+import type { RunHandle, RunOrder, RunOutcome, RunsService } from '../runs/service.js';
 import {
   type ChatCompletion,
   type ChatCompletionBody,
@@ -177,7 +176,6 @@ export class OpenAiCompatService {
   constructor(
     private readonly runs: RunsService,
     private readonly agents: AgentsService,
-    private readonly idempotency: IdempotencyService,
     /** How long an answer waits for a person to decide a tool call its run waits on. */
     private readonly approvalWaitMs: number,
   ) {}
@@ -209,10 +207,18 @@ export class OpenAiCompatService {
   async start(req: CompletionRequest): Promise<StartedCompletion> {
     const { principal, body, idempotencyKey } = req;
     const tenantId = principal.tenantId;
-    const request = { method: 'POST', route: '/v1/chat/completions', body, conversation: req.conversationHeader };
-    const claim = idempotencyKey === undefined ? undefined : await this.idempotency.claim(tenantId, idempotencyKey, request);
-    if (claim?.replay?.runId) {
-      const run = await this.runs.get(tenantId, claim.replay.runId);
+    const started = await this.runs.start({
+      principal,
+      idempotency:
+        idempotencyKey === undefined
+          ? undefined
+          : { key: idempotencyKey, request: { method: 'POST', route: '/v1/chat/completions', body, conversation: req.conversationHeader } },
+      run: () => this.runOrder(req),
+    });
+    // The answer's content is the validated JSON when the request asks for a response format.
+    const structured = responseFormatOf(body.response_format) !== undefined;
+    if ('replayed' in started) {
+      const run = await this.runs.get(tenantId, started.replayed.runId);
       const handle = {
         runId: run.id,
         conversationId: run.conversationId ?? '',
@@ -224,23 +230,18 @@ export class OpenAiCompatService {
         handle,
         model: body.model,
         created: Math.floor(Date.parse(run.createdAt) / 1000),
-        structured: Boolean(checkOptions(body).responseFormat),
+        structured,
         replayed: true,
       };
     }
-    let started: StartedCompletion;
-    try {
-      started = await this.startRun(req);
-    } catch (err) {
-      if (claim) await this.idempotency.release(tenantId, claim);
-      throw err;
-    }
-    if (claim) await this.idempotency.record(tenantId, claim, { status: 200, runId: started.handle.runId });
-    return started;
+    // Its run is its own (onActiveRun reject): never a message given to another run.
+    if (!('run' in started)) throw new Conflict('conversation_busy', 'the agent is still answering in this conversation');
+    const handle = started.run;
+    return { handle, model: body.model, created: Math.floor(Date.parse(handle.startedAt) / 1000), structured };
   }
 
-  /** Every refusal happens here, before anything is written. */
-  private async startRun(req: CompletionRequest): Promise<StartedCompletion> {
+  /** The run a chat completion asks for; every refusal happens here, before anything is written. */
+  private async runOrder(req: CompletionRequest): Promise<RunOrder> {
     const { principal, body } = req;
     const { enableTools, responseFormat } = checkOptions(body);
     const { input, history, instructions } = mapMessages(body.messages);
@@ -251,29 +252,20 @@ export class OpenAiCompatService {
         ? await this.agents.find(principal.tenantId, agentId)
         : undefined;
     if (!agent) throw new NotFound(`model ${body.model}`);
-    const handle = await this.runs.start({
-      principal,
-      agent,
-      kind: 'chat_completion',
-      content: input,
-      // A named conversation's stored history is what the model sees; the client's copy is not added to it.
-      history: conversationId ? undefined : history,
-      instructions,
-      conversationId,
-      // OpenAI's end-user id is the run's user (memory/): a named conversation must already be theirs.
-      userId: body.user,
-      enableTools,
-      responseFormat,
-      maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
-      // A busy conversation is refused (409): an OpenAI answer cannot be "injected into another run".
-      onActiveRun: 'reject',
-    });
-    if (isInjected(handle)) throw new Conflict('conversation_busy', 'the agent is still answering in this conversation');
     return {
-      handle,
-      model: body.model,
-      created: Math.floor(Date.parse(handle.startedAt) / 1000),
-      structured: responseFormat !== undefined,
+      kind: 'chat_completion',
+      agent,
+      // A named conversation's stored history is what the model sees; the client's copy is not added to it.
+      input: { content: input, history: conversationId ? undefined : history, instructions },
+      // OpenAI's end-user id is the run's user (memory/): a named conversation must already be theirs.
+      where: { conversationId, userId: body.user },
+      options: {
+        enableTools,
+        responseFormat,
+        maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
+        // A busy conversation is refused (409): an OpenAI answer cannot be "injected into another run".
+        onActiveRun: 'reject',
+      },
     };
   }
 

@@ -1,13 +1,26 @@
-import type { RunStarter } from '../conversations/service.js';
-import { isInjected, type RunsService } from './service.js';
+import type { MessageRuns } from '../conversations/service.js';
+import type { RunsService } from './service.js';
 
-/** The run engine as the conversations domain's RunStarter (app.ts hands it over): a posted message starts a run. */
-export function messageRuns(runs: RunsService): RunStarter {
+/** The run engine as the conversations domain's MessageRuns (app.ts hands it over): a posted message starts a run. */
+export function messageRuns(runs: RunsService): MessageRuns {
   return {
-    async answer({ conversation, ...message }, started) {
-      const handle = await runs.start({ ...message, kind: 'message', conversationId: conversation.id, conversation });
-      await started?.(isInjected(handle) ? { runId: handle.runId, injectedMessageId: handle.messageId } : { runId: handle.runId });
-      return isInjected(handle) ? { injected: handle } : { ended: await runs.outcome(message.principal.tenantId, handle) };
+    async answer({ principal, idempotency, message }) {
+      const started = await runs.start({
+        principal,
+        idempotency,
+        run: async () => {
+          const { agent, content, attachments, conversation, onActiveRun, responseFormat } = await message();
+          return {
+            kind: 'message',
+            agent,
+            input: { content, attachments },
+            where: { conversationId: conversation.id, conversation },
+            options: { onActiveRun, responseFormat },
+          };
+        },
+      });
+      if (!('run' in started)) return started;
+      return { ended: await runs.outcome(principal.tenantId, started.run) };
     },
     endOf: (tenantId, runId) => runs.outcomeOf(tenantId, runId),
     inject: (tenantId, conversationId, content) => runs.inject(tenantId, conversationId, content),

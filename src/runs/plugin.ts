@@ -1,27 +1,21 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { AgentsService } from '../agents/service.js';
-import type { FilesService } from '../conversations/files.js';
-import type { IdempotencyService } from '../idempotency/service.js';
 import { runsRoutes } from './routes.js';
 import type { RunsService } from './service.js';
 
 export interface RunsPluginOptions {
   runs: RunsService;
-  agents: AgentsService;
-  files: FilesService;
-  idempotency: IdempotencyService;
 }
 
 /**
  * The runs domain: its routes, and while the server runs, lease renewal of the runs executing here and
  * recovery of runs whose lease expired elsewhere (runs/leases.ts).
  */
-export const runsPlugin: FastifyPluginAsync<RunsPluginOptions> = async (app, { runs, agents, files, idempotency }) => {
+export const runsPlugin: FastifyPluginAsync<RunsPluginOptions> = async (app, { runs }) => {
   app.addHook('onReady', async () => {
     await runs.startBackground();
   });
   app.addHook('onClose', async () => {
     await runs.stop();
   });
-  await app.register(runsRoutes, { runs, agents, files, idempotency });
+  await app.register(runsRoutes, { runs });
 };

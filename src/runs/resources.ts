@@ -2,8 +2,10 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Updateable } from 'kysely';
 import type { Agent } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
+import type { FilesService } from '../conversations/files.js';
 import type { MessageRow } from '../conversations/turns.js';
 import type { Db } from '../db/database.js';
+import type { IdempotencyService } from '../idempotency/service.js';
 import type { RunTable } from '../db/schema.js';
 import type { PriceTable } from '../runtime/models/prices.js';
 import type { ModelRegistry } from '../runtime/models/registry.js';
@@ -29,6 +31,10 @@ export interface RunsOptions {
   bus: SignalBus;
   admission: Admission;
   agents: AgentsService;
+  /** The files a run's message attaches, whose text the model is given with it. */
+  files: Pick<FilesService, 'modelContext'>;
+  /** Idempotency-Key claims: a retried request is answered what the first one started (starter.ts). */
+  idempotency: IdempotencyService;
   /** Told of runs' starts, events and ends (the metrics); absent, nothing is observed. */
   observer?: RunObserver;
   /** Traces of runs, model calls and tool calls (src/tracing/); absent, nothing is traced. */

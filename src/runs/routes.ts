@@ -1,16 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AgentsService } from '../agents/service.js';
-import type { FilesService } from '../conversations/files.js';
 import { InjectedResult, UserId } from '../conversations/schemas.js';
 import { Conflict, RunFailed } from '../errors.js';
 import { Id, IdParams, Json, Literals, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
 import { lastEventId, openSse } from '../http/sse.js';
 import { IdempotencyHeaders, REPLAYED_HEADER } from '../idempotency/schemas.js';
-import type { IdempotencyService, IdempotentOutcome } from '../idempotency/service.js';
-import type { InjectedInstead, RunHandle, RunOutcome, RunsService } from './service.js';
-import { isInjected } from './service.js';
+import type { ReplayedStart, RunOrder, RunOutcome, RunsService } from './service.js';
 import { checkResponseFormat, ResponseFormatSchema } from '../runtime/response-format.js';
 import { RUN_STATUSES } from './statuses.js';
 import { RUN_KINDS } from './types.js';
@@ -213,31 +209,22 @@ async function streamRun(
   unsubscribe();
 }
 
-export const runsRoutes: FastifyPluginAsyncTypebox<{
-  runs: RunsService;
-  agents: AgentsService;
-  files: FilesService;
-  idempotency: IdempotencyService;
-}> = async (app, { runs, agents, files, idempotency }) => {
-  async function startExecution(req: FastifyRequest, agentId: string, body: ExecuteBody, kind: 'execute' | 'chat' | 'stream') {
-    const tenantId = req.principal.tenantId;
+export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService }> = async (app, { runs }) => {
+  /** The run an execution's body asks for; refused (nothing started) when its responseFormat is not a usable schema. */
+  function executionOrder(agentId: string, body: ExecuteBody, kind: 'execute' | 'chat' | 'stream'): RunOrder {
     checkResponseFormat(body.responseFormat, 'body.responseFormat');
-    const agent = await agents.get(tenantId, agentId);
-    const modelContext = body.attachments?.length ? await files.modelContext(tenantId, body.attachments) : undefined;
-    return runs.start({
-      principal: req.principal,
-      agent,
+    return {
       kind,
-      content: body.message,
-      modelContext,
-      attachments: body.attachments,
-      conversationId: body.conversationId,
-      userId: body.userId,
-      enableTools: body.enableTools,
-      maxTokens: body.maxTokens,
-      onActiveRun: body.onActiveRun,
-      responseFormat: body.responseFormat,
-    });
+      agent: agentId,
+      input: { content: body.message, attachments: body.attachments },
+      where: { conversationId: body.conversationId, userId: body.userId },
+      options: {
+        enableTools: body.enableTools,
+        maxTokens: body.maxTokens,
+        onActiveRun: body.onActiveRun,
+        responseFormat: body.responseFormat,
+      },
+    };
   }
 
   async function respondJson(reply: FastifyReply, outcome: Promise<RunOutcome>) {
@@ -274,31 +261,21 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{
     const tenantId = req.principal.tenantId;
     const streamed = kind !== 'execute';
     const { agentId, body, key } = input;
-    const request = { method: req.method, route: req.routeOptions.url, agentId, body };
-    const claim = key === undefined ? undefined : await idempotency.claim(tenantId, key, request);
-    if (claim?.replay) return replay(req, reply, claim.replay, streamed);
-    let handle: RunHandle | InjectedInstead;
-    try {
-      handle = await startExecution(req, agentId, body, kind);
-    } catch (err) {
-      // Nothing started: a retry with the key tries again.
-      if (claim) await idempotency.release(tenantId, claim);
-      throw err;
-    }
-    if (claim) {
-      const outcome = isInjected(handle)
-        ? { status: 202, runId: handle.runId, messageId: handle.messageId }
-        : { status: 200, runId: handle.runId };
-      await idempotency.record(tenantId, claim, outcome);
-    }
-    if (isInjected(handle)) return reply.code(202).send(handle);
-    if (streamed) return streamRun(runs, req, reply, { tenantId, runId: handle.runId, conversationId: handle.conversationId }, 0);
-    return respondJson(reply, runs.outcome(tenantId, handle));
+    const started = await runs.start({
+      principal: req.principal,
+      idempotency: key === undefined ? undefined : { key, request: { method: req.method, route: req.routeOptions.url, agentId, body } },
+      run: () => executionOrder(agentId, body, kind),
+    });
+    if ('replayed' in started) return replay(req, reply, started.replayed, streamed);
+    if ('injected' in started) return reply.code(202).send(started.injected);
+    const { run } = started;
+    if (streamed) return streamRun(runs, req, reply, { tenantId, runId: run.runId, conversationId: run.conversationId }, 0);
+    return respondJson(reply, runs.outcome(tenantId, run));
   }
 
-  async function replay(req: FastifyRequest, reply: FastifyReply, original: IdempotentOutcome, streamed: boolean) {
+  async function replay(req: FastifyRequest, reply: FastifyReply, original: ReplayedStart, streamed: boolean) {
     const tenantId = req.principal.tenantId;
-    const runId = original.runId ?? '';
+    const runId = original.runId;
     if (original.status === 202) {
       const { conversationId } = await runs.eventsState(tenantId, runId);
       return reply

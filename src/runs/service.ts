@@ -11,6 +11,7 @@ import type { ToolApprovalRequests } from './approval-requests.js';
 import { RunPauses } from './pause.js';
 import { FinishedListeners, type RunResources, type RunsOptions } from './resources.js';
 import { RunStarts } from './start.js';
+import { RunStarter } from './starter.js';
 import { isActive } from './statuses.js';
 import * as store from './store.js';
 import {
@@ -19,8 +20,10 @@ import {
   type RunHandle,
   type RunOutcome,
   type RunPrincipal,
+  type RunRequest,
   RunFault,
   ShutdownAbort,
+  type StartedRun,
   type StartRunInput,
   type SystemPromptContributor,
 } from './types.js';
@@ -31,15 +34,17 @@ export type { RunsOptions } from './resources.js';
 /** A task's input may carry a response format (tasks/). */
 export { inputResponseFormatErrors, splitResponseFormat } from '../runtime/response-format.js';
 export { executable } from './start.js';
-export {
-  type InjectedInstead,
-  type RunFinished,
-  type RunFinishedListener,
-  type RunHandle,
-  type RunOutcome,
-  type StartRunInput,
-  type SystemPromptContributor,
-  isInjected,
+export type {
+  InjectedInstead,
+  RunFinished,
+  RunFinishedListener,
+  RunHandle,
+  RunOrder,
+  RunOutcome,
+  ReplayedStart,
+  RunRequest,
+  StartedRun,
+  SystemPromptContributor,
 } from './types.js';
 
 /** How long an idempotent retry of a non-streamed execution waits for the original run's end. */
@@ -47,7 +52,8 @@ const RETRY_WAITS_FOR_END_MS = 60 * 60 * 1000;
 
 /**
  * Runs: every execution of an agent. A facade over one part per job, all built from one
- * `RunResources`: start.ts (admission, the start written with other runs' starts), execute.ts (the
+ * `RunResources`: starter.ts (the one way a run is started: the caller's request and its
+ * Idempotency-Key), start.ts (admission, the start written with other runs' starts), execute.ts (the
  * tool loop and its events), finish.ts (exactly one terminal state, cost, the reply), leases.ts
  * (renewal, and recovery of runs whose process died), control.ts (inject, cancel, wait), follow.ts
  * (followers of a run's events). Which status may follow which is decided in statuses.ts.
@@ -60,6 +66,7 @@ export class RunsService {
   readonly instanceId = newId();
   private readonly r: RunResources;
   private readonly starts: RunStarts;
+  private readonly starter: RunStarter;
   private readonly leases: RunLeases;
   private readonly control: RunControl;
   private readonly followers: RunFollowers;
@@ -94,6 +101,8 @@ export class RunsService {
     this.execution = new RunExecution(this.r, new RunFinish(this.r), this.pauses);
     const execution = this.execution;
     this.starts = new RunStarts(this.r, { execution, control: this.control });
+    const { agents, files, idempotency } = options;
+    this.starter = new RunStarter({ agents, files, idempotency, begin: (input) => this.begin(input) });
     this.leases = new RunLeases(this.r);
     this.followers = new RunFollowers(this.r);
   }
@@ -145,7 +154,12 @@ export class RunsService {
     await Promise.all(pending());
   }
 
-  async start(input: StartRunInput): Promise<RunHandle | InjectedInstead> {
+  /** Starts a run: the one way every caller starts one (starter.ts). */
+  start(request: RunRequest): Promise<StartedRun> {
+    return this.starter.start(request);
+  }
+
+  private async begin(input: StartRunInput): Promise<RunHandle | InjectedInstead> {
     if (this.draining) throw new Unavailable('shutting_down', 'this server is shutting down; retry on another replica', 1);
     return this.starts.start(input);
   }

@@ -72,6 +72,54 @@ export interface StartRunInput {
   onFinish?: (trx: Kysely<Database>, run: RunFinished) => Promise<void>;
 }
 
+/**
+ * A run as a caller asks for it (runs/starter.ts): which agent, what it is asked, where the run
+ * belongs and how it runs. Each way of starting a run (the execute routes, a conversation's message, a
+ * chat completion, an A2A message, a task's job, a delegation tool) translates its request into this.
+ */
+export interface RunOrder {
+  kind: RunKind;
+  /** The agent as the caller found it, or its id: the principal's tenant's agent (NotFound otherwise). */
+  agent: Agent | string;
+  /** What the agent is asked; `attachments` are file ids, whose text the model is given with the message. */
+  input: Pick<StartRunInput, 'content' | 'attachments' | 'modelContext' | 'history' | 'instructions'>;
+  /** Where the run belongs: a conversation (none named: a new one), a task's job, a delegating run. */
+  where?: Pick<
+    StartRunInput,
+    'conversationId' | 'conversation' | 'userId' | 'agentMemoryReadOnly' | 'taskId' | 'onStart' | 'onFinish' | 'delegationDepth'
+  >;
+  options?: Pick<StartRunInput, 'enableTools' | 'maxTokens' | 'responseFormat' | 'onActiveRun'>;
+}
+
+/** A request to start a run: who asks, the run asked for, and the Idempotency-Key the request came with. */
+export interface RunRequest {
+  principal: StartRunInput['principal'];
+  /**
+   * The key and what identifies the request it came with (method, route, ids, body): a retry with both
+   * is answered what the first request started (`replayed`) and starts nothing.
+   */
+  idempotency?: { key: string; request: unknown };
+  /**
+   * The run asked for. A function is called only once the key is claimed, so its checks and lookups
+   * happen after the claim, and a retry answered from the key makes none.
+   */
+  run: RunOrder | (() => RunOrder | Promise<RunOrder>);
+}
+
+/**
+ * How a request to start a run was answered: the run it started, the running run its message went to
+ * instead (onActiveRun `inject`), or what the first request with its Idempotency-Key started.
+ */
+export type StartedRun = { run: RunHandle } | { injected: InjectedInstead } | { replayed: ReplayedStart };
+
+/** What the first request with an Idempotency-Key started: a run (200), or a message given to a running one (202). */
+export interface ReplayedStart {
+  status: number;
+  runId: string;
+  /** The message a 202 gave to the running run. */
+  messageId?: string;
+}
+
 /** A started run; `done` settles when it reaches its terminal state. */
 export interface RunHandle {
   runId: string;

@@ -1,6 +1,6 @@
 import { now } from '../ids.js';
 import { failSpan } from '../tracing/tracing.js';
-import { isInjected, type RunOutcome, splitResponseFormat } from '../runs/service.js';
+import { type RunOutcome, splitResponseFormat } from '../runs/service.js';
 import type { Actor } from '../tenancy/permissions.js';
 import { objectColumn, optionalObjectColumn } from './columns.js';
 import { actionError, agentGone, isRefusal, startFailure } from './failures.js';
@@ -113,33 +113,36 @@ export class TaskWorker {
       const merged = { ...objectColumn(task.input, 'tasks.input'), ...objectColumn(job.input, 'task_jobs.input') };
       // A responseFormat in the input shapes the answer rather than being shown to the model.
       const { responseFormat, rest: input } = splitResponseFormat(merged);
-      const handle = await this.r.runs.start({
+      const started = await this.r.runs.start({
         principal: { tenantId: task.tenant_id, actor },
-        agent,
-        kind: 'task',
-        content: task.description,
-        modelContext: Object.keys(input).length ? JSON.stringify(input) : undefined,
-        responseFormat,
-        taskId: task.id,
-        // The job is marked running, and the task takes the run, in the run's own start; the job is
-        // settled in the run's own end.
-        onStart: async (trx, run) => {
-          const r = await store.markJobRunning(trx, { jobId: job.id, owner: leaseOwner(this.r), runId: run.runId, at: now() });
-          if (!Number(r.numUpdatedRows)) throw new JobNoLongerClaimed();
-          await store.updateTask(trx, task.id, {
-            status: 'running',
-            last_run_id: run.runId,
-            last_run_at: run.startedAt,
-            last_error: null,
-            updated_at: now(),
-          });
-        },
-        onFinish: async (trx, run) => {
-          queuedMore = await this.settling.settleInTransaction(trx, job, { runId: run.runId, status: run.status, ...run.ended! });
+        run: {
+          kind: 'task',
+          agent,
+          input: { content: task.description, modelContext: Object.keys(input).length ? JSON.stringify(input) : undefined },
+          where: {
+            taskId: task.id,
+            // The job is marked running, and the task takes the run, in the run's own start; the job is
+            // settled in the run's own end.
+            onStart: async (trx, run) => {
+              const r = await store.markJobRunning(trx, { jobId: job.id, owner: leaseOwner(this.r), runId: run.runId, at: now() });
+              if (!Number(r.numUpdatedRows)) throw new JobNoLongerClaimed();
+              await store.updateTask(trx, task.id, {
+                status: 'running',
+                last_run_id: run.runId,
+                last_run_at: run.startedAt,
+                last_error: null,
+                updated_at: now(),
+              });
+            },
+            onFinish: async (trx, run) => {
+              queuedMore = await this.settling.settleInTransaction(trx, job, { runId: run.runId, status: run.status, ...run.ended! });
+            },
+          },
+          options: { responseFormat },
         },
       });
-      if (isInjected(handle)) throw new Error('a task run never joins a conversation');
-      ({ runId, conversationId, startedAt, done } = handle);
+      if (!('run' in started)) throw new Error('a task run never joins a conversation');
+      ({ runId, conversationId, startedAt, done } = started.run);
     } catch (err) {
       // The job was cancelled (or its task deleted) while the run was starting: no run was created.
       if (err instanceof JobNoLongerClaimed) return null;
