@@ -212,3 +212,49 @@ async function rowCount(table: string): Promise<number> {
   const r = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(table)}`.execute(t.db.kysely);
   return Number(r.rows[0].n);
 }
+
+describe('a retry with its Idempotency-Key', () => {
+  it('is answered from the key before the request is checked or looked up again: the first run, though the agent is deleted since', async () => {
+    const agent = await t.agent(key);
+    const api = t.api(key);
+    const header = (name: string) => ({ 'idempotency-key': `${name}-${agent.id}` });
+    const execute = (name: string) =>
+      api.POST('/api/v1/agents/{id}/execute', { params: { path: { id: agent.id }, header: header(name) }, body: { message: 'once' } });
+    const first = await execute('execute');
+    expect(first.response.status, JSON.stringify(first.error)).toBe(200);
+    const conversationId = first.response.headers.get('x-conversation-id')!;
+    const post = (name: string) =>
+      api.POST('/api/v1/conversations/{id}/messages', {
+        params: { path: { id: conversationId }, header: header(name) },
+        body: { content: 'and again' },
+      });
+    const posted = await post('message');
+    expect(posted.response.status, JSON.stringify(posted.error)).toBe(200);
+    const complete = (name: string) =>
+      api.POST('/v1/chat/completions', {
+        params: { header: header(name) },
+        body: { model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'once more' }] },
+      });
+    const completed = await complete('completion');
+    expect(completed.response.status, JSON.stringify(completed.error)).toBe(200);
+
+    const deleted = await api.DELETE('/api/v1/agents/{id}', { params: { path: { id: agent.id } } });
+    expect(deleted.response.status).toBe(204);
+    // Asked afresh, each is refused: the agent is gone.
+    expectProblem(await execute('execute-new'), 404, 'not_found');
+    expectProblem(await post('message-new'), 409, 'agent_deleted');
+    expect((await complete('completion-new')).response.status).toBe(404);
+
+    for (const [retry, original] of [
+      [await execute('execute'), first],
+      [await post('message'), posted],
+      [await complete('completion'), completed],
+    ] as const) {
+      expect(retry.response.status).toBe(200);
+      expect(retry.response.headers.get('idempotent-replayed')).toBe('true');
+      expect(retry.data).toEqual(original.data);
+    }
+    const runs = await api.GET('/api/v1/agents/{id}/runs', { params: { path: { id: agent.id }, query: { page: 1, limit: 20 } } });
+    expect(runs.data!.total).toBe(3);
+  });
+});
