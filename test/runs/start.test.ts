@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'kysely';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { runsNoticed } from '../../src/runs/events.js';
+import { execute } from '../helpers/execute.js';
 import { readSse } from '../helpers/sse.js';
 
 // A run's start is written (runs/start.ts), then the run executes, then its end is written. These tests
@@ -52,11 +53,13 @@ const count = (writes: string[], table: string) => writes.filter((w) => w === ta
 
 /** A run as the API shows it, without what differs between any two runs. */
 async function stored(runId: string) {
-  const run = (await t.request('GET', `/api/v1/runs/${runId}`, { key })).body;
-  const conversation = (await t.request('GET', `/api/v1/conversations/${run.conversationId}`, { key })).body;
-  const messages = (await t.request('GET', `/api/v1/conversations/${run.conversationId}/messages`, { key })).body;
+  const api = t.api(key);
+  const run = (await api.GET('/api/v1/runs/{runId}', { params: { path: { runId } } })).data!;
+  const conversationId = run.conversationId!;
+  const conversation = (await api.GET('/api/v1/conversations/{id}', { params: { path: { id: conversationId } } })).data!;
+  const messages = (await api.GET('/api/v1/conversations/{id}/messages', { params: { path: { id: conversationId } } })).data!;
   const events = await readSse(await t.fetch(`/api/v1/runs/${runId}/events`, key));
-  const reply = messages.messages.find((m: { role: string }) => m.role === 'assistant');
+  const reply = messages.messages.find((m) => m.role === 'assistant');
   return {
     run: {
       ...run,
@@ -69,7 +72,7 @@ async function stored(runId: string) {
       completedAt: undefined,
       duration: undefined,
       // Each step's clock is its own run's; the fields are there.
-      steps: run.steps?.map(({ startedAt, completedAt, durationMs, ...step }: Record<string, unknown>) => ({
+      steps: run.steps?.map(({ startedAt, completedAt, durationMs, ...step }) => ({
         ...step,
         timed: typeof startedAt === 'string' && typeof completedAt === 'string' && typeof durationMs === 'number',
       })),
@@ -82,7 +85,7 @@ async function stored(runId: string) {
       // The conversation's last message is the reply.
       lastMessageIsReply: conversation.lastMessageAt === reply?.createdAt,
     },
-    messages: messages.messages.map((m: { role: string; content: string; runId: string }) => ({
+    messages: messages.messages.map((m) => ({
       role: m.role,
       content: m.content,
       ofThisRun: m.runId === runId,
@@ -97,16 +100,16 @@ describe('a run’s start, then its end', () => {
     await t.listen();
     const message = 'Hello, where is my order 4711?';
 
-    const execute = () => t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message } });
+    const run = () => execute(t, key, agentId, { message });
     const stream = async () =>
       readSse(await t.fetch(`/api/v1/agents/${agentId}/execute`, key, { method: 'POST', body: { message, stream: true } }));
     // A statement's first use also compiles it, which the change feed hears as well: count the second runs.
-    await execute();
+    await run();
     await stream();
 
     // However fast the model, the start is written, then the end: no path only an instant model takes.
-    const once = await tablesWritten(execute);
-    expect(once.result.status, once.result.text).toBe(200);
+    const once = await tablesWritten(run);
+    expect(once.result.response.status, JSON.stringify(once.result.error)).toBe(200);
     expect(count(once.writes, 'runs')).toBe(2);
     expect(count(once.writes, 'conversations')).toBe(2);
     const streamed = await tablesWritten(stream);
@@ -114,7 +117,7 @@ describe('a run’s start, then its end', () => {
     expect(count(streamed.writes, 'conversations')).toBe(2);
     const streamedRunId = streamed.result.at(-1)!.data.runId;
 
-    const a = await stored(once.result.body.runId);
+    const a = await stored(once.result.data!.runId);
     const b = await stored(streamedRunId);
     expect(a).toEqual(b);
     expect(a.conversation).toEqual({ messageCount: 2, activeRunId: null, status: 'active', name: message, lastMessageIsReply: true });
@@ -129,21 +132,21 @@ describe('a run’s start, then its end', () => {
 
   it('announces to other replicas the events of an executed run, as of a streamed one', async () => {
     const agentId = (await t.agent(key)).id;
-    await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: 'warm up' } });
+    await execute(t, key, agentId, { message: 'warm up' });
     const noticed = new Set<string>();
     const unsubscribe = t.services.bus.subscribe('run.events', (payload) => {
       for (const runId of runsNoticed(payload)) noticed.add(runId);
     });
     try {
-      const executed = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: 'quiet please' } });
-      expect(executed.status, executed.text).toBe(200);
+      const executed = await execute(t, key, agentId, { message: 'quiet please' });
+      expect(executed.response.status, JSON.stringify(executed.error)).toBe(200);
       const streamed = await readSse(
         await t.fetch(`/api/v1/agents/${agentId}/execute`, key, { method: 'POST', body: { message: 'loud please', stream: true } }),
       );
       // Signals are sent once per turn of the event loop: let the last one out.
       await new Promise((r) => setTimeout(r, 50));
       expect(noticed.has(streamed.at(-1)!.data.runId)).toBe(true);
-      expect(noticed.has(executed.body.runId)).toBe(true);
+      expect(noticed.has(executed.data!.runId)).toBe(true);
     } finally {
       unsubscribe();
     }
@@ -152,12 +155,12 @@ describe('a run’s start, then its end', () => {
   it('calls no tool before the run is recorded', async () => {
     const agentId = (await t.agent(key)).id;
     probed.length = 0;
-    const res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: '/tool probe {}' } });
-    expect(res.status, res.text).toBe(200);
-    expect(res.body.toolCalls).toEqual([{ name: 'probe', input: {}, result: { recorded: true } }]);
+    const res = await execute(t, key, agentId, { message: '/tool probe {}' });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.data!.toolCalls).toEqual([{ name: 'probe', input: {}, result: { recorded: true } }]);
     expect(probed).toEqual(['running']);
-    const run = await t.request('GET', `/api/v1/runs/${res.body.runId}`, { key });
-    expect(run.body).toMatchObject({
+    const run = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: res.data!.runId } } });
+    expect(run.data).toMatchObject({
       status: 'completed',
       toolCalls: [expect.objectContaining({ name: 'probe', result: { recorded: true } })],
     });
@@ -165,22 +168,24 @@ describe('a run’s start, then its end', () => {
 
   it('shows a run as running while it answers, then ends it as usual', async () => {
     const agentId = (await t.agent(key)).id;
-    const pending = t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: '/delay 150\nslow answer here' } });
-    let running: { id: string; conversationId: string } | undefined;
-    for (let i = 0; i < 100 && !running; i++) {
-      const runs = await t.request('GET', `/api/v1/agents/${agentId}/runs`, { key });
-      running = runs.body.runs.find((r: { status: string }) => r.status === 'running');
-      if (!running) await new Promise((r) => setTimeout(r, 10));
-    }
-    expect(running, 'the run was never seen running').toBeDefined();
-    const busy = await t.request('GET', `/api/v1/conversations/${running!.conversationId}`, { key });
-    expect(busy.body).toMatchObject({ messageCount: 1, activeRunId: running!.id });
+    const pending = execute(t, key, agentId, { message: '/delay 150\nslow answer here' });
+    const running = await vi.waitFor(
+      async () => {
+        const runs = await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agentId } } });
+        const found = runs.data!.runs.find((r) => r.status === 'running');
+        if (!found) throw new Error('the run was never seen running');
+        return { id: found.id, conversationId: found.conversationId! };
+      },
+      { timeout: 10_000, interval: 10 },
+    );
+    const busy = await t.api(key).GET('/api/v1/conversations/{id}', { params: { path: { id: running.conversationId } } });
+    expect(busy.data).toMatchObject({ messageCount: 1, activeRunId: running.id });
 
     const res = await pending;
-    expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ runId: running!.id, output: 'slow answer here', status: 'completed' });
-    const conversation = await t.request('GET', `/api/v1/conversations/${running!.conversationId}`, { key });
-    expect(conversation.body).toMatchObject({ messageCount: 2, activeRunId: null });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    expect(res.data).toMatchObject({ runId: running.id, output: 'slow answer here', status: 'completed' });
+    const conversation = await t.api(key).GET('/api/v1/conversations/{id}', { params: { path: { id: running.conversationId } } });
+    expect(conversation.data).toMatchObject({ messageCount: 2, activeRunId: null });
   });
 
   it('leaves nothing behind, and runs no tool, when the start cannot be written', async () => {
@@ -189,9 +194,9 @@ describe('a run’s start, then its end', () => {
     probed.length = 0;
     // The start's INSERT into messages fails while the table is away.
     await sql`alter table messages rename to messages_away`.execute(t.db.kysely);
-    let res: Awaited<ReturnType<TestApp['request']>>;
+    let res: Awaited<ReturnType<typeof execute>>;
     try {
-      res = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: '/tool probe {}' } });
+      res = await execute(t, key, agentId, { message: '/tool probe {}' });
     } finally {
       await sql`alter table messages_away rename to messages`.execute(t.db.kysely);
     }
@@ -202,9 +207,9 @@ describe('a run’s start, then its end', () => {
     expect(t.services.runs.activeCount).toBe(0);
 
     // And the next run goes through.
-    const next = await t.request('POST', `/api/v1/agents/${agentId}/execute`, { key, body: { message: 'still here' } });
-    expect(next.status, next.text).toBe(200);
-    expect(next.body.output).toBe('still here');
+    const next = await execute(t, key, agentId, { message: 'still here' });
+    expect(next.response.status, JSON.stringify(next.error)).toBe(200);
+    expect(next.data!.output).toBe('still here');
   });
 });
 
