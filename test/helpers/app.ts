@@ -113,8 +113,6 @@ export interface TestApp {
    * send (malformed bodies, wrong types, unknown routes, raw headers); everything else uses `api`.
    */
   raw<T = any>(method: string, url: string, options?: RequestOptions): Promise<Response<T>>;
-  /** @deprecated the old name of `raw`: calls move to `api` (typed), or to `raw` where they must be untyped. */
-  request<T = any>(method: string, url: string, options?: RequestOptions): Promise<Response<T>>;
   /** Listens on a free loopback port (for SSE and MCP clients); returns the base URL. */
   listen(): Promise<string>;
   /** fetch() against the listening server with the key as bearer. */
@@ -165,7 +163,6 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
     },
     api,
     raw: (method, url, options) => injectRaw(app, method, url, options),
-    request: (method, url, options) => injectRaw(app, method, url, options),
     async listen() {
       baseUrl ??= await app.listen({ port: 0, host: '127.0.0.1' });
       return baseUrl;
