@@ -7,6 +7,7 @@ import { createTestDatabase, dialect, startApp, type TestApp } from '../helpers/
 import { execute } from '../helpers/execute.js';
 import { cli } from '../helpers/process.js';
 import { uploadFile } from '../helpers/upload.js';
+import { createTask } from '../tasks/helpers.js';
 
 /**
  * `agentry export --tenant <id>` (dist/cli.js, a real process) against a database the app filled over
@@ -34,18 +35,14 @@ async function fill(key: string, name: string) {
   expect(executed.response.status, JSON.stringify(executed.error)).toBe(200);
   const file = await uploadFile(api, `${name}.txt`, `notes of ${name}`, 'text/plain');
   expect(file.response.status).toBe(201);
-  // A body the types forbid (no description, a string as input), so the task may be refused: raw.
-  const task = await t.raw('POST', '/api/v1/tasks', {
-    key,
-    body: { name: `${name} task`, agentId: agent.id, type: 'one_time', input: 'x' },
-  });
+  // Scheduled once a year, so it adds a task row and no run before the export.
+  const task = await createTask(t, key, { name: `${name} task`, agentId: agent.id, type: 'scheduled', schedule: '0 0 1 1 *' });
   return {
     agent,
     runId: executed.run!.runId,
     conversationId: executed.run!.conversationId,
     fileId: file.data!.id,
-    taskStatus: task.status,
-    taskId: task.body?.id as string | undefined,
+    taskId: task.id,
   };
 }
 
@@ -79,14 +76,14 @@ describe('agentry export', () => {
     expect(events.map((e) => e.event)).toContain('done');
     expect(rows('files')).toEqual([expect.objectContaining({ id: made.fileId, name: 'mine.txt' })]);
     expect(rows('audit_events').map((r) => r.action)).toContain('agent.created');
-    if (made.taskId) expect(rows('tasks').map((r) => r.id)).toEqual([made.taskId]);
+    expect(rows('tasks').map((r) => r.id)).toEqual([made.taskId]);
 
     // Every line is the tenant's: none names the other tenant or its rows.
     for (const l of lines) {
       if ('tenant_id' in l.row) expect(l.row.tenant_id).toBe(mine.id);
     }
     const text = run.stdout;
-    for (const id of [other.id, theirs.agent.id, theirs.runId, theirs.conversationId, theirs.fileId]) expect(text).not.toContain(id);
+    for (const id of [other.id, theirs.agent.id, theirs.runId, theirs.conversationId, theirs.fileId, theirs.taskId]) expect(text).not.toContain(id);
   });
 
   it('writes to a new private file with --out, and refuses an unknown tenant', async () => {
