@@ -27,7 +27,7 @@ Object.assign(process.env, { DATA_DIR: dataDir, LOG_LEVEL: 'warn', RATE_LIMIT_PE
 const config = loadConfig();
 const db = openDatabase({ dataDir: config.dataDir });
 await migrate(db);
-const services = createServices(config, db, createLogger(config));
+const services = createServices(config, db, { logger: createLogger(config) });
 const app = await buildApp({ config, db, services });
 const url = await app.listen({ port: 0, host: '127.0.0.1' });
 const { apiKey } = await services.tenancy.createTenant('alloc');

@@ -4,6 +4,7 @@ import pino from 'pino';
 import { agentsPlugin } from './agents/plugin.js';
 import { Agent } from './agents/schemas.js';
 import { AgentsService } from './agents/service.js';
+import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
 import { registerAuth } from './http/auth.js';
@@ -145,11 +146,19 @@ function runAdmission(limits: LimitsService): Admission<RunLimits, AdmissionBatc
   };
 }
 
+export interface ServicesOptions {
+  /** Default: JSON lines on stdout at the configured level (createLogger). */
+  logger?: FastifyBaseLogger;
+  /** Default: what the configuration's OTLP endpoint asks for (none without one). */
+  tracing?: Tracing;
+  /** The one clock every service reads (clock.ts; default: real time); tests pass a ManualClock. */
+  clock?: Clock;
+}
+
 export function createServices(
   config: Config,
   db: Db,
-  logger: FastifyBaseLogger = createLogger(config),
-  tracing: Tracing | undefined = Tracing.create(config.tracing),
+  { logger = createLogger(config), tracing = Tracing.create(config.tracing), clock = systemClock }: ServicesOptions = {},
 ): Services {
   // One process on SQLite; on PostgreSQL, signals cross replicas with LISTEN/NOTIFY.
   const bus: SignalBus = config.databaseUrl
@@ -181,7 +190,7 @@ export function createServices(
   );
   const files = new FilesService(db);
   // A claim is taken over only once no start can still be waiting to record it (an enqueued start waits longest).
-  const idempotency = new IdempotencyService(db, { abandonedAfterMs: ENQUEUE_WAIT_MS + 60_000 });
+  const idempotency = new IdempotencyService(db, { abandonedAfterMs: ENQUEUE_WAIT_MS + 60_000, clock });
   const runs = new RunsService({
     db,
     models,
@@ -196,8 +205,9 @@ export function createServices(
     idempotency,
     observer: metrics?.runs,
     tracing,
+    clock,
   });
-  const identity = new IdentityService(db, config, tenancy, agents, logger);
+  const identity = new IdentityService(db, config, tenancy, agents, logger, { clock });
   if (metrics) identity.useObserver(metrics.identity);
   tools.register(
     'delegation',
@@ -219,12 +229,12 @@ export function createServices(
   // Deleting an agent ends its identity; its badge lists the skills it may use.
   agents.deleteHooks.push(identity.forgetAgent);
   identity.useSkillCapabilities((tenantId, agentId) => skillsDomain.skills.usableSkillBriefs(tenantId, agentId));
-  const tasks = new TasksService({ db, agents, runs, idempotency, config, log: logger, tracing });
+  const tasks = new TasksService({ db, agents, runs, idempotency, config, log: logger, tracing, clock });
   if (metrics) tasks.useCronObserver(metrics.cronFired);
   // skill_request and connector_request become awaiting_approval tasks; approving performs them.
   registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);
   // Tool calls that wait for a person are recorded by the approvals domain; runs resume once they are decided.
-  const approvals = new ApprovalsService({ db, runs, tasks, log: logger });
+  const approvals = new ApprovalsService({ db, runs, tasks, log: logger, clock });
   runs.useToolApprovals(approvals);
   const retentionSettings = new RetentionSettingsService(db, tenancy);
   const retention = {
@@ -237,6 +247,7 @@ export function createServices(
       conversations: conversationRetention(db),
       log: logger,
       intervalMs: config.retentionSweepMs,
+      clock,
     }),
   };
   if (metrics) observeRetention(metrics, retention.sweep);

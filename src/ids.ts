@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { V7Generator } from 'uuidv7';
-import { systemClock } from './scheduler/clock.js';
+import { type Clock, systemClock } from './clock.js';
 
 /**
  * The uuidv7 package keeps the ordering state: within one millisecond, or while the clock is behind
@@ -26,9 +26,12 @@ export function newRequestId(): string {
   return randomUUID();
 }
 
-/** The current time as stored and returned everywhere: ISO 8601 UTC with milliseconds. */
-export function now(): string {
-  return systemClock.now().toISOString();
+/**
+ * The current time as stored and returned everywhere: ISO 8601 UTC with milliseconds. A domain whose
+ * stored times expire or fall due passes its clock (clock.ts); stamps nothing is decided by read real time.
+ */
+export function now(clock: Clock = systemClock): string {
+  return new Date(clock.now()).toISOString();
 }
 
 export const isUuid = (value: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);

@@ -45,7 +45,7 @@ async function main() {
     process.stderr.write(`agentry: cannot start: ${err.message}\n`);
     process.exit(1);
   }
-  const services = createServices(config, db, createLogger(config), tracing);
+  const services = createServices(config, db, { logger: createLogger(config), tracing });
   const app = await buildApp({ config, db, services });
   // A second line only: background work handles its own errors (the run-event writer, runs' ends), and
   // tests assert that nothing reaches this. Should something, one tenant's fault does not stop the

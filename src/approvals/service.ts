@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
+import { type Clock, systemClock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { Conflict, InvalidInput, NotFound } from '../errors.js';
@@ -28,6 +29,8 @@ export interface ApprovalsOptions {
   runs: RunsService;
   tasks: TasksService;
   log: FastifyBaseLogger;
+  /** Approvals are stamped, and expire, on it (default: real time); runs stamp their expiry on the same clock. */
+  clock?: Clock;
 }
 
 /**
@@ -38,8 +41,10 @@ export interface ApprovalsOptions {
  */
 export class ApprovalsService implements ToolApprovalRequests {
   private readonly sweeper: Loop;
+  private readonly clock: Clock;
 
   constructor(private readonly o: ApprovalsOptions) {
+    this.clock = o.clock ?? systemClock;
     this.sweeper = new Loop('approval sweep', SWEEP_EVERY_MS, async () => void (await this.sweep()), o.log);
     // A run that ends while its calls wait (cancelled, failed) leaves nothing to decide.
     o.runs.onRunFinished((run) => this.runEnded(run));
@@ -56,7 +61,7 @@ export class ApprovalsService implements ToolApprovalRequests {
   // ---------------------------------------------------------------- the run engine's port
 
   async request(trx: Kysely<Database>, r: Parameters<ToolApprovalRequests['request']>[1]): Promise<string[]> {
-    const at = now();
+    const at = now(this.clock);
     const rows = r.calls.map((c) => ({
       id: newId(),
       tenant_id: r.tenantId,
@@ -88,7 +93,7 @@ export class ApprovalsService implements ToolApprovalRequests {
     await store.markTaken(
       trx,
       rows.map((r) => r.id),
-      now(),
+      now(this.clock),
     );
     return new Map(
       rows.map((r): [string, ToolDecision] => [
@@ -187,7 +192,7 @@ export class ApprovalsService implements ToolApprovalRequests {
     const row = await store.findApproval(this.o.db.kysely, tenantId, id);
     if (!row) return taskItem(await this.o.tasks.get(tenantId, id).then(d.task, notFoundAsApproval));
     if (row.status !== 'pending') throw new Conflict('approval_not_pending', `the approval is already ${row.status}`);
-    const at = now();
+    const at = now(this.clock);
     // Past its time the approval is the sweep's to decide, as the agent said (onTimeout), not a person's.
     if (row.expires_at <= at) throw approvalExpired(row.expires_at);
     const decided = await this.o.db.kysely.transaction().execute(async (trx) => {
@@ -245,7 +250,7 @@ export class ApprovalsService implements ToolApprovalRequests {
    */
   async sweep(): Promise<void> {
     const db = this.o.db.kysely;
-    const at = now();
+    const at = now(this.clock);
     for (const row of await store.expired(db, at, PER_SWEEP)) {
       const approve = row.on_timeout === 'approve';
       await db.transaction().execute(async (trx) => {
@@ -276,14 +281,14 @@ export class ApprovalsService implements ToolApprovalRequests {
       if (await this.o.runs.resume(runId).catch(() => false)) continue;
       // Not resumable: ended (its decisions are closed), or claimed by another process just now.
       const ended = await this.o.runs.isEnded(runId);
-      if (ended) await store.closeUntaken(db, runId, now());
+      if (ended) await store.closeUntaken(db, runId, now(this.clock));
     }
   }
 
   private async runEnded(run: RunFinished) {
     // Most runs never wait for approval: two UPDATEs (two commits on SQLite) at each end would find nothing.
     if (run.awaitedApproval === false) return;
-    const at = now();
+    const at = now(this.clock);
     await store.cancelOfRun(this.o.db.kysely, run.runId, at);
     await store.closeUntaken(this.o.db.kysely, run.runId, at);
   }

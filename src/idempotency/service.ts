@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type Clock, systemClock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import { Conflict, Unprocessable } from '../errors.js';
 import { now } from '../ids.js';
@@ -35,6 +36,8 @@ export interface IdempotencyClaim {
 export interface IdempotencyOptions {
   /** How long a claim with no outcome is waited for before a retry takes it over (default 60 s). */
   abandonedAfterMs?: number;
+  /** Claims are stamped, abandoned and expired on it (default: real time); a retry's wait for the first request is real time. */
+  clock?: Clock;
 }
 
 /**
@@ -45,12 +48,14 @@ export interface IdempotencyOptions {
  */
 export class IdempotencyService {
   readonly abandonedAfterMs: number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly db: Db,
     options: IdempotencyOptions = {},
   ) {
     this.abandonedAfterMs = options.abandonedAfterMs ?? ABANDONED_CLAIM_MS;
+    this.clock = options.clock ?? systemClock;
   }
 
   /**
@@ -59,15 +64,16 @@ export class IdempotencyService {
    */
   async claim(tenantId: string, key: string, request: unknown): Promise<IdempotencyClaim> {
     const fingerprint = fingerprintOf(request);
+    // Real time: a wait, which a stopped clock would make endless.
     const deadline = Date.now() + WAIT_FOR_FIRST_MS;
     for (;;) {
-      const at = now();
+      const at = now(this.clock);
       const expiresAt = new Date(Date.parse(at) + IDEMPOTENCY_KEY_TTL_MS).toISOString();
       const row = { tenant_id: tenantId, key, fingerprint, created_at: at, expires_at: expiresAt };
       if (await store.claimKey(this.db.kysely, row)) return { key, createdAt: at };
       const held = await store.findKey(this.db.kysely, tenantId, key);
       if (!held) continue; // released or swept meanwhile: claim it again
-      const current = now();
+      const current = now(this.clock);
       if (
         held.expires_at <= current ||
         (held.response_status === null && Date.parse(current) - Date.parse(held.created_at) > this.abandonedAfterMs)
@@ -118,7 +124,7 @@ export class IdempotencyService {
 
   /** Deletes expired keys (run by the tasks sweep). */
   sweep(): Promise<number> {
-    return store.deleteExpired(this.db.kysely, now());
+    return store.deleteExpired(this.db.kysely, now(this.clock));
   }
 }
 

@@ -4,7 +4,8 @@ import { Conflict } from '../errors.js';
 import { privateJwkColumn, publicJwkColumn } from './columns.js';
 import { open, seal } from './encryption.js';
 import * as store from './store.js';
-import { type Clock, iso, AGENT_KEY_GRACE_S, type PublicJwk, generateEs256Key, maxGeneration } from './key-material.js';
+import type { Clock } from '../clock.js';
+import { iso, AGENT_KEY_GRACE_S, type PublicJwk, generateEs256Key, maxGeneration } from './key-material.js';
 
 /** Agents' own key pairs (their JWKS, SVIDs and the assertions they sign): rotation and revocation. */
 

@@ -1,11 +1,11 @@
 import type { AgentsService } from '../agents/service.js';
+import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import type { TenancyService } from '../tenancy/service.js';
 import type { TokenState, VerifiedToken } from './claims.js';
 import type { AuditBuffer } from '../tenancy/audit-buffer.js';
 import type { TtlCache } from './cache.js';
 import type { AgentKeyring } from './agent-keys.js';
-import type { Clock } from './key-material.js';
 import type { PlatformKeyring } from './platform-keys.js';
 import type { PolicyEngine } from './policies.js';
 import type { AgentStandings } from './standing.js';

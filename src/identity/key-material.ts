@@ -1,11 +1,6 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 
-/** What both keyrings share: the clock, key lifetimes, and the generation of ES256 key pairs. */
-
-/** Time source of the identity domain; tests move it to check expiry and key lifetimes. */
-export interface Clock {
-  now(): number;
-}
+/** What both keyrings share: key lifetimes, and the generation of ES256 key pairs. */
 
 export const iso = (ms: number) => new Date(ms).toISOString();
 

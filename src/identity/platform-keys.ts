@@ -1,11 +1,11 @@
 import { importJWK, type CryptoKey } from 'jose';
+import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import { Conflict } from '../errors.js';
 import { privateJwkColumn, publicJwkColumn } from './columns.js';
 import { open, seal } from './encryption.js';
 import * as store from './store.js';
 import {
-  type Clock,
   iso,
   MAX_TOKEN_LIFETIME_S,
   SKEW_S,

@@ -5,6 +5,7 @@ import { Conflict, NotFound } from '../errors.js';
 import type { Kysely } from 'kysely';
 import type { BaseLogger } from 'pino';
 import type { Database } from '../db/schema.js';
+import { type Clock, systemClock } from '../clock.js';
 import { newId } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
 import { PERMISSIONS, type Principal } from '../tenancy/permissions.js';
@@ -21,7 +22,7 @@ import { agentJwks, clientMetadata, platformJwks, trustBundle } from './document
 import { exchangeToken, type ExchangeRequest } from './exchange.js';
 import { introspect } from './introspect.js';
 import { AgentKeyring } from './agent-keys.js';
-import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S, PLATFORM_KEY_CACHE_MS, iso, type Clock } from './key-material.js';
+import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S, PLATFORM_KEY_CACHE_MS, iso } from './key-material.js';
 import { PlatformKeyring } from './platform-keys.js';
 import { loadMasterKey, type MasterKeySource } from './master-key.js';
 import { PolicyEngine } from './policies.js';
@@ -54,13 +55,18 @@ export interface IdentityConfig extends MasterKeySource {
   publicBaseUrl: string;
 }
 
+export interface IdentityOptions {
+  /** Key lifetimes, token expiry and the hot path's caches are measured on it (default: real time). */
+  clock?: Clock;
+}
+
 /**
  * Agent identity: keys, identity documents, SVIDs, badges, token exchange, introspection, the
  * ExtAuthZ decision and TBAC policies. Routes call it over HTTP; a runtime can call `exchange`,
  * `authorize`, `issueSvid` and `signClientAssertion` in-process.
  */
 export class IdentityService {
-  readonly clock: Clock = { now: () => Date.now() };
+  readonly clock: Clock;
   readonly platformKeys: PlatformKeyring;
   readonly agentKeys: AgentKeyring;
   readonly policies: PolicyEngine;
@@ -77,7 +83,9 @@ export class IdentityService {
     private readonly agents: AgentsService,
     /** Where failures of background upkeep (pruning expired tokens) are reported. */
     private readonly log?: Pick<BaseLogger, 'warn'>,
+    { clock = systemClock }: IdentityOptions = {},
   ) {
+    this.clock = clock;
     const masterKey = loadMasterKey(config);
     this.platformKeys = new PlatformKeyring(db, masterKey, this.clock);
     this.agentKeys = new AgentKeyring(db, masterKey, this.clock);

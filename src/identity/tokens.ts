@@ -1,6 +1,6 @@
 import { SignJWT, decodeProtectedHeader, errors, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
 import { newId } from '../ids.js';
-import type { Clock } from './key-material.js';
+import type { Clock } from '../clock.js';
 import type { PlatformKeyring } from './platform-keys.js';
 
 /** Token types, told apart by the `typ` header (spec 2.9). */

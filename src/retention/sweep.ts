@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/database.js';
 import { isDatabaseUnavailable } from '../errors.js';
-import { type Clock, systemClock } from '../scheduler/clock.js';
+import { type Clock, systemClock } from '../clock.js';
 import { Loop } from '../scheduler/loop.js';
 import type { RetentionSettings } from '../tenancy/retention.js';
 
@@ -64,6 +64,8 @@ export interface RetentionSweepOptions {
   batchSize?: number;
   /** Batches of one kind for one tenant in one pass; the rest waits for the next pass. */
   maxBatches?: number;
+  /** Ages are measured on it (default: real time). */
+  clock?: Clock;
 }
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -79,7 +81,7 @@ function isTransient(err: unknown): boolean {
 }
 
 export class RetentionSweep {
-  private clock: Clock = systemClock;
+  private readonly clock: Clock;
   private readonly loop: Loop | null;
   private readonly batchSize: number;
   private readonly maxBatches: number;
@@ -88,14 +90,10 @@ export class RetentionSweep {
   readonly onSwept: ((counts: SweepCounts) => void)[] = [];
 
   constructor(private readonly o: RetentionSweepOptions) {
+    this.clock = o.clock ?? systemClock;
     this.batchSize = o.batchSize ?? 500;
     this.maxBatches = o.maxBatches ?? 200;
     this.loop = o.intervalMs > 0 ? new Loop('retention sweep', o.intervalMs, async () => void (await this.sweepOnce()), o.log) : null;
-  }
-
-  /** Ages are measured on this clock (tests move it). */
-  useClock(clock: Clock) {
-    this.clock = clock;
   }
 
   start() {
@@ -118,7 +116,7 @@ export class RetentionSweep {
       reclaimedPages: 0,
       failures: 0,
     };
-    const now = this.clock.now().getTime();
+    const now = this.clock.now();
     const at = new Date(now).toISOString();
     const before = (days: number) => new Date(now - days * DAY_MS).toISOString();
     for (const { tenantId, retention: r } of await this.o.tenants.all()) {

@@ -69,7 +69,7 @@ export class RunPauses {
     const activeRun = this.r.active.get(runId)!;
     const channel = activeRun.channel;
     const policy = input.agent.configuration.approval;
-    const expiresAt = new Date(Date.now() + (policy?.timeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS) * 1000).toISOString();
+    const expiresAt = new Date(this.r.clock.now() + (policy?.timeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS) * 1000).toISOString();
     const { paused, ...sofar } = result;
     const waiting = paused!.calls.filter((c) => c.reason !== undefined);
     const suspension: Suspension = {

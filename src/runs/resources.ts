@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../clock.js';
 import type { Updateable } from 'kysely';
 import type { Agent } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
@@ -39,6 +40,8 @@ export interface RunsOptions {
   observer?: RunObserver;
   /** Traces of runs, model calls and tool calls (src/tracing/); absent, nothing is traced. */
   tracing?: Tracing;
+  /** When a call that waits for a person expires (default: real time); leases keep real time. */
+  clock?: Clock;
 }
 
 /**
@@ -46,6 +49,8 @@ export interface RunsOptions {
  * built from: the options, and the state of this process they share.
  */
 export interface RunResources extends RunsOptions {
+  /** The options' clock, or real time. */
+  clock: Clock;
   /** This process, as lease owner. */
   instanceId: string;
   events: RunEventHub;

@@ -1,3 +1,4 @@
+import { systemClock } from '../clock.js';
 import * as conversations from '../conversations/turns.js';
 import { NotFound, Unavailable } from '../errors.js';
 import { newId } from '../ids.js';
@@ -90,6 +91,7 @@ export class RunsService {
     );
     this.r = {
       ...options,
+      clock: options.clock ?? systemClock,
       instanceId: this.instanceId,
       events: this.events,
       active: new Map(),

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../clock.js';
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import { Conflict, Forbidden } from '../errors.js';
@@ -17,8 +18,8 @@ export interface ApprovalTasksOptions {
   agents: AgentsService;
   executor: TaskExecutor;
   lookup: TaskLookup;
-  /** Scheduler time: an approved scheduled task's first cron time. */
-  clock: () => Date;
+  /** The app's clock: an approved scheduled task's first cron time. */
+  clock: Clock;
   log: FastifyBaseLogger;
 }
 
@@ -64,7 +65,7 @@ export class ApprovalTasks implements ApprovalGateway {
           decided_by_type: principal.actor.type,
           decided_by_id: principal.actor.id,
           decided_at: at,
-          next_run_at: firstFire(task, this.o.clock()),
+          next_run_at: firstFire(task, new Date(this.o.clock.now())),
           updated_at: at,
         },
       });

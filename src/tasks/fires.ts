@@ -103,7 +103,7 @@ export class FireDecisions {
       source: f.source,
       fire_key: f.key,
       scheduled_for: f.scheduledFor ?? null,
-      decided_at: this.r.clock().toISOString(),
+      decided_at: now(this.r.clock),
       decision,
       reason,
       missed: f.missed ?? 0,

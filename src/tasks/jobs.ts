@@ -58,7 +58,7 @@ export class JobQueue {
       attempts: job.claimed ? 1 : 0,
       max_attempts: task.max_attempts,
       backoff_seconds: task.backoff_seconds,
-      available_at: this.r.clock().toISOString(),
+      available_at: now(this.r.clock),
       lease_owner: owner,
       lease_expires_at: job.claimed ? leaseUntil(this.r) : null,
       claimed_by: owner,
@@ -73,7 +73,7 @@ export class JobQueue {
 
   /** Takes up to `limit` due jobs for this process's dispatcher, in claim order. */
   claimUpTo(limit: number) {
-    const claim = { owner: leaseOwner(this.r), now: this.r.clock().toISOString(), leaseUntil: leaseUntil(this.r) };
+    const claim = { owner: leaseOwner(this.r), now: now(this.r.clock), leaseUntil: leaseUntil(this.r) };
     return store.claimNextJobs(this.r.db.kysely, this.r.db.dialect, claim, limit);
   }
 

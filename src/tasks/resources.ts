@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../clock.js';
 import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import type { RunsService } from '../runs/service.js';
@@ -15,8 +16,8 @@ export interface TaskResources {
   db: Db;
   agents: AgentsService;
   runs: RunsService;
-  /** Scheduler time (injectable clock): availability, back-off, fire decisions. */
-  clock: () => Date;
+  /** The app's clock (clock.ts): availability, back-off, fire decisions. */
+  clock: Clock;
   /** How long a claimed job's lease lasts without renewal. */
   leaseMs: number;
   log: FastifyBaseLogger;
@@ -41,7 +42,7 @@ export const SCHEDULER_ACTOR: Actor = { type: 'system', id: 'scheduler' };
 /** Lease owner of task jobs: the same id as this process's run leases. */
 export const leaseOwner = (r: Pick<TaskResources, 'runs'>) => r.runs.instanceId;
 
-/** Leases measure whether a process is alive: real time, never the scheduler clock. */
+/** Leases measure whether a process is alive: real time, never the app's clock. */
 export const leaseUntil = (r: Pick<TaskResources, 'leaseMs'>) => new Date(Date.now() + r.leaseMs).toISOString();
 
 /** A job's `error` column: the run error as JSON. */

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import { newId } from '../ids.js';
 import { planFires } from '../scheduler/cron.js';
@@ -17,8 +18,8 @@ export interface CronFiringOptions {
   db: Db;
   /** Decides each fire and wakes the dispatcher. */
   executor: TaskExecutor;
-  /** Scheduler time (injectable clock). */
-  clock: () => Date;
+  /** The app's clock: which cron times have come. */
+  clock: Clock;
   /** How late a cron time may still fire (TASK_MISFIRE_GRACE_SECONDS); later ones are misfires. */
   graceMs: number;
   log: FastifyBaseLogger;
@@ -32,7 +33,7 @@ export class CronFiring {
   observer?: CronObserver;
   private readonly db: Db;
   private readonly executor: TaskExecutor;
-  private readonly clock: () => Date;
+  private readonly clock: Clock;
   private readonly graceMs: number;
   private readonly log: FastifyBaseLogger;
 
@@ -46,7 +47,7 @@ export class CronFiring {
 
   /** Fires what is due now; answers how many cron times this process claimed. */
   async tick(): Promise<number> {
-    const now = this.clock();
+    const now = new Date(this.clock.now());
     const due = await store.dueSchedules(this.db.kysely, now.toISOString(), BATCH);
     let claimed = 0;
     for (const task of due) {

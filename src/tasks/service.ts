@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { AgentsService } from '../agents/service.js';
+import { type Clock, systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { Conflict, InvalidInput, NotFound } from '../errors.js';
@@ -8,7 +9,6 @@ import { loadMasterKey } from '../identity/master-key.js';
 import { SecretBox } from '../identity/secret-box.js';
 import { newId, now } from '../ids.js';
 import { executable, type RunsService } from '../runs/service.js';
-import { systemClock, type Clock } from '../scheduler/clock.js';
 import { Dispatcher } from '../scheduler/dispatcher.js';
 import { Loop } from '../scheduler/loop.js';
 import type { Permission, Principal } from '../tenancy/permissions.js';
@@ -43,6 +43,8 @@ export interface TasksServiceOptions {
   log: FastifyBaseLogger;
   /** Spans of task fires and jobs (src/tracing/); absent, nothing is traced. */
   tracing?: Tracing;
+  /** Cron times, queue eligibility, back-off and webhook signature ages (default: real time). */
+  clock?: Clock;
 }
 
 /**
@@ -53,7 +55,7 @@ export interface TasksServiceOptions {
  * (executor.ts).
  */
 export class TasksService implements ApprovalGateway {
-  private clock: Clock = systemClock;
+  private readonly clock: Clock;
   readonly executor: TaskExecutor;
   readonly cron: CronFiring;
   readonly dispatcher: Dispatcher<store.JobRow>;
@@ -70,14 +72,14 @@ export class TasksService implements ApprovalGateway {
   private readonly loops: Loop[] = [];
   private readonly idempotency: IdempotencyService;
 
-  constructor({ db, agents, runs, idempotency, config, log, tracing }: TasksServiceOptions) {
+  constructor({ db, agents, runs, idempotency, config, log, tracing, clock = systemClock }: TasksServiceOptions) {
+    this.clock = clock;
     this.db = db;
     this.idempotency = idempotency;
     this.agents = agents;
     this.runs = runs;
     this.config = config;
     this.log = log;
-    const clock = () => this.clock.now();
     this.executor = new TaskExecutor({ db, agents, runs, clock, leaseMs: config.runLeaseMs, log, tracing });
     this.cron = new CronFiring({ db, executor: this.executor, clock, graceMs: config.tasks.misfireGraceMs, log });
     this.dispatcher = new Dispatcher({
@@ -96,11 +98,6 @@ export class TasksService implements ApprovalGateway {
     this.webhooks = new WebhookDeliveries({ db, executor, secrets: this.secrets, clock, log });
     // Runs that ended here settled their job in their own end's transaction (worker.ts, startRun).
     runs.onRunFinished((run) => (run.taskId && !run.finishedInTransaction ? this.executor.runEnded(run.runId, run) : undefined));
-  }
-
-  /** Replaces the scheduler clock (tests, simulations). */
-  useClock(clock: Clock) {
-    this.clock = clock;
   }
 
   // ---------------------------------------------------------------- background
@@ -191,10 +188,10 @@ export class TasksService implements ApprovalGateway {
   async queueStats() {
     const at = this.clock.now();
     const [jobs, awaitingApproval] = await Promise.all([
-      store.queueStats(this.db.kysely, at.toISOString()),
+      store.queueStats(this.db.kysely, new Date(at).toISOString()),
       store.countAwaitingApproval(this.db.kysely),
     ]);
-    const lagSeconds = jobs.oldestDueAt ? Math.max(0, (at.getTime() - Date.parse(jobs.oldestDueAt)) / 1000) : 0;
+    const lagSeconds = jobs.oldestDueAt ? Math.max(0, (at - Date.parse(jobs.oldestDueAt)) / 1000) : 0;
     return { queued: jobs.queued, running: jobs.running, lagSeconds, awaitingApproval };
   }
 
@@ -236,7 +233,7 @@ export class TasksService implements ApprovalGateway {
     const sealedSecret = secret ? this.secrets.seal(secret, id) : null;
     const row = taskRowFromBody({ id, principal, agent, input, type, sealedSecret, at: now() });
     const requiresApproval = row.requires_approval === 1;
-    if (!requiresApproval) row.next_run_at = firstFire(row, this.clock.now());
+    if (!requiresApproval) row.next_run_at = firstFire(row, new Date(this.clock.now()));
     let job: store.JobRow | null = null;
     await this.db.kysely.transaction().execute(async (trx) => {
       await store.insertTask(trx, row);

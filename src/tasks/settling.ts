@@ -45,7 +45,7 @@ export class Settling {
   private retryAt(job: store.JobRow): string | null {
     if (job.attempts >= job.max_attempts) return null;
     const delay = job.backoff_seconds * 1000 * 2 ** Math.max(0, job.attempts - 1);
-    return new Date(this.r.clock().getTime() + delay).toISOString();
+    return new Date(this.r.clock.now() + delay).toISOString();
   }
 
   /**
@@ -143,7 +143,7 @@ export class Settling {
       if (job.kind === 'agent') {
         // Its run never started (the run's start moves the job to running in the run's own
         // transaction): whether the claimer died or the database went away, nothing was attempted.
-        if (await this.releaseUnstarted(job, { availableAt: this.r.clock(), leaseExpiresAt: job.lease_expires_at })) {
+        if (await this.releaseUnstarted(job, { availableAt: new Date(this.r.clock.now()), leaseExpiresAt: job.lease_expires_at })) {
           this.r.log.warn({ jobId: job.id, taskId: job.task_id }, 'task work lost its lease before its run started: queued again');
           this.r.enqueued();
         }

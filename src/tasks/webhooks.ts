@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import { Conflict, InvalidInput, Unauthenticated } from '../errors.js';
 import type { SecretBox } from '../identity/secret-box.js';
@@ -20,8 +21,8 @@ export interface WebhookDeliveriesOptions {
   executor: TaskExecutor;
   /** Opens the tasks' sealed webhook secrets. */
   secrets: SecretBox;
-  /** Scheduler time: how far a delivery's timestamp may be from now. */
-  clock: () => Date;
+  /** The app's clock: how far a delivery's timestamp may be from now. */
+  clock: Clock;
   log: FastifyBaseLogger;
 }
 
@@ -58,7 +59,7 @@ export class WebhookDeliveries {
     const check =
       secret === null
         ? 'invalid_signature'
-        : checkSignature(secret, header(TIMESTAMP_HEADER), signatureHeader, rawBody, this.o.clock().getTime());
+        : checkSignature(secret, header(TIMESTAMP_HEADER), signatureHeader, rawBody, this.o.clock.now());
     if (check !== 'ok' || !task) {
       // (A signature checking out against no one's secret cannot happen; were it to, it is still refused.)
       const code = check === 'ok' ? 'invalid_signature' : check;

@@ -153,7 +153,7 @@ export class TaskWorker {
       if (failure.kind === 'database_unavailable') {
         const release = {
           leaseOwner: leaseOwner(this.r),
-          availableAt: new Date(this.r.clock().getTime() + failure.retryAfterSeconds * 1000),
+          availableAt: new Date(this.r.clock.now() + failure.retryAfterSeconds * 1000),
         };
         await this.settling
           .releaseUnstarted(job, release)

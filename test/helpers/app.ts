@@ -6,6 +6,7 @@ import createClient, { type Client } from 'openapi-fetch';
 import pg from 'pg';
 import { expect, inject } from 'vitest';
 import { buildApp, createServices, type Services } from '../../src/app.js';
+import type { Clock } from '../../src/clock.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { migrate, openDatabase, type Db } from '../../src/db/database.js';
 import type { components, paths } from '../../packages/client/src/generated/openapi.js';
@@ -124,7 +125,13 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startApp(extraEnv: Record<string, string> = {}): Promise<TestApp> {
+/** What an app is built with besides its environment. */
+export interface AppSetup {
+  /** The app's one clock (a ManualClock moves time for expiry, schedules and caches); default: real time. */
+  clock?: Clock;
+}
+
+export async function startApp(extraEnv: Record<string, string> = {}, { clock }: AppSetup = {}): Promise<TestApp> {
   const database = await createTestDatabase({ migrated: true });
   // Test MCP servers listen on loopback, which the URL guard refuses unless allowed.
   const config = loadConfig({
@@ -136,7 +143,7 @@ export async function startApp(extraEnv: Record<string, string> = {}): Promise<T
   });
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
-  const services = createServices(config, db);
+  const services = createServices(config, db, { clock });
   const app = await buildApp({ config, db, services });
   await app.ready();
   let counter = 0;

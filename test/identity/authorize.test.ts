@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { paths } from '../../packages/client/src/generated/openapi.js';
+import { ManualClock } from '../../src/clock.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { TT_ACCESS, TT_JWT, exchange, exchangeParams, postToken, svidFor, tamper } from './helpers.js';
 
@@ -9,9 +10,11 @@ type PolicyInput = NonNullable<paths['/api/v1/identity/tbac/policies']['post']['
 let t: TestApp;
 let acme: { id: string; key: string };
 let globex: { id: string; key: string };
+/** The app's clock: tokens and policies' conditions expire by moving it. */
+const clock = new ManualClock();
 
 beforeAll(async () => {
-  t = await startApp();
+  t = await startApp({}, { clock });
   acme = await t.tenant('acme');
   globex = await t.tenant('globex');
 });
@@ -244,13 +247,11 @@ describe('ExtAuthZ: the decision and its order', () => {
     expect(cc.response.status).toBe(200);
     await invalid({ token: cc.data!.access_token });
     // Expired.
-    const clock = t.services.identity.clock;
-    const real = clock.now;
-    clock.now = () => Date.now() + 3601 * 1000;
+    clock.advance(3601 * 1000);
     try {
       await invalid({ token });
     } finally {
-      clock.now = real;
+      clock.advance(-3601 * 1000);
     }
     expect((await authorize({ token, tool: 'search', callee: callee.id })).data!.allowed).toBe(true);
     // Revoked: the caller's agent key is revoked.
@@ -409,16 +410,14 @@ describe('policy precedence', () => {
     });
     expect((await decide(token, 'e', callee.id)).policyId).toBe(fallback.id);
     // Moving the clock past notAfter makes a current policy stop matching.
-    const clock = t.services.identity.clock;
-    const real = clock.now;
-    await updatePolicy(current.id, { conditions: { notAfter: new Date(Date.now() + 60_000).toISOString() } });
+    await updatePolicy(current.id, { conditions: { notAfter: new Date(clock.now() + 60_000).toISOString() } });
     expect((await decide(token, 'c', callee.id)).policyId).toBe(current.id);
-    clock.now = () => Date.now() + 120_000;
+    clock.advance(120_000);
     try {
       // The token is still valid (1 hour), the policy has expired.
       expect((await decide(token, 'c', callee.id)).policyId).toBe(fallback.id);
     } finally {
-      clock.now = real;
+      clock.advance(-120_000);
     }
   });
 

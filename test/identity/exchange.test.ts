@@ -1,6 +1,7 @@
 import { SignJWT, decodeProtectedHeader, generateKeyPair } from 'jose';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import {
   FORM,
@@ -29,9 +30,11 @@ let b: { id: string };
 let c: { id: string };
 let d: { id: string };
 let foreign: { id: string };
+/** The app's clock: tokens expire by moving it. */
+const clock = new ManualClock();
 
 beforeAll(async () => {
-  t = await startApp();
+  t = await startApp({}, { clock });
   acme = await t.tenant('acme');
   globex = await t.tenant('globex');
   [a, b, c, d] = [
@@ -351,15 +354,13 @@ describe('token exchange: errors (RFC 6749 bodies)', () => {
     await bad(badge);
     // An SVID for another audience.
     await bad((await svidFor(t, acme.key, a.id, 'https://elsewhere.example')).svid);
-    // Expired: the identity clock moved past its one second.
+    // Expired: the app's clock moved past its one second.
     const short = (await svidFor(t, acme.key, a.id, t.config.issuer, 1)).svid;
-    const clock = t.services.identity.clock;
-    const real = clock.now;
-    clock.now = () => Date.now() + 2100;
+    clock.advance(2100);
     try {
       await bad(short);
     } finally {
-      clock.now = real;
+      clock.advance(-2100);
     }
     // alg none, HS256, EdDSA.
     const claims = decodePart(svid, 1);
@@ -548,13 +549,11 @@ describe('introspection (RFC 7662)', () => {
     await inactive(await introspect(svid));
     await inactive(await introspect(access_token, globex.key));
 
-    const clock = t.services.identity.clock;
-    const real = clock.now;
-    clock.now = () => Date.now() + 3601 * 1000;
+    clock.advance(3601 * 1000);
     try {
       await inactive(await introspect(access_token));
     } finally {
-      clock.now = real;
+      clock.advance(-3601 * 1000);
     }
     expect((await introspect(access_token)).data!.active).toBe(true);
   });

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { open, seal } from '../../src/identity/encryption.js';
 import { IdentityService } from '../../src/identity/service.js';
@@ -14,9 +15,11 @@ import { exchangeParams, postToken, svidFor } from './helpers.js';
 let t: TestApp;
 let acme: { id: string; key: string };
 let globex: { id: string; key: string };
+/** The app's clock: key lifetimes pass by moving it. */
+const clock = new ManualClock();
 
 beforeAll(async () => {
-  t = await startApp();
+  t = await startApp({}, { clock });
   acme = await t.tenant('acme');
   globex = await t.tenant('globex');
 });
@@ -182,13 +185,12 @@ describe('agent key rotation and revocation', () => {
     expect(JSON.stringify(list.data)).not.toContain('"d"');
 
     // Once the grace period is over the rotated key is no longer published.
-    const clock = t.services.identity.clock;
-    const real = clock.now;
-    clock.now = () => Date.now() + 24 * 3600 * 1000 + 1000;
+    const grace = 24 * 3600 * 1000 + 1000;
+    clock.advance(grace);
     try {
       expect(await jwksKids(a.id)).toEqual([rotated!.key.kid]);
     } finally {
-      clock.now = real;
+      clock.advance(-grace);
     }
   });
 
@@ -287,19 +289,14 @@ describe('platform key creation', () => {
 });
 
 describe('platform key rotation', () => {
-  // Where a test waits for a key to take over, the identity clock moves on instead, for the rest of this block.
-  let realNow: () => number;
+  // Where a test waits for a key to take over, the app's clock moves on instead, for the rest of this block.
+  let start: number;
   beforeAll(() => {
-    realNow = t.services.identity.clock.now;
+    start = clock.now();
   });
   afterAll(() => {
-    t.services.identity.clock.now = realNow;
+    clock.set(start);
   });
-  const advance = (ms: number) => {
-    const clock = t.services.identity.clock;
-    const now = clock.now;
-    clock.now = () => now() + ms;
-  };
   const bundle = async () => (await t.api().GET('/.well-known/spiffe/trust-bundle')).data!;
   const signingKid = async () => {
     const a = await t.agent(acme.key);
@@ -318,7 +315,7 @@ describe('platform key rotation', () => {
     expect(jwks).toContain(rotated.kid);
     expect(await signingKid()).toBe(oldKid); // published, not yet signing
 
-    advance(2100);
+    clock.advance(2100);
     expect(await signingKid()).toBe(rotated.kid);
     const after = await bundle();
     expect(after.keys.map((k) => k.kid)).toEqual(expect.arrayContaining([oldKid, rotated.kid]));
@@ -332,15 +329,14 @@ describe('platform key rotation', () => {
     const kids = (await t.services.identity.listPlatformKeys()).filter((k) => k.status === 'retired').map((k) => k.kid);
     expect(kids.length).toBeGreaterThan(0);
     const before = await bundle();
-    const clock = t.services.identity.clock;
-    const real = clock.now;
-    clock.now = () => real() + (86400 + 301) * 1000;
+    const lifetime = (86400 + 301) * 1000;
+    clock.advance(lifetime);
     try {
       const later = await bundle();
       for (const kid of kids) expect(later.keys.map((k) => k.kid)).not.toContain(kid);
       expect(later.spiffe_sequence).toBeGreaterThan(before.spiffe_sequence);
     } finally {
-      clock.now = real;
+      clock.advance(-lifetime);
     }
   });
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { ManualClock } from '../../src/scheduler/clock.js';
+import { ManualClock } from '../../src/clock.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
@@ -171,8 +171,7 @@ describe('identity and cron metrics', () => {
   const clock = new ManualClock('2030-01-01T00:00:30.000Z');
   beforeAll(async () => {
     // No background loops: cron ticks are driven here, on a clock that is set.
-    t = await startApp({ METRICS_TOKEN: TOKEN, TASK_WORKERS: '0', TASK_SCHEDULER: 'off' });
-    t.services.tasks.useClock(clock);
+    t = await startApp({ METRICS_TOKEN: TOKEN, TASK_WORKERS: '0', TASK_SCHEDULER: 'off' }, { clock });
   });
   afterAll(() => t?.close());
   const scrape = async () => (await t.raw('GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })).text;
@@ -228,7 +227,7 @@ describe('identity and cron metrics', () => {
     expect(queued.length).toBeGreaterThan(0);
     expect(sample(text, 'agentry_task_jobs', { state: 'queued' })).toBe(queued.length);
     expect(sample(text, 'agentry_task_jobs', { state: 'running' })).toBe(0);
-    expect(sample(text, 'agentry_task_queue_lag_seconds')).toBe((clock.now().getTime() - Date.parse(queued[0].available_at)) / 1000);
+    expect(sample(text, 'agentry_task_queue_lag_seconds')).toBe((clock.now() - Date.parse(queued[0].available_at)) / 1000);
   });
 });
 

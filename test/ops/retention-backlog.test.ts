@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/scheduler/clock.js';
+import { ManualClock } from '../../src/clock.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { execute } from '../helpers/execute.js';
 
@@ -12,14 +12,15 @@ import { execute } from '../helpers/execute.js';
  * checkpointer's RESTART or a CLI does): the sweep waits for it and retries, finishes its pass over
  * every domain, and hands the space back, so the file shrinks. Before, the first batch that met the
  * lock ("database is locked") failed the whole pass: nothing more was deleted and the file kept its size.
- * Time is moved on the sweep's clock; the lock is held by another process for a bounded while.
+ * Time is moved on the app's clock; the lock is held by another process for a bounded while.
  */
 
 const DAY = 24 * 3600 * 1000;
 let t: TestApp;
+const clock = new ManualClock();
 
 beforeAll(async () => {
-  t = await startApp({ RETENTION_SWEEP_SECONDS: '0' });
+  t = await startApp({ RETENTION_SWEEP_SECONDS: '0' }, { clock });
 });
 afterAll(() => t?.close());
 
@@ -69,7 +70,7 @@ describe.runIf(dialect === 'sqlite')('a retention backlog on SQLite', () => {
     const before = await fileSize();
 
     const sweep = t.services.retention.sweep;
-    sweep.useClock(new ManualClock(new Date(Date.now() + 40 * DAY)));
+    clock.set(Date.now() + 40 * DAY);
     // Longer than the connection's busy timeout (5 s): the first batch meets "database is locked".
     const holder = await holdWriteLock(t.db.location, 6000);
     const counts = await sweep.sweepOnce();

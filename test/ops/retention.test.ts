@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ManualClock } from '../../src/scheduler/clock.js';
+import { ManualClock } from '../../src/clock.js';
+import { conversationRetention } from '../../src/conversations/retention.js';
+import { RetentionSweep } from '../../src/retention/sweep.js';
+import { runRetention } from '../../src/runs/retention.js';
+import { RetentionSettingsService } from '../../src/tenancy/retention.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { endedRun, pendingOf } from '../approvals/helpers.js';
 import { execute } from '../helpers/execute.js';
@@ -10,7 +14,7 @@ import { uploadFile } from '../helpers/upload.js';
 
 /**
  * Retention: a tenant's settings (GET/PUT /api/v1/retention) and the sweep that applies them, driven
- * on a fake clock: what is older than a setting is gone, what is newer stays, another tenant's data
+ * on a ManualClock: what is older than a setting is gone, what is newer stays, another tenant's data
  * follows its own (default) settings, and a compacted run still answers with its output and steps.
  * The background loop is off (RETENTION_SWEEP_SECONDS=0): the test runs each pass itself.
  */
@@ -18,11 +22,30 @@ import { uploadFile } from '../helpers/upload.js';
 let t: TestApp;
 const DAY = 24 * 3600 * 1000;
 const METRICS_TOKEN = 'retention-metrics-token';
+/** The app's clock: the app's own sweep (and its metrics) is driven on it. */
+const clock = new ManualClock();
 
 beforeAll(async () => {
-  t = await startApp({ RETENTION_SWEEP_SECONDS: '0', METRICS_TOKEN: METRICS_TOKEN });
+  t = await startApp({ RETENTION_SWEEP_SECONDS: '0', METRICS_TOKEN: METRICS_TOKEN }, { clock });
 });
 afterAll(() => t?.close());
+
+/**
+ * A sweep of the app's data, built as the app builds its own, whose clock alone is at `at`: the
+ * rest of the app keeps its time (a run waiting for approval stays waiting).
+ */
+function sweepAt(at: number, options: { batchSize?: number } = {}) {
+  return new RetentionSweep({
+    db: t.db,
+    tenants: new RetentionSettingsService(t.db, t.services.tenancy),
+    runs: runRetention(t.db, t.services.approvals),
+    conversations: conversationRetention(t.db),
+    log: t.app.log,
+    intervalMs: 0,
+    clock: new ManualClock(at),
+    ...options,
+  });
+}
 
 const runPath = (runId: string) => ({ params: { path: { runId } } });
 
@@ -149,8 +172,7 @@ describe('the retention sweep', () => {
     expect(newA.earliest > boundary).toBe(true);
 
     const sweep = t.services.retention.sweep;
-    const clock = new ManualClock(new Date(Date.parse(boundary) + 1 + DAY));
-    sweep.useClock(clock);
+    clock.set(Date.parse(boundary) + 1 + DAY);
 
     // A day after: tenant A's old run is compacted; nothing is deleted, tenant B's default (7 days) not reached.
     const first = await sweep.sweepOnce();
@@ -224,21 +246,7 @@ describe('the retention sweep', () => {
     expect((await t.api(key).PUT('/api/v1/retention', { body: { auditEventsDays: 30 } })).response.status).toBe(200);
     // Each agent's creation is an audit event.
     for (let i = 0; i < 7; i++) await t.agent(key, { name: `a${i}` });
-    const { RetentionSweep } = await import('../../src/retention/sweep.js');
-    const { RetentionSettingsService } = await import('../../src/tenancy/retention.js');
-    const { runRetention } = await import('../../src/runs/retention.js');
-    const { conversationRetention } = await import('../../src/conversations/retention.js');
-    const settings = new RetentionSettingsService(t.db, t.services.tenancy);
-    const small = new RetentionSweep({
-      db: t.db,
-      tenants: settings,
-      runs: runRetention(t.db, t.services.approvals),
-      conversations: conversationRetention(t.db),
-      log: t.app.log,
-      intervalMs: 0,
-      batchSize: 3,
-    });
-    small.useClock(new ManualClock(new Date(Date.now() + 31 * DAY)));
+    const small = sweepAt(Date.now() + 31 * DAY, { batchSize: 3 });
     const counts = await small.sweepOnce();
     expect(counts.auditEvents).toBeGreaterThanOrEqual(8); // 7 agents and the settings' change, at least
     expect((await t.api(key).GET('/api/v1/audit-events')).data!.total).toBe(0);
@@ -272,8 +280,7 @@ describe('a deleted run’s approvals', () => {
         (await t.db.kysely.selectFrom('run_suspensions').select('run_id').where('run_id', '=', runId).execute()).length;
       expect(await suspensions(waiting.runId)).toBe(1);
 
-      const sweep = t.services.retention.sweep;
-      sweep.useClock(new ManualClock(new Date(Date.now() + 31 * DAY)));
+      const sweep = sweepAt(Date.now() + 31 * DAY);
       const counts = await sweep.sweepOnce();
       expect(counts.runs).toBeGreaterThanOrEqual(1);
       expect((await api.GET('/api/v1/runs/{runId}', runPath(decided.runId))).response.status).toBe(404);
@@ -307,8 +314,7 @@ describe.runIf(dialect === 'sqlite')('space handed back on SQLite', () => {
     const { rows } = await sql<{ auto_vacuum: number }>`pragma auto_vacuum`.execute(t.db.kysely);
     expect(rows[0].auto_vacuum).toBe(2);
 
-    const sweep = t.services.retention.sweep;
-    sweep.useClock(new ManualClock(new Date(Date.now() + 2 * DAY)));
+    const sweep = sweepAt(Date.now() + 2 * DAY);
     const counts = await sweep.sweepOnce();
     expect(counts.files).toBeGreaterThanOrEqual(8);
     // 2 MiB of files, in base64: hundreds of 4 KiB pages.

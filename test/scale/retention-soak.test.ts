@@ -2,17 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/scheduler/clock.js';
+import { ManualClock } from '../../src/clock.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { execute as executeOn } from '../helpers/execute.js';
 
 /**
  * A retention soak, bounded: rounds of sustained executes (several clients at once) under a one-day
- * retention of runs, conversations and audit events; after each round the sweep's clock is moved past
+ * retention of runs, conversations and audit events; after each round the app's clock is moved past
  * the retention and a pass runs while the next clients keep executing. The database must come back
  * down after every pass and not grow from round to round: on SQLite the file itself (the sweep hands
  * the pages back), on PostgreSQL the tables' total size after a plain VACUUM (what autovacuum does;
- * no VACUUM FULL). Time moves on the sweep's clock only.
+ * no VACUUM FULL). Time moves on the app's clock; runs' leases keep real time.
  */
 
 const DAY = 24 * 3600 * 1000;
@@ -22,8 +22,9 @@ const CLIENTS = 4;
 const TABLES = ['runs', 'run_events', 'messages', 'conversations', 'audit_events'];
 
 let t: TestApp;
+const clock = new ManualClock();
 beforeAll(async () => {
-  t = await startApp({ RETENTION_SWEEP_SECONDS: '0' });
+  t = await startApp({ RETENTION_SWEEP_SECONDS: '0' }, { clock });
 });
 afterAll(() => t?.close());
 
@@ -71,8 +72,6 @@ describe('a retention soak', () => {
     };
 
     const sweep = t.services.retention.sweep;
-    const clock = new ManualClock(new Date());
-    sweep.useClock(clock);
     const afterPass: number[] = [];
     const beforePass: number[] = [];
     let target = 0;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/scheduler/clock.js';
+import { ManualClock } from '../../src/clock.js';
 import { cronProblem, nextFire, planFires } from '../../src/scheduler/cron.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { createTask, replica, waitFor } from './helpers.js';
@@ -136,8 +136,7 @@ describe('cron firing', () => {
   const clock = new ManualClock('2026-11-20T10:05:00.000Z');
 
   beforeAll(async () => {
-    t = await startApp({ TASK_WORKERS: '0', TASK_SCHEDULER: 'off' });
-    t.services.tasks.useClock(clock);
+    t = await startApp({ TASK_WORKERS: '0', TASK_SCHEDULER: 'off' }, { clock });
     ({ key } = await t.tenant());
     agentId = (await t.agent(key, { appId: 'ops' })).id;
   });
@@ -360,13 +359,12 @@ describe('cron firing', () => {
 
 describe('cron in the background', () => {
   it('fires a every-minute schedule by itself and runs it (real clock, short poll)', async () => {
-    const t = await startApp({ TASK_POLL_MS: '50' });
+    // Let the scheduler believe the next minute is here.
+    const clock = new ManualClock(new Date());
+    const t = await startApp({ TASK_POLL_MS: '50' }, { clock });
     try {
       const { key } = await t.tenant();
       const agentId = (await t.agent(key, { appId: 'ops' })).id;
-      // Let the scheduler believe the next minute is here.
-      const clock = new ManualClock(new Date());
-      t.services.tasks.useClock(clock);
       const task = await createTask(t, key, { agentId, type: 'scheduled', schedule: '* * * * *', description: 'tick' });
       clock.set(new Date(Date.parse(task.nextRunAt!) + 10));
       const done = await waitFor(
@@ -387,12 +385,10 @@ describe('cron in the background', () => {
 
 describe.skipIf(dialect !== 'postgres')('cron across replicas (PostgreSQL)', () => {
   it('two replicas ticking together claim each cron time exactly once', async () => {
-    const t = await startApp({ TASK_WORKERS: '0', TASK_SCHEDULER: 'off' });
-    const other = await replica(t, { TASK_WORKERS: '0', TASK_SCHEDULER: 'off' });
+    const clock = new ManualClock('2026-11-20T10:05:00.000Z');
+    const t = await startApp({ TASK_WORKERS: '0', TASK_SCHEDULER: 'off' }, { clock });
+    const other = await replica(t, { TASK_WORKERS: '0', TASK_SCHEDULER: 'off' }, { clock });
     try {
-      const clock = new ManualClock('2026-11-20T10:05:00.000Z');
-      t.services.tasks.useClock(clock);
-      other.services.tasks.useClock(clock);
       const { key } = await t.tenant();
       const agentId = (await t.agent(key, { appId: 'ops' })).id;
       const ids: string[] = [];

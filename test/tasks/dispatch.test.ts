@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/ids.js';
-import { ManualClock } from '../../src/scheduler/clock.js';
+import { ManualClock } from '../../src/clock.js';
 import { insertJob, insertTask, newTaskRow } from '../../src/tasks/store/index.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { createTask, replica, taskIn, waitFor, workSettled } from './helpers.js';
@@ -16,8 +16,7 @@ describe('dispatch order and retries (no background workers)', () => {
   const clock = new ManualClock('2030-01-01T00:00:00.000Z');
 
   beforeAll(async () => {
-    t = await startApp({ TASK_WORKERS: '0', TASK_SCHEDULER: 'off', RUN_LEASE_SECONDS: '2' });
-    t.services.tasks.useClock(clock);
+    t = await startApp({ TASK_WORKERS: '0', TASK_SCHEDULER: 'off', RUN_LEASE_SECONDS: '2' }, { clock });
     ({ key, id: tenantId } = await t.tenant());
     agentId = (await t.agent(key, { appId: 'ops' })).id;
   });
@@ -60,7 +59,7 @@ describe('dispatch order and retries (no background workers)', () => {
   });
 
   it('claims several jobs in one statement, in claim order, and never a serial job queued behind another of its task', async () => {
-    const at = clock.now().toISOString();
+    const at = new Date(clock.now()).toISOString();
     const row = (name: string, priority: string) =>
       newTaskRow({
         id: newId(),
@@ -218,7 +217,7 @@ describe('dispatch order and retries (no background workers)', () => {
     }
     const [queued] = await jobsOf(t, task.id);
     expect(queued).toMatchObject({ state: 'queued', attempts: 0, lease_owner: null, run_id: null });
-    expect(queued.available_at > clock.now().toISOString()).toBe(true);
+    expect(queued.available_at > new Date(clock.now()).toISOString()).toBe(true);
     expect(await getTask(task.id)).toMatchObject({ status: 'pending', runCount: 0 });
     expect(await t.services.tasks.executor.claimNext()).toBeNull();
     clock.advance(5_000);

@@ -5,7 +5,7 @@ import { buildApp, createServices, type Services } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { signature } from '../../src/tasks/webhook-signatures.js';
-import type { TestApp } from '../helpers/app.js';
+import type { AppSetup, TestApp } from '../helpers/app.js';
 
 type Task = components['schemas']['Task'];
 type TaskInput = NonNullable<paths['/api/v1/tasks']['post']['requestBody']>['content']['application/json'];
@@ -101,11 +101,11 @@ export interface Replica {
   close(): Promise<void>;
 }
 
-export async function replica(t: TestApp, env: Record<string, string> = {}): Promise<Replica> {
+export async function replica(t: TestApp, env: Record<string, string> = {}, { clock }: AppSetup = {}): Promise<Replica> {
   const base = { DATA_DIR: t.config.dataDir, ...(t.config.databaseUrl ? { DATABASE_URL: t.config.databaseUrl } : {}) };
   const config = loadConfig({ ...base, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://agentry.test', ...env });
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
-  const services = createServices(config, db);
+  const services = createServices(config, db, { clock });
   const app = await buildApp({ config, db, services });
   await app.ready();
   return {

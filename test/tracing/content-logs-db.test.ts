@@ -48,7 +48,7 @@ beforeAll(async () => {
   });
   await migrate(db);
   const logger = createLogger(config, { write: (line: string) => void lines.push(JSON.parse(line)) });
-  services = createServices(config, db, logger, tracing);
+  services = createServices(config, db, { logger, tracing });
   app = await buildApp({ config, db, services });
   await app.ready();
   ({ apiKey: key } = await services.tenancy.createTenant('content'));

@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from '../../clock.js';
 import { ProviderError } from './retries.js';
 
 /**
@@ -80,23 +81,23 @@ class Breaker {
   constructor(
     private readonly model: string,
     private readonly settings: BreakerSettings,
-    private readonly clock: () => number,
+    private readonly clock: Clock,
   ) {}
 
   private status(): BreakerStatus {
     if (this.openedAt === null) return 'closed';
-    return this.clock() - this.openedAt >= this.settings.coolDownMs ? 'half_open' : 'open';
+    return this.clock.now() - this.openedAt >= this.settings.coolDownMs ? 'half_open' : 'open';
   }
 
   /** The window's slices still in it, the older ones dropped. */
   private recent(): Slice[] {
-    const since = this.clock() - this.settings.windowMs;
+    const since = this.clock.now() - this.settings.windowMs;
     this.slices = this.slices.filter((s) => s.start > since - this.settings.windowMs / SLICES);
     return this.slices;
   }
 
   private record(failed: boolean) {
-    const at = this.clock();
+    const at = this.clock.now();
     const width = Math.max(1, this.settings.windowMs / SLICES);
     const start = at - (at % width);
     const slices = this.recent();
@@ -157,7 +158,7 @@ class Breaker {
   }
 
   private open() {
-    this.openedAt = this.clock();
+    this.openedAt = this.clock.now();
     this.timesOpened++;
   }
 
@@ -181,7 +182,8 @@ export class BreakerBoard {
 
   constructor(
     readonly settings: BreakerSettings = DEFAULT_BREAKER_SETTINGS,
-    private readonly clock: () => number = () => Date.now(),
+    /** Real time by default: the failure rate is of real calls, whose timeouts are real. */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** The gate of `model`'s calls (model-step.ts). */
