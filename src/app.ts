@@ -172,7 +172,11 @@ export function createServices(
   const models = new ModelRegistry(config.providers);
   // An agent's fallback models must be usable with this configuration (docs/models.md "Fallback models").
   const agents = new AgentsService(db, config.defaultModel, (model) => models.unavailable(model));
-  const limits = new LimitsService(db, { agentBudgets: agents, runUsage }, config.rateLimitPerMinute, config.tokenRateLimitPerMinute);
+  const limits = new LimitsService(
+    db,
+    { agentBudgets: agents, runUsage },
+    { defaultRateLimit: config.rateLimitPerMinute, tokenRateLimit: config.tokenRateLimitPerMinute, clock },
+  );
   const tools = new ToolRegistry<Agent>();
   const metrics =
     config.metrics.token || config.metrics.port !== undefined ? new Metrics({ tenantLabel: config.metrics.tenantLabel }) : undefined;

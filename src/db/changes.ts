@@ -107,7 +107,8 @@ export class ChangeTrackingPlugin implements KyselyPlugin {
  * stamps of those tables are unchanged. Values are frozen: callers share them. Misses (undefined)
  * are not cached. Entries have no time to live: the stamps decide whether one is current, and `max`
  * (least recently used out first) bounds the memory. A TTL would make every hit read the clock and
- * check the entry's age, and an authenticated GET makes three hits.
+ * check the entry's age, and an authenticated GET makes three hits. So it is no TtlCache (cache.ts):
+ * it is trusted by stamps, not by time, and reads no clock.
  */
 export class ReadCache<V extends object> {
   private readonly entries: LRUCache<string, { stamp: number; value: V }>;

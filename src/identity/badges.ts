@@ -1,8 +1,8 @@
-import { LRUCache } from 'lru-cache';
 import { toolsColumn } from '../agents/columns.js';
 import type { AgentIdentity } from '../agents/service.js';
 import { newId } from '../ids.js';
 import { BADGE_LIFETIME_S, badgeCredential } from './badge.js';
+import { TtlCache } from './cache.js';
 import type { IdentityContext } from './context.js';
 import { TYP } from './tokens.js';
 
@@ -15,16 +15,19 @@ export type BadgeSkills = { id: string; name: string; version: string | null }[]
  * until they expire.
  */
 export class BadgeSigner {
-  private readonly signed = new LRUCache<string, { key: string; token: string; exp: number }>({ max: 10_000 });
+  /** The last badge per agent and form, kept until half its life has passed. */
+  private readonly signed: TtlCache<{ key: string; token: string }>;
 
-  constructor(private readonly ctx: IdentityContext) {}
+  constructor(private readonly ctx: IdentityContext) {
+    this.signed = new TtlCache({ ttlMs: (BADGE_LIFETIME_S / 2) * 1000, clock: ctx.clock });
+  }
 
   async badge(agent: AgentIdentity, skills: BadgeSkills, compact: boolean): Promise<string> {
     const { kid } = await this.ctx.platformKeys.signingKey();
     const cacheKey = `${agent.updated_at}|${kid}|${JSON.stringify(skills)}`;
     const nowS = Math.floor(this.ctx.clock.now() / 1000);
     const cached = this.signed.get(`${agent.id}|${compact}`);
-    if (cached && cached.key === cacheKey && cached.exp - nowS > BADGE_LIFETIME_S / 2) return cached.token;
+    if (cached && cached.key === cacheKey) return cached.token;
     const spiffeId = this.ctx.spiffeIdOf(agent.tenant_id, agent.id);
     const id = `urn:uuid:${newId()}`;
     const credential = badgeCredential(
@@ -52,7 +55,8 @@ export class BadgeSigner {
       jti: id,
       payload: credential,
     });
-    this.signed.set(`${agent.id}|${compact}`, { key: cacheKey, token: signed.token, exp: signed.exp });
+    const reuseUntilMs = (signed.exp - BADGE_LIFETIME_S / 2) * 1000;
+    this.signed.set(`${agent.id}|${compact}`, { key: cacheKey, token: signed.token }, reuseUntilMs - this.ctx.clock.now());
     return signed.token;
   }
 }

@@ -1,4 +1,5 @@
 import { importJWK, type CryptoKey } from 'jose';
+import { TtlCache } from '../cache.js';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import { Conflict } from '../errors.js';
@@ -49,10 +50,8 @@ function platformKeyStatus(row: store.PlatformKeyRow, now: number): PlatformKeyS
 
 const isPublished = (s: PlatformKeyStatus) => s === 'pending' || s === 'active' || s === 'retired';
 
-interface LoadedKeys {
-  rows: store.PlatformKeyRow[];
-  loadedAt: number;
-}
+/** The cache's one entry: every key row, as one read answers them. */
+const ALL_KEYS = 'all';
 
 /**
  * The platform's ES256 keys: they sign SVIDs, badges and access tokens. Verification keys are kept
@@ -60,8 +59,8 @@ interface LoadedKeys {
  * by this process), so checking a token costs no database round trip for its key.
  */
 export class PlatformKeyring {
-  private cache: LoadedKeys | null = null;
-  private loading: Promise<LoadedKeys> | null = null;
+  private readonly cache: TtlCache<store.PlatformKeyRow[]>;
+  private loading: Promise<store.PlatformKeyRow[]> | null = null;
   private lastMissReload = 0;
   private readonly verifyKeys = new Map<string, Promise<CryptoKey>>();
   private readonly signKeys = new Map<string, Promise<CryptoKey>>();
@@ -70,26 +69,30 @@ export class PlatformKeyring {
     private readonly db: Db,
     private readonly masterKey: Buffer,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.cache = new TtlCache({ ttlMs: PLATFORM_KEY_CACHE_MS, max: 1, clock });
+  }
 
   private aad = (kid: string) => `platform-key:${kid}`;
 
-  private async load(): Promise<LoadedKeys> {
+  /** Every key row, read now (one read at a time: concurrent callers share it) and cached. */
+  private async load(): Promise<store.PlatformKeyRow[]> {
     this.loading ??= store
       .listPlatformKeys(this.db.kysely)
-      .then((rows) => (this.cache = { rows, loadedAt: Date.now() }))
+      .then((rows) => {
+        this.cache.set(ALL_KEYS, rows);
+        return rows;
+      })
       .finally(() => (this.loading = null));
     return this.loading;
   }
 
   private async rows(): Promise<store.PlatformKeyRow[]> {
-    const c = this.cache;
-    if (c && Date.now() - c.loadedAt < PLATFORM_KEY_CACHE_MS) return c.rows;
-    return (await this.load()).rows;
+    return this.cache.get(ALL_KEYS) ?? (await this.load());
   }
 
   invalidate() {
-    this.cache = null;
+    this.cache.clear();
   }
 
   /**
@@ -101,7 +104,7 @@ export class PlatformKeyring {
   async snapshot(): Promise<{ published: store.PlatformKeyRow[]; sequence: number }> {
     await this.ensureSigningKey();
     const now = this.clock.now();
-    const rows = (await this.load()).rows;
+    const rows = await this.load();
     const statuses = rows.map((row) => ({ row, status: platformKeyStatus(row, now) }));
     return {
       published: statuses.filter((k) => isPublished(k.status)).map((k) => k.row),
@@ -111,7 +114,7 @@ export class PlatformKeyring {
 
   async list(): Promise<PlatformKeyView[]> {
     const now = this.clock.now();
-    return (await this.load()).rows.map((row) => ({
+    return (await this.load()).map((row) => ({
       kid: row.kid,
       generation: row.generation,
       status: platformKeyStatus(row, now),
@@ -128,7 +131,7 @@ export class PlatformKeyring {
    * its sealed private key opens with this master key and imports as an ES256 key. Reads only.
    */
   async check(): Promise<{ keys: PlatformKeyView[]; unusable: { kid: string; reason: string }[] }> {
-    const rows = (await this.load()).rows;
+    const rows = await this.load();
     const keys = await this.list();
     const unusable: { kid: string; reason: string }[] = [];
     for (const view of keys) {
@@ -148,10 +151,11 @@ export class PlatformKeyring {
   async verificationKey(kid: string): Promise<CryptoKey | null> {
     let rows = await this.rows();
     let row = rows.find((r) => r.kid === kid);
+    // Real time, not the clock: this bounds the database reads that unknown kids cause.
     if (!row && Date.now() - this.lastMissReload > 1000) {
       // Possibly a key created by another process since the last load.
       this.lastMissReload = Date.now();
-      rows = (await this.load()).rows;
+      rows = await this.load();
       row = rows.find((r) => r.kid === kid);
     }
     if (!row || !isPublished(platformKeyStatus(row, this.clock.now()))) return null;
@@ -173,7 +177,7 @@ export class PlatformKeyring {
     let row = this.signingRow(await this.rows());
     if (!row) {
       await this.ensureSigningKey();
-      row = this.signingRow((await this.load()).rows);
+      row = this.signingRow(await this.load());
       if (!row) throw new Error('no platform signing key is available');
     }
     const kid = row.kid;
@@ -193,7 +197,7 @@ export class PlatformKeyring {
     for (let attempt = 0; attempt < 5; attempt++) {
       // One read gives both facts, so "nobody signs" and "the next generation" agree: a process that
       // lost the race finds the winner's generation taken, reads again and sees the winner's key.
-      const rows = (await this.load()).rows;
+      const rows = await this.load();
       if (this.signingRow(rows)) return;
       const inserted = await this.insertGeneration(maxGeneration(rows) + 1, 0);
       this.invalidate();
@@ -231,7 +235,7 @@ export class PlatformKeyring {
   async rotate(activationDelayS = DEFAULT_PLATFORM_ACTIVATION_DELAY_S): Promise<PlatformKeyView> {
     await this.ensureSigningKey();
     for (let attempt = 0; attempt < 5; attempt++) {
-      const key = await this.insertGeneration(maxGeneration((await this.load()).rows) + 1, activationDelayS);
+      const key = await this.insertGeneration(maxGeneration(await this.load()) + 1, activationDelayS);
       this.invalidate();
       if (key) return (await this.list()).find((k) => k.kid === key.kid)!;
     }
@@ -241,7 +245,7 @@ export class PlatformKeyring {
   /** Revokes a platform key: it leaves the JWKS and trust bundle, and its tokens stop verifying. */
   async revoke(kid: string): Promise<boolean> {
     const now = this.clock.now();
-    const row = (await this.load()).rows.find((r) => r.kid === kid);
+    const row = (await this.load()).find((r) => r.kid === kid);
     if (!row) return false;
     await this.db.kysely.transaction().execute(async (trx) => {
       await store.revokePlatformKey(trx, kid, iso(now));

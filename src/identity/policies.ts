@@ -1,4 +1,5 @@
 import type { AgentsService } from '../agents/service.js';
+import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
@@ -68,14 +69,18 @@ const TBAC_MODE_SETTING = 'tbacMode';
 /** TBAC policies of a tenant (CRUD) and the decision for a (caller, callee, tool) request. */
 export class PolicyEngine {
   /** Hot-path caches: candidate policies by (tenant, caller, callee, tool), modes by tenant. */
-  private readonly candidates = new TtlCache<Policy[]>(DECISION_CACHE_MS);
-  private readonly modes = new TtlCache<TbacMode>(DECISION_CACHE_MS);
+  private readonly candidates: TtlCache<Policy[]>;
+  private readonly modes: TtlCache<TbacMode>;
 
   constructor(
     private readonly db: Db,
     private readonly tenancy: TenancyService,
     private readonly agents: AgentsService,
-  ) {}
+    clock: Clock,
+  ) {
+    this.candidates = new TtlCache({ ttlMs: DECISION_CACHE_MS, clock });
+    this.modes = new TtlCache({ ttlMs: DECISION_CACHE_MS, clock });
+  }
 
   async list(tenantId: string, filter: store.PolicyFilter, page: number, limit: number) {
     const { rows, total } = await store.listPolicies(this.db.kysely, tenantId, filter, limit, (page - 1) * limit);

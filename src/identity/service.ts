@@ -89,7 +89,7 @@ export class IdentityService {
     const masterKey = loadMasterKey(config);
     this.platformKeys = new PlatformKeyring(db, masterKey, this.clock);
     this.agentKeys = new AgentKeyring(db, masterKey, this.clock);
-    this.policies = new PolicyEngine(db, tenancy, agents);
+    this.policies = new PolicyEngine(db, tenancy, agents, clock);
     this.auditBuffer = new AuditBuffer(db);
     const trustDomain = config.trustDomain;
     this.ctx = {
@@ -110,8 +110,8 @@ export class IdentityService {
       standings: new AgentStandings(db, agents),
       spiffeIdOf: (tenantId, agentId) => agentSpiffeId(trustDomain, tenantId, agentId),
       hot: {
-        verified: new TtlCache<VerifiedToken>(PLATFORM_KEY_CACHE_MS),
-        tokenStates: new TtlCache<TokenState | null>(DECISION_CACHE_MS),
+        verified: new TtlCache<VerifiedToken>({ ttlMs: PLATFORM_KEY_CACHE_MS, clock }),
+        tokenStates: new TtlCache<TokenState | null>({ ttlMs: DECISION_CACHE_MS, clock }),
       },
     };
     this.badges = new BadgeSigner(this.ctx);

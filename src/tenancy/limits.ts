@@ -1,4 +1,5 @@
 import { TtlCache } from '../cache.js';
+import { type Clock, systemClock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import { BudgetExceeded, LimitExceeded, NotFound } from '../errors.js';
 import { recordAudit } from './audit.js';
@@ -163,10 +164,21 @@ export class RateLimiter {
   }
 }
 
+export interface LimitsOptions {
+  /** Requests per minute per API key, unless the tenant or the key sets its own. */
+  defaultRateLimit: number;
+  /** Token endpoint requests per minute per client; 0 (the default): none. */
+  tokenRateLimit?: number;
+  /** Cached tenant limits expire on it (default: real time). */
+  clock?: Clock;
+}
+
 /** Tenant limits and budgets: settings, request limits, concurrency and month-to-date spend. */
 export class LimitsService {
   readonly limiter = new RateLimiter();
-  private readonly cache = new TtlCache<TenantLimits>(CACHE_MS);
+  private readonly cache: TtlCache<TenantLimits>;
+  private readonly defaultRateLimit: number;
+  private readonly tokenRateLimit: number;
 
   /** Read at every run's start: from memory until the agents table changes. */
   private readonly agentBudgets: AgentBudgets;
@@ -175,10 +187,11 @@ export class LimitsService {
   constructor(
     private readonly db: Db,
     domains: { agentBudgets: AgentBudgets; runUsage: RunUsage },
-    private readonly defaultRateLimit: number,
-    /** Token endpoint requests per minute per client; 0: none. */
-    private readonly tokenRateLimit = 0,
+    { defaultRateLimit, tokenRateLimit = 0, clock = systemClock }: LimitsOptions,
   ) {
+    this.defaultRateLimit = defaultRateLimit;
+    this.tokenRateLimit = tokenRateLimit;
+    this.cache = new TtlCache({ ttlMs: CACHE_MS, clock });
     this.agentBudgets = domains.agentBudgets;
     this.runUsage = domains.runUsage;
   }

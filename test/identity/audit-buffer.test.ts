@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditBuffer } from '../../src/tenancy/audit-buffer.js';
+import { ManualClock } from '../../src/clock.js';
 import { TtlCache } from '../../src/identity/cache.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 
@@ -86,29 +87,42 @@ describe('AuditBuffer', () => {
 
 describe('TtlCache', () => {
   it('answers a repeated key from its last entry only while that entry is in the cache and current', () => {
-    vi.useFakeTimers();
-    try {
-      const cache = new TtlCache<string>(1000, 2);
-      const key = 'k'.repeat(500);
-      cache.set(key, 'a');
-      expect(cache.get(key)).toBe('a');
-      expect(cache.get('k'.repeat(500))).toBe('a'); // an equal, separate string
-      cache.set(key, 'b');
-      expect(cache.get(key)).toBe('b');
-      cache.clear();
-      expect(cache.get(key)).toBeUndefined();
-      cache.set(key, 'c');
-      expect(cache.get(key)).toBe('c');
-      vi.advanceTimersByTime(1000);
-      expect(cache.get(key)).toBeUndefined();
-      cache.set(key, 'd');
-      expect(cache.get(key)).toBe('d');
-      cache.set('x', 'x');
-      cache.set('y', 'y'); // over the bound: the oldest (key) goes
-      expect(cache.get(key)).toBeUndefined();
-      expect(cache.get('x')).toBe('x');
-    } finally {
-      vi.useRealTimers();
-    }
+    const clock = new ManualClock();
+    const cache = new TtlCache<string>({ ttlMs: 1000, max: 2, clock });
+    const key = 'k'.repeat(500);
+    cache.set(key, 'a');
+    expect(cache.get(key)).toBe('a');
+    expect(cache.get('k'.repeat(500))).toBe('a'); // an equal, separate string
+    cache.set(key, 'b');
+    expect(cache.get(key)).toBe('b');
+    cache.clear();
+    expect(cache.get(key)).toBeUndefined();
+    cache.set(key, 'c');
+    expect(cache.get(key)).toBe('c');
+    clock.advance(999);
+    expect(cache.get(key)).toBe('c');
+    clock.advance(1);
+    expect(cache.get(key)).toBeUndefined();
+    cache.set(key, 'd');
+    expect(cache.get(key)).toBe('d');
+    cache.set('x', 'x');
+    cache.set('y', 'y'); // over the bound: the oldest (key) goes
+    expect(cache.get(key)).toBeUndefined();
+    expect(cache.get('x')).toBe('x');
+  });
+
+  it('keeps an entry set for less than the TTL only that long, and one set for more only the TTL', () => {
+    const clock = new ManualClock('2030-01-01T00:00:00.000Z');
+    const cache = new TtlCache<string>({ ttlMs: 1000, clock });
+    cache.set('short', 's', 300);
+    cache.set('long', 'l', 5000);
+    clock.advance(299);
+    expect([cache.get('short'), cache.get('long')]).toEqual(['s', 'l']);
+    clock.advance(1);
+    expect(cache.get('short')).toBeUndefined();
+    clock.advance(699);
+    expect(cache.get('long')).toBe('l');
+    clock.advance(1);
+    expect(cache.get('long')).toBeUndefined();
   });
 });

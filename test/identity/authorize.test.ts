@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { paths } from '../../packages/client/src/generated/openapi.js';
 import { ManualClock } from '../../src/clock.js';
+import { DECISION_CACHE_MS } from '../../src/identity/cache.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { TT_ACCESS, TT_JWT, exchange, exchangeParams, postToken, svidFor, tamper } from './helpers.js';
 
@@ -10,7 +11,7 @@ type PolicyInput = NonNullable<paths['/api/v1/identity/tbac/policies']['post']['
 let t: TestApp;
 let acme: { id: string; key: string };
 let globex: { id: string; key: string };
-/** The app's clock: tokens and policies' conditions expire by moving it. */
+/** The app's clock: tokens, policies' conditions and the decision caches expire by moving it. */
 const clock = new ManualClock();
 
 beforeAll(async () => {
@@ -545,7 +546,10 @@ describe('performance (anchor: OPA decision median ~0.2 ms, p99 ~1.5 ms)', () =>
         updated_at: at,
       })
       .execute();
-    await new Promise((r) => setTimeout(r, 1100));
+    // Until the cache lifetime has passed on the app's clock, the decision is the cached one.
+    clock.advance(DECISION_CACHE_MS - 1);
+    expect((await t.services.identity.authorize(token, 'tool', callee.id)).reason).toBe('no_policy_audit_allow');
+    clock.advance(1);
     expect((await t.services.identity.authorize(token, 'tool', callee.id)).reason).toBe('policy_deny');
   });
 });
