@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { paths } from '../../packages/client/src/generated/openapi.js';
+import { ManualClock } from '../../src/clock.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { type ExecuteBody, execute as executeOn } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
@@ -9,9 +10,11 @@ import { type Approval, endedRun, pendingOf, shoutWaits } from './helpers.js';
 let t: TestApp;
 let key: string;
 let mcp: Awaited<ReturnType<typeof startMcpServer>>;
+/** The app's clock: an approval's time runs out by moving it. */
+const clock = new ManualClock();
 
 beforeAll(async () => {
-  t = await startApp();
+  t = await startApp({}, { clock });
   ({ key } = await t.tenant('acme'));
   await t.listen();
   mcp = await startMcpServer();
@@ -123,6 +126,9 @@ describe('a tool call that waits for a person', () => {
   it('decides an approval nobody decided in time as the agent says: rejected by default', async () => {
     const a = await waitingAgent(shoutWaits({ timeoutSeconds: 1 }));
     const runId = await executeShout(a.id, 'late');
+    const [approval] = await pendingOf(t, key, runId);
+    // Its second passes on the app's clock; the sweep (every second) decides it.
+    clock.set(Date.parse(approval.expiresAt!));
     const ended = await endedRun(t, key, runId);
     expect(ended.status).toBe('completed');
     expect(ended.output).toContain('"code":"rejected"');
@@ -141,8 +147,8 @@ describe('a tool call that waits for a person', () => {
       const before = shoutCalls().length;
       runId = await executeShout(a.id, 'too late');
       [approval] = await pendingOf(t, key, runId);
-      // The approvals' clock is the process's own (no clock to drive): its second passes in real time.
-      await expect.poll(() => Date.now(), { timeout: 5_000, interval: 50 }).toBeGreaterThan(Date.parse(approval.expiresAt!));
+      // Its second passes on the app's clock.
+      clock.set(Date.parse(approval.expiresAt!));
       const approved = await approve(approval.id);
       expectProblem(approved, 409, 'approval_expired');
       expect(approved.error!.detail).toContain(approval.expiresAt);

@@ -1,11 +1,12 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
 import { IdempotencyService } from '../../src/idempotency/service.js';
 import { ENQUEUE_WAIT_MS } from '../../src/runs/start.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 
 let t: TestApp;
-beforeAll(async () => (t = await startApp()));
+const clock = new ManualClock();
+beforeAll(async () => (t = await startApp({}, { clock })));
 afterAll(() => t?.close());
 
 describe('an abandoned Idempotency-Key claim taken over', () => {
@@ -14,13 +15,13 @@ describe('an abandoned Idempotency-Key claim taken over', () => {
   });
 
   it("the first request's late record or release does not touch the claim that took over", async () => {
-    // The real database of the app; a short abandonment so the takeover happens within the test.
-    const idempotency = new IdempotencyService(t.db, { abandonedAfterMs: 30 });
+    // The real database and clock of the app; a short abandonment, passed by moving the clock.
+    const idempotency = new IdempotencyService(t.db, { abandonedAfterMs: 30, clock });
     const { id: tenantId } = await t.tenant();
     const request = { method: 'POST', route: '/x', body: { a: 1 } };
 
     const first = await idempotency.claim(tenantId, 'late-record', request);
-    await sleep(60);
+    clock.advance(60);
     const second = await idempotency.claim(tenantId, 'late-record', request);
     expect(second.replay).toBeUndefined();
     await idempotency.record(tenantId, second, { status: 200, runId: 'second-run' });
@@ -28,7 +29,7 @@ describe('an abandoned Idempotency-Key claim taken over', () => {
     expect((await idempotency.claim(tenantId, 'late-record', request)).replay).toMatchObject({ runId: 'second-run' });
 
     const a = await idempotency.claim(tenantId, 'late-release', request);
-    await sleep(60);
+    clock.advance(60);
     const b = await idempotency.claim(tenantId, 'late-release', request);
     expect(b.replay).toBeUndefined();
     await idempotency.release(tenantId, a);
