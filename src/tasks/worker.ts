@@ -167,7 +167,7 @@ export class TaskWorker {
       if (failure.kind === 'refused_for_now' && actor === SCHEDULER_ACTOR) {
         await this.settling.releaseUnstarted(job, {
           leaseOwner: leaseOwner(this.r),
-          availableAt: new Date(Date.now() + failure.retryAfterSeconds * 1000),
+          availableAt: new Date(this.r.clock.now() + failure.retryAfterSeconds * 1000),
         });
         return null;
       }

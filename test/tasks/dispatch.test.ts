@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LimitExceeded } from '../../src/errors.js';
 import { newId } from '../../src/ids.js';
 import { ManualClock } from '../../src/clock.js';
 import { insertJob, insertTask, newTaskRow } from '../../src/tasks/store/index.js';
@@ -221,6 +222,31 @@ describe('dispatch order and retries (no background workers)', () => {
     expect(await getTask(task.id)).toMatchObject({ status: 'pending', runCount: 0 });
     expect(await t.services.tasks.executor.claimNext()).toBeNull();
     clock.advance(5_000);
+    const again = await t.services.tasks.executor.claimNext();
+    expect(again).toMatchObject({ id: job.id, attempts: 1 });
+    await t.services.tasks.executor.execute(again!);
+    expect(await getTask(task.id)).toMatchObject({ status: 'completed', runCount: 1 });
+  });
+
+  it('automatic work refused for now (the tenant at its limit) is queued again after Retry-After on the app clock, its attempt not spent', async () => {
+    const task = await createTask(t, key, { agentId });
+    const job = (await t.services.tasks.executor.claimNext())!;
+    expect(job).toMatchObject({ task_id: task.id, attempts: 1 });
+    const runs = t.services.runs;
+    const start = runs.start;
+    runs.start = async () => {
+      throw new LimitExceeded('concurrency_limit', 'the tenant runs its maximum', 2);
+    };
+    try {
+      await t.services.tasks.executor.execute(job);
+    } finally {
+      runs.start = start;
+    }
+    const [queued] = await jobsOf(t, task.id);
+    expect(queued).toMatchObject({ state: 'queued', attempts: 0, lease_owner: null, run_id: null });
+    expect(queued.available_at).toBe(new Date(clock.now() + 2_000).toISOString());
+    expect(await t.services.tasks.executor.claimNext()).toBeNull();
+    clock.advance(2_000);
     const again = await t.services.tasks.executor.claimNext();
     expect(again).toMatchObject({ id: job.id, attempts: 1 });
     await t.services.tasks.executor.execute(again!);
