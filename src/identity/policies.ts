@@ -76,7 +76,7 @@ export class PolicyEngine {
     private readonly db: Db,
     private readonly tenancy: TenancyService,
     private readonly agents: AgentsService,
-    clock: Clock,
+    private readonly clock: Clock,
   ) {
     this.candidates = new TtlCache({ ttlMs: DECISION_CACHE_MS, clock });
     this.modes = new TtlCache({ ttlMs: DECISION_CACHE_MS, clock });
@@ -193,9 +193,16 @@ export class PolicyEngine {
 
   /**
    * The decision for a request: the deciding policy, else the tenant's mode. The candidate policies
-   * are cached mapped and in id order, as the tie-break between equal policies wants them.
+   * are cached mapped and in id order, as the tie-break between equal policies wants them. Conditions
+   * are judged `at` (epoch ms; default: now on the app's clock).
    */
-  async evaluate(tenantId: string, caller: string, callee: string, tool: string, at: number): Promise<Decision & { mode: TbacMode }> {
+  async evaluate(
+    tenantId: string,
+    caller: string,
+    callee: string,
+    tool: string,
+    at = this.clock.now(),
+  ): Promise<Decision & { mode: TbacMode }> {
     const key = `${tenantId}|${caller}|${callee}|${tool}`;
     const [policies, mode] = await Promise.all([
       this.candidates.through(key, async () =>

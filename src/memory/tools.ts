@@ -11,9 +11,9 @@ import type { MemoryService } from './service.js';
  * its own: caller and callee are the agent), and by whatever else the runtime applies to every call.
  */
 
-/** What the tools need of identity: TBAC's decision for a tool name (identity/policies.ts). */
+/** What the tools need of identity: TBAC's decision for a tool name now, on identity's clock (identity/policies.ts). */
 export interface MemoryToolPolicies {
-  evaluate(tenantId: string, caller: string, callee: string, tool: string, at: number): Promise<{ allowed: boolean; reason: string }>;
+  evaluate(tenantId: string, caller: string, callee: string, tool: string): Promise<{ allowed: boolean; reason: string }>;
 }
 
 const LABEL = {
@@ -100,7 +100,7 @@ export function memoryToolProvider(memory: MemoryService, policies: MemoryToolPo
     description: def.description,
     inputSchema: def.inputSchema,
     async execute(input, ctx) {
-      const decision = await policies.evaluate(ctx.tenantId, ctx.agent.id, ctx.agent.id, def.name, Date.now());
+      const decision = await policies.evaluate(ctx.tenantId, ctx.agent.id, ctx.agent.id, def.name);
       if (!decision.allowed) throw new ToolError('access_denied', `TBAC denied ${def.name}: ${decision.reason}`);
       try {
         return await def.run(memory, ctx, input as Record<string, string>);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
 import { type ApiResult, expectProblem, type Response, startApp, startReplicas, type TestApp } from '../helpers/app.js';
 import { type ExecuteBody, execute as executeOn } from '../helpers/execute.js';
 
@@ -269,6 +270,35 @@ describe('the memory tools', () => {
     expectProblem(await getBlock(agent.id, 'facts', 'ivy'), 404, 'not_found');
     // Other tools, not named by the policy, still answer.
     expect(await callTool(agent.id, 'memory_read', {}, { userId: 'ivy' })).toEqual({ blocks: [] });
+  });
+
+  it('are refused by a TBAC deny only while its conditions hold on the app clock', async () => {
+    const clock = new ManualClock();
+    const m = await startApp({}, { clock });
+    try {
+      const { key: k } = await m.tenant();
+      const agent = await m.agent(k, { name: 'Rememberer', tools: MEMORY_TOOLS });
+      const policy = await m.api(k).POST('/api/v1/identity/tbac/policies', {
+        body: {
+          callerAgentId: agent.id,
+          calleeAgentId: agent.id,
+          toolName: 'memory_append',
+          effect: 'deny',
+          conditions: { notAfter: new Date(clock.now() + 60_000).toISOString() },
+        },
+      });
+      expect(policy.response.status, JSON.stringify(policy.error)).toBe(201);
+      const append = async () => {
+        const res = await executeOn(m.api(k), agent.id, { message: tool('memory_append', { label: 'facts', text: 'later' }) });
+        expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+        return res.run!.toolCalls[0].result as Record<string, unknown>;
+      };
+      expect(await append()).toMatchObject({ error: { code: 'access_denied', message: expect.stringContaining('policy_deny') } });
+      clock.advance(120_000);
+      expect((await append()).error).toBeUndefined();
+    } finally {
+      await m.close();
+    }
   });
 });
 
