@@ -97,7 +97,9 @@ try {
   await time('prepare: count select', () => raw.prepare(countQ.sql));
   await time('reused statement .all: page select (20 rows)', () => rowsStmt.all(rowsQ.parameters));
   await time('reused statement .all: count select', () => countStmt.all(countQ.parameters));
-  await time('store.listAgents (both queries through Kysely)', () => agentStore.listAgents(db.kysely, tenant.id, {}, 20, 0));
+  await time('store.listAgents (both queries through Kysely)', () =>
+    agentStore.listAgents(db.kysely, { tenantId: tenant.id, filter: {}, limit: 20, offset: 0 }),
+  );
   await time('AgentsService.list', () => agents.list(tenant.id, {}, 1, 20));
 
   raw.close();

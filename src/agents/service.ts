@@ -7,7 +7,7 @@ import { invalidPatterns } from '../runtime/tools/approval-policy.js';
 import { newId, now } from '../ids.js';
 import { parseModelId } from '../runtime/models/model-id.js';
 import { MCP_HEADER_MAX_CHARS, mcpHeaderOwner } from '../runtime/tools/mcp-source.js';
-import { recordAudit } from '../tenancy/audit.js';
+import { type ResourceEvent, recordAudit } from '../tenancy/audit.js';
 import { configurationColumn, toolsColumn } from './columns.js';
 import type { Actor, Principal } from '../tenancy/permissions.js';
 import {
@@ -247,7 +247,7 @@ export class AgentsService {
   }
 
   private async readPage(tenantId: string, filter: store.AgentFilter, page: number, limit: number): Promise<AgentPage> {
-    const { rows, total } = await store.listAgents(this.db.kysely, tenantId, filter, limit, (page - 1) * limit);
+    const { rows, total } = await store.listAgents(this.db.kysely, { tenantId, filter, limit, offset: (page - 1) * limit });
     return {
       agents: rows.map((r) => ({
         id: r.id,
@@ -295,7 +295,7 @@ export class AgentsService {
     await this.db.kysely.transaction().execute(async (trx) => {
       const r = await store.setAgentBudget(trx, tenantId, id, budget);
       if (!Number(r.numUpdatedRows)) throw new NotFound('agent');
-      await this.audit(trx, { tenantId, actor }, 'agent.budget_updated', id, { monthlyBudgetUsd: budget });
+      await this.audit(trx, { tenantId, actor }, { action: 'agent.budget_updated', resourceId: id, detail: { monthlyBudgetUsd: budget } });
     });
   }
 
@@ -344,7 +344,11 @@ export class AgentsService {
     await this.db.kysely.transaction().execute(async (trx) => {
       await this.checkTools(trx, principal.tenantId, input.tools);
       await store.insertAgent(trx, row);
-      await this.audit(trx, principal, 'agent.created', row.id, { name: row.name, model, hosting: row.hosting });
+      await this.audit(trx, principal, {
+        action: 'agent.created',
+        resourceId: row.id,
+        detail: { name: row.name, model, hosting: row.hosting },
+      });
     });
     return toAgent(row);
   }
@@ -380,7 +384,7 @@ export class AgentsService {
         if (input.configuration !== undefined) patch.configuration = JSON.stringify(configuration);
       }
       await store.updateAgent(trx, principal.tenantId, id, patch);
-      await this.audit(trx, principal, 'agent.updated', id, { fields: Object.keys(input) });
+      await this.audit(trx, principal, { action: 'agent.updated', resourceId: id, detail: { fields: Object.keys(input) } });
       return toAgent({ ...current, ...patch });
     });
   }
@@ -390,7 +394,7 @@ export class AgentsService {
       const result = await store.deleteAgent(trx, principal.tenantId, id);
       if (!Number(result.numDeletedRows)) throw new NotFound('agent');
       for (const hook of this.deleteHooks) await hook(trx, principal.tenantId, id);
-      await this.audit(trx, principal, 'agent.deleted', id, {});
+      await this.audit(trx, principal, { action: 'agent.deleted', resourceId: id });
     });
   }
 
@@ -410,9 +414,9 @@ export class AgentsService {
           : new Conflict('agent_not_paused', 'the agent is not paused');
       }
       const at = now();
-      const result = await store.transitionAgent(trx, principal.tenantId, id, from, to, at);
+      const result = await store.transitionAgent(trx, principal.tenantId, id, { from, to, at });
       if (!Number(result.numUpdatedRows)) throw new Conflict('agent_state_changed', 'the agent changed state meanwhile; retry');
-      await this.audit(trx, principal, paused ? 'agent.paused' : 'agent.resumed', id, {});
+      await this.audit(trx, principal, { action: paused ? 'agent.paused' : 'agent.resumed', resourceId: id });
       return toAgent({ ...current, status: to, updated_at: at });
     });
   }
@@ -433,7 +437,7 @@ export class AgentsService {
       };
       await store.insertAgent(trx, copy);
       for (const hook of this.duplicateHooks) await hook(trx, principal.tenantId, source.id, copy.id);
-      await this.audit(trx, principal, 'agent.duplicated', copy.id, { from: source.id });
+      await this.audit(trx, principal, { action: 'agent.duplicated', resourceId: copy.id, detail: { from: source.id } });
       return toAgent(copy);
     });
   }
@@ -442,20 +446,7 @@ export class AgentsService {
     return store.listApps(this.db.kysely, tenantId);
   }
 
-  private audit(
-    trx: Kysely<Database>,
-    principal: Principal | { tenantId: string; actor: Actor },
-    action: string,
-    id: string,
-    detail: Record<string, unknown>,
-  ) {
-    return recordAudit(trx, {
-      tenantId: principal.tenantId,
-      actor: principal.actor,
-      action,
-      resourceType: 'agent',
-      resourceId: id,
-      detail,
-    });
+  private audit(trx: Kysely<Database>, principal: Principal | { tenantId: string; actor: Actor }, event: ResourceEvent) {
+    return recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, resourceType: 'agent', ...event });
   }
 }

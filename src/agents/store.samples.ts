@@ -23,8 +23,10 @@ const agent: store.AgentRow = {
 
 export const samples = {
   listAgents: {
-    'no filter': ['tenant-1', {}, 50, 0],
-    'every filter': ['tenant-1', { appId: 'app-1', teamId: 'team-1', status: 'active', q: 'sup' }, 50, 0],
+    'no filter': [{ tenantId: 'tenant-1', filter: {}, limit: 50, offset: 0 }],
+    'every filter': [
+      { tenantId: 'tenant-1', filter: { appId: 'app-1', teamId: 'team-1', status: 'active', q: 'sup' }, limit: 50, offset: 0 },
+    ],
   },
   findAgent: ['tenant-1', 'agent-1'],
   findAgentIdentityAnyTenant: ['agent-1'],
@@ -33,7 +35,7 @@ export const samples = {
   existingAgentIds: ['tenant-1', ['agent-1', 'agent-2']],
   insertAgent: [agent],
   updateAgent: ['tenant-1', 'agent-1', { name: 'Support', updated_at: '2026-01-01T00:00:00.000Z' }],
-  transitionAgent: ['tenant-1', 'agent-1', 'active', 'paused', '2026-01-01T00:00:00.000Z'],
+  transitionAgent: ['tenant-1', 'agent-1', { from: 'active', to: 'paused', at: '2026-01-01T00:00:00.000Z' }],
   deleteAgent: ['tenant-1', 'agent-1'],
   listApps: ['tenant-1'],
   exportSources: exportSample(store.exportSources),

@@ -1,7 +1,7 @@
 import { exportPages } from '../db/export-pages.js';
 import { type Kysely, type Selectable, type Updateable, sql } from 'kysely';
 import type { AgentTable, Database } from '../db/schema.js';
-import { countRows } from '../db/count.js';
+import { countRows, type Page } from '../db/count.js';
 
 /** SQL for agents; every statement is scoped by tenant. */
 
@@ -21,7 +21,7 @@ function likeLiteral(text: string) {
   return text.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
-export async function listAgents(db: Executor, tenantId: string, filter: AgentFilter, limit: number, offset: number) {
+export async function listAgents(db: Executor, { tenantId, filter, limit, offset }: { tenantId: string; filter: AgentFilter } & Page) {
   let q = db.selectFrom('agents').where('tenant_id', '=', tenantId);
   if (filter.appId) q = q.where('app_id', '=', filter.appId);
   if (filter.teamId) q = q.where('team_id', '=', filter.teamId);
@@ -84,8 +84,15 @@ export function updateAgent(db: Executor, tenantId: string, id: string, patch: U
   return db.updateTable('agents').set(patch).where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
 }
 
+/** A change of an agent's status from one to another, at a time. */
+export interface StatusTransition {
+  from: string;
+  to: string;
+  at: string;
+}
+
 /** Compare-and-set on status, so concurrent pause/resume calls cannot both win. */
-export function transitionAgent(db: Executor, tenantId: string, id: string, from: string, to: string, at: string) {
+export function transitionAgent(db: Executor, tenantId: string, id: string, { from, to, at }: StatusTransition) {
   return db
     .updateTable('agents')
     .set({ status: to, updated_at: at })

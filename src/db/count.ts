@@ -1,5 +1,11 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
 
+/** A page of a list: how many rows, after how many. */
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
 /**
  * How many rows a list query matches, for `total` next to a page of it: the same query (its
  * filters) with its selection and ordering replaced by count(*). PostgreSQL answers count(*) as a

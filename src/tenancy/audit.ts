@@ -14,6 +14,13 @@ export interface AuditInput {
   detail?: Record<string, unknown>;
 }
 
+/** An event of one resource as a domain's audit helper takes it: the helper adds the tenant, the actor and the resource type. */
+export interface ResourceEvent {
+  action: string;
+  resourceId: string;
+  detail?: Record<string, unknown>;
+}
+
 type AuditRow = Database['audit_events'];
 
 /** The row of an event happening now (its id and time are taken here, not when it is written). */

@@ -6,8 +6,4 @@ export type JobRow = Selectable<TaskJobTable>;
 export type FireRow = Selectable<TaskFireTable>;
 export type Executor = Kysely<Database>;
 
-/** A page of a list: how many rows, after how many. */
-export interface Page {
-  limit: number;
-  offset: number;
-}
+export type { Page } from '../../db/count.js';
