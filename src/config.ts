@@ -123,7 +123,13 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 type Env = Record<string, string | undefined>;
 
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+/** The values a whole-number setting may take, both ends included. */
+interface Range {
+  min: number;
+  max: number;
+}
+
+function integer(env: Env, name: string, fallback: number, { min, max }: Range): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
@@ -144,7 +150,7 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
 function trustedProxies(env: Env): false | number | string[] {
   const raw = env.TRUST_PROXY?.trim();
   if (!raw || raw === 'false' || raw === '0') return false;
-  if (/^\d+$/.test(raw)) return integer(env, 'TRUST_PROXY', 0, 1, 32);
+  if (/^\d+$/.test(raw)) return integer(env, 'TRUST_PROXY', 0, { min: 1, max: 32 });
   const entries = raw.split(',').map((e) => e.trim());
   for (const entry of entries) {
     const [address, bits, extra] = entry.split('/');
@@ -227,7 +233,7 @@ function modelPrices(env: Env): Config['modelPrices'] {
 }
 
 export function loadConfig(env: Env = process.env): Config {
-  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const port = integer(env, 'PORT', 8080, { min: 0, max: 65535 });
   const host = env.HOST || '127.0.0.1';
   const dataDir = path.resolve(env.DATA_DIR || './data');
 
@@ -246,12 +252,15 @@ export function loadConfig(env: Env = process.env): Config {
   if (typeof parsed === 'string') throw new ConfigError('DEFAULT_MODEL', `${parsed}, got "${defaultModel}"`);
 
   const retry = {
-    maxAttempts: integer(env, 'MODEL_RETRY_MAX_ATTEMPTS', DEFAULT_RETRY_POLICY.maxAttempts, 1, 20),
-    baseMs: integer(env, 'MODEL_RETRY_BASE_MS', DEFAULT_RETRY_POLICY.baseMs, 0, 600_000),
-    maxDelayMs: integer(env, 'MODEL_RETRY_MAX_DELAY_MS', DEFAULT_RETRY_POLICY.maxDelayMs, 0, 3_600_000),
+    maxAttempts: integer(env, 'MODEL_RETRY_MAX_ATTEMPTS', DEFAULT_RETRY_POLICY.maxAttempts, { min: 1, max: 20 }),
+    baseMs: integer(env, 'MODEL_RETRY_BASE_MS', DEFAULT_RETRY_POLICY.baseMs, { min: 0, max: 600_000 }),
+    maxDelayMs: integer(env, 'MODEL_RETRY_MAX_DELAY_MS', DEFAULT_RETRY_POLICY.maxDelayMs, { min: 0, max: 3_600_000 }),
   };
   // A provider's own MAX_ATTEMPTS (OPENAI_RETRY_MAX_ATTEMPTS...) overrides the common one.
-  const retryOf = (prefix: string) => ({ ...retry, maxAttempts: integer(env, `${prefix}_RETRY_MAX_ATTEMPTS`, retry.maxAttempts, 1, 20) });
+  const retryOf = (prefix: string) => ({
+    ...retry,
+    maxAttempts: integer(env, `${prefix}_RETRY_MAX_ATTEMPTS`, retry.maxAttempts, { min: 1, max: 20 }),
+  });
   const providers: ProviderSettings = {
     openai: {
       apiKey: env.OPENAI_API_KEY || undefined,
@@ -270,35 +279,38 @@ export function loadConfig(env: Env = process.env): Config {
     },
     // A model skipped on a sustained failure rate of its calls, for a cool-down (docs/models.md "The breaker"); 0 failures: never.
     breaker: {
-      minFailures: integer(env, 'MODEL_BREAKER_FAILURES', DEFAULT_BREAKER_SETTINGS.minFailures, 0, 1000),
-      failureRatePercent: integer(env, 'MODEL_BREAKER_FAILURE_RATE', DEFAULT_BREAKER_SETTINGS.failureRatePercent, 1, 100),
-      windowMs: integer(env, 'MODEL_BREAKER_WINDOW_MS', DEFAULT_BREAKER_SETTINGS.windowMs, 1000, 3_600_000),
-      coolDownMs: integer(env, 'MODEL_BREAKER_COOLDOWN_MS', DEFAULT_BREAKER_SETTINGS.coolDownMs, 0, 3_600_000),
+      minFailures: integer(env, 'MODEL_BREAKER_FAILURES', DEFAULT_BREAKER_SETTINGS.minFailures, { min: 0, max: 1000 }),
+      failureRatePercent: integer(env, 'MODEL_BREAKER_FAILURE_RATE', DEFAULT_BREAKER_SETTINGS.failureRatePercent, { min: 1, max: 100 }),
+      windowMs: integer(env, 'MODEL_BREAKER_WINDOW_MS', DEFAULT_BREAKER_SETTINGS.windowMs, { min: 1000, max: 3_600_000 }),
+      coolDownMs: integer(env, 'MODEL_BREAKER_COOLDOWN_MS', DEFAULT_BREAKER_SETTINGS.coolDownMs, { min: 0, max: 3_600_000 }),
     },
     // How long a model call's attempt may take before it is a retryable provider_timeout (docs/models.md "Timeouts").
     timeouts: {
       defaults: {
-        firstByteMs: integer(env, 'MODEL_FIRST_BYTE_TIMEOUT_MS', DEFAULT_MODEL_TIMEOUTS.firstByteMs, 1, 3_600_000),
-        idleMs: integer(env, 'MODEL_IDLE_TIMEOUT_MS', DEFAULT_MODEL_TIMEOUTS.idleMs, 1, 3_600_000),
-        totalMs: integer(env, 'MODEL_TOTAL_TIMEOUT_MS', DEFAULT_MODEL_TIMEOUTS.totalMs, 1, 3_600_000),
+        firstByteMs: integer(env, 'MODEL_FIRST_BYTE_TIMEOUT_MS', DEFAULT_MODEL_TIMEOUTS.firstByteMs, { min: 1, max: 3_600_000 }),
+        idleMs: integer(env, 'MODEL_IDLE_TIMEOUT_MS', DEFAULT_MODEL_TIMEOUTS.idleMs, { min: 1, max: 3_600_000 }),
+        totalMs: integer(env, 'MODEL_TOTAL_TIMEOUT_MS', DEFAULT_MODEL_TIMEOUTS.totalMs, { min: 1, max: 3_600_000 }),
       },
       models: modelTimeouts(env),
     },
   };
 
-  const runLeaseMs = integer(env, 'RUN_LEASE_SECONDS', 30, 2, 3600) * 1000;
+  const runLeaseMs = integer(env, 'RUN_LEASE_SECONDS', 30, { min: 2, max: 3600 }) * 1000;
   const mcpAllowedHosts = (env.MCP_ALLOWED_HOSTS ?? '')
     .split(',')
     .map((h) => h.trim())
     .filter(Boolean);
   const mcpAllowPrivateNetworks = boolean(env, 'MCP_ALLOW_PRIVATE_NETWORKS', false);
-  const shutdownGraceMs = integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, 0, 3600) * 1000;
-  const sseHeartbeatMs = integer(env, 'SSE_HEARTBEAT_SECONDS', 15, 1, 3600) * 1000;
+  const shutdownGraceMs = integer(env, 'SHUTDOWN_GRACE_SECONDS', 30, { min: 0, max: 3600 }) * 1000;
+  const sseHeartbeatMs = integer(env, 'SSE_HEARTBEAT_SECONDS', 15, { min: 1, max: 3600 }) * 1000;
   // Below the official OpenAI clients' 10-minute timeout, after which they would retry (and start another run).
-  const openaiApprovalWaitMs = integer(env, 'OPENAI_APPROVAL_WAIT_SECONDS', 300, 1, 3600) * 1000;
-  const rateLimitPerMinute = integer(env, 'RATE_LIMIT_PER_MINUTE', 6000, 0, 10_000_000);
+  const openaiApprovalWaitMs = integer(env, 'OPENAI_APPROVAL_WAIT_SECONDS', 300, { min: 1, max: 3600 }) * 1000;
+  const rateLimitPerMinute = integer(env, 'RATE_LIMIT_PER_MINUTE', 6000, { min: 0, max: 10_000_000 });
   // Minting is a signature and a committed row; a client needs a token an hour (they live one hour).
-  const tokenRateLimitPerMinute = integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', rateLimitPerMinute === 0 ? 0 : 300, 0, 10_000_000);
+  const tokenRateLimitPerMinute = integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', rateLimitPerMinute === 0 ? 0 : 300, {
+    min: 0,
+    max: 10_000_000,
+  });
 
   const trustProxy = trustedProxies(env);
 
@@ -322,10 +334,10 @@ export function loadConfig(env: Env = process.env): Config {
   const scheduler = env.TASK_SCHEDULER || 'on';
   if (scheduler !== 'on' && scheduler !== 'off') throw new ConfigError('TASK_SCHEDULER', `must be on or off, got "${scheduler}"`);
   const tasks: TaskSettings = {
-    workers: integer(env, 'TASK_WORKERS', 4, 0, 256),
-    pollMs: integer(env, 'TASK_POLL_MS', 1000, 10, 60_000),
+    workers: integer(env, 'TASK_WORKERS', 4, { min: 0, max: 256 }),
+    pollMs: integer(env, 'TASK_POLL_MS', 1000, { min: 10, max: 60_000 }),
     scheduler: scheduler === 'on',
-    misfireGraceMs: integer(env, 'TASK_MISFIRE_GRACE_SECONDS', 60, 1, 86_400) * 1000,
+    misfireGraceMs: integer(env, 'TASK_MISFIRE_GRACE_SECONDS', 60, { min: 1, max: 86_400 }) * 1000,
   };
 
   const metricsToken = env.METRICS_TOKEN || undefined;
@@ -333,7 +345,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (metricsToken !== undefined && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters long');
   const metrics: MetricsSettings = {
     token: metricsToken === undefined ? undefined : new Secret(Buffer.from(metricsToken)),
-    port: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
+    port: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, { min: 0, max: 65535 }) : undefined,
     host: env.METRICS_HOST || '127.0.0.1',
     tenantLabel: boolean(env, 'METRICS_TENANT_LABEL', false),
   };
@@ -370,7 +382,7 @@ export function loadConfig(env: Env = process.env): Config {
     masterKey,
     masterKeyReset: boolean(env, 'MASTER_KEY_RESET', false),
     tasks,
-    retentionSweepMs: integer(env, 'RETENTION_SWEEP_SECONDS', 600, 0, 86_400) * 1000,
+    retentionSweepMs: integer(env, 'RETENTION_SWEEP_SECONDS', 600, { min: 0, max: 86_400 }) * 1000,
     tracing,
     metrics,
     // packages/console/dist beside src/ or dist/ (this module's folder) unless CONSOLE_DIR says otherwise.
