@@ -212,7 +212,12 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
         response: { 200: Type.Object({ messages: Type.Array(Message), hasMore: Type.Boolean() }), ...problems(400, 401, 403, 404) },
       },
     },
-    async (req) => conversations.messages(req.principal.tenantId, req.params.id, req.query.limit, req.query.before, req.principal.agentId),
+    async (req) =>
+      conversations.messages(req.principal.tenantId, req.params.id, {
+        limit: req.query.limit,
+        before: req.query.before,
+        agentId: req.principal.agentId,
+      }),
   );
 
   app.post(

@@ -132,7 +132,7 @@ export class ConversationsService {
   ) {}
 
   async list(tenantId: string, filter: store.ConversationFilter, page: number, limit: number) {
-    const { rows, total } = await store.listConversations(this.db.kysely, tenantId, filter, limit, (page - 1) * limit);
+    const { rows, total } = await store.listConversations(this.db.kysely, { tenantId, filter, limit, offset: (page - 1) * limit });
     return { conversations: rows.map(summary), total, page, limit };
   }
 
@@ -228,14 +228,15 @@ export class ConversationsService {
     });
   }
 
-  async messages(tenantId: string, id: string, limit: number, before?: string, agentId?: string) {
+  /** A page of the conversation's messages; with `agentId` (an agent's own token), only of a conversation of that agent. */
+  async messages(tenantId: string, id: string, { limit, before, agentId }: store.MessagePage & { agentId?: string }) {
     await this.row(tenantId, id, agentId);
     if (before && !(await store.findMessage(this.db.kysely, tenantId, id, before))) {
       throw new InvalidInput('before names no message of this conversation', [
         { path: 'querystring.before', message: 'names no message of this conversation' },
       ]);
     }
-    const { rows, hasMore } = await store.messagesBefore(this.db.kysely, tenantId, id, limit, before);
+    const { rows, hasMore } = await store.messagesBefore(this.db.kysely, tenantId, id, { limit, before });
     return { messages: rows.map(messageView), hasMore };
   }
 

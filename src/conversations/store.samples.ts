@@ -49,8 +49,10 @@ const file: store.FileRow = {
 
 export const samples = {
   listConversations: {
-    'no filter': ['tenant-1', {}, 50, 0],
-    'every filter': ['tenant-1', { agentId: 'agent-1', status: 'active', appId: 'app-1', userId: 'user-1' }, 50, 0],
+    'no filter': [{ tenantId: 'tenant-1', filter: {}, limit: 50, offset: 0 }],
+    'every filter': [
+      { tenantId: 'tenant-1', filter: { agentId: 'agent-1', status: 'active', appId: 'app-1', userId: 'user-1' }, limit: 50, offset: 0 },
+    ],
   },
   findConversation: ['tenant-1', 'conversation-1'],
   insertConversation: [conversation],
@@ -58,7 +60,7 @@ export const samples = {
     update: ['tenant-1', 'conversation-1', { name: 'Renamed', status: 'completed', metadata: '{}', updated_at: at }],
     delete: ['tenant-1', 'conversation-1', { deleted_at: at }],
   },
-  claimConversation: ['tenant-1', 'conversation-1', 'run-1', { at, createdAt: at }],
+  claimConversation: ['tenant-1', 'conversation-1', { runId: 'run-1', at, createdAt: at }],
   releaseConversation: ['conversation-1', 'run-1'],
   deferConversation: async ({ db }) => {
     const later = new DeferredInserts();
@@ -73,12 +75,12 @@ export const samples = {
   },
   insertMessage: [message],
   countMessages: {
-    count: ['conversation-1', 2, at, at],
-    'count and release': ['conversation-1', 2, at, at, 'run-1'],
+    count: ['conversation-1', { added: 2, at, createdAt: at }],
+    'count and release': ['conversation-1', { added: 2, at, createdAt: at, releaseRunId: 'run-1' }],
   },
   messagesBefore: {
-    'first page': ['tenant-1', 'conversation-1', 50],
-    'before a message': ['tenant-1', 'conversation-1', 50, 'message-9'],
+    'first page': ['tenant-1', 'conversation-1', { limit: 50 }],
+    'before a message': ['tenant-1', 'conversation-1', { limit: 50, before: 'message-9' }],
   },
   history: ['tenant-1', 'conversation-1', 50],
   findSummary: ['tenant-1', 'conversation-1'],

@@ -1,7 +1,7 @@
 import { exportPages } from '../db/export-pages.js';
 import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { ConversationTable, Database, MessageTable } from '../db/schema.js';
-import { countRows } from '../db/count.js';
+import { countRows, type Page } from '../db/count.js';
 import type { DeferredInserts } from '../db/group-commit.js';
 import { insertPrepared, runPrepared } from '../db/prepared.js';
 
@@ -18,7 +18,10 @@ export interface ConversationFilter {
   userId?: string;
 }
 
-export async function listConversations(db: Executor, tenantId: string, filter: ConversationFilter, limit: number, offset: number) {
+export async function listConversations(
+  db: Executor,
+  { tenantId, filter, limit, offset }: { tenantId: string; filter: ConversationFilter } & Page,
+) {
   let q = db.selectFrom('conversations').where('tenant_id', '=', tenantId).where('deleted_at', 'is', null);
   if (filter.agentId) q = q.where('agent_id', '=', filter.agentId);
   if (filter.status) q = q.where('status', '=', filter.status);
@@ -52,14 +55,19 @@ export function updateConversation(db: Executor, tenantId: string, id: string, p
     .executeTakeFirst();
 }
 
+/** When messages are counted, and when their conversation was created (its duration runs from then to `at`). */
+interface CountedAt {
+  at: string;
+  createdAt: string;
+}
+
+/** A run's claim on a conversation, counting the user's message the run answers. */
+export interface ConversationClaim extends CountedAt {
+  runId: string;
+}
+
 /** Claims the conversation for a run: succeeds only when no other run is answering in it. */
-export async function claimConversation(
-  db: Executor,
-  tenantId: string,
-  id: string,
-  runId: string,
-  count: { at: string; createdAt: string },
-): Promise<boolean> {
+export async function claimConversation(db: Executor, tenantId: string, id: string, claim: ConversationClaim): Promise<boolean> {
   const claimed = await runPrepared(
     db,
     'claim conversation',
@@ -79,7 +87,7 @@ export async function claimConversation(
         .where('active_run_id', 'is', null)
         .where('deleted_at', 'is', null)
         .where('status', '=', 'active'),
-    { tenantId, id, runId, at: count.at, duration: Date.parse(count.at) - Date.parse(count.createdAt) },
+    { tenantId, id, runId: claim.runId, at: claim.at, duration: Date.parse(claim.at) - Date.parse(claim.createdAt) },
   );
   return claimed.numAffectedRows === 1n;
 }
@@ -106,11 +114,17 @@ export function insertMessage(db: Executor, row: MessageRow) {
   return insertPrepared(db, 'messages', [row]);
 }
 
+/** Messages added to a conversation; with `releaseRunId`, the conversation is also released if that run holds it. */
+export interface MessageCount extends CountedAt {
+  added: number;
+  releaseRunId?: string;
+}
+
 /**
  * Adds messages to the counters in the same statement, so concurrent writers never lose a count;
  * with `releaseRunId`, also releases the conversation if that run holds it (as releaseConversation).
  */
-export function countMessages(db: Executor, id: string, added: number, at: string, createdAt: string, releaseRunId?: string) {
+export function countMessages(db: Executor, id: string, { added, at, createdAt, releaseRunId }: MessageCount) {
   return runPrepared(
     db,
     releaseRunId ? 'count messages and release' : 'count messages',
@@ -131,8 +145,14 @@ export function countMessages(db: Executor, id: string, added: number, at: strin
   );
 }
 
+/** A page of a conversation's messages: the newest `limit` older than the message `before` (else the newest). */
+export interface MessagePage {
+  limit: number;
+  before?: string;
+}
+
 /** The newest `limit` messages older than the cursor, returned oldest first. */
-export async function messagesBefore(db: Executor, tenantId: string, conversationId: string, limit: number, before?: string) {
+export async function messagesBefore(db: Executor, tenantId: string, conversationId: string, { limit, before }: MessagePage) {
   let q = db.selectFrom('messages').selectAll().where('tenant_id', '=', tenantId).where('conversation_id', '=', conversationId);
   if (before) q = q.where('id', '<', before);
   const rows = await q

@@ -55,7 +55,7 @@ export class RunControl {
         attachments: null,
         created_at: at,
       });
-      await conversations.countMessages(trx, conversationId, 1, at, conversation.created_at);
+      await conversations.countMessages(trx, conversationId, { added: 1, at, createdAt: conversation.created_at });
     });
     return { runId, messageId };
   }

@@ -365,7 +365,12 @@ export class RunFinish {
       if (end.reply) {
         conversations.deferMessage(later, end.reply);
         // Counted and released in one statement.
-        await conversations.countMessages(trx, w.conversation.id, 1, end.at, w.conversation.createdAt, runId);
+        await conversations.countMessages(trx, w.conversation.id, {
+          added: 1,
+          at: end.at,
+          createdAt: w.conversation.createdAt,
+          releaseRunId: runId,
+        });
       } else {
         await conversations.releaseConversation(trx, w.conversation.id, runId);
       }

@@ -160,7 +160,7 @@ export class RunStarts {
       }
       let history: HistoryMessage[] = [];
       if (existing) {
-        if (!(await conversations.claimConversation(trx, tenantId, existing.id, runId, { at, createdAt: existing.created_at }))) {
+        if (!(await conversations.claimConversation(trx, tenantId, existing.id, { runId, at, createdAt: existing.created_at }))) {
           if (limits) this.r.admission.withdraw(batch, { tenantId, agentId, reservedUsd: run.reservedUsd });
           return null;
         }
