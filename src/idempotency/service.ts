@@ -108,12 +108,16 @@ export class IdempotencyService {
   /** Records what the claiming request started; its retries answer it from now on. */
   async record(tenantId: string, claim: IdempotencyClaim, outcome: IdempotentOutcome) {
     if (claim.createdAt === undefined) return; // a replay holds no claim
-    await store.recordOutcome(this.db.kysely, tenantId, claim.key, claim.createdAt, {
-      response_status: outcome.status,
-      run_id: outcome.runId ?? null,
-      task_id: outcome.taskId ?? null,
-      message_id: outcome.messageId ?? null,
-    });
+    await store.recordOutcome(
+      this.db.kysely,
+      { tenantId, key: claim.key, createdAt: claim.createdAt },
+      {
+        response_status: outcome.status,
+        run_id: outcome.runId ?? null,
+        task_id: outcome.taskId ?? null,
+        message_id: outcome.messageId ?? null,
+      },
+    );
   }
 
   /** The claiming request failed before starting anything: a retry with the key may try again. */

@@ -14,7 +14,10 @@ export const samples = {
     },
   ],
   findKey: ['tenant-1', 'key-1'],
-  recordOutcome: ['tenant-1', 'key-1', at, { run_id: 'run-1', task_id: null, message_id: 'message-1', response_status: 202 }],
+  recordOutcome: [
+    { tenantId: 'tenant-1', key: 'key-1', createdAt: at },
+    { run_id: 'run-1', task_id: null, message_id: 'message-1', response_status: 202 },
+  ],
   deleteKey: {
     'any claim': ['tenant-1', 'key-1'],
     'this claim': ['tenant-1', 'key-1', at],

@@ -19,12 +19,17 @@ export function findKey(db: Executor, tenantId: string, key: string) {
   return db.selectFrom('idempotency_keys').selectAll().where('tenant_id', '=', tenantId).where('key', '=', key).executeTakeFirst();
 }
 
-/** What the claiming request (its claim made at `createdAt`) started: the key answers retries with it from now on. */
+/** One claim of a tenant's key: the one made at `createdAt` (an abandoned claim's key may have been claimed again since). */
+export interface KeyClaim {
+  tenantId: string;
+  key: string;
+  createdAt: string;
+}
+
+/** What the claiming request started: the key answers retries with it from now on. */
 export async function recordOutcome(
   db: Executor,
-  tenantId: string,
-  key: string,
-  createdAt: string,
+  { tenantId, key, createdAt }: KeyClaim,
   outcome: Pick<IdempotencyKeyTable, 'run_id' | 'task_id' | 'message_id' | 'response_status'>,
 ) {
   await db
