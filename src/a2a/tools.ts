@@ -9,7 +9,7 @@ type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
 
 /** What the tools need of identity: TBAC's decision for a tool name now, on identity's clock (identity/policies.ts). */
 export interface ToolPolicies {
-  evaluate(tenantId: string, caller: string, callee: string, tool: string): Promise<{ allowed: boolean; reason: string }>;
+  evaluate(tenantId: string, request: { caller: string; callee: string; tool: string }): Promise<{ allowed: boolean; reason: string }>;
 }
 
 /** Opens the credentials the agents service sealed (identity/secret-box.ts). */
@@ -197,7 +197,7 @@ export function a2aToolProvider(
         spec.description ?? `Ask the remote agent "${spec.name}" (A2A, ${spec.cardUrl}) to handle a request. Answers with its reply.`,
       inputSchema: A2A_INPUT,
       async execute(input, toolCtx) {
-        const decision = await policies.evaluate(ctx.tenantId, ctx.agent.id, ANY_CALLEE, name);
+        const decision = await policies.evaluate(ctx.tenantId, { caller: ctx.agent.id, callee: ANY_CALLEE, tool: name });
         if (!decision.allowed) throw new ToolError('access_denied', `TBAC denied ${name}: ${decision.reason}`);
         const credential = spec.credential ? credentials.open(spec.credential, a2aCredentialOwner(ctx.tenantId, spec.cardUrl)) : null;
         if (spec.credential && !credential)

@@ -113,7 +113,7 @@ export class AgentKeyring {
           const before = await store.listAgentKeys(trx, tenantId, agentId);
           row.generation = (before[0]?.generation ?? 0) + 1;
           const now = this.clock.now();
-          await store.rotateAgentKeys(trx, tenantId, agentId, iso(now), iso(now + AGENT_KEY_GRACE_S * 1000));
+          await store.rotateAgentKeys(trx, tenantId, agentId, { at: iso(now), expiresAt: iso(now + AGENT_KEY_GRACE_S * 1000) });
           await store.insertAgentKey(trx, row);
           const previous = (await store.listAgentKeys(trx, tenantId, agentId)).filter(
             (r) => r.status === 'rotated' && before.some((b) => b.kid === r.kid && b.status === 'active'),

@@ -74,6 +74,18 @@ export async function authorize(ctx: IdentityContext, token: string | undefined,
   return decide(ctx, verified, tool, callee);
 }
 
+/**
+ * The request a decision is about, as its audit event names it: the token's tenant (no tenant: not
+ * audited) and jti, the calling agent, the agent called, the tool.
+ */
+interface AuditedRequest {
+  tenantId: string | null;
+  jti: string | null;
+  caller: string | null;
+  callee: string | null;
+  tool: string;
+}
+
 /** token_invalid for a token that did not verify; audited when its tenant is trustworthy. */
 function refused(ctx: IdentityContext, err: unknown, tool: string, callee: string): AuthorizeResult {
   if (!(err instanceof TokenError)) throw err;
@@ -81,12 +93,8 @@ function refused(ctx: IdentityContext, err: unknown, tool: string, callee: strin
   const calleeRef = parseAudience(callee, ctx.trustDomain, ctx.publicBaseUrl);
   return record(
     ctx,
-    tenantId,
-    null,
-    calleeRef?.agentId ?? null,
-    tool,
+    { tenantId, jti: null, caller: null, callee: calleeRef?.agentId ?? null, tool },
     { allowed: false, reason: 'token_invalid', detail: err.reason },
-    null,
   );
 }
 
@@ -96,58 +104,29 @@ async function decide(ctx: IdentityContext, verified: VerifiedToken, tool: strin
   const tenantId = d.tenantId;
   const calleeId = d.calleeAgentId;
   const callerId = d.callerAgentId;
+  // The callee the request names (the token's own, once the checks below hold).
+  const request: AuditedRequest = { tenantId, jti: d.jti, caller: callerId, callee: calleeRef?.agentId ?? null, tool };
   if (calleeId === null || callerId === null) {
-    return record(
-      ctx,
-      tenantId,
-      callerId,
-      calleeRef?.agentId ?? null,
-      tool,
-      { allowed: false, reason: 'token_invalid', detail: 'the token names no agents of its tenant' },
-      d.jti,
-    );
+    return record(ctx, request, { allowed: false, reason: 'token_invalid', detail: 'the token names no agents of its tenant' });
   }
   if (!calleeRef || calleeRef.agentId !== calleeId || (calleeRef.tenantId !== undefined && calleeRef.tenantId !== tenantId)) {
-    return record(
-      ctx,
-      tenantId,
-      callerId,
-      calleeRef?.agentId ?? null,
-      tool,
-      { allowed: false, reason: 'token_invalid', detail: 'the token was issued for another callee (aud)' },
-      d.jti,
-    );
+    return record(ctx, request, { allowed: false, reason: 'token_invalid', detail: 'the token was issued for another callee (aud)' });
   }
   if (!scopeCovers(d.scopes, tool)) {
-    return record(ctx, tenantId, callerId, calleeId, tool, { allowed: false, reason: 'tool_not_in_scope' }, d.jti);
+    return record(ctx, request, { allowed: false, reason: 'tool_not_in_scope' });
   }
-  const decision = await ctx.policies.evaluate(tenantId, callerId, calleeId, tool, ctx.clock.now());
-  return recordDecision(ctx, d, callerId, calleeId, tool, decision);
+  const decision = await ctx.policies.evaluate(tenantId, { caller: callerId, callee: calleeId, tool }, ctx.clock.now());
+  return record(ctx, request, resultOf(decision));
 }
 
-function recordDecision(
-  ctx: IdentityContext,
-  d: Derived,
-  caller: string,
-  callee: string,
-  tool: string,
-  decision: Decision,
-): AuthorizeResult {
-  const result: AuthorizeResult = decision.policyId
+function resultOf(decision: Decision): AuthorizeResult {
+  return decision.policyId
     ? { allowed: decision.allowed, reason: decision.reason, policyId: decision.policyId }
     : { allowed: decision.allowed, reason: decision.reason };
-  return record(ctx, d.tenantId, caller, callee, tool, result, d.jti);
 }
 
-function record(
-  ctx: IdentityContext,
-  tenantId: string | null,
-  caller: string | null,
-  callee: string | null,
-  tool: string,
-  result: AuthorizeResult,
-  jti: string | null,
-): AuthorizeResult {
+function record(ctx: IdentityContext, request: AuditedRequest, result: AuthorizeResult): AuthorizeResult {
+  const { tenantId, caller, callee, tool, jti } = request;
   if (tenantId) ctx.audit.addRow(tenantId, 'agent', caller, ACTION, 'agent', callee, detailJson(tool, result, jti));
   ctx.observer?.authorized(result.allowed, result.reason, tenantId);
   return result;

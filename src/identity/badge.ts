@@ -44,11 +44,20 @@ export interface BadgeSubject {
 }
 
 /**
- * The credential (= JWT payload, minus the registered claims the signer adds). `compact` drops the
- * per-source detail and keeps counts, for agents whose full list would not fit the 5 KB metadata
- * document.
+ * Who issues a badge, its id, and when it is valid (`iat` to `exp`, seconds since the epoch).
+ * `compact` drops the per-source detail and keeps counts, for agents whose full list would not fit
+ * the 5 KB metadata document.
  */
-export function badgeCredential(subject: BadgeSubject, issuer: string, id: string, iat: number, exp: number, compact = false) {
+export interface BadgeIssue {
+  issuer: string;
+  id: string;
+  iat: number;
+  exp: number;
+  compact?: boolean;
+}
+
+/** The credential (= JWT payload, minus the registered claims the signer adds). */
+export function badgeCredential(subject: BadgeSubject, { issuer, id, iat, exp, compact = false }: BadgeIssue) {
   const capabilities = compact
     ? {
         toolSources: subject.tools.length,

@@ -40,11 +40,7 @@ export class BadgeSigner {
         tools: toolsColumn(agent.tools),
         skills,
       },
-      this.ctx.issuer,
-      id,
-      nowS,
-      nowS + BADGE_LIFETIME_S,
-      compact,
+      { issuer: this.ctx.issuer, id, iat: nowS, exp: nowS + BADGE_LIFETIME_S, compact },
     );
     const signed = await this.ctx.tokens.sign({
       typ: TYP.badge,

@@ -176,7 +176,7 @@ export async function exchangeToken(ctx: IdentityContext, req: ExchangeRequest):
   const now = ctx.clock.now();
   const forbidden: string[] = [];
   for (const s of scopes) {
-    const decision = await ctx.policies.evaluate(tenantId, actor.agentId, target, s.slice('tools:'.length), now);
+    const decision = await ctx.policies.evaluate(tenantId, { caller: actor.agentId, callee: target, tool: s.slice('tools:'.length) }, now);
     if (!decision.allowed) forbidden.push(s);
   }
   if (forbidden.length) {

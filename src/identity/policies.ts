@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
-import { recordAudit } from '../tenancy/audit.js';
+import { type ResourceEvent, recordAudit } from '../tenancy/audit.js';
 import type { Principal } from '../tenancy/permissions.js';
 import type { TenancyService } from '../tenancy/service.js';
 import { DECISION_CACHE_MS, TtlCache } from './cache.js';
@@ -20,6 +20,7 @@ import {
   type Effect,
   type Policy,
   type TbacMode,
+  type ToolRequest,
 } from './tbac.js';
 
 export interface PolicyView extends Policy {
@@ -83,7 +84,7 @@ export class PolicyEngine {
   }
 
   async list(tenantId: string, filter: store.PolicyFilter, page: number, limit: number) {
-    const { rows, total } = await store.listPolicies(this.db.kysely, tenantId, filter, limit, (page - 1) * limit);
+    const { rows, total } = await store.listPolicies(this.db.kysely, { tenantId, filter, limit, offset: (page - 1) * limit });
     return { policies: rows.map(view), total, page, limit };
   }
 
@@ -129,11 +130,15 @@ export class PolicyEngine {
       await this.db.kysely.transaction().execute(async (trx) => {
         await this.checkAgents(trx, principal.tenantId, input);
         await store.insertPolicy(trx, row);
-        await this.audit(trx, principal, 'tbac_policy.created', row.id, {
-          callerAgentId: row.caller_agent_id,
-          calleeAgentId: row.callee_agent_id,
-          toolName: row.tool_name,
-          effect: row.effect,
+        await this.audit(trx, principal, {
+          action: 'tbac_policy.created',
+          resourceId: row.id,
+          detail: {
+            callerAgentId: row.caller_agent_id,
+            calleeAgentId: row.callee_agent_id,
+            toolName: row.tool_name,
+            effect: row.effect,
+          },
         });
       });
     } catch (err) {
@@ -156,7 +161,7 @@ export class PolicyEngine {
       if (input.description !== undefined) patch.description = input.description;
       if (input.conditions !== undefined) patch.conditions = input.conditions ? JSON.stringify(input.conditions) : null;
       await store.updatePolicy(trx, principal.tenantId, id, patch);
-      await this.audit(trx, principal, 'tbac_policy.updated', id, { fields: Object.keys(input) });
+      await this.audit(trx, principal, { action: 'tbac_policy.updated', resourceId: id, detail: { fields: Object.keys(input) } });
       return view({ ...current, ...patch });
     });
     this.candidates.clear();
@@ -168,11 +173,15 @@ export class PolicyEngine {
       const current = await store.findPolicy(trx, principal.tenantId, id);
       if (!current) throw new NotFound('policy');
       await store.deletePolicy(trx, principal.tenantId, id);
-      await this.audit(trx, principal, 'tbac_policy.deleted', id, {
-        callerAgentId: current.caller_agent_id,
-        calleeAgentId: current.callee_agent_id,
-        toolName: current.tool_name,
-        effect: current.effect,
+      await this.audit(trx, principal, {
+        action: 'tbac_policy.deleted',
+        resourceId: id,
+        detail: {
+          callerAgentId: current.caller_agent_id,
+          calleeAgentId: current.callee_agent_id,
+          toolName: current.tool_name,
+          effect: current.effect,
+        },
       });
     });
     this.candidates.clear();
@@ -196,31 +205,16 @@ export class PolicyEngine {
    * are cached mapped and in id order, as the tie-break between equal policies wants them. Conditions
    * are judged `at` (epoch ms; default: now on the app's clock).
    */
-  async evaluate(
-    tenantId: string,
-    caller: string,
-    callee: string,
-    tool: string,
-    at = this.clock.now(),
-  ): Promise<Decision & { mode: TbacMode }> {
-    const key = `${tenantId}|${caller}|${callee}|${tool}`;
+  async evaluate(tenantId: string, request: ToolRequest, at = this.clock.now()): Promise<Decision & { mode: TbacMode }> {
+    const key = `${tenantId}|${request.caller}|${request.callee}|${request.tool}`;
     const [policies, mode] = await Promise.all([
-      this.candidates.through(key, async () =>
-        (await store.candidatePolicies(this.db.kysely, tenantId, caller, callee, tool)).map(view).sort(byId),
-      ),
+      this.candidates.through(key, async () => (await store.candidatePolicies(this.db.kysely, tenantId, request)).map(view).sort(byId)),
       this.modes.through(tenantId, () => this.mode(tenantId)),
     ]);
-    return withMode(decide(policies, mode, caller, callee, tool, at), mode);
+    return withMode(decide(policies, mode, request, at), mode);
   }
 
-  private audit(trx: store.Executor, principal: Principal, action: string, id: string, detail: Record<string, unknown>) {
-    return recordAudit(trx, {
-      tenantId: principal.tenantId,
-      actor: principal.actor,
-      action,
-      resourceType: 'tbac_policy',
-      resourceId: id,
-      detail,
-    });
+  private audit(trx: store.Executor, principal: Principal, event: ResourceEvent) {
+    return recordAudit(trx, { tenantId: principal.tenantId, actor: principal.actor, resourceType: 'tbac_policy', ...event });
   }
 }

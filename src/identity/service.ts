@@ -226,7 +226,7 @@ export class IdentityService {
 
   async issueSvid(principal: Principal, agentId: string, audience: string[], ttlSeconds: number) {
     this.notSuspended(await this.tenantAgent(principal.tenantId, agentId));
-    const svid = await issueSvid(this.ctx, principal.tenantId, agentId, audience, ttlSeconds);
+    const svid = await issueSvid(this.ctx, { tenantId: principal.tenantId, agentId, audience, ttlS: ttlSeconds });
     await recordAudit(this.db.kysely, {
       tenantId: principal.tenantId,
       actor: principal.actor,

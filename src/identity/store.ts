@@ -1,7 +1,8 @@
 import { exportPages } from '../db/export-pages.js';
 import type { Kysely, Selectable, Updateable } from 'kysely';
 import type { Database, IdentityAgentKeyTable, IdentityPlatformKeyTable, IdentityTokenTable, TbacPolicyTable } from '../db/schema.js';
-import { countRows } from '../db/count.js';
+import { countRows, type Page } from '../db/count.js';
+import type { ToolRequest } from './tbac.js';
 
 /**
  * SQL of the identity domain. Every query on tenant data names the tenant, except the few lookups
@@ -129,7 +130,13 @@ export function insertAgentKey(db: Executor, row: AgentKeyRow) {
   return db.insertInto('identity_agent_keys').values(row).execute();
 }
 
-export function rotateAgentKeys(db: Executor, tenantId: string, agentId: string, at: string, expiresAt: string) {
+/** The agent's active keys rotated `at`: still accepted until `expiresAt`. */
+export interface KeyRotation {
+  at: string;
+  expiresAt: string;
+}
+
+export function rotateAgentKeys(db: Executor, tenantId: string, agentId: string, { at, expiresAt }: KeyRotation) {
   return db
     .updateTable('identity_agent_keys')
     .set({ status: 'rotated', rotated_at: at, expires_at: expiresAt })
@@ -250,7 +257,7 @@ export interface PolicyFilter {
   toolName?: string;
 }
 
-export async function listPolicies(db: Executor, tenantId: string, filter: PolicyFilter, limit: number, offset: number) {
+export async function listPolicies(db: Executor, { tenantId, filter, limit, offset }: { tenantId: string; filter: PolicyFilter } & Page) {
   let q = db.selectFrom('tbac_policies').where('tenant_id', '=', tenantId);
   if (filter.callerAgentId) q = q.where('caller_agent_id', '=', filter.callerAgentId);
   if (filter.calleeAgentId) q = q.where('callee_agent_id', '=', filter.calleeAgentId);
@@ -259,8 +266,8 @@ export async function listPolicies(db: Executor, tenantId: string, filter: Polic
   return { rows, total: count };
 }
 
-/** Every policy that can match (caller, callee, tool): each field exact or `*`. At most 8 rows. */
-export function candidatePolicies(db: Executor, tenantId: string, caller: string, callee: string, tool: string): Promise<PolicyRow[]> {
+/** Every policy that can match the request: each field exact or `*`. At most 8 rows. */
+export function candidatePolicies(db: Executor, tenantId: string, { caller, callee, tool }: ToolRequest): Promise<PolicyRow[]> {
   return db
     .selectFrom('tbac_policies')
     .selectAll()

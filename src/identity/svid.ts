@@ -22,13 +22,15 @@ export interface IssuedSvid {
   jti: string;
 }
 
-export async function issueSvid(
-  ctx: IdentityContext,
-  tenantId: string,
-  agentId: string,
-  audience: string[],
-  ttlS: number,
-): Promise<IssuedSvid> {
+/** An SVID asked for: the agent it names, its audience, its lifetime in seconds. */
+export interface SvidRequest {
+  tenantId: string;
+  agentId: string;
+  audience: string[];
+  ttlS: number;
+}
+
+export async function issueSvid(ctx: IdentityContext, { tenantId, agentId, audience, ttlS }: SvidRequest): Promise<IssuedSvid> {
   const agentKey = await ctx.agentKeys.ensureActive(tenantId, agentId);
   const spiffeId = ctx.spiffeIdOf(tenantId, agentId);
   const signed = await ctx.tokens.sign({

@@ -36,6 +36,13 @@ export interface Policy {
 
 export type Reason = 'policy_allow' | 'policy_deny' | 'no_policy_audit_allow' | 'no_policy_enforce_deny';
 
+/** A request TBAC decides: may `caller` use `tool` of `callee`? */
+export interface ToolRequest {
+  caller: string;
+  callee: string;
+  tool: string;
+}
+
 export interface Decision {
   allowed: boolean;
   reason: Reason;
@@ -75,8 +82,8 @@ const specificity = (p: Policy) =>
 
 const fieldMatches = (field: string, value: string) => field === WILDCARD || field === value;
 
-/** The deciding policy among candidates for (caller, callee, tool), or null when none matches. */
-function decidingPolicy(policies: Policy[], caller: string, callee: string, tool: string, at: number): Policy | null {
+/** The deciding policy among candidates for the request, or null when none matches. */
+function decidingPolicy(policies: Policy[], { caller, callee, tool }: ToolRequest, at: number): Policy | null {
   let best: Policy | null = null;
   let bestScore = -1;
   for (const p of policies) {
@@ -91,8 +98,8 @@ function decidingPolicy(policies: Policy[], caller: string, callee: string, tool
   return best;
 }
 
-export function decide(policies: Policy[], mode: TbacMode, caller: string, callee: string, tool: string, at: number): Decision {
-  const p = decidingPolicy(policies, caller, callee, tool, at);
+export function decide(policies: Policy[], mode: TbacMode, request: ToolRequest, at: number): Decision {
+  const p = decidingPolicy(policies, request, at);
   if (p) return { allowed: p.effect === 'allow', reason: p.effect === 'allow' ? 'policy_allow' : 'policy_deny', policyId: p.id };
   return mode === 'enforce'
     ? { allowed: false, reason: 'no_policy_enforce_deny', policyId: null }

@@ -13,7 +13,7 @@ import type { MemoryService } from './service.js';
 
 /** What the tools need of identity: TBAC's decision for a tool name now, on identity's clock (identity/policies.ts). */
 export interface MemoryToolPolicies {
-  evaluate(tenantId: string, caller: string, callee: string, tool: string): Promise<{ allowed: boolean; reason: string }>;
+  evaluate(tenantId: string, request: { caller: string; callee: string; tool: string }): Promise<{ allowed: boolean; reason: string }>;
 }
 
 const LABEL = {
@@ -100,7 +100,7 @@ export function memoryToolProvider(memory: MemoryService, policies: MemoryToolPo
     description: def.description,
     inputSchema: def.inputSchema,
     async execute(input, ctx) {
-      const decision = await policies.evaluate(ctx.tenantId, ctx.agent.id, ctx.agent.id, def.name);
+      const decision = await policies.evaluate(ctx.tenantId, { caller: ctx.agent.id, callee: ctx.agent.id, tool: def.name });
       if (!decision.allowed) throw new ToolError('access_denied', `TBAC denied ${def.name}: ${decision.reason}`);
       try {
         return await def.run(memory, ctx, input as Record<string, string>);

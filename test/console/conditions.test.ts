@@ -41,7 +41,7 @@ describe('TBAC conditions in the console', () => {
     for (const conditions of cases) {
       for (let at = start; at < start + 48 * 3_600_000; at += 15 * 60_000) {
         // Enforce mode and an allow policy: allowed exactly when its conditions hold.
-        const server = decide([policy(conditions)], 'enforce', 'a', 'b', 'search', at).allowed;
+        const server = decide([policy(conditions)], 'enforce', { caller: 'a', callee: 'b', tool: 'search' }, at).allowed;
         expect(conditionsHold(conditions, at), `${JSON.stringify(conditions)} at ${new Date(at).toISOString()}`).toBe(server);
       }
     }
