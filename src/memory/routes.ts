@@ -24,7 +24,12 @@ const SCOPE = 'Without userId, the agent’s own blocks (every run of the agent 
  * (it changes its memory through its tools, within its runs).
  */
 export const memoryRoutes: FastifyPluginAsyncTypebox<{ memory: MemoryService }> = async (app, { memory }) => {
-  const scopeOf = (query: { userId?: string }) => query.userId ?? null;
+  /** The block a request names: the agent's (path), by label (path), of the scope its userId names (agent-wide without). */
+  const blockOf = (params: { id: string; label: string }, query: { userId?: string }) => ({
+    agentId: params.id,
+    label: params.label,
+    userId: query.userId ?? null,
+  });
 
   app.get(
     '/api/v1/agents/:id/memory',
@@ -40,7 +45,7 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ memory: MemoryService }> 
         response: { 200: MemoryBlockList, ...problems(400, 401, 403, 404) },
       },
     },
-    async (req) => memory.list(req.principal.tenantId, req.params.id, scopeOf(req.query)),
+    async (req) => memory.list(req.principal.tenantId, req.params.id, req.query.userId ?? null),
   );
 
   app.get(
@@ -57,7 +62,7 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ memory: MemoryService }> 
         response: { 200: MemoryBlock, ...problems(400, 401, 403, 404) },
       },
     },
-    async (req) => memory.get(req.principal.tenantId, req.params.id, req.params.label, scopeOf(req.query)),
+    async (req) => memory.get(req.principal.tenantId, blockOf(req.params, req.query)),
   );
 
   app.put(
@@ -76,7 +81,7 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ memory: MemoryService }> 
       },
     },
     async (req, reply) => {
-      const { block, created } = await memory.put(req.principal, req.params.id, req.params.label, scopeOf(req.query), {
+      const { block, created } = await memory.put(req.principal, blockOf(req.params, req.query), {
         value: req.body.value,
         expectedVersion: req.body.version,
       });
@@ -99,7 +104,7 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ memory: MemoryService }> 
       },
     },
     async (req, reply) => {
-      await memory.delete(req.principal, req.params.id, req.params.label, scopeOf(req.query));
+      await memory.delete(req.principal, blockOf(req.params, req.query));
       return reply.code(204).send(null);
     },
   );
@@ -120,7 +125,7 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ memory: MemoryService }> 
     },
     async (req) => {
       const { page, limit, ...scope } = req.query;
-      return memory.versions(req.principal.tenantId, req.params.id, req.params.label, scopeOf(scope), page, limit);
+      return memory.versions(req.principal.tenantId, blockOf(req.params, scope), { page, limit });
     },
   );
 };

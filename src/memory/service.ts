@@ -38,6 +38,13 @@ export interface MemoryWriter {
   runId?: string | null;
 }
 
+/** One block of an agent: of its scope (user null: the agent's own, agent-wide), by label. */
+export interface BlockTarget {
+  agentId: string;
+  userId: string | null;
+  label: string;
+}
+
 /** The next text of a block from its current row (undefined: none yet), or null to delete it. */
 type Edit = (current: store.MemoryBlockRow | undefined) => { value: string; change: MemoryChange } | null;
 
@@ -94,7 +101,7 @@ export class MemoryService {
     return { blocks: rows.map(blockView), limits: { maxBlocks: MEMORY_MAX_BLOCKS, maxChars: MEMORY_BLOCK_MAX_CHARS } };
   }
 
-  async get(tenantId: string, agentId: string, label: string, userId: string | null): Promise<MemoryBlock> {
+  async get(tenantId: string, { agentId, userId, label }: BlockTarget): Promise<MemoryBlock> {
     await this.agents.get(tenantId, agentId);
     const row = await store.findBlock(this.db.kysely, { tenantId, agentId, userId }, label);
     if (!row) throw new NotFound('memory block');
@@ -107,14 +114,13 @@ export class MemoryService {
    */
   async put(
     principal: Principal,
-    agentId: string,
-    label: string,
-    userId: string | null,
+    target: BlockTarget,
     input: { value: string; expectedVersion?: number },
   ): Promise<{ block: MemoryBlock; created: boolean }> {
-    await this.agents.get(principal.tenantId, agentId);
+    const { label } = target;
+    await this.agents.get(principal.tenantId, target.agentId);
     let created = false;
-    const row = await this.write({ tenantId: principal.tenantId, actor: principal.actor }, { agentId, userId, label }, (current) => {
+    const row = await this.write({ tenantId: principal.tenantId, actor: principal.actor }, target, (current) => {
       if (input.expectedVersion !== undefined && current?.version !== input.expectedVersion) {
         throw new Conflict(
           'version_mismatch',
@@ -130,18 +136,21 @@ export class MemoryService {
     return { block: blockView(row!), created };
   }
 
-  async delete(principal: Principal, agentId: string, label: string, userId: string | null): Promise<void> {
-    await this.agents.get(principal.tenantId, agentId);
-    await this.write({ tenantId: principal.tenantId, actor: principal.actor }, { agentId, userId, label }, (current) => {
+  async delete(principal: Principal, target: BlockTarget): Promise<void> {
+    await this.agents.get(principal.tenantId, target.agentId);
+    await this.write({ tenantId: principal.tenantId, actor: principal.actor }, target, (current) => {
       if (!current) throw new NotFound('memory block');
       return null;
     });
   }
 
   /** A label's versions, newest first; they outlive the block (a deleted block's history stays). */
-  async versions(tenantId: string, agentId: string, label: string, userId: string | null, page: number, limit: number) {
+  async versions(tenantId: string, { agentId, userId, label }: BlockTarget, { page, limit }: { page: number; limit: number }) {
     await this.agents.get(tenantId, agentId);
-    const { rows, total } = await store.listVersions(this.db.kysely, { tenantId, agentId, userId }, label, limit, (page - 1) * limit);
+    const { rows, total } = await store.listVersions(this.db.kysely, { tenantId, agentId, userId }, label, {
+      limit,
+      offset: (page - 1) * limit,
+    });
     if (total === 0) throw new NotFound('memory block');
     return { versions: rows.map(versionView), total, page, limit };
   }
@@ -157,7 +166,7 @@ export class MemoryService {
   }
 
   /** Adds text at the end of a block (on a line of its own), making the block when there is none. */
-  append(writer: MemoryWriter, target: { agentId: string; userId: string | null; label: string }, text: string): Promise<MemoryBlock> {
+  append(writer: MemoryWriter, target: BlockTarget, text: string): Promise<MemoryBlock> {
     return this.agentWrite(writer, target, (current) => {
       if (!current) return { value: text, change: 'created' };
       return { value: current.value ? `${current.value}\n${text}` : text, change: 'appended' };
@@ -165,12 +174,7 @@ export class MemoryService {
   }
 
   /** Replaces the one occurrence of `old` in a block with `replacement` (empty: removes it). */
-  replace(
-    writer: MemoryWriter,
-    target: { agentId: string; userId: string | null; label: string },
-    old: string,
-    replacement: string,
-  ): Promise<MemoryBlock> {
+  replace(writer: MemoryWriter, target: BlockTarget, old: string, replacement: string): Promise<MemoryBlock> {
     return this.agentWrite(writer, target, (current) => {
       if (!current) throw new NotFound('memory block', `there is no block ${target.label}: memory_append makes one`);
       const at = current.value.indexOf(old);
@@ -190,7 +194,7 @@ export class MemoryService {
    * else to its own. The agent's own blocks are shared by all its users, so in a user's conversation
    * the agent cannot change them (one user must not rewrite what every user's runs are told).
    */
-  private async agentWrite(writer: MemoryWriter, target: { agentId: string; userId: string | null; label: string }, edit: Edit) {
+  private async agentWrite(writer: MemoryWriter, target: BlockTarget, edit: Edit) {
     if (target.userId !== null) {
       const visible = await this.forRun(writer.tenantId, target.agentId, target.userId);
       // The blocks the run sees (read from memory): the label as the user's own, or only as the agent's.
@@ -217,15 +221,10 @@ export class MemoryService {
    * other writer made it first (the unique indexes); otherwise the change is tried again on what that
    * writer left. Answers the row written, or null when the block was deleted.
    */
-  private async write(
-    writer: MemoryWriter,
-    target: { agentId: string; userId: string | null; label: string },
-    edit: Edit,
-  ): Promise<store.MemoryBlockRow | null> {
-    const scope = { tenantId: writer.tenantId, agentId: target.agentId, userId: target.userId };
+  private async write(writer: MemoryWriter, target: BlockTarget, edit: Edit): Promise<store.MemoryBlockRow | null> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.db.kysely.transaction().execute((trx) => this.writeOnce(trx, writer, scope, target.label, edit));
+        return await this.db.kysely.transaction().execute((trx) => this.writeOnce(trx, writer, target, edit));
       } catch (err) {
         if (!(err instanceof Raced || isUniqueViolation(err))) throw err;
         if (attempt >= MAX_ATTEMPTS) {
@@ -235,7 +234,8 @@ export class MemoryService {
     }
   }
 
-  private async writeOnce(trx: Kysely<Database>, writer: MemoryWriter, scope: store.BlockScope, label: string, edit: Edit) {
+  private async writeOnce(trx: Kysely<Database>, writer: MemoryWriter, { agentId, userId, label }: BlockTarget, edit: Edit) {
+    const scope: store.BlockScope = { tenantId: writer.tenantId, agentId, userId };
     const current = await store.findBlock(trx, scope, label);
     const next = edit(current);
     const at = now();
@@ -243,7 +243,7 @@ export class MemoryService {
     let row: store.MemoryBlockRow | null;
     if (next === null) {
       if (!current) throw new NotFound('memory block');
-      if (!(await store.deleteBlock(trx, scope.tenantId, current.id, current.version))) throw new Raced();
+      if (!(await store.deleteBlock(trx, { tenantId: scope.tenantId, id: current.id, version: current.version }))) throw new Raced();
       row = null;
     } else {
       if (current && next.value === current.value) return current;
@@ -251,7 +251,8 @@ export class MemoryService {
       if (chars > MEMORY_BLOCK_MAX_CHARS) throw tooLong(label, chars);
       if (current) {
         const patch = { ...by, value: next.value, version: current.version + 1, updated_at: at };
-        if (!(await store.updateBlock(trx, scope.tenantId, current.id, current.version, patch))) throw new Raced();
+        if (!(await store.updateBlock(trx, { tenantId: scope.tenantId, id: current.id, version: current.version }, patch)))
+          throw new Raced();
         row = { ...current, ...patch };
       } else {
         await store.lockScopeForCreate(trx, scope, this.db.dialect);

@@ -43,15 +43,13 @@ export const samples = {
   countBlocks: [ofUser],
   insertBlock: [block],
   updateBlock: [
-    'tenant-1',
-    'block-1',
-    1,
+    { tenantId: 'tenant-1', id: 'block-1', version: 1 },
     { value: 'likes coffee', version: 2, updated_at: at, updated_by_type: 'agent', updated_by_id: 'agent-1' },
   ],
-  deleteBlock: ['tenant-1', 'block-1', 2],
+  deleteBlock: [{ tenantId: 'tenant-1', id: 'block-1', version: 2 }],
   lastVersion: [ofUser, 'preferences'],
   insertVersion: [version],
-  listVersions: [ofUser, 'preferences', 50, 0],
+  listVersions: [ofUser, 'preferences', { limit: 50, offset: 0 }],
   deleteAgentMemory: ['tenant-1', 'agent-1'],
   exportSources: exportSample(store.exportSources),
 } satisfies StoreSamples<typeof store>;

@@ -1,6 +1,6 @@
 import { exportPages } from '../db/export-pages.js';
 import { type Kysely, type Selectable, sql } from 'kysely';
-import { countRows } from '../db/count.js';
+import { countRows, type Page } from '../db/count.js';
 import type { Database, MemoryBlockTable, MemoryBlockVersionTable } from '../db/schema.js';
 
 /**
@@ -71,12 +71,17 @@ export async function insertBlock(db: Executor, row: MemoryBlockRow): Promise<vo
   await db.insertInto('memory_blocks').values(row).execute();
 }
 
-/** Writes the block's new text only if it is still at `version` (another writer may have been first): true when written. */
+/** A block as a writer read it: changed only if it is still at `version` (another writer may have been first). */
+export interface BlockAtVersion {
+  tenantId: string;
+  id: string;
+  version: number;
+}
+
+/** Writes the block's new text only if it is still at the version read: true when written. */
 export async function updateBlock(
   db: Executor,
-  tenantId: string,
-  id: string,
-  version: number,
+  { tenantId, id, version }: BlockAtVersion,
   patch: Pick<MemoryBlockRow, 'value' | 'version' | 'updated_at' | 'updated_by_type' | 'updated_by_id'>,
 ): Promise<boolean> {
   const result = await db
@@ -89,7 +94,8 @@ export async function updateBlock(
   return result.numUpdatedRows === 1n;
 }
 
-export async function deleteBlock(db: Executor, tenantId: string, id: string, version: number): Promise<boolean> {
+/** Deletes the block only if it is still at the version read: true when deleted. */
+export async function deleteBlock(db: Executor, { tenantId, id, version }: BlockAtVersion): Promise<boolean> {
   const result = await db
     .deleteFrom('memory_blocks')
     .where('tenant_id', '=', tenantId)
@@ -121,7 +127,7 @@ export async function insertVersion(db: Executor, row: MemoryVersionRow): Promis
   await db.insertInto('memory_block_versions').values(row).execute();
 }
 
-export async function listVersions(db: Executor, scope: BlockScope, label: string, limit: number, offset: number) {
+export async function listVersions(db: Executor, scope: BlockScope, label: string, { limit, offset }: Page) {
   const q = versionsOf(db, scope, label);
   const [rows, total] = await Promise.all([q.selectAll().orderBy('version', 'desc').limit(limit).offset(offset).execute(), countRows(q)]);
   return { rows, total };
