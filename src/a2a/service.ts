@@ -150,6 +150,12 @@ export type RpcAnswer =
   | { kind: 'response'; body: JsonRpcResponse; failure?: unknown }
   | { kind: 'stream'; id: string | number | null; events: (send: (result: StreamEvent) => void, closed: Promise<void>) => Promise<void> };
 
+/** Where a stream's events go: `send` each one; `closed` resolves when the client went away. */
+interface EventSink {
+  send: (result: StreamEvent) => void;
+  closed: Promise<void>;
+}
+
 interface Envelope {
   id: string | number | null;
   method: string;
@@ -248,7 +254,7 @@ export class A2aService {
       case 'message/stream': {
         const p = check(MessageSendParams, params);
         const handle = await this.start(principal, agent, p);
-        return { kind: 'stream', id, events: (send, closed) => this.follow(principal, agent, handle.runId, send, closed) };
+        return { kind: 'stream', id, events: (send, closed) => this.follow(principal, agent, handle.runId, { send, closed }) };
       }
       case 'tasks/get': {
         const p = check(TaskQueryParams, params);
@@ -267,7 +273,7 @@ export class A2aService {
       case 'tasks/resubscribe': {
         const p = check(TaskIdParams, params);
         const run = await this.runs.get(principal.tenantId, p.id, agent.id);
-        return { kind: 'stream', id, events: (send, closed) => this.follow(principal, agent, run.id, send, closed) };
+        return { kind: 'stream', id, events: (send, closed) => this.follow(principal, agent, run.id, { send, closed }) };
       }
       case 'tasks/pushNotificationConfig/set':
       case 'tasks/pushNotificationConfig/get':
@@ -324,7 +330,7 @@ export class A2aService {
    * as artifact chunks (from the first token, so a resubscriber rebuilds the whole text), then the
    * final status. A client going away stops the stream, not the run.
    */
-  private async follow(principal: Principal, agent: Agent, runId: string, send: (e: StreamEvent) => void, closed: Promise<void>) {
+  private async follow(principal: Principal, agent: Agent, runId: string, { send, closed }: EventSink) {
     const first = await this.runs.get(principal.tenantId, runId, agent.id);
     const contextId = first.conversationId ?? '';
     const { artifacts: _, ...snapshot } = taskOf(first);
