@@ -115,13 +115,11 @@ export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiComp
         if (!sse.isClosed()) reply.raw.write(`data: ${data}\n\n`);
       };
       try {
-        await service.stream(
-          req.principal,
-          started,
-          Boolean(req.body.stream_options?.include_usage),
-          (chunk) => write(JSON.stringify(chunk)),
-          sse.closed,
-        );
+        await service.stream(req.principal, started, {
+          includeUsage: Boolean(req.body.stream_options?.include_usage),
+          send: (chunk) => write(JSON.stringify(chunk)),
+          closed: sse.closed,
+        });
         write('[DONE]');
       } catch (err) {
         if (!(err instanceof DomainError)) req.log.error({ err, runId }, 'chat completion stream failed');

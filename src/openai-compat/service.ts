@@ -47,6 +47,14 @@ export interface StartedCompletion {
   replayed?: boolean;
 }
 
+/** Where a streamed completion goes: `send` each chunk, with the usage at the end when `includeUsage` (stream_options.include_usage). */
+interface CompletionStream {
+  includeUsage: boolean;
+  send: (chunk: object) => void;
+  /** Resolves when the client went away: a stream waiting for a person stops waiting. */
+  closed?: Promise<void>;
+}
+
 const refuse = (param: string, message: string) => new InvalidInput(message, [{ path: `body.${param}`, message }], 'unsupported_parameter');
 
 /** The text of a message's content; only text parts are understood. */
@@ -325,14 +333,7 @@ export class OpenAiCompatService {
    * finish reason (and the usage when asked); the agent's tool calls are not shown. Throws as
    * `ended` does when the run did not complete, after the content it streamed.
    */
-  async stream(
-    principal: Principal,
-    started: StartedCompletion,
-    includeUsage: boolean,
-    send: (chunk: object) => void,
-    /** Resolves when the client went away: a stream waiting for a person stops waiting. */
-    closed?: Promise<void>,
-  ): Promise<void> {
+  async stream(principal: Principal, started: StartedCompletion, { includeUsage, send, closed }: CompletionStream): Promise<void> {
     const base = {
       id: completionId(started.handle.runId),
       object: 'chat.completion.chunk',
