@@ -17,8 +17,8 @@ interface RunApprovals {
 export function runRetention(db: Db, approvals: RunApprovals) {
   return {
     deleteEndedBefore: (tenantId: string, cutoff: string, limit: number) =>
-      store.deleteEndedRunsBefore(db.kysely, tenantId, cutoff, limit, (trx, runIds) => approvals.deleteOfRuns(trx, runIds)),
+      store.deleteEndedRunsBefore(db.kysely, { tenantId, cutoff, limit }, (trx, runIds) => approvals.deleteOfRuns(trx, runIds)),
     compactEventsBefore: (tenantId: string, cutoff: string, at: string, limit: number) =>
-      store.compactRunEvents(db.kysely, tenantId, cutoff, at, limit),
+      store.compactRunEvents(db.kysely, { tenantId, cutoff, limit }, at),
   };
 }

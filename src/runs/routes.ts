@@ -182,15 +182,17 @@ function nameRun(reply: FastifyReply, runId: string, conversationId: string | nu
   reply.raw.setHeader('content-location', `/api/v1/runs/${runId}/events`);
 }
 
+/** The run a stream follows, and the events the client has (those up to `afterSeq`; 0: none). */
+interface StreamedRun {
+  tenantId: string;
+  runId: string;
+  conversationId: string | null;
+  afterSeq: number;
+}
+
 /** Streams a run's events to the client until the run ends; the run goes on if the client leaves. */
-async function streamRun(
-  runs: RunsService,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  run: { tenantId: string; runId: string; conversationId: string | null },
-  afterSeq: number,
-) {
-  const { tenantId, runId } = run;
+async function streamRun(runs: RunsService, request: FastifyRequest, reply: FastifyReply, run: StreamedRun) {
+  const { tenantId, runId, afterSeq } = run;
   nameRun(reply, runId, run.conversationId);
   // Look the run up before taking over the response, so a wrong id is still a normal 404.
   const sse = { stream: undefined as ReturnType<typeof openSse> | undefined };
@@ -269,7 +271,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService }> = asyn
     if ('replayed' in started) return replay(req, reply, started.replayed, streamed);
     if ('injected' in started) return reply.code(202).send(started.injected);
     const { run } = started;
-    if (streamed) return streamRun(runs, req, reply, { tenantId, runId: run.runId, conversationId: run.conversationId }, 0);
+    if (streamed) return streamRun(runs, req, reply, { tenantId, runId: run.runId, conversationId: run.conversationId, afterSeq: 0 });
     return respondJson(reply, runs.outcome(tenantId, run));
   }
 
@@ -286,7 +288,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService }> = asyn
     if (!streamed) return respondJson(reply.header(REPLAYED_HEADER, 'true'), runs.outcomeOf(tenantId, runId));
     const state = await runs.eventsState(tenantId, runId);
     reply.raw.setHeader(REPLAYED_HEADER, 'true');
-    return streamRun(runs, req, reply, { tenantId, runId, conversationId: state.conversationId }, lastEventId(req));
+    return streamRun(runs, req, reply, { tenantId, runId, conversationId: state.conversationId, afterSeq: lastEventId(req) });
   }
 
   const executeSchema = (summary: string, streaming: 'always' | 'optional') => ({
@@ -445,7 +447,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService }> = asyn
       const afterSeq = lastEventId(req);
       const state = await runs.eventsState(tenantId, runId, agentId);
       if (state.ended && afterSeq >= state.lastSeq) return reply.code(204).header('x-run-id', runId).send(null);
-      return streamRun(runs, req, reply, { tenantId, runId, conversationId: state.conversationId }, afterSeq);
+      return streamRun(runs, req, reply, { tenantId, runId, conversationId: state.conversationId, afterSeq });
     },
   );
 };

@@ -312,7 +312,7 @@ export class RunsService {
   }
 
   /** A task's runs, newest first; `status` narrows them (e.g. the latest completed one). */
-  async listForTask(tenantId: string, taskId: string, page: number, limit: number, status?: string) {
+  async listForTask(tenantId: string, { taskId, status }: { taskId: string; status?: string }, page: number, limit: number) {
     const { rows, total } = await store.listTaskRuns(this.r.db.kysely, { tenantId, taskId, limit, offset: (page - 1) * limit, status });
     return { runs: rows.map(runSummary), total, page, limit };
   }

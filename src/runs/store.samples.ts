@@ -114,7 +114,7 @@ export const samples = {
   insertSuspension: [{ run_id: 'run-1', tenant_id: 'tenant-1', state: '{}', created_at: at }],
   findSuspension: ['run-1'],
   deleteSuspension: ['run-1'],
-  deleteEndedRunsBefore: ['tenant-1', at, 100, async () => {}],
-  compactRunEvents: ['tenant-1', at, at, 100],
+  deleteEndedRunsBefore: [{ tenantId: 'tenant-1', cutoff: at, limit: 100 }, async () => {}],
+  compactRunEvents: [{ tenantId: 'tenant-1', cutoff: at, limit: 100 }, at],
   exportSources: exportSample(store.exportSources),
 } satisfies StoreSamples<typeof store>;

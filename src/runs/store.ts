@@ -262,12 +262,17 @@ export function deleteSuspension(db: Executor, runId: string) {
 
 // Retention (retention/sweep.ts through the runs service): small batches, each its own short transaction.
 
+/** One batch of retention: up to `limit` runs of the tenant from before `cutoff`. */
+export interface RetentionBatch {
+  tenantId: string;
+  cutoff: string;
+  limit: number;
+}
+
 /** Up to `limit` ended runs of the tenant created before `cutoff`, deleted with their events and suspensions; how many. */
 export async function deleteEndedRunsBefore(
   db: Executor,
-  tenantId: string,
-  cutoff: string,
-  limit: number,
+  { tenantId, cutoff, limit }: RetentionBatch,
   /** What other domains keep of these runs, deleted in the same transaction (approvals). */
   alsoDelete: (trx: Executor, runIds: string[]) => Promise<void>,
 ): Promise<number> {
@@ -293,14 +298,12 @@ export async function deleteEndedRunsBefore(
 
 /**
  * Up to `limit` runs of the tenant that ended before `cutoff` and are not compacted yet: their events
- * deleted but the last (the terminal done or error, so a replay still ends), the runs marked compacted.
+ * deleted but the last (the terminal done or error, so a replay still ends), the runs marked compacted `at`.
  */
 export async function compactRunEvents(
   db: Executor,
-  tenantId: string,
-  cutoff: string,
+  { tenantId, cutoff, limit }: RetentionBatch,
   at: string,
-  limit: number,
 ): Promise<{ runs: number; events: number }> {
   return db.transaction().execute(async (trx) => {
     const rows = await trx

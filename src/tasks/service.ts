@@ -143,8 +143,8 @@ export class TasksService implements ApprovalGateway {
   async details(tenantId: string, id: string) {
     const row = await this.lookup.row(tenantId, id);
     const [recent, latestCompleted, fires] = await Promise.all([
-      this.runs.listForTask(tenantId, id, 1, RECENT_RUNS),
-      this.runs.listForTask(tenantId, id, 1, 1, 'completed'),
+      this.runs.listForTask(tenantId, { taskId: id }, 1, RECENT_RUNS),
+      this.runs.listForTask(tenantId, { taskId: id, status: 'completed' }, 1, 1),
       store.listFires(this.db.kysely, { tenantId, taskId: id, limit: RECENT_FIRES, offset: 0 }),
     ]);
     return {
@@ -158,7 +158,7 @@ export class TasksService implements ApprovalGateway {
 
   async listRuns(tenantId: string, id: string, { page, limit }: Paging) {
     await this.lookup.row(tenantId, id);
-    return this.runs.listForTask(tenantId, id, page, limit);
+    return this.runs.listForTask(tenantId, { taskId: id }, page, limit);
   }
 
   async listFires(tenantId: string, id: string, { page, limit }: Paging) {
