@@ -34,7 +34,7 @@ for (const n of [1, 10, 50]) {
     for await (const _ of r.fullStream);
   });
   const driver = await cpuPerCall(async () => {
-    await streamStep(model, { prompt }, new Set(), { onText() {}, onToolCall() {} });
+    await streamStep({ model }, { options: { prompt }, toolNames: new Set() }, { onText() {}, onToolCall() {} });
   });
   const direct = await cpuPerCall(async () => {
     const { stream } = await model.doStream({ prompt });

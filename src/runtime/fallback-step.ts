@@ -1,5 +1,5 @@
-import type { LanguageModelV3, LanguageModelV3CallOptions } from '@ai-sdk/provider';
-import { type AnswerCut, type StepHandlers, type StepOutput, streamStep } from './model-step.js';
+import type { LanguageModelV3 } from '@ai-sdk/provider';
+import { type AnswerCut, type StepHandlers, type StepOutput, type StepRequest, streamStep } from './model-step.js';
 import { type BreakerBoard, BreakerOpenError } from './models/breaker.js';
 import { ProviderError, type ProviderErrorCode, type RetryPolicy } from './models/retries.js';
 import type { ModelTimeouts } from './models/timeouts.js';
@@ -40,12 +40,11 @@ export interface FallbackOptions {
  */
 export async function streamStepWithFallbacks(
   choices: readonly ModelChoice[],
-  options: LanguageModelV3CallOptions,
-  toolNames: ReadonlySet<string>,
+  request: StepRequest,
   handlers: StepHandlers,
   fallback: FallbackOptions = {},
 ): Promise<StepAnswer> {
-  const signal = options.abortSignal;
+  const signal = request.options.abortSignal;
   let firstFailure: ProviderError | undefined;
   for (let i = 0; ; i++) {
     const choice = choices[i];
@@ -64,15 +63,8 @@ export async function streamStepWithFallbacks(
     try {
       const gate = fallback.breakers?.gate(choice.id);
       const onRetry = fallback.onRetry && ((code: ProviderErrorCode) => fallback.onRetry!(code, choice.id));
-      const output = await streamStep(
-        choice.model,
-        options,
-        toolNames,
-        { ...handlers, onText, onRetry, onCut },
-        choice.retry,
-        gate,
-        choice.timeouts,
-      );
+      const asked = { model: choice.model, retry: choice.retry, gate, timeouts: choice.timeouts };
+      const output = await streamStep(asked, request, { ...handlers, onText, onRetry, onCut });
       if (output.error === undefined || signal?.aborted) return { output, model: choice.id };
       const restarts = !emitted || handlers.cutRestarts;
       if (isLast || !restarts || !fallsBack(output.errorCode)) {

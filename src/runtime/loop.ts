@@ -286,15 +286,17 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
       ({ output } = await streamStepWithFallbacks(
         choices,
         {
-          prompt: fitter ? await fitted(fitter) : prompt,
-          responseFormat: input.answer?.callOption,
-          tools: toolDefinitions,
-          toolChoice: toolDefinitions ? { type: 'auto' } : undefined,
-          maxOutputTokens: input.maxTokens,
-          temperature: input.temperature,
-          abortSignal: input.signal,
+          options: {
+            prompt: fitter ? await fitted(fitter) : prompt,
+            responseFormat: input.answer?.callOption,
+            tools: toolDefinitions,
+            toolChoice: toolDefinitions ? { type: 'auto' } : undefined,
+            maxOutputTokens: input.maxTokens,
+            temperature: input.temperature,
+            abortSignal: input.signal,
+          },
+          toolNames,
         },
-        toolNames,
         {
           onText: (text) => {
             step.text += text;

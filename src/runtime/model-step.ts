@@ -76,6 +76,12 @@ export interface StepHandlers {
   onRetry?(code: ProviderErrorCode): void;
 }
 
+/** What a step asks of a model: the call's options (prompt, tools, limits, signal), and the tools it may call (a call of another is invalid). */
+export interface StepRequest {
+  options: LanguageModelV3CallOptions;
+  toolNames: ReadonlySet<string>;
+}
+
 /** An answer that broke off after some of its text was told, and what followed. */
 export interface AnswerCut {
   code: ProviderErrorCode;
@@ -157,6 +163,17 @@ function settle(ticket: BreakerTicket, failure: ProviderFailure | undefined) {
   else ticket.release();
 }
 
+/** The model a step asks, and how its call is attempted. */
+export interface StepModel {
+  model: LanguageModelV3;
+  /** How a failed call is retried; DEFAULT_RETRY_POLICY when not given. */
+  retry?: RetryPolicy;
+  /** The model's breaker; none: the call is not gated. */
+  gate?: AttemptGate;
+  /** How long an attempt may take; none: no limit. */
+  timeouts?: ModelTimeouts;
+}
+
 /**
  * Streams one step. Text and reasoning parts keep the provider metadata of their last chunk that had
  * any (start, delta or end), as the next request needs it; empty text parts are dropped. A provider
@@ -166,13 +183,9 @@ function settle(ticket: BreakerTicket, failure: ProviderFailure | undefined) {
  * call once, when it has ended.
  */
 export async function streamStep(
-  model: LanguageModelV3,
-  options: LanguageModelV3CallOptions,
-  toolNames: ReadonlySet<string>,
+  { model, retry = DEFAULT_RETRY_POLICY, gate, timeouts }: StepModel,
+  request: StepRequest,
   handlers: StepHandlers,
-  retry: RetryPolicy = DEFAULT_RETRY_POLICY,
-  gate?: AttemptGate,
-  timeouts?: ModelTimeouts,
 ): Promise<StepOutput> {
   const ticket = gate ? gate.enter() : UNGATED;
   // The breaker is open (this model failed most of its recent calls): not one attempt.
@@ -182,24 +195,21 @@ export async function streamStep(
   try {
     // A probe is one attempt: a model that is still down is found out at the cost of one request.
     const policy = ticket.probe ? { ...retry, maxAttempts: 1 } : retry;
-    const out = await attempts(model, options, toolNames, handlers, policy, timeouts, (failure) => (ended = failure));
+    const out = await attempts({ model, retry: policy, timeouts }, request, handlers, (failure) => (ended = failure));
     succeeded = out.error === undefined;
     return out;
   } finally {
     if (succeeded) ticket.success();
-    else if (options.abortSignal?.aborted) ticket.release();
+    else if (request.options.abortSignal?.aborted) ticket.release();
     else settle(ticket, ended);
   }
 }
 
 /** The attempts of one call, as `retry` says; `failed` hears each provider failure, the last one being how the call ended. */
 async function attempts(
-  model: LanguageModelV3,
-  options: LanguageModelV3CallOptions,
-  toolNames: ReadonlySet<string>,
+  { model, retry, timeouts }: StepModel & { retry: RetryPolicy },
+  { options, toolNames }: StepRequest,
   handlers: StepHandlers,
-  retry: RetryPolicy,
-  timeouts: ModelTimeouts | undefined,
   failed: (failure: ProviderFailure | undefined) => void,
 ): Promise<StepOutput> {
   const signal = options.abortSignal;

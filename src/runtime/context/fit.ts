@@ -257,18 +257,19 @@ class Summarizer {
 
   private async call(request: string): Promise<string> {
     const out = await streamStep(
-      this.model.model,
+      { model: this.model.model, retry: this.model.retry },
       {
-        prompt: [
-          { role: 'system', content: SUMMARY_SYSTEM_PROMPT },
-          { role: 'user', content: [{ type: 'text', text: request }] },
-        ],
-        maxOutputTokens: this.maxOutputTokens,
-        abortSignal: this.signal,
+        options: {
+          prompt: [
+            { role: 'system', content: SUMMARY_SYSTEM_PROMPT },
+            { role: 'user', content: [{ type: 'text', text: request }] },
+          ],
+          maxOutputTokens: this.maxOutputTokens,
+          abortSignal: this.signal,
+        },
+        toolNames: new Set(),
       },
-      new Set(),
       { onText: () => {} },
-      this.model.retry,
     );
     this.usage.inputTokens += out.usage.inputTokens;
     this.usage.outputTokens += out.usage.outputTokens;

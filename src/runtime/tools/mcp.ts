@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type McpSource, mcpHeaderOwner } from './mcp-source.js';
 import { OutboundRefused } from './ssrf.js';
-import { ToolError, type RuntimeTool, type ToolProvider, type ToolSet } from './types.js';
+import { ToolError, type RuntimeTool, type ToolContext, type ToolProvider, type ToolSet } from './types.js';
 
 const MAX_TOOLS_PER_SERVER = 256;
 
@@ -20,6 +20,12 @@ function contentText(content: unknown): string {
 export interface HeaderOpener {
   isSealed(value: string): boolean;
   open(sealed: string, owner: string): string | null;
+}
+
+/** How the provider reaches MCP servers: through `fetch`, with the header values `opener` opens. */
+interface McpOutbound {
+  fetch: FetchLike;
+  opener: HeaderOpener;
 }
 
 /** The headers to send: sealed values opened for this tenant and server; one that does not open fails the connection. */
@@ -83,9 +89,10 @@ async function connect(
  * Every request goes through `fetch`: the platform gives the outbound guard's (runtime/tools/ssrf.ts).
  */
 export function mcpToolProvider(fetch: FetchLike, opener: HeaderOpener): ToolProvider {
+  const outbound: McpOutbound = { fetch, opener };
   return async (ctx) => {
     const sources = ctx.agent.tools.filter((t): t is McpSource => t.type === 'mcp');
-    return sources.length ? connectAll(sources, ctx.tenantId, opener, ctx.signal, fetch) : { tools: [] };
+    return sources.length ? connectAll(sources, ctx, outbound) : { tools: [] };
   };
 }
 
@@ -102,10 +109,8 @@ function failure(err: unknown): string {
 /** Tools from each MCP server, over a connection per server kept for the run (`close` ends them). */
 async function connectAll(
   sources: McpSource[],
-  tenantId: string,
-  opener: HeaderOpener,
-  signal: AbortSignal,
-  fetch: FetchLike,
+  { tenantId, signal }: Pick<ToolContext, 'tenantId' | 'signal'>,
+  { fetch, opener }: McpOutbound,
 ): Promise<ToolSet> {
   const clients: Client[] = [];
   const tools: RuntimeTool[] = [];
