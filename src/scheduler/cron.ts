@@ -55,19 +55,21 @@ export interface FirePlan {
   next: Date | null;
 }
 
+/** A task's schedule as its fires are planned: the cron expression in its timezone, and its misfire rule. */
+export interface FireSchedule {
+  expression: string;
+  timezone: string;
+  /** How late a fire may still run. */
+  graceMs: number;
+  misfirePolicy: 'skip' | 'fire_once';
+}
+
 /**
  * Decides what the cron times due by `now` (the stored next_run_at `due`, and every later one up to
  * `now`) become: the latest fires if it is at most `graceMs` late; older ones are misfires. When
  * none is on time, `skip` passes them all over and `fire_once` runs once for all of them.
  */
-export function planFires(
-  expression: string,
-  timezone: string,
-  due: Date,
-  now: Date,
-  graceMs: number,
-  misfirePolicy: 'skip' | 'fire_once',
-): FirePlan {
+export function planFires({ expression, timezone, graceMs, misfirePolicy }: FireSchedule, due: Date, now: Date): FirePlan {
   const cron = pattern(expression, timezone);
   let last = due;
   let count = 1;

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import type { Db } from '../db/database.js';
 import { newId } from '../ids.js';
-import { planFires } from '../scheduler/cron.js';
+import { type FireSchedule, planFires } from '../scheduler/cron.js';
 import type { TaskExecutor } from './executor.js';
 import * as store from './store/index.js';
 
@@ -64,7 +64,13 @@ export class CronFiring {
   private async fireTask(task: store.TaskRow, now: Date): Promise<boolean> {
     const due = task.next_run_at!;
     const policy = task.misfire_policy === 'fire_once' ? 'fire_once' : 'skip';
-    const plan = planFires(task.schedule!, task.timezone ?? 'UTC', new Date(due), now, this.graceMs, policy);
+    const schedule: FireSchedule = {
+      expression: task.schedule!,
+      timezone: task.timezone ?? 'UTC',
+      graceMs: this.graceMs,
+      misfirePolicy: policy,
+    };
+    const plan = planFires(schedule, new Date(due), now);
     const claimed = await this.db.kysely.transaction().execute(async (trx) => {
       if (!(await store.claimFireTime(trx, { taskId: task.id, due, next: plan.next?.toISOString() ?? null, at: new Date().toISOString() })))
         return false;

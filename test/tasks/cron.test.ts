@@ -101,8 +101,15 @@ describe('cron vectors', () => {
   it('plans misfires: on time, skip, fire_once', () => {
     const at = (s: string) => new Date(s);
     const grace = 60_000;
+    /** `expression` in UTC with a minute's grace. */
+    const utc = (expression: string, misfirePolicy: 'skip' | 'fire_once') => ({
+      expression,
+      timezone: 'UTC',
+      graceMs: grace,
+      misfirePolicy,
+    });
     // On time (20 s late): fires, nothing missed.
-    expect(planFires('*/30 * * * *', 'UTC', at('2026-11-20T10:30:00Z'), at('2026-11-20T10:30:20Z'), grace, 'skip')).toEqual({
+    expect(planFires(utc('*/30 * * * *', 'skip'), at('2026-11-20T10:30:00Z'), at('2026-11-20T10:30:20Z'))).toEqual({
       fire: at('2026-11-20T10:30:00Z'),
       fireReason: null,
       missedCount: 0,
@@ -110,7 +117,7 @@ describe('cron vectors', () => {
       next: at('2026-11-20T11:00:00Z'),
     });
     // Three times overdue, the latest on time: it fires; two are missed.
-    const p = planFires('*/30 * * * *', 'UTC', at('2026-11-20T10:30:00Z'), at('2026-11-20T11:30:30Z'), grace, 'skip');
+    const p = planFires(utc('*/30 * * * *', 'skip'), at('2026-11-20T10:30:00Z'), at('2026-11-20T11:30:30Z'));
     expect([iso(p.fire), p.missedCount, iso(p.firstMissed), iso(p.next)]).toEqual([
       '2026-11-20T11:30:00.000Z',
       2,
@@ -118,12 +125,12 @@ describe('cron vectors', () => {
       '2026-11-20T12:00:00.000Z',
     ]);
     // All late: skip fires nothing; fire_once fires the latest once.
-    const s = planFires('*/30 * * * *', 'UTC', at('2026-11-20T10:30:00Z'), at('2026-11-20T11:40:00Z'), grace, 'skip');
+    const s = planFires(utc('*/30 * * * *', 'skip'), at('2026-11-20T10:30:00Z'), at('2026-11-20T11:40:00Z'));
     expect([iso(s.fire), s.missedCount, iso(s.next)]).toEqual([null, 3, '2026-11-20T12:00:00.000Z']);
-    const f = planFires('*/30 * * * *', 'UTC', at('2026-11-20T10:30:00Z'), at('2026-11-20T11:40:00Z'), grace, 'fire_once');
+    const f = planFires(utc('*/30 * * * *', 'fire_once'), at('2026-11-20T10:30:00Z'), at('2026-11-20T11:40:00Z'));
     expect([iso(f.fire), f.fireReason, f.missedCount]).toEqual(['2026-11-20T11:30:00.000Z', 'misfire', 2]);
     // A year of minutes: bounded work, still one decision.
-    const long = planFires('* * * * *', 'UTC', at('2025-11-20T10:30:00Z'), at('2026-11-20T10:30:10Z'), grace, 'skip');
+    const long = planFires(utc('* * * * *', 'skip'), at('2025-11-20T10:30:00Z'), at('2026-11-20T10:30:10Z'));
     expect(iso(long.fire)).toBe('2026-11-20T10:30:00.000Z');
     expect(long.missedCount).toBeGreaterThanOrEqual(999);
   });
