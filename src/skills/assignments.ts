@@ -4,7 +4,7 @@ import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import { now } from '../ids.js';
-import { recordAudit } from '../tenancy/audit.js';
+import { type ResourceEvent, recordAudit } from '../tenancy/audit.js';
 import type { AssignBody, Assignment, Skill, UpdateAssignmentBody } from './schemas.js';
 import * as store from './store.js';
 import { type Caller, toAssignment } from './views.js';
@@ -60,7 +60,11 @@ export class SkillAssignments {
       await this.db.kysely.transaction().execute(async (trx) => {
         if (await store.findAssignment(trx, caller.tenantId, skillId, body.agentId)) throw alreadyAssigned();
         await store.insertAssignment(trx, row);
-        await this.audit(trx, caller, 'skill.assigned', skillId, { agentId: body.agentId, priority: row.priority });
+        await this.audit(trx, caller, {
+          action: 'skill.assigned',
+          resourceId: skillId,
+          detail: { agentId: body.agentId, priority: row.priority },
+        });
       });
     } catch (err) {
       if (store.isUniqueViolation(err)) throw alreadyAssigned();
@@ -80,7 +84,7 @@ export class SkillAssignments {
     await this.db.kysely.transaction().execute(async (trx) => {
       await this.requireAssignment(trx, caller.tenantId, skillId, agentId);
       await store.deleteAssignment(trx, caller.tenantId, skillId, agentId);
-      await this.audit(trx, caller, 'skill.unassigned', skillId, { agentId });
+      await this.audit(trx, caller, { action: 'skill.unassigned', resourceId: skillId, detail: { agentId } });
     });
   }
 
@@ -88,12 +92,16 @@ export class SkillAssignments {
     checkConfig(body.config);
     return this.db.kysely.transaction().execute(async (trx) => {
       const current = await this.requireAssignment(trx, caller.tenantId, skillId, agentId);
-      const patch: Parameters<typeof store.updateAssignment>[4] = { updated_at: now() };
+      const patch: Parameters<typeof store.updateAssignment>[2] = { updated_at: now() };
       if (body.enabled !== undefined) patch.enabled = body.enabled ? 1 : 0;
       if (body.priority !== undefined) patch.priority = body.priority;
       if (body.config !== undefined) patch.config = JSON.stringify(body.config);
-      await store.updateAssignment(trx, caller.tenantId, skillId, agentId, patch);
-      await this.audit(trx, caller, 'skill.assignment_updated', skillId, { agentId, fields: Object.keys(body) });
+      await store.updateAssignment(trx, { tenantId: caller.tenantId, skillId, agentId }, patch);
+      await this.audit(trx, caller, {
+        action: 'skill.assignment_updated',
+        resourceId: skillId,
+        detail: { agentId, fields: Object.keys(body) },
+      });
       return toAssignment({ ...current, ...patch });
     });
   }
@@ -117,7 +125,7 @@ export class SkillAssignments {
 
   /** Duplicate: the copy gets the original's assignments (enabled, priority, config, assignedBy). */
   copyAssignments = async (trx: Kysely<Database>, tenantId: string, fromId: string, toId: string) => {
-    await store.copyAssignments(trx, tenantId, fromId, toId, now());
+    await store.copyAssignments(trx, tenantId, { fromAgentId: fromId, toAgentId: toId, at: now() });
   };
 
   /** Delete: the agent's assignments go with it (the audit trail keeps what happened). */
@@ -125,7 +133,7 @@ export class SkillAssignments {
     await store.deleteAgentAssignments(trx, tenantId, agentId);
   };
 
-  private audit(trx: Kysely<Database>, caller: Caller, action: string, id: string, detail: Record<string, unknown>) {
-    return recordAudit(trx, { tenantId: caller.tenantId, actor: caller.actor, action, resourceType: 'skill', resourceId: id, detail });
+  private audit(trx: Kysely<Database>, caller: Caller, event: ResourceEvent) {
+    return recordAudit(trx, { tenantId: caller.tenantId, actor: caller.actor, resourceType: 'skill', ...event });
   }
 }

@@ -78,8 +78,9 @@ function buildMcpServer(tools: SkillTools, caller: ToolCaller, permissions: Read
   return server;
 }
 
-function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string, headers: Record<string, string> = {}) {
-  return reply.code(status).headers(headers).type('application/json').send({ jsonrpc: '2.0', error: { code, message }, id: null });
+/** A JSON-RPC error response (its `error` object) with this HTTP status, for a request the transport never sees. */
+function jsonRpcError(reply: FastifyReply, status: number, error: { code: number; message: string }, headers: Record<string, string> = {}) {
+  return reply.code(status).headers(headers).type('application/json').send({ jsonrpc: '2.0', error, id: null });
 }
 
 /** How a client of the MCP endpoint learns to authenticate (RFC 9728): the platform's issuer and the scopes the tools need. */
@@ -168,7 +169,8 @@ export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{
     },
     async (req, reply) => {
       const agent = await agents.get(req.principal.tenantId, req.params.agentId);
-      if (req.body === undefined || req.body === null) return jsonRpcError(reply, 400, -32700, 'Parse error: send a JSON-RPC message');
+      if (req.body === undefined || req.body === null)
+        return jsonRpcError(reply, 400, { code: -32700, message: 'Parse error: send a JSON-RPC message' });
       const server = buildMcpServer(
         tools,
         { tenantId: req.principal.tenantId, agent, actor: req.principal.actor },
@@ -209,9 +211,12 @@ export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{
         response: { 405: Type.Unknown({ description: 'JSON-RPC error' }), ...problems(401, 403) },
       },
       handler: async (_req, reply) =>
-        jsonRpcError(reply, 405, -32000, 'Method not allowed: this MCP server is stateless; send JSON-RPC messages with POST', {
-          allow: 'POST',
-        }),
+        jsonRpcError(
+          reply,
+          405,
+          { code: -32000, message: 'Method not allowed: this MCP server is stateless; send JSON-RPC messages with POST' },
+          { allow: 'POST' },
+        ),
     });
   }
 };

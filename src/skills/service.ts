@@ -5,7 +5,7 @@ import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { Conflict, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
-import { recordAudit } from '../tenancy/audit.js';
+import { type ResourceEvent, recordAudit } from '../tenancy/audit.js';
 import { readArchive, skillFromEntries } from './archive.js';
 import { storeCatalog, type StoreSkill } from './catalog.js';
 import { frontMatterColumn, metadataColumn } from './columns.js';
@@ -78,7 +78,12 @@ export class SkillsService {
       q: query.q,
       status: query.status === 'all' ? undefined : query.status,
     };
-    const { rows, total } = await store.listSkills(this.db.kysely, tenantId, filter, query.limit, (query.page - 1) * query.limit);
+    const { rows, total } = await store.listSkills(this.db.kysely, {
+      tenantId,
+      filter,
+      limit: query.limit,
+      offset: (query.page - 1) * query.limit,
+    });
     return { skills: await this.views(tenantId, rows), total, page: query.page, limit: query.limit };
   }
 
@@ -155,7 +160,7 @@ export class SkillsService {
 
   /** Active skills of the tenant matching a category and words, with the agent's assignment if any. */
   async discover(tenantId: string, agentId: string, filter: { category?: string; q?: string }) {
-    const { rows } = await store.listSkills(this.db.kysely, tenantId, { ...filter, status: 'active' }, 200, 0);
+    const { rows } = await store.listSkills(this.db.kysely, { tenantId, filter: { ...filter, status: 'active' }, limit: 200, offset: 0 });
     const assigned = new Map((await store.agentAssignments(this.db.kysely, tenantId, agentId)).map((a) => [a.id, a]));
     return rows.map((row) => ({ row, assignment: assigned.get(row.id) }));
   }
@@ -232,8 +237,12 @@ export class SkillsService {
         const existing = await store.findSkillByName(trx, caller.tenantId, content.name);
         if (existing) throw nameTaken(content.name, existing);
         await store.insertSkill(trx, row);
-        await this.writeFiles(trx, caller.tenantId, row.id, content.references, content.scripts);
-        await this.audit(trx, caller, origin ? 'skill.acquired' : 'skill.created', row.id, { name: row.name, ...(origin ?? {}) });
+        await this.writeFiles(trx, { tenantId: caller.tenantId, skillId: row.id }, content);
+        await this.audit(trx, caller, {
+          action: origin ? 'skill.acquired' : 'skill.created',
+          resourceId: row.id,
+          detail: { name: row.name, ...(origin ?? {}) },
+        });
       });
     } catch (err) {
       // Two creations racing past the checks: the unique indexes decide.
@@ -244,23 +253,24 @@ export class SkillsService {
     return this.getSkill(caller.tenantId, row.id);
   }
 
-  private async writeFiles(trx: Kysely<Database>, tenantId: string, skillId: string, references?: SkillFile[], scripts?: ScriptFile[]) {
+  /** Replaces the skill's references and scripts, each kind only when given. */
+  private async writeFiles(
+    trx: Kysely<Database>,
+    skill: { tenantId: string; skillId: string },
+    { references, scripts }: { references?: SkillFile[]; scripts?: ScriptFile[] },
+  ) {
     const rows = (files: SkillFile[], language: (f: SkillFile) => string | null) =>
       files.map((f) => ({ name: f.name, content: f.content, language: language(f), size: Buffer.byteLength(f.content) }));
     if (references)
       await store.replaceFiles(
         trx,
-        tenantId,
-        skillId,
-        'reference',
+        { ...skill, kind: 'reference' },
         rows(references, () => null),
       );
     if (scripts)
       await store.replaceFiles(
         trx,
-        tenantId,
-        skillId,
-        'script',
+        { ...skill, kind: 'script' },
         rows(scripts, (f) => (f as ScriptFile).language),
       );
   }
@@ -303,10 +313,11 @@ export class SkillsService {
         if (body.metadata !== undefined) patch.metadata = JSON.stringify(body.metadata);
         if (body.status !== undefined) patch.status = body.status;
         await store.updateSkill(trx, caller.tenantId, id, patch);
-        await this.writeFiles(trx, caller.tenantId, id, references, scripts);
-        if (contentFields.length) await this.audit(trx, caller, 'skill.updated', id, { fields: contentFields });
+        await this.writeFiles(trx, { tenantId: caller.tenantId, skillId: id }, { references, scripts });
+        if (contentFields.length)
+          await this.audit(trx, caller, { action: 'skill.updated', resourceId: id, detail: { fields: contentFields } });
         if (body.status !== undefined && body.status !== current.status) {
-          await this.audit(trx, caller, body.status === 'archived' ? 'skill.archived' : 'skill.restored', id, {});
+          await this.audit(trx, caller, { action: body.status === 'archived' ? 'skill.archived' : 'skill.restored', resourceId: id });
         }
       });
     } catch (err) {
@@ -386,7 +397,7 @@ export class SkillsService {
   readonly copyAssignments: SkillAssignments['copyAssignments'];
   readonly forgetAgent: SkillAssignments['forgetAgent'];
 
-  private audit(trx: Kysely<Database>, caller: Caller, action: string, id: string, detail: Record<string, unknown>) {
-    return recordAudit(trx, { tenantId: caller.tenantId, actor: caller.actor, action, resourceType: 'skill', resourceId: id, detail });
+  private audit(trx: Kysely<Database>, caller: Caller, event: ResourceEvent) {
+    return recordAudit(trx, { tenantId: caller.tenantId, actor: caller.actor, resourceType: 'skill', ...event });
   }
 }

@@ -36,8 +36,10 @@ const file = { name: 'checklist.md', content: '- tests', language: null, size: 7
 
 export const samples = {
   listSkills: {
-    'no filter': ['tenant-1', {}, 50, 0],
-    'every filter': ['tenant-1', { category: 'engineering', status: 'active', source: 'custom', q: 'review' }, 50, 0],
+    'no filter': [{ tenantId: 'tenant-1', filter: {}, limit: 50, offset: 0 }],
+    'every filter': [
+      { tenantId: 'tenant-1', filter: { category: 'engineering', status: 'active', source: 'custom', q: 'review' }, limit: 50, offset: 0 },
+    ],
   },
   listCategories: ['tenant-1'],
   findSkill: ['tenant-1', 'skill-1'],
@@ -52,15 +54,18 @@ export const samples = {
   ],
   fileBriefs: ['tenant-1', ['skill-1', 'skill-2']],
   skillFiles: { 'every kind': ['tenant-1', 'skill-1'], 'one kind': ['tenant-1', 'skill-1', 'reference'] },
-  replaceFiles: ['tenant-1', 'skill-1', 'reference', [file, { ...file, name: 'style.md' }]],
+  replaceFiles: [{ tenantId: 'tenant-1', skillId: 'skill-1', kind: 'reference' }, [file, { ...file, name: 'style.md' }]],
   findAssignment: ['tenant-1', 'skill-1', 'agent-1'],
   insertAssignment: [assignment],
-  updateAssignment: ['tenant-1', 'skill-1', 'agent-1', { updated_at: at, enabled: 0, priority: 5, config: '{}' }],
+  updateAssignment: [
+    { tenantId: 'tenant-1', skillId: 'skill-1', agentId: 'agent-1' },
+    { updated_at: at, enabled: 0, priority: 5, config: '{}' },
+  ],
   deleteAssignment: ['tenant-1', 'skill-1', 'agent-1'],
   deleteAgentAssignments: ['tenant-1', 'agent-1'],
   skillAssignments: ['tenant-1', 'skill-1'],
   agentAssignments: { every: ['tenant-1', 'agent-1'], 'usable only': ['tenant-1', 'agent-1', { usableOnly: true }] },
-  copyAssignments: ['tenant-1', 'agent-1', 'agent-2', at],
+  copyAssignments: ['tenant-1', { fromAgentId: 'agent-1', toAgentId: 'agent-2', at }],
   isUniqueViolation: null,
   exportSources: exportSample(store.exportSources),
 } satisfies StoreSamples<typeof store>;

@@ -1,7 +1,7 @@
 import { exportPages } from '../db/export-pages.js';
 import { sql, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { Database, SkillAssignmentTable, SkillFileTable, SkillTable } from '../db/schema.js';
-import { countRows } from '../db/count.js';
+import { countRows, type Page } from '../db/count.js';
 
 /** SQL for skills, their files and their assignments; every statement is scoped by tenant. */
 
@@ -34,7 +34,7 @@ function filtered(db: Executor, tenantId: string, filter: SkillFilter) {
   return q;
 }
 
-export async function listSkills(db: Executor, tenantId: string, filter: SkillFilter, limit: number, offset: number) {
+export async function listSkills(db: Executor, { tenantId, filter, limit, offset }: { tenantId: string; filter: SkillFilter } & Page) {
   const q = filtered(db, tenantId, filter);
   const [rows, count] = await Promise.all([q.selectAll().orderBy('name').limit(limit).offset(offset).execute(), countRows(q)]);
   return { rows, total: count };
@@ -100,11 +100,17 @@ export function skillFiles(db: Executor, tenantId: string, skillId: string, kind
   return q.orderBy('kind').orderBy('position').execute();
 }
 
+/** A skill's files of one kind (`reference`, `script`). */
+export interface FilesOfKind {
+  tenantId: string;
+  skillId: string;
+  kind: string;
+}
+
+/** The skill's files of the kind become `files`, in their order. */
 export async function replaceFiles(
   db: Executor,
-  tenantId: string,
-  skillId: string,
-  kind: string,
+  { tenantId, skillId, kind }: FilesOfKind,
   files: Omit<SkillFileRow, 'skill_id' | 'tenant_id' | 'kind' | 'position'>[],
 ) {
   await db.deleteFrom('skill_files').where('tenant_id', '=', tenantId).where('skill_id', '=', skillId).where('kind', '=', kind).execute();
@@ -131,13 +137,14 @@ export function insertAssignment(db: Executor, row: AssignmentRow) {
   return db.insertInto('skill_assignments').values(row).execute();
 }
 
-export function updateAssignment(
-  db: Executor,
-  tenantId: string,
-  skillId: string,
-  agentId: string,
-  patch: Updateable<SkillAssignmentTable>,
-) {
+/** One assignment: a skill of the tenant assigned to an agent. */
+export interface AssignmentKey {
+  tenantId: string;
+  skillId: string;
+  agentId: string;
+}
+
+export function updateAssignment(db: Executor, { tenantId, skillId, agentId }: AssignmentKey, patch: Updateable<SkillAssignmentTable>) {
   return db
     .updateTable('skill_assignments')
     .set(patch)
@@ -195,8 +202,15 @@ export function agentAssignments(db: Executor, tenantId: string, agentId: string
 
 export type AgentAssignmentRow = Awaited<ReturnType<typeof agentAssignments>>[number];
 
+/** An agent's assignments copied to another agent (its duplicate), made `at`. */
+export interface AssignmentsCopy {
+  fromAgentId: string;
+  toAgentId: string;
+  at: string;
+}
+
 /** Copies an agent's assignments to another agent (duplicate), inside the caller's transaction. */
-export async function copyAssignments(db: Executor, tenantId: string, fromAgentId: string, toAgentId: string, at: string) {
+export async function copyAssignments(db: Executor, tenantId: string, { fromAgentId, toAgentId, at }: AssignmentsCopy) {
   const rows = await db
     .selectFrom('skill_assignments')
     .selectAll()

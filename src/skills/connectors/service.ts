@@ -4,7 +4,7 @@ import type { Db } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 import { Conflict, InvalidInput, NotFound } from '../../errors.js';
 import { newId, now } from '../../ids.js';
-import { recordAudit } from '../../tenancy/audit.js';
+import { type ResourceEvent, recordAudit } from '../../tenancy/audit.js';
 import { connectionConfigurationColumn } from '../columns.js';
 import type { Caller } from '../views.js';
 import { isUniqueViolation } from '../store.js';
@@ -124,7 +124,7 @@ export class ConnectorsService {
         if (await store.findConnection(trx, caller.tenantId, id)) throw already();
         await store.insertConnection(trx, row);
         // Field names only: values (secrets) never reach the audit trail.
-        await this.audit(trx, caller, 'connector.connected', id, { fields: Object.keys(configuration) });
+        await this.audit(trx, caller, { action: 'connector.connected', resourceId: id, detail: { fields: Object.keys(configuration) } });
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw already();
@@ -143,7 +143,7 @@ export class ConnectorsService {
       if (errors.length) throw new InvalidInput(`${errors[0].path} ${errors[0].message}`, errors);
       const patch = { configuration: this.sealConfiguration(caller.tenantId, id, configuration), updated_at: now() };
       await store.updateConnection(trx, caller.tenantId, current.id, patch);
-      await this.audit(trx, caller, 'connector.updated', id, { fields: Object.keys(input) });
+      await this.audit(trx, caller, { action: 'connector.updated', resourceId: id, detail: { fields: Object.keys(input) } });
       return this.view(connector, { ...current, ...patch });
     });
   }
@@ -153,7 +153,7 @@ export class ConnectorsService {
     await this.db.kysely.transaction().execute(async (trx) => {
       const result = await store.deleteConnection(trx, caller.tenantId, id);
       if (!Number(result.numDeletedRows)) throw new NotFound('connection');
-      await this.audit(trx, caller, 'connector.disconnected', id, {});
+      await this.audit(trx, caller, { action: 'connector.disconnected', resourceId: id });
     });
   }
 
@@ -226,14 +226,8 @@ export class ConnectorsService {
     return new Map(rows.map((r) => [r.connector_id, requestView(r)]));
   }
 
-  private audit(trx: Kysely<Database>, caller: Caller, action: string, connectorId: string, detail: Record<string, unknown>) {
-    return recordAudit(trx, {
-      tenantId: caller.tenantId,
-      actor: caller.actor,
-      action,
-      resourceType: 'connector',
-      resourceId: connectorId,
-      detail,
-    });
+  /** An event of a connector (its id the resource's). */
+  private audit(trx: Kysely<Database>, caller: Caller, event: ResourceEvent) {
+    return recordAudit(trx, { tenantId: caller.tenantId, actor: caller.actor, resourceType: 'connector', ...event });
   }
 }
