@@ -20,12 +20,17 @@ export function signature(secret: string, timestamp: string, rawBody: Buffer | s
 
 export type SignatureCheck = 'ok' | 'missing_signature' | 'invalid_signature' | 'signature_expired';
 
+/** What a delivery brings to be checked: its timestamp and signature headers (undefined: not sent) and its raw body. */
+export interface SignedDelivery {
+  timestamp: string | undefined;
+  signatureHeader: string | undefined;
+  rawBody: Buffer;
+}
+
 /** Checks a delivery's signature headers against the secret, in constant time. */
 export function checkSignature(
   secret: string,
-  timestamp: string | undefined,
-  header: string | undefined,
-  rawBody: Buffer,
+  { timestamp, signatureHeader: header, rawBody }: SignedDelivery,
   nowMs: number,
 ): SignatureCheck {
   if (!timestamp || !header) return 'missing_signature';

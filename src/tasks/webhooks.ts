@@ -59,7 +59,7 @@ export class WebhookDeliveries {
     const check =
       secret === null
         ? 'invalid_signature'
-        : checkSignature(secret, header(TIMESTAMP_HEADER), signatureHeader, rawBody, this.o.clock.now());
+        : checkSignature(secret, { timestamp: header(TIMESTAMP_HEADER), signatureHeader, rawBody }, this.o.clock.now());
     if (check !== 'ok' || !task) {
       // (A signature checking out against no one's secret cannot happen; were it to, it is still refused.)
       const code = check === 'ok' ? 'invalid_signature' : check;
