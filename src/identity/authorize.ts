@@ -127,7 +127,17 @@ function resultOf(decision: Decision): AuthorizeResult {
 
 function record(ctx: IdentityContext, request: AuditedRequest, result: AuthorizeResult): AuthorizeResult {
   const { tenantId, caller, callee, tool, jti } = request;
-  if (tenantId) ctx.audit.addRow(tenantId, 'agent', caller, ACTION, 'agent', callee, detailJson(tool, result, jti));
+  if (tenantId) {
+    ctx.audit.addRow({
+      tenant_id: tenantId,
+      actor_type: 'agent',
+      actor_id: caller,
+      action: ACTION,
+      resource_type: 'agent',
+      resource_id: callee,
+      detail: detailJson(tool, result, jti),
+    });
+  }
   ctx.observer?.authorized(result.allowed, result.reason, tenantId);
   return result;
 }

@@ -4,6 +4,9 @@ import { newId, now } from '../ids.js';
 import type { AuditInput } from './audit.js';
 import * as store from './store.js';
 
+/** An audit event's row as a caller has its values (`detail` as JSON text): the buffer stamps its id and time. */
+export type AuditRowValues = Omit<Database['audit_events'], 'id' | 'created_at'>;
+
 /**
  * Audit events of hot paths (identity's authorization decisions): queued in memory and written in batches, at
  * most `FLUSH_MS` later (or at once when `MAX_BATCH` are queued), so a decision costs no database
@@ -28,36 +31,29 @@ export class AuditBuffer {
   constructor(private readonly db: Db) {}
 
   add(event: AuditInput) {
-    this.addRow(
-      event.tenantId,
-      event.actor.type,
-      event.actor.id,
-      event.action,
-      event.resourceType,
-      event.resourceId ?? null,
-      JSON.stringify(event.detail ?? {}),
-    );
+    this.addRow({
+      tenant_id: event.tenantId,
+      actor_type: event.actor.type,
+      actor_id: event.actor.id,
+      action: event.action,
+      resource_type: event.resourceType,
+      resource_id: event.resourceId ?? null,
+      detail: JSON.stringify(event.detail ?? {}),
+    });
   }
 
-  /** `add` for callers that have the row's values at hand (`detail` as JSON text). */
-  addRow(
-    tenantId: string,
-    actorType: string,
-    actorId: string | null,
-    action: string,
-    resourceType: string,
-    resourceId: string | null,
-    detail: string,
-  ) {
+  /** `add` for callers that have the row's values at hand. */
+  addRow(values: AuditRowValues) {
+    // Every row with its columns in one order: a batch is one prepared INSERT of that shape.
     this.queue.push({
       id: newId(),
-      tenant_id: tenantId,
-      actor_type: actorType,
-      actor_id: actorId,
-      action,
-      resource_type: resourceType,
-      resource_id: resourceId,
-      detail,
+      tenant_id: values.tenant_id,
+      actor_type: values.actor_type,
+      actor_id: values.actor_id,
+      action: values.action,
+      resource_type: values.resource_type,
+      resource_id: values.resource_id,
+      detail: values.detail,
       created_at: now(),
     });
     if (this.queue.length >= AuditBuffer.MAX_BATCH) void this.flush();

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { newId, now } from '../ids.js';
 import { auditDetailColumn } from './columns.js';
+import type { Page } from '../db/count.js';
 import type { Actor } from './permissions.js';
 import * as store from './store.js';
 
@@ -43,8 +44,8 @@ export async function recordAudit(db: Kysely<Database>, event: AuditInput): Prom
   await store.insertAuditEvent(db, auditRow(event));
 }
 
-export async function listAudit(db: Kysely<Database>, tenantId: string, filter: store.AuditFilter, limit: number, offset: number) {
-  const { rows, total: count } = await store.listAuditEvents(db, tenantId, filter, { limit, offset });
+export async function listAudit(db: Kysely<Database>, tenantId: string, filter: store.AuditFilter, page: Page) {
+  const { rows, total: count } = await store.listAuditEvents(db, tenantId, filter, page);
   return {
     events: rows.map((r) => ({
       id: r.id,

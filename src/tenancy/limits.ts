@@ -82,6 +82,13 @@ interface BudgetPicture {
   reservedUsd: number;
 }
 
+/** A monthly budget to hold a run to: the tenant's or the agent's, with what the runs admitted before it in its batch reserve. */
+interface BudgetToCheck {
+  whose: 'tenant' | 'agent';
+  monthlyBudgetUsd: number;
+  reservedInBatchUsd: number;
+}
+
 const NO_LIMITS: TenantLimits = { rateLimitPerMinute: null, maxConcurrentRuns: null, monthlyBudgetUsd: null };
 const CACHE_MS = 5_000;
 
@@ -355,17 +362,20 @@ export class LimitsService {
     if (limits.monthlyBudgetUsd !== null || runLimits.agentBudgetUsd !== null) {
       const since = monthStart();
       if (limits.monthlyBudgetUsd !== null) {
-        budget.tenant = await this.underBudget(trx, 'tenant', limits.monthlyBudgetUsd, inBatch(tenantKey).reservedUsd, {
-          tenantId,
-          since,
-        });
+        const reservedInBatchUsd = inBatch(tenantKey).reservedUsd;
+        budget.tenant = await this.underBudget(
+          trx,
+          { whose: 'tenant', monthlyBudgetUsd: limits.monthlyBudgetUsd, reservedInBatchUsd },
+          { tenantId, since },
+        );
       }
       if (runLimits.agentBudgetUsd !== null) {
-        budget.agent = await this.underBudget(trx, 'agent', runLimits.agentBudgetUsd, inBatch(agentKey).reservedUsd, {
-          tenantId,
-          since,
-          agentId,
-        });
+        const reservedInBatchUsd = inBatch(agentKey).reservedUsd;
+        budget.agent = await this.underBudget(
+          trx,
+          { whose: 'agent', monthlyBudgetUsd: runLimits.agentBudgetUsd, reservedInBatchUsd },
+          { tenantId, since, agentId },
+        );
       }
     }
     for (const key of [tenantKey, agentKey]) {
@@ -381,9 +391,7 @@ export class LimitsService {
    */
   private async underBudget(
     trx: store.Executor,
-    whose: 'tenant' | 'agent',
-    monthlyBudgetUsd: number,
-    reservedInBatchUsd: number,
+    { whose, monthlyBudgetUsd, reservedInBatchUsd }: BudgetToCheck,
     scope: { tenantId: string; since: string; agentId?: string },
   ): Promise<BudgetPicture> {
     const usage = await this.runUsage.spendAndReservedSince(trx, scope);

@@ -125,7 +125,12 @@ export const tenancyRoutes: FastifyPluginAsyncTypebox<{ tenancy: TenancyService;
       },
     },
     async (req) =>
-      tenancy.setKeyRateLimit(req.principal.tenantId, req.params.id, req.body.rateLimitPerMinute, req.principal.actor, req.principal),
+      tenancy.setKeyRateLimit(
+        req.principal.tenantId,
+        { keyId: req.params.id, limit: req.body.rateLimitPerMinute },
+        req.principal.actor,
+        req.principal,
+      ),
   );
 
   app.get(

@@ -62,6 +62,18 @@ export function parsePermissions(values: string[]): Permission[] {
   return [...new Set(values)] as Permission[];
 }
 
+/** A key to make: its name and what it may do. */
+interface NewKey {
+  name: string;
+  permissions: Permission[];
+}
+
+/** A key's own request limit per minute (null: the tenant's). */
+interface KeyRateLimit {
+  keyId: string;
+  limit: number | null;
+}
+
 /** A verified key as remembered between requests: the secret's hash, never the secret. */
 interface KnownKey {
   secretHash: Buffer;
@@ -104,7 +116,7 @@ export class TenancyService {
         resourceId: tenant.id,
         detail: { name },
       });
-      return this.insertKey(trx, tenant.id, 'initial admin key', [...PERMISSIONS], actor);
+      return this.insertKey(trx, tenant.id, { name: 'initial admin key', permissions: [...PERMISSIONS] }, actor);
     });
     return { tenant: { id: tenant.id, name: tenant.name, createdAt: tenant.created_at }, apiKey: key.secret, key: key.view };
   }
@@ -119,16 +131,16 @@ export class TenancyService {
     return tenant;
   }
 
-  async createKey(tenantId: string, input: { name: string; permissions: Permission[] }, actor: Actor, granter?: Principal) {
+  async createKey(tenantId: string, input: NewKey, actor: Actor, granter?: Principal) {
     // A key may only hand out permissions it holds itself.
     if (granter) {
       const missing = input.permissions.filter((p) => !granter.permissions.has(p));
       if (missing.length) throw new Forbidden(`cannot grant permissions this key does not hold: ${missing.join(', ')}`);
     }
-    return this.db.kysely.transaction().execute((trx) => this.insertKey(trx, tenantId, input.name, input.permissions, actor));
+    return this.db.kysely.transaction().execute((trx) => this.insertKey(trx, tenantId, input, actor));
   }
 
-  private async insertKey(trx: store.Executor, tenantId: string, name: string, permissions: Permission[], actor: Actor) {
+  private async insertKey(trx: store.Executor, tenantId: string, { name, permissions }: NewKey, actor: Actor) {
     const id = newId();
     const secret = randomBytes(32).toString('base64url');
     const row = {
@@ -186,7 +198,8 @@ export class TenancyService {
     });
   }
 
-  async setKeyRateLimit(tenantId: string, keyId: string, limit: number | null, actor: Actor, changer?: Principal): Promise<ApiKeyView> {
+  /** Sets a key's own request limit (null: the tenant's); given the caller (`changer`), it must hold every permission the key holds. */
+  async setKeyRateLimit(tenantId: string, { keyId, limit }: KeyRateLimit, actor: Actor, changer?: Principal): Promise<ApiKeyView> {
     return this.db.kysely.transaction().execute(async (trx) => {
       const row = await store.findApiKey(trx, tenantId, keyId);
       if (!row) throw new NotFound('api key');
@@ -240,7 +253,7 @@ export class TenancyService {
 
   /** A page of the tenant's audit events, newest first. */
   auditEvents(tenantId: string, filter: store.AuditFilter, page: number, limit: number) {
-    return listAudit(this.db.kysely, tenantId, filter, limit, (page - 1) * limit);
+    return listAudit(this.db.kysely, tenantId, filter, { limit, offset: (page - 1) * limit });
   }
 
   async getSettings(tenantId: string): Promise<Record<string, unknown>> {

@@ -22,15 +22,15 @@ describe('AuditBuffer', () => {
     const before = new Date().toISOString();
     for (let i = 0; i < n; i++) {
       if (i % 2)
-        buffer.addRow(
-          tenant.id,
-          'agent',
-          `caller-${i}`,
-          'test.buffered',
-          'agent',
-          i % 3 ? `callee-${i}` : null,
-          JSON.stringify({ i, quote: 'a "b" \\ c' }),
-        );
+        buffer.addRow({
+          tenant_id: tenant.id,
+          actor_type: 'agent',
+          actor_id: `caller-${i}`,
+          action: 'test.buffered',
+          resource_type: 'agent',
+          resource_id: i % 3 ? `callee-${i}` : null,
+          detail: JSON.stringify({ i, quote: 'a "b" \\ c' }),
+        });
       else
         buffer.add({
           tenantId: tenant.id,
@@ -74,10 +74,18 @@ describe('AuditBuffer', () => {
     const buffer = new AuditBuffer(t.db);
     const errors: unknown[] = [];
     buffer.onError = (err) => errors.push(err);
-    buffer.addRow(tenant.id, 'agent', null, 'test.failing', 'agent', null, null as unknown as string); // detail is not null
+    const event = {
+      tenant_id: tenant.id,
+      actor_type: 'agent',
+      actor_id: null,
+      action: 'test.failing',
+      resource_type: 'agent',
+      resource_id: null,
+    };
+    buffer.addRow({ ...event, detail: null as unknown as string }); // detail is not null
     await buffer.flush();
     expect(errors).toHaveLength(1);
-    buffer.addRow(tenant.id, 'agent', null, 'test.failing', 'agent', null, '{}');
+    buffer.addRow({ ...event, detail: '{}' });
     await buffer.flush();
     expect(errors).toHaveLength(1);
     const rows = await t.db.kysely.selectFrom('audit_events').select('id').where('action', '=', 'test.failing').execute();
