@@ -142,7 +142,7 @@ export function rpcErrorObject(err: unknown): { error: { code: number; message: 
 }
 
 /** One JSON-RPC event of a stream: a task, a status update or an artifact update. */
-export type StreamEvent = Record<string, unknown>;
+type StreamEvent = Record<string, unknown>;
 
 /** What a call answers: a JSON-RPC response, or the events of an SSE stream (sent through `send`). */
 export type RpcAnswer =

@@ -145,7 +145,7 @@ function usageOf(part: Extract<LanguageModelV3StreamPart, { type: 'finish' }>) {
 }
 
 /** Asked before each call: a ticket to report how it ended, or undefined when the model's breaker skips it (models/breaker.ts). */
-export interface AttemptGate {
+interface AttemptGate {
   /** The model gated, `provider/name` (named by the error when its breaker is open). */
   model: string;
   enter(): BreakerTicket | undefined;
