@@ -83,7 +83,8 @@ describe('agentry export', () => {
       if ('tenant_id' in l.row) expect(l.row.tenant_id).toBe(mine.id);
     }
     const text = run.stdout;
-    for (const id of [other.id, theirs.agent.id, theirs.runId, theirs.conversationId, theirs.fileId, theirs.taskId]) expect(text).not.toContain(id);
+    for (const id of [other.id, theirs.agent.id, theirs.runId, theirs.conversationId, theirs.fileId, theirs.taskId])
+      expect(text).not.toContain(id);
   });
 
   it('writes to a new private file with --out, and refuses an unknown tenant', async () => {
