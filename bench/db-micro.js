@@ -24,7 +24,7 @@ try {
   const db = openDatabase({ dataDir: dir });
   await migrate(db);
   const tenancy = new TenancyService(db);
-  const agents = new AgentsService(db, 'builtin/echo');
+  const agents = new AgentsService({ db, defaultModel: 'builtin/echo' });
   const { tenant, apiKey } = await tenancy.createTenant('micro');
   const principal = await tenancy.authenticateApiKey(apiKey);
   const systemPrompt =

@@ -1,85 +1,80 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyReply } from 'fastify';
 import pino from 'pino';
-import { agentsPlugin } from './agents/plugin.js';
+import { createA2aDomain } from './a2a/index.js';
+import { createAgentsDomain } from './agents/index.js';
 import { Agent } from './agents/schemas.js';
-import { AgentsService } from './agents/service.js';
+import type { AgentsService } from './agents/service.js';
+import { createApprovalsDomain } from './approvals/index.js';
+import type { ApprovalsService } from './approvals/service.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
+import type { FilesService } from './conversations/files.js';
+import { createConversationsDomain } from './conversations/index.js';
+import type { ConversationsService } from './conversations/service.js';
 import type { Db } from './db/database.js';
+import { delegationToolProvider } from './delegation/tools.js';
 import { registerAuth } from './http/auth.js';
 import { consolePlugin } from './http/console.js';
+import { ProblemError, clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
 import { healthPlugin } from './http/health.js';
+import { registerJsonParser } from './http/json.js';
 import { registerOpenApi } from './http/openapi.js';
 import { requestChildLogger } from './http/request-logger.js';
-import { redactLogLine } from './log-redaction.js';
-import { ProblemError, clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './http/errors.js';
-import { registerJsonParser } from './http/json.js';
-import { closeAllStreams, openStreamCount } from './http/sse.js';
 import { Problem } from './http/schemas.js';
-import { registerValidation } from './http/validation.js';
 import { sharedSerializers } from './http/serializers.js';
+import { closeAllStreams, openStreamCount } from './http/sse.js';
+import { registerValidation } from './http/validation.js';
+import { createIdempotencyDomain } from './idempotency/index.js';
+import type { IdempotencyService } from './idempotency/service.js';
+import { createIdentityDomain } from './identity/index.js';
+import { loadMasterKey } from './identity/master-key.js';
+import { SecretBox, isSealedBox } from './identity/secret-box.js';
+import type { IdentityService } from './identity/service.js';
 import { newRequestId } from './ids.js';
-import { FilesService } from './conversations/files.js';
-import { delegationToolProvider } from './delegation/tools.js';
-import { conversationsPlugin } from './conversations/plugin.js';
-import { ConversationsService } from './conversations/service.js';
-import { runsPlugin } from './runs/plugin.js';
-import { dailyUsageRoutes } from './runs/daily-usage/routes.js';
-import { DailyUsageReport } from './runs/daily-usage/service.js';
-import { messageRuns } from './runs/messages.js';
-import { type Admission, RunsService } from './runs/service.js';
+import { redactLogLine } from './log-redaction.js';
+import { createMemoryDomain } from './memory/index.js';
+import type { MemoryService } from './memory/service.js';
+import { registerMetrics } from './metrics/plugin.js';
+import { Metrics } from './metrics/registry.js';
+import { retentionObserver } from './metrics/retention.js';
+import { observeServices } from './metrics/sources.js';
+import { createModelsDomain } from './models/index.js';
+import { createOpenAiCompatDomain } from './openai-compat/index.js';
+import { createRetentionDomain } from './retention/index.js';
+import type { RetentionSweep } from './retention/sweep.js';
+import { createRunsDomain } from './runs/index.js';
+import type { Admission, RunsService } from './runs/service.js';
 import { ENQUEUE_WAIT_MS } from './runs/start.js';
 import { runUsage } from './runs/usage.js';
-import { runRetention } from './runs/retention.js';
-import { conversationRetention } from './conversations/retention.js';
-import { retentionPlugin } from './retention/plugin.js';
-import { RetentionSweep } from './retention/sweep.js';
-import { modelsRoutes } from './models/routes.js';
-import { ModelCatalog } from './models/service.js';
-import { observeRetention } from './metrics/retention.js';
-import { RetentionSettingsService } from './tenancy/retention.js';
 import { PriceTable } from './runtime/models/prices.js';
 import { ModelRegistry } from './runtime/models/registry.js';
 import { mcpToolProvider } from './runtime/tools/mcp.js';
-import { ToolRegistry } from './runtime/tools/registry.js';
+import type { ToolRegistry } from './runtime/tools/registry.js';
 import { OutboundGuard } from './runtime/tools/ssrf.js';
 import { LocalSignalBus, PostgresSignalBus, type SignalBus } from './signals/bus.js';
-import { identityPlugin } from './identity/plugin.js';
-import { IdentityService } from './identity/service.js';
-import { loadMasterKey } from './identity/master-key.js';
-import { IdempotencyService } from './idempotency/service.js';
-import { tasksPlugin } from './tasks/plugin.js';
-import { approvalsPlugin } from './approvals/plugin.js';
-import { ApprovalsService } from './approvals/service.js';
+import type { ConnectorsService } from './skills/connectors/service.js';
+import { createSkillsDomain } from './skills/index.js';
+import type { SkillsService } from './skills/service.js';
+import type { SkillTools } from './skills/tools.js';
+import { createTasksDomain } from './tasks/index.js';
 import { Task } from './tasks/schemas.js';
-import { TasksService } from './tasks/service.js';
-import { skillsPlugin } from './skills/plugin.js';
-import { createSkillsDomain, registerSkillApprovalHandlers, type SkillsDomain } from './skills/index.js';
-import { openaiCompatPlugin } from './openai-compat/plugin.js';
-import { a2aPlugin } from './a2a/plugin.js';
-import { a2aToolProvider } from './a2a/tools.js';
-import { createMemoryDomain } from './memory/index.js';
-import { memoryPlugin } from './memory/plugin.js';
-import type { MemoryService } from './memory/service.js';
-import { SecretBox, isSealedBox } from './identity/secret-box.js';
-import { tenancyPlugin } from './tenancy/plugin.js';
-import { TenancyService } from './tenancy/service.js';
+import type { TasksService } from './tasks/service.js';
+import { createTenancyDomain } from './tenancy/index.js';
 import {
   type AdmissionBatch,
-  LimitsService,
+  type LimitsService,
   type RateDecision,
   type RunLimits,
   newAdmissionBatch,
   withdrawAdmission,
 } from './tenancy/limits.js';
+import type { RetentionSettingsService } from './tenancy/retention.js';
+import type { TenancyService } from './tenancy/service.js';
 import { registerHttpTracing } from './tracing/http.js';
 import { traceLogMixin } from './tracing/logs.js';
 import { propagatingFetch } from './tracing/outbound.js';
 import { Tracing } from './tracing/tracing.js';
-import { registerMetrics } from './metrics/plugin.js';
-import { Metrics } from './metrics/registry.js';
-import { observeServices } from './metrics/sources.js';
 
 const BODY_LIMIT = 1024 * 1024;
 
@@ -97,13 +92,31 @@ declare module 'fastify' {
   }
 }
 
+/** The domains whose plugins buildApp registers. */
+type DomainName =
+  | 'tenancy'
+  | 'agents'
+  | 'runs'
+  | 'conversations'
+  | 'tasks'
+  | 'retention'
+  | 'approvals'
+  | 'skills'
+  | 'identity'
+  | 'openaiCompat'
+  | 'memory'
+  | 'a2a'
+  | 'usage'
+  | 'models';
+
 /** The services of every domain, built once per process and shared by routes and background work. */
-export interface Services extends SkillsDomain {
+export interface Services {
   logger: FastifyBaseLogger;
   bus: SignalBus;
   tenancy: TenancyService;
   limits: LimitsService;
   agents: AgentsService;
+  /** The registry assembling each run's tools from the domains' tool providers. */
   tools: ToolRegistry<Agent>;
   /** The guard every outbound request made on a tenant's behalf connects through. */
   outbound: OutboundGuard;
@@ -127,6 +140,12 @@ export interface Services extends SkillsDomain {
   memory: MemoryService;
   /** Prometheus metrics (src/metrics/), when METRICS_TOKEN or METRICS_PORT exposes them; else nothing is measured. */
   metrics: Metrics | undefined;
+  /** Skills (what agents may use), connectors, and the five skill and connector tools. */
+  skills: SkillsService;
+  connectors: ConnectorsService;
+  skillTools: SkillTools;
+  /** Each domain's Fastify plugin, its options bound: buildApp registers them in the order of their background work. */
+  plugins: Record<DomainName, FastifyPluginAsync>;
 }
 
 /** The process logger: JSON lines; every line has its credentials redacted before it is written (log-redaction.ts). */
@@ -146,6 +165,12 @@ function runAdmission(limits: LimitsService): Admission<RunLimits, AdmissionBatc
   };
 }
 
+/**
+ * Builds every domain, each from what it needs of the domains built before it (`create<X>Domain`,
+ * src/<x>/index.ts), and hands each what the others offer it (their `contributions`) when it is built.
+ * Where a domain needs one built after it, the option is a lazy port: a function resolved when it is
+ * called, after this function has returned.
+ */
 export interface ServicesOptions {
   /** Default: JSON lines on stdout at the configured level (createLogger). */
   logger?: FastifyBaseLogger;
@@ -160,6 +185,8 @@ export function createServices(
   db: Db,
   { logger = createLogger(config), tracing = Tracing.create(config.tracing), clock = systemClock }: ServicesOptions = {},
 ): Services {
+  // ---- cross-cutting: signals, metrics, outbound requests, model providers, sealed credentials
+
   // One process on SQLite; on PostgreSQL, signals cross replicas with LISTEN/NOTIFY.
   const bus: SignalBus = config.databaseUrl
     ? new PostgresSignalBus(
@@ -168,114 +195,179 @@ export function createServices(
         db.changes,
       )
     : new LocalSignalBus();
-  const tenancy = new TenancyService(db);
-  const models = new ModelRegistry(config.providers);
-  // An agent's fallback models must be usable with this configuration (docs/models.md "Fallback models").
-  const agents = new AgentsService(db, config.defaultModel, (model) => models.unavailable(model));
-  const limits = new LimitsService(
-    db,
-    { agentBudgets: agents, runUsage },
-    { defaultRateLimit: config.rateLimitPerMinute, tokenRateLimit: config.tokenRateLimitPerMinute, clock },
-  );
-  const tools = new ToolRegistry<Agent>();
   const metrics =
     config.metrics.token || config.metrics.port !== undefined ? new Metrics({ tenantLabel: config.metrics.tenantLabel }) : undefined;
   // Every outbound request made on a tenant's behalf connects through this guard (docs/operations.md).
   const outbound = new OutboundGuard({ allowedHosts: config.mcpAllowedHosts, allowPrivateNetworks: config.mcpAllowPrivateNetworks });
   // Traced, each outbound request carries the run's traceparent (MCP servers, remote A2A agents).
   const outboundFetch = tracing ? propagatingFetch(tracing, outbound.fetch) : outbound.fetch;
+  const models = new ModelRegistry(config.providers);
+  const prices = new PriceTable(config.modelPrices);
   // Tools' credentials (remote A2A agents' and MCP servers' header values) are sealed at rest by the
   // agents service and opened for a call; the purpose keeps its first name so stored values still open.
   const masterKey = loadMasterKey(config);
   const toolCredentials = new SecretBox(masterKey, 'a2a-credentials');
-  tools.register(
-    'mcp',
-    mcpToolProvider(outboundFetch, { isSealed: isSealedBox, open: (sealed, owner) => toolCredentials.open(sealed, owner) }),
-  );
-  const files = new FilesService(db);
+
+  // ---- the domains, each after those it uses
+
+  const agents = createAgentsDomain({
+    db,
+    defaultModel: config.defaultModel,
+    // An agent's fallback models must be usable with this configuration (docs/models.md "Fallback models").
+    modelUnavailable: (model) => models.unavailable(model),
+    credentials: {
+      seal: (plain, owner) => toolCredentials.seal(plain, owner),
+      isSealed: isSealedBox,
+      opens: (sealed, owner) => toolCredentials.open(sealed, owner) !== null,
+    },
+    // Lazy ports: what skills, memory and identity attach to an agent is dropped or copied with it, in its transaction.
+    onDeleted: async (trx, tenantId, agentId) => {
+      for (const domain of [skills, memory, identity]) await domain.contributions.onAgentDeleted(trx, tenantId, agentId);
+    },
+    onDuplicated: (trx, tenantId, fromId, toId) => skills.contributions.onAgentDuplicated(trx, tenantId, fromId, toId),
+  });
+  const tenancy = createTenancyDomain({
+    db,
+    agentBudgets: agents.agents,
+    runUsage,
+    defaultRateLimit: config.rateLimitPerMinute,
+    tokenRateLimit: config.tokenRateLimitPerMinute,
+    clock,
+  });
   // A claim is taken over only once no start can still be waiting to record it (an enqueued start waits longest).
-  const idempotency = new IdempotencyService(db, { abandonedAfterMs: ENQUEUE_WAIT_MS + 60_000, clock });
-  const runs = new RunsService({
+  const idempotency = createIdempotencyDomain({ db, abandonedAfterMs: ENQUEUE_WAIT_MS + 60_000, clock });
+  // Lazy port: a posted message starts a run.
+  const conversations = createConversationsDomain({ db, agents: agents.agents, runs: () => runs.contributions.messageRuns });
+  const skills = createSkillsDomain({
+    db,
+    agents: agents.agents,
+    masterKey,
+    // Lazy port: skill_request and connector_request become awaiting_approval tasks.
+    approvals: () => tasks.contributions.approvalGateway,
+    protectedResource: { publicBaseUrl: config.publicBaseUrl, issuer: config.issuer },
+  });
+  const identity = createIdentityDomain({
+    db,
+    config,
+    tenancy: tenancy.tenancy,
+    agents: agents.agents,
+    log: logger,
+    observer: metrics?.identity,
+    // An agent's badge lists the skills it may use.
+    skillCapabilities: skills.contributions.skillCapabilities,
+    limits: tenancy.limits,
+    clock,
+  });
+  // The memory tools ask TBAC as every tool does.
+  const memory = createMemoryDomain({ db, agents: agents.agents, policies: identity.identity.policies });
+  const a2a = createA2aDomain({
+    agents: agents.agents,
+    skillBriefs: skills.contributions.skillCapabilities,
+    publicBaseUrl: config.publicBaseUrl,
+    // Lazy port: an A2A task is a run.
+    runs: () => runs.runs,
+    remoteAgents: {
+      fetch: outboundFetch,
+      policies: identity.identity.policies,
+      credentials: toolCredentials,
+      plainHttpAllowed: (url) => outbound.listsExplicitly(url),
+    },
+  });
+  const runs = createRunsDomain({
     db,
     models,
-    tools,
-    prices: new PriceTable(config.modelPrices),
+    prices,
     leaseMs: config.runLeaseMs,
     log: logger,
     bus,
-    admission: runAdmission(limits),
-    agents,
-    files,
-    idempotency,
+    admission: runAdmission(tenancy.limits),
+    agents: agents.agents,
+    files: conversations.files,
+    idempotency: idempotency.idempotency,
     observer: metrics?.runs,
     tracing,
     clock,
+    // In this order: of two tools with one name, the first provider's is kept.
+    toolProviders: {
+      mcp: mcpToolProvider(outboundFetch, { isSealed: isSealedBox, open: (sealed, owner) => toolCredentials.open(sealed, owner) }),
+      // Lazy port: a delegation starts a run of the callee.
+      delegation: delegationToolProvider(identity.identity, agents.agents, () => runs.runs),
+      ...skills.contributions.toolProviders,
+      ...a2a.contributions.toolProviders,
+      ...memory.contributions.toolProviders,
+    },
+    systemPromptContributors: [skills.contributions.systemPrompt, memory.contributions.systemPrompt],
+    // Lazy ports: tool calls that wait for a person are recorded by approvals; a run's end settles a
+    // task's job and closes the run's waiting calls.
+    toolApprovals: () => approvals.contributions.toolApprovals,
+    finishedListeners: [(run) => tasks.contributions.runFinished(run), (run) => approvals.contributions.runFinished(run)],
   });
-  const identity = new IdentityService(db, config, tenancy, agents, logger, { clock });
-  if (metrics) identity.useObserver(metrics.identity);
-  tools.register(
-    'delegation',
-    delegationToolProvider(identity, agents, () => runs),
-  );
-  const skillsDomain = createSkillsDomain(db, { agents, tools, runs, masterKey });
-  agents.useCredentialSealer({
-    seal: (plain, owner) => toolCredentials.seal(plain, owner),
-    isSealed: isSealedBox,
-    opens: (sealed, owner) => toolCredentials.open(sealed, owner) !== null,
+  const tasks = createTasksDomain({
+    db,
+    agents: agents.agents,
+    runs: runs.runs,
+    idempotency: idempotency.idempotency,
+    config,
+    log: logger,
+    tracing,
+    clock,
+    cronObserver: metrics?.cronFired,
+    // Approving a skill or connector request performs it.
+    approvalActions: skills.contributions.approvalActions,
   });
-  // Remote A2A agents as tools.
-  tools.register(
-    'a2a',
-    a2aToolProvider(outboundFetch, identity.policies, toolCredentials, (url) => outbound.listsExplicitly(url)),
-  );
-  // Memory blocks join every run's system prompt; the memory tools ask TBAC as every tool does.
-  const memory = createMemoryDomain(db, { agents, tools, runs, policies: identity.policies });
-  // Deleting an agent ends its identity; its badge lists the skills it may use.
-  agents.deleteHooks.push(identity.forgetAgent);
-  identity.useSkillCapabilities((tenantId, agentId) => skillsDomain.skills.usableSkillBriefs(tenantId, agentId));
-  const tasks = new TasksService({ db, agents, runs, idempotency, config, log: logger, tracing, clock });
-  if (metrics) tasks.useCronObserver(metrics.cronFired);
-  // skill_request and connector_request become awaiting_approval tasks; approving performs them.
-  registerSkillApprovalHandlers(tasks, skillsDomain.skillTools);
-  // Tool calls that wait for a person are recorded by the approvals domain; runs resume once they are decided.
-  const approvals = new ApprovalsService({ db, runs, tasks, log: logger, clock });
-  runs.useToolApprovals(approvals);
-  const retentionSettings = new RetentionSettingsService(db, tenancy);
-  const retention = {
-    settings: retentionSettings,
-    sweep: new RetentionSweep({
-      db,
-      tenants: retentionSettings,
-      // A deleted run's tool approvals go with it.
-      runs: runRetention(db, approvals),
-      conversations: conversationRetention(db),
-      log: logger,
-      intervalMs: config.retentionSweepMs,
-      clock,
-    }),
-  };
-  if (metrics) observeRetention(metrics, retention.sweep);
+  const approvals = createApprovalsDomain({ db, runs: runs.runs, tasks: tasks.tasks, log: logger, clock });
+  const openaiCompat = createOpenAiCompatDomain({ runs: runs.runs, agents: agents.agents, approvalWaitMs: config.openaiApprovalWaitMs });
+  const retention = createRetentionDomain({
+    db,
+    tenancy: tenancy.tenancy,
+    runs: runs.contributions.retention,
+    conversations: conversations.contributions.retention,
+    log: logger,
+    intervalMs: config.retentionSweepMs,
+    clock,
+    onSwept: metrics && retentionObserver(metrics),
+  });
+  const modelCatalog = createModelsDomain({ registry: models, prices, defaultModel: config.defaultModel });
+
   return {
-    ...skillsDomain,
     logger,
     bus,
-    tenancy,
-    limits,
-    agents,
-    tools,
+    tenancy: tenancy.tenancy,
+    limits: tenancy.limits,
+    agents: agents.agents,
+    tools: runs.tools,
     outbound,
-    runs,
+    runs: runs.runs,
     models,
-    files,
-    conversations: new ConversationsService(db, agents, messageRuns(runs)),
-    identity,
-    tasks,
-    approvals,
-    idempotency,
-    retention,
+    files: conversations.files,
+    conversations: conversations.conversations,
+    identity: identity.identity,
+    tasks: tasks.tasks,
+    approvals: approvals.approvals,
+    idempotency: idempotency.idempotency,
+    retention: { settings: retention.settings, sweep: retention.sweep },
     tracing,
-    memory,
+    memory: memory.memory,
     metrics,
+    skills: skills.skills,
+    connectors: skills.connectors,
+    skillTools: skills.skillTools,
+    plugins: {
+      tenancy: tenancy.plugin,
+      agents: agents.plugin,
+      runs: runs.plugin,
+      conversations: conversations.plugin,
+      tasks: tasks.plugin,
+      retention: retention.plugin,
+      approvals: approvals.plugin,
+      skills: skills.plugin,
+      identity: identity.plugin,
+      openaiCompat: openaiCompat.plugin,
+      memory: memory.plugin,
+      a2a: a2a.plugin,
+      usage: runs.usagePlugin,
+      models: modelCatalog.plugin,
+    },
   };
 }
 
@@ -406,42 +498,28 @@ export async function buildApp({ config, db, services = createServices(config, d
     await services.outbound.close();
   });
 
-  // Each domain, with what it needs. The order is the background work's: a plugin's onReady hooks run
-  // after those of the plugins registered before it, its onClose hooks before theirs. So tasks (which
-  // start runs) stop before runs stop, as in shutdown().
-  await app.register(tenancyPlugin, { tenancy: services.tenancy, limits: services.limits });
-  await app.register(agentsPlugin, { agents: services.agents });
-  await app.register(runsPlugin, { runs: services.runs });
-  await app.register(conversationsPlugin, { conversations: services.conversations, files: services.files });
-  await app.register(tasksPlugin, { tasks: services.tasks });
-  await app.register(retentionPlugin, services.retention);
-  await app.register(approvalsPlugin, { approvals: services.approvals });
-  await app.register(skillsPlugin, {
-    skills: services.skills,
-    connectors: services.connectors,
-    skillTools: services.skillTools,
-    agents: services.agents,
-    protectedResource: { publicBaseUrl: config.publicBaseUrl, issuer: config.issuer },
-  });
-  await app.register(identityPlugin, { identity: services.identity, limits: services.limits });
-  await app.register(openaiCompatPlugin, {
-    runs: services.runs,
-    agents: services.agents,
-    approvalWaitMs: config.openaiApprovalWaitMs,
-  });
-  await app.register(memoryPlugin, { memory: services.memory });
-  await app.register(a2aPlugin, {
-    runs: services.runs,
-    agents: services.agents,
-    skills: services.skills,
-    publicBaseUrl: config.publicBaseUrl,
-  });
-  // Runs, cost and tokens per day: the aggregate the console's usage page charts.
-  await app.register(dailyUsageRoutes, { report: new DailyUsageReport(db) });
-  // The models this server offers, the console's model picker (docs/models.md).
-  await app.register(modelsRoutes, {
-    catalog: new ModelCatalog(services.models, new PriceTable(config.modelPrices), config.defaultModel),
-  });
+  // Each domain's plugin, in the order of its background work: a plugin's onReady hooks run after those
+  // of the plugins registered before it, its onClose hooks before theirs. So tasks (which start runs)
+  // stop before runs stop, as in shutdown(). The order is also that of the OpenAPI document's paths.
+  const domains = services.plugins;
+  for (const plugin of [
+    domains.tenancy,
+    domains.agents,
+    domains.runs,
+    domains.conversations,
+    domains.tasks,
+    domains.retention,
+    domains.approvals,
+    domains.skills,
+    domains.identity,
+    domains.openaiCompat,
+    domains.memory,
+    domains.a2a,
+    domains.usage,
+    domains.models,
+  ]) {
+    await app.register(plugin);
+  }
   // The web console at / (its own paths only; docs/console.md).
   await app.register(consolePlugin, { dir: config.consoleDir, publicBaseUrl: config.publicBaseUrl });
 

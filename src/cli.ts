@@ -142,7 +142,7 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
     }
   }
   if (group === 'identity') {
-    const identity = new IdentityService(db, config, tenancy, new AgentsService(db, config.defaultModel));
+    const identity = new IdentityService({ db, config, tenancy, agents: new AgentsService({ db, defaultModel: config.defaultModel }) });
     const describe = (k: { kid: string; generation: number; status: string; activatesAt: string; expiresAt: string | null }) =>
       `${k.kid}  #${k.generation}  ${k.status}  signs from ${k.activatesAt}${k.expiresAt ? `  published until ${k.expiresAt}` : ''}`;
     if (action === 'platform-keys') {

@@ -171,16 +171,27 @@ function envelopeOf(body: unknown): Envelope {
   return { id, method: b.method, params: b.params ?? {} };
 }
 
+export interface A2aOptions {
+  runs: RunsService;
+  agents: AgentsService;
+  /** The skills an agent may use now, which its card lists (the skills domain). */
+  skillBriefs: (tenantId: string, agentId: string) => Promise<readonly { id: string; name: string; description: string }[]>;
+  /** The base of the card's endpoint and token URLs. */
+  publicBaseUrl: string;
+}
+
 export class A2aService {
-  constructor(
-    private readonly runs: RunsService,
-    private readonly agents: AgentsService,
-    private readonly skillBriefs: (
-      tenantId: string,
-      agentId: string,
-    ) => Promise<readonly { id: string; name: string; description: string }[]>,
-    private readonly publicBaseUrl: string,
-  ) {}
+  private readonly runs: RunsService;
+  private readonly agents: AgentsService;
+  private readonly skillBriefs: A2aOptions['skillBriefs'];
+  private readonly publicBaseUrl: string;
+
+  constructor({ runs, agents, skillBriefs, publicBaseUrl }: A2aOptions) {
+    this.runs = runs;
+    this.agents = agents;
+    this.skillBriefs = skillBriefs;
+    this.publicBaseUrl = publicBaseUrl;
+  }
 
   /** The agent an A2A call or card names: an executable agent of that tenant, or NotFound (nothing of another tenant is revealed). */
   async agentOf(tenantId: string, agentId: string): Promise<Agent> {

@@ -5,7 +5,7 @@ import type { A2aAgentTool, Agent } from '../agents/schemas.js';
 import { a2aCredentialOwner } from '../agents/service.js';
 import { ToolError, type RuntimeTool, type ToolContext, type ToolProvider } from '../runtime/tools/types.js';
 
-type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
+export type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
 
 /** What the tools need of identity: TBAC's decision for a tool name now, on identity's clock (identity/policies.ts). */
 export interface ToolPolicies {

@@ -69,6 +69,20 @@ export type DuplicateHook = (trx: Kysely<Database>, tenantId: string, fromId: st
 /** Called inside the delete transaction, so other domains can drop what they attach to agents. */
 export type DeleteHook = (trx: Kysely<Database>, tenantId: string, agentId: string) => Promise<void>;
 
+export interface AgentsOptions {
+  db: Db;
+  /** The model of an agent created without one (DEFAULT_MODEL). */
+  defaultModel: string;
+  /** Why a model cannot be used with this server's configuration, or undefined (the model registry's); absent, any model. */
+  modelUnavailable?: (model: string) => string | undefined;
+  /** Seals tools' credentials at rest; absent, an agent whose tools carry credentials cannot be stored. */
+  credentials?: CredentialSealer;
+  /** Lazy port to the domains built after agents (skills, memory, identity): they drop what they attach to a deleted agent. */
+  onDeleted?: DeleteHook;
+  /** Lazy port to the domains built after agents (skills): they copy what they attach to a duplicated agent. */
+  onDuplicated?: DuplicateHook;
+}
+
 /** What identity documents (SVIDs, badges, standings) read of an agent. */
 export type AgentIdentity = Pick<store.AgentRow, 'id' | 'tenant_id' | 'name' | 'status' | 'hosting' | 'tools' | 'updated_at'>;
 
@@ -90,7 +104,7 @@ export interface AgentPage {
   limit: number;
 }
 
-/** Seals remote agents' credentials at rest (the one sealed-box format, identity/secret-box.ts); app.ts hands it over. */
+/** Seals remote agents' credentials at rest (the one sealed-box format, identity/secret-box.ts); app.ts builds it. */
 export interface CredentialSealer {
   seal(plain: string, owner: string): string;
   isSealed(value: string): boolean;
@@ -105,9 +119,12 @@ export interface CredentialSealer {
 export const a2aCredentialOwner = (tenantId: string, cardUrl: string) => `${tenantId}/a2a-credential/${new URL(cardUrl).origin}`;
 
 export class AgentsService {
-  private sealer: CredentialSealer | null = null;
-  readonly duplicateHooks: DuplicateHook[] = [];
-  readonly deleteHooks: DeleteHook[] = [];
+  private readonly db: Db;
+  private readonly defaultModel: string;
+  private readonly modelUnavailable: (model: string) => string | undefined;
+  private readonly sealer: CredentialSealer | undefined;
+  private readonly onDeleted: DeleteHook | undefined;
+  private readonly onDuplicated: DuplicateHook | undefined;
   /**
    * Agents are read far more often than written (every GET, run, task and delegation). Any write
    * to the agents table makes both caches stale at once, in every process (db/changes.ts).
@@ -117,12 +134,13 @@ export class AgentsService {
   /** Agents' budgets, read at every run's start. */
   private readonly cachedBudgets: ReadCache<{ monthlyBudgetUsd: number | null }>;
 
-  constructor(
-    private readonly db: Db,
-    private readonly defaultModel: string,
-    /** Why a model cannot be used with this server's configuration, or undefined (the model registry's). */
-    private readonly modelUnavailable: (model: string) => string | undefined = () => undefined,
-  ) {
+  constructor({ db, defaultModel, modelUnavailable = () => undefined, credentials, onDeleted, onDuplicated }: AgentsOptions) {
+    this.db = db;
+    this.defaultModel = defaultModel;
+    this.modelUnavailable = modelUnavailable;
+    this.sealer = credentials;
+    this.onDeleted = onDeleted;
+    this.onDuplicated = onDuplicated;
     this.cachedAgents = new ReadCache(db.changes, 'agents', { max: 10_000 });
     this.cachedPages = new ReadCache(db.changes, 'agents', { max: 1_000 });
     this.cachedBudgets = new ReadCache(db.changes, 'agents', { max: 10_000 });
@@ -148,10 +166,6 @@ export class AgentsService {
       const i = errors[0].path.split('.').at(-1);
       throw new InvalidInput(`configuration.fallbackModels.${i} ${errors[0].message}`, errors);
     }
-  }
-
-  useCredentialSealer(sealer: CredentialSealer) {
-    this.sealer = sealer;
   }
 
   /**
@@ -393,7 +407,7 @@ export class AgentsService {
     await this.db.kysely.transaction().execute(async (trx) => {
       const result = await store.deleteAgent(trx, principal.tenantId, id);
       if (!Number(result.numDeletedRows)) throw new NotFound('agent');
-      for (const hook of this.deleteHooks) await hook(trx, principal.tenantId, id);
+      await this.onDeleted?.(trx, principal.tenantId, id);
       await this.audit(trx, principal, { action: 'agent.deleted', resourceId: id });
     });
   }
@@ -436,7 +450,7 @@ export class AgentsService {
         updated_at: at,
       };
       await store.insertAgent(trx, copy);
-      for (const hook of this.duplicateHooks) await hook(trx, principal.tenantId, source.id, copy.id);
+      await this.onDuplicated?.(trx, principal.tenantId, source.id, copy.id);
       await this.audit(trx, principal, { action: 'agent.duplicated', resourceId: copy.id, detail: { from: source.id } });
       return toAgent(copy);
     });

@@ -46,8 +46,6 @@ export class ApprovalsService implements ToolApprovalRequests {
   constructor(private readonly o: ApprovalsOptions) {
     this.clock = o.clock ?? systemClock;
     this.sweeper = new Loop('approval sweep', SWEEP_EVERY_MS, async () => void (await this.sweep()), o.log);
-    // A run that ends while its calls wait (cancelled, failed) leaves nothing to decide.
-    o.runs.onRunFinished((run) => this.runEnded(run));
   }
 
   startBackground() {
@@ -285,7 +283,8 @@ export class ApprovalsService implements ToolApprovalRequests {
     }
   }
 
-  private async runEnded(run: RunFinished) {
+  /** A run ended (a finished listener of the runs service): one that ends while its calls wait (cancelled, failed) leaves nothing to decide. */
+  async runFinished(run: RunFinished): Promise<void> {
     // Most runs never wait for approval: two UPDATEs (two commits on SQLite) at each end would find nothing.
     if (run.awaitedApproval === false) return;
     const at = now(this.clock);

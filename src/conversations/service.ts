@@ -124,12 +124,23 @@ interface PostedMessage {
   responseFormat?: ResponseFormat;
 }
 
+export interface ConversationsOptions {
+  db: Db;
+  agents: AgentsService;
+  /** Lazy port to the runs domain (built after conversations, whose files and turns it uses): resolved when a message is posted. */
+  runs: () => MessageRuns;
+}
+
 export class ConversationsService {
-  constructor(
-    private readonly db: Db,
-    private readonly agents: AgentsService,
-    private readonly runs: MessageRuns,
-  ) {}
+  private readonly db: Db;
+  private readonly agents: AgentsService;
+  private readonly runs: () => MessageRuns;
+
+  constructor({ db, agents, runs }: ConversationsOptions) {
+    this.db = db;
+    this.agents = agents;
+    this.runs = runs;
+  }
 
   async list(tenantId: string, filter: store.ConversationFilter, page: number, limit: number) {
     const { rows, total } = await store.listConversations(this.db.kysely, { tenantId, filter, limit, offset: (page - 1) * limit });
@@ -247,7 +258,7 @@ export class ConversationsService {
    */
   async postOnce(principal: Principal, id: string, input: PostedMessage, key: string | undefined) {
     const tenantId = principal.tenantId;
-    const answer = await this.runs.answer({
+    const answer = await this.runs().answer({
       principal,
       idempotency:
         key === undefined
@@ -265,7 +276,7 @@ export class ConversationsService {
           replayed: true,
         };
       }
-      return { reply: replyOf(await this.runs.endOf(tenantId, original.runId)), replayed: true };
+      return { reply: replyOf(await this.runs().endOf(tenantId, original.runId)), replayed: true };
     }
     if ('injected' in answer) return { injected: answer.injected, replayed: false };
     return { reply: replyOf(answer.ended), replayed: false };
@@ -291,7 +302,7 @@ export class ConversationsService {
   }
 
   inject(principal: Principal, id: string, content: string) {
-    return this.runs.inject(principal.tenantId, id, content);
+    return this.runs().inject(principal.tenantId, id, content);
   }
 
   stats(tenantId: string) {

@@ -201,7 +201,14 @@ async function keys(db: Db, config: Config): Promise<CheckResult[]> {
       skip('platform signing keys', 'no usable master key'),
     ];
   }
-  const identity = found ? new IdentityService(db, config, new TenancyService(db), new AgentsService(db, config.defaultModel)) : null;
+  const identity = found
+    ? new IdentityService({
+        db,
+        config,
+        tenancy: new TenancyService(db),
+        agents: new AgentsService({ db, defaultModel: config.defaultModel }),
+      })
+    : null;
   const checked = identity ? await identity.checkPlatformKeys() : null;
   const results: CheckResult[] = [];
   const source = found?.from === 'MASTER_KEY' ? 'MASTER_KEY' : `${config.dataDir}/master.key`;

@@ -34,6 +34,7 @@ export interface IdempotencyClaim {
 }
 
 export interface IdempotencyOptions {
+  db: Db;
   /** How long a claim with no outcome is waited for before a retry takes it over (default 60 s). */
   abandonedAfterMs?: number;
   /** Claims are stamped, abandoned and expired on it (default: real time); a retry's wait for the first request is real time. */
@@ -48,14 +49,13 @@ export interface IdempotencyOptions {
  */
 export class IdempotencyService {
   readonly abandonedAfterMs: number;
+  private readonly db: Db;
   private readonly clock: Clock;
 
-  constructor(
-    private readonly db: Db,
-    options: IdempotencyOptions = {},
-  ) {
-    this.abandonedAfterMs = options.abandonedAfterMs ?? ABANDONED_CLAIM_MS;
-    this.clock = options.clock ?? systemClock;
+  constructor({ db, abandonedAfterMs = ABANDONED_CLAIM_MS, clock = systemClock }: IdempotencyOptions) {
+    this.db = db;
+    this.abandonedAfterMs = abandonedAfterMs;
+    this.clock = clock;
   }
 
   /**

@@ -41,7 +41,7 @@ export interface IdentityContext {
     /** Revocation state by jti (null: unknown token). */
     tokenStates: TtlCache<TokenState | null>;
   };
-  /** Told of tokens issued and authorization decisions (the metrics; IdentityService.useObserver). */
+  /** Told of tokens issued and authorization decisions (the metrics, given to the IdentityService); absent, nothing is. */
   observer?: IdentityObserver;
 }
 

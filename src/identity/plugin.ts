@@ -11,10 +11,9 @@ export interface IdentityPluginOptions {
 
 /**
  * The identity domain: its routes (documents, OAuth, TBAC), and the authorization audit events it
- * buffers: a failed write is logged, and what is still buffered is written when the app closes.
+ * buffers: what is still buffered is written when the app closes (a failed write goes to identity's log).
  */
 export const identityPlugin: FastifyPluginAsync<IdentityPluginOptions> = async (app, { identity, limits }) => {
-  identity.auditBuffer.onError = (err) => app.log.error({ err }, 'writing authorization audit events failed');
   app.addHook('onClose', async () => {
     await identity.flush();
   });

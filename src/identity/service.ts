@@ -49,13 +49,23 @@ interface SkillCapability {
 export type SkillCapabilities = (tenantId: string, agentId: string) => Promise<readonly SkillCapability[]>;
 
 /** The settings identity needs (config.ts's Config has them), so identity does not depend on config.ts. */
-export interface IdentityConfig extends MasterKeySource {
+interface IdentityConfig extends MasterKeySource {
   issuer: string;
   trustDomain: string;
   publicBaseUrl: string;
 }
 
 export interface IdentityOptions {
+  db: Db;
+  config: IdentityConfig;
+  tenancy: TenancyService;
+  agents: AgentsService;
+  /** Where failures of background upkeep (pruning expired tokens, writing buffered audit events) are reported. */
+  log?: Pick<BaseLogger, 'warn' | 'error'>;
+  /** Told of tokens issued and authorization decisions (the metrics); absent, nothing is observed. */
+  observer?: IdentityObserver;
+  /** The skills each agent may use, which its badge lists (the skills domain); absent, none. */
+  skillCapabilities?: SkillCapabilities;
   /** Key lifetimes, token expiry and the hot path's caches are measured on it (default: real time). */
   clock?: Clock;
 }
@@ -73,24 +83,23 @@ export class IdentityService {
   readonly auditBuffer: AuditBuffer;
   readonly ctx: IdentityContext;
   private readonly badges: BadgeSigner;
-  private skillCapabilities: SkillCapabilities = async () => [];
+  private readonly db: Db;
+  private readonly agents: AgentsService;
+  private readonly log: Pick<BaseLogger, 'warn' | 'error'> | undefined;
+  private readonly skillCapabilities: SkillCapabilities;
   private lastPrune = 0;
 
-  constructor(
-    private readonly db: Db,
-    config: IdentityConfig,
-    tenancy: TenancyService,
-    private readonly agents: AgentsService,
-    /** Where failures of background upkeep (pruning expired tokens) are reported. */
-    private readonly log?: Pick<BaseLogger, 'warn'>,
-    { clock = systemClock }: IdentityOptions = {},
-  ) {
+  constructor({ db, config, tenancy, agents, log, observer, skillCapabilities = async () => [], clock = systemClock }: IdentityOptions) {
+    this.db = db;
+    this.agents = agents;
+    this.log = log;
+    this.skillCapabilities = skillCapabilities;
     this.clock = clock;
     const masterKey = loadMasterKey(config);
     this.platformKeys = new PlatformKeyring(db, masterKey, this.clock);
     this.agentKeys = new AgentKeyring(db, masterKey, this.clock);
     this.policies = new PolicyEngine(db, tenancy, agents, clock);
-    this.auditBuffer = new AuditBuffer(db);
+    this.auditBuffer = new AuditBuffer(db, log && ((err) => log.error({ err }, 'writing authorization audit events failed')));
     const trustDomain = config.trustDomain;
     this.ctx = {
       db,
@@ -113,13 +122,9 @@ export class IdentityService {
         verified: new TtlCache<VerifiedToken>({ ttlMs: PLATFORM_KEY_CACHE_MS, clock }),
         tokenStates: new TtlCache<TokenState | null>({ ttlMs: DECISION_CACHE_MS, clock }),
       },
+      observer,
     };
     this.badges = new BadgeSigner(this.ctx);
-  }
-
-  /** Tokens issued and authorization decisions are told to `observer` (the metrics). */
-  useObserver(observer: IdentityObserver) {
-    this.ctx.observer = observer;
   }
 
   get issuer() {
@@ -177,11 +182,6 @@ export class IdentityService {
     if (identitySuspended(agent))
       throw new Conflict('agent_suspended', 'the agent is paused: its identity is suspended until it is resumed');
     return agent;
-  }
-
-  /** Connects the skills domain: badges list the skills each agent may use. */
-  useSkillCapabilities(capabilities: SkillCapabilities) {
-    this.skillCapabilities = capabilities;
   }
 
   /**

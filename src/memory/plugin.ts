@@ -7,8 +7,8 @@ export interface MemoryPluginOptions {
 }
 
 /**
- * The memory domain's routes: /api/v1/agents/:id/memory. It runs nothing in the background; its hooks
- * into the other domains (the runs' system prompt, the tools, agents' deletion) are wired by createMemoryDomain.
+ * The memory domain's routes: /api/v1/agents/:id/memory. It runs nothing in the background; what it adds
+ * to the other domains (the runs' system prompt, the tools, agents' deletion) are its contributions (createMemoryDomain).
  */
 export const memoryPlugin: FastifyPluginAsync<MemoryPluginOptions> = async (app, { memory }) => {
   await app.register(memoryRoutes, { memory });

@@ -85,11 +85,12 @@ const tooLong = (label: string, chars: number) =>
 export class MemoryService {
   /** What runs see of an agent's memory (agent-wide and one user's blocks): read at every run's start. */
   private readonly cachedForRun: ReadCache<MemoryBlock[]>;
+  private readonly db: Db;
+  private readonly agents: AgentsService;
 
-  constructor(
-    private readonly db: Db,
-    private readonly agents: AgentsService,
-  ) {
+  constructor({ db, agents }: { db: Db; agents: AgentsService }) {
+    this.db = db;
+    this.agents = agents;
     this.cachedForRun = new ReadCache(db.changes, 'memory_blocks', { max: 10_000 });
   }
 

@@ -13,8 +13,8 @@ interface SweptCounts {
   failures: number;
 }
 
-/** Counts the retention sweep's work (docs/operations.md, "Retention"): a listener of each pass's counts. */
-export function observeRetention(metrics: Metrics, sweep: { onSwept: ((counts: SweptCounts) => void)[] }) {
+/** Counts the retention sweep's work (docs/operations.md, "Retention"): what the sweep is given to tell each pass's counts. */
+export function retentionObserver(metrics: Metrics): (counts: SweptCounts) => void {
   const registers = [metrics.registry];
   const passes = new Counter({ name: 'agentry_retention_sweeps_total', help: 'Retention sweep passes run here', registers });
   const deleted = new Counter({
@@ -34,7 +34,7 @@ export function observeRetention(metrics: Metrics, sweep: { onSwept: ((counts: S
     help: 'Kinds of a tenant (or the space handed back) a retention pass left to the next one because they kept failing',
     registers,
   });
-  sweep.onSwept.push((c) => {
+  return (c) => {
     passes.inc();
     deleted.inc({ kind: 'runs' }, c.runs);
     deleted.inc({ kind: 'run_events' }, c.compactedEvents);
@@ -53,5 +53,5 @@ export function observeRetention(metrics: Metrics, sweep: { onSwept: ((counts: S
       metrics.retentionDeleted(table, rows);
     reclaimed.inc(c.reclaimedPages);
     failures.inc(c.failures);
-  });
+  };
 }

@@ -8,12 +8,24 @@ import type { ModelList, ModelOffer } from './schemas.js';
  * model the price table knows whose provider is configured, and DEFAULT_MODEL (marked unusable when its
  * provider is not). A provider takes any model name, so the list is a menu, not a limit.
  */
+export interface ModelCatalogOptions {
+  /** The configured providers (runtime's registry): whether a model can be used here. */
+  registry: Pick<ModelRegistry, 'unavailable'>;
+  prices: PriceTable;
+  /** DEFAULT_MODEL. */
+  defaultModel: string;
+}
+
 export class ModelCatalog {
-  constructor(
-    private readonly registry: Pick<ModelRegistry, 'unavailable'>,
-    private readonly prices: PriceTable,
-    private readonly defaultModel: string,
-  ) {}
+  private readonly registry: Pick<ModelRegistry, 'unavailable'>;
+  private readonly prices: PriceTable;
+  private readonly defaultModel: string;
+
+  constructor({ registry, prices, defaultModel }: ModelCatalogOptions) {
+    this.registry = registry;
+    this.prices = prices;
+    this.defaultModel = defaultModel;
+  }
 
   list(): ModelList {
     const ids = new Set(['builtin/echo']);

@@ -180,13 +180,23 @@ const usageOf = (outcome: RunOutcome): Usage => ({
   total_tokens: outcome.tokenUsage.inputTokens + outcome.tokenUsage.outputTokens,
 });
 
+export interface OpenAiCompatOptions {
+  runs: RunsService;
+  agents: AgentsService;
+  /** How long an answer waits for a person to decide a tool call its run waits on (OPENAI_APPROVAL_WAIT_SECONDS). */
+  approvalWaitMs: number;
+}
+
 export class OpenAiCompatService {
-  constructor(
-    private readonly runs: RunsService,
-    private readonly agents: AgentsService,
-    /** How long an answer waits for a person to decide a tool call its run waits on. */
-    private readonly approvalWaitMs: number,
-  ) {}
+  private readonly runs: RunsService;
+  private readonly agents: AgentsService;
+  private readonly approvalWaitMs: number;
+
+  constructor({ runs, agents, approvalWaitMs }: OpenAiCompatOptions) {
+    this.runs = runs;
+    this.agents = agents;
+    this.approvalWaitMs = approvalWaitMs;
+  }
 
   /** The tenant's executable agents (status available, hosted here); an agent's own token sees only itself. */
   async models(principal: Principal): Promise<ModelList> {

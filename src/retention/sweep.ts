@@ -37,7 +37,7 @@ interface TenantsRetention {
   deleteAuditEventsBefore(tenantId: string, cutoff: string, limit: number): Promise<number>;
 }
 
-/** What one pass did; the metrics count it (a listener of `onSwept`). */
+/** What one pass did; the metrics count it (the sweep's `onSwept`). */
 export interface SweepCounts {
   runs: number;
   compactedRuns: number;
@@ -66,6 +66,8 @@ export interface RetentionSweepOptions {
   maxBatches?: number;
   /** Ages are measured on it (default: real time). */
   clock?: Clock;
+  /** Told of each pass's counts (the metrics); absent, nothing is. */
+  onSwept?: (counts: SweepCounts) => void;
 }
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -86,8 +88,6 @@ export class RetentionSweep {
   private readonly batchSize: number;
   private readonly maxBatches: number;
   private warnedNotIncremental = false;
-  /** Told of each pass's counts (the metrics). */
-  readonly onSwept: ((counts: SweepCounts) => void)[] = [];
 
   constructor(private readonly o: RetentionSweepOptions) {
     this.clock = o.clock ?? systemClock;
@@ -198,7 +198,7 @@ export class RetentionSweep {
       }
     }
     if (deleted || counts.failures) this.o.log.info({ ...counts }, 'retention sweep');
-    for (const listener of this.onSwept) listener(counts);
+    this.o.onSwept?.(counts);
     return counts;
   }
 

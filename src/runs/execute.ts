@@ -228,7 +228,7 @@ export class RunExecution {
 
   private async contributedPrompt(runId: string, ctx: Parameters<SystemPromptContributor>[0]): Promise<string[]> {
     const parts = await Promise.all(
-      this.r.systemPromptContributors.map((contribute) =>
+      (this.r.systemPromptContributors ?? []).map((contribute) =>
         contribute(ctx).catch((err) => {
           this.r.log.warn({ err, runId }, 'a system prompt contributor failed; its section is left out');
           return undefined;

@@ -65,7 +65,7 @@ export class RunPauses {
   }): Promise<'paused' | 'ended' | 'failed'> {
     const { runId, input, result } = p;
     const tenantId = input.principal.tenantId;
-    const port = this.r.toolApprovals!;
+    const port = this.r.toolApprovals!();
     const activeRun = this.r.active.get(runId)!;
     const channel = activeRun.channel;
     const policy = input.agent.configuration.approval;
@@ -157,7 +157,7 @@ export class RunPauses {
    */
   async claim(runId: string): Promise<Resumed | null> {
     if (this.r.active.has(runId) || !this.r.toolApprovals) return null;
-    const port = this.r.toolApprovals;
+    const port = this.r.toolApprovals();
     const until = new Date(Date.now() + this.r.leaseMs).toISOString();
     const claimed = await this.r.db.kysely
       .transaction()

@@ -20,7 +20,7 @@ import type { RunChannel, RunEvent, RunEventHub } from './events.js';
 import type { TerminalStatus } from './statuses.js';
 import type { RunFinished, RunFinishedListener, RunOutcome, StartRunInput, SystemPromptContributor } from './types.js';
 
-/** What the runs service is built from (app.ts). */
+/** What the runs service is built from (runs/index.ts, createRunsDomain). */
 export interface RunsOptions {
   db: Db;
   models: ModelRegistry;
@@ -40,6 +40,19 @@ export interface RunsOptions {
   observer?: RunObserver;
   /** Traces of runs, model calls and tool calls (src/tracing/); absent, nothing is traced. */
   tracing?: Tracing;
+  /** Sections other domains add to every run's system prompt, in this order. */
+  systemPromptContributors?: readonly SystemPromptContributor[];
+  /**
+   * Lazy port to where tool calls that wait for a person are recorded (the approvals domain, built after
+   * runs: resolved when a call waits); absent, no call waits.
+   */
+  toolApprovals?: () => ToolApprovalRequests;
+  /**
+   * Told of every run that ends, by the process that wrote the terminal state (after the write), in this
+   * order; closures over domains built after runs (tasks, approvals). One that fails is logged, and the
+   * others are still told.
+   */
+  finishedListeners?: readonly RunFinishedListener[];
   /** When a call that waits for a person expires (default: real time); leases keep real time. */
   clock?: Clock;
 }
@@ -57,10 +70,6 @@ export interface RunResources extends RunsOptions {
   /** Runs executing in this process. */
   active: Map<string, ActiveRun>;
   finished: FinishedListeners;
-  /** Sections other domains add to every run's system prompt, in this order. */
-  systemPromptContributors: SystemPromptContributor[];
-  /** Where tool calls that wait for a person are recorded (approvals/, set in app.ts); absent, no call waits. */
-  toolApprovals?: ToolApprovalRequests;
 }
 
 /** A run executing in this process. */
@@ -89,13 +98,10 @@ export interface RunEnd {
  * write); one that fails is logged, and the others are still told.
  */
 export class FinishedListeners {
-  private readonly listeners: RunFinishedListener[] = [];
-
-  constructor(private readonly log: FastifyBaseLogger) {}
-
-  add(listener: RunFinishedListener) {
-    this.listeners.push(listener);
-  }
+  constructor(
+    private readonly log: FastifyBaseLogger,
+    private readonly listeners: readonly RunFinishedListener[],
+  ) {}
 
   async notify(run: RunFinished) {
     for (const listener of this.listeners) {

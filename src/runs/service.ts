@@ -8,7 +8,6 @@ import { RunExecution } from './execute.js';
 import { RunFinish } from './finish.js';
 import { RunFollowers } from './follow.js';
 import { RunLeases } from './leases.js';
-import type { ToolApprovalRequests } from './approval-requests.js';
 import { RunPauses } from './pause.js';
 import { FinishedListeners, type RunResources, type RunsOptions } from './resources.js';
 import { RunStarts } from './start.js';
@@ -17,7 +16,6 @@ import { isActive } from './statuses.js';
 import * as store from './store.js';
 import {
   type InjectedInstead,
-  type RunFinishedListener,
   type RunHandle,
   type RunOutcome,
   type RunPrincipal,
@@ -26,7 +24,6 @@ import {
   ShutdownAbort,
   type StartedRun,
   type StartRunInput,
-  type SystemPromptContributor,
 } from './types.js';
 import { runDetails, runSummary } from './views.js';
 
@@ -45,7 +42,6 @@ export type {
   ReplayedStart,
   RunRequest,
   StartedRun,
-  SystemPromptContributor,
 } from './types.js';
 
 /** How long an idempotent retry of a non-streamed execution waits for the original run's end. */
@@ -61,8 +57,6 @@ const RETRY_WAITS_FOR_END_MS = 60 * 60 * 1000;
  */
 export class RunsService {
   readonly events: RunEventHub;
-  /** Sections other domains add to every run's system prompt, in this order. */
-  readonly systemPromptContributors: SystemPromptContributor[] = [];
   /** This process, as lease owner. */
   readonly instanceId = newId();
   private readonly r: RunResources;
@@ -95,8 +89,7 @@ export class RunsService {
       instanceId: this.instanceId,
       events: this.events,
       active: new Map(),
-      finished: new FinishedListeners(options.log),
-      systemPromptContributors: this.systemPromptContributors,
+      finished: new FinishedListeners(options.log, options.finishedListeners ?? []),
     };
     this.pauses = new RunPauses(this.r);
     this.control = new RunControl(this.r, this.pauses);
@@ -127,14 +120,6 @@ export class RunsService {
     await this.leases.stop();
     for (const unsubscribe of this.unsubscribers) unsubscribe();
     this.unsubscribers = [];
-  }
-
-  /**
-   * Registers a listener told of every run that ends, by the process that wrote the terminal state
-   * (after the write): here at the end of a run, or wherever an interrupted or orphaned run is ended.
-   */
-  onRunFinished(listener: RunFinishedListener) {
-    this.r.finished.add(listener);
   }
 
   /** Runs executing in this process. */
@@ -174,11 +159,6 @@ export class RunsService {
   /** Declares running runs with an expired lease `failed` (`interrupted`); safe in several processes. */
   recoverInterrupted(): Promise<number> {
     return this.leases.recoverInterrupted();
-  }
-
-  /** Where tool calls that wait for a person are recorded (the approvals domain, app.ts); until set, no call waits. */
-  useToolApprovals(port: ToolApprovalRequests) {
-    this.r.toolApprovals = port;
   }
 
   /**

@@ -67,7 +67,7 @@ export interface StartRunInput {
   /**
    * Written with the run's end when this process writes it, in its transaction (a task settles its
    * job). Throwing aborts that write: the run then ends through lease recovery, whose end is told to
-   * `onRunFinished` listeners as usual.
+   * the finished listeners as usual.
    */
   onFinish?: (trx: Kysely<Database>, run: RunFinished) => Promise<void>;
 }
@@ -149,7 +149,7 @@ export interface RunOutcome {
   reply: MessageRow | null;
 }
 
-/** A run reached its terminal state (told to `onRunFinished` listeners, once per run). */
+/** A run reached its terminal state (told to the runs service's finished listeners, once per run). */
 export interface RunFinished {
   runId: string;
   tenantId: string;

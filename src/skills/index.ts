@@ -1,36 +1,66 @@
+import type { FastifyPluginAsync } from 'fastify';
 import type { Agent } from '../agents/schemas.js';
-import type { AgentsService } from '../agents/service.js';
+import type { AgentsService, DeleteHook, DuplicateHook } from '../agents/service.js';
 import type { Db } from '../db/database.js';
-import type { RunsService } from '../runs/service.js';
-import type { ToolRegistry } from '../runtime/tools/registry.js';
+import type { SystemPromptContributor } from '../runs/types.js';
+import type { ToolProvider } from '../runtime/tools/types.js';
+import type { ApprovalActions, ApprovalGateway } from '../tasks/approvals.js';
+import { skillApprovalActions } from './approvals.js';
 import { ConnectorsService } from './connectors/service.js';
+import type { ProtectedResourceOptions } from './mcp.js';
+import { skillsPlugin } from './plugin.js';
 import { SkillsService } from './service.js';
 import { SkillTools } from './tools.js';
 
-export { registerSkillApprovalHandlers } from './approvals.js';
+export interface SkillsDomainOptions {
+  db: Db;
+  agents: AgentsService;
+  masterKey: Buffer;
+  /** Lazy port to the approval gateway (the tasks domain, built after skills: resolved when a request is made). */
+  approvals: () => ApprovalGateway;
+  /** What the MCP endpoint's protected resource metadata names (RFC 9728). */
+  protectedResource: ProtectedResourceOptions;
+}
 
 export interface SkillsDomain {
   skills: SkillsService;
   connectors: ConnectorsService;
   skillTools: SkillTools;
+  /** The routes of /api/skills, /api/v1/connectors and the MCP endpoint; nothing runs in the background. */
+  plugin: FastifyPluginAsync;
+  contributions: {
+    /** The five skill and connector tools, for agents that list the `skills` or `connectors` group. */
+    toolProviders: { skills: ToolProvider<Agent> };
+    /** The agent's usable skills announced in every run's system prompt. */
+    systemPrompt: SystemPromptContributor;
+    /** A deleted agent's assignments go with it. */
+    onAgentDeleted: DeleteHook;
+    /** A duplicated agent gets the original's assignments. */
+    onAgentDuplicated: DuplicateHook;
+    /** What deciding skill_request's and connector_request's tasks does (the tasks domain performs it). */
+    approvalActions: ApprovalActions;
+    /** The skills an agent may use now: its badge lists them (identity), its Agent Card too (a2a). */
+    skillCapabilities: (tenantId: string, agentId: string) => ReturnType<SkillsService['usableSkillBriefs']>;
+  };
 }
 
-/**
- * Builds the skills domain and plugs it into the others: the five tools join every run (tool
- * provider `skills`), assigned skills are announced in the system prompt, and duplicating or deleting
- * an agent copies or drops its assignments. Approvals are wired separately, once the tasks domain
- * exists: `registerSkillApprovalHandlers(tasks, skillTools)`.
- */
-export function createSkillsDomain(
-  db: Db,
-  deps: { agents: AgentsService; tools: ToolRegistry<Agent>; runs: RunsService; masterKey: Buffer },
-): SkillsDomain {
-  const skills = new SkillsService(db, deps.agents);
-  const connectors = new ConnectorsService(db, deps.masterKey);
-  const skillTools = new SkillTools(skills, connectors);
-  deps.tools.register('skills', skillTools.provider());
-  deps.runs.systemPromptContributors.push((ctx) => skillTools.systemPrompt(ctx));
-  deps.agents.duplicateHooks.push(skills.copyAssignments);
-  deps.agents.deleteHooks.push(skills.forgetAgent);
-  return { skills, connectors, skillTools };
+/** Builds the skills domain: skills, connectors, and the five tools over them (in runs, and over MCP). */
+export function createSkillsDomain({ db, agents, masterKey, approvals, protectedResource }: SkillsDomainOptions): SkillsDomain {
+  const skills = new SkillsService({ db, agents });
+  const connectors = new ConnectorsService({ db, masterKey });
+  const skillTools = new SkillTools({ skills, connectors, approvals });
+  return {
+    skills,
+    connectors,
+    skillTools,
+    plugin: (app) => skillsPlugin(app, { skills, connectors, skillTools, agents, protectedResource }),
+    contributions: {
+      toolProviders: { skills: skillTools.provider() },
+      systemPrompt: (ctx) => skillTools.systemPrompt(ctx),
+      onAgentDeleted: skills.forgetAgent,
+      onAgentDuplicated: skills.copyAssignments,
+      approvalActions: skillApprovalActions(skillTools),
+      skillCapabilities: (tenantId, agentId) => skills.usableSkillBriefs(tenantId, agentId),
+    },
+  };
 }

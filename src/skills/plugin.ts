@@ -19,7 +19,7 @@ export interface SkillsPluginOptions {
 
 /**
  * The skills domain's routes: /api/skills, /api/v1/connectors, /api/v1/agents/:agentId/mcp. It runs
- * nothing in the background; its hooks into the other domains are wired by createSkillsDomain.
+ * nothing in the background; what it adds to the other domains are its contributions (createSkillsDomain).
  */
 export const skillsPlugin: FastifyPluginAsync<SkillsPluginOptions> = async (
   app,

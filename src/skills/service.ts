@@ -38,16 +38,25 @@ const nameTaken = (name: string, existing?: store.SkillRow) =>
  * Skills of a tenant: custom ones (JSON, SKILL.md, archive), store ones (acquired from the catalog),
  * and their assignments to agents. Every mutation writes its audit event in its transaction.
  */
+export interface SkillsOptions {
+  db: Db;
+  agents: AgentsService;
+  /** The skill store's catalog (skills/store-catalog); the bundled one unless given. */
+  catalog?: () => StoreSkill[];
+}
+
 export class SkillsService {
   /** What every run's system prompt names: read from memory until skills or assignments change. */
   private readonly usableBriefs: ReadCache<{ skills: SkillBrief[] }>;
   private readonly assignments: SkillAssignments;
+  private readonly db: Db;
+  private readonly agents: AgentsService;
+  private readonly catalog: () => StoreSkill[];
 
-  constructor(
-    private readonly db: Db,
-    private readonly agents: AgentsService,
-    private readonly catalog: () => StoreSkill[] = storeCatalog,
-  ) {
+  constructor({ db, agents, catalog = storeCatalog }: SkillsOptions) {
+    this.db = db;
+    this.agents = agents;
+    this.catalog = catalog;
     this.usableBriefs = new ReadCache(db.changes, ['skills', 'skill_assignments'], { max: 10_000 });
     this.assignments = new SkillAssignments(db, agents, (caller, storeId) => this.acquire(caller, storeId));
     this.copyAssignments = this.assignments.copyAssignments;

@@ -85,20 +85,27 @@ function keywordScore(words: string[], name: string, text: string): number {
   return words.reduce((sum, w) => sum + (nameTerms.has(w) ? 2 : 0) + (textTerms.has(w) ? 1 : 0), 0);
 }
 
+export interface SkillToolsOptions {
+  skills: SkillsService;
+  connectors: ConnectorsService;
+  /**
+   * Lazy port to the approval gateway (the tasks domain, built after skills: resolved when a request is
+   * made); absent, the two request tools answer `approvals_unavailable`.
+   */
+  approvals?: () => ApprovalGateway;
+}
+
 export class SkillTools {
-  private approvals: ApprovalGateway | undefined;
+  readonly skills: SkillsService;
+  readonly connectors: ConnectorsService;
+  private readonly approvals: (() => ApprovalGateway) | undefined;
   readonly definitions: SkillToolDef[];
 
-  constructor(
-    readonly skills: SkillsService,
-    readonly connectors: ConnectorsService,
-  ) {
+  constructor({ skills, connectors, approvals }: SkillToolsOptions) {
+    this.skills = skills;
+    this.connectors = connectors;
+    this.approvals = approvals;
     this.definitions = this.define();
-  }
-
-  /** Connects the approval gateway (the tasks domain); without it the two request tools answer `approvals_unavailable`. */
-  useApprovals(gateway: ApprovalGateway) {
-    this.approvals = gateway;
   }
 
   private requireApprovals(): ApprovalGateway {
@@ -108,7 +115,7 @@ export class SkillTools {
         'requests need administrator approval, and approvals are not available on this platform',
       );
     }
-    return this.approvals;
+    return this.approvals();
   }
 
   /** The tools an agent gets, from the builtin groups in its `tools`. */

@@ -4,8 +4,8 @@ import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import { Conflict, Forbidden } from '../errors.js';
 import { newId, now } from '../ids.js';
-import type { Permission, Principal } from '../tenancy/permissions.js';
-import type { ActionHandler, ApprovalGateway } from './approvals.js';
+import type { Principal } from '../tenancy/permissions.js';
+import type { ApprovalGateway } from './approvals.js';
 import type { TaskExecutor } from './executor.js';
 import { optionalObjectColumn } from './columns.js';
 import { auditTask, type TaskLookup } from './lookup.js';
@@ -26,14 +26,14 @@ export interface ApprovalTasksOptions {
 /**
  * Human decisions on tasks `awaiting_approval` (docs/scheduling.md, "Approvals"): approve, reject,
  * and the approval tasks other domains create through the ApprovalGateway port (approvals.ts),
- * whose registered action is performed when approved.
+ * whose action (one of the ApprovalActions the tasks domain is built with) is performed when approved.
  */
 export class ApprovalTasks implements ApprovalGateway {
   constructor(private readonly o: ApprovalTasksOptions) {}
 
   /**
    * Approve: the decision is recorded with who and when. A task with an action performs it now
-   * (through the registered handler, instead of running the agent) and answers completed or failed;
+   * (through the action's handler, instead of running the agent) and answers completed or failed;
    * any other task becomes pending: a one-time task is queued, a scheduled one gets its first cron
    * time, a triggered one starts listening.
    */
@@ -44,7 +44,7 @@ export class ApprovalTasks implements ApprovalGateway {
     if (task.status !== 'awaiting_approval')
       throw new Conflict('task_not_awaiting_approval', `the task is ${task.status}, not awaiting approval`);
     const action = task.approval_action;
-    if (action && !executor.actions.approved.has(action)) {
+    if (action && !executor.actions.has(action)) {
       throw new Conflict('approval_action_unavailable', `nothing on this server can perform ${action}; the task stays awaiting approval`);
     }
     const at = now();
@@ -83,7 +83,7 @@ export class ApprovalTasks implements ApprovalGateway {
     return lookup.get(principal.tenantId, id);
   }
 
-  /** Reject: cancelled, with who and when; a registered rejection handler is told (best effort). */
+  /** Reject: cancelled, with who and when; the action's rejection handler, if any, is told (best effort). */
   async reject(principal: Principal, id: string): Promise<Task> {
     const { db, executor, lookup, log } = this.o;
     const task = await lookup.row(principal.tenantId, id);
@@ -107,7 +107,7 @@ export class ApprovalTasks implements ApprovalGateway {
       if (!Number(r.numUpdatedRows)) throw new Conflict('task_not_awaiting_approval', 'the task was decided meanwhile');
       await auditTask(trx, { who: principal, action: 'task.rejected', taskId: task.id, detail: { action: task.approval_action } });
     });
-    const handler = task.approval_action ? executor.actions.rejected.get(task.approval_action) : undefined;
+    const handler = task.approval_action ? executor.actions.get(task.approval_action)?.rejected : undefined;
     if (handler) {
       const payload = optionalObjectColumn(task.approval_payload, 'tasks.approval_payload') ?? {};
       await handler({ tenantId: task.tenant_id, taskId: task.id, payload, decidedBy: principal.actor }).catch((err) =>
@@ -149,21 +149,9 @@ export class ApprovalTasks implements ApprovalGateway {
     return { taskId: row.id };
   }
 
-  onApproved(action: string, handler: ActionHandler) {
-    this.o.executor.actions.approved.set(action, handler);
-  }
-
-  onRejected(action: string, handler: ActionHandler) {
-    this.o.executor.actions.rejected.set(action, handler);
-  }
-
-  requirePermission(action: string, permission: Permission) {
-    this.o.executor.actions.permissions.set(action, permission);
-  }
-
   /** A task whose action needs a permission (a skill assignment: skills:write) is decided only by a credential holding it. */
   private requireDecider(principal: Principal, action: string | null) {
-    const needed = action ? this.o.executor.actions.permissions.get(action) : undefined;
+    const needed = action ? this.o.executor.actions.get(action)?.permission : undefined;
     if (needed && !principal.permissions.has(needed)) {
       throw new Forbidden(`deciding this request (${action}) needs ${needed}, the permission of what approving it does`);
     }

@@ -4,7 +4,7 @@ import type { RunFinished } from '../runs/service.js';
 import type { Actor } from '../tenancy/permissions.js';
 import { FireDecisions, type FireInput } from './fires.js';
 import { JobQueue, type CancelPending, type NewJob } from './jobs.js';
-import { SCHEDULER_ACTOR, leaseOwner, type ApprovalActions, type TaskResources } from './resources.js';
+import { SCHEDULER_ACTOR, leaseOwner, type TaskResources } from './resources.js';
 import { Settling } from './settling.js';
 import type * as store from './store/index.js';
 import { TaskWorker } from './worker.js';
@@ -18,10 +18,10 @@ import { TaskWorker } from './worker.js';
  */
 
 /** What the task work is built from; the rest of its TaskResources it makes itself. */
-export type TaskExecutorOptions = Pick<TaskResources, 'db' | 'agents' | 'runs' | 'clock' | 'leaseMs' | 'log' | 'tracing'>;
+export type TaskExecutorOptions = Pick<TaskResources, 'db' | 'agents' | 'runs' | 'clock' | 'leaseMs' | 'log' | 'tracing' | 'actions'>;
 
 export class TaskExecutor {
-  readonly actions: ApprovalActions = { approved: new Map(), rejected: new Map(), permissions: new Map() };
+  readonly actions: TaskResources['actions'];
   /** Told when work was queued here, so the dispatcher wakes at once. */
   onEnqueued: () => void = () => {};
   private readonly resources: TaskResources;
@@ -31,7 +31,8 @@ export class TaskExecutor {
   private readonly worker: TaskWorker;
 
   constructor(options: TaskExecutorOptions) {
-    this.resources = { ...options, actions: this.actions, enqueued: () => this.onEnqueued() };
+    this.actions = options.actions;
+    this.resources = { ...options, enqueued: () => this.onEnqueued() };
     this.jobs = new JobQueue(this.resources);
     this.fires = new FireDecisions(this.resources, this.jobs);
     this.settling = new Settling(this.resources, this.jobs, this.fires);

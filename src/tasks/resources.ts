@@ -4,9 +4,9 @@ import type { AgentsService } from '../agents/service.js';
 import type { Db } from '../db/database.js';
 import type { RunsService } from '../runs/service.js';
 import type { RunError } from '../runs/views.js';
-import type { Actor, Permission } from '../tenancy/permissions.js';
+import type { Actor } from '../tenancy/permissions.js';
 import type { Tracing } from '../tracing/tracing.js';
-import type { ActionHandler } from './approvals.js';
+import type { ApprovalAction } from './approvals.js';
 
 /**
  * What every part of the task work (jobs, fires, worker, settling) shares, built once by
@@ -21,19 +21,12 @@ export interface TaskResources {
   /** How long a claimed job's lease lasts without renewal. */
   leaseMs: number;
   log: FastifyBaseLogger;
-  /** Registered approval actions: what approving, and rejecting, a task with that action does. */
-  actions: ApprovalActions;
+  /** The approval actions by name: what approving, and rejecting, a task with that action does. */
+  actions: ReadonlyMap<string, ApprovalAction>;
   /** Tells the dispatcher that work was queued here, so it wakes at once. */
   enqueued: () => void;
   /** Spans of fires and jobs (src/tracing/); absent, nothing is traced. */
   tracing?: Tracing;
-}
-
-export interface ApprovalActions {
-  approved: Map<string, ActionHandler>;
-  rejected: Map<string, ActionHandler>;
-  /** The permission deciding a task with the action needs (ApprovalGateway.requirePermission). */
-  permissions: Map<string, Permission>;
 }
 
 /** The actor of work the platform starts on its own (dispatch, cron, triggers). */

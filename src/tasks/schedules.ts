@@ -23,21 +23,23 @@ export interface CronFiringOptions {
   /** How late a cron time may still fire (TASK_MISFIRE_GRACE_SECONDS); later ones are misfires. */
   graceMs: number;
   log: FastifyBaseLogger;
+  /** Told of each claimed cron time (the metrics); absent, nothing is observed. */
+  observer?: CronObserver;
 }
 
 /** Told of each claimed cron time (the metrics): fired, or misfired (found past the grace), by misfire policy. */
 export type CronObserver = (policy: string, outcome: 'fired' | 'misfired', count: number) => void;
 
 export class CronFiring {
-  /** Set by TasksService.useCronObserver. */
-  observer?: CronObserver;
+  private readonly observer: CronObserver | undefined;
   private readonly db: Db;
   private readonly executor: TaskExecutor;
   private readonly clock: Clock;
   private readonly graceMs: number;
   private readonly log: FastifyBaseLogger;
 
-  constructor({ db, executor, clock, graceMs, log }: CronFiringOptions) {
+  constructor({ db, executor, clock, graceMs, log, observer }: CronFiringOptions) {
+    this.observer = observer;
     this.db = db;
     this.executor = executor;
     this.clock = clock;

@@ -8,12 +8,12 @@ import type { IdempotencyService } from '../idempotency/service.js';
 import { loadMasterKey } from '../identity/master-key.js';
 import { SecretBox } from '../identity/secret-box.js';
 import { newId, now } from '../ids.js';
-import { executable, type RunsService } from '../runs/service.js';
+import { executable, type RunFinished, type RunsService } from '../runs/service.js';
 import { Dispatcher } from '../scheduler/dispatcher.js';
 import { Loop } from '../scheduler/loop.js';
-import type { Permission, Principal } from '../tenancy/permissions.js';
+import type { Principal } from '../tenancy/permissions.js';
 import { ApprovalTasks } from './approval-tasks.js';
-import type { ActionHandler, ApprovalGateway } from './approvals.js';
+import type { ApprovalActions, ApprovalGateway } from './approvals.js';
 import { TaskExecutor } from './executor.js';
 import { auditTask, TaskLookup } from './lookup.js';
 import { ManualRuns } from './manual-runs.js';
@@ -45,6 +45,10 @@ export interface TasksServiceOptions {
   tracing?: Tracing;
   /** Cron times, queue eligibility, back-off and webhook signature ages (default: real time). */
   clock?: Clock;
+  /** Told of each claimed cron time (the metrics); absent, nothing is observed. */
+  cronObserver?: CronObserver;
+  /** What approving (and rejecting) a task with each action does: other domains' actions (skills'); absent, none. */
+  approvalActions?: ApprovalActions;
 }
 
 /**
@@ -72,7 +76,18 @@ export class TasksService implements ApprovalGateway {
   private readonly loops: Loop[] = [];
   private readonly idempotency: IdempotencyService;
 
-  constructor({ db, agents, runs, idempotency, config, log, tracing, clock = systemClock }: TasksServiceOptions) {
+  constructor({
+    db,
+    agents,
+    runs,
+    idempotency,
+    config,
+    log,
+    tracing,
+    clock = systemClock,
+    cronObserver,
+    approvalActions = {},
+  }: TasksServiceOptions) {
     this.clock = clock;
     this.db = db;
     this.idempotency = idempotency;
@@ -80,8 +95,9 @@ export class TasksService implements ApprovalGateway {
     this.runs = runs;
     this.config = config;
     this.log = log;
-    this.executor = new TaskExecutor({ db, agents, runs, clock, leaseMs: config.runLeaseMs, log, tracing });
-    this.cron = new CronFiring({ db, executor: this.executor, clock, graceMs: config.tasks.misfireGraceMs, log });
+    const actions = new Map(Object.entries(approvalActions));
+    this.executor = new TaskExecutor({ db, agents, runs, clock, leaseMs: config.runLeaseMs, log, tracing, actions });
+    this.cron = new CronFiring({ db, executor: this.executor, clock, graceMs: config.tasks.misfireGraceMs, log, observer: cronObserver });
     this.dispatcher = new Dispatcher({
       workers: config.tasks.workers,
       pollMs: config.tasks.pollMs,
@@ -96,8 +112,12 @@ export class TasksService implements ApprovalGateway {
     this.manual = new ManualRuns({ db, agents, executor, lookup: this.lookup });
     this.approvals = new ApprovalTasks({ db, agents, executor, lookup: this.lookup, clock, log });
     this.webhooks = new WebhookDeliveries({ db, executor, secrets: this.secrets, clock, log });
+  }
+
+  /** A run ended (a finished listener of the runs service): a task's run settles its job. */
+  async runFinished(run: RunFinished): Promise<void> {
     // Runs that ended here settled their job in their own end's transaction (worker.ts, startRun).
-    runs.onRunFinished((run) => (run.taskId && !run.finishedInTransaction ? this.executor.runEnded(run.runId, run) : undefined));
+    if (run.taskId && !run.finishedInTransaction) await this.executor.runEnded(run.runId, run);
   }
 
   // ---------------------------------------------------------------- background
@@ -177,11 +197,6 @@ export class TasksService implements ApprovalGateway {
   async pendingApproval(tenantId: string, { page, limit }: Paging) {
     const { rows, total } = await store.listPendingApproval(this.db.kysely, { tenantId, limit, offset: (page - 1) * limit });
     return { tasks: rows.map((r) => this.lookup.view(r)), total, page, limit };
-  }
-
-  /** Each claimed cron time is told to `observer` (the metrics). */
-  useCronObserver(observer: CronObserver) {
-    this.cron.observer = observer;
   }
 
   /** The work queue across tenants, for the metrics: jobs queued and running, the oldest due job's wait, tasks awaiting approval. */
@@ -301,18 +316,6 @@ export class TasksService implements ApprovalGateway {
 
   createApprovalTask(input: Parameters<ApprovalGateway['createApprovalTask']>[0]) {
     return this.approvals.createApprovalTask(input);
-  }
-
-  onApproved(action: string, handler: ActionHandler) {
-    this.approvals.onApproved(action, handler);
-  }
-
-  onRejected(action: string, handler: ActionHandler) {
-    this.approvals.onRejected(action, handler);
-  }
-
-  requirePermission(action: string, permission: Permission) {
-    this.approvals.requirePermission(action, permission);
   }
 
   webhook(delivery: Delivery) {

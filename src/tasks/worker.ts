@@ -200,7 +200,7 @@ export class TaskWorker {
     const startedAt = now();
     const noRun = { runId: null, conversationId: null, startedAt, finished: Promise.resolve() };
     await store.updateTask(db, task.id, { status: 'running', last_run_at: startedAt, updated_at: startedAt });
-    const handler = task.approval_action ? this.r.actions.approved.get(task.approval_action) : undefined;
+    const handler = task.approval_action ? this.r.actions.get(task.approval_action)?.approved : undefined;
     if (!handler) {
       await this.settling.failClaimed(job, {
         task,

@@ -25,10 +25,11 @@ export class AuditBuffer {
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> = Promise.resolve();
 
-  /** Where a failed batch is reported (the app points it at its logger). */
-  onError: (err: unknown) => void = (err) => process.stderr.write(`agentry: audit batch failed: ${String(err)}\n`);
-
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** Where a failed batch is reported (identity gives the app's logger); standard error unless given. */
+    private readonly onError: (err: unknown) => void = (err) => process.stderr.write(`agentry: audit batch failed: ${String(err)}\n`),
+  ) {}
 
   add(event: AuditInput) {
     this.addRow({

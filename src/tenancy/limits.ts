@@ -172,9 +172,14 @@ export class RateLimiter {
 }
 
 export interface LimitsOptions {
-  /** Requests per minute per API key, unless the tenant or the key sets its own. */
+  db: Db;
+  /** Agents' budgets (the agents service), read at every run's start: from memory until the agents table changes. */
+  agentBudgets: AgentBudgets;
+  /** What runs count of running runs and spend (the runs domain's runs/usage.ts). */
+  runUsage: RunUsage;
+  /** Requests per minute per API key when neither the key nor its tenant sets one (0: no limit). */
   defaultRateLimit: number;
-  /** Token endpoint requests per minute per client; 0 (the default): none. */
+  /** Token endpoint requests per minute per client; 0 or absent: none. */
   tokenRateLimit?: number;
   /** Cached tenant limits expire on it (default: real time). */
   clock?: Clock;
@@ -184,23 +189,19 @@ export interface LimitsOptions {
 export class LimitsService {
   readonly limiter = new RateLimiter();
   private readonly cache: TtlCache<TenantLimits>;
+  private readonly db: Db;
+  private readonly agentBudgets: AgentBudgets;
+  private readonly runUsage: RunUsage;
   private readonly defaultRateLimit: number;
   private readonly tokenRateLimit: number;
 
-  /** Read at every run's start: from memory until the agents table changes. */
-  private readonly agentBudgets: AgentBudgets;
-  private readonly runUsage: RunUsage;
-
-  constructor(
-    private readonly db: Db,
-    domains: { agentBudgets: AgentBudgets; runUsage: RunUsage },
-    { defaultRateLimit, tokenRateLimit = 0, clock = systemClock }: LimitsOptions,
-  ) {
+  constructor({ db, agentBudgets, runUsage, defaultRateLimit, tokenRateLimit = 0, clock = systemClock }: LimitsOptions) {
+    this.db = db;
+    this.agentBudgets = agentBudgets;
+    this.runUsage = runUsage;
     this.defaultRateLimit = defaultRateLimit;
     this.tokenRateLimit = tokenRateLimit;
     this.cache = new TtlCache({ ttlMs: CACHE_MS, clock });
-    this.agentBudgets = domains.agentBudgets;
-    this.runUsage = domains.runUsage;
   }
 
   async tenantLimits(tenantId: string): Promise<TenantLimits> {

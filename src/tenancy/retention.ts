@@ -58,10 +58,13 @@ function retentionOf(settings: Record<string, unknown>): RetentionSettings {
 
 /** Retention settings read and set through the tenant's settings (audited there), and audit events deleted. */
 export class RetentionSettingsService {
-  constructor(
-    private readonly db: Db,
-    private readonly tenancy: TenancyService,
-  ) {}
+  private readonly db: Db;
+  private readonly tenancy: TenancyService;
+
+  constructor({ db, tenancy }: { db: Db; tenancy: TenancyService }) {
+    this.db = db;
+    this.tenancy = tenancy;
+  }
 
   async get(tenantId: string): Promise<RetentionSettings> {
     return retentionOf(await this.tenancy.getSettings(tenantId));

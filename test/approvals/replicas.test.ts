@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { apiOf, type Replica, startReplicas } from '../helpers/app.js';
 import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
@@ -13,6 +13,16 @@ let mcp: Awaited<ReturnType<typeof startMcpServer>>;
 /** Runs whose end each replica wrote (the process that writes the end tells its listeners). */
 const endedOn: [string[], string[]] = [[], []];
 
+/** Records the runs whose end `replica` wrote: its approvals service is one of the finished listeners its runs service tells. */
+function endsWrittenBy(replica: Replica, runIds: string[]) {
+  const approvals = replica.services.approvals;
+  const runFinished = approvals.runFinished.bind(approvals);
+  vi.spyOn(approvals, 'runFinished').mockImplementation(async (run) => {
+    runIds.push(run.runId);
+    await runFinished(run);
+  });
+}
+
 /** A replica as the approvals helpers call it: the typed client over its app.inject. */
 const caller = (app: FastifyInstance): Caller => ({ api: (apiKey) => apiOf(app, apiKey) });
 const approve = (app: FastifyInstance, id: string) =>
@@ -22,8 +32,8 @@ beforeAll(async () => {
   mcp = await startMcpServer();
   cluster = await startReplicas(2, { MCP_ALLOWED_HOSTS: '127.0.0.1' });
   [a, b] = cluster.replicas;
-  a.services.runs.onRunFinished((r) => void endedOn[0].push(r.runId));
-  b.services.runs.onRunFinished((r) => void endedOn[1].push(r.runId));
+  endsWrittenBy(a, endedOn[0]);
+  endsWrittenBy(b, endedOn[1]);
   ({ apiKey: key } = await a.services.tenancy.createTenant('acme'));
 });
 afterAll(async () => {

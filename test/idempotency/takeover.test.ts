@@ -16,7 +16,7 @@ describe('an abandoned Idempotency-Key claim taken over', () => {
 
   it("the first request's late record or release does not touch the claim that took over", async () => {
     // The real database and clock of the app; a short abandonment, passed by moving the clock.
-    const idempotency = new IdempotencyService(t.db, { abandonedAfterMs: 30, clock });
+    const idempotency = new IdempotencyService({ db: t.db, abandonedAfterMs: 30, clock });
     const { id: tenantId } = await t.tenant();
     const request = { method: 'POST', route: '/x', body: { a: 1 } };
 

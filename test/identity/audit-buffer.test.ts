@@ -15,9 +15,8 @@ describe('AuditBuffer', () => {
 
   it('writes every queued event with its values, in full batches and in a remainder of several statements', async () => {
     const tenant = await t.tenant('buffered');
-    const buffer = new AuditBuffer(t.db);
     const errors: unknown[] = [];
-    buffer.onError = (err) => errors.push(err);
+    const buffer = new AuditBuffer(t.db, (err) => errors.push(err));
     const n = AuditBuffer.MAX_BATCH + 43; // one full batch, then 32 + 8 + 2 + 1 rows
     const before = new Date().toISOString();
     for (let i = 0; i < n; i++) {
@@ -71,9 +70,8 @@ describe('AuditBuffer', () => {
 
   it('reports a failed batch and goes on with the next', async () => {
     const tenant = await t.tenant('failing');
-    const buffer = new AuditBuffer(t.db);
     const errors: unknown[] = [];
-    buffer.onError = (err) => errors.push(err);
+    const buffer = new AuditBuffer(t.db, (err) => errors.push(err));
     const event = {
       tenant_id: tenant.id,
       actor_type: 'agent',

@@ -276,7 +276,7 @@ describe('platform key creation', () => {
       // Separate service instances stand for separate processes sharing the database.
       const services = Array.from(
         { length: 4 },
-        () => new IdentityService(fresh.db, fresh.config, fresh.services.tenancy, fresh.services.agents),
+        () => new IdentityService({ db: fresh.db, config: fresh.config, tenancy: fresh.services.tenancy, agents: fresh.services.agents }),
       );
       const jwks = await Promise.all(services.map((s) => s.platformJwks()));
       const rows = await fresh.db.kysely.selectFrom('identity_platform_keys').selectAll().execute();

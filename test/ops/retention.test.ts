@@ -37,7 +37,7 @@ afterAll(() => t?.close());
 function sweepAt(at: number, options: { batchSize?: number } = {}) {
   return new RetentionSweep({
     db: t.db,
-    tenants: new RetentionSettingsService(t.db, t.services.tenancy),
+    tenants: new RetentionSettingsService({ db: t.db, tenancy: t.services.tenancy }),
     runs: runRetention(t.db, t.services.approvals),
     conversations: conversationRetention(t.db),
     log: t.app.log,

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'kysely';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import type { Agent } from '../../src/agents/schemas.js';
 import { runsNoticed } from '../../src/runs/events.js';
+import type { RuntimeTool } from '../../src/runtime/tools/types.js';
 import { execute } from '../helpers/execute.js';
 import { readSse } from '../helpers/sse.js';
 
@@ -13,24 +15,27 @@ let t: TestApp;
 let key: string;
 /** What the `probe` tool found in the database when it was called: the calling run's status. */
 const probed: string[] = [];
+const probe: RuntimeTool<Agent> = {
+  name: 'probe',
+  description: 'Reports whether the calling run is recorded',
+  inputSchema: { type: 'object', properties: {} },
+  async execute(_input, ctx) {
+    const row = await t.db.kysely.selectFrom('runs').select('status').where('id', '=', ctx.runId).executeTakeFirst();
+    probed.push(row?.status ?? 'not recorded');
+    return { recorded: Boolean(row) };
+  },
+};
 
 beforeAll(async () => {
   t = await startApp();
   ({ key } = await t.tenant('acme'));
-  t.services.tools.register('probe', async () => ({
-    tools: [
-      {
-        name: 'probe',
-        description: 'Reports whether the calling run is recorded',
-        inputSchema: { type: 'object', properties: {} },
-        async execute(_input, ctx) {
-          const row = await t.db.kysely.selectFrom('runs').select('status').where('id', '=', ctx.runId).executeTakeFirst();
-          probed.push(row?.status ?? 'not recorded');
-          return { recorded: Boolean(row) };
-        },
-      },
-    ],
-  }));
+  // The registry takes its providers when it is built: the probe joins the tools it assembles for each run.
+  const tools = t.services.tools;
+  const forRun = tools.forRun.bind(tools);
+  vi.spyOn(tools, 'forRun').mockImplementation(async (ctx) => {
+    const set = await forRun(ctx);
+    return { ...set, tools: [...set.tools, probe], sources: new Map([...(set.sources ?? []), ['probe', 'probe']]) };
+  });
 });
 afterAll(() => t.close());
 

@@ -3,7 +3,7 @@ import { zipSync, strToU8, type Zippable } from 'fflate';
 import tar from 'tar-stream';
 import { expect } from 'vitest';
 import type { paths } from '../../packages/client/src/generated/openapi.js';
-import type { ApprovalGateway } from '../../src/tasks/approvals.js';
+import type { ActionHandler, ApprovalActions, ApprovalGateway } from '../../src/tasks/approvals.js';
 import type { Actor } from '../../src/tenancy/permissions.js';
 import type { TestApp } from '../helpers/app.js';
 import { execute } from '../helpers/execute.js';
@@ -95,8 +95,8 @@ metadata:
 2. Apply the refund rules in references/rules.md.
 `;
 
-/** An in-memory approval gateway: what the tasks domain does, reduced to deciding. */
-export function fakeGateway() {
+/** An in-memory approval gateway: what the tasks domain does with these approval actions, reduced to deciding. */
+export function fakeGateway(actions: ApprovalActions) {
   const tasks: {
     taskId: string;
     tenantId: string;
@@ -106,17 +106,16 @@ export function fakeGateway() {
     description: string;
     requestedBy: Actor;
   }[] = [];
-  const approved = new Map<string, Parameters<ApprovalGateway['onApproved']>[1]>();
-  const rejected = new Map<string, Parameters<ApprovalGateway['onRejected']>[1]>();
+  const approved = new Map<string, ActionHandler>(Object.entries(actions).map(([name, action]) => [name, action.approved]));
+  const rejected = new Map<string, ActionHandler>(
+    Object.entries(actions).flatMap(([name, action]) => (action.rejected ? [[name, action.rejected] as const] : [])),
+  );
   const gateway: ApprovalGateway = {
     async createApprovalTask(input) {
       const taskId = `task-${tasks.length + 1}`;
       tasks.push({ taskId, ...input });
       return { taskId };
     },
-    onApproved: (action, handler) => void approved.set(action, handler),
-    onRejected: (action, handler) => void rejected.set(action, handler),
-    requirePermission: () => {},
   };
   const decide = async (taskId: string, approve: boolean, decidedBy: Actor) => {
     const task = tasks.find((x) => x.taskId === taskId)!;

@@ -1,9 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
-import { registerSkillApprovalHandlers } from '../../src/skills/index.js';
+import { skillApprovalActions } from '../../src/skills/approvals.js';
 import { assign, createSkill, fakeGateway } from './helpers.js';
 
 let t: TestApp;
@@ -159,8 +159,8 @@ describe('MCP endpoint', () => {
   });
 
   it('creates requests as the calling API key (with an approval gateway)', async () => {
-    const fake = fakeGateway();
-    registerSkillApprovalHandlers(fake.gateway, t.services.skillTools);
+    const fake = fakeGateway(skillApprovalActions(t.services.skillTools));
+    vi.spyOn(t.services.tasks, 'createApprovalTask').mockImplementation(fake.gateway.createApprovalTask);
     const keyId = (await t.api(key).GET('/api/v1/api-keys')).data!.apiKeys.find((k) => k.name === 'initial admin key')!.id;
     const client = await connect(external.id);
     const result = parsed(

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerSkillApprovalHandlers } from '../../src/skills/index.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { skillApprovalActions } from '../../src/skills/approvals.js';
 import { announceSkills } from '../../src/skills/tools.js';
 import type { Actor } from '../../src/tenancy/permissions.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
@@ -286,14 +286,16 @@ describe('requests through an approval gateway', () => {
   let a: TestApp;
   let k: string;
   let bot: { id: string; name: string };
-  const fake = fakeGateway();
+  let fake: ReturnType<typeof fakeGateway>;
   const approver: Actor = { type: 'api_key', id: 'approver-key' };
 
   beforeAll(async () => {
     a = await startApp();
     ({ key: k } = await a.tenant('approvals'));
     bot = await a.agent(k, { name: 'Bot' });
-    registerSkillApprovalHandlers(fake.gateway, a.services.skillTools);
+    // The request tools create their tasks through the tasks domain: the fake records them instead, and decides with the skills' actions.
+    fake = fakeGateway(skillApprovalActions(a.services.skillTools));
+    vi.spyOn(a.services.tasks, 'createApprovalTask').mockImplementation(fake.gateway.createApprovalTask);
   });
   afterAll(() => a.close());
 

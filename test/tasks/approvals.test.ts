@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApprovalGateway } from '../../src/tasks/approvals.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { ApprovalAction, ApprovalGateway } from '../../src/tasks/approvals.js';
+import type { TasksService } from '../../src/tasks/service.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 
 /**
  * The ApprovalGateway as the skills domain uses it: `services.tasks.createApprovalTask(...)` for a
- * skill_request, `onApproved('skill.assign', ...)` to perform it; approving over HTTP performs the
+ * skill_request, the `skill.assign` approval action to perform it; approving over HTTP performs the
  * action instead of running the agent.
  */
 
@@ -21,20 +22,31 @@ let failNext = false;
 beforeAll(async () => {
   t = await startApp({ TASK_WORKERS: '2', TASK_POLL_MS: '50' });
   gateway = t.services.tasks;
-  gateway.onApproved('skill.assign', async (input) => {
-    if (failNext) {
-      failNext = false;
-      throw new Error('the skill store is unreachable');
-    }
-    performed.push(input);
-  });
-  gateway.onRejected('skill.assign', async ({ taskId }) => {
-    rejected.push(taskId);
+  actInstead(t.services.tasks, 'skill.assign', {
+    approved: async (input) => {
+      if (failNext) {
+        failNext = false;
+        throw new Error('the skill store is unreachable');
+      }
+      performed.push(input);
+    },
+    rejected: async ({ taskId }) => {
+      rejected.push(taskId);
+    },
   });
   ({ key, id: tenantId } = await t.tenant());
   agentId = (await t.agent(key, { appId: 'ops' })).id;
 });
 afterAll(() => t.close());
+
+/** The tasks domain is built with the skills' approval actions: here `name`'s handlers are these tests' instead. */
+function actInstead(tasks: TasksService, name: string, handlers: Omit<ApprovalAction, 'permission'>) {
+  const actions = tasks.executor.actions;
+  const [get, has] = [actions.get.bind(actions), actions.has.bind(actions)];
+  const action = { ...get(name), ...handlers };
+  vi.spyOn(actions, 'get').mockImplementation((n) => (n === name ? action : get(n)));
+  vi.spyOn(actions, 'has').mockImplementation((n) => n === name || has(n));
+}
 
 const byId = (id: string) => ({ params: { path: { id } } });
 const getTask = async (id: string) => (await t.api(key).GET('/api/v1/tasks/{id}', byId(id))).data!;

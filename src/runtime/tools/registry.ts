@@ -1,12 +1,13 @@
 import { inputCheck } from './input-schema.js';
 import type { RuntimeTool, ToolAgent, ToolContext, ToolProvider, ToolSet } from './types.js';
 
-/** Collects tool providers and assembles the tools of one run, for agents of type A. */
+/** Assembles the tools of one run from the tool providers it is built with, for agents of type A. */
 export class ToolRegistry<A extends ToolAgent = ToolAgent> {
-  private readonly providers: { name: string; provide: ToolProvider<A> }[] = [];
+  private readonly providers: readonly { name: string; provide: ToolProvider<A> }[];
 
-  register(name: string, provide: ToolProvider<A>) {
-    this.providers.push({ name, provide });
+  /** The providers by group name, in the order their tools are offered (of two tools with one name, the first is kept). */
+  constructor(providers: Readonly<Record<string, ToolProvider<A>>>) {
+    this.providers = Object.entries(providers).map(([name, provide]) => ({ name, provide }));
   }
 
   /**

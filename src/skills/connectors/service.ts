@@ -36,11 +36,11 @@ function requestView(r: RequestRow) {
  */
 export class ConnectorsService {
   private readonly box: SecretBox;
+  private readonly db: Db;
 
-  constructor(
-    private readonly db: Db,
-    masterKey: Buffer,
-  ) {
+  /** `masterKey` seals connections' configurations (identity/secret-box.ts). */
+  constructor({ db, masterKey }: { db: Db; masterKey: Buffer }) {
+    this.db = db;
     this.box = new SecretBox(masterKey, 'connector-configurations');
   }
 
