@@ -1,3 +1,4 @@
+import { type AuditInput, recordAudit } from '../tenancy/audit.js';
 import { importJWK, type CryptoKey, type JWK } from 'jose';
 import type { Db } from '../db/database.js';
 import { Conflict } from '../errors.js';
@@ -105,7 +106,12 @@ export class AgentKeyring {
     return (await this.list(tenantId, agentId)).filter((r) => agentKeyPublished(r, now));
   }
 
-  async rotate(tenantId: string, agentId: string): Promise<{ key: store.AgentKeyRow; privateJwk: JWK; previous: store.AgentKeyRow[] }> {
+  async rotate(
+    tenantId: string,
+    agentId: string,
+    /** The audit event of the rotation, written in its transaction. */
+    audit?: (rotated: { key: store.AgentKeyRow; previous: store.AgentKeyRow[] }) => AuditInput,
+  ): Promise<{ key: store.AgentKeyRow; privateJwk: JWK; previous: store.AgentKeyRow[] }> {
     for (let attempt = 0; attempt < 5; attempt++) {
       try {
         const { row, privateJwk } = await this.newRow(tenantId, agentId, 0);
@@ -118,6 +124,7 @@ export class AgentKeyring {
           const previous = (await store.listAgentKeys(trx, tenantId, agentId)).filter(
             (r) => r.status === 'rotated' && before.some((b) => b.kid === r.kid && b.status === 'active'),
           );
+          if (audit) await recordAudit(trx, audit({ key: row, previous }));
           return { key: row, privateJwk, previous };
         });
       } catch (err) {
@@ -128,13 +135,19 @@ export class AgentKeyring {
     throw new Conflict('key_rotation_conflict', 'the agent key is being rotated concurrently; retry');
   }
 
-  /** Revokes one key of the agent; null when the agent has no such key. */
-  async revoke(tenantId: string, agentId: string, kid: string): Promise<{ row: store.AgentKeyRow; changed: boolean } | null> {
-    const row = await store.findAgentKey(this.db.kysely, tenantId, agentId, kid);
+  /**
+   * Revokes one key of the agent; null when the agent has no such key. `trx`: the transaction the
+   * caller revokes what depends on the key in, and audits it.
+   */
+  async revoke(
+    trx: store.Executor,
+    { tenantId, agentId, kid }: { tenantId: string; agentId: string; kid: string },
+  ): Promise<{ row: store.AgentKeyRow; changed: boolean } | null> {
+    const row = await store.findAgentKey(trx, tenantId, agentId, kid);
     if (!row) return null;
     if (row.status === 'revoked') return { row, changed: false };
     const at = iso(this.clock.now());
-    await store.updateAgentKey(this.db.kysely, tenantId, kid, { status: 'revoked', revoked_at: at });
+    await store.updateAgentKey(trx, tenantId, kid, { status: 'revoked', revoked_at: at });
     return { row: { ...row, status: 'revoked', revoked_at: at }, changed: true };
   }
 

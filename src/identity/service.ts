@@ -226,14 +226,19 @@ export class IdentityService {
 
   async issueSvid(principal: Principal, agentId: string, audience: string[], ttlSeconds: number) {
     this.notSuspended(await this.tenantAgent(principal.tenantId, agentId));
-    const svid = await issueSvid(this.ctx, { tenantId: principal.tenantId, agentId, audience, ttlS: ttlSeconds });
-    await recordAudit(this.db.kysely, {
+    const svid = await issueSvid(this.ctx, {
       tenantId: principal.tenantId,
-      actor: principal.actor,
-      action: 'identity.svid_issued',
-      resourceType: 'agent',
-      resourceId: agentId,
-      detail: { jti: svid.jti, audience, ttlSeconds },
+      agentId,
+      audience,
+      ttlS: ttlSeconds,
+      audit: (jti) => ({
+        tenantId: principal.tenantId,
+        actor: principal.actor,
+        action: 'identity.svid_issued',
+        resourceType: 'agent',
+        resourceId: agentId,
+        detail: { jti, audience, ttlSeconds },
+      }),
     });
     this.maybePrune();
     return { svid: svid.svid, spiffeId: svid.spiffeId, expiresAt: svid.expiresAt };
@@ -247,15 +252,14 @@ export class IdentityService {
 
   async rotateAgentKey(principal: Principal, agentId: string) {
     const agent = await this.tenantAgent(principal.tenantId, agentId);
-    const { key, privateJwk, previous } = await this.agentKeys.rotate(principal.tenantId, agentId);
-    await recordAudit(this.db.kysely, {
+    const { key, privateJwk, previous } = await this.agentKeys.rotate(principal.tenantId, agentId, (rotated) => ({
       tenantId: principal.tenantId,
       actor: principal.actor,
       action: 'identity.agent_key_rotated',
       resourceType: 'agent',
       resourceId: agentId,
-      detail: { kid: key.kid, rotated: previous.map((p) => p.kid) },
-    });
+      detail: { kid: rotated.key.kid, rotated: rotated.previous.map((p) => p.kid) },
+    }));
     return {
       key: this.agentKeys.view(key),
       rotated: previous.map((p) => this.agentKeys.view(p)),
@@ -266,25 +270,25 @@ export class IdentityService {
 
   async revokeAgentKey(principal: Principal, agentId: string, kid: string) {
     await this.tenantAgent(principal.tenantId, agentId);
-    const result = await this.agentKeys.revoke(principal.tenantId, agentId, kid);
-    if (!result) throw new NotFound('key');
-    if (!result.changed) return;
-    const at = iso(this.clock.now());
-    const revokedTokens = await this.revokeTokensOfAgentKey(principal.tenantId, kid, at);
-    this.ctx.hot.tokenStates.clear();
-    await recordAudit(this.db.kysely, {
-      tenantId: principal.tenantId,
-      actor: principal.actor,
-      action: 'identity.agent_key_revoked',
-      resourceType: 'agent',
-      resourceId: agentId,
-      detail: { kid, revokedTokens },
+    const tenantId = principal.tenantId;
+    // The key, the tokens bound to it (and exchanged from them) and the audit event: one transaction.
+    const result = await this.db.kysely.transaction().execute(async (trx) => {
+      const revoked = await this.agentKeys.revoke(trx, { tenantId, agentId, kid });
+      if (!revoked?.changed) return revoked;
+      const at = iso(this.clock.now());
+      const revokedTokens = await revokeTokenChain(trx, tenantId, await store.activeTokensOfAgentKey(trx, tenantId, kid), at);
+      await recordAudit(trx, {
+        tenantId,
+        actor: principal.actor,
+        action: 'identity.agent_key_revoked',
+        resourceType: 'agent',
+        resourceId: agentId,
+        detail: { kid, revokedTokens },
+      });
+      return revoked;
     });
-  }
-
-  /** Marks the tokens bound to a key revoked, and every token exchanged from them, down the chain. */
-  private async revokeTokensOfAgentKey(tenantId: string, kid: string, at: string): Promise<number> {
-    return revokeTokenChain(this.db.kysely, tenantId, await store.activeTokensOfAgentKey(this.db.kysely, tenantId, kid), at);
+    if (!result) throw new NotFound('key');
+    if (result.changed) this.ctx.hot.tokenStates.clear();
   }
 
   /** In-process, for a runtime acting as the agent: a `private_key_jwt` client assertion. */

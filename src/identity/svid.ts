@@ -1,3 +1,4 @@
+import { type AuditInput, recordAudit } from '../tenancy/audit.js';
 import { checkNotRevoked } from './access-token.js';
 import type { IdentityContext } from './context.js';
 import { iso } from './key-material.js';
@@ -28,9 +29,11 @@ export interface SvidRequest {
   agentId: string;
   audience: string[];
   ttlS: number;
+  /** The audit event of the issuance, written in the transaction that records the SVID. */
+  audit?: (jti: string) => AuditInput;
 }
 
-export async function issueSvid(ctx: IdentityContext, { tenantId, agentId, audience, ttlS }: SvidRequest): Promise<IssuedSvid> {
+export async function issueSvid(ctx: IdentityContext, { tenantId, agentId, audience, ttlS, audit }: SvidRequest): Promise<IssuedSvid> {
   const agentKey = await ctx.agentKeys.ensureActive(tenantId, agentId);
   const spiffeId = ctx.spiffeIdOf(tenantId, agentId);
   const signed = await ctx.tokens.sign({
@@ -40,18 +43,21 @@ export async function issueSvid(ctx: IdentityContext, { tenantId, agentId, audie
     lifetimeS: ttlS,
     payload: {},
   });
-  await store.insertToken(ctx.db.kysely, {
-    jti: signed.jti,
-    tenant_id: tenantId,
-    kind: 'svid',
-    agent_id: agentId,
-    client_id: null,
-    api_key_id: null,
-    agent_key_id: agentKey.kid,
-    parent_jti: null,
-    issued_at: iso(signed.iat * 1000),
-    expires_at: iso(signed.exp * 1000),
-    revoked_at: null,
+  await ctx.db.kysely.transaction().execute(async (trx) => {
+    await store.insertToken(trx, {
+      jti: signed.jti,
+      tenant_id: tenantId,
+      kind: 'svid',
+      agent_id: agentId,
+      client_id: null,
+      api_key_id: null,
+      agent_key_id: agentKey.kid,
+      parent_jti: null,
+      issued_at: iso(signed.iat * 1000),
+      expires_at: iso(signed.exp * 1000),
+      revoked_at: null,
+    });
+    if (audit) await recordAudit(trx, audit(signed.jti));
   });
   ctx.observer?.tokenIssued('svid', tenantId);
   return { svid: signed.token, spiffeId, expiresAt: iso(signed.exp * 1000), jti: signed.jti };

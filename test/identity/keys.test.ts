@@ -9,7 +9,8 @@ import { open, seal } from '../../src/identity/encryption.js';
 import { IdentityService } from '../../src/identity/service.js';
 import { loadMasterKey } from '../../src/identity/master-key.js';
 import { MAX_SPIFFE_ID_BYTES, parseSpiffeId, trustDomainError } from '../../src/identity/spiffe.js';
-import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { sql } from 'kysely';
+import { dialect, expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { exchangeParams, postToken, svidFor } from './helpers.js';
 
 let t: TestApp;
@@ -265,6 +266,86 @@ describe('agent key rotation and revocation', () => {
     const actions = events.map((e) => e.action);
     expect(actions).toEqual(expect.arrayContaining(['identity.agent_key_rotated', 'identity.agent_key_revoked']));
     expect(events.find((e) => e.action === 'identity.agent_key_revoked')!.detail).toMatchObject({ kid });
+  });
+});
+
+describe('a change and its audit event in one transaction', () => {
+  /** Makes the database refuse audit events of this action, as a full disk or a failing write would. */
+  async function refuseAudit(action: string) {
+    if (dialect === 'sqlite') {
+      await sql
+        .raw(
+          `CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events WHEN NEW.action = '${action}' BEGIN SELECT RAISE(ABORT, 'audit refused'); END`,
+        )
+        .execute(t.db.kysely);
+    } else {
+      await sql
+        .raw(
+          `CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.action = '${action}' THEN RAISE EXCEPTION 'audit refused'; END IF; RETURN NEW; END $$;
+           CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION refuse_audit()`,
+        )
+        .execute(t.db.kysely);
+    }
+    return async () => {
+      await sql.raw('DROP TRIGGER refuse_audit' + (dialect === 'sqlite' ? '' : ' ON audit_events')).execute(t.db.kysely);
+      if (dialect === 'postgres') await sql.raw('DROP FUNCTION refuse_audit()').execute(t.db.kysely);
+    };
+  }
+
+  it('leaves the keys as they were when the rotation cannot be audited', async () => {
+    const a = await t.agent(acme.key);
+    const before = (await keysOf(a.id)).data!.keys;
+    const allow = await refuseAudit('identity.agent_key_rotated');
+    try {
+      expect((await rotate(a.id)).response.status).toBe(500);
+    } finally {
+      await allow();
+    }
+    expect((await keysOf(a.id)).data!.keys).toEqual(before);
+  });
+
+  it('leaves the key and its tokens in force when the revocation cannot be audited', async () => {
+    const a = await t.agent(acme.key);
+    const b = await t.agent(acme.key);
+    const { svid } = await svidFor(t, acme.key, a.id);
+    const [kid] = await jwksKids(a.id);
+    const allow = await refuseAudit('identity.agent_key_revoked');
+    try {
+      expect((await revoke(a.id, kid)).response.status).toBe(500);
+    } finally {
+      await allow();
+    }
+    expect((await keysOf(a.id)).data!.keys.find((k) => k.kid === kid)).toMatchObject({ status: 'active', revokedAt: null });
+    const svids = await t.db.kysely
+      .selectFrom('identity_tokens')
+      .select('revoked_at')
+      .where('agent_id', '=', a.id)
+      .where('kind', '=', 'svid')
+      .execute();
+    expect(svids).toEqual([{ revoked_at: null }]);
+    // The SVID bound to the key still exchanges: nothing of the revocation was kept.
+    const { response, error } = await postToken(t, exchangeParams(svid, b.id, 'tools:*'));
+    expect(response.status, JSON.stringify(error)).toBe(200);
+  });
+
+  it('records no SVID that was not audited', async () => {
+    const a = await t.agent(acme.key);
+    const allow = await refuseAudit('identity.svid_issued');
+    try {
+      const { response } = await t
+        .api(acme.key)
+        .POST('/api/v1/identity/agents/{agentId}/svid', { params: { path: { agentId: a.id } }, body: { audience: t.config.issuer } });
+      expect(response.status).toBe(500);
+    } finally {
+      await allow();
+    }
+    const rows = await t.db.kysely
+      .selectFrom('identity_tokens')
+      .select('jti')
+      .where('agent_id', '=', a.id)
+      .where('kind', '=', 'svid')
+      .execute();
+    expect(rows).toEqual([]);
   });
 });
 
