@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
 import type { Database } from '../db/schema.js';
 import { newId, now } from '../ids.js';
-import type { AuditInput } from './audit.js';
+import { type AuditInput, auditRow } from './audit.js';
 import * as store from './store.js';
 
 /** An audit event's row as a caller has its values (`detail` as JSON text): the buffer stamps its id and time. */
@@ -32,21 +32,13 @@ export class AuditBuffer {
   ) {}
 
   add(event: AuditInput) {
-    this.addRow({
-      tenant_id: event.tenantId,
-      actor_type: event.actor.type,
-      actor_id: event.actor.id,
-      action: event.action,
-      resource_type: event.resourceType,
-      resource_id: event.resourceId ?? null,
-      detail: JSON.stringify(event.detail ?? {}),
-    });
+    this.enqueue(auditRow(event));
   }
 
   /** `add` for callers that have the row's values at hand. */
   addRow(values: AuditRowValues) {
     // Every row with its columns in one order: a batch is one prepared INSERT of that shape.
-    this.queue.push({
+    this.enqueue({
       id: newId(),
       tenant_id: values.tenant_id,
       actor_type: values.actor_type,
@@ -57,6 +49,10 @@ export class AuditBuffer {
       detail: values.detail,
       created_at: now(),
     });
+  }
+
+  private enqueue(row: Database['audit_events']) {
+    this.queue.push(row);
     if (this.queue.length >= AuditBuffer.MAX_BATCH) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), AuditBuffer.FLUSH_MS);
   }

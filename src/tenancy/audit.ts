@@ -25,7 +25,7 @@ export interface ResourceEvent {
 type AuditRow = Database['audit_events'];
 
 /** The row of an event happening now (its id and time are taken here, not when it is written). */
-function auditRow(event: AuditInput): AuditRow {
+export function auditRow(event: AuditInput): AuditRow {
   return {
     id: newId(),
     tenant_id: event.tenantId,

@@ -25,6 +25,20 @@ describe('dispatch order and retries (no background workers)', () => {
 
   const getTask = async (id: string) => (await t.api(key).GET('/api/v1/tasks/{id}', { params: { path: { id } } })).data!;
 
+  /** Executes a claimed job while every run start fails with `error()`. */
+  async function executeWhileRunsStartThrows(job: Parameters<typeof t.services.tasks.executor.execute>[0], error: () => Error) {
+    const runs = t.services.runs;
+    const start = runs.start;
+    runs.start = async () => {
+      throw error();
+    };
+    try {
+      await t.services.tasks.executor.execute(job);
+    } finally {
+      runs.start = start;
+    }
+  }
+
   async function drainOrder() {
     const order: string[] = [];
     for (;;) {
@@ -206,16 +220,7 @@ describe('dispatch order and retries (no background workers)', () => {
     const job = (await t.services.tasks.executor.claimNext())!;
     expect(job).toMatchObject({ task_id: task.id, attempts: 1 });
     // The run's start fails the way a cut PostgreSQL connection does.
-    const runs = t.services.runs;
-    const start = runs.start;
-    runs.start = async () => {
-      throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
-    };
-    try {
-      await t.services.tasks.executor.execute(job);
-    } finally {
-      runs.start = start;
-    }
+    await executeWhileRunsStartThrows(job, () => Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }));
     const [queued] = await jobsOf(t, task.id);
     expect(queued).toMatchObject({ state: 'queued', attempts: 0, lease_owner: null, run_id: null });
     expect(queued.available_at > new Date(clock.now()).toISOString()).toBe(true);
@@ -232,16 +237,7 @@ describe('dispatch order and retries (no background workers)', () => {
     const task = await createTask(t, key, { agentId });
     const job = (await t.services.tasks.executor.claimNext())!;
     expect(job).toMatchObject({ task_id: task.id, attempts: 1 });
-    const runs = t.services.runs;
-    const start = runs.start;
-    runs.start = async () => {
-      throw new LimitExceeded('concurrency_limit', 'the tenant runs its maximum', 2);
-    };
-    try {
-      await t.services.tasks.executor.execute(job);
-    } finally {
-      runs.start = start;
-    }
+    await executeWhileRunsStartThrows(job, () => new LimitExceeded('concurrency_limit', 'the tenant runs its maximum', 2));
     const [queued] = await jobsOf(t, task.id);
     expect(queued).toMatchObject({ state: 'queued', attempts: 0, lease_owner: null, run_id: null });
     expect(queued.available_at).toBe(new Date(clock.now() + 2_000).toISOString());
