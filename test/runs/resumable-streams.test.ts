@@ -1,6 +1,7 @@
 import { fetchEventSource } from '@microsoft/fetch-event-source';
 import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserShims } from '../helpers/browser-shims.js';
 import { apiOf, expectProblem, startApp, startReplicas, type TestApp } from '../helpers/app.js';
 import { type ExecuteBody, execute } from '../helpers/execute.js';
 import { readSse, type SseEvent } from '../helpers/sse.js';
@@ -105,13 +106,6 @@ async function startSlowRun(agentId: string) {
   controller.abort();
   await res.body?.cancel().catch(() => {});
   return runId;
-}
-
-/** fetch-event-source reads `window` and `document` (browser globals): minimal ones for Node. */
-function browserShims() {
-  const g = globalThis as Record<string, unknown>;
-  g.window ??= { fetch: globalThis.fetch, setTimeout, clearTimeout };
-  g.document ??= { hidden: false, addEventListener() {}, removeEventListener() {} };
 }
 
 describe('the run is named before the first event', () => {

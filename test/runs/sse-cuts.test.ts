@@ -1,5 +1,6 @@
 import { fetchEventSource } from '@microsoft/fetch-event-source';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { browserShims } from '../helpers/browser-shims.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -30,13 +31,6 @@ function seeded(seed: number) {
     r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
     return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
   };
-}
-
-/** fetch-event-source reads `window` and `document` (browser globals): minimal ones for Node. */
-function browserShims() {
-  const g = globalThis as Record<string, unknown>;
-  g.window ??= { fetch: globalThis.fetch, setTimeout, clearTimeout };
-  g.document ??= { hidden: false, addEventListener() {}, removeEventListener() {} };
 }
 
 describe('a stream cut at random bytes, resumed by fetch-event-source with its Idempotency-Key and Last-Event-ID', () => {
