@@ -28,6 +28,9 @@ export interface ProviderSettings {
   timeouts?: { defaults: ModelTimeouts; models: Record<string, Partial<ModelTimeouts>> };
 }
 
+/** How many provider models a registry keeps built (model ids come from agents' configuration, so they are bounded here). */
+const MAX_CACHED_MODELS = 256;
+
 /** A model that cannot be used as configured; the run fails with this code and message. */
 export class ModelUnavailableError extends Error {
   readonly code = 'model_unavailable';
@@ -42,6 +45,11 @@ export class ModelRegistry {
   private openai?: ReturnType<typeof createOpenAI>;
   private anthropic?: ReturnType<typeof createAnthropic>;
   private compatible?: ReturnType<typeof createOpenAICompatible>;
+  /**
+   * Provider models built, by `provider/name`: a model builds its response schemas when made and zod
+   * compiles a schema on its first parse, so a model made per call paid both on every call.
+   */
+  private readonly built = new Map<string, LanguageModelV3>();
 
   /** This process's breakers, one per model (`provider/name`). */
   readonly breakers: BreakerBoard;
@@ -82,6 +90,16 @@ export class ModelRegistry {
   }
 
   resolve(model: string): LanguageModelV3 {
+    const cached = this.built.get(model);
+    if (cached) return cached;
+    const resolved = this.build(model);
+    if (resolved === this.echo) return resolved;
+    if (this.built.size >= MAX_CACHED_MODELS) this.built.delete(this.built.keys().next().value!);
+    this.built.set(model, resolved);
+    return resolved;
+  }
+
+  private build(model: string): LanguageModelV3 {
     const id = parseModelId(model);
     if (typeof id === 'string') throw new ModelUnavailableError(`model ${model} ${id}`);
     switch (id.provider) {
