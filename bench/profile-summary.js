@@ -16,12 +16,14 @@ import { parseArgs } from 'node:util';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { top: { type: 'string', default: '30' }, window: { type: 'string' }, callers: { type: 'string' } },
+  options: { top: { type: 'string', default: '30' }, window: { type: 'string' }, callers: { type: 'string' }, help: { type: 'boolean' } },
 });
 process.stdout.on('error', () => process.exit(0)); // piped into head
-if (!positionals[0]) {
-  process.stderr.write('usage: node bench/profile-summary.js <file.cpuprofile> [--top N] [--window from,to]\n');
-  process.exit(2);
+if (values.help || !positionals[0]) {
+  (values.help ? process.stdout : process.stderr).write(
+    'usage: node bench/profile-summary.js <file.cpuprofile> [--top N] [--window from,to] [--callers name]\n',
+  );
+  process.exit(values.help ? 0 : 2);
 }
 const top = Number(values.top);
 const [from, to] = values.window ? values.window.split(',').map((v) => Number(v) * 1e6) : [0, Infinity]; // µs
