@@ -42,9 +42,8 @@ const utcTime = (hours: number) => new Date(Date.now() + hours * 3_600_000).toIS
 /** The error Mantine shows for the input labelled `label` (its aria-describedby names it). */
 async function errorOf(label: string) {
   const input = page.getByLabel(label, { exact: true });
-  await page.waitForFunction(
-    `document.querySelector('[aria-invalid="true"][id="' + ${JSON.stringify(await input.getAttribute('id'))} + '"]') !== null`,
-  );
+  // A locator, not a string predicate: the page's CSP refuses the eval Playwright polls a string with.
+  await page.locator(`[aria-invalid="true"][id="${await input.getAttribute('id')}"]`).waitFor();
   const ids = (await input.getAttribute('aria-describedby')) ?? '';
   const texts = await Promise.all(
     ids
