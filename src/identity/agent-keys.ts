@@ -110,7 +110,7 @@ export class AgentKeyring {
     tenantId: string,
     agentId: string,
     /** The audit event of the rotation, written in its transaction. */
-    audit?: (rotated: { key: store.AgentKeyRow; previous: store.AgentKeyRow[] }) => AuditInput,
+    audit: (rotated: { key: store.AgentKeyRow; previous: store.AgentKeyRow[] }) => AuditInput,
   ): Promise<{ key: store.AgentKeyRow; privateJwk: JWK; previous: store.AgentKeyRow[] }> {
     for (let attempt = 0; attempt < 5; attempt++) {
       try {
@@ -124,7 +124,7 @@ export class AgentKeyring {
           const previous = (await store.listAgentKeys(trx, tenantId, agentId)).filter(
             (r) => r.status === 'rotated' && before.some((b) => b.kid === r.kid && b.status === 'active'),
           );
-          if (audit) await recordAudit(trx, audit({ key: row, previous }));
+          await recordAudit(trx, audit({ key: row, previous }));
           return { key: row, privateJwk, previous };
         });
       } catch (err) {

@@ -30,7 +30,7 @@ export interface SvidRequest {
   audience: string[];
   ttlS: number;
   /** The audit event of the issuance, written in the transaction that records the SVID. */
-  audit?: (jti: string) => AuditInput;
+  audit: (jti: string) => AuditInput;
 }
 
 export async function issueSvid(ctx: IdentityContext, { tenantId, agentId, audience, ttlS, audit }: SvidRequest): Promise<IssuedSvid> {
@@ -57,7 +57,7 @@ export async function issueSvid(ctx: IdentityContext, { tenantId, agentId, audie
       expires_at: iso(signed.exp * 1000),
       revoked_at: null,
     });
-    if (audit) await recordAudit(trx, audit(signed.jti));
+    await recordAudit(trx, audit(signed.jti));
   });
   ctx.observer?.tokenIssued('svid', tenantId);
   return { svid: signed.token, spiffeId, expiresAt: iso(signed.exp * 1000), jti: signed.jti };
