@@ -4,6 +4,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type { ModelChoice } from '../fallback-step.js';
 import { BreakerBoard, type BreakerSettings, DEFAULT_BREAKER_SETTINGS } from './breaker.js';
+import { ChatCompletionsServer } from './chat-completions.js';
 import { EchoLanguageModel } from './echo.js';
 import { parseModelId } from './model-id.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retries.js';
@@ -45,6 +46,7 @@ export class ModelRegistry {
   private openai?: ReturnType<typeof createOpenAI>;
   private anthropic?: ReturnType<typeof createAnthropic>;
   private compatible?: ReturnType<typeof createOpenAICompatible>;
+  private compatibleServer?: ChatCompletionsServer;
   /**
    * Provider models built, by `provider/name`: a model builds its response schemas when made and zod
    * compiles a schema on its first parse, so a model made per call paid both on every call.
@@ -134,7 +136,9 @@ export class ModelRegistry {
           includeUsage: true,
           supportsStructuredOutputs: true,
         });
-        return this.compatible(id.name);
+        // Streamed calls over node:http (chat-completions.ts); the AI SDK's model answers the others.
+        this.compatibleServer ??= new ChatCompletionsServer({ name: 'openai-compatible', baseUrl, apiKey });
+        return this.compatibleServer.model(id.name, this.compatible(id.name));
       }
     }
   }
