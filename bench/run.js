@@ -14,8 +14,10 @@
 //     also a child process, measured at the start and at the end of the same run, the same way as
 //     the scenarios: its CPU time per request is the yardstick of the targets (bench/targets.js);
 //   - the load: autocannon, in this process, separate from both servers;
-//   - for execute-openai-compatible: `node bench/mock-provider.js`, a local OpenAI-compatible
-//     provider (aimock) streaming a canned chat completion over HTTP, also a child process.
+//   - for the scenarios through a provider (execute-openai-compatible, execute-openai,
+//     execute-anthropic, sse-stream-openai-compatible, latency-openai-compatible):
+//     `node bench/mock-provider.js`, aimock answering as OpenAI (chat completions and Responses) and
+//     Anthropic with one canned streamed answer over HTTP, also a child process.
 // Timings are reported, never asserted: nothing here fails because a number is low.
 
 import { execFile, spawn } from 'node:child_process';
@@ -28,7 +30,7 @@ import { parseArgs, promisify } from 'node:util';
 import zlib from 'node:zlib';
 import autocannon from 'autocannon';
 import { CLK_TCK, cleanupStack, cpuTicksOfStat, readCpuTicks, readRssKb, startChild } from './processes.js';
-import { dispatcher, idleStreams, sseStream } from './scenarios.js';
+import { dispatcher, idleStreams, providerLatency, sseStreamScenario } from './scenarios.js';
 import { bareUsOf, cpuMultiples, firstTokenP99, judgement, meets, serverUsPerRequest } from './targets.js';
 
 const exec = promisify(execFile);
@@ -56,9 +58,14 @@ const NEAR_BASELINE_SECONDS = 3;
  */
 const FRESH_TOKENS = 12_000;
 
-/** The model of execute-openai-compatible's agent, answered by bench/mock-provider.js. */
-const MOCK_PROVIDER_MODEL = 'openai-compatible/bench-mock';
-const MOCK_PROVIDER_SCENARIO = 'execute-openai-compatible';
+/** The models of the scenarios through a provider, each answered by bench/mock-provider.js in its vendor's wire format. */
+const MOCK_MODELS = {
+  'openai-compatible': 'openai-compatible/bench-mock',
+  openai: 'openai/bench-mock',
+  anthropic: 'anthropic/bench-mock',
+};
+/** What every execute variant asks (the mock's fixture, bench/fixtures/openai-compatible.json, answers a message about this order). */
+const ORDER_MESSAGE = 'Hello, where is my order 4711? It was due yesterday.';
 
 /** The server's task worker pool, for dispatcher-10k. */
 const TASK_WORKERS = 50;
@@ -119,19 +126,24 @@ const SCENARIOS = [
     description: 'POST /api/v1/agents/:id/execute, builtin/echo, a new conversation each time (run, messages, events persisted)',
     request: executeRequest,
   },
+  providerExecute('openai-compatible', 'a local OpenAI-compatible server (aimock) streams a canned chat completion'),
+  providerExecute('openai', 'aimock answers as OpenAI’s Responses API, streamed'),
+  providerExecute('anthropic', 'aimock answers as Anthropic’s Messages API, streamed'),
   {
-    name: 'execute-openai-compatible',
-    description:
-      `POST /api/v1/agents/:id/execute, ${MOCK_PROVIDER_MODEL} over HTTP: a local OpenAI-compatible server (aimock, ` +
-      'bench/mock-provider.js) streams a canned chat completion; a new conversation each time',
-    setup: mockProviderAgentSetup,
-    request: (ctx) => ({
-      method: 'POST',
-      path: `/api/v1/agents/${ctx.mockProviderAgentId}/execute`,
-      headers: json,
-      // The mock's fixture (bench/fixtures/openai-compatible.json) answers a message about this order.
-      body: JSON.stringify({ message: 'Hello, where is my order 4711? It was due yesterday.' }),
+    ...sseStreamScenario({
+      name: 'sse-stream-openai-compatible',
+      description: `sse-stream's clients on an agent on ${MOCK_MODELS['openai-compatible']}, each token relayed from the mock's stream`,
+      agentId: (ctx) => ctx.mockAgents['openai-compatible'],
+      compareBare: false,
     }),
+    setup: mockAgentSetup('openai-compatible'),
+    mock: true,
+    costAgainst: 'execute-openai-compatible',
+  },
+  {
+    ...providerLatency,
+    setup: mockAgentSetup('openai-compatible'),
+    mock: true,
   },
   {
     name: 'execute-metrics',
@@ -244,18 +256,24 @@ const SCENARIOS = [
     requests: (ctx) => [longConversationRequest(ctx)],
   },
 
-  sseStream,
+  sseStreamScenario(),
   idleStreams,
   dispatcher,
 ];
 
 /** The request of execute and its variants: a new conversation each time. */
-function executeRequest(ctx) {
+function executeRequest(ctx, agentId = ctx.agentIds[0]) {
+  return { method: 'POST', path: `/api/v1/agents/${agentId}/execute`, headers: json, body: JSON.stringify({ message: ORDER_MESSAGE }) };
+}
+
+/** execute through `provider`'s model, answered over HTTP by the mock (issue 36 judges it against echo execute). */
+function providerExecute(provider, how) {
   return {
-    method: 'POST',
-    path: `/api/v1/agents/${ctx.agentIds[0]}/execute`,
-    headers: json,
-    body: JSON.stringify({ message: 'Hello, where is my order 4711? It was due yesterday.' }),
+    name: `execute-${provider}`,
+    description: `POST /api/v1/agents/:id/execute, ${MOCK_MODELS[provider]} over HTTP: ${how} (bench/mock-provider.js); a new conversation each time`,
+    setup: mockAgentSetup(provider),
+    mock: true,
+    request: (ctx) => executeRequest(ctx, ctx.mockAgents[provider]),
   };
 }
 
@@ -422,18 +440,21 @@ function summaryCheck(ctx) {
   };
 }
 
-/** An agent like the others but on MOCK_PROVIDER_MODEL, which the server reaches over HTTP. */
-async function mockProviderAgentSetup(ctx) {
-  if (ctx.mockProviderAgentId) return;
-  const agent = await ctx.api('POST', '/api/v1/agents', {
-    name: 'Bench agent, OpenAI-compatible provider',
-    appId: 'support',
-    role: 'support agent',
-    description: 'Seeded by bench/run.js for execute-openai-compatible',
-    systemPrompt: ctx.systemPrompt,
-    model: MOCK_PROVIDER_MODEL,
-  });
-  ctx.mockProviderAgentId = agent.id;
+/** The setup of a scenario through `provider`: an agent like the others but on its mock model, which the server reaches over HTTP. */
+function mockAgentSetup(provider) {
+  return async (ctx) => {
+    ctx.mockAgents ??= {};
+    if (ctx.mockAgents[provider]) return;
+    const agent = await ctx.api('POST', '/api/v1/agents', {
+      name: `Bench agent, ${provider} provider`,
+      appId: 'support',
+      role: 'support agent',
+      description: `Seeded by bench/run.js for the scenarios through ${provider}`,
+      systemPrompt: ctx.systemPrompt,
+      model: MOCK_MODELS[provider],
+    });
+    ctx.mockAgents[provider] = agent.id;
+  };
 }
 
 /** One SVID for agent 0 addressed to the issuer, exchanged once for a token on agent 1's `search` tool. */
@@ -1142,13 +1163,19 @@ async function main() {
       log(`PostgreSQL ${pgdb.version}: database ${pgdb.name}`);
     }
 
-    // The mock provider first: the server reads OPENAI_COMPATIBLE_BASE_URL when it starts.
-    if (opts.scenarios.some((s) => s.name === MOCK_PROVIDER_SCENARIO)) {
+    // The mock provider first: the server reads the providers' base URLs when it starts.
+    if (opts.scenarios.some((s) => s.mock)) {
       mockProvider = await startChild('mock-provider', ['bench/mock-provider.js'], { ...process.env }, '/health');
       cleanups.push(mockProvider.stop);
-      env.OPENAI_COMPATIBLE_BASE_URL = `${mockProvider.url}/v1`;
-      env.OPENAI_COMPATIBLE_API_KEY = 'bench';
-      log(`mock OpenAI-compatible provider ${mockProvider.url} (pid ${mockProvider.pid})`);
+      Object.assign(env, {
+        OPENAI_COMPATIBLE_BASE_URL: `${mockProvider.url}/v1`,
+        OPENAI_COMPATIBLE_API_KEY: 'bench',
+        OPENAI_BASE_URL: `${mockProvider.url}/v1`,
+        OPENAI_API_KEY: 'bench',
+        ANTHROPIC_BASE_URL: `${mockProvider.url}/v1`,
+        ANTHROPIC_API_KEY: 'bench',
+      });
+      log(`mock provider (OpenAI-compatible, OpenAI, Anthropic) ${mockProvider.url} (pid ${mockProvider.pid})`);
     }
 
     let profileDir = null;
@@ -1230,7 +1257,8 @@ async function main() {
     }
     // Every row's CPU per request against the bare server's and echo execute's of this run, and every
     // target judged the way bench/median.js judges several runs (bench/targets.js).
-    const ref = { bareUs: bareUsOf(bareUs), executeUs: rows.find((r) => r.name === 'execute' && !r.label)?.serverUsPerRequest ?? null };
+    const usOf = (name) => rows.find((r) => r.name === name && !r.label)?.serverUsPerRequest ?? null;
+    const ref = { bareUs: bareUsOf(bareUs), executeUs: usOf('execute'), providerExecuteUs: usOf('execute-openai-compatible') };
     for (const r of rows) {
       const multiples = cpuMultiples(r, ref);
       r.bareCpuMultiple = multiples.bare;

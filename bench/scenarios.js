@@ -61,131 +61,229 @@ const STREAM_MESSAGE = 'Hello, where is my order 4711? It was due yesterday.';
  * `sse-stream`: `connections` clients, each opening POST /agents/:id/stream again as soon as the
  * previous stream ended, for `duration` seconds after a 2 s warm-up. Per stream: ms from sending the
  * request to the first `token` event, and to `done`; the server's CPU per stream (its target,
- * bench/targets.js). Then the same clients against the bare server's fixed SSE answer: the machine's
- * own limit for this scenario, whose first-token p99 is reported beside Agentry's.
+ * bench/targets.js). Then (`compareBare`) the same clients against the bare server's fixed SSE answer:
+ * the machine's own limit for this scenario, whose first-token p99 is reported beside Agentry's.
+ * `agentId(ctx)` picks the agent (echo's by default; sse-stream-openai-compatible's is on the mock provider).
  */
-export const sseStream = {
-  name: 'sse-stream',
+export function sseStreamScenario({
+  name = 'sse-stream',
+  description = 'POST /api/v1/agents/:id/stream, builtin/echo, every connection opening a new stream when the last one ends: ms to the first token event and to done (table p50/p99: first token)',
+  agentId = (ctx) => ctx.agentIds[0],
+  compareBare = true,
+} = {}) {
+  return { name, description, run: (ctx, m) => sseStreamRun(ctx, m, { agentId: agentId(ctx), compareBare }) };
+}
+
+async function sseStreamRun(ctx, m, { agentId, compareBare }) {
+  const { connections, duration, warmup } = m.opts;
+  const body = JSON.stringify({ message: STREAM_MESSAGE });
+  const json = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+  const agentry = {
+    url: `${ctx.server.url}/api/v1/agents/${agentId}/stream`,
+    headers: { authorization: `Bearer ${ctx.apiKey}`, ...json },
+  };
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+
+  /**
+   * `count` clients opening streams back to back for `seconds`; `record(first, done, startedAt)` is
+   * called for each completed stream with the time it was opened.
+   */
+  async function clients(seconds, record, count = connections, { url, headers } = agentry) {
+    const end = Date.now() + seconds * 1000;
+    let errors = 0;
+    let lastError = null;
+    await Promise.all(
+      Array.from({ length: count }, async () => {
+        while (Date.now() < end) {
+          let first = null;
+          let done = null;
+          const startedAt = Date.now();
+          try {
+            await sseRequest(url, {
+              method: 'POST',
+              headers,
+              body,
+              agent,
+              onEvent: (name, _data, ms) => {
+                if (name === 'token' && first === null) first = ms;
+                else if (name === 'done') done = ms;
+                else if (name === 'error') throw new Error(`stream error event: ${_data}`);
+              },
+            });
+            if (first === null || done === null) throw new Error('stream ended without a token and done');
+            record?.(first, done, startedAt);
+          } catch (err) {
+            errors++;
+            lastError = err.message;
+          }
+        }
+      }),
+    );
+    return { errors, lastError };
+  }
+
+  /**
+   * The clients against `target`, without a break from the warm-up into the measured window, whose
+   * streams are the ones counted: restarting them all at once would add a burst of 50 simultaneous
+   * requests that the steady state never has. `around` wraps the window (m.measure samples the
+   * server's CPU and RSS over it). Errors count over the whole run, warm-up included.
+   */
+  async function windowed(target, around = async (fn) => ({ value: await fn(), seconds: duration })) {
+    const firstToken = [];
+    const toDone = [];
+    let windowStart = Infinity;
+    let windowEnd = Infinity;
+    const running = clients(
+      warmup + duration + 1,
+      (f, d, startedAt) => {
+        if (startedAt >= windowStart && startedAt < windowEnd) {
+          firstToken.push(f);
+          toDone.push(d);
+        }
+      },
+      connections,
+      target,
+    );
+    await sleep(warmup * 1000);
+    const measured = await around(async () => {
+      windowStart = Date.now();
+      windowEnd = windowStart + duration * 1000;
+      await sleep(duration * 1000);
+    });
+    measured.value = await running;
+    return { firstToken, toDone, measured };
+  }
+
+  const { firstToken, toDone, measured } = await windowed(agentry, m.measure);
+  // The same with one client: what the platform itself adds before the first token, without the
+  // queueing that 50 clients opening streams back to back cause (reported, not the target's figure).
+  const aloneFirst = [];
+  await clients(Math.min(3, duration), (f) => aloneFirst.push(f), 1);
+  // The machine's own limit, as the bare server is for the other scenarios: the same clients, the
+  // same way, against the bare Fastify server's fixed SSE answer (bench/baseline.js POST /stream).
+  const bareRun = compareBare ? await windowed({ url: `${ctx.baseline.url}/stream`, headers: json }) : null;
+  agent.destroy();
+  const alone = percentiles(aloneFirst);
+  const bare = bareRun
+    ? {
+        ...percentiles(bareRun.firstToken),
+        streamsPerSec: round(bareRun.firstToken.length / bareRun.measured.seconds, 0),
+        errors: bareRun.measured.value.errors,
+      }
+    : { p50: null, p99: null, streamsPerSec: null, errors: null };
+  const streams = firstToken.length;
+  const first = percentiles(firstToken);
+  const doneP = percentiles(toDone);
+  const perSecond = round(streams / measured.seconds, 0);
+  return {
+    ...measured,
+    reqPerSec: perSecond,
+    requests: streams,
+    serverUsPerRequest: serverUsPerRequest(measured.serverCpuSeconds, streams),
+    latencyMs: { p50: first.p50, p99: first.p99, max: first.max },
+    errors: measured.value.errors,
+    metrics: {
+      streams,
+      streamsPerSec: perSecond,
+      firstTokenMs: first,
+      doneMs: doneP,
+      oneClientFirstTokenMs: alone,
+      bareServer: bare,
+      lastError: measured.value.lastError,
+    },
+    // Against the bare server's streams (not its GET requests, as the other scenarios): bench/run.js.
+    ratioTo: bare.streamsPerSec || null,
+    summary: `${streams} streams (${perSecond}/s); first token p50 ${first.p50} ms, p99 ${first.p99} ms (${first.p99 !== null && bare.p99 ? `${round(first.p99 / bare.p99, 2)}x the bare server's` : 'no ratio'}), max ${first.max} ms; done p50 ${doneP.p50} ms, p99 ${doneP.p99} ms; errors ${measured.value.errors}${measured.value.lastError ? ` (last: ${measured.value.lastError})` : ''}; one client alone: first token p50 ${alone.p50} ms, p99 ${alone.p99} ms${bareRun ? `; the bare Fastify server, same clients: ${bare.streamsPerSec} streams/s, first token p50 ${bare.p50} ms, p99 ${bare.p99} ms, errors ${bare.errors}` : ''}`,
+  };
+}
+
+/**
+ * `latency-openai-compatible`: what one client waits, with one connection and nothing else running:
+ * execute through the mock provider's model, alternated second by second with the same chat
+ * completion asked of the mock directly (the body the server sends it). Issue 36's target: Agentry's
+ * p50 at most 2 ms above the mock's own (bench/targets.js).
+ */
+export const providerLatency = {
+  name: 'latency-openai-compatible',
   description:
-    'POST /api/v1/agents/:id/stream, builtin/echo, every connection opening a new stream when the last one ends: ms to the first token event and to done (table p50/p99: first token)',
+    'one connection: POST /api/v1/agents/:id/execute on openai-compatible/bench-mock, alternated each second with the same streamed chat completion asked of the mock directly; ms per answer, p50 of each',
   async run(ctx, m) {
-    const { connections, duration, warmup } = m.opts;
-    const body = JSON.stringify({ message: STREAM_MESSAGE });
-    const json = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
-    const agentry = {
-      url: `${ctx.server.url}/api/v1/agents/${ctx.agentIds[0]}/stream`,
-      headers: { authorization: `Bearer ${ctx.apiKey}`, ...json },
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const executeBody = JSON.stringify({ message: STREAM_MESSAGE });
+    const mockBody = JSON.stringify({
+      model: 'bench-mock',
+      messages: [
+        { role: 'system', content: ctx.systemPrompt },
+        { role: 'user', content: STREAM_MESSAGE },
+      ],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const targets = {
+      agentry: {
+        url: `${ctx.server.url}/api/v1/agents/${ctx.mockAgents['openai-compatible']}/execute`,
+        headers: { authorization: `Bearer ${ctx.apiKey}`, 'content-type': 'application/json' },
+        body: executeBody,
+      },
+      mock: {
+        url: `${ctx.mockProvider.url}/v1/chat/completions`,
+        headers: { authorization: 'Bearer bench', 'content-type': 'application/json' },
+        body: mockBody,
+      },
     };
-    const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-
-    /**
-     * `count` clients opening streams back to back for `seconds`; `record(first, done, startedAt)` is
-     * called for each completed stream with the time it was opened.
-     */
-    async function clients(seconds, record, count = connections, { url, headers } = agentry) {
-      const end = Date.now() + seconds * 1000;
-      let errors = 0;
-      let lastError = null;
-      await Promise.all(
-        Array.from({ length: count }, async () => {
-          while (Date.now() < end) {
-            let first = null;
-            let done = null;
-            const startedAt = Date.now();
-            try {
-              await sseRequest(url, {
-                method: 'POST',
-                headers,
-                body,
-                agent,
-                onEvent: (name, _data, ms) => {
-                  if (name === 'token' && first === null) first = ms;
-                  else if (name === 'done') done = ms;
-                  else if (name === 'error') throw new Error(`stream error event: ${_data}`);
-                },
-              });
-              if (first === null || done === null) throw new Error('stream ended without a token and done');
-              record?.(first, done, startedAt);
-            } catch (err) {
-              errors++;
-              lastError = err.message;
-            }
-          }
-        }),
-      );
-      return { errors, lastError };
-    }
-
-    /**
-     * The clients against `target`, without a break from the warm-up into the measured window, whose
-     * streams are the ones counted: restarting them all at once would add a burst of 50 simultaneous
-     * requests that the steady state never has. `around` wraps the window (m.measure samples the
-     * server's CPU and RSS over it). Errors count over the whole run, warm-up included.
-     */
-    async function windowed(target, around = async (fn) => ({ value: await fn(), seconds: duration })) {
-      const firstToken = [];
-      const toDone = [];
-      let windowStart = Infinity;
-      let windowEnd = Infinity;
-      const running = clients(
-        warmup + duration + 1,
-        (f, d, startedAt) => {
-          if (startedAt >= windowStart && startedAt < windowEnd) {
-            firstToken.push(f);
-            toDone.push(d);
-          }
-        },
-        connections,
-        target,
-      );
-      await sleep(warmup * 1000);
-      const measured = await around(async () => {
-        windowStart = Date.now();
-        windowEnd = windowStart + duration * 1000;
-        await sleep(duration * 1000);
+    const times = { agentry: [], mock: [] };
+    let errors = 0;
+    let lastError = null;
+    const once = ({ url, headers, body }) =>
+      new Promise((resolve, reject) => {
+        const started = performance.now();
+        const req = http.request(
+          url,
+          { method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(body) }, agent },
+          (res) => {
+            res.resume();
+            res.on('end', () =>
+              res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`${url} answered ${res.statusCode}`)),
+            );
+            res.on('error', reject);
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
       });
-      measured.value = await running;
-      return { firstToken, toDone, measured };
-    }
-
-    const { firstToken, toDone, measured } = await windowed(agentry, m.measure);
-    // The same with one client: what the platform itself adds before the first token, without the
-    // queueing that 50 clients opening streams back to back cause (reported, not the target's figure).
-    const aloneFirst = [];
-    await clients(Math.min(3, duration), (f) => aloneFirst.push(f), 1);
-    // The machine's own limit, as the bare server is for the other scenarios: the same clients, the
-    // same way, against the bare Fastify server's fixed SSE answer (bench/baseline.js POST /stream).
-    const bareRun = await windowed({ url: `${ctx.baseline.url}/stream`, headers: json });
-    agent.destroy();
-    const alone = percentiles(aloneFirst);
-    const bare = {
-      ...percentiles(bareRun.firstToken),
-      streamsPerSec: round(bareRun.firstToken.length / bareRun.measured.seconds, 0),
-      errors: bareRun.measured.value.errors,
+    const during = async (which, ms, record) => {
+      const end = performance.now() + ms;
+      while (performance.now() < end) {
+        try {
+          const t = await once(targets[which]);
+          if (record) times[which].push(t);
+        } catch (err) {
+          errors++;
+          lastError = err.message;
+        }
+      }
     };
-    const streams = firstToken.length;
-    const first = percentiles(firstToken);
-    const doneP = percentiles(toDone);
-    const perSecond = round(streams / measured.seconds, 0);
+    const { warmup, duration } = m.opts;
+    await during('agentry', warmup * 500);
+    await during('mock', warmup * 500);
+    const measured = await m.measure(async () => {
+      for (let s = 0; s < duration; s++) {
+        await during(s % 2 ? 'mock' : 'agentry', 1000, true);
+      }
+    });
+    agent.destroy();
+    const own = percentiles(times.agentry);
+    const mock = percentiles(times.mock);
+    const above = own.p50 !== null && mock.p50 !== null ? round(own.p50 - mock.p50, 2) : null;
     return {
       ...measured,
-      reqPerSec: perSecond,
-      requests: streams,
-      serverUsPerRequest: serverUsPerRequest(measured.serverCpuSeconds, streams),
-      latencyMs: { p50: first.p50, p99: first.p99, max: first.max },
-      errors: measured.value.errors,
-      metrics: {
-        streams,
-        streamsPerSec: perSecond,
-        firstTokenMs: first,
-        doneMs: doneP,
-        oneClientFirstTokenMs: alone,
-        bareServer: bare,
-        lastError: measured.value.lastError,
-      },
-      // Against the bare server's streams (not its GET requests, as the other scenarios): bench/run.js.
-      ratioTo: bare.streamsPerSec || null,
-      summary: `${streams} streams (${perSecond}/s); first token p50 ${first.p50} ms, p99 ${first.p99} ms (${first.p99 !== null && bare.p99 ? `${round(first.p99 / bare.p99, 2)}x the bare server's` : 'no ratio'}), max ${first.max} ms; done p50 ${doneP.p50} ms, p99 ${doneP.p99} ms; errors ${measured.value.errors}${measured.value.lastError ? ` (last: ${measured.value.lastError})` : ''}; one client alone: first token p50 ${alone.p50} ms, p99 ${alone.p99} ms; the bare Fastify server, same clients: ${bare.streamsPerSec} streams/s, first token p50 ${bare.p50} ms, p99 ${bare.p99} ms, errors ${bare.errors}`,
+      reqPerSec: round(times.agentry.length / (measured.seconds / 2), 0),
+      requests: times.agentry.length,
+      serverUsPerRequest: null,
+      latencyMs: { p50: own.p50, p99: own.p99, max: own.max },
+      errors,
+      metrics: { agentryMs: own, mockMs: mock, p50AboveMockMs: above, mockRequests: times.mock.length, lastError },
+      summary: `one connection: execute p50 ${own.p50} ms, p99 ${own.p99} ms (${times.agentry.length} answers); the mock alone p50 ${mock.p50} ms, p99 ${mock.p99} ms (${times.mock.length}); p50 ${above} ms above the mock's; errors ${errors}${lastError ? ` (last: ${lastError})` : ''}`,
     };
   },
 };

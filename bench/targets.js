@@ -15,6 +15,26 @@ export const CPU_LIMITS = {
   sqlite: { 'get-agent': 2.5, 'list-agents': 3, authorize: 4, 'token-exchange': 40, execute: 25, 'sse-stream': 28 },
   postgres: { execute: 30 },
 };
+/**
+ * Issue 36, real-model work: at most this many times echo execute's CPU time per request in the same
+ * run, by database and scenario.
+ * @type {Record<string, Record<string, number>>}
+ */
+export const EXECUTE_LIMITS = {
+  sqlite: {
+    'execute-openai-compatible': 2,
+    'execute-openai': 2.5,
+    'execute-anthropic': 2.5,
+    'execute-tracing': 1.25,
+    'long-conversation': 1.5,
+    'long-conversation-window': 2,
+  },
+  postgres: { 'execute-openai-compatible': 2.5 },
+};
+/** sse-stream-openai-compatible: at most this many times execute-openai-compatible's CPU per request (SQLite). */
+export const PROVIDER_SSE_LIMIT = 1.2;
+/** latency-openai-compatible: execute's p50 with one connection at most this many ms above the mock's own (SQLite). */
+export const PROVIDER_LATENCY_MS = 2;
 /** idle-sse-10k: the server's peak RSS while 10,000 streams are held, at most (SQLite). */
 export const IDLE_STREAMS_RSS_MB = 1024;
 /** dispatcher-10k: seconds until all 10,000 tasks are done, at most (SQLite). */
@@ -25,9 +45,9 @@ export const DISPATCHER_SECONDS = 20;
  * @typedef {{ start?: number | null, end?: number | null, samplesBeforeEachScenario?: (number | null)[] }} BareMeasurements
  *   the bare server's CPU µs per request as measured in a run: at its start, before each scenario, at its end
  * @typedef {{ scenarios: ResultRow[], baseline?: { serverUsPerRequest?: BareMeasurements } }} ResultRun
- * @typedef {{ bareUs: number | null, executeUs: number | null }} Reference
+ * @typedef {{ bareUs: number | null, executeUs: number | null, providerExecuteUs?: number | null }} Reference
  *   the bare server's CPU µs per request in the run (bareUsOf) and echo execute's, the two yardsticks
- *   of a row's CPU per request
+ *   of a row's CPU per request; execute-openai-compatible's, the yardstick of its SSE variant
  * @typedef {{ figure: number | null, limit: number, unit: string, what: string, limitText: string, text: string }} Judgement
  *   every target is an upper limit on `what` ('<= 2.5x bare': `limitText`; `text`: both); `figure` is
  *   null when the run did not measure or finish what the target counts (then it is not met).
@@ -65,7 +85,7 @@ export function bareUsOf(measured) {
 export function reference(run) {
   const row = (/** @type {string} */ name) => run.scenarios.find((r) => r.name === name)?.serverUsPerRequest ?? null;
   const measured = run.baseline?.serverUsPerRequest ?? { start: row('baseline (start)'), end: row('baseline (end)') };
-  return { bareUs: bareUsOf(measured), executeUs: row('execute') };
+  return { bareUs: bareUsOf(measured), executeUs: row('execute'), providerExecuteUs: row('execute-openai-compatible') };
 }
 
 /** `us` as a multiple of `of`, to 0.01; null when either is unknown. */
@@ -95,9 +115,17 @@ export function cpuMultiples(row, ref) {
 export function judgement(row, dialect, ref) {
   const limit = CPU_LIMITS[dialect]?.[row.name];
   if (limit !== undefined) return upTo(cpuMultiples(row, ref).bare, 'CPU/req', limit, 'x bare');
+  const againstExecute = EXECUTE_LIMITS[dialect]?.[row.name];
+  if (againstExecute !== undefined) return upTo(cpuMultiples(row, ref).execute, 'CPU/req', againstExecute, 'x exec');
   const m = row.metrics;
-  if (dialect !== 'sqlite' || !m) return null;
+  if (dialect !== 'sqlite') return null;
+  if (row.name === 'sse-stream-openai-compatible') {
+    return upTo(multiple(row.serverUsPerRequest, ref.providerExecuteUs ?? null), 'CPU/stream', PROVIDER_SSE_LIMIT, 'x its execute');
+  }
+  if (!m) return null;
   switch (row.name) {
+    case 'latency-openai-compatible':
+      return upTo(m.p50AboveMockMs ?? null, 'p50 above the mock', PROVIDER_LATENCY_MS, 'ms');
     case 'idle-sse-10k':
       return upTo(m.opened === m.streams ? (row.rssPeakMb ?? m.rssPeakMb ?? null) : null, 'RSS', IDLE_STREAMS_RSS_MB, 'MB');
     case 'dispatcher-10k':
@@ -109,7 +137,7 @@ export function judgement(row, dialect, ref) {
 
 /** @returns {Judgement} */
 function upTo(/** @type {number | null} */ figure, /** @type {string} */ what, /** @type {number} */ limit, /** @type {string} */ unit) {
-  const limitText = `<= ${limit}${unit === 'x bare' ? unit : ` ${unit}`}`;
+  const limitText = `<= ${limit}${unit.startsWith('x ') ? unit : ` ${unit}`}`;
   return { figure, limit, unit, what, limitText, text: `${what} ${limitText}` };
 }
 
