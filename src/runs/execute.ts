@@ -3,7 +3,7 @@ import type { ConversationRow } from '../conversations/turns.js';
 import { type ConversationTurn, type LoopResult, ModelCallError, runLoop } from '../runtime/loop.js';
 import { ModelUnavailableError } from '../runtime/models/registry.js';
 import type { ToolSet } from '../runtime/tools/types.js';
-import { traceRun, tracedModel, tracedTools } from '../tracing/genai.js';
+import { chatSpans, traceRun, tracedTools } from '../tracing/genai.js';
 import { answerShape } from '../runtime/structured-output.js';
 import { contextOptions, historyTurns, type StoredTurn, summaryModelOf } from './context.js';
 import type { RunChannel } from './events.js';
@@ -95,8 +95,7 @@ export class RunExecution {
     let failure: RunError | undefined;
     let modelWarnings: string[] = [];
     try {
-      const resolved = this.r.models.resolve(agent.model);
-      const model = this.r.tracing ? tracedModel(this.r.tracing, resolved, agent.model) : resolved;
+      const model = this.r.models.resolve(agent.model);
       const fallbacks = fallbackChoices(this.r.models, agent.configuration.fallbackModels);
       modelWarnings = fallbacks.warnings;
       const userId = x.conversation.user_id;
@@ -109,7 +108,7 @@ export class RunExecution {
       }
       const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled, userId, agentMemoryReadOnly });
       // A structured answer: asked of the provider natively, or instructed in the system prompt (structured-output.ts).
-      const answer = input.responseFormat ? answerShape(input.responseFormat, resolved) : undefined;
+      const answer = input.responseFormat ? answerShape(input.responseFormat, model) : undefined;
       const system =
         [agent.systemPrompt, agent.contextPrompt, ...contributed, input.instructions, answer?.instruction].filter(Boolean).join('\n\n') ||
         undefined;
@@ -122,9 +121,8 @@ export class RunExecution {
         timeouts: this.r.models.timeoutsOf(agent.model),
         cutRestarts: ANSWERED_WHOLE.has(input.kind),
         modelId: agent.model,
-        fallbacks: this.r.tracing
-          ? fallbacks.choices.map((c) => ({ ...c, model: tracedModel(this.r.tracing!, c.model, c.id) }))
-          : fallbacks.choices,
+        fallbacks: fallbacks.choices,
+        watchModel: this.r.tracing && chatSpans(this.r.tracing),
         breakers: this.r.models.breakers,
         system,
         messages: x.messages,

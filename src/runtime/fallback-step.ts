@@ -1,5 +1,5 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider';
-import { type AnswerCut, type StepHandlers, type StepOutput, type StepRequest, streamStep } from './model-step.js';
+import { type AnswerCut, type StepHandlers, type StepModel, type StepOutput, type StepRequest, streamStep } from './model-step.js';
 import { type BreakerBoard, BreakerOpenError } from './models/breaker.js';
 import { ProviderError, type ProviderErrorCode, type RetryPolicy } from './models/retries.js';
 import type { ModelTimeouts } from './models/timeouts.js';
@@ -13,6 +13,8 @@ export interface ModelChoice {
   retry: RetryPolicy;
   /** How long an attempt may take (models/timeouts.ts); none: no limit (the built-in echo model). */
   timeouts?: ModelTimeouts;
+  /** Watches each attempt of its calls (tracing's spans); none: unwatched. */
+  watch?: StepModel['watch'];
 }
 
 export interface StepAnswer {
@@ -63,7 +65,7 @@ export async function streamStepWithFallbacks(
     try {
       const gate = fallback.breakers?.gate(choice.id);
       const onRetry = fallback.onRetry && ((code: ProviderErrorCode) => fallback.onRetry!(code, choice.id));
-      const asked = { model: choice.model, retry: choice.retry, gate, timeouts: choice.timeouts };
+      const asked = { model: choice.model, retry: choice.retry, gate, timeouts: choice.timeouts, watch: choice.watch };
       const output = await streamStep(asked, request, { ...handlers, onText, onRetry, onCut });
       if (output.error === undefined || signal?.aborted) return { output, model: choice.id };
       const restarts = !emitted || handlers.cutRestarts;

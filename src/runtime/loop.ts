@@ -101,6 +101,8 @@ export interface LoopInput<A extends ToolAgent = ToolAgent> {
   modelId?: string;
   /** Models a step turns to, in order, when the model fails for good or its breaker is open (fallback-step.ts). */
   fallbacks?: ModelChoice[];
+  /** Watches the attempts of each model's calls, by model id (tracing's `chat` spans); none: unwatched. */
+  watchModel?: (modelId: string) => ModelChoice['watch'];
   /** The process's breakers (models/breaker.ts); none: every model is always tried. */
   breakers?: BreakerBoard;
   system?: string;
@@ -192,7 +194,7 @@ export async function runLoop<A extends ToolAgent>(input: LoopInput<A>): Promise
   const choices: ModelChoice[] = [
     { id: input.modelId ?? 'model', model: input.model, retry: input.retry ?? DEFAULT_RETRY_POLICY, timeouts: input.timeouts },
     ...(input.fallbacks ?? []),
-  ];
+  ].map((c) => (input.watchModel ? { ...c, watch: input.watchModel(c.id) } : c));
   const toolsByName = new Map(input.tools.map((t) => [t.name, t]));
   const toolNames = new Set(toolsByName.keys());
   const toolDefinitions: LanguageModelV3FunctionTool[] | undefined = input.tools.length

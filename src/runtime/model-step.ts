@@ -163,9 +163,21 @@ function settle(ticket: BreakerTicket, failure: ProviderFailure | undefined) {
   else ticket.release();
 }
 
+/**
+ * Told of one attempt of a model call, as it is read (tracing's `chat` span, tracing/genai.ts): each
+ * part of its stream, then how it ended, once: with the error that failed it (the call, or reading its
+ * stream), or none. Watching from the step's own read costs no second stream around the provider's.
+ */
+export interface AttemptWatch {
+  part(part: LanguageModelV3StreamPart): void;
+  end(error?: unknown): void;
+}
+
 /** The model a step asks, and how its call is attempted. */
 export interface StepModel {
   model: LanguageModelV3;
+  /** Watches each attempt, from just before its request (the call's options as sent); none: unwatched. */
+  watch?: (options: LanguageModelV3CallOptions) => AttemptWatch;
   /** How a failed call is retried; DEFAULT_RETRY_POLICY when not given. */
   retry?: RetryPolicy;
   /** The model's breaker; none: the call is not gated. */
@@ -183,7 +195,7 @@ export interface StepModel {
  * call once, when it has ended.
  */
 export async function streamStep(
-  { model, retry = DEFAULT_RETRY_POLICY, gate, timeouts }: StepModel,
+  { model, retry = DEFAULT_RETRY_POLICY, gate, timeouts, watch }: StepModel,
   request: StepRequest,
   handlers: StepHandlers,
 ): Promise<StepOutput> {
@@ -195,7 +207,7 @@ export async function streamStep(
   try {
     // A probe is one attempt: a model that is still down is found out at the cost of one request.
     const policy = ticket.probe ? { ...retry, maxAttempts: 1 } : retry;
-    const out = await attempts({ model, retry: policy, timeouts }, request, handlers, (failure) => (ended = failure));
+    const out = await attempts({ model, retry: policy, timeouts, watch }, request, handlers, (failure) => (ended = failure));
     succeeded = out.error === undefined;
     return out;
   } finally {
@@ -207,7 +219,7 @@ export async function streamStep(
 
 /** The attempts of one call, as `retry` says; `failed` hears each provider failure, the last one being how the call ended. */
 async function attempts(
-  { model, retry, timeouts }: StepModel & { retry: RetryPolicy },
+  { model, retry, timeouts, watch: watchAttempt }: StepModel & { retry: RetryPolicy },
   { options, toolNames }: StepRequest,
   handlers: StepHandlers,
   failed: (failure: ProviderFailure | undefined) => void,
@@ -218,8 +230,10 @@ async function attempts(
     let emitted = false;
     // Each attempt on its own clock: a limit that passes aborts it (models/timeouts.ts), the run's signal still ends it.
     const timer = timeouts && new AttemptTimer(timeouts, signal);
+    const call = timer ? { ...options, abortSignal: timer.signal } : options;
+    const watch = watchAttempt?.(call);
     try {
-      const { stream } = await model.doStream(timer ? { ...options, abortSignal: timer.signal } : options);
+      const { stream } = await model.doStream(call);
       timer?.answered();
       out = await readStep(
         stream,
@@ -231,9 +245,10 @@ async function attempts(
           },
           onPart: timer && (() => timer.progress()),
         },
-        timer?.signal,
+        { timeout: timer?.signal, watch },
       );
     } catch (err) {
+      watch?.end(err);
       timer?.stop();
       const failure = signal?.aborted ? undefined : timer?.passed ? timer.failure() : classifyProviderError(err);
       failed(failure);
@@ -268,8 +283,14 @@ async function readStep(
   stream: ReadableStream<LanguageModelV3StreamPart>,
   toolNames: ReadonlySet<string>,
   handlers: StepHandlers,
-  /** An attempt's timeout: cancels the read even where the provider package would not end its stream. */
-  timeout?: AbortSignal,
+  {
+    timeout,
+    watch,
+  }: {
+    /** An attempt's timeout: cancels the read even where the provider package would not end its stream. */
+    timeout?: AbortSignal;
+    watch?: AttemptWatch;
+  },
 ): Promise<StepOutput> {
   const content: AssistantPart[] = [];
   const open = new Map<string, OpenPart>();
@@ -303,6 +324,7 @@ async function readStep(
     for (;;) {
       const { done, value: part } = await reader.read();
       if (done) break;
+      watch?.part(part);
       handlers.onPart?.();
       if (part.type !== 'stream-start' && part.type !== 'finish' && part.type !== 'error') answered = true;
       switch (part.type) {
@@ -384,11 +406,13 @@ async function readStep(
     }
   } catch (err) {
     // The stream itself broke (a dropped connection, or the run's signal aborted the fetch).
+    watch?.end(err);
     out.error ??= err;
     out.finishReason = 'error';
   } finally {
     timeout?.removeEventListener('abort', cancel);
     reader.releaseLock();
+    watch?.end();
   }
   if (out.error === undefined && !(answered && finished)) {
     out.error = new IncompleteStreamError(answered ? 'the stream ended before its finish' : 'the stream carried no response');

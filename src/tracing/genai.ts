@@ -1,4 +1,4 @@
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Prompt, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import type { LanguageModelV3CallOptions, LanguageModelV3Prompt, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import { type Attributes, type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { ToolAgent, ToolSet } from '../runtime/tools/types.js';
 import { failSpan, type Tracing } from './tracing.js';
@@ -124,84 +124,46 @@ function promptAttributes(prompt: LanguageModelV3Prompt): Attributes {
   };
 }
 
+/** What the runtime's step driver calls to watch one attempt of a model call (runtime/model-step.ts's AttemptWatch, structurally). */
+interface AttemptWatch {
+  part(part: LanguageModelV3StreamPart): void;
+  end(error?: unknown): void;
+}
+
 /**
- * The model with a `chat <model>` CLIENT span around each call: from the request until its stream
- * ends, with the usage, finish reason and response id the stream reports. A retried call is a span
- * per attempt (each one a request to the provider).
+ * A `chat <model>` CLIENT span per attempt of a model's call, by model id: from the request until its
+ * stream was read to the end, with the usage, finish reason and response id the stream reports. A
+ * retried call is a span per attempt (each one a request to the provider). The step driver tells it
+ * the parts as it reads them, so no second stream is built around the provider's.
  */
-export function tracedModel(tracing: Tracing, model: LanguageModelV3, modelId: string): LanguageModelV3 {
-  const names = modelAttributes(modelId);
+export function chatSpans(tracing: Tracing): (modelId: string) => (options: LanguageModelV3CallOptions) => AttemptWatch {
   const capture = tracing.settings.captureContent;
-  const doStream = async (options: LanguageModelV3CallOptions) => {
-    const span = tracing.startSpan(`chat ${names['gen_ai.request.model']}`, {
-      kind: SpanKind.CLIENT,
-      attributes: {
-        'gen_ai.operation.name': 'chat',
-        ...names,
-        ...(options.maxOutputTokens !== undefined ? { 'gen_ai.request.max_tokens': options.maxOutputTokens } : {}),
-        ...(options.temperature !== undefined ? { 'gen_ai.request.temperature': options.temperature } : {}),
-        ...(capture ? promptAttributes(options.prompt) : {}),
-      },
-    });
-    let result: Awaited<ReturnType<LanguageModelV3['doStream']>>;
-    try {
-      result = await tracing.with(span, () => model.doStream(options));
-    } catch (err) {
-      failSpan(span, err);
-      span.end();
-      throw err;
-    }
-    return { ...result, stream: observed(span, result.stream, capture) };
-  };
-  return {
-    specificationVersion: model.specificationVersion,
-    provider: model.provider,
-    modelId: model.modelId,
-    get supportedUrls() {
-      return model.supportedUrls;
-    },
-    doGenerate: (options) => model.doGenerate(options),
-    doStream,
+  return (modelId) => {
+    const names = modelAttributes(modelId);
+    return (options) => {
+      const span = tracing.startSpan(`chat ${names['gen_ai.request.model']}`, {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'gen_ai.operation.name': 'chat',
+          ...names,
+          ...(options.maxOutputTokens !== undefined ? { 'gen_ai.request.max_tokens': options.maxOutputTokens } : {}),
+          ...(options.temperature !== undefined ? { 'gen_ai.request.temperature': options.temperature } : {}),
+          ...(capture ? promptAttributes(options.prompt) : {}),
+        },
+      });
+      return watchedAttempt(span, capture);
+    };
   };
 }
 
-/** The stream as it was, read through: the span ends with it (done, failed or cancelled). */
-function observed(
-  span: Span,
-  stream: ReadableStream<LanguageModelV3StreamPart>,
-  capture: boolean,
-): ReadableStream<LanguageModelV3StreamPart> {
-  const reader = stream.getReader();
+/** The span of one attempt, told its stream's parts; it ends once, when the attempt did (done, failed or cancelled). */
+function watchedAttempt(span: Span, capture: boolean): AttemptWatch {
   let text = '';
   const calls: unknown[] = [];
   let reason: string | undefined;
   let ended = false;
-  const end = (err?: unknown) => {
-    if (ended) return;
-    ended = true;
-    if (err !== undefined) failSpan(span, err);
-    if (capture) {
-      const parts = [...(text ? [{ type: 'text', content: text }] : []), ...calls];
-      span.setAttribute('gen_ai.output.messages', captured([{ role: 'assistant', parts, finish_reason: reason ?? 'other' }]));
-    }
-    span.end();
-  };
-  return new ReadableStream<LanguageModelV3StreamPart>({
-    async pull(controller) {
-      let next: Awaited<ReturnType<typeof reader.read>>;
-      try {
-        next = await reader.read();
-      } catch (err) {
-        end(err);
-        controller.error(err);
-        return;
-      }
-      if (next.done) {
-        end();
-        controller.close();
-        return;
-      }
-      const part = next.value;
+  return {
+    part(part) {
       switch (part.type) {
         case 'response-metadata':
           if (part.id) span.setAttribute('gen_ai.response.id', part.id);
@@ -226,13 +188,18 @@ function observed(
           span.setAttribute('error.type', 'provider_error');
           break;
       }
-      controller.enqueue(part);
     },
-    cancel(reason) {
-      end();
-      return reader.cancel(reason);
+    end(err) {
+      if (ended) return;
+      ended = true;
+      if (err !== undefined) failSpan(span, err);
+      if (capture) {
+        const parts = [...(text ? [{ type: 'text', content: text }] : []), ...calls];
+        span.setAttribute('gen_ai.output.messages', captured([{ role: 'assistant', parts, finish_reason: reason ?? 'other' }]));
+      }
+      span.end();
     },
-  });
+  };
 }
 
 /** The tool set with an `execute_tool <name>` span around each call. */
