@@ -40,6 +40,7 @@ const servers = [];
 for (const v of values.variant) {
   const [name, ...rest] = v.split('=');
   const settings = rest.join('=');
+  /** @type {Record<string, string | undefined>} */
   const env = { ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' };
   delete env.DATABASE_URL;
   env.DATA_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-ab-'));
@@ -59,7 +60,7 @@ for (const v of values.variant) {
     headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
     body: JSON.stringify({ name: 'ab', appId: 'ab', systemPrompt: 'You are a support agent.', model: 'builtin/echo' }),
   });
-  const agent = await res.json();
+  const agent = /** @type {{ id: string }} */ (await res.json());
   servers.push({ name, server, apiKey, agentId: agent.id, dataDir: env.DATA_DIR, us: [] });
 }
 
