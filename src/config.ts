@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import { inspect } from 'node:util';
+import type { CodeLimits } from './code/sandbox/types.js';
 import { trustDomainError } from './identity/spiffe.js';
 import { parseModelId } from './runtime/models/model-id.js';
 import type { ProviderSettings } from './runtime/models/registry.js';
@@ -83,6 +84,19 @@ export interface Config {
   metrics: MetricsSettings;
   /** The built web console served at `/` (CONSOLE_DIR; `off`: none); null when disabled. */
   consoleDir: string | null;
+  code: CodeSettings;
+}
+
+/** Sandboxed code execution (docs/code-execution.md). */
+interface CodeSettings {
+  /** CODE_EXECUTION=on|off; on (the default) still runs nothing where the sandbox cannot isolate. */
+  enabled: boolean;
+  /** Warm processes kept per language (CODE_POOL_SIZE, default 1; 0: every execution starts its own). */
+  poolSize: number;
+  /** Executions running at once in this process (CODE_MAX_CONCURRENT); more wait. */
+  maxConcurrent: number;
+  /** The server's maxima of every execution's limits (CODE_MAX_*): a tenant's limits lie within them. */
+  maxima: CodeLimits;
 }
 
 /** Prometheus metrics (docs/operations.md "Observability"): off unless a token or a port is set. */
@@ -350,6 +364,24 @@ export function loadConfig(env: Env = process.env): Config {
     tenantLabel: boolean(env, 'METRICS_TENANT_LABEL', false),
   };
 
+  const codeExecution = env.CODE_EXECUTION || 'on';
+  if (codeExecution !== 'on' && codeExecution !== 'off')
+    throw new ConfigError('CODE_EXECUTION', `must be on or off, got "${codeExecution}"`);
+  const code: CodeSettings = {
+    enabled: codeExecution === 'on',
+    // A warm Python process holds ~170 MB: one per language keeps an idle server light.
+    poolSize: integer(env, 'CODE_POOL_SIZE', 1, { min: 0, max: 32 }),
+    maxConcurrent: integer(env, 'CODE_MAX_CONCURRENT', 2, { min: 1, max: 256 }),
+    maxima: {
+      wallMs: integer(env, 'CODE_MAX_WALL_SECONDS', 60, { min: 1, max: 3600 }) * 1000,
+      cpuMs: integer(env, 'CODE_MAX_CPU_SECONDS', 30, { min: 1, max: 3600 }) * 1000,
+      memoryMb: integer(env, 'CODE_MAX_MEMORY_MB', 512, { min: 16, max: 3072 }),
+      outputBytes: integer(env, 'CODE_MAX_OUTPUT_BYTES', 1024 * 1024, { min: 1024, max: 64 * 1024 * 1024 }),
+      maxOutputFiles: integer(env, 'CODE_MAX_OUTPUT_FILES', 20, { min: 0, max: 1000 }),
+      maxOutputFileBytes: integer(env, 'CODE_MAX_OUTPUT_FILE_BYTES', 10 * 1024 * 1024, { min: 1024, max: 256 * 1024 * 1024 }),
+    },
+  };
+
   let tracing: TracingSettings;
   try {
     tracing = tracingSettings(env);
@@ -392,5 +424,6 @@ export function loadConfig(env: Env = process.env): Config {
         : env.CONSOLE_DIR
           ? path.resolve(env.CONSOLE_DIR)
           : path.resolve(import.meta.dirname, '../packages/console/dist'),
+    code,
   };
 }

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Migrator, sql } from 'kysely';
 import { AgentsService } from '../agents/service.js';
+import { createCodeSandbox } from '../code/sandbox/index.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
 import { type Db, openDatabase } from '../db/database.js';
 import { migrationProvider } from '../db/migrations/index.js';
@@ -74,6 +75,7 @@ export async function runDoctor(options: DoctorOptions = {}): Promise<CheckResul
   }
   results.push(...(await providers(config, options.providerTimeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS)));
   results.push(await breakers(config, options.providerTimeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS));
+  results.push(await codeExecution(config));
   return results;
 }
 
@@ -417,6 +419,34 @@ function breakerSamples(text: string): { model: string; value: number }[] {
 const envPrefix = (provider: string) => provider.toUpperCase().replace(/-/g, '_');
 
 /** The report as a person reads it: one line per check, the fix under a failure. */
+/**
+ * Whether the sandbox can isolate code here (docs/code-execution.md) and a JavaScript job runs in it;
+ * Python's runtime is found but not started (it takes seconds). Off by configuration: skipped.
+ */
+async function codeExecution(config: Config): Promise<CheckResult> {
+  const name = 'code execution';
+  if (!config.code.enabled) return skip(name, 'CODE_EXECUTION=off: agents run no code');
+  const fix =
+    'run on Linux with util-linux (unshare, prlimit), as root or with unprivileged user namespaces allowed ' +
+    '(sysctl kernel.unprivileged_userns_clone=1; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0), or set CODE_EXECUTION=off';
+  const sandbox = await createCodeSandbox({ maxima: config.code.maxima, poolSize: 0, maxConcurrent: 1 });
+  try {
+    const availability = sandbox.availability();
+    if (!availability.available) return fail(name, availability.reason, fix);
+    const result = await sandbox.run({ language: 'javascript', code: 'console.log(6 * 7)', limits: config.code.maxima });
+    if (result.stdout !== '42\n') {
+      const why = result.limit?.message ?? (result.stderr.trim().split('\n')[0] || `exit code ${result.exitCode}`);
+      return fail(name, `a JavaScript job did not run: ${why}`, fix);
+    }
+    return pass(
+      name,
+      `available: network and PID namespaces, Node's permission model; ${config.code.poolSize} warm process(es) per language`,
+    );
+  } finally {
+    await sandbox.close();
+  }
+}
+
 export function formatReport(results: CheckResult[]): string {
   const lines = results.map((r) => {
     const mark = r.status === 'pass' ? 'PASS' : r.status === 'fail' ? 'FAIL' : 'SKIP';

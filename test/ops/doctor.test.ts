@@ -75,12 +75,24 @@ describe('agentry doctor', () => {
       'platform signing keys',
       'provider openai-compatible',
       'model breakers',
+      'code execution',
     ]);
+    expect(byName['code execution'].detail).toMatch(/^available: network and PID namespaces/);
     expect(byName['master key'].detail).toMatch(/^MASTER_KEY opens the stored platform keys \(1\)$/);
     expect(byName['platform signing keys'].detail).toMatch(/ \(#2\) signs; 0 pending, 2 in all$/);
     expect(byName['provider openai-compatible'].detail).toMatch(/answered 200/);
     // The models list, asked with the provider's key.
     expect(provider.requests.map((r) => [r.method, r.url, r.headers.authorization])).toEqual([['GET', '/v1/models', 'Bearer sk-test']]);
+  });
+
+  it('fails code execution where the sandbox cannot isolate, says why, and skips it when it is off', async () => {
+    // Without unshare and prlimit on the PATH there is no isolation: no code runs, and doctor says so.
+    const { code, byName } = await doctor({ PATH: '/nonexistent' });
+    expect(code).toBe(1);
+    expect(byName['code execution']).toMatchObject({ status: 'fail', detail: 'prlimit (util-linux) is not installed' });
+    expect(byName['code execution'].fix).toMatch(/CODE_EXECUTION=off/);
+    const off = await doctor({ PATH: '/nonexistent', CODE_EXECUTION: 'off' });
+    expect(off.byName['code execution']).toMatchObject({ status: 'skip', detail: 'CODE_EXECUTION=off: agents run no code' });
   });
 
   it('fails the wrong master key', async () => {

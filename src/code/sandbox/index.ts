@@ -1,6 +1,6 @@
 import { commandFor, type NetworkIsolation, probeLauncher } from './isolation.js';
 import { WarmPool } from './pool.js';
-import { type ProcessSettings, SandboxProcess } from './process.js';
+import { type ProcessCommand, type ProcessSettings, SandboxProcess } from './process.js';
 import type { CodeErrorCode, CodeJob, CodeLanguage, CodeLimits, CodeResult, CodeSandbox } from './types.js';
 
 export type * from './types.js';
@@ -12,7 +12,7 @@ export interface CodeSandboxOptions {
   poolSize: number;
   /** Jobs running at once in this server; more wait their turn (their signal still cancels them). */
   maxConcurrent: number;
-  /** Past this many stdout + stderr bytes a job is killed (code_output_limit). Default 16 MiB. */
+  /** Past this many stdout + stderr bytes a job is killed (code_output_limit). Default 16 MiB or 4 x the outputBytes maximum. */
   outputCeilingBytes?: number;
   /** A job's /skill and /input files together, at most (larger jobs are refused: code_files_limit). Default 64 MiB. */
   maxInputBytes?: number;
@@ -88,9 +88,9 @@ class Slots {
  * per-job limits (docs/code-execution.md). Whether it can isolate is probed once, here.
  */
 export async function createCodeSandbox(options: CodeSandboxOptions): Promise<CodeSandbox> {
-  const probe = await probeLauncher(options.networkIsolation ?? 'namespace');
+  let probe = await probeLauncher(options.networkIsolation ?? 'namespace');
   const settings: ProcessSettings = {
-    outputCeilingBytes: options.outputCeilingBytes ?? 16 * 1024 * 1024,
+    outputCeilingBytes: options.outputCeilingBytes ?? Math.max(16 * 1024 * 1024, 4 * options.maxima.outputBytes),
     startupTimeoutMs: options.startupTimeoutMs ?? 60_000,
   };
   const maxInputBytes = options.maxInputBytes ?? 64 * 1024 * 1024;
@@ -101,7 +101,14 @@ export async function createCodeSandbox(options: CodeSandboxOptions): Promise<Co
   const pools = new Map<CodeLanguage, WarmPool>();
   if ('launcher' in probe) {
     for (const language of LANGUAGES) {
-      const command = commandFor(language, probe.launcher, options.maxima);
+      let command: ProcessCommand;
+      try {
+        command = commandFor(language, probe.launcher, options.maxima);
+      } catch (error) {
+        // A runtime package missing from node_modules: no code at all rather than half of it.
+        probe = { reason: `the ${language} runtime cannot be found: ${(error as Error).message}` };
+        break;
+      }
       pools.set(language, new WarmPool(Math.max(0, options.poolSize), () => new SandboxProcess(command, settings)));
     }
   }
