@@ -1,8 +1,11 @@
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type CodeLimits, type CodeSandbox, createCodeSandbox } from '../../src/code/sandbox/index.js';
 import { permissionFlag } from '../../src/code/sandbox/isolation.js';
+import { SandboxProcess } from '../../src/code/sandbox/process.js';
 
 // The runner itself, process-level: no database, no HTTP (the code domain's tests drive it through the API).
 // Limits are generous so that a loaded machine never decides an outcome.
@@ -340,4 +343,37 @@ test('when isolation cannot be set up, availability says why and run refuses (co
   expect(result.limit?.code).toBe('code_unavailable');
   expect(result.exitCode).toBeNull();
   await unavailable.close();
+});
+
+test('a runtime that dies before it is ready ends its job as code_crashed, saying what it printed', async () => {
+  // Not the sandbox's command: a node that prints and leaves at once, as a runtime failing to load would.
+  // (Its output used to be left unread, so the process never counted as closed and the job never ended.)
+  const dying = new SandboxProcess(
+    {
+      file: process.execPath,
+      args: ['-e', 'console.log("x".repeat(100000)); console.error("cannot load the runtime"); process.exit(3)'],
+      nodeIsChild: false,
+    },
+    { outputCeilingBytes: 1024 * 1024, startupTimeoutMs: 120_000 },
+  );
+  const result = await dying.run({ language: 'python', code: 'print(1)', limits }, limits);
+  expect(result.exitCode).toBeNull();
+  expect(result.limit?.code).toBe('code_crashed');
+  expect(result.limit?.message).toMatch(/^the runtime exited before it was ready \(exit code 3\): .*cannot load the runtime$/);
+});
+
+test('in a process with nothing else to do (a CLI: agentry doctor), a job and close() finish, warm processes and all', async () => {
+  // The built sandbox (dist/) in a node of its own: an idle warm process does not keep a process alive,
+  // but awaiting its end in close() must (it used to exit 13, "unsettled top-level await", mid-close).
+  const sandboxModule = path.join(import.meta.dirname, '../../dist/code/sandbox/index.js');
+  const script = [
+    `import { createCodeSandbox } from ${JSON.stringify(sandboxModule)};`,
+    `const limits = ${JSON.stringify(limits)};`,
+    'const sandbox = await createCodeSandbox({ maxima: limits, poolSize: 1, maxConcurrent: 1 });',
+    "const result = await sandbox.run({ language: 'javascript', code: 'console.log(6 * 7)', limits });",
+    'await sandbox.close();',
+    "console.log('closed after', JSON.stringify(result.stdout));",
+  ].join('\n');
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script]);
+  expect(stdout).toBe('closed after "42\\n"\n');
 });

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
 import { mediaTypeOf } from './media-types.js';
 import type { CodeErrorCode, CodeFile, CodeJob, CodeLimits, CodeResult } from './types.js';
 
@@ -25,6 +26,8 @@ const MS_PER_TICK = 10;
 /** Control lines (JSON, base64 files) beyond the files' limits: the result's own fields. */
 const CONTROL_OVERHEAD_BYTES = 1024 * 1024;
 const EXCEPTION_CHARS = 2000;
+/** What the runtime writes to stderr before its job, kept to say why it failed to start. */
+const STARTUP_OUTPUT_BYTES = 4096;
 /** A process that sent its result and does not leave within this is killed (the result stands). */
 const RESULT_EXIT_GRACE_MS = 2000;
 /** The limit codes a child may report of itself (what it can see: MemoryError, QuickJS's interrupt, /output). */
@@ -116,6 +119,7 @@ export class SandboxProcess {
   /** Resolves when the process has exited and its pipes are closed. */
   readonly closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   #control = '';
+  readonly #controlDecoder = new StringDecoder('utf8');
   #controlBytes = 0;
   #controlCeiling = Number.POSITIVE_INFINITY;
   #onResult: ((result: ChildResult) => void) | undefined;
@@ -136,6 +140,11 @@ export class SandboxProcess {
     this.#child.unref();
     for (const stream of this.#child.stdio) (stream as { unref?: () => void } | null)?.unref?.();
     this.#child.stdin?.on('error', () => {});
+    // Read from the start: a stream left paused never ends, and the process's 'close' would never come.
+    // Before the job, what the runtime writes to stderr is kept (a little) to say why it failed to start.
+    const startup = new Capture(STARTUP_OUTPUT_BYTES);
+    this.#child.stdout?.on('data', (chunk: Buffer) => this.#output?.(1, chunk));
+    this.#child.stderr?.on('data', (chunk: Buffer) => (this.#output ? this.#output(2, chunk) : startup.add(chunk)));
     this.closed = new Promise((resolve) => {
       this.#child.on('close', (code, signal) => resolve({ code, signal }));
       this.#child.on('error', () => resolve({ code: null, signal: null }));
@@ -153,7 +162,8 @@ export class SandboxProcess {
       };
       void this.closed.then(({ code, signal }) => {
         clearTimeout(timer);
-        reject(new Error(`the runtime exited before it was ready (${signal ?? `exit code ${code}`})`));
+        const said = startup.text().trim().split('\n').slice(-3).join(' / ');
+        reject(new Error(`the runtime exited before it was ready (${signal ?? `exit code ${code}`})${said ? `: ${said}` : ''}`));
       });
     });
     this.ready.catch(() => {});
@@ -167,7 +177,7 @@ export class SandboxProcess {
       this.#limitHit?.({ code: 'code_files_limit', message: 'the program sent back more than its /output limits allow' });
       return;
     }
-    this.#control += chunk.toString('utf8');
+    this.#control += this.#controlDecoder.write(chunk);
     for (let end = this.#control.indexOf('\n'); end >= 0; end = this.#control.indexOf('\n')) {
       const line = this.#control.slice(0, end);
       this.#control = this.#control.slice(end + 1);
@@ -186,11 +196,20 @@ export class SandboxProcess {
   }
 
   #limitHit: ((limit: { code: CodeErrorCode; message: string }) => void) | undefined;
+  /** Where the program's stdout (1) and stderr (2) go once its job runs. */
+  #output: ((fd: 1 | 2, chunk: Buffer) => void) | undefined;
+
+  /** From here on the process keeps the event loop alive: whoever awaits its job or its end is not dropped. */
+  #hold() {
+    this.#child.ref();
+    for (const stream of this.#child.stdio) (stream as { ref?: () => void } | null)?.ref?.();
+  }
 
   /** SIGKILL to the whole process group; no-op once it is gone. */
   kill() {
     const pid = this.#child.pid;
     if (pid === undefined || this.#child.exitCode !== null || this.#child.signalCode !== null) return;
+    this.#hold();
     try {
       process.kill(-pid, 'SIGKILL');
     } catch {
@@ -202,9 +221,7 @@ export class SandboxProcess {
   async run(job: CodeJob, limits: CodeLimits): Promise<CodeResult> {
     if (this.#used) throw new Error('a sandbox process runs one job only');
     this.#used = true;
-    // From here on the process keeps the event loop alive: a caller awaiting the job is not dropped.
-    this.#child.ref();
-    for (const stream of this.#child.stdio) (stream as { ref?: () => void } | null)?.ref?.();
+    this.#hold();
     const stdout = new Capture(limits.outputBytes);
     const stderr = new Capture(limits.outputBytes);
     const empty = (limit: { code: CodeErrorCode; message: string }): CodeResult => ({
@@ -248,13 +265,11 @@ export class SandboxProcess {
     this.#controlCeiling =
       this.#controlBytes + CONTROL_OVERHEAD_BYTES + Math.ceil((limits.maxOutputFiles * limits.maxOutputFileBytes * 4) / 3);
 
-    const onOutput = (capture: Capture) => (chunk: Buffer) => {
-      capture.add(chunk);
+    this.#output = (fd, chunk) => {
+      (fd === 1 ? stdout : stderr).add(chunk);
       if (stdout.total + stderr.total > this.#settings.outputCeilingBytes)
         stop({ code: 'code_output_limit', message: `the program wrote more than ${this.#settings.outputCeilingBytes} bytes of output` });
     };
-    this.#child.stdout?.on('data', onOutput(stdout));
-    this.#child.stderr?.on('data', onOutput(stderr));
 
     const poll = setInterval(() => {
       const now = readUsage(pid);
