@@ -114,7 +114,7 @@ describe('python reaching Node', () => {
     const result = await python(
       [
         REACH_PROCESS,
-        'print("pid", proc.pid, "ppid", proc.ppid)',
+        'print("pid", proc.pid, "ppid", proc.ppid, "uid", proc.getuid())',
         `attempt("spawn", lambda: node("child_process").execSync("touch ${marker}"))`,
         `attempt("fork", lambda: node("child_process").fork("${marker}"))`,
         'attempt("worker", lambda: Function("return new (process.getBuiltinModule(\'worker_threads\').Worker)(\'1\', { eval: true })")())',
@@ -133,7 +133,8 @@ describe('python reaching Node', () => {
     expectNoSecret(result);
     // It did reach process: the containment below is the permission model's and the namespaces', not luck.
     // In a PID namespace of its own it is process 1, and the server is not there to signal.
-    expect(result.stdout).toContain('pid 1 ppid 0');
+    // A server started as root runs the program as nobody; any other user is root only in its user namespace.
+    expect(result.stdout).toContain(`pid 1 ppid 0 uid ${process.getuid?.() === 0 ? 65534 : 0}`);
     const seen = attempts(result);
     for (const name of ['spawn', 'fork', 'worker', 'hostname', 'serverfile', 'serverenv', 'selfenv', 'source', 'write', 'writetmp']) {
       expect(seen[name], name).toMatch(/^refused: .*(Access to this API has been restricted|ERR_ACCESS_DENIED)/);

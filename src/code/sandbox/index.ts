@@ -1,6 +1,6 @@
-import { commandFor, type NetworkIsolation, probeLauncher } from './isolation.js';
+import { commandFor, type NetworkIsolation, probeLauncher, runtimeFolders } from './isolation.js';
 import { WarmPool } from './pool.js';
-import { type ProcessCommand, type ProcessSettings, SandboxProcess } from './process.js';
+import { type ProcessSettings, SandboxProcess } from './process.js';
 import type { CodeErrorCode, CodeJob, CodeLanguage, CodeLimits, CodeResult, CodeSandbox } from './types.js';
 
 export type * from './types.js';
@@ -88,7 +88,15 @@ class Slots {
  * per-job limits (docs/code-execution.md). Whether it can isolate is probed once, here.
  */
 export async function createCodeSandbox(options: CodeSandboxOptions): Promise<CodeSandbox> {
-  let probe = await probeLauncher(options.networkIsolation ?? 'namespace');
+  let folders: string[] | undefined;
+  let missing: string | undefined;
+  try {
+    folders = runtimeFolders();
+  } catch (error) {
+    // A runtime package missing from node_modules: no code at all rather than half of it.
+    missing = `a runtime cannot be found: ${(error as Error).message}`;
+  }
+  const probe = folders ? await probeLauncher(options.networkIsolation ?? 'namespace', folders) : { reason: missing as string };
   const settings: ProcessSettings = {
     outputCeilingBytes: options.outputCeilingBytes ?? Math.max(16 * 1024 * 1024, 4 * options.maxima.outputBytes),
     startupTimeoutMs: options.startupTimeoutMs ?? 60_000,
@@ -101,14 +109,7 @@ export async function createCodeSandbox(options: CodeSandboxOptions): Promise<Co
   const pools = new Map<CodeLanguage, WarmPool>();
   if ('launcher' in probe) {
     for (const language of LANGUAGES) {
-      let command: ProcessCommand;
-      try {
-        command = commandFor(language, probe.launcher, options.maxima);
-      } catch (error) {
-        // A runtime package missing from node_modules: no code at all rather than half of it.
-        probe = { reason: `the ${language} runtime cannot be found: ${(error as Error).message}` };
-        break;
-      }
+      const command = commandFor(language, probe.launcher, options.maxima);
       pools.set(language, new WarmPool(Math.max(0, options.poolSize), () => new SandboxProcess(command, settings)));
     }
   }

@@ -106,11 +106,18 @@ export function commandFor(language: CodeLanguage, launcher: Launcher, maxima: C
   return { file, args, nodeIsChild: launcher.nodeIsChild };
 }
 
-/** The check the probe runs inside the launcher: no network interface but loopback, its own PID namespace. */
+/**
+ * The check the probe runs inside the launcher: no network interface but loopback, a PID namespace of
+ * its own, and the runtime's folders readable by the user it runs as (argv[1]: their list, JSON).
+ */
 const PROBE_SCRIPT = `
 const others = Object.keys(require('node:os').networkInterfaces()).filter((name) => name !== 'lo');
 if (others.length > 0) { console.error('network interfaces are visible: ' + others.join(', ')); process.exit(3); }
 if (process.pid !== 1) { console.error('the process is not in a PID namespace of its own'); process.exit(4); }
+for (const dir of JSON.parse(process.argv[1])) {
+  try { require('node:fs').accessSync(dir, require('node:fs').constants.R_OK | require('node:fs').constants.X_OK); }
+  catch (error) { console.error('uid ' + process.getuid() + ' cannot read ' + dir + ' (' + error.code + ')'); process.exit(5); }
+}
 `;
 
 function run(file: string, args: string[]): Promise<{ ok: boolean; output: string }> {
@@ -121,12 +128,21 @@ function run(file: string, args: string[]): Promise<{ ok: boolean; output: strin
   });
 }
 
+/** The folders every sandboxed process reads (both languages' child scripts and runtime packages). */
+export function runtimeFolders(): string[] {
+  return [...new Set([...runtimeOf('python').readable, ...runtimeOf('javascript').readable])];
+}
+
+/** The unprivileged user a server started as root runs sandboxed code as (nobody). */
+const SANDBOX_UID = 65534;
+
 /**
  * Whether sandboxed processes can be started here, tried once: on Linux, unshare (as root: network and
- * PID namespaces; otherwise in a user namespace too) and prlimit, and the namespace really empty of
- * network interfaces. The reason says what failed; there is no fallback to less isolation.
+ * PID namespaces, then setpriv down to nobody; otherwise in a user namespace too) and prlimit, the
+ * namespace really empty of network interfaces and the runtime's folders readable there. The reason
+ * says what failed; there is no fallback to less isolation.
  */
-export async function probeLauncher(network: NetworkIsolation): Promise<{ launcher: Launcher } | { reason: string }> {
+export async function probeLauncher(network: NetworkIsolation, readable: string[]): Promise<{ launcher: Launcher } | { reason: string }> {
   if (process.platform !== 'linux') return { reason: `code execution needs Linux (namespaces, /proc); this is ${process.platform}` };
   const prlimit = findExecutable('prlimit');
   if (!prlimit) return { reason: 'prlimit (util-linux) is not installed' };
@@ -135,20 +151,32 @@ export async function probeLauncher(network: NetworkIsolation): Promise<{ launch
     const unshare = findExecutable('unshare');
     if (!unshare) return { reason: 'unshare (util-linux) is not installed: no network namespace for the sandbox' };
     const asRoot = process.getuid?.() === 0;
-    const user = asRoot ? [] : ['--user', '--map-root-user'];
-    launcher = { prefix: [unshare, ...user, '--net', '--pid', '--fork', '--kill-child', '--', prlimit], nodeIsChild: true };
+    let prefix: string[];
+    if (asRoot) {
+      // Root needs no user namespace for the others, and the program should not run as root: nobody it is.
+      const setpriv = findExecutable('setpriv');
+      if (!setpriv) return { reason: 'setpriv (util-linux) is not installed: the sandbox would run as root' };
+      const drop = [setpriv, `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_UID}`, '--clear-groups', '--no-new-privs', '--'];
+      prefix = [unshare, '--net', '--pid', '--fork', '--kill-child', '--', ...drop, prlimit];
+    } else {
+      prefix = [unshare, '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--', prlimit];
+    }
+    launcher = { prefix, nodeIsChild: true };
+    const allow = readable.map((dir) => `--allow-fs-read=${dir}/`);
     const probe = await run(unshare, [
-      ...launcher.prefix.slice(1),
+      ...prefix.slice(1),
       '--core=0',
       '--',
       process.execPath,
       permissionFlag(),
+      ...allow,
       '-e',
       PROBE_SCRIPT,
+      JSON.stringify(readable),
     ]);
     if (!probe.ok) {
-      const how = asRoot ? 'unshare --net --pid' : 'unshare --user --net --pid (unprivileged user namespaces)';
-      return { reason: `cannot isolate the sandbox's network: ${how} failed: ${probe.output.split('\n')[0]}` };
+      const how = asRoot ? 'unshare --net --pid, setpriv' : 'unshare --user --net --pid (unprivileged user namespaces)';
+      return { reason: `cannot isolate the sandbox: ${how}: ${probe.output.split('\n')[0]}` };
     }
   }
   return { launcher };
