@@ -170,6 +170,10 @@ export async function probeLauncher(network: NetworkIsolation, readable: string[
       process.execPath,
       permissionFlag(),
       ...allow,
+      // The V8 flags the jobs' processes get: one this Node does not know is found here, not at every job.
+      '--max-old-space-size=256',
+      '--wasm-max-mem-pages=4096',
+      '--no-warnings',
       '-e',
       PROBE_SCRIPT,
       JSON.stringify(readable),

@@ -6,6 +6,11 @@ import { decodeFiles, finish, keepOutputFiles, readJob, sendControl, writeAll } 
 const [coreModule, variantModule] = process.argv.slice(2);
 const { newQuickJSWASMModuleFromVariant } = await import(coreModule);
 const QuickJS = await newQuickJSWASMModuleFromVariant((await import(variantModule)).default);
+// V8 compiles WebAssembly functions at their first call: one throwaway evaluation before `ready` moves
+// that cost out of the job's time (a runtime of its own, disposed: the job gets a fresh one).
+const warmup = QuickJS.newContext();
+warmup.unwrapResult(warmup.evalCode('JSON.stringify([1, "a", { b: [] }].map(String)) + new Error("e").stack')).dispose();
+warmup.dispose();
 sendControl({ type: 'ready' });
 
 const job = await readJob();
