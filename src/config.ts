@@ -369,7 +369,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('CODE_EXECUTION', `must be on or off, got "${codeExecution}"`);
   const code: CodeSettings = {
     enabled: codeExecution === 'on',
-    // A warm Python process holds ~170 MB: one per language keeps an idle server light.
+    // A warm Python process holds ~130 to 150 MB (docs/code-execution.md): one per language keeps an idle server light.
     poolSize: integer(env, 'CODE_POOL_SIZE', 1, { min: 0, max: 32 }),
     maxConcurrent: integer(env, 'CODE_MAX_CONCURRENT', 2, { min: 1, max: 256 }),
     maxima: {
