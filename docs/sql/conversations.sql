@@ -352,9 +352,20 @@ where
 -- conversations/store.ts: insertFile
 -- sqlite and postgres
 insert into
-  "files" ("id", "tenant_id", "name", "content_type", "size", "data", "created_by", "created_at")
+  "files" (
+    "id",
+    "tenant_id",
+    "name",
+    "content_type",
+    "size",
+    "data",
+    "created_by",
+    "created_at",
+    "run_id",
+    "tool_call_id"
+  )
 values
-  ($1, $2, $3, $4, $5, $6, $7, $8);
+  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
 
 -- conversations/store.ts: findFile
 -- sqlite and postgres
@@ -385,6 +396,79 @@ from
 where
   "tenant_id" = $1
   and "id" in ($2, $3);
+
+-- conversations/store.ts: listFiles (no filter)
+-- sqlite and postgres
+select
+  "id",
+  "name",
+  "content_type",
+  "size",
+  "created_at",
+  "run_id",
+  "tool_call_id"
+from
+  "files"
+where
+  "tenant_id" = $1
+order by
+  "id" desc
+limit
+  $2
+offset
+  $3;
+
+select
+  count(*) as "n"
+from
+  "files"
+where
+  "tenant_id" = $1;
+
+-- conversations/store.ts: listFiles (by run)
+-- sqlite and postgres
+select
+  "id",
+  "name",
+  "content_type",
+  "size",
+  "created_at",
+  "run_id",
+  "tool_call_id"
+from
+  "files"
+where
+  "tenant_id" = $1
+  and "run_id" = $2
+order by
+  "id" desc
+limit
+  $3
+offset
+  $4;
+
+select
+  count(*) as "n"
+from
+  "files"
+where
+  "tenant_id" = $1
+  and "run_id" = $2;
+
+-- conversations/store.ts: conversationAttachments
+-- sqlite and postgres
+select
+  "attachments"
+from
+  "messages"
+where
+  "tenant_id" = $1
+  and "conversation_id" = $2
+  and "attachments" is not null
+order by
+  "id" desc
+limit
+  $3;
 
 -- conversations/store.ts: deleteConversationsBefore
 -- sqlite and postgres

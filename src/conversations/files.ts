@@ -6,15 +6,19 @@ import { create as createContentDisposition } from 'content-disposition';
 import type { Db } from '../db/database.js';
 import { InvalidInput, NotFound } from '../errors.js';
 import { readUploadedFile } from '../http/upload.js';
-import { IdParams, Timestamp, problems } from '../http/schemas.js';
+import { IdParams, Nullable, PageQuery, Timestamp, problems } from '../http/schemas.js';
 import { newId, now } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
-import type { Principal } from '../tenancy/permissions.js';
+import type { Actor, Principal } from '../tenancy/permissions.js';
+import { attachmentsColumn } from './columns.js';
 import * as store from './store.js';
 
 /** Attachments: files uploaded once, referenced by id from messages. Stored in the database. */
 
-const MAX_FILE_BYTES = 5 * 1024 * 1024;
+/** The largest file: an upload, or a file a tool made (a code execution's /output). */
+export const MAX_FILE_BYTES = 5 * 1024 * 1024;
+/** How many of a conversation's messages with attachments a code execution's /input reads. */
+const INPUT_MESSAGES = 100;
 /** How much of a text attachment the model sees. */
 const MODEL_TEXT_LIMIT = 100_000;
 
@@ -26,10 +30,48 @@ const FileView = Type.Object({
   contentType: Type.String(),
   size: Type.Integer({ description: 'bytes' }),
   createdAt: Timestamp,
+  runId: Nullable(Type.String({ description: 'the run whose tool made the file (a code execution’s /output); null for an upload' })),
+  toolCallId: Nullable(Type.String({ description: 'the tool call that made it; null for an upload' })),
 });
+
+const FileList = Type.Object({ files: Type.Array(FileView), total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() });
+
+const FileListQuery = Type.Object(
+  { ...PageQuery, runId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'only the files this run’s tools made' })) },
+  { additionalProperties: false },
+);
+
+type FileMeta = Pick<store.FileRow, 'id' | 'name' | 'content_type' | 'size' | 'created_at' | 'run_id' | 'tool_call_id'>;
+
+const viewOf = (f: FileMeta) => ({
+  id: f.id,
+  name: f.name,
+  contentType: f.content_type,
+  size: f.size,
+  createdAt: f.created_at,
+  runId: f.run_id,
+  toolCallId: f.tool_call_id,
+});
+
+/** A file a tool made: its path under the folder it was written to, its media type and bytes. */
+export interface MadeFile {
+  path: string;
+  mediaType: string;
+  content: Uint8Array;
+}
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it removes
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/g;
+
+/** A made file's name: its path under its folder ('/'-separated), without control characters, at most 255 characters. */
+function cleanPath(raw: string): string {
+  const segments = raw
+    .replace(CONTROL_CHARACTERS, '')
+    .split(/[/\\]/)
+    .map((segment) => segment.trim())
+    .filter((segment) => segment && segment !== '.' && segment !== '..');
+  return segments.join('/').slice(-255) || 'file';
+}
 
 /** A safe display name: the last path segment, without control characters, at most 255 characters. */
 function cleanFileName(raw: string): string {
@@ -64,6 +106,8 @@ export class FilesService {
       data: data.toString('base64'),
       created_by: principal.actor.id,
       created_at: now(),
+      run_id: null,
+      tool_call_id: null,
     };
     await this.db.kysely.transaction().execute(async (trx) => {
       await store.insertFile(trx, row);
@@ -76,7 +120,72 @@ export class FilesService {
         detail: { name: row.name, size: row.size },
       });
     });
-    return { id: row.id, name: row.name, contentType: row.content_type, size: row.size, createdAt: row.created_at };
+    return viewOf(row);
+  }
+
+  /**
+   * Records the files a run's tool call made (a code execution's /output) as files of the tenant, with
+   * their audit events, in one transaction: all of them or none. Sizes are the caller's to bound
+   * (each at most MAX_FILE_BYTES).
+   */
+  async saveMade(made: { tenantId: string; actor: Actor; runId: string; toolCallId: string | null; files: MadeFile[] }) {
+    const at = now();
+    const rows: store.FileRow[] = made.files.map((f) => {
+      if (f.content.byteLength > MAX_FILE_BYTES) throw new InvalidInput(`${f.path} is over ${MAX_FILE_BYTES} bytes`, []);
+      return {
+        id: newId(),
+        tenant_id: made.tenantId,
+        name: cleanPath(f.path),
+        content_type: f.mediaType.slice(0, 200) || 'application/octet-stream',
+        size: f.content.byteLength,
+        data: Buffer.from(f.content.buffer, f.content.byteOffset, f.content.byteLength).toString('base64'),
+        created_by: made.actor.id,
+        created_at: at,
+        run_id: made.runId,
+        tool_call_id: made.toolCallId,
+      };
+    });
+    if (!rows.length) return [];
+    await this.db.kysely.transaction().execute(async (trx) => {
+      for (const row of rows) {
+        await store.insertFile(trx, row);
+        await recordAudit(trx, {
+          tenantId: made.tenantId,
+          actor: made.actor,
+          action: 'file.created',
+          resourceType: 'file',
+          resourceId: row.id,
+          detail: { name: row.name, size: row.size, runId: made.runId, toolCallId: made.toolCallId },
+        });
+      }
+    });
+    return rows.map(viewOf);
+  }
+
+  /** A page of the tenant's files, newest first; with `runId`, those that run's tools made. */
+  async list(tenantId: string, filter: store.FileFilter, page: number, limit: number) {
+    const { rows, total } = await store.listFiles(this.db.kysely, { tenantId, filter, limit, offset: (page - 1) * limit });
+    return { files: rows.map(viewOf), total, page, limit };
+  }
+
+  /**
+   * What a code execution reads at /input: the files the conversation's messages attached (of its last
+   * 100 messages with attachments) and the files named, each once. A named id that is no file of the
+   * tenant is in `missing` (another tenant's is not told apart from none).
+   */
+  async inputFiles(tenantId: string, wanted: { conversationId: string | null; ids: string[] }) {
+    const attached = wanted.conversationId
+      ? (await store.conversationAttachments(this.db.kysely, tenantId, wanted.conversationId, INPUT_MESSAGES)).flatMap((m) =>
+          attachmentsColumn(m.attachments),
+        )
+      : [];
+    const ids = [...new Set([...attached, ...wanted.ids])];
+    const rows = ids.length ? await store.findFiles(this.db.kysely, tenantId, ids) : [];
+    const found = new Set(rows.map((r) => r.id));
+    return {
+      files: rows.map((r) => ({ id: r.id, name: r.name, contentType: r.content_type, content: Buffer.from(r.data, 'base64') })),
+      missing: wanted.ids.filter((id) => !found.has(id)),
+    };
   }
 
   async get(tenantId: string, id: string) {
@@ -178,9 +287,26 @@ export const filesRoutes: FastifyPluginAsyncTypebox<{ files: FilesService }> = a
         response: { 200: FileView, ...problems(401, 403, 404) },
       },
     },
+    async (req) => viewOf(await files.get(req.principal.tenantId, req.params.id)),
+  );
+
+  app.get(
+    '/api/v1/files',
+    {
+      config: { permission: 'agents:read' },
+      schema: {
+        operationId: 'listFiles',
+        tags: ['conversations'],
+        summary: 'The tenant’s files (metadata), newest first; `runId`: the files that run’s tools made',
+        description:
+          'Uploads and the files code executions left in /output (docs/code-execution.md). A `runId` of another tenant, or of no run, lists nothing.',
+        querystring: FileListQuery,
+        response: { 200: FileList, ...problems(400, 401, 403) },
+      },
+    },
     async (req) => {
-      const f = await files.get(req.principal.tenantId, req.params.id);
-      return { id: f.id, name: f.name, contentType: f.content_type, size: f.size, createdAt: f.created_at };
+      const { page, limit, runId } = req.query;
+      return files.list(req.principal.tenantId, { runId }, page, limit);
     },
   );
 

@@ -45,6 +45,8 @@ const file: store.FileRow = {
   data: 'aGVsbG8=',
   created_by: null,
   created_at: at,
+  run_id: null,
+  tool_call_id: null,
 };
 
 export const samples = {
@@ -94,6 +96,11 @@ export const samples = {
   findFile: ['tenant-1', 'file-1'],
   deleteFile: ['tenant-1', 'file-1'],
   findFiles: ['tenant-1', ['file-1', 'file-2']],
+  listFiles: {
+    'no filter': [{ tenantId: 'tenant-1', filter: {}, limit: 20, offset: 0 }],
+    'by run': [{ tenantId: 'tenant-1', filter: { runId: 'run-1' }, limit: 20, offset: 0 }],
+  },
+  conversationAttachments: ['tenant-1', 'conversation-1', 100],
   deleteConversationsBefore: ['tenant-1', at, 100],
   deleteFilesBefore: ['tenant-1', at, 100],
   exportSources: exportSample(store.exportSources),

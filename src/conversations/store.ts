@@ -268,6 +268,33 @@ export function findFiles(db: Executor, tenantId: string, ids: string[]) {
   return db.selectFrom('files').selectAll().where('tenant_id', '=', tenantId).where('id', 'in', ids).execute();
 }
 
+export interface FileFilter {
+  /** Only the files this run's tools made (a code execution's /output). */
+  runId?: string;
+}
+
+/** A page of the tenant's files (metadata only), newest first. */
+export async function listFiles(db: Executor, { tenantId, filter, limit, offset }: { tenantId: string; filter: FileFilter } & Page) {
+  let q = db.selectFrom('files').where('tenant_id', '=', tenantId);
+  if (filter.runId) q = q.where('run_id', '=', filter.runId);
+  const columns = ['id', 'name', 'content_type', 'size', 'created_at', 'run_id', 'tool_call_id'] as const;
+  const [rows, count] = await Promise.all([q.select(columns).orderBy('id', 'desc').limit(limit).offset(offset).execute(), countRows(q)]);
+  return { rows, total: count };
+}
+
+/** The file ids the conversation's messages name (their attachments), of its last `limit` messages that have any. */
+export async function conversationAttachments(db: Executor, tenantId: string, conversationId: string, limit: number) {
+  return db
+    .selectFrom('messages')
+    .select('attachments')
+    .where('tenant_id', '=', tenantId)
+    .where('conversation_id', '=', conversationId)
+    .where('attachments', 'is not', null)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
 // Retention (retention/sweep.ts through the conversations and files services): small batches, each its own transaction.
 
 /**

@@ -146,6 +146,9 @@ interface FileTable {
   data: string;
   created_by: string | null;
   created_at: string;
+  /** The run and tool call that made the file (a code execution's /output); null for an upload. */
+  run_id: string | null;
+  tool_call_id: string | null;
 }
 
 /** Platform signing keys. Status is derived from the timestamps (see identity/keys.ts). */

@@ -296,6 +296,36 @@ describe('attachments', () => {
     expectProblem(await deleteFile('x'.repeat(65)), 400, 'validation_failed');
   });
 
+  it('lists the tenant’s files newest first, uploads with no run; ?runId= lists a run’s; never another tenant’s', async () => {
+    const { key: k } = await t.tenant();
+    const first = (await (await upload('a.txt', 'text/plain', 'first', k)).json()) as { id: string };
+    const second = (await (await upload('b.csv', 'text/csv', 'x,y\n1,2\n', k)).json()) as { id: string };
+    await upload('theirs.txt', 'text/plain', 'other tenant', otherKey);
+
+    const all = await t.api(k).GET('/api/v1/files', { params: { query: {} } });
+    expect(all.response.status, JSON.stringify(all.error)).toBe(200);
+    expect(all.data).toMatchObject({ total: 2, page: 1, limit: 20 });
+    expect(all.data!.files.map((f) => f.id)).toEqual([second.id, first.id]);
+    expect(all.data!.files[0]).toEqual({
+      id: second.id,
+      name: 'b.csv',
+      contentType: 'text/csv',
+      size: 8,
+      createdAt: expect.any(String),
+      runId: null,
+      toolCallId: null,
+    });
+    const paged = await t.api(k).GET('/api/v1/files', { params: { query: { limit: 1, page: 2 } } });
+    expect(paged.data).toMatchObject({ total: 2, page: 2, limit: 1, files: [{ id: first.id }] });
+    // Uploads belong to no run: a run's filter lists none of them.
+    const byRun = await t.api(k).GET('/api/v1/files', { params: { query: { runId: '00000000-0000-7000-8000-000000000000' } } });
+    expect(byRun.data).toEqual({ files: [], total: 0, page: 1, limit: 20 });
+    expectProblem(await t.raw('GET', '/api/v1/files?limit=0', { key: k }), 400, 'validation_failed');
+    expectProblem(await t.raw('GET', '/api/v1/files?runId=', { key: k }), 400, 'validation_failed');
+    expectProblem(await t.raw('GET', '/api/v1/files?color=red', { key: k }), 400, 'validation_failed');
+    expect((await fileOf(first.id, k)).data).toMatchObject({ id: first.id, runId: null, toolCallId: null });
+  });
+
   it('refuses unknown or foreign attachments, oversize files and non-multipart bodies', async () => {
     const foreign = (await (await upload('x.txt', 'text/plain', 'other', otherKey)).json()) as { id: string };
     const c = await createConversation();

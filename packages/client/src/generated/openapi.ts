@@ -493,7 +493,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The tenant’s files (metadata), newest first; `runId`: the files that run’s tools made
+         * @description Uploads and the files code executions left in /output (docs/code-execution.md). A `runId` of another tenant, or of no run, lists nothing.
+         */
+        get: operations["listFiles"];
         put?: never;
         /** Upload an attachment (multipart/form-data, one file field, at most 5 MiB) */
         post: operations["uploadFile"];
@@ -5827,6 +5831,74 @@ export interface operations {
             default: components["responses"]["ServerError"];
         };
     };
+    listFiles: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                /** @description only the files this run’s tools made */
+                runId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "files": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "contentType": "string",
+                     *           "size": 1,
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "runId": "string",
+                     *           "toolCallId": "string"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        files: {
+                            id: string;
+                            name: string;
+                            contentType: string;
+                            /** @description bytes */
+                            size: number;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            runId: string | null;
+                            toolCallId: string | null;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
     uploadFile: {
         parameters: {
             query?: never;
@@ -5863,7 +5935,9 @@ export interface operations {
                      *       "name": "string",
                      *       "contentType": "string",
                      *       "size": 1,
-                     *       "createdAt": "2026-11-22T09:00:00.000Z"
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "runId": "string",
+                     *       "toolCallId": "string"
                      *     }
                      */
                     "application/json": {
@@ -5877,6 +5951,8 @@ export interface operations {
                          * @example 2026-11-22T09:00:00.000Z
                          */
                         createdAt: string;
+                        runId: string | null;
+                        toolCallId: string | null;
                     };
                 };
             };
@@ -5929,7 +6005,9 @@ export interface operations {
                      *       "name": "string",
                      *       "contentType": "string",
                      *       "size": 1,
-                     *       "createdAt": "2026-11-22T09:00:00.000Z"
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "runId": "string",
+                     *       "toolCallId": "string"
                      *     }
                      */
                     "application/json": {
@@ -5943,6 +6021,8 @@ export interface operations {
                          * @example 2026-11-22T09:00:00.000Z
                          */
                         createdAt: string;
+                        runId: string | null;
+                        toolCallId: string | null;
                     };
                 };
             };
