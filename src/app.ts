@@ -33,8 +33,12 @@ import { SecretBox, isSealedBox } from './identity/secret-box.js';
 import type { IdentityService } from './identity/service.js';
 import { newRequestId } from './ids.js';
 import { redactLogLine } from './log-redaction.js';
+import { createCodeDomain } from './code/index.js';
+import type { CodeService } from './code/service.js';
+import { createCodeSandbox } from './code/sandbox/index.js';
 import { createMemoryDomain } from './memory/index.js';
 import type { MemoryService } from './memory/service.js';
+import { codeObserver } from './metrics/code.js';
 import { registerMetrics } from './metrics/plugin.js';
 import { Metrics } from './metrics/registry.js';
 import { retentionObserver } from './metrics/retention.js';
@@ -105,6 +109,7 @@ type DomainName =
   | 'identity'
   | 'openaiCompat'
   | 'memory'
+  | 'code'
   | 'a2a'
   | 'usage'
   | 'models';
@@ -138,6 +143,8 @@ export interface Services {
   tracing: Tracing | undefined;
   /** Agents' memory blocks: in every run's system prompt, edited by people and by the agents' memory tools. */
   memory: MemoryService;
+  /** Code execution (docs/code-execution.md): the code tools' executions, files and limits around the sandbox. */
+  code: CodeService;
   /** Prometheus metrics (src/metrics/), when METRICS_TOKEN or METRICS_PORT exposes them; else nothing is measured. */
   metrics: Metrics | undefined;
   /** Skills (what agents may use), connectors, and the five skill and connector tools. */
@@ -260,6 +267,23 @@ export function createServices(
   });
   // The memory tools ask TBAC as every tool does.
   const memory = createMemoryDomain({ db, agents: agents.agents, policies: identity.identity.policies });
+  // The code tools ask TBAC as every tool does; their limits are kept in the tenant's settings.
+  const code = createCodeDomain({
+    db,
+    // Started when code is first asked for; off, or where it cannot isolate, the code tools are not offered.
+    sandbox: async () =>
+      config.code.enabled
+        ? createCodeSandbox({ maxima: config.code.maxima, poolSize: config.code.poolSize, maxConcurrent: config.code.maxConcurrent })
+        : undefined,
+    // A tenant's concurrent executions are at most what this process runs at once.
+    maxima: { ...config.code.maxima, concurrentExecutions: config.code.maxConcurrent },
+    tenancy: tenancy.tenancy,
+    files: conversations.files,
+    skills: skills.skills,
+    policies: identity.identity.policies,
+    tracing,
+    observer: metrics && codeObserver(metrics),
+  });
   const a2a = createA2aDomain({
     agents: agents.agents,
     skillBriefs: skills.contributions.skillCapabilities,
@@ -295,6 +319,7 @@ export function createServices(
       ...skills.contributions.toolProviders,
       ...a2a.contributions.toolProviders,
       ...memory.contributions.toolProviders,
+      ...code.contributions.toolProviders,
     },
     systemPromptContributors: [skills.contributions.systemPrompt, memory.contributions.systemPrompt],
     // Lazy ports: tool calls that wait for a person are recorded by approvals; a run's end settles a
@@ -348,6 +373,7 @@ export function createServices(
     retention: { settings: retention.settings, sweep: retention.sweep },
     tracing,
     memory: memory.memory,
+    code: code.code,
     metrics,
     skills: skills.skills,
     connectors: skills.connectors,
@@ -364,6 +390,7 @@ export function createServices(
       identity: identity.plugin,
       openaiCompat: openaiCompat.plugin,
       memory: memory.plugin,
+      code: code.plugin,
       a2a: a2a.plugin,
       usage: runs.usagePlugin,
       models: modelCatalog.plugin,
@@ -505,6 +532,8 @@ export async function buildApp({ config, db, services = createServices(config, d
   for (const plugin of [
     domains.tenancy,
     domains.agents,
+    // Before runs: the sandbox closes after the runs that use it have stopped.
+    domains.code,
     domains.runs,
     domains.conversations,
     domains.tasks,

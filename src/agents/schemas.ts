@@ -19,9 +19,9 @@ const ToolName = Type.String({ pattern: '^[a-zA-Z0-9_-]{1,64}$', description: 'n
 const BuiltinTool = Type.Object(
   {
     type: Type.Literal('builtin'),
-    name: Type.Union([Type.Literal('skills'), Type.Literal('connectors'), Type.Literal('memory')], {
+    name: Type.Union([Type.Literal('skills'), Type.Literal('connectors'), Type.Literal('memory'), Type.Literal('code')], {
       description:
-        'skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace (not given by default)',
+        'skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace; code: code_run, and skill_script_run while a skill is assigned (offered only where code runs: docs/code-execution.md) (memory and code not given by default)',
     }),
     enabled: Type.Optional(Type.Boolean({ description: 'false: the group is off (input only; an agent lists only the groups it has)' })),
   },

@@ -167,6 +167,33 @@ export class SkillsService {
     return store.skillFiles(this.db.kysely, tenantId, skillId);
   }
 
+  /**
+   * A skill's files as a code execution mounts them at /skill (the code domain's skill_script_run):
+   * `SKILL.md` (its instructions), `references/<name>`, `scripts/<name>`. Only for a skill assigned to
+   * the agent, enabled and active; otherwise why not.
+   */
+  async mountFor(
+    tenantId: string,
+    agentId: string,
+    idOrName: string,
+  ): Promise<
+    | { refused: 'skill_not_assigned' | 'skill_archived' }
+    | { skill: { id: string; name: string }; files: { path: string; kind: string; content: string }[] }
+  > {
+    const found = await this.findForAgent(tenantId, agentId, idOrName);
+    if (!found?.assignment?.enabled) return { refused: 'skill_not_assigned' };
+    if (found.skill.status !== 'active') return { refused: 'skill_archived' };
+    const files = (await this.files(tenantId, found.skill.id)).map((f) => ({
+      path: `${f.kind === 'script' ? 'scripts' : 'references'}/${f.name}`,
+      kind: f.kind,
+      content: f.content,
+    }));
+    return {
+      skill: { id: found.skill.id, name: found.skill.name },
+      files: [{ path: 'SKILL.md', kind: 'instructions', content: found.skill.instructions }, ...files],
+    };
+  }
+
   /** Active skills of the tenant matching a category and words, with the agent's assignment if any. */
   async discover(tenantId: string, agentId: string, filter: { category?: string; q?: string }) {
     const { rows } = await store.listSkills(this.db.kysely, { tenantId, filter: { ...filter, status: 'active' }, limit: 200, offset: 0 });

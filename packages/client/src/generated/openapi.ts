@@ -249,6 +249,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/code/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether code runs here, the tenant’s code execution limits and the server’s maxima */
+        get: operations["getCodeSettings"];
+        /**
+         * Set the tenant’s code execution limits (fields left out keep their value; null: the server’s maximum)
+         * @description A value above the server’s maximum is a 400 naming the field and the maximum.
+         */
+        put: operations["setCodeSettings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents/{id}/execute": {
         parameters: {
             query?: never;
@@ -1759,8 +1780,8 @@ export interface components {
             tools: ({
                 /** @enum {string} */
                 type: "builtin";
-                /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace (not given by default) */
-                name: "skills" | "connectors" | "memory";
+                /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace; code: code_run, and skill_script_run while a skill is assigned (offered only where code runs: docs/code-execution.md) (memory and code not given by default) */
+                name: "skills" | "connectors" | "memory" | "code";
                 /** @description false: the group is off (input only; an agent lists only the groups it has) */
                 enabled?: boolean;
             } | {
@@ -2904,8 +2925,8 @@ export interface operations {
                     tools?: ({
                         /** @enum {string} */
                         type: "builtin";
-                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace (not given by default) */
-                        name: "skills" | "connectors" | "memory";
+                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace; code: code_run, and skill_script_run while a skill is assigned (offered only where code runs: docs/code-execution.md) (memory and code not given by default) */
+                        name: "skills" | "connectors" | "memory" | "code";
                         /** @description false: the group is off (input only; an agent lists only the groups it has) */
                         enabled?: boolean;
                     } | {
@@ -3242,8 +3263,8 @@ export interface operations {
                     tools?: ({
                         /** @enum {string} */
                         type: "builtin";
-                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace (not given by default) */
-                        name: "skills" | "connectors" | "memory";
+                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace; code: code_run, and skill_script_run while a skill is assigned (offered only where code runs: docs/code-execution.md) (memory and code not given by default) */
+                        name: "skills" | "connectors" | "memory" | "code";
                         /** @description false: the group is off (input only; an agent lists only the groups it has) */
                         enabled?: boolean;
                     } | {
@@ -3769,6 +3790,207 @@ export interface operations {
                     };
                 };
             };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getCodeSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "available": true,
+                     *       "unavailableReason": "string",
+                     *       "limits": {
+                     *         "wallMs": 1,
+                     *         "cpuMs": 1,
+                     *         "memoryMb": 1,
+                     *         "outputBytes": 1,
+                     *         "maxOutputFiles": 0,
+                     *         "maxOutputFileBytes": 1,
+                     *         "concurrentExecutions": 1
+                     *       },
+                     *       "maxima": {
+                     *         "wallMs": 1,
+                     *         "cpuMs": 1,
+                     *         "memoryMb": 1,
+                     *         "outputBytes": 1,
+                     *         "maxOutputFiles": 0,
+                     *         "maxOutputFileBytes": 1,
+                     *         "concurrentExecutions": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description whether code runs on this server (false: the code tools are not offered) */
+                        available: boolean;
+                        /** @description why not, when it does not */
+                        unavailableReason: string | null;
+                        limits: {
+                            /** @description wall time of one execution, in milliseconds */
+                            wallMs: number;
+                            /** @description CPU time of one execution, in milliseconds */
+                            cpuMs: number;
+                            /** @description memory of one execution (the process and WebAssembly), in MiB */
+                            memoryMb: number;
+                            /** @description bytes of stdout, and of stderr, kept (the rest is dropped and flagged truncated) */
+                            outputBytes: number;
+                            /** @description how many files one execution may leave in /output */
+                            maxOutputFiles: number;
+                            /** @description the largest file one execution may leave in /output, in bytes */
+                            maxOutputFileBytes: number;
+                            /** @description how many executions of the tenant run at once (in this server process); one more is a code_busy tool error */
+                            concurrentExecutions: number;
+                        };
+                        maxima: {
+                            /** @description the server's maximum: wall time of one execution, in milliseconds */
+                            wallMs: number;
+                            /** @description the server's maximum: CPU time of one execution, in milliseconds */
+                            cpuMs: number;
+                            /** @description the server's maximum: memory of one execution (the process and WebAssembly), in MiB */
+                            memoryMb: number;
+                            /** @description the server's maximum: bytes of stdout, and of stderr, kept (the rest is dropped and flagged truncated) */
+                            outputBytes: number;
+                            /** @description the server's maximum: how many files one execution may leave in /output */
+                            maxOutputFiles: number;
+                            /** @description the server's maximum: the largest file one execution may leave in /output, in bytes */
+                            maxOutputFileBytes: number;
+                            /** @description the server's maximum: how many executions of the tenant run at once (in this server process); one more is a code_busy tool error */
+                            concurrentExecutions: number;
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    setCodeSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "wallMs": 1,
+                 *       "cpuMs": 1,
+                 *       "memoryMb": 1,
+                 *       "outputBytes": 1,
+                 *       "maxOutputFiles": 0,
+                 *       "maxOutputFileBytes": 1,
+                 *       "concurrentExecutions": 1
+                 *     }
+                 */
+                "application/json": {
+                    /** @description wall time of one execution, in milliseconds; at most the server's maximum; null: the server's maximum */
+                    wallMs?: number | null;
+                    /** @description CPU time of one execution, in milliseconds; at most the server's maximum; null: the server's maximum */
+                    cpuMs?: number | null;
+                    /** @description memory of one execution (the process and WebAssembly), in MiB; at most the server's maximum; null: the server's maximum */
+                    memoryMb?: number | null;
+                    /** @description bytes of stdout, and of stderr, kept (the rest is dropped and flagged truncated); at most the server's maximum; null: the server's maximum */
+                    outputBytes?: number | null;
+                    /** @description how many files one execution may leave in /output; at most the server's maximum; null: the server's maximum */
+                    maxOutputFiles?: number | null;
+                    /** @description the largest file one execution may leave in /output, in bytes; at most the server's maximum; null: the server's maximum */
+                    maxOutputFileBytes?: number | null;
+                    /** @description how many executions of the tenant run at once (in this server process); one more is a code_busy tool error; at most the server's maximum; null: the server's maximum */
+                    concurrentExecutions?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "available": true,
+                     *       "unavailableReason": "string",
+                     *       "limits": {
+                     *         "wallMs": 1,
+                     *         "cpuMs": 1,
+                     *         "memoryMb": 1,
+                     *         "outputBytes": 1,
+                     *         "maxOutputFiles": 0,
+                     *         "maxOutputFileBytes": 1,
+                     *         "concurrentExecutions": 1
+                     *       },
+                     *       "maxima": {
+                     *         "wallMs": 1,
+                     *         "cpuMs": 1,
+                     *         "memoryMb": 1,
+                     *         "outputBytes": 1,
+                     *         "maxOutputFiles": 0,
+                     *         "maxOutputFileBytes": 1,
+                     *         "concurrentExecutions": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description whether code runs on this server (false: the code tools are not offered) */
+                        available: boolean;
+                        /** @description why not, when it does not */
+                        unavailableReason: string | null;
+                        limits: {
+                            /** @description wall time of one execution, in milliseconds */
+                            wallMs: number;
+                            /** @description CPU time of one execution, in milliseconds */
+                            cpuMs: number;
+                            /** @description memory of one execution (the process and WebAssembly), in MiB */
+                            memoryMb: number;
+                            /** @description bytes of stdout, and of stderr, kept (the rest is dropped and flagged truncated) */
+                            outputBytes: number;
+                            /** @description how many files one execution may leave in /output */
+                            maxOutputFiles: number;
+                            /** @description the largest file one execution may leave in /output, in bytes */
+                            maxOutputFileBytes: number;
+                            /** @description how many executions of the tenant run at once (in this server process); one more is a code_busy tool error */
+                            concurrentExecutions: number;
+                        };
+                        maxima: {
+                            /** @description the server's maximum: wall time of one execution, in milliseconds */
+                            wallMs: number;
+                            /** @description the server's maximum: CPU time of one execution, in milliseconds */
+                            cpuMs: number;
+                            /** @description the server's maximum: memory of one execution (the process and WebAssembly), in MiB */
+                            memoryMb: number;
+                            /** @description the server's maximum: bytes of stdout, and of stderr, kept (the rest is dropped and flagged truncated) */
+                            outputBytes: number;
+                            /** @description the server's maximum: how many files one execution may leave in /output */
+                            maxOutputFiles: number;
+                            /** @description the server's maximum: the largest file one execution may leave in /output, in bytes */
+                            maxOutputFileBytes: number;
+                            /** @description the server's maximum: how many executions of the tenant run at once (in this server process); one more is a code_busy tool error */
+                            concurrentExecutions: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
