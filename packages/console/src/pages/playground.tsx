@@ -1,4 +1,4 @@
-import type { Agentry, ConversationSummary, FileInfo, Message, RunStream } from '@agentry/client';
+import type { ConversationSummary, FileInfo, Message, RunStream } from '@agentry/client';
 import {
   Accordion,
   Alert,
@@ -27,6 +27,7 @@ import { type DragEvent, useCallback, useEffect, useRef, useState } from 'react'
 import { messageOf, useClient, useDenied } from '../api';
 import { type ApprovalView, followTurn, newTurn, pendingTurns, type ToolCallView, type TurnState } from '../lib/turn';
 import { apiPath } from '../lib/api-path.js';
+import { CodeCall, downloadFile, isCodeCall, sizeOf } from '../code-call';
 
 function ToolCalls({ calls }: { calls: ToolCallView[] }) {
   if (!calls.length) return null;
@@ -46,16 +47,22 @@ function ToolCalls({ calls }: { calls: ToolCallView[] }) {
             </Group>
           </Accordion.Control>
           <Accordion.Panel>
-            <Text size="xs" fw={600}>
-              Arguments
-            </Text>
-            <Code block>{JSON.stringify(call.input, null, 2)}</Code>
-            {call.result !== undefined && (
+            {isCodeCall(call.name) ? (
+              <CodeCall name={call.name} input={call.input} result={call.result} />
+            ) : (
               <>
-                <Text size="xs" fw={600} mt="xs">
-                  Result
+                <Text size="xs" fw={600}>
+                  Arguments
                 </Text>
-                <Code block>{JSON.stringify(call.result, null, 2)}</Code>
+                <Code block>{JSON.stringify(call.input, null, 2)}</Code>
+                {call.result !== undefined && (
+                  <>
+                    <Text size="xs" fw={600} mt="xs">
+                      Result
+                    </Text>
+                    <Code block>{JSON.stringify(call.result, null, 2)}</Code>
+                  </>
+                )}
               </>
             )}
           </Accordion.Panel>
@@ -104,20 +111,6 @@ function PaperclipIcon({ size = 14 }: { size?: number }) {
 /** The server's limit on a message's attachments (the execute body's `attachments`, maxItems). */
 const MAX_ATTACHMENTS = 20;
 
-const sizeOf = (bytes: number) =>
-  bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
-
-/** Downloads an attachment: its bytes need the bearer credential, so they are fetched, then saved from a blob URL. */
-async function download(client: Agentry, file: FileInfo) {
-  const blob = await client.files.content(file.id);
-  const url = URL.createObjectURL(blob);
-  const link = document.createElement('a');
-  link.href = url;
-  link.download = file.name;
-  link.click();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
-
 /** A file a sent message names: its name and size read once by id, a click downloads it. */
 function Attachment({ id, known }: { id: string; known?: FileInfo }) {
   const client = useClient();
@@ -137,7 +130,7 @@ function Attachment({ id, known }: { id: string; known?: FileInfo }) {
       data-testid="attachment"
       title={failed ?? `Download ${file.data.name}`}
       color={failed ? 'red' : undefined}
-      onClick={() => download(client, file.data).catch((err) => setFailed(messageOf(err)))}
+      onClick={() => downloadFile(client, file.data).catch((err) => setFailed(messageOf(err)))}
       leftSection={<PaperclipIcon size={12} />}
     >
       {file.data.name} · {sizeOf(file.data.size)}

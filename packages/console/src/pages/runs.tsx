@@ -4,6 +4,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useParams, useSearch } from '@tanstack/react-router';
 import { useEffect, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../api';
+import { CodeCall, isCodeCall } from '../code-call';
 import { AnchorLink } from '../links';
 
 const STATUSES = ['queued', 'running', 'awaiting_approval', 'completed', 'failed', 'cancelled'];
@@ -123,20 +124,27 @@ interface TimelineEntry {
   title: string;
   color: string;
   body?: string;
+  /** A code tool call's end: shown with its code, output and files instead of the result's JSON. */
+  code?: { name: string; input: unknown; result: Record<string, unknown> };
 }
 
 /** A run's events as timeline entries: consecutive tokens as one model output, tool calls, the end. */
 function timelineOf(events: RunEvent[]): TimelineEntry[] {
   const out: TimelineEntry[] = [];
+  const started = new Map<string, { name: string; input: unknown }>();
   for (const event of events) {
     const last = out[out.length - 1];
     if (event.type === 'token') {
       if (last?.title === 'Model output') last.body = (last.body ?? '') + event.data.text;
       else out.push({ key: `t${event.seq}`, title: 'Model output', color: 'indigo', body: event.data.text });
     } else if (event.type === 'tool_call_start') {
+      started.set(event.data.id, { name: event.data.name, input: event.data.input });
       out.push({ key: `s${event.seq}`, title: `Tool call ${event.data.name}`, color: 'grape', body: JSON.stringify(event.data.input) });
     } else if (event.type === 'tool_call_end') {
-      out.push({ key: `e${event.seq}`, title: 'Tool result', color: 'grape', body: JSON.stringify(event.data.result) });
+      const call = started.get(event.data.id);
+      if (call && isCodeCall(call.name))
+        out.push({ key: `e${event.seq}`, title: 'Tool result', color: 'grape', code: { ...call, result: event.data.result } });
+      else out.push({ key: `e${event.seq}`, title: 'Tool result', color: 'grape', body: JSON.stringify(event.data.result) });
     } else if (event.type === 'done') {
       out.push({
         key: `d${event.seq}`,
@@ -236,6 +244,7 @@ export function RunPage() {
                 {entry.body}
               </Text>
             )}
+            {entry.code && <CodeCall name={entry.code.name} input={entry.code.input} result={entry.code.result} />}
           </Timeline.Item>
         ))}
       </Timeline>
