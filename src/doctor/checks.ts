@@ -440,7 +440,7 @@ async function codeExecution(config: Config): Promise<CheckResult> {
     }
     return pass(
       name,
-      `available: network and PID namespaces, Node's permission model; ${config.code.poolSize} warm process(es) per language`,
+      `available: network and PID namespaces, Node's permission model, as ${sandbox.runsAs}; ${config.code.poolSize} warm process(es) per language`,
     );
   } finally {
     await sandbox.close();

@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type CodeLimits, type CodeSandbox, createCodeSandbox } from '../../src/code/sandbox/index.js';
-import { permissionFlag } from '../../src/code/sandbox/isolation.js';
+import { permissionFlag, probeLauncher, runtimeFolders } from '../../src/code/sandbox/isolation.js';
 import { SandboxProcess } from '../../src/code/sandbox/process.js';
 
 // The runner itself, process-level: no database, no HTTP (the code domain's tests drive it through the API).
@@ -377,3 +378,22 @@ test('in a process with nothing else to do (a CLI: agentry doctor), a job and cl
   const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script]);
   expect(stdout).toBe('closed after "42\\n"\n');
 });
+
+test.skipIf(process.getuid?.() !== 0)(
+  'under root: nobody runs the program, or root without capabilities where nobody cannot read the runtime',
+  async () => {
+    const readable = await probeLauncher('namespace', runtimeFolders());
+    expect('launcher' in readable && readable.launcher.user).toBe('nobody (uid 65534)');
+    // A folder of the runtime only root may enter (a checkout under /root, a mktemp -d folder).
+    const privateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-private-'));
+    try {
+      const unreadable = await probeLauncher('namespace', [...runtimeFolders(), privateDir]);
+      expect('launcher' in unreadable && unreadable.launcher.user).toBe(
+        `root without capabilities (nobody cannot run it: uid 65534 cannot read ${privateDir} (EACCES))`,
+      );
+      expect('launcher' in unreadable && unreadable.launcher.prefix).toContain('--bounding-set=-all');
+    } finally {
+      fs.rmSync(privateDir, { recursive: true, force: true });
+    }
+  },
+);

@@ -77,7 +77,9 @@ describe('agentry doctor', () => {
       'model breakers',
       'code execution',
     ]);
-    expect(byName['code execution'].detail).toMatch(/^available: network and PID namespaces/);
+    expect(byName['code execution'].detail).toMatch(
+      /^available: network and PID namespaces, Node's permission model, as .+; 1 warm process\(es\) per language$/,
+    );
     expect(byName['master key'].detail).toMatch(/^MASTER_KEY opens the stored platform keys \(1\)$/);
     expect(byName['platform signing keys'].detail).toMatch(/ \(#2\) signs; 0 pending, 2 in all$/);
     expect(byName['provider openai-compatible'].detail).toMatch(/answered 200/);

@@ -87,7 +87,7 @@ class Slots {
  * its own, under Node's permission model, in network and PID namespaces, with an empty environment and
  * per-job limits (docs/code-execution.md). Whether it can isolate is probed once, here.
  */
-export async function createCodeSandbox(options: CodeSandboxOptions): Promise<CodeSandbox> {
+export async function createCodeSandbox(options: CodeSandboxOptions): Promise<CodeSandbox & { runsAs: string | null }> {
   let folders: string[] | undefined;
   let missing: string | undefined;
   try {
@@ -115,6 +115,9 @@ export async function createCodeSandbox(options: CodeSandboxOptions): Promise<Co
   }
 
   return {
+    /** Who programs run as (nobody, root without capabilities...); null when unavailable. */
+    runsAs: 'launcher' in probe ? probe.launcher.user : null,
+
     availability() {
       return 'launcher' in probe ? { available: true } : { available: false, reason: probe.reason };
     },

@@ -16,6 +16,8 @@ export type NetworkIsolation = 'namespace' | 'off';
 export interface Launcher {
   prefix: string[];
   nodeIsChild: boolean;
+  /** Who the program runs as, said by the doctor's check. */
+  user: string;
 }
 
 /** CPU seconds a process may spend loading its runtime, on top of the job's maximum (RLIMIT_CPU backstop). */
@@ -120,6 +122,8 @@ for (const dir of JSON.parse(process.argv[1])) {
 }
 `;
 
+const firstLine = (text: string) => text.split('\n')[0];
+
 function run(file: string, args: string[]): Promise<{ ok: boolean; output: string }> {
   return new Promise((resolve) => {
     execFile(file, args, { env: {}, cwd: '/', timeout: 30_000 }, (error, stdout, stderr) => {
@@ -146,42 +150,56 @@ export async function probeLauncher(network: NetworkIsolation, readable: string[
   if (process.platform !== 'linux') return { reason: `code execution needs Linux (namespaces, /proc); this is ${process.platform}` };
   const prlimit = findExecutable('prlimit');
   if (!prlimit) return { reason: 'prlimit (util-linux) is not installed' };
-  let launcher: Launcher = { prefix: [prlimit], nodeIsChild: false };
+  const launcher: Launcher = { prefix: [prlimit], nodeIsChild: false, user: "the server's user, no namespaces (tests only)" };
   if (network === 'namespace') {
     const unshare = findExecutable('unshare');
     if (!unshare) return { reason: 'unshare (util-linux) is not installed: no network namespace for the sandbox' };
-    const asRoot = process.getuid?.() === 0;
-    let prefix: string[];
-    if (asRoot) {
-      // Root needs no user namespace for the others, and the program should not run as root: nobody it is.
-      const setpriv = findExecutable('setpriv');
-      if (!setpriv) return { reason: 'setpriv (util-linux) is not installed: the sandbox would run as root' };
-      const drop = [setpriv, `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_UID}`, '--clear-groups', '--no-new-privs', '--'];
-      prefix = [unshare, '--net', '--pid', '--fork', '--kill-child', '--', ...drop, prlimit];
-    } else {
-      prefix = [unshare, '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', '--', prlimit];
+    const namespaces = ['--net', '--pid', '--fork', '--kill-child', '--'];
+    const probe = (prefix: string[]) =>
+      run(unshare, [
+        ...prefix.slice(1),
+        '--core=0',
+        '--',
+        process.execPath,
+        permissionFlag(),
+        ...readable.map((dir) => `--allow-fs-read=${dir}/`),
+        // The V8 flags the jobs' processes get: one this Node does not know is found here, not at every job.
+        '--max-old-space-size=256',
+        '--wasm-max-mem-pages=4096',
+        '--no-warnings',
+        '-e',
+        PROBE_SCRIPT,
+        JSON.stringify(readable),
+      ]);
+    if (process.getuid?.() !== 0) {
+      const prefix = [unshare, '--user', '--map-root-user', ...namespaces, prlimit];
+      const tried = await probe(prefix);
+      if (!tried.ok)
+        return {
+          reason: `cannot isolate the sandbox: unshare --user --net --pid (unprivileged user namespaces): ${firstLine(tried.output)}`,
+        };
+      return { launcher: { prefix, nodeIsChild: true, user: "the server's user, as root of a user namespace" } };
     }
-    launcher = { prefix, nodeIsChild: true };
-    const allow = readable.map((dir) => `--allow-fs-read=${dir}/`);
-    const probe = await run(unshare, [
-      ...prefix.slice(1),
-      '--core=0',
-      '--',
-      process.execPath,
-      permissionFlag(),
-      ...allow,
-      // The V8 flags the jobs' processes get: one this Node does not know is found here, not at every job.
-      '--max-old-space-size=256',
-      '--wasm-max-mem-pages=4096',
-      '--no-warnings',
-      '-e',
-      PROBE_SCRIPT,
-      JSON.stringify(readable),
-    ]);
-    if (!probe.ok) {
-      const how = asRoot ? 'unshare --net --pid, setpriv' : 'unshare --user --net --pid (unprivileged user namespaces)';
-      return { reason: `cannot isolate the sandbox: ${how}: ${probe.output.split('\n')[0]}` };
-    }
+    // Root needs no user namespace for the namespaces, and the program should not run as root: nobody
+    // it is, when nobody can run node and read the runtime (a checkout or a Node under /root cannot be);
+    // else root stripped of every capability, which the doctor's check names.
+    const setpriv = findExecutable('setpriv');
+    if (!setpriv) return { reason: 'setpriv (util-linux) is not installed: the sandbox would run as root with its capabilities' };
+    const asNobody = [setpriv, `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_UID}`, '--clear-groups', '--no-new-privs', '--'];
+    const nobody = [unshare, ...namespaces, ...asNobody, prlimit];
+    const triedNobody = await probe(nobody);
+    if (triedNobody.ok) return { launcher: { prefix: nobody, nodeIsChild: true, user: `nobody (uid ${SANDBOX_UID})` } };
+    const noCapabilities = [setpriv, '--inh-caps=-all', '--ambient-caps=-all', '--bounding-set=-all', '--no-new-privs', '--'];
+    const root = [unshare, ...namespaces, ...noCapabilities, prlimit];
+    const triedRoot = await probe(root);
+    if (!triedRoot.ok) return { reason: `cannot isolate the sandbox: unshare --net --pid, setpriv: ${firstLine(triedRoot.output)}` };
+    return {
+      launcher: {
+        prefix: root,
+        nodeIsChild: true,
+        user: `root without capabilities (nobody cannot run it: ${firstLine(triedNobody.output)})`,
+      },
+    };
   }
   return { launcher };
 }
