@@ -38,7 +38,9 @@ function sandboxRss() {
   return found;
 }
 
-for (const language of ['python', 'javascript']) {
+/** @type {import('../../dist/code/sandbox/types.js').CodeLanguage[]} */
+const languages = ['python', 'javascript'];
+for (const language of languages) {
   const cold = await createCodeSandbox({ maxima: limits, poolSize: 0, maxConcurrent: 1 });
   const coldTimes = [];
   for (let i = 0; i < runs; i++) {
