@@ -1,12 +1,12 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Agent } from '../agents/schemas.js';
-import type { FilesService } from '../conversations/files.js';
+import { type FilesService, MAX_FILE_BYTES } from '../conversations/files.js';
 import type { Db } from '../db/database.js';
 import type { ToolProvider } from '../runtime/tools/types.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { codePlugin } from './plugin.js';
 import type { CodeSandbox } from './sandbox/types.js';
-import { type CodeObserver, CodeService } from './service.js';
+import { type CodeObserver, CodeService, MAX_MODEL_OUTPUT_BYTES } from './service.js';
 import { type CodeMaxima, CodeSettingsService, type TenantSettings } from './settings.js';
 import { type CodeToolPolicies, type CodeToolSkills, codeToolProvider } from './tools.js';
 
@@ -50,7 +50,13 @@ export function createCodeDomain({
   tracing,
   observer,
 }: CodeDomainOptions): CodeDomain {
-  const settings = new CodeSettingsService(tenancy, maxima);
+  // The files API keeps files of at most 5 MiB, and a tool result stays well inside a run's bound: the
+  // maxima a tenant is shown and held to are no higher than what can be kept.
+  const settings = new CodeSettingsService(tenancy, {
+    ...maxima,
+    outputBytes: Math.min(maxima.outputBytes, MAX_MODEL_OUTPUT_BYTES),
+    maxOutputFileBytes: Math.min(maxima.maxOutputFileBytes, MAX_FILE_BYTES),
+  });
   const code = new CodeService({ db, sandbox, settings, files, tracing, observer });
   return {
     code,

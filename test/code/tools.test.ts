@@ -351,11 +351,14 @@ describe('limits', () => {
     const initial = await t.api(k).GET('/api/v1/code/settings');
     expect(initial.response.status).toBe(200);
     expect(initial.data).toMatchObject({ available: true, unavailableReason: null });
-    expect(initial.data!.maxima).toMatchObject({
+    // The server's maxima (CODE_MAX_*, CODE_MAX_CONCURRENT); a file no larger than the files API keeps (5 MiB, not the default 10).
+    expect(initial.data!.maxima).toEqual({
       wallMs: 120_000,
       cpuMs: 60_000,
       memoryMb: 512,
+      outputBytes: 1024 * 1024,
       maxOutputFiles: 20,
+      maxOutputFileBytes: 5 * 1024 * 1024,
       concurrentExecutions: 2,
     });
     expect(initial.data!.limits).toEqual(initial.data!.maxima);
@@ -382,6 +385,21 @@ describe('limits', () => {
     expectProblem(await t.api(reader).PUT('/api/v1/code/settings', { body: { memoryMb: 64 } }), 403, 'forbidden');
     const audit = await t.api(k).GET('/api/v1/audit-events', { params: { query: { action: 'tenant.settings_updated' } } });
     expect(audit.data!.events.map((e) => e.detail)).toContainEqual({ code: { memoryMb: 128, maxOutputFiles: 0, concurrentExecutions: 1 } });
+  });
+
+  it('past the tenant’s concurrent executions, a call is a code_busy tool error; its slot is free again once it ends', async () => {
+    const { key: k } = await t.tenant();
+    await t.api(k).PUT('/api/v1/code/settings', { body: { concurrentExecutions: 1, wallMs: 8000 } });
+    const agent = await t.agent(k, { tools: CODE });
+    // Two loops at once, each holding the tenant's one slot until its wall time ends it: whichever comes
+    // second finds it taken, whatever the order.
+    const loop = () => execute(agent.id, { message: tool('code_run', { language: 'python', code: 'while True:\n    pass' }) }, k);
+    const results = (await Promise.all([loop(), loop()])).map((r) => r.run!.toolCalls[0].result as unknown as CodeToolResult);
+    expect(results.map((r) => r.error?.code).sort()).toEqual(['code_busy', 'code_timeout']);
+    expect(results.find((r) => r.error?.code === 'code_busy')!.error!.message).toContain('concurrentExecutions');
+    expect((await callTool(agent.id, 'code_run', { language: 'javascript', code: 'console.log(1)' }, {}, k)).call.result).toMatchObject({
+      exitCode: 0,
+    });
   });
 
   it('no output file kept past the tenant’s file count: code_files_limit', async () => {
