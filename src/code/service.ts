@@ -16,8 +16,8 @@ import type { CodeLimitValues, CodeSettingsService } from './settings.js';
  */
 
 /** How many files one execution reads at /input, and their bytes together. */
-export const MAX_INPUT_FILES = 32;
-export const MAX_INPUT_BYTES = 20 * 1024 * 1024;
+const MAX_INPUT_FILES = 32;
+const MAX_INPUT_BYTES = 20 * 1024 * 1024;
 /** The most of stdout, and of stderr, the model is given whatever the limits say (a tool result stays well inside a run's 5 MiB). */
 export const MAX_MODEL_OUTPUT_BYTES = 1024 * 1024;
 /** The most of the output a limit's tool error quotes. */

@@ -49,7 +49,7 @@ const MOUNTS =
 
 const SCRIPT_LANGUAGES: Record<string, CodeLanguage> = { py: 'python', js: 'javascript', mjs: 'javascript' };
 
-export const hasCodeTools = (agent: Agent) => agent.tools.some((t) => t.type === 'builtin' && t.name === 'code');
+const hasCodeTools = (agent: Agent) => agent.tools.some((t) => t.type === 'builtin' && t.name === 'code');
 
 interface CodeToolDef {
   name: string;
