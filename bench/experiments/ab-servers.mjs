@@ -4,7 +4,7 @@
 // per request from /proc, so a machine whose load drifts (other work, the hour) moves all of them alike.
 // For what one setting costs (tracing, metrics) where a full bench run's windows are minutes apart.
 //
-//   node bench/experiments/ab-servers.js --variant plain= --variant traced=OTEL_EXPORTER_OTLP_ENDPOINT=receiver
+//   node bench/experiments/ab-servers.mjs --variant plain= --variant traced=OTEL_EXPORTER_OTLP_ENDPOINT=receiver
 //   options: --rounds 12 --seconds 2 --connections 10 --cpu-prof <dir> ; a variant is name=KEY=VALUE,KEY=VALUE (VALUE
 //   `receiver`: an OTLP/HTTP receiver in this process that answers 200 at once)
 import { execFile } from 'node:child_process';
