@@ -73,8 +73,17 @@ describe('files', () => {
       contentType: 'text/plain',
       size: text.length,
       createdAt: expect.any(String),
+      // An upload: no run or tool call made it (a code execution's output names both).
+      runId: null,
+      toolCallId: null,
     });
     expect(await client.files.get(file.id)).toEqual(file);
+    const listed: string[] = [];
+    for await (const f of client.files.list()) listed.push(f.id);
+    expect(listed).toContain(file.id);
+    const ofNoRun: string[] = [];
+    for await (const f of client.files.list({ runId: 'no-such-run' })) ofNoRun.push(f.id);
+    expect(ofNoRun).toEqual([]);
     const content = await client.files.content(file.id);
     expect(await content.text()).toBe(text);
     expect(content.type).toBe('text/plain');

@@ -120,6 +120,18 @@ describe('resource groups', () => {
     expect(idle.status).toBe(409);
   });
 
+  it('code: the tenant’s limits within the server’s maxima, a limit above them refused by its field', async () => {
+    const settings = await client.code.settings();
+    expect(settings.limits).toEqual(settings.maxima);
+    const lower = await client.code.setSettings({ wallMs: 1_000, maxOutputFiles: 0 });
+    expect(lower.limits).toMatchObject({ wallMs: 1_000, maxOutputFiles: 0, cpuMs: settings.maxima.cpuMs });
+    const above = await client.code.setSettings({ cpuMs: settings.maxima.cpuMs + 1 }).catch((err) => err);
+    expect(above).toBeInstanceOf(AgentryError);
+    expect(above).toMatchObject({ status: 400 });
+    expect((above as AgentryError).message).toMatch(/cpuMs/);
+    expect((await client.code.setSettings({ wallMs: null, maxOutputFiles: null })).limits).toEqual(settings.maxima);
+  });
+
   it('skills: update, categories, import, export, assignments', async () => {
     const agent = await echo('Skilled');
     const skill = await client.skills.create({

@@ -75,6 +75,7 @@ export class Agentry {
   readonly apiKeys: ApiKeys;
   readonly audit: Audit;
   readonly tenant: Tenant;
+  readonly code: Code;
   readonly usage: Usage;
   readonly health: Health;
 
@@ -95,6 +96,7 @@ export class Agentry {
     this.apiKeys = new ApiKeys(this.http);
     this.audit = new Audit(this.http);
     this.tenant = new Tenant(this.api);
+    this.code = new Code(this.api);
     this.usage = new Usage(this.api);
     this.health = new Health(this.api);
   }
@@ -325,6 +327,10 @@ class Files {
     const name = options.name ?? ((file as { name?: unknown }).name as string | undefined) ?? 'file';
     form.append('file', file, name);
     return this.http.json<FileInfo>('POST', '/api/v1/files', { signal: options.signal, headers: options.headers, form });
+  }
+  /** The tenant's files, newest first, page after page; `runId`: the files that run's code tools made. */
+  list(query: ListQuery<'/api/v1/files'> = {}, options?: CallOptions) {
+    return paged<FileInfo>(this.http, '/api/v1/files', 'files', query, options);
   }
   get(id: string, options?: CallOptions) {
     return this.http.json<FileInfo>('GET', `/api/v1/files/${seg(id)}`, options);
@@ -680,6 +686,20 @@ class Tenant {
   }
   setRetention(body: BodyOf<paths['/api/v1/retention']['put']>, options?: CallOptions) {
     return ok(this.api.PUT('/api/v1/retention', { ...options, body }));
+  }
+}
+
+/** Code execution (docs/code-execution.md): the tenant's limits, within the server's maxima. */
+class Code {
+  constructor(private readonly api: Api) {}
+
+  /** The tenant's limits and the server's maxima. */
+  settings(options?: CallOptions) {
+    return ok(this.api.GET('/api/v1/code/settings', options));
+  }
+  /** Sets limits (null: back to the server's maximum); a value above the maximum is a 400. */
+  setSettings(body: BodyOf<paths['/api/v1/code/settings']['put']>, options?: CallOptions) {
+    return ok(this.api.PUT('/api/v1/code/settings', { ...options, body }));
   }
 }
 
