@@ -32,9 +32,31 @@ const SERIAL = [
     )
     .map((file) => `test/console/${file}`),
 ];
+/**
+ * Files that open no database (pure functions, the SQL compiled for both dialects, a script's error
+ * message): the postgres project would run them again unchanged, so they run in the sqlite project
+ * only. A file here that starts an app or a database fails the run (below), so none loses PostgreSQL.
+ */
+const NO_DATABASE = [
+  'test/db/sql-snapshots.test.ts',
+  'test/docs/mcp-client.test.ts',
+  'test/http/domain-errors.test.ts',
+  'test/ids/ids.test.ts',
+  'test/ops/log-redaction.test.ts',
+  'test/runtime/echo-model.test.ts',
+  'test/runtime/event-notices.test.ts',
+  'test/runtime/event-rows.test.ts',
+  'test/tasks/failures.test.ts',
+];
+const OPENS_A_DATABASE =
+  /\b(startApp|startProcess|startReplicas|createTestDatabase|openDatabase|AGENTRY_TEST_DB)\b|helpers\/(app|execute)\.js/;
+for (const file of NO_DATABASE) {
+  const match = fs.readFileSync(path.join(import.meta.dirname, file), 'utf8').match(OPENS_A_DATABASE);
+  if (match) throw new Error(`vitest.config.ts: ${file} is in NO_DATABASE but uses ${match[0]}; take it off the list`);
+}
 // The console's browser tests (test/console) run once, on SQLite: what they check is the page, not the
 // database. AGENTRY_TEST_CONSOLE=skip leaves them out altogether (CI's second Node version).
-const SQLITE_ONLY = ['test/console/**'];
+const SQLITE_ONLY = ['test/console/**', ...NO_DATABASE];
 const SKIPPED = process.env.AGENTRY_TEST_CONSOLE === 'skip' ? ['test/console/**'] : [];
 const NOT_TESTS = ['**/node_modules/**'];
 
