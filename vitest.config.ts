@@ -39,6 +39,10 @@ const SERIAL = [
  * only. A file here that starts an app or a database fails the run (below), so none loses PostgreSQL.
  */
 const NO_DATABASE = [
+  // The sandbox's own tests drive its processes directly (test/code/tools.test.ts runs code through the
+  // API on both databases).
+  'test/code/sandbox.test.ts',
+  'test/code/sandbox-escape.test.ts',
   'test/db/sql-snapshots.test.ts',
   'test/docs/mcp-client.test.ts',
   'test/http/domain-errors.test.ts',
