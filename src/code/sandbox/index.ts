@@ -1,7 +1,8 @@
 import { commandFor, type NetworkIsolation, probeLauncher, runtimeFolders } from './isolation.js';
 import { WarmPool } from './pool.js';
+import { refused } from './refused.js';
 import { type ProcessSettings, SandboxProcess } from './process.js';
-import type { CodeErrorCode, CodeJob, CodeLanguage, CodeLimits, CodeResult, CodeSandbox } from './types.js';
+import type { CodeJob, CodeLanguage, CodeLimits, CodeResult, CodeSandbox } from './types.js';
 
 export type * from './types.js';
 
@@ -23,20 +24,6 @@ export interface CodeSandboxOptions {
 }
 
 const LANGUAGES: CodeLanguage[] = ['python', 'javascript'];
-
-function refused(code: CodeErrorCode, message: string): CodeResult {
-  return {
-    exitCode: null,
-    limit: { code, message },
-    stdout: '',
-    stderr: '',
-    stdoutTruncated: false,
-    stderrTruncated: false,
-    files: [],
-    durationMs: 0,
-    cpuMs: 0,
-  };
-}
 
 function clamp(limits: CodeLimits, maxima: CodeLimits): CodeLimits {
   const lower = (key: keyof CodeLimits) => Math.max(0, Math.min(limits[key], maxima[key]));

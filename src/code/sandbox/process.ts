@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { mediaTypeOf } from './media-types.js';
 import type { CodeErrorCode, CodeFile, CodeJob, CodeLimits, CodeResult } from './types.js';
+import { refused } from './refused.js';
 
 /** How a sandboxed process is started: the whole command line, isolation prefix included. */
 export interface ProcessCommand {
@@ -224,30 +225,19 @@ export class SandboxProcess {
     this.#hold();
     const stdout = new Capture(limits.outputBytes);
     const stderr = new Capture(limits.outputBytes);
-    const empty = (limit: { code: CodeErrorCode; message: string }): CodeResult => ({
-      exitCode: null,
-      limit,
-      stdout: '',
-      stderr: '',
-      stdoutTruncated: false,
-      stderrTruncated: false,
-      files: [],
-      durationMs: 0,
-      cpuMs: 0,
-    });
     if (job.signal?.aborted) {
       this.kill();
-      return empty({ code: 'code_cancelled', message: 'the execution was cancelled before it started' });
+      return refused('code_cancelled', 'the execution was cancelled before it started');
     }
     try {
       await this.ready;
     } catch (error) {
       this.kill();
-      return empty({ code: 'code_crashed', message: (error as Error).message });
+      return refused('code_crashed', (error as Error).message);
     }
     if (job.signal?.aborted) {
       this.kill();
-      return empty({ code: 'code_cancelled', message: 'the execution was cancelled before it started' });
+      return refused('code_cancelled', 'the execution was cancelled before it started');
     }
 
     const started = performance.now();
