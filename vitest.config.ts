@@ -9,9 +9,8 @@ import { defineConfig } from 'vitest/config';
  * Most files wait on sockets, timers and child processes rather than the CPU, so they run three at a
  * time (vitest's default, available cores - 1, is one at a time on a 2-core machine; VITEST_MAX_WORKERS
  * overrides). The files below drive hundreds of runs, several server processes or a browser each, or
- * need a worker thread to get the CPU in time: they run afterwards, two files at a time (both
- * databases' serial projects share one pool), so each has about a core and a neighbour never starves
- * it. Every project shares modules within a worker (isolate: false, docs/architecture.md "Tests").
+ * need a worker thread to get the CPU in time: they run afterwards, one file per database at a time,
+ * so a neighbour never starves them of CPU.
  */
 const SERIAL = [
   'test/scale/**/*.test.ts',
@@ -76,19 +75,14 @@ const project = (name: string, db: 'sqlite' | 'postgres', serial: boolean) => ({
     hookTimeout: 120_000,
     pool: 'forks' as const,
     globalSetup: ['test/helpers/global-setup.ts'],
-    isolate: false,
-    ...(serial ? { maxWorkers: SERIAL_WORKERS, sequence: { groupOrder: 1 } } : { sequence: { groupOrder: 0 } }),
+    isolate: serial,
+    ...(serial ? { maxWorkers: 1, sequence: { groupOrder: 1 } } : { sequence: { groupOrder: 0 } }),
   },
 });
 
-const MAX_WORKERS = Number(process.env.VITEST_MAX_WORKERS) || 3;
-// The serial projects share one pool (vitest runs the projects of one groupOrder in a pool of one
-// size): two workers there run two of their files at a time, each with about a core of its own.
-const SERIAL_WORKERS = Math.min(2, MAX_WORKERS);
-
 export default defineConfig({
   test: {
-    maxWorkers: MAX_WORKERS,
+    maxWorkers: Number(process.env.VITEST_MAX_WORKERS) || 3,
     projects: [
       project('sqlite', 'sqlite', false),
       project('sqlite-serial', 'sqlite', true),
