@@ -43,7 +43,18 @@ const Message = Type.Object({
   id: Type.String(),
   role: Type.String({ description: 'user or assistant' }),
   content: Type.String(),
-  toolCalls: Type.Array(Type.Object({ name: Type.String(), input: Type.Unknown() })),
+  toolCalls: Type.Array(
+    Type.Object({
+      id: Type.Optional(Type.String({ description: 'the call’s id (absent on messages written before tool results were kept)' })),
+      name: Type.String(),
+      input: Type.Unknown(),
+      result: Type.Optional(
+        Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+          description: 'what the tool answered; null: it failed or never ended',
+        }),
+      ),
+    }),
+  ),
   tokenUsage: Nullable(Type.Object({ inputTokens: Type.Integer(), outputTokens: Type.Integer() })),
   attachments: Type.Array(Type.String()),
   runId: Nullable(Type.String()),

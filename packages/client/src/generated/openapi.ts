@@ -5771,8 +5771,10 @@ export interface operations {
                      *           "content": "string",
                      *           "toolCalls": [
                      *             {
+                     *               "id": "string",
                      *               "name": "string",
-                     *               "input": {}
+                     *               "input": {},
+                     *               "result": {}
                      *             }
                      *           ],
                      *           "tokenUsage": {
@@ -5796,8 +5798,14 @@ export interface operations {
                             role: string;
                             content: string;
                             toolCalls: {
+                                /** @description the call’s id (absent on messages written before tool results were kept) */
+                                id?: string;
                                 name: string;
                                 input: unknown;
+                                /** @description what the tool answered; null: it failed or never ended */
+                                result?: {
+                                    [key: string]: unknown;
+                                } | null;
                             }[];
                             tokenUsage: {
                                 inputTokens: number;
@@ -5886,8 +5894,10 @@ export interface operations {
                      *         "content": "string",
                      *         "toolCalls": [
                      *           {
+                     *             "id": "string",
                      *             "name": "string",
-                     *             "input": {}
+                     *             "input": {},
+                     *             "result": {}
                      *           }
                      *         ],
                      *         "tokenUsage": {
@@ -5912,8 +5922,14 @@ export interface operations {
                             role: string;
                             content: string;
                             toolCalls: {
+                                /** @description the call’s id (absent on messages written before tool results were kept) */
+                                id?: string;
                                 name: string;
                                 input: unknown;
+                                /** @description what the tool answered; null: it failed or never ended */
+                                result?: {
+                                    [key: string]: unknown;
+                                } | null;
                             }[];
                             tokenUsage: {
                                 inputTokens: number;

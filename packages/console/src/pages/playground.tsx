@@ -150,7 +150,7 @@ function Attachments({ ids, known = [] }: { ids: string[]; known?: FileInfo[] })
 }
 
 const asToolViews = (message: Message): ToolCallView[] =>
-  message.toolCalls.map((call, i) => ({ id: `${message.id}-${i}`, name: call.name, input: call.input, result: {} }));
+  message.toolCalls.map((call, i) => ({ id: `${message.id}-${i}`, name: call.name, input: call.input, result: call.result ?? {} }));
 
 export function PlaygroundPage() {
   const client = useClient();
