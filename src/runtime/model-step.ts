@@ -168,7 +168,7 @@ function settle(ticket: BreakerTicket, failure: ProviderFailure | undefined) {
  * part of its stream, then how it ended, once: with the error that failed it (the call, or reading its
  * stream), or none. Watching from the step's own read costs no second stream around the provider's.
  */
-interface AttemptWatch {
+export interface AttemptWatch {
   part(part: LanguageModelV3StreamPart): void;
   end(error?: unknown): void;
 }

@@ -1,5 +1,6 @@
-import type { LanguageModelV3CallOptions, LanguageModelV3Prompt, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import type { LanguageModelV3CallOptions, LanguageModelV3Prompt } from '@ai-sdk/provider';
 import { type Attributes, type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import type { AttemptWatch } from '../runtime/model-step.js';
 import type { ToolAgent, ToolSet } from '../runtime/tools/types.js';
 import { failSpan, type Tracing } from './tracing.js';
 
@@ -122,12 +123,6 @@ function promptAttributes(prompt: LanguageModelV3Prompt): Attributes {
     'gen_ai.input.messages': captured(messages),
     ...(system.length ? { 'gen_ai.system_instructions': captured(system) } : {}),
   };
-}
-
-/** What the runtime's step driver calls to watch one attempt of a model call (runtime/model-step.ts's AttemptWatch, structurally). */
-interface AttemptWatch {
-  part(part: LanguageModelV3StreamPart): void;
-  end(error?: unknown): void;
 }
 
 /**

@@ -66,11 +66,6 @@ export class ChatCompletionsServer {
     return new ChatCompletionsModel({ server: this, modelId, generating, provider: `${this.endpoint.name}.chat` });
   }
 
-  /** Closes the idle kept-alive connections (at shutdown). */
-  close() {
-    this.agent.destroy();
-  }
-
   /** Posts `body`; resolves with the response once its headers arrived (any status). */
   post(body: string, options: LanguageModelV3CallOptions): Promise<http.IncomingMessage> {
     const headers: Record<string, string> = { ...this.headers, 'content-length': String(Buffer.byteLength(body)) };
