@@ -32,6 +32,7 @@ const OWNERS = {
   memory: ['memory_blocks', 'memory_block_versions'],
   approvals: ['tool_approvals'],
   identity: ['identity_platform_keys', 'identity_agent_keys', 'identity_tokens', 'tbac_policies'],
+  code: ['code_slots'],
 };
 
 // Tables named outside their owner's store ("file table"), each a TODO until its query moves: none

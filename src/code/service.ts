@@ -1,6 +1,7 @@
 import type { FilesService } from '../conversations/files.js';
 import { MAX_FILE_BYTES } from '../conversations/files.js';
 import type { Db } from '../db/database.js';
+import { newId } from '../ids.js';
 import { ToolError } from '../runtime/tools/types.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { Actor } from '../tenancy/permissions.js';
@@ -8,6 +9,7 @@ import { traceCodeExecution } from '../tracing/code.js';
 import type { Tracing } from '../tracing/tracing.js';
 import type { CodeFile, CodeLanguage, CodeLimits, CodeResult, CodeSandbox } from './sandbox/types.js';
 import type { CodeLimitValues, CodeSettingsService } from './settings.js';
+import * as store from './store.js';
 
 /**
  * Code executions around the sandbox (docs/code-execution.md): the tenant's limits and how many of its
@@ -20,6 +22,8 @@ const MAX_INPUT_FILES = 32;
 const MAX_INPUT_BYTES = 20 * 1024 * 1024;
 /** The most of stdout, and of stderr, the model is given whatever the limits say (a tool result stays well inside a run's 5 MiB). */
 export const MAX_MODEL_OUTPUT_BYTES = 1024 * 1024;
+/** How long past its wall time a slot stays held by an execution whose replica never said it ended. */
+const SLOT_GRACE_MS = 60_000;
 /** The most of the output a limit's tool error quotes. */
 const ERROR_OUTPUT_CHARS = 2000;
 
@@ -76,7 +80,6 @@ function outcomeOf(result: CodeResult): string {
 }
 
 export class CodeService {
-  private readonly running = new Map<string, number>();
   private started: Promise<CodeSandbox | undefined> | undefined;
 
   constructor(private readonly o: CodeServiceOptions) {}
@@ -115,14 +118,13 @@ export class CodeService {
     }
     const limits = await this.o.settings.limits(call.tenantId);
     const inputs = await this.inputs(call, request.fileIds);
-    const busy = this.running.get(call.tenantId) ?? 0;
-    if (busy >= limits.concurrentExecutions) {
+    const slot = await this.takeSlot(call.tenantId, limits);
+    if (!slot) {
       throw new ToolError(
         'code_busy',
-        `this organisation already runs ${busy} code executions, its limit (concurrentExecutions); try again when one has ended`,
+        `this organisation already runs ${limits.concurrentExecutions} code executions, its limit (concurrentExecutions); try again when one has ended`,
       );
     }
-    this.running.set(call.tenantId, busy + 1);
     let result: CodeResult;
     try {
       const job = {
@@ -139,9 +141,8 @@ export class CodeService {
       const info = { language: request.language, script: request.script?.path };
       result = this.o.tracing ? await traceCodeExecution(this.o.tracing, info, run) : await run();
     } finally {
-      const left = (this.running.get(call.tenantId) ?? 1) - 1;
-      if (left > 0) this.running.set(call.tenantId, left);
-      else this.running.delete(call.tenantId);
+      // A release that fails leaves the slot to its expiry.
+      await store.releaseSlot(this.o.db.kysely, call.tenantId, slot.slot, slot.holder).catch(() => {});
     }
     this.o.observer?.({ language: request.language, outcome: outcomeOf(result), seconds: result.durationMs / 1000 });
     const actor: Actor = { type: 'agent', id: call.agentId };
@@ -188,6 +189,23 @@ export class CodeService {
       inputs: inputs.map((f) => ({ fileId: f.id, path: `/input/${f.path}` })),
       durationMs: result.durationMs,
     };
+  }
+
+  /**
+   * One of the tenant's `concurrentExecutions` slots, shared by every replica (code_slots), or none when
+   * all are held. Leases keep real time: they measure whether the execution is still running somewhere.
+   */
+  private async takeSlot(tenantId: string, limits: CodeLimitValues): Promise<{ slot: number; holder: string } | undefined> {
+    const at = Date.now();
+    const now = new Date(at).toISOString();
+    const expiresAt = new Date(at + limits.wallMs + SLOT_GRACE_MS).toISOString();
+    const holder = newId();
+    const held = new Set(await store.heldSlots(this.o.db.kysely, tenantId, limits.concurrentExecutions, now));
+    for (let slot = 0; slot < limits.concurrentExecutions; slot++) {
+      if (held.has(slot)) continue;
+      if (await store.takeSlot(this.o.db.kysely, { tenantId, slot, holder, now, expiresAt })) return { slot, holder };
+    }
+    return undefined;
   }
 
   /** The files mounted at /input: the conversation's attachments and the files named, within the input bounds. */

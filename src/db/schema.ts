@@ -447,6 +447,16 @@ interface RunSuspensionTable {
   created_at: string;
 }
 
+/** A tenant's code execution running now (code/store.ts). */
+export interface CodeSlotTable {
+  tenant_id: string;
+  slot: number;
+  /** The execution holding the slot. */
+  holder: string;
+  /** When the slot frees if its execution never says it ended (its replica died). */
+  expires_at: string;
+}
+
 export interface Database {
   tenants: TenantTable;
   api_keys: ApiKeyTable;
@@ -475,4 +485,5 @@ export interface Database {
   run_suspensions: RunSuspensionTable;
   memory_blocks: MemoryBlockTable;
   memory_block_versions: MemoryBlockVersionTable;
+  code_slots: CodeSlotTable;
 }

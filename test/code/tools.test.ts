@@ -1,7 +1,7 @@
 import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providerEnv, startAimock } from '../helpers/aimock.js';
-import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { apiOf, expectProblem, startApp, startReplicas, type TestApp } from '../helpers/app.js';
 import { type ExecuteBody, execute as executeOn } from '../helpers/execute.js';
 import { uploadFile } from '../helpers/upload.js';
 
@@ -400,6 +400,86 @@ describe('limits', () => {
     expect((await callTool(agent.id, 'code_run', { language: 'javascript', code: 'console.log(1)' }, {}, k)).call.result).toMatchObject({
       exitCode: 0,
     });
+  });
+
+  it('the tenant’s concurrent executions are counted across replicas: one running on A makes B’s a code_busy', async () => {
+    const cluster = await startReplicas(2, { CODE_MAX_WALL_SECONDS: '120', CODE_MAX_CPU_SECONDS: '60' });
+    try {
+      const [a, b] = cluster.replicas;
+      const { tenant, apiKey: k } = await a.services.tenancy.createTenant('replicated');
+      expect((await apiOf(a.app, k).PUT('/api/v1/code/settings', { body: { concurrentExecutions: 1, wallMs: 8000 } })).response.status).toBe(200);
+      const agent = (await apiOf(a.app, k).POST('/api/v1/agents', { body: { name: 'agent', appId: 'app', tools: CODE } })).data!;
+      const call = async (replica: typeof a, code: string) =>
+        (await executeOn(apiOf(replica.app, k), agent.id, { message: tool('code_run', { language: 'python', code }) })).run!.toolCalls[0]
+          .result as unknown as CodeToolResult;
+      const onA = call(a, 'while True:\n    pass');
+      // B is asked once A's execution holds the tenant's one slot (the table every replica shares), so
+      // neither can take it first, whatever the order the two start in.
+      const heldSlots = () => a.db.kysely.selectFrom('code_slots').select('slot').where('tenant_id', '=', tenant.id).execute();
+      await expect.poll(async () => (await heldSlots()).length, { timeout: 60_000, interval: 50 }).toBe(1);
+      const onB = await call(b, 'print(1)');
+      expect(onB.error?.code).toBe('code_busy');
+      expect(onB.error!.message).toContain('concurrentExecutions');
+      expect((await onA).error?.code).toBe('code_timeout');
+      // A's slot is released when it ends: B runs.
+      expect(await heldSlots()).toEqual([]);
+      expect(await call(b, 'print(2)')).toMatchObject({ exitCode: 0, stdout: '2\n' });
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  it('a run cancelled while its code runs: the execution is killed (code_cancelled in the audit) and its slot freed', async () => {
+    const { tenant, apiKey: k } = await t.services.tenancy.createTenant('cancelling');
+    await t.api(k).PUT('/api/v1/code/settings', { body: { concurrentExecutions: 1 } });
+    const agent = await t.agent(k, { tools: CODE });
+    const looping = execute(agent.id, { message: tool('code_run', { language: 'python', code: 'while True:\n    pass' }) }, k);
+    const held = () => t.db.kysely.selectFrom('code_slots').select('slot').where('tenant_id', '=', tenant.id).execute();
+    await expect.poll(async () => (await held()).length, { timeout: 60_000, interval: 50 }).toBe(1);
+    const runs = await t.api(k).GET('/api/v1/runs', { params: { query: { agentId: agent.id } } });
+    const cancel = await t.api(k).POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId: runs.data!.runs[0].id } } });
+    expect(cancel.response.status, JSON.stringify(cancel.error)).toBe(200);
+    expect(cancel.data).toMatchObject({ status: 'cancelled' });
+    // The blocking call that started it answers as a cancelled run does (docs/api-conventions.md).
+    expect((await looping).error).toMatchObject({ status: 409, code: 'run_cancelled' });
+    const executed = async () =>
+      (await t.api(k).GET('/api/v1/audit-events', { params: { query: { action: 'code.executed' } } })).data!.events.map((e) => e.detail);
+    await expect.poll(executed, { timeout: 30_000, interval: 100 }).toEqual([expect.objectContaining({ limit: 'code_cancelled' })]);
+    expect(await held()).toEqual([]);
+    // Killed, not left looping: the tenant's one slot runs the next call.
+    expect((await callTool(agent.id, 'code_run', { language: 'python', code: 'print(3)' }, {}, k)).call.result).toMatchObject({
+      exitCode: 0,
+      stdout: '3\n',
+    });
+  });
+
+  it('files for /input past 32, or past 20 MiB together, are a code_input_limit tool error before anything runs', async () => {
+    const { key: k } = await t.tenant();
+    const agent = await t.agent(k, { tools: CODE });
+    const small = await Promise.all(Array.from({ length: 33 }, (_, i) => upload(`f${i}.txt`, String(i), k)));
+    const many = await callTool(agent.id, 'code_run', { language: 'python', code: 'print(1)', files: small.slice(0, 20).map((f) => f.id) }, {}, k);
+    expect(many.call.result).toMatchObject({ exitCode: 0 });
+    // The conversation's attachments count with the files named: 13 attached and 20 named are 33.
+    const attached = await callTool(
+      agent.id,
+      'code_run',
+      { language: 'python', code: 'print(1)', files: small.slice(0, 20).map((f) => f.id) },
+      { attachments: small.slice(20).map((f) => f.id) },
+      k,
+    );
+    expect(attached.call.result).toMatchObject({ error: { code: 'code_input_limit', message: expect.stringContaining('33') } });
+
+    const big = 'x'.repeat(4.5 * 1024 * 1024);
+    const heavy = await Promise.all(Array.from({ length: 5 }, (_, i) => upload(`big${i}.txt`, big, k)));
+    const { run, call } = await callTool(
+      agent.id,
+      'code_run',
+      { language: 'python', code: 'open("/output/x.txt","w").write("x")', files: heavy.map((f) => f.id) },
+      {},
+      k,
+    );
+    expect(call.result).toMatchObject({ error: { code: 'code_input_limit', message: expect.stringContaining('20971520 bytes') } });
+    expect((await filesOfRun(run.runId, k)).data!.total).toBe(0);
   });
 
   it('no output file kept past the tenant’s file count: code_files_limit', async () => {

@@ -19,6 +19,7 @@ import * as m0017 from './0017_run_event_compaction.js';
 import * as m0020 from './0020_run_finish_reason.js';
 import * as m0021 from './0021_run_cost_reservation.js';
 import * as m0022 from './0022_file_provenance.js';
+import * as m0023 from './0023_code_slots.js';
 import { sealedBoxMigration, type SealedBoxMigrationContext } from './0012_one_sealed_box.js';
 
 /**
@@ -46,6 +47,7 @@ const migrations: Record<string, Migration> = {
   '0020_run_finish_reason': m0020,
   '0021_run_cost_reservation': m0021,
   '0022_file_provenance': m0022,
+  '0023_code_slots': m0023,
 };
 
 /** What a migration needs besides the database: only the master key, to re-seal stored secrets (0012). */
