@@ -22,10 +22,7 @@ export async function takeSlot(db: Executor, { tenantId, slot, holder, now, expi
     .insertInto('code_slots')
     .values({ tenant_id: tenantId, slot, holder, expires_at: expiresAt })
     .onConflict((oc) =>
-      oc
-        .columns(['tenant_id', 'slot'])
-        .doUpdateSet({ holder, expires_at: expiresAt })
-        .where('code_slots.expires_at', '<=', now),
+      oc.columns(['tenant_id', 'slot']).doUpdateSet({ holder, expires_at: expiresAt }).where('code_slots.expires_at', '<=', now),
     )
     .executeTakeFirst();
   return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;

@@ -407,7 +407,9 @@ describe('limits', () => {
     try {
       const [a, b] = cluster.replicas;
       const { tenant, apiKey: k } = await a.services.tenancy.createTenant('replicated');
-      expect((await apiOf(a.app, k).PUT('/api/v1/code/settings', { body: { concurrentExecutions: 1, wallMs: 8000 } })).response.status).toBe(200);
+      expect(
+        (await apiOf(a.app, k).PUT('/api/v1/code/settings', { body: { concurrentExecutions: 1, wallMs: 8000 } })).response.status,
+      ).toBe(200);
       const agent = (await apiOf(a.app, k).POST('/api/v1/agents', { body: { name: 'agent', appId: 'app', tools: CODE } })).data!;
       const call = async (replica: typeof a, code: string) =>
         (await executeOn(apiOf(replica.app, k), agent.id, { message: tool('code_run', { language: 'python', code }) })).run!.toolCalls[0]
@@ -457,7 +459,13 @@ describe('limits', () => {
     const { key: k } = await t.tenant();
     const agent = await t.agent(k, { tools: CODE });
     const small = await Promise.all(Array.from({ length: 33 }, (_, i) => upload(`f${i}.txt`, String(i), k)));
-    const many = await callTool(agent.id, 'code_run', { language: 'python', code: 'print(1)', files: small.slice(0, 20).map((f) => f.id) }, {}, k);
+    const many = await callTool(
+      agent.id,
+      'code_run',
+      { language: 'python', code: 'print(1)', files: small.slice(0, 20).map((f) => f.id) },
+      {},
+      k,
+    );
     expect(many.call.result).toMatchObject({ exitCode: 0 });
     // The conversation's attachments count with the files named: 13 attached and 20 named are 33.
     const attached = await callTool(
