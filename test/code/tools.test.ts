@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
 import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providerEnv, startAimock } from '../helpers/aimock.js';
@@ -324,6 +326,57 @@ describe('governed as every tool', () => {
     });
     expect(call.result).toMatchObject({ error: { code: 'file_not_found', message: expect.stringContaining('files.0') } });
     expect(JSON.stringify(call.result)).not.toContain('a,b');
+  });
+});
+
+describe('escape attempts through a run are contained (each database)', () => {
+  it('process through js: spawn, files and the environment refused; loopback unreachable; the server serves on', async () => {
+    const listener = http.createServer((_req, res) => res.end('reached'));
+    let connections = 0;
+    listener.on('connection', () => connections++);
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const port = (listener.address() as { port: number }).port;
+    const secret = `fake-secret-${randomBytes(8).toString('hex')}`;
+    process.env.AGENTRY_RUN_ESCAPE_SECRET = secret;
+    try {
+      const agent = await t.agent(key, { tools: CODE });
+      const code = [
+        'from pyodide.ffi import to_js',
+        'import os, socket',
+        'proc = to_js([]).constructor.constructor("return process")()',
+        'node = proc.getBuiltinModule',
+        'def attempt(name, action):',
+        '    try:',
+        '        print(name, "REACHED", action())',
+        '    except BaseException as error:',
+        '        print(name, "refused:", type(error).__name__)',
+        'attempt("spawn", lambda: node("child_process").execSync("id"))',
+        'attempt("file", lambda: node("fs").readFileSync("/etc/hostname", "utf8"))',
+        'attempt("procenv", lambda: open("/proc/self/environ").read())',
+        'attempt("system", lambda: os.system("id"))',
+        `attempt("socket", lambda: socket.create_connection(("127.0.0.1", ${port}), timeout=5))`,
+        'print("env", dict(os.environ), node("node:util").inspect(proc.env))',
+      ].join('\n');
+      const { call } = await callTool(agent.id, 'code_run', { language: 'python', code });
+      expect(call.result.exitCode, JSON.stringify(call.result)).toBe(0);
+      const lines = Object.fromEntries(
+        call.result.stdout
+          .trim()
+          .split('\n')
+          .map((l) => [l.slice(0, l.indexOf(' ')), l.slice(l.indexOf(' ') + 1)]),
+      );
+      for (const name of ['spawn', 'file', 'procenv', 'system', 'socket']) expect(lines[name], name).toMatch(/^refused: /);
+      expect(call.result.stdout).not.toContain(secret);
+      expect(connections).toBe(0);
+      // The server is unharmed: it answers, and the next execution runs.
+      expect((await t.api(key).GET('/api/v1/agents/{id}', { params: { path: { id: agent.id } } })).response.status).toBe(200);
+      expect((await callTool(agent.id, 'code_run', { language: 'python', code: 'print(6*7)' })).call.result).toMatchObject({
+        stdout: '42\n',
+      });
+    } finally {
+      delete process.env.AGENTRY_RUN_ESCAPE_SECRET;
+      await new Promise((resolve) => listener.close(resolve));
+    }
   });
 });
 
