@@ -79,6 +79,17 @@ describe('an answer the provider got wrong is retried, as any failed call', () =
     expect(answer).toMatchObject({ status: 'completed', output: 'Fine.' });
   });
 
+  it('a stream past 64 MiB (here of comments, which carry nothing) is cut there, not read to its end', async () => {
+    const padding = `: ${'x'.repeat(1024 * 1024 - 3)}\n`;
+    vendor.script(
+      { sse: [chunk({ role: 'assistant', content: '' }), ...Array.from({ length: 65 }, () => padding), chunk({}, 'stop'), usage] },
+      fine,
+    );
+    const { run: answer } = await run('hello');
+    expect(vendor.requests).toHaveLength(2);
+    expect(answer).toMatchObject({ status: 'completed', output: 'Fine.' });
+  });
+
   it('an HTML page where the API was expected (502), in the status line’s words when every attempt gets it', async () => {
     const page = { status: 502, text: '<html><body>Bad gateway</body></html>' };
     vendor.script(page, page, page);
