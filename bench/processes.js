@@ -121,3 +121,14 @@ export function readCpuTicks(pid) {
     return null;
   }
 }
+
+/** The CPU time, in ticks, of a process's children that have ended and been waited for (cutime + cstime). */
+export function readChildCpuTicks(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[13]) + Number(fields[14]); // cutime + cstime (fields 16 and 17 of stat)
+  } catch {
+    return null;
+  }
+}

@@ -30,7 +30,7 @@ import { parseArgs, promisify } from 'node:util';
 import zlib from 'node:zlib';
 import autocannon from 'autocannon';
 import { CLK_TCK, cleanupStack, cpuTicksOfStat, readCpuTicks, readRssKb, startChild } from './processes.js';
-import { dispatcher, idleStreams, providerLatency, sseStreamScenario } from './scenarios.js';
+import { codeInvoice, codePrint, dispatcher, idleStreams, providerLatency, sseStreamScenario } from './scenarios.js';
 import { bareUsOf, cpuMultiples, firstTokenP99, judgement, meets, serverUsPerRequest } from './targets.js';
 
 const exec = promisify(execFile);
@@ -259,6 +259,8 @@ const SCENARIOS = [
   sseStreamScenario(),
   idleStreams,
   dispatcher,
+  codePrint,
+  codeInvoice,
 ];
 
 /** The request of execute and its variants: a new conversation each time. */

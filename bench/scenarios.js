@@ -3,9 +3,10 @@
 // Each does its measured work inside `m.measure(fn)` (server RSS and CPU around it) and returns
 // { ...measured, metrics, errors, summary } as bench/run.js describes; whether a target is met is
 // judged from those figures by bench/targets.js.
+import fs from 'node:fs';
 import http from 'node:http';
 import { createParser } from 'eventsource-parser';
-import { readRssKb } from './processes.js';
+import { CLK_TCK, readChildCpuTicks, readCpuTicks, readRssKb } from './processes.js';
 import { serverUsPerRequest } from './targets.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -287,6 +288,190 @@ export const providerLatency = {
     };
   },
 };
+
+const CODE_EXECUTIONS = 20;
+
+/** The server's descendant processes (the sandbox's: unshare, setpriv, node). */
+function sandboxProcesses(pid) {
+  const found = [];
+  const walk = (parent) => {
+    let children = [];
+    try {
+      children = fs.readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {}
+    for (const child of children) {
+      found.push(child);
+      walk(child);
+    }
+  };
+  walk(pid);
+  return found;
+}
+
+/** Waits (at most 60 s) until the server has a sandbox process and none of them used CPU for 300 ms: the pool is loaded. */
+async function untilSandboxIdle(pid) {
+  const ticks = () => sandboxProcesses(pid).reduce((sum, p) => sum + (readCpuTicks(p) ?? 0), 0);
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const before = ticks();
+    await sleep(300);
+    if (sandboxProcesses(pid).length > 0 && ticks() === before) return;
+  }
+}
+
+/** The two 1,000-row CSVs of the invoice scenario: every payment matches, every tenth a cent short. */
+function invoiceCsvs() {
+  const header = 'id,reference,counterparty,date,amount,currency';
+  const invoices = [header];
+  const payments = [header];
+  for (let i = 1; i <= 1000; i++) {
+    const cents = 1000 + i * 7;
+    invoices.push(`INV-${i},INV-${String(i).padStart(5, '0')},Customer ${i} Ltd,2026-10-01,${(cents / 100).toFixed(2)},EUR`);
+    payments.push(`PAY-${i},INV${i},Customer ${i},2026-10-05,${((i % 10 === 0 ? cents - 1 : cents) / 100).toFixed(2)},EUR`);
+  }
+  return { 'invoices.csv': invoices.join('\n'), 'payments.csv': payments.join('\n') };
+}
+
+/** An agent on builtin/echo with the code tools and the store's invoice-reconciliation skill, and the two CSVs uploaded. */
+async function codeSetup(ctx) {
+  if (ctx.code) return;
+  const agent = await ctx.api('POST', '/api/v1/agents', {
+    name: 'Bench agent, code',
+    appId: 'support',
+    model: 'builtin/echo',
+    tools: [{ type: 'builtin', name: 'code' }],
+  });
+  const skill = await ctx.api('POST', '/api/skills/store/invoice-reconciliation/acquire');
+  await ctx.api('POST', `/api/skills/${skill.id}/assign`, { agentId: agent.id });
+  const fileIds = [];
+  for (const [name, text] of Object.entries(invoiceCsvs())) {
+    const form = new FormData();
+    form.append('file', new Blob([text], { type: 'text/csv' }), name);
+    const res = await fetch(`${ctx.server.url}/api/v1/files`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ctx.apiKey}` },
+      body: form,
+    });
+    if (res.status !== 201) throw new Error(`upload of ${name} answered ${res.status}: ${await res.text()}`);
+    fileIds.push((await res.json()).id);
+  }
+  ctx.code = { agentId: agent.id, skillId: skill.id, fileIds };
+}
+
+/**
+ * `code-print` and `code-invoice` (issue 37): one connection, one execution at a time, each an execute
+ * on builtin/echo whose message calls a code tool; the warm pool's round trip as a client sees it
+ * (p50/p99) when the pool's process is loaded before each job, the server's own CPU per execution, and
+ * the sandbox's (the processes the server has waited for: each one's whole life, its load included).
+ * RSS after: the server's and its warm processes', idle.
+ */
+function codeScenario({ name, description, toolCall, expect }) {
+  return {
+    name,
+    description,
+    setup: codeSetup,
+    async run(ctx, m) {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const call = toolCall(ctx);
+      const body = JSON.stringify({ message: `/tool ${call.name} ${JSON.stringify(call.input)}` });
+      const url = `${ctx.server.url}/api/v1/agents/${ctx.code.agentId}/execute`;
+      const headers = {
+        authorization: `Bearer ${ctx.apiKey}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      };
+      let errors = 0;
+      let lastError = null;
+      const once = () =>
+        new Promise((resolve, reject) => {
+          const started = performance.now();
+          const req = http.request(url, { method: 'POST', headers, agent }, (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (d) => {
+              text += d;
+            });
+            res.on('end', () => {
+              const ms = performance.now() - started;
+              if (res.statusCode !== 200) return reject(new Error(`execute answered ${res.statusCode}: ${text.slice(0, 300)}`));
+              const result = JSON.parse(text).toolCalls?.[0]?.result;
+              const problem = expect(result);
+              return problem ? reject(new Error(problem)) : resolve(ms);
+            });
+            res.on('error', reject);
+          });
+          req.on('error', reject);
+          req.end(body);
+        });
+      const attempt = async (times) => {
+        try {
+          const ms = await once();
+          times?.push(ms);
+        } catch (err) {
+          errors++;
+          lastError = err.message;
+        }
+      };
+      // Warm-up: the pool's processes started, the server's paths compiled.
+      for (let i = 0; i < 3; i++) await attempt();
+      const times = [];
+      const children0 = readChildCpuTicks(ctx.server.pid);
+      const measured = await m.measure(async () => {
+        for (let i = 0; i < CODE_EXECUTIONS; i++) {
+          // Each job finds the pool's process loaded, as on a server between executions.
+          await untilSandboxIdle(ctx.server.pid);
+          await attempt(times);
+        }
+      });
+      // Every process that served a job has ended and been waited for; the refill after the last one is loaded.
+      await untilSandboxIdle(ctx.server.pid);
+      const sandboxCpuSeconds = (readChildCpuTicks(ctx.server.pid) - children0) / CLK_TCK;
+      agent.destroy();
+      const idleRssMb = round((readRssKb(ctx.server.pid) ?? 0) / 1024, 1);
+      const sandboxRssMb = round(sandboxProcesses(ctx.server.pid).reduce((sum, p) => sum + (readRssKb(p) ?? 0), 0) / 1024, 1);
+      const latency = percentiles(times);
+      const serverUs = serverUsPerRequest(measured.serverCpuSeconds, times.length);
+      const sandboxMs = times.length ? round((sandboxCpuSeconds * 1000) / times.length, 1) : null;
+      return {
+        ...measured,
+        reqPerSec: null,
+        requests: times.length,
+        serverUsPerRequest: serverUs,
+        latencyMs: { p50: latency.p50, p99: latency.p99, max: latency.max },
+        errors,
+        metrics: { sandboxCpuMsPerExecution: sandboxMs, serverRssAfterMb: idleRssMb, warmProcessesRssMb: sandboxRssMb, lastError },
+        summary: `one execution at a time, each on a loaded warm process: p50 ${latency.p50} ms, p99 ${latency.p99} ms (${times.length} executions); server CPU ${serverUs} µs per execution, the sandbox's ${sandboxMs} ms (its process's whole life, load included); idle after: server RSS ${idleRssMb} MB, its warm processes ${sandboxRssMb} MB; errors ${errors}${lastError ? ` (last: ${lastError})` : ''}`,
+      };
+    },
+  };
+}
+
+export const codePrint = codeScenario({
+  name: 'code-print',
+  description:
+    'one connection: execute on builtin/echo calling code_run with print(1), one execution at a time (the warm pool’s round trip)',
+  toolCall: () => ({ name: 'code_run', input: { language: 'python', code: 'print(1)' } }),
+  expect: (result) => (result?.stdout === '1\n' ? null : `unexpected result: ${JSON.stringify(result).slice(0, 300)}`),
+});
+
+export const codeInvoice = codeScenario({
+  name: 'code-invoice',
+  description:
+    'one connection: execute on builtin/echo calling skill_script_run with the store’s invoice-reconciliation script on two 1,000-row CSVs at /input',
+  toolCall: (ctx) => ({
+    name: 'skill_script_run',
+    input: {
+      skillId: ctx.code.skillId,
+      script: 'scripts/match_invoices.py',
+      args: ['/input/invoices.csv', '/input/payments.csv'],
+      files: ctx.code.fileIds,
+    },
+  }),
+  expect: (result) =>
+    result?.exitCode === 0 && (result.stdout.match(/^1,/gm) ?? []).length === 900
+      ? null
+      : `unexpected result: ${JSON.stringify(result).slice(0, 300)}`,
+});
 
 const IDLE_STREAMS = 10_000;
 /** Connections being opened at once: under the server's listen backlog (511), so no SYN is dropped. */
