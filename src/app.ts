@@ -222,6 +222,7 @@ export function createServices(
     defaultModel: config.defaultModel,
     // An agent's fallback models must be usable with this configuration (docs/models.md "Fallback models").
     modelUnavailable: (model) => models.unavailable(model),
+    outboundRefusal: (url) => outbound.refusalOfUrl(url),
     credentials: {
       seal: (plain, owner) => toolCredentials.seal(plain, owner),
       isSealed: isSealedBox,

@@ -81,6 +81,8 @@ export interface AgentsOptions {
   onDeleted?: DeleteHook;
   /** Lazy port to the domains built after agents (skills): they copy what they attach to a duplicated agent. */
   onDuplicated?: DuplicateHook;
+  /** Why the server would refuse to connect to a tool's URL (the outbound guard), or null; absent, none is refused. */
+  outboundRefusal?: (url: URL) => Promise<string | null>;
 }
 
 /** What identity documents (SVIDs, badges, standings) read of an agent. */
@@ -125,6 +127,7 @@ export class AgentsService {
   private readonly sealer: CredentialSealer | undefined;
   private readonly onDeleted: DeleteHook | undefined;
   private readonly onDuplicated: DuplicateHook | undefined;
+  private readonly outboundRefusal: ((url: URL) => Promise<string | null>) | undefined;
   /**
    * Agents are read far more often than written (every GET, run, task and delegation). Any write
    * to the agents table makes both caches stale at once, in every process (db/changes.ts).
@@ -134,13 +137,22 @@ export class AgentsService {
   /** Agents' budgets, read at every run's start. */
   private readonly cachedBudgets: ReadCache<{ monthlyBudgetUsd: number | null }>;
 
-  constructor({ db, defaultModel, modelUnavailable = () => undefined, credentials, onDeleted, onDuplicated }: AgentsOptions) {
+  constructor({
+    db,
+    defaultModel,
+    modelUnavailable = () => undefined,
+    credentials,
+    onDeleted,
+    onDuplicated,
+    outboundRefusal,
+  }: AgentsOptions) {
     this.db = db;
     this.defaultModel = defaultModel;
     this.modelUnavailable = modelUnavailable;
     this.sealer = credentials;
     this.onDeleted = onDeleted;
     this.onDuplicated = onDuplicated;
+    this.outboundRefusal = outboundRefusal;
     this.cachedAgents = new ReadCache(db.changes, 'agents', { max: 10_000 });
     this.cachedPages = new ReadCache(db.changes, 'agents', { max: 1_000 });
     this.cachedBudgets = new ReadCache(db.changes, 'agents', { max: 10_000 });
@@ -233,6 +245,27 @@ export class AgentsService {
       throw new InvalidInput(`tools.${twice.i}.name ${twice.name} is used twice`, [
         { path: `body.tools.${twice.i}.name`, message: 'another remote A2A agent has this name' },
       ]);
+  }
+
+  /**
+   * MCP servers and remote A2A agents the server would refuse to reach (docs/runtime.md, "Outbound
+   * requests") are a 400 on save, naming MCP_ALLOWED_HOSTS, rather than runs that go without their tools.
+   * Before any transaction: a name's lookup may take a moment.
+   */
+  private async checkOutbound(tools: ToolSpec[] | undefined) {
+    if (!tools || !this.outboundRefusal) return;
+    const refusal = this.outboundRefusal;
+    const errors = (
+      await Promise.all(
+        tools.map(async (t, i) => {
+          const target =
+            t.type === 'mcp' ? { field: 'url', url: t.url } : t.type === 'a2a' ? { field: 'cardUrl', url: t.cardUrl } : undefined;
+          const why = target && (await refusal(new URL(target.url)));
+          return why ? [{ path: `body.tools.${i}.${target.field}`, message: `the server does not connect there: ${why}` }] : [];
+        }),
+      )
+    ).flat();
+    if (errors.length) throw new InvalidInput(`${errors[0].path.slice('body.'.length)} ${errors[0].message}`, errors);
   }
 
   /** Delegation tools must name agents of the same tenant. */
@@ -355,6 +388,7 @@ export class AgentsService {
       created_at: at,
       updated_at: at,
     };
+    await this.checkOutbound(input.tools);
     await this.db.kysely.transaction().execute(async (trx) => {
       await this.checkTools(trx, principal.tenantId, input.tools);
       await store.insertAgent(trx, row);
@@ -369,6 +403,7 @@ export class AgentsService {
 
   async update(principal: Principal, id: string, input: UpdateAgentBody): Promise<Agent> {
     if (input.model !== undefined) this.checkModel(input.model);
+    await this.checkOutbound(input.tools);
     return this.db.kysely.transaction().execute(async (trx) => {
       const current = await store.findAgent(trx, principal.tenantId, id);
       if (!current) throw new NotFound('agent');

@@ -100,14 +100,20 @@ describe('an agent calling another server’s agent over A2A', () => {
 
 describe('the remote agents list', () => {
   let t: TestApp;
+  /** The same server before the operator closed private networks: it saved the loopback agents `t` runs. */
+  let earlier: TestApp;
   let key: string;
   let tenantId: string;
   // No allowance for loopback: the SSRF guard's default.
   beforeAll(async () => {
     t = await startApp({ MCP_ALLOWED_HOSTS: '' });
+    earlier = await startApp({ MCP_ALLOWED_HOSTS: '', MCP_ALLOW_PRIVATE_NETWORKS: 'true' }, { sameDatabaseAs: t });
     ({ key, id: tenantId } = await t.tenant());
   });
-  afterAll(() => t?.close());
+  afterAll(async () => {
+    await earlier?.close();
+    await t?.close();
+  });
 
   it('is refused with a bad name, a URL that is not http(s), or too many entries', async () => {
     const create = (tools: Tools) => t.api(key).POST('/api/v1/agents', { body: { name: 'A', appId: 'app', tools } });
@@ -125,7 +131,7 @@ describe('the remote agents list', () => {
   });
 
   it('asks TBAC by the tool name first: in enforce mode a call needs a policy for a2a_<name> (callee *)', async () => {
-    const caller = await t.agent(key, {
+    const caller = await earlier.agent(key, {
       model: 'builtin/echo',
       tools: [{ type: 'a2a', name: 'strict', cardUrl: 'http://127.0.0.1:9/card.json' }],
     });
@@ -150,7 +156,7 @@ describe('the remote agents list', () => {
     const target = await t.agent(key, { model: 'builtin/echo' });
     const cardUrl = `${base}/a2a/${tenantId}/agents/${target.id}/.well-known/agent-card.json`;
     // No credential: over plain http to a host the allow-list does not name it would be refused first (test/a2a/guard.test.ts).
-    const caller = await t.agent(key, { model: 'builtin/echo', tools: [{ type: 'a2a', name: 'loop', cardUrl }] });
+    const caller = await earlier.agent(key, { model: 'builtin/echo', tools: [{ type: 'a2a', name: 'loop', cardUrl }] });
     const res = await execute(t.api(key), caller.id, { message: '/tool a2a_loop {"message":"hi"}' });
     expect(res.response.status, JSON.stringify(res.error)).toBe(200);
     const error = firstToolResult(res.run).error!;

@@ -129,10 +129,17 @@ export interface TestApp {
 export interface AppSetup {
   /** The app's one clock (a ManualClock moves time for expiry, schedules and caches); default: real time. */
   clock?: Clock;
+  /**
+   * Another app's database instead of a fresh one (the same server restarted with another configuration);
+   * closing this app leaves the database to its owner.
+   */
+  sameDatabaseAs?: TestApp;
 }
 
-export async function startApp(extraEnv: Record<string, string> = {}, { clock }: AppSetup = {}): Promise<TestApp> {
-  const database = await createTestDatabase({ migrated: true });
+export async function startApp(extraEnv: Record<string, string> = {}, { clock, sameDatabaseAs }: AppSetup = {}): Promise<TestApp> {
+  const database: TestDatabase = sameDatabaseAs
+    ? { env: { DATA_DIR: sameDatabaseAs.config.dataDir, DATABASE_URL: sameDatabaseAs.config.databaseUrl ?? '' }, drop: async () => {} }
+    : await createTestDatabase({ migrated: true });
   // Test MCP servers listen on loopback, which the URL guard refuses unless allowed.
   const config = loadConfig({
     ...database.env,

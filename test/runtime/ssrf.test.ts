@@ -9,7 +9,7 @@ import {
   OutboundRefused,
   type LookupFunction,
 } from '../../src/runtime/tools/ssrf.js';
-import { startApp, type TestApp } from '../helpers/app.js';
+import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 
@@ -189,19 +189,56 @@ describe('the guarded dispatcher', () => {
 
 describe('agents cannot reach private networks by default', () => {
   let t: TestApp;
+  /** The same server as it was before the operator closed private networks: agents saved then keep their URLs. */
+  let earlier: TestApp;
   let mcp: Awaited<ReturnType<typeof startMcpServer>>;
   beforeAll(async () => {
     t = await startApp({ MCP_ALLOWED_HOSTS: '' });
+    earlier = await startApp({ MCP_ALLOWED_HOSTS: '', MCP_ALLOW_PRIVATE_NETWORKS: 'true' }, { sameDatabaseAs: t });
     mcp = await startMcpServer();
   });
   afterAll(async () => {
+    await earlier.close();
     await t.close();
     await mcp.close();
   });
 
-  it('does not call a loopback MCP server and says why on the run', async () => {
+  it('saving an agent whose MCP server or remote agent the server would refuse is a 400 naming the field; nothing is kept', async () => {
     const { key } = await t.tenant();
-    const agent = await t.agent(key, { name: 'a', appId: 'x', tools: [{ type: 'mcp', url: mcp.url }] });
+    const refused = [
+      { tools: [{ type: 'mcp' as const, url: 'http://10.1.2.3/mcp' }], path: 'body.tools.0.url', why: '10.1.2.3 is a private address' },
+      {
+        tools: [{ type: 'mcp' as const, url: mcp.url.replace('127.0.0.1', 'localhost') }],
+        path: 'body.tools.0.url',
+        why: 'localhost resolves to a loopback address',
+      },
+      {
+        tools: [
+          { type: 'builtin' as const, name: 'memory' as const },
+          { type: 'a2a' as const, name: 'r', cardUrl: 'http://169.254.169.254/card.json' },
+        ],
+        path: 'body.tools.1.cardUrl',
+        why: '169.254.169.254 is the cloud metadata address',
+      },
+    ];
+    for (const { tools, path, why } of refused) {
+      const res = await t.api(key).POST('/api/v1/agents', { body: { name: 'a', appId: 'x', tools } });
+      expectProblem(res, 400, 'validation_failed');
+      expect(res.error!.errors).toEqual([{ path, message: expect.stringContaining(why) }]);
+      expect(res.error!.errors![0].message).toMatch(/^the server does not connect there: .*MCP_ALLOWED_HOSTS/);
+    }
+    expect((await t.api(key).GET('/api/v1/agents', { params: { query: {} } })).data!.total).toBe(0);
+
+    const agent = await t.agent(key, { name: 'a', appId: 'x', tools: [{ type: 'mcp', url: 'https://mcp.example.com/mcp' }] });
+    const update = await t.api(key).POST('/api/v1/agents/{id}', { params: { path: { id: agent.id } }, body: { tools: refused[0].tools } });
+    expectProblem(update, 400, 'validation_failed');
+    const kept = await t.api(key).GET('/api/v1/agents/{id}', { params: { path: { id: agent.id } } });
+    expect(kept.data!.tools).toEqual([{ type: 'mcp', url: 'https://mcp.example.com/mcp' }]);
+  });
+
+  it('does not call a loopback MCP server saved before private networks were closed, and says why on the run', async () => {
+    const { key } = await t.tenant();
+    const agent = await earlier.agent(key, { name: 'a', appId: 'x', tools: [{ type: 'mcp', url: mcp.url }] });
     const before = mcp.state.headers.length;
     const res = await execute(t.api(key), agent.id, { message: '/tool add {"a":1,"b":2}' });
     expect(res.run!.toolCalls).toEqual([]);
@@ -228,11 +265,14 @@ describe('agents cannot reach private networks by default', () => {
 
 describe('IP spellings of loopback are refused under the default configuration', () => {
   let t: TestApp;
+  /** The same server before private networks were closed: it saves the agents whose runs `t` makes. */
+  let earlier: TestApp;
   let mcp: Awaited<ReturnType<typeof startMcpServer>>;
   let secret: { port: number; hits: number; close(): Promise<void> };
   let key: string;
   beforeAll(async () => {
     t = await startApp({ MCP_ALLOWED_HOSTS: '' });
+    earlier = await startApp({ MCP_ALLOWED_HOSTS: '', MCP_ALLOW_PRIVATE_NETWORKS: 'true' }, { sameDatabaseAs: t });
     mcp = await startMcpServer();
     // A loopback service whose error body must never come back to the tenant.
     const server = http.createServer((_req, res) => {
@@ -248,13 +288,17 @@ describe('IP spellings of loopback are refused under the default configuration',
     ({ key } = await t.tenant());
   });
   afterAll(async () => {
+    await earlier.close();
     await t.close();
     await mcp.close();
     await secret.close();
   });
 
   const runWith = async (url: string) => {
-    const agent = await t.api(key).POST('/api/v1/agents', { body: { name: 'a', appId: 'x', tools: [{ type: 'mcp', url }] } });
+    // Saved now, each would be refused (400); saved before, the run's guard refuses it all the same.
+    const refusedNow = await t.api(key).POST('/api/v1/agents', { body: { name: 'a', appId: 'x', tools: [{ type: 'mcp', url }] } });
+    expectProblem(refusedNow, 400, 'validation_failed');
+    const agent = await earlier.api(key).POST('/api/v1/agents', { body: { name: 'a', appId: 'x', tools: [{ type: 'mcp', url }] } });
     expect(agent.response.status, JSON.stringify(agent.error)).toBe(201);
     const res = await execute(t.api(key), agent.data!.id, { message: '/tool add {"a":1,"b":2}' });
     expect(res.response.status, JSON.stringify(res.error)).toBe(200);

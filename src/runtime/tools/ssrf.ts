@@ -107,11 +107,13 @@ export class OutboundGuard {
   readonly dispatcher: Agent;
   private readonly allowed: Set<string>;
   private readonly allowPrivate: boolean;
+  private readonly resolve: LookupFunction;
 
   constructor(options: OutboundGuardOptions) {
     this.allowed = new Set(options.allowedHosts.map(normalizeAllowEntry));
     this.allowPrivate = options.allowPrivateNetworks;
     const resolve: LookupFunction = options.lookup ?? ((hostname, opts, callback) => dns.lookup(hostname, opts, callback));
+    this.resolve = resolve;
     const lookup = (
       hostname: string,
       opts: dns.LookupOptions,
@@ -160,6 +162,35 @@ export class OutboundGuard {
     const host = normalizeHost(url.hostname);
     const port = url.port || (url.protocol === 'https:' ? '443' : '80');
     return this.allowed.has(host) || this.allowed.has(`${host}:${port}`);
+  }
+
+  /**
+   * Why a connection to this URL would be refused now, or null: an IP literal is checked as is, a name by
+   * the addresses it resolves to (within `timeoutMs`). A name that does not resolve is not refused here:
+   * the call will fail and say so. What saving an agent checks (a refused URL is a 400 then, not a run
+   * without the tools).
+   */
+  async refusalOfUrl(url: URL, timeoutMs = 2000): Promise<string | null> {
+    const host = normalizeHost(url.hostname);
+    const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+    if (this.allowed.has(host) || this.allowed.has(`${host}:${port}`)) return null;
+    if (net.isIP(host)) {
+      const why = this.refusal(host);
+      return why && `${host} is ${why}`;
+    }
+    const addresses = await new Promise<dns.LookupAddress[]>((resolve) => {
+      const timer = setTimeout(() => resolve([]), timeoutMs);
+      this.resolve(host, { all: true }, (err, found) => {
+        clearTimeout(timer);
+        resolve(err ? [] : found);
+      });
+    });
+    for (const { address } of addresses) {
+      const why = this.refusal(address);
+      // As for a connection: the address stays out of the message.
+      if (why) return `${host} resolves to ${why}`;
+    }
+    return null;
   }
 
   /** Why the address may not be connected to (`a loopback address...`), or null when it may. */
