@@ -63,14 +63,111 @@ export function useInbox() {
 }
 
 export function ApprovalsPage() {
-  const client = useClient();
-  const denied = useDenied()('agents:write');
-  const queryClient = useQueryClient();
   const inbox = useInbox();
-  const [rejecting, setRejecting] = useState<Approval | null>(null);
+  const items = inbox.data?.items ?? [];
+  const unified = inbox.data?.unified ?? false;
+  // The open dialog holds its item itself: a refresh that drops the item (decided elsewhere) leaves the
+  // dialog, what was typed and the server's answer in place until the person closes it.
+  const [dialog, setDialog] = useState<{ kind: 'reject' | 'edit'; item: Approval } | null>(null);
+
+  return (
+    <Stack maw={900}>
+      <Title order={2}>Approvals</Title>
+      {inbox.error && <Alert color="red">{messageOf(inbox.error)}</Alert>}
+      {inbox.data && items.length === 0 && <Text c="dimmed">Nothing is waiting for a decision.</Text>}
+      {items.map((item) => (
+        <ApprovalCard key={item.id} item={item} unified={unified} onDialog={(kind) => setDialog({ kind, item })} />
+      ))}
+      {dialog && <DecisionDialog {...dialog} unified={unified} onClose={() => setDialog(null)} />}
+    </Stack>
+  );
+}
+
+type Decision = { decision: 'approve'; args?: unknown } | { decision: 'reject'; reason: string };
+
+/** A decision on one item, sent to the server; the inbox is read again once it is answered. */
+function useDecision(item: Approval, unified: boolean, onDecided?: () => void) {
+  const client = useClient();
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: async (d: Decision) => {
+      if (unified) {
+        const body = d.decision === 'reject' ? { reason: d.reason } : d.args === undefined ? {} : { arguments: d.args };
+        return client.http.json('POST', apiPath`/api/v1/approvals/${item.id}/${d.decision}`, { body });
+      }
+      return client.http.json('POST', apiPath`/api/v1/tasks/${item.id}/${d.decision}`);
+    },
+    onSuccess: () => {
+      onDecided?.();
+      return queryClient.invalidateQueries({ queryKey: ['approvals'] });
+    },
+  });
+}
+
+/** One item. Its Approve has its own request state: a decision under way holds this card only. */
+function ApprovalCard({ item, unified, onDialog }: { item: Approval; unified: boolean; onDialog: (kind: 'reject' | 'edit') => void }) {
+  const denied = useDenied()('agents:write');
+  const approve = useDecision(item, unified);
+
+  return (
+    <Card withBorder data-testid="approval">
+      <Stack gap="xs">
+        <Group justify="space-between" wrap="wrap">
+          <Group gap="xs">
+            <Badge>{item.kind === 'task' ? 'task' : 'tool call'}</Badge>
+            <Text fw={600}>{item.task?.name ?? item.toolCall?.name}</Text>
+          </Group>
+          <Text size="xs" c="dimmed">
+            {new Date(item.createdAt).toLocaleString()}
+          </Text>
+        </Group>
+        <Text size="sm">{item.reason}</Text>
+        {item.toolCall && <Code block>{JSON.stringify(item.toolCall.arguments, null, 2)}</Code>}
+        {approve.error && <Alert color="red">{messageOf(approve.error)}</Alert>}
+        <Group>
+          <Tooltip label={denied} disabled={!denied}>
+            <Button color="green" disabled={!!denied} loading={approve.isPending} onClick={() => approve.mutate({ decision: 'approve' })}>
+              Approve
+            </Button>
+          </Tooltip>
+          {item.toolCall && (
+            <Tooltip label={denied} disabled={!denied}>
+              <Button variant="light" disabled={!!denied || approve.isPending} onClick={() => onDialog('edit')}>
+                Edit arguments…
+              </Button>
+            </Tooltip>
+          )}
+          <Tooltip label={denied} disabled={!denied}>
+            <Button color="red" variant="light" disabled={!!denied || approve.isPending} onClick={() => onDialog('reject')}>
+              Reject…
+            </Button>
+          </Tooltip>
+        </Group>
+      </Stack>
+    </Card>
+  );
+}
+
+/**
+ * Rejecting with a reason, or approving with edited arguments: the dialog closes once the server has
+ * taken the decision; a refusal (decided elsewhere meanwhile, arguments the tool refuses) is shown in
+ * it, with what was typed kept.
+ */
+function DecisionDialog({
+  kind,
+  item,
+  unified,
+  onClose,
+}: {
+  kind: 'reject' | 'edit';
+  item: Approval;
+  unified: boolean;
+  onClose: () => void;
+}) {
+  const queryClient = useQueryClient();
+  const decide = useDecision(item, unified, onClose);
   const [reason, setReason] = useState('');
-  const [editing, setEditing] = useState<Approval | null>(null);
-  const [argsText, setArgsText] = useState('');
+  const [argsText, setArgsText] = useState(() => JSON.stringify(item.toolCall?.arguments ?? {}, null, 2));
   const argsError = (() => {
     try {
       JSON.parse(argsText);
@@ -79,91 +176,15 @@ export function ApprovalsPage() {
       return `not JSON: ${(err as Error).message}`;
     }
   })();
-  const decide = useMutation({
-    mutationFn: async ({
-      item,
-      decision,
-      reason,
-      args,
-    }: {
-      item: Approval;
-      decision: 'approve' | 'reject';
-      reason?: string;
-      args?: unknown;
-    }) => {
-      if (inbox.data?.unified) {
-        const body = decision === 'reject' ? { reason } : args === undefined ? {} : { arguments: args };
-        return client.http.json('POST', apiPath`/api/v1/approvals/${item.id}/${decision}`, { body });
-      }
-      return client.http.json('POST', apiPath`/api/v1/tasks/${item.id}/${decision}`);
-    },
-    onSettled: () => queryClient.invalidateQueries({ queryKey: ['approvals'] }),
-  });
-  const items = inbox.data?.items ?? [];
+  const close = () => {
+    onClose();
+    // A refusal may mean the item was decided elsewhere: the inbox is read again.
+    if (decide.isError) void queryClient.invalidateQueries({ queryKey: ['approvals'] });
+  };
 
-  return (
-    <Stack maw={900}>
-      <Title order={2}>Approvals</Title>
-      {inbox.error && <Alert color="red">{messageOf(inbox.error)}</Alert>}
-      {decide.error && <Alert color="red">{messageOf(decide.error)}</Alert>}
-      {inbox.data && items.length === 0 && <Text c="dimmed">Nothing is waiting for a decision.</Text>}
-      {items.map((item) => (
-        <Card key={item.id} withBorder data-testid="approval">
-          <Stack gap="xs">
-            <Group justify="space-between" wrap="wrap">
-              <Group gap="xs">
-                <Badge>{item.kind === 'task' ? 'task' : 'tool call'}</Badge>
-                <Text fw={600}>{item.task?.name ?? item.toolCall?.name}</Text>
-              </Group>
-              <Text size="xs" c="dimmed">
-                {new Date(item.createdAt).toLocaleString()}
-              </Text>
-            </Group>
-            <Text size="sm">{item.reason}</Text>
-            {item.toolCall && <Code block>{JSON.stringify(item.toolCall.arguments, null, 2)}</Code>}
-            <Group>
-              <Tooltip label={denied} disabled={!denied}>
-                <Button
-                  color="green"
-                  disabled={!!denied}
-                  loading={decide.isPending}
-                  onClick={() => decide.mutate({ item, decision: 'approve' })}
-                >
-                  Approve
-                </Button>
-              </Tooltip>
-              {item.toolCall && (
-                <Tooltip label={denied} disabled={!denied}>
-                  <Button
-                    variant="light"
-                    disabled={!!denied}
-                    onClick={() => {
-                      setArgsText(JSON.stringify(item.toolCall?.arguments ?? {}, null, 2));
-                      setEditing(item);
-                    }}
-                  >
-                    Edit arguments…
-                  </Button>
-                </Tooltip>
-              )}
-              <Tooltip label={denied} disabled={!denied}>
-                <Button
-                  color="red"
-                  variant="light"
-                  disabled={!!denied}
-                  onClick={() => {
-                    setReason('');
-                    setRejecting(item);
-                  }}
-                >
-                  Reject…
-                </Button>
-              </Tooltip>
-            </Group>
-          </Stack>
-        </Card>
-      ))}
-      <Modal opened={editing !== null} onClose={() => setEditing(null)} title="Approve with edited arguments">
+  if (kind === 'edit') {
+    return (
+      <Modal opened onClose={close} title="Approve with edited arguments">
         <Stack>
           <JsonInput
             label="Arguments"
@@ -176,54 +197,54 @@ export function ApprovalsPage() {
             maxLength={100_000}
             data-testid="approval-arguments"
           />
+          {decide.error && <Alert color="red">{messageOf(decide.error)}</Alert>}
           <Group justify="end">
-            <Button variant="default" onClick={() => setEditing(null)}>
+            <Button variant="default" onClick={close}>
               Cancel
             </Button>
             <Button
               color="green"
               disabled={argsError !== null}
-              onClick={() => {
-                if (editing) decide.mutate({ item: editing, decision: 'approve', args: JSON.parse(argsText) });
-                setEditing(null);
-              }}
+              loading={decide.isPending}
+              onClick={() => decide.mutate({ decision: 'approve', args: JSON.parse(argsText) })}
             >
               Approve with these
             </Button>
           </Group>
         </Stack>
       </Modal>
-      <Modal opened={rejecting !== null} onClose={() => setRejecting(null)} title="Reject">
-        <Stack>
-          <Textarea
-            label="Reason"
-            description={
-              inbox.data?.unified
-                ? 'a tool call’s model is told this as the tool’s result'
-                : 'kept in this page only: this server records no reason for tasks'
-            }
-            value={reason}
-            onChange={(e) => setReason(e.currentTarget.value)}
-            autosize
-            minRows={2}
-          />
-          <Group justify="end">
-            <Button variant="default" onClick={() => setRejecting(null)}>
-              Cancel
-            </Button>
-            <Button
-              color="red"
-              disabled={inbox.data?.unified && !reason.trim()}
-              onClick={() => {
-                if (rejecting) decide.mutate({ item: rejecting, decision: 'reject', reason: reason.trim() });
-                setRejecting(null);
-              }}
-            >
-              Reject
-            </Button>
-          </Group>
-        </Stack>
-      </Modal>
-    </Stack>
+    );
+  }
+  return (
+    <Modal opened onClose={close} title="Reject">
+      <Stack>
+        <Textarea
+          label="Reason"
+          description={
+            unified
+              ? 'a tool call’s model is told this as the tool’s result'
+              : 'kept in this page only: this server records no reason for tasks'
+          }
+          value={reason}
+          onChange={(e) => setReason(e.currentTarget.value)}
+          autosize
+          minRows={2}
+        />
+        {decide.error && <Alert color="red">{messageOf(decide.error)}</Alert>}
+        <Group justify="end">
+          <Button variant="default" onClick={close}>
+            Cancel
+          </Button>
+          <Button
+            color="red"
+            disabled={unified && !reason.trim()}
+            loading={decide.isPending}
+            onClick={() => decide.mutate({ decision: 'reject', reason: reason.trim() })}
+          >
+            Reject
+          </Button>
+        </Group>
+      </Stack>
+    </Modal>
   );
 }
