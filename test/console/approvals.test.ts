@@ -105,6 +105,24 @@ describeBrowser('the approvals inbox', () => {
     await dialog.waitFor({ state: 'detached' });
   });
 
+  it('a task awaiting approval is approved or rejected on its own page', async () => {
+    const create = (name: string) =>
+      t.api(key).POST('/api/v1/tasks', { body: { name, description: 'Refund 40 EUR', agentId, requiresApproval: true } });
+    const approved = (await create('Refund A-17')).data!;
+    const rejected = (await create('Refund B-9')).data!;
+    for (const [task, button, decision] of [
+      [approved, 'Approve', 'approved'],
+      [rejected, 'Reject', 'rejected'],
+    ] as const) {
+      await page.goto(`${url}/tasks/${task.id}`);
+      await page.getByRole('heading', { name: task.name }).waitFor();
+      await page.getByRole('button', { name: button, exact: true }).click();
+      await page.getByRole('button', { name: button, exact: true }).waitFor({ state: 'detached' });
+      const after = (await t.api(key).GET('/api/v1/tasks/{id}', { params: { path: { id: task.id } } })).data!;
+      expect(after.approval!.decision).toBe(decision);
+    }
+  });
+
   it('raised no page error', () => {
     // The refused rejection's 409 is logged by the browser as a failed resource load.
     expect(pageErrors.filter((e) => !e.startsWith('console: Failed to load resource'))).toEqual([]);

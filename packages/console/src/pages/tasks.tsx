@@ -298,7 +298,7 @@ export function TaskPage() {
     queryFn: () => client.http.json<{ fires: Fire[] }>('GET', apiPath`/api/v1/tasks/${taskId}/fires`, { query: { limit: 50 } }),
   });
   const act = useMutation({
-    mutationFn: async (action: 'run' | 'cancel' | 'retry' | 'delete') => {
+    mutationFn: async (action: 'run' | 'cancel' | 'retry' | 'delete' | 'approve' | 'reject') => {
       if (action === 'delete') return client.tasks.delete(taskId);
       return client.http.json('POST', apiPath`/api/v1/tasks/${taskId}/${action}`);
     },
@@ -337,6 +337,20 @@ export function TaskPage() {
             </Text>
           )}
           <Group>
+            {t.status === 'awaiting_approval' &&
+              (['approve', 'reject'] as const).map((action) => (
+                <Tooltip key={action} label={denied} disabled={!denied}>
+                  <Button
+                    color={action === 'approve' ? 'green' : 'red'}
+                    variant={action === 'approve' ? 'filled' : 'light'}
+                    disabled={!!denied || act.isPending}
+                    loading={act.isPending && act.variables === action}
+                    onClick={() => act.mutate(action)}
+                  >
+                    {action === 'approve' ? 'Approve' : 'Reject'}
+                  </Button>
+                </Tooltip>
+              ))}
             {(['run', 'cancel', 'retry'] as const).map((action) => {
               const refused = denied ?? taskActionRefused(action, t);
               return (
