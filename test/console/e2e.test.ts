@@ -143,6 +143,10 @@ describeBrowser('the console in a browser', () => {
     const stopped = (await page.locator('[data-author=assistant]').last().textContent()) ?? '';
     expect(stopped).toContain('w0');
     expect(stopped).not.toContain('w11');
+    // Kept as the conversation's message, it says it was stopped: no cost line that reads as a finished answer.
+    const kept = page.locator('[data-author=assistant]').filter({ hasText: 'w0' }).getByTestId('turn-cost');
+    await kept.filter({ hasText: 'Stopped before the answer was finished' }).waitFor();
+    expect(await kept.textContent()).not.toMatch(/^\$/);
   });
 
   it('resumes an answer after a reload without losing or repeating text', async () => {

@@ -72,12 +72,26 @@ function ToolCalls({ calls }: { calls: ToolCallView[] }) {
   );
 }
 
-/** Cost and tokens of a finished turn, read from its run. */
+/**
+ * How a turn ended, read from its run: cost and tokens of a completed answer; a stopped or failed one
+ * says so (its text is only the part written before), never a cost line that reads as finished.
+ */
 function TurnCost({ runId }: { runId: string }) {
   const client = useClient();
   const run = useQuery({ queryKey: ['run', runId], queryFn: () => client.runs.get(runId), staleTime: 60_000 });
   if (!run.data) return null;
-  return <CostLine cost={run.data.cost} input={run.data.tokenUsage?.inputTokens} output={run.data.tokenUsage?.outputTokens} />;
+  const { status, error, cost, tokenUsage } = run.data;
+  if (status === 'cancelled' || status === 'failed') {
+    return (
+      <Text size="xs" c={status === 'cancelled' ? 'orange' : 'red'} data-testid="turn-cost">
+        {status === 'cancelled'
+          ? 'Stopped before the answer was finished'
+          : `Failed: ${error?.message ?? error?.code ?? 'no reason given'}`}
+        {tokenUsage ? ` · ${tokenUsage.inputTokens} in / ${tokenUsage.outputTokens} out tokens` : ''}
+      </Text>
+    );
+  }
+  return <CostLine cost={cost} input={tokenUsage?.inputTokens} output={tokenUsage?.outputTokens} />;
 }
 
 function CostLine({ cost, input, output }: { cost?: number; input?: number; output?: number }) {
