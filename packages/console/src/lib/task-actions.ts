@@ -24,3 +24,29 @@ export function taskActionRefused(action: TaskAction, task: TaskState): string |
   if (task.status === 'pending' || task.status === 'running' || task.queuedAt) return null;
   return `nothing to cancel: the task is ${task.status}`;
 }
+
+/**
+ * What a task's badge says. A task's `status` is its latest run's (docs/scheduling.md): right for a
+ * one-time task, misleading for a recurring or triggered one, which goes on after a run completes. For
+ * those the badge says what the task does now, and the latest run's outcome stands beside it.
+ */
+export function taskStatusView(task: { type: string; status: string; lastRunAt: string | null }): {
+  label: string;
+  color: string;
+  lastRun: string | null;
+} {
+  const color = STATUS_COLORS[task.status] ?? 'gray';
+  if (task.type === 'one_time' || task.status === 'running' || task.status === 'awaiting_approval')
+    return { label: task.status.replace('_', ' '), color, lastRun: null };
+  const label = task.type === 'scheduled' ? 'scheduled' : 'waiting for its trigger';
+  return { label, color: 'blue', lastRun: task.lastRunAt ? `last run ${task.status}` : 'no run yet' };
+}
+
+const STATUS_COLORS: Record<string, string> = {
+  completed: 'green',
+  failed: 'red',
+  cancelled: 'orange',
+  running: 'blue',
+  awaiting_approval: 'yellow',
+  pending: 'gray',
+};

@@ -26,7 +26,7 @@ import { useNavigate, useParams } from '@tanstack/react-router';
 import { useMemo, useState } from 'react';
 import { fieldErrorsOf, messageOf, useClient, useDenied } from '../api';
 import { cronPreview } from '../lib/cron-preview';
-import { taskActionRefused } from '../lib/task-actions';
+import { taskActionRefused, taskStatusView } from '../lib/task-actions';
 import { AnchorLink } from '../links';
 import { StatusBadge, usd } from './runs';
 import { apiPath } from '../lib/api-path.js';
@@ -224,7 +224,7 @@ export function TasksPage() {
                   </Text>
                 </Table.Td>
                 <Table.Td>
-                  <Badge variant="light">{task.status}</Badge>
+                  <TaskStatus task={task} />
                 </Table.Td>
                 <Table.Td>{task.nextRunAt ? new Date(task.nextRunAt).toLocaleString() : '—'}</Table.Td>
                 <Table.Td>{task.lastRunAt ? new Date(task.lastRunAt).toLocaleString() : '—'}</Table.Td>
@@ -320,7 +320,7 @@ export function TaskPage() {
       {t && (
         <>
           <Group gap="lg">
-            <Badge variant="light">{t.status}</Badge>
+            <TaskStatus task={t} />
             <Text size="sm">{t.type}</Text>
             {t.schedule && (
               <Text size="sm" ff="monospace">
@@ -424,5 +424,22 @@ export function TaskPage() {
         </Stack>
       </Modal>
     </Stack>
+  );
+}
+
+/** A task's badge: what it does now, and for a recurring or triggered one its latest run's outcome beside it. */
+function TaskStatus({ task }: { task: { type: string; status: string; lastRunAt: string | null } }) {
+  const view = taskStatusView(task);
+  return (
+    <Group gap={6} wrap="nowrap" data-testid="task-status">
+      <Badge variant="light" color={view.color}>
+        {view.label}
+      </Badge>
+      {view.lastRun && (
+        <Text size="xs" c="dimmed">
+          {view.lastRun}
+        </Text>
+      )}
+    </Group>
   );
 }
