@@ -166,6 +166,32 @@ describeBrowser('the console in a browser', () => {
     expect(text.split('r7').length - 1).toBe(1);
   });
 
+  it('comes back to the open conversation through the Playground link, and a turn links to its run', async () => {
+    const open = new URL(page.url()).searchParams;
+    expect(open.get('conversationId')).toBeTruthy();
+    await page.getByRole('navigation').getByRole('link', { name: /^Runs/ }).click();
+    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    await page
+      .getByRole('navigation')
+      .getByRole('link', { name: /^Playground/ })
+      .click();
+    await page.locator('[data-author=assistant]').filter({ hasText: 'r0' }).waitFor();
+    const back = new URL(page.url()).searchParams;
+    expect([back.get('agentId'), back.get('conversationId')]).toEqual([open.get('agentId'), open.get('conversationId')]);
+    const turn = page.locator('[data-author=assistant]').filter({ hasText: 'r0' });
+    const runId = (
+      await t.api(key).GET('/api/v1/conversations/{id}/messages', { params: { path: { id: open.get('conversationId')! } } })
+    ).data!.messages.find((m) => m.role === 'assistant' && m.content.includes('r0'))!.runId!;
+    await turn.getByTestId('turn-run').click();
+    await page.getByRole('heading', { name: 'Run', exact: true }).waitFor();
+    expect(new URL(page.url()).pathname).toBe(`/runs/${runId}`);
+    await page
+      .getByRole('navigation')
+      .getByRole('link', { name: /^Playground/ })
+      .click();
+    await page.getByLabel('Message').waitFor();
+  });
+
   it('creates a cron task and shows its next five fire times in its time zone', async () => {
     await page.getByRole('link', { name: 'Tasks' }).click();
     await page.getByRole('button', { name: 'New task' }).click();

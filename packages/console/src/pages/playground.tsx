@@ -28,6 +28,7 @@ import { messageOf, useClient, useDenied } from '../api';
 import { type ApprovalView, followTurn, newTurn, pendingTurns, type ToolCallView, type TurnState } from '../lib/turn';
 import { apiPath } from '../lib/api-path.js';
 import { CodeCall, downloadFile, isCodeCall, sizeOf } from '../code-call';
+import { AnchorLink } from '../links';
 
 function ToolCalls({ calls }: { calls: ToolCallView[] }) {
   if (!calls.length) return null;
@@ -81,17 +82,25 @@ function TurnCost({ runId }: { runId: string }) {
   const run = useQuery({ queryKey: ['run', runId], queryFn: () => client.runs.get(runId), staleTime: 60_000 });
   if (!run.data) return null;
   const { status, error, cost, tokenUsage } = run.data;
-  if (status === 'cancelled' || status === 'failed') {
-    return (
+  const ended =
+    status === 'cancelled' || status === 'failed' ? (
       <Text size="xs" c={status === 'cancelled' ? 'orange' : 'red'} data-testid="turn-cost">
         {status === 'cancelled'
           ? 'Stopped before the answer was finished'
           : `Failed: ${error?.message ?? error?.code ?? 'no reason given'}`}
         {tokenUsage ? ` · ${tokenUsage.inputTokens} in / ${tokenUsage.outputTokens} out tokens` : ''}
       </Text>
+    ) : (
+      <CostLine cost={cost} input={tokenUsage?.inputTokens} output={tokenUsage?.outputTokens} />
     );
-  }
-  return <CostLine cost={cost} input={tokenUsage?.inputTokens} output={tokenUsage?.outputTokens} />;
+  return (
+    <Group gap="xs" wrap="nowrap">
+      {ended}
+      <AnchorLink to="/runs/$runId" params={{ runId }} size="xs" data-testid="turn-run">
+        Run
+      </AnchorLink>
+    </Group>
+  );
 }
 
 function CostLine({ cost, input, output }: { cost?: number; input?: number; output?: number }) {
@@ -120,6 +129,19 @@ function PaperclipIcon({ size = 14 }: { size?: number }) {
       <path d="M21 12.5l-8.5 8.5a5 5 0 0 1-7-7L14 5.5a3.5 3.5 0 0 1 5 5L10.5 19a2 2 0 0 1-3-3L15 8.5" />
     </svg>
   );
+}
+
+const LAST_OPEN = 'agentry.playground';
+
+function lastOpen(): { agentId: string; conversationId?: string } | null {
+  try {
+    const value = JSON.parse(sessionStorage.getItem(LAST_OPEN) ?? 'null');
+    return value && typeof value.agentId === 'string'
+      ? { agentId: value.agentId, conversationId: typeof value.conversationId === 'string' ? value.conversationId : undefined }
+      : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The server's limit on a message's attachments (the execute body's `attachments`, maxItems). */
@@ -172,6 +194,17 @@ export function PlaygroundPage() {
   const queryClient = useQueryClient();
   const navigate = useNavigate({ from: '/playground' });
   const { agentId, conversationId } = useSearch({ from: '/app/playground' });
+  // The agent and conversation open here are kept for the tab: the navigation's Playground link (no
+  // search) comes back to them instead of an empty page.
+  useEffect(() => {
+    if (agentId) sessionStorage.setItem(LAST_OPEN, JSON.stringify({ agentId, conversationId }));
+  }, [agentId, conversationId]);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: once, when the page opens
+  useEffect(() => {
+    if (agentId || conversationId) return;
+    const last = lastOpen();
+    if (last) navigate({ search: last, replace: true });
+  }, []);
   const [draft, setDraft] = useState('');
   const [live, setLive] = useState<(TurnState & { userText?: string; userFiles?: FileInfo[] }) | null>(null);
   const [error, setError] = useState<string | null>(null);
