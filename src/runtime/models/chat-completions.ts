@@ -1,5 +1,4 @@
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import {
   convertOpenAICompatibleChatUsage,
   convertToOpenAICompatibleChatMessages,
@@ -8,7 +7,6 @@ import {
   prepareTools,
 } from '@ai-sdk/openai-compatible/internal';
 import {
-  APICallError,
   InvalidResponseDataError,
   JSONParseError,
   type LanguageModelV3,
@@ -20,7 +18,7 @@ import {
   TypeValidationError,
 } from '@ai-sdk/provider';
 import { generateId, StreamingToolCallTracker } from '@ai-sdk/provider-utils';
-import { createParser } from 'eventsource-parser';
+import { type Controller, eventStream, failedResponse, headersOf, isObject, keepAliveAgent, optional, post } from './http-stream.js';
 
 /**
  * A model of an OpenAI chat-completions server (Ollama, vLLM, LM Studio, llama.cpp...) whose streamed
@@ -41,10 +39,6 @@ export interface ChatCompletionsEndpoint {
   apiKey?: string;
 }
 
-/** The most of an answer's body read: an error's body, or a whole streamed answer. */
-const MAX_ERROR_BODY_BYTES = 1024 * 1024;
-const MAX_STREAM_BYTES = 64 * 1024 * 1024;
-
 export class ChatCompletionsServer {
   private readonly url: URL;
   private readonly agent: http.Agent;
@@ -52,8 +46,7 @@ export class ChatCompletionsServer {
 
   constructor(private readonly endpoint: ChatCompletionsEndpoint) {
     this.url = new URL(`${endpoint.baseUrl.replace(/\/+$/, '')}/chat/completions`);
-    // Keep-alive: a run's steps, and runs after it, reuse the connection rather than open one each.
-    this.agent = this.url.protocol === 'https:' ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+    this.agent = keepAliveAgent(this.url);
     this.headers = {
       'content-type': 'application/json',
       'user-agent': 'agentry',
@@ -68,32 +61,14 @@ export class ChatCompletionsServer {
 
   /** Posts `body`; resolves with the response once its headers arrived (any status). */
   post(body: string, options: LanguageModelV3CallOptions): Promise<http.IncomingMessage> {
-    const headers: Record<string, string> = { ...this.headers, 'content-length': String(Buffer.byteLength(body)) };
+    const headers: Record<string, string> = { ...this.headers };
     for (const [name, value] of Object.entries(options.headers ?? {})) if (value !== undefined) headers[name.toLowerCase()] = value;
-    return new Promise((resolve, reject) => {
-      const send = this.url.protocol === 'https:' ? https.request : http.request;
-      const request = send(this.url, { method: 'POST', agent: this.agent, headers, signal: options.abortSignal }, resolve);
-      // Every error of the request is heard (a later one, once the response is being read, reaches it too).
-      request.on('error', (err) => reject(connectionError(err, this.url, body)));
-      request.end(body);
-    });
+    return post(this.url, this.agent, body, headers, options.abortSignal);
   }
 
   get href() {
     return this.url.href;
   }
-}
-
-/** A failure to reach the server, worded as the AI SDK's fetch path words it; an abort stays an abort. */
-function connectionError(err: Error, url: URL, body: string): Error {
-  if (err.name === 'AbortError') return err;
-  return new APICallError({
-    message: `Cannot connect to API: ${err.message}`,
-    cause: err,
-    url: url.href,
-    requestBodyValues: body,
-    isRetryable: true,
-  });
 }
 
 class ChatCompletionsModel implements LanguageModelV3 {
@@ -162,113 +137,13 @@ function requestBody(modelId: string, options: LanguageModelV3CallOptions) {
   return { body, warnings: [...warnings, ...toolWarnings] };
 }
 
-function headersOf(response: http.IncomingMessage): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(response.headers)) {
-    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return headers;
-}
-
-/** Reads the body of a refused call (up to a bound) into the AI SDK's APICallError, the provider's message when it gave one. */
-async function failedResponse(
-  response: http.IncomingMessage,
-  call: { url: string; body: string; headers: Record<string, string> },
-): Promise<APICallError> {
-  let responseBody = '';
-  try {
-    response.setEncoding('utf8');
-    for await (const chunk of response) {
-      responseBody += chunk;
-      if (responseBody.length > MAX_ERROR_BODY_BYTES) {
-        response.destroy();
-        break;
-      }
-    }
-  } catch {
-    // What arrived is what the error carries.
-  }
-  let message = response.statusMessage ?? '';
-  let data: unknown;
-  if (responseBody.trim() !== '') {
-    try {
-      const parsed = JSON.parse(responseBody) as { error?: { message?: unknown } };
-      if (typeof parsed?.error?.message === 'string') {
-        message = parsed.error.message;
-        data = parsed;
-      }
-    } catch {
-      // Not JSON: the status line's words.
-    }
-  }
-  return new APICallError({
-    message,
-    url: call.url,
-    requestBodyValues: call.body,
-    statusCode: response.statusCode,
-    responseHeaders: call.headers,
-    responseBody,
-    data,
-  });
-}
-
-type Controller = ReadableStreamDefaultController<LanguageModelV3StreamPart>;
-
 /** The answer's events as stream parts, as they arrive; cancelling the stream closes the connection. */
 function answerStream(response: http.IncomingMessage, warnings: SharedV3Warning[]): ReadableStream<LanguageModelV3StreamPart> {
-  let controller!: Controller;
-  // Once the stream closed, errored or was cancelled, nothing more is told (the controller would throw).
-  let settled = false;
-  const stream = new ReadableStream<LanguageModelV3StreamPart>({
-    start(c) {
-      controller = c;
-    },
-    cancel() {
-      settled = true;
-      response.destroy();
-    },
+  return eventStream(response, (controller) => {
+    controller.enqueue({ type: 'stream-start', warnings });
+    const answer = new AnswerParts(controller);
+    return { event: (data) => answer.event(data), flush: () => answer.flush() };
   });
-  controller.enqueue({ type: 'stream-start', warnings });
-  const answer = new AnswerParts(controller);
-  const fail = (err: unknown) => {
-    if (settled) return;
-    settled = true;
-    controller.error(err);
-    response.destroy();
-  };
-  const parser = createParser({ onEvent: (event) => answer.event(event.data) });
-  let bytes = 0;
-  response.setEncoding('utf8');
-  response.on('data', (chunk: string) => {
-    if (settled) return;
-    bytes += chunk.length;
-    if (bytes > MAX_STREAM_BYTES) {
-      fail(new InvalidResponseDataError({ data: undefined, message: `the streamed answer is larger than ${MAX_STREAM_BYTES} bytes` }));
-      return;
-    }
-    // A chunk the tool-call tracker cannot place throws: the stream ends with that error, as the AI SDK's would.
-    try {
-      parser.feed(chunk);
-    } catch (err) {
-      fail(err);
-    }
-  });
-  response.on('end', () => {
-    if (settled) return;
-    try {
-      answer.flush();
-    } catch (err) {
-      return fail(err);
-    }
-    settled = true;
-    controller.close();
-  });
-  response.on('error', fail);
-  // A connection that closes before the body ended (without an error of its own) cut the answer.
-  response.on('close', () => {
-    if (!response.complete) fail(Object.assign(new Error('the connection closed before the answer ended'), { code: 'ECONNRESET' }));
-  });
-  return stream;
 }
 
 interface ToolCallDelta {
@@ -462,9 +337,6 @@ function contentParts(content: unknown): { type: 'text' | 'reasoning'; text: str
   }
   return parts;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const optional = (v: unknown, type: 'string' | 'number') => v == null || typeof v === type;
 
 /**
  * What is wrong with a chunk, for the fields that are read (the AI SDK's chunk schema, checked by
