@@ -7,6 +7,7 @@ import { BreakerBoard, type BreakerSettings, DEFAULT_BREAKER_SETTINGS } from './
 import { ChatCompletionsServer } from './chat-completions.js';
 import { EchoLanguageModel } from './echo.js';
 import { parseModelId } from './model-id.js';
+import { ResponsesEndpoint } from './responses.js';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retries.js';
 import { DEFAULT_MODEL_TIMEOUTS, type ModelTimeouts } from './timeouts.js';
 
@@ -44,6 +45,7 @@ export class ModelUnavailableError extends Error {
 export class ModelRegistry {
   private readonly echo = new EchoLanguageModel();
   private openai?: ReturnType<typeof createOpenAI>;
+  private openaiStreams?: ResponsesEndpoint;
   private anthropic?: ReturnType<typeof createAnthropic>;
   private compatible?: ReturnType<typeof createOpenAICompatible>;
   private compatibleServer?: ChatCompletionsServer;
@@ -112,7 +114,9 @@ export class ModelRegistry {
           throw new ModelUnavailableError('model openai/* needs OPENAI_API_KEY (or OPENAI_BASE_URL) in the server configuration');
         }
         this.openai ??= createOpenAI({ apiKey: this.settings.openai.apiKey ?? 'unset', baseURL: this.settings.openai.baseUrl });
-        return this.openai(id.name);
+        // Streamed calls over node:http (responses.ts); the AI SDK's model builds their request and answers the others.
+        this.openaiStreams ??= new ResponsesEndpoint();
+        return this.openaiStreams.model(this.openai(id.name));
       }
       case 'anthropic': {
         if (!this.settings.anthropic.apiKey) {
