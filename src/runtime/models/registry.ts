@@ -3,6 +3,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import type { ModelChoice } from '../fallback-step.js';
+import { MessagesEndpoint } from './anthropic-messages.js';
 import { BreakerBoard, type BreakerSettings, DEFAULT_BREAKER_SETTINGS } from './breaker.js';
 import { ChatCompletionsServer } from './chat-completions.js';
 import { EchoLanguageModel } from './echo.js';
@@ -47,6 +48,7 @@ export class ModelRegistry {
   private openai?: ReturnType<typeof createOpenAI>;
   private openaiStreams?: ResponsesEndpoint;
   private anthropic?: ReturnType<typeof createAnthropic>;
+  private anthropicStreams?: MessagesEndpoint;
   private compatible?: ReturnType<typeof createOpenAICompatible>;
   private compatibleServer?: ChatCompletionsServer;
   /**
@@ -123,7 +125,9 @@ export class ModelRegistry {
           throw new ModelUnavailableError('model anthropic/* needs ANTHROPIC_API_KEY in the server configuration');
         }
         this.anthropic ??= createAnthropic({ apiKey: this.settings.anthropic.apiKey, baseURL: this.settings.anthropic.baseUrl });
-        return this.anthropic(id.name);
+        // Streamed calls over node:http (anthropic-messages.ts); the AI SDK's model builds their request and answers the others.
+        this.anthropicStreams ??= new MessagesEndpoint();
+        return this.anthropicStreams.model(this.anthropic(id.name));
       }
       case 'openai-compatible': {
         const { baseUrl, apiKey } = this.settings.openaiCompatible;
