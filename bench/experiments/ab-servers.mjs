@@ -6,7 +6,11 @@
 //
 //   node bench/experiments/ab-servers.mjs --variant plain= --variant traced=OTEL_EXPORTER_OTLP_ENDPOINT=receiver
 //   options: --rounds 12 --seconds 2 --connections 10 --cpu-prof <dir> ; a variant is name=KEY=VALUE,KEY=VALUE (VALUE
-//   `receiver`: an OTLP/HTTP receiver in this process that answers 200 at once)
+//   `receiver`: an OTLP/HTTP receiver in this process that answers 200 at once; KEY `DIST`: the server built in that
+//   folder instead of dist/, e.g. a copy of another build under .bench-data/)
+//   --model openai/bench-mock (or anthropic/, openai-compatible/): the agents use that model, answered by
+//   bench/mock-provider.js (started here, one for all variants) as in bench/run.js's execute-<provider>; KEY `MODEL`:
+//   that variant's model instead (e.g. echo=MODEL=builtin/echo, the yardstick of issue 36's targets)
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -23,6 +27,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '12' },
     seconds: { type: 'string', default: '2' },
     connections: { type: 'string', default: '10' },
+    model: { type: 'string', default: 'builtin/echo' },
     // Each server under node --cpu-prof, its profile in <dir>/<variant>/.
     'cpu-prof': { type: 'string' },
   },
@@ -36,32 +41,50 @@ const receiver = http.createServer((req, res) => {
 await new Promise((r) => receiver.listen(0, '127.0.0.1', () => r(undefined)));
 const receiverUrl = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (receiver.address()).port}/v1/traces`;
 
+const mock = values.model.startsWith('builtin/')
+  ? undefined
+  : await startChild('mock-provider', ['bench/mock-provider.js'], { ...process.env }, '/health');
+const providerEnv = mock
+  ? {
+      OPENAI_COMPATIBLE_BASE_URL: `${mock.url}/v1`,
+      OPENAI_COMPATIBLE_API_KEY: 'bench',
+      OPENAI_BASE_URL: `${mock.url}/v1`,
+      OPENAI_API_KEY: 'bench',
+      ANTHROPIC_BASE_URL: `${mock.url}/v1`,
+      ANTHROPIC_API_KEY: 'bench',
+    }
+  : {};
+
 const servers = [];
 for (const v of values.variant) {
   const [name, ...rest] = v.split('=');
   const settings = rest.join('=');
   /** @type {Record<string, string | undefined>} */
-  const env = { ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' };
+  const env = { ...process.env, ...providerEnv, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' };
   delete env.DATABASE_URL;
   env.DATA_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-ab-'));
   for (const pair of settings ? settings.split(',') : []) {
     const [k, ...val] = pair.split('=');
     env[k] = val.join('=') === 'receiver' ? receiverUrl : val.join('=');
   }
-  const { stdout } = await exec(process.execPath, [path.join(ROOT, 'dist/cli.js'), 'tenants', 'create', 'ab', '--json'], {
+  const dist = env.DIST ?? 'dist';
+  const model = env.MODEL ?? values.model;
+  delete env.DIST;
+  delete env.MODEL;
+  const { stdout } = await exec(process.execPath, [path.join(ROOT, dist, 'cli.js'), 'tenants', 'create', 'ab', '--json'], {
     cwd: ROOT,
     env,
   });
   const { apiKey } = JSON.parse(stdout);
   const prof = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.join(values['cpu-prof'], name)}`] : [];
-  const server = await startChild(name, [...prof, 'dist/main.js'], env, '/readyz');
+  const server = await startChild(name, [...prof, path.join(dist, 'main.js')], env, '/readyz');
   const res = await fetch(`${server.url}/api/v1/agents`, {
     method: 'POST',
     headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'ab', appId: 'ab', systemPrompt: 'You are a support agent.', model: 'builtin/echo' }),
+    body: JSON.stringify({ name: 'ab', appId: 'ab', systemPrompt: 'You are a support agent.', model }),
   });
   const agent = /** @type {{ id: string }} */ (await res.json());
-  servers.push({ name, server, apiKey, agentId: agent.id, dataDir: env.DATA_DIR, us: [] });
+  servers.push({ name, server, apiKey, agentId: agent.id, dataDir: env.DATA_DIR, us: [], failed: 0 });
 }
 
 const burst = (s, seconds) =>
@@ -82,6 +105,8 @@ for (let round = 0; round < Number(values.rounds); round++) {
     const r = await burst(s, Number(values.seconds));
     const ticks = readCpuTicks(s.server.pid) - before;
     s.us.push(((ticks / CLK_TCK) * 1e6) / r.requests.total);
+    // A failed execute costs less than a whole one: they are counted, so a run with any is not taken for a result.
+    s.failed += r.non2xx + r.errors;
   }
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -91,11 +116,12 @@ for (const s of servers) {
   const m = median(s.us);
   const ratio = median(s.us.map((u, i) => u / servers[0].us[i]));
   console.log(
-    `${s.name.padEnd(12)} median ${m.toFixed(0)} µs/req (x${(m / base).toFixed(2)}); median of per-round ratios to ${servers[0].name}: x${ratio.toFixed(2)}; rounds: ${s.us.map((u) => u.toFixed(0)).join(' ')}`,
+    `${s.name.padEnd(12)} median ${m.toFixed(0)} µs/req (x${(m / base).toFixed(2)}); median of per-round ratios to ${servers[0].name}: x${ratio.toFixed(2)}; rounds: ${s.us.map((u) => u.toFixed(0)).join(' ')}; failed requests ${s.failed}`,
   );
 }
 for (const s of servers) {
   await s.server.stop();
   fs.rmSync(s.dataDir, { recursive: true, force: true });
 }
+await mock?.stop();
 receiver.close();
