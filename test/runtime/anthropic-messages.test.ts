@@ -216,6 +216,15 @@ describe('tool calls as the Messages API streams them', () => {
       role: 'user',
       content: [{ type: 'tool_result', tool_use_id: 'toolu_split' }],
     });
+    // Both calls carry the configured key and API version (the second with the headers made for the first).
+    for (const request of vendor.requests) {
+      expect(request.headers).toMatchObject({
+        'x-api-key': 'sk-ant-test',
+        'anthropic-version': '2023-06-01',
+        'content-type': 'application/json',
+      });
+      expect(request.body).toMatchObject({ model: 'claude-sonnet-4-5', stream: true });
+    }
   });
 
   it('a call with no input deltas runs with an empty object', async () => {

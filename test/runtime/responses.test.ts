@@ -216,6 +216,11 @@ describe('tool calls as the Responses API streams them', () => {
       { id: 'call_split', name: 'add', input: { a: 2, b: 3 }, result: { sum: 5 } },
     ]);
     expect(vendor.requests[1].body.input.at(-1)).toEqual({ type: 'function_call_output', call_id: 'call_split', output: '{"sum":5}' });
+    // Both calls carry the configured key (the second with the headers made for the first).
+    for (const request of vendor.requests) {
+      expect(request.headers).toMatchObject({ authorization: 'Bearer sk-test', 'content-type': 'application/json' });
+      expect(request.body).toMatchObject({ model: 'gpt-5-mini', stream: true });
+    }
     expect(vendor.requests[1].body.input.at(-2)).toEqual({
       type: 'function_call',
       call_id: 'call_split',

@@ -12,7 +12,17 @@ import {
   type SharedV3Warning,
   TypeValidationError,
 } from '@ai-sdk/provider';
-import { type Controller, eventStream, failedResponse, headersOf, isObject, keepAliveAgent, optional, post } from './http-stream.js';
+import {
+  type Controller,
+  eventStream,
+  failedResponse,
+  headersOf,
+  isObject,
+  keepAliveAgent,
+  lazyHeaders,
+  optional,
+  post,
+} from './http-stream.js';
 
 /**
  * Anthropic's Messages API (`anthropic/*` models) with a streamed call of its own: `@ai-sdk/anthropic`'s
@@ -86,6 +96,31 @@ class MessagesModel implements LanguageModelV3 {
     return this.sdk.supportedUrls;
   }
 
+  /**
+   * The provider's configured headers (key, version, user agent) do not change while the process runs:
+   * the AI SDK rebuilt them twice a call (~0.1 ms), so a call without headers of its own reuses them, by betas.
+   */
+  private configBetas?: Set<string>;
+  private readonly headersByBetas = new Map<string, Record<string, string>>();
+
+  private async configHeaders(betas: Set<string>) {
+    const key = [...betas].join(',');
+    let headers = this.headersByBetas.get(key);
+    if (!headers) {
+      headers = await this.headersOf(betas, undefined);
+      if (this.headersByBetas.size < 64) this.headersByBetas.set(key, headers);
+    }
+    return headers;
+  }
+
+  private async headersOf(betas: Set<string>, own: LanguageModelV3CallOptions['headers']) {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    for (const [name, value] of Object.entries(await this.internals.getHeaders({ betas, headers: own }))) {
+      if (value !== undefined) headers[name.toLowerCase()] = value;
+    }
+    return headers;
+  }
+
   doGenerate(options: LanguageModelV3CallOptions) {
     return this.sdk.doGenerate(options);
   }
@@ -95,21 +130,19 @@ class MessagesModel implements LanguageModelV3 {
     const hasOptions = options.providerOptions && Object.keys(options.providerOptions).length > 0;
     if (providerTools || hasOptions || options.includeRawChunks) return this.sdk.doStream(options);
 
-    const userSuppliedBetas = await this.internals.getBetasFromHeaders(options.headers);
+    const ownHeaders = options.headers && Object.keys(options.headers).length > 0;
+    if (!ownHeaders) this.configBetas ??= await this.internals.getBetasFromHeaders(undefined);
+    const userSuppliedBetas = ownHeaders ? await this.internals.getBetasFromHeaders(options.headers) : this.configBetas!;
     const { args, warnings, betas, usesJsonResponseTool } = await this.internals.getArgs({ ...options, stream: true, userSuppliedBetas });
     // The JSON answer comes as a tool's input, held back and turned into text: the AI SDK's reading does it.
     if (usesJsonResponseTool) return this.sdk.doStream(options);
 
     const url = new URL(this.internals.buildRequestUrl(true));
     const body = JSON.stringify(this.internals.transformRequestBody(args, betas));
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    for (const [name, value] of Object.entries(await this.internals.getHeaders({ betas, headers: options.headers }))) {
-      if (value !== undefined) headers[name.toLowerCase()] = value;
-    }
+    const headers = ownHeaders ? await this.headersOf(betas, options.headers) : await this.configHeaders(betas);
     const response = await post(url, this.endpoint.agentFor(url), body, headers, options.abortSignal);
-    const responseHeaders = headersOf(response);
     const status = response.statusCode ?? 0;
-    if (status < 200 || status > 299) throw await failedResponse(response, { url: url.href, body, headers: responseHeaders });
+    if (status < 200 || status > 299) throw await failedResponse(response, { url: url.href, body, headers: headersOf(response) });
 
     let answer!: MessagesParts;
     const stream = eventStream(response, (controller) => {
@@ -126,12 +159,13 @@ class MessagesModel implements LanguageModelV3 {
         url: url.href,
         requestBodyValues: body,
         statusCode: early.type === 'overloaded_error' ? 529 : 500,
-        responseHeaders,
+        responseHeaders: headersOf(response),
         responseBody: JSON.stringify(early),
         isRetryable: early.type === 'overloaded_error',
       });
     }
-    return { stream, request: { body }, response: { headers: responseHeaders } };
+    // The headers of an answer that streams are made only if asked for (nothing in Agentry asks): Node parses them on first read.
+    return { stream, request: { body }, response: lazyHeaders(response) };
   }
 }
 
@@ -177,8 +211,9 @@ class MessagesParts {
     this.settleReady(early);
   }
 
-  event(data: string) {
-    if (this.stopped) return;
+  event(data: string, name: string | undefined) {
+    // Anthropic names each event by its type: a keep-alive ping is not parsed.
+    if (this.stopped || name === 'ping') return;
     let value: unknown;
     try {
       value = JSON.parse(data);

@@ -59,6 +59,17 @@ export function headersOf(response: http.IncomingMessage): Record<string, string
   return headers;
 }
 
+/** A stream result's `response`, whose headers are read from the answer when first asked for. */
+export function lazyHeaders(response: http.IncomingMessage): { readonly headers: Record<string, string> } {
+  let headers: Record<string, string> | undefined;
+  return {
+    get headers() {
+      headers ??= headersOf(response);
+      return headers;
+    },
+  };
+}
+
 /**
  * Reads the body of a refused call (up to a bound) into the AI SDK's APICallError, the provider's
  * message when it gave one (OpenAI and Anthropic both answer `{ error: { message } }`).

@@ -12,7 +12,17 @@ import {
   type SharedV3Warning,
   TypeValidationError,
 } from '@ai-sdk/provider';
-import { type Controller, eventStream, failedResponse, headersOf, isObject, keepAliveAgent, optional, post } from './http-stream.js';
+import {
+  type Controller,
+  eventStream,
+  failedResponse,
+  headersOf,
+  isObject,
+  keepAliveAgent,
+  lazyHeaders,
+  optional,
+  post,
+} from './http-stream.js';
 
 /**
  * OpenAI's Responses API (`openai/*` models) with a streamed call of its own: `@ai-sdk/openai`'s doStream
@@ -82,6 +92,8 @@ class ResponsesModel implements LanguageModelV3 {
     this.supportedUrls = sdk.supportedUrls;
   }
 
+  private configHeaders?: Record<string, string>;
+
   doGenerate(options: LanguageModelV3CallOptions) {
     return this.sdk.doGenerate(options);
   }
@@ -94,14 +106,15 @@ class ResponsesModel implements LanguageModelV3 {
     const { args, warnings, store, providerOptionsName } = await this.internals.getArgs(options);
     const url = new URL(this.internals.config.url({ path: '/responses', modelId: this.modelId }));
     const body = JSON.stringify({ ...args, stream: true });
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    for (const source of [this.internals.config.headers(), options.headers ?? {}]) {
-      for (const [name, value] of Object.entries(source)) if (value !== undefined) headers[name.toLowerCase()] = value;
-    }
+    // The provider's configured headers (key, user agent) do not change while the process runs: made once.
+    this.configHeaders ??= lowerCased({ 'content-type': 'application/json' }, this.internals.config.headers());
+    const headers =
+      options.headers && Object.keys(options.headers).length > 0
+        ? lowerCased({ ...this.configHeaders }, options.headers)
+        : this.configHeaders;
     const response = await post(url, this.endpoint.agentFor(url), body, headers, options.abortSignal);
-    const responseHeaders = headersOf(response);
     const status = response.statusCode ?? 0;
-    if (status < 200 || status > 299) throw await failedResponse(response, { url: url.href, body, headers: responseHeaders });
+    if (status < 200 || status > 299) throw await failedResponse(response, { url: url.href, body, headers: headersOf(response) });
 
     let answer!: ResponsesParts;
     const stream = eventStream(response, (controller) => {
@@ -118,14 +131,21 @@ class ResponsesModel implements LanguageModelV3 {
         url: url.href,
         requestBodyValues: body,
         statusCode: early.statusCode,
-        responseHeaders,
+        responseHeaders: headersOf(response),
         responseBody: JSON.stringify(early.frame),
         data: early.frame,
         isRetryable: early.isRetryable,
       });
     }
-    return { stream, request: { body }, response: { headers: responseHeaders } };
+    // The headers of an answer that streams are made only if asked for (nothing in Agentry asks): Node parses them on first read.
+    return { stream, request: { body }, response: lazyHeaders(response) };
   }
+}
+
+/** `into` with `headers`' defined values added under lower-case names. */
+function lowerCased(into: Record<string, string>, headers: Record<string, string | undefined>): Record<string, string> {
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined) into[name.toLowerCase()] = value;
+  return into;
 }
 
 /** The event types the AI SDK models (its zod union); of these, those that are not output yet. */
@@ -209,8 +229,11 @@ class ResponsesParts {
     return { [this.options.metadataKey]: fields } as SharedV3ProviderMetadata;
   }
 
-  event(data: string) {
+  event(data: string, name: string | undefined) {
     if (this.ignoring) return;
+    // OpenAI names each event by its type: one this does not read (in_progress, content_part.*, the *.done
+    // holding the whole text again) is not parsed at all. Unnamed events are parsed to learn their type.
+    if (name !== undefined && !MODELED.has(name)) return;
     let value: unknown;
     try {
       value = JSON.parse(data);
