@@ -11,8 +11,8 @@ import { createParser } from 'eventsource-parser';
  */
 
 /** The most of an answer's body read: an error's body, or a whole streamed answer. */
-export const MAX_ERROR_BODY_BYTES = 1024 * 1024;
-export const MAX_STREAM_BYTES = 64 * 1024 * 1024;
+const MAX_ERROR_BODY_BYTES = 1024 * 1024;
+const MAX_STREAM_BYTES = 64 * 1024 * 1024;
 
 export type Controller = ReadableStreamDefaultController<LanguageModelV3StreamPart>;
 
