@@ -157,6 +157,19 @@ describe('what the provider said is kept', () => {
     expect(done).toMatchObject({ status: 'completed', output: 'Still fine.' });
   });
 
+  it('events without an `event:` line (servers that only send data) are read by their type', async () => {
+    const unnamed = responsesStream({ id: 'resp_1', items: [message(['Un', 'named.'])], usage: { input_tokens: 4, output_tokens: 2 } });
+    vendor.script({ sse: unnamed.map((f) => f.replace(/^event: [^\n]*\n/, '')) });
+    const { run: done } = await run('hello');
+    expect(vendor.requests).toHaveLength(1);
+    expect(done).toMatchObject({
+      status: 'completed',
+      output: 'Unnamed.',
+      finishReason: 'stop',
+      tokenUsage: { inputTokens: 4, outputTokens: 2 },
+    });
+  });
+
   it('a reasoning summary stays out of the answer; usage counts cached and reasoning tokens in', async () => {
     vendor.script(
       answer(
