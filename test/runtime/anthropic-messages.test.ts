@@ -222,6 +222,7 @@ describe('tool calls as the Messages API streams them', () => {
         'x-api-key': 'sk-ant-test',
         'anthropic-version': '2023-06-01',
         'content-type': 'application/json',
+        'accept-encoding': 'identity',
       });
       expect(request.body).toMatchObject({ model: 'claude-sonnet-4-5', stream: true });
     }

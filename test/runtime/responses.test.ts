@@ -231,7 +231,11 @@ describe('tool calls as the Responses API streams them', () => {
     expect(vendor.requests[1].body.input.at(-1)).toEqual({ type: 'function_call_output', call_id: 'call_split', output: '{"sum":5}' });
     // Both calls carry the configured key (the second with the headers made for the first).
     for (const request of vendor.requests) {
-      expect(request.headers).toMatchObject({ authorization: 'Bearer sk-test', 'content-type': 'application/json' });
+      expect(request.headers).toMatchObject({
+        authorization: 'Bearer sk-test',
+        'content-type': 'application/json',
+        'accept-encoding': 'identity',
+      });
       expect(request.body).toMatchObject({ model: 'gpt-5-mini', stream: true });
     }
     expect(vendor.requests[1].body.input.at(-2)).toEqual({

@@ -29,7 +29,8 @@ export function post(
   headers: Record<string, string>,
   signal: AbortSignal | undefined,
 ): Promise<http.IncomingMessage> {
-  const sent: Record<string, string> = { ...headers, 'content-length': String(Buffer.byteLength(body)) };
+  // node:http does not decompress (fetch did, and asked for gzip): say so, else a server may compress the stream.
+  const sent: Record<string, string> = { 'accept-encoding': 'identity', ...headers, 'content-length': String(Buffer.byteLength(body)) };
   return new Promise((resolve, reject) => {
     const send = url.protocol === 'https:' ? https.request : http.request;
     const request = send(url, { method: 'POST', agent, headers: sent, signal }, resolve);
