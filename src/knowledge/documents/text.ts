@@ -1,0 +1,70 @@
+import { type DocumentBlock, DocumentError, type ExtractedDocument, type ExtractLimits } from './types.js';
+
+/**
+ * Decodes a text document strictly: invalid bytes fail it rather than turning into U+FFFD, since an
+ * index of replacement characters answers no search. A charset the media type names is honoured when
+ * the platform knows it; the byte order mark is dropped.
+ */
+export function decodeText(bytes: Uint8Array, charset: string | null): string {
+  let decoder: InstanceType<typeof TextDecoder>;
+  try {
+    decoder = new TextDecoder(charset ?? 'utf-8', { fatal: true });
+  } catch {
+    throw new DocumentError('unsupported_media_type', `the character set ${JSON.stringify(charset)} is not one this server can read`);
+  }
+  try {
+    return decoder.decode(bytes);
+  } catch {
+    throw new DocumentError(
+      'invalid_encoding',
+      `the document is not valid ${decoder.encoding === 'utf-8' ? 'UTF-8' : decoder.encoding} text`,
+    );
+  }
+}
+
+/** Fails a text format whose source alone is past the limit, before any parsing spends time on it. */
+export function checkSourceLength(text: string, limits: ExtractLimits): void {
+  if (text.length > limits.maxTextChars) throw tooLarge(limits);
+}
+
+export function tooLarge(limits: ExtractLimits): DocumentError {
+  return new DocumentError('document_too_large', `the document's text is over the limit of ${limits.maxTextChars} characters`);
+}
+
+/**
+ * The last step of every reader: empty blocks dropped, the text limit checked over what was kept, and
+ * a document with nothing left refused as `no_text`.
+ */
+export function finishDocument(
+  title: string | null,
+  blocks: DocumentBlock[],
+  limits: ExtractLimits,
+  emptyReason: string,
+): ExtractedDocument {
+  const kept: DocumentBlock[] = [];
+  let total = 0;
+  for (const block of blocks) {
+    if (block.text.trim() === '') continue;
+    total += block.text.length;
+    if (total > limits.maxTextChars) throw tooLarge(limits);
+    kept.push(block);
+  }
+  if (kept.length === 0) throw new DocumentError('no_text', emptyReason);
+  const cleanTitle = title?.replace(/\s+/g, ' ').trim().slice(0, 500) || null;
+  return { title: cleanTitle, blocks: kept };
+}
+
+/** Collapses runs of whitespace (line breaks included) to single spaces. */
+export function collapseWhitespace(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** Plain text: paragraphs are separated by blank lines; a paragraph keeps its own line breaks. */
+export function plainTextBlocks(text: string): DocumentBlock[] {
+  return text
+    .replace(/\r\n?/g, '\n')
+    .split(/\n[ \t]*\n/)
+    .map((paragraph) => paragraph.trim())
+    .filter(Boolean)
+    .map((paragraph) => ({ kind: 'paragraph', text: paragraph }));
+}
