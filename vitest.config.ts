@@ -47,6 +47,7 @@ const NO_DATABASE = [
   'test/http/domain-errors.test.ts',
   'test/ids/ids.test.ts',
   'test/knowledge/documents-chunks.test.ts',
+  'test/knowledge/documents-corpus.test.ts',
   'test/knowledge/documents.test.ts',
   'test/ops/log-redaction.test.ts',
   'test/runtime/echo-model.test.ts',
