@@ -163,7 +163,7 @@ describe('for any document', () => {
         }
         // Every word of the document appears in the chunks in reading order (overlap and repeated
         // headers only add words, so the document's words are a subsequence of the chunks' words).
-        const words = (text: string) => text.split(/[\s|.\-]+/).filter(Boolean);
+        const words = (text: string) => text.split(/[\s|.-]+/).filter(Boolean);
         const expected = blocks.flatMap((b) => words(b.text));
         const actual = chunks.flatMap((chunk) => words(chunk.text));
         let at = 0;

@@ -235,7 +235,7 @@ function splitCells(line: string): string[] {
  * Inline markup reduced to text. Each pattern stops at the characters that could start the next
  * match (or at a bounded length), so none of them backtracks over the line.
  */
-export function inlineText(text: string): string {
+function inlineText(text: string): string {
   return (
     text
       // images and links keep their text: ![alt](url), [text](url "title"), [text][ref]

@@ -54,11 +54,6 @@ export function finishDocument(
   return { title: cleanTitle, blocks: kept };
 }
 
-/** Collapses runs of whitespace (line breaks included) to single spaces. */
-export function collapseWhitespace(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
-}
-
 /** Plain text: paragraphs are separated by blank lines; a paragraph keeps its own line breaks. */
 export function plainTextBlocks(text: string): DocumentBlock[] {
   return text
