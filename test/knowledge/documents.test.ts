@@ -218,6 +218,33 @@ describe('HTML', () => {
     });
   });
 
+  it('a page past the Readability limit is read in one pass: its <main>, without cookie notices, sidebars or ARIA navigation', async () => {
+    const filler = Array.from({ length: 1600 }, (_, index) => `<span>cell ${index}</span>`).join(' ');
+    const page =
+      '<html><head><title>Big page</title></head><body><div class="cookie-banner">We use cookies</div>' +
+      '<div role="navigation">Menu entries</div><div class="layout has-sidebar"><div id="sidebar-left">Popular posts</div>' +
+      `<main><h1>Report</h1><p>The main finding.</p><div class="share-bar">Share this</div><p>${filler}</p></main></div>` +
+      '<footer>Copyright</footer></body></html>';
+    const doc = await read(page, 'text/html');
+    expect(doc.title).toBe('Big page');
+    expect(doc.blocks.slice(0, 2)).toEqual([
+      { kind: 'heading', level: 1, text: 'Report' },
+      { kind: 'paragraph', text: 'The main finding.' },
+    ]);
+    expect(doc.blocks).toHaveLength(3);
+    expect(doc.blocks[2]!.text).toMatch(/^cell 0 cell 1 .* cell 1599$/);
+    // Without a <main>, the body, furniture left out; a page whose every part looks like furniture is read whole.
+    const noMain = await read(page.replace('<main>', '<div>').replace('</main>', '</div>'), 'text/html');
+    const text = noMain.blocks.map((block) => block.text).join('\n');
+    for (const absent of ['We use cookies', 'Menu entries', 'Popular posts', 'Share this', 'Copyright']) expect(text).not.toContain(absent);
+    expect(text).toContain('The main finding.');
+    const allFurniture = await read(
+      `<html><body><aside>Only an aside</aside>${filler}</body></html>`.replace(filler, `<nav>${filler}</nav>`),
+      'text/html',
+    );
+    expect(allFurniture.blocks.map((block) => block.text).join(' ')).toContain('Only an aside');
+  });
+
   it('a fragment without html or body, text between blocks as paragraphs, and a page of only scripts (no_text)', async () => {
     const doc = await read('Loose text <b>bold</b><br>next<div>in a div</div><p>para</p> tail', 'text/html');
     expect(doc.blocks.map((block) => block.text)).toEqual(['Loose text bold', 'next', 'in a div', 'para', 'tail']);

@@ -5,14 +5,17 @@ import type { DocumentBlock } from './types.js';
  * over linkedom's DOM; headings, paragraphs, lists, tables and preformatted text become blocks, and
  * scripts, styles and other non-text never reach the text.
  *
- * Readability's cost grows faster than the page (1,000 nested divs take it seconds over linkedom), so
- * it runs only on pages of ordinary shape: at most READABILITY_MAX_ELEMENTS elements nested at most
- * READABILITY_MAX_DEPTH deep. Other pages, and pages where it finds no article, are read whole with the
- * page furniture (nav, header, footer, aside, forms) left out. The walker below keeps its own stack, so
- * no depth of nesting reaches the call stack.
+ * Readability's cost over linkedom grows faster than the page (about a second for 2,000 elements,
+ * seconds for 1,000 nested divs), and it runs on the event loop, so it reads only pages of at most
+ * READABILITY_MAX_ELEMENTS elements nested at most READABILITY_MAX_DEPTH deep. Larger pages, and pages
+ * where it finds no article, are read in one linear pass: the page's <main> (or its only <article>)
+ * if it has one, else its body, with page furniture left out (nav, header, footer, aside, forms,
+ * ARIA navigation/banner/complementary/contentinfo regions, and elements whose class or id names a
+ * cookie notice, sidebar, share bar, advert...). The walker keeps its own stack, so no depth of
+ * nesting reaches the call stack.
  */
-const READABILITY_MAX_ELEMENTS = 5000;
-const READABILITY_MAX_DEPTH = 64;
+const READABILITY_MAX_ELEMENTS = 1500;
+const READABILITY_MAX_DEPTH = 32;
 
 // linkedom's DOM types are its own; the walker needs only this much of a node.
 interface DomNode {
@@ -22,6 +25,7 @@ interface DomNode {
   firstChild: DomNode | null;
   nextSibling: DomNode | null;
   parentNode: DomNode | null;
+  getAttribute?(name: string): string | null;
 }
 
 const ELEMENT = 1;
@@ -50,6 +54,19 @@ const SKIPPED = new Set([
 ]);
 /** Page furniture, left out when the page is read whole. */
 const FURNITURE = new Set(['NAV', 'HEADER', 'FOOTER', 'ASIDE', 'FORM']);
+const FURNITURE_ROLES = new Set(['navigation', 'banner', 'complementary', 'contentinfo', 'search', 'dialog', 'alertdialog']);
+/** A class or id that starts with one of these words (`sidebar-left`, not `has-sidebar`). */
+const FURNITURE_NAMES =
+  /^(cookies?|consent|sidebar|share|sharing|social|related|advert|ads?|promo|newsletter|breadcrumbs?|skip-?link)([_-]|$)/i;
+
+/** Whether an element is page furniture rather than content (read only when a page is read whole). */
+function isFurniture(node: DomNode, name: string): boolean {
+  if (FURNITURE.has(name)) return true;
+  const role = node.getAttribute?.('role');
+  if (role && FURNITURE_ROLES.has(role.toLowerCase())) return true;
+  const names = `${node.getAttribute?.('class') ?? ''} ${node.getAttribute?.('id') ?? ''}`;
+  return names.length < 500 && names.split(/\s+/).some((token) => FURNITURE_NAMES.test(token));
+}
 const HEADINGS: Record<string, number> = { H1: 1, H2: 2, H3: 3, H4: 4, H5: 5, H6: 6 };
 /** Elements whose text is one paragraph. */
 const PARAGRAPHS = new Set(['P', 'DT', 'DD', 'FIGCAPTION', 'CAPTION', 'SUMMARY', 'ADDRESS']);
@@ -101,7 +118,16 @@ export async function htmlBlocks(
       }
     }
   }
-  const blocks = walkBlocks(body, options.readability);
+  if (!options.readability) {
+    const blocks = walkBlocks(body, false);
+    return { title: pageTitle || firstHeading(blocks), blocks };
+  }
+  const mains = document.querySelectorAll('main, [role="main"]');
+  const articles = mains.length === 1 ? [] : document.querySelectorAll('article');
+  const root = (mains.length === 1 ? mains[0] : articles.length === 1 ? articles[0] : body) as unknown as DomNode;
+  let blocks = walkBlocks(root, true);
+  // Furniture rules that left nothing were wrong about this page: it is read whole instead.
+  if (blocks.length === 0) blocks = walkBlocks(body, false);
   return { title: pageTitle || firstHeading(blocks), blocks };
 }
 
@@ -258,7 +284,7 @@ function walkBlocks(root: DomNode, dropFurniture: boolean): DocumentBlock[] {
       }
       if (node.nodeType !== ELEMENT) return false;
       const name = nameOf(node);
-      if (SKIPPED.has(name) || (dropFurniture && FURNITURE.has(name))) return false;
+      if (SKIPPED.has(name) || (dropFurniture && isFurniture(node, name))) return false;
       const level = HEADINGS[name];
       if (level !== undefined) {
         flushInline();
