@@ -69,6 +69,30 @@ describe('plain text', () => {
     expect(await failure(read('x', 'text/plain; charset=klingon'))).toMatchObject({ code: 'unsupported_media_type' });
   });
 
+  it('the encoding follows a byte order mark, then the media type, then (HTML) the page’s own declaration', async () => {
+    const utf16 = new Uint8Array([0xff, 0xfe, ...[...'Grüße'].flatMap((char) => [char.charCodeAt(0), 0])]);
+    expect((await read(utf16, 'text/plain')).blocks).toEqual([{ kind: 'paragraph', text: 'Grüße' }]);
+    const declared = new Uint8Array([
+      ...utf8('<html><head><meta charset="windows-1252"><title>T</title></head><body><p>Caf'),
+      0xe9,
+      ...utf8('</p></body></html>'),
+    ]);
+    expect((await read(declared, 'text/html')).blocks).toEqual([{ kind: 'paragraph', text: 'Café' }]);
+    const httpEquiv = new Uint8Array([
+      ...utf8('<meta http-equiv="Content-Type" content="text/html; charset=ISO-8859-1"><p>na'),
+      0xef,
+      ...utf8('ve</p>'),
+    ]);
+    expect((await read(httpEquiv, 'text/html')).blocks).toEqual([{ kind: 'paragraph', text: 'naïve' }]);
+    // The media type's charset wins over the page's; a page declaring nothing is UTF-8.
+    expect(await failure(read(declared, 'text/html; charset=utf-8'))).toMatchObject({ code: 'invalid_encoding' });
+    expect(await failure(read(new Uint8Array([...utf8('<p>Caf'), 0xe9, ...utf8('</p>')]), 'text/html'))).toMatchObject({
+      code: 'invalid_encoding',
+    });
+    // The declaration is HTML's alone: in Markdown it is text.
+    expect(await failure(read(declared, 'text/markdown'))).toMatchObject({ code: 'invalid_encoding' });
+  });
+
   it('empty or blank text is no_text; text past the limit is document_too_large', async () => {
     expect(await failure(read(' \n\n\t\n', 'text/plain'))).toEqual({ code: 'no_text', message: 'the document holds no text' });
     expect(await failure(read('x'.repeat(101), 'text/plain', undefined, { maxTextChars: 100 }))).toEqual({

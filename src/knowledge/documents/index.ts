@@ -86,7 +86,7 @@ export async function extractDocument(
     default:
   }
 
-  const text = decodeText(input.bytes, charsetOf(input.mediaType));
+  const text = decodeText(input.bytes, charsetOf(input.mediaType), { html: format === 'html' });
   switch (format) {
     case 'text':
       checkSourceLength(text, limits);

@@ -2,15 +2,17 @@ import { type DocumentBlock, DocumentError, type ExtractedDocument, type Extract
 
 /**
  * Decodes a text document strictly: invalid bytes fail it rather than turning into U+FFFD, since an
- * index of replacement characters answers no search. A charset the media type names is honoured when
- * the platform knows it; the byte order mark is dropped.
+ * index of replacement characters answers no search. The encoding is, in the order browsers use: a
+ * byte order mark (UTF-8, UTF-16), the charset the media type names, the one an HTML page declares
+ * in its first 1,024 bytes (`html`), else UTF-8.
  */
-export function decodeText(bytes: Uint8Array, charset: string | null): string {
+export function decodeText(bytes: Uint8Array, charset: string | null, options: { html?: boolean } = {}): string {
+  const label = bomEncoding(bytes) ?? charset ?? (options.html ? declaredHtmlCharset(bytes) : null) ?? 'utf-8';
   let decoder: InstanceType<typeof TextDecoder>;
   try {
-    decoder = new TextDecoder(charset ?? 'utf-8', { fatal: true });
+    decoder = new TextDecoder(label, { fatal: true });
   } catch {
-    throw new DocumentError('unsupported_media_type', `the character set ${JSON.stringify(charset)} is not one this server can read`);
+    throw new DocumentError('unsupported_media_type', `the character set ${JSON.stringify(label)} is not one this server can read`);
   }
   try {
     return decoder.decode(bytes);
@@ -20,6 +22,20 @@ export function decodeText(bytes: Uint8Array, charset: string | null): string {
       `the document is not valid ${decoder.encoding === 'utf-8' ? 'UTF-8' : decoder.encoding} text`,
     );
   }
+}
+
+function bomEncoding(bytes: Uint8Array): string | null {
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) return 'utf-8';
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) return 'utf-16le';
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) return 'utf-16be';
+  return null;
+}
+
+/** `<meta charset="...">` or `<meta http-equiv="Content-Type" content="...; charset=...">` near the start. */
+function declaredHtmlCharset(bytes: Uint8Array): string | null {
+  const head = new TextDecoder('latin1').decode(bytes.subarray(0, 1024));
+  const match = /<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]{1,40})/i.exec(head);
+  return match ? match[1]!.toLowerCase() : null;
 }
 
 /** Fails a text format whose source alone is past the limit, before any parsing spends time on it. */
