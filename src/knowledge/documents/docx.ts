@@ -14,7 +14,9 @@ export async function docxBlocks(bytes: Uint8Array, limits: ExtractLimits): Prom
   const { default: mammoth } = await import('mammoth');
   let html: string;
   try {
-    html = (await mammoth.convertToHtml({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) })).value;
+    // Images are no text: mammoth would otherwise inline each as a base64 data URI.
+    const convertImage = mammoth.images.imgElement(async () => ({ src: '' }));
+    html = (await mammoth.convertToHtml({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) }, { convertImage })).value;
   } catch {
     throw new DocumentError(
       'malformed_document',
