@@ -158,7 +158,7 @@ describe('Markdown', () => {
       { kind: 'heading', level: 2, text: 'Steps' },
       { kind: 'list', text: '- pack the item\n- print the label\n  - keep a copy\n1. drop it off' },
       { kind: 'code', text: 'ship --label 42\n\n# not a heading' },
-      { kind: 'table', text: 'Region | Days\nEU | UK | 30\nUS | 14' },
+      { kind: 'table', text: 'Region | Days\nEU / UK | 30\nUS | 14' },
       { kind: 'heading', level: 2, text: 'Setext heading' },
       { kind: 'paragraph', text: 'quoted deeper' },
       { kind: 'code', text: 'indented code' },

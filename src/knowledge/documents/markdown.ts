@@ -210,7 +210,8 @@ function tableHeader(line: string, delimiter: string): string[] | null {
 }
 
 function splitRow(line: string): string[] {
-  return splitCells(line).map((cell) => inlineText(cell.trim().replace(/\\\|/g, '|')));
+  // A pipe inside a cell becomes `/`, as in every table block: ` | ` separates cells.
+  return splitCells(line).map((cell) => inlineText(cell.trim().replace(/\\\|/g, '/')));
 }
 
 /** A row's cells: split on pipes not escaped by a backslash, the outer pipes optional. */
