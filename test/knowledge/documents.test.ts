@@ -230,8 +230,8 @@ describe('HTML', () => {
     for (const absent of ['script text', 'never text', 'color: red', 'About us', 'Copyright footer']) expect(text).not.toContain(absent);
   });
 
-  it('a page too large or too deep for Readability is read whole, without furniture, scripts or styles; 10,000 nested divs do not reach the stack', async () => {
-    const deep = `<html><head><title>Deep</title></head><body><nav>menu</nav>${'<div>'.repeat(10_000)}<h2>Bottom</h2><p>found it</p><script>x()</script>${'</div>'.repeat(10_000)}</body></html>`;
+  it('a page too large or too deep for Readability is read whole, without furniture, scripts or styles; 9,000 nested divs do not reach the stack', async () => {
+    const deep = `<html><head><title>Deep</title></head><body><nav>menu</nav>${'<div>'.repeat(9_000)}<h2>Bottom</h2><p>found it</p><script>x()</script>${'</div>'.repeat(9_000)}</body></html>`;
     const doc = await read(deep, 'text/html');
     expect(doc).toEqual({
       title: 'Deep',
@@ -240,6 +240,17 @@ describe('HTML', () => {
         { kind: 'paragraph', text: 'found it' },
       ],
     });
+  });
+
+  it('a nesting bomb (50,000 unclosed elements, which the parser would take seconds over) is refused before parsing', async () => {
+    const bomb = `<html><body>${'<div><span>'.repeat(25_000)}x</body></html>`;
+    expect(await failure(read(bomb, 'text/html'))).toEqual({
+      code: 'malformed_document',
+      message: 'the HTML nests elements about 50000 deep, past the 10000 a page can be read at',
+    });
+    // Elements whose end tags are implied, void and self-closed ones nest nothing.
+    const flat = `<html><body>${'<p>para<li>item<br><img src=x><hr/><x-icon/>'.repeat(20_000)}</body></html>`;
+    expect((await read(flat, 'text/html')).blocks.length).toBeGreaterThan(0);
   });
 
   it('a page past the Readability limit is read in one pass: its <main>, without cookie notices, sidebars or ARIA navigation', async () => {

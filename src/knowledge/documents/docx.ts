@@ -20,7 +20,7 @@ export async function docxBlocks(bytes: Uint8Array, limits: ExtractLimits): Prom
   } catch {
     throw new DocumentError(
       'malformed_document',
-      'the file is not a DOCX document that can be read (it has no readable word/document.xml)',
+      'the file is not a DOCX document that can be read (it has no word/document.xml, or one too damaged or deeply nested to read)',
     );
   }
   const { blocks } = await htmlBlocks(html, { readability: false });
