@@ -324,6 +324,28 @@ describe('PDF', () => {
     expect(error.message).toContain('OCR');
   });
 
+  it('a decompression bomb (a page of 300 MB of deflated white space in 300 KB) is refused before pdf.js inflates it', async () => {
+    // A small one passes: the guard counts, it does not refuse compression.
+    expect((await read(pdfSample([null, ['Real text.']], { bombBytes: 1000 }), 'application/pdf')).blocks).toEqual([
+      { kind: 'paragraph', text: 'Real text.' },
+    ]);
+    const bomb = pdfSample([null, ['Real text.']], { bombBytes: 300 * 1024 * 1024 });
+    expect(bomb.length).toBeLessThan(400 * 1024);
+    const rssBefore = process.memoryUsage().rss;
+    expect(await failure(read(bomb, 'application/pdf'))).toEqual({
+      code: 'document_too_large',
+      message: `the PDF's compressed contents unpack to over ${limits.maxUnpackedBytes} bytes (the limit for a compressed document's contents)`,
+    });
+    // pdf.js, left to it, held 650 MB.
+    expect(process.memoryUsage().rss - rssBefore).toBeLessThan(100 * 1024 * 1024);
+    // Many tiny compressed streams, each cheap to write and dear to inflate, are refused by count.
+    const tiny = `%PDF-1.4\n${'1 0 obj << /Length 5 >> stream\nx\u009cxxx\nendstream\n'.repeat(20_001)}`;
+    expect(await failure(read(new Uint8Array(Buffer.from(tiny, 'latin1')), 'application/pdf'))).toEqual({
+      code: 'document_too_large',
+      message: 'the PDF holds over 20000 compressed streams',
+    });
+  });
+
   it('pages past the limit are document_too_large; text past the limit too; a damaged file is malformed_document', async () => {
     expect(await failure(read(pdfSample([['a'], ['b'], ['c']]), 'application/pdf', undefined, { maxPages: 2 }))).toEqual({
       code: 'document_too_large',

@@ -21,7 +21,10 @@ export interface ExtractedDocument {
 export interface ExtractLimits {
   /** Extracted text past this many characters fails the document (`document_too_large`). */
   maxTextChars: number;
-  /** DOCX: the uncompressed size of its parts past this fails it (`document_too_large`), a zip bomb among them. */
+  /**
+   * DOCX: the uncompressed size of its parts; PDF: of its compressed streams but images. Past this
+   * the document fails (`document_too_large`), a decompression bomb among them.
+   */
   maxUnpackedBytes: number;
   /** PDF: pages past this fail it. */
   maxPages: number;
