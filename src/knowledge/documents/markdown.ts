@@ -237,6 +237,8 @@ function splitCells(line: string): string[] {
  * match (or at a bounded length), so none of them backtracks over the line.
  */
 function inlineText(text: string): string {
+  // Most text holds no markup: one scan decides, and the patterns below are skipped.
+  if (!/[[\]<>`*_~\\]/.test(text)) return text.replace(/\s+/g, ' ').trim();
   return (
     text
       // images and links keep their text: ![alt](url), [text](url "title"), [text][ref]

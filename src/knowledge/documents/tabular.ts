@@ -29,6 +29,7 @@ function parseCsv(text: string, separator: string): string[][] {
   let field = '';
   let index = 0;
   let line = 1;
+  const separatorCode = separator.charCodeAt(0);
   const endRow = () => {
     row.push(field);
     field = '';
@@ -67,14 +68,23 @@ function parseCsv(text: string, separator: string): string[][] {
     if (char === separator) {
       row.push(field);
       field = '';
+      index++;
     } else if (char === '\n' || char === '\r') {
       if (char === '\r' && text[index + 1] === '\n') index++;
       endRow();
       line++;
+      index++;
     } else {
-      field += char;
+      // An unquoted run up to the next separator or line end, taken as one slice.
+      let end = index + 1;
+      while (end < text.length) {
+        const code = text.charCodeAt(end);
+        if (code === separatorCode || code === 10 || code === 13) break;
+        end++;
+      }
+      field += text.slice(index, end);
+      index = end;
     }
-    index++;
   }
   if (field !== '' || row.length > 0) endRow();
   return rows;
