@@ -415,6 +415,14 @@ describe('DOCX', () => {
     }
   });
 
+  it('an entity expansion bomb (a billion laughs) in document.xml is malformed_document, not expanded', async () => {
+    let entities = '<!ENTITY a0 "lol">';
+    for (let level = 1; level <= 9; level++) entities += `<!ENTITY a${level} "${`&a${level - 1};`.repeat(10)}">`;
+    const xml = `<?xml version="1.0" encoding="UTF-8"?><!DOCTYPE w:document [${entities}]><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>&a9;</w:t></w:r></w:p></w:body></w:document>`;
+    const docx = docxSample('', { documentXml: { name: 'word/document.xml', data: xml } });
+    expect(await failure(read(docx, 'application/octet-stream', 'laughs.docx'))).toMatchObject({ code: 'malformed_document' });
+  });
+
   it('not a zip, a zip without a document, a damaged part: malformed_document', async () => {
     const type = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
     expect(await failure(read('PK but not a zip', type))).toEqual({
