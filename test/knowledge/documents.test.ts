@@ -34,6 +34,10 @@ describe('which reader a document gets', () => {
     expect(documentFormat('application/octet-stream', 'report.pdf')).toBe('pdf');
     expect(documentFormat('', 'data.tsv')).toBe('tsv');
     expect(documentFormat('application/octet-stream', 'archive.zip')).toBeNull();
+    // Windows browsers send a .csv as Excel's type; a real .xls stays unread.
+    expect(documentFormat('application/vnd.ms-excel', 'export.CSV')).toBe('csv');
+    expect(documentFormat('application/vnd.ms-excel', 'sheet.xls')).toBeNull();
+    expect(documentFormat('text/x-csv')).toBe('csv');
     // A specific type is believed over the file's name.
     expect(documentFormat('image/png', 'notes.md')).toBeNull();
   });

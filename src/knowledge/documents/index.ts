@@ -21,6 +21,8 @@ const MEDIA_TYPES: Record<string, DocumentFormat> = {
   'application/pdf': 'pdf',
   'application/vnd.openxmlformats-officedocument.wordprocessingml.document': 'docx',
   'text/csv': 'csv',
+  'text/x-csv': 'csv',
+  'application/csv': 'csv',
   'text/tab-separated-values': 'tsv',
   'application/json': 'json',
   'text/json': 'json',
@@ -52,8 +54,10 @@ export function documentFormat(mediaType: string, filename?: string): DocumentFo
   const essence = mediaType.split(';')[0]!.trim().toLowerCase();
   const byType = MEDIA_TYPES[essence] ?? (essence.endsWith('+json') ? 'json' : undefined);
   if (byType) return byType;
-  if (!GENERIC_MEDIA_TYPES.has(essence)) return null;
   const extension = /\.([A-Za-z0-9]{1,10})$/.exec(filename ?? '')?.[1]?.toLowerCase();
+  // Windows browsers upload .csv files as Excel's type (the one Excel registers for them).
+  if (essence === 'application/vnd.ms-excel' && (extension === 'csv' || extension === 'tsv')) return extension;
+  if (!GENERIC_MEDIA_TYPES.has(essence)) return null;
   return (extension && EXTENSIONS[extension]) || null;
 }
 
