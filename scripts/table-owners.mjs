@@ -30,6 +30,7 @@ const OWNERS = {
   skills: ['skills', 'skill_files', 'skill_assignments', 'connector_connections', 'connector_requests'],
   idempotency: ['idempotency_keys'],
   memory: ['memory_blocks', 'memory_block_versions'],
+  knowledge: ['knowledge_bases', 'knowledge_documents', 'knowledge_chunks', 'knowledge_chunks_fts'],
   approvals: ['tool_approvals'],
   identity: ['identity_platform_keys', 'identity_agent_keys', 'identity_tokens', 'tbac_policies'],
   code: ['code_slots'],

@@ -36,6 +36,9 @@ import { redactLogLine } from './log-redaction.js';
 import { createCodeDomain } from './code/index.js';
 import type { CodeService } from './code/service.js';
 import { createCodeSandbox } from './code/sandbox/index.js';
+import { createKnowledgeDomain } from './knowledge/index.js';
+import type { KnowledgeService } from './knowledge/service.js';
+import type { KnowledgeSearch } from './knowledge/search.js';
 import { createMemoryDomain } from './memory/index.js';
 import type { MemoryService } from './memory/service.js';
 import { codeObserver } from './metrics/code.js';
@@ -110,6 +113,7 @@ type DomainName =
   | 'openaiCompat'
   | 'memory'
   | 'code'
+  | 'knowledge'
   | 'a2a'
   | 'usage'
   | 'models';
@@ -145,6 +149,8 @@ export interface Services {
   memory: MemoryService;
   /** Code execution (docs/code-execution.md): the code tools' executions, files and limits around the sandbox. */
   code: CodeService;
+  /** Knowledge bases (docs/knowledge.md): documents ingested in the background, and their search. */
+  knowledge: { knowledge: KnowledgeService; search: KnowledgeSearch };
   /** Prometheus metrics (src/metrics/), when METRICS_TOKEN or METRICS_PORT exposes them; else nothing is measured. */
   metrics: Metrics | undefined;
   /** Skills (what agents may use), connectors, and the five skill and connector tools. */
@@ -285,6 +291,8 @@ export function createServices(
     tracing,
     observer: metrics && codeObserver(metrics),
   });
+  // Documents uploaded as files are read through the files service; ingestion wakes replicas through the bus.
+  const knowledge = createKnowledgeDomain({ db, bus, files: conversations.files, providers: config.providers, log: logger });
   const a2a = createA2aDomain({
     agents: agents.agents,
     skillBriefs: skills.contributions.skillCapabilities,
@@ -375,6 +383,7 @@ export function createServices(
     tracing,
     memory: memory.memory,
     code: code.code,
+    knowledge: { knowledge: knowledge.knowledge, search: knowledge.search },
     metrics,
     skills: skills.skills,
     connectors: skills.connectors,
@@ -392,6 +401,7 @@ export function createServices(
       openaiCompat: openaiCompat.plugin,
       memory: memory.plugin,
       code: code.plugin,
+      knowledge: knowledge.plugin,
       a2a: a2a.plugin,
       usage: runs.usagePlugin,
       models: modelCatalog.plugin,
@@ -544,6 +554,7 @@ export async function buildApp({ config, db, services = createServices(config, d
     domains.identity,
     domains.openaiCompat,
     domains.memory,
+    domains.knowledge,
     domains.a2a,
     domains.usage,
     domains.models,

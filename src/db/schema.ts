@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /**
  * Row types of every table, as Kysely sees them.
  *
@@ -455,6 +457,68 @@ export interface CodeSlotTable {
   holder: string;
   /** When the slot frees if its execution never says it ended (its replica died). */
   expires_at: string;
+/** A tenant's knowledge base (docs/knowledge.md): its documents are chunked and embedded with its settings. */
+export interface KnowledgeBaseTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  description: string | null;
+  embedding_model: string;
+  chunk_max_chars: number;
+  chunk_overlap_chars: number;
+  document_count: number;
+  chunk_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A document of a knowledge base, and its ingestion job (status, lease, attempts). */
+export interface KnowledgeDocumentTable {
+  id: string;
+  tenant_id: string;
+  knowledge_base_id: string;
+  file_id: string | null;
+  filename: string | null;
+  title: string | null;
+  source_url: string | null;
+  /** JSON array of strings. */
+  tags: string;
+  /** JSON object. */
+  metadata: string;
+  media_type: string;
+  byte_size: number;
+  content: Buffer;
+  version: number;
+  indexed_version: number | null;
+  status: string;
+  failure_reason: string | null;
+  progress: number;
+  chunk_count: number;
+  attempts: number;
+  available_at: string;
+  lease_owner: string | null;
+  lease_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+  indexed_at: string | null;
+}
+
+/** A searchable passage of a document's indexed version; `seq` is the lexical index's row id. */
+export interface KnowledgeChunkTable {
+  seq: Generated<number | string>;
+  tenant_id: string;
+  knowledge_base_id: string;
+  document_id: string;
+  version: number;
+  position: number;
+  /** JSON array of strings. */
+  heading_path: string;
+  text: string;
+  char_count: number;
+  token_count: number;
+  embedding_model: string;
+  /** float32 little-endian, L2-normalised. */
+  embedding: Buffer;
 }
 
 export interface Database {
@@ -486,4 +550,7 @@ export interface Database {
   memory_blocks: MemoryBlockTable;
   memory_block_versions: MemoryBlockVersionTable;
   code_slots: CodeSlotTable;
+  knowledge_bases: KnowledgeBaseTable;
+  knowledge_documents: KnowledgeDocumentTable;
+  knowledge_chunks: KnowledgeChunkTable;
 }

@@ -7,11 +7,13 @@ import { execute } from '../helpers/execute.js';
  * tenant, answers 404 not_found like the parent itself, never 200 with an empty list.
  */
 
-type Parent = 'agent' | 'conversation' | 'task' | 'skill' | 'run' | 'file';
+type Parent = 'agent' | 'conversation' | 'task' | 'skill' | 'run' | 'file' | 'knowledgeBase';
 type Api = ReturnType<TestApp['api']>;
 
 // A later parameter (a memory block's label) gets a name that could exist.
 const label = 'persona';
+// Set in beforeAll: a document of the other tenant's knowledge base, so only the parent is wrong.
+let knowledgeDocumentId = '';
 
 /**
  * Every GET route whose path names a parent and goes on below it, with its typed call for a parent
@@ -81,6 +83,17 @@ const SUB_ROUTES: Array<{ url: string; parent: Parent; public?: boolean; get: (a
     parent: 'file',
     get: (api, id) => api.GET('/api/v1/files/{id}/content', { params: { path: { id } } }),
   },
+  {
+    url: '/api/v1/knowledge-bases/:id/documents',
+    parent: 'knowledgeBase',
+    get: (api, id) => api.GET('/api/v1/knowledge-bases/{id}/documents', { params: { path: { id } } }),
+  },
+  {
+    url: '/api/v1/knowledge-bases/:id/documents/:documentId',
+    parent: 'knowledgeBase',
+    get: (api, id) =>
+      api.GET('/api/v1/knowledge-bases/{id}/documents/{documentId}', { params: { path: { id, documentId: knowledgeDocumentId } } }),
+  },
 ];
 
 /**
@@ -126,6 +139,13 @@ beforeAll(async () => {
   const uploaded = await api.POST('/api/v1/files', { body: { file: 'notes.txt' }, bodySerializer: () => form });
   expect(uploaded.response.status).toBe(201);
   others.file = uploaded.data!.id;
+  others.knowledgeBase = created(await api.POST('/api/v1/knowledge-bases', { body: { name: 'theirs' } })).id;
+  knowledgeDocumentId = created(
+    await api.POST('/api/v1/knowledge-bases/{id}/documents', {
+      params: { path: { id: others.knowledgeBase } },
+      body: { content: 'their notes' },
+    }),
+  ).id;
 });
 afterAll(() => t.close());
 

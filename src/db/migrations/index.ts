@@ -20,6 +20,7 @@ import * as m0020 from './0020_run_finish_reason.js';
 import * as m0021 from './0021_run_cost_reservation.js';
 import * as m0022 from './0022_file_provenance.js';
 import * as m0023 from './0023_code_slots.js';
+import * as m0024 from './0024_knowledge.js';
 import { sealedBoxMigration, type SealedBoxMigrationContext } from './0012_one_sealed_box.js';
 
 /**
@@ -48,6 +49,7 @@ const migrations: Record<string, Migration> = {
   '0021_run_cost_reservation': m0021,
   '0022_file_provenance': m0022,
   '0023_code_slots': m0023,
+  '0024_knowledge': m0024,
 };
 
 /** What a migration needs besides the database: only the master key, to re-seal stored secrets (0012). */

@@ -1670,6 +1670,112 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/knowledge-bases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the tenant’s knowledge bases, newest first */
+        get: operations["listKnowledgeBases"];
+        put?: never;
+        /**
+         * Create a knowledge base
+         * @description At most 100 per tenant (409 knowledge_base_limit); names are unique in the tenant (409 knowledge_base_exists).
+         */
+        post: operations["createKnowledgeBase"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/knowledge-bases/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A knowledge base */
+        get: operations["getKnowledgeBase"];
+        put?: never;
+        post?: never;
+        /** Delete a knowledge base, its documents and their chunks */
+        delete: operations["deleteKnowledgeBase"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a knowledge base (the fields given)
+         * @description A new embeddingModel or chunking queues every document to be indexed again; each keeps its chunks as they were until its new ones are ready.
+         */
+        patch: operations["updateKnowledgeBase"];
+        trace?: never;
+    };
+    "/api/v1/knowledge-bases/{id}/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a knowledge base’s documents, newest first (optionally those of one status) */
+        get: operations["listKnowledgeDocuments"];
+        put?: never;
+        /**
+         * Add a document to a knowledge base (queued for ingestion)
+         * @description Either fileId (a file uploaded with POST /api/v1/files, its type as mediaType unless given) or content (text, mediaType text/plain unless given). At most 10000 documents per base (409 knowledge_document_limit). Answers 202: the document is queued; its status moves to indexing, then ready or failed (failureReason).
+         */
+        post: operations["addKnowledgeDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/knowledge-bases/{id}/documents/{documentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A document: its status, progress, version and the version search sees */
+        get: operations["getKnowledgeDocument"];
+        /**
+         * Replace a document with a new version (version + 1, queued)
+         * @description Either fileId (a file uploaded with POST /api/v1/files, its type as mediaType unless given) or content (text, mediaType text/plain unless given). At most 10000 documents per base (409 knowledge_document_limit). Answers 202: the document is queued; its status moves to indexing, then ready or failed (failureReason). The version indexed before stays searchable until the new one is ready; title, sourceUrl, tags and metadata are those given (left out: none).
+         */
+        put: operations["replaceKnowledgeDocument"];
+        post?: never;
+        /** Delete a document; its chunks leave search at once */
+        delete: operations["deleteKnowledgeDocument"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/knowledge-bases/{id}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Search a knowledge base: passages with citations, best first
+         * @description mode hybrid (default) fuses lexical and vector rankings by reciprocal rank; k 1..50 (default 5); filters: tags (any of), metadata (each key equal), documentIds. Only ready versions are searched. 502 embedding_failed: the base's embedding model could not embed the query.
+         */
+        post: operations["searchKnowledgeBase"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/a2a/{tenantId}/agents/{agentId}/.well-known/agent-card.json": {
         parameters: {
             query?: never;
@@ -13313,6 +13419,1064 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listKnowledgeBases: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "knowledgeBases": [
+                     *         {
+                     *           "id": "string",
+                     *           "name": "string",
+                     *           "description": "string",
+                     *           "embeddingModel": "string",
+                     *           "chunking": {
+                     *             "maxChars": 1,
+                     *             "overlapChars": 1
+                     *           },
+                     *           "documentCount": 1,
+                     *           "chunkCount": 1,
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        knowledgeBases: {
+                            id: string;
+                            name: string;
+                            description: string | null;
+                            embeddingModel: string;
+                            chunking: {
+                                maxChars: number;
+                                overlapChars: number;
+                            };
+                            documentCount: number;
+                            /** @description searchable chunks */
+                            chunkCount: number;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            updatedAt: string;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    createKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "string",
+                 *       "description": "string",
+                 *       "embeddingModel": "string",
+                 *       "chunking": {
+                 *         "maxChars": 200,
+                 *         "overlapChars": 0
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description unique in the tenant */
+                    name: string;
+                    description?: string | null;
+                    /** @description builtin/hash-embedding (the default: offline, a baseline), openai/<model> or openai-compatible/<model> */
+                    embeddingModel?: string;
+                    chunking?: {
+                        /** @description a chunk’s target size in characters (default 1200) */
+                        maxChars: number;
+                        /** @description characters repeated from the chunk before (default 150) */
+                        overlapChars: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "embeddingModel": "string",
+                     *       "chunking": {
+                     *         "maxChars": 1,
+                     *         "overlapChars": 1
+                     *       },
+                     *       "documentCount": 1,
+                     *       "chunkCount": 1,
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: string | null;
+                        embeddingModel: string;
+                        chunking: {
+                            maxChars: number;
+                            overlapChars: number;
+                        };
+                        documentCount: number;
+                        /** @description searchable chunks */
+                        chunkCount: number;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "embeddingModel": "string",
+                     *       "chunking": {
+                     *         "maxChars": 1,
+                     *         "overlapChars": 1
+                     *       },
+                     *       "documentCount": 1,
+                     *       "chunkCount": 1,
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: string | null;
+                        embeddingModel: string;
+                        chunking: {
+                            maxChars: number;
+                            overlapChars: number;
+                        };
+                        documentCount: number;
+                        /** @description searchable chunks */
+                        chunkCount: number;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    deleteKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    updateKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "string",
+                 *       "description": "string",
+                 *       "embeddingModel": "string",
+                 *       "chunking": {
+                 *         "maxChars": 200,
+                 *         "overlapChars": 0
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description unique in the tenant */
+                    name?: string;
+                    description?: string | null;
+                    /** @description builtin/hash-embedding (the default: offline, a baseline), openai/<model> or openai-compatible/<model> */
+                    embeddingModel?: string;
+                    chunking?: {
+                        /** @description a chunk’s target size in characters (default 1200) */
+                        maxChars: number;
+                        /** @description characters repeated from the chunk before (default 150) */
+                        overlapChars: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "name": "string",
+                     *       "description": "string",
+                     *       "embeddingModel": "string",
+                     *       "chunking": {
+                     *         "maxChars": 1,
+                     *         "overlapChars": 1
+                     *       },
+                     *       "documentCount": 1,
+                     *       "chunkCount": 1,
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        description: string | null;
+                        embeddingModel: string;
+                        chunking: {
+                            maxChars: number;
+                            overlapChars: number;
+                        };
+                        documentCount: number;
+                        /** @description searchable chunks */
+                        chunkCount: number;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    listKnowledgeDocuments: {
+        parameters: {
+            query?: {
+                /** @description page number, from 1 */
+                page?: number;
+                /** @description page size, 1 to 100 */
+                limit?: number;
+                status?: "queued" | "indexing" | "ready" | "failed";
+            };
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "documents": [
+                     *         {
+                     *           "id": "string",
+                     *           "knowledgeBaseId": "string",
+                     *           "fileId": "string",
+                     *           "filename": "string",
+                     *           "title": "string",
+                     *           "sourceUrl": "string",
+                     *           "tags": [
+                     *             "string"
+                     *           ],
+                     *           "metadata": {},
+                     *           "mediaType": "string",
+                     *           "byteSize": 1,
+                     *           "version": 1,
+                     *           "indexedVersion": 1,
+                     *           "status": "queued",
+                     *           "failureReason": "string",
+                     *           "progress": 0,
+                     *           "chunkCount": 1,
+                     *           "createdAt": "2026-11-22T09:00:00.000Z",
+                     *           "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *           "indexedAt": "2026-11-22T09:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "page": 1,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        documents: {
+                            id: string;
+                            knowledgeBaseId: string;
+                            fileId: string | null;
+                            filename: string | null;
+                            title: string | null;
+                            sourceUrl: string | null;
+                            tags: string[];
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            mediaType: string;
+                            byteSize: number;
+                            /** @description counts uploads: 1, then one more at each replacement */
+                            version: number;
+                            indexedVersion: number | null;
+                            /** @description of `version` */
+                            status: "queued" | "indexing" | "ready" | "failed";
+                            failureReason: string | null;
+                            /** @description percent of `version`’s ingestion done */
+                            progress: number;
+                            /** @description chunks of the indexed version */
+                            chunkCount: number;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @example 2026-11-22T09:00:00.000Z
+                             */
+                            updatedAt: string;
+                            indexedAt: string | null;
+                        }[];
+                        total: number;
+                        page: number;
+                        limit: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    addKnowledgeDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "fileId": "string",
+                 *       "content": "string",
+                 *       "mediaType": "text/plain",
+                 *       "title": "string",
+                 *       "sourceUrl": "https://agentry.example/api/v1",
+                 *       "tags": [
+                 *         "string"
+                 *       ],
+                 *       "metadata": {}
+                 *     }
+                 */
+                "application/json": {
+                    /** @description a file uploaded with POST /api/v1/files; or give content */
+                    fileId?: string;
+                    /** @description the document’s text; or give fileId */
+                    content?: string;
+                    /** @example text/plain */
+                    mediaType?: string;
+                    title?: string | null;
+                    sourceUrl?: string | null;
+                    tags?: string[];
+                    /** @description flat JSON: strings, numbers, booleans, null (search filters match them by equality) */
+                    metadata?: {
+                        [key: string]: string | number | boolean | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "knowledgeBaseId": "string",
+                     *       "fileId": "string",
+                     *       "filename": "string",
+                     *       "title": "string",
+                     *       "sourceUrl": "string",
+                     *       "tags": [
+                     *         "string"
+                     *       ],
+                     *       "metadata": {},
+                     *       "mediaType": "string",
+                     *       "byteSize": 1,
+                     *       "version": 1,
+                     *       "indexedVersion": 1,
+                     *       "status": "queued",
+                     *       "failureReason": "string",
+                     *       "progress": 0,
+                     *       "chunkCount": 1,
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *       "indexedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        knowledgeBaseId: string;
+                        fileId: string | null;
+                        filename: string | null;
+                        title: string | null;
+                        sourceUrl: string | null;
+                        tags: string[];
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        mediaType: string;
+                        byteSize: number;
+                        /** @description counts uploads: 1, then one more at each replacement */
+                        version: number;
+                        indexedVersion: number | null;
+                        /** @description of `version` */
+                        status: "queued" | "indexing" | "ready" | "failed";
+                        failureReason: string | null;
+                        /** @description percent of `version`’s ingestion done */
+                        progress: number;
+                        /** @description chunks of the indexed version */
+                        chunkCount: number;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                        indexedAt: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getKnowledgeDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+                /** @description identifier (UUID v7) */
+                documentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "knowledgeBaseId": "string",
+                     *       "fileId": "string",
+                     *       "filename": "string",
+                     *       "title": "string",
+                     *       "sourceUrl": "string",
+                     *       "tags": [
+                     *         "string"
+                     *       ],
+                     *       "metadata": {},
+                     *       "mediaType": "string",
+                     *       "byteSize": 1,
+                     *       "version": 1,
+                     *       "indexedVersion": 1,
+                     *       "status": "queued",
+                     *       "failureReason": "string",
+                     *       "progress": 0,
+                     *       "chunkCount": 1,
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *       "indexedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        knowledgeBaseId: string;
+                        fileId: string | null;
+                        filename: string | null;
+                        title: string | null;
+                        sourceUrl: string | null;
+                        tags: string[];
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        mediaType: string;
+                        byteSize: number;
+                        /** @description counts uploads: 1, then one more at each replacement */
+                        version: number;
+                        indexedVersion: number | null;
+                        /** @description of `version` */
+                        status: "queued" | "indexing" | "ready" | "failed";
+                        failureReason: string | null;
+                        /** @description percent of `version`’s ingestion done */
+                        progress: number;
+                        /** @description chunks of the indexed version */
+                        chunkCount: number;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                        indexedAt: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    replaceKnowledgeDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+                /** @description identifier (UUID v7) */
+                documentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "fileId": "string",
+                 *       "content": "string",
+                 *       "mediaType": "text/plain",
+                 *       "title": "string",
+                 *       "sourceUrl": "https://agentry.example/api/v1",
+                 *       "tags": [
+                 *         "string"
+                 *       ],
+                 *       "metadata": {}
+                 *     }
+                 */
+                "application/json": {
+                    /** @description a file uploaded with POST /api/v1/files; or give content */
+                    fileId?: string;
+                    /** @description the document’s text; or give fileId */
+                    content?: string;
+                    /** @example text/plain */
+                    mediaType?: string;
+                    title?: string | null;
+                    sourceUrl?: string | null;
+                    tags?: string[];
+                    /** @description flat JSON: strings, numbers, booleans, null (search filters match them by equality) */
+                    metadata?: {
+                        [key: string]: string | number | boolean | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "knowledgeBaseId": "string",
+                     *       "fileId": "string",
+                     *       "filename": "string",
+                     *       "title": "string",
+                     *       "sourceUrl": "string",
+                     *       "tags": [
+                     *         "string"
+                     *       ],
+                     *       "metadata": {},
+                     *       "mediaType": "string",
+                     *       "byteSize": 1,
+                     *       "version": 1,
+                     *       "indexedVersion": 1,
+                     *       "status": "queued",
+                     *       "failureReason": "string",
+                     *       "progress": 0,
+                     *       "chunkCount": 1,
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *       "indexedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        knowledgeBaseId: string;
+                        fileId: string | null;
+                        filename: string | null;
+                        title: string | null;
+                        sourceUrl: string | null;
+                        tags: string[];
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        mediaType: string;
+                        byteSize: number;
+                        /** @description counts uploads: 1, then one more at each replacement */
+                        version: number;
+                        indexedVersion: number | null;
+                        /** @description of `version` */
+                        status: "queued" | "indexing" | "ready" | "failed";
+                        failureReason: string | null;
+                        /** @description percent of `version`’s ingestion done */
+                        progress: number;
+                        /** @description chunks of the indexed version */
+                        chunkCount: number;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                        indexedAt: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    deleteKnowledgeDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+                /** @description identifier (UUID v7) */
+                documentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    searchKnowledgeBase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "query": "string",
+                 *       "k": 5,
+                 *       "mode": "hybrid",
+                 *       "filters": {
+                 *         "tags": [
+                 *           "string"
+                 *         ],
+                 *         "metadata": {},
+                 *         "documentIds": [
+                 *           "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    query: string;
+                    /**
+                     * @description passages to answer (default 5)
+                     * @default 5
+                     */
+                    k?: number;
+                    /** @description hybrid (default): lexical and vector ranks fused */
+                    mode?: "hybrid" | "lexical" | "vector";
+                    filters?: {
+                        /** @description documents with any of these tags */
+                        tags?: string[];
+                        /** @description flat JSON: strings, numbers, booleans, null (search filters match them by equality) */
+                        metadata?: {
+                            [key: string]: string | number | boolean | null;
+                        };
+                        /** @description only these documents */
+                        documentIds?: string[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "mode": "hybrid",
+                     *       "vectorIndex": "string",
+                     *       "passages": [
+                     *         {
+                     *           "text": "string",
+                     *           "citation": {
+                     *             "knowledgeBaseId": "string",
+                     *             "documentId": "string",
+                     *             "title": "string",
+                     *             "sourceUrl": "string",
+                     *             "position": 1,
+                     *             "headingPath": [
+                     *               "string"
+                     *             ],
+                     *             "score": 1.5,
+                     *             "snippet": "string"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        mode: "hybrid" | "lexical" | "vector";
+                        /** @description how vectors were compared: exact (in-process cosine over the base’s vectors) */
+                        vectorIndex: string;
+                        passages: {
+                            text: string;
+                            citation: {
+                                knowledgeBaseId: string;
+                                documentId: string;
+                                title: string | null;
+                                sourceUrl: string | null;
+                                /** @description the chunk’s place in its document, from 0 */
+                                position: number;
+                                headingPath: string[];
+                                score: number;
+                                snippet: string;
+                            };
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            /** @description Problem 502 */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             default: components["responses"]["ServerError"];
         };
     };

@@ -1,0 +1,618 @@
+-- The SQL of the store queries of this domain, compiled from the samples beside each store on SQLite
+-- and PostgreSQL: under `-- sqlite and postgres` when the two differ only in how parameters are written
+-- ($1 there is ? on SQLite). Written by `npm run sql:sync`; do not edit (docs/architecture.md, "Reviewable SQL").
+
+-- knowledge/store.ts: insertBase
+-- sqlite and postgres
+insert into
+  "knowledge_bases" (
+    "id",
+    "tenant_id",
+    "name",
+    "description",
+    "embedding_model",
+    "chunk_max_chars",
+    "chunk_overlap_chars",
+    "document_count",
+    "chunk_count",
+    "created_at",
+    "updated_at"
+  )
+values
+  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+
+-- knowledge/store.ts: findBase
+-- sqlite and postgres
+select
+  *
+from
+  "knowledge_bases"
+where
+  "tenant_id" = $1
+  and "id" = $2;
+
+-- knowledge/store.ts: listBases
+-- sqlite and postgres
+select
+  *
+from
+  "knowledge_bases"
+where
+  "tenant_id" = $1
+order by
+  "id" desc
+limit
+  $2
+offset
+  $3;
+
+select
+  count(*) as "n"
+from
+  "knowledge_bases"
+where
+  "tenant_id" = $1;
+
+-- knowledge/store.ts: countBases
+-- sqlite and postgres
+select
+  count(*) as "n"
+from
+  "knowledge_bases"
+where
+  "tenant_id" = $1;
+
+-- knowledge/store.ts: lockForCreate
+-- sqlite: none
+
+-- postgres
+select
+  pg_advisory_xact_lock(hashtextextended ($1, 0));
+
+-- knowledge/store.ts: updateBase
+-- sqlite and postgres
+update "knowledge_bases"
+set
+  "name" = $1,
+  "updated_at" = $2
+where
+  "tenant_id" = $3
+  and "id" = $4;
+
+-- knowledge/store.ts: addToBaseCounts
+-- sqlite and postgres
+update "knowledge_bases"
+set
+  "document_count" = "document_count" + $1,
+  "chunk_count" = "chunk_count" + $2
+where
+  "id" = $3;
+
+-- knowledge/store.ts: deleteBase
+-- sqlite and postgres
+delete from "knowledge_chunks"
+where
+  "tenant_id" = $1
+  and "knowledge_base_id" = $2;
+
+delete from "knowledge_documents"
+where
+  "tenant_id" = $1
+  and "knowledge_base_id" = $2;
+
+delete from "knowledge_bases"
+where
+  "tenant_id" = $1
+  and "id" = $2;
+
+-- knowledge/store.ts: insertDocument
+-- sqlite and postgres
+insert into
+  "knowledge_documents" (
+    "id",
+    "tenant_id",
+    "knowledge_base_id",
+    "file_id",
+    "filename",
+    "title",
+    "source_url",
+    "tags",
+    "metadata",
+    "media_type",
+    "byte_size",
+    "content",
+    "version",
+    "indexed_version",
+    "status",
+    "failure_reason",
+    "progress",
+    "chunk_count",
+    "attempts",
+    "available_at",
+    "lease_owner",
+    "lease_expires_at",
+    "created_at",
+    "updated_at",
+    "indexed_at"
+  )
+values
+  (
+    $1,
+    $2,
+    $3,
+    $4,
+    $5,
+    $6,
+    $7,
+    $8,
+    $9,
+    $10,
+    $11,
+    $12,
+    $13,
+    $14,
+    $15,
+    $16,
+    $17,
+    $18,
+    $19,
+    $20,
+    $21,
+    $22,
+    $23,
+    $24,
+    $25
+  );
+
+-- knowledge/store.ts: findDocument
+-- sqlite and postgres
+select
+  "id",
+  "tenant_id",
+  "knowledge_base_id",
+  "file_id",
+  "filename",
+  "title",
+  "source_url",
+  "tags",
+  "metadata",
+  "media_type",
+  "byte_size",
+  "version",
+  "indexed_version",
+  "status",
+  "failure_reason",
+  "progress",
+  "chunk_count",
+  "attempts",
+  "available_at",
+  "lease_owner",
+  "lease_expires_at",
+  "created_at",
+  "updated_at",
+  "indexed_at"
+from
+  "knowledge_documents"
+where
+  "tenant_id" = $1
+  and "knowledge_base_id" = $2
+  and "id" = $3;
+
+-- knowledge/store.ts: listDocuments (every)
+-- sqlite and postgres
+select
+  "id",
+  "tenant_id",
+  "knowledge_base_id",
+  "file_id",
+  "filename",
+  "title",
+  "source_url",
+  "tags",
+  "metadata",
+  "media_type",
+  "byte_size",
+  "version",
+  "indexed_version",
+  "status",
+  "failure_reason",
+  "progress",
+  "chunk_count",
+  "attempts",
+  "available_at",
+  "lease_owner",
+  "lease_expires_at",
+  "created_at",
+  "updated_at",
+  "indexed_at"
+from
+  "knowledge_documents"
+where
+  "tenant_id" = $1
+  and "knowledge_base_id" = $2
+order by
+  "id" desc
+limit
+  $3
+offset
+  $4;
+
+select
+  count(*) as "n"
+from
+  "knowledge_documents"
+where
+  "tenant_id" = $1
+  and "knowledge_base_id" = $2;
+
+-- knowledge/store.ts: listDocuments (of a status)
+-- sqlite and postgres
+select
+  "id",
+  "tenant_id",
+  "knowledge_base_id",
+  "file_id",
+  "filename",
+  "title",
+  "source_url",
+  "tags",
+  "metadata",
+  "media_type",
+  "byte_size",
+  "version",
+  "indexed_version",
+  "status",
+  "failure_reason",
+  "progress",
+  "chunk_count",
+  "attempts",
+  "available_at",
+  "lease_owner",
+  "lease_expires_at",
+  "created_at",
+  "updated_at",
+  "indexed_at"
+from
+  "knowledge_documents"
+where
+  "tenant_id" = $1
+  and "knowledge_base_id" = $2
+  and "status" = $3
+order by
+  "id" desc
+limit
+  $4
+offset
+  $5;
+
+select
+  count(*) as "n"
+from
+  "knowledge_documents"
+where
+  "tenant_id" = $1
+  and "knowledge_base_id" = $2
+  and "status" = $3;
+
+-- knowledge/store.ts: countDocuments
+-- sqlite and postgres
+select
+  count(*) as "n"
+from
+  "knowledge_documents"
+where
+  "tenant_id" = $1
+  and "knowledge_base_id" = $2;
+
+-- knowledge/store.ts: searchableDocuments
+-- sqlite and postgres
+select
+  "id",
+  "title",
+  "source_url",
+  "tags",
+  "metadata"
+from
+  "knowledge_documents"
+where
+  "tenant_id" = $1
+  and "knowledge_base_id" = $2
+  and "indexed_version" is not null;
+
+-- knowledge/store.ts: documentTitles
+-- sqlite and postgres
+select
+  "id",
+  "title",
+  "source_url"
+from
+  "knowledge_documents"
+where
+  "tenant_id" = $1
+  and "id" in ($2, $3);
+
+-- knowledge/store.ts: replaceDocument
+-- sqlite and postgres
+update "knowledge_documents"
+set
+  "version" = $1,
+  "status" = $2,
+  "updated_at" = $3
+where
+  "tenant_id" = $4
+  and "id" = $5;
+
+-- knowledge/store.ts: deleteDocument
+-- sqlite and postgres
+delete from "knowledge_documents"
+where
+  "tenant_id" = $1
+  and "knowledge_base_id" = $2
+  and "id" = $3
+returning
+  "chunk_count";
+
+delete from "knowledge_chunks"
+where
+  "document_id" = $1;
+
+-- knowledge/store.ts: requeueBase
+-- sqlite and postgres
+update "knowledge_documents"
+set
+  "status" = $1,
+  "progress" = $2,
+  "attempts" = $3,
+  "failure_reason" = $4,
+  "available_at" = $5,
+  "lease_owner" = $6,
+  "lease_expires_at" = $7,
+  "updated_at" = $8
+where
+  "tenant_id" = $9
+  and "knowledge_base_id" = $10;
+
+-- knowledge/store.ts: claimDocuments
+-- sqlite
+with
+  "c" as materialized (
+    select
+      "id"
+    from
+      "knowledge_documents"
+    where
+      (
+        (
+          "status" = ?
+          and "available_at" <= ?
+        )
+        or (
+          "status" = ?
+          and "lease_expires_at" < ?
+        )
+      )
+    order by
+      "available_at",
+      "id"
+    limit
+      ?
+  )
+update "knowledge_documents"
+set
+  "status" = ?,
+  "lease_owner" = ?,
+  "lease_expires_at" = ?,
+  "attempts" = "attempts" + ?,
+  "updated_at" = ?
+from
+  "c"
+where
+  "knowledge_documents"."id" = "c"."id"
+returning
+  *;
+
+-- postgres
+with
+  "c" as materialized (
+    select
+      "id"
+    from
+      "knowledge_documents"
+    where
+      (
+        (
+          "status" = $1
+          and "available_at" <= $2
+        )
+        or (
+          "status" = $3
+          and "lease_expires_at" < $4
+        )
+      )
+    order by
+      "available_at",
+      "id"
+    limit
+      $5
+    for update
+      skip locked
+  )
+update "knowledge_documents"
+set
+  "status" = $6,
+  "lease_owner" = $7,
+  "lease_expires_at" = $8,
+  "attempts" = "attempts" + $9,
+  "updated_at" = $10
+from
+  "c"
+where
+  "knowledge_documents"."id" = "c"."id"
+returning
+  *;
+
+-- knowledge/store.ts: renewLeases
+-- sqlite and postgres
+update "knowledge_documents"
+set
+  "lease_expires_at" = $1
+where
+  "id" in ($2)
+  and "lease_owner" = $3
+  and "status" = $4;
+
+-- knowledge/store.ts: updateHeld
+-- sqlite and postgres
+update "knowledge_documents"
+set
+  "progress" = $1
+where
+  "id" = $2
+  and "version" = $3
+  and "lease_owner" = $4
+  and "status" = $5;
+
+-- knowledge/store.ts: deleteChunks
+-- sqlite and postgres
+delete from "knowledge_chunks"
+where
+  "document_id" = $1;
+
+-- knowledge/store.ts: insertChunks
+-- sqlite and postgres
+insert into
+  "knowledge_chunks" (
+    "tenant_id",
+    "knowledge_base_id",
+    "document_id",
+    "version",
+    "position",
+    "heading_path",
+    "text",
+    "char_count",
+    "token_count",
+    "embedding_model",
+    "embedding"
+  )
+values
+  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+
+-- knowledge/store.ts: lexicalSearch (every document)
+-- sqlite
+select
+  c.seq,
+  - bm25 (knowledge_chunks_fts) as score
+from
+  knowledge_chunks_fts (?)
+  join knowledge_chunks c on c.seq = knowledge_chunks_fts.rowid
+where
+  c.tenant_id = ?
+  and c.knowledge_base_id = ?
+order by
+  bm25 (knowledge_chunks_fts),
+  c.seq
+limit
+  ?;
+
+-- postgres
+select
+  c.seq,
+  ts_rank_cd(c.tsv, q) as score
+from
+  knowledge_chunks c,
+  websearch_to_tsquery('english', $1) q
+where
+  c.tsv @@ q
+  and c.tenant_id = $2
+  and c.knowledge_base_id = $3
+order by
+  score desc,
+  c.seq
+limit
+  $4;
+
+-- knowledge/store.ts: lexicalSearch (some documents)
+-- sqlite
+select
+  c.seq,
+  - bm25 (knowledge_chunks_fts) as score
+from
+  knowledge_chunks_fts (?)
+  join knowledge_chunks c on c.seq = knowledge_chunks_fts.rowid
+where
+  c.tenant_id = ?
+  and c.knowledge_base_id = ?
+  and c.document_id in (?, ?)
+order by
+  bm25 (knowledge_chunks_fts),
+  c.seq
+limit
+  ?;
+
+-- postgres
+select
+  c.seq,
+  ts_rank_cd(c.tsv, q) as score
+from
+  knowledge_chunks c,
+  websearch_to_tsquery('english', $1) q
+where
+  c.tsv @@ q
+  and c.tenant_id = $2
+  and c.knowledge_base_id = $3
+  and c.document_id in ($4, $5)
+order by
+  score desc,
+  c.seq
+limit
+  $6;
+
+-- knowledge/store.ts: vectorPage (every document)
+-- sqlite and postgres
+select
+  "seq",
+  "embedding"
+from
+  "knowledge_chunks"
+where
+  "tenant_id" = $1
+  and "knowledge_base_id" = $2
+  and "embedding_model" = $3
+  and "seq" > $4
+order by
+  "seq"
+limit
+  $5;
+
+-- knowledge/store.ts: vectorPage (some documents)
+-- sqlite and postgres
+select
+  "seq",
+  "embedding"
+from
+  "knowledge_chunks"
+where
+  "tenant_id" = $1
+  and "knowledge_base_id" = $2
+  and "embedding_model" = $3
+  and "seq" > $4
+  and "document_id" in ($5, $6)
+order by
+  "seq"
+limit
+  $7;
+
+-- knowledge/store.ts: chunksBySeq
+-- sqlite and postgres
+select
+  "seq",
+  "knowledge_base_id",
+  "document_id",
+  "position",
+  "heading_path",
+  "text"
+from
+  "knowledge_chunks"
+where
+  "tenant_id" = $1
+  and "seq" in ($2, $3);

@@ -1,0 +1,184 @@
+import { createOpenAI } from '@ai-sdk/openai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { EmbeddingModelV3 } from '@ai-sdk/provider';
+import type { ProviderSettings } from '../runtime/models/registry.js';
+
+/**
+ * Embeddings of chunks and queries (docs/knowledge.md, "Embeddings"). `builtin/hash-embedding` is the
+ * offline default: hashed words and character trigrams, deterministic, no network. It is a baseline
+ * that matches shared words and spellings, not meaning; provider models (OpenAI, OpenAI-compatible
+ * servers) embed meaning, configured per knowledge base.
+ */
+
+export const HASH_EMBEDDING_MODEL = 'builtin/hash-embedding';
+const HASH_DIMENSIONS = 384;
+
+/** Why an embedding call failed, and whether trying again later may help (timeouts, 429s, 5xx). */
+export class EmbeddingError extends Error {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+    this.name = 'EmbeddingError';
+  }
+}
+
+export interface Embedder {
+  model: string;
+  /** Texts at most per call. */
+  batchSize: number;
+  /** One L2-normalised vector per text, in order. */
+  embed(texts: string[], signal: AbortSignal): Promise<Float32Array[]>;
+}
+
+/** FNV-1a, 32 bits: the feature's bucket and (its top bit) its sign. */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+const WORD = /[\p{L}\p{N}]+/gu;
+
+/** Lower-cased words of a text (letters and digits), the unit both the hash embedding and lexical queries use. */
+export function wordsOf(text: string): string[] {
+  return text.toLowerCase().match(WORD) ?? [];
+}
+
+function normalise(v: Float32Array): Float32Array {
+  let sum = 0;
+  for (const x of v) sum += x * x;
+  const norm = Math.sqrt(sum);
+  if (norm > 0) for (let i = 0; i < v.length; i++) v[i] /= norm;
+  return v;
+}
+
+/**
+ * The hash embedding of a text: each word, and each character trigram of each word padded with `#`,
+ * adds ±1 (words) or ±0.5 (trigrams) to a bucket chosen by its hash; the sum is L2-normalised, so
+ * cosine similarity counts shared words first and similar spellings (plural, tense) second.
+ */
+function hashEmbedding(text: string): Float32Array {
+  const v = new Float32Array(HASH_DIMENSIONS);
+  const add = (feature: string, weight: number) => {
+    const h = fnv1a(feature);
+    v[h % HASH_DIMENSIONS] += h & 0x80000000 ? -weight : weight;
+  };
+  for (const word of wordsOf(text)) {
+    add(`w:${word}`, 1);
+    const padded = `#${word}#`;
+    for (let i = 0; i + 3 <= padded.length; i++) add(`t:${padded.slice(i, i + 3)}`, 0.5);
+  }
+  return normalise(v);
+}
+
+const hashEmbedder: Embedder = {
+  model: HASH_EMBEDDING_MODEL,
+  batchSize: 256,
+  embed: async (texts) => texts.map(hashEmbedding),
+};
+
+/** How long one provider embedding call may take before it counts as a (retryable) timeout. */
+const EMBED_TIMEOUT_MS = 60_000;
+
+/** The embedding models a knowledge base may name: the built-in one, and those of the configured providers. */
+export class Embeddings {
+  private readonly built = new Map<string, Embedder>();
+
+  constructor(private readonly settings: ProviderSettings) {}
+
+  /** Why `model` cannot embed with this configuration, or undefined. */
+  unavailable(model: string): string | undefined {
+    try {
+      this.embedder(model);
+      return undefined;
+    } catch (err) {
+      if (err instanceof EmbeddingError) return err.message;
+      throw err;
+    }
+  }
+
+  embedder(model: string): Embedder {
+    if (model === HASH_EMBEDDING_MODEL) return hashEmbedder;
+    const cached = this.built.get(model);
+    if (cached) return cached;
+    const embedder = this.build(model);
+    if (this.built.size >= 64) this.built.delete(this.built.keys().next().value!);
+    this.built.set(model, embedder);
+    return embedder;
+  }
+
+  private build(model: string): Embedder {
+    const slash = model.indexOf('/');
+    const provider = slash > 0 ? model.slice(0, slash) : '';
+    const name = model.slice(slash + 1);
+    if (!name || /\s/.test(model)) throw new EmbeddingError(`must be ${HASH_EMBEDDING_MODEL} or provider/model-name`, false);
+    let embedding: EmbeddingModelV3;
+    if (provider === 'openai') {
+      const { apiKey, baseUrl } = this.settings.openai;
+      if (!apiKey && !baseUrl)
+        throw new EmbeddingError('openai/* needs OPENAI_API_KEY (or OPENAI_BASE_URL) in the server configuration', false);
+      embedding = createOpenAI({ apiKey: apiKey ?? 'unset', baseURL: baseUrl }).embedding(name);
+    } else if (provider === 'openai-compatible') {
+      const { apiKey, baseUrl } = this.settings.openaiCompatible;
+      if (!baseUrl) throw new EmbeddingError('openai-compatible/* needs OPENAI_COMPATIBLE_BASE_URL in the server configuration', false);
+      embedding = createOpenAICompatible({ name: 'openai-compatible', baseURL: baseUrl, apiKey }).embeddingModel(name);
+    } else {
+      throw new EmbeddingError(
+        `names no embedding model; known: ${HASH_EMBEDDING_MODEL}, openai/<model>, openai-compatible/<model>`,
+        false,
+      );
+    }
+    return {
+      model,
+      batchSize: 64,
+      async embed(texts, signal) {
+        let result: Awaited<ReturnType<EmbeddingModelV3['doEmbed']>>;
+        try {
+          result = await embedding.doEmbed({
+            values: texts,
+            abortSignal: AbortSignal.any([signal, AbortSignal.timeout(EMBED_TIMEOUT_MS)]),
+          });
+        } catch (err) {
+          if (signal.aborted) throw err;
+          throw providerError(model, err);
+        }
+        if (result.embeddings.length !== texts.length) {
+          throw new EmbeddingError(`${model} answered ${result.embeddings.length} embeddings for ${texts.length} texts`, false);
+        }
+        return result.embeddings.map((e) => normalise(Float32Array.from(e)));
+      },
+    };
+  }
+}
+
+/** A provider's failure as an EmbeddingError: timeouts, 408, 429 and 5xx may pass; other refusals will not. */
+function providerError(model: string, err: unknown): EmbeddingError {
+  const e = err as { name?: string; statusCode?: number; message?: string };
+  const status = e.statusCode;
+  if (e.name === 'TimeoutError' || e.name === 'AbortError') return new EmbeddingError(`${model} did not answer in time`, true);
+  if (status === undefined) return new EmbeddingError(`${model} could not be reached: ${e.message ?? 'unknown error'}`, true);
+  const retryable = status === 408 || status === 429 || status >= 500;
+  return new EmbeddingError(`${model} answered ${status}: ${(e.message ?? '').slice(0, 300)}`, retryable);
+}
+
+/** A vector as stored: float32 little-endian (the platforms Node runs on are little-endian). */
+export const vectorBytes = (v: Float32Array): Buffer => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+
+/** A stored vector read back (copied: a driver's Buffer may not be 4-byte aligned). */
+export function vectorOf(bytes: Uint8Array): Float32Array {
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  return new Float32Array(copy.buffer);
+}
+
+export function dot(a: Float32Array, b: Float32Array): number {
+  const n = Math.min(a.length, b.length);
+  let s = 0;
+  for (let i = 0; i < n; i++) s += a[i] * b[i];
+  return s;
+}

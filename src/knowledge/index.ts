@@ -1,0 +1,55 @@
+import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import type { FilesService } from '../conversations/files.js';
+import type { Db } from '../db/database.js';
+import type { ProviderSettings } from '../runtime/models/registry.js';
+import type { SignalBus } from '../signals/bus.js';
+import { Embeddings } from './embeddings.js';
+import { Ingestion } from './ingestion.js';
+import { knowledgePlugin } from './plugin.js';
+import { KnowledgeSearch } from './search.js';
+import { KnowledgeService } from './service.js';
+
+export interface KnowledgeDomainOptions {
+  db: Db;
+  /** Wakes every replica's ingestion when documents are queued. */
+  bus: SignalBus;
+  /** Documents uploaded through the files API are read from there (conversations). */
+  files: FilesService;
+  /** The providers' credentials, for embedding models (the same settings the model registry reads). */
+  providers: ProviderSettings;
+  log: FastifyBaseLogger;
+  /** Ingestion's settings; the defaults when unset. */
+  ingestion?: { workers?: number; leaseMs?: number; pollMs?: number; embedRetryDelaysMs?: readonly number[] };
+}
+
+export interface KnowledgeDomain {
+  knowledge: KnowledgeService;
+  search: KnowledgeSearch;
+  /** The routes of /api/v1/knowledge-bases; ingestion's workers start and stop with the app. */
+  plugin: FastifyPluginAsync;
+}
+
+/** Builds the knowledge domain: knowledge bases, documents ingested in the background, search (docs/knowledge.md). */
+export function createKnowledgeDomain({
+  db,
+  bus,
+  files,
+  providers,
+  log,
+  ingestion: settings = {},
+}: KnowledgeDomainOptions): KnowledgeDomain {
+  const embeddings = new Embeddings(providers);
+  const ingestion = new Ingestion({
+    db,
+    bus,
+    embeddings,
+    log,
+    workers: settings.workers ?? 2,
+    leaseMs: settings.leaseMs ?? 60_000,
+    pollMs: settings.pollMs ?? 2_000,
+    embedRetryDelaysMs: settings.embedRetryDelaysMs ?? [1_000, 4_000, 15_000],
+  });
+  const knowledge = new KnowledgeService({ db, files, embeddings, queued: ingestion.queued });
+  const search = new KnowledgeSearch(db, knowledge, embeddings);
+  return { knowledge, search, plugin: (app) => knowledgePlugin(app, { knowledge, search, ingestion }) };
+}

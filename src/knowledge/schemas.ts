@@ -1,0 +1,193 @@
+import { type Static, Type } from 'typebox';
+import { Id, Literals, Nullable, PageQuery, Timestamp } from '../http/schemas.js';
+
+/** Sizes and counts a tenant's knowledge is held to (docs/knowledge.md, "Sizes and limits"). */
+export const LIMITS = {
+  basesPerTenant: 100,
+  documentsPerBase: 10_000,
+  /** A document's bytes (as the files API keeps at most 5 MiB). */
+  documentBytes: 5 * 1024 * 1024,
+  /** Text extracted from one document. */
+  documentTextChars: 2_000_000,
+  chunksPerDocument: 5_000,
+  tags: 32,
+  metadataBytes: 8 * 1024,
+} as const;
+
+const DOCUMENT_STATUSES = ['queued', 'indexing', 'ready', 'failed'] as const;
+export type DocumentStatus = (typeof DOCUMENT_STATUSES)[number];
+const SEARCH_MODES = ['hybrid', 'lexical', 'vector'] as const;
+export type SearchMode = (typeof SEARCH_MODES)[number];
+
+const Name = Type.String({ minLength: 1, maxLength: 200, description: 'unique in the tenant' });
+const Description = Type.String({ maxLength: 2000 });
+const EmbeddingModel = Type.String({
+  minLength: 3,
+  maxLength: 200,
+  description: 'builtin/hash-embedding (the default: offline, a baseline), openai/<model> or openai-compatible/<model>',
+});
+const Chunking = Type.Object(
+  {
+    maxChars: Type.Integer({ minimum: 200, maximum: 8000, description: 'a chunk’s target size in characters (default 1200)' }),
+    overlapChars: Type.Integer({ minimum: 0, maximum: 2000, description: 'characters repeated from the chunk before (default 150)' }),
+  },
+  { additionalProperties: false },
+);
+
+export const KnowledgeBaseParams = Type.Object({ id: Id });
+export const DocumentParams = Type.Object({ id: Id, documentId: Id });
+
+export const CreateKnowledgeBaseBody = Type.Object(
+  {
+    name: Name,
+    description: Type.Optional(Nullable(Description)),
+    embeddingModel: Type.Optional(EmbeddingModel),
+    chunking: Type.Optional(Chunking),
+  },
+  { additionalProperties: false },
+);
+export type CreateKnowledgeBaseBody = Static<typeof CreateKnowledgeBaseBody>;
+
+export const UpdateKnowledgeBaseBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    description: Type.Optional(Nullable(Description)),
+    embeddingModel: Type.Optional(EmbeddingModel),
+    chunking: Type.Optional(Chunking),
+  },
+  { additionalProperties: false },
+);
+export type UpdateKnowledgeBaseBody = Static<typeof UpdateKnowledgeBaseBody>;
+
+export const KnowledgeBase = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  description: Nullable(Type.String()),
+  embeddingModel: Type.String(),
+  chunking: Type.Object({ maxChars: Type.Integer(), overlapChars: Type.Integer() }),
+  documentCount: Type.Integer(),
+  chunkCount: Type.Integer({ description: 'searchable chunks' }),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export type KnowledgeBase = Static<typeof KnowledgeBase>;
+
+export const KnowledgeBasePage = Type.Object({
+  knowledgeBases: Type.Array(KnowledgeBase),
+  total: Type.Integer(),
+  page: Type.Integer(),
+  limit: Type.Integer(),
+});
+
+export const ListQuery = Type.Object({ ...PageQuery }, { additionalProperties: false });
+
+const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: LIMITS.tags, uniqueItems: true });
+const Metadata = Type.Record(
+  Type.String({ maxLength: 64 }),
+  Type.Union([Type.String({ maxLength: 1000 }), Type.Number(), Type.Boolean(), Type.Null()]),
+  {
+    maxProperties: 32,
+    description: 'flat JSON: strings, numbers, booleans, null (search filters match them by equality)',
+  },
+);
+const MediaType = Type.String({ minLength: 3, maxLength: 200, pattern: '^[\\w.+-]+/[\\w.+-]+(\\s*;.*)?$', examples: ['text/plain'] });
+
+export const DocumentBody = Type.Object(
+  {
+    fileId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, description: 'a file uploaded with POST /api/v1/files; or give content' }),
+    ),
+    content: Type.Optional(Type.String({ minLength: 1, description: 'the document’s text; or give fileId' })),
+    mediaType: Type.Optional(MediaType),
+    title: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 500 }))),
+    sourceUrl: Type.Optional(Nullable(Type.String({ format: 'uri', maxLength: 2048 }))),
+    tags: Type.Optional(Tags),
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false },
+);
+export type DocumentBody = Static<typeof DocumentBody>;
+
+export const KnowledgeDocument = Type.Object({
+  id: Type.String(),
+  knowledgeBaseId: Type.String(),
+  fileId: Nullable(Type.String()),
+  filename: Nullable(Type.String()),
+  title: Nullable(Type.String()),
+  sourceUrl: Nullable(Type.String()),
+  tags: Type.Array(Type.String()),
+  metadata: Type.Record(Type.String(), Type.Unknown()),
+  mediaType: Type.String(),
+  byteSize: Type.Integer(),
+  version: Type.Integer({ description: 'counts uploads: 1, then one more at each replacement' }),
+  indexedVersion: Nullable(Type.Integer({ description: 'the version search sees; null until one is ready' })),
+  status: Literals(DOCUMENT_STATUSES, { description: 'of `version`' }),
+  failureReason: Nullable(Type.String()),
+  progress: Type.Integer({ minimum: 0, maximum: 100, description: 'percent of `version`’s ingestion done' }),
+  chunkCount: Type.Integer({ description: 'chunks of the indexed version' }),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  indexedAt: Nullable(Timestamp),
+});
+export type KnowledgeDocument = Static<typeof KnowledgeDocument>;
+
+export const DocumentPage = Type.Object({
+  documents: Type.Array(KnowledgeDocument),
+  total: Type.Integer(),
+  page: Type.Integer(),
+  limit: Type.Integer(),
+});
+
+export const DocumentListQuery = Type.Object(
+  { ...PageQuery, status: Type.Optional(Literals(DOCUMENT_STATUSES)) },
+  { additionalProperties: false },
+);
+
+export const SearchFilters = Type.Object(
+  {
+    tags: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: LIMITS.tags, description: 'documents with any of these tags' }),
+    ),
+    metadata: Type.Optional(Metadata),
+    documentIds: Type.Optional(Type.Array(Id, { maxItems: 100, description: 'only these documents' })),
+  },
+  { additionalProperties: false },
+);
+export type SearchFilters = Static<typeof SearchFilters>;
+
+export const SEARCH_MAX_K = 50;
+
+export const SearchBody = Type.Object(
+  {
+    query: Type.String({ minLength: 1, maxLength: 2000 }),
+    k: Type.Optional(Type.Integer({ minimum: 1, maximum: SEARCH_MAX_K, default: 5, description: 'passages to answer (default 5)' })),
+    mode: Type.Optional(Literals(SEARCH_MODES, { description: 'hybrid (default): lexical and vector ranks fused' })),
+    filters: Type.Optional(SearchFilters),
+  },
+  { additionalProperties: false },
+);
+export type SearchBody = Static<typeof SearchBody>;
+
+const Citation = Type.Object({
+  knowledgeBaseId: Type.String(),
+  documentId: Type.String(),
+  title: Nullable(Type.String()),
+  sourceUrl: Nullable(Type.String()),
+  position: Type.Integer({ description: 'the chunk’s place in its document, from 0' }),
+  headingPath: Type.Array(Type.String()),
+  score: Type.Number(),
+  snippet: Type.String(),
+});
+
+export const Passage = Type.Object({
+  text: Type.String(),
+  citation: Citation,
+});
+export type Passage = Static<typeof Passage>;
+
+export const SearchResult = Type.Object({
+  mode: Literals(SEARCH_MODES),
+  vectorIndex: Type.String({ description: 'how vectors were compared: exact (in-process cosine over the base’s vectors)' }),
+  passages: Type.Array(Passage),
+});
+export type SearchResult = Static<typeof SearchResult>;

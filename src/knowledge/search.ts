@@ -1,0 +1,161 @@
+import type { Db } from '../db/database.js';
+import { RunFailed } from '../errors.js';
+import { headingPathColumn, metadataColumn, tagsColumn } from './columns.js';
+import { dot, EmbeddingError, type Embeddings, vectorOf, wordsOf } from './embeddings.js';
+import type { KnowledgeService } from './service.js';
+import type { Passage, SearchFilters, SearchMode, SearchResult } from './schemas.js';
+import * as store from './store.js';
+
+/**
+ * Search of one knowledge base (docs/knowledge.md, "How ranking works"): lexical (FTS5 bm25 on SQLite,
+ * ts_rank_cd on PostgreSQL), vector (exact cosine over the base's vectors, in process), or both fused
+ * by reciprocal rank (k = 60). Filters narrow the documents first. A re-ranking step would take the
+ * fused candidates (`rerank` below) and reorder them before the top k are cut.
+ */
+
+/** Reciprocal-rank fusion's constant (Cormack et al.): a passage's fused score is the sum of 1 / (60 + rank). */
+const RRF_K = 60;
+/** Words of a query searched for at most. */
+const MAX_QUERY_WORDS = 32;
+/** Vectors read per page of the exact search. */
+const VECTOR_PAGE = 2000;
+const SNIPPET_CHARS = 240;
+
+export interface SearchRequest {
+  query: string;
+  k?: number;
+  mode?: SearchMode;
+  filters?: SearchFilters;
+}
+
+/** The fused candidates, best first, before the top k are cut: where a model could re-rank them (none does yet). */
+type Rerank = (query: string, candidates: store.RankedChunk[]) => Promise<store.RankedChunk[]>;
+const keepOrder: Rerank = async (_query, candidates) => candidates;
+
+export class KnowledgeSearch {
+  private readonly rerank: Rerank = keepOrder;
+
+  constructor(
+    private readonly db: Db,
+    private readonly knowledge: KnowledgeService,
+    private readonly embeddings: Embeddings,
+  ) {}
+
+  async search(tenantId: string, baseId: string, request: SearchRequest): Promise<SearchResult> {
+    const base = await this.knowledge.base(tenantId, baseId);
+    const k = request.k ?? 5;
+    const mode = request.mode ?? 'hybrid';
+    const result = { mode, vectorIndex: 'exact' };
+    const documentIds = await this.filtered(tenantId, baseId, request.filters);
+    if (documentIds?.length === 0) return { ...result, passages: [] };
+    const scope: store.ChunkScope = { tenantId, baseId, documentIds };
+    const words = [...new Set(wordsOf(request.query))].slice(0, MAX_QUERY_WORDS);
+    // Each ranker brings more candidates than asked for, so fusion has rankings to combine.
+    const pool = Math.max(k * 4, 40);
+    const lexical = mode !== 'vector' && words.length ? await store.lexicalSearch(this.db.kysely, this.db.dialect, scope, words, pool) : [];
+    const vector = mode !== 'lexical' ? await this.vectorSearch(scope, base.embedding_model, request.query, pool) : [];
+    const ranked = mode === 'lexical' ? lexical : mode === 'vector' ? vector : fuse([lexical, vector]);
+    const top = (await this.rerank(request.query, ranked)).slice(0, k);
+    return { ...result, passages: await this.passages(tenantId, top, words) };
+  }
+
+  /** The documents the filters leave (undefined: no filters, every document). */
+  private async filtered(tenantId: string, baseId: string, filters: SearchFilters | undefined): Promise<string[] | undefined> {
+    if (!filters || (!filters.tags?.length && !filters.documentIds && !filters.metadata)) return undefined;
+    const docs = await store.searchableDocuments(this.db.kysely, tenantId, baseId);
+    const wanted = filters.documentIds && new Set(filters.documentIds);
+    const metadata = Object.entries(filters.metadata ?? {});
+    return docs
+      .filter((d) => {
+        if (wanted && !wanted.has(d.id)) return false;
+        if (filters.tags?.length && !tagsColumn(d.tags).some((t) => filters.tags!.includes(t))) return false;
+        if (metadata.length) {
+          const own = metadataColumn(d.metadata);
+          if (!metadata.every(([key, value]) => Object.hasOwn(own, key) && own[key] === value)) return false;
+        }
+        return true;
+      })
+      .map((d) => d.id);
+  }
+
+  /** The exact nearest vectors: every vector of the base's model (of the filtered documents), a page at a time. */
+  private async vectorSearch(scope: store.ChunkScope, model: string, query: string, limit: number): Promise<store.RankedChunk[]> {
+    let q: Float32Array;
+    try {
+      [q] = await this.embeddings.embedder(model).embed([query], AbortSignal.timeout(60_000));
+    } catch (err) {
+      if (err instanceof EmbeddingError) throw new RunFailed('embedding_failed', `the query could not be embedded: ${err.message}`);
+      throw err;
+    }
+    const best: store.RankedChunk[] = [];
+    for (let after = 0; ; ) {
+      const page = await store.vectorPage(this.db.kysely, scope, model, after, VECTOR_PAGE);
+      for (const row of page) {
+        const score = dot(q, vectorOf(row.embedding));
+        if (best.length === limit && score <= best[limit - 1].score) continue;
+        let i = best.length;
+        while (i > 0 && best[i - 1].score < score) i--;
+        best.splice(i, 0, { seq: row.seq, score });
+        if (best.length > limit) best.pop();
+      }
+      if (page.length < VECTOR_PAGE) return best;
+      after = page[page.length - 1].seq;
+    }
+  }
+
+  private async passages(tenantId: string, ranked: store.RankedChunk[], words: string[]): Promise<Passage[]> {
+    if (!ranked.length) return [];
+    const chunks = new Map(
+      (
+        await store.chunksBySeq(
+          this.db.kysely,
+          tenantId,
+          ranked.map((r) => r.seq),
+        )
+      ).map((c) => [c.seq, c]),
+    );
+    const documentIds = [...new Set([...chunks.values()].map((c) => c.document_id))];
+    const documents = new Map((await store.documentTitles(this.db.kysely, tenantId, documentIds)).map((d) => [d.id, d]));
+    const passages: Passage[] = [];
+    for (const { seq, score } of ranked) {
+      const chunk = chunks.get(seq);
+      // A chunk swapped out (its document replaced or deleted) between the ranking and this read.
+      if (!chunk) continue;
+      const doc = documents.get(chunk.document_id);
+      passages.push({
+        text: chunk.text,
+        citation: {
+          knowledgeBaseId: chunk.knowledge_base_id,
+          documentId: chunk.document_id,
+          title: doc?.title ?? null,
+          sourceUrl: doc?.source_url ?? null,
+          position: chunk.position,
+          headingPath: headingPathColumn(chunk.heading_path),
+          score,
+          snippet: snippetOf(chunk.text, words),
+        },
+      });
+    }
+    return passages;
+  }
+}
+
+/** Reciprocal-rank fusion: each ranking adds 1 / (RRF_K + rank) to a passage, rank from 1; best first, then by seq. */
+function fuse(rankings: store.RankedChunk[][]): store.RankedChunk[] {
+  const scores = new Map<number, number>();
+  for (const ranking of rankings) {
+    for (const [i, r] of ranking.entries()) scores.set(r.seq, (scores.get(r.seq) ?? 0) + 1 / (RRF_K + i + 1));
+  }
+  return [...scores].map(([seq, score]) => ({ seq, score })).sort((a, b) => b.score - a.score || a.seq - b.seq);
+}
+
+/** Up to SNIPPET_CHARS of the text around the first query word it holds (its start when none). */
+function snippetOf(text: string, words: string[]): string {
+  if (text.length <= SNIPPET_CHARS) return text;
+  const lower = text.toLowerCase();
+  const at = words.map((w) => lower.indexOf(w)).filter((i) => i >= 0);
+  const hit = at.length ? Math.min(...at) : 0;
+  const start = Math.max(0, Math.min(hit - SNIPPET_CHARS / 4, text.length - SNIPPET_CHARS));
+  const end = start + SNIPPET_CHARS;
+  return `${start > 0 ? '…' : ''}${text.slice(start, end).trim()}${end < text.length ? '…' : ''}`;
+}

@@ -1,0 +1,102 @@
+import type { StoreSamples } from '../db/sql-samples.js';
+import * as store from './store.js';
+
+const at = '2026-01-01T00:00:00.000Z';
+
+const base: store.BaseRow = {
+  id: 'base-1',
+  tenant_id: 'tenant-1',
+  name: 'Handbook',
+  description: null,
+  embedding_model: 'builtin/hash-embedding',
+  chunk_max_chars: 1200,
+  chunk_overlap_chars: 150,
+  document_count: 0,
+  chunk_count: 0,
+  created_at: at,
+  updated_at: at,
+};
+
+const document: store.DocumentRow = {
+  id: 'doc-1',
+  tenant_id: 'tenant-1',
+  knowledge_base_id: 'base-1',
+  file_id: null,
+  filename: null,
+  title: 'Office',
+  source_url: null,
+  tags: '[]',
+  metadata: '{}',
+  media_type: 'text/plain',
+  byte_size: 5,
+  content: Buffer.from('hello'),
+  version: 1,
+  indexed_version: null,
+  status: 'queued',
+  failure_reason: null,
+  progress: 0,
+  chunk_count: 0,
+  attempts: 0,
+  available_at: at,
+  lease_owner: null,
+  lease_expires_at: null,
+  created_at: at,
+  updated_at: at,
+  indexed_at: null,
+};
+
+const chunk: store.NewChunk = {
+  tenant_id: 'tenant-1',
+  knowledge_base_id: 'base-1',
+  document_id: 'doc-1',
+  version: 1,
+  position: 0,
+  heading_path: '[]',
+  text: 'hello',
+  char_count: 5,
+  token_count: 2,
+  embedding_model: 'builtin/hash-embedding',
+  embedding: Buffer.alloc(8),
+};
+
+const claim = { owner: 'knowledge-1', now: at, leaseUntil: at };
+const held = { id: 'doc-1', version: 1, owner: 'knowledge-1' };
+const everyDocument: store.ChunkScope = { tenantId: 'tenant-1', baseId: 'base-1' };
+const someDocuments: store.ChunkScope = { tenantId: 'tenant-1', baseId: 'base-1', documentIds: ['doc-1', 'doc-2'] };
+
+export const samples = {
+  insertBase: [base],
+  findBase: ['tenant-1', 'base-1'],
+  listBases: ['tenant-1', { limit: 20, offset: 0 }],
+  countBases: ['tenant-1'],
+  lockForCreate: ({ db, dialect }) => store.lockForCreate(db, dialect, 'bases/tenant-1'),
+  updateBase: ['tenant-1', 'base-1', { name: 'Handbook 2027', updated_at: at }],
+  addToBaseCounts: ['base-1', { documents: 1, chunks: 10 }],
+  deleteBase: ['tenant-1', 'base-1'],
+  insertDocument: [document],
+  findDocument: ['tenant-1', 'base-1', 'doc-1'],
+  listDocuments: {
+    every: ['tenant-1', 'base-1', undefined, { limit: 20, offset: 0 }],
+    'of a status': ['tenant-1', 'base-1', 'ready', { limit: 20, offset: 0 }],
+  },
+  countDocuments: ['tenant-1', 'base-1'],
+  searchableDocuments: ['tenant-1', 'base-1'],
+  documentTitles: ['tenant-1', ['doc-1', 'doc-2']],
+  replaceDocument: ['tenant-1', 'doc-1', { version: 2, status: 'queued', updated_at: at }],
+  deleteDocument: ['tenant-1', 'base-1', 'doc-1'],
+  requeueBase: ['tenant-1', 'base-1', at],
+  claimDocuments: ({ db, dialect }) => store.claimDocuments(db, dialect, claim, 2),
+  renewLeases: [{ owner: 'knowledge-1', ids: ['doc-1'], until: at }],
+  updateHeld: [held, { progress: 50 }],
+  deleteChunks: ['doc-1'],
+  insertChunks: [[chunk]],
+  lexicalSearch: {
+    'every document': ({ db, dialect }) => store.lexicalSearch(db, dialect, everyDocument, ['office', 'hours'], 40),
+    'some documents': ({ db, dialect }) => store.lexicalSearch(db, dialect, someDocuments, ['office'], 40),
+  },
+  vectorPage: {
+    'every document': [everyDocument, 'builtin/hash-embedding', 0, 2000],
+    'some documents': [someDocuments, 'builtin/hash-embedding', 0, 2000],
+  },
+  chunksBySeq: ['tenant-1', [1, 2]],
+} satisfies StoreSamples<typeof store>;
