@@ -1,0 +1,203 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+
+/**
+ * Knowledge search (issue 38): lexical, vector (the built-in hash embedding, exact cosine) and hybrid
+ * (reciprocal-rank fusion), filters, top-k, and what a replaced document's versions show.
+ */
+
+let t: TestApp;
+let key: string;
+let baseId: string;
+const docs: Record<string, string> = {};
+
+type DocumentInput = { content: string; mediaType?: string; title?: string; tags?: string[]; metadata?: Record<string, string | number> };
+
+const addDocument = async (body: DocumentInput, base = baseId) => {
+  const { data, error, response } = await t
+    .api(key)
+    .POST('/api/v1/knowledge-bases/{id}/documents', { params: { path: { id: base } }, body });
+  expect(response.status, JSON.stringify(error)).toBe(202);
+  return data!;
+};
+const getDocument = (documentId: string) =>
+  t.api(key).GET('/api/v1/knowledge-bases/{id}/documents/{documentId}', { params: { path: { id: baseId, documentId } } });
+/** Waits until the document's version `version` has ended (ready or failed) and answers the document. */
+const settled = async (documentId: string, version = 1) => {
+  let doc: Awaited<ReturnType<typeof getDocument>>['data'];
+  await vi.waitFor(
+    async () => {
+      doc = (await getDocument(documentId)).data;
+      expect(doc?.version).toBe(version);
+      expect(['ready', 'failed']).toContain(doc?.status);
+    },
+    { timeout: 30_000, interval: 50 },
+  );
+  return doc!;
+};
+type SearchBody = { query: string; k?: number; mode?: 'hybrid' | 'lexical' | 'vector'; filters?: Record<string, unknown> };
+const search = async (body: SearchBody, base = baseId) => {
+  const { data, error, response } = await t.api(key).POST('/api/v1/knowledge-bases/{id}/search', { params: { path: { id: base } }, body });
+  expect(response.status, JSON.stringify(error)).toBe(200);
+  return data!;
+};
+const documentsFound = async (body: SearchBody) => (await search(body)).passages.map((p) => p.citation.documentId);
+
+beforeAll(async () => {
+  t = await startApp();
+  ({ key } = await t.tenant('acme'));
+  const { data } = await t.api(key).POST('/api/v1/knowledge-bases', { body: { name: 'Company' } });
+  baseId = data!.id;
+  const corpus: Record<string, DocumentInput> = {
+    parking: {
+      title: 'Parking',
+      content: 'Employees park in the garage behind the main building.\n\nVisitors use the spaces by the entrance.',
+      tags: ['facilities'],
+      metadata: { region: 'eu', year: 2026 },
+    },
+    expenses: {
+      title: 'Expenses',
+      content: 'Travel expenses are reimbursed within thirty days of submitting the receipts.',
+      tags: ['finance', 'travel'],
+      metadata: { region: 'us', year: 2026 },
+    },
+    holidays: {
+      title: 'Holidays',
+      content: 'Every employee receives twenty-five days of paid holiday per year.',
+      tags: ['hr'],
+      metadata: { region: 'eu', year: 2025 },
+    },
+    security: {
+      title: 'Security',
+      content: 'Badges must be worn visibly inside the building at all times.',
+      tags: ['facilities', 'security'],
+      metadata: { region: 'us', year: 2025 },
+    },
+  };
+  for (const [name, body] of Object.entries(corpus)) docs[name] = (await addDocument(body)).id;
+  for (const id of Object.values(docs)) expect((await settled(id)).status).toBe('ready');
+});
+afterAll(() => t?.close());
+
+describe('search', () => {
+  it('answers passages with citations, best first, in each mode', async () => {
+    for (const mode of ['lexical', 'vector', 'hybrid'] as const) {
+      const result = await search({ query: 'Where do employees park their cars?', mode });
+      expect(result.mode).toBe(mode);
+      expect(result.vectorIndex).toBe('exact');
+      const [best] = result.passages;
+      expect(best.citation).toMatchObject({
+        knowledgeBaseId: baseId,
+        documentId: docs.parking,
+        title: 'Parking',
+        sourceUrl: null,
+        position: 0,
+        headingPath: [],
+      });
+      expect(best.text).toContain('garage behind the main building');
+      expect(best.citation.snippet).toContain('park');
+      const scores = result.passages.map((p) => p.citation.score);
+      expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    }
+  });
+
+  it('matches word forms lexically (stemming) and spellings by vector', async () => {
+    expect((await documentsFound({ query: 'reimbursing receipt', mode: 'lexical' }))[0]).toBe(docs.expenses);
+    // Trigrams of "holidays" share most of "holiday": the hash embedding puts the holidays document first.
+    expect((await documentsFound({ query: 'holidays', mode: 'vector' }))[0]).toBe(docs.holidays);
+  });
+
+  it('fuses both rankings in hybrid mode: a passage either finds is found', async () => {
+    const lexical = await documentsFound({ query: 'badges visibly', mode: 'lexical', k: 50 });
+    const vector = await documentsFound({ query: 'badges visibly', mode: 'vector', k: 50 });
+    const hybrid = await documentsFound({ query: 'badges visibly', mode: 'hybrid', k: 50 });
+    expect(lexical[0]).toBe(docs.security);
+    expect(hybrid[0]).toBe(docs.security);
+    expect(new Set(hybrid)).toEqual(new Set([...lexical, ...vector]));
+  });
+
+  it('answers at most k passages', async () => {
+    expect((await search({ query: 'the', mode: 'vector', k: 2 })).passages).toHaveLength(2);
+    expect((await search({ query: 'building employees days', k: 1 })).passages).toHaveLength(1);
+  });
+
+  it('filters by tags (any of), metadata (each key equal) and document ids', async () => {
+    const query = 'building employees days expenses badges';
+    const sorted = (ids: string[]) => [...new Set(ids)].sort();
+    expect(sorted(await documentsFound({ query, k: 50, filters: { tags: ['facilities'] } }))).toEqual(
+      sorted([docs.parking, docs.security]),
+    );
+    expect(sorted(await documentsFound({ query, k: 50, filters: { tags: ['hr', 'travel'] } }))).toEqual(
+      sorted([docs.holidays, docs.expenses]),
+    );
+    expect(sorted(await documentsFound({ query, k: 50, filters: { metadata: { region: 'eu' } } }))).toEqual(
+      sorted([docs.parking, docs.holidays]),
+    );
+    expect(sorted(await documentsFound({ query, k: 50, filters: { metadata: { region: 'eu', year: 2025 } } }))).toEqual([docs.holidays]);
+    // A number is not the string of it.
+    expect(await documentsFound({ query, k: 50, filters: { metadata: { year: '2025' } } })).toEqual([]);
+    expect(sorted(await documentsFound({ query, k: 50, mode: 'lexical', filters: { documentIds: [docs.expenses] } }))).toEqual([
+      docs.expenses,
+    ]);
+    expect(await documentsFound({ query, filters: { tags: ['nothing-has-this'] } })).toEqual([]);
+  });
+
+  it('takes no query syntax from the user: quotes, operators and punctuation are words or nothing', async () => {
+    for (const query of ['"unbalanced', 'NEAR(a b)', 'park OR', '*', 'col:umn -not ^x', "'; drop table knowledge_chunks; --"]) {
+      const result = await search({ query, mode: 'lexical' });
+      expect(Array.isArray(result.passages)).toBe(true);
+    }
+    expect((await search({ query: '!!! ???', mode: 'lexical' })).passages).toEqual([]);
+    expect((await documentsFound({ query: 'park" OR "x', mode: 'lexical' }))[0]).toBe(docs.parking);
+  });
+
+  it('refuses bad requests with 400s naming the field', async () => {
+    const bad = async (body: unknown, path: string) => {
+      const res = await t.raw('POST', `/api/v1/knowledge-bases/${baseId}/search`, { key, body });
+      expectProblem(res, 400, 'validation_failed');
+      expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(path);
+    };
+    await bad({}, 'body.query');
+    await bad({ query: '' }, 'body.query');
+    await bad({ query: 'x', k: 51 }, 'body.k');
+    await bad({ query: 'x', k: 0 }, 'body.k');
+    await bad({ query: 'x', mode: 'semantic' }, 'body.mode');
+    await bad({ query: 'x', filters: { colour: 'red' } }, 'body.filters.colour');
+    await bad({ query: 'x'.repeat(2001) }, 'body.query');
+  });
+});
+
+describe('a replaced document', () => {
+  it('keeps its indexed version searchable while a new one fails, and swaps in a new one once ready', async () => {
+    const doc = await addDocument({ content: 'The cafeteria serves lunch from noon.', title: 'Cafeteria' });
+    await settled(doc.id);
+    const replace = (body: DocumentInput) =>
+      t.api(key).PUT('/api/v1/knowledge-bases/{id}/documents/{documentId}', {
+        params: { path: { id: baseId, documentId: doc.id } },
+        body,
+      });
+    const failing = await replace({ content: 'The cafeteria closes forever.', mediaType: 'application/x-unreadable' });
+    expect(failing.response.status).toBe(202);
+    expect(failing.data).toMatchObject({ version: 2, status: 'queued', indexedVersion: 1 });
+    const failed = await settled(doc.id, 2);
+    expect(failed).toMatchObject({ status: 'failed', version: 2, indexedVersion: 1, title: null });
+    const found = await search({ query: 'cafeteria', mode: 'lexical' });
+    expect(found.passages.map((p) => p.text)).toEqual(['The cafeteria serves lunch from noon.']);
+
+    const replaced = await replace({ content: 'The cafeteria now serves breakfast too.', title: 'Cafeteria 2' });
+    expect(replaced.data).toMatchObject({ version: 3, status: 'queued' });
+    expect(await settled(doc.id, 3)).toMatchObject({ status: 'ready', indexedVersion: 3, title: 'Cafeteria 2' });
+    const after = await search({ query: 'cafeteria', mode: 'lexical' });
+    expect(after.passages.map((p) => p.text)).toEqual(['The cafeteria now serves breakfast too.']);
+    expect(after.passages[0].citation.title).toBe('Cafeteria 2');
+  });
+
+  it('answers 404 for a document of another base or none', async () => {
+    const { data: other } = await t.api(key).POST('/api/v1/knowledge-bases', { body: { name: 'Other' } });
+    const res = await t.api(key).PUT('/api/v1/knowledge-bases/{id}/documents/{documentId}', {
+      params: { path: { id: other!.id, documentId: docs.parking } },
+      body: { content: 'x' },
+    });
+    expectProblem(res, 404, 'not_found');
+  });
+});
