@@ -2,6 +2,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { EmbeddingModelV3 } from '@ai-sdk/provider';
 import type { ProviderSettings } from '../runtime/models/registry.js';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from '../runtime/models/retries.js';
 
 /**
  * Embeddings of chunks and queries (docs/knowledge.md, "Embeddings"). `builtin/hash-embedding` is the
@@ -28,6 +29,8 @@ export interface Embedder {
   model: string;
   /** Texts at most per call. */
   batchSize: number;
+  /** How a call that timed out or was refused for now (429, 5xx) is tried again: its provider's policy (MODEL_RETRY_*). */
+  retry: RetryPolicy;
   /** One L2-normalised vector per text, in order. */
   embed(texts: string[], signal: AbortSignal): Promise<Float32Array[]>;
 }
@@ -79,6 +82,7 @@ function hashEmbedding(text: string): Float32Array {
 const hashEmbedder: Embedder = {
   model: HASH_EMBEDDING_MODEL,
   batchSize: 256,
+  retry: { maxAttempts: 1, baseMs: 0, maxDelayMs: 0 },
   embed: async (texts) => texts.map(hashEmbedding),
 };
 
@@ -118,13 +122,16 @@ export class Embeddings {
     const name = model.slice(slash + 1);
     if (!name || /\s/.test(model)) throw new EmbeddingError(`must be ${HASH_EMBEDDING_MODEL} or provider/model-name`, false);
     let embedding: EmbeddingModelV3;
+    let retry: RetryPolicy | undefined;
     if (provider === 'openai') {
       const { apiKey, baseUrl } = this.settings.openai;
+      retry = this.settings.openai.retry;
       if (!apiKey && !baseUrl)
         throw new EmbeddingError('openai/* needs OPENAI_API_KEY (or OPENAI_BASE_URL) in the server configuration', false);
       embedding = createOpenAI({ apiKey: apiKey ?? 'unset', baseURL: baseUrl }).embedding(name);
     } else if (provider === 'openai-compatible') {
       const { apiKey, baseUrl } = this.settings.openaiCompatible;
+      retry = this.settings.openaiCompatible.retry;
       if (!baseUrl) throw new EmbeddingError('openai-compatible/* needs OPENAI_COMPATIBLE_BASE_URL in the server configuration', false);
       embedding = createOpenAICompatible({ name: 'openai-compatible', baseURL: baseUrl, apiKey }).embeddingModel(name);
     } else {
@@ -136,6 +143,7 @@ export class Embeddings {
     return {
       model,
       batchSize: 64,
+      retry: retry ?? DEFAULT_RETRY_POLICY,
       async embed(texts, signal) {
         let result: Awaited<ReturnType<EmbeddingModelV3['doEmbed']>>;
         try {

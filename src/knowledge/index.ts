@@ -19,7 +19,7 @@ export interface KnowledgeDomainOptions {
   providers: ProviderSettings;
   log: FastifyBaseLogger;
   /** Ingestion's settings; the defaults when unset. */
-  ingestion?: { workers?: number; leaseMs?: number; pollMs?: number; embedRetryDelaysMs?: readonly number[] };
+  ingestion?: { workers?: number; leaseMs?: number; pollMs?: number };
 }
 
 export interface KnowledgeDomain {
@@ -47,7 +47,6 @@ export function createKnowledgeDomain({
     workers: settings.workers ?? 2,
     leaseMs: settings.leaseMs ?? 60_000,
     pollMs: settings.pollMs ?? 2_000,
-    embedRetryDelaysMs: settings.embedRetryDelaysMs ?? [1_000, 4_000, 15_000],
   });
   const knowledge = new KnowledgeService({ db, files, embeddings, queued: ingestion.queued });
   const search = new KnowledgeSearch(db, knowledge, embeddings);

@@ -33,8 +33,6 @@ export interface IngestionOptions {
   leaseMs: number;
   /** How often to look for work no signal told of (other replicas' while the bus was down, lapsed leases). */
   pollMs: number;
-  /** Waits between the attempts of an embedding call that timed out or was rate-limited (their count bounds the attempts). */
-  embedRetryDelaysMs: readonly number[];
 }
 
 /** The document was replaced, deleted, or taken over since it was claimed: nothing of this attempt is written. */
@@ -169,19 +167,19 @@ export class Ingestion {
     if (!(await store.updateHeld(this.o.db.kysely, held, { progress: percent }))) throw new Superseded();
   }
 
-  /** One batch embedded, retried after the configured waits when the provider timed out or was busy. */
+  /**
+   * One batch embedded; a call that timed out or was refused for now (429, 5xx) is tried again after
+   * an exponential wait, up to its provider's attempts (MODEL_RETRY_*), then fails the document.
+   */
   private async embed(embedder: Embedder, texts: string[]): Promise<Float32Array[]> {
-    const delays = this.o.embedRetryDelaysMs;
-    for (let attempt = 0; ; attempt++) {
+    const { maxAttempts, baseMs, maxDelayMs } = embedder.retry;
+    for (let attempt = 1; ; attempt++) {
       try {
         return await embedder.embed(texts, this.stopping.signal);
       } catch (err) {
-        if (!(err instanceof EmbeddingError) || !err.retryable || attempt >= delays.length) {
-          if (err instanceof EmbeddingError && err.retryable)
-            throw new EmbeddingError(`${err.message} (after ${attempt + 1} attempts)`, false);
-          throw err;
-        }
-        await sleep(delays[attempt], this.stopping.signal);
+        if (!(err instanceof EmbeddingError) || !err.retryable) throw err;
+        if (attempt >= maxAttempts) throw new EmbeddingError(`${err.message} (${attempt} attempts)`, false);
+        await sleep(Math.min(maxDelayMs, baseMs * 2 ** (attempt - 1)), this.stopping.signal);
       }
     }
   }
