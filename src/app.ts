@@ -292,7 +292,15 @@ export function createServices(
     observer: metrics && codeObserver(metrics),
   });
   // Documents uploaded as files are read through the files service; ingestion wakes replicas through the bus.
-  const knowledge = createKnowledgeDomain({ db, bus, files: conversations.files, providers: config.providers, log: logger });
+  // knowledge_search asks TBAC as every tool does.
+  const knowledge = createKnowledgeDomain({
+    db,
+    bus,
+    files: conversations.files,
+    providers: config.providers,
+    log: logger,
+    policies: identity.identity.policies,
+  });
   const a2a = createA2aDomain({
     agents: agents.agents,
     skillBriefs: skills.contributions.skillCapabilities,
@@ -329,6 +337,7 @@ export function createServices(
       ...a2a.contributions.toolProviders,
       ...memory.contributions.toolProviders,
       ...code.contributions.toolProviders,
+      ...knowledge.contributions.toolProviders,
     },
     systemPromptContributors: [skills.contributions.systemPrompt, memory.contributions.systemPrompt],
     // Lazy ports: tool calls that wait for a person are recorded by approvals; a run's end settles a

@@ -62,6 +62,33 @@ from
 where
   "tenant_id" = $1;
 
+-- knowledge/store.ts: basesAmong (every base)
+-- sqlite and postgres
+select
+  *
+from
+  "knowledge_bases"
+where
+  "tenant_id" = $1
+order by
+  "name"
+limit
+  $2;
+
+-- knowledge/store.ts: basesAmong (some bases)
+-- sqlite and postgres
+select
+  *
+from
+  "knowledge_bases"
+where
+  "tenant_id" = $1
+  and "id" in ($2, $3)
+order by
+  "name"
+limit
+  $4;
+
 -- knowledge/store.ts: lockForCreate
 -- sqlite: none
 

@@ -19,10 +19,20 @@ const ToolName = Type.String({ pattern: '^[a-zA-Z0-9_-]{1,64}$', description: 'n
 const BuiltinTool = Type.Object(
   {
     type: Type.Literal('builtin'),
-    name: Type.Union([Type.Literal('skills'), Type.Literal('connectors'), Type.Literal('memory'), Type.Literal('code')], {
-      description:
-        'skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace; code: code_run, and skill_script_run while a skill is assigned (offered only where code runs: docs/code-execution.md) (memory and code not given by default)',
-    }),
+    name: Type.Union(
+      [Type.Literal('skills'), Type.Literal('connectors'), Type.Literal('memory'), Type.Literal('code'), Type.Literal('knowledge')],
+      {
+        description:
+          'skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace; code: code_run, and skill_script_run while a skill is assigned (offered only where code runs: docs/code-execution.md); knowledge: knowledge_search over the knowledge bases listed in knowledgeBases, or all of the tenant’s (docs/knowledge.md) (memory, code and knowledge not given by default)',
+      },
+    ),
+    knowledgeBases: Type.Optional(
+      Type.Array(Id, {
+        maxItems: 16,
+        uniqueItems: true,
+        description: 'knowledge only: the knowledge bases knowledge_search may search (absent: every knowledge base of the tenant)',
+      }),
+    ),
     enabled: Type.Optional(Type.Boolean({ description: 'false: the group is off (input only; an agent lists only the groups it has)' })),
   },
   { additionalProperties: false, title: 'Built-in tool group' },
@@ -137,7 +147,13 @@ export const DEFAULT_TOOLS: ToolSpec[] = [
 
 /** The tools an agent keeps from a list given on create: as given, without the groups turned off. */
 export function toolsAsGiven(tools: ToolSpec[]): ToolSpec[] {
-  return tools.flatMap((t): ToolSpec[] => (t.type !== 'builtin' ? [t] : t.enabled === false ? [] : [{ type: 'builtin', name: t.name }]));
+  return tools.flatMap((t): ToolSpec[] =>
+    t.type !== 'builtin'
+      ? [t]
+      : t.enabled === false
+        ? []
+        : [{ type: 'builtin', name: t.name, ...(t.knowledgeBases ? { knowledgeBases: t.knowledgeBases } : {}) }],
+  );
 }
 
 /**

@@ -1,13 +1,16 @@
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import type { Agent } from '../agents/schemas.js';
 import type { FilesService } from '../conversations/files.js';
 import type { Db } from '../db/database.js';
 import type { ProviderSettings } from '../runtime/models/registry.js';
+import type { ToolProvider } from '../runtime/tools/types.js';
 import type { SignalBus } from '../signals/bus.js';
 import { Embeddings } from './embeddings.js';
 import { Ingestion } from './ingestion.js';
 import { knowledgePlugin } from './plugin.js';
 import { KnowledgeSearch } from './search.js';
 import { KnowledgeService } from './service.js';
+import { type KnowledgeToolPolicies, knowledgeToolProvider } from './tools.js';
 
 export interface KnowledgeDomainOptions {
   db: Db;
@@ -18,6 +21,8 @@ export interface KnowledgeDomainOptions {
   /** The providers' credentials, for embedding models (the same settings the model registry reads). */
   providers: ProviderSettings;
   log: FastifyBaseLogger;
+  /** The TBAC decision knowledge_search asks, as every tool does (identity's policies). */
+  policies: KnowledgeToolPolicies;
   /** Ingestion's settings; the defaults when unset. */
   ingestion?: { workers?: number; leaseMs?: number; pollMs?: number };
 }
@@ -27,6 +32,10 @@ export interface KnowledgeDomain {
   search: KnowledgeSearch;
   /** The routes of /api/v1/knowledge-bases; ingestion's workers start and stop with the app. */
   plugin: FastifyPluginAsync;
+  contributions: {
+    /** knowledge_search, for agents that list the `knowledge` group. */
+    toolProviders: { knowledge: ToolProvider<Agent> };
+  };
 }
 
 /** Builds the knowledge domain: knowledge bases, documents ingested in the background, search (docs/knowledge.md). */
@@ -36,6 +45,7 @@ export function createKnowledgeDomain({
   files,
   providers,
   log,
+  policies,
   ingestion: settings = {},
 }: KnowledgeDomainOptions): KnowledgeDomain {
   const embeddings = new Embeddings(providers);
@@ -50,5 +60,10 @@ export function createKnowledgeDomain({
   });
   const knowledge = new KnowledgeService({ db, files, embeddings, queued: ingestion.queued });
   const search = new KnowledgeSearch(db, knowledge, embeddings);
-  return { knowledge, search, plugin: (app) => knowledgePlugin(app, { knowledge, search, ingestion }) };
+  return {
+    knowledge,
+    search,
+    plugin: (app) => knowledgePlugin(app, { knowledge, search, ingestion }),
+    contributions: { toolProviders: { knowledge: knowledgeToolProvider({ knowledge, search, policies }) } },
+  };
 }

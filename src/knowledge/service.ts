@@ -139,6 +139,12 @@ export class KnowledgeService {
     return row;
   }
 
+  /** The bases an agent may search: those of `ids` that exist (every base of the tenant without `ids`). */
+  basesFor(tenantId: string, ids: readonly string[] | undefined): Promise<store.BaseRow[]> {
+    if (ids?.length === 0) return Promise.resolve([]);
+    return store.basesAmong(this.db.kysely, tenantId, ids && [...ids], LIMITS.basesPerTenant);
+  }
+
   async getBase(tenantId: string, id: string): Promise<KnowledgeBase> {
     return baseView(await this.base(tenantId, id));
   }

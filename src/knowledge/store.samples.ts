@@ -69,6 +69,7 @@ export const samples = {
   findBase: ['tenant-1', 'base-1'],
   listBases: ['tenant-1', { limit: 20, offset: 0 }],
   countBases: ['tenant-1'],
+  basesAmong: { 'every base': ['tenant-1', undefined, 100], 'some bases': ['tenant-1', ['base-1', 'base-2'], 100] },
   lockForCreate: ({ db, dialect }) => store.lockForCreate(db, dialect, 'bases/tenant-1'),
   updateBase: ['tenant-1', 'base-1', { name: 'Handbook 2027', updated_at: at }],
   addToBaseCounts: ['base-1', { documents: 1, chunks: 10 }],

@@ -32,6 +32,13 @@ export async function listBases(db: Executor, tenantId: string, { limit, offset 
   return { rows, total };
 }
 
+/** The tenant's bases among `ids` (all of its bases when `ids` is undefined), by name. */
+export function basesAmong(db: Executor, tenantId: string, ids: string[] | undefined, limit: number): Promise<BaseRow[]> {
+  let q = db.selectFrom('knowledge_bases').selectAll().where('tenant_id', '=', tenantId);
+  if (ids) q = q.where('id', 'in', ids);
+  return q.orderBy('name').limit(limit).execute();
+}
+
 export function countBases(db: Executor, tenantId: string): Promise<number> {
   return countRows(db.selectFrom('knowledge_bases').where('tenant_id', '=', tenantId));
 }

@@ -1,3 +1,4 @@
+import { citationsOf } from './citations.js';
 import type { Kysely } from 'kysely';
 import * as conversations from '../conversations/turns.js';
 import { type DeferredInserts, GroupCommit } from '../db/group-commit.js';
@@ -242,11 +243,20 @@ export class RunFinish {
           created_at: at,
         }
       : null;
+    const citations = citationsOf(result.toolCalls);
     const terminal =
       status === 'completed'
         ? {
             event: 'done',
-            data: { conversationId, runId, cost, tokenUsage, finishReason, ...(structuredOutput ? { structuredOutput } : {}) },
+            data: {
+              conversationId,
+              runId,
+              cost,
+              tokenUsage,
+              finishReason,
+              ...(structuredOutput ? { structuredOutput } : {}),
+              ...(citations.length ? { citations } : {}),
+            },
           }
         : { event: 'error', data: { ...error! } };
     let taken: RunEvent[] | undefined;

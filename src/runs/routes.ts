@@ -1,3 +1,4 @@
+import { citationsOf } from './citations.js';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -54,6 +55,11 @@ const FinishReason = Type.String({
     'why the model stopped: stop (it answered), length (cut off at maxTokens: the answer may be incomplete), content-filter, max_steps (the agent’s step limit came first), other; null when no step answered',
 });
 
+const Citations = Type.Array(Json, {
+  description:
+    'the passages the answer drew on, as its tools cited them (knowledge_search: knowledgeBaseId, documentId, title, sourceUrl, position, headingPath, score, snippet; docs/knowledge.md)',
+});
+
 const ExecutionResult = Type.Object(
   {
     output: Type.String(),
@@ -67,6 +73,7 @@ const ExecutionResult = Type.Object(
     cost: Type.Number({ description: 'USD' }),
     tokenUsage: TokenUsage,
     toolCalls: Type.Array(Type.Object({ name: Type.String(), input: Type.Unknown(), result: Nullable(Json) })),
+    citations: Citations,
     duration: Type.Integer({ description: 'milliseconds' }),
   },
   {
@@ -97,6 +104,7 @@ export const RunSummarySchema = Type.Object({
   duration: Nullable(Type.Integer({ description: 'milliseconds' })),
   tokenUsage: TokenUsage,
   toolCalls: Type.Array(ToolCallBrief),
+  citations: Citations,
   createdAt: Timestamp,
   startedAt: Nullable(Timestamp),
   completedAt: Nullable(Timestamp),
@@ -164,7 +172,7 @@ export const RunDetailsSchema = Type.Evaluate(
 );
 
 const SSE_DESCRIPTION =
-  'Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).';
+  'Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat),citations (when a tool cited passages)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).';
 const StreamHeaders = {
   ...RunHeaders,
   'content-location': Type.String({ description: '/api/v1/runs/{runId}/events: where to resume this stream (with Last-Event-ID)' }),
@@ -246,6 +254,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService }> = asyn
       cost: run.cost,
       tokenUsage: run.tokenUsage,
       toolCalls: run.toolCalls.map((c) => ({ name: c.name, input: c.input, result: c.result })),
+      citations: citationsOf(run.toolCalls),
       duration: run.duration,
     });
   }

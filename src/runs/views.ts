@@ -1,3 +1,4 @@
+import { citationsOf } from './citations.js';
 import { errorColumn, optionsColumn, structuredOutputColumn, stepsColumn, toolCallsColumn, warningsColumn } from './columns.js';
 import { stepView, toolCallView } from './steps.js';
 import type { RunRow } from './store.js';
@@ -29,6 +30,7 @@ export function runSummary(row: RunRow) {
     duration: row.duration_ms,
     tokenUsage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
     toolCalls: toolCalls.map((c) => ({ id: c.id, name: c.name, input: c.input, result: c.result })),
+    citations: citationsOf(toolCalls),
     createdAt: row.created_at,
     startedAt: row.started_at,
     completedAt: row.completed_at,

@@ -281,7 +281,7 @@ export interface paths {
         put?: never;
         /**
          * Execute an agent: JSON result, or SSE when stream is true
-         * @description With "stream": true the answer is Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).
+         * @description With "stream": true the answer is Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat),citations (when a tool cited passages)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events).
          */
         post: operations["executeAgent"];
         delete?: never;
@@ -1886,8 +1886,10 @@ export interface components {
             tools: ({
                 /** @enum {string} */
                 type: "builtin";
-                /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace; code: code_run, and skill_script_run while a skill is assigned (offered only where code runs: docs/code-execution.md) (memory and code not given by default) */
-                name: "skills" | "connectors" | "memory" | "code";
+                /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace; code: code_run, and skill_script_run while a skill is assigned (offered only where code runs: docs/code-execution.md); knowledge: knowledge_search over the knowledge bases listed in knowledgeBases, or all of the tenant’s (docs/knowledge.md) (memory, code and knowledge not given by default) */
+                name: "skills" | "connectors" | "memory" | "code" | "knowledge";
+                /** @description knowledge only: the knowledge bases knowledge_search may search (absent: every knowledge base of the tenant) */
+                knowledgeBases?: string[];
                 /** @description false: the group is off (input only; an agent lists only the groups it has) */
                 enabled?: boolean;
             } | {
@@ -2980,6 +2982,9 @@ export interface operations {
                  *         {
                  *           "type": "builtin",
                  *           "name": "skills",
+                 *           "knowledgeBases": [
+                 *             "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                 *           ],
                  *           "enabled": true
                  *         }
                  *       ],
@@ -3031,8 +3036,10 @@ export interface operations {
                     tools?: ({
                         /** @enum {string} */
                         type: "builtin";
-                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace; code: code_run, and skill_script_run while a skill is assigned (offered only where code runs: docs/code-execution.md) (memory and code not given by default) */
-                        name: "skills" | "connectors" | "memory" | "code";
+                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace; code: code_run, and skill_script_run while a skill is assigned (offered only where code runs: docs/code-execution.md); knowledge: knowledge_search over the knowledge bases listed in knowledgeBases, or all of the tenant’s (docs/knowledge.md) (memory, code and knowledge not given by default) */
+                        name: "skills" | "connectors" | "memory" | "code" | "knowledge";
+                        /** @description knowledge only: the knowledge bases knowledge_search may search (absent: every knowledge base of the tenant) */
+                        knowledgeBases?: string[];
                         /** @description false: the group is off (input only; an agent lists only the groups it has) */
                         enabled?: boolean;
                     } | {
@@ -3143,6 +3150,9 @@ export interface operations {
                      *         {
                      *           "type": "builtin",
                      *           "name": "skills",
+                     *           "knowledgeBases": [
+                     *             "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                     *           ],
                      *           "enabled": true
                      *         }
                      *       ],
@@ -3243,6 +3253,9 @@ export interface operations {
                      *         {
                      *           "type": "builtin",
                      *           "name": "skills",
+                     *           "knowledgeBases": [
+                     *             "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                     *           ],
                      *           "enabled": true
                      *         }
                      *       ],
@@ -3318,6 +3331,9 @@ export interface operations {
                  *         {
                  *           "type": "builtin",
                  *           "name": "skills",
+                 *           "knowledgeBases": [
+                 *             "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                 *           ],
                  *           "enabled": true
                  *         }
                  *       ],
@@ -3369,8 +3385,10 @@ export interface operations {
                     tools?: ({
                         /** @enum {string} */
                         type: "builtin";
-                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace; code: code_run, and skill_script_run while a skill is assigned (offered only where code runs: docs/code-execution.md) (memory and code not given by default) */
-                        name: "skills" | "connectors" | "memory" | "code";
+                        /** @description skills: skill_discover, skill_query, skill_request; connectors: connector_discover, connector_request; memory: memory_read, memory_append, memory_replace; code: code_run, and skill_script_run while a skill is assigned (offered only where code runs: docs/code-execution.md); knowledge: knowledge_search over the knowledge bases listed in knowledgeBases, or all of the tenant’s (docs/knowledge.md) (memory, code and knowledge not given by default) */
+                        name: "skills" | "connectors" | "memory" | "code" | "knowledge";
+                        /** @description knowledge only: the knowledge bases knowledge_search may search (absent: every knowledge base of the tenant) */
+                        knowledgeBases?: string[];
                         /** @description false: the group is off (input only; an agent lists only the groups it has) */
                         enabled?: boolean;
                     } | {
@@ -3481,6 +3499,9 @@ export interface operations {
                      *         {
                      *           "type": "builtin",
                      *           "name": "skills",
+                     *           "knowledgeBases": [
+                     *             "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                     *           ],
                      *           "enabled": true
                      *         }
                      *       ],
@@ -3618,6 +3639,9 @@ export interface operations {
                      *         {
                      *           "type": "builtin",
                      *           "name": "skills",
+                     *           "knowledgeBases": [
+                     *             "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                     *           ],
                      *           "enabled": true
                      *         }
                      *       ],
@@ -3710,6 +3734,9 @@ export interface operations {
                      *         {
                      *           "type": "builtin",
                      *           "name": "skills",
+                     *           "knowledgeBases": [
+                     *             "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                     *           ],
                      *           "enabled": true
                      *         }
                      *       ],
@@ -3813,6 +3840,9 @@ export interface operations {
                      *         {
                      *           "type": "builtin",
                      *           "name": "skills",
+                     *           "knowledgeBases": [
+                     *             "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
+                     *           ],
                      *           "enabled": true
                      *         }
                      *       ],
@@ -4206,6 +4236,9 @@ export interface operations {
                      *           "result": {}
                      *         }
                      *       ],
+                     *       "citations": [
+                     *         {}
+                     *       ],
                      *       "duration": 1
                      *     }
                      */
@@ -4232,6 +4265,10 @@ export interface operations {
                             result: {
                                 [key: string]: unknown;
                             } | null;
+                        }[];
+                        /** @description the passages the answer drew on, as its tools cited them (knowledge_search: knowledgeBaseId, documentId, title, sourceUrl, position, headingPath, score, snippet; docs/knowledge.md) */
+                        citations: {
+                            [key: string]: unknown;
                         }[];
                         /** @description milliseconds */
                         duration: number;
@@ -4404,7 +4441,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat),citations (when a tool cited passages)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -4586,7 +4623,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat),citations (when a tool cited passages)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -4754,6 +4791,9 @@ export interface operations {
                      *               "result": {}
                      *             }
                      *           ],
+                     *           "citations": [
+                     *             {}
+                     *           ],
                      *           "createdAt": "2026-11-22T09:00:00.000Z",
                      *           "startedAt": "2026-11-22T09:00:00.000Z",
                      *           "completedAt": "2026-11-22T09:00:00.000Z"
@@ -4800,6 +4840,10 @@ export interface operations {
                                 result: {
                                     [key: string]: unknown;
                                 } | null;
+                            }[];
+                            /** @description the passages the answer drew on, as its tools cited them (knowledge_search: knowledgeBaseId, documentId, title, sourceUrl, position, headingPath, score, snippet; docs/knowledge.md) */
+                            citations: {
+                                [key: string]: unknown;
                             }[];
                             /**
                              * Format: date-time
@@ -4883,6 +4927,9 @@ export interface operations {
                      *               "result": {}
                      *             }
                      *           ],
+                     *           "citations": [
+                     *             {}
+                     *           ],
                      *           "createdAt": "2026-11-22T09:00:00.000Z",
                      *           "startedAt": "2026-11-22T09:00:00.000Z",
                      *           "completedAt": "2026-11-22T09:00:00.000Z"
@@ -4929,6 +4976,10 @@ export interface operations {
                                 result: {
                                     [key: string]: unknown;
                                 } | null;
+                            }[];
+                            /** @description the passages the answer drew on, as its tools cited them (knowledge_search: knowledgeBaseId, documentId, title, sourceUrl, position, headingPath, score, snippet; docs/knowledge.md) */
+                            citations: {
+                                [key: string]: unknown;
                             }[];
                             /**
                              * Format: date-time
@@ -4993,6 +5044,9 @@ export interface operations {
                      *         "inputTokens": 1,
                      *         "outputTokens": 1
                      *       },
+                     *       "citations": [
+                     *         {}
+                     *       ],
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "startedAt": "2026-11-22T09:00:00.000Z",
                      *       "completedAt": "2026-11-22T09:00:00.000Z",
@@ -5079,6 +5133,10 @@ export interface operations {
                             inputTokens: number;
                             outputTokens: number;
                         };
+                        /** @description the passages the answer drew on, as its tools cited them (knowledge_search: knowledgeBaseId, documentId, title, sourceUrl, position, headingPath, score, snippet; docs/knowledge.md) */
+                        citations: {
+                            [key: string]: unknown;
+                        }[];
                         /**
                          * Format: date-time
                          * @example 2026-11-22T09:00:00.000Z
@@ -5196,6 +5254,9 @@ export interface operations {
                      *         "inputTokens": 1,
                      *         "outputTokens": 1
                      *       },
+                     *       "citations": [
+                     *         {}
+                     *       ],
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "startedAt": "2026-11-22T09:00:00.000Z",
                      *       "completedAt": "2026-11-22T09:00:00.000Z",
@@ -5282,6 +5343,10 @@ export interface operations {
                             inputTokens: number;
                             outputTokens: number;
                         };
+                        /** @description the passages the answer drew on, as its tools cited them (knowledge_search: knowledgeBaseId, documentId, title, sourceUrl, position, headingPath, score, snippet; docs/knowledge.md) */
+                        citations: {
+                            [key: string]: unknown;
+                        }[];
                         /**
                          * Format: date-time
                          * @example 2026-11-22T09:00:00.000Z
@@ -5386,7 +5451,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
+            /** @description Server-Sent Events: token {text}, tool_call_start {id,name,input}, tool_call_end {id,result}, approval_required {approvalId,toolCall:{id,name,arguments},reason,expiresAt} (the stream stays open while the call waits; the run goes on after the decision), context_truncated {droppedMessages,reason} (older history left out unsummarised), answer_cut {code,message,model,partial,next} (the provider’s answer broke off after `partial` was sent; next: retry or fallback: the step’s tokens start again, fail: the error follows), done {conversationId,runId,cost,tokenUsage,finishReason,structuredOutput (with a responseFormat),citations (when a tool cited passages)}, error {code,message}; each with an id for Last-Event-ID (GET /api/v1/runs/{runId}/events). */
             200: {
                 headers: {
                     /** @description the run this answer belongs to */
@@ -6853,6 +6918,9 @@ export interface operations {
                      *         "inputTokens": 1,
                      *         "outputTokens": 1
                      *       },
+                     *       "citations": [
+                     *         {}
+                     *       ],
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "startedAt": "2026-11-22T09:00:00.000Z",
                      *       "completedAt": "2026-11-22T09:00:00.000Z",
@@ -6939,6 +7007,10 @@ export interface operations {
                             inputTokens: number;
                             outputTokens: number;
                         };
+                        /** @description the passages the answer drew on, as its tools cited them (knowledge_search: knowledgeBaseId, documentId, title, sourceUrl, position, headingPath, score, snippet; docs/knowledge.md) */
+                        citations: {
+                            [key: string]: unknown;
+                        }[];
                         /**
                          * Format: date-time
                          * @example 2026-11-22T09:00:00.000Z
@@ -7116,6 +7188,9 @@ export interface operations {
                      *               "result": {}
                      *             }
                      *           ],
+                     *           "citations": [
+                     *             {}
+                     *           ],
                      *           "createdAt": "2026-11-22T09:00:00.000Z",
                      *           "startedAt": "2026-11-22T09:00:00.000Z",
                      *           "completedAt": "2026-11-22T09:00:00.000Z"
@@ -7253,6 +7328,10 @@ export interface operations {
                                 result: {
                                     [key: string]: unknown;
                                 } | null;
+                            }[];
+                            /** @description the passages the answer drew on, as its tools cited them (knowledge_search: knowledgeBaseId, documentId, title, sourceUrl, position, headingPath, score, snippet; docs/knowledge.md) */
+                            citations: {
+                                [key: string]: unknown;
                             }[];
                             /**
                              * Format: date-time
@@ -7798,6 +7877,9 @@ export interface operations {
                      *               "result": {}
                      *             }
                      *           ],
+                     *           "citations": [
+                     *             {}
+                     *           ],
                      *           "createdAt": "2026-11-22T09:00:00.000Z",
                      *           "startedAt": "2026-11-22T09:00:00.000Z",
                      *           "completedAt": "2026-11-22T09:00:00.000Z"
@@ -7844,6 +7926,10 @@ export interface operations {
                                 result: {
                                     [key: string]: unknown;
                                 } | null;
+                            }[];
+                            /** @description the passages the answer drew on, as its tools cited them (knowledge_search: knowledgeBaseId, documentId, title, sourceUrl, position, headingPath, score, snippet; docs/knowledge.md) */
+                            citations: {
+                                [key: string]: unknown;
                             }[];
                             /**
                              * Format: date-time
