@@ -300,6 +300,8 @@ export function createServices(
     providers: config.providers,
     log: logger,
     policies: identity.identity.policies,
+    // A dead process's ingestion is taken over when its lease lapses, as its runs and task work are.
+    ingestion: { leaseMs: config.runLeaseMs },
   });
   const a2a = createA2aDomain({
     agents: agents.agents,

@@ -55,8 +55,9 @@ export function createKnowledgeDomain({
     embeddings,
     log,
     workers: settings.workers ?? 2,
-    leaseMs: settings.leaseMs ?? 60_000,
-    pollMs: settings.pollMs ?? 2_000,
+    leaseMs: settings.leaseMs ?? 30_000,
+    // A lapsed lease is noticed by polling (no process is left to signal it): within a third of a lease.
+    pollMs: settings.pollMs ?? Math.min(2_000, (settings.leaseMs ?? 30_000) / 3),
   });
   const knowledge = new KnowledgeService({ db, files, embeddings, queued: ingestion.queued });
   const search = new KnowledgeSearch(db, knowledge, embeddings);
