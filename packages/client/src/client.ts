@@ -18,6 +18,13 @@ import type {
   ExecuteInput,
   ExecutionResult,
   FileInfo,
+  KnowledgeBase,
+  KnowledgeBaseInput,
+  KnowledgeBaseUpdate,
+  KnowledgeDocument,
+  KnowledgeDocumentInput,
+  KnowledgeSearchInput,
+  KnowledgeSearchResult,
   MemoryBlock,
   MemoryBlockInput,
   MemoryBlockList,
@@ -76,6 +83,8 @@ export class Agentry {
   readonly audit: Audit;
   readonly tenant: Tenant;
   readonly code: Code;
+  /** Knowledge bases, their documents and search (docs/knowledge.md). */
+  readonly knowledge: Knowledge;
   readonly usage: Usage;
   readonly health: Health;
 
@@ -97,6 +106,7 @@ export class Agentry {
     this.audit = new Audit(this.http);
     this.tenant = new Tenant(this.api);
     this.code = new Code(this.api);
+    this.knowledge = new Knowledge(this.http);
     this.usage = new Usage(this.api);
     this.health = new Health(this.api);
   }
@@ -700,6 +710,64 @@ class Code {
   /** Sets limits (null: back to the server's maximum); a value above the maximum is a 400. */
   setSettings(body: BodyOf<paths['/api/v1/code/settings']['put']>, options?: CallOptions) {
     return ok(this.api.PUT('/api/v1/code/settings', { ...options, body }));
+  }
+}
+
+/** Knowledge bases (docs/knowledge.md): documents are ingested in the background; search answers passages with citations. */
+class Knowledge {
+  /** A knowledge base's documents. */
+  readonly documents: KnowledgeDocuments;
+
+  constructor(private readonly http: Http) {
+    this.documents = new KnowledgeDocuments(http);
+  }
+
+  /** The tenant's knowledge bases, newest first, page after page. */
+  list(query: ListQuery<'/api/v1/knowledge-bases'> = {}, options?: CallOptions) {
+    return paged<KnowledgeBase>(this.http, '/api/v1/knowledge-bases', 'knowledgeBases', query, options);
+  }
+  get(id: string, options?: CallOptions) {
+    return this.http.json<KnowledgeBase>('GET', `/api/v1/knowledge-bases/${seg(id)}`, options);
+  }
+  create(body: KnowledgeBaseInput, options?: CallOptions) {
+    return this.http.json<KnowledgeBase>('POST', '/api/v1/knowledge-bases', { ...options, body });
+  }
+  /** Changes the fields given; a new embeddingModel or chunking indexes every document again. */
+  update(id: string, body: KnowledgeBaseUpdate, options?: CallOptions) {
+    return this.http.json<KnowledgeBase>('PATCH', `/api/v1/knowledge-bases/${seg(id)}`, { ...options, body });
+  }
+  delete(id: string, options?: CallOptions) {
+    return this.http.json<void>('DELETE', `/api/v1/knowledge-bases/${seg(id)}`, options);
+  }
+  /** Passages with citations, best first (mode hybrid unless given). */
+  search(id: string, body: KnowledgeSearchInput, options?: CallOptions) {
+    return this.http.json<KnowledgeSearchResult>('POST', `/api/v1/knowledge-bases/${seg(id)}/search`, { ...options, body });
+  }
+}
+
+class KnowledgeDocuments {
+  constructor(private readonly http: Http) {}
+
+  private path(baseId: string, documentId?: string) {
+    return `/api/v1/knowledge-bases/${seg(baseId)}/documents${documentId === undefined ? '' : `/${seg(documentId)}`}`;
+  }
+  /** The base's documents, newest first; `status` for those in it. */
+  list(baseId: string, query: ListQuery<'/api/v1/knowledge-bases/{id}/documents'> = {}, options?: CallOptions) {
+    return paged<KnowledgeDocument>(this.http, this.path(baseId), 'documents', query, options);
+  }
+  get(baseId: string, documentId: string, options?: CallOptions) {
+    return this.http.json<KnowledgeDocument>('GET', this.path(baseId, documentId), options);
+  }
+  /** Adds a document (`content`, or `fileId` of an uploaded file): queued, then indexing, then ready or failed. */
+  add(baseId: string, body: KnowledgeDocumentInput, options?: CallOptions) {
+    return this.http.json<KnowledgeDocument>('POST', this.path(baseId), { ...options, body });
+  }
+  /** A new version; the one indexed before stays searchable until it is ready. */
+  replace(baseId: string, documentId: string, body: KnowledgeDocumentInput, options?: CallOptions) {
+    return this.http.json<KnowledgeDocument>('PUT', this.path(baseId, documentId), { ...options, body });
+  }
+  delete(baseId: string, documentId: string, options?: CallOptions) {
+    return this.http.json<void>('DELETE', this.path(baseId, documentId), options);
   }
 }
 

@@ -40,6 +40,13 @@ export type AgentKey = ResponseOf<paths['/api/v1/identity/agents/{agentId}/keys'
 export type MemoryBlock = ResponseOf<paths['/api/v1/agents/{id}/memory/{label}']['get']>;
 export type MemoryBlockList = ResponseOf<paths['/api/v1/agents/{id}/memory']['get']>;
 export type MemoryBlockInput = BodyOf<paths['/api/v1/agents/{id}/memory/{label}']['put']>;
+export type KnowledgeBase = ResponseOf<paths['/api/v1/knowledge-bases/{id}']['get']>;
+export type KnowledgeBaseInput = BodyOf<paths['/api/v1/knowledge-bases']['post']>;
+export type KnowledgeBaseUpdate = BodyOf<paths['/api/v1/knowledge-bases/{id}']['patch']>;
+export type KnowledgeDocument = ResponseOf<paths['/api/v1/knowledge-bases/{id}/documents/{documentId}']['get']>;
+export type KnowledgeDocumentInput = BodyOf<paths['/api/v1/knowledge-bases/{id}/documents']['post']>;
+export type KnowledgeSearchInput = BodyOf<paths['/api/v1/knowledge-bases/{id}/search']['post']>;
+export type KnowledgeSearchResult = ResponseOf<paths['/api/v1/knowledge-bases/{id}/search']['post']>;
 export type MemoryVersion = ResponseOf<paths['/api/v1/agents/{id}/memory/{label}/versions']['get']>['versions'][number];
 
 export type { components, paths };
