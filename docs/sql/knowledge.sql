@@ -629,6 +629,41 @@ order by
 limit
   $7;
 
+-- knowledge/store.ts: nearestVectors (every document)
+-- sqlite and postgres
+select
+  seq,
+  coalesce(vec_distance_cosine (embedding, $1), 1) as distance
+from
+  knowledge_chunks
+where
+  tenant_id = $2
+  and knowledge_base_id = $3
+  and embedding_model = $4
+order by
+  distance,
+  seq
+limit
+  $5;
+
+-- knowledge/store.ts: nearestVectors (some documents)
+-- sqlite and postgres
+select
+  seq,
+  coalesce(vec_distance_cosine (embedding, $1), 1) as distance
+from
+  knowledge_chunks
+where
+  tenant_id = $2
+  and knowledge_base_id = $3
+  and embedding_model = $4
+  and document_id in ($5, $6)
+order by
+  distance,
+  seq
+limit
+  $7;
+
 -- knowledge/store.ts: chunksBySeq
 -- sqlite and postgres
 select

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
+import * as sqliteVec from 'sqlite-vec';
 import {
   Kysely,
   Migrator,
@@ -37,6 +38,11 @@ export interface Db {
   reclaimFreePages?: () => Promise<Reclaimed>;
   /** Whether writes have been failing on storage faults (disk full, EIO, read-only): /readyz reads it. */
   writeHealth: WriteHealth;
+  /**
+   * SQLite: `sqlite-vec` when its functions loaded on the connection (knowledge search compares vectors
+   * in SQL with them, docs/knowledge.md); absent when it could not load, and on PostgreSQL.
+   */
+  vectorFunctions?: 'sqlite-vec';
   /** PostgreSQL: the pool's connections (made, idle) and callers waiting for one; the metrics read it. */
   poolStats?: () => { total: number; idle: number; waiting: number };
   close(): Promise<void>;
@@ -98,6 +104,7 @@ export function openDatabase(options: DbOptions): Db {
   sqlite.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
   // A WAL rewound after a checkpoint is cut back to this size, so a burst does not keep its disk space.
   sqlite.pragma('journal_size_limit = 67108864');
+  const vectorFunctions = loadVectorFunctions(sqlite);
   const checkpointer = startCheckpointer(file);
   const changes = new ChangeFeed(externalChanges(sqlite));
   const writeHealth = new WriteHealth();
@@ -112,12 +119,27 @@ export function openDatabase(options: DbOptions): Db {
     location: file,
     changes,
     writeHealth,
+    ...(vectorFunctions ? { vectorFunctions } : {}),
     reclaimFreePages: () => reclaimFreePages(file, { writesPaused: checkpointer.writesPaused }),
     close: async () => {
       await checkpointer.stop();
       await kysely.destroy();
     },
   };
+}
+
+/**
+ * sqlite-vec's functions (vec_distance_cosine...) on the connection, from the binary its npm package
+ * ships for this platform; without one (another platform, a failed install) search compares vectors
+ * in process instead, so the server starts either way.
+ */
+function loadVectorFunctions(sqlite: SQLite.Database): 'sqlite-vec' | undefined {
+  try {
+    sqliteVec.load(sqlite);
+    return 'sqlite-vec';
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -187,7 +187,10 @@ export type Passage = Static<typeof Passage>;
 
 export const SearchResult = Type.Object({
   mode: Literals(SEARCH_MODES),
-  vectorIndex: Type.String({ description: 'how vectors were compared: exact (in-process cosine over the base’s vectors)' }),
+  vectorIndex: Type.String({
+    description:
+      'how vectors were compared, exactly either way: sqlite-vec (its cosine in SQLite), or exact (in process, a page of the base’s vectors at a time: PostgreSQL, or SQLite where sqlite-vec did not load)',
+  }),
   passages: Type.Array(Passage),
 });
 export type SearchResult = Static<typeof SearchResult>;

@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
 import { RunFailed } from '../errors.js';
 import { headingPathColumn, metadataColumn, tagsColumn } from './columns.js';
-import { dot, EmbeddingError, type Embeddings, vectorOf, wordsOf } from './embeddings.js';
+import { dot, EmbeddingError, type Embeddings, vectorBytes, vectorOf, wordsOf } from './embeddings.js';
 import type { KnowledgeService } from './service.js';
 import type { Passage, SearchFilters, SearchMode, SearchResult } from './schemas.js';
 import * as store from './store.js';
@@ -45,7 +45,7 @@ export class KnowledgeSearch {
     const base = await this.knowledge.base(tenantId, baseId);
     const k = request.k ?? 5;
     const mode = request.mode ?? 'hybrid';
-    const result = { mode, vectorIndex: 'exact' };
+    const result = { mode, vectorIndex: this.db.vectorFunctions ?? 'exact' };
     const documentIds = await this.filtered(tenantId, baseId, request.filters);
     if (documentIds?.length === 0) return { ...result, passages: [] };
     const scope: store.ChunkScope = { tenantId, baseId, documentIds };
@@ -78,7 +78,10 @@ export class KnowledgeSearch {
       .map((d) => d.id);
   }
 
-  /** The exact nearest vectors: every vector of the base's model (of the filtered documents), a page at a time. */
+  /**
+   * The exact nearest vectors: every vector of the base's model (of the filtered documents) compared,
+   * in SQL by sqlite-vec where it loaded, else here, a page at a time.
+   */
   private async vectorSearch(scope: store.ChunkScope, model: string, query: string, limit: number): Promise<store.RankedChunk[]> {
     let q: Float32Array;
     try {
@@ -87,6 +90,9 @@ export class KnowledgeSearch {
       if (err instanceof EmbeddingError) throw new RunFailed('embedding_failed', `the query could not be embedded: ${err.message}`);
       throw err;
     }
+    // A query without words has no direction to compare: no vector ranking (lexical has none either).
+    if (q.every((x) => x === 0)) return [];
+    if (this.db.vectorFunctions === 'sqlite-vec') return store.nearestVectors(this.db.kysely, scope, model, vectorBytes(q), limit);
     const best: store.RankedChunk[] = [];
     for (let after = 0; ; ) {
       const page = await store.vectorPage(this.db.kysely, scope, model, after, VECTOR_PAGE);

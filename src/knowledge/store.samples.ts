@@ -99,5 +99,9 @@ export const samples = {
     'every document': [everyDocument, 'builtin/hash-embedding', 0, 2000],
     'some documents': [someDocuments, 'builtin/hash-embedding', 0, 2000],
   },
+  nearestVectors: {
+    'every document': [everyDocument, 'builtin/hash-embedding', Buffer.alloc(8), 40],
+    'some documents': [someDocuments, 'builtin/hash-embedding', Buffer.alloc(8), 40],
+  },
   chunksBySeq: ['tenant-1', [1, 2]],
 } satisfies StoreSamples<typeof store>;

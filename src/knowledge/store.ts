@@ -353,6 +353,21 @@ export async function vectorPage(db: Executor, scope: ChunkScope, model: string,
   return rows.map((r) => ({ seq: Number(r.seq), embedding: r.embedding }));
 }
 
+/**
+ * The nearest vectors of a base's model by cosine, computed in SQLite by sqlite-vec's
+ * vec_distance_cosine over the same rows vectorPage reads (exact, no index): best first, the score
+ * the cosine similarity. A vector of zeros (a chunk without words) has no direction: its distance is
+ * null, counted as 1 (cosine 0) as the in-process dot product counts it. SQLite only, where sqlite-vec loaded.
+ */
+export async function nearestVectors(db: Executor, scope: ChunkScope, model: string, query: Buffer, limit: number): Promise<RankedChunk[]> {
+  const documents = scope.documentIds ? sql`and document_id in (${sql.join(scope.documentIds)})` : sql``;
+  const result = await sql<{ seq: number; distance: number }>`select seq, coalesce(vec_distance_cosine(embedding, ${query}), 1) as distance
+    from knowledge_chunks
+    where tenant_id = ${scope.tenantId} and knowledge_base_id = ${scope.baseId} and embedding_model = ${model} ${documents}
+    order by distance, seq limit ${limit}`.execute(db);
+  return result.rows.map((r) => ({ seq: Number(r.seq), score: 1 - Number(r.distance) }));
+}
+
 /** The chunks search ranked, to show. */
 export async function chunksBySeq(db: Executor, tenantId: string, seqs: number[]) {
   const rows = await db
