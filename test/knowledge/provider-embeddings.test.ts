@@ -140,4 +140,30 @@ describe('provider embeddings', () => {
     const passages = await search(base.id, 'SWITCHED-MODEL the handbook chapter.', 'vector');
     expect(passages[0].citation.score).toBeCloseTo(1, 5);
   });
+
+  it('serve an agent on a provider model: it calls knowledge_search, answers, and the run carries the citations', async () => {
+    const base = await createBase('For the model', 'openai-compatible/nomic-embed-text');
+    const doc = await addDocument(base.id, 'The warranty covers parts and labour for two years.');
+    expect((await settled(base.id, doc.id)).status).toBe('ready');
+    const message = 'how long is the warranty?';
+    mock.addFixture({
+      match: { userMessage: message, hasToolResult: false },
+      response: { toolCalls: [{ name: 'knowledge_search', arguments: JSON.stringify({ query: 'warranty years', k: 3 }) }] },
+    });
+    mock.addFixture({ match: { userMessage: message, hasToolResult: true }, response: { content: 'Two years, parts and labour.' } });
+    const agent = await t.agent(key, {
+      model: 'openai/gpt-5-mini',
+      tools: [{ type: 'builtin', name: 'knowledge', knowledgeBases: [base.id] }],
+    });
+    const res = await t.api(key).POST('/api/v1/agents/{id}/execute', { params: { path: { id: agent.id } }, body: { message } });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    const run = res.data as { output: string; toolCalls: { name: string }[]; citations: Record<string, unknown>[] };
+    expect(run.output).toBe('Two years, parts and labour.');
+    expect(run.toolCalls.map((c) => c.name)).toEqual(['knowledge_search']);
+    expect(run.citations[0]).toMatchObject({ knowledgeBaseId: base.id, documentId: doc.id, position: 0 });
+    // The model was offered the tool with the base named in its description, and got the passage back.
+    const asked = mock.getRequests().filter((r) => !r.path.endsWith('/embeddings') && JSON.stringify(r.body ?? '').includes(message));
+    expect(JSON.stringify(asked[0].body)).toContain(base.id);
+    expect(JSON.stringify(asked.at(-1)!.body)).toContain('The warranty covers parts and labour for two years.');
+  });
 });
