@@ -1,6 +1,8 @@
+import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { problems } from '../http/schemas.js';
+import { readUploadedFile } from '../http/upload.js';
 import {
   CreateKnowledgeBaseBody,
   DocumentBody,
@@ -31,6 +33,9 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeSe
   app,
   { knowledge, search },
 ) => {
+  // One document per upload, at most as large as a document may be.
+  await app.register(multipart, { limits: { fileSize: LIMITS.documentBytes, files: 1, fields: 5, parts: 6 } });
+
   app.post(
     '/api/v1/knowledge-bases',
     {
@@ -130,6 +135,43 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeSe
       },
     },
     async (req, reply) => reply.code(202).send(await knowledge.addDocument(req.principal, req.params.id, req.body)),
+  );
+
+  app.post(
+    '/api/v1/knowledge-bases/:id/documents/upload',
+    {
+      config: {
+        permission: 'agents:write',
+        requestBody: {
+          required: true,
+          content: {
+            'multipart/form-data': {
+              schema: {
+                type: 'object',
+                required: ['file'],
+                properties: {
+                  file: { type: 'string', format: 'binary', description: 'the document; its part’s file name and content type are kept' },
+                },
+              },
+            },
+          },
+        },
+      },
+      schema: {
+        operationId: 'uploadKnowledgeDocument',
+        tags,
+        summary: `Upload a document to a knowledge base (multipart/form-data, one file field, at most ${LIMITS.documentBytes / 1024 / 1024} MiB; queued for ingestion)`,
+        description:
+          'The file’s content type is the document’s media type. Title, tags and metadata are set by replacing the document (PUT) or by adding it through POST .../documents with the fileId of an upload instead.',
+        consumes: ['multipart/form-data'],
+        params: KnowledgeBaseParams,
+        response: { 202: KnowledgeDocument, ...problems(400, 401, 403, 404, 409, 413, 415) },
+      },
+    },
+    async (req, reply) => {
+      const file = await readUploadedFile(req, LIMITS.documentBytes, 'documents');
+      return reply.code(202).send(await knowledge.addDocument(req.principal, req.params.id, {}, file));
+    },
   );
 
   app.get(

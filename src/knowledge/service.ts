@@ -68,6 +68,13 @@ interface Upload {
   filename: string | null;
 }
 
+/** A file sent with the request itself (multipart), as the upload helper read it. */
+export interface UploadedFile {
+  filename: string;
+  mimetype: string;
+  data: Buffer;
+}
+
 export interface KnowledgeServiceOptions {
   db: Db;
   files: FilesService;
@@ -209,10 +216,13 @@ export class KnowledgeService {
 
   // ---------------------------------------------------------------- documents
 
-  async addDocument(principal: Principal, baseId: string, body: DocumentBody): Promise<KnowledgeDocument> {
+  /** Adds a document from the body's content or fileId, or from a file uploaded with the request (`file`). */
+  async addDocument(principal: Principal, baseId: string, body: DocumentBody, file?: UploadedFile): Promise<KnowledgeDocument> {
     const { tenantId } = principal;
     await this.base(tenantId, baseId);
-    const upload = await this.uploadOf(tenantId, body);
+    const upload = file
+      ? { content: file.data, mediaType: file.mimetype, fileId: null, filename: file.filename }
+      : await this.uploadOf(tenantId, body);
     const at = now();
     const row: store.DocumentRow = {
       id: newId(),

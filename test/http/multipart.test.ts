@@ -8,10 +8,12 @@ import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
  */
 let t: TestApp;
 let key: string;
+let knowledgeBaseId: string;
 
 beforeAll(async () => {
   t = await startApp();
   ({ key } = await t.tenant());
+  knowledgeBaseId = (await t.api(key).POST('/api/v1/knowledge-bases', { body: { name: 'uploads' } })).data!.id;
 });
 afterAll(() => t.close());
 
@@ -20,7 +22,10 @@ const part = (body: string, name = 'file') =>
   `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\n${body}`;
 const whole = `${part('hello')}\r\n--${BOUNDARY}--\r\n`;
 
-const ROUTES = ['/api/v1/files', '/api/skills/import'];
+const KNOWLEDGE_UPLOAD = '/api/v1/knowledge-bases/:id/documents/upload';
+const ROUTES = ['/api/v1/files', '/api/skills/import', KNOWLEDGE_UPLOAD];
+/** The route's URL: a knowledge base's is below the base made in beforeAll. */
+const urlOf = (route: string) => route.replace(':id', knowledgeBaseId);
 
 const NO_BOUNDARY = { code: 'invalid_multipart', path: 'headers.content-type', detail: /needs a boundary of 1 to 70 characters/ };
 const CUT_SHORT = { code: 'invalid_multipart', path: 'body', detail: /cut short, or does not use the boundary/ };
@@ -59,7 +64,7 @@ describe('malformed multipart bodies are 400 problems', () => {
   for (const route of ROUTES) {
     for (const c of cases) {
       it(`${route}: ${c.name}`, async () => {
-        const res = await t.raw('POST', route, { key, payload: c.payload, headers: { 'content-type': c.contentType } });
+        const res = await t.raw('POST', urlOf(route), { key, payload: c.payload, headers: { 'content-type': c.contentType } });
         expectProblem(res, 400, c.expected.code);
         expect(res.body.detail).toMatch(c.expected.detail);
         expect(res.body.errors.map((e: { path: string }) => e.path)).toEqual([c.expected.path]);

@@ -42,6 +42,25 @@ describe('client.knowledge', () => {
     );
 
     expect((await client.knowledge.documents.list(base.id, { status: 'ready' }).toArray()).map((d) => d.id)).toEqual([doc.id]);
+
+    const uploaded = await client.knowledge.documents.upload(
+      base.id,
+      new Blob(['Returns are accepted within 30 days.'], { type: 'text/plain' }),
+      {
+        name: 'returns.txt',
+      },
+    );
+    expect(uploaded).toMatchObject({ status: 'queued', filename: 'returns.txt', mediaType: 'text/plain', fileId: null });
+    await vi.waitFor(async () => expect((await client.knowledge.documents.get(base.id, uploaded.id)).status).toBe('ready'), {
+      timeout: 30_000,
+      interval: 50,
+    });
+    expect((await client.knowledge.search(base.id, { query: 'returns accepted', k: 1 })).passages[0].citation.documentId).toBe(uploaded.id);
+    const tooLarge = await client.knowledge.documents
+      .upload(base.id, new Blob([new Uint8Array(5 * 1024 * 1024 + 1)], { type: 'text/plain' }), { name: 'huge.txt' })
+      .catch((err: unknown) => err);
+    expect(tooLarge).toMatchObject({ status: 413, code: 'payload_too_large' });
+    await client.knowledge.documents.delete(base.id, uploaded.id);
     expect((await client.knowledge.list().toArray()).map((b) => b.id)).toContain(base.id);
     expect(await client.knowledge.update(base.id, { name: 'SDK 2' })).toMatchObject({ name: 'SDK 2' });
     await client.knowledge.documents.delete(base.id, doc.id);

@@ -762,6 +762,20 @@ class KnowledgeDocuments {
   add(baseId: string, body: KnowledgeDocumentInput, options?: CallOptions) {
     return this.http.json<KnowledgeDocument>('POST', this.path(baseId), { ...options, body });
   }
+  /**
+   * Uploads one file as a document (multipart/form-data, at most 5 MiB: a larger one is a 413
+   * AgentryError); `name` defaults to the File's own name, the Blob's type is its media type.
+   */
+  upload(baseId: string, file: Blob, options: CallOptions & { name?: string } = {}) {
+    const form = new FormData();
+    const name = options.name ?? ((file as { name?: unknown }).name as string | undefined) ?? 'document';
+    form.append('file', file, name);
+    return this.http.json<KnowledgeDocument>('POST', `${this.path(baseId)}/upload`, {
+      signal: options.signal,
+      headers: options.headers,
+      form,
+    });
+  }
   /** A new version; the one indexed before stays searchable until it is ready. */
   replace(baseId: string, documentId: string, body: KnowledgeDocumentInput, options?: CallOptions) {
     return this.http.json<KnowledgeDocument>('PUT', this.path(baseId, documentId), { ...options, body });

@@ -127,6 +127,7 @@ export const operations = {
   'knowledge.search': 'POST /api/v1/knowledge-bases/{id}/search',
   'knowledge.documents.list': 'GET /api/v1/knowledge-bases/{id}/documents',
   'knowledge.documents.add': 'POST /api/v1/knowledge-bases/{id}/documents',
+  'knowledge.documents.upload': 'POST /api/v1/knowledge-bases/{id}/documents/upload',
   'knowledge.documents.get': 'GET /api/v1/knowledge-bases/{id}/documents/{documentId}',
   'knowledge.documents.replace': 'PUT /api/v1/knowledge-bases/{id}/documents/{documentId}',
   'knowledge.documents.delete': 'DELETE /api/v1/knowledge-bases/{id}/documents/{documentId}',

@@ -1734,6 +1734,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/knowledge-bases/{id}/documents/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a document to a knowledge base (multipart/form-data, one file field, at most 5 MiB; queued for ingestion)
+         * @description The file’s content type is the document’s media type. Title, tags and metadata are set by replacing the document (PUT) or by adding it through POST .../documents with the fileId of an upload instead.
+         */
+        post: operations["uploadKnowledgeDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/knowledge-bases/{id}/documents/{documentId}": {
         parameters: {
             query?: never;
@@ -14172,6 +14192,136 @@ export interface operations {
             default: components["responses"]["ServerError"];
         };
     };
+    uploadKnowledgeDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "file": "string"
+                 *     }
+                 */
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description the document; its part’s file name and content type are kept
+                     */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "string",
+                     *       "knowledgeBaseId": "string",
+                     *       "fileId": "string",
+                     *       "filename": "string",
+                     *       "title": "string",
+                     *       "sourceUrl": "string",
+                     *       "tags": [
+                     *         "string"
+                     *       ],
+                     *       "metadata": {},
+                     *       "mediaType": "string",
+                     *       "byteSize": 1,
+                     *       "version": 1,
+                     *       "indexedVersion": 1,
+                     *       "status": "queued",
+                     *       "failureReason": "string",
+                     *       "progress": 0,
+                     *       "chunkCount": 1,
+                     *       "createdAt": "2026-11-22T09:00:00.000Z",
+                     *       "updatedAt": "2026-11-22T09:00:00.000Z",
+                     *       "indexedAt": "2026-11-22T09:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        knowledgeBaseId: string;
+                        fileId: string | null;
+                        filename: string | null;
+                        title: string | null;
+                        sourceUrl: string | null;
+                        tags: string[];
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        mediaType: string;
+                        byteSize: number;
+                        /** @description counts uploads: 1, then one more at each replacement */
+                        version: number;
+                        indexedVersion: number | null;
+                        /** @description of `version` */
+                        status: "queued" | "indexing" | "ready" | "failed";
+                        failureReason: string | null;
+                        /** @description percent of `version`’s ingestion done */
+                        progress: number;
+                        /** @description chunks of the indexed version */
+                        chunkCount: number;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @example 2026-11-22T09:00:00.000Z
+                         */
+                        updatedAt: string;
+                        indexedAt: string | null;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Problem 409 */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 413 */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Problem 415 */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
     getKnowledgeDocument: {
         parameters: {
             query?: never;
@@ -14512,7 +14662,7 @@ export interface operations {
                      */
                     "application/json": {
                         mode: "hybrid" | "lexical" | "vector";
-                        /** @description how vectors were compared: exact (in-process cosine over the base’s vectors) */
+                        /** @description how vectors were compared, exactly either way: sqlite-vec (its cosine in SQLite), or exact (in process, a page of the base’s vectors at a time: PostgreSQL, or SQLite where sqlite-vec did not load) */
                         vectorIndex: string;
                         passages: {
                             text: string;
