@@ -88,6 +88,19 @@ describe('knowledge_search', () => {
     expect(outside.run!.citations).toEqual([]);
   });
 
+  it('never reaches another tenant’s base, even when an agent lists its id', async () => {
+    const { key: otherKey } = await t.tenant('globex');
+    const theirs = (await t.api(otherKey).POST('/api/v1/knowledge-bases', { body: { name: 'Theirs' } })).data!.id;
+    const agent = await t.agent(key, { name: 'Nosy', tools: [{ type: 'builtin', name: 'knowledge', knowledgeBases: [theirs] }] });
+    const res = await execute(agent.id, { message: tool('knowledge_search', { query: 'anything' }) });
+    expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+    // The base is none of this tenant's: the agent has no knowledge tool (and so no tools at all: no call is made).
+    expect(res.run!.toolCalls).toEqual([]);
+    expect(res.run!.citations).toEqual([]);
+    const details = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: res.run!.runId } } });
+    expect(details.data!.warnings).toContain('knowledge: none of the knowledge bases this agent may search exists');
+  });
+
   it('is not offered to an agent without the knowledge group', async () => {
     const agent = await t.agent(key, { name: 'Plain' });
     const res = await execute(agent.id, { message: tool('knowledge_search', { query: 'leave' }) });

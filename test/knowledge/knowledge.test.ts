@@ -230,4 +230,39 @@ describe('documents', () => {
     });
     expectProblem(await getDocument(base.id, doc.id), 404, 'not_found');
   });
+
+  it('are chunked again when the base’s chunking changes', async () => {
+    const { data: base } = await t.api(key).POST('/api/v1/knowledge-bases', {
+      body: { name: 'Rechunked', chunking: { maxChars: 8000, overlapChars: 0 } },
+    });
+    const paragraphs = Array.from({ length: 20 }, (_, i) => `Paragraph ${i}: ${'words of some length '.repeat(8)}`.trim());
+    const doc = await addDocument(base!.id, { content: paragraphs.join('\n\n') });
+    expect((await settled(base!.id, doc.id)).chunkCount).toBe(1);
+    const patched = await t.api(key).PATCH('/api/v1/knowledge-bases/{id}', {
+      params: { path: { id: base!.id } },
+      body: { chunking: { maxChars: 400, overlapChars: 0 } },
+    });
+    expect(patched.data!.chunking).toEqual({ maxChars: 400, overlapChars: 0 });
+    await vi.waitFor(async () => expect((await getDocument(base!.id, doc.id)).data!.chunkCount).toBeGreaterThan(1), {
+      timeout: 30_000,
+      interval: 50,
+    });
+    const ready = (await getDocument(base!.id, doc.id)).data!;
+    expect(ready).toMatchObject({ status: 'ready', version: 1, indexedVersion: 1 });
+    const got = await t.api(key).GET('/api/v1/knowledge-bases/{id}', { params: { path: { id: base!.id } } });
+    expect(got.data!.chunkCount).toBe(ready.chunkCount);
+  });
+});
+
+describe('limits', () => {
+  it('a tenant holds at most 100 knowledge bases: the 101st is a 409', async () => {
+    const { key: own } = await t.tenant('many');
+    for (let i = 0; i < 100; i++) {
+      const { response } = await t.api(own).POST('/api/v1/knowledge-bases', { body: { name: `base ${i}` } });
+      expect(response.status).toBe(201);
+    }
+    expectProblem(await t.api(own).POST('/api/v1/knowledge-bases', { body: { name: 'one too many' } }), 409, 'knowledge_base_limit');
+    const list = await t.api(own).GET('/api/v1/knowledge-bases', { params: { query: { limit: 1 } } });
+    expect(list.data!.total).toBe(100);
+  });
 });
