@@ -112,6 +112,8 @@ export class Ingestion {
       for (let i = 0; i < chunks.length; i += embedder.batchSize) {
         const batch = chunks.slice(i, i + embedder.batchSize).map((c) => c.text);
         vectors.push(...(await this.embed(embedder, batch)));
+        // The built-in embedding is CPU in this thread: a turn of the event loop between batches keeps runs' I/O going.
+        await new Promise((resolve) => setImmediate(resolve));
         if (i + embedder.batchSize < chunks.length) await this.progress(held, 10 + Math.floor((80 * vectors.length) / chunks.length));
       }
       const at = now();
