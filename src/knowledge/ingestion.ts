@@ -41,7 +41,11 @@ class Superseded extends Error {}
 export class Ingestion {
   /** This process's lease owner. */
   private readonly owner = `knowledge-${newId()}`;
-  private readonly held = new Set<string>();
+  /**
+   * Documents this process is ingesting, with how many ingestions of each (a replaced document's new
+   * version can be claimed here while its old one is still winding down): leases renewed while any is.
+   */
+  private readonly held = new Map<string, number>();
   private readonly dispatcher: Dispatcher<store.DocumentRow>;
   private readonly renewal: Loop;
   private readonly stopping = new AbortController();
@@ -86,13 +90,13 @@ export class Ingestion {
 
   private async renew() {
     if (!this.held.size) return;
-    await store.renewLeases(this.o.db.kysely, { owner: this.owner, ids: [...this.held], until: this.leaseUntil() });
+    await store.renewLeases(this.o.db.kysely, { owner: this.owner, ids: [...this.held.keys()], until: this.leaseUntil() });
   }
 
   private async ingest(doc: store.DocumentRow): Promise<void> {
     const held: store.HeldDocument = { id: doc.id, version: doc.version, owner: this.owner };
     const db = this.o.db.kysely;
-    this.held.add(doc.id);
+    this.held.set(doc.id, (this.held.get(doc.id) ?? 0) + 1);
     try {
       if (doc.attempts > MAX_CLAIMS) throw new DocumentError('malformed_document', `its ingestion was interrupted ${MAX_CLAIMS} times`);
       const base = await store.findBase(db, doc.tenant_id, doc.knowledge_base_id);
@@ -161,7 +165,9 @@ export class Ingestion {
         .updateHeld(db, held, { status: 'failed', failure_reason: reason, lease_owner: null, lease_expires_at: null, updated_at: now() })
         .catch((e) => this.o.log.error({ err: e, documentId: doc.id }, 'could not record a knowledge document’s failure'));
     } finally {
-      this.held.delete(doc.id);
+      const left = (this.held.get(doc.id) ?? 1) - 1;
+      if (left > 0) this.held.set(doc.id, left);
+      else this.held.delete(doc.id);
     }
   }
 
