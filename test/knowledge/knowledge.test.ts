@@ -9,10 +9,11 @@ import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 let t: TestApp;
 let key: string;
 let otherKey: string;
+let tenantOf: string;
 
 beforeAll(async () => {
   t = await startApp();
-  ({ key } = await t.tenant('acme'));
+  ({ key, id: tenantOf } = await t.tenant('acme'));
   ({ key: otherKey } = await t.tenant('globex'));
 });
 afterAll(() => t?.close());
@@ -264,5 +265,50 @@ describe('limits', () => {
     expectProblem(await t.api(own).POST('/api/v1/knowledge-bases', { body: { name: 'one too many' } }), 409, 'knowledge_base_limit');
     const list = await t.api(own).GET('/api/v1/knowledge-bases', { params: { query: { limit: 1 } } });
     expect(list.data!.total).toBe(100);
+  });
+
+  it('a base holds at most 10,000 documents: the 10,001st is a 409', async () => {
+    const base = await createBase('Full');
+    // 9,999 documents written straight to the table (ingesting them would only slow the test), then the API's.
+    const at = new Date().toISOString();
+    const row = (i: number) => ({
+      id: `01900000-0000-7000-8000-${String(i).padStart(12, '0')}`,
+      tenant_id: tenantOf,
+      knowledge_base_id: base.id,
+      file_id: null,
+      filename: null,
+      title: null,
+      source_url: null,
+      tags: '[]',
+      metadata: '{}',
+      media_type: 'text/plain',
+      byte_size: 1,
+      content: Buffer.from('x'),
+      version: 1,
+      indexed_version: null,
+      status: 'failed',
+      failure_reason: 'written by the test',
+      progress: 0,
+      chunk_count: 0,
+      attempts: 1,
+      available_at: at,
+      lease_owner: null,
+      lease_expires_at: null,
+      created_at: at,
+      updated_at: at,
+      indexed_at: null,
+    });
+    for (let i = 0; i < 9_999; i += 500) {
+      await t.db.kysely
+        .insertInto('knowledge_documents')
+        .values(Array.from({ length: Math.min(500, 9_999 - i) }, (_, j) => row(i + j)))
+        .execute();
+    }
+    expect((await addDocument(base.id, { content: 'the last one that fits' })).status).toBe('queued');
+    const refused = await t.api(key).POST('/api/v1/knowledge-bases/{id}/documents', {
+      params: { path: { id: base.id } },
+      body: { content: 'one too many' },
+    });
+    expectProblem(refused, 409, 'knowledge_document_limit');
   });
 });
