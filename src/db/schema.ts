@@ -457,6 +457,8 @@ export interface CodeSlotTable {
   holder: string;
   /** When the slot frees if its execution never says it ended (its replica died). */
   expires_at: string;
+}
+
 /** A tenant's knowledge base (docs/knowledge.md): its documents are chunked and embedded with its settings. */
 export interface KnowledgeBaseTable {
   id: string;
