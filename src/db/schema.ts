@@ -450,7 +450,7 @@ interface RunSuspensionTable {
 }
 
 /** A tenant's code execution running now (code/store.ts). */
-export interface CodeSlotTable {
+interface CodeSlotTable {
   tenant_id: string;
   slot: number;
   /** The execution holding the slot. */
