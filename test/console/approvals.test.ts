@@ -42,8 +42,14 @@ async function waitingShout(text: string) {
 const card = (text: string) => page.getByTestId('approval').filter({ hasText: text });
 
 async function openInbox() {
-  await page.getByRole('navigation').getByRole('link', { name: /^Agents/ }).click();
-  await page.getByRole('navigation').getByRole('link', { name: /^Approvals/ }).click();
+  await page
+    .getByRole('navigation')
+    .getByRole('link', { name: /^Agents/ })
+    .click();
+  await page
+    .getByRole('navigation')
+    .getByRole('link', { name: /^Approvals/ })
+    .click();
   await page.getByRole('heading', { name: 'Approvals' }).waitFor();
 }
 
@@ -79,7 +85,9 @@ describeBrowser('the approvals inbox', () => {
       await route.continue();
     });
     await card('"first"').getByRole('button', { name: 'Approve', exact: true }).click();
-    await expect.poll(() => card('"first"').getByRole('button', { name: 'Approve', exact: true }).getAttribute('data-loading')).toBe('true');
+    await expect
+      .poll(() => card('"first"').getByRole('button', { name: 'Approve', exact: true }).getAttribute('data-loading'))
+      .toBe('true');
     const other = card('"second"').getByRole('button', { name: 'Approve', exact: true });
     expect(await other.getAttribute('data-loading')).toBeNull();
     expect(await other.isEnabled()).toBe(true);

@@ -64,7 +64,10 @@ describeBrowser('task badges', () => {
         .poll(async () => (await t.api(key).GET('/api/v1/tasks/{id}', { params: { path: { id } } })).data!.status, { timeout: 20_000 })
         .toBe('completed');
     }
-    await page.getByRole('navigation').getByRole('link', { name: /^Tasks/ }).click();
+    await page
+      .getByRole('navigation')
+      .getByRole('link', { name: /^Tasks/ })
+      .click();
     const badgeOf = (name: string) => page.getByRole('row').filter({ hasText: name }).getByTestId('task-status');
     await badgeOf('Nightly report').waitFor();
     expect(await badgeOf('Nightly report').textContent()).toBe('scheduledlast run completed');
