@@ -28,6 +28,8 @@ describe('the agent form', () => {
       { type: 'builtin', name: 'skills', enabled: false },
       { type: 'builtin', name: 'connectors', enabled: false },
       { type: 'builtin', name: 'memory', enabled: true },
+      { type: 'builtin', name: 'code', enabled: false },
+      { type: 'builtin', name: 'knowledge', enabled: false },
       { type: 'mcp', url: 'https://mcp.example.com/mcp', headers: { 'X-Key': 'v' } },
       { type: 'agent', agentId: 'x' },
       { type: 'agent', agentId: 'y', name: 'ask_billing', description: 'Billing questions' },
@@ -67,7 +69,22 @@ describe('the agent form', () => {
     expect(v.a2a.map(({ key: _, ...row }) => row)).toEqual([
       { name: 'billing', cardUrl: 'https://a2a.example.com/card.json', description: 'Bills', credential: 'v1.sealed' },
     ]);
-    expect(bodyOf({ ...v, name: 'a', appId: 'b' }).tools.slice(3)).toEqual(tools.slice(1));
+    expect(bodyOf({ ...v, name: 'a', appId: 'b' }).tools.slice(5)).toEqual(tools.slice(1));
+  });
+
+  it('keeps the code and knowledge groups of a saved agent, the knowledge bases it is limited to with them', () => {
+    const tools = [
+      { type: 'builtin' as const, name: 'code' as const },
+      { type: 'builtin' as const, name: 'knowledge' as const, knowledgeBases: ['kb-1', 'kb-2'] },
+    ];
+    const agent = { ...formOf(), id: 'a1', tools, configuration: { fallbackModels: [], summaryModel: null } } as unknown as Parameters<
+      typeof formOf
+    >[0];
+    const sent = bodyOf({ ...formOf(agent), name: 'a', appId: 'b' }).tools.filter((t) => t.type === 'builtin' && t.enabled);
+    expect(sent).toEqual([
+      { type: 'builtin', name: 'code', enabled: true },
+      { type: 'builtin', name: 'knowledge', enabled: true, knowledgeBases: ['kb-1', 'kb-2'] },
+    ]);
   });
 
   it('puts the server’s errors at the row and field they name', () => {
@@ -77,10 +94,10 @@ describe('the agent form', () => {
       a2a: [emptyA2aRow(), emptyA2aRow()],
     });
     const errors = agentErrors(v, [
-      { path: 'body.tools.4.url', message: 'must match pattern' },
-      { path: 'body.tools.5.agentId', message: 'names no agent of this tenant' },
-      { path: 'body.tools.7.cardUrl', message: 'must match pattern "^https?://"' },
-      { path: 'body.tools.6', message: 'must match a schema in anyOf' },
+      { path: 'body.tools.6.url', message: 'must match pattern' },
+      { path: 'body.tools.7.agentId', message: 'names no agent of this tenant' },
+      { path: 'body.tools.9.cardUrl', message: 'must match pattern "^https?://"' },
+      { path: 'body.tools.8', message: 'must match a schema in anyOf' },
       { path: 'body.tools.1.enabled', message: 'must be boolean' },
       { path: 'body.configuration.fallbackModels.1', message: 'model openai/* needs OPENAI_API_KEY' },
       { path: '/model', message: 'must be provider/model-name' },

@@ -7,7 +7,7 @@ import type { Agent, FieldError } from '@agentry/client';
  * field they name, and the skill assignments to add, change or remove.
  */
 
-export const BUILTIN_GROUPS = ['skills', 'connectors', 'memory'] as const;
+export const BUILTIN_GROUPS = ['skills', 'connectors', 'memory', 'code', 'knowledge'] as const;
 type BuiltinGroup = (typeof BUILTIN_GROUPS)[number];
 
 /** The server's defaults for an agent created without tools (agents/schemas.ts DEFAULT_TOOLS). */
@@ -57,6 +57,8 @@ export interface AgentFormValues {
   model: string;
   systemPrompt: string;
   builtins: string[];
+  /** The knowledge bases the knowledge group searches, as the agent has them (absent: every base of the tenant). */
+  knowledgeBases?: string[];
   mcp: McpRow[];
   delegations: DelegationRow[];
   a2a: A2aRow[];
@@ -99,6 +101,7 @@ export function formOf(agent?: Agent, skills: AssignedSkill[] = []): AgentFormVa
     model: agent?.model ?? 'builtin/echo',
     systemPrompt: agent?.systemPrompt ?? '',
     builtins: agent ? tools.flatMap((t) => (t.type === 'builtin' ? [t.name] : [])) : [...DEFAULT_GROUPS],
+    knowledgeBases: tools.flatMap((t) => (t.type === 'builtin' && t.name === 'knowledge' && t.knowledgeBases ? [t.knowledgeBases] : []))[0],
     mcp: tools.flatMap((t) =>
       t.type === 'mcp'
         ? [
@@ -157,7 +160,14 @@ export function bodyOf(v: AgentFormValues) {
   const unchosen = v.delegations.findIndex((row) => !row.agentId);
   if (unchosen >= 0) throw new LocalFormError({ [`delegations.${unchosen}.agentId`]: 'choose the agent to delegate to' });
   const configuration = parseJson(v.configuration, 'configuration', {}, 'object') as Record<string, unknown>;
-  const builtins = BUILTIN_GROUPS.map((name) => ({ type: 'builtin' as const, name, enabled: v.builtins.includes(name) }));
+  // The knowledge group keeps the bases it is limited to: the form names every group, so one it sent
+  // bare would widen the agent to every base.
+  const builtins = BUILTIN_GROUPS.map((name) => ({
+    type: 'builtin' as const,
+    name,
+    enabled: v.builtins.includes(name),
+    ...(name === 'knowledge' && v.knowledgeBases ? { knowledgeBases: v.knowledgeBases } : {}),
+  }));
   const mcp = v.mcp.map((row): McpTool => {
     const tool: McpTool = { type: 'mcp', url: row.url.trim() };
     if (row.name.trim()) tool.name = row.name.trim();
