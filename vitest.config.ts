@@ -46,6 +46,7 @@ const NO_DATABASE = [
   'test/docs/mcp-client.test.ts',
   'test/http/domain-errors.test.ts',
   'test/ids/ids.test.ts',
+  'test/knowledge/reader.test.ts',
   'test/knowledge/documents-chunks.test.ts',
   'test/knowledge/documents-corpus.test.ts',
   'test/knowledge/documents.test.ts',

@@ -301,7 +301,7 @@ export function createServices(
     log: logger,
     policies: identity.identity.policies,
     // A dead process's ingestion is taken over when its lease lapses, as its runs and task work are.
-    ingestion: { leaseMs: config.runLeaseMs },
+    ingestion: { leaseMs: config.runLeaseMs, reader: config.knowledgeReader },
   });
   const a2a = createA2aDomain({
     agents: agents.agents,

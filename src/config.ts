@@ -85,6 +85,8 @@ export interface Config {
   /** The built web console served at `/` (CONSOLE_DIR; `off`: none); null when disabled. */
   consoleDir: string | null;
   code: CodeSettings;
+  /** Reading knowledge documents (docs/knowledge.md, "Limits"): each in a worker thread with these bounds. */
+  knowledgeReader: { timeoutMs: number; memoryMb: number };
 }
 
 /** Sandboxed code execution (docs/code-execution.md). */
@@ -425,5 +427,9 @@ export function loadConfig(env: Env = process.env): Config {
           ? path.resolve(env.CONSOLE_DIR)
           : path.resolve(import.meta.dirname, '../packages/console/dist'),
     code,
+    knowledgeReader: {
+      timeoutMs: integer(env, 'KNOWLEDGE_READ_TIMEOUT_SECONDS', 120, { min: 1, max: 3600 }) * 1000,
+      memoryMb: integer(env, 'KNOWLEDGE_READ_MEMORY_MB', 512, { min: 32, max: 8192 }),
+    },
   };
 }

@@ -5,6 +5,7 @@ import type { Db } from '../db/database.js';
 import type { ProviderSettings } from '../runtime/models/registry.js';
 import type { ToolProvider } from '../runtime/tools/types.js';
 import type { SignalBus } from '../signals/bus.js';
+import { DocumentReader, type ReaderLimits } from './documents/reader.js';
 import { Embeddings } from './embeddings.js';
 import { Ingestion } from './ingestion.js';
 import { knowledgePlugin } from './plugin.js';
@@ -24,7 +25,7 @@ export interface KnowledgeDomainOptions {
   /** The TBAC decision knowledge_search asks, as every tool does (identity's policies). */
   policies: KnowledgeToolPolicies;
   /** Ingestion's settings; the defaults when unset. */
-  ingestion?: { workers?: number; leaseMs?: number; pollMs?: number };
+  ingestion?: { workers?: number; leaseMs?: number; pollMs?: number; reader?: ReaderLimits };
 }
 
 export interface KnowledgeDomain {
@@ -55,6 +56,7 @@ export function createKnowledgeDomain({
     embeddings,
     log,
     workers: settings.workers ?? 2,
+    reader: new DocumentReader(settings.reader ?? { timeoutMs: 120_000, memoryMb: 512 }),
     leaseMs: settings.leaseMs ?? 30_000,
     // A lapsed lease is noticed by polling (no process is left to signal it): within a third of a lease.
     pollMs: settings.pollMs ?? Math.min(2_000, (settings.leaseMs ?? 30_000) / 3),

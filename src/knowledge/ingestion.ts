@@ -4,7 +4,8 @@ import { newId, now } from '../ids.js';
 import { Dispatcher } from '../scheduler/dispatcher.js';
 import { Loop } from '../scheduler/loop.js';
 import type { SignalBus } from '../signals/bus.js';
-import { chunkDocument, DocumentError, extractDocument } from './documents/index.js';
+import { DocumentError } from './documents/index.js';
+import type { DocumentReader } from './documents/reader.js';
 import { type Embedder, EmbeddingError, type Embeddings, vectorBytes } from './embeddings.js';
 import { LIMITS } from './schemas.js';
 import * as store from './store.js';
@@ -30,6 +31,8 @@ export interface IngestionOptions {
   log: FastifyBaseLogger;
   /** Documents ingested at once in this process. */
   workers: number;
+  /** Reads documents into chunks off the event loop. */
+  reader: DocumentReader;
   leaseMs: number;
   /** How often to look for work no signal told of (other replicas' while the bus was down, lapsed leases). */
   pollMs: number;
@@ -75,6 +78,7 @@ export class Ingestion {
     this.stopping.abort();
     await this.dispatcher.stop();
     await this.renewal.stop();
+    await this.o.reader.close();
   }
 
   /** Documents were queued: wake this process's dispatcher and every replica's. */
@@ -101,11 +105,11 @@ export class Ingestion {
       if (doc.attempts > MAX_CLAIMS) throw new DocumentError('malformed_document', `its ingestion was interrupted ${MAX_CLAIMS} times`);
       const base = await store.findBase(db, doc.tenant_id, doc.knowledge_base_id);
       if (!base) return;
-      const extracted = await extractDocument(
-        { bytes: doc.content, mediaType: doc.media_type, filename: doc.filename ?? undefined },
-        { maxTextChars: LIMITS.documentTextChars, maxUnpackedBytes: 64 * 1024 * 1024, maxPages: 2000 },
-      );
-      const chunks = chunkDocument(extracted, { maxChars: base.chunk_max_chars, overlapChars: base.chunk_overlap_chars });
+      const { title, chunks } = await this.o.reader.read({
+        input: { bytes: doc.content, mediaType: doc.media_type, filename: doc.filename ?? undefined },
+        limits: { maxTextChars: LIMITS.documentTextChars, maxUnpackedBytes: 64 * 1024 * 1024, maxPages: 2000 },
+        chunking: { maxChars: base.chunk_max_chars, overlapChars: base.chunk_overlap_chars },
+      });
       if (!chunks.length) throw new DocumentError('no_text', 'the document holds no text');
       if (chunks.length > LIMITS.chunksPerDocument) {
         throw new DocumentError('document_too_large', `the document makes ${chunks.length} chunks, more than ${LIMITS.chunksPerDocument}`);
@@ -142,7 +146,7 @@ export class Ingestion {
           progress: 100,
           chunk_count: rows.length,
           failure_reason: null,
-          title: doc.title ?? extracted.title,
+          title: doc.title ?? title,
           lease_owner: null,
           lease_expires_at: null,
           updated_at: at,

@@ -1,7 +1,7 @@
 import type { ChunkOptions, DocumentChunk, ExtractedDocument } from './types.js';
 
 /**
- * Chunks that follow the document's structure (docs/knowledge-documents.md, "Chunking"):
+ * Chunks that follow the document's structure (docs/knowledge.md, "Chunking"):
  *
  * - blocks accumulate under the current heading path up to `maxChars`; a heading starts a new chunk,
  *   and its text opens the chunk of the content under it (with any headings above it not yet shown);

@@ -9,7 +9,7 @@ import { DocumentError, type ExtractedDocument, type ExtractLimits } from './typ
 export { chunkDocument } from './chunk.js';
 export * from './types.js';
 
-/** The formats read, by the media type that names each (docs/knowledge-documents.md). */
+/** The formats read, by the media type that names each (docs/knowledge.md, "Reading documents"). */
 type DocumentFormat = 'text' | 'markdown' | 'html' | 'pdf' | 'docx' | 'csv' | 'tsv' | 'json';
 
 const MEDIA_TYPES: Record<string, DocumentFormat> = {
