@@ -543,20 +543,28 @@ limit
 
 -- postgres
 select
-  c.seq,
-  ts_rank_cd(c.tsv, q) as score
+  w.word,
+  (
+    select
+      count(*)
+    from
+      knowledge_chunks c
+    where
+      c.tsv @@ plainto_tsquery('english', w.word)
+      and c.tenant_id = $1
+      and c.knowledge_base_id = $2
+  ) as df,
+  (
+    select
+      count(*)
+    from
+      knowledge_chunks c
+    where
+      c.tenant_id = $3
+      and c.knowledge_base_id = $4
+  ) as n
 from
-  knowledge_chunks c,
-  websearch_to_tsquery('english', $1) q
-where
-  c.tsv @@ q
-  and c.tenant_id = $2
-  and c.knowledge_base_id = $3
-order by
-  score desc,
-  c.seq
-limit
-  $4;
+  unnest($5::text[]) as w (word);
 
 -- knowledge/store.ts: lexicalSearch (some documents)
 -- sqlite
@@ -578,21 +586,28 @@ limit
 
 -- postgres
 select
-  c.seq,
-  ts_rank_cd(c.tsv, q) as score
+  w.word,
+  (
+    select
+      count(*)
+    from
+      knowledge_chunks c
+    where
+      c.tsv @@ plainto_tsquery('english', w.word)
+      and c.tenant_id = $1
+      and c.knowledge_base_id = $2
+  ) as df,
+  (
+    select
+      count(*)
+    from
+      knowledge_chunks c
+    where
+      c.tenant_id = $3
+      and c.knowledge_base_id = $4
+  ) as n
 from
-  knowledge_chunks c,
-  websearch_to_tsquery('english', $1) q
-where
-  c.tsv @@ q
-  and c.tenant_id = $2
-  and c.knowledge_base_id = $3
-  and c.document_id in ($4, $5)
-order by
-  score desc,
-  c.seq
-limit
-  $6;
+  unnest($5::text[]) as w (word);
 
 -- knowledge/store.ts: vectorPage (every document)
 -- sqlite and postgres

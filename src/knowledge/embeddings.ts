@@ -72,12 +72,24 @@ function hashEmbedding(text: string): Float32Array {
     v[h % HASH_DIMENSIONS] += h & 0x80000000 ? -weight : weight;
   };
   for (const word of wordsOf(text)) {
+    // Words that say nothing of a text's subject would pull every question towards every other.
+    if (STOP_WORDS.has(word)) continue;
     add(`w:${word}`, 1);
     const padded = `#${word}#`;
     for (let i = 0; i + 3 <= padded.length; i++) add(`t:${padded.slice(i, i + 3)}`, 0.5);
   }
   return normalise(v);
 }
+
+/** English function words, left out of the hash embedding (not of lexical search, whose ranking weighs them down itself). */
+const STOP_WORDS = new Set(
+  (
+    'a an and are as at be but by can did do does for from had has have how i if in into is it its me my no not of on or our ' +
+    'she so than that the their them then there these they this to too was we were what when where which who why will with ' +
+    'would you your he him his her hers about after all also am any been before being both each few more most must other ' +
+    'over same should some such through under until up very while'
+  ).split(' '),
+);
 
 const hashEmbedder: Embedder = {
   model: HASH_EMBEDDING_MODEL,

@@ -324,10 +324,26 @@ export async function lexicalSearch(
 ): Promise<RankedChunk[]> {
   const documents = scope.documentIds ? sql`and c.document_id in (${sql.join(scope.documentIds)})` : sql``;
   if (dialect === 'postgres') {
-    const query = words.join(' or ');
-    const result = await sql<{ seq: string; score: number }>`select c.seq, ts_rank_cd(c.tsv, q) as score
-      from knowledge_chunks c, websearch_to_tsquery('english', ${query}) q
-      where c.tsv @@ q and c.tenant_id = ${scope.tenantId} and c.knowledge_base_id = ${scope.baseId} ${documents}
+    // ts_rank alone weighs every word alike (PostgreSQL keeps no document frequencies), so a word only
+    // one document holds ranked no higher than "warranty" in every other: each word's rank is weighted
+    // by its inverse document frequency among the base's chunks, as BM25 weighs it (FTS5's ranking).
+    const counts = await sql<{ word: string; df: string; n: string }>`select w.word,
+        (select count(*) from knowledge_chunks c where c.tsv @@ plainto_tsquery('english', w.word)
+          and c.tenant_id = ${scope.tenantId} and c.knowledge_base_id = ${scope.baseId}) as df,
+        (select count(*) from knowledge_chunks c where c.tenant_id = ${scope.tenantId} and c.knowledge_base_id = ${scope.baseId}) as n
+      from unnest(${words}::text[]) as w(word)`.execute(db);
+    const weighted = counts.rows
+      .filter((r) => Number(r.df) > 0)
+      .map((r) => ({ word: r.word, idf: Math.log(1 + (Number(r.n) - Number(r.df) + 0.5) / (Number(r.df) + 0.5)) }));
+    if (!weighted.length) return [];
+    const score = sql.join(
+      weighted.map((w) => sql`${w.idf}::float8 * ts_rank(c.tsv, plainto_tsquery('english', ${w.word}), 1)`),
+      sql` + `,
+    );
+    const result = await sql<{ seq: string; score: number }>`select c.seq, (${score}) as score
+      from knowledge_chunks c
+      where c.tsv @@ websearch_to_tsquery('english', ${weighted.map((w) => w.word).join(' or ')})
+        and c.tenant_id = ${scope.tenantId} and c.knowledge_base_id = ${scope.baseId} ${documents}
       order by score desc, c.seq limit ${limit}`.execute(db);
     return result.rows.map((r) => ({ seq: Number(r.seq), score: Number(r.score) }));
   }
