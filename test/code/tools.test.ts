@@ -186,7 +186,7 @@ describe('an agent on builtin/echo reconciles two attached CSVs', () => {
 });
 
 describe('an agent on an openai-compatible model (aimock)', () => {
-  it('calls skill_script_run on the attached CSVs, reads the report and answers', async () => {
+  it('calls skill_script_run on the attached CSVs, keeps the report as a file with code_run, and answers', async () => {
     const agent = await t.agent(key, { name: 'Model reconciler', model: 'openai-compatible/qwen3-8b', tools: CODE });
     const skill = await invoiceSkill(agent.id);
     const invoices = await upload('invoices.csv', INVOICES);
@@ -207,18 +207,27 @@ describe('an agent on an openai-compatible model (aimock)', () => {
         ],
       },
     });
+    // Given the report, the model keeps it as a file, then answers.
     mock.addFixture({
-      match: { userMessage: message, hasToolResult: true },
+      match: { userMessage: message, toolResultContains: 'unmatched_invoice' },
+      response: { toolCalls: [{ name: 'code_run', arguments: JSON.stringify({ language: 'python', code: REPORT_CODE }) }] },
+    });
+    mock.addFixture({
+      match: { userMessage: message, toolResultContains: 'report.csv' },
       response: { content: 'Two matched; INV-1003 and PAY-3 need action.' },
     });
 
     const res = await execute(agent.id, { message, attachments: [invoices.id, payments.id] });
     expect(res.response.status, JSON.stringify(res.error)).toBe(200);
     expect(res.run).toMatchObject({ status: 'completed', output: 'Two matched; INV-1003 and PAY-3 need action.' });
-    expect(res.run!.toolCalls).toHaveLength(1);
+    expect(res.run!.toolCalls.map((c) => c.name)).toEqual(['skill_script_run', 'code_run']);
     const result = res.run!.toolCalls[0].result as unknown as CodeToolResult;
     expect(result).toMatchObject({ exitCode: 0 });
     expect(result.stdout).toContain('INV-1003,42.00,EUR');
+    // The file the model's code left in /output is the tenant's, listed by the run and downloadable.
+    const made = (await filesOfRun(res.run!.runId)).data!;
+    expect(made.files.map((f) => f.name)).toEqual(['report.csv']);
+    expect((await download(made.files[0].id)).data!.replace(/\r/g, '')).toBe('invoices,total\n3,242.50\n');
     // The model was given the script's report as the tool's result.
     const second = mock
       .getRequests()
