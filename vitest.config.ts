@@ -28,7 +28,7 @@ const SERIAL = [
     .filter(
       (file) =>
         file.endsWith('.test.ts') &&
-        fs.readFileSync(path.join(import.meta.dirname, 'test/console', file), 'utf8').includes('openRecordedPage('),
+        /openRecordedPage\(|describeConsole\(/.test(fs.readFileSync(path.join(import.meta.dirname, 'test/console', file), 'utf8')),
     )
     .map((file) => `test/console/${file}`),
 ];

@@ -1,18 +1,8 @@
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { shoutWaits } from '../approvals/helpers.js';
-import { startApp, type TestApp } from '../helpers/app.js';
 import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
-import {
-  CONSOLE_DIST,
-  hasChromium,
-  openRecordedPage,
-  requireConsoleBuild,
-  screenshotFailures,
-  signIn,
-  type TestBrowser,
-} from './browser.js';
+import { describeConsole } from './browser.js';
 
 /*
  * The approvals inbox as a person uses it (issue 39): each card decides on its own (one pending
@@ -20,58 +10,41 @@ import {
  * typed until the server has accepted the decision, showing its refusal when it does not.
  */
 
-const describeBrowser = hasChromium ? describe : describe.skip;
-if (!hasChromium) console.warn('test/console/approvals.test.ts skipped: no /usr/bin/chromium (apt-get install chromium)');
-
-let t: TestApp;
-let mcp: Awaited<ReturnType<typeof startMcpServer>>;
-let browser: TestBrowser;
-let page: Page;
-let url: string;
-let key: string;
-let agentId: string;
-const pageErrors: string[] = [];
-
-/** A run whose `shout` waits for a person; the approval's id. */
-async function waitingShout(text: string) {
-  const res = await execute(t.api(key), agentId, { message: `/tool shout {"text":"${text}"}` });
-  expect(res.run?.status, JSON.stringify(res.error)).toBe('awaiting_approval');
-  const pending = await t.api(key).GET('/api/v1/approvals', { params: { query: { status: 'pending', limit: 100 } } });
-  return pending.data!.approvals.find((a) => a.toolCall?.runId === res.run!.runId)!.id;
-}
-const card = (text: string) => page.getByTestId('approval').filter({ hasText: text });
-
-async function openInbox() {
-  await page
-    .getByRole('navigation')
-    .getByRole('link', { name: /^Agents/ })
-    .click();
-  await page
-    .getByRole('navigation')
-    .getByRole('link', { name: /^Approvals/ })
-    .click();
-  await page.getByRole('heading', { name: 'Approvals' }).waitFor();
-}
-
-describeBrowser('the approvals inbox', () => {
+describeConsole('the approvals inbox', 'test/console/approvals.test.ts', (session) => {
+  let mcp: Awaited<ReturnType<typeof startMcpServer>>;
+  let agentId: string;
   beforeAll(async () => {
-    requireConsoleBuild();
     mcp = await startMcpServer();
-    t = await startApp({ CONSOLE_DIR: CONSOLE_DIST });
-    url = await t.listen();
-    ({ key } = await t.tenant('Acme'));
-    agentId = (await t.agent(key, { name: 'Loud', tools: [{ type: 'mcp', url: mcp.url }], configuration: shoutWaits() })).id;
-    ({ browser, page } = await openRecordedPage(pageErrors));
-    await signIn(page, url, key);
+    agentId = (await session.t.agent(session.key, { name: 'Loud', tools: [{ type: 'mcp', url: mcp.url }], configuration: shoutWaits() }))
+      .id;
   });
-  screenshotFailures('agentry-approvals-failed', () => page);
-  afterAll(async () => {
-    await browser?.close();
-    await t?.close();
-    await mcp?.close();
-  });
+  afterAll(() => mcp?.close());
+
+  /** A run whose `shout` waits for a person; the approval's id. */
+  async function waitingShout(text: string) {
+    const { t, key } = session;
+    const res = await execute(t.api(key), agentId, { message: `/tool shout {"text":"${text}"}` });
+    expect(res.run?.status, JSON.stringify(res.error)).toBe('awaiting_approval');
+    const pending = await t.api(key).GET('/api/v1/approvals', { params: { query: { status: 'pending', limit: 100 } } });
+    return pending.data!.approvals.find((a) => a.toolCall?.runId === res.run!.runId)!.id;
+  }
+  const card = (text: string) => session.page.getByTestId('approval').filter({ hasText: text });
+
+  async function openInbox() {
+    const { page } = session;
+    await page
+      .getByRole('navigation')
+      .getByRole('link', { name: /^Agents/ })
+      .click();
+    await page
+      .getByRole('navigation')
+      .getByRole('link', { name: /^Approvals/ })
+      .click();
+    await page.getByRole('heading', { name: 'Approvals' }).waitFor();
+  }
 
   it('a decision under way holds its own card only: the other cards’ buttons stay ready', async () => {
+    const { page } = session;
     const first = await waitingShout('first');
     await waitingShout('second');
     await openInbox();
@@ -99,6 +72,7 @@ describeBrowser('the approvals inbox', () => {
   });
 
   it('a refused rejection keeps the dialog open, with the reason typed and the server’s words', async () => {
+    const { t, key, page } = session;
     const id = await waitingShout('stale');
     await openInbox();
     // Someone else decides first; this page still shows the approval as pending.
@@ -114,6 +88,7 @@ describeBrowser('the approvals inbox', () => {
   });
 
   it('a task awaiting approval is approved or rejected on its own page', async () => {
+    const { t, key, page, url } = session;
     const create = (name: string) =>
       t.api(key).POST('/api/v1/tasks', { body: { name, description: 'Refund 40 EUR', agentId, requiresApproval: true } });
     const approved = (await create('Refund A-17')).data!;
@@ -133,6 +108,6 @@ describeBrowser('the approvals inbox', () => {
 
   it('raised no page error', () => {
     // The refused rejection's 409 is logged by the browser as a failed resource load.
-    expect(pageErrors.filter((e) => !e.startsWith('console: Failed to load resource'))).toEqual([]);
+    expect(session.pageErrors.filter((e) => !e.startsWith('console: Failed to load resource'))).toEqual([]);
   });
 });

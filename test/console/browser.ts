@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { afterEach } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe } from 'vitest';
+import { startApp, type TestApp } from '../helpers/app.js';
 
 /*
  * One headless Chromium per test file, driven by playwright-core: Debian's own build (.ci/run installs
@@ -85,4 +86,42 @@ export async function signIn(page: Page, url: string, key: string) {
   await page.getByLabel('API key or access token').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Agents' }).waitFor();
+}
+
+/** What a console test file works with: the app serving the built console, its tenant's key, a signed-in page. */
+export interface ConsoleSession {
+  t: TestApp;
+  url: string;
+  key: string;
+  browser: TestBrowser;
+  page: Page;
+  /** Uncaught exceptions and console errors of the page (CSP violations among them). */
+  pageErrors: string[];
+}
+
+/**
+ * The usual frame of a console test file: `describe` when Chromium is there (else skipped, saying
+ * why), with an app serving the built console, a tenant ('Acme'), a page signed in with its key, a
+ * screenshot of a failed test, and all of it closed after the file. The session's fields are set once
+ * the file's first beforeAll has run.
+ */
+export function describeConsole(name: string, file: string, body: (session: ConsoleSession) => void) {
+  if (!hasChromium) console.warn(`${file} skipped: no /usr/bin/chromium (apt-get install chromium)`);
+  (hasChromium ? describe : describe.skip)(name, () => {
+    const session = { pageErrors: [] as string[] } as ConsoleSession;
+    beforeAll(async () => {
+      requireConsoleBuild();
+      session.t = await startApp({ CONSOLE_DIR: CONSOLE_DIST });
+      session.url = await session.t.listen();
+      ({ key: session.key } = await session.t.tenant('Acme'));
+      ({ browser: session.browser, page: session.page } = await openRecordedPage(session.pageErrors));
+      await signIn(session.page, session.url, session.key);
+    });
+    screenshotFailures(`agentry-${path.basename(file, '.test.ts')}-failed`, () => session.page);
+    afterAll(async () => {
+      await session.browser?.close();
+      await session.t?.close();
+    });
+    body(session);
+  });
 }

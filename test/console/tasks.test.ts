@@ -1,15 +1,5 @@
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startApp, type TestApp } from '../helpers/app.js';
-import {
-  CONSOLE_DIST,
-  hasChromium,
-  openRecordedPage,
-  requireConsoleBuild,
-  screenshotFailures,
-  signIn,
-  type TestBrowser,
-} from './browser.js';
+import { expect, it } from 'vitest';
+import { describeConsole } from './browser.js';
 
 /*
  * What a task's badge says (issue 39): a task's status is its latest run's, so a recurring or webhook
@@ -17,32 +7,9 @@ import {
  * waiting for its trigger) with the latest run's outcome beside it; a one-time task keeps its status.
  */
 
-const describeBrowser = hasChromium ? describe : describe.skip;
-if (!hasChromium) console.warn('test/console/tasks.test.ts skipped: no /usr/bin/chromium (apt-get install chromium)');
-
-let t: TestApp;
-let browser: TestBrowser;
-let page: Page;
-let url: string;
-let key: string;
-const pageErrors: string[] = [];
-
-describeBrowser('task badges', () => {
-  beforeAll(async () => {
-    requireConsoleBuild();
-    t = await startApp({ CONSOLE_DIR: CONSOLE_DIST });
-    url = await t.listen();
-    ({ key } = await t.tenant('Acme'));
-    ({ browser, page } = await openRecordedPage(pageErrors));
-    await signIn(page, url, key);
-  });
-  screenshotFailures('agentry-tasks-failed', () => page);
-  afterAll(async () => {
-    await browser?.close();
-    await t?.close();
-  });
-
+describeConsole('task badges', 'test/console/tasks.test.ts', (session) => {
   it('a recurring or webhook task whose run completed is still scheduled or waiting; a one-time one is completed', async () => {
+    const { t, key, page } = session;
     const agentId = (await t.agent(key, { name: 'Reporter' })).id;
     const tasks = [
       { name: 'Nightly report', type: 'scheduled' as const, schedule: '0 3 * * *' },
@@ -80,6 +47,6 @@ describeBrowser('task badges', () => {
   });
 
   it('raised no page error', () => {
-    expect(pageErrors).toEqual([]);
+    expect(session.pageErrors).toEqual([]);
   });
 });
