@@ -693,3 +693,51 @@ from
 where
   "tenant_id" = $1
   and "seq" in ($2, $3);
+
+-- knowledge/store.ts: exportSources
+-- sqlite and postgres
+select
+  *
+from
+  "knowledge_bases"
+where
+  "tenant_id" = $1
+order by
+  "id"
+limit
+  $2;
+
+select
+  *
+from
+  "knowledge_bases"
+where
+  "tenant_id" = $1
+  and ("id") > ($2)
+order by
+  "id"
+limit
+  $3;
+
+select
+  *
+from
+  "knowledge_documents"
+where
+  "tenant_id" = $1
+order by
+  "id"
+limit
+  $2;
+
+select
+  *
+from
+  "knowledge_documents"
+where
+  "tenant_id" = $1
+  and ("id") > ($2)
+order by
+  "id"
+limit
+  $3;

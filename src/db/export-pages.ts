@@ -6,6 +6,8 @@ export interface ExportSource {
   table: string;
   /** The `limit` rows following `after` (the previous page's last row; undefined: the first page), in key order. */
   page(after: Record<string, unknown> | undefined, limit: number): Promise<Record<string, unknown>[]>;
+  /** A row as `agentry import` inserts it, when it differs from the exported one (derived state reset). */
+  imported?(row: Record<string, unknown>): Record<string, unknown>;
 }
 
 type Column<T extends keyof Database> = keyof Database[T] & string;
@@ -22,6 +24,8 @@ export type ExportTable = {
     tenantVia?: { column: Column<T>; table: keyof Database & string };
     /** The columns exported; default all. */
     columns?: Column<T>[];
+    /** A row as imported, when it differs from the exported one. */
+    imported?(row: Record<string, unknown>): Record<string, unknown>;
   };
 }[keyof Database & string];
 
@@ -34,6 +38,7 @@ export function exportPages(db: Kysely<Database>, tenantId: string, tables: read
   const k = db as Kysely<any>;
   return tables.map((spec) => ({
     table: spec.table,
+    imported: spec.imported,
     page: (after, limit) => {
       let q = k.selectFrom(spec.table);
       q = spec.columns ? q.select(spec.columns) : q.selectAll();
@@ -66,4 +71,24 @@ export async function importRows(db: Kysely<Database>, table: string, rows: Reco
       .insertInto(table)
       .values(rows.slice(i, i + IMPORT_CHUNK))
       .execute();
+}
+
+/**
+ * Binary columns (a knowledge document's bytes) as JSON: `{"$bytes": "<base64>"}` in an export line,
+ * a Buffer again on import.
+ */
+export function bytesAsJson(row: Record<string, unknown>): Record<string, unknown> {
+  if (!Object.values(row).some((v) => v instanceof Uint8Array)) return row;
+  return Object.fromEntries(
+    Object.entries(row).map(([k, v]) => [k, v instanceof Uint8Array ? { $bytes: Buffer.from(v).toString('base64') } : v]),
+  );
+}
+
+export function bytesFromJson(row: Record<string, unknown>): Record<string, unknown> {
+  for (const [k, v] of Object.entries(row)) {
+    if (v && typeof v === 'object' && !Array.isArray(v) && typeof (v as { $bytes?: unknown }).$bytes === 'string') {
+      row[k] = Buffer.from((v as { $bytes: string }).$bytes, 'base64');
+    }
+  }
+  return row;
 }

@@ -3,8 +3,9 @@ import { exportSources as agents } from '../agents/export.js';
 import { exportSources as conversations } from '../conversations/export.js';
 import type { Db } from '../db/database.js';
 import { randomBytes } from 'node:crypto';
-import { type ExportSource, importRows } from '../db/export-pages.js';
+import { bytesAsJson, bytesFromJson, type ExportSource, importRows } from '../db/export-pages.js';
 import { exportSources as identity } from '../identity/export.js';
+import { exportSources as knowledge } from '../knowledge/export.js';
 import { exportSources as memory } from '../memory/export.js';
 import { exportSources as runs } from '../runs/export.js';
 import { exportSources as skills } from '../skills/export.js';
@@ -15,7 +16,8 @@ import { exportSources as tenancy } from '../tenancy/export.js';
  * `agentry export --tenant <id>` (docs/operations.md, "Export"): every row of a tenant, one JSON line
  * each (`{"table": ..., "row": {...}}`), each domain reading its own tables, a page at a time. Rows
  * are as stored: JSON columns as text, secrets still sealed (they open only under the same master
- * key); an API key's hash is left out. Idempotency keys (a day's retry window) are not exported.
+ * key); an API key's hash is left out. Idempotency keys (a day's retry window) are not exported, nor
+ * are knowledge chunks (derived: an imported document is indexed again) or code slots (executions now).
  */
 
 const DOMAINS: ((db: Db, tenantId: string) => ExportSource[])[] = [
@@ -28,6 +30,7 @@ const DOMAINS: ((db: Db, tenantId: string) => ExportSource[])[] = [
   identity,
   memory,
   approvals,
+  knowledge,
 ];
 
 const PAGE = 500;
@@ -40,7 +43,7 @@ export async function exportTenant(db: Db, tenantId: string, write: (line: strin
       counts[source.table] = 0;
       for (let after: Record<string, unknown> | undefined; ; ) {
         const rows = await source.page(after, PAGE);
-        for (const row of rows) await write(`${JSON.stringify({ table: source.table, row })}\n`);
+        for (const row of rows) await write(`${JSON.stringify({ table: source.table, row: bytesAsJson(row) })}\n`);
         counts[source.table] += rows.length;
         if (rows.length < PAGE) break;
         after = rows[rows.length - 1];
@@ -62,7 +65,9 @@ export class ImportError extends Error {}
  * caller makes the tenant a new key. Sealed secrets open only under the master key that sealed them.
  */
 export async function importTenant(db: Db, lines: AsyncIterable<string>): Promise<{ tenantId: string; counts: Record<string, number> }> {
-  const order = DOMAINS.flatMap((domain) => domain(db, '').map((source) => source.table));
+  const sources = DOMAINS.flatMap((domain) => domain(db, ''));
+  const order = sources.map((source) => source.table);
+  const importedAs = new Map(sources.map((source) => [source.table, source.imported ?? ((row: Record<string, unknown>) => row)]));
   const rows = new Map<string, Record<string, unknown>[]>(order.map((table) => [table, []]));
   let tenantId: string | undefined;
   let n = 0;
@@ -88,7 +93,7 @@ export async function importTenant(db: Db, lines: AsyncIterable<string>): Promis
     } else if ('tenant_id' in r && tenantId !== undefined && r.tenant_id !== tenantId) {
       throw new ImportError(`line ${n}: a row of ${table} belongs to another tenant than the file's (${tenantId})`);
     }
-    list.push(r);
+    list.push(importedAs.get(table)!(bytesFromJson(r)));
   }
   if (!tenantId) throw new ImportError('the file holds no tenant: is it the output of `agentry export`?');
   const id = tenantId;

@@ -1,4 +1,4 @@
-import type { StoreSamples } from '../db/sql-samples.js';
+import { exportSample, type StoreSamples } from '../db/sql-samples.js';
 import * as store from './store.js';
 
 const at = '2026-01-01T00:00:00.000Z';
@@ -104,4 +104,5 @@ export const samples = {
     'some documents': [someDocuments, 'builtin/hash-embedding', Buffer.alloc(8), 40],
   },
   chunksBySeq: ['tenant-1', [1, 2]],
+  exportSources: exportSample(store.exportSources),
 } satisfies StoreSamples<typeof store>;

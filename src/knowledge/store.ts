@@ -1,6 +1,7 @@
 import { type Insertable, type Kysely, type Selectable, type SelectQueryBuilder, sql, type Updateable } from 'kysely';
 import { countRows, type Page } from '../db/count.js';
 import type { Dialect } from '../db/database.js';
+import { exportPages } from '../db/export-pages.js';
 import type { Database, KnowledgeBaseTable, KnowledgeChunkTable, KnowledgeDocumentTable } from '../db/schema.js';
 
 /**
@@ -393,4 +394,31 @@ export async function chunksBySeq(db: Executor, tenantId: string, seqs: number[]
     .where('seq', 'in', seqs)
     .execute();
   return rows.map((r) => ({ ...r, seq: Number(r.seq) }));
+}
+
+/**
+ * `agentry export` (export/tenant.ts): the tenant's knowledge bases and documents (their bytes
+ * included), a page at a time. Chunks are not exported: they follow from the documents and the base's
+ * settings, so an imported document is queued to be indexed again, by whichever replica claims it.
+ */
+export function exportSources(db: Executor, tenantId: string) {
+  return exportPages(db, tenantId, [
+    { table: 'knowledge_bases', keys: ['id'], imported: (row) => ({ ...row, chunk_count: 0 }) },
+    {
+      table: 'knowledge_documents',
+      keys: ['id'],
+      imported: (row) => ({
+        ...row,
+        status: 'queued',
+        indexed_version: null,
+        failure_reason: null,
+        progress: 0,
+        chunk_count: 0,
+        attempts: 0,
+        lease_owner: null,
+        lease_expires_at: null,
+        indexed_at: null,
+      }),
+    },
+  ]);
 }

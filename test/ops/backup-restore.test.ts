@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Agentry } from '@agentry/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SVID_DEFAULT_TTL_S } from '../../src/identity/svid.js';
 import { createTestDatabase, dialect, startApp, type TestApp, type TestDatabase } from '../helpers/app.js';
 import { execute } from '../helpers/execute.js';
@@ -68,6 +68,7 @@ async function snapshot(api: ReturnType<TestApp['api']>) {
 }
 
 let expected: Awaited<ReturnType<typeof snapshot>>;
+let knowledgeBaseId: string;
 
 beforeAll(async () => {
   source = await startApp();
@@ -84,6 +85,24 @@ beforeAll(async () => {
     body: { audience: 'https://api.example', ttlSeconds: SVID_DEFAULT_TTL_S },
   });
   expect(svid.response.status).toBe(200);
+  // A knowledge base with a document, indexed: exported with its bytes, indexed again where imported.
+  const base = await source.api(key).POST('/api/v1/knowledge-bases', { body: { name: 'Handbook' } });
+  expect(base.response.status, JSON.stringify(base.error)).toBe(201);
+  knowledgeBaseId = base.data!.id;
+  const doc = await source.api(key).POST('/api/v1/knowledge-bases/{id}/documents', {
+    params: { path: { id: knowledgeBaseId } },
+    body: { content: '# Parking\n\nVisitors park by the north entrance.', mediaType: 'text/markdown', title: 'Parking', tags: ['site'] },
+  });
+  expect(doc.response.status, JSON.stringify(doc.error)).toBe(202);
+  await vi.waitFor(
+    async () => {
+      const read = await source.api(key).GET('/api/v1/knowledge-bases/{id}/documents/{documentId}', {
+        params: { path: { id: knowledgeBaseId, documentId: doc.data!.id } },
+      });
+      expect(read.data?.status).toBe('ready');
+    },
+    { timeout: 30_000, interval: 50 },
+  );
   expected = await snapshot(source.api(key));
 });
 afterAll(async () => {
@@ -118,6 +137,49 @@ async function restoredSnapshot(env: Record<string, string | undefined>, apiKey:
 }
 
 describe('agentry export, then agentry import into a fresh database', () => {
+  it('brings knowledge bases and their documents, which the restored server indexes again', async () => {
+    const out = path.join(files, 'acme-knowledge.jsonl');
+    const exported = await cli(
+      ['export', '--tenant', tenantId, '--out', out],
+      source.config.databaseUrl
+        ? { DATA_DIR: source.config.dataDir, DATABASE_URL: source.config.databaseUrl }
+        : { DATA_DIR: source.config.dataDir, DATABASE_URL: '' },
+    );
+    expect(exported.code, exported.stderr).toBe(0);
+    const lines = fs
+      .readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines.filter((l) => l.table === 'knowledge_bases')).toHaveLength(1);
+    const [document] = lines.filter((l) => l.table === 'knowledge_documents');
+    expect(Buffer.from(document.row.content.$bytes, 'base64').toString()).toBe('# Parking\n\nVisitors park by the north entrance.');
+    expect(lines.some((l) => l.table === 'knowledge_chunks')).toBe(false);
+
+    const target = await freshDatabase();
+    const imported = await cli(['import', '--file', out, '--json'], target.env);
+    expect(imported.code, imported.stderr).toBe(0);
+    const result = JSON.parse(imported.stdout);
+    expect(result.counts).toMatchObject({ knowledge_bases: 1, knowledge_documents: 1 });
+    const server = await startServer(target.env);
+    try {
+      const client = new Agentry({ baseUrl: server.url, apiKey: result.key });
+      const read = () =>
+        client.api.GET('/api/v1/knowledge-bases/{id}/documents/{documentId}', {
+          params: { path: { id: knowledgeBaseId, documentId: document.row.id } },
+        });
+      await expect.poll(async () => (await read()).data?.status, { timeout: 30_000 }).toBe('ready');
+      expect((await read()).data).toMatchObject({ title: 'Parking', tags: ['site'], version: 1, indexedVersion: 1 });
+      const found = await client.api.POST('/api/v1/knowledge-bases/{id}/search', {
+        params: { path: { id: knowledgeBaseId } },
+        body: { query: 'where do visitors park', mode: 'lexical' },
+      });
+      expect(found.data!.passages.map((p) => p.citation.documentId)).toEqual([document.row.id]);
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('serves the same agents, conversations, runs and agent keys; old API keys come back revoked, a new one is printed', async () => {
     const out = path.join(files, 'acme.jsonl');
     const exported = await cli(
