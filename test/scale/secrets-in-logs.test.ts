@@ -12,7 +12,9 @@ let server: ServerProcess;
 let proc: TestProcess;
 
 beforeAll(async () => {
-  proc = await startProcess({ LOG_LEVEL: 'trace' });
+  // The agent's MCP server (a closed port on loopback) is allowed: saving it is not refused, and runs
+  // try it with its credential header, whose value must not reach the logs either.
+  proc = await startProcess({ LOG_LEVEL: 'trace', MCP_ALLOWED_HOSTS: '127.0.0.1:9' });
   ({ database, server } = proc);
 });
 afterAll(() => proc?.close());
