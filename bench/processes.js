@@ -132,3 +132,20 @@ export function readChildCpuTicks(pid) {
     return null;
   }
 }
+
+/** A process's descendants (children, theirs, ...), from /proc; those that ended meanwhile are left out. */
+export function descendantPids(pid) {
+  const found = [];
+  const walk = (parent) => {
+    let children = [];
+    try {
+      children = fs.readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {}
+    for (const child of children) {
+      found.push(child);
+      walk(child);
+    }
+  };
+  walk(pid);
+  return found;
+}

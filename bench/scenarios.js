@@ -3,10 +3,9 @@
 // Each does its measured work inside `m.measure(fn)` (server RSS and CPU around it) and returns
 // { ...measured, metrics, errors, summary } as bench/run.js describes; whether a target is met is
 // judged from those figures by bench/targets.js.
-import fs from 'node:fs';
 import http from 'node:http';
 import { createParser } from 'eventsource-parser';
-import { CLK_TCK, readChildCpuTicks, readCpuTicks, readRssKb } from './processes.js';
+import { CLK_TCK, descendantPids, readChildCpuTicks, readCpuTicks, readRssKb } from './processes.js';
 import { serverUsPerRequest } from './targets.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -291,31 +290,14 @@ export const providerLatency = {
 
 const CODE_EXECUTIONS = 20;
 
-/** The server's descendant processes (the sandbox's: unshare, setpriv, node). */
-function sandboxProcesses(pid) {
-  const found = [];
-  const walk = (parent) => {
-    let children = [];
-    try {
-      children = fs.readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-    } catch {}
-    for (const child of children) {
-      found.push(child);
-      walk(child);
-    }
-  };
-  walk(pid);
-  return found;
-}
-
 /** Waits (at most 60 s) until the server has a sandbox process and none of them used CPU for 300 ms: the pool is loaded. */
 async function untilSandboxIdle(pid) {
-  const ticks = () => sandboxProcesses(pid).reduce((sum, p) => sum + (readCpuTicks(p) ?? 0), 0);
+  const ticks = () => descendantPids(pid).reduce((sum, p) => sum + (readCpuTicks(p) ?? 0), 0);
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     const before = ticks();
     await sleep(300);
-    if (sandboxProcesses(pid).length > 0 && ticks() === before) return;
+    if (descendantPids(pid).length > 0 && ticks() === before) return;
   }
 }
 
@@ -428,7 +410,7 @@ function codeScenario({ name, description, toolCall, expect }) {
       const sandboxCpuSeconds = (readChildCpuTicks(ctx.server.pid) - children0) / CLK_TCK;
       agent.destroy();
       const idleRssMb = round((readRssKb(ctx.server.pid) ?? 0) / 1024, 1);
-      const sandboxRssMb = round(sandboxProcesses(ctx.server.pid).reduce((sum, p) => sum + (readRssKb(p) ?? 0), 0) / 1024, 1);
+      const sandboxRssMb = round(descendantPids(ctx.server.pid).reduce((sum, p) => sum + (readRssKb(p) ?? 0), 0) / 1024, 1);
       const latency = percentiles(times);
       const serverUs = serverUsPerRequest(measured.serverCpuSeconds, times.length);
       const sandboxMs = times.length ? round((sandboxCpuSeconds * 1000) / times.length, 1) : null;

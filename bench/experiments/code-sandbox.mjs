@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createCodeSandbox } from '../../dist/code/sandbox/index.js';
+import { descendantPids } from '../processes.js';
 
 const runs = Number(process.argv[2] ?? 5);
 const limits = { wallMs: 60_000, cpuMs: 60_000, memoryMb: 512, outputBytes: 65536, maxOutputFiles: 20, maxOutputFileBytes: 1 << 20 };
@@ -18,24 +19,17 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
 const fmt = (values) =>
   `median ${median(values).toFixed(0)} ms (min ${Math.min(...values).toFixed(0)}, max ${Math.max(...values).toFixed(0)})`;
 
-/** The sandbox's node processes under this one: pid -> VmRSS in MB. */
+/** The sandbox's node processes under this one: their VmRSS in MB. */
 function sandboxRss() {
-  const found = [];
-  const walk = (pid) => {
-    let children = [];
+  return descendantPids(process.pid).flatMap((pid) => {
+    let status;
     try {
-      children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
-    } catch {}
-    for (const child of children) {
-      const status = fs.readFileSync(`/proc/${child}/status`, 'utf8');
-      const name = /^Name:\s+(\S+)/m.exec(status)?.[1];
-      const rss = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0) / 1024;
-      if (name === 'node') found.push(rss);
-      walk(child);
+      status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    } catch {
+      return [];
     }
-  };
-  walk(process.pid);
-  return found;
+    return /^Name:\s+(\S+)/m.exec(status)?.[1] === 'node' ? [Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? 0) / 1024] : [];
+  });
 }
 
 /** @type {import('../../dist/code/sandbox/types.js').CodeLanguage[]} */

@@ -136,8 +136,7 @@ export class OutboundGuard {
     this.dispatcher = new Agent({
       connect: (opts, callback) => {
         const host = normalizeHost(opts.hostname);
-        const port = opts.port || (opts.protocol === 'https:' ? '443' : '80');
-        if (this.allowed.has(host) || this.allowed.has(`${host}:${port}`)) return open(opts, callback);
+        if (this.names(host, opts.port, opts.protocol)) return open(opts, callback);
         if (net.isIP(host)) {
           // Literals never reach a lookup: they are checked here.
           const why = this.refusal(host);
@@ -158,10 +157,12 @@ export class OutboundGuard {
    * networks: what lets a credential go over plain http (A2A remote agents, docs/clients.md).
    */
   listsExplicitly(url: URL): boolean {
-    if (this.allowPrivate) return true;
-    const host = normalizeHost(url.hostname);
-    const port = url.port || (url.protocol === 'https:' ? '443' : '80');
-    return this.allowed.has(host) || this.allowed.has(`${host}:${port}`);
+    return this.allowPrivate || this.names(normalizeHost(url.hostname), url.port, url.protocol);
+  }
+
+  /** Whether the allow-list names this (normalised) host, or it with its port (the protocol's when none is given). */
+  private names(host: string, port: string | number | undefined, protocol: string): boolean {
+    return this.allowed.has(host) || this.allowed.has(`${host}:${port || (protocol === 'https:' ? '443' : '80')}`);
   }
 
   /**
@@ -172,8 +173,7 @@ export class OutboundGuard {
    */
   async refusalOfUrl(url: URL, timeoutMs = 2000): Promise<string | null> {
     const host = normalizeHost(url.hostname);
-    const port = url.port || (url.protocol === 'https:' ? '443' : '80');
-    if (this.allowed.has(host) || this.allowed.has(`${host}:${port}`)) return null;
+    if (this.names(host, url.port, url.protocol)) return null;
     if (net.isIP(host)) {
       const why = this.refusal(host);
       return why && `${host} is ${why}`;
