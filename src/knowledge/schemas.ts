@@ -18,6 +18,8 @@ const DOCUMENT_STATUSES = ['queued', 'indexing', 'ready', 'failed'] as const;
 export type DocumentStatus = (typeof DOCUMENT_STATUSES)[number];
 const SEARCH_MODES = ['hybrid', 'lexical', 'vector'] as const;
 export type SearchMode = (typeof SEARCH_MODES)[number];
+const SEARCH_FUSIONS = ['relative_score', 'rrf'] as const;
+export type SearchFusion = (typeof SEARCH_FUSIONS)[number];
 
 const Name = Type.String({ minLength: 1, maxLength: 200, description: 'unique in the tenant' });
 const Description = Type.String({ maxLength: 2000 });
@@ -161,7 +163,13 @@ export const SearchBody = Type.Object(
   {
     query: Type.String({ minLength: 1, maxLength: 2000 }),
     k: Type.Optional(Type.Integer({ minimum: 1, maximum: SEARCH_MAX_K, default: 5, description: 'passages to answer (default 5)' })),
-    mode: Type.Optional(Literals(SEARCH_MODES, { description: 'hybrid (default): lexical and vector ranks fused' })),
+    mode: Type.Optional(Literals(SEARCH_MODES, { description: 'hybrid (default): lexical and vector rankings fused' })),
+    fusion: Type.Optional(
+      Literals(SEARCH_FUSIONS, {
+        description:
+          'how hybrid fuses its two rankings: relative_score (default), each ranking’s scores scaled to 0..1 over its candidates and added; rrf, reciprocal rank (1 / (60 + rank))',
+      }),
+    ),
     filters: Type.Optional(SearchFilters),
   },
   { additionalProperties: false },
@@ -187,6 +195,7 @@ export type Passage = Static<typeof Passage>;
 
 export const SearchResult = Type.Object({
   mode: Literals(SEARCH_MODES),
+  fusion: Type.Union([Literals(SEARCH_FUSIONS), Type.Null()], { description: 'the fusion hybrid used; null for lexical and vector' }),
   vectorIndex: Type.String({
     description:
       'how vectors were compared, exactly either way: sqlite-vec (its cosine in SQLite), or exact (in process, a page of the base’s vectors at a time: PostgreSQL, or SQLite where sqlite-vec did not load)',

@@ -3,14 +3,14 @@ import { RunFailed } from '../errors.js';
 import { headingPathColumn, metadataColumn, tagsColumn } from './columns.js';
 import { dot, EmbeddingError, type Embeddings, vectorBytes, vectorOf, wordsOf } from './embeddings.js';
 import type { KnowledgeService } from './service.js';
-import type { Passage, SearchFilters, SearchMode, SearchResult } from './schemas.js';
+import type { Passage, SearchFilters, SearchFusion, SearchMode, SearchResult } from './schemas.js';
 import * as store from './store.js';
 
 /**
  * Search of one knowledge base (docs/knowledge.md, "How ranking works"): lexical (FTS5 bm25 on SQLite,
- * ts_rank_cd on PostgreSQL), vector (exact cosine over the base's vectors, in process), or both fused
- * by reciprocal rank (k = 60). Filters narrow the documents first. A re-ranking step would take the
- * fused candidates (`rerank` below) and reorder them before the top k are cut.
+ * idf-weighted ts_rank on PostgreSQL), vector (exact cosine over the base's vectors), or both fused:
+ * by relative score (default) or reciprocal rank. Filters narrow the documents first. A re-ranking
+ * step would take the fused candidates (`rerank` below) and reorder them before the top k are cut.
  */
 
 /** Reciprocal-rank fusion's constant (Cormack et al.): a passage's fused score is the sum of 1 / (60 + rank). */
@@ -25,6 +25,7 @@ export interface SearchRequest {
   query: string;
   k?: number;
   mode?: SearchMode;
+  fusion?: SearchFusion;
   filters?: SearchFilters;
 }
 
@@ -45,7 +46,8 @@ export class KnowledgeSearch {
     const base = await this.knowledge.base(tenantId, baseId);
     const k = request.k ?? 5;
     const mode = request.mode ?? 'hybrid';
-    const result = { mode, vectorIndex: this.db.vectorFunctions ?? 'exact' };
+    const fusion = mode === 'hybrid' ? (request.fusion ?? 'relative_score') : null;
+    const result = { mode, fusion, vectorIndex: this.db.vectorFunctions ?? 'exact' };
     const documentIds = await this.filtered(tenantId, baseId, request.filters);
     if (documentIds?.length === 0) return { ...result, passages: [] };
     const scope: store.ChunkScope = { tenantId, baseId, documentIds };
@@ -54,6 +56,7 @@ export class KnowledgeSearch {
     const pool = Math.max(k * 4, 40);
     const lexical = mode !== 'vector' && words.length ? await store.lexicalSearch(this.db.kysely, this.db.dialect, scope, words, pool) : [];
     const vector = mode !== 'lexical' ? await this.vectorSearch(scope, base.embedding_model, request.query, pool) : [];
+    const fuse = fusion === 'rrf' ? fuseRanks : fuseScores;
     const ranked = mode === 'lexical' ? lexical : mode === 'vector' ? vector : fuse([lexical, vector]);
     const top = (await this.rerank(request.query, ranked)).slice(0, k);
     return { ...result, passages: await this.passages(tenantId, top, words) };
@@ -147,10 +150,33 @@ export class KnowledgeSearch {
 }
 
 /** Reciprocal-rank fusion: each ranking adds 1 / (RRF_K + rank) to a passage, rank from 1; best first, then by seq. */
-function fuse(rankings: store.RankedChunk[][]): store.RankedChunk[] {
+function fuseRanks(rankings: store.RankedChunk[][]): store.RankedChunk[] {
+  return fused(rankings, () => (_r, i) => 1 / (RRF_K + i + 1));
+}
+
+/**
+ * Relative-score fusion (Weaviate's default; a convex combination of min-max normalised scores, which
+ * Bruch et al. 2023 found better than RRF): each ranking's scores scaled to 0..1 over its own
+ * candidates, weighted alike and added, so a wide lead in one ranking (a rare term) keeps its weight
+ * where ranks would flatten it. An empty ranking adds nothing; a ranking of equal scores gives each 1.
+ */
+function fuseScores(rankings: store.RankedChunk[][]): store.RankedChunk[] {
+  return fused(rankings, (ranking) => {
+    const max = ranking[0]?.score ?? 0;
+    const min = ranking[ranking.length - 1]?.score ?? 0;
+    return (r) => (max === min ? 1 : (r.score - min) / (max - min)) / rankings.length;
+  });
+}
+
+/** Each ranking's contribution summed per passage (`contribution` made once per ranking); best first, then by seq. */
+function fused(
+  rankings: store.RankedChunk[][],
+  contribution: (ranking: store.RankedChunk[]) => (r: store.RankedChunk, index: number) => number,
+): store.RankedChunk[] {
   const scores = new Map<number, number>();
   for (const ranking of rankings) {
-    for (const [i, r] of ranking.entries()) scores.set(r.seq, (scores.get(r.seq) ?? 0) + 1 / (RRF_K + i + 1));
+    const of = contribution(ranking);
+    for (const [i, r] of ranking.entries()) scores.set(r.seq, (scores.get(r.seq) ?? 0) + of(r, i));
   }
   return [...scores].map(([seq, score]) => ({ seq, score })).sort((a, b) => b.score - a.score || a.seq - b.seq);
 }

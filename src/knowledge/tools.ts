@@ -92,7 +92,7 @@ export function knowledgeToolProvider({
             throw err;
           }
         }
-        // Each base's hybrid scores are reciprocal-rank sums on one scale: the best of all bases first.
+        // Each base's hybrid scores are relative scores on one scale (0..1): the best of all bases first.
         const passages = found.sort((a, b) => b.citation.score - a.citation.score).slice(0, k);
         return { passages, citations: passages.map((p) => p.citation) };
       },

@@ -3,7 +3,7 @@ import { dialect, expectProblem, startApp, type TestApp } from '../helpers/app.j
 
 /**
  * Knowledge search (issue 38): lexical, vector (the built-in hash embedding, exact cosine) and hybrid
- * (reciprocal-rank fusion), filters, top-k, and what a replaced document's versions show.
+ * (relative-score or reciprocal-rank fusion), filters, top-k, and what a replaced document's versions show.
  */
 
 let t: TestApp;
@@ -35,7 +35,13 @@ const settled = async (documentId: string, version = 1) => {
   );
   return doc!;
 };
-type SearchBody = { query: string; k?: number; mode?: 'hybrid' | 'lexical' | 'vector'; filters?: Record<string, unknown> };
+type SearchBody = {
+  query: string;
+  k?: number;
+  mode?: 'hybrid' | 'lexical' | 'vector';
+  fusion?: 'relative_score' | 'rrf';
+  filters?: Record<string, unknown>;
+};
 const search = async (body: SearchBody, base = baseId) => {
   const { data, error, response } = await t.api(key).POST('/api/v1/knowledge-bases/{id}/search', { params: { path: { id: base } }, body });
   expect(response.status, JSON.stringify(error)).toBe(200);
@@ -117,6 +123,26 @@ describe('search', () => {
     expect(new Set(hybrid)).toEqual(new Set([...lexical, ...vector]));
   });
 
+  it('fuses by relative score unless reciprocal rank is asked for', async () => {
+    const lexical = await search({ query: 'badges visibly', mode: 'lexical', k: 50 });
+    const vector = await search({ query: 'badges visibly', mode: 'vector', k: 50 });
+    expect([lexical.fusion, vector.fusion]).toEqual([null, null]);
+    // The security passage leads both rankings: the top of each scaled to 1, averaged; RRF's 2 / (60 + 1).
+    expect(lexical.passages[0].citation.documentId).toBe(docs.security);
+    expect(vector.passages[0].citation.documentId).toBe(docs.security);
+    const relative = await search({ query: 'badges visibly', mode: 'hybrid', k: 50 });
+    expect(relative.fusion).toBe('relative_score');
+    expect(relative.passages[0].citation.score).toBeCloseTo(1, 10);
+    for (const p of relative.passages) expect(p.citation.score).toBeGreaterThanOrEqual(0);
+    // A passage last in the one ranking that found it adds nothing (scaled to 0); one only the vectors rank adds at most half.
+    const onlyVector = relative.passages.filter((p) => !lexical.passages.some((l) => l.citation.documentId === p.citation.documentId));
+    for (const p of onlyVector) expect(p.citation.score).toBeLessThanOrEqual(0.5);
+    const rrf = await search({ query: 'badges visibly', mode: 'hybrid', fusion: 'rrf', k: 50 });
+    expect(rrf.fusion).toBe('rrf');
+    expect(rrf.passages[0].citation.score).toBeCloseTo(2 / 61, 10);
+    expect(new Set(rrf.passages.map((p) => p.citation.documentId))).toEqual(new Set(relative.passages.map((p) => p.citation.documentId)));
+  });
+
   it('ranks no vectors for a query without words', async () => {
     expect((await search({ query: '!!! ???', mode: 'vector' })).passages).toEqual([]);
     expect((await search({ query: '!!! ???', mode: 'hybrid' })).passages).toEqual([]);
@@ -174,6 +200,7 @@ describe('search', () => {
     await bad({ query: 'x', k: 51 }, 'body.k');
     await bad({ query: 'x', k: 0 }, 'body.k');
     await bad({ query: 'x', mode: 'semantic' }, 'body.mode');
+    await bad({ query: 'x', fusion: 'average' }, 'body.fusion');
     await bad({ query: 'x', filters: { colour: 'red' } }, 'body.filters.colour');
     await bad({ query: 'x'.repeat(2001) }, 'body.query');
   });

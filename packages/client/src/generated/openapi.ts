@@ -1787,7 +1787,7 @@ export interface paths {
         put?: never;
         /**
          * Search a knowledge base: passages with citations, best first
-         * @description mode hybrid (default) fuses lexical and vector rankings by reciprocal rank; k 1..50 (default 5); filters: tags (any of), metadata (each key equal), documentIds. Only ready versions are searched. 502 embedding_failed: the base's embedding model could not embed the query.
+         * @description mode hybrid (default) fuses lexical and vector rankings, by relative score (default) or reciprocal rank (fusion rrf); k 1..50 (default 5); filters: tags (any of), metadata (each key equal), documentIds. Only ready versions are searched. 502 embedding_failed: the base's embedding model could not embed the query.
          */
         post: operations["searchKnowledgeBase"];
         delete?: never;
@@ -14597,6 +14597,7 @@ export interface operations {
                  *       "query": "string",
                  *       "k": 5,
                  *       "mode": "hybrid",
+                 *       "fusion": "relative_score",
                  *       "filters": {
                  *         "tags": [
                  *           "string"
@@ -14615,8 +14616,10 @@ export interface operations {
                      * @default 5
                      */
                     k?: number;
-                    /** @description hybrid (default): lexical and vector ranks fused */
+                    /** @description hybrid (default): lexical and vector rankings fused */
                     mode?: "hybrid" | "lexical" | "vector";
+                    /** @description how hybrid fuses its two rankings: relative_score (default), each ranking’s scores scaled to 0..1 over its candidates and added; rrf, reciprocal rank (1 / (60 + rank)) */
+                    fusion?: "relative_score" | "rrf";
                     filters?: {
                         /** @description documents with any of these tags */
                         tags?: string[];
@@ -14640,6 +14643,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "mode": "hybrid",
+                     *       "fusion": "relative_score",
                      *       "vectorIndex": "string",
                      *       "passages": [
                      *         {
@@ -14662,6 +14666,8 @@ export interface operations {
                      */
                     "application/json": {
                         mode: "hybrid" | "lexical" | "vector";
+                        /** @description the fusion hybrid used; null for lexical and vector */
+                        fusion: ("relative_score" | "rrf") | null;
                         /** @description how vectors were compared, exactly either way: sqlite-vec (its cosine in SQLite), or exact (in process, a page of the base’s vectors at a time: PostgreSQL, or SQLite where sqlite-vec did not load) */
                         vectorIndex: string;
                         passages: {
