@@ -542,8 +542,19 @@ limit
   ?;
 
 -- postgres
+with
+  base as (
+    select
+      count(*) as n
+    from
+      knowledge_chunks c
+    where
+      c.tenant_id = $1
+      and c.knowledge_base_id = $2
+  )
 select
   w.word,
+  base.n,
   (
     select
       count(*)
@@ -551,20 +562,12 @@ select
       knowledge_chunks c
     where
       c.tsv @@ plainto_tsquery('english', w.word)
-      and c.tenant_id = $1
-      and c.knowledge_base_id = $2
-  ) as df,
-  (
-    select
-      count(*)
-    from
-      knowledge_chunks c
-    where
-      c.tenant_id = $3
+      and c.tenant_id = $3
       and c.knowledge_base_id = $4
-  ) as n
+  ) as df
 from
-  unnest($5::text[]) as w (word);
+  unnest($5::text[]) as w (word),
+  base;
 
 -- knowledge/store.ts: lexicalSearch (some documents)
 -- sqlite
@@ -585,8 +588,19 @@ limit
   ?;
 
 -- postgres
+with
+  base as (
+    select
+      count(*) as n
+    from
+      knowledge_chunks c
+    where
+      c.tenant_id = $1
+      and c.knowledge_base_id = $2
+  )
 select
   w.word,
+  base.n,
   (
     select
       count(*)
@@ -594,20 +608,12 @@ select
       knowledge_chunks c
     where
       c.tsv @@ plainto_tsquery('english', w.word)
-      and c.tenant_id = $1
-      and c.knowledge_base_id = $2
-  ) as df,
-  (
-    select
-      count(*)
-    from
-      knowledge_chunks c
-    where
-      c.tenant_id = $3
+      and c.tenant_id = $3
       and c.knowledge_base_id = $4
-  ) as n
+  ) as df
 from
-  unnest($5::text[]) as w (word);
+  unnest($5::text[]) as w (word),
+  base;
 
 -- knowledge/store.ts: vectorPage (every document)
 -- sqlite and postgres

@@ -81,8 +81,8 @@ function hashEmbedding(text: string): Float32Array {
   return normalise(v);
 }
 
-/** English function words, left out of the hash embedding (not of lexical search, whose ranking weighs them down itself). */
-const STOP_WORDS = new Set(
+/** English function words: left out of the hash embedding, and of lexical search's query (search.ts). */
+export const STOP_WORDS: ReadonlySet<string> = new Set(
   (
     'a an and are as at be but by can did do does for from had has have how i if in into is it its me my no not of on or our ' +
     'she so than that the their them then there these they this to too was we were what when where which who why will with ' +

@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
 import { RunFailed } from '../errors.js';
 import { headingPathColumn, metadataColumn, tagsColumn } from './columns.js';
-import { dot, EmbeddingError, type Embeddings, vectorBytes, vectorOf, wordsOf } from './embeddings.js';
+import { dot, EmbeddingError, type Embeddings, STOP_WORDS, vectorBytes, vectorOf, wordsOf } from './embeddings.js';
 import type { KnowledgeService } from './service.js';
 import type { Passage, SearchFilters, SearchFusion, SearchMode, SearchResult } from './schemas.js';
 import * as store from './store.js';
@@ -51,7 +51,7 @@ export class KnowledgeSearch {
     const documentIds = await this.filtered(tenantId, baseId, request.filters);
     if (documentIds?.length === 0) return { ...result, passages: [] };
     const scope: store.ChunkScope = { tenantId, baseId, documentIds };
-    const words = [...new Set(wordsOf(request.query))].slice(0, MAX_QUERY_WORDS);
+    const words = queryWords(request.query);
     // Each ranker brings more candidates than asked for, so fusion has rankings to combine.
     const pool = Math.max(k * 4, 40);
     const lexical = mode !== 'vector' && words.length ? await store.lexicalSearch(this.db.kysely, this.db.dialect, scope, words, pool) : [];
@@ -179,6 +179,17 @@ function fused(
     for (const [i, r] of ranking.entries()) scores.set(r.seq, (scores.get(r.seq) ?? 0) + of(r, i));
   }
   return [...scores].map(([seq, score]) => ({ seq, score })).sort((a, b) => b.score - a.score || a.seq - b.seq);
+}
+
+/**
+ * The words a query is searched for: its own, once each, without English function words unless it has
+ * nothing else ("to be or not to be"). Their ranking weight was small already (every chunk holds them);
+ * their cost was not: "what is the warranty" made the lexical search score every chunk holding "the".
+ */
+function queryWords(query: string): string[] {
+  const words = [...new Set(wordsOf(query))];
+  const content = words.filter((w) => !STOP_WORDS.has(w));
+  return (content.length ? content : words).slice(0, MAX_QUERY_WORDS);
 }
 
 /** Up to SNIPPET_CHARS of the text around the first query word it holds (its start when none). */

@@ -328,11 +328,13 @@ export async function lexicalSearch(
     // ts_rank alone weighs every word alike (PostgreSQL keeps no document frequencies), so a word only
     // one document holds ranked no higher than "warranty" in every other: each word's rank is weighted
     // by its inverse document frequency among the base's chunks, as BM25 weighs it (FTS5's ranking).
-    const counts = await sql<{ word: string; df: string; n: string }>`select w.word,
+    // The base's chunk count once (a CTE is computed once), each word's document frequency by the GIN index.
+    const counts = await sql<{ word: string; df: string; n: string }>`with base as (
+        select count(*) as n from knowledge_chunks c where c.tenant_id = ${scope.tenantId} and c.knowledge_base_id = ${scope.baseId})
+      select w.word, base.n,
         (select count(*) from knowledge_chunks c where c.tsv @@ plainto_tsquery('english', w.word)
-          and c.tenant_id = ${scope.tenantId} and c.knowledge_base_id = ${scope.baseId}) as df,
-        (select count(*) from knowledge_chunks c where c.tenant_id = ${scope.tenantId} and c.knowledge_base_id = ${scope.baseId}) as n
-      from unnest(${words}::text[]) as w(word)`.execute(db);
+          and c.tenant_id = ${scope.tenantId} and c.knowledge_base_id = ${scope.baseId}) as df
+      from unnest(${words}::text[]) as w(word), base`.execute(db);
     const weighted = counts.rows
       .filter((r) => Number(r.df) > 0)
       .map((r) => ({ word: r.word, idf: Math.log(1 + (Number(r.n) - Number(r.df) + 0.5) / (Number(r.df) + 0.5)) }));

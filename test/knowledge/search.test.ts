@@ -189,6 +189,17 @@ describe('search', () => {
     expect((await documentsFound({ query: 'park" OR "x', mode: 'lexical' }))[0]).toBe(docs.parking);
   });
 
+  it('searches a question by its content words; one of function words only, by those', async () => {
+    const question = await search({ query: 'Where do the employees park?', mode: 'lexical', k: 50 });
+    const keywords = await search({ query: 'employees park', mode: 'lexical', k: 50 });
+    // "the" would have matched the security passage ("inside the building") as well.
+    expect(question.passages).toEqual(keywords.passages);
+    expect(question.passages[0].citation.documentId).toBe(docs.parking);
+    expect(question.passages.map((p) => p.citation.documentId)).not.toContain(docs.security);
+    // PostgreSQL's english configuration indexes no function words at all: there such a query finds nothing.
+    expect(await documentsFound({ query: 'at all', mode: 'lexical' })).toEqual(dialect === 'sqlite' ? [docs.security] : []);
+  });
+
   it('refuses bad requests with 400s naming the field', async () => {
     const bad = async (body: unknown, path: string) => {
       const res = await t.raw('POST', `/api/v1/knowledge-bases/${baseId}/search`, { key, body });
