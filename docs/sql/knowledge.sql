@@ -685,6 +685,21 @@ order by
 limit
   $7;
 
+-- knowledge/store.ts: findChunk
+-- sqlite and postgres
+select
+  "position",
+  "heading_path",
+  "text"
+from
+  "knowledge_chunks"
+where
+  "tenant_id" = $1
+  and "knowledge_base_id" = $2
+  and "document_id" = $3
+  and "version" = $4
+  and "position" = $5;
+
 -- knowledge/store.ts: chunksBySeq
 -- sqlite and postgres
 select

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { problems } from '../http/schemas.js';
 import { readUploadedFile } from '../http/upload.js';
 import {
+  ChunkParams,
   CreateKnowledgeBaseBody,
   DocumentBody,
   DocumentListQuery,
@@ -12,6 +13,7 @@ import {
   KnowledgeBase,
   KnowledgeBaseParams,
   KnowledgeBasePage,
+  KnowledgeChunk,
   KnowledgeDocument,
   LIMITS,
   ListQuery,
@@ -203,6 +205,23 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeSe
       },
     },
     async (req) => knowledge.getDocument(req.principal.tenantId, req.params.id, req.params.documentId),
+  );
+
+  app.get(
+    '/api/v1/knowledge-bases/:id/documents/:documentId/chunks/:position',
+    {
+      config: { permission: 'agents:read' },
+      schema: {
+        operationId: 'getKnowledgeChunk',
+        tags,
+        summary: 'One chunk of a document: the passage a citation points at (its position)',
+        description:
+          'The chunk of the version search sees (indexedVersion). 404 when the document has no indexed version yet or no chunk at that position.',
+        params: ChunkParams,
+        response: { 200: KnowledgeChunk, ...problems(400, 401, 403, 404) },
+      },
+    },
+    async (req) => knowledge.getChunk(req.principal.tenantId, req.params.id, req.params.documentId, req.params.position),
   );
 
   app.put(

@@ -140,6 +140,25 @@ export const DocumentPage = Type.Object({
   limit: Type.Integer(),
 });
 
+export const ChunkParams = Type.Object({
+  id: Id,
+  documentId: Id,
+  position: Type.Integer({ minimum: 0, maximum: LIMITS.chunksPerDocument - 1, description: 'the chunk’s place in its document, from 0' }),
+});
+
+export const KnowledgeChunk = Type.Object({
+  knowledgeBaseId: Type.String(),
+  documentId: Type.String(),
+  title: Nullable(Type.String()),
+  sourceUrl: Nullable(Type.String()),
+  version: Type.Integer({ description: 'the document’s version this chunk is of (its indexedVersion)' }),
+  position: Type.Integer({ description: 'the chunk’s place in its document, from 0' }),
+  chunkCount: Type.Integer({ description: 'chunks of that version: positions run from 0 to chunkCount - 1' }),
+  headingPath: Type.Array(Type.String()),
+  text: Type.String(),
+});
+export type KnowledgeChunk = Static<typeof KnowledgeChunk>;
+
 export const DocumentListQuery = Type.Object(
   { ...PageQuery, status: Type.Optional(Literals(DOCUMENT_STATUSES)) },
   { additionalProperties: false },

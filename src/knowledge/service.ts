@@ -5,13 +5,14 @@ import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { Principal } from '../tenancy/permissions.js';
-import { metadataColumn, tagsColumn } from './columns.js';
+import { headingPathColumn, metadataColumn, tagsColumn } from './columns.js';
 import { type Embeddings, HASH_EMBEDDING_MODEL } from './embeddings.js';
 import {
   type CreateKnowledgeBaseBody,
   type DocumentBody,
   type DocumentStatus,
   type KnowledgeBase,
+  type KnowledgeChunk,
   type KnowledgeDocument,
   LIMITS,
   type UpdateKnowledgeBaseBody,
@@ -339,6 +340,38 @@ export class KnowledgeService {
     const row = await store.findDocument(this.db.kysely, tenantId, baseId, id);
     if (!row) throw new NotFound('knowledge document');
     return documentView(row);
+  }
+
+  /**
+   * The chunk at `position` of the version search sees: what a citation points at. A document not yet
+   * indexed, or a position past its chunks, is a 404 naming the chunk.
+   */
+  async getChunk(tenantId: string, baseId: string, documentId: string, position: number): Promise<KnowledgeChunk> {
+    await this.base(tenantId, baseId);
+    const document = await store.findDocument(this.db.kysely, tenantId, baseId, documentId);
+    if (!document) throw new NotFound('knowledge document');
+    const version = document.indexed_version;
+    const chunk =
+      version === null ? undefined : await store.findChunk(this.db.kysely, tenantId, baseId, documentId, version, position);
+    if (version === null || !chunk) {
+      throw new NotFound(
+        'knowledge chunk',
+        version === null
+          ? 'knowledge chunk not found: the document has no indexed version yet'
+          : `knowledge chunk not found: the document has ${document.chunk_count} chunks (positions 0 to ${document.chunk_count - 1})`,
+      );
+    }
+    return {
+      knowledgeBaseId: baseId,
+      documentId,
+      title: document.title,
+      sourceUrl: document.source_url,
+      version,
+      position: chunk.position,
+      chunkCount: document.chunk_count,
+      headingPath: headingPathColumn(chunk.heading_path),
+      text: chunk.text,
+    };
   }
 
   /** Deletes the document and its chunks at once; an ingestion under way finds it gone and writes nothing. */

@@ -103,6 +103,7 @@ export const samples = {
     'every document': [everyDocument, 'builtin/hash-embedding', Buffer.alloc(8), 40],
     'some documents': [someDocuments, 'builtin/hash-embedding', Buffer.alloc(8), 40],
   },
+  findChunk: ['tenant-1', 'base-1', 'doc-1', 1, 0],
   chunksBySeq: ['tenant-1', [1, 2]],
   exportSources: exportSample(store.exportSources),
 } satisfies StoreSamples<typeof store>;

@@ -387,6 +387,19 @@ export async function nearestVectors(db: Executor, scope: ChunkScope, model: str
   return result.rows.map((r) => ({ seq: Number(r.seq), score: 1 - Number(r.distance) }));
 }
 
+/** One chunk of a document's version, by its position: what a citation points at. */
+export function findChunk(db: Executor, tenantId: string, baseId: string, documentId: string, version: number, position: number) {
+  return db
+    .selectFrom('knowledge_chunks')
+    .select(['position', 'heading_path', 'text'])
+    .where('tenant_id', '=', tenantId)
+    .where('knowledge_base_id', '=', baseId)
+    .where('document_id', '=', documentId)
+    .where('version', '=', version)
+    .where('position', '=', position)
+    .executeTakeFirst();
+}
+
 /** The chunks search ranked, to show. */
 export async function chunksBySeq(db: Executor, tenantId: string, seqs: number[]) {
   const rows = await db

@@ -21,6 +21,7 @@ import type {
   KnowledgeBase,
   KnowledgeBaseInput,
   KnowledgeBaseUpdate,
+  KnowledgeChunk,
   KnowledgeDocument,
   KnowledgeDocumentInput,
   KnowledgeSearchInput,
@@ -782,6 +783,10 @@ class KnowledgeDocuments {
   }
   delete(baseId: string, documentId: string, options?: CallOptions) {
     return this.http.json<void>('DELETE', this.path(baseId, documentId), options);
+  }
+  /** The chunk at `position` of the indexed version: the passage a citation points at (404 when there is none). */
+  chunk(baseId: string, documentId: string, position: number, options?: CallOptions) {
+    return this.http.json<KnowledgeChunk>('GET', `${this.path(baseId, documentId)}/chunks/${seg(String(position))}`, options);
   }
 }
 

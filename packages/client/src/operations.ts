@@ -131,6 +131,7 @@ export const operations = {
   'knowledge.documents.get': 'GET /api/v1/knowledge-bases/{id}/documents/{documentId}',
   'knowledge.documents.replace': 'PUT /api/v1/knowledge-bases/{id}/documents/{documentId}',
   'knowledge.documents.delete': 'DELETE /api/v1/knowledge-bases/{id}/documents/{documentId}',
+  'knowledge.documents.chunk': 'GET /api/v1/knowledge-bases/{id}/documents/{documentId}/chunks/{position}',
   'usage.daily': 'GET /api/v1/usage/daily',
   'health.live': 'GET /healthz',
   'health.ready': 'GET /readyz',

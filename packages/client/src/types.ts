@@ -44,6 +44,7 @@ export type KnowledgeBase = ResponseOf<paths['/api/v1/knowledge-bases/{id}']['ge
 export type KnowledgeBaseInput = BodyOf<paths['/api/v1/knowledge-bases']['post']>;
 export type KnowledgeBaseUpdate = BodyOf<paths['/api/v1/knowledge-bases/{id}']['patch']>;
 export type KnowledgeDocument = ResponseOf<paths['/api/v1/knowledge-bases/{id}/documents/{documentId}']['get']>;
+export type KnowledgeChunk = ResponseOf<paths['/api/v1/knowledge-bases/{id}/documents/{documentId}/chunks/{position}']['get']>;
 export type KnowledgeDocumentInput = BodyOf<paths['/api/v1/knowledge-bases/{id}/documents']['post']>;
 export type KnowledgeSearchInput = BodyOf<paths['/api/v1/knowledge-bases/{id}/search']['post']>;
 export type KnowledgeSearchResult = ResponseOf<paths['/api/v1/knowledge-bases/{id}/search']['post']>;

@@ -1776,6 +1776,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/knowledge-bases/{id}/documents/{documentId}/chunks/{position}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One chunk of a document: the passage a citation points at (its position)
+         * @description The chunk of the version search sees (indexedVersion). 404 when the document has no indexed version yet or no chunk at that position.
+         */
+        get: operations["getKnowledgeChunk"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/knowledge-bases/{id}/search": {
         parameters: {
             query?: never;
@@ -14571,6 +14591,67 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getKnowledgeChunk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description identifier (UUID v7) */
+                id: string;
+                /** @description identifier (UUID v7) */
+                documentId: string;
+                /** @description the chunk’s place in its document, from 0 */
+                position: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "knowledgeBaseId": "string",
+                     *       "documentId": "string",
+                     *       "title": "string",
+                     *       "sourceUrl": "string",
+                     *       "version": 1,
+                     *       "position": 1,
+                     *       "chunkCount": 1,
+                     *       "headingPath": [
+                     *         "string"
+                     *       ],
+                     *       "text": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        knowledgeBaseId: string;
+                        documentId: string;
+                        title: string | null;
+                        sourceUrl: string | null;
+                        /** @description the document’s version this chunk is of (its indexedVersion) */
+                        version: number;
+                        /** @description the chunk’s place in its document, from 0 */
+                        position: number;
+                        /** @description chunks of that version: positions run from 0 to chunkCount - 1 */
+                        chunkCount: number;
+                        headingPath: string[];
+                        text: string;
+                    };
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
