@@ -351,8 +351,7 @@ export class KnowledgeService {
     const document = await store.findDocument(this.db.kysely, tenantId, baseId, documentId);
     if (!document) throw new NotFound('knowledge document');
     const version = document.indexed_version;
-    const chunk =
-      version === null ? undefined : await store.findChunk(this.db.kysely, tenantId, baseId, documentId, version, position);
+    const chunk = version === null ? undefined : await store.findChunk(this.db.kysely, tenantId, baseId, documentId, version, position);
     if (version === null || !chunk) {
       throw new NotFound(
         'knowledge chunk',

@@ -94,6 +94,14 @@ const SUB_ROUTES: Array<{ url: string; parent: Parent; public?: boolean; get: (a
     get: (api, id) =>
       api.GET('/api/v1/knowledge-bases/{id}/documents/{documentId}', { params: { path: { id, documentId: knowledgeDocumentId } } }),
   },
+  {
+    url: '/api/v1/knowledge-bases/:id/documents/:documentId/chunks/:position',
+    parent: 'knowledgeBase',
+    get: (api, id) =>
+      api.GET('/api/v1/knowledge-bases/{id}/documents/{documentId}/chunks/{position}', {
+        params: { path: { id, documentId: knowledgeDocumentId, position: 0 } },
+      }),
+  },
 ];
 
 /**

@@ -42,7 +42,9 @@ beforeAll(async () => {
   t = await startApp();
   ({ key } = await t.tenant('acme'));
   ({ key: otherKey } = await t.tenant('globex'));
-  const base = await t.api(key).POST('/api/v1/knowledge-bases', { body: { name: 'Handbook', chunking: { maxChars: 200, overlapChars: 0 } } });
+  const base = await t
+    .api(key)
+    .POST('/api/v1/knowledge-bases', { body: { name: 'Handbook', chunking: { maxChars: 200, overlapChars: 0 } } });
   baseId = base.data!.id;
   const doc = await t.api(key).POST('/api/v1/knowledge-bases/{id}/documents', {
     params: { path: { id: baseId } },
