@@ -21,7 +21,18 @@ export interface ConsoleOptions {
  * The console's own top-level routes (its router, packages/console/src/router.tsx): only these paths
  * answer index.html (the SPA fallback); anything else unknown stays a problem+json 404.
  */
-const CONSOLE_SECTIONS = ['sign-in', 'agents', 'playground', 'runs', 'tasks', 'approvals', 'identity', 'usage', 'skills'] as const;
+const CONSOLE_SECTIONS = [
+  'sign-in',
+  'agents',
+  'playground',
+  'runs',
+  'tasks',
+  'approvals',
+  'knowledge',
+  'identity',
+  'usage',
+  'skills',
+] as const;
 
 /**
  * No inline script and nothing from elsewhere. Styles allow 'unsafe-inline' because Mantine writes its

@@ -11,6 +11,7 @@ const NAV = [
   { to: '/runs', label: 'Runs' },
   { to: '/tasks', label: 'Tasks' },
   { to: '/approvals', label: 'Approvals' },
+  { to: '/knowledge', label: 'Knowledge' },
   { to: '/skills', label: 'Skills' },
   { to: '/identity', label: 'Identity' },
   { to: '/usage', label: 'Usage' },

@@ -1,5 +1,7 @@
 import { Navigate, Outlet, RouterProvider, createRootRoute, createRoute, createRouter } from '@tanstack/react-router';
 import { useAuth } from './auth';
+import { KnowledgeBasePage } from './features/knowledge/base-page';
+import { KnowledgePage } from './features/knowledge/bases-page';
 import { Layout } from './layout';
 import { routerBasePath } from './lib/session';
 import { AgentEditPage, AgentsPage } from './pages/agents';
@@ -77,9 +79,42 @@ const identity = createRoute({ getParentRoute: () => app, path: '/identity', com
 const usage = createRoute({ getParentRoute: () => app, path: '/usage', component: UsagePage });
 const skills = createRoute({ getParentRoute: () => app, path: '/skills', component: SkillsPage });
 
+/** A chunk's position from the URL: a whole number from 0 (the router parses `2` as a number, `"2"` stays text). */
+function positionOf(value: unknown): number | undefined {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
+const knowledge = createRoute({ getParentRoute: () => app, path: '/knowledge', component: KnowledgePage });
+// A citation's link: the base's page showing one document's chunk (`document`, `position`).
+const knowledgeBase = createRoute({
+  getParentRoute: () => app,
+  path: '/knowledge/$baseId',
+  component: KnowledgeBasePage,
+  validateSearch: (s: Record<string, unknown>): { document?: string; position?: number } => ({
+    document: typeof s.document === 'string' && s.document ? s.document : undefined,
+    position: positionOf(s.position),
+  }),
+});
+
 const routeTree = rootRoute.addChildren([
   signIn,
-  app.addChildren([index, agents, agentEdit, playground, runs, run, tasks, task, approvals, identity, usage, skills]),
+  app.addChildren([
+    index,
+    agents,
+    agentEdit,
+    playground,
+    runs,
+    run,
+    tasks,
+    task,
+    approvals,
+    knowledge,
+    knowledgeBase,
+    identity,
+    usage,
+    skills,
+  ]),
 ]);
 
 export const router = createRouter({ routeTree, basepath: routerBasePath() || '/' });

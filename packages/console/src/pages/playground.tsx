@@ -29,6 +29,7 @@ import { type ApprovalView, followTurn, newTurn, pendingTurns, type ToolCallView
 import { apiPath } from '../lib/api-path.js';
 import { CodeCall, downloadFile, isCodeCall, sizeOf } from '../code-call';
 import { AnchorLink } from '../links';
+import { RunCitations } from '../features/knowledge/citations';
 
 function ToolCalls({ calls }: { calls: ToolCallView[] }) {
   if (!calls.length) return null;
@@ -425,6 +426,7 @@ export function PlaygroundPage() {
                   <Text style={{ whiteSpace: 'pre-wrap' }}>{m.content}</Text>
                   <Attachments ids={m.attachments} />
                   {m.role === 'assistant' && <ToolCalls calls={asToolViews(m)} />}
+                  {m.role === 'assistant' && m.runId && <RunCitations runId={m.runId} />}
                   {m.role === 'assistant' && m.runId && <TurnCost runId={m.runId} />}
                 </Bubble>
               ))}
