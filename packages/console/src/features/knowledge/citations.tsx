@@ -16,7 +16,7 @@ function distinct(citations: Citation[]): Citation[] {
 }
 
 /** The passages a finished answer drew on, from its run's record: title, where in the document, snippet; each links to the passage. */
-export function CitationList({ citations }: { citations: Citation[] }) {
+function CitationList({ citations }: { citations: Citation[] }) {
   const shown = distinct(citations);
   if (!shown.length) return null;
   return (

@@ -148,7 +148,11 @@ export function DocumentsTable({ baseId }: { baseId: string }) {
                       {nameOf(d)}
                     </Text>
                     <Text size="xs" c="dimmed">
-                      {[d.filename !== d.title ? d.filename : null, d.mediaType, d.status === 'ready' ? `${d.chunkCount} ${d.chunkCount === 1 ? 'chunk' : 'chunks'}` : null]
+                      {[
+                        d.filename !== d.title ? d.filename : null,
+                        d.mediaType,
+                        d.status === 'ready' ? `${d.chunkCount} ${d.chunkCount === 1 ? 'chunk' : 'chunks'}` : null,
+                      ]
                         .filter(Boolean)
                         .join(' · ')}
                     </Text>
