@@ -1,7 +1,7 @@
 import type { Locator, Page } from 'playwright-core';
 import { expect, it } from 'vitest';
 import { pdfSample } from '../fixtures/knowledge/samples.js';
-import { describeConsole } from './browser.js';
+import { describeConsole, signIn } from './browser.js';
 
 /*
  * The console's Knowledge section (issue 38), as a person uses it against a real server: a base
@@ -232,6 +232,30 @@ describeConsole('the knowledge page', 'test/console/knowledge.test.ts', (session
     await handbook.waitFor({ state: 'detached' });
     const gone = await t.api(key).GET('/api/v1/knowledge-bases/{id}', { params: { path: { id: baseId } } });
     expect(gone.response.status).toBe(404);
+  });
+
+  it('a key that may only read sees the base and searches it; what would change it is greyed out', async () => {
+    const { page, t, key, url } = session;
+    const base = (await t.api(key).POST('/api/v1/knowledge-bases', { body: { name: 'Read only' } })).data!;
+    await t.api(key).POST('/api/v1/knowledge-bases/{id}/documents', {
+      params: { path: { id: base.id } },
+      body: { content: 'The canteen serves lunch from noon.', title: 'Canteen' },
+    });
+    const reader = await t.key(key, ['agents:read']);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await signIn(page, url, reader);
+    await page.goto(`${url}/knowledge/${base.id}`);
+    await page.getByRole('heading', { name: 'Read only' }).waitFor();
+    await statusOf(page, 'Canteen', 'ready');
+    for (const name of ['Choose files', 'Add text…', 'Edit…', 'Delete…', 'Replace…']) {
+      const buttons = await page.getByRole('button', { name, exact: true }).all();
+      expect(buttons.length, name).toBeGreaterThan(0);
+      for (const button of buttons) expect(await button.isDisabled(), name).toBe(true);
+    }
+    await page.getByText('Adding is off: this key lacks agents:write').waitFor();
+    await page.getByLabel('Query').fill('lunch');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.getByTestId('search-passage').first().getByRole('link', { name: 'Canteen' }).waitFor();
   });
 
   it('raised no page error', () => {

@@ -2,13 +2,13 @@ import type { KnowledgeBase, KnowledgeDocument } from '@agentry/client';
 import { Alert, Badge, Button, Group, Menu, Pagination, Stack, Table, Text, Title, Tooltip } from '@mantine/core';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate } from '@tanstack/react-router';
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import { messageOf, useClient, useDenied } from '../../api';
 import { apiPath } from '../../lib/api-path';
 import { AnchorLink } from '../../links';
 import { BaseFormModal } from './base-form';
 import { DeleteBaseModal } from './delete-base';
-import { POLL_MS, STATUS_COLORS } from './shared';
+import { POLL_MS, STATUS_COLORS, useOnSettled } from './shared';
 
 const PAGE_SIZE = 20;
 
@@ -33,11 +33,10 @@ function StatusSummary({ base }: { base: KnowledgeBase }) {
   const failed = useStatusTotal(base.id, 'failed', () => false);
   const underWay = (queued.data?.total ?? 0) + (indexing.data?.total ?? 0);
   // A document that settled changes the failed count and the base's searchable chunks.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: again each time the count under way changes
-  useEffect(() => {
+  useOnSettled(underWay, () => {
     void queryClient.invalidateQueries({ queryKey: ['knowledge', base.id, 'status-total', 'failed'] });
     void queryClient.invalidateQueries({ queryKey: ['knowledge', 'bases'] });
-  }, [underWay, base.id, queryClient]);
+  });
   if (base.documentCount === 0) return <Text size="sm">no documents</Text>;
   const ready = base.documentCount - underWay - (failed.data?.total ?? 0);
   return (

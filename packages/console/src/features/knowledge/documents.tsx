@@ -1,11 +1,11 @@
 import type { KnowledgeDocument } from '@agentry/client';
 import { Alert, Badge, Button, Group, Modal, Pagination, Progress, Stack, Table, Text, Tooltip } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useRef, useState } from 'react';
+import { useRef, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../../api';
 import { sizeOf } from '../../code-call';
 import { apiPath } from '../../lib/api-path';
-import { MAX_DOCUMENT_BYTES, POLL_MS, STATUS_COLORS, tooLarge, unsettled, uploadProblem } from './shared';
+import { MAX_DOCUMENT_BYTES, POLL_MS, STATUS_COLORS, tooLarge, unsettled, uploadProblem, useOnSettled } from './shared';
 
 const PAGE_SIZE = 50;
 
@@ -25,10 +25,8 @@ function useDocuments(baseId: string, page: number) {
     refetchInterval: (query) => (query.state.data?.documents.some((d) => unsettled(d.status)) ? POLL_MS : false),
   });
   const underWay = documents.data?.documents.filter((d) => unsettled(d.status)).length ?? 0;
-  // biome-ignore lint/correctness/useExhaustiveDependencies: again each time the count under way changes
-  useEffect(() => {
-    void queryClient.invalidateQueries({ queryKey: ['knowledge', baseId], exact: true });
-  }, [underWay, baseId, queryClient]);
+  // A settled document changes the base's searchable chunks.
+  useOnSettled(underWay, () => void queryClient.invalidateQueries({ queryKey: ['knowledge', baseId], exact: true }));
   return documents;
 }
 

@@ -1,4 +1,5 @@
 import { AgentryError, type KnowledgeDocument, type KnowledgeSearchResult } from '@agentry/client';
+import { useEffect, useRef } from 'react';
 import { messageOf } from '../../api';
 
 /** A passage's citation as search and knowledge_search answer it (docs/knowledge.md). */
@@ -23,6 +24,15 @@ export const unsettled = (status: DocumentStatus) => status === 'queued' || stat
 
 /** How often a page with documents being ingested asks again. */
 export const POLL_MS = 1000;
+
+/** Calls `refresh` when fewer documents are under way than at the last render: some settled (not on the first render). */
+export function useOnSettled(underWay: number, refresh: () => void) {
+  const before = useRef(underWay);
+  useEffect(() => {
+    if (underWay < before.current) refresh();
+    before.current = underWay;
+  });
+}
 
 /** The words of a query as search reads them (letters and digits), to highlight in snippets. */
 export function queryWords(query: string): string[] {
