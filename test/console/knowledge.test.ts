@@ -223,6 +223,11 @@ describeConsole('the knowledge page', 'test/console/knowledge.test.ts', (session
     await edit.getByLabel('Description').fill('How we work, 2027');
     await edit.getByRole('button', { name: 'Save' }).click();
     await handbook.getByText('How we work, 2027').waitFor();
+    // Only the description changed, so only it was sent: the documents were not queued again.
+    const audit = await t
+      .api(key)
+      .GET('/api/v1/audit-events', { params: { query: { resourceId: baseId, action: 'knowledge_base.updated' } } });
+    expect(audit.data!.events.map((e) => e.detail)).toEqual([{ fields: ['description'], reindex: false }]);
 
     await handbook.getByRole('button', { name: 'Actions for Handbook' }).click();
     await page.getByRole('menuitem', { name: 'Delete…' }).click();

@@ -36,7 +36,13 @@ export function BaseFormModal({
   const save = useMutation({
     mutationFn: () => {
       const body = { name: name.trim(), description: description.trim() || null, embeddingModel: model.trim() };
-      return base ? client.knowledge.update(base.id, body) : client.knowledge.create(body);
+      if (!base) return client.knowledge.create(body);
+      // Only what changed: an unchanged model is not checked again (its provider may be gone since).
+      return client.knowledge.update(base.id, {
+        ...(body.name !== base.name ? { name: body.name } : {}),
+        ...(body.description !== base.description ? { description: body.description } : {}),
+        ...(body.embeddingModel !== base.embeddingModel ? { embeddingModel: body.embeddingModel } : {}),
+      });
     },
     onSuccess: (saved) => {
       queryClient.setQueryData(['knowledge', saved.id], saved);
