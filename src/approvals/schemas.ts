@@ -48,8 +48,18 @@ export const ListApprovalsQuery = Type.Object(
   {
     ...PageQuery,
     kind: Type.Optional(Literals(APPROVAL_KINDS)),
-    status: Type.Optional(Literals(APPROVAL_STATUSES, { description: 'default pending; tasks appear only while pending' })),
+    status: Type.Optional(
+      Literals(APPROVAL_STATUSES, { description: 'default pending (with runId: every status); tasks appear only while pending' }),
+    ),
     agentId: Type.Optional(Id),
+    runId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        pattern: '^[\\x21-\\x7e]+$',
+        description: 'the tool calls of this run only, in every status unless `status` is given (no tasks)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

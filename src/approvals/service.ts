@@ -118,11 +118,12 @@ export class ApprovalsService implements ToolApprovalRequests {
   /** Tool calls and tasks waiting for a person (or decided: `status`), newest first. */
   async list(tenantId: string, q: ListApprovalsQuery) {
     const { page, limit } = q;
-    const status = q.status ?? 'pending';
+    // A run's approvals (its page's trace) are every one it asked for, decided or not; tasks belong to no run.
+    const status = q.status ?? (q.runId ? undefined : 'pending');
     const wantsTools = q.kind !== 'task';
     // Tasks are in the inbox while they await approval; decided ones are read through /tasks.
-    const wantsTasks = q.kind !== 'tool_call' && status === 'pending';
-    const filter = { status, agentId: q.agentId };
+    const wantsTasks = q.kind !== 'tool_call' && status === 'pending' && !q.runId;
+    const filter = { status, agentId: q.agentId, runId: q.runId };
     if (!wantsTasks) {
       const { rows, total } = await store.listApprovals(this.o.db.kysely, { tenantId, filter, limit, offset: (page - 1) * limit });
       return { approvals: rows.map(toolCallItem), total, page, limit };

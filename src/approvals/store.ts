@@ -11,6 +11,7 @@ type Executor = Kysely<Database>;
 export interface ApprovalFilter {
   status?: string;
   agentId?: string;
+  runId?: string;
 }
 
 export function insertApprovals(db: Executor, rows: Insertable<ToolApprovalTable>[]) {
@@ -26,6 +27,7 @@ export async function listApprovals(db: Executor, p: { tenantId: string; filter:
   let q = db.selectFrom('tool_approvals').where('tenant_id', '=', p.tenantId);
   if (p.filter.status) q = q.where('status', '=', p.filter.status);
   if (p.filter.agentId) q = q.where('agent_id', '=', p.filter.agentId);
+  if (p.filter.runId) q = q.where('run_id', '=', p.filter.runId);
   const [rows, total] = await Promise.all([q.selectAll().orderBy('id', 'desc').limit(p.limit).offset(p.offset).execute(), countRows(q)]);
   return { rows, total };
 }

@@ -105,6 +105,10 @@ export const RunSummarySchema = Type.Object({
   tokenUsage: TokenUsage,
   toolCalls: Type.Array(ToolCallBrief),
   citations: Citations,
+  warnings: Type.Array(Type.String(), {
+    description:
+      'tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once',
+  }),
   createdAt: Timestamp,
   startedAt: Nullable(Timestamp),
   completedAt: Nullable(Timestamp),
@@ -153,10 +157,6 @@ export const RunDetailsSchema = Type.Evaluate(
           durationMs: Nullable(Type.Integer({ description: 'from the request to the model to the end of its answer' })),
         }),
       ),
-      warnings: Type.Array(Type.String(), {
-        description:
-          'tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once',
-      }),
       budget: Type.Object(
         {
           tenant: Type.Optional(BudgetAtStart),

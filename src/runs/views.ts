@@ -31,6 +31,7 @@ export function runSummary(row: RunRow) {
     tokenUsage: { inputTokens: row.input_tokens, outputTokens: row.output_tokens },
     toolCalls: toolCalls.map((c) => ({ id: c.id, name: c.name, input: c.input, result: c.result })),
     citations: citationsOf(toolCalls),
+    warnings: warningsColumn(row.warnings),
     createdAt: row.created_at,
     startedAt: row.started_at,
     completedAt: row.completed_at,
@@ -47,6 +48,5 @@ export function runDetails(row: RunRow) {
     budget: budget ?? {},
     toolCalls: toolCallsColumn(row.tool_calls).map(toolCallView),
     steps: stepsColumn(row.steps).map((step) => stepView(step, row.model)),
-    warnings: warningsColumn(row.warnings),
   };
 }

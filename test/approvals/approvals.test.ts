@@ -271,6 +271,34 @@ describe('the inbox', () => {
     expect(after.data!.status).not.toBe('awaiting_approval');
     expect((await approvals({ kind: 'task' }, own)).data!.total).toBe(0);
   });
+
+  it('lists one run’s approvals, decided or not, with ?runId (and none of another tenant’s)', async () => {
+    const { key: own } = await t.tenant('run-approvals');
+    const a = await t.agent(own, { tools: [{ type: 'mcp', url: mcp.url }], configuration: shoutWaits() });
+    const first = (await execute(a.id, { message: '/tool shout {"text":"one"}' }, own)).run!.runId;
+    const second = (await execute(a.id, { message: '/tool shout {"text":"two"}' }, own)).run!.runId;
+    const [waiting] = await pendingOf(t, own, first);
+    await pendingOf(t, own, second);
+    expect((await approve(waiting.id, own, { arguments: { text: 'ONE' } })).response.status).toBe(200);
+    await endedRun(t, own, first);
+
+    // Every status by default: the approved one is still listed for its run, with its decision.
+    const ofFirst = await approvals({ runId: first }, own);
+    expect(ofFirst.data).toMatchObject({ total: 1 });
+    expect(ofFirst.data!.approvals[0]).toMatchObject({
+      id: waiting.id,
+      status: 'approved',
+      toolCall: { runId: first, arguments: { text: 'one' } },
+      decision: { arguments: { text: 'ONE' } },
+    });
+    expect((await approvals({ runId: second }, own)).data!.approvals.map((i) => i.status)).toEqual(['pending']);
+    expect((await approvals({ runId: first, status: 'pending' }, own)).data!.total).toBe(0);
+    expect((await approvals({ runId: first }, key)).data).toMatchObject({ approvals: [], total: 0 });
+    const bad = await t.raw('GET', '/api/v1/approvals?runId=', { key: own });
+    expectProblem(bad, 400, 'validation_failed');
+    expect(JSON.stringify(bad.body)).toContain('runId');
+    await t.api(own).POST('/api/v1/runs/{runId}/cancel', { params: { path: { runId: second } } });
+  });
 });
 
 describe('who may decide', () => {

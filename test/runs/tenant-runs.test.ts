@@ -78,3 +78,24 @@ describe('GET /api/v1/runs', () => {
     expectProblem(await t.api(noRead).GET('/api/v1/runs'), 403, 'forbidden');
   });
 });
+
+describe('a run’s warnings in the lists', () => {
+  it('are in each list’s summary of the run, as in the run itself (the console badges them)', async () => {
+    const { key: own } = await t.tenant('warned');
+    // Nothing listens on port 1: the MCP server is down, and the run says so instead of failing.
+    const down = await t.agent(own, { name: 'Down', tools: [{ type: 'mcp', url: 'http://127.0.0.1:1/mcp' }] });
+    const quiet = await t.agent(own, { name: 'Quiet' });
+    const warned = await run(down.id, 'execute', 'hello', own);
+    const clean = await run(quiet.id, 'execute', 'hello', own);
+    const details = (await t.api(own).GET('/api/v1/runs/{runId}', { params: { path: { runId: warned } } })).data!;
+    expect(details.warnings).toHaveLength(1);
+    expect(details.warnings[0]).toMatch(/^MCP server unavailable: http:\/\/127\.0\.0\.1:1\/mcp/);
+
+    const tenantList = await list({}, own);
+    const byId = new Map(tenantList.runs.map((r) => [r.id, r.warnings]));
+    expect(byId.get(warned)).toEqual(details.warnings);
+    expect(byId.get(clean)).toEqual([]);
+    const agentList = await t.api(own).GET('/api/v1/agents/{id}/runs', { params: { path: { id: down.id } } });
+    expect(agentList.data!.runs.map((r) => r.warnings)).toEqual([details.warnings]);
+  });
+});

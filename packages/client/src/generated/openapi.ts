@@ -4834,6 +4834,9 @@ export interface operations {
                      *           "citations": [
                      *             {}
                      *           ],
+                     *           "warnings": [
+                     *             "string"
+                     *           ],
                      *           "createdAt": "2026-11-22T09:00:00.000Z",
                      *           "startedAt": "2026-11-22T09:00:00.000Z",
                      *           "completedAt": "2026-11-22T09:00:00.000Z"
@@ -4885,6 +4888,8 @@ export interface operations {
                             citations: {
                                 [key: string]: unknown;
                             }[];
+                            /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
+                            warnings: string[];
                             /**
                              * Format: date-time
                              * @example 2026-11-22T09:00:00.000Z
@@ -4970,6 +4975,9 @@ export interface operations {
                      *           "citations": [
                      *             {}
                      *           ],
+                     *           "warnings": [
+                     *             "string"
+                     *           ],
                      *           "createdAt": "2026-11-22T09:00:00.000Z",
                      *           "startedAt": "2026-11-22T09:00:00.000Z",
                      *           "completedAt": "2026-11-22T09:00:00.000Z"
@@ -5021,6 +5029,8 @@ export interface operations {
                             citations: {
                                 [key: string]: unknown;
                             }[];
+                            /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
+                            warnings: string[];
                             /**
                              * Format: date-time
                              * @example 2026-11-22T09:00:00.000Z
@@ -5087,6 +5097,9 @@ export interface operations {
                      *       "citations": [
                      *         {}
                      *       ],
+                     *       "warnings": [
+                     *         "string"
+                     *       ],
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "startedAt": "2026-11-22T09:00:00.000Z",
                      *       "completedAt": "2026-11-22T09:00:00.000Z",
@@ -5127,9 +5140,6 @@ export interface operations {
                      *           "completedAt": "2026-11-22T09:00:00.000Z",
                      *           "durationMs": 1
                      *         }
-                     *       ],
-                     *       "warnings": [
-                     *         "string"
                      *       ],
                      *       "budget": {
                      *         "tenant": {
@@ -5177,6 +5187,8 @@ export interface operations {
                         citations: {
                             [key: string]: unknown;
                         }[];
+                        /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
+                        warnings: string[];
                         /**
                          * Format: date-time
                          * @example 2026-11-22T09:00:00.000Z
@@ -5224,8 +5236,6 @@ export interface operations {
                             completedAt: string | null;
                             durationMs: number | null;
                         }[];
-                        /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
-                        warnings: string[];
                         /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
                         budget: {
                             tenant?: {
@@ -5297,6 +5307,9 @@ export interface operations {
                      *       "citations": [
                      *         {}
                      *       ],
+                     *       "warnings": [
+                     *         "string"
+                     *       ],
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "startedAt": "2026-11-22T09:00:00.000Z",
                      *       "completedAt": "2026-11-22T09:00:00.000Z",
@@ -5337,9 +5350,6 @@ export interface operations {
                      *           "completedAt": "2026-11-22T09:00:00.000Z",
                      *           "durationMs": 1
                      *         }
-                     *       ],
-                     *       "warnings": [
-                     *         "string"
                      *       ],
                      *       "budget": {
                      *         "tenant": {
@@ -5387,6 +5397,8 @@ export interface operations {
                         citations: {
                             [key: string]: unknown;
                         }[];
+                        /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
+                        warnings: string[];
                         /**
                          * Format: date-time
                          * @example 2026-11-22T09:00:00.000Z
@@ -5434,8 +5446,6 @@ export interface operations {
                             completedAt: string | null;
                             durationMs: number | null;
                         }[];
-                        /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
-                        warnings: string[];
                         /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
                         budget: {
                             tenant?: {
@@ -6961,6 +6971,9 @@ export interface operations {
                      *       "citations": [
                      *         {}
                      *       ],
+                     *       "warnings": [
+                     *         "string"
+                     *       ],
                      *       "createdAt": "2026-11-22T09:00:00.000Z",
                      *       "startedAt": "2026-11-22T09:00:00.000Z",
                      *       "completedAt": "2026-11-22T09:00:00.000Z",
@@ -7001,9 +7014,6 @@ export interface operations {
                      *           "completedAt": "2026-11-22T09:00:00.000Z",
                      *           "durationMs": 1
                      *         }
-                     *       ],
-                     *       "warnings": [
-                     *         "string"
                      *       ],
                      *       "budget": {
                      *         "tenant": {
@@ -7051,6 +7061,8 @@ export interface operations {
                         citations: {
                             [key: string]: unknown;
                         }[];
+                        /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
+                        warnings: string[];
                         /**
                          * Format: date-time
                          * @example 2026-11-22T09:00:00.000Z
@@ -7098,8 +7110,6 @@ export interface operations {
                             completedAt: string | null;
                             durationMs: number | null;
                         }[];
-                        /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
-                        warnings: string[];
                         /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
                         budget: {
                             tenant?: {
@@ -7230,6 +7240,9 @@ export interface operations {
                      *           ],
                      *           "citations": [
                      *             {}
+                     *           ],
+                     *           "warnings": [
+                     *             "string"
                      *           ],
                      *           "createdAt": "2026-11-22T09:00:00.000Z",
                      *           "startedAt": "2026-11-22T09:00:00.000Z",
@@ -7373,6 +7386,8 @@ export interface operations {
                             citations: {
                                 [key: string]: unknown;
                             }[];
+                            /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
+                            warnings: string[];
                             /**
                              * Format: date-time
                              * @example 2026-11-22T09:00:00.000Z
@@ -7920,6 +7935,9 @@ export interface operations {
                      *           "citations": [
                      *             {}
                      *           ],
+                     *           "warnings": [
+                     *             "string"
+                     *           ],
                      *           "createdAt": "2026-11-22T09:00:00.000Z",
                      *           "startedAt": "2026-11-22T09:00:00.000Z",
                      *           "completedAt": "2026-11-22T09:00:00.000Z"
@@ -7971,6 +7989,8 @@ export interface operations {
                             citations: {
                                 [key: string]: unknown;
                             }[];
+                            /** @description tool sources that could not contribute (an MCP server down), tools left out for an unusable input schema, and what the model provider warned about (a setting the model does not support), each once */
+                            warnings: string[];
                             /**
                              * Format: date-time
                              * @example 2026-11-22T09:00:00.000Z
@@ -8276,10 +8296,12 @@ export interface operations {
                 /** @description page size, 1 to 100 */
                 limit?: number;
                 kind?: "tool_call" | "task";
-                /** @description default pending; tasks appear only while pending */
+                /** @description default pending (with runId: every status); tasks appear only while pending */
                 status?: "pending" | "approved" | "rejected" | "expired" | "cancelled";
                 /** @description identifier (UUID v7) */
                 agentId?: string;
+                /** @description the tool calls of this run only, in every status unless `status` is given (no tasks) */
+                runId?: string;
             };
             header?: never;
             path?: never;
