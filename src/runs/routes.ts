@@ -157,6 +157,11 @@ export const RunDetailsSchema = Type.Evaluate(
           durationMs: Nullable(Type.Integer({ description: 'from the request to the model to the end of its answer' })),
         }),
       ),
+      traceId: Nullable(
+        Type.String({
+          description: 'the OpenTelemetry trace the run was started in, to find its spans in an external tracer; null when tracing was off',
+        }),
+      ),
       budget: Type.Object(
         {
           tenant: Type.Optional(BudgetAtStart),

@@ -48,5 +48,11 @@ export function runDetails(row: RunRow) {
     budget: budget ?? {},
     toolCalls: toolCallsColumn(row.tool_calls).map(toolCallView),
     steps: stepsColumn(row.steps).map((step) => stepView(step, row.model)),
+    traceId: traceIdOf(row.traceparent),
   };
+}
+
+/** The trace id of a W3C traceparent (`00-<trace id>-<span id>-<flags>`): what an external tracer finds the run's spans by. */
+function traceIdOf(traceparent: string | null | undefined): string | null {
+  return /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/.exec(traceparent ?? '')?.[1] ?? null;
 }

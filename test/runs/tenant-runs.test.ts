@@ -90,6 +90,8 @@ describe('a run’s warnings in the lists', () => {
     const details = (await t.api(own).GET('/api/v1/runs/{runId}', { params: { path: { runId: warned } } })).data!;
     expect(details.warnings).toHaveLength(1);
     expect(details.warnings[0]).toMatch(/^MCP server unavailable: http:\/\/127\.0\.0\.1:1\/mcp/);
+    // Tracing is off in this app: no trace to name.
+    expect(details.traceId).toBeNull();
 
     const tenantList = await list({}, own);
     const byId = new Map(tenantList.runs.map((r) => [r.id, r.warnings]));

@@ -108,6 +108,8 @@ describe('traces over OTLP/HTTP', () => {
     const tool = one(spans, 'execute_tool add');
     const { data: details } = await t.api(key).GET('/api/v1/runs/{runId}', { params: { path: { runId: result!.runId } } });
     expect(tool.parentSpanId).toBe(run.spanId);
+    // The run names its trace, for a person to look it up in the tracer.
+    expect(details!.traceId).toBe(server.traceId);
     expect(tool.attributes).toMatchObject({
       'gen_ai.operation.name': 'execute_tool',
       'gen_ai.tool.name': 'add',

@@ -5141,6 +5141,7 @@ export interface operations {
                      *           "durationMs": 1
                      *         }
                      *       ],
+                     *       "traceId": "string",
                      *       "budget": {
                      *         "tenant": {
                      *           "monthlyBudgetUsd": 1.5,
@@ -5236,6 +5237,7 @@ export interface operations {
                             completedAt: string | null;
                             durationMs: number | null;
                         }[];
+                        traceId: string | null;
                         /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
                         budget: {
                             tenant?: {
@@ -5351,6 +5353,7 @@ export interface operations {
                      *           "durationMs": 1
                      *         }
                      *       ],
+                     *       "traceId": "string",
                      *       "budget": {
                      *         "tenant": {
                      *           "monthlyBudgetUsd": 1.5,
@@ -5446,6 +5449,7 @@ export interface operations {
                             completedAt: string | null;
                             durationMs: number | null;
                         }[];
+                        traceId: string | null;
                         /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
                         budget: {
                             tenant?: {
@@ -7015,6 +7019,7 @@ export interface operations {
                      *           "durationMs": 1
                      *         }
                      *       ],
+                     *       "traceId": "string",
                      *       "budget": {
                      *         "tenant": {
                      *           "monthlyBudgetUsd": 1.5,
@@ -7110,6 +7115,7 @@ export interface operations {
                             completedAt: string | null;
                             durationMs: number | null;
                         }[];
+                        traceId: string | null;
                         /** @description budgets in force when the run started, the month-to-date spend before it and what the runs active then reserved of it (USD) */
                         budget: {
                             tenant?: {
