@@ -102,16 +102,22 @@ export interface ConsoleSession {
 /**
  * The usual frame of a console test file: `describe` when Chromium is there (else skipped, saying
  * why), with an app serving the built console, a tenant ('Acme'), a page signed in with its key, a
- * screenshot of a failed test, and all of it closed after the file. The session's fields are set once
+ * screenshot of a failed test, and all of it closed after the file; `env` adds to the app's configuration. The session's fields are set once
  * the file's first beforeAll has run.
  */
-export function describeConsole(name: string, file: string, body: (session: ConsoleSession) => void) {
+export function describeConsole(
+  name: string,
+  file: string,
+  body: (session: ConsoleSession) => void,
+  /** The app's configuration beyond the test defaults (a provider to fall back from...). */
+  env: Record<string, string> = {},
+) {
   if (!hasChromium) console.warn(`${file} skipped: no /usr/bin/chromium (apt-get install chromium)`);
   (hasChromium ? describe : describe.skip)(name, () => {
     const session = { pageErrors: [] as string[] } as ConsoleSession;
     beforeAll(async () => {
       requireConsoleBuild();
-      session.t = await startApp({ CONSOLE_DIR: CONSOLE_DIST });
+      session.t = await startApp({ ...env, CONSOLE_DIR: CONSOLE_DIST });
       session.url = await session.t.listen();
       ({ key: session.key } = await session.t.tenant('Acme'));
       ({ browser: session.browser, page: session.page } = await openRecordedPage(session.pageErrors));

@@ -25,6 +25,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useSearch } from '@tanstack/react-router';
 import { type DragEvent, useCallback, useEffect, useRef, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../api';
+import { TurnWarnings } from '../features/runs/run-warnings';
 import { type ApprovalView, followTurn, newTurn, pendingTurns, type ToolCallView, type TurnState } from '../lib/turn';
 import { apiPath } from '../lib/api-path.js';
 import { CodeCall, downloadFile, isCodeCall, sizeOf } from '../code-call';
@@ -428,6 +429,7 @@ export function PlaygroundPage() {
                   {m.role === 'assistant' && <ToolCalls calls={asToolViews(m)} />}
                   {m.role === 'assistant' && m.runId && <RunCitations runId={m.runId} />}
                   {m.role === 'assistant' && m.runId && <TurnCost runId={m.runId} />}
+                  {m.role === 'assistant' && m.runId && <TurnWarnings runId={m.runId} />}
                 </Bubble>
               ))}
               {live && (

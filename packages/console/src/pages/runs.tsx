@@ -1,17 +1,15 @@
-import type { RunEvent, RunSummary } from '@agentry/client';
-import { Alert, Badge, Button, Code, Group, Pagination, Select, Stack, Table, Text, Timeline, Title } from '@mantine/core';
-import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useNavigate, useParams, useSearch } from '@tanstack/react-router';
-import { useEffect, useState } from 'react';
-import { messageOf, useClient, useDenied } from '../api';
-import { CodeCall, isCodeCall } from '../code-call';
+import type { RunSummary } from '@agentry/client';
+import { Alert, Group, Pagination, Select, Stack, Table, Text, Title } from '@mantine/core';
+import { useQuery } from '@tanstack/react-query';
+import { useNavigate, useSearch } from '@tanstack/react-router';
+import { messageOf, useClient } from '../api';
+import { formatDuration, formatTokens, formatUsd } from '../features/runs/format';
+import { StatusBadge } from '../features/runs/run-figures';
+import { WarningsBadge } from '../features/runs/run-warnings';
 import { AnchorLink } from '../links';
 
 const STATUSES = ['queued', 'running', 'awaiting_approval', 'completed', 'failed', 'cancelled'];
-const statusColor = (s: string) =>
-  s === 'completed' ? 'green' : s === 'failed' ? 'red' : s === 'cancelled' ? 'gray' : s === 'running' ? 'blue' : 'yellow';
-
-export const StatusBadge = ({ status }: { status: string }) => <Badge color={statusColor(status)}>{status}</Badge>;
+export { StatusBadge };
 export const usd = (n: number) => `$${n.toFixed(6)}`;
 
 const KINDS = ['execute', 'chat', 'stream', 'message', 'task', 'delegation', 'chat_completion', 'a2a'];
@@ -94,13 +92,14 @@ export function RunsPage() {
                 <Table.Td>{names.get(run.agentId) ?? run.agentId}</Table.Td>
                 <Table.Td>{run.kind}</Table.Td>
                 <Table.Td>
-                  <StatusBadge status={run.status} />
+                  <Group gap={6} wrap="nowrap">
+                    <StatusBadge status={run.status} />
+                    <WarningsBadge warnings={run.warnings} />
+                  </Group>
                 </Table.Td>
-                <Table.Td>{run.duration !== null ? `${run.duration} ms` : '—'}</Table.Td>
-                <Table.Td>
-                  {run.tokenUsage.inputTokens} / {run.tokenUsage.outputTokens}
-                </Table.Td>
-                <Table.Td>{usd(run.cost)}</Table.Td>
+                <Table.Td>{formatDuration(run.duration)}</Table.Td>
+                <Table.Td>{formatTokens(run.tokenUsage)}</Table.Td>
+                <Table.Td>{formatUsd(run.cost)}</Table.Td>
                 <Table.Td>{new Date(run.createdAt).toLocaleString()}</Table.Td>
               </Table.Tr>
             ))}
@@ -115,139 +114,6 @@ export function RunsPage() {
           onChange={(p) => navigate({ search: { ...search, page: p } })}
         />
       )}
-    </Stack>
-  );
-}
-
-interface TimelineEntry {
-  key: string;
-  title: string;
-  color: string;
-  body?: string;
-  /** A code tool call's end: shown with its code, output and files instead of the result's JSON. */
-  code?: { name: string; input: unknown; result: Record<string, unknown> };
-}
-
-/** A run's events as timeline entries: consecutive tokens as one model output, tool calls, the end. */
-function timelineOf(events: RunEvent[]): TimelineEntry[] {
-  const out: TimelineEntry[] = [];
-  const started = new Map<string, { name: string; input: unknown }>();
-  for (const event of events) {
-    const last = out[out.length - 1];
-    if (event.type === 'token') {
-      if (last?.title === 'Model output') last.body = (last.body ?? '') + event.data.text;
-      else out.push({ key: `t${event.seq}`, title: 'Model output', color: 'indigo', body: event.data.text });
-    } else if (event.type === 'tool_call_start') {
-      started.set(event.data.id, { name: event.data.name, input: event.data.input });
-      out.push({ key: `s${event.seq}`, title: `Tool call ${event.data.name}`, color: 'grape', body: JSON.stringify(event.data.input) });
-    } else if (event.type === 'tool_call_end') {
-      const call = started.get(event.data.id);
-      if (call && isCodeCall(call.name))
-        out.push({ key: `e${event.seq}`, title: 'Tool result', color: 'grape', code: { ...call, result: event.data.result } });
-      else out.push({ key: `e${event.seq}`, title: 'Tool result', color: 'grape', body: JSON.stringify(event.data.result) });
-    } else if (event.type === 'done') {
-      out.push({
-        key: `d${event.seq}`,
-        title: 'Done',
-        color: 'green',
-        body: `${usd(event.data.cost)} · ${event.data.tokenUsage.inputTokens} in / ${event.data.tokenUsage.outputTokens} out tokens`,
-      });
-    } else if (event.type === 'error') {
-      out.push({ key: `x${event.seq}`, title: `Error ${event.data.code}`, color: 'red', body: event.data.message });
-    }
-  }
-  return out;
-}
-
-export function RunPage() {
-  const { runId } = useParams({ from: '/app/runs/$runId' });
-  const client = useClient();
-  const denied = useDenied()('agents:write');
-  const queryClient = useQueryClient();
-  const run = useQuery({ queryKey: ['run', runId], queryFn: () => client.runs.get(runId) });
-  const [events, setEvents] = useState<RunEvent[]>([]);
-  const [error, setError] = useState<string | null>(null);
-
-  // Every event from the first, then live ones until the run ends (the SDK resumes a dropped stream).
-  useEffect(() => {
-    const controller = new AbortController();
-    setEvents([]);
-    (async () => {
-      for await (const event of client.runs.events(runId, { lastEventId: 0, signal: controller.signal })) {
-        setEvents((list) => [...list, event]);
-      }
-      queryClient.invalidateQueries({ queryKey: ['run', runId] });
-    })().catch((err) => {
-      if (!controller.signal.aborted) setError(messageOf(err));
-    });
-    return () => controller.abort();
-  }, [client, runId, queryClient]);
-
-  const r = run.data;
-  const active = r && (r.status === 'queued' || r.status === 'running');
-  return (
-    <Stack maw={900}>
-      <Group justify="space-between">
-        <Title order={2}>Run</Title>
-        {active && (
-          <Button
-            color="red"
-            variant="light"
-            disabled={!!denied}
-            title={denied ?? undefined}
-            onClick={() => client.runs.cancel(runId).then(() => run.refetch())}
-          >
-            Cancel run
-          </Button>
-        )}
-      </Group>
-      {run.error && <Alert color="red">{messageOf(run.error)}</Alert>}
-      {r && (
-        <Group gap="lg">
-          <StatusBadge status={r.status} />
-          <Text size="sm">kind {r.kind}</Text>
-          <Text size="sm" ff="monospace">
-            {r.model}
-          </Text>
-          <Text size="sm">{r.duration !== null ? `${r.duration} ms` : 'running'}</Text>
-          <Text size="sm">
-            {r.tokenUsage.inputTokens} in / {r.tokenUsage.outputTokens} out tokens
-          </Text>
-          <Text size="sm" data-testid="run-cost">
-            {usd(r.cost)}
-          </Text>
-          {r.conversationId && (
-            <AnchorLink to="/playground" search={{ agentId: r.agentId, conversationId: r.conversationId }} size="sm">
-              conversation
-            </AnchorLink>
-          )}
-        </Group>
-      )}
-      {r?.error && (
-        <Alert color="red" title={r.error.code}>
-          {r.error.message}
-        </Alert>
-      )}
-      {r && (
-        <>
-          <Title order={4}>Input</Title>
-          <Code block>{r.input}</Code>
-        </>
-      )}
-      <Title order={4}>Timeline</Title>
-      {error && <Alert color="red">{error}</Alert>}
-      <Timeline bulletSize={14} lineWidth={2} data-testid="run-timeline">
-        {timelineOf(events).map((entry) => (
-          <Timeline.Item key={entry.key} title={entry.title} color={entry.color}>
-            {entry.body && (
-              <Text size="sm" c="dimmed" style={{ whiteSpace: 'pre-wrap', wordBreak: 'break-word' }} lineClamp={8}>
-                {entry.body}
-              </Text>
-            )}
-            {entry.code && <CodeCall name={entry.code.name} input={entry.code.input} result={entry.code.result} />}
-          </Timeline.Item>
-        ))}
-      </Timeline>
     </Stack>
   );
 }

@@ -28,6 +28,7 @@ import { fieldErrorsOf, messageOf, useClient, useDenied } from '../api';
 import { cronPreview } from '../lib/cron-preview';
 import { taskActionRefused, taskStatusView } from '../lib/task-actions';
 import { AnchorLink } from '../links';
+import { WarningsBadge } from '../features/runs/run-warnings';
 import { StatusBadge, usd } from './runs';
 import { apiPath } from '../lib/api-path.js';
 
@@ -384,7 +385,10 @@ export function TaskPage() {
                     </AnchorLink>
                   </Table.Td>
                   <Table.Td>
-                    <StatusBadge status={run.status} />
+                    <Group gap={6} wrap="nowrap">
+                      <StatusBadge status={run.status} />
+                      <WarningsBadge warnings={run.warnings} />
+                    </Group>
                   </Table.Td>
                   <Table.Td>{usd(run.cost)}</Table.Td>
                   <Table.Td>{new Date(run.createdAt).toLocaleString()}</Table.Td>
