@@ -1,20 +1,29 @@
 import { AgentryError } from '@agentry/client';
-import { Alert, Badge, Button, Card, Code, Group, JsonInput, Modal, Stack, Text, Textarea, Title, Tooltip } from '@mantine/core';
+import {
+  Alert,
+  Badge,
+  Button,
+  Card,
+  Checkbox,
+  Group,
+  JsonInput,
+  Modal,
+  SegmentedControl,
+  Stack,
+  Text,
+  Textarea,
+  Title,
+  Tooltip,
+} from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { type Session, messageOf, useClient, useDenied, useSession } from '../api';
+import { BulkDecisionBar } from '../features/approvals/bulk-decision';
+import { ApprovalContext, type ApprovalItem, useAgentNames } from '../features/approvals/approval-context';
 import { apiPath } from '../lib/api-path.js';
 
-/** One thing waiting for a person: a task awaiting approval, or a tool call (when the server has the inbox). */
-export interface Approval {
-  id: string;
-  kind: 'task' | 'tool_call';
-  agentId: string;
-  reason: string;
-  createdAt: string;
-  toolCall: { runId: string; name: string; arguments: unknown } | null;
-  task: { id: string; name: string; description: string } | null;
-}
+/** One thing waiting for a person, or decided: a task awaiting approval, or a tool call (when the server has the inbox). */
+export type Approval = ApprovalItem;
 
 interface PendingTask {
   id: string;
@@ -44,8 +53,11 @@ async function fetchInbox(client: Session['client']): Promise<{ items: Approval[
       id: t.id,
       kind: 'task',
       agentId: t.agentId,
+      status: 'pending',
       reason: t.description,
       createdAt: t.createdAt,
+      expiresAt: null,
+      decision: null,
       toolCall: null,
       task: { id: t.id, name: t.name, description: t.description },
     })),
@@ -62,24 +74,101 @@ export function useInbox() {
   });
 }
 
+const SHOWN = ['pending', 'approved', 'rejected', 'expired'] as const;
+type Shown = (typeof SHOWN)[number];
+
+/** Decided tool calls, newest first (GET /api/v1/approvals?status=): who decided what, and when. */
+function useDecided(status: Shown) {
+  const client = useClient();
+  return useQuery({
+    queryKey: ['approvals', 'decided', status],
+    enabled: status !== 'pending',
+    queryFn: async () =>
+      (await client.http.json<{ approvals: Approval[] }>('GET', '/api/v1/approvals', { query: { status, kind: 'tool_call', limit: 100 } }))
+        .approvals,
+  });
+}
+
 export function ApprovalsPage() {
   const inbox = useInbox();
+  const [status, setStatus] = useState<Shown>('pending');
+  const decided = useDecided(status);
+  const names = useAgentNames();
   const items = inbox.data?.items ?? [];
   const unified = inbox.data?.unified ?? false;
   // The open dialog holds its item itself: a refresh that drops the item (decided elsewhere) leaves the
   // dialog, what was typed and the server's answer in place until the person closes it.
   const [dialog, setDialog] = useState<{ kind: 'reject' | 'edit'; item: Approval } | null>(null);
+  // Tool calls ticked for a decision in bulk; only those still in the inbox count.
+  const [ticked, setTicked] = useState<ReadonlySet<string>>(new Set());
+  const selected = items.filter((i) => i.toolCall && ticked.has(i.id)).map((i) => ({ id: i.id, name: i.toolCall!.name }));
+  const tick = (id: string, on: boolean) =>
+    setTicked((prev) => {
+      const next = new Set(prev);
+      if (on) next.add(id);
+      else next.delete(id);
+      return next;
+    });
 
   return (
     <Stack maw={900}>
-      <Title order={2}>Approvals</Title>
-      {inbox.error && <Alert color="red">{messageOf(inbox.error)}</Alert>}
-      {inbox.data && items.length === 0 && <Text c="dimmed">Nothing is waiting for a decision.</Text>}
-      {items.map((item) => (
-        <ApprovalCard key={item.id} item={item} unified={unified} onDialog={(kind) => setDialog({ kind, item })} />
-      ))}
+      <Group justify="space-between">
+        <Title order={2}>Approvals</Title>
+        {unified && <SegmentedControl size="xs" data={[...SHOWN]} value={status} onChange={(v) => setStatus(v as Shown)} />}
+      </Group>
+      {status === 'pending' ? (
+        <>
+          {inbox.error && <Alert color="red">{messageOf(inbox.error)}</Alert>}
+          {inbox.data && items.length === 0 && <Text c="dimmed">Nothing is waiting for a decision.</Text>}
+          {unified && items.some((i) => i.toolCall) && <BulkDecisionBar selected={selected} onDecided={() => setTicked(new Set())} />}
+          {items.map((item) => (
+            <ApprovalCard
+              key={item.id}
+              item={item}
+              agentName={names.get(item.agentId)}
+              unified={unified}
+              onDialog={(kind) => setDialog({ kind, item })}
+              ticked={unified && item.toolCall ? { on: ticked.has(item.id), set: (on) => tick(item.id, on) } : undefined}
+            />
+          ))}
+        </>
+      ) : (
+        <>
+          {decided.error && <Alert color="red">{messageOf(decided.error)}</Alert>}
+          {decided.data?.length === 0 && <Text c="dimmed">No {status} tool calls.</Text>}
+          {decided.data?.map((item) => (
+            <Card key={item.id} withBorder data-testid="decided-approval">
+              <Stack gap="xs">
+                <CardHead item={item} />
+                <ApprovalContext item={item} agentName={names.get(item.agentId)} />
+              </Stack>
+            </Card>
+          ))}
+        </>
+      )}
       {dialog && <DecisionDialog {...dialog} unified={unified} onClose={() => setDialog(null)} />}
     </Stack>
+  );
+}
+
+function CardHead({ item, ticked }: { item: Approval; ticked?: { on: boolean; set: (on: boolean) => void } }) {
+  return (
+    <Group justify="space-between" wrap="wrap">
+      <Group gap="xs">
+        {ticked && (
+          <Checkbox
+            aria-label={`Select ${item.toolCall?.name ?? item.id}`}
+            checked={ticked.on}
+            onChange={(e) => ticked.set(e.currentTarget.checked)}
+          />
+        )}
+        <Badge>{item.kind === 'task' ? 'task' : 'tool call'}</Badge>
+        <Text fw={600}>{item.task?.name ?? item.toolCall?.name}</Text>
+      </Group>
+      <Text size="xs" c="dimmed">
+        {new Date(item.createdAt).toLocaleString()}
+      </Text>
+    </Group>
   );
 }
 
@@ -105,24 +194,27 @@ function useDecision(item: Approval, unified: boolean, onDecided?: () => void) {
 }
 
 /** One item. Its Approve has its own request state: a decision under way holds this card only. */
-function ApprovalCard({ item, unified, onDialog }: { item: Approval; unified: boolean; onDialog: (kind: 'reject' | 'edit') => void }) {
+function ApprovalCard({
+  item,
+  agentName,
+  unified,
+  onDialog,
+  ticked,
+}: {
+  item: Approval;
+  agentName: string | undefined;
+  unified: boolean;
+  onDialog: (kind: 'reject' | 'edit') => void;
+  ticked?: { on: boolean; set: (on: boolean) => void };
+}) {
   const denied = useDenied()('agents:write');
   const approve = useDecision(item, unified);
 
   return (
     <Card withBorder data-testid="approval">
       <Stack gap="xs">
-        <Group justify="space-between" wrap="wrap">
-          <Group gap="xs">
-            <Badge>{item.kind === 'task' ? 'task' : 'tool call'}</Badge>
-            <Text fw={600}>{item.task?.name ?? item.toolCall?.name}</Text>
-          </Group>
-          <Text size="xs" c="dimmed">
-            {new Date(item.createdAt).toLocaleString()}
-          </Text>
-        </Group>
-        <Text size="sm">{item.reason}</Text>
-        {item.toolCall && <Code block>{JSON.stringify(item.toolCall.arguments, null, 2)}</Code>}
+        <CardHead item={item} ticked={ticked} />
+        {item.toolCall ? <ApprovalContext item={item} agentName={agentName} /> : <Text size="sm">{item.reason}</Text>}
         {approve.error && <Alert color="red">{messageOf(approve.error)}</Alert>}
         <Group>
           <Tooltip label={denied} disabled={!denied}>

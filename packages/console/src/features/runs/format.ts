@@ -29,15 +29,13 @@ export const formatTokens = (usage: { inputTokens: number; outputTokens: number 
 
 export const formatDate = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
 
-/** How far `iso` is from `now` in words: "in 5 minutes", "3 hours ago". */
+/** How far `iso` is from `now` in words: "in 5 minutes", "in 1 hour" (not "in 60 minutes" a second early), "3 hours ago". */
 export function inWords(iso: string, now = Date.now()): string {
   const seconds = Math.round((Date.parse(iso) - now) / 1000);
-  const units: [Intl.RelativeTimeFormatUnit, number][] = [
-    ['day', 86_400],
-    ['hour', 3_600],
-    ['minute', 60],
-  ];
   const format = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
-  for (const [unit, size] of units) if (Math.abs(seconds) >= size) return format.format(Math.round(seconds / size), unit);
+  // Each unit once the smaller one, rounded, would reach it.
+  if (Math.abs(Math.round(seconds / 3600)) >= 24) return format.format(Math.round(seconds / 86_400), 'day');
+  if (Math.abs(Math.round(seconds / 60)) >= 60) return format.format(Math.round(seconds / 3600), 'hour');
+  if (Math.abs(seconds) >= 60) return format.format(Math.round(seconds / 60), 'minute');
   return format.format(seconds, 'second');
 }
