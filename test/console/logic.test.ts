@@ -4,6 +4,8 @@ import { Agentry, type RunEvent } from '@agentry/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiPath } from '../../packages/console/src/lib/api-path.js';
 import { cronPreview } from '../../packages/console/src/lib/cron-preview.js';
+import { formatDuration, inWords } from '../../packages/console/src/features/runs/format.js';
+import { diffArguments } from '../../packages/console/src/features/runs/json-diff.js';
 import { taskActionRefused } from '../../packages/console/src/lib/task-actions.js';
 import { applyEvent, followTurn, type KeyValueStore, newTurn, pendingTurns } from '../../packages/console/src/lib/turn.js';
 import { nextFire } from '../../src/scheduler/cron.js';
@@ -202,5 +204,30 @@ describe('resuming a streamed answer (a real server, the SDK)', () => {
     expect(after.status).toBe('done');
     expect(after.text).toBe(words);
     expect(after.tokenUsage?.outputTokens).toBe(10);
+  });
+});
+
+describe('a run trace’s figures and an approver’s edit', () => {
+  it('says durations in ms, s and min, and expiries in the unit they round to', () => {
+    expect([840, 2345, 12_340, 65_000, 120_000, null].map(formatDuration)).toEqual(['840 ms', '2.35 s', '12.3 s', '1 min 5 s', '2 min', '—']);
+    const now = Date.parse('2026-01-01T12:00:00Z');
+    const at = (s: number) => new Date(now + s * 1000).toISOString();
+    // A second short of the hour is an hour, never "60 minutes"; likewise a day.
+    expect(inWords(at(3599), now)).toMatch(/in 1 hour/);
+    expect(inWords(at(86_399), now)).toMatch(/tomorrow|in 1 day/);
+    expect(inWords(at(150), now)).toMatch(/in 3 minutes/);
+    expect(inWords(at(-7200), now)).toMatch(/2 hours ago/);
+  });
+
+  it('lists what an approver changed, removed and added, nested and in arrays', () => {
+    const model = { to: 'all@example.com', body: { text: 'hi', cc: ['a', 'b'] }, urgent: true };
+    const approved = { to: 'team@example.com', body: { text: 'hi', cc: ['a'] }, note: 'checked' };
+    expect(diffArguments(model, approved)).toEqual([
+      { path: 'to', kind: 'changed', before: 'all@example.com', after: 'team@example.com' },
+      { path: 'body.cc[1]', kind: 'removed', before: 'b' },
+      { path: 'urgent', kind: 'removed', before: true },
+      { path: 'note', kind: 'added', after: 'checked' },
+    ]);
+    expect(diffArguments({ a: 1 }, { a: 1 })).toEqual([]);
   });
 });
