@@ -209,7 +209,14 @@ describe('resuming a streamed answer (a real server, the SDK)', () => {
 
 describe('a run trace’s figures and an approver’s edit', () => {
   it('says durations in ms, s and min, and expiries in the unit they round to', () => {
-    expect([840, 2345, 12_340, 65_000, 120_000, null].map(formatDuration)).toEqual(['840 ms', '2.35 s', '12.3 s', '1 min 5 s', '2 min', '—']);
+    expect([840, 2345, 12_340, 65_000, 120_000, null].map(formatDuration)).toEqual([
+      '840 ms',
+      '2.35 s',
+      '12.3 s',
+      '1 min 5 s',
+      '2 min',
+      '—',
+    ]);
     const now = Date.parse('2026-01-01T12:00:00Z');
     const at = (s: number) => new Date(now + s * 1000).toISOString();
     // A second short of the hour is an hour, never "60 minutes"; likewise a day.
