@@ -47,7 +47,7 @@ describeConsole(
       await openRun(runId);
       // The model asked for the call, a person was asked, the call ran, the model answered.
       await expect
-        .poll(() => rows().evaluateAll((els) => els.map((e) => e.getAttribute('data-kind'))))
+        .poll(async () => Promise.all((await rows().all()).map((row) => row.getAttribute('data-kind'))))
         .toEqual(['model', 'approval', 'tool', 'model']);
       expect(await rows().nth(0).textContent()).toContain('builtin/echo');
       expect(await page.getByTestId('trace-bar').count()).toBe(4);
@@ -161,9 +161,9 @@ describeConsole(
       await openRun(res.run!.runId);
       await expect.poll(() => rows().count()).toBe(50);
       expect(await page.getByTestId('trace-details').count()).toBe(0);
-      const heights = await rows().evaluateAll((els) => els.map((e) => e.getBoundingClientRect().height));
+      const heights = await Promise.all((await rows().all()).map(async (row) => (await row.boundingBox())?.height ?? Infinity));
       expect(Math.max(...heights)).toBeLessThan(40);
-      const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      const overflow = () => page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
       expect(await overflow()).toBeLessThanOrEqual(0);
 
       await page.getByRole('button', { name: 'Expand all' }).click();
