@@ -17,7 +17,7 @@ interface Citation {
 const text = (v: unknown) => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : '');
 
 /** Where the knowledge page shows the passage: its base, its document, the chunk's position. */
-export function citationHref(c: Citation): string | null {
+function citationHref(c: Citation): string | null {
   const base = text(c.knowledgeBaseId);
   const document = text(c.documentId);
   if (!base || !document) return null;

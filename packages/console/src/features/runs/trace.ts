@@ -8,8 +8,8 @@ import type { RunDetails, RunEvent, components } from '@agentry/client';
  */
 
 export type Approval = components['schemas']['Approval'];
-export type Step = RunDetails['steps'][number];
-export type ToolCall = RunDetails['toolCalls'][number];
+type Step = RunDetails['steps'][number];
+type ToolCall = RunDetails['toolCalls'][number];
 
 interface Timed {
   key: string;
