@@ -86,7 +86,7 @@ describeConsole(
       await step.getByText('fallback: the agent’s openai-compatible/dead-end did not answer').waitFor();
     });
 
-    it('shows a run’s warnings on its page, in the runs list and under the playground’s answer', async () => {
+    it('shows a run’s warnings on its page, in the runs lists and under the playground’s answer', async () => {
       const { t, key, page, url } = session;
       // Nothing listens on port 1: the MCP server is down, which the run reports instead of failing.
       const agent = await t.agent(key, { name: 'Unplugged', tools: [{ type: 'mcp', url: 'http://127.0.0.1:1/mcp' }] });
@@ -116,6 +116,21 @@ describeConsole(
         .getByTestId('turn-warnings')
         .getByText(/MCP server unavailable/)
         .waitFor();
+
+      // A task's run of that agent is badged on the task's page as in the runs list.
+      const task = await t
+        .api(key)
+        .POST('/api/v1/tasks', { body: { name: 'Roll call', description: 'anyone?', agentId: agent.id, type: 'one_time' } });
+      expect(task.response.status, JSON.stringify(task.error)).toBe(201);
+      const taskId = task.data!.id;
+      await expect
+        .poll(async () => (await t.api(key).GET('/api/v1/tasks/{id}', { params: { path: { id: taskId } } })).data!.status, {
+          timeout: 20_000,
+        })
+        .toBe('completed');
+      await page.goto(`${url}/tasks/${taskId}`);
+      const taskBadge = page.getByRole('row').getByTestId('run-warnings-badge');
+      expect((await taskBadge.textContent())?.trim()).toBe('⚠ 1');
     });
 
     it('lists the citations, each a link to its passage in the knowledge page', async () => {

@@ -10,7 +10,6 @@ import { AnchorLink } from '../links';
 
 const STATUSES = ['queued', 'running', 'awaiting_approval', 'completed', 'failed', 'cancelled'];
 export { StatusBadge };
-export const usd = (n: number) => `$${n.toFixed(6)}`;
 
 const KINDS = ['execute', 'chat', 'stream', 'message', 'task', 'delegation', 'chat_completion', 'a2a'];
 const RUNS_PAGE_SIZE = 50;

@@ -28,8 +28,9 @@ import { fieldErrorsOf, messageOf, useClient, useDenied } from '../api';
 import { cronPreview } from '../lib/cron-preview';
 import { taskActionRefused, taskStatusView } from '../lib/task-actions';
 import { AnchorLink } from '../links';
+import { formatDate, formatDuration, formatUsd } from '../features/runs/format';
 import { WarningsBadge } from '../features/runs/run-warnings';
-import { StatusBadge, usd } from './runs';
+import { StatusBadge } from './runs';
 import { apiPath } from '../lib/api-path.js';
 
 type TaskType = 'one_time' | 'scheduled' | 'triggered';
@@ -390,8 +391,9 @@ export function TaskPage() {
                       <WarningsBadge warnings={run.warnings} />
                     </Group>
                   </Table.Td>
-                  <Table.Td>{usd(run.cost)}</Table.Td>
-                  <Table.Td>{new Date(run.createdAt).toLocaleString()}</Table.Td>
+                  <Table.Td>{formatDuration(run.duration)}</Table.Td>
+                  <Table.Td>{formatUsd(run.cost)}</Table.Td>
+                  <Table.Td>{formatDate(run.createdAt)}</Table.Td>
                 </Table.Tr>
               ))}
             </Table.Tbody>
