@@ -188,6 +188,22 @@ describeConsole(
       await expect.poll(() => page.getByTestId('trace-details').count()).toBe(0);
     });
 
+    it('shows a failed model call as the trace’s error, with the run’s error above it', async () => {
+      const { t, key, page } = session;
+      const agent = await t.agent(key, { name: 'Fragile' });
+      const res = await execute(t.api(key), agent.id, { message: '/fail the model broke' });
+      const runId = res.response.headers.get('x-run-id')!;
+      const run = await endedRun(t, key, runId);
+      expect(run.status).toBe('failed');
+
+      await openRun(runId);
+      await page.getByRole('alert').filter({ hasText: run.error!.code }).getByText(run.error!.message).waitFor();
+      const error = rows().filter({ hasText: `Error ${run.error!.code}` });
+      expect(await error.getAttribute('data-kind')).toBe('event');
+      await error.getByRole('button').first().click();
+      await error.getByTestId('trace-details').getByText(run.error!.message).waitFor();
+    });
+
     it('raised no page error', () => {
       expect(session.pageErrors).toEqual([]);
     });
