@@ -109,15 +109,15 @@ export function describeConsole(
   name: string,
   file: string,
   body: (session: ConsoleSession) => void,
-  /** The app's configuration beyond the test defaults (a provider to fall back from...). */
-  env: Record<string, string> = {},
+  /** The app's configuration beyond the test defaults, or what makes it (a mock provider started first...). */
+  env: Record<string, string> | (() => Promise<Record<string, string>>) = {},
 ) {
   if (!hasChromium) console.warn(`${file} skipped: no /usr/bin/chromium (apt-get install chromium)`);
   (hasChromium ? describe : describe.skip)(name, () => {
     const session = { pageErrors: [] as string[] } as ConsoleSession;
     beforeAll(async () => {
       requireConsoleBuild();
-      session.t = await startApp({ ...env, CONSOLE_DIR: CONSOLE_DIST });
+      session.t = await startApp({ ...(typeof env === 'function' ? await env() : env), CONSOLE_DIR: CONSOLE_DIST });
       session.url = await session.t.listen();
       ({ key: session.key } = await session.t.tenant('Acme'));
       ({ browser: session.browser, page: session.page } = await openRecordedPage(session.pageErrors));

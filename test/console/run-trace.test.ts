@@ -1,5 +1,7 @@
+import type { LLMock } from '@copilotkit/aimock';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { endedRun, pendingOf, shoutWaits } from '../approvals/helpers.js';
+import { providerEnv, startAimock } from '../helpers/aimock.js';
 import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
 import { describeConsole } from './browser.js';
@@ -11,8 +13,12 @@ import { describeConsole } from './browser.js';
  * readable. The runs are made through the API with builtin/echo's directives (docs/models.md).
  */
 
-// A provider nobody listens for: an agent on it falls back at once (one attempt, no retry wait).
-const ENV = { OPENAI_COMPATIBLE_BASE_URL: 'http://127.0.0.1:9/v1', MODEL_RETRY_MAX_ATTEMPTS: '1' };
+// The providers answer from aimock, whose fixtures fail or cut the answers the tests name; retries are 1 ms apart.
+let mock: LLMock | undefined;
+async function env() {
+  mock = await startAimock();
+  return { ...providerEnv(mock), MODEL_RETRY_MAX_ATTEMPTS: '2', MODEL_RETRY_BASE_MS: '1', MODEL_BREAKER_FAILURES: '0' };
+}
 
 describeConsole(
   'the run page',
@@ -22,7 +28,10 @@ describeConsole(
     beforeAll(async () => {
       mcp = await startMcpServer();
     });
-    afterAll(() => mcp?.close());
+    afterAll(async () => {
+      await mcp?.close();
+      await mock?.stop();
+    });
 
     const rows = () => session.page.getByTestId('trace-row');
     async function openRun(runId: string) {
@@ -69,12 +78,17 @@ describeConsole(
 
     it('shows the fallback model that answered a step', async () => {
       const { t, key, page } = session;
+      const message = 'hello from the fallback';
+      mock!.addFixture({
+        match: { userMessage: message, model: 'overloaded' },
+        response: { error: { message: 'The engine is currently overloaded', type: 'server_error' }, status: 503 },
+      });
       const agent = await t.agent(key, {
         name: 'Backed up',
-        model: 'openai-compatible/dead-end',
+        model: 'openai-compatible/overloaded',
         configuration: { fallbackModels: ['builtin/echo'] },
       });
-      const res = await execute(t.api(key), agent.id, { message: 'hello from the fallback' });
+      const res = await execute(t.api(key), agent.id, { message });
       expect(res.run?.status, JSON.stringify(res.error)).toBe('completed');
 
       await openRun(res.run!.runId);
@@ -83,7 +97,33 @@ describeConsole(
       expect(await step.getAttribute('data-kind')).toBe('model');
       await step.getByText('fallback', { exact: true }).waitFor();
       await step.getByRole('button').first().click();
-      await step.getByText('fallback: the agent’s openai-compatible/dead-end did not answer').waitFor();
+      await step.getByText('fallback: the agent’s openai-compatible/overloaded did not answer').waitFor();
+    });
+
+    it('shows an answer the provider cut and the retry that answered it whole', async () => {
+      const { t, key } = session;
+      const message = 'an answer cut short';
+      // The first answer breaks off after a few chunks; the step is asked again and answers whole.
+      mock!.addFixture({
+        match: { userMessage: message, sequenceIndex: 0 },
+        response: { content: 'One two three four five six seven.' },
+        chunkSize: 4,
+        truncateAfterChunks: 3,
+        latency: 10,
+      });
+      mock!.addFixture({ match: { userMessage: message, sequenceIndex: 1 }, response: { content: 'One two three four five six seven.' } });
+      const agent = await t.agent(key, { name: 'Choppy', model: 'openai-compatible/qwen3-8b' });
+      const res = await execute(t.api(key), agent.id, { message });
+      expect(res.run?.output, JSON.stringify(res.error)).toBe('One two three four five six seven.');
+
+      await openRun(res.run!.runId);
+      await expect
+        .poll(async () => Promise.all((await rows().all()).map((row) => row.getAttribute('data-kind'))))
+        .toEqual(['event', 'model']);
+      const cut = rows().first();
+      expect(await cut.textContent()).toContain('Answer cut (openai-compatible/qwen3-8b)');
+      await cut.getByRole('button').first().click();
+      expect(await cut.getByTestId('trace-details').textContent()).toMatch(/^provider_unavailable: .*; the step was asked again$/);
     });
 
     it('shows a run’s warnings on its page, in the runs lists and under the playground’s answer', async () => {
@@ -208,5 +248,5 @@ describeConsole(
       expect(session.pageErrors).toEqual([]);
     });
   },
-  ENV,
+  env,
 );
