@@ -7,7 +7,7 @@ import { apiPath } from '../../lib/api-path.js';
 type BulkDecision = { decision: 'approve' } | { decision: 'reject'; reason: string };
 
 /**
- * Approves or rejects the selected tool calls, each on its own request: the server's refusal of one
+ * Approves or rejects the selected tool calls, each on its own request in turn: the server's refusal of one
  * (decided elsewhere meanwhile, expired) is said with its name and leaves the others decided.
  */
 function useBulkDecision(onDone: (refused: string[]) => void) {
@@ -16,10 +16,14 @@ function useBulkDecision(onDone: (refused: string[]) => void) {
   return useMutation({
     mutationFn: async ({ ids, d }: { ids: { id: string; name: string }[]; d: BulkDecision }) => {
       const body = d.decision === 'reject' ? { reason: d.reason } : {};
-      const settled = await Promise.allSettled(
-        ids.map((item) => client.http.json('POST', apiPath`/api/v1/approvals/${item.id}/${d.decision}`, { body })),
-      );
-      return settled.flatMap((r, i) => (r.status === 'rejected' ? [`${ids[i].name}: ${messageOf(r.reason)}`] : []));
+      // One after another: a hundred at once would meet the tenant's rate limit.
+      const refused: string[] = [];
+      for (const item of ids) {
+        await client.http
+          .json('POST', apiPath`/api/v1/approvals/${item.id}/${d.decision}`, { body })
+          .catch((err) => refused.push(`${item.name}: ${messageOf(err)}`));
+      }
+      return refused;
     },
     onSuccess: (refused) => {
       onDone(refused);
