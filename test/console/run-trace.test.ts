@@ -17,7 +17,17 @@ import { describeConsole } from './browser.js';
 let mock: LLMock | undefined;
 async function env() {
   mock = await startAimock();
-  return { ...providerEnv(mock), MODEL_RETRY_MAX_ATTEMPTS: '2', MODEL_RETRY_BASE_MS: '1', MODEL_BREAKER_FAILURES: '0' };
+  return {
+    ...providerEnv(mock),
+    MODEL_RETRY_MAX_ATTEMPTS: '2',
+    MODEL_RETRY_BASE_MS: '1',
+    MODEL_BREAKER_FAILURES: '0',
+    // A window that holds one turn of history, and a summary model whose window holds no summary request.
+    MODEL_PRICES: JSON.stringify({
+      'openai-compatible/tiny': { contextWindow: 160, outputReserve: 40 },
+      'openai-compatible/minuscule': { contextWindow: 120, outputReserve: 20 },
+    }),
+  };
 }
 
 describeConsole(
@@ -226,6 +236,33 @@ describeConsole(
       expect(await overflow()).toBeLessThanOrEqual(0);
       await page.getByRole('button', { name: 'Collapse all' }).click();
       await expect.poll(() => page.getByTestId('trace-details').count()).toBe(0);
+    });
+
+    it('shows history left out of the prompt as the trace’s context fitting', async () => {
+      const { t, key } = session;
+      // An echo agent fitted into its (never called) fallback's tiny window, whose summary model cannot summarise.
+      const agent = await t.agent(key, {
+        name: 'Forgetful',
+        configuration: { fallbackModels: ['openai-compatible/tiny'], summaryModel: 'openai-compatible/minuscule' },
+      });
+      const fact = (name: string) => `fact-${name} ${name.toLowerCase().repeat(96)}`;
+      let conversationId: string | undefined;
+      let runId = '';
+      for (const name of ['A', 'B', 'C']) {
+        const res = await execute(t.api(key), agent.id, { message: fact(name), conversationId });
+        expect(res.run?.status, JSON.stringify(res.error)).toBe('completed');
+        conversationId = res.run!.conversationId;
+        runId = res.run!.runId;
+      }
+
+      await openRun(runId);
+      const fitted = rows().filter({ hasText: 'Context fitted' });
+      expect(await fitted.getAttribute('data-kind')).toBe('event');
+      await fitted.getByRole('button').first().click();
+      expect(await fitted.getByTestId('trace-details').textContent()).toMatch(
+        /^2 older message\(s\) left out of the prompt without a summary: .*cannot hold a summary request/,
+      );
+      expect(await session.page.getByTestId('run-warnings').textContent()).toContain('cannot hold a summary request');
     });
 
     it('shows a failed model call as the trace’s error, with the run’s error above it', async () => {
