@@ -286,6 +286,8 @@ async function main() {
     const server = await startChild('agentry', [...profiling, 'dist/main.js'], env, '/readyz');
     cleanups.push(async () => {
       await server.stop();
+      const out = server.output().trim();
+      if (out) log(`server output (last 3,000 chars):\n${out.slice(-3000)}`);
     });
     const { stdout } = await exec(process.execPath, [path.join(ROOT, 'dist/cli.js'), 'tenants', 'create', 'bench', '--json'], {
       cwd: ROOT,
