@@ -298,6 +298,7 @@ export function createServices(
     bus,
     files: conversations.files,
     providers: config.providers,
+    models,
     log: logger,
     policies: identity.identity.policies,
     // A dead process's ingestion is taken over when its lease lapses, as its runs and task work are.

@@ -11,6 +11,7 @@ insert into
     "name",
     "description",
     "embedding_model",
+    "rerank_model",
     "chunk_max_chars",
     "chunk_overlap_chars",
     "document_count",
@@ -19,7 +20,7 @@ insert into
     "updated_at"
   )
 values
-  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
 
 -- knowledge/store.ts: findBase
 -- sqlite and postgres

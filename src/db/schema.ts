@@ -466,6 +466,8 @@ export interface KnowledgeBaseTable {
   name: string;
   description: string | null;
   embedding_model: string;
+  /** The model that re-ranks search candidates; null: none. */
+  rerank_model: string | null;
   chunk_max_chars: number;
   chunk_overlap_chars: number;
   document_count: number;

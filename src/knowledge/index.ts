@@ -9,6 +9,7 @@ import { DocumentReader, type ReaderLimits } from './documents/reader.js';
 import { Embeddings } from './embeddings.js';
 import { Ingestion } from './ingestion.js';
 import { knowledgePlugin } from './plugin.js';
+import type { RerankModels } from './rerank.js';
 import { KnowledgeSearch } from './search.js';
 import { KnowledgeService } from './service.js';
 import { type KnowledgeToolPolicies, knowledgeToolProvider } from './tools.js';
@@ -21,6 +22,8 @@ export interface KnowledgeDomainOptions {
   files: FilesService;
   /** The providers' credentials, for embedding models (the same settings the model registry reads). */
   providers: ProviderSettings;
+  /** Chat models, for a base's rerankModel (the runtime's model registry). */
+  models: RerankModels;
   log: FastifyBaseLogger;
   /** The TBAC decision knowledge_search asks, as every tool does (identity's policies). */
   policies: KnowledgeToolPolicies;
@@ -45,6 +48,7 @@ export function createKnowledgeDomain({
   bus,
   files,
   providers,
+  models,
   log,
   policies,
   ingestion: settings = {},
@@ -61,8 +65,8 @@ export function createKnowledgeDomain({
     // A lapsed lease is noticed by polling (no process is left to signal it): within a third of a lease.
     pollMs: settings.pollMs ?? Math.min(2_000, (settings.leaseMs ?? 30_000) / 3),
   });
-  const knowledge = new KnowledgeService({ db, files, embeddings, queued: ingestion.queued });
-  const search = new KnowledgeSearch(db, knowledge, embeddings);
+  const knowledge = new KnowledgeService({ db, files, embeddings, rerankModels: models, queued: ingestion.queued });
+  const search = new KnowledgeSearch(db, knowledge, embeddings, models);
   return {
     knowledge,
     search,

@@ -268,7 +268,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox<{ knowledge: KnowledgeSe
         operationId: 'searchKnowledgeBase',
         tags,
         summary: 'Search a knowledge base: passages with citations, best first',
-        description: `mode hybrid (default) fuses lexical and vector rankings, by relative score (default) or reciprocal rank (fusion rrf); k 1..${SEARCH_MAX_K} (default 5); filters: tags (any of), metadata (each key equal), documentIds. Only ready versions are searched. 502 embedding_failed: the base's embedding model could not embed the query.`,
+        description: `mode hybrid (default) fuses lexical and vector rankings, by relative score (default) or reciprocal rank (fusion rrf), then re-ranked by the base's rerankModel if it has one (rerank false: not); k 1..${SEARCH_MAX_K} (default 5); filters: tags (any of), metadata (each key equal), documentIds. Only ready versions are searched. 502 embedding_failed: the base's embedding model could not embed the query.`,
         params: KnowledgeBaseParams,
         body: SearchBody,
         response: { 200: SearchResult, ...problems(400, 401, 403, 404, 413, 415, 502) },

@@ -39,11 +39,18 @@ const Chunking = Type.Object(
 export const KnowledgeBaseParams = Type.Object({ id: Id });
 export const DocumentParams = Type.Object({ id: Id, documentId: Id });
 
+const RerankModel = Type.String({
+  minLength: 3,
+  maxLength: 200,
+  description: 'a chat model (openai/<model>, anthropic/<model>, openai-compatible/<model>) that re-ranks search candidates',
+});
+
 export const CreateKnowledgeBaseBody = Type.Object(
   {
     name: Name,
     description: Type.Optional(Nullable(Description)),
     embeddingModel: Type.Optional(EmbeddingModel),
+    rerankModel: Type.Optional(Nullable(RerankModel)),
     chunking: Type.Optional(Chunking),
   },
   { additionalProperties: false },
@@ -55,6 +62,7 @@ export const UpdateKnowledgeBaseBody = Type.Object(
     name: Type.Optional(Name),
     description: Type.Optional(Nullable(Description)),
     embeddingModel: Type.Optional(EmbeddingModel),
+    rerankModel: Type.Optional(Nullable(RerankModel)),
     chunking: Type.Optional(Chunking),
   },
   { additionalProperties: false },
@@ -66,6 +74,7 @@ export const KnowledgeBase = Type.Object({
   name: Type.String(),
   description: Nullable(Type.String()),
   embeddingModel: Type.String(),
+  rerankModel: Nullable(Type.String({ description: 'the model that re-ranks search candidates; null: none' })),
   chunking: Type.Object({ maxChars: Type.Integer(), overlapChars: Type.Integer() }),
   documentCount: Type.Integer(),
   chunkCount: Type.Integer({ description: 'searchable chunks' }),
@@ -177,6 +186,8 @@ export const SearchFilters = Type.Object(
 export type SearchFilters = Static<typeof SearchFilters>;
 
 export const SEARCH_MAX_K = 50;
+/** Candidates a re-ranking model is shown at most (the fused ranking's best). */
+export const RERANK_CANDIDATES = 20;
 
 export const SearchBody = Type.Object(
   {
@@ -190,6 +201,11 @@ export const SearchBody = Type.Object(
       }),
     ),
     filters: Type.Optional(SearchFilters),
+    rerank: Type.Optional(
+      Type.Boolean({
+        description: `re-rank the best ${RERANK_CANDIDATES} candidates with the base's rerankModel (default: true when the base has one)`,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -219,6 +235,20 @@ export const SearchResult = Type.Object({
     description:
       'how vectors were compared, exactly either way: sqlite-vec (its cosine in SQLite), or exact (in process, a page of the base’s vectors at a time: PostgreSQL, or SQLite where sqlite-vec did not load)',
   }),
+  rerank: Type.Union(
+    [
+      Type.Object({
+        model: Type.String(),
+        status: Literals(['reranked', 'failed'] as const, {
+          description: 'failed: the model could not be asked or its answer was not a ranking; the passages are in the fused order',
+        }),
+        candidates: Type.Integer({ description: 'passages the model was shown' }),
+        error: Nullable(Type.String()),
+      }),
+      Type.Null(),
+    ],
+    { description: 'how the candidates were re-ranked; null: they were not (no rerankModel, or rerank false)' },
+  ),
   passages: Type.Array(Passage),
 });
 export type SearchResult = Static<typeof SearchResult>;

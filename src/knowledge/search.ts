@@ -1,16 +1,17 @@
 import type { Db } from '../db/database.js';
-import { RunFailed } from '../errors.js';
+import { InvalidInput, RunFailed } from '../errors.js';
 import { headingPathColumn, metadataColumn, tagsColumn } from './columns.js';
 import { dot, EmbeddingError, type Embeddings, STOP_WORDS, vectorBytes, vectorOf, wordsOf } from './embeddings.js';
 import type { KnowledgeService } from './service.js';
-import type { Passage, SearchFilters, SearchFusion, SearchMode, SearchResult } from './schemas.js';
+import { RerankFailed, type RerankModels, rerankOrder } from './rerank.js';
+import { type Passage, RERANK_CANDIDATES, type SearchFilters, type SearchFusion, type SearchMode, type SearchResult } from './schemas.js';
 import * as store from './store.js';
 
 /**
  * Search of one knowledge base (docs/knowledge.md, "How ranking works"): lexical (FTS5 bm25 on SQLite,
  * idf-weighted ts_rank on PostgreSQL), vector (exact cosine over the base's vectors), or both fused:
- * by relative score (default) or reciprocal rank. Filters narrow the documents first. A re-ranking
- * step would take the fused candidates (`rerank` below) and reorder them before the top k are cut.
+ * by relative score (default) or reciprocal rank. Filters narrow the documents first. A base with a
+ * `rerankModel` has the best candidates re-ordered by that model before the top k are cut.
  */
 
 /** Reciprocal-rank fusion's constant (Cormack et al.): a passage's fused score is the sum of 1 / (60 + rank). */
@@ -27,19 +28,18 @@ export interface SearchRequest {
   mode?: SearchMode;
   fusion?: SearchFusion;
   filters?: SearchFilters;
+  /** Re-rank with the base's rerankModel: default when it has one; true without one is refused. */
+  rerank?: boolean;
 }
 
-/** The fused candidates, best first, before the top k are cut: where a model could re-rank them (none does yet). */
-type Rerank = (query: string, candidates: store.RankedChunk[]) => Promise<store.RankedChunk[]>;
-const keepOrder: Rerank = async (_query, candidates) => candidates;
+type Chunk = Awaited<ReturnType<typeof store.chunksBySeq>>[number];
 
 export class KnowledgeSearch {
-  private readonly rerank: Rerank = keepOrder;
-
   constructor(
     private readonly db: Db,
     private readonly knowledge: KnowledgeService,
     private readonly embeddings: Embeddings,
+    private readonly models: RerankModels,
   ) {}
 
   async search(tenantId: string, baseId: string, request: SearchRequest): Promise<SearchResult> {
@@ -47,7 +47,13 @@ export class KnowledgeSearch {
     const k = request.k ?? 5;
     const mode = request.mode ?? 'hybrid';
     const fusion = mode === 'hybrid' ? (request.fusion ?? 'relative_score') : null;
-    const result = { mode, fusion, vectorIndex: this.db.vectorFunctions ?? 'exact' };
+    if (request.rerank && !base.rerank_model) {
+      throw new InvalidInput('rerank needs a knowledge base with a rerankModel', [
+        { path: 'body.rerank', message: 'the knowledge base has no rerankModel' },
+      ]);
+    }
+    const rerankModel = request.rerank === false ? null : base.rerank_model;
+    const result = { mode, fusion, vectorIndex: this.db.vectorFunctions ?? 'exact', rerank: null };
     const documentIds = await this.filtered(tenantId, baseId, request.filters);
     if (documentIds?.length === 0) return { ...result, passages: [] };
     const scope: store.ChunkScope = { tenantId, baseId, documentIds };
@@ -58,8 +64,39 @@ export class KnowledgeSearch {
     const vector = mode !== 'lexical' ? await this.vectorSearch(scope, base.embedding_model, request.query, pool) : [];
     const fuse = fusion === 'rrf' ? fuseRanks : fuseScores;
     const ranked = mode === 'lexical' ? lexical : mode === 'vector' ? vector : fuse([lexical, vector]);
-    const top = (await this.rerank(request.query, ranked)).slice(0, k);
-    return { ...result, passages: await this.passages(tenantId, top, words) };
+    if (!rerankModel || !ranked.length) return { ...result, passages: await this.passages(tenantId, ranked.slice(0, k), words) };
+    const candidates = ranked.slice(0, RERANK_CANDIDATES);
+    const chunks = await this.chunks(tenantId, candidates);
+    const shown = candidates.filter((c) => chunks.has(c.seq));
+    let order: store.RankedChunk[];
+    let rerank: SearchResult['rerank'];
+    try {
+      const picked = await rerankOrder(
+        this.models.resolve(rerankModel),
+        request.query,
+        shown.map((c) => chunks.get(c.seq)!.text),
+      );
+      order = [...picked.map((i) => shown[i]), ...ranked.filter((c) => !picked.some((i) => shown[i] === c))];
+      rerank = { model: rerankModel, status: 'reranked', candidates: shown.length, error: null };
+    } catch (err) {
+      if (!(err instanceof RerankFailed)) throw err;
+      order = ranked;
+      rerank = { model: rerankModel, status: 'failed', candidates: shown.length, error: err.message };
+    }
+    // Scores follow the new order (best 1, then evenly down), so several bases' passages still merge by score.
+    const top = order.slice(0, k).map((c, i) => ({ seq: c.seq, score: (order.length - i) / order.length }));
+    return { ...result, rerank, passages: await this.passages(tenantId, top, words, chunks) };
+  }
+
+  /** The chunks of `ranked`, by seq (those swapped out since the ranking are missing). */
+  private async chunks(tenantId: string, ranked: store.RankedChunk[]): Promise<Map<number, Chunk>> {
+    if (!ranked.length) return new Map();
+    const rows = await store.chunksBySeq(
+      this.db.kysely,
+      tenantId,
+      ranked.map((r) => r.seq),
+    );
+    return new Map(rows.map((c) => [c.seq, c]));
   }
 
   /** The documents the filters leave (undefined: no filters, every document). */
@@ -112,17 +149,11 @@ export class KnowledgeSearch {
     }
   }
 
-  private async passages(tenantId: string, ranked: store.RankedChunk[], words: string[]): Promise<Passage[]> {
+  private async passages(tenantId: string, ranked: store.RankedChunk[], words: string[], read?: Map<number, Chunk>): Promise<Passage[]> {
     if (!ranked.length) return [];
-    const chunks = new Map(
-      (
-        await store.chunksBySeq(
-          this.db.kysely,
-          tenantId,
-          ranked.map((r) => r.seq),
-        )
-      ).map((c) => [c.seq, c]),
-    );
+    const chunks = new Map(read);
+    const unread = ranked.filter((r) => !chunks.has(r.seq));
+    for (const [seq, chunk] of await this.chunks(tenantId, unread)) chunks.set(seq, chunk);
     const documentIds = [...new Set([...chunks.values()].map((c) => c.document_id))];
     const documents = new Map((await store.documentTitles(this.db.kysely, tenantId, documentIds)).map((d) => [d.id, d]));
     const passages: Passage[] = [];

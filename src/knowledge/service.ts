@@ -17,6 +17,7 @@ import {
   LIMITS,
   type UpdateKnowledgeBaseBody,
 } from './schemas.js';
+import type { RerankModels } from './rerank.js';
 import * as store from './store.js';
 
 /**
@@ -32,6 +33,7 @@ const baseView = (row: store.BaseRow): KnowledgeBase => ({
   name: row.name,
   description: row.description,
   embeddingModel: row.embedding_model,
+  rerankModel: row.rerank_model,
   chunking: { maxChars: row.chunk_max_chars, overlapChars: row.chunk_overlap_chars },
   documentCount: row.document_count,
   chunkCount: row.chunk_count,
@@ -80,6 +82,8 @@ export interface KnowledgeServiceOptions {
   db: Db;
   files: FilesService;
   embeddings: Embeddings;
+  /** The chat models a base's rerankModel may name. */
+  rerankModels: RerankModels;
   /** Tells the ingestion workers, on every replica, that documents were queued. */
   queued: () => void;
 }
@@ -88,12 +92,14 @@ export class KnowledgeService {
   private readonly db: Db;
   private readonly files: FilesService;
   private readonly embeddings: Embeddings;
+  private readonly rerankModels: RerankModels;
   private readonly queued: () => void;
 
-  constructor({ db, files, embeddings, queued }: KnowledgeServiceOptions) {
+  constructor({ db, files, embeddings, rerankModels, queued }: KnowledgeServiceOptions) {
     this.db = db;
     this.files = files;
     this.embeddings = embeddings;
+    this.rerankModels = rerankModels;
     this.queued = queued;
   }
 
@@ -101,6 +107,7 @@ export class KnowledgeService {
 
   async createBase(principal: Principal, body: CreateKnowledgeBaseBody): Promise<KnowledgeBase> {
     const embeddingModel = this.checkModel(body.embeddingModel ?? HASH_EMBEDDING_MODEL);
+    const rerankModel = this.checkRerankModel(body.rerankModel ?? null);
     const chunking = this.checkChunking(body.chunking ?? DEFAULT_CHUNKING);
     const at = now();
     const row: store.BaseRow = {
@@ -109,6 +116,7 @@ export class KnowledgeService {
       name: body.name,
       description: body.description ?? null,
       embedding_model: embeddingModel,
+      rerank_model: rerankModel,
       chunk_max_chars: chunking.maxChars,
       chunk_overlap_chars: chunking.overlapChars,
       document_count: 0,
@@ -129,7 +137,7 @@ export class KnowledgeService {
           action: 'knowledge_base.created',
           resourceType: 'knowledge_base',
           resourceId: row.id,
-          detail: { name: row.name, embeddingModel },
+          detail: { name: row.name, embeddingModel, rerankModel },
         });
       }),
     );
@@ -165,6 +173,7 @@ export class KnowledgeService {
   async updateBase(principal: Principal, id: string, body: UpdateKnowledgeBaseBody): Promise<KnowledgeBase> {
     const { tenantId } = principal;
     const embeddingModel = body.embeddingModel === undefined ? undefined : this.checkModel(body.embeddingModel);
+    const rerankModel = body.rerankModel === undefined ? undefined : this.checkRerankModel(body.rerankModel);
     const chunking = body.chunking === undefined ? undefined : this.checkChunking(body.chunking);
     let reindex = false;
     const row = await this.uniqueName(body.name, () =>
@@ -176,6 +185,7 @@ export class KnowledgeService {
           ...(body.name !== undefined ? { name: body.name } : {}),
           ...(body.description !== undefined ? { description: body.description } : {}),
           ...(embeddingModel !== undefined ? { embedding_model: embeddingModel } : {}),
+          ...(rerankModel !== undefined ? { rerank_model: rerankModel } : {}),
           ...(chunking ? { chunk_max_chars: chunking.maxChars, chunk_overlap_chars: chunking.overlapChars } : {}),
           updated_at: at,
         };
@@ -397,6 +407,14 @@ export class KnowledgeService {
   private checkModel(model: string): string {
     const why = this.embeddings.unavailable(model);
     if (why) throw new InvalidInput(`embeddingModel ${model} ${why}`, [{ path: 'body.embeddingModel', message: why }]);
+    return model;
+  }
+
+  /** A re-ranking model must be a chat model this server can call; the built-in echo model ranks nothing. */
+  private checkRerankModel(model: string | null): string | null {
+    if (model === null) return null;
+    const why = model.startsWith('builtin/') ? 'is not a model that can rank passages' : this.rerankModels.unavailable(model);
+    if (why) throw new InvalidInput(`rerankModel ${model} ${why}`, [{ path: 'body.rerankModel', message: why }]);
     return model;
   }
 

@@ -9,6 +9,7 @@ const base: store.BaseRow = {
   name: 'Handbook',
   description: null,
   embedding_model: 'builtin/hash-embedding',
+  rerank_model: null,
   chunk_max_chars: 1200,
   chunk_overlap_chars: 150,
   document_count: 0,

@@ -21,6 +21,7 @@ import * as m0021 from './0021_run_cost_reservation.js';
 import * as m0022 from './0022_file_provenance.js';
 import * as m0023 from './0023_code_slots.js';
 import * as m0024 from './0024_knowledge.js';
+import * as m0025 from './0025_knowledge_rerank.js';
 import { sealedBoxMigration, type SealedBoxMigrationContext } from './0012_one_sealed_box.js';
 
 /**
@@ -50,6 +51,7 @@ const migrations: Record<string, Migration> = {
   '0022_file_provenance': m0022,
   '0023_code_slots': m0023,
   '0024_knowledge': m0024,
+  '0025_knowledge_rerank': m0025,
 };
 
 /** What a migration needs besides the database: only the master key, to re-seal stored secrets (0012). */

@@ -13604,6 +13604,7 @@ export interface operations {
                      *           "name": "string",
                      *           "description": "string",
                      *           "embeddingModel": "string",
+                     *           "rerankModel": "string",
                      *           "chunking": {
                      *             "maxChars": 1,
                      *             "overlapChars": 1
@@ -13625,6 +13626,7 @@ export interface operations {
                             name: string;
                             description: string | null;
                             embeddingModel: string;
+                            rerankModel: string | null;
                             chunking: {
                                 maxChars: number;
                                 overlapChars: number;
@@ -13670,6 +13672,7 @@ export interface operations {
                  *       "name": "string",
                  *       "description": "string",
                  *       "embeddingModel": "string",
+                 *       "rerankModel": "string",
                  *       "chunking": {
                  *         "maxChars": 200,
                  *         "overlapChars": 0
@@ -13682,6 +13685,7 @@ export interface operations {
                     description?: string | null;
                     /** @description builtin/hash-embedding (the default: offline, a baseline), openai/<model> or openai-compatible/<model> */
                     embeddingModel?: string;
+                    rerankModel?: string | null;
                     chunking?: {
                         /** @description a chunk’s target size in characters (default 1200) */
                         maxChars: number;
@@ -13704,6 +13708,7 @@ export interface operations {
                      *       "name": "string",
                      *       "description": "string",
                      *       "embeddingModel": "string",
+                     *       "rerankModel": "string",
                      *       "chunking": {
                      *         "maxChars": 1,
                      *         "overlapChars": 1
@@ -13719,6 +13724,7 @@ export interface operations {
                         name: string;
                         description: string | null;
                         embeddingModel: string;
+                        rerankModel: string | null;
                         chunking: {
                             maxChars: number;
                             overlapChars: number;
@@ -13797,6 +13803,7 @@ export interface operations {
                      *       "name": "string",
                      *       "description": "string",
                      *       "embeddingModel": "string",
+                     *       "rerankModel": "string",
                      *       "chunking": {
                      *         "maxChars": 1,
                      *         "overlapChars": 1
@@ -13812,6 +13819,7 @@ export interface operations {
                         name: string;
                         description: string | null;
                         embeddingModel: string;
+                        rerankModel: string | null;
                         chunking: {
                             maxChars: number;
                             overlapChars: number;
@@ -13884,6 +13892,7 @@ export interface operations {
                  *       "name": "string",
                  *       "description": "string",
                  *       "embeddingModel": "string",
+                 *       "rerankModel": "string",
                  *       "chunking": {
                  *         "maxChars": 200,
                  *         "overlapChars": 0
@@ -13896,6 +13905,7 @@ export interface operations {
                     description?: string | null;
                     /** @description builtin/hash-embedding (the default: offline, a baseline), openai/<model> or openai-compatible/<model> */
                     embeddingModel?: string;
+                    rerankModel?: string | null;
                     chunking?: {
                         /** @description a chunk’s target size in characters (default 1200) */
                         maxChars: number;
@@ -13918,6 +13928,7 @@ export interface operations {
                      *       "name": "string",
                      *       "description": "string",
                      *       "embeddingModel": "string",
+                     *       "rerankModel": "string",
                      *       "chunking": {
                      *         "maxChars": 1,
                      *         "overlapChars": 1
@@ -13933,6 +13944,7 @@ export interface operations {
                         name: string;
                         description: string | null;
                         embeddingModel: string;
+                        rerankModel: string | null;
                         chunking: {
                             maxChars: number;
                             overlapChars: number;
@@ -14715,7 +14727,8 @@ export interface operations {
                  *         "documentIds": [
                  *           "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
                  *         ]
-                 *       }
+                 *       },
+                 *       "rerank": true
                  *     }
                  */
                 "application/json": {
@@ -14739,6 +14752,8 @@ export interface operations {
                         /** @description only these documents */
                         documentIds?: string[];
                     };
+                    /** @description re-rank the best 20 candidates with the base's rerankModel (default: true when the base has one) */
+                    rerank?: boolean;
                 };
             };
         };
@@ -14754,6 +14769,12 @@ export interface operations {
                      *       "mode": "hybrid",
                      *       "fusion": "relative_score",
                      *       "vectorIndex": "string",
+                     *       "rerank": {
+                     *         "model": "string",
+                     *         "status": "reranked",
+                     *         "candidates": 1,
+                     *         "error": "string"
+                     *       },
                      *       "passages": [
                      *         {
                      *           "text": "string",
@@ -14779,6 +14800,15 @@ export interface operations {
                         fusion: ("relative_score" | "rrf") | null;
                         /** @description how vectors were compared, exactly either way: sqlite-vec (its cosine in SQLite), or exact (in process, a page of the base’s vectors at a time: PostgreSQL, or SQLite where sqlite-vec did not load) */
                         vectorIndex: string;
+                        /** @description how the candidates were re-ranked; null: they were not (no rerankModel, or rerank false) */
+                        rerank: {
+                            model: string;
+                            /** @description failed: the model could not be asked or its answer was not a ranking; the passages are in the fused order */
+                            status: "reranked" | "failed";
+                            /** @description passages the model was shown */
+                            candidates: number;
+                            error: string | null;
+                        } | null;
                         passages: {
                             text: string;
                             citation: {
