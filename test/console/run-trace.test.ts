@@ -213,6 +213,9 @@ describeConsole(
       expect(await citation.getByRole('link', { name: 'Leave' }).getAttribute('href')).toBe(
         `/knowledge/${base}?document=${doc}&position=0`,
       );
+      // The link opens the passage in the knowledge page, within the console (no reload).
+      await citation.getByRole('link', { name: 'Leave' }).click();
+      await page.getByTestId('passage').getByText('Parental leave lasts sixteen weeks at full pay.').waitFor();
     });
 
     it('keeps a run of fifty rows readable: one line each, details on demand, no sideways scroll', async () => {
