@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import { type DatabaseConnection, type Driver, SqliteDialect, type SqliteDialectConfig, SqliteDriver } from 'kysely';
+import { CompiledQuery, type DatabaseConnection, type Driver, SqliteDialect, type SqliteDialectConfig, SqliteDriver } from 'kysely';
 
 /**
  * SQLite's WAL checkpoints, off the event loop. By default the connection that commits past
@@ -189,5 +189,16 @@ class CheckpointAwareDriver extends SqliteDriver {
     const paused = this.writesPaused();
     if (paused) await paused;
     return super.acquireConnection();
+  }
+
+  /**
+   * Takes the write lock as the transaction begins, where SQLite's busy handler waits for it. A
+   * deferred transaction that read first took the lock at its first write, and SQLite answers an open
+   * transaction's lock request with SQLITE_BUSY at once (waiting could deadlock): a RESTART starting
+   * between the read and the write failed the request with a 503. One connection runs one transaction
+   * at a time anyway, so taking the lock early serialises nothing more.
+   */
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }
 }

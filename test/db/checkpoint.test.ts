@@ -1,12 +1,13 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCheckpointer } from '../../src/db/checkpointer.js';
 import { openDatabase, type Db } from '../../src/db/database.js';
-import { dialect } from '../helpers/app.js';
+import { dialect, startApp, type TestApp } from '../helpers/app.js';
 
 /**
  * On SQLite, WAL checkpoints run in a worker thread (db/checkpointer.ts), not inside the server's
@@ -100,5 +101,40 @@ describe.skipIf(dialect !== 'sqlite')('writers held back during a RESTART checkp
     // Once stopped, nothing holds writers back.
     expect(checkpointer.writesPaused()).toBeUndefined();
     sqlite.close();
+  });
+});
+
+/**
+ * A transaction that reads before it writes, while another connection holds the write lock for a
+ * moment (the checkpointer's RESTART, a CLI): SQLite does not run its busy handler for a transaction
+ * already open, so one begun deferred failed at its first write with SQLITE_BUSY (a 503). Begun
+ * immediate, it waits for the lock like a single statement. The lock is held by another process: the
+ * wait blocks this one's event loop, as SQLite's busy handler does.
+ */
+describe.skipIf(dialect !== 'sqlite')('a transaction meeting another connection’s write lock', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startApp();
+  });
+  afterAll(() => t?.close());
+
+  it('waits for the lock instead of failing at its first write', async () => {
+    const { key } = await t.tenant('acme');
+    const file = path.join(t.config.dataDir, 'agentry.sqlite');
+    // Holds the write lock for 400 ms, from another process.
+    const holder = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const db = new (require('better-sqlite3'))(${JSON.stringify(file)}); db.exec('begin immediate');
+         process.stdout.write('locked\\n'); setTimeout(() => { db.exec('commit'); db.close(); }, 400);`,
+      ],
+      { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
+    // Creating a knowledge base counts the tenant's bases, then inserts: a read, then a write.
+    const created = await t.api(key).POST('/api/v1/knowledge-bases', { body: { name: 'During a lock' } });
+    expect(created.response.status, JSON.stringify(created.error)).toBe(201);
+    await new Promise((resolve) => holder.once('exit', resolve));
   });
 });
