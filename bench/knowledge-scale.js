@@ -20,17 +20,16 @@
 //     documents are indexed: p50/p99 latency of each, and the server's CPU per execute in each.
 
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
+import { createPgDatabase } from './postgres.js';
 import { CLK_TCK, cleanupStack, readCpuTicks, readRssKb, startChild } from './processes.js';
-import { percentiles } from './scenarios.js';
+import { percentiles } from './stats.js';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
-const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const round = (n, digits = 1) => (n === null || n === undefined ? n : Math.round(n * 10 ** digits) / 10 ** digits);
 const log = (msg) => process.stderr.write(`knowledge-scale ${new Date().toISOString().slice(11, 19)}: ${msg}\n`);
@@ -144,44 +143,12 @@ const query = () => `what is ${Array.from({ length: 2 + Math.floor(random() * 3)
 
 // ---- the server ------------------------------------------------------------------------------
 
-async function createPgDatabase() {
-  const { default: pg } = await import('pg');
-  const adminUrl = process.env.DATABASE_URL || DEFAULT_PG;
-  const name = `agentry_knowledge_bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  const version = (await admin.query('show server_version')).rows[0].server_version;
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const sizeOf = async () => {
-    const c = new pg.Client({ connectionString: adminUrl });
-    await c.connect();
-    try {
-      return Number((await c.query('select pg_database_size($1) as size', [name])).rows[0].size);
-    } finally {
-      await c.end();
-    }
-  };
-  const drop = async () => {
-    const c = new pg.Client({ connectionString: adminUrl });
-    await c.connect();
-    try {
-      await c.query(`drop database if exists ${name} with (force)`);
-    } finally {
-      await c.end();
-    }
-  };
-  return { url: url.toString(), name, version, sizeOf, drop };
-}
-
 /** The SQLite database's bytes in use: its pages less the free ones, as of the last commit (WAL included). */
 async function sqliteBytes(dataDir) {
   const { default: SQLite } = await import('better-sqlite3');
   const db = new SQLite(path.join(dataDir, 'agentry.sqlite'), { readonly: true });
   try {
-    const pragma = (name) => db.pragma(name, { simple: true });
+    const pragma = (name) => Number(db.pragma(name, { simple: true }));
     return (pragma('page_count') - pragma('freelist_count')) * pragma('page_size');
   } finally {
     db.close();
@@ -267,6 +234,7 @@ async function main() {
   const { steps: cleanups, run: cleanup } = cleanupStack(log, 'stopping the server, removing the bench data');
   try {
     if (!fs.existsSync(path.join(ROOT, 'dist/main.js'))) await exec('npm', ['run', 'build'], { cwd: ROOT });
+    /** @type {Record<string, string | undefined>} */
     const env = { ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0' };
     delete env.DATABASE_URL;
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-knowledge-bench-'));
@@ -275,7 +243,7 @@ async function main() {
     let database = { dialect: 'sqlite' };
     let bytes = async () => sqliteBytes(dataDir);
     if (opts.db === 'postgres') {
-      const pgdb = await createPgDatabase();
+      const pgdb = await createPgDatabase('agentry_knowledge_bench');
       cleanups.push(pgdb.drop);
       env.DATABASE_URL = pgdb.url;
       database = { dialect: 'postgres', version: pgdb.version };

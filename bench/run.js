@@ -29,13 +29,13 @@ import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import zlib from 'node:zlib';
 import autocannon from 'autocannon';
+import { createPgDatabase } from './postgres.js';
 import { CLK_TCK, cleanupStack, cpuTicksOfStat, readCpuTicks, readRssKb, startChild } from './processes.js';
 import { codeInvoice, codePrint, dispatcher, idleStreams, providerLatency, sseStreamScenario } from './scenarios.js';
 import { bareUsOf, cpuMultiples, firstTokenP99, judgement, meets, serverUsPerRequest } from './targets.js';
 
 const exec = promisify(execFile);
 const ROOT = path.resolve(import.meta.dirname, '..');
-const DEFAULT_PG = 'postgres://postgres@127.0.0.1:5432/postgres';
 const AGENTS_TO_SEED = 100;
 /** Messages in each conversation of long-conversation before it is measured (issue 8). */
 const LONG_CONVERSATION_MESSAGES = 1000;
@@ -715,35 +715,6 @@ async function ensureBuilt() {
   await exec('npm', ['run', 'build'], { cwd: ROOT });
 }
 
-// ---- PostgreSQL: a fresh database per run ----------------------------------------------------
-
-async function createPgDatabase() {
-  const { default: pg } = await import('pg');
-  const adminUrl = process.env.DATABASE_URL || DEFAULT_PG;
-  const name = `agentry_bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  const version = (await admin.query('show server_version')).rows[0].server_version;
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    name,
-    version,
-    drop: async () => {
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      try {
-        await c.query(`drop database if exists ${name} with (force)`);
-      } finally {
-        await c.end();
-      }
-    },
-  };
-}
-
 async function sqliteVersion() {
   const { default: SQLite } = await import('better-sqlite3');
   const mem = new SQLite(':memory:');
@@ -1158,7 +1129,7 @@ async function main() {
     let database = { dialect: 'sqlite', version: await sqliteVersion() };
     let mockProvider = null;
     if (opts.db === 'postgres') {
-      const pgdb = await createPgDatabase();
+      const pgdb = await createPgDatabase('agentry_bench');
       cleanups.push(pgdb.drop);
       env.DATABASE_URL = pgdb.url;
       database = { dialect: 'postgres', version: pgdb.version, name: pgdb.name };

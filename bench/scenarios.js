@@ -6,18 +6,11 @@
 import http from 'node:http';
 import { createParser } from 'eventsource-parser';
 import { CLK_TCK, descendantPids, readChildCpuTicks, readCpuTicks, readRssKb } from './processes.js';
+import { percentiles } from './stats.js';
 import { serverUsPerRequest } from './targets.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const round = (n, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
-
-/** p50/p99/max of a list of numbers (ms), rounded to 0.1. */
-export function percentiles(values) {
-  if (!values.length) return { p50: null, p99: null, max: null };
-  const s = [...values].sort((a, b) => a - b);
-  const at = (q) => s[Math.min(s.length - 1, Math.floor(s.length * q))];
-  return { p50: round(at(0.5)), p99: round(at(0.99)), max: round(s[s.length - 1]) };
-}
 
 /** Calls `fn(i)` for every i below `total`, `width` calls at a time. */
 async function inPool(width, total, fn) {

@@ -10,7 +10,7 @@
 // e.g. against the bare server: PORT=3997 node bench/baseline.js & node bench/experiments/sse-lean-client.mjs http://127.0.0.1:3997 /stream
 // (docs/benchmarks-history.md, ninth round, compares the two clients.)
 import net from 'node:net';
-import { percentiles } from '../scenarios.js';
+import { percentiles } from '../stats.js';
 
 const url = new URL(process.argv[2] ?? 'http://127.0.0.1:3997');
 const requestPath = process.argv[3] ?? '/stream';
