@@ -1,7 +1,7 @@
-import { ActionIcon, AppShell, Badge, Burger, Group, NavLink, Text, Title, Tooltip, useMantineColorScheme } from '@mantine/core';
+import { ActionIcon, AppShell, Badge, Burger, Group, NavLink, Text, Tooltip, useMantineColorScheme } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import { Link, useRouterState } from '@tanstack/react-router';
-import type { ReactNode } from 'react';
+import type { MouseEvent, ReactNode } from 'react';
 import { useSession } from './api';
 import { useInbox } from './pages/approvals';
 
@@ -26,13 +26,26 @@ export function Layout({ children }: { children: ReactNode }) {
   const waiting = inbox.data?.items.length ?? 0;
   const dark = colorScheme === 'dark';
 
+  // Focus (not only the scroll position) moves to main, so that the next Tab starts in the page.
+  const skipToContent = (event: MouseEvent) => {
+    event.preventDefault();
+    document.getElementById('main-content')?.focus();
+  };
+
   return (
     <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="md">
+      {/* The page's <base href> would turn a bare #fragment into a reload: the click focuses main itself. */}
+      {/* biome-ignore lint/a11y/useValidAnchor: a skip link is a link to a section, with the focus moved by hand */}
+      <a className="skip-link" href="#main-content" onClick={skipToContent}>
+        Skip to content
+      </a>
       <AppShell.Header>
         <Group h="100%" px="md" justify="space-between" wrap="nowrap">
           <Group gap="sm" wrap="nowrap">
             <Burger opened={opened} onClick={toggle} hiddenFrom="sm" size="sm" aria-label="Toggle navigation" />
-            <Title order={4}>Agentry</Title>
+            <Text fw={700} size="lg">
+              Agentry
+            </Text>
             <Text size="sm" c="dimmed" visibleFrom="xs" truncate>
               {me.tenant.name}
             </Text>
@@ -73,7 +86,9 @@ export function Layout({ children }: { children: ReactNode }) {
           />
         ))}
       </AppShell.Navbar>
-      <AppShell.Main>{children}</AppShell.Main>
+      <AppShell.Main id="main-content" tabIndex={-1}>
+        {children}
+      </AppShell.Main>
     </AppShell>
   );
 }

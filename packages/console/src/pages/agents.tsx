@@ -93,7 +93,9 @@ export function AgentsPage() {
   return (
     <Stack>
       <Group justify="space-between">
-        <Title order={2}>Agents</Title>
+        <Title order={1} size="h2">
+          Agents
+        </Title>
         <Tooltip label={writeDenied} disabled={!writeDenied}>
           <ButtonLink to="/agents/$agentId" params={{ agentId: 'new' }} disabled={!!writeDenied}>
             New agent
@@ -787,7 +789,9 @@ export function AgentEditPage() {
   return (
     <Stack maw={820}>
       <Group justify="space-between">
-        <Title order={2}>{isNew ? 'New agent' : form.name}</Title>
+        <Title order={1} size="h2">
+          {isNew ? 'New agent' : form.name}
+        </Title>
         {!isNew && (
           <ButtonLink variant="light" to="/playground" search={{ agentId }}>
             Open in playground

@@ -113,7 +113,9 @@ export function ApprovalsPage() {
   return (
     <Stack maw={900}>
       <Group justify="space-between">
-        <Title order={2}>Approvals</Title>
+        <Title order={1} size="h2">
+          Approvals
+        </Title>
         {unified && <SegmentedControl size="xs" data={[...SHOWN]} value={status} onChange={(v) => setStatus(v as Shown)} />}
       </Group>
       {status === 'pending' ? (

@@ -203,13 +203,17 @@ function AgentIdentity({ agentId }: { agentId: string }) {
           <Text fw={600} mb="xs">
             Client metadata
           </Text>
-          <Code block>{JSON.stringify({ ...metadata.data, badge: metadata.data ? '(decoded beside)' : undefined }, null, 2)}</Code>
+          <Code block tabIndex={0}>
+            {JSON.stringify({ ...metadata.data, badge: metadata.data ? '(decoded beside)' : undefined }, null, 2)}
+          </Code>
         </Card>
         <Card withBorder>
           <Text fw={600} mb="xs">
             Badge (decoded)
           </Text>
-          <Code block>{JSON.stringify(badge, null, 2)}</Code>
+          <Code block tabIndex={0}>
+            {JSON.stringify(badge, null, 2)}
+          </Code>
         </Card>
       </SimpleGrid>
       <Group justify="space-between">
@@ -338,7 +342,9 @@ export function IdentityPage() {
 
   return (
     <Stack maw={1100}>
-      <Title order={2}>Identity</Title>
+      <Title order={1} size="h2">
+        Identity
+      </Title>
       <Select label="Agent" searchable data={agentOptions} value={agentId} onChange={setAgentId} placeholder="Choose an agent" maw={400} />
       {agentId && <AgentIdentity agentId={agentId} />}
 

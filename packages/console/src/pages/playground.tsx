@@ -418,7 +418,9 @@ export function PlaygroundPage() {
           {...dropZone}
           style={dragging ? { outline: '2px dashed var(--mantine-color-indigo-5)', outlineOffset: 4 } : undefined}
         >
-          <Title order={3}>Playground</Title>
+          <Title order={1} size="h3">
+            Playground
+          </Title>
           {!agentId && <Text c="dimmed">Choose an agent to talk to.</Text>}
           <ScrollArea style={{ flex: 1 }} type="auto" aria-live="polite">
             <Stack gap="sm" p="xs" data-testid="chat">

@@ -39,7 +39,9 @@ export function RunsPage() {
 
   return (
     <Stack>
-      <Title order={2}>Runs</Title>
+      <Title order={1} size="h2">
+        Runs
+      </Title>
       <Group align="end">
         <Select
           label="Agent"

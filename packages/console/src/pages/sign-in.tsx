@@ -27,7 +27,9 @@ export function SignInPage() {
           }}
         >
           <Stack>
-            <Title order={2}>Sign in to Agentry</Title>
+            <Title order={1} size="h2">
+              Sign in to Agentry
+            </Title>
             <Text size="sm" c="dimmed">
               Paste an API key (<Code>agk_...</Code>, e.g. the one <Code>npx agentry tenants create</Code> printed) or an OAuth access
               token. It is kept in this tab only and forgotten when you sign out or close the tab.

@@ -174,7 +174,9 @@ export function SkillsPage() {
 
   return (
     <Stack>
-      <Title order={2}>Skills</Title>
+      <Title order={1} size="h2">
+        Skills
+      </Title>
       <Tabs defaultValue="mine">
         <Tabs.List>
           <Tabs.Tab value="mine">Skills</Tabs.Tab>

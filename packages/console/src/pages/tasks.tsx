@@ -191,7 +191,9 @@ export function TasksPage() {
   return (
     <Stack>
       <Group justify="space-between">
-        <Title order={2}>Tasks</Title>
+        <Title order={1} size="h2">
+          Tasks
+        </Title>
         <Tooltip label={denied} disabled={!denied}>
           <Button onClick={() => setCreating(true)} disabled={!!denied}>
             New task
@@ -317,7 +319,9 @@ export function TaskPage() {
 
   return (
     <Stack maw={960}>
-      <Title order={2}>{t?.name ?? 'Task'}</Title>
+      <Title order={1} size="h2">
+        {t?.name ?? 'Task'}
+      </Title>
       {task.error && <Alert color="red">{messageOf(task.error)}</Alert>}
       {t && (
         <>

@@ -355,7 +355,9 @@ export function UsagePage() {
   const settingsRead = me.credential.permissions.includes('settings:read');
   return (
     <Stack>
-      <Title order={2}>Usage</Title>
+      <Title order={1} size="h2">
+        Usage
+      </Title>
       <Tabs defaultValue="usage">
         <Tabs.List>
           <Tabs.Tab value="usage">Cost and tokens</Tabs.Tab>
