@@ -3,6 +3,7 @@ import {
   type AgentFormValues,
   LocalFormError,
   agentErrors,
+  localAgentErrors,
   bodyOf,
   emptyA2aRow,
   emptyDelegationRow,
@@ -104,15 +105,57 @@ describe('the agent form', () => {
     ]);
     expect(errors).toEqual({
       fields: {
-        builtins: 'enabled must be boolean',
-        fallbackModels: '#2 model openai/* needs OPENAI_API_KEY',
+        builtins: 'enabled: must be boolean',
+        fallbackModels: '#2: model openai/* needs OPENAI_API_KEY',
         model: 'must be provider/model-name',
       },
       mcp: { '1.url': 'must match pattern' },
       delegations: { '0.agentId': 'names no agent of this tenant' },
       a2a: { '1.cardUrl': 'must match pattern "^https?://"', '0': 'must match a schema in anyOf' },
       skills: {},
+      // Every error, named as the form names its fields, never by the request's path.
+      summary: [
+        'MCP server 2 URL: must match pattern',
+        'Delegation 1 agent: names no agent of this tenant',
+        'A2A agent 2 Agent Card URL: must match pattern "^https?://"',
+        'A2A agent 1: must match a schema in anyOf',
+        'Built-in tools › enabled: must be boolean',
+        'Fallback models › #2: model openai/* needs OPENAI_API_KEY',
+        'Model: must be provider/model-name',
+      ],
     });
+  });
+
+  it('keeps every error of a field, not only the first', () => {
+    const errors = agentErrors(form(), [
+      { path: 'body.configuration.temperature', message: 'must be <= 2' },
+      { path: 'body.configuration.approval.rules.0.tool', message: 'must match pattern' },
+    ]);
+    expect(errors.fields).toEqual({ configuration: 'temperature: must be <= 2\napproval › rules 1 › tool: must match pattern' });
+    expect(errors.summary).toEqual([
+      'Configuration › temperature: must be <= 2',
+      'Configuration › approval › rules 1 › tool: must match pattern',
+    ]);
+  });
+
+  it('finds the schema’s limits before sending, named as the server would name them', () => {
+    const v = form({
+      name: 'x'.repeat(201),
+      mcp: [{ ...emptyMcpRow(), url: 'mcp.example.com' }],
+      a2a: [{ ...emptyA2aRow(), name: 'bad name', cardUrl: 'https://a2a.example.com/card' }],
+    });
+    const local = localAgentErrors(bodyOf(v));
+    expect(local).toEqual([
+      { path: 'body.name', message: 'must have at most 200 characters (has 201)' },
+      { path: 'body.tools.5.url', message: 'must be a URL starting with https:// or http://' },
+      { path: 'body.tools.6.name', message: 'must match ^[a-zA-Z0-9_-]{1,60}$' },
+    ]);
+    expect(agentErrors(v, local).summary).toEqual([
+      'Name: must have at most 200 characters (has 201)',
+      'MCP server 1 URL: must be a URL starting with https:// or http://',
+      'A2A agent 1 name: must match ^[a-zA-Z0-9_-]{1,60}$',
+    ]);
+    expect(localAgentErrors(bodyOf(form({ name: 'Fine', mcp: [{ ...emptyMcpRow(), url: 'https://mcp.example.com/mcp' }] })))).toEqual([]);
   });
 
   it('assigns, re-prioritises and unassigns to match the rows; a skill chosen twice is refused', () => {

@@ -1,4 +1,6 @@
 import type { Agent, FieldError } from '@agentry/client';
+import { addMessage, innerPath, segmentsOf } from './form-errors';
+import { checkFields, LIMITS } from './form-limits';
 
 /*
  * The agent form's logic, apart from its controls: an agent split into the form's sections (built-in
@@ -219,7 +221,7 @@ const ROW_FIELDS: Record<RowSection, string[]> = {
   a2a: ['name', 'cardUrl', 'description', 'credential'],
 };
 
-/** What the form shows under its fields: a field's message keyed by the form's own field names. */
+/** What the form shows under its fields: every message of a field, keyed by the form's own field names. */
 export interface FormErrors {
   /** name, appId, description, model, systemPrompt, builtins, fallbackModels, summaryModel, configuration, skills. */
   fields: Record<string, string>;
@@ -231,22 +233,38 @@ export interface FormErrors {
   a2a: Record<string, string>;
   /** `${row}.skillId`, `${row}.priority`. */
   skills: Record<string, string>;
+  /** Every error, named as the form names its fields ("MCP server 1 URL: ..."), for the summary at the top. */
+  summary: string[];
 }
 
-export const noErrors = (): FormErrors => ({ fields: {}, mcp: {}, delegations: {}, a2a: {}, skills: {} });
+export const noErrors = (): FormErrors => ({ fields: {}, mcp: {}, delegations: {}, a2a: {}, skills: {}, summary: [] });
 
-const segmentsOf = (path: string) =>
-  path
-    .replace(/^\/+/, '')
-    .replace(/^(body|querystring|params)([./]|$)/, '')
-    .split(/[/.]/)
-    .filter(Boolean);
+/** The form's labels, for the summary. */
+const FIELD_LABELS: Record<string, string> = {
+  name: 'Name',
+  appId: 'App',
+  description: 'Description',
+  model: 'Model',
+  systemPrompt: 'System prompt',
+  builtins: 'Built-in tools',
+  fallbackModels: 'Fallback models',
+  summaryModel: 'Summary model',
+  configuration: 'Configuration',
+  skills: 'Skills',
+};
+const ROW_LABELS: Record<RowSection, { row: string; fields: Record<string, string> }> = {
+  mcp: { row: 'MCP server', fields: { url: 'URL', name: 'tool prefix', allowedTools: 'allowed tools', headers: 'headers' } },
+  delegations: { row: 'Delegation', fields: { agentId: 'agent', name: 'tool name', description: 'description' } },
+  a2a: { row: 'A2A agent', fields: { name: 'name', cardUrl: 'Agent Card URL', description: 'description', credential: 'credential' } },
+};
 
-/** The server's field errors of a create or update, at the fields of the form they name. */
+/** The server's field errors of a create or update (or those found before sending), at the fields of the form they name. */
 export function agentErrors(v: AgentFormValues, errors: FieldError[]): FormErrors {
   const out = noErrors();
-  const put = (into: Record<string, string>, key: string, message: string) => {
-    into[key] ??= message;
+  /** `message` under the field `key`; the summary names the field (`label`) and the path inside it. */
+  const put = (into: Record<string, string>, key: string, inner: string[], message: string, label: string) => {
+    addMessage(into, key, inner.length ? `${innerPath(inner)}: ${message}` : message);
+    out.summary.push(`${[label, innerPath(inner)].filter(Boolean).join(' › ')}: ${message}`);
   };
   for (const e of errors) {
     const [field = 'body', ...rest] = segmentsOf(e.path);
@@ -254,19 +272,40 @@ export function agentErrors(v: AgentFormValues, errors: FieldError[]): FormError
       const [index, ...inner] = rest;
       const where = toolSection(v, Number(index));
       if (where.section === 'builtins') {
-        put(out.fields, 'builtins', [...inner, e.message].join(' '));
+        put(out.fields, 'builtins', inner, e.message, FIELD_LABELS.builtins);
       } else {
-        const sub = inner[0];
-        put(out[where.section], sub && ROW_FIELDS[where.section].includes(sub) ? `${where.row}.${sub}` : `${where.row}`, e.message);
+        const [sub, ...deeper] = inner;
+        const labels = ROW_LABELS[where.section];
+        const row = `${labels.row} ${where.row + 1}`;
+        if (sub && ROW_FIELDS[where.section].includes(sub)) {
+          put(out[where.section], `${where.row}.${sub}`, deeper, e.message, `${row} ${labels.fields[sub] ?? sub}`);
+        } else {
+          put(out[where.section], `${where.row}`, inner, e.message, row);
+        }
       }
     } else if (field === 'configuration' && (rest[0] === 'fallbackModels' || rest[0] === 'summaryModel')) {
       const [key, ...inner] = rest;
-      put(out.fields, key, [...inner.map((i) => (/^\d+$/.test(i) ? `#${Number(i) + 1}` : i)), e.message].join(' '));
+      put(out.fields, key, inner, e.message, FIELD_LABELS[key]);
     } else {
-      put(out.fields, field, rest.length ? `${rest.join('.')} ${e.message}` : e.message);
+      put(out.fields, field, rest, e.message, FIELD_LABELS[field] ?? field);
     }
   }
   return out;
+}
+
+/**
+ * The limits the server's schema states (form-limits.ts) that `body` (bodyOf's) breaks, as the server
+ * would name them, so a breach is said before anything is sent.
+ */
+export function localAgentErrors(body: ReturnType<typeof bodyOf>): FieldError[] {
+  const errors = checkFields(body, LIMITS.createAgent);
+  body.tools.forEach((tool, i) => {
+    const at = `body.tools.${i}`;
+    if (tool.type === 'mcp') errors.push(...checkFields(tool, LIMITS.mcpTool, at));
+    else if (tool.type === 'agent') errors.push(...checkFields(tool, LIMITS.agentTool, at));
+    else if (tool.type === 'a2a') errors.push(...checkFields(tool, LIMITS.a2aTool, at));
+  });
+  return errors;
 }
 
 export interface SkillChanges {

@@ -29,6 +29,8 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useParams, useSearch } from '@tanstack/react-router';
 import { Fragment, useRef, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../api';
+import { FormErrorSummary } from '../form-error-summary';
+import { LocalFieldErrors } from '../lib/form-errors';
 import {
   type A2aRow,
   type AgentFormValues,
@@ -39,6 +41,7 @@ import {
   LocalFormError,
   type McpRow,
   agentErrors,
+  localAgentErrors,
   bodyOf,
   emptyA2aRow,
   emptyDelegationRow,
@@ -711,7 +714,11 @@ export function AgentEditPage() {
 
   const save = useMutation({
     mutationFn: async (v: AgentFormValues) => {
-      const body = bodyOf(v) as Parameters<typeof client.agents.create>[0];
+      const built = bodyOf(v);
+      // What the schema's limits refuse is said at once, and nothing is sent.
+      const local = localAgentErrors(built);
+      if (local.length) throw new AgentSaveError(new LocalFieldErrors(local), agentErrors(v, local));
+      const body = built as Parameters<typeof client.agents.create>[0];
       const changesFor = (current: AssignedSkill[]) => skillChanges(v.skills, current, v.loadedSkills);
       if (!skillsOff) changesFor([]); // a skill chosen twice is refused before anything is saved
       const targetId = isNew ? created.current : agentId;
@@ -739,6 +746,7 @@ export function AgentEditPage() {
             if (row === null) failed.fields.skills = messageOf(err);
             else if (priority) failed.skills[`${row}.priority`] = priority.message;
             else failed.skills[`${row}.skillId`] = messageOf(err);
+            failed.summary.push(`${row === null ? 'Skills' : `Skill ${row + 1}`}: ${priority?.message ?? messageOf(err)}`);
           }
         };
         for (const skillId of changes.unassign) {
@@ -810,6 +818,7 @@ export function AgentEditPage() {
         }}
       >
         <Stack>
+          <FormErrorSummary summary={errors.summary} />
           <Group grow align="start">
             <TextInput
               label="Name"
@@ -989,11 +998,17 @@ export function AgentEditPage() {
               </Tooltip>
             </Group>
           </Stack>
-          {save.error && !hasFieldErrors && <Alert color="red">{messageOf(save.error)}</Alert>}
-          {save.error && hasFieldErrors && (
+          {save.error && !hasFieldErrors && (
             <Alert color="red" title="Not saved">
               {messageOf(save.error)}
             </Alert>
+          )}
+          {save.error && hasFieldErrors && (
+            <Text c="red" size="sm">
+              {partlySaved(save.error) ? messageOf(save.error) : 'Nothing was saved'}:{' '}
+              {errors.summary.length === 1 ? 'a problem, listed' : `${errors.summary.length} problems, listed`} at the top of the form and
+              at their fields.
+            </Text>
           )}
           <Group>
             <Tooltip label={denied} disabled={!denied}>
@@ -1037,15 +1052,27 @@ class AgentSaveError extends Error {
   }
 }
 
+/** The agent was saved, only (some of) its skill assignments were not. */
+const partlySaved = (err: unknown) =>
+  err instanceof AgentSaveError && !(err.cause instanceof AgentryError) && !(err.cause instanceof LocalFieldErrors);
+
 function errorsOf(err: unknown): FormErrors {
   if (err instanceof AgentSaveError) return err.placed;
   if (err instanceof LocalFormError) {
     const out = noErrors();
     for (const [key, message] of Object.entries(err.errors)) {
-      const row = /^delegations\.(.+)$/.exec(key);
-      if (row) out.delegations[row[1]] = message;
-      else if (/^\d+\./.test(key)) out.skills[key] = message;
-      else out.fields[key] = message;
+      const row = /^delegations\.(\d+)\.(.+)$/.exec(key);
+      const skill = /^(\d+)\./.exec(key);
+      if (row) {
+        out.delegations[`${row[1]}.${row[2]}`] = message;
+        out.summary.push(`Delegation ${Number(row[1]) + 1} agent: ${message}`);
+      } else if (skill) {
+        out.skills[key] = message;
+        out.summary.push(`Skill ${Number(skill[1]) + 1}: ${message}`);
+      } else {
+        out.fields[key] = message;
+        out.summary.push(`${key === 'configuration' ? 'Configuration' : key}: ${message}`);
+      }
     }
     return out;
   }
