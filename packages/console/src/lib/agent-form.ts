@@ -1,6 +1,6 @@
 import type { Agent, FieldError } from '@agentry/client';
-import { addMessage, innerPath, segmentsOf } from './form-errors';
-import { checkFields, LIMITS } from './form-limits';
+import { addMessage, innerPath, segmentsOf } from './form-errors.js';
+import { checkFields, LIMITS } from './form-limits.js';
 
 /*
  * The agent form's logic, apart from its controls: an agent split into the form's sections (built-in
