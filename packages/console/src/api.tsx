@@ -57,20 +57,3 @@ export function messageOf(err: unknown): string {
   if (err instanceof AgentryError) return err.detail || err.code;
   return err instanceof Error ? err.message : String(err);
 }
-
-/**
- * A 400 problem's field errors keyed by their top-level field, for the form's inputs: the server names
- * `body.tools.0.url` (or `/tools/0/url`); the Tools input shows `0.url is required`.
- */
-export function fieldErrorsOf(err: unknown): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (!(err instanceof AgentryError)) return out;
-  for (const e of err.errors ?? []) {
-    const [field = 'body', ...rest] = e.path
-      .replace(/^\/+/, '')
-      .replace(/^(body|querystring|params)[./]/, '')
-      .split(/[/.]/);
-    out[field] ??= rest.length ? `${rest.join('.')} ${e.message}` : e.message;
-  }
-  return out;
-}

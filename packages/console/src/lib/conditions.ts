@@ -65,7 +65,9 @@ export function conditionErrorsOf(err: unknown): Partial<Record<keyof Conditions
     const m = /^body\.conditions(?:\.(.*))?$/.exec(path);
     if (!m) continue;
     const input = m[1] ? inputs[m[1]] : undefined;
-    out[input ?? 'conditions'] ??= e.message;
+    // Every error of an input is shown, one per line, not only the first.
+    const key = input ?? 'conditions';
+    out[key] = out[key] ? `${out[key]}\n${e.message}` : e.message;
   }
   return out;
 }

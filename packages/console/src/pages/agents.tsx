@@ -925,6 +925,8 @@ export function AgentEditPage() {
             value={form.configuration}
             onChange={set('configuration')}
             error={errors.fields.configuration}
+            // Mantine shows this instead of `error` while the text is not JSON; before a save, only a red border.
+            validationError={errors.fields.configuration}
           />
           <Stack gap="xs">
             <Title order={4}>Skills</Title>

@@ -19,7 +19,10 @@ import {
 } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { type Session, fieldErrorsOf, messageOf, useClient, useDenied } from '../api';
+import { type Session, messageOf, useClient, useDenied } from '../api';
+import { FormErrorSummary } from '../form-error-summary';
+import { LocalFieldErrors, placeErrors } from '../lib/form-errors.js';
+import { checkFields, LIMITS } from '../lib/form-limits.js';
 import {
   type ConditionsDraft,
   candidatePolicies,
@@ -260,6 +263,16 @@ function AgentIdentity({ agentId }: { agentId: string }) {
   );
 }
 
+/** The policy form's fields by the names the API gives them, as the form labels them. */
+const POLICY_FIELDS: Record<string, string> = {
+  callerAgentId: 'Caller',
+  calleeAgentId: 'Callee',
+  toolName: 'Tool',
+  effect: 'Effect',
+  description: 'Description',
+  conditions: 'Conditions',
+};
+
 export function IdentityPage() {
   const client = useClient();
   const deny = useDenied();
@@ -290,6 +303,9 @@ export function IdentityPage() {
   const [editing, setEditing] = useState<TbacPolicy | null>(null);
   const savePolicy = useMutation({
     mutationFn: () => {
+      // An edit changes only the effect, description and conditions: only those are checked then.
+      const local = checkFields(editing ? { description: draft.description } : draft, LIMITS.createPolicy);
+      if (local.length) throw new LocalFieldErrors(local);
       const effect = draft.effect as 'allow' | 'deny';
       const shaped = conditionsOf(conditions);
       return editing
@@ -333,7 +349,7 @@ export function IdentityPage() {
         : client.identity.updatePolicy(policy.id, { effect: policy.effect === 'allow' ? 'deny' : 'allow' }),
     onSettled: () => queryClient.invalidateQueries({ queryKey: ['tbac', 'policies'] }),
   });
-  const errors = fieldErrorsOf(savePolicy.error);
+  const { fields: errors, summary } = placeErrors(savePolicy.error, POLICY_FIELDS);
   const conditionErrors = conditionErrorsOf(savePolicy.error);
 
   const [test, setTest] = useState({ caller: '', callee: '', tool: '' });
@@ -446,6 +462,7 @@ export function IdentityPage() {
           <Text fw={600} mb="xs">
             {editing ? `Edit policy ${editing.id}` : 'New policy'}
           </Text>
+          <FormErrorSummary summary={summary} title={editing ? 'Not saved' : 'Not added'} />
           <Group align="start" grow>
             <Select
               label="Caller"
@@ -484,7 +501,7 @@ export function IdentityPage() {
             />
           </Group>
           <ConditionsFields draft={conditions} onChange={setConditions} errors={conditionErrors} />
-          {savePolicy.error && (
+          {savePolicy.error && !summary.length && (
             <Alert color="red" mt="xs" title={editing ? 'Not saved' : 'Not added'}>
               {messageOf(savePolicy.error)}
             </Alert>

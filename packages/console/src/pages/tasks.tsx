@@ -24,7 +24,10 @@ import {
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useParams } from '@tanstack/react-router';
 import { useMemo, useState } from 'react';
-import { fieldErrorsOf, messageOf, useClient, useDenied } from '../api';
+import { messageOf, useClient, useDenied } from '../api';
+import { FormErrorSummary } from '../form-error-summary';
+import { LocalFieldErrors, placeErrors } from '../lib/form-errors.js';
+import { checkFields, LIMITS } from '../lib/form-limits.js';
 import { cronPreview } from '../lib/cron-preview';
 import { taskActionRefused, taskStatusView } from '../lib/task-actions';
 import { AnchorLink } from '../links';
@@ -62,6 +65,19 @@ function CronPreviewList({ expression, timeZone }: { expression: string; timeZon
   );
 }
 
+/** The task form's fields by the names the API gives them, as the form labels them. */
+const TASK_FIELDS: Record<string, string> = {
+  type: 'Kind',
+  name: 'Name',
+  description: 'Description',
+  agentId: 'Agent',
+  schedule: 'Cron expression',
+  timezone: 'Time zone',
+  dueAt: 'Due at',
+  input: 'Input',
+  requiresApproval: 'Requires approval',
+};
+
 function NewTaskForm({ onCreated }: { onCreated(task: Task): void }) {
   const client = useClient();
   const agents = useQuery({ queryKey: ['agents', 'all'], queryFn: () => client.agents.list({ limit: 100 }).toArray() });
@@ -75,21 +91,33 @@ function NewTaskForm({ onCreated }: { onCreated(task: Task): void }) {
   const [input, setInput] = useState('{}');
   const [requiresApproval, setRequiresApproval] = useState(false);
   const create = useMutation({
-    mutationFn: () =>
-      client.tasks.create({
+    mutationFn: () => {
+      // The schema's limits and the input's JSON, checked before anything is sent.
+      const local = checkFields({ name, description, ...(type === 'scheduled' ? { schedule, timezone } : {}) }, LIMITS.createTask);
+      let parsed: Record<string, unknown> = {};
+      try {
+        parsed = JSON.parse(input || '{}');
+        if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+          local.push({ path: 'body.input', message: 'must be a JSON object' });
+      } catch {
+        local.push({ path: 'body.input', message: 'is not valid JSON' });
+      }
+      if (local.length) throw new LocalFieldErrors(local);
+      return client.tasks.create({
         name,
         description,
         agentId: agentId ?? '',
         type,
-        input: JSON.parse(input || '{}'),
+        input: parsed,
         requiresApproval,
         ...(type === 'scheduled' ? { schedule, timezone } : {}),
         ...(type === 'one_time' && dueAt ? { dueAt: new Date(dueAt).toISOString() } : {}),
         ...(type === 'triggered' ? { trigger: { type: 'webhook' as const } } : {}),
-      }),
+      });
+    },
     onSuccess: onCreated,
   });
-  const errors = fieldErrorsOf(create.error);
+  const { fields: errors, summary } = placeErrors(create.error, TASK_FIELDS);
 
   return (
     <form
@@ -99,7 +127,9 @@ function NewTaskForm({ onCreated }: { onCreated(task: Task): void }) {
       }}
     >
       <Stack>
+        <FormErrorSummary summary={summary} title="Not created" />
         <SegmentedControl
+          aria-label="Kind of task"
           value={type}
           onChange={(v) => setType(v as TaskType)}
           data={[
@@ -160,13 +190,23 @@ function NewTaskForm({ onCreated }: { onCreated(task: Task): void }) {
           />
         )}
         {type === 'triggered' && <Text size="sm">A webhook URL and its signing secret are shown once, after creation.</Text>}
-        <JsonInput label="Input (JSON)" value={input} onChange={setInput} autosize minRows={2} error={errors.input} />
+        <JsonInput
+          label="Input (JSON)"
+          value={input}
+          onChange={setInput}
+          autosize
+          minRows={2}
+          error={errors.input}
+          // Mantine shows this instead of `error` while the text is not JSON; before a submit, only a red border
+          // (a message appearing on blur would move the button from under the pointer).
+          validationError={errors.input}
+        />
         <Switch
           label="Requires approval before each run"
           checked={requiresApproval}
           onChange={(e) => setRequiresApproval(e.currentTarget.checked)}
         />
-        {create.error && <Alert color="red">{messageOf(create.error)}</Alert>}
+        {create.error && !summary.length && <Alert color="red">{messageOf(create.error)}</Alert>}
         <Button type="submit" loading={create.isPending}>
           Create task
         </Button>

@@ -22,7 +22,10 @@ import {
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip as ChartTooltip, XAxis, YAxis } from 'recharts';
-import { fieldErrorsOf, messageOf, useClient, useDenied, useSession } from '../api';
+import { messageOf, useClient, useDenied, useSession } from '../api';
+import { FormErrorSummary } from '../form-error-summary';
+import { LocalFieldErrors, placeErrors } from '../lib/form-errors.js';
+import { checkFields, LIMITS } from '../lib/form-limits.js';
 import { type UsageRow, seriesBy, totalsOf } from '../lib/usage';
 
 const PERMISSIONS = ['agents:read', 'agents:write', 'settings:read', 'settings:write', 'skills:read', 'skills:write'];
@@ -184,8 +187,11 @@ function ApiKeys() {
   const [permissions, setPermissions] = useState<string[]>(['agents:read']);
   const [created, setCreated] = useState<CreatedApiKey | null>(null);
   const create = useMutation({
-    mutationFn: () =>
-      client.apiKeys.create({ name, permissions: permissions as Parameters<typeof client.apiKeys.create>[0]['permissions'] }),
+    mutationFn: () => {
+      const local = checkFields({ name }, LIMITS.createApiKey);
+      if (local.length) throw new LocalFieldErrors(local);
+      return client.apiKeys.create({ name, permissions: permissions as Parameters<typeof client.apiKeys.create>[0]['permissions'] });
+    },
     onSuccess: (key) => {
       setCreated(key);
       setName('');
@@ -202,7 +208,7 @@ function ApiKeys() {
     onSettled: () => queryClient.invalidateQueries({ queryKey: ['api-keys'] }),
   });
   if (denied) return <Alert color="gray">{denied}: API keys are managed with settings:write.</Alert>;
-  const errors = fieldErrorsOf(create.error);
+  const { fields: errors, summary } = placeErrors(create.error, { name: 'Name', permissions: 'Permissions' });
   return (
     <Stack>
       <form
@@ -226,7 +232,8 @@ function ApiKeys() {
           </Button>
         </Group>
       </form>
-      {create.error && !Object.keys(errors).length && <Alert color="red">{messageOf(create.error)}</Alert>}
+      <FormErrorSummary summary={summary} title="Not created" />
+      {create.error && !summary.length && <Alert color="red">{messageOf(create.error)}</Alert>}
       {created && (
         <Alert color="yellow" title="Copy the key now: it is shown this once" withCloseButton onClose={() => setCreated(null)}>
           <Code>{created.key}</Code>
