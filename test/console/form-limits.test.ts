@@ -91,6 +91,11 @@ describe('the console’s form limits', () => {
     });
   }
 
+  it('assignSkill: the priority’s range is the one its schema states', () => {
+    const priority = deref(bodyOf('assignSkill').properties.priority);
+    expect({ minimum: priority.minimum, maximum: priority.maximum }).toEqual(LIMITS.assignSkill.priority);
+  });
+
   it('says what is wrong in a person’s words', () => {
     expect(checkText('', { minLength: 1 })).toBe('is required');
     expect(checkText('ab', { minLength: 3 })).toBe('must have at least 3 characters');

@@ -16,6 +16,11 @@ export interface TextLimit {
   url?: boolean;
 }
 
+export interface NumberLimit {
+  minimum: number;
+  maximum: number;
+}
+
 const AGENT_ID_OR_ANY = { minLength: 1, maxLength: 64, pattern: '^(\\*|[A-Za-z0-9_-]+)$' };
 
 /** Per request body (operation), per field: the path its errors carry is `body.<field>` (row fields: see agent-form.ts). */
@@ -42,13 +47,15 @@ export const LIMITS = {
     timezone: { minLength: 1, maxLength: 64 },
   },
   createApiKey: { name: { minLength: 1, maxLength: 200 } },
+  // A number's range: the skill form's input keeps its value inside it.
+  assignSkill: { priority: { minimum: -1_000_000, maximum: 1_000_000 } },
   createPolicy: {
     callerAgentId: AGENT_ID_OR_ANY,
     calleeAgentId: AGENT_ID_OR_ANY,
     toolName: { pattern: '^(\\*|[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127})$' },
     description: { maxLength: 1000 },
   },
-} satisfies Record<string, Record<string, TextLimit>>;
+} satisfies Record<string, Record<string, TextLimit | NumberLimit>>;
 
 /** What is wrong with `value` under `limit`, in the server's words where it has them; null when nothing is. */
 export function checkText(value: string, limit: TextLimit): string | null {

@@ -21,6 +21,9 @@ import {
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type DragEvent, useRef, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../api';
+import { FormErrorSummary } from '../form-error-summary';
+import { placeErrors } from '../lib/form-errors.js';
+import { LIMITS } from '../lib/form-limits.js';
 import { apiBaseUrl, loadCredential } from '../lib/session';
 import { apiPath } from '../lib/api-path.js';
 
@@ -67,6 +70,7 @@ function Skill({ skill }: { skill: SkillSummary }) {
     mutationFn: () => client.skills.assign(skill.id, { agentId: agentId!, priority: Number(priority) || 0 }),
     onSettled: () => assigned.refetch(),
   });
+  const assignErrors = placeErrors(assign.error, { agentId: 'Agent', priority: 'Priority' });
   const unassign = useMutation({
     mutationFn: (id: string) => client.http.json('DELETE', apiPath`/api/skills/${skill.id}/unassign/${id}`),
     onSettled: () => assigned.refetch(),
@@ -112,18 +116,38 @@ function Skill({ skill }: { skill: SkillSummary }) {
           data={(agents.data ?? []).map((a) => ({ value: a.id, label: a.name }))}
           value={agentId}
           onChange={setAgentId}
+          error={assignErrors.fields.agentId}
         />
-        <NumberInput label="Priority" value={priority} onChange={setPriority} w={110} />
+        <NumberInput
+          label="Priority"
+          value={priority}
+          onChange={setPriority}
+          w={110}
+          min={LIMITS.assignSkill.priority.minimum}
+          max={LIMITS.assignSkill.priority.maximum}
+          error={assignErrors.fields.priority}
+        />
         <Tooltip label={denied} disabled={!denied}>
           <Button disabled={!agentId || !!denied} onClick={() => assign.mutate()} loading={assign.isPending}>
             Assign
           </Button>
         </Tooltip>
       </Group>
-      {(assign.error || unassign.error) && <Alert color="red">{messageOf(assign.error ?? unassign.error)}</Alert>}
+      <FormErrorSummary summary={assignErrors.summary} title="Not assigned" />
+      {((assign.error && !assignErrors.summary.length) || unassign.error) && (
+        <Alert color="red">{messageOf(unassign.error ?? assign.error)}</Alert>
+      )}
     </Stack>
   );
 }
+
+/** A skill's fields as the import's errors name them (the SKILL.md front matter and body). */
+const SKILL_FIELDS: Record<string, string> = {
+  name: 'Name',
+  description: 'Description',
+  instructions: 'Instructions',
+  category: 'Category',
+};
 
 export function SkillsPage() {
   const client = useClient();
@@ -171,6 +195,7 @@ export function SkillsPage() {
     if (file && !denied) upload.mutate(file);
   };
   const skill = skills.data?.find((s) => s.id === selected);
+  const uploadErrors = placeErrors(upload.error, SKILL_FIELDS);
 
   return (
     <Stack>
@@ -222,7 +247,8 @@ export function SkillsPage() {
                   </Tooltip>
                 </Stack>
               </Paper>
-              {upload.error && <Alert color="red">{messageOf(upload.error)}</Alert>}
+              <FormErrorSummary summary={uploadErrors.summary} title="Not imported" />
+              {upload.error && !uploadErrors.summary.length && <Alert color="red">{messageOf(upload.error)}</Alert>}
               <Table highlightOnHover>
                 <Table.Tbody>
                   {(skills.data ?? []).map((s) => (
