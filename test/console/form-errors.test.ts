@@ -47,6 +47,8 @@ describeConsole('the forms’ errors', 'test/console/form-errors.test.ts', (sess
       await dialog.getByTestId('form-errors').getByText('Not created: 2 problems').waitFor();
     });
     expect(sent).toEqual([]);
+    // The summary has the focus: the keyboard and a screen reader start from it.
+    expect(await page.evaluate('document.activeElement?.dataset.testid')).toBe('form-errors');
     expect(await dialog.getByTestId('form-errors').getByRole('listitem').allTextContents()).toEqual([
       'Name: must have at most 200 characters (has 201)',
       'Input: is not valid JSON',
