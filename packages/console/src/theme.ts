@@ -8,7 +8,7 @@ import { Alert, Anchor, Modal, type CSSVariablesResolver, createTheme, DEFAULT_T
  */
 
 /** WCAG's contrast ratio of two colours. */
-export function contrast(a: string, b: string): number {
+function contrast(a: string, b: string): number {
   const [high, low] = [luminance(a), luminance(b)].sort((x, y) => y - x) as [number, number];
   return (high + 0.05) / (low + 0.05);
 }

@@ -30,7 +30,7 @@ export const innerPath = (segments: string[]) =>
     .replace(/ › (\d+)/g, ' $1');
 
 /** One error as the summary says it: `Name: must have at most 200 characters`. */
-export function readableError(error: FieldError, labels: Record<string, string>): string {
+function readableError(error: FieldError, labels: Record<string, string>): string {
   const [field, ...rest] = segmentsOf(error.path);
   if (!field) return error.message;
   const name = [labels[field] ?? field, innerPath(rest)].filter(Boolean).join(' › ');
@@ -38,7 +38,7 @@ export function readableError(error: FieldError, labels: Record<string, string>)
 }
 
 /** The field errors of a failed request (the server's, or found before sending); none for any other failure. */
-export function fieldErrorsIn(err: unknown): FieldError[] {
+function fieldErrorsIn(err: unknown): FieldError[] {
   if (err instanceof LocalFieldErrors) return err.errors;
   if (err instanceof AgentryError) return err.errors ?? [];
   return [];
