@@ -93,7 +93,8 @@ describeConsole('the console’s accessibility', 'test/console/accessibility.tes
       { path: '/agents/new', h1: 'New agent', shows: 'Create agent' },
       { path: `/playground?agentId=${ids.agent}&conversationId=${ids.conversation}`, h1: 'Playground', shows: 'Where is order A-17?' },
       { path: '/runs', h1: 'Runs', shows: 'awaiting_approval' },
-      { path: `/runs/${ids.run}`, h1: 'Run', shows: 'Timeline' },
+      // Its input, once the run has arrived.
+      { path: `/runs/${ids.run}`, h1: 'Run', shows: 'Where is order A-17?' },
       { path: '/tasks', h1: 'Tasks', shows: 'Weekly report' },
       {
         path: '/tasks',
