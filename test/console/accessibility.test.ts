@@ -34,7 +34,7 @@ async function seriousViolations(page: Page): Promise<string[]> {
 }
 
 describeConsole('the console’s accessibility', 'test/console/accessibility.test.ts', (session) => {
-  const ids = { agent: '', run: '', conversation: '', task: '' };
+  const ids = { agent: '', run: '', conversation: '', task: '', base: '', document: '' };
   /** Each page: its path, its h1, and a text that shows once its data has arrived. */
   let pages: { path: string; h1: string | RegExp; shows: string | RegExp; open?: (page: Page) => Promise<void> }[] = [];
 
@@ -75,6 +75,15 @@ describeConsole('the console’s accessibility', 'test/console/accessibility.tes
       body: { callerAgentId: agent.id, calleeAgentId: agent.id, toolName: 'search' },
     });
     expect(policy.response.status, JSON.stringify(policy.error)).toBe(201);
+    const base = await api.POST('/api/v1/knowledge-bases', { body: { name: 'Handbook', description: 'How we work' } });
+    expect(base.response.status, JSON.stringify(base.error)).toBe(201);
+    const document = await api.POST('/api/v1/knowledge-bases/{id}/documents', {
+      params: { path: { id: base.data!.id } },
+      body: { title: 'Leave', content: 'Parental leave lasts sixteen weeks at full pay.' },
+    });
+    expect(document.response.status, JSON.stringify(document.error)).toBe(202);
+    ids.base = base.data!.id;
+    ids.document = document.data!.id;
 
     pages = [
       { path: '/agents', h1: 'Agents', shows: 'Support' },
@@ -150,6 +159,9 @@ describeConsole('the console’s accessibility', 'test/console/accessibility.tes
           await page.getByRole('tabpanel', { name: 'Audit log' }).getByRole('table').waitFor();
         },
       },
+      { path: '/knowledge', h1: 'Knowledge', shows: 'Handbook' },
+      { path: `/knowledge/${ids.base}`, h1: 'Handbook', shows: 'Leave' },
+      { path: `/knowledge/${ids.base}?document=${ids.document}&position=0`, h1: 'Handbook', shows: 'sixteen weeks' },
       { path: '/skills', h1: 'Skills', shows: 'order-lookup' },
       {
         path: '/skills',

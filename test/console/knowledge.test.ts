@@ -216,7 +216,11 @@ describeConsole('the knowledge page', 'test/console/knowledge.test.ts', (session
     await page.getByRole('navigation').getByRole('link', { name: 'Knowledge' }).click();
     const handbook = page.getByTestId('knowledge-base').filter({ hasText: 'Handbook' });
     // The counts by status load after the document count: wait for them rather than read them once.
-    await handbook.getByTestId('base-status').filter({ hasText: '3 documents' }).filter({ hasText: /2 ready.*1 failed/ }).waitFor();
+    await handbook
+      .getByTestId('base-status')
+      .filter({ hasText: '3 documents' })
+      .filter({ hasText: /2 ready.*1 failed/ })
+      .waitFor();
     await handbook.getByRole('button', { name: 'Actions for Handbook' }).click();
     await page.getByRole('menuitem', { name: 'Edit…' }).click();
     const edit = page.getByRole('dialog', { name: 'Edit Handbook' });

@@ -1,7 +1,8 @@
 import { Alert, Button, Group, Modal, Paper, Stack, Text, Textarea, TextInput, Tooltip } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { type DragEvent, useRef, useState } from 'react';
-import { fieldErrorsOf, messageOf, useClient, useDenied } from '../../api';
+import { messageOf, useClient, useDenied } from '../../api';
+import { placeErrors } from '../../lib/form-errors';
 import { MAX_DOCUMENT_BYTES, tooLarge, uploadProblem } from './shared';
 
 const ACCEPT = '.md,.markdown,.txt,.html,.htm,.pdf,.docx,.csv,.tsv,.json,text/*,application/pdf,application/json';
@@ -141,7 +142,7 @@ function AddTextModal({ baseId, opened, onClose }: { baseId: string; opened: boo
       onClose();
     },
   });
-  const errors = fieldErrorsOf(add.error);
+  const errors = placeErrors(add.error, { title: 'Title', content: 'Text' }).fields;
   const atField = !!(errors.title || errors.content);
   return (
     <Modal opened={opened} onClose={onClose} title="Add a text" size="lg">

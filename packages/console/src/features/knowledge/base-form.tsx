@@ -2,7 +2,8 @@ import { AgentryError, type KnowledgeBase } from '@agentry/client';
 import { Alert, Autocomplete, Button, Group, Modal, Stack, Text, Textarea, TextInput } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
-import { fieldErrorsOf, messageOf, useClient } from '../../api';
+import { messageOf, useClient } from '../../api';
+import { placeErrors } from '../../lib/form-errors';
 import { DEFAULT_EMBEDDING_MODEL } from './shared';
 
 const MODELS = [DEFAULT_EMBEDDING_MODEL, 'openai/text-embedding-3-small', 'openai/text-embedding-3-large'];
@@ -55,7 +56,7 @@ export function BaseFormModal({
   useEffect(() => {
     if (opened) save.reset();
   }, [opened]);
-  const errors = fieldErrorsOf(save.error);
+  const errors = placeErrors(save.error, { name: 'Name', description: 'Description', embeddingModel: 'Embedding model' }).fields;
   // A name taken already is a 409 without field errors: said under the name all the same.
   if (save.error instanceof AgentryError && save.error.code === 'knowledge_base_exists') errors.name = save.error.detail;
   const shownAtField = Object.keys(errors).some((f) => ['name', 'description', 'embeddingModel'].includes(f));

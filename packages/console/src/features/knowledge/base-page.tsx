@@ -30,7 +30,9 @@ export function KnowledgeBasePage() {
     const missing = base.error instanceof AgentryError && base.error.status === 404;
     return (
       <Stack>
-        <Title order={2}>Knowledge</Title>
+        <Title order={1} size="h2">
+          Knowledge
+        </Title>
         <Alert color={missing ? 'orange' : 'red'}>
           {missing ? 'There is no such knowledge base: it was deleted, or the link is of another tenant.' : messageOf(base.error)}
         </Alert>
@@ -47,7 +49,9 @@ export function KnowledgeBasePage() {
           <AnchorLink to="/knowledge" size="sm">
             ‹ All knowledge bases
           </AnchorLink>
-          <Title order={2}>{data?.name ?? 'Knowledge base'}</Title>
+          <Title order={1} size="h2">
+            {data?.name ?? 'Knowledge base'}
+          </Title>
           {data?.description && <Text size="sm">{data.description}</Text>}
           {data && (
             <Text size="xs" c="dimmed" data-testid="base-figures">

@@ -81,7 +81,9 @@ export function KnowledgePage() {
   return (
     <Stack>
       <Group justify="space-between">
-        <Title order={2}>Knowledge</Title>
+        <Title order={1} size="h2">
+          Knowledge
+        </Title>
         <Tooltip label={denied} disabled={!denied}>
           <Button disabled={!!denied} onClick={() => setEditing('new')}>
             New knowledge base

@@ -2,7 +2,8 @@ import type { KnowledgeSearchResult } from '@agentry/client';
 import { Alert, Badge, Button, Card, Group, Highlight, NumberInput, SegmentedControl, Stack, Text, TextInput } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
-import { fieldErrorsOf, messageOf, useClient } from '../../api';
+import { messageOf, useClient } from '../../api';
+import { placeErrors } from '../../lib/form-errors';
 import { AnchorLink } from '../../links';
 import { passageLink, queryWords } from './shared';
 
@@ -23,7 +24,7 @@ export function SearchPanel({ baseId, searchable }: { baseId: string; searchable
     mutationFn: (body: { query: string; mode: Mode; k: number }) =>
       client.knowledge.search(baseId, body).then((result): KnowledgeSearchResult & { query: string } => ({ ...result, query: body.query })),
   });
-  const errors = fieldErrorsOf(search.error);
+  const errors = placeErrors(search.error, { query: 'Query', mode: 'Mode', k: 'Passages' }).fields;
   const atField = !!(errors.query || errors.k || errors.mode);
   const result = search.data;
   const words = result ? queryWords(result.query) : [];

@@ -25,7 +25,9 @@ export function RunPage() {
   return (
     <Stack maw={1100}>
       <Group justify="space-between">
-        <Title order={2}>Run</Title>
+        <Title order={1} size="h2">
+          Run
+        </Title>
         {r && (r.status === 'queued' || r.status === 'running') && (
           <Button
             color="red"
