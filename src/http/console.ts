@@ -32,6 +32,7 @@ const CONSOLE_SECTIONS = [
   'identity',
   'usage',
   'skills',
+  'memory',
 ] as const;
 
 /**

@@ -12,6 +12,7 @@ const NAV = [
   { to: '/tasks', label: 'Tasks' },
   { to: '/approvals', label: 'Approvals' },
   { to: '/knowledge', label: 'Knowledge' },
+  { to: '/memory', label: 'Memory' },
   { to: '/skills', label: 'Skills' },
   { to: '/identity', label: 'Identity' },
   { to: '/usage', label: 'Usage' },

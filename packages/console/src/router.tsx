@@ -2,6 +2,7 @@ import { Navigate, Outlet, RouterProvider, createRootRoute, createRoute, createR
 import { useAuth } from './auth';
 import { KnowledgeBasePage } from './features/knowledge/base-page';
 import { KnowledgePage } from './features/knowledge/bases-page';
+import { MemoryPage } from './features/memory/memory-page';
 import { Layout } from './layout';
 import { routerBasePath } from './lib/session';
 import { AgentEditPage, AgentsPage } from './pages/agents';
@@ -79,6 +80,15 @@ const approvals = createRoute({ getParentRoute: () => app, path: '/approvals', c
 const identity = createRoute({ getParentRoute: () => app, path: '/identity', component: IdentityPage });
 const usage = createRoute({ getParentRoute: () => app, path: '/usage', component: UsagePage });
 const skills = createRoute({ getParentRoute: () => app, path: '/skills', component: SkillsPage });
+const memory = createRoute({
+  getParentRoute: () => app,
+  path: '/memory',
+  component: MemoryPage,
+  validateSearch: (s: Record<string, unknown>): { agentId?: string; userId?: string } => ({
+    agentId: typeof s.agentId === 'string' && s.agentId ? s.agentId : undefined,
+    userId: typeof s.userId === 'string' && s.userId ? s.userId : undefined,
+  }),
+});
 
 /** A chunk's position from the URL: a whole number from 0 (the router parses `2` as a number, `"2"` stays text). */
 function positionOf(value: unknown): number | undefined {
@@ -115,6 +125,7 @@ const routeTree = rootRoute.addChildren([
     identity,
     usage,
     skills,
+    memory,
   ]),
 ]);
 

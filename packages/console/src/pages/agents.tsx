@@ -801,9 +801,14 @@ export function AgentEditPage() {
           {isNew ? 'New agent' : form.name}
         </Title>
         {!isNew && (
-          <ButtonLink variant="light" to="/playground" search={{ agentId }}>
-            Open in playground
-          </ButtonLink>
+          <Group gap="xs">
+            <ButtonLink variant="default" to="/memory" search={{ agentId }}>
+              Memory
+            </ButtonLink>
+            <ButtonLink variant="light" to="/playground" search={{ agentId }}>
+              Open in playground
+            </ButtonLink>
+          </Group>
         )}
       </Group>
       {!isNew && agent.data && (
