@@ -33,6 +33,8 @@ const CONSOLE_SECTIONS = [
   'usage',
   'skills',
   'memory',
+  'connectors',
+  'settings',
 ] as const;
 
 /**

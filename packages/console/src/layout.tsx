@@ -14,8 +14,10 @@ const NAV = [
   { to: '/knowledge', label: 'Knowledge' },
   { to: '/memory', label: 'Memory' },
   { to: '/skills', label: 'Skills' },
+  { to: '/connectors', label: 'Connectors' },
   { to: '/identity', label: 'Identity' },
   { to: '/usage', label: 'Usage' },
+  { to: '/settings', label: 'Settings' },
 ] as const;
 
 export function Layout({ children }: { children: ReactNode }) {

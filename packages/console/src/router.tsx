@@ -1,8 +1,10 @@
 import { Navigate, Outlet, RouterProvider, createRootRoute, createRoute, createRouter } from '@tanstack/react-router';
 import { useAuth } from './auth';
+import { ConnectorsPage } from './features/connectors/connectors-page';
 import { KnowledgeBasePage } from './features/knowledge/base-page';
 import { KnowledgePage } from './features/knowledge/bases-page';
 import { MemoryPage } from './features/memory/memory-page';
+import { SettingsPage } from './features/settings/settings-page';
 import { Layout } from './layout';
 import { routerBasePath } from './lib/session';
 import { AgentEditPage, AgentsPage } from './pages/agents';
@@ -80,6 +82,8 @@ const approvals = createRoute({ getParentRoute: () => app, path: '/approvals', c
 const identity = createRoute({ getParentRoute: () => app, path: '/identity', component: IdentityPage });
 const usage = createRoute({ getParentRoute: () => app, path: '/usage', component: UsagePage });
 const skills = createRoute({ getParentRoute: () => app, path: '/skills', component: SkillsPage });
+const connectors = createRoute({ getParentRoute: () => app, path: '/connectors', component: ConnectorsPage });
+const settings = createRoute({ getParentRoute: () => app, path: '/settings', component: SettingsPage });
 const memory = createRoute({
   getParentRoute: () => app,
   path: '/memory',
@@ -126,6 +130,8 @@ const routeTree = rootRoute.addChildren([
     usage,
     skills,
     memory,
+    connectors,
+    settings,
   ]),
 ]);
 

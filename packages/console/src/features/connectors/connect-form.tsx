@@ -1,0 +1,153 @@
+import { Alert, Button, Checkbox, Group, Modal, PasswordInput, Stack, Text, TextInput } from '@mantine/core';
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useState } from 'react';
+import { messageOf, useClient } from '../../api';
+import { type Connector, type ConnectorField, configurationErrorsOf } from './shared';
+
+type Typed = Record<string, string | boolean>;
+
+/** The form's first values: blank for a new connection; a connection's own, secrets blank (kept unless typed). */
+function initial(connector: Connector): Typed {
+  const stored = connector.connection?.configuration ?? {};
+  return Object.fromEntries(
+    connector.fields.map((f) => {
+      if (f.type === 'boolean') return [f.name, stored[f.name] === true];
+      return [f.name, f.secret || stored[f.name] === undefined ? '' : String(stored[f.name])];
+    }),
+  );
+}
+
+/** What is sent: every field filled for a connection; only the changes for an edit (a cleared optional field is null). */
+function bodyOf(connector: Connector, typed: Typed): Record<string, unknown> {
+  const start = initial(connector);
+  const editing = connector.connected;
+  const body: Record<string, unknown> = {};
+  for (const f of connector.fields) {
+    const value = typed[f.name];
+    if (editing) {
+      if (value === start[f.name]) continue;
+      body[f.name] = value === '' ? null : value;
+    } else if (value !== '' && !(f.type === 'boolean' && value === false && !f.required)) {
+      body[f.name] = value;
+    }
+  }
+  return body;
+}
+
+function Field({
+  field,
+  value,
+  error,
+  editing,
+  onChange,
+}: {
+  field: ConnectorField;
+  value: string | boolean;
+  error?: string;
+  editing: boolean;
+  onChange(v: string | boolean): void;
+}) {
+  if (field.type === 'boolean')
+    return (
+      <Checkbox
+        label={field.label}
+        description={field.description}
+        checked={value === true}
+        onChange={(e) => onChange(e.currentTarget.checked)}
+        error={error}
+      />
+    );
+  const common = {
+    label: field.label,
+    description: field.description,
+    required: field.required && !(editing && field.secret),
+    value: String(value),
+    onChange: (e: { currentTarget: { value: string } }) => onChange(e.currentTarget.value),
+    error,
+  };
+  return field.secret ? (
+    <PasswordInput {...common} placeholder={editing ? 'unchanged (stored sealed)' : undefined} />
+  ) : (
+    <TextInput {...common} type={field.type === 'email' ? 'email' : field.type === 'url' ? 'url' : 'text'} />
+  );
+}
+
+/**
+ * Connects a connector, or changes its connection: its fields as inputs (secrets as password inputs,
+ * never shown again). A required field left blank is said before sending; the server's checks (a
+ * token's shape, a URL) come back under their field, with what was typed kept.
+ */
+export function ConnectForm({ connector, onClose }: { connector: Connector | null; onClose(): void }) {
+  const client = useClient();
+  const queryClient = useQueryClient();
+  const [typed, setTyped] = useState<Typed>({});
+  const [tried, setTried] = useState(false);
+  const editing = connector?.connected ?? false;
+  const save = useMutation({
+    mutationFn: (c: Connector) =>
+      c.connected
+        ? client.connectors.updateConnection(c.id, { configuration: bodyOf(c, typed) })
+        : client.connectors.connect(c.id, { configuration: bodyOf(c, typed) }),
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: ['connectors'] });
+      onClose();
+    },
+  });
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a dialog opened again starts from the connection, without the last refusal
+  useEffect(() => {
+    if (!connector) return;
+    save.reset();
+    setTried(false);
+    setTyped(initial(connector));
+  }, [connector]);
+
+  const server = configurationErrorsOf(save.error);
+  const missing = (f: ConnectorField) => f.required && f.type !== 'boolean' && typed[f.name] === '' && !(editing && f.secret);
+  const blank = connector?.fields.filter(missing) ?? [];
+  const otherError = save.error && Object.keys(server).every((k) => k === '') ? messageOf(save.error) : (server[''] ?? null);
+
+  return (
+    <Modal
+      opened={connector !== null}
+      onClose={onClose}
+      title={connector ? `${editing ? 'Edit' : 'Connect'} ${connector.name}` : ''}
+      size="lg"
+    >
+      {connector && (
+        <form
+          noValidate
+          onSubmit={(e) => {
+            e.preventDefault();
+            setTried(true);
+            if (blank.length === 0) save.mutate(connector);
+          }}
+        >
+          <Stack>
+            <Text size="sm" c="dimmed">
+              {connector.description} Secrets are stored sealed and never shown again.
+            </Text>
+            {connector.fields.map((f) => (
+              <Field
+                key={f.name}
+                field={f}
+                value={typed[f.name] ?? ''}
+                editing={editing}
+                error={tried && missing(f) ? 'required' : server[f.name]}
+                onChange={(v) => setTyped((t) => ({ ...t, [f.name]: v }))}
+              />
+            ))}
+            {otherError && <Alert color="red">{otherError}</Alert>}
+            <Group justify="end">
+              <Button variant="default" onClick={onClose}>
+                Cancel
+              </Button>
+              <Button type="submit" loading={save.isPending}>
+                {editing ? 'Save' : 'Connect'}
+              </Button>
+            </Group>
+          </Stack>
+        </form>
+      )}
+    </Modal>
+  );
+}
