@@ -1,4 +1,4 @@
-import type { ApiKey, AuditEvent, CreatedApiKey } from '@agentry/client';
+import type { ApiKey, CreatedApiKey } from '@agentry/client';
 import {
   Alert,
   Badge,
@@ -27,6 +27,7 @@ import { FormErrorSummary } from '../form-error-summary';
 import { LocalFieldErrors, placeErrors } from '../lib/form-errors.js';
 import { checkFields, LIMITS } from '../lib/form-limits.js';
 import { type UsageRow, seriesBy, totalsOf } from '../lib/usage';
+import { AuditLog } from '../features/audit/audit-log';
 
 const PERMISSIONS = ['agents:read', 'agents:write', 'settings:read', 'settings:write', 'skills:read', 'skills:write'];
 const COLORS = ['#4c6ef5', '#12b886', '#fab005', '#fa5252', '#7950f2', '#15aabf', '#e64980', '#82c91e'];
@@ -306,53 +307,6 @@ function ApiKeys() {
           </Stack>
         )}
       </Modal>
-    </Stack>
-  );
-}
-
-function AuditLog() {
-  const client = useClient();
-  const [action, setAction] = useState('');
-  const [resourceType, setResourceType] = useState('');
-  const events = useQuery({
-    queryKey: ['audit', action, resourceType],
-    queryFn: () =>
-      client.http.json<{ events: AuditEvent[] }>('GET', '/api/v1/audit-events', {
-        query: { limit: 100, action: action || undefined, resourceType: resourceType || undefined },
-      }),
-  });
-  return (
-    <Stack>
-      <Group>
-        <TextInput label="Action" placeholder="agent.created" value={action} onChange={(e) => setAction(e.currentTarget.value)} />
-        <TextInput
-          label="Resource type"
-          placeholder="agent"
-          value={resourceType}
-          onChange={(e) => setResourceType(e.currentTarget.value)}
-        />
-      </Group>
-      {events.error && <Alert color="red">{messageOf(events.error)}</Alert>}
-      <Table.ScrollContainer minWidth={700}>
-        <Table striped>
-          <Table.Tbody>
-            {(events.data?.events ?? []).map((e) => (
-              <Table.Tr key={e.id}>
-                <Table.Td>{new Date(e.createdAt).toLocaleString()}</Table.Td>
-                <Table.Td>
-                  <Code>{e.action}</Code>
-                </Table.Td>
-                <Table.Td>
-                  {e.resourceType} {e.resourceId?.slice(-8)}
-                </Table.Td>
-                <Table.Td>
-                  {e.actorType} {e.actorId?.slice(-8)}
-                </Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
-      </Table.ScrollContainer>
     </Stack>
   );
 }
