@@ -46,7 +46,7 @@ describeConsole('memory blocks', 'test/console/memory.test.ts', (session) => {
 
     await block('persona').getByRole('button', { name: 'History…' }).click();
     const history = page.getByRole('dialog', { name: 'History of persona' });
-    expect(await history.getByTestId('memory-version').count()).toBe(2);
+    await expect.poll(() => history.getByTestId('memory-version').count()).toBe(2);
     await history.getByRole('button', { name: 'Restore version 1' }).click();
     await history.waitFor({ state: 'detached' });
     await block('persona').getByText('version 3').waitFor();
@@ -97,13 +97,28 @@ describeConsole('memory blocks', 'test/console/memory.test.ts', (session) => {
     await page.goto(`${url}/memory?agentId=${agent.id}`);
     await block('house_rules').waitFor();
     expect(await block('preferences').count()).toBe(0);
+    // The agent's conversations name their users: the id is offered as it is typed.
+    await t.api(key).POST('/api/v1/conversations', { body: { agentId: agent.id, userId: 'user-42' } });
     await page.getByText('One user').click();
-    await page.getByLabel('End user id').fill('user-42');
+    await page.getByRole('combobox', { name: 'End user id' }).fill('user');
+    await page.getByRole('option', { name: 'user-42' }).click();
+    expect(await page.getByRole('combobox', { name: 'End user id' }).inputValue()).toBe('user-42');
     await page.getByRole('button', { name: 'Show' }).click();
     await block('preferences').getByText('Likes tea.').waitFor();
     expect(await block('house_rules').count()).toBe(0);
     await page.getByTestId('memory-count').getByText('user user-42: 1 of 16 blocks').waitFor();
     expect(page.url()).toContain('userId=user-42');
+  });
+
+  it('a scope holding its 16 blocks greys out a new one, saying why', async () => {
+    const { page, t, key, url } = session;
+    const agent = await t.agent(key, { name: 'Full' });
+    for (let i = 0; i < 16; i++) await putBlock(agent.id, `block_${i}`, `text ${i}`);
+    await page.goto(`${url}/memory?agentId=${agent.id}`);
+    await page.getByTestId('memory-count').getByText('16 of 16 blocks').waitFor();
+    const add = page.getByRole('button', { name: 'New block…' });
+    expect(await add.isDisabled()).toBe(true);
+    expect(await add.getAttribute('title')).toBe('the agent (every user) already has 16 blocks, the most a scope holds');
   });
 
   it('a key that may only read sees the blocks and their history; what would change them is greyed out', async () => {

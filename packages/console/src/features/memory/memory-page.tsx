@@ -1,5 +1,5 @@
 import type { MemoryBlock } from '@agentry/client';
-import { Alert, Badge, Button, Card, Code, Group, Loader, SegmentedControl, Select, Stack, Text, TextInput, Title } from '@mantine/core';
+import { Alert, Autocomplete, Badge, Button, Card, Code, Group, Loader, SegmentedControl, Select, Stack, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useNavigate, useSearch } from '@tanstack/react-router';
 import { useEffect, useState } from 'react';
@@ -11,6 +11,8 @@ import { type MemoryScope, scopeName, USER_ID_PATTERN } from './limits';
 
 /** Agents offered in the picker at most (the first page by the server's order); the one in the URL always is. */
 const AGENTS_LISTED = 100;
+/** Conversations read for the end users they name (the agent's latest). */
+const CONVERSATIONS_FOR_USERS = 100;
 
 function AgentPicker({ agentId, onPick }: { agentId?: string; onPick(id: string | null): void }) {
   const client = useClient();
@@ -42,9 +44,24 @@ function AgentPicker({ agentId, onPick }: { agentId?: string; onPick(id: string 
 }
 
 /** Agent-wide, or one end user's blocks: the user's id is typed, then shown (the URL keeps it). */
-function ScopePicker({ scope, onScope }: { scope: MemoryScope; onScope(scope: MemoryScope): void }) {
+/** The end users of the agent's latest conversations (one page), offered as the user id is typed. */
+function useKnownUsers(agentId: string, enabled: boolean) {
+  const client = useClient();
+  return useQuery({
+    queryKey: ['conversations', { agentId }, 'users'],
+    enabled,
+    queryFn: async () => {
+      const first = await client.conversations.list({ agentId, limit: CONVERSATIONS_FOR_USERS }).pages().next();
+      const users = first.done ? [] : first.value.items.map((c) => c.userId).filter((u): u is string => !!u);
+      return [...new Set(users)];
+    },
+  });
+}
+
+function ScopePicker({ agentId, scope, onScope }: { agentId: string; scope: MemoryScope; onScope(scope: MemoryScope): void }) {
   const [mode, setMode] = useState(scope.userId ? 'user' : 'agent');
   const [typed, setTyped] = useState(scope.userId ?? '');
+  const users = useKnownUsers(agentId, mode === 'user');
   useEffect(() => {
     setMode(scope.userId ? 'user' : 'agent');
     setTyped(scope.userId ?? '');
@@ -71,15 +88,17 @@ function ScopePicker({ scope, onScope }: { scope: MemoryScope; onScope(scope: Me
             if (typed && !problem) onScope({ userId: typed });
           }}
         >
-          <Group align="start">
-            <TextInput
+          <Group align="end">
+            <Autocomplete
               label="End user id"
               placeholder="user-42"
+              description="the agent’s conversations’ users, or any id"
+              data={users.data ?? []}
               value={typed}
-              onChange={(e) => setTyped(e.currentTarget.value)}
+              onChange={setTyped}
               error={problem}
             />
-            <Button type="submit" mt={25} disabled={!typed || problem !== null}>
+            <Button type="submit" disabled={!typed || problem !== null}>
               Show
             </Button>
           </Group>
@@ -171,7 +190,9 @@ export function MemoryPage() {
       </Text>
       <Group align="end">
         <AgentPicker agentId={agentId} onPick={(id) => navigate({ search: { agentId: id ?? undefined } })} />
-        {agentId && <ScopePicker scope={scope} onScope={(next) => navigate({ search: { agentId, userId: next.userId } })} />}
+        {agentId && (
+          <ScopePicker agentId={agentId} scope={scope} onScope={(next) => navigate({ search: { agentId, userId: next.userId } })} />
+        )}
       </Group>
       {!agentId && <Text c="dimmed">Pick an agent to see what it remembers.</Text>}
       {blocks.isPending && agentId && <Loader size="sm" aria-label="Loading memory" />}
