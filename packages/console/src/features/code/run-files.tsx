@@ -48,7 +48,9 @@ export function RunFiles({ runId }: { runId: string }) {
   if (files.data.items.length === 0) return null;
   return (
     <Stack gap="xs" data-testid="run-files">
-      <Title order={3}>Files</Title>
+      <Title order={2} size="h3">
+        Files
+      </Title>
       {files.data.total > files.data.items.length && (
         <Text size="sm" c="dimmed">
           The first {files.data.items.length} of {files.data.total}.

@@ -14,7 +14,9 @@ function ConnectorCard({ connector, onConnect, onDisconnect }: { connector: Conn
     <Card withBorder data-testid="connector">
       <Stack gap="xs">
         <Group justify="space-between">
-          <Title order={4}>{connector.name}</Title>
+          <Title order={2} size="h4">
+            {connector.name}
+          </Title>
           <Badge color={connector.connected ? 'green' : 'gray'}>{connector.connected ? 'connected' : 'not connected'}</Badge>
         </Group>
         <Text size="sm" c="dimmed">
@@ -77,7 +79,9 @@ export function ConnectorsPage() {
   const connected = list.filter((c) => c.connected).length;
   return (
     <Stack>
-      <Title order={2}>Connectors</Title>
+      <Title order={1} size="h2">
+        Connectors
+      </Title>
       <Text size="sm" c="dimmed">
         Outside services the tenant’s agents may use (the connectors tool group). Agents’ requests for one are under{' '}
         <AnchorLink to="/skills">Skills</AnchorLink>, Connectors.

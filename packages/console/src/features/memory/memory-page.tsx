@@ -69,18 +69,20 @@ function ScopePicker({ agentId, scope, onScope }: { agentId: string; scope: Memo
   const problem = typed && !USER_ID_PATTERN.test(typed) ? 'letters, digits and . _ : @ + - only, at most 128' : null;
   return (
     <Group align="end">
-      <SegmentedControl
-        aria-label="Whose memory"
-        value={mode}
-        onChange={(next) => {
-          setMode(next);
-          if (next === 'agent') onScope({});
-        }}
-        data={[
-          { value: 'agent', label: 'Agent-wide' },
-          { value: 'user', label: 'One user' },
-        ]}
-      />
+      {/* A group names the choice: the control's own root is a plain div, which may not carry a label. */}
+      <div role="radiogroup" aria-label="Whose memory">
+        <SegmentedControl
+          value={mode}
+          onChange={(next) => {
+            setMode(next);
+            if (next === 'agent') onScope({});
+          }}
+          data={[
+            { value: 'agent', label: 'Agent-wide' },
+            { value: 'user', label: 'One user' },
+          ]}
+        />
+      </div>
       {mode === 'user' && (
         <form
           onSubmit={(e) => {
@@ -115,7 +117,9 @@ function BlockCard({ block, onEdit, onHistory, onDelete }: { block: MemoryBlock;
       <Group justify="space-between" align="start">
         <Stack gap={2}>
           <Group gap="xs">
-            <Title order={4}>{block.label}</Title>
+            <Title order={2} size="h4">
+              {block.label}
+            </Title>
             <Badge variant="light">
               {block.chars} / {block.limit} characters
             </Badge>
@@ -173,7 +177,9 @@ export function MemoryPage() {
   return (
     <Stack>
       <Group justify="space-between">
-        <Title order={2}>Memory</Title>
+        <Title order={1} size="h2">
+          Memory
+        </Title>
         {agentId && (
           <Button
             disabled={denied !== null || full !== null || !limits}

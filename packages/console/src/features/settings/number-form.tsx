@@ -57,7 +57,9 @@ export function NumberSettingsForm<K extends string>({
       >
         <Stack>
           <div>
-            <Title order={3}>{title}</Title>
+            <Title order={2} size="h3">
+              {title}
+            </Title>
             <Text size="sm" c="dimmed">
               {description}
             </Text>

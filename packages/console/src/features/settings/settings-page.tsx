@@ -35,7 +35,9 @@ export function SettingsPage() {
 
   return (
     <Stack maw={980}>
-      <Title order={2}>Settings</Title>
+      <Title order={1} size="h2">
+        Settings
+      </Title>
       <Text size="sm" c="dimmed">
         The tenant’s limits, how long its data is kept, and what code execution may use. A blank field means what its placeholder says. An
         agent’s own budget is on its page; an API key’s own rate limit under Usage, API keys.
