@@ -4,7 +4,7 @@
  */
 
 /** A block's name: letters, digits, _ and -, at most 64 (the route's pattern). */
-const LABEL_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+export const LABEL_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Characters as the server counts them: Unicode code points, not UTF-16 units. */
 export const charCount = (text: string) => [...text].length;
