@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL_PATTERN, USER_ID_PATTERN } from '../../packages/console/src/features/memory/limits.js';
 import type { NumberField } from '../../packages/console/src/features/settings/fields.js';
-import { codeFields, LIMIT_FIELDS, RETENTION_FIELDS } from '../../packages/console/src/features/settings/groups.js';
+import { codeFields, KEY_RATE_LIMIT_FIELD, LIMIT_FIELDS, RETENTION_FIELDS } from '../../packages/console/src/features/settings/groups.js';
 import { startApp, type TestApp } from '../helpers/app.js';
 
 /*
@@ -68,6 +68,11 @@ describe('the settings forms’ bounds are the API’s', () => {
   it('retention (setRetention)', () => {
     const body = bodyOf('setRetention');
     expect(asSchema(RETENTION_FIELDS)).toEqual(ofSchema(body, Object.keys(body.properties)));
+  });
+
+  it('a key’s own rate limit (updateApiKey)', () => {
+    const body = bodyOf('updateApiKey');
+    expect(asSchema([KEY_RATE_LIMIT_FIELD])).toEqual(ofSchema(body, Object.keys(body.properties)));
   });
 
   it('code execution (setCodeSettings): every field, its minimum (the maximum is the server’s, read at run time)', async () => {

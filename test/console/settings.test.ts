@@ -51,6 +51,24 @@ describeConsole('the settings page', 'test/console/settings.test.ts', (session) 
     await form('settings-code').getByRole('button', { name: 'Save code execution' }).click();
     await form('settings-code').getByRole('status').getByText('Saved.').waitFor();
     expect((await t.api(key).GET('/api/v1/code/settings')).data!.limits.maxOutputFiles).toBe(code.maxima.maxOutputFiles);
+    // A key's own rate limit: 0 is refused before saving; 30 is saved, and blank gives it back the tenant's.
+    await t.key(key, ['agents:read']);
+    await page.reload();
+    const row = form('settings-key-limits').getByTestId('key-rate-limit').filter({ hasText: 'agents:read' });
+    const input = row.getByRole('textbox', { name: 'Requests per minute for agents:read' });
+    await input.fill('0');
+    await row.getByText('at least 1', { exact: true }).waitFor();
+    expect(await row.getByRole('button', { name: 'Save the limit of agents:read' }).isDisabled()).toBe(true);
+    await input.fill('30');
+    await row.getByRole('button', { name: 'Save the limit of agents:read' }).click();
+    const ownLimit = async () =>
+      (await t.api(key).GET('/api/v1/api-keys', { params: { query: {} } })).data!.apiKeys.find((k) => k.name === 'agents:read')
+        ?.rateLimitPerMinute;
+    await expect.poll(ownLimit).toBe(30);
+    await expect.poll(() => row.getByRole('button', { name: 'Save the limit of agents:read' }).isDisabled()).toBe(true);
+    await input.fill('');
+    await row.getByRole('button', { name: 'Save the limit of agents:read' }).click();
+    await expect.poll(ownLimit).toBeNull();
     // A reload shows what the server holds.
     await page.reload();
     expect(await form('settings-retention').getByLabel('Runs (days)').inputValue()).toBe('90');
@@ -91,6 +109,7 @@ describeConsole('the settings page', 'test/console/settings.test.ts', (session) 
       expect(await form(testId).getByRole('textbox').first().isEditable()).toBe(false);
     }
     expect(await form('settings-limits').getByLabel('Monthly budget (USD)').inputValue()).toBe('25.5');
+    await form('settings-key-limits').getByText('The keys are listed with settings:write: this key lacks settings:write.').waitFor();
     // Without settings:read there is nothing to show but why.
     const stranger = await t.key(key, ['agents:read']);
     await page.getByRole('button', { name: 'Sign out' }).click();

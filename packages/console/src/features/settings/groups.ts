@@ -1,4 +1,4 @@
-import type { NumberField } from './fields';
+import type { NumberField } from './fields.js';
 
 /** The tenant's limits and budget (PUT /api/v1/limits). */
 export const LIMIT_FIELDS: NumberField<'rateLimitPerMinute' | 'maxConcurrentRuns' | 'monthlyBudgetUsd'>[] = [
@@ -20,11 +20,20 @@ export const LIMIT_FIELDS: NumberField<'rateLimitPerMinute' | 'maxConcurrentRuns
   {
     name: 'rateLimitPerMinute',
     label: 'Requests per minute per API key',
-    description: 'for keys without a limit of their own (API keys, on the usage page)',
+    description: 'for keys without a limit of their own (below)',
     blank: 'the platform’s default',
     min: 1,
   },
 ];
+
+/** A key's own requests per minute (PATCH /api/v1/api-keys/:id); blank: the tenant's. */
+export const KEY_RATE_LIMIT_FIELD: NumberField<'rateLimitPerMinute'> = {
+  name: 'rateLimitPerMinute',
+  label: 'Own limit',
+  description: '',
+  blank: 'the tenant’s',
+  min: 1,
+};
 
 /** The server's bound on every retention age, in days (src/tenancy/retention.ts). */
 const MAX_DAYS = 36_500;

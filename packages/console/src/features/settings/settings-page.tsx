@@ -3,6 +3,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { messageOf, useClient, useDenied } from '../../api';
 import { NumberSettingsForm } from './number-form';
 import { codeFields, LIMIT_FIELDS, RETENTION_FIELDS } from './groups';
+import { KeyRateLimits } from './key-rate-limits';
 
 const usd = (n: number) => `$${n.toFixed(2)}`;
 
@@ -40,7 +41,7 @@ export function SettingsPage() {
       </Title>
       <Text size="sm" c="dimmed">
         The tenant’s limits, how long its data is kept, and what code execution may use. A blank field means what its placeholder says. An
-        agent’s own budget is on its page; an API key’s own rate limit under Usage, API keys.
+        agent’s own budget is on its page.
       </Text>
       {readDenied && <Alert color="gray">The settings are hidden: {readDenied}.</Alert>}
       {[limits, retention, code].some((q) => q.isPending && !readDenied) && <Loader size="sm" aria-label="Loading settings" />}
@@ -76,6 +77,7 @@ export function SettingsPage() {
             denied={writeDenied}
             onSave={(body) => client.tenant.setLimits(body).then(saved('limits'))}
           />
+          <KeyRateLimits tenantLimit={limits.data.rateLimitPerMinute} />
         </>
       )}
       {retention.data && (
