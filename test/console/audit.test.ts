@@ -11,8 +11,9 @@ describeConsole('the audit log', 'test/console/audit.test.ts', (session) => {
   const events = () => session.page.getByTestId('audit-event');
 
   async function openAudit() {
-    const { page } = session;
-    await page.getByRole('navigation').getByRole('link', { name: 'Usage' }).click();
+    const { page, url } = session;
+    // A page of its own: the filters of a test before do not carry over.
+    await page.goto(`${url}/usage`);
     await page.getByRole('heading', { name: 'Usage' }).waitFor();
     await page.getByRole('tab', { name: 'Audit log' }).click();
     await events().first().waitFor();
@@ -69,12 +70,38 @@ describeConsole('the audit log', 'test/console/audit.test.ts', (session) => {
     expect(await events().count()).toBe(0);
   });
 
+  it('pages through more events than a page holds', async () => {
+    const { page, t, key } = session;
+    const agent = await t.agent(key, { name: 'Chatty' });
+    for (let i = 0; i < 101; i++) {
+      const made = await t.api(key).POST('/api/v1/conversations', { body: { agentId: agent.id, name: `talk ${i}` } });
+      expect(made.response.status).toBe(201);
+    }
+    await openAudit();
+    await page.getByRole('combobox', { name: 'Resource type' }).click();
+    await page.getByRole('option', { name: 'conversation', exact: true }).click();
+    const total = (await t.api(key).GET('/api/v1/audit-events', { params: { query: { resourceType: 'conversation' } } })).data!.total;
+    expect(total).toBeGreaterThanOrEqual(101);
+    await page.getByTestId('audit-count').getByText(`Events 1 to 100 of ${total}, newest first.`).waitFor();
+    await expect.poll(() => events().count()).toBe(100);
+    await page.getByRole('button', { name: '2', exact: true }).click();
+    await page.getByTestId('audit-count').getByText(`Events 101 to ${total} of ${total}, newest first.`).waitFor();
+    await expect.poll(() => events().count()).toBe(total - 100);
+    // A filter changed starts again from the first page.
+    await page.getByRole('textbox', { name: 'Action' }).fill('conversation.created');
+    await page
+      .getByTestId('audit-count')
+      .getByText(/^Events 1 to 100 of/)
+      .waitFor();
+  });
+
   it('a key that may read settings but not list keys still sees agents by name', async () => {
     const { page, t, key, url } = session;
     const reader = await t.key(key, ['agents:read', 'settings:read']);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await signIn(page, url, reader);
     await openAudit();
+    await page.getByRole('textbox', { name: 'Action' }).fill('agent.created');
     await events().filter({ hasText: 'agent.created' }).getByRole('link', { name: 'Ledger' }).waitFor();
     await page.getByRole('button', { name: 'Sign out' }).click();
     await signIn(page, url, key);

@@ -1,12 +1,12 @@
 import type { AuditEvent } from '@agentry/client';
-import { Alert, Code, Group, Select, Stack, Table, Text, TextInput } from '@mantine/core';
-import { useQuery } from '@tanstack/react-query';
+import { Alert, Code, Group, Pagination, Select, Stack, Table, Text, TextInput } from '@mantine/core';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { messageOf, useClient } from '../../api';
 import { AnchorLink } from '../../links';
 import { actorOf, type Names, nameOf, RESOURCE_TYPES, useNames } from './names';
 
-/** Events shown at most (the newest, one page of the API); the count says how many match in all. */
+/** Events on one page of the log (one page of the API); the count says how many match in all. */
 const EVENTS_SHOWN = 100;
 
 const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
@@ -83,28 +83,52 @@ export function AuditLog() {
   const names = useNames();
   const [action, setAction] = useState('');
   const [resourceType, setResourceType] = useState<string | null>(null);
+  const [page, setPage] = useState(1);
   const events = useQuery({
-    queryKey: ['audit', action, resourceType],
+    queryKey: ['audit', action, resourceType, page],
+    placeholderData: keepPreviousData,
     queryFn: async () => {
       const query = { limit: EVENTS_SHOWN, action: action.trim() || undefined, resourceType: resourceType ?? undefined };
-      const first = await client.audit.list(query).pages().next();
-      return first.done ? { items: [], total: 0 } : first.value;
+      // The SDK's iterator starts at the first page: the page shown is asked for directly.
+      const answer = await client.http.json<{ events: AuditEvent[]; total: number }>('GET', '/api/v1/audit-events', {
+        query: { ...query, page },
+      });
+      return { items: answer.events, total: answer.total };
     },
   });
+  const pages = events.data ? Math.max(1, Math.ceil(events.data.total / EVENTS_SHOWN)) : 1;
   const known = names.data ?? new Map<string, string>();
   return (
     <Stack>
       <Group align="end">
-        <TextInput label="Action" placeholder="agent.created" value={action} onChange={(e) => setAction(e.currentTarget.value)} />
-        <Select label="Resource type" placeholder="any" clearable data={RESOURCE_TYPES} value={resourceType} onChange={setResourceType} />
+        <TextInput
+          label="Action"
+          placeholder="agent.created"
+          value={action}
+          onChange={(e) => {
+            setAction(e.currentTarget.value);
+            setPage(1);
+          }}
+        />
+        <Select
+          label="Resource type"
+          placeholder="any"
+          clearable
+          data={RESOURCE_TYPES}
+          value={resourceType}
+          onChange={(v) => {
+            setResourceType(v);
+            setPage(1);
+          }}
+        />
       </Group>
       {events.error && <Alert color="red">{messageOf(events.error)}</Alert>}
       {events.data && (
         <Text size="sm" c="dimmed" data-testid="audit-count">
           {events.data.total === 0
             ? 'No events match.'
-            : events.data.total > events.data.items.length
-              ? `The newest ${events.data.items.length} of ${events.data.total} events.`
+            : events.data.total > EVENTS_SHOWN
+              ? `Events ${(page - 1) * EVENTS_SHOWN + 1} to ${(page - 1) * EVENTS_SHOWN + events.data.items.length} of ${events.data.total}, newest first.`
               : `${events.data.total} event${events.data.total === 1 ? '' : 's'}.`}
         </Text>
       )}
@@ -128,6 +152,7 @@ export function AuditLog() {
           </Table.Tbody>
         </Table>
       </Table.ScrollContainer>
+      {pages > 1 && <Pagination total={pages} value={page} onChange={setPage} aria-label="Audit log pages" />}
     </Stack>
   );
 }
