@@ -102,7 +102,10 @@ export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{
   const base = { tags: ['skills'], params };
   const { publicBaseUrl, issuer } = protectedResource;
   // RFC 9728 section 3: the metadata of the resource https://host/p lives at https://host/.well-known/oauth-protected-resource/p.
-  const metadataUrl = (agentId: string) => `${publicBaseUrl}/.well-known/oauth-protected-resource/api/v1/agents/${agentId}/mcp`;
+  // The id as a URL's path segment: an id of any characters (a client's typo, a fuzzer) still makes a
+  // valid URL, and a valid header (a raw non-ASCII character made Node refuse the 401's header: a 500).
+  const resourcePath = (agentId: string) => `/api/v1/agents/${encodeURIComponent(agentId)}/mcp`;
+  const metadataUrl = (agentId: string) => `${publicBaseUrl}/.well-known/oauth-protected-resource${resourcePath(agentId)}`;
 
   // A 401 names where the client finds how to authenticate (RFC 9728 section 5.1), as MCP clients expect.
   app.addHook('onSend', (req, reply, payload, done) => {
@@ -139,7 +142,7 @@ export const skillsMcpRoutes: FastifyPluginAsyncTypebox<{
     async (req, reply) => {
       reply.header('cache-control', 'public, max-age=3600');
       return {
-        resource: `${publicBaseUrl}/api/v1/agents/${req.params.agentId}/mcp`,
+        resource: `${publicBaseUrl}${resourcePath(req.params.agentId)}`,
         authorization_servers: [issuer],
         scopes_supported: MCP_SCOPES,
         bearer_methods_supported: ['header'],

@@ -117,6 +117,15 @@ describe('MCP endpoint', () => {
       ),
     );
     expect((await post(external.id, { authorization: 'Bearer agk_nope' })).status).toBe(401);
+    // An id of any characters is a path segment of the metadata's URL, percent-encoded: a valid header
+    // (non-ASCII in it made Node refuse the header, a 500), and a quote cannot end the quoted URL.
+    for (const id of ['𱴇籅', 'a"b']) {
+      const odd = await post(id, {});
+      expect(odd.status).toBe(401);
+      expect(odd.headers.get('www-authenticate')).toContain(
+        `/.well-known/oauth-protected-resource/api/v1/agents/${encodeURIComponent(id)}/mcp", scope=`,
+      );
+    }
 
     const forbidden = await post(external.id, { authorization: `Bearer ${await t.key(key, ['agents:read'])}` });
     expect(forbidden.status).toBe(403);
