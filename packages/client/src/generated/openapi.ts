@@ -1807,7 +1807,7 @@ export interface paths {
         put?: never;
         /**
          * Search a knowledge base: passages with citations, best first
-         * @description mode hybrid (default) fuses lexical and vector rankings, by relative score (default) or reciprocal rank (fusion rrf); k 1..50 (default 5); filters: tags (any of), metadata (each key equal), documentIds. Only ready versions are searched. 502 embedding_failed: the base's embedding model could not embed the query.
+         * @description mode hybrid (default) fuses lexical and vector rankings, by relative score (default) or reciprocal rank (fusion rrf), then re-ranked by the base's rerankModel if it has one (rerank false: not); k 1..50 (default 5); filters: tags (any of), metadata (each key equal), documentIds. Only ready versions are searched. 502 embedding_failed: the base's embedding model could not embed the query.
          */
         post: operations["searchKnowledgeBase"];
         delete?: never;
