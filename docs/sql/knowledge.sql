@@ -528,17 +528,13 @@ values
 -- knowledge/store.ts: lexicalSearch (every document)
 -- sqlite
 select
-  c.seq,
-  - bm25 (knowledge_chunks_fts) as score
+  rowid as seq,
+  - bm25 (knowledge_chunks_fts, 1.0, 0.0) as score
 from
   knowledge_chunks_fts (?)
-  join knowledge_chunks c on c.seq = knowledge_chunks_fts.rowid
-where
-  c.tenant_id = ?
-  and c.knowledge_base_id = ?
 order by
-  bm25 (knowledge_chunks_fts),
-  c.seq
+  bm25 (knowledge_chunks_fts, 1.0, 0.0),
+  rowid
 limit
   ?;
 
@@ -574,16 +570,15 @@ from
 -- sqlite
 select
   c.seq,
-  - bm25 (knowledge_chunks_fts) as score
+  - bm25 (knowledge_chunks_fts, 1.0, 0.0) as score
 from
   knowledge_chunks_fts (?)
   join knowledge_chunks c on c.seq = knowledge_chunks_fts.rowid
 where
   c.tenant_id = ?
-  and c.knowledge_base_id = ?
   and c.document_id in (?, ?)
 order by
-  bm25 (knowledge_chunks_fts),
+  bm25 (knowledge_chunks_fts, 1.0, 0.0),
   c.seq
 limit
   ?;

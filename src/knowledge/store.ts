@@ -350,13 +350,26 @@ export async function lexicalSearch(
       order by score desc, c.seq limit ${limit}`.execute(db);
     return result.rows.map((r) => ({ seq: Number(r.seq), score: Number(r.score) }));
   }
-  const match = words.map((w) => `"${w}"`).join(' OR ');
-  const result = await sql<{ seq: number; score: number }>`select c.seq, -bm25(knowledge_chunks_fts) as score
-    from knowledge_chunks_fts(${match}) join knowledge_chunks c on c.seq = knowledge_chunks_fts.rowid
-    where c.tenant_id = ${scope.tenantId} and c.knowledge_base_id = ${scope.baseId} ${documents}
-    order by bm25(knowledge_chunks_fts), c.seq limit ${limit}`.execute(db);
+  // The base is a column of the index (migration 0026): FTS5 intersects its postings with the words',
+  // so no matching chunk's row is read. Its weight is 0: bm25 ranks by the words alone. The tenant is
+  // the base's (the service looked the base up by tenant), and the chunks shown are read by tenant again.
+  const match = `base : "${baseToken(scope.baseId)}" AND text : (${words.map((w) => `"${w}"`).join(' OR ')})`;
+  const result = scope.documentIds
+    ? await sql<{ seq: number; score: number }>`select c.seq, -bm25(knowledge_chunks_fts, 1.0, 0.0) as score
+      from knowledge_chunks_fts(${match}) join knowledge_chunks c on c.seq = knowledge_chunks_fts.rowid
+      where c.tenant_id = ${scope.tenantId} ${documents}
+      order by bm25(knowledge_chunks_fts, 1.0, 0.0), c.seq limit ${limit}`.execute(db)
+    : await sql<{ seq: number; score: number }>`select rowid as seq, -bm25(knowledge_chunks_fts, 1.0, 0.0) as score
+      from knowledge_chunks_fts(${match})
+      order by bm25(knowledge_chunks_fts, 1.0, 0.0), rowid limit ${limit}`.execute(db);
   return result.rows.map((r) => ({ seq: Number(r.seq), score: Number(r.score) }));
 }
+
+/**
+ * A base's id as SQLite's full-text index holds it (migration 0026): without hyphens and ending in a
+ * digit, one token the porter stemmer leaves whole; quoted for an FTS5 string (`"` doubled).
+ */
+const baseToken = (baseId: string) => `${baseId.replaceAll('-', '')}0`.replaceAll('"', '""');
 
 /** A page of a base's vectors of one model, by seq after `afterSeq`: the exact vector search reads them all. */
 export async function vectorPage(db: Executor, scope: ChunkScope, model: string, afterSeq: number, limit: number) {

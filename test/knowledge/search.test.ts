@@ -242,6 +242,31 @@ describe('a replaced document', () => {
     expect(after.passages[0].citation.title).toBe('Cafeteria 2');
   });
 
+  it('searches its own base only: another base’s chunks with the same words, this tenant’s or another’s, are not found', async () => {
+    const { key: otherKey } = await t.tenant('globex');
+    const content = 'Employees park their bicycles in the garage behind the main building.';
+    const elsewhere: string[] = [];
+    for (const k of [key, otherKey]) {
+      const { data: other } = await t.api(k).POST('/api/v1/knowledge-bases', { body: { name: 'Garage' } });
+      const added = await t.api(k).POST('/api/v1/knowledge-bases/{id}/documents', { params: { path: { id: other!.id } }, body: { content } });
+      elsewhere.push(added.data!.id);
+      await vi.waitFor(
+        async () => {
+          const doc = await t.api(k).GET('/api/v1/knowledge-bases/{id}/documents/{documentId}', {
+            params: { path: { id: other!.id, documentId: added.data!.id } },
+          });
+          expect(doc.data?.status).toBe('ready');
+        },
+        { timeout: 30_000, interval: 50 },
+      );
+    }
+    for (const mode of ['lexical', 'vector', 'hybrid'] as const) {
+      const found = await documentsFound({ query: 'employees park bicycles garage', mode, k: 50 });
+      expect(found[0], mode).toBe(docs.parking);
+      expect(found.filter((id) => elsewhere.includes(id)), mode).toEqual([]);
+    }
+  });
+
   it('answers 404 for a document of another base or none', async () => {
     const { data: other } = await t.api(key).POST('/api/v1/knowledge-bases', { body: { name: 'Other' } });
     const res = await t.api(key).PUT('/api/v1/knowledge-bases/{id}/documents/{documentId}', {

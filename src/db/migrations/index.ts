@@ -22,6 +22,7 @@ import * as m0022 from './0022_file_provenance.js';
 import * as m0023 from './0023_code_slots.js';
 import * as m0024 from './0024_knowledge.js';
 import * as m0025 from './0025_knowledge_rerank.js';
+import * as m0026 from './0026_knowledge_fts_base.js';
 import { sealedBoxMigration, type SealedBoxMigrationContext } from './0012_one_sealed_box.js';
 
 /**
@@ -52,6 +53,7 @@ const migrations: Record<string, Migration> = {
   '0023_code_slots': m0023,
   '0024_knowledge': m0024,
   '0025_knowledge_rerank': m0025,
+  '0026_knowledge_fts_base': m0026,
 };
 
 /** What a migration needs besides the database: only the master key, to re-seal stored secrets (0012). */
