@@ -159,6 +159,9 @@ describeConsole('the console’s accessibility', 'test/console/accessibility.tes
           await page.getByRole('tabpanel', { name: 'Audit log' }).getByRole('table').waitFor();
         },
       },
+      { path: `/memory?agentId=${ids.agent}`, h1: 'Memory', shows: 'Support' },
+      { path: '/connectors', h1: 'Connectors', shows: / connected$/ },
+      { path: '/settings', h1: 'Settings', shows: 'Limits and budget' },
       { path: '/knowledge', h1: 'Knowledge', shows: 'Handbook' },
       { path: `/knowledge/${ids.base}`, h1: 'Handbook', shows: 'Leave' },
       { path: `/knowledge/${ids.base}?document=${ids.document}&position=0`, h1: 'Handbook', shows: 'sixteen weeks' },

@@ -248,7 +248,9 @@ describe('a replaced document', () => {
     const elsewhere: string[] = [];
     for (const k of [key, otherKey]) {
       const { data: other } = await t.api(k).POST('/api/v1/knowledge-bases', { body: { name: 'Garage' } });
-      const added = await t.api(k).POST('/api/v1/knowledge-bases/{id}/documents', { params: { path: { id: other!.id } }, body: { content } });
+      const added = await t
+        .api(k)
+        .POST('/api/v1/knowledge-bases/{id}/documents', { params: { path: { id: other!.id } }, body: { content } });
       elsewhere.push(added.data!.id);
       await vi.waitFor(
         async () => {
@@ -263,7 +265,10 @@ describe('a replaced document', () => {
     for (const mode of ['lexical', 'vector', 'hybrid'] as const) {
       const found = await documentsFound({ query: 'employees park bicycles garage', mode, k: 50 });
       expect(found[0], mode).toBe(docs.parking);
-      expect(found.filter((id) => elsewhere.includes(id)), mode).toEqual([]);
+      expect(
+        found.filter((id) => elsewhere.includes(id)),
+        mode,
+      ).toEqual([]);
     }
   });
 

@@ -2,7 +2,8 @@ import { AgentryError, type MemoryBlock } from '@agentry/client';
 import { Alert, Button, Group, Modal, Stack, Text, Textarea, TextInput } from '@mantine/core';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
-import { fieldErrorsOf, messageOf, useClient } from '../../api';
+import { messageOf, useClient } from '../../api';
+import { placeErrors } from '../../lib/form-errors';
 import { charCount, labelProblem, type MemoryScope, scopeName, valueProblem } from './limits';
 
 /** What the editor opens on: a new block of the scope, or one to change. */
@@ -51,7 +52,7 @@ export function BlockEditor({
 
   const typedLabelProblem = editing ? null : label ? labelProblem(label) : null;
   const typedValueProblem = valueProblem(value, maxChars);
-  const server = fieldErrorsOf(save.error);
+  const server = placeErrors(save.error, { label: 'Label', value: 'Value' }).fields;
   const conflict = save.error instanceof AgentryError && save.error.status === 409;
   const otherError = save.error && !server.value && !server.label ? messageOf(save.error) : null;
   const canSave = !typedValueProblem && !(editing ? false : labelProblem(label)) && (!editing || value !== editing.value);

@@ -2,6 +2,7 @@ import { Alert, Button, Code, Group, Spoiler, Stack, Title } from '@mantine/core
 import { useParams } from '@tanstack/react-router';
 import { useMemo } from 'react';
 import { messageOf, useClient, useDenied } from '../../api';
+import { RunFiles } from '../code/run-files';
 import { Citations } from './citations';
 import { EventLog } from './event-log';
 import { RunFigures } from './run-figures';
@@ -61,6 +62,7 @@ export function RunPage() {
       {approvals.error && <Alert color="red">approvals: {messageOf(approvals.error)}</Alert>}
       {r && trace && <RunTrace trace={trace} traceId={r.traceId} />}
       {r && <Citations citations={r.citations} />}
+      {r && <RunFiles runId={r.runId} />}
       <Title order={4}>Events</Title>
       {error && <Alert color="red">{error}</Alert>}
       {/* A long run's log is folded: the trace above is where its steps are read. */}

@@ -2,7 +2,8 @@ import type { ApiKey } from '@agentry/client';
 import { Alert, Button, Card, NumberInput, Stack, Table, Text, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
-import { fieldErrorsOf, messageOf, useClient, useDenied } from '../../api';
+import { messageOf, useClient, useDenied } from '../../api';
+import { placeErrors } from '../../lib/form-errors';
 import { problemOf } from './fields';
 import { KEY_RATE_LIMIT_FIELD } from './groups';
 
@@ -18,7 +19,10 @@ function KeyRow({ apiKey, tenantDefault }: { apiKey: ApiKey; tenantDefault: stri
     mutationFn: () => client.apiKeys.update(apiKey.id, { rateLimitPerMinute: next }),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['api-keys'] }),
   });
-  const error = problem ?? fieldErrorsOf(save.error).rateLimitPerMinute ?? (save.error ? messageOf(save.error) : null);
+  const error =
+    problem ??
+    placeErrors(save.error, { rateLimitPerMinute: 'Rate limit' }).fields.rateLimitPerMinute ??
+    (save.error ? messageOf(save.error) : null);
   return (
     <Table.Tr data-testid="key-rate-limit">
       <Table.Td>{apiKey.name}</Table.Td>

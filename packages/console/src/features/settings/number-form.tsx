@@ -1,7 +1,8 @@
 import { Alert, Button, Card, Group, NumberInput, SimpleGrid, Stack, Text, Title } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
-import { fieldErrorsOf, messageOf } from '../../api';
+import { messageOf } from '../../api';
+import { placeErrors } from '../../lib/form-errors';
 import { type NumberField, problemOf, type Values } from './fields';
 
 /**
@@ -42,7 +43,7 @@ export function NumberSettingsForm<K extends string>({
     if (problem) problems[f.name] = problem;
     else if (next !== values[f.name]) changed[f.name] = next;
   }
-  const server = fieldErrorsOf(save.error);
+  const server = placeErrors(save.error, Object.fromEntries(fields.map((f) => [f.name, f.label]))).fields;
   const invalid = Object.keys(problems).length > 0;
   const dirty = Object.keys(changed).length > 0;
   const otherError = save.error && fields.every((f) => !server[f.name]) ? messageOf(save.error) : null;
