@@ -159,7 +159,7 @@ describeConsole('the console’s accessibility', 'test/console/accessibility.tes
           await page.getByRole('tabpanel', { name: 'Audit log' }).getByRole('table').waitFor();
         },
       },
-      { path: `/memory?agentId=${ids.agent}`, h1: 'Memory', shows: 'Support' },
+      { path: `/memory?agentId=${ids.agent}`, h1: 'Memory', shows: / blocks, / },
       { path: '/connectors', h1: 'Connectors', shows: / connected$/ },
       { path: '/settings', h1: 'Settings', shows: 'Limits and budget' },
       { path: '/knowledge', h1: 'Knowledge', shows: 'Handbook' },
