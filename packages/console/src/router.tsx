@@ -1,27 +1,31 @@
-import { Navigate, Outlet, RouterProvider, createRootRoute, createRoute, createRouter } from '@tanstack/react-router';
+import { Navigate, Outlet, RouterProvider, createRootRoute, createRoute, createRouter, lazyRouteComponent } from '@tanstack/react-router';
 import { useAuth } from './auth';
-import { ConnectorsPage } from './features/connectors/connectors-page';
-import { KnowledgeBasePage } from './features/knowledge/base-page';
-import { KnowledgePage } from './features/knowledge/bases-page';
-import { MemoryPage } from './features/memory/memory-page';
-import { SettingsPage } from './features/settings/settings-page';
 import { Layout } from './layout';
 import { routerBasePath } from './lib/session';
-import { AgentEditPage, AgentsPage } from './pages/agents';
-import { ApprovalsPage } from './pages/approvals';
-import { IdentityPage } from './pages/identity';
-import { PlaygroundPage } from './pages/playground';
-import { RunPage } from './features/runs/run-page';
-import { RunsPage } from './pages/runs';
 import { SignInPage } from './pages/sign-in';
-import { SkillsPage } from './pages/skills';
-import { TaskPage, TasksPage } from './pages/tasks';
-import { UsagePage } from './pages/usage';
 
 /*
  * The console's pages. Their first path segments are the server's list of console routes
- * (CONSOLE_SECTIONS in src/http/console.ts): a reload of any of them gets index.html.
+ * (CONSOLE_SECTIONS in src/http/console.ts): a reload of any of them gets index.html. Each page is
+ * its own chunk, loaded when first opened: the first load carries the shell (layout, sign-in) only.
  */
+
+const AgentsPage = lazyRouteComponent(() => import('./pages/agents'), 'AgentsPage');
+const AgentEditPage = lazyRouteComponent(() => import('./pages/agents'), 'AgentEditPage');
+const ApprovalsPage = lazyRouteComponent(() => import('./pages/approvals'), 'ApprovalsPage');
+const ConnectorsPage = lazyRouteComponent(() => import('./features/connectors/connectors-page'), 'ConnectorsPage');
+const IdentityPage = lazyRouteComponent(() => import('./pages/identity'), 'IdentityPage');
+const KnowledgeBasePage = lazyRouteComponent(() => import('./features/knowledge/base-page'), 'KnowledgeBasePage');
+const KnowledgePage = lazyRouteComponent(() => import('./features/knowledge/bases-page'), 'KnowledgePage');
+const MemoryPage = lazyRouteComponent(() => import('./features/memory/memory-page'), 'MemoryPage');
+const PlaygroundPage = lazyRouteComponent(() => import('./pages/playground'), 'PlaygroundPage');
+const RunPage = lazyRouteComponent(() => import('./features/runs/run-page'), 'RunPage');
+const RunsPage = lazyRouteComponent(() => import('./pages/runs'), 'RunsPage');
+const SettingsPage = lazyRouteComponent(() => import('./features/settings/settings-page'), 'SettingsPage');
+const SkillsPage = lazyRouteComponent(() => import('./pages/skills'), 'SkillsPage');
+const TaskPage = lazyRouteComponent(() => import('./pages/tasks'), 'TaskPage');
+const TasksPage = lazyRouteComponent(() => import('./pages/tasks'), 'TasksPage');
+const UsagePage = lazyRouteComponent(() => import('./pages/usage'), 'UsagePage');
 
 const rootRoute = createRootRoute({ component: Outlet });
 
