@@ -32,7 +32,10 @@ it('loads the shell first and each page when it is opened', async () => {
   // The pages are not in the first load, and are served when asked for: the entry names their chunks.
   const entry = (await t.raw('GET', `/${first[0]}`)).text;
   for (const page of ['usage', 'agents', 'playground', 'run-page', 'base-page']) {
-    expect(first.some((a) => a.startsWith(`assets/${page}-`)), page).toBe(false);
+    expect(
+      first.some((a) => a.startsWith(`assets/${page}-`)),
+      page,
+    ).toBe(false);
     const chunk = new RegExp(`assets/${page}-[\\w-]+\\.js`).exec(entry)?.[0] ?? new RegExp(`${page}-[\\w-]+\\.js`).exec(entry)?.[0];
     expect(chunk, page).toBeDefined();
     const res = await t.raw('GET', `/assets/${chunk!.replace(/^assets\//, '')}`);
