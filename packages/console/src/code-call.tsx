@@ -22,7 +22,11 @@ export async function downloadFile(client: Agentry, file: { id: string; name: st
   const link = document.createElement('a');
   link.href = url;
   link.download = file.name.split('/').pop() || 'file';
+  // Clicked in the document (a detached anchor's click did not always start the download in Chromium).
+  link.hidden = true;
+  document.body.append(link);
   link.click();
+  link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
