@@ -17,10 +17,6 @@ export interface SseStream {
   isClosed(): boolean;
 }
 
-/**
- * Takes over the response and writes Server-Sent Events: `event:`, one `data:` line of JSON and
- * then `id:` per event, and a comment line every SSE_HEARTBEAT_SECONDS (15 s) so proxies keep idle connections open.
- */
 /** Open streams per server, so a shutdown can end them. */
 const openStreams = new WeakMap<object, Set<SseStream>>();
 
@@ -34,6 +30,10 @@ export function closeAllStreams(server: object) {
   for (const s of openStreams.get(server) ?? []) s.close();
 }
 
+/**
+ * Takes over the response and writes Server-Sent Events: `event:`, one `data:` line of JSON and
+ * then `id:` per event, and a comment line every SSE_HEARTBEAT_SECONDS (15 s) so proxies keep idle connections open.
+ */
 export function openSse(request: FastifyRequest, reply: FastifyReply): SseStream {
   reply.hijack();
   const raw = reply.raw;

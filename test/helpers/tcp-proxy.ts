@@ -6,6 +6,11 @@ export interface TcpProxyOptions {
    * it (both sides); undefined: that connection is not cut.
    */
   cutAfterBytes?: (connection: number) => number | undefined;
+  /**
+   * Where the cut may fall: from `cutAfterBytes` on, the proxy cuts after the first byte at which this
+   * answers true for the answer so far (to aim at a byte, or to spare one a client cannot survive).
+   */
+  cutWhere?: (answerSoFar: Buffer, connection: number) => boolean;
 }
 
 /**
@@ -23,17 +28,25 @@ export async function startTcpProxy(targetHost: string, targetPort: number, opti
         const upstream = net.connect(targetPort, targetHost);
         sockets.add(client);
         sockets.add(upstream);
-        const cutAfter = options.cutAfterBytes?.(connections++);
+        const connection = connections++;
+        const cutAfter = options.cutAfterBytes?.(connection);
         client.pipe(upstream);
         if (cutAfter === undefined) upstream.pipe(client);
         else {
-          let passed = 0;
+          let cutAt = cutAfter;
+          let answer = Buffer.alloc(0);
           upstream.on('data', (chunk: Buffer) => {
-            if (passed >= cutAfter) return;
-            const part = chunk.subarray(0, cutAfter - passed);
-            passed += part.length;
+            if (answer.length >= cutAt) return;
+            let part = chunk.subarray(0, cutAt - answer.length);
+            answer = Buffer.concat([answer, part]);
+            while (answer.length === cutAt && options.cutWhere && !options.cutWhere(answer, connection)) {
+              cutAt++;
+              const more = chunk.subarray(part.length, part.length + 1);
+              part = chunk.subarray(0, part.length + more.length);
+              answer = Buffer.concat([answer, more]);
+            }
             // What passed is flushed to the client before both sides are cut.
-            if (passed >= cutAfter) client.end(part, drop);
+            if (answer.length >= cutAt) client.end(part, drop);
             else client.write(part);
           });
         }
