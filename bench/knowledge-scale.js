@@ -16,6 +16,8 @@
 //   - the database's growth per chunk (SQLite: the database and WAL files after a checkpoint;
 //     PostgreSQL: pg_database_size);
 //   - search latency, p50/p99 per mode, with --concurrency searches in flight;
+//   - vector search's first pass against comparing every vector (`exact`), one search at a time:
+//     the latency of each, and the share of the exact top 10 the first pass keeps;
 //   - runs beside ingestion: execute at a fixed rate on the idle server (with its CPU per execute),
 //     then while a second base's documents are indexed: p50/p99 latency of each.
 
@@ -41,9 +43,10 @@ const UPLOADS_IN_FLIGHT = 8;
 /** Executes a second beside ingestion (and again when idle): a steady trickle of runs, not a load test. */
 const EXECUTE_RATE = 20;
 
-const USAGE = `usage: node bench/knowledge-scale.js [--db sqlite|postgres] [--documents <n>] [--searches <n>] [--concurrency <n>] [--out <file>] [--no-write]
+const USAGE = `usage: node bench/knowledge-scale.js [--db sqlite|postgres] [--documents <n>] [--searches <n>] [--exact-searches <n>] [--concurrency <n>] [--out <file>] [--no-write]
   --documents    documents to ingest (default 10000, the per-base limit)
   --searches     searches per mode after ingestion (default 1000)
+  --exact-searches  queries searched by vector with and without exact, one at a time (default 20)
   --concurrency  searches in flight (default 20)
   --cpu-prof     the server runs under \`node --cpu-prof\` (profile in .bench-data/profiles; bench/profile-summary.js reads it)`;
 
@@ -54,6 +57,7 @@ function parseOptions(argv) {
       db: { type: 'string', default: 'sqlite' },
       documents: { type: 'string', default: '10000' },
       searches: { type: 'string', default: '1000' },
+      'exact-searches': { type: 'string', default: '20' },
       concurrency: { type: 'string', default: '20' },
       out: { type: 'string' },
       'cpu-prof': { type: 'boolean', default: false },
@@ -75,6 +79,7 @@ function parseOptions(argv) {
     db: values.db,
     documents: int('documents'),
     searches: int('searches'),
+    exactSearches: int('exact-searches'),
     concurrency: int('concurrency'),
     out: values.out,
     cpuProf: values['cpu-prof'],
@@ -303,6 +308,35 @@ async function main() {
       };
       log(`${mode}: p50 ${round(search[mode].latencyMs.p50)} ms, p99 ${round(search[mode].latencyMs.p99)} ms`);
     }
+
+    // 2b. Vector search's first pass against every vector compared, alone: latency and what it keeps.
+    const firstPass = [];
+    const exact = [];
+    let kept = 0;
+    let compared = 0;
+    const key = (p) => `${p.citation.documentId}:${p.citation.position}`;
+    for (let i = 0; i < opts.exactSearches; i++) {
+      const body = { query: query(), mode: 'vector', k: 10 };
+      let t0 = performance.now();
+      const fast = await call('POST', `/api/v1/knowledge-bases/${base.id}/search`, body);
+      firstPass.push(performance.now() - t0);
+      t0 = performance.now();
+      const all = await call('POST', `/api/v1/knowledge-bases/${base.id}/search`, { ...body, exact: true });
+      exact.push(performance.now() - t0);
+      const exactTop = new Set(all.passages.map(key));
+      kept += fast.passages.filter((p) => exactTop.has(key(p))).length;
+      compared += exactTop.size;
+      if (i === 0) search.vectorIndex = fast.vectorIndex;
+    }
+    search.vectorAlone = {
+      searches: opts.exactSearches,
+      firstPassMs: percentiles(firstPass),
+      exactMs: percentiles(exact),
+      keptOfExactTop10: round(kept / Math.max(1, compared), 3),
+    };
+    log(
+      `vector alone: first pass p50 ${round(search.vectorAlone.firstPassMs.p50)} ms, exact p50 ${round(search.vectorAlone.exactMs.p50)} ms; kept ${search.vectorAlone.keptOfExactTop10} of the exact top 10`,
+    );
 
     // 3. Executes on the idle server, then beside the ingestion of a second base's documents (uploaded
     // first, so the executes meet ingestion, not uploads): their latency, and how fast ingestion went.

@@ -507,7 +507,7 @@ where
   "document_id" = $1;
 
 -- knowledge/store.ts: insertChunks
--- sqlite and postgres
+-- sqlite
 insert into
   "knowledge_chunks" (
     "tenant_id",
@@ -520,10 +520,30 @@ insert into
     "char_count",
     "token_count",
     "embedding_model",
-    "embedding"
+    "embedding",
+    "embedding_int8"
   )
 values
-  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+  (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+
+-- postgres
+insert into
+  "knowledge_chunks" (
+    "tenant_id",
+    "knowledge_base_id",
+    "document_id",
+    "version",
+    "position",
+    "heading_path",
+    "text",
+    "char_count",
+    "token_count",
+    "embedding_model",
+    "embedding",
+    "embedding_levels"
+  )
+values
+  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
 
 -- knowledge/store.ts: lexicalSearch (every document)
 -- sqlite
@@ -648,38 +668,117 @@ limit
 
 -- knowledge/store.ts: nearestVectors (every document)
 -- sqlite and postgres
+with
+  candidates as (
+    select
+      seq
+    from
+      knowledge_chunks indexed by knowledge_chunks_vectors
+    where
+      tenant_id = $1
+      and knowledge_base_id = $2
+      and embedding_model = $3
+    order by
+      vec_distance_l2 (vec_int8 (embedding_int8), vec_int8 ($4)),
+      seq
+    limit
+      $5
+  )
 select
-  seq,
-  coalesce(vec_distance_cosine (embedding, $1), 1) as distance
+  c.seq,
+  coalesce(vec_distance_cosine (c.embedding, $6), 1) as distance
 from
-  knowledge_chunks
-where
-  tenant_id = $2
-  and knowledge_base_id = $3
-  and embedding_model = $4
+  candidates
+  join knowledge_chunks c on c.seq = candidates.seq
 order by
   distance,
-  seq
+  c.seq
 limit
-  $5;
+  $7;
 
 -- knowledge/store.ts: nearestVectors (some documents)
 -- sqlite and postgres
+with
+  candidates as (
+    select
+      seq
+    from
+      knowledge_chunks indexed by knowledge_chunks_vectors
+    where
+      tenant_id = $1
+      and knowledge_base_id = $2
+      and embedding_model = $3
+      and document_id in ($4, $5)
+    order by
+      vec_distance_l2 (vec_int8 (embedding_int8), vec_int8 ($6)),
+      seq
+    limit
+      $7
+  )
+select
+  c.seq,
+  coalesce(vec_distance_cosine (c.embedding, $8), 1) as distance
+from
+  candidates
+  join knowledge_chunks c on c.seq = candidates.seq
+order by
+  distance,
+  c.seq
+limit
+  $9;
+
+-- knowledge/store.ts: vectorCandidates (every document)
+-- sqlite and postgres
 select
   seq,
-  coalesce(vec_distance_cosine (embedding, $1), 1) as distance
+  embedding
 from
   knowledge_chunks
 where
-  tenant_id = $2
-  and knowledge_base_id = $3
-  and embedding_model = $4
-  and document_id in ($5, $6)
+  seq in (
+    select
+      seq
+    from
+      knowledge_chunks
+    where
+      tenant_id = $1
+      and knowledge_base_id = $2
+      and embedding_model = $3
+    order by
+      bit_count(embedding_levels & $4::varbit) + bit_count(embedding_levels & $5::varbit) - bit_count(embedding_levels & $6::varbit) - bit_count(embedding_levels & $7::varbit),
+      seq
+    limit
+      $8
+  )
 order by
-  distance,
-  seq
-limit
-  $7;
+  seq;
+
+-- knowledge/store.ts: vectorCandidates (some documents)
+-- sqlite and postgres
+select
+  seq,
+  embedding
+from
+  knowledge_chunks
+where
+  seq in (
+    select
+      seq
+    from
+      knowledge_chunks
+    where
+      tenant_id = $1
+      and knowledge_base_id = $2
+      and embedding_model = $3
+      and document_id in ($4, $5)
+    order by
+      bit_count(embedding_levels & $6::varbit) + bit_count(embedding_levels & $7::varbit) - bit_count(embedding_levels & $8::varbit) - bit_count(embedding_levels & $9::varbit),
+      seq
+    limit
+      $10
+  )
+order by
+  seq;
 
 -- knowledge/store.ts: findChunk
 -- sqlite and postgres

@@ -523,6 +523,10 @@ export interface KnowledgeChunkTable {
   embedding_model: string;
   /** float32 little-endian, L2-normalised. */
   embedding: Buffer;
+  /** SQLite only: the embedding's int8 sketch (vector search's first pass; migration 0027). */
+  embedding_int8?: Buffer;
+  /** PostgreSQL only: the embedding's levels as bits, a bit varying (vector search's first pass; migration 0027). */
+  embedding_levels?: string;
 }
 
 export interface Database {

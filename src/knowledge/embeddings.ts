@@ -202,3 +202,60 @@ export function dot(a: Float32Array, b: Float32Array): number {
   for (let i = 0; i < n; i++) s += a[i] * b[i];
   return s;
 }
+
+/**
+ * A vector's int8 sketch, SQLite's first pass of vector search: each component times 127, rounded
+ * (vectors are L2-normalised, so each is within ±1). A quarter of the bytes, and zeros stay zeros.
+ */
+export function int8Sketch(v: Float32Array): Buffer {
+  const out = Buffer.alloc(v.length);
+  for (let i = 0; i < v.length; i++) out.writeInt8(Math.max(-127, Math.min(127, Math.round(v[i] * 127))), i);
+  return out;
+}
+
+/**
+ * A vector as bits, PostgreSQL's first pass of vector search: per component, a level from -2 to 2
+ * (its sign, and whether it is strong: beyond the root mean square of the vector's non-zero
+ * components) written as four bit strings: positive, strongly positive, negative, strongly negative.
+ * Zeros (a word-sparse vector has many) are in none.
+ */
+export function levelBits(v: Float32Array): string {
+  const strong = strongThreshold(v);
+  const bits = ['', '', '', ''];
+  for (const x of v) {
+    bits[0] += x > 0 ? '1' : '0';
+    bits[1] += x > strong ? '1' : '0';
+    bits[2] += x < 0 ? '1' : '0';
+    bits[3] += x < -strong ? '1' : '0';
+  }
+  return bits.join('');
+}
+
+/**
+ * A query's masks against levelBits: summed over the query's two levels (any; strong), the bits a
+ * chunk's have in `agree` less those in `oppose` is the dot product of the two vectors' levels.
+ */
+export function levelMasks(q: Float32Array): { agree: [string, string]; oppose: [string, string] } {
+  const strong = strongThreshold(q);
+  const side = (keep: (x: number) => boolean) => Array.from(q, (x) => (keep(x) ? '1' : '0')).join('');
+  const level = (threshold: number) => {
+    const positive = side((x) => x > threshold);
+    const negative = side((x) => x < -threshold);
+    return { agree: positive + positive + negative + negative, oppose: negative + negative + positive + positive };
+  };
+  const [any, strongOnes] = [level(0), level(strong)];
+  return { agree: [any.agree, strongOnes.agree], oppose: [any.oppose, strongOnes.oppose] };
+}
+
+/** The root mean square of a vector's non-zero components. */
+function strongThreshold(v: Float32Array): number {
+  let sum = 0;
+  let n = 0;
+  for (const x of v) {
+    if (x !== 0) {
+      sum += x * x;
+      n++;
+    }
+  }
+  return n ? Math.sqrt(sum / n) : 0;
+}

@@ -154,7 +154,7 @@ export class Ingestion {
         });
         if (!ready) throw new Superseded();
         await store.deleteChunks(trx, doc.id);
-        await store.insertChunks(trx, rows);
+        await store.insertChunks(trx, this.o.db.dialect, rows);
         await store.addToBaseCounts(trx, doc.knowledge_base_id, { documents: 0, chunks: rows.length - doc.chunk_count });
       });
     } catch (err) {

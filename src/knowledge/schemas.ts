@@ -201,6 +201,12 @@ export const SearchBody = Type.Object(
       }),
     ),
     filters: Type.Optional(SearchFilters),
+    exact: Type.Optional(
+      Type.Boolean({
+        description:
+          'compare the query with every vector of the base, without the first pass over sketches (default false): slower, to check what the first pass keeps',
+      }),
+    ),
     rerank: Type.Optional(
       Type.Boolean({
         description: `re-rank the best ${RERANK_CANDIDATES} candidates with the base's rerankModel (default: true when the base has one)`,
@@ -231,9 +237,9 @@ export type Passage = Static<typeof Passage>;
 export const SearchResult = Type.Object({
   mode: Literals(SEARCH_MODES),
   fusion: Type.Union([Literals(SEARCH_FUSIONS), Type.Null()], { description: 'the fusion hybrid used; null for lexical and vector' }),
-  vectorIndex: Type.String({
+  vectorIndex: Type.Union([Type.Literal('sqlite-vec'), Type.Literal('level-bits'), Type.Literal('exact')], {
     description:
-      'how vectors were compared, exactly either way: sqlite-vec (its cosine in SQLite), or exact (in process, a page of the base’s vectors at a time: PostgreSQL, or SQLite where sqlite-vec did not load)',
+      'how vectors were compared: sqlite-vec (SQLite: candidates by int8 sketches, then their exact cosine), level-bits (PostgreSQL: candidates by each component’s sign and strength as bits, then their exact cosine in process), or exact (every vector in process, a page at a time: asked for with exact, or SQLite where sqlite-vec did not load)',
   }),
   rerank: Type.Union(
     [

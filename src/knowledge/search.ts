@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
 import { InvalidInput, RunFailed } from '../errors.js';
 import { headingPathColumn, metadataColumn, tagsColumn } from './columns.js';
-import { dot, EmbeddingError, type Embeddings, STOP_WORDS, vectorBytes, vectorOf, wordsOf } from './embeddings.js';
+import { dot, EmbeddingError, type Embeddings, int8Sketch, levelMasks, STOP_WORDS, vectorBytes, vectorOf, wordsOf } from './embeddings.js';
 import type { KnowledgeService } from './service.js';
 import { RerankFailed, type RerankModels, rerankOrder } from './rerank.js';
 import { type Passage, RERANK_CANDIDATES, type SearchFilters, type SearchFusion, type SearchMode, type SearchResult } from './schemas.js';
@@ -20,6 +20,8 @@ const RRF_K = 60;
 const MAX_QUERY_WORDS = 32;
 /** Vectors read per page of the exact search. */
 const VECTOR_PAGE = 2000;
+/** Candidates of vector search's first pass (sketches) per vector asked for, ranked again exactly. */
+const FIRST_PASS_FACTOR = 10;
 const SNIPPET_CHARS = 240;
 
 export interface SearchRequest {
@@ -28,6 +30,8 @@ export interface SearchRequest {
   mode?: SearchMode;
   fusion?: SearchFusion;
   filters?: SearchFilters;
+  /** Every vector compared, without the first pass. */
+  exact?: boolean;
   /** Re-rank with the base's rerankModel: default when it has one; true without one is refused. */
   rerank?: boolean;
 }
@@ -53,7 +57,7 @@ export class KnowledgeSearch {
       ]);
     }
     const rerankModel = request.rerank === false ? null : base.rerank_model;
-    const result = { mode, fusion, vectorIndex: this.db.vectorFunctions ?? 'exact', rerank: null };
+    const result = { mode, fusion, vectorIndex: request.exact ? ('exact' as const) : this.vectorIndex(), rerank: null };
     const documentIds = await this.filtered(tenantId, baseId, request.filters);
     if (documentIds?.length === 0) return { ...result, passages: [] };
     const scope: store.ChunkScope = { tenantId, baseId, documentIds };
@@ -61,7 +65,8 @@ export class KnowledgeSearch {
     // Each ranker brings more candidates than asked for, so fusion has rankings to combine.
     const pool = Math.max(k * 4, 40);
     const lexical = mode !== 'vector' && words.length ? await store.lexicalSearch(this.db.kysely, this.db.dialect, scope, words, pool) : [];
-    const vector = mode !== 'lexical' ? await this.vectorSearch(scope, base.embedding_model, request.query, pool) : [];
+    const vector =
+      mode !== 'lexical' ? await this.vectorSearch(scope, base.embedding_model, request.query, pool, request.exact ?? false) : [];
     const fuse = fusion === 'rrf' ? fuseRanks : fuseScores;
     const ranked = mode === 'lexical' ? lexical : mode === 'vector' ? vector : fuse([lexical, vector]);
     if (!rerankModel || !ranked.length) return { ...result, passages: await this.passages(tenantId, ranked.slice(0, k), words) };
@@ -118,11 +123,24 @@ export class KnowledgeSearch {
       .map((d) => d.id);
   }
 
+  /** How vectors are compared here (docs/knowledge.md, "Vector"). */
+  private vectorIndex(): SearchResult['vectorIndex'] {
+    if (this.db.vectorFunctions === 'sqlite-vec') return 'sqlite-vec';
+    return this.db.dialect === 'postgres' ? 'level-bits' : 'exact';
+  }
+
   /**
-   * The exact nearest vectors: every vector of the base's model (of the filtered documents) compared,
-   * in SQL by sqlite-vec where it loaded, else here, a page at a time.
+   * The nearest vectors by cosine. With sqlite-vec and on PostgreSQL, a first pass over small sketches
+   * (int8; levels) picks FIRST_PASS_FACTOR times as many candidates, which are ranked by their exact
+   * cosine; asked for `exact`, or on SQLite without sqlite-vec, every vector is compared here, a page at a time.
    */
-  private async vectorSearch(scope: store.ChunkScope, model: string, query: string, limit: number): Promise<store.RankedChunk[]> {
+  private async vectorSearch(
+    scope: store.ChunkScope,
+    model: string,
+    query: string,
+    limit: number,
+    exact: boolean,
+  ): Promise<store.RankedChunk[]> {
     let q: Float32Array;
     try {
       [q] = await this.embeddings.embedder(model).embed([query], AbortSignal.timeout(60_000));
@@ -132,19 +150,22 @@ export class KnowledgeSearch {
     }
     // A query without words has no direction to compare: no vector ranking (lexical has none either).
     if (q.every((x) => x === 0)) return [];
-    if (this.db.vectorFunctions === 'sqlite-vec') return store.nearestVectors(this.db.kysely, scope, model, vectorBytes(q), limit);
-    const best: store.RankedChunk[] = [];
-    for (let after = 0; ; ) {
-      const page = await store.vectorPage(this.db.kysely, scope, model, after, VECTOR_PAGE);
-      for (const row of page) {
-        const score = dot(q, vectorOf(row.embedding));
-        if (best.length === limit && score <= best[limit - 1].score) continue;
-        let i = best.length;
-        while (i > 0 && best[i - 1].score < score) i--;
-        best.splice(i, 0, { seq: row.seq, score });
-        if (best.length > limit) best.pop();
+    const candidates = limit * FIRST_PASS_FACTOR;
+    const kysely = this.db.kysely;
+    if (this.db.vectorFunctions === 'sqlite-vec' && !exact) {
+      return store.nearestVectors(kysely, scope, model, { embedding: vectorBytes(q), sketch: int8Sketch(q) }, candidates, limit);
+    }
+    const best = new Best(limit);
+    if (this.db.dialect === 'postgres' && !exact) {
+      for (const row of await store.vectorCandidates(kysely, scope, model, levelMasks(q), candidates)) {
+        best.offer(row.seq, dot(q, vectorOf(row.embedding)));
       }
-      if (page.length < VECTOR_PAGE) return best;
+      return best.ranked;
+    }
+    for (let after = 0; ; ) {
+      const page = await store.vectorPage(kysely, scope, model, after, VECTOR_PAGE);
+      for (const row of page) best.offer(row.seq, dot(q, vectorOf(row.embedding)));
+      if (page.length < VECTOR_PAGE) return best.ranked;
       after = page[page.length - 1].seq;
     }
   }
@@ -177,6 +198,21 @@ export class KnowledgeSearch {
       });
     }
     return passages;
+  }
+}
+
+/** The `limit` best-scored chunks offered, best first (ties: the first offered first). */
+class Best {
+  readonly ranked: store.RankedChunk[] = [];
+  constructor(private readonly limit: number) {}
+
+  offer(seq: number, score: number) {
+    const best = this.ranked;
+    if (best.length === this.limit && score <= best[this.limit - 1].score) return;
+    let i = best.length;
+    while (i > 0 && best[i - 1].score < score) i--;
+    best.splice(i, 0, { seq, score });
+    if (best.length > this.limit) best.pop();
   }
 }
 

@@ -91,7 +91,7 @@ export const samples = {
   renewLeases: [{ owner: 'knowledge-1', ids: ['doc-1'], until: at }],
   updateHeld: [held, { progress: 50 }],
   deleteChunks: ['doc-1'],
-  insertChunks: [[chunk]],
+  insertChunks: ({ db, dialect }) => store.insertChunks(db, dialect, [chunk]),
   lexicalSearch: {
     'every document': ({ db, dialect }) => store.lexicalSearch(db, dialect, everyDocument, ['office', 'hours'], 40),
     'some documents': ({ db, dialect }) => store.lexicalSearch(db, dialect, someDocuments, ['office'], 40),
@@ -101,8 +101,12 @@ export const samples = {
     'some documents': [someDocuments, 'builtin/hash-embedding', 0, 2000],
   },
   nearestVectors: {
-    'every document': [everyDocument, 'builtin/hash-embedding', Buffer.alloc(8), 40],
-    'some documents': [someDocuments, 'builtin/hash-embedding', Buffer.alloc(8), 40],
+    'every document': [everyDocument, 'builtin/hash-embedding', { embedding: Buffer.alloc(8), sketch: Buffer.alloc(2) }, 400, 40],
+    'some documents': [someDocuments, 'builtin/hash-embedding', { embedding: Buffer.alloc(8), sketch: Buffer.alloc(2) }, 400, 40],
+  },
+  vectorCandidates: {
+    'every document': [everyDocument, 'builtin/hash-embedding', { agree: ['1000', '1000'], oppose: ['0010', '0010'] }, 400],
+    'some documents': [someDocuments, 'builtin/hash-embedding', { agree: ['1000', '1000'], oppose: ['0010', '0010'] }, 400],
   },
   findChunk: ['tenant-1', 'base-1', 'doc-1', 1, 0],
   chunksBySeq: ['tenant-1', [1, 2]],

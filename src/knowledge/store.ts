@@ -3,6 +3,7 @@ import { countRows, type Page } from '../db/count.js';
 import type { Dialect } from '../db/database.js';
 import { exportPages } from '../db/export-pages.js';
 import type { Database, KnowledgeBaseTable, KnowledgeChunkTable, KnowledgeDocumentTable } from '../db/schema.js';
+import { int8Sketch, levelBits, vectorOf } from './embeddings.js';
 
 /**
  * SQL for knowledge bases, their documents (each also its ingestion job) and the documents' chunks.
@@ -286,14 +287,19 @@ export async function deleteChunks(db: Executor, documentId: string): Promise<vo
   await db.deleteFrom('knowledge_chunks').where('document_id', '=', documentId).execute();
 }
 
-/** Rows per INSERT: 12 parameters each stays well inside both databases' limits. */
+/** Rows per INSERT: 13 parameters each stays well inside both databases' limits. */
 const INSERT_BATCH = 500;
 
-export async function insertChunks(db: Executor, rows: NewChunk[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += INSERT_BATCH) {
+/** Chunks written with their embedding's sketch for vector search's first pass (migration 0027). */
+export async function insertChunks(db: Executor, dialect: Dialect, rows: NewChunk[]): Promise<void> {
+  const sketched = rows.map((r) => {
+    const v = vectorOf(r.embedding);
+    return dialect === 'postgres' ? { ...r, embedding_levels: levelBits(v) } : { ...r, embedding_int8: int8Sketch(v) };
+  });
+  for (let i = 0; i < sketched.length; i += INSERT_BATCH) {
     await db
       .insertInto('knowledge_chunks')
-      .values(rows.slice(i, i + INSERT_BATCH))
+      .values(sketched.slice(i, i + INSERT_BATCH))
       .execute();
   }
 }
@@ -386,18 +392,55 @@ export async function vectorPage(db: Executor, scope: ChunkScope, model: string,
 }
 
 /**
- * The nearest vectors of a base's model by cosine, computed in SQLite by sqlite-vec's
- * vec_distance_cosine over the same rows vectorPage reads (exact, no index): best first, the score
- * the cosine similarity. A vector of zeros (a chunk without words) has no direction: its distance is
- * null, counted as 1 (cosine 0) as the in-process dot product counts it. SQLite only, where sqlite-vec loaded.
+ * The nearest vectors of a base's model by cosine, in SQLite by sqlite-vec, in two passes: the
+ * `candidates` nearest by their int8 sketches (L2, which ranks normalised vectors as cosine does),
+ * read from the index that holds the sketches, then those ranked by their exact cosine. Best first,
+ * the score the cosine similarity. A vector of zeros (a chunk without words) has no direction: its
+ * distance is null, counted as 1 (cosine 0) as the in-process dot product counts it.
  */
-export async function nearestVectors(db: Executor, scope: ChunkScope, model: string, query: Buffer, limit: number): Promise<RankedChunk[]> {
+export async function nearestVectors(
+  db: Executor,
+  scope: ChunkScope,
+  model: string,
+  query: { embedding: Buffer; sketch: Buffer },
+  candidates: number,
+  limit: number,
+): Promise<RankedChunk[]> {
   const documents = scope.documentIds ? sql`and document_id in (${sql.join(scope.documentIds)})` : sql``;
-  const result = await sql<{ seq: number; distance: number }>`select seq, coalesce(vec_distance_cosine(embedding, ${query}), 1) as distance
-    from knowledge_chunks
-    where tenant_id = ${scope.tenantId} and knowledge_base_id = ${scope.baseId} and embedding_model = ${model} ${documents}
-    order by distance, seq limit ${limit}`.execute(db);
+  // Named, so the planner reads the narrow index rather than every chunk's row.
+  const result = await sql<{ seq: number; distance: number }>`with candidates as (
+      select seq from knowledge_chunks indexed by knowledge_chunks_vectors
+      where tenant_id = ${scope.tenantId} and knowledge_base_id = ${scope.baseId} and embedding_model = ${model} ${documents}
+      order by vec_distance_l2(vec_int8(embedding_int8), vec_int8(${query.sketch})), seq limit ${candidates})
+    select c.seq, coalesce(vec_distance_cosine(c.embedding, ${query.embedding}), 1) as distance
+    from candidates join knowledge_chunks c on c.seq = candidates.seq
+    order by distance, c.seq limit ${limit}`.execute(db);
   return result.rows.map((r) => ({ seq: Number(r.seq), score: 1 - Number(r.distance) }));
+}
+
+/**
+ * PostgreSQL's first pass of vector search: the `limit` vectors of a base's model whose levels best
+ * match the query's (embeddings.ts levelBits and levelMasks: the dot product of the two vectors'
+ * levels), with their embeddings for the exact ranking. Read from the index that holds the levels.
+ */
+export async function vectorCandidates(
+  db: Executor,
+  scope: ChunkScope,
+  model: string,
+  query: { agree: [string, string]; oppose: [string, string] },
+  limit: number,
+) {
+  const documents = scope.documentIds ? sql`and document_id in (${sql.join(scope.documentIds)})` : sql``;
+  const [agree, strongAgree] = query.agree;
+  const [oppose, strongOppose] = query.oppose;
+  const result = await sql<{ seq: number | string; embedding: Buffer }>`select seq, embedding from knowledge_chunks where seq in (
+      select seq from knowledge_chunks
+      where tenant_id = ${scope.tenantId} and knowledge_base_id = ${scope.baseId} and embedding_model = ${model} ${documents}
+      order by bit_count(embedding_levels & ${oppose}::varbit) + bit_count(embedding_levels & ${strongOppose}::varbit)
+        - bit_count(embedding_levels & ${agree}::varbit) - bit_count(embedding_levels & ${strongAgree}::varbit), seq
+      limit ${limit})
+    order by seq`.execute(db);
+  return result.rows.map((r) => ({ seq: Number(r.seq), embedding: r.embedding }));
 }
 
 /** One chunk of a document's version, by its position: what a citation points at. */

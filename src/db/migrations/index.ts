@@ -23,6 +23,7 @@ import * as m0023 from './0023_code_slots.js';
 import * as m0024 from './0024_knowledge.js';
 import * as m0025 from './0025_knowledge_rerank.js';
 import * as m0026 from './0026_knowledge_fts_base.js';
+import * as m0027 from './0027_knowledge_vector_sketch.js';
 import { sealedBoxMigration, type SealedBoxMigrationContext } from './0012_one_sealed_box.js';
 
 /**
@@ -54,6 +55,7 @@ const migrations: Record<string, Migration> = {
   '0024_knowledge': m0024,
   '0025_knowledge_rerank': m0025,
   '0026_knowledge_fts_base': m0026,
+  '0027_knowledge_vector_sketch': m0027,
 };
 
 /** What a migration needs besides the database: only the master key, to re-seal stored secrets (0012). */

@@ -14728,6 +14728,7 @@ export interface operations {
                  *           "0192f3a4-5b6c-7d8e-9f01-23456789abcd"
                  *         ]
                  *       },
+                 *       "exact": true,
                  *       "rerank": true
                  *     }
                  */
@@ -14752,6 +14753,8 @@ export interface operations {
                         /** @description only these documents */
                         documentIds?: string[];
                     };
+                    /** @description compare the query with every vector of the base, without the first pass over sketches (default false): slower, to check what the first pass keeps */
+                    exact?: boolean;
                     /** @description re-rank the best 20 candidates with the base's rerankModel (default: true when the base has one) */
                     rerank?: boolean;
                 };
@@ -14768,7 +14771,7 @@ export interface operations {
                      * @example {
                      *       "mode": "hybrid",
                      *       "fusion": "relative_score",
-                     *       "vectorIndex": "string",
+                     *       "vectorIndex": "sqlite-vec",
                      *       "rerank": {
                      *         "model": "string",
                      *         "status": "reranked",
@@ -14798,8 +14801,8 @@ export interface operations {
                         mode: "hybrid" | "lexical" | "vector";
                         /** @description the fusion hybrid used; null for lexical and vector */
                         fusion: ("relative_score" | "rrf") | null;
-                        /** @description how vectors were compared, exactly either way: sqlite-vec (its cosine in SQLite), or exact (in process, a page of the base’s vectors at a time: PostgreSQL, or SQLite where sqlite-vec did not load) */
-                        vectorIndex: string;
+                        /** @description how vectors were compared: sqlite-vec (SQLite: candidates by int8 sketches, then their exact cosine), level-bits (PostgreSQL: candidates by each component’s sign and strength as bits, then their exact cosine in process), or exact (every vector in process, a page at a time: asked for with exact, or SQLite where sqlite-vec did not load) */
+                        vectorIndex: "sqlite-vec" | "level-bits" | "exact";
                         /** @description how the candidates were re-ranked; null: they were not (no rerankModel, or rerank false) */
                         rerank: {
                             model: string;
