@@ -1,4 +1,4 @@
-import type { Agent, FieldError } from '@agentry/client';
+import type { Agent, Agentry, FieldError } from '@agentry/client';
 import { addMessage, innerPath, segmentsOf } from './form-errors.js';
 import { checkFields, LIMITS } from './form-limits.js';
 
@@ -73,11 +73,9 @@ export interface AgentFormValues {
   loadedSkills: string[];
 }
 
-/** An assignment as GET /api/skills/agent/{agentId} gives it. */
-export interface AssignedSkill {
-  id: string;
-  assignment: { priority: number };
-}
+/** A skill assigned to the agent (GET /api/skills/agent/{agentId}), as much of it as the form reads. */
+type AgentSkill = Awaited<ReturnType<Agentry['skills']['forAgent']>>['skills'][number];
+export type AssignedSkill = Pick<AgentSkill, 'id'> & { assignment: Pick<AgentSkill['assignment'], 'priority'> };
 
 let counter = 0;
 /** A key for a new row, so React keeps each row's inputs when another is removed. */

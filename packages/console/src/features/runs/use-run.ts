@@ -2,15 +2,15 @@ import type { RunEvent } from '@agentry/client';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { messageOf, useClient } from '../../api';
+import { runKeys, runQueries } from './queries';
 import type { Approval } from './trace';
 
 /** A run's details (GET /api/v1/runs/:runId); shared with the playground's turns by its query key. */
 export function useRun(runId: string, options: { staleTime?: number } = {}) {
   const client = useClient();
   return useQuery({
+    ...runQueries.detail(client, runId),
     ...options,
-    queryKey: ['run', runId],
-    queryFn: () => client.runs.get(runId),
     // A run that waits for a person ends no stream: its status is read again until it is decided.
     refetchInterval: (query) => (query.state.data?.status === 'awaiting_approval' ? 5000 : false),
   });
@@ -45,7 +45,7 @@ export function useRunEvents(runId: string) {
           void queryClient.invalidateQueries({ queryKey: ['approvals', 'run', runId] });
       }
       await Promise.all([
-        queryClient.invalidateQueries({ queryKey: ['run', runId] }),
+        queryClient.invalidateQueries({ queryKey: runKeys.detail(runId) }),
         queryClient.invalidateQueries({ queryKey: ['approvals', 'run', runId] }),
       ]);
     })().catch((err) => {

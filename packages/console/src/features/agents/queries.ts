@@ -1,0 +1,48 @@
+import type { Agentry, paths, QueryOf } from '@agentry/client';
+import { queryOptions } from '@tanstack/react-query';
+import { pathId } from '../../lib/api-path';
+
+/*
+ * The agents' queries: one key root, ['agents'], under which every query about agents sits, so a
+ * change to any agent invalidates them all with agentKeys.all. The apps (the agents' appIds, with
+ * their counts) are read with them.
+ */
+
+/** A page of the agents list: the filters GET /api/v1/agents takes, with its page. */
+export type AgentListQuery = QueryOf<paths['/api/v1/agents']['get']>;
+
+export const agentKeys = {
+  all: ['agents'] as const,
+  list: (query: AgentListQuery) => [...agentKeys.all, 'list', query] as const,
+  // Kept as the other pages name it (tasks, usage, runs...), so they share what it read.
+  everyAgent: () => [...agentKeys.all, 'all'] as const,
+  detail: (agentId: string) => [...agentKeys.all, agentId] as const,
+  budget: (agentId: string) => [...agentKeys.detail(agentId), 'budget'] as const,
+  skills: (agentId: string) => [...agentKeys.detail(agentId), 'skills'] as const,
+};
+
+export const appKeys = { all: ['apps'] as const };
+
+export const agentQueries = {
+  /** One page of the agents, as the list shows it (the server searches the names, `q`). */
+  list: (client: Agentry, query: AgentListQuery) =>
+    queryOptions({
+      queryKey: agentKeys.list(query),
+      queryFn: async () => (await client.api.GET('/api/v1/agents', { params: { query } })).data!,
+    }),
+  /** The tenant's agents (the first 100), for pickers. */
+  everyAgent: (client: Agentry) =>
+    queryOptions({ queryKey: agentKeys.everyAgent(), queryFn: () => client.agents.list({ limit: 100 }).toArray() }),
+  detail: (client: Agentry, agentId: string) =>
+    queryOptions({ queryKey: agentKeys.detail(agentId), queryFn: () => client.agents.get(agentId) }),
+  /** Its monthly budget and what it spent this month. */
+  budget: (client: Agentry, agentId: string) =>
+    queryOptions({ queryKey: agentKeys.budget(agentId), queryFn: () => client.agents.budget(pathId(agentId)) }),
+  /** The skills assigned to it, with each assignment's priority. */
+  skills: (client: Agentry, agentId: string) =>
+    queryOptions({ queryKey: agentKeys.skills(agentId), queryFn: () => client.skills.forAgent(pathId(agentId)) }),
+};
+
+export const appQueries = {
+  list: (client: Agentry) => queryOptions({ queryKey: appKeys.all, queryFn: () => client.apps.list() }),
+};
