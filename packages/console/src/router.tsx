@@ -10,8 +10,8 @@ import { SignInPage } from './pages/sign-in';
  * its own chunk, loaded when first opened: the first load carries the shell (layout, sign-in) only.
  */
 
-const AgentsPage = lazyRouteComponent(() => import('./pages/agents'), 'AgentsPage');
-const AgentEditPage = lazyRouteComponent(() => import('./pages/agents'), 'AgentEditPage');
+const AgentsPage = lazyRouteComponent(() => import('./features/agents/agents-page'), 'AgentsPage');
+const AgentEditPage = lazyRouteComponent(() => import('./features/agents/agent-edit-page'), 'AgentEditPage');
 const ApprovalsPage = lazyRouteComponent(() => import('./pages/approvals'), 'ApprovalsPage');
 const ConnectorsPage = lazyRouteComponent(() => import('./features/connectors/connectors-page'), 'ConnectorsPage');
 const IdentityPage = lazyRouteComponent(() => import('./pages/identity'), 'IdentityPage');
