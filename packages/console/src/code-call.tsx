@@ -1,7 +1,5 @@
-import type { Agentry } from '@agentry/client';
 import { Alert, Badge, Button, Code, Group, Stack, Text } from '@mantine/core';
-import { useState } from 'react';
-import { messageOf, useClient } from './api';
+import { useFileDownload } from './lib/use-file-download';
 
 /**
  * A code tool call (code_run, skill_script_run: docs/code-execution.md) as the run view and the
@@ -15,21 +13,6 @@ export const isCodeCall = (name: string) => CODE_TOOLS.has(name);
 export const sizeOf = (bytes: number) =>
   bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 
-/** Downloads a file of the tenant: its bytes need the bearer credential, so they are fetched, then saved from a blob URL. */
-export async function downloadFile(client: Agentry, file: { id: string; name: string }) {
-  const blob = await client.files.content(file.id);
-  const url = URL.createObjectURL(blob);
-  const link = document.createElement('a');
-  link.href = url;
-  link.download = file.name.split('/').pop() || 'file';
-  // Clicked in the document (a detached anchor's click did not always start the download in Chromium).
-  link.hidden = true;
-  document.body.append(link);
-  link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
-
 interface MadeFile {
   id: string;
   name: string;
@@ -41,8 +24,7 @@ const text = (value: unknown) => (typeof value === 'string' ? value : '');
 const record = (value: unknown) => (value && typeof value === 'object' ? (value as Record<string, unknown>) : {});
 
 function MadeFileButton({ file }: { file: MadeFile }) {
-  const client = useClient();
-  const [failed, setFailed] = useState<string | null>(null);
+  const { download, failed } = useFileDownload();
   return (
     <Button
       size="compact-xs"
@@ -50,7 +32,7 @@ function MadeFileButton({ file }: { file: MadeFile }) {
       data-testid="code-file"
       color={failed ? 'red' : undefined}
       title={failed ?? `Download ${file.name} (${file.mediaType})`}
-      onClick={() => downloadFile(client, file).catch((err) => setFailed(messageOf(err)))}
+      onClick={() => download(file)}
     >
       {file.name} · {sizeOf(file.size)}
     </Button>

@@ -18,7 +18,7 @@ const IdentityPage = lazyRouteComponent(() => import('./pages/identity'), 'Ident
 const KnowledgeBasePage = lazyRouteComponent(() => import('./features/knowledge/base-page'), 'KnowledgeBasePage');
 const KnowledgePage = lazyRouteComponent(() => import('./features/knowledge/bases-page'), 'KnowledgePage');
 const MemoryPage = lazyRouteComponent(() => import('./features/memory/memory-page'), 'MemoryPage');
-const PlaygroundPage = lazyRouteComponent(() => import('./pages/playground'), 'PlaygroundPage');
+const PlaygroundPage = lazyRouteComponent(() => import('./features/playground/playground-page'), 'PlaygroundPage');
 const RunPage = lazyRouteComponent(() => import('./features/runs/run-page'), 'RunPage');
 const RunsPage = lazyRouteComponent(() => import('./pages/runs'), 'RunsPage');
 const SettingsPage = lazyRouteComponent(() => import('./features/settings/settings-page'), 'SettingsPage');

@@ -1,24 +1,18 @@
 import type { FileInfo } from '@agentry/client';
 import { Alert, Button, Loader, Stack, Table, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
-import { useState } from 'react';
 import { messageOf, useClient } from '../../api';
-import { downloadFile, sizeOf } from '../../code-call';
+import { sizeOf } from '../../code-call';
+import { useFileDownload } from '../../lib/use-file-download';
 
 /** Files listed at most (one page of the API): a run that made more says how many there are. */
 const FILES_SHOWN = 100;
 
 function DownloadButton({ file }: { file: FileInfo }) {
-  const client = useClient();
-  const [failed, setFailed] = useState<string | null>(null);
+  const { download, failed } = useFileDownload();
   return (
     <>
-      <Button
-        size="compact-xs"
-        variant="light"
-        aria-label={`Download ${file.name}`}
-        onClick={() => downloadFile(client, file).catch((err) => setFailed(messageOf(err)))}
-      >
+      <Button size="compact-xs" variant="light" aria-label={`Download ${file.name}`} onClick={() => download(file)}>
         Download
       </Button>
       {failed && (
