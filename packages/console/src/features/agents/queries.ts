@@ -16,12 +16,13 @@ export const agentKeys = {
   list: (query: AgentListQuery) => [...agentKeys.all, 'list', query] as const,
   // Kept as the other pages name it (tasks, usage, runs...), so they share what it read.
   everyAgent: () => [...agentKeys.all, 'all'] as const,
-  detail: (agentId: string) => [...agentKeys.all, agentId] as const,
+  // Under 'detail', apart from the memory page's ['agents', id], whose picker reads a cached agent as one the list lacks.
+  detail: (agentId: string) => [...agentKeys.all, 'detail', agentId] as const,
   budget: (agentId: string) => [...agentKeys.detail(agentId), 'budget'] as const,
   skills: (agentId: string) => [...agentKeys.detail(agentId), 'skills'] as const,
 };
 
-export const appKeys = { all: ['apps'] as const };
+const appKeys = { all: ['apps'] as const };
 
 export const agentQueries = {
   /** One page of the agents, as the list shows it (the server searches the names, `q`). */
