@@ -4,7 +4,7 @@ import { queryOptions } from '@tanstack/react-query';
 /** A model GET /api/v1/models offers (docs/models.md): its price, window and whether it can run now. */
 export type ModelOffer = Awaited<ReturnType<Agentry['models']['list']>>['models'][number];
 
-export const modelKeys = { all: ['models'] as const };
+const modelKeys = { all: ['models'] as const };
 
 export const modelQueries = {
   /** The models this server offers and its default; they change only with its configuration. */

@@ -1,8 +1,8 @@
 import type { Agentry } from '@agentry/client';
 import { queryOptions } from '@tanstack/react-query';
 
-/** The skills' key root: a change to the tenant's skills invalidates skillKeys.all. */
-export const skillKeys = {
+/** The skills' keys, under one root. */
+const skillKeys = {
   all: ['skills'] as const,
   catalog: () => [...skillKeys.all, 'catalog'] as const,
 };
