@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
@@ -218,7 +219,14 @@ describeBrowser('the console: policy conditions and chat attachments', () => {
 
     // After a reload the stored message still shows its attachments.
     await page.reload();
-    await page.locator('[data-author=user]').last().getByTestId('attachment').filter({ hasText: 'notes.txt' }).waitFor();
+    const stored = page.locator('[data-author=user]').last().getByTestId('attachment').filter({ hasText: 'notes.txt' });
+    await stored.waitFor();
+    // A click downloads its bytes (fetched with the credential, saved through the page's anchor).
+    const download = page.waitForEvent('download');
+    await stored.click();
+    const saved = await download;
+    expect(saved.suggestedFilename()).toBe('notes.txt');
+    expect(fs.readFileSync((await saved.path())!, 'utf8')).toBe('the launch code is 4417\n');
     // The refused requests (the 400s shown at their fields, the 413) are logged as failed loads; anything
     // else (a script error, a Content-Security-Policy violation) is a fault.
     expect(pageErrors.filter((e) => !e.startsWith('console: Failed to load resource'))).toEqual([]);
