@@ -27,6 +27,7 @@ export function AgentsPage() {
     agentQueries.list(client, {
       page,
       limit: PAGE_SIZE,
+      // The URL's status as typed: one the server does not know is its 400, shown above the list.
       status: search.status as AgentListQuery['status'],
       appId: search.appId,
       q: needle || undefined,
