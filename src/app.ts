@@ -303,6 +303,7 @@ export function createServices(
     policies: identity.identity.policies,
     // A dead process's ingestion is taken over when its lease lapses, as its runs and task work are.
     ingestion: { leaseMs: config.runLeaseMs, reader: config.knowledgeReader },
+    search: config.knowledgeSearch,
   });
   const a2a = createA2aDomain({
     agents: agents.agents,

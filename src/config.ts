@@ -85,8 +85,10 @@ export interface Config {
   /** The built web console served at `/` (CONSOLE_DIR; `off`: none); null when disabled. */
   consoleDir: string | null;
   code: CodeSettings;
-  /** Reading knowledge documents (docs/knowledge.md, "Limits"): each in a worker thread with these bounds. */
+  /** Reading knowledge documents (docs/knowledge.md, "Sizes and limits"): each in a worker thread with these bounds. */
   knowledgeReader: { timeoutMs: number; memoryMb: number };
+  /** Knowledge searches ranked at once in this process, and how many may wait (docs/knowledge.md, "Sizes and limits"). */
+  knowledgeSearch: { concurrency: number; queue: number };
 }
 
 /** Sandboxed code execution (docs/code-execution.md). */
@@ -430,6 +432,10 @@ export function loadConfig(env: Env = process.env): Config {
     knowledgeReader: {
       timeoutMs: integer(env, 'KNOWLEDGE_READ_TIMEOUT_SECONDS', 120, { min: 1, max: 3600 }) * 1000,
       memoryMb: integer(env, 'KNOWLEDGE_READ_MEMORY_MB', 512, { min: 32, max: 8192 }),
+    },
+    knowledgeSearch: {
+      concurrency: integer(env, 'KNOWLEDGE_SEARCH_CONCURRENCY', 4, { min: 1, max: 64 }),
+      queue: integer(env, 'KNOWLEDGE_SEARCH_QUEUE', 64, { min: 0, max: 10_000 }),
     },
   };
 }

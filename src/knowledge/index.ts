@@ -10,7 +10,7 @@ import { Embeddings } from './embeddings.js';
 import { Ingestion } from './ingestion.js';
 import { knowledgePlugin } from './plugin.js';
 import type { RerankModels } from './rerank.js';
-import { KnowledgeSearch } from './search.js';
+import { KnowledgeSearch, type SearchLimits } from './search.js';
 import { KnowledgeService } from './service.js';
 import { type KnowledgeToolPolicies, knowledgeToolProvider } from './tools.js';
 
@@ -29,6 +29,8 @@ export interface KnowledgeDomainOptions {
   policies: KnowledgeToolPolicies;
   /** Ingestion's settings; the defaults when unset. */
   ingestion?: { workers?: number; leaseMs?: number; pollMs?: number; reader?: ReaderLimits };
+  /** Searches ranked at once, and waiting (default 4 and 64). */
+  search?: SearchLimits;
 }
 
 export interface KnowledgeDomain {
@@ -52,6 +54,7 @@ export function createKnowledgeDomain({
   log,
   policies,
   ingestion: settings = {},
+  search: searchLimits,
 }: KnowledgeDomainOptions): KnowledgeDomain {
   const embeddings = new Embeddings(providers);
   const ingestion = new Ingestion({
@@ -66,7 +69,7 @@ export function createKnowledgeDomain({
     pollMs: settings.pollMs ?? Math.min(2_000, (settings.leaseMs ?? 30_000) / 3),
   });
   const knowledge = new KnowledgeService({ db, files, embeddings, rerankModels: models, queued: ingestion.queued });
-  const search = new KnowledgeSearch(db, knowledge, embeddings, models);
+  const search = new KnowledgeSearch(db, knowledge, embeddings, models, searchLimits);
   return {
     knowledge,
     search,

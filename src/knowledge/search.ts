@@ -1,5 +1,6 @@
+import pLimit, { type LimitFunction } from 'p-limit';
 import type { Db } from '../db/database.js';
-import { InvalidInput, RunFailed } from '../errors.js';
+import { InvalidInput, RunFailed, Unavailable } from '../errors.js';
 import { headingPathColumn, metadataColumn, tagsColumn } from './columns.js';
 import { dot, EmbeddingError, type Embeddings, int8Sketch, levelMasks, STOP_WORDS, vectorBytes, vectorOf, wordsOf } from './embeddings.js';
 import type { KnowledgeService } from './service.js';
@@ -36,15 +37,26 @@ export interface SearchRequest {
   rerank?: boolean;
 }
 
+/** Searches ranked at once in this process, and how many may wait for their turn (docs/knowledge.md, "Sizes and limits"). */
+export interface SearchLimits {
+  concurrency: number;
+  queue: number;
+}
+
 type Chunk = Awaited<ReturnType<typeof store.chunksBySeq>>[number];
 
 export class KnowledgeSearch {
+  private readonly ranking: LimitFunction;
+
   constructor(
     private readonly db: Db,
     private readonly knowledge: KnowledgeService,
     private readonly embeddings: Embeddings,
     private readonly models: RerankModels,
-  ) {}
+    private readonly limits: SearchLimits = { concurrency: 4, queue: 64 },
+  ) {
+    this.ranking = pLimit(limits.concurrency);
+  }
 
   async search(tenantId: string, baseId: string, request: SearchRequest): Promise<SearchResult> {
     const base = await this.knowledge.base(tenantId, baseId);
@@ -58,17 +70,21 @@ export class KnowledgeSearch {
     }
     const rerankModel = request.rerank === false ? null : base.rerank_model;
     const result = { mode, fusion, vectorIndex: request.exact ? ('exact' as const) : this.vectorIndex(), rerank: null };
-    const documentIds = await this.filtered(tenantId, baseId, request.filters);
-    if (documentIds?.length === 0) return { ...result, passages: [] };
-    const scope: store.ChunkScope = { tenantId, baseId, documentIds };
     const words = queryWords(request.query);
-    // Each ranker brings more candidates than asked for, so fusion has rankings to combine.
-    const pool = Math.max(k * 4, 40);
-    const lexical = mode !== 'vector' && words.length ? await store.lexicalSearch(this.db.kysely, this.db.dialect, scope, words, pool) : [];
-    const vector =
-      mode !== 'lexical' ? await this.vectorSearch(scope, base.embedding_model, request.query, pool, request.exact ?? false) : [];
-    const fuse = fusion === 'rrf' ? fuseRanks : fuseScores;
-    const ranked = mode === 'lexical' ? lexical : mode === 'vector' ? vector : fuse([lexical, vector]);
+    // Embedded before the ranking's turn: a slow embedding provider holds no place of the database's.
+    const queryVector = mode !== 'lexical' ? await this.embedQuery(base.embedding_model, request.query) : null;
+    const ranked = await this.inTurn(async () => {
+      const documentIds = await this.filtered(tenantId, baseId, request.filters);
+      if (documentIds?.length === 0) return [];
+      const scope: store.ChunkScope = { tenantId, baseId, documentIds };
+      // Each ranker brings more candidates than asked for, so fusion has rankings to combine.
+      const pool = Math.max(k * 4, 40);
+      const lexical =
+        mode !== 'vector' && words.length ? await store.lexicalSearch(this.db.kysely, this.db.dialect, scope, words, pool) : [];
+      const vector = queryVector ? await this.vectorSearch(scope, base.embedding_model, queryVector, pool, request.exact ?? false) : [];
+      const fuse = fusion === 'rrf' ? fuseRanks : fuseScores;
+      return mode === 'lexical' ? lexical : mode === 'vector' ? vector : fuse([lexical, vector]);
+    });
     if (!rerankModel || !ranked.length) return { ...result, passages: await this.passages(tenantId, ranked.slice(0, k), words) };
     const candidates = ranked.slice(0, RERANK_CANDIDATES);
     const chunks = await this.chunks(tenantId, candidates);
@@ -123,6 +139,29 @@ export class KnowledgeSearch {
       .map((d) => d.id);
   }
 
+  /**
+   * Runs a search's ranking in its turn: at most `concurrency` at once in this process, so searches
+   * (each several statements over a whole base) leave the database's connections to everything else;
+   * past `queue` waiting, a search is refused (503 search_busy) rather than queued without end.
+   */
+  private inTurn<T>(ranking: () => Promise<T>): Promise<T> {
+    if (this.ranking.activeCount >= this.limits.concurrency && this.ranking.pendingCount >= this.limits.queue) {
+      throw new Unavailable('search_busy', `${this.ranking.pendingCount} knowledge searches are waiting on this server; retry shortly`, 1);
+    }
+    return this.ranking(ranking);
+  }
+
+  /** The query's vector by the base's model (all zeros for a query without words). */
+  private async embedQuery(model: string, query: string): Promise<Float32Array> {
+    try {
+      const [q] = await this.embeddings.embedder(model).embed([query], AbortSignal.timeout(60_000));
+      return q;
+    } catch (err) {
+      if (err instanceof EmbeddingError) throw new RunFailed('embedding_failed', `the query could not be embedded: ${err.message}`);
+      throw err;
+    }
+  }
+
   /** How vectors are compared here (docs/knowledge.md, "Vector"). */
   private vectorIndex(): SearchResult['vectorIndex'] {
     if (this.db.vectorFunctions === 'sqlite-vec') return 'sqlite-vec';
@@ -137,17 +176,10 @@ export class KnowledgeSearch {
   private async vectorSearch(
     scope: store.ChunkScope,
     model: string,
-    query: string,
+    q: Float32Array,
     limit: number,
     exact: boolean,
   ): Promise<store.RankedChunk[]> {
-    let q: Float32Array;
-    try {
-      [q] = await this.embeddings.embedder(model).embed([query], AbortSignal.timeout(60_000));
-    } catch (err) {
-      if (err instanceof EmbeddingError) throw new RunFailed('embedding_failed', `the query could not be embedded: ${err.message}`);
-      throw err;
-    }
     // A query without words has no direction to compare: no vector ranking (lexical has none either).
     if (q.every((x) => x === 0)) return [];
     const candidates = limit * FIRST_PASS_FACTOR;
