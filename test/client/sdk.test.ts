@@ -144,6 +144,30 @@ describe('typed calls and errors', () => {
     expect(output).toContain('You are Ada, terse.');
   });
 
+  it('refuses `.` and `..` as an id before any request, in every method (`..` would name the parent resource)', async () => {
+    const sent: string[] = [];
+    const counting = new Agentry({
+      baseUrl: proc.url,
+      apiKey,
+      fetch: (input, init) => {
+        sent.push(String(input));
+        return fetch(input, init);
+      },
+    });
+    const calls = [
+      () => counting.agents.get('..'),
+      () => counting.agents.budget('..'),
+      () => counting.agents.setBudget('.', { monthlyBudgetUsd: 1 }),
+      () => counting.skills.forAgent('..'),
+      () => counting.api.GET('/api/v1/agents/{id}/runs', { params: { path: { id: '..' } } }),
+    ];
+    for (const call of calls) await expect(call()).rejects.toThrow('cannot be an id in a path');
+    expect(sent).toEqual([]);
+    // An id that merely holds dots is sent, percent-encoded where it must be.
+    await expect(counting.agents.budget('a..b')).rejects.toMatchObject({ status: 404 });
+    expect(sent).toHaveLength(1);
+  });
+
   it('a 400 is an AgentryError naming the field; a 404 carries its code', async () => {
     const invalid = await client.agents.create({ appId: 'x' } as never).catch((e) => e);
     expect(invalid).toBeInstanceOf(AgentryError);

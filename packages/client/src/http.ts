@@ -1,5 +1,6 @@
-import createClient, { type Client } from 'openapi-fetch';
+import createClient, { type Client, defaultPathSerializer } from 'openapi-fetch';
 import type { paths } from './generated/openapi.js';
+import { refuseDotSegment } from './path.js';
 import {
   anonymousRequests,
   authMiddleware,
@@ -148,6 +149,11 @@ export class Http {
       // looked up at each call, so a fetch patched later is the one used.
       fetch: async (request) => (fetchImpl ?? globalThis.fetch)(request.url, await initOf(request)),
       headers: { accept: 'application/json', ...options.headers },
+      // Percent-encoding leaves `..` as it is, and the URL would then name the parent resource.
+      pathSerializer: (pathname, params) => {
+        for (const value of Object.values(params)) refuseDotSegment(value);
+        return defaultPathSerializer(pathname, params);
+      },
     });
     this.tokens = options.clientCredentials ? new ClientCredentialsTokens(this.api, options.clientCredentials) : undefined;
     const config: MiddlewareConfig = {

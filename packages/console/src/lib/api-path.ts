@@ -12,15 +12,6 @@ export function apiPath(strings: TemplateStringsArray, ...values: (string | numb
   return path;
 }
 
-/**
- * An id for an SDK method that puts it in its path unchecked (those typed by path, on openapi-fetch,
- * encode it but let `..` through): the id itself, or a throw for one that cannot be a segment.
- */
-export function pathId(id: string): string {
-  pathSegment(id);
-  return id;
-}
-
 /** One value as one path segment (see apiPath); throws for a value that cannot be one. */
 function pathSegment(value: string | number): string {
   const text = String(value);

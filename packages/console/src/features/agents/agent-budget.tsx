@@ -2,7 +2,6 @@ import { Alert, Button, Group, NumberInput, Stack, Text, Title } from '@mantine/
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { messageOf, useClient } from '../../api';
-import { pathId } from '../../lib/api-path';
 import { agentKeys, agentQueries } from './queries';
 
 /** The agent's monthly budget and this month's spend; `denied` says why it cannot be set. */
@@ -12,7 +11,7 @@ export function AgentBudget({ agentId, denied }: { agentId: string; denied: stri
   const budget = useQuery({ ...agentQueries.budget(client, agentId), retry: false });
   const [budgetUsd, setBudgetUsd] = useState<number | string>('');
   const saveBudget = useMutation({
-    mutationFn: () => client.agents.setBudget(pathId(agentId), { monthlyBudgetUsd: budgetUsd === '' ? null : Number(budgetUsd) }),
+    mutationFn: () => client.agents.setBudget(agentId, { monthlyBudgetUsd: budgetUsd === '' ? null : Number(budgetUsd) }),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: agentKeys.budget(agentId) }),
   });
   if (!budget.data) return null;

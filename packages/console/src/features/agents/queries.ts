@@ -1,6 +1,5 @@
 import type { Agentry, paths, QueryOf } from '@agentry/client';
 import { queryOptions } from '@tanstack/react-query';
-import { pathId } from '../../lib/api-path';
 
 /*
  * The agents' queries: one key root, ['agents'], under which every query about agents sits, so a
@@ -38,10 +37,10 @@ export const agentQueries = {
     queryOptions({ queryKey: agentKeys.detail(agentId), queryFn: () => client.agents.get(agentId) }),
   /** Its monthly budget and what it spent this month. */
   budget: (client: Agentry, agentId: string) =>
-    queryOptions({ queryKey: agentKeys.budget(agentId), queryFn: () => client.agents.budget(pathId(agentId)) }),
+    queryOptions({ queryKey: agentKeys.budget(agentId), queryFn: () => client.agents.budget(agentId) }),
   /** The skills assigned to it, with each assignment's priority. */
   skills: (client: Agentry, agentId: string) =>
-    queryOptions({ queryKey: agentKeys.skills(agentId), queryFn: () => client.skills.forAgent(pathId(agentId)) }),
+    queryOptions({ queryKey: agentKeys.skills(agentId), queryFn: () => client.skills.forAgent(agentId) }),
 };
 
 export const appQueries = {

@@ -4,7 +4,6 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useSearch } from '@tanstack/react-router';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../../api';
-import { pathId } from '../../lib/api-path';
 import { followTurn, newTurn, pendingTurns, type TurnState } from '../../lib/turn';
 import { conversationKeys, conversationQueries } from '../conversations/queries';
 import { runKeys } from '../runs/queries';
@@ -83,7 +82,7 @@ export function PlaygroundPage() {
     if (streaming && conversationId) {
       // Said while the agent answers: joins the run (inject), as the next thing the model reads.
       try {
-        await client.conversations.inject(pathId(conversationId), { content: text });
+        await client.conversations.inject(conversationId, { content: text });
         queryClient.invalidateQueries({ queryKey: conversationKeys.messages(conversationId) });
       } catch (err) {
         setError(messageOf(err));

@@ -2,7 +2,6 @@ import { Button, Card, Code, Group, Stack, Text, TextInput } from '@mantine/core
 import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../../api';
-import { pathId } from '../../lib/api-path';
 import type { ApprovalView } from '../../lib/turn';
 import { approvalKeys } from '../approvals/queries';
 
@@ -20,7 +19,7 @@ export function WaitingApproval({ approval }: { approval: ApprovalView }) {
   }, [queryClient]);
   const decide = async (decision: 'approve' | 'reject') => {
     try {
-      const id = pathId(approval.approvalId);
+      const id = approval.approvalId;
       await (decision === 'approve' ? client.approvals.approve(id) : client.approvals.reject(id, { reason: reason.trim() }));
       setDecided(decision === 'approve' ? 'approved' : 'rejected');
     } catch (err) {
