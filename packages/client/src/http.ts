@@ -1,6 +1,6 @@
 import createClient, { type Client, defaultPathSerializer } from 'openapi-fetch';
 import type { paths } from './generated/openapi.js';
-import { refuseDotSegment } from './path.js';
+import { refuseDotSegments } from './path.js';
 import {
   anonymousRequests,
   authMiddleware,
@@ -149,10 +149,11 @@ export class Http {
       // looked up at each call, so a fetch patched later is the one used.
       fetch: async (request) => (fetchImpl ?? globalThis.fetch)(request.url, await initOf(request)),
       headers: { accept: 'application/json', ...options.headers },
-      // Percent-encoding leaves `..` as it is, and the URL would then name the parent resource.
-      pathSerializer: (pathname, params) => {
-        for (const value of Object.values(params)) refuseDotSegment(value);
-        return defaultPathSerializer(pathname, params);
+      // Every URL sent, by template or built with seg() (send() gives it a path): thrown here, it is the call's rejection.
+      pathSerializer: (url, params) => {
+        const serialized = defaultPathSerializer(url, params);
+        refuseDotSegments(serialized);
+        return serialized;
       },
     });
     this.tokens = options.clientCredentials ? new ClientCredentialsTokens(this.api, options.clientCredentials) : undefined;
@@ -207,7 +208,8 @@ export class Http {
    * successful response unread; a failure is an AgentryError.
    */
   async send(method: string, path: string, options: RequestOptions & { rawBody?: string; anonymous?: boolean } = {}): Promise<Response> {
-    const params = { query: options.query as Record<string, unknown> | undefined };
+    // An empty `path`, so the path serializer (the dot-segment check) sees this concrete path too.
+    const params = { path: {}, query: options.query as Record<string, unknown> | undefined };
     if (options.anonymous) anonymousRequests.add(params);
     const body = options.form ?? options.rawBody ?? options.body;
     const { response } = await (this.api.request as (method: string, path: string, init: object) => Promise<{ response: Response }>)(

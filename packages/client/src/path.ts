@@ -1,13 +1,15 @@
 /**
- * One value as one path segment: percent-encoded (a `/`, `?` or `#` cannot reach another path), and
- * never `.` or `..`, which URL parsing resolves into the parent path (`/tasks/../runs` is `/runs`).
+ * One value as one path segment: percent-encoded, so a `/`, `?` or `#` cannot reach another path. A
+ * `.` or `..` stays itself (URL parsing reads `%2E%2E` as `..` too); the client refuses a path holding
+ * one when it sends it (refuseDotSegments), since the URL would resolve it into the parent path
+ * (`/tasks/../runs` is `/runs`).
  */
 export function seg(value: string): string {
-  refuseDotSegment(value);
   return encodeURIComponent(value);
 }
 
-/** Throws for `.` and `..`: as a path's segment, either names another resource than the id's. */
-export function refuseDotSegment(value: unknown): void {
-  if (value === '.' || value === '..') throw new TypeError(`"${value}" cannot be an id in a path`);
+/** Throws for a URL (before its query) with a `.` or `..` segment: such an id names another resource than its own. */
+export function refuseDotSegments(url: string): void {
+  const dot = url.split('/').find((segment) => segment === '.' || segment === '..');
+  if (dot !== undefined) throw new TypeError(`"${dot}" cannot be an id in a path (${url})`);
 }
