@@ -3,7 +3,7 @@ import { useDisclosure } from '@mantine/hooks';
 import { Link, useRouterState } from '@tanstack/react-router';
 import type { MouseEvent, ReactNode } from 'react';
 import { useSession } from './api';
-import { useInbox } from './pages/approvals';
+import { useInbox } from './features/approvals/queries';
 
 const NAV = [
   { to: '/agents', label: 'Agents' },

@@ -12,7 +12,7 @@ import { SignInPage } from './pages/sign-in';
 
 const AgentsPage = lazyRouteComponent(() => import('./features/agents/agents-page'), 'AgentsPage');
 const AgentEditPage = lazyRouteComponent(() => import('./features/agents/agent-edit-page'), 'AgentEditPage');
-const ApprovalsPage = lazyRouteComponent(() => import('./pages/approvals'), 'ApprovalsPage');
+const ApprovalsPage = lazyRouteComponent(() => import('./features/approvals/approvals-page'), 'ApprovalsPage');
 const ConnectorsPage = lazyRouteComponent(() => import('./features/connectors/connectors-page'), 'ConnectorsPage');
 const IdentityPage = lazyRouteComponent(() => import('./pages/identity'), 'IdentityPage');
 const KnowledgeBasePage = lazyRouteComponent(() => import('./features/knowledge/base-page'), 'KnowledgeBasePage');

@@ -1,13 +1,10 @@
-import type { components } from '@agentry/client';
 import { Alert, Code, Group, Stack, Text } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useClient } from '../../api';
 import { AnchorLink } from '../../links';
 import { ArgumentsDiff } from '../runs/arguments-diff';
 import { formatDate, inWords } from '../runs/format';
-import { useRun } from '../runs/use-run';
-
-export type ApprovalItem = components['schemas']['Approval'];
+import { type Approval, quotedRunQuery } from './queries';
 
 /** The tenant's agents by id, for the cards' names (one request for the whole inbox). */
 export function useAgentNames() {
@@ -23,7 +20,7 @@ const who = (by: { type: string; id: string | null } | null) => (by ? `${by.type
  * model said before the call, the arguments (what an approver changed, once decided), the rule that
  * asked, and when it expires; a decided one says who decided and when.
  */
-export function ApprovalContext({ item, agentName }: { item: ApprovalItem; agentName: string | undefined }) {
+export function ApprovalContext({ item, agentName }: { item: Approval; agentName: string | undefined }) {
   const call = item.toolCall;
   const decision = item.decision;
   return (
@@ -68,7 +65,8 @@ export function ApprovalContext({ item, agentName }: { item: ApprovalItem; agent
 
 /** The turn that led to the call: the user's message and what the model said in the step that asked for it. */
 function Excerpt({ runId, callId }: { runId: string; callId: string }) {
-  const run = useRun(runId, { staleTime: 60_000 });
+  const client = useClient();
+  const run = useQuery(quotedRunQuery(client, runId));
   if (!run.data) return null;
   const said = run.data.steps.find((s) => s.toolCallIds.includes(callId))?.text.trim();
   return (

@@ -2,7 +2,7 @@ import { Alert, Button, Group, Modal, Stack, Text, Textarea, Tooltip } from '@ma
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { messageOf, useClient, useDenied } from '../../api';
-import { apiPath } from '../../lib/api-path.js';
+import { approvalKeys } from './queries';
 
 type BulkDecision = { decision: 'approve' } | { decision: 'reject'; reason: string };
 
@@ -15,19 +15,18 @@ function useBulkDecision(onDone: (refused: string[]) => void) {
   const queryClient = useQueryClient();
   return useMutation({
     mutationFn: async ({ ids, d }: { ids: { id: string; name: string }[]; d: BulkDecision }) => {
-      const body = d.decision === 'reject' ? { reason: d.reason } : {};
       // One after another: a hundred at once would meet the tenant's rate limit.
       const refused: string[] = [];
       for (const item of ids) {
-        await client.http
-          .json('POST', apiPath`/api/v1/approvals/${item.id}/${d.decision}`, { body })
-          .catch((err) => refused.push(`${item.name}: ${messageOf(err)}`));
+        await (d.decision === 'reject' ? client.approvals.reject(item.id, { reason: d.reason }) : client.approvals.approve(item.id)).catch(
+          (err) => refused.push(`${item.name}: ${messageOf(err)}`),
+        );
       }
       return refused;
     },
     onSuccess: (refused) => {
       onDone(refused);
-      return queryClient.invalidateQueries({ queryKey: ['approvals'] });
+      return queryClient.invalidateQueries({ queryKey: approvalKeys.all });
     },
   });
 }

@@ -2,8 +2,8 @@ import type { RunEvent } from '@agentry/client';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { messageOf, useClient } from '../../api';
+import { approvalKeys, runApprovalsQuery } from '../approvals/queries';
 import { runKeys, runQueries } from './queries';
-import type { Approval } from './trace';
 
 /** A run's details (GET /api/v1/runs/:runId); shared with the playground's turns by its query key. */
 export function useRun(runId: string, options: { staleTime?: number } = {}) {
@@ -19,12 +19,7 @@ export function useRun(runId: string, options: { staleTime?: number } = {}) {
 /** The tool calls of the run that asked a person, decided or not (GET /api/v1/approvals?runId=), read again while the run goes on. */
 export function useRunApprovals(runId: string, active: boolean) {
   const client = useClient();
-  return useQuery({
-    queryKey: ['approvals', 'run', runId],
-    refetchInterval: active ? 5000 : false,
-    queryFn: async () =>
-      (await client.http.json<{ approvals: Approval[] }>('GET', '/api/v1/approvals', { query: { runId, limit: 100 } })).approvals,
-  });
+  return useQuery({ ...runApprovalsQuery(client, runId), refetchInterval: active ? 5000 : false });
 }
 
 /** Every event of the run from the first, then live ones until it ends (the SDK resumes a dropped stream). */
@@ -42,11 +37,11 @@ export function useRunEvents(runId: string) {
         setEvents((list) => [...list, event]);
         // A call that waits for a person, or a decision's continuation: the trace's approvals change.
         if (event.type === 'approval_required' || event.type === 'tool_call_end')
-          void queryClient.invalidateQueries({ queryKey: ['approvals', 'run', runId] });
+          void queryClient.invalidateQueries({ queryKey: approvalKeys.ofRun(runId) });
       }
       await Promise.all([
         queryClient.invalidateQueries({ queryKey: runKeys.detail(runId) }),
-        queryClient.invalidateQueries({ queryKey: ['approvals', 'run', runId] }),
+        queryClient.invalidateQueries({ queryKey: approvalKeys.ofRun(runId) }),
       ]);
     })().catch((err) => {
       if (!controller.signal.aborted) setError(messageOf(err));
