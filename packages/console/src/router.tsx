@@ -23,8 +23,8 @@ const RunPage = lazyRouteComponent(() => import('./features/runs/run-page'), 'Ru
 const RunsPage = lazyRouteComponent(() => import('./pages/runs'), 'RunsPage');
 const SettingsPage = lazyRouteComponent(() => import('./features/settings/settings-page'), 'SettingsPage');
 const SkillsPage = lazyRouteComponent(() => import('./pages/skills'), 'SkillsPage');
-const TaskPage = lazyRouteComponent(() => import('./pages/tasks'), 'TaskPage');
-const TasksPage = lazyRouteComponent(() => import('./pages/tasks'), 'TasksPage');
+const TaskPage = lazyRouteComponent(() => import('./features/tasks/task-page'), 'TaskPage');
+const TasksPage = lazyRouteComponent(() => import('./features/tasks/tasks-page'), 'TasksPage');
 const UsagePage = lazyRouteComponent(() => import('./pages/usage'), 'UsagePage');
 
 const rootRoute = createRootRoute({ component: Outlet });
