@@ -14,7 +14,7 @@ const AgentsPage = lazyRouteComponent(() => import('./features/agents/agents-pag
 const AgentEditPage = lazyRouteComponent(() => import('./features/agents/agent-edit-page'), 'AgentEditPage');
 const ApprovalsPage = lazyRouteComponent(() => import('./features/approvals/approvals-page'), 'ApprovalsPage');
 const ConnectorsPage = lazyRouteComponent(() => import('./features/connectors/connectors-page'), 'ConnectorsPage');
-const IdentityPage = lazyRouteComponent(() => import('./pages/identity'), 'IdentityPage');
+const IdentityPage = lazyRouteComponent(() => import('./features/identity/identity-page'), 'IdentityPage');
 const KnowledgeBasePage = lazyRouteComponent(() => import('./features/knowledge/base-page'), 'KnowledgeBasePage');
 const KnowledgePage = lazyRouteComponent(() => import('./features/knowledge/bases-page'), 'KnowledgePage');
 const MemoryPage = lazyRouteComponent(() => import('./features/memory/memory-page'), 'MemoryPage');
