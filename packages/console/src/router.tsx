@@ -22,7 +22,7 @@ const PlaygroundPage = lazyRouteComponent(() => import('./features/playground/pl
 const RunPage = lazyRouteComponent(() => import('./features/runs/run-page'), 'RunPage');
 const RunsPage = lazyRouteComponent(() => import('./pages/runs'), 'RunsPage');
 const SettingsPage = lazyRouteComponent(() => import('./features/settings/settings-page'), 'SettingsPage');
-const SkillsPage = lazyRouteComponent(() => import('./pages/skills'), 'SkillsPage');
+const SkillsPage = lazyRouteComponent(() => import('./features/skills/skills-page'), 'SkillsPage');
 const TaskPage = lazyRouteComponent(() => import('./features/tasks/task-page'), 'TaskPage');
 const TasksPage = lazyRouteComponent(() => import('./features/tasks/tasks-page'), 'TasksPage');
 const UsagePage = lazyRouteComponent(() => import('./pages/usage'), 'UsagePage');

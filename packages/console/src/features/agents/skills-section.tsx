@@ -2,7 +2,7 @@ import { Alert, Button, Group, NumberInput, Select, Stack, Text, Title, Tooltip 
 import { useQuery } from '@tanstack/react-query';
 import { useClient } from '../../api';
 import { emptySkillRow, type SkillRow } from '../../lib/agent-form';
-import { skillQueries } from '../skills/queries';
+import { skillsQuery } from '../skills/queries';
 
 const MAX_SKILL_ROWS = 100;
 
@@ -32,7 +32,7 @@ export function SkillsSection({
   denied: string | null;
 }) {
   const client = useClient();
-  const catalog = useQuery({ ...skillQueries.catalog(client), enabled: !readDenied });
+  const catalog = useQuery({ ...skillsQuery(client), enabled: !readDenied });
   const skillOptions = (catalog.data ?? []).map((s) => ({ value: s.id, label: s.name }));
   // An assigned skill the catalog page does not hold (archived, or past its first 200) still shows by id.
   for (const row of rows) {

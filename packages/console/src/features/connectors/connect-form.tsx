@@ -2,6 +2,7 @@ import { Alert, Button, Checkbox, Group, Modal, PasswordInput, Stack, Text, Text
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { messageOf, useClient } from '../../api';
+import { connectorKeys } from './queries';
 import { type Connector, type ConnectorField, configurationErrorsOf } from './shared';
 
 type Typed = Record<string, string | boolean>;
@@ -89,7 +90,7 @@ export function ConnectForm({ connector, onClose }: { connector: Connector | nul
         ? client.connectors.updateConnection(c.id, { configuration: bodyOf(c, typed) })
         : client.connectors.connect(c.id, { configuration: bodyOf(c, typed) }),
     onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: ['connectors'] });
+      void queryClient.invalidateQueries({ queryKey: connectorKeys.all });
       onClose();
     },
   });

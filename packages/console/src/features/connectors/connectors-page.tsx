@@ -5,6 +5,7 @@ import { messageOf, useClient, useDenied } from '../../api';
 import { AnchorLink } from '../../links';
 import { ConnectForm } from './connect-form';
 import { DisconnectModal } from './disconnect';
+import { connectorsQuery } from './queries';
 import { type Connector, shown } from './shared';
 
 function ConnectorCard({ connector, onConnect, onDisconnect }: { connector: Connector; onConnect(): void; onDisconnect(): void }) {
@@ -74,7 +75,7 @@ export function ConnectorsPage() {
   const readDenied = useDenied()('settings:read');
   const [connecting, setConnecting] = useState<Connector | null>(null);
   const [disconnecting, setDisconnecting] = useState<Connector | null>(null);
-  const connectors = useQuery({ queryKey: ['connectors', 'catalog'], enabled: !readDenied, queryFn: () => client.connectors.list() });
+  const connectors = useQuery({ ...connectorsQuery(client), enabled: !readDenied });
   const list = connectors.data?.connectors ?? [];
   const connected = list.filter((c) => c.connected).length;
   return (

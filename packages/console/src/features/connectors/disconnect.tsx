@@ -1,6 +1,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useClient } from '../../api';
 import { ConfirmRemoval } from '../../confirm-removal';
+import { connectorKeys } from './queries';
 import type { Connector } from './shared';
 
 /** Disconnecting deletes the connection's configuration (its credentials): the dialog names the connector and says so. */
@@ -10,7 +11,7 @@ export function DisconnectModal({ connector, onClose }: { connector: Connector |
   const remove = useMutation({
     mutationFn: (c: Connector) => client.connectors.disconnect(c.id),
     onSuccess: () => {
-      void queryClient.invalidateQueries({ queryKey: ['connectors'] });
+      void queryClient.invalidateQueries({ queryKey: connectorKeys.all });
       onClose();
     },
   });
