@@ -25,7 +25,7 @@ const SettingsPage = lazyRouteComponent(() => import('./features/settings/settin
 const SkillsPage = lazyRouteComponent(() => import('./features/skills/skills-page'), 'SkillsPage');
 const TaskPage = lazyRouteComponent(() => import('./features/tasks/task-page'), 'TaskPage');
 const TasksPage = lazyRouteComponent(() => import('./features/tasks/tasks-page'), 'TasksPage');
-const UsagePage = lazyRouteComponent(() => import('./pages/usage'), 'UsagePage');
+const UsagePage = lazyRouteComponent(() => import('./features/usage/usage-page'), 'UsagePage');
 
 const rootRoute = createRootRoute({ component: Outlet });
 

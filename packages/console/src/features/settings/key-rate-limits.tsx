@@ -4,6 +4,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../../api';
 import { placeErrors } from '../../lib/form-errors';
+import { apiKeyKeys, apiKeysQuery } from '../api-keys/queries';
 import { problemOf } from './fields';
 import { KEY_RATE_LIMIT_FIELD } from './groups';
 
@@ -17,7 +18,7 @@ function KeyRow({ apiKey, tenantDefault }: { apiKey: ApiKey; tenantDefault: stri
   const problem = problemOf(KEY_RATE_LIMIT_FIELD, next);
   const save = useMutation({
     mutationFn: () => client.apiKeys.update(apiKey.id, { rateLimitPerMinute: next }),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['api-keys'] }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: apiKeyKeys.all }),
   });
   const error =
     problem ??
@@ -64,7 +65,7 @@ function KeyRow({ apiKey, tenantDefault }: { apiKey: ApiKey; tenantDefault: stri
 export function KeyRateLimits({ tenantLimit }: { tenantLimit: number | null }) {
   const client = useClient();
   const denied = useDenied()('settings:write');
-  const keys = useQuery({ queryKey: ['api-keys'], enabled: !denied, queryFn: () => client.apiKeys.list().toArray() });
+  const keys = useQuery({ ...apiKeysQuery(client), enabled: !denied });
   const tenantDefault = tenantLimit === null ? 'the tenant’s (platform default)' : `the tenant’s, ${tenantLimit}`;
   return (
     <Card withBorder data-testid="settings-key-limits">

@@ -4,6 +4,7 @@ import { messageOf, useClient, useDenied } from '../../api';
 import { NumberSettingsForm } from './number-form';
 import { codeFields, LIMIT_FIELDS, RETENTION_FIELDS } from './groups';
 import { KeyRateLimits } from './key-rate-limits';
+import { codeSettingsQuery, limitsQuery, retentionQuery, settingsKeys } from './queries';
 
 const usd = (n: number) => `$${n.toFixed(2)}`;
 
@@ -28,11 +29,11 @@ export function SettingsPage() {
   const readDenied = denied('settings:read');
   const writeDenied = denied('settings:write');
   const queryClient = useQueryClient();
-  const limits = useQuery({ queryKey: ['settings', 'limits'], enabled: !readDenied, queryFn: () => client.tenant.limits() });
-  const retention = useQuery({ queryKey: ['settings', 'retention'], enabled: !readDenied, queryFn: () => client.tenant.retention() });
-  const code = useQuery({ queryKey: ['settings', 'code'], enabled: !readDenied, queryFn: () => client.code.settings() });
+  const limits = useQuery({ ...limitsQuery(client), enabled: !readDenied });
+  const retention = useQuery({ ...retentionQuery(client), enabled: !readDenied });
+  const code = useQuery({ ...codeSettingsQuery(client), enabled: !readDenied });
   // Each save answers the group's new state: it becomes the form's values at once.
-  const saved = (key: string) => (data: unknown) => queryClient.setQueryData(['settings', key], data);
+  const saved = (key: 'limits' | 'retention' | 'code') => (data: unknown) => queryClient.setQueryData(settingsKeys[key](), data);
 
   return (
     <Stack maw={980}>

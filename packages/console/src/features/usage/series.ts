@@ -1,14 +1,7 @@
+import type { Agentry } from '@agentry/client';
+
 /** One row of GET /api/v1/usage/daily: the runs of one day (UTC), agent, model and status. */
-export interface UsageRow {
-  day: string;
-  agentId: string;
-  model: string;
-  status: string;
-  runs: number;
-  costUsd: number;
-  inputTokens: number;
-  outputTokens: number;
-}
+export type UsageRow = Awaited<ReturnType<Agentry['usage']['daily']>>['rows'][number];
 
 /** Every day from `from` to `to` (YYYY-MM-DD, UTC), both included. */
 function daysBetween(from: string, to: string): string[] {

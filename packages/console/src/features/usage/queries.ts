@@ -1,0 +1,12 @@
+import type { Agentry } from '@agentry/client';
+import { queryOptions } from '@tanstack/react-query';
+
+/** Usage's query keys: the runs per day, agent, model and status between two days (UTC). */
+export const usageKeys = {
+  all: ['usage'] as const,
+  daily: (from: string, to: string) => [...usageKeys.all, 'daily', from, to] as const,
+};
+
+/** GET /api/v1/usage/daily from `from` to `to` (YYYY-MM-DD, both included). */
+export const dailyUsageQuery = (client: Agentry, from: string, to: string) =>
+  queryOptions({ queryKey: usageKeys.daily(from, to), queryFn: () => client.usage.daily({ from, to }) });
