@@ -6,11 +6,14 @@ import { ArgumentsDiff } from '../runs/arguments-diff';
 import { formatDate, inWords } from '../runs/format';
 import { type Approval, quotedRunQuery } from './queries';
 
-/** The tenant's agents by id, for the cards' names (one request for the whole inbox). */
-export function useAgentNames() {
+/**
+ * The tenant's agents by id, for the cards' names (one request for the whole inbox); `settled` once
+ * the list has answered, so that cards never show an agent's id for a moment before its name.
+ */
+export function useAgentNames(): { names: Map<string, string>; settled: boolean } {
   const client = useClient();
   const agents = useQuery({ queryKey: ['agents', 'all'], queryFn: () => client.agents.list({ limit: 100 }).toArray() });
-  return new Map((agents.data ?? []).map((a) => [a.id, a.name]));
+  return { names: new Map((agents.data ?? []).map((a) => [a.id, a.name])), settled: !agents.isPending };
 }
 
 const who = (by: { type: string; id: string | null } | null) => (by ? `${by.type}${by.id ? ` ${by.id}` : ''}` : 'the server');

@@ -13,8 +13,9 @@ export function ApprovalsPage() {
   const [status, setStatus] = useState<Shown>('pending');
   const client = useClient();
   const decided = useQuery({ ...decidedQuery(client, status), enabled: status !== 'pending' });
-  const names = useAgentNames();
-  const items = inbox.data?.items ?? [];
+  const { names, settled } = useAgentNames();
+  // The cards wait for the agents' names (one request for them all), as for the inbox itself.
+  const items = (settled && inbox.data?.items) || [];
   const unified = inbox.data?.unified ?? false;
   // The open dialog holds its item itself: a refresh that drops the item (decided elsewhere) leaves the
   // dialog, what was typed and the server's answer in place until the person closes it.
@@ -41,7 +42,7 @@ export function ApprovalsPage() {
       {status === 'pending' ? (
         <>
           {inbox.error && <Alert color="red">{messageOf(inbox.error)}</Alert>}
-          {inbox.data && items.length === 0 && <Text c="dimmed">Nothing is waiting for a decision.</Text>}
+          {inbox.data?.items.length === 0 && <Text c="dimmed">Nothing is waiting for a decision.</Text>}
           {unified && items.some((i) => i.toolCall) && <BulkDecisionBar selected={selected} onDecided={() => setTicked(new Set())} />}
           {items.map((item) => (
             <ApprovalCard
@@ -58,14 +59,15 @@ export function ApprovalsPage() {
         <>
           {decided.error && <Alert color="red">{messageOf(decided.error)}</Alert>}
           {decided.data?.length === 0 && <Text c="dimmed">No {status} tool calls.</Text>}
-          {decided.data?.map((item) => (
-            <Card key={item.id} withBorder data-testid="decided-approval">
-              <Stack gap="xs">
-                <CardHead item={item} />
-                <ApprovalContext item={item} agentName={names.get(item.agentId)} />
-              </Stack>
-            </Card>
-          ))}
+          {settled &&
+            decided.data?.map((item) => (
+              <Card key={item.id} withBorder data-testid="decided-approval">
+                <Stack gap="xs">
+                  <CardHead item={item} />
+                  <ApprovalContext item={item} agentName={names.get(item.agentId)} />
+                </Stack>
+              </Card>
+            ))}
         </>
       )}
       {dialog && <DecisionDialog {...dialog} unified={unified} onClose={() => setDialog(null)} />}
