@@ -96,6 +96,31 @@ describeConsole('approvals in context', 'test/console/approvals-context.test.ts'
     expect(rejected).toMatchObject({ status: 'rejected', decision: { reason: 'not before noon' } });
   });
 
+  it('reads each run its cards quote once: two calls of one run share the request, and waiting asks nothing again', async () => {
+    const { page, t, key } = session;
+    const pair = await execute(t.api(key), agentId, { message: '/tool shout {"text":"pair one"}\n/tool shout {"text":"pair two"}' });
+    expect(pair.run?.status, JSON.stringify(pair.error)).toBe('awaiting_approval');
+    await pendingOf(t, key, pair.run!.runId, 2);
+    const single = await waitingShout('alone');
+    const reads: string[] = [];
+    const record = (request: { method(): string; url(): string }) => {
+      const path = new URL(request.url()).pathname;
+      if (request.method() === 'GET' && /\/api\/v1\/runs\/[^/]+$/.test(path)) reads.push(path.slice(path.lastIndexOf('/') + 1));
+    };
+    page.on('request', record);
+    try {
+      await openInbox();
+      await expect.poll(() => page.getByTestId('approval-excerpt').filter({ hasText: 'pair one' }).count()).toBe(2);
+      await card('alone').getByTestId('approval-excerpt').waitFor();
+      // Longer than a run page's 5 s between reads of a waiting run: what a card quotes does not change meanwhile.
+      await page.waitForTimeout(6_000);
+    } finally {
+      page.off('request', record);
+    }
+    expect(reads.filter((id) => id === pair.run!.runId)).toHaveLength(1);
+    expect(reads.filter((id) => id === single.runId)).toHaveLength(1);
+  });
+
   it('raised no page error', () => {
     // The refused approval's 409 is logged by the browser as a failed resource load.
     expect(session.pageErrors.filter((e) => !e.startsWith('console: Failed to load resource'))).toEqual([]);
