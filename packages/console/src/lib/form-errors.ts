@@ -38,7 +38,7 @@ function readableError(error: FieldError, labels: Record<string, string>): strin
 }
 
 /** The field errors of a failed request (the server's, or found before sending); none for any other failure. */
-function fieldErrorsIn(err: unknown): FieldError[] {
+export function fieldErrorsIn(err: unknown): FieldError[] {
   if (err instanceof LocalFieldErrors) return err.errors;
   if (err instanceof AgentryError) return err.errors ?? [];
   return [];

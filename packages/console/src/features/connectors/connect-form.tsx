@@ -2,8 +2,10 @@ import { Alert, Button, Checkbox, Group, Modal, PasswordInput, Stack, Text, Text
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { messageOf, useClient } from '../../api';
+import { FormErrorSummary } from '../../form-error-summary';
+import { LocalFieldErrors } from '../../lib/form-errors';
 import { connectorKeys } from './queries';
-import { type Connector, type ConnectorField, configurationErrorsOf } from './shared';
+import { type Connector, type ConnectorField, configurationErrorsOf, configurationSummaryOf } from './shared';
 
 type Typed = Record<string, string | boolean>;
 
@@ -84,11 +86,16 @@ export function ConnectForm({ connector, onClose }: { connector: Connector | nul
   const [typed, setTyped] = useState<Typed>({});
   const [tried, setTried] = useState(false);
   const editing = connector?.connected ?? false;
+  const missing = (f: ConnectorField) => f.required && f.type !== 'boolean' && typed[f.name] === '' && !(editing && f.secret);
   const save = useMutation({
-    mutationFn: (c: Connector) =>
-      c.connected
+    mutationFn: (c: Connector) => {
+      // A required field left blank is said before anything is sent, in the summary as the server's complaints are.
+      const blanks = c.fields.filter(missing);
+      if (blanks.length) throw new LocalFieldErrors(blanks.map((f) => ({ path: `configuration.${f.name}`, message: 'required' })));
+      return c.connected
         ? client.connectors.updateConnection(c.id, { configuration: bodyOf(c, typed) })
-        : client.connectors.connect(c.id, { configuration: bodyOf(c, typed) }),
+        : client.connectors.connect(c.id, { configuration: bodyOf(c, typed) });
+    },
     onSuccess: () => {
       void queryClient.invalidateQueries({ queryKey: connectorKeys.all });
       onClose();
@@ -103,9 +110,8 @@ export function ConnectForm({ connector, onClose }: { connector: Connector | nul
   }, [connector]);
 
   const server = configurationErrorsOf(save.error);
-  const missing = (f: ConnectorField) => f.required && f.type !== 'boolean' && typed[f.name] === '' && !(editing && f.secret);
-  const blank = connector?.fields.filter(missing) ?? [];
-  const otherError = save.error && Object.keys(server).every((k) => k === '') ? messageOf(save.error) : (server[''] ?? null);
+  const summary = configurationSummaryOf(save.error, connector?.fields ?? []);
+  const otherError = save.error && !summary.length ? messageOf(save.error) : null;
 
   return (
     <Modal
@@ -120,10 +126,11 @@ export function ConnectForm({ connector, onClose }: { connector: Connector | nul
           onSubmit={(e) => {
             e.preventDefault();
             setTried(true);
-            if (blank.length === 0) save.mutate(connector);
+            save.mutate(connector);
           }}
         >
           <Stack>
+            <FormErrorSummary summary={summary} title={editing ? 'Not saved' : 'Not connected'} />
             <Text size="sm" c="dimmed">
               {connector.description} Secrets are stored sealed and never shown again.
             </Text>

@@ -3,6 +3,7 @@ import { Alert, Button, Group, Modal, Stack, Text, Textarea, TextInput } from '@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { messageOf, useClient } from '../../api';
+import { FormErrorSummary } from '../../form-error-summary';
 import { placeErrors } from '../../lib/form-errors';
 import { charCount, labelProblem, type MemoryScope, scopeName, valueProblem } from './limits';
 
@@ -52,9 +53,9 @@ export function BlockEditor({
 
   const typedLabelProblem = editing ? null : label ? labelProblem(label) : null;
   const typedValueProblem = valueProblem(value, maxChars);
-  const server = placeErrors(save.error, { label: 'Label', value: 'Value' }).fields;
+  const { fields: server, summary } = placeErrors(save.error, { label: 'Name', value: 'Text' });
   const conflict = save.error instanceof AgentryError && save.error.status === 409;
-  const otherError = save.error && !server.value && !server.label ? messageOf(save.error) : null;
+  const otherError = save.error && !summary.length ? messageOf(save.error) : null;
   const canSave = !typedValueProblem && !(editing ? false : labelProblem(label)) && (!editing || value !== editing.value);
 
   return (
@@ -66,6 +67,7 @@ export function BlockEditor({
         }}
       >
         <Stack>
+          <FormErrorSummary summary={summary} title="Not saved" />
           <Text size="sm" c="dimmed">
             Of {scopeName(scope)}. Every run of the agent{scope.userId ? ' with this user' : ''} finds it in its system prompt.
           </Text>

@@ -2,6 +2,7 @@ import { Alert, Button, Card, Group, NumberInput, SimpleGrid, Stack, Text, Title
 import { useMutation } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { messageOf } from '../../api';
+import { FormErrorSummary } from '../../form-error-summary';
 import { placeErrors } from '../../lib/form-errors';
 import { type NumberField, problemOf, type Values } from './fields';
 
@@ -43,10 +44,10 @@ export function NumberSettingsForm<K extends string>({
     if (problem) problems[f.name] = problem;
     else if (next !== values[f.name]) changed[f.name] = next;
   }
-  const server = placeErrors(save.error, Object.fromEntries(fields.map((f) => [f.name, f.label]))).fields;
+  const { fields: server, summary } = placeErrors(save.error, Object.fromEntries(fields.map((f) => [f.name, f.label])));
   const invalid = Object.keys(problems).length > 0;
   const dirty = Object.keys(changed).length > 0;
-  const otherError = save.error && fields.every((f) => !server[f.name]) ? messageOf(save.error) : null;
+  const otherError = save.error && !summary.length ? messageOf(save.error) : null;
 
   return (
     <Card withBorder data-testid={testId}>
@@ -70,6 +71,7 @@ export function NumberSettingsForm<K extends string>({
               Changing these is off: {denied}.
             </Alert>
           )}
+          <FormErrorSummary summary={summary} title="Not saved" />
           <fieldset disabled={denied !== null} style={{ border: 0, padding: 0, margin: 0 }}>
             <SimpleGrid cols={{ base: 1, sm: 2 }}>
               {fields.map((f) => (
