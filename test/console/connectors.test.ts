@@ -39,7 +39,8 @@ describeConsole('the connectors page', 'test/console/connectors.test.ts', (sessi
     await dialog.getByLabel('Access token').fill('not-a-token');
     await dialog.getByLabel('Organization').fill('acme');
     await dialog.getByRole('button', { name: 'Connect', exact: true }).click();
-    await dialog.getByText('does not look like a valid value for this field').waitFor();
+    // At its field (exactly its text: the form's summary says it too, after the field's name).
+    await dialog.getByText('does not look like a valid value for this field', { exact: true }).waitFor();
     expect(await dialog.getByLabel('Organization').inputValue()).toBe('acme');
     expect(await dialog.getByLabel('Access token').inputValue()).toBe('not-a-token');
     expect((await github()).connected).toBe(false);
