@@ -24,10 +24,9 @@ export function TaskPage() {
   const act = useMutation({
     mutationFn: (action: 'run' | 'cancel' | 'retry' | 'delete' | 'approve' | 'reject'): Promise<unknown> =>
       action === 'delete' ? client.tasks.delete(taskId) : client.tasks[action](taskId),
-    onSuccess: (_data, action) => {
-      if (action === 'delete') navigate({ to: '/tasks' });
-      return queryClient.invalidateQueries({ queryKey: action === 'delete' ? taskKeys.all : taskKeys.task(taskId) });
-    },
+    // A deleted task's page is left (the list reads itself again on opening): asking for the task again would be a 404.
+    onSuccess: (_data, action) =>
+      action === 'delete' ? navigate({ to: '/tasks' }) : queryClient.invalidateQueries({ queryKey: taskKeys.task(taskId) }),
   });
   const [confirmDelete, setConfirmDelete] = useState(false);
   const t = task.data;
