@@ -1,6 +1,7 @@
 import type { Agentry, AuditEvent } from '@agentry/client';
 import { useQuery } from '@tanstack/react-query';
 import { useClient } from '../../api';
+import { firstPage } from '../../lib/first-page';
 
 /** How many of each kind are fetched to name them (one page each): beyond, an id's tail shows. */
 const NAMED_AT_MOST = 100;
@@ -8,21 +9,16 @@ const NAMED_AT_MOST = 100;
 /** Names by id: the tenant's agents, API keys and knowledge bases, as far as the credential may read them. */
 export type Names = Map<string, string>;
 
-async function firstPage<T>(pages: AsyncGenerator<{ items: T[] }>): Promise<T[]> {
-  const first = await pages.next();
-  return first.done ? [] : first.value.items;
-}
-
 /** What the key may not read (a 403) names nothing; the rest still names what it can. */
 async function namesOf(client: Agentry): Promise<Names> {
   const lists = await Promise.allSettled([
-    firstPage(client.agents.list({ limit: NAMED_AT_MOST }).pages()),
-    firstPage(client.apiKeys.list({ limit: NAMED_AT_MOST }).pages()),
-    firstPage(client.knowledge.list({ limit: NAMED_AT_MOST }).pages()),
+    firstPage(client.agents.list({ limit: NAMED_AT_MOST })),
+    firstPage(client.apiKeys.list({ limit: NAMED_AT_MOST })),
+    firstPage(client.knowledge.list({ limit: NAMED_AT_MOST })),
   ]);
   const names: Names = new Map();
   for (const list of lists) {
-    if (list.status === 'fulfilled') for (const item of list.value as { id: string; name: string }[]) names.set(item.id, item.name);
+    if (list.status === 'fulfilled') for (const item of list.value.items as { id: string; name: string }[]) names.set(item.id, item.name);
   }
   return names;
 }
