@@ -45,7 +45,7 @@ describe('knowledge searches take turns', () => {
     expect(agents.status).toBe(200);
     let busy = 0;
     for (const res of answers) {
-      const body = await res.json();
+      const body = (await res.json()) as { passages: unknown[]; code: string };
       if (res.status === 200) {
         expect(body.passages.length).toBeGreaterThan(0);
         continue;

@@ -2,7 +2,7 @@ import type { Agentry } from '@agentry/client';
 import { queryOptions } from '@tanstack/react-query';
 
 /** Usage's query keys: the runs per day, agent, model and status between two days (UTC). */
-export const usageKeys = {
+const usageKeys = {
   all: ['usage'] as const,
   daily: (from: string, to: string) => [...usageKeys.all, 'daily', from, to] as const,
 };
