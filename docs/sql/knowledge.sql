@@ -540,10 +540,11 @@ insert into
     "token_count",
     "embedding_model",
     "embedding",
-    "embedding_levels"
+    "embedding_levels",
+    "embedding_uint8"
   )
 values
-  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12);
+  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
 
 -- knowledge/store.ts: lexicalSearch (every document)
 -- sqlite
@@ -726,6 +727,59 @@ order by
   c.seq
 limit
   $9;
+
+-- knowledge/store.ts: sparseVectorCandidates (every document)
+-- sqlite and postgres
+select
+  seq,
+  embedding
+from
+  knowledge_chunks
+where
+  seq in (
+    select
+      seq
+    from
+      knowledge_chunks
+    where
+      tenant_id = $1
+      and knowledge_base_id = $2
+      and embedding_model = $3
+    order by
+      get_byte(embedding_uint8, $4::int) * $5::int + get_byte(embedding_uint8, $6::int) * $7::int desc,
+      seq
+    limit
+      $8
+  )
+order by
+  seq;
+
+-- knowledge/store.ts: sparseVectorCandidates (some documents)
+-- sqlite and postgres
+select
+  seq,
+  embedding
+from
+  knowledge_chunks
+where
+  seq in (
+    select
+      seq
+    from
+      knowledge_chunks
+    where
+      tenant_id = $1
+      and knowledge_base_id = $2
+      and embedding_model = $3
+      and document_id in ($4, $5)
+    order by
+      get_byte(embedding_uint8, $6::int) * $7::int desc,
+      seq
+    limit
+      $8
+  )
+order by
+  seq;
 
 -- knowledge/store.ts: vectorCandidates (every document)
 -- sqlite and postgres

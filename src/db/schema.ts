@@ -525,8 +525,10 @@ export interface KnowledgeChunkTable {
   embedding: Buffer;
   /** SQLite only: the embedding's int8 sketch (vector search's first pass; migration 0027). */
   embedding_int8?: Buffer;
-  /** PostgreSQL only: the embedding's levels as bits, a bit varying (vector search's first pass; migration 0027). */
+  /** PostgreSQL only: the embedding's levels as bits, a bit varying (vector search's first pass, dense queries; migration 0027). */
   embedding_levels?: string;
+  /** PostgreSQL only: the int8 sketch offset by 128 (vector search's first pass, word-sparse queries; migration 0027). */
+  embedding_uint8?: Buffer;
 }
 
 export interface Database {

@@ -214,7 +214,30 @@ export function int8Sketch(v: Float32Array): Buffer {
 }
 
 /**
- * A vector as bits, PostgreSQL's first pass of vector search: per component, a level from -2 to 2
+ * The int8 sketch offset by 128, as PostgreSQL's get_byte reads a byte (0..255): its first pass for a
+ * word-sparse query weighs only the query's own components (sparseWeights).
+ */
+export function uint8Sketch(v: Float32Array): Buffer {
+  const out = int8Sketch(v);
+  for (let i = 0; i < out.length; i++) out[i] = (out.readInt8(i) + 128) & 0xff;
+  return out;
+}
+
+/** A query's non-zero components as integer weights (its largest ±127), or null past `max` of them (a dense query). */
+export function sparseWeights(q: Float32Array, max: number): { dimension: number; weight: number }[] | null {
+  const scale = 127 / Math.max(...Array.from(q, Math.abs));
+  const weights: { dimension: number; weight: number }[] = [];
+  for (let i = 0; i < q.length; i++) {
+    const weight = Math.round(q[i] * scale);
+    if (weight === 0) continue;
+    if (weights.length === max) return null;
+    weights.push({ dimension: i, weight });
+  }
+  return weights;
+}
+
+/**
+ * A vector as bits, PostgreSQL's first pass of vector search for a dense query: per component, a level from -2 to 2
  * (its sign, and whether it is strong: beyond the root mean square of the vector's non-zero
  * components) written as four bit strings: positive, strongly positive, negative, strongly negative.
  * Zeros (a word-sparse vector has many) are in none.

@@ -2,7 +2,18 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import type { Db } from '../db/database.js';
 import { InvalidInput, RunFailed, Unavailable } from '../errors.js';
 import { headingPathColumn, metadataColumn, tagsColumn } from './columns.js';
-import { dot, EmbeddingError, type Embeddings, int8Sketch, levelMasks, STOP_WORDS, vectorBytes, vectorOf, wordsOf } from './embeddings.js';
+import {
+  dot,
+  EmbeddingError,
+  type Embeddings,
+  int8Sketch,
+  levelMasks,
+  STOP_WORDS,
+  sparseWeights,
+  vectorBytes,
+  vectorOf,
+  wordsOf,
+} from './embeddings.js';
 import type { KnowledgeService } from './service.js';
 import { RerankFailed, type RerankModels, rerankOrder } from './rerank.js';
 import { type Passage, RERANK_CANDIDATES, type SearchFilters, type SearchFusion, type SearchMode, type SearchResult } from './schemas.js';
@@ -23,6 +34,8 @@ const MAX_QUERY_WORDS = 32;
 const VECTOR_PAGE = 2000;
 /** Candidates of vector search's first pass (sketches) per vector asked for, ranked again exactly. */
 const FIRST_PASS_FACTOR = 10;
+/** A query with at most this many non-zero components is weighed by them alone on PostgreSQL (get_byte each). */
+const SPARSE_QUERY_COMPONENTS = 64;
 const SNIPPET_CHARS = 240;
 
 export interface SearchRequest {
@@ -36,6 +49,8 @@ export interface SearchRequest {
   /** Re-rank with the base's rerankModel: default when it has one; true without one is refused. */
   rerank?: boolean;
 }
+
+type Comparison = { index: 'sqlite-vec' | 'level-bits' | 'exact' } | { index: 'int8'; weights: { dimension: number; weight: number }[] };
 
 /** Searches ranked at once in this process, and how many may wait for their turn (docs/knowledge.md, "Sizes and limits"). */
 export interface SearchLimits {
@@ -69,10 +84,11 @@ export class KnowledgeSearch {
       ]);
     }
     const rerankModel = request.rerank === false ? null : base.rerank_model;
-    const result = { mode, fusion, vectorIndex: request.exact ? ('exact' as const) : this.vectorIndex(), rerank: null };
     const words = queryWords(request.query);
     // Embedded before the ranking's turn: a slow embedding provider holds no place of the database's.
     const queryVector = mode !== 'lexical' ? await this.embedQuery(base.embedding_model, request.query) : null;
+    const comparison = queryVector ? this.comparison(queryVector, request.exact ?? false) : null;
+    const result = { mode, fusion, vectorIndex: comparison?.index ?? ('none' as const), rerank: null };
     const ranked = await this.inTurn(async () => {
       const documentIds = await this.filtered(tenantId, baseId, request.filters);
       if (documentIds?.length === 0) return [];
@@ -81,7 +97,7 @@ export class KnowledgeSearch {
       const pool = Math.max(k * 4, 40);
       const lexical =
         mode !== 'vector' && words.length ? await store.lexicalSearch(this.db.kysely, this.db.dialect, scope, words, pool) : [];
-      const vector = queryVector ? await this.vectorSearch(scope, base.embedding_model, queryVector, pool, request.exact ?? false) : [];
+      const vector = queryVector && comparison ? await this.vectorSearch(scope, base.embedding_model, queryVector, comparison, pool) : [];
       const fuse = fusion === 'rrf' ? fuseRanks : fuseScores;
       return mode === 'lexical' ? lexical : mode === 'vector' ? vector : fuse([lexical, vector]);
     });
@@ -162,36 +178,44 @@ export class KnowledgeSearch {
     }
   }
 
-  /** How vectors are compared here (docs/knowledge.md, "Vector"). */
-  private vectorIndex(): SearchResult['vectorIndex'] {
-    if (this.db.vectorFunctions === 'sqlite-vec') return 'sqlite-vec';
-    return this.db.dialect === 'postgres' ? 'level-bits' : 'exact';
+  /**
+   * How this query's vector is compared (docs/knowledge.md, "Vector"): with sqlite-vec, by int8
+   * sketches; on PostgreSQL, a word-sparse query by the int8 sketches at its own components, a dense
+   * one by level bits; else, or asked for, with every vector.
+   */
+  private comparison(q: Float32Array, exact: boolean): Comparison {
+    if (exact || (this.db.dialect === 'sqlite' && this.db.vectorFunctions !== 'sqlite-vec')) return { index: 'exact' };
+    if (this.db.dialect === 'sqlite') return { index: 'sqlite-vec' };
+    const weights = sparseWeights(q, SPARSE_QUERY_COMPONENTS);
+    return weights ? { index: 'int8', weights } : { index: 'level-bits' };
   }
 
   /**
-   * The nearest vectors by cosine. With sqlite-vec and on PostgreSQL, a first pass over small sketches
-   * (int8; levels) picks FIRST_PASS_FACTOR times as many candidates, which are ranked by their exact
-   * cosine; asked for `exact`, or on SQLite without sqlite-vec, every vector is compared here, a page at a time.
+   * The nearest vectors by cosine. A first pass over small sketches picks FIRST_PASS_FACTOR times as
+   * many candidates, which are ranked by their exact cosine; `exact` compares every vector here, a
+   * page at a time.
    */
   private async vectorSearch(
     scope: store.ChunkScope,
     model: string,
     q: Float32Array,
+    comparison: Comparison,
     limit: number,
-    exact: boolean,
   ): Promise<store.RankedChunk[]> {
     // A query without words has no direction to compare: no vector ranking (lexical has none either).
     if (q.every((x) => x === 0)) return [];
     const candidates = limit * FIRST_PASS_FACTOR;
     const kysely = this.db.kysely;
-    if (this.db.vectorFunctions === 'sqlite-vec' && !exact) {
+    if (comparison.index === 'sqlite-vec') {
       return store.nearestVectors(kysely, scope, model, { embedding: vectorBytes(q), sketch: int8Sketch(q) }, candidates, limit);
     }
     const best = new Best(limit);
-    if (this.db.dialect === 'postgres' && !exact) {
-      for (const row of await store.vectorCandidates(kysely, scope, model, levelMasks(q), candidates)) {
-        best.offer(row.seq, dot(q, vectorOf(row.embedding)));
-      }
+    if (comparison.index !== 'exact') {
+      const rows =
+        comparison.index === 'int8'
+          ? await store.sparseVectorCandidates(kysely, scope, model, comparison.weights, candidates)
+          : await store.vectorCandidates(kysely, scope, model, levelMasks(q), candidates);
+      for (const row of rows) best.offer(row.seq, dot(q, vectorOf(row.embedding)));
       return best.ranked;
     }
     for (let after = 0; ; ) {

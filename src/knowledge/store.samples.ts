@@ -104,6 +104,18 @@ export const samples = {
     'every document': [everyDocument, 'builtin/hash-embedding', { embedding: Buffer.alloc(8), sketch: Buffer.alloc(2) }, 400, 40],
     'some documents': [someDocuments, 'builtin/hash-embedding', { embedding: Buffer.alloc(8), sketch: Buffer.alloc(2) }, 400, 40],
   },
+  sparseVectorCandidates: {
+    'every document': [
+      everyDocument,
+      'builtin/hash-embedding',
+      [
+        { dimension: 3, weight: 127 },
+        { dimension: 40, weight: -64 },
+      ],
+      400,
+    ],
+    'some documents': [someDocuments, 'builtin/hash-embedding', [{ dimension: 3, weight: 127 }], 400],
+  },
   vectorCandidates: {
     'every document': [everyDocument, 'builtin/hash-embedding', { agree: ['1000', '1000'], oppose: ['0010', '0010'] }, 400],
     'some documents': [someDocuments, 'builtin/hash-embedding', { agree: ['1000', '1000'], oppose: ['0010', '0010'] }, 400],

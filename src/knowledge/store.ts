@@ -3,7 +3,7 @@ import { countRows, type Page } from '../db/count.js';
 import type { Dialect } from '../db/database.js';
 import { exportPages } from '../db/export-pages.js';
 import type { Database, KnowledgeBaseTable, KnowledgeChunkTable, KnowledgeDocumentTable } from '../db/schema.js';
-import { int8Sketch, levelBits, vectorOf } from './embeddings.js';
+import { int8Sketch, levelBits, uint8Sketch, vectorOf } from './embeddings.js';
 
 /**
  * SQL for knowledge bases, their documents (each also its ingestion job) and the documents' chunks.
@@ -287,14 +287,16 @@ export async function deleteChunks(db: Executor, documentId: string): Promise<vo
   await db.deleteFrom('knowledge_chunks').where('document_id', '=', documentId).execute();
 }
 
-/** Rows per INSERT: 13 parameters each stays well inside both databases' limits. */
+/** Rows per INSERT: 14 parameters each stays well inside both databases' limits. */
 const INSERT_BATCH = 500;
 
 /** Chunks written with their embedding's sketch for vector search's first pass (migration 0027). */
 export async function insertChunks(db: Executor, dialect: Dialect, rows: NewChunk[]): Promise<void> {
   const sketched = rows.map((r) => {
     const v = vectorOf(r.embedding);
-    return dialect === 'postgres' ? { ...r, embedding_levels: levelBits(v) } : { ...r, embedding_int8: int8Sketch(v) };
+    return dialect === 'postgres'
+      ? { ...r, embedding_levels: levelBits(v), embedding_uint8: uint8Sketch(v) }
+      : { ...r, embedding_int8: int8Sketch(v) };
   });
   for (let i = 0; i < sketched.length; i += INSERT_BATCH) {
     await db
@@ -419,7 +421,7 @@ export async function nearestVectors(
 }
 
 /**
- * PostgreSQL's first pass of vector search: the `limit` vectors of a base's model whose levels best
+ * PostgreSQL's first pass for a dense query: the `limit` vectors of a base's model whose levels best
  * match the query's (embeddings.ts levelBits and levelMasks: the dot product of the two vectors'
  * levels), with their embeddings for the exact ranking. Read from the index that holds the levels.
  */
@@ -439,6 +441,33 @@ export async function vectorCandidates(
       order by bit_count(embedding_levels & ${oppose}::varbit) + bit_count(embedding_levels & ${strongOppose}::varbit)
         - bit_count(embedding_levels & ${agree}::varbit) - bit_count(embedding_levels & ${strongAgree}::varbit), seq
       limit ${limit})
+    order by seq`.execute(db);
+  return result.rows.map((r) => ({ seq: Number(r.seq), embedding: r.embedding }));
+}
+
+/**
+ * PostgreSQL's first pass for a word-sparse query: the `limit` vectors of a base's model with the
+ * largest dot product of their int8 sketch (offset by 128, embeddings.ts uint8Sketch) with the query's
+ * few non-zero components as integer weights, with their embeddings for the exact ranking. Read from
+ * the index that holds the sketches. The offset adds the same 128 times the weights' sum to every
+ * chunk, so it leaves the order as it is.
+ */
+export async function sparseVectorCandidates(
+  db: Executor,
+  scope: ChunkScope,
+  model: string,
+  weights: { dimension: number; weight: number }[],
+  limit: number,
+) {
+  const documents = scope.documentIds ? sql`and document_id in (${sql.join(scope.documentIds)})` : sql``;
+  const score = sql.join(
+    weights.map((w) => sql`get_byte(embedding_uint8, ${w.dimension}::int) * ${w.weight}::int`),
+    sql` + `,
+  );
+  const result = await sql<{ seq: number | string; embedding: Buffer }>`select seq, embedding from knowledge_chunks where seq in (
+      select seq from knowledge_chunks
+      where tenant_id = ${scope.tenantId} and knowledge_base_id = ${scope.baseId} and embedding_model = ${model} ${documents}
+      order by ${score} desc, seq limit ${limit})
     order by seq`.execute(db);
   return result.rows.map((r) => ({ seq: Number(r.seq), embedding: r.embedding }));
 }

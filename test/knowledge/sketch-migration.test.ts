@@ -4,8 +4,8 @@ import { migrationProvider } from '../../src/db/migrations/index.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 
 /**
- * Migration 0027 gives chunks stored before it their embedding's sketch (int8 on SQLite, level bits
- * on PostgreSQL), the same ingestion writes now, so vector search's first pass finds them.
+ * Migration 0027 gives chunks stored before it their embedding's sketches (int8 on SQLite; int8 offset
+ * by 128 and level bits on PostgreSQL), the same ingestion writes now, so vector search's first pass finds them.
  */
 
 let t: TestApp;
@@ -17,11 +17,17 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const sketchColumn = dialect === 'postgres' ? 'embedding_levels' : 'embedding_int8';
+const sketchColumns = dialect === 'postgres' ? (['embedding_levels', 'embedding_uint8'] as const) : (['embedding_int8'] as const);
 
 async function sketches() {
-  const rows = await t.db.kysely.selectFrom('knowledge_chunks').select(['seq', sketchColumn]).orderBy('seq').execute();
-  return rows.map((r) => ({ seq: Number(r.seq), sketch: r[sketchColumn] }));
+  const rows = await t.db.kysely
+    .selectFrom('knowledge_chunks')
+    .select(['seq', ...sketchColumns])
+    .orderBy('seq')
+    .execute();
+  return rows.flatMap((r) =>
+    sketchColumns.map((column) => ({ seq: Number(r.seq), column, sketch: (r as Record<string, unknown>)[column] })),
+  );
 }
 
 describe('migration 0027: vector sketches', () => {
@@ -66,6 +72,6 @@ describe('migration 0027: vector sketches', () => {
     expect(again.passages.map((p) => [p.citation.position, p.citation.score])).toEqual(
       found.passages.map((p) => [p.citation.position, p.citation.score]),
     );
-    expect(again.vectorIndex).toBe(dialect === 'postgres' ? 'level-bits' : 'sqlite-vec');
+    expect(again.vectorIndex).toBe(dialect === 'postgres' ? 'int8' : 'sqlite-vec');
   });
 });

@@ -5,31 +5,41 @@ const isPostgres = (db: Kysely<unknown>) => db.getExecutor().adapter instanceof 
 /**
  * Vector search's first pass (docs/knowledge.md, "Vector"): each chunk's embedding also as a small
  * sketch, in an index that holds what the pass reads, so it scans neither the chunks' text nor their
- * full vectors: on SQLite an int8 copy (compared by sqlite-vec), on PostgreSQL each component's level as
- * bits (sign and strength; compared by bit_count). The few best candidates are then ranked by their exact cosine.
+ * full vectors: on SQLite an int8 copy (compared by sqlite-vec); on PostgreSQL the same offset by 128
+ * (read with get_byte at a word-sparse query's components) and each component's level as bits (sign
+ * and strength; compared by bit_count, for a dense query). The few best candidates are then ranked by their exact cosine.
  * Existing chunks get theirs here; the conversions are the ones src/knowledge/embeddings.ts makes,
  * frozen as this migration's.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   const pg = isPostgres(db);
-  await sql`alter table knowledge_chunks add column ${sql.raw(pg ? 'embedding_levels bit varying' : 'embedding_int8 blob')}`.execute(db);
+  if (pg) {
+    await sql`alter table knowledge_chunks add column embedding_levels bit varying, add column embedding_uint8 bytea`.execute(db);
+  } else {
+    await sql`alter table knowledge_chunks add column embedding_int8 blob`.execute(db);
+  }
   for (let after = 0; ; ) {
     const { rows } = await sql<{ seq: number | string; embedding: Uint8Array }>`select seq, embedding from knowledge_chunks
       where seq > ${after} order by seq limit 1000`.execute(db);
     if (!rows.length) break;
     const sketches = rows.map((r) => {
       const v = floats(r.embedding);
-      return pg ? sql`(${Number(r.seq)}::bigint, ${levels(v)}::varbit)` : sql`(${Number(r.seq)}, ${int8(v)})`;
+      return pg ? sql`(${Number(r.seq)}::bigint, ${levels(v)}::varbit, ${uint8(v)}::bytea)` : sql`(${Number(r.seq)}, ${int8(v)})`;
     });
-    await sql`with sketches (seq, sketch) as (values ${sql.join(sketches)})
-      update knowledge_chunks set ${sql.raw(pg ? 'embedding_levels' : 'embedding_int8')} = (select sketch from sketches where sketches.seq = knowledge_chunks.seq)
-      where seq in (select seq from sketches)`.execute(db);
+    if (pg) {
+      await sql`update knowledge_chunks set embedding_levels = sketches.levels, embedding_uint8 = sketches.uint8
+        from (values ${sql.join(sketches)}) as sketches (seq, levels, uint8) where sketches.seq = knowledge_chunks.seq`.execute(db);
+    } else {
+      await sql`with sketches (seq, sketch) as (values ${sql.join(sketches)})
+        update knowledge_chunks set embedding_int8 = (select sketch from sketches where sketches.seq = knowledge_chunks.seq)
+        where seq in (select seq from sketches)`.execute(db);
+    }
     after = Number(rows[rows.length - 1].seq);
   }
   // The pass's filter columns, its order key and the sketch, so it reads the index alone.
   if (pg) {
     await sql`create index knowledge_chunks_vectors on knowledge_chunks (tenant_id, knowledge_base_id, embedding_model, seq)
-      include (document_id, embedding_levels)`.execute(db);
+      include (document_id, embedding_levels, embedding_uint8)`.execute(db);
   } else {
     await sql`create index knowledge_chunks_vectors on knowledge_chunks (tenant_id, knowledge_base_id, embedding_model, seq, document_id, embedding_int8)`.execute(
       db,
@@ -39,7 +49,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`drop index knowledge_chunks_vectors`.execute(db);
-  await sql`alter table knowledge_chunks drop column ${sql.raw(isPostgres(db) ? 'embedding_levels' : 'embedding_int8')}`.execute(db);
+  if (isPostgres(db)) await sql`alter table knowledge_chunks drop column embedding_levels, drop column embedding_uint8`.execute(db);
+  else await sql`alter table knowledge_chunks drop column embedding_int8`.execute(db);
 }
 
 function floats(bytes: Uint8Array): Float32Array {
@@ -51,6 +62,12 @@ function floats(bytes: Uint8Array): Float32Array {
 function int8(v: Float32Array): Buffer {
   const out = Buffer.alloc(v.length);
   for (let i = 0; i < v.length; i++) out.writeInt8(Math.max(-127, Math.min(127, Math.round(v[i] * 127))), i);
+  return out;
+}
+
+function uint8(v: Float32Array): Buffer {
+  const out = int8(v);
+  for (let i = 0; i < out.length; i++) out[i] = (out.readInt8(i) + 128) & 0xff;
   return out;
 }
 

@@ -14801,8 +14801,8 @@ export interface operations {
                         mode: "hybrid" | "lexical" | "vector";
                         /** @description the fusion hybrid used; null for lexical and vector */
                         fusion: ("relative_score" | "rrf") | null;
-                        /** @description how vectors were compared: sqlite-vec (SQLite: candidates by int8 sketches, then their exact cosine), level-bits (PostgreSQL: candidates by each component’s sign and strength as bits, then their exact cosine in process), or exact (every vector in process, a page at a time: asked for with exact, or SQLite where sqlite-vec did not load) */
-                        vectorIndex: "sqlite-vec" | "level-bits" | "exact";
+                        /** @description how vectors were compared: sqlite-vec (SQLite: candidates by int8 sketches, then their exact cosine), int8 (PostgreSQL, a query of at most 64 non-zero components: candidates by the int8 sketches at those, then their exact cosine in process), level-bits (PostgreSQL, a denser query: candidates by each component’s sign and strength as bits, then their exact cosine), exact (every vector in process: asked for with exact, or SQLite where sqlite-vec did not load), or none (lexical search) */
+                        vectorIndex: "sqlite-vec" | "int8" | "level-bits" | "exact" | "none";
                         /** @description how the candidates were re-ranked; null: they were not (no rerankModel, or rerank false) */
                         rerank: {
                             model: string;
