@@ -62,9 +62,17 @@ for (const file of NO_DATABASE) {
   const match = fs.readFileSync(path.join(import.meta.dirname, file), 'utf8').match(OPENS_A_DATABASE);
   if (match) throw new Error(`vitest.config.ts: ${file} is in NO_DATABASE but uses ${match[0]}; take it off the list`);
 }
-// The console's browser tests (test/console) run once, on SQLite: what they check is the page, not the
-// database. AGENTRY_TEST_CONSOLE=skip leaves them out altogether (CI's second Node version).
-const SQLITE_ONLY = ['test/console/**', ...NO_DATABASE];
+// The console's browser tests (test/console) run on SQLite: what they check is the page, not the
+// database. The team's day, which walks every feature through the console, runs on PostgreSQL too.
+// AGENTRY_TEST_CONSOLE=skip leaves them out altogether (CI's second Node version).
+const CONSOLE_ON_BOTH = ['test/console/team-day.test.ts'];
+const SQLITE_ONLY = [
+  ...fs
+    .readdirSync(path.join(import.meta.dirname, 'test/console'))
+    .map((file) => `test/console/${file}`)
+    .filter((file) => !CONSOLE_ON_BOTH.includes(file)),
+  ...NO_DATABASE,
+];
 const SKIPPED = process.env.AGENTRY_TEST_CONSOLE === 'skip' ? ['test/console/**'] : [];
 const NOT_TESTS = ['**/node_modules/**'];
 
