@@ -1,5 +1,11 @@
-import { Navigate, Outlet, RouterProvider, createRootRoute, createRoute, createRouter, lazyRouteComponent } from '@tanstack/react-router';
+import type { Agentry } from '@agentry/client';
+import { type QueryClient, useQueryClient } from '@tanstack/react-query';
+import { Navigate, Outlet, RouterProvider, createRootRouteWithContext, createRoute, createRouter, lazyRouteComponent } from '@tanstack/react-router';
 import { useAuth } from './auth';
+import { agentQueries } from './features/agents/queries';
+import { modelQueries } from './features/models/queries';
+import { runQueries } from './features/runs/queries';
+import { taskQuery } from './features/tasks/queries';
 import { Layout } from './layout';
 import { routerBasePath } from './lib/session';
 import { SignInPage } from './pages/sign-in';
@@ -27,7 +33,17 @@ const TaskPage = lazyRouteComponent(() => import('./features/tasks/task-page'), 
 const TasksPage = lazyRouteComponent(() => import('./features/tasks/tasks-page'), 'TasksPage');
 const UsagePage = lazyRouteComponent(() => import('./features/usage/usage-page'), 'UsagePage');
 
-const rootRoute = createRootRoute({ component: Outlet });
+/**
+ * What loaders get: the query cache and the signed-in client (null before sign-in). A detail page's
+ * loader starts its data as the page's chunk starts loading, instead of after it; it awaits nothing, so
+ * the page shows its own loading and error states, from the cache its queries share.
+ */
+interface RouterContext {
+  queryClient: QueryClient;
+  client: Agentry | null;
+}
+
+const rootRoute = createRootRouteWithContext<RouterContext>()({ component: Outlet });
 
 function SignedIn() {
   const { session } = useAuth();
@@ -58,7 +74,16 @@ const agents = createRoute({
     appId: typeof s.appId === 'string' ? s.appId : undefined,
   }),
 });
-const agentEdit = createRoute({ getParentRoute: () => app, path: '/agents/$agentId', component: AgentEditPage });
+const agentEdit = createRoute({
+  getParentRoute: () => app,
+  path: '/agents/$agentId',
+  component: AgentEditPage,
+  loader: ({ context: { queryClient, client }, params }) => {
+    if (!client) return;
+    if (params.agentId !== 'new') void queryClient.prefetchQuery(agentQueries.detail(client, params.agentId));
+    void queryClient.prefetchQuery(modelQueries.list(client));
+  },
+});
 const playground = createRoute({
   getParentRoute: () => app,
   path: '/playground',
@@ -79,9 +104,23 @@ const runs = createRoute({
     page: Number(s.page) > 0 ? Number(s.page) : undefined,
   }),
 });
-const run = createRoute({ getParentRoute: () => app, path: '/runs/$runId', component: RunPage });
+const run = createRoute({
+  getParentRoute: () => app,
+  path: '/runs/$runId',
+  component: RunPage,
+  loader: ({ context: { queryClient, client }, params }) => {
+    if (client) void queryClient.prefetchQuery(runQueries.detail(client, params.runId));
+  },
+});
 const tasks = createRoute({ getParentRoute: () => app, path: '/tasks', component: TasksPage });
-const task = createRoute({ getParentRoute: () => app, path: '/tasks/$taskId', component: TaskPage });
+const task = createRoute({
+  getParentRoute: () => app,
+  path: '/tasks/$taskId',
+  component: TaskPage,
+  loader: ({ context: { queryClient, client }, params }) => {
+    if (client) void queryClient.prefetchQuery(taskQuery(client, params.taskId));
+  },
+});
 const approvals = createRoute({ getParentRoute: () => app, path: '/approvals', component: ApprovalsPage });
 const identity = createRoute({ getParentRoute: () => app, path: '/identity', component: IdentityPage });
 const usage = createRoute({ getParentRoute: () => app, path: '/usage', component: UsagePage });
@@ -139,7 +178,12 @@ const routeTree = rootRoute.addChildren([
   ]),
 ]);
 
-export const router = createRouter({ routeTree, basepath: routerBasePath() || '/' });
+export const router = createRouter({
+  routeTree,
+  basepath: routerBasePath() || '/',
+  // Set by AppRouter on every render (the client changes with a sign-in).
+  context: { queryClient: undefined as unknown as QueryClient, client: null },
+});
 
 declare module '@tanstack/react-router' {
   interface Register {
@@ -148,5 +192,7 @@ declare module '@tanstack/react-router' {
 }
 
 export function AppRouter() {
-  return <RouterProvider router={router} />;
+  const queryClient = useQueryClient();
+  const client = useAuth().session?.client ?? null;
+  return <RouterProvider router={router} context={{ queryClient, client }} />;
 }
