@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { playwright } from '@vitest/browser-playwright';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -92,13 +93,66 @@ const project = (name: string, db: 'sqlite' | 'postgres', serial: boolean) => ({
   },
 });
 
+/**
+ * The console's component tests (`*.browser.test.tsx` files in packages/console/src, beside the
+ * components they mount): single React components in Chromium through Vitest's browser mode, in seconds, where
+ * test/console drives the whole built console against a real server. They extend the console's own
+ * Vite config (its React plugin), so the code is compiled as its build compiles it; they open no
+ * database and run once, whatever DATABASE_URL says. Like test/console, they need Debian's Chromium
+ * (.ci/run installs it) and are skipped, saying so, without it or with AGENTRY_TEST_CONSOLE=skip.
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const consoleComponentsLeftOut =
+  process.env.AGENTRY_TEST_CONSOLE === 'skip'
+    ? 'AGENTRY_TEST_CONSOLE=skip'
+    : fs.existsSync(CHROMIUM)
+      ? null
+      : `no ${CHROMIUM} (apt-get install chromium)`;
+if (consoleComponentsLeftOut) console.warn(`console-components skipped: ${consoleComponentsLeftOut}`);
+const FAILURE_SCREENSHOTS = 'node_modules/.cache/console-components';
+const consoleComponentsProject = {
+  extends: './packages/console/vite.config.ts',
+  test: {
+    name: 'console-components',
+    include: ['packages/console/src/**/*.browser.test.tsx'],
+    // A failed test's screenshot (the report names it) goes where git does not look, not beside the test.
+    attachmentsDir: FAILURE_SCREENSHOTS,
+    browser: {
+      enabled: true,
+      headless: true,
+      provider: playwright({
+        launchOptions: {
+          executablePath: CHROMIUM,
+          args: [
+            '--no-sandbox',
+            '--disable-gpu',
+            '--disable-background-networking',
+            '--disable-component-update',
+            '--disable-sync',
+            '--no-first-run',
+          ],
+        },
+        // What the tests read (money, counts, dates) is the same on every machine.
+        contextOptions: { locale: 'en-US', timezoneId: 'UTC' },
+      }),
+      instances: [{ browser: 'chromium' as const }],
+      screenshotDirectory: FAILURE_SCREENSHOTS,
+    },
+  },
+};
+// Skipped, the project stays without files, so that `--project console-components` ends as test/console's
+// skipped files do: the line above says why, nothing fails.
+const consoleComponents = consoleComponentsLeftOut ? { test: { name: 'console-components', include: [] } } : consoleComponentsProject;
+
 export default defineConfig({
   test: {
     maxWorkers: Number(process.env.VITEST_MAX_WORKERS) || 3,
+    passWithNoTests: consoleComponentsLeftOut !== null,
     projects: [
       project('sqlite', 'sqlite', false),
       project('sqlite-serial', 'sqlite', true),
       ...(process.env.DATABASE_URL ? [project('postgres', 'postgres', false), project('postgres-serial', 'postgres', true)] : []),
+      consoleComponents,
     ],
   },
 });

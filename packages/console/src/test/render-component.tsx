@@ -1,0 +1,50 @@
+import '@mantine/core/styles.css';
+import { Agentry } from '@agentry/client';
+import { MantineProvider } from '@mantine/core';
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { createMemoryHistory, createRootRoute, createRoute, createRouter, RouterProvider } from '@tanstack/react-router';
+import type { ReactNode } from 'react';
+import { render } from 'vitest-browser-react';
+import { type Me, SessionProvider } from '../api';
+import { cssVariablesResolver, theme } from '../theme';
+
+/*
+ * One component mounted as the console mounts its pages (Mantine with the console's theme, TanStack
+ * Query, a signed-in session, a router for its links), for the component tests (*.browser.test.tsx).
+ * The API is `answer`, a fetch the test writes, not a server: these tests check what one component
+ * shows and does with the answers it is given; test/console checks the console against a real server.
+ */
+
+export interface RenderOptions {
+  /** The SDK's fetch: answers the calls the component makes (the default refuses any, failing the test loudly). */
+  answer?: typeof fetch;
+  /** The signed-in credential's permissions (default: none needed by the component under test is missing). */
+  permissions?: string[];
+  /** The route the component is the page of (e.g. '/knowledge/$baseId') and the URL it is opened at. */
+  route?: { path: string; url: string };
+}
+
+const refuse: typeof fetch = async (input) => {
+  throw new Error(`the component test answers no request, but ${String(input)} was asked`);
+};
+
+export async function renderComponent(ui: ReactNode, { answer = refuse, permissions = [], route }: RenderOptions = {}) {
+  const client = new Agentry({ baseUrl: 'http://agentry.test', apiKey: 'agk_component_test', fetch: answer, maxRetries: 0 });
+  const me: Me = { tenant: { id: 'ten_test', name: 'Acme' }, credential: { type: 'api_key', id: 'key_test', permissions } };
+  const queryClient = new QueryClient({ defaultOptions: { queries: { retry: false }, mutations: { retry: false } } });
+  const rootRoute = createRootRoute(route ? {} : { component: () => ui });
+  const routeTree = route
+    ? rootRoute.addChildren([createRoute({ getParentRoute: () => rootRoute, path: route.path, component: () => ui })])
+    : rootRoute;
+  const router = createRouter({ routeTree, history: createMemoryHistory({ initialEntries: [route?.url ?? '/'] }) });
+  const screen = await render(
+    <MantineProvider theme={theme} cssVariablesResolver={cssVariablesResolver}>
+      <QueryClientProvider client={queryClient}>
+        <SessionProvider session={{ client, me, signOut() {} }}>
+          <RouterProvider router={router} />
+        </SessionProvider>
+      </QueryClientProvider>
+    </MantineProvider>,
+  );
+  return { ...screen, router };
+}
