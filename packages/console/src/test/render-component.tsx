@@ -48,3 +48,10 @@ export async function renderComponent(ui: ReactNode, { answer = refuse, permissi
   );
   return { ...screen, router };
 }
+
+/** An answer as the server sends one: JSON, or problem+json (`{ code, detail, errors }`) from 400 on; none with a 204. */
+export const answerWith = (status: number, body?: unknown) =>
+  new Response(body === undefined ? null : JSON.stringify(body), {
+    status,
+    headers: { 'content-type': status < 400 ? 'application/json' : 'application/problem+json' },
+  });
