@@ -94,22 +94,44 @@ const project = (name: string, db: 'sqlite' | 'postgres', serial: boolean) => ({
 });
 
 /**
- * The console's component tests (`*.browser.test.tsx` files in packages/console/src, beside the
- * components they mount): single React components in Chromium through Vitest's browser mode, in seconds, where
- * test/console drives the whole built console against a real server. They extend the console's own
- * Vite config (its React plugin), so the code is compiled as its build compiles it; they open no
- * database and run once, whatever DATABASE_URL says. Like test/console, they need Debian's Chromium
- * (.ci/run installs it) and are skipped, saying so, without it or with AGENTRY_TEST_CONSOLE=skip.
+ * The console's component tests: single React components mounted in Chromium by Vitest's browser mode,
+ * in seconds, where test/console drives the whole built console against a real server. They are
+ * `*.browser.test.tsx` files beside the components they mount, in packages/console/src, whose tsconfig
+ * types them as the console (DOM, JSX; the root one is Node's). They extend the console's own Vite config
+ * (its React plugin), so the code is compiled as its build compiles it, the SDK included (its dist, as
+ * the build reads it). They open no database and run once, whatever DATABASE_URL says. Like test/console
+ * they need Debian's Chromium (.ci/run installs it), and are skipped, saying so, without it or with
+ * AGENTRY_TEST_CONSOLE=skip.
  */
 const CHROMIUM = '/usr/bin/chromium';
-const consoleComponentsLeftOut =
+const consoleComponentsSkipped =
   process.env.AGENTRY_TEST_CONSOLE === 'skip'
     ? 'AGENTRY_TEST_CONSOLE=skip'
     : fs.existsSync(CHROMIUM)
       ? null
       : `no ${CHROMIUM} (apt-get install chromium)`;
-if (consoleComponentsLeftOut) console.warn(`console-components skipped: ${consoleComponentsLeftOut}`);
+if (consoleComponentsSkipped) console.warn(`console-components skipped: ${consoleComponentsSkipped}`);
 const FAILURE_SCREENSHOTS = 'node_modules/.cache/console-components';
+/**
+ * Chromium in a locale and time zone of its own: what the tests read (money, counts, dates) is the same
+ * on every machine, and `*.de-DE.browser.test.tsx` files check that the console follows the browser's.
+ */
+const chromiumIn = (locale: string, timezoneId: string) =>
+  playwright({
+    launchOptions: {
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    },
+    contextOptions: { locale, timezoneId },
+  });
+const GERMAN = 'packages/console/src/**/*.de-DE.browser.test.tsx';
 const consoleComponentsProject = {
   extends: './packages/console/vite.config.ts',
   test: {
@@ -120,34 +142,27 @@ const consoleComponentsProject = {
     browser: {
       enabled: true,
       headless: true,
-      provider: playwright({
-        launchOptions: {
-          executablePath: CHROMIUM,
-          args: [
-            '--no-sandbox',
-            '--disable-gpu',
-            '--disable-background-networking',
-            '--disable-component-update',
-            '--disable-sync',
-            '--no-first-run',
-          ],
+      instances: [
+        { browser: 'chromium' as const, provider: chromiumIn('en-US', 'UTC'), exclude: [GERMAN] },
+        {
+          browser: 'chromium' as const,
+          name: 'console-components (chromium de-DE)',
+          provider: chromiumIn('de-DE', 'Europe/Berlin'),
+          include: [GERMAN],
         },
-        // What the tests read (money, counts, dates) is the same on every machine.
-        contextOptions: { locale: 'en-US', timezoneId: 'UTC' },
-      }),
-      instances: [{ browser: 'chromium' as const }],
+      ],
       screenshotDirectory: FAILURE_SCREENSHOTS,
     },
   },
 };
 // Skipped, the project stays without files, so that `--project console-components` ends as test/console's
 // skipped files do: the line above says why, nothing fails.
-const consoleComponents = consoleComponentsLeftOut ? { test: { name: 'console-components', include: [] } } : consoleComponentsProject;
+const consoleComponents = consoleComponentsSkipped ? { test: { name: 'console-components', include: [] } } : consoleComponentsProject;
 
 export default defineConfig({
   test: {
     maxWorkers: Number(process.env.VITEST_MAX_WORKERS) || 3,
-    passWithNoTests: consoleComponentsLeftOut !== null,
+    passWithNoTests: consoleComponentsSkipped !== null,
     projects: [
       project('sqlite', 'sqlite', false),
       project('sqlite-serial', 'sqlite', true),

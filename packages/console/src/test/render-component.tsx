@@ -2,7 +2,7 @@ import '@mantine/core/styles.css';
 import { Agentry } from '@agentry/client';
 import { MantineProvider } from '@mantine/core';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
-import { createMemoryHistory, createRootRoute, createRoute, createRouter, RouterProvider } from '@tanstack/react-router';
+import { createMemoryHistory, createRootRoute, createRoute, createRouter, RouterContextProvider } from '@tanstack/react-router';
 import type { ReactNode } from 'react';
 import { render } from 'vitest-browser-react';
 import { type Me, SessionProvider } from '../api';
@@ -20,7 +20,7 @@ export interface RenderOptions {
   answer?: typeof fetch;
   /** The signed-in credential's permissions (default: none needed by the component under test is missing). */
   permissions?: string[];
-  /** The route the component is the page of (e.g. '/knowledge/$baseId') and the URL it is opened at. */
+  /** The route the component is part of (e.g. '/knowledge/$baseId') and the URL it is opened at, for a component that navigates. */
   route?: { path: string; url: string };
 }
 
@@ -32,21 +32,21 @@ export async function renderComponent(ui: ReactNode, { answer = refuse, permissi
   const client = new Agentry({ baseUrl: 'http://agentry.test', apiKey: 'agk_component_test', fetch: answer, maxRetries: 0 });
   const me: Me = { tenant: { id: 'ten_test', name: 'Acme' }, credential: { type: 'api_key', id: 'key_test', permissions } };
   const queryClient = new QueryClient({ defaultOptions: { queries: { retry: false }, mutations: { retry: false } } });
-  const rootRoute = createRootRoute(route ? {} : { component: () => ui });
-  const routeTree = route
-    ? rootRoute.addChildren([createRoute({ getParentRoute: () => rootRoute, path: route.path, component: () => ui })])
-    : rootRoute;
+  const rootRoute = createRootRoute();
+  const routeTree = route ? rootRoute.addChildren([createRoute({ getParentRoute: () => rootRoute, path: route.path })]) : rootRoute;
   const router = createRouter({ routeTree, history: createMemoryHistory({ initialEntries: [route?.url ?? '/'] }) });
-  const screen = await render(
+  await router.load();
+  // A wrapper, so that a rerender keeps the providers; the router's context without its pages, for links and navigation.
+  const wrapper = ({ children }: { children: ReactNode }) => (
     <MantineProvider theme={theme} cssVariablesResolver={cssVariablesResolver}>
       <QueryClientProvider client={queryClient}>
         <SessionProvider session={{ client, me, signOut() {} }}>
-          <RouterProvider router={router} />
+          <RouterContextProvider router={router}>{children}</RouterContextProvider>
         </SessionProvider>
       </QueryClientProvider>
-    </MantineProvider>,
+    </MantineProvider>
   );
-  return { ...screen, router };
+  return { ...(await render(ui, { wrapper })), router };
 }
 
 /** An answer as the server sends one: JSON, or problem+json (`{ code, detail, errors }`) from 400 on; none with a 204. */

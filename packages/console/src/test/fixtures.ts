@@ -1,0 +1,32 @@
+import type { RunDetails } from '@agentry/client';
+
+/** A finished run of a conversation, as GET /api/v1/runs/:id answers it: 65 s, 12,345 tokens in, $1,234.50, started at 10:00 UTC. */
+export const finishedRun: RunDetails = {
+  id: 'run_1',
+  runId: 'run_1',
+  agentId: 'agt_1',
+  conversationId: 'cnv_1',
+  taskId: null,
+  kind: 'chat',
+  status: 'completed',
+  model: 'openai/gpt-main',
+  output: 'Refunds are paid within 14 days.',
+  structuredOutput: null,
+  finishReason: 'stop',
+  contextTruncated: false,
+  error: null,
+  cost: 1234.5,
+  duration: 65_000,
+  tokenUsage: { inputTokens: 12_345, outputTokens: 678 },
+  citations: [],
+  warnings: [],
+  createdAt: '2026-12-06T10:00:00.000Z',
+  startedAt: '2026-12-06T10:00:00.000Z',
+  completedAt: '2026-12-06T10:01:05.000Z',
+  input: 'How are refunds paid?',
+  options: {},
+  toolCalls: [],
+  steps: [],
+  traceId: null,
+  budget: {},
+};
