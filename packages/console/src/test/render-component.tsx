@@ -16,9 +16,9 @@ import { cssVariablesResolver, theme } from '../theme';
  */
 
 export interface RenderOptions {
-  /** The SDK's fetch: answers the calls the component makes (the default refuses any, failing the test loudly). */
+  /** The SDK's fetch: answers the calls the component makes (by default none is expected: any is refused, naming its URL). */
   answer?: typeof fetch;
-  /** The signed-in credential's permissions (default: none needed by the component under test is missing). */
+  /** The signed-in API key's permissions (default none: what needs one is greyed out, as for such a key). */
   permissions?: string[];
   /** The route the component is part of (e.g. '/knowledge/$baseId') and the URL it is opened at, for a component that navigates. */
   route?: { path: string; url: string };
