@@ -13,7 +13,7 @@ import { startApp, type TestApp } from '../helpers/app.js';
 const CHROMIUM = '/usr/bin/chromium';
 export const hasChromium = fs.existsSync(CHROMIUM);
 export const CONSOLE_DIST = path.resolve(import.meta.dirname, '../../packages/console/dist');
-export const SCREENSHOTS = path.resolve(import.meta.dirname, '../../docs');
+const SCREENSHOTS = path.resolve(import.meta.dirname, '../../docs');
 
 /** The built console must exist: `npm run build` (pretest) builds it, as `npm install` does. */
 export function requireConsoleBuild() {
@@ -78,6 +78,17 @@ export function screenshotFailures(prefix: string, page: () => Page | undefined)
     await shown.screenshot({ path: file }).catch(() => {});
     console.warn(`screenshot of the failed page: ${file}`);
   });
+}
+
+/**
+ * A screenshot of docs/console.md, `console-<name>.png`: written into docs/ with AGENTRY_WRITE_SCREENSHOTS=1
+ * (npm run screenshots), else into the temporary folder, so that every run takes it (and can fail on it)
+ * while leaving docs/ as it was. Transitions are finished first, so a dialog is not caught half faded;
+ * `fullPage` takes a page longer than the window whole.
+ */
+export async function docsScreenshot(page: Page, name: string, { fullPage = false } = {}) {
+  const folder = process.env.AGENTRY_WRITE_SCREENSHOTS === '1' ? SCREENSHOTS : os.tmpdir();
+  await page.screenshot({ path: path.join(folder, `console-${name}.png`), animations: 'disabled', fullPage });
 }
 
 /** Signs in with an API key on the console's first page, as a person does, and waits for the agents page. */

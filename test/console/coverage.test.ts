@@ -1,5 +1,3 @@
-import os from 'node:os';
-import path from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type ApiResult, startApp, type TestApp } from '../helpers/app.js';
@@ -7,7 +5,7 @@ import { execute } from '../helpers/execute.js';
 import { zip } from '../skills/helpers.js';
 import {
   CONSOLE_DIST,
-  SCREENSHOTS,
+  docsScreenshot,
   hasChromium,
   openRecordedPage,
   requireConsoleBuild,
@@ -35,8 +33,6 @@ let key: string;
 let readKey: string;
 let agentId: string;
 const pageErrors: string[] = [];
-
-const shotsDir = process.env.AGENTRY_WRITE_SCREENSHOTS === '1' ? SCREENSHOTS : os.tmpdir();
 
 const SKILL_MD = (name: string, body: string) => `---
 name: ${name}
@@ -352,7 +348,7 @@ describeBrowser('the console, page by page', () => {
     await page.reload();
     await page.locator('.recharts-bar-rectangle').first().waitFor();
     expect(await colours()).toEqual(dark);
-    await page.screenshot({ path: path.join(shotsDir, 'console-dark.png') });
+    await docsScreenshot(page, 'dark');
 
     await page.getByRole('button', { name: 'Light theme' }).click();
     await page.getByRole('button', { name: 'Dark theme' }).waitFor();

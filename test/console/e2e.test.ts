@@ -1,12 +1,10 @@
-import os from 'node:os';
-import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { execute } from '../helpers/execute.js';
 import {
   CONSOLE_DIST,
-  SCREENSHOTS,
+  docsScreenshot,
   hasChromium,
   openRecordedPage,
   requireConsoleBuild,
@@ -32,11 +30,6 @@ let page: Page;
 let url: string;
 let key: string;
 const pageErrors: string[] = [];
-
-// The screenshots of docs/console.md: written there with AGENTRY_WRITE_SCREENSHOTS=1 (npm run screenshots),
-// else to a temporary folder, so an ordinary test run leaves docs/ as it was.
-const shotsDir = process.env.AGENTRY_WRITE_SCREENSHOTS === '1' ? SCREENSHOTS : os.tmpdir();
-const shot = (name: string) => page.screenshot({ path: path.join(shotsDir, `console-${name}.png`) });
 
 /** Picks `option` in the Mantine Select labelled `label` (within `scope`, default the page). */
 async function choose(label: string, option: string, scope: Pick<Page, 'getByLabel'> = page) {
@@ -104,7 +97,7 @@ describeBrowser('the console in a browser', () => {
     expect(new URL(page.url()).pathname).toBe(`/agents/${agents.agents[0].id}`);
     await page.getByRole('link', { name: 'Agents' }).click();
     await page.getByRole('link', { name: 'Support' }).waitFor();
-    await shot('agents');
+    await docsScreenshot(page, 'agents');
   });
 
   it('chats over the stream: tokens, a tool call as a card, the turn’s cost', async () => {
@@ -125,7 +118,7 @@ describeBrowser('the console in a browser', () => {
     expect(costText).toMatch(/^\$0\.\d{6} · \d+ in \/ \d+ out tokens$/);
     expect(costText).not.toMatch(/^\$0\.000000/);
     expect(new URL(page.url()).searchParams.get('conversationId')).toBeTruthy();
-    await shot('playground');
+    await docsScreenshot(page, 'playground');
   });
 
   it('stops a slow answer: the run is cancelled and its text stops', async () => {
@@ -211,7 +204,7 @@ describeBrowser('the console in a browser', () => {
     for (const time of times) {
       expect(time).toMatch(/^(Mon|Tue|Wed|Thu|Fri), .*08:30 GMT\+9$/);
     }
-    await shot('tasks-cron');
+    await docsScreenshot(page, 'tasks-cron');
     await dialog.getByRole('button', { name: 'Create task' }).click();
     await page.getByRole('heading', { name: 'Morning digest' }).waitFor();
     const tasks = (await t.api(key).GET('/api/v1/tasks')).data!.tasks;
@@ -233,7 +226,7 @@ describeBrowser('the console in a browser', () => {
     await page.getByTestId('approvals-badge').filter({ hasText: '1' }).waitFor();
     const item = page.getByTestId('approval').filter({ hasText: 'Refund order A-17' });
     await item.waitFor();
-    await shot('approvals');
+    await docsScreenshot(page, 'approvals');
     await item.getByRole('button', { name: 'Approve' }).click();
     await page.getByText('Nothing is waiting for a decision.').waitFor();
     await page.getByTestId('approvals-badge').waitFor({ state: 'detached' });
@@ -274,7 +267,7 @@ describeBrowser('the console in a browser', () => {
     await decision.filter({ hasText: 'Allowed' }).waitFor();
     expect(await decision.textContent()).toContain('policy_allow');
     expect(await decision.textContent()).toContain(policies[0].id);
-    await shot('identity');
+    await docsScreenshot(page, 'identity');
   });
 
   it("shows the runs' cost on the usage page, and a run's timeline", async () => {
@@ -287,13 +280,13 @@ describeBrowser('the console in a browser', () => {
       .filter({ hasText: `$${total.toFixed(6)}` })
       .waitFor();
     await page.locator('.recharts-bar-rectangle').first().waitFor();
-    await shot('usage');
+    await docsScreenshot(page, 'usage');
 
     await page.getByRole('link', { name: 'Runs' }).click();
     await page.getByRole('cell', { name: 'cancelled' }).waitFor();
     await page.getByRole('row').filter({ hasText: 'completed' }).first().getByRole('link').click();
     await page.getByTestId('run-timeline').getByText('Done').waitFor();
-    await shot('run');
+    await docsScreenshot(page, 'run');
   });
 
   it('approves a tool call with edited arguments from the inbox; the run goes on with them', async () => {
