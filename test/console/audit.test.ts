@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { describeConsole, signIn } from './browser.js';
+import { describeConsole, docsScreenshot, signIn } from './browser.js';
 
 /*
  * The audit log on the usage page (issue 39): what an event touched and who did it by name (agents,
@@ -43,6 +43,7 @@ describeConsole('the audit log', 'test/console/audit.test.ts', (session) => {
     await events().filter({ hasText: 'knowledge_base.created' }).getByRole('link', { name: 'Handbook' }).waitFor();
     const memory = events().filter({ hasText: 'memory_block.created' });
     await memory.getByText(/memory block persona of Ledger/).waitFor();
+    await docsScreenshot(page, 'audit');
     await memory.getByRole('link', { name: 'persona' }).click();
     await page.getByTestId('memory-block').getByText('calm').waitFor();
     expect(page.url()).toContain(`agentId=${agent.id}`);

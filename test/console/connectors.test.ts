@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { describeConsole, signIn } from './browser.js';
+import { describeConsole, docsScreenshot, signIn } from './browser.js';
 
 /*
  * The connectors page (issue 39): the catalog with the tenant's connections, a connector connected
@@ -56,6 +56,7 @@ describeConsole('the connectors page', 'test/console/connectors.test.ts', (sessi
       .getByTestId('connectors-count')
       .getByText(/^1 of \d+ connected$/)
       .waitFor();
+    await docsScreenshot(page, 'connectors');
 
     // An edit sends what changed: the secret left blank stays as it was.
     await card('GitHub').getByRole('button', { name: 'Edit…' }).click();

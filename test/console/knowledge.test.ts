@@ -1,7 +1,7 @@
 import type { Locator, Page } from 'playwright-core';
 import { expect, it } from 'vitest';
 import { pdfSample } from '../fixtures/knowledge/samples.js';
-import { describeConsole, signIn } from './browser.js';
+import { describeConsole, docsScreenshot, signIn } from './browser.js';
 
 /*
  * The console's Knowledge section (issue 38), as a person uses it against a real server: a base
@@ -181,6 +181,7 @@ describeConsole('the knowledge page', 'test/console/knowledge.test.ts', (session
     await page.getByLabel('Query').fill('doctor note sick days');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.getByTestId('search-passage').first().getByTestId('passage-snippet').filter({ hasText: 'doctor’s note' }).waitFor();
+    await docsScreenshot(page, 'knowledge', { fullPage: true });
   });
 
   it('a text written in the page is added as a Markdown document', async () => {

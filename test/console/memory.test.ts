@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { describeConsole, signIn } from './browser.js';
+import { describeConsole, docsScreenshot, signIn } from './browser.js';
 
 /*
  * An agent's memory blocks in the console (issue 39): reached from the agent's page, made, edited,
@@ -43,10 +43,12 @@ describeConsole('memory blocks', 'test/console/memory.test.ts', (session) => {
     await edit.waitFor({ state: 'detached' });
     await block('persona').getByText('version 2').waitFor();
     expect((await read(agent.id, 'persona')).data?.value).toBe('You are terse and kind.');
+    await docsScreenshot(page, 'memory');
 
     await block('persona').getByRole('button', { name: 'History…' }).click();
     const history = page.getByRole('dialog', { name: 'History of persona' });
     await expect.poll(() => history.getByTestId('memory-version').count()).toBe(2);
+    await docsScreenshot(page, 'memory-history');
     await history.getByRole('button', { name: 'Restore version 1' }).click();
     await history.waitFor({ state: 'detached' });
     await block('persona').getByText('version 3').waitFor();

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { describeConsole, signIn } from './browser.js';
+import { describeConsole, docsScreenshot, signIn } from './browser.js';
 
 /*
  * The tenant's settings page (issue 39): a form per group (limits and budget, retention, code
@@ -30,6 +30,7 @@ describeConsole('the settings page', 'test/console/settings.test.ts', (session) 
       rateLimitPerMinute: null,
     });
     await page.getByTestId('settings-usage').getByText('$25.50').waitFor();
+    await docsScreenshot(page, 'settings');
 
     await form('settings-retention').getByLabel('Runs (days)').fill('90');
     await form('settings-retention').getByLabel('Compact run events after (days)').fill('');
