@@ -125,6 +125,8 @@ describeConsole('the knowledge page', 'test/console/knowledge.test.ts', (session
     await first.waitFor();
     expect(await first.getByRole('link').textContent()).toBe('Leave policy');
     expect(await first.textContent()).toContain('position 0');
+    // How the vectors were compared, in words (a lexical search says nothing of vectors).
+    expect(await page.getByTestId('search-results').textContent()).toMatch(/passages, hybrid search \(vectors compared by int8 sketches/);
     expect(await first.getByTestId('passage-snippet').locator('mark').allTextContents()).toEqual(
       expect.arrayContaining([expect.stringMatching(/^parental$/i), expect.stringMatching(/^leave$/i)]),
     );

@@ -7,6 +7,14 @@ import { placeErrors } from '../../lib/form-errors';
 import { AnchorLink } from '../../links';
 import { passageLink, queryWords } from './shared';
 
+/** How the answer's vectors were compared (docs/knowledge.md, "Vector"), in words. */
+const VECTOR_INDEX_NAMES = {
+  'sqlite-vec': 'int8 sketches in sqlite-vec, then exactly',
+  int8: 'int8 sketches at the query’s words, then exactly',
+  'level-bits': 'sign and strength bits, then exactly',
+  exact: 'every vector, exactly',
+} as const;
+
 type Mode = 'hybrid' | 'lexical' | 'vector';
 
 /** The heading path and place of a passage: "Handbook › Leave · position 2". */
@@ -74,7 +82,8 @@ export function SearchPanel({ baseId, searchable }: { baseId: string; searchable
       {result && result.passages.length > 0 && (
         <Stack gap="xs" data-testid="search-results">
           <Text size="xs" c="dimmed">
-            {result.passages.length} passages, {result.mode} search ({result.vectorIndex} vectors)
+            {result.passages.length} passages, {result.mode} search
+            {result.vectorIndex !== 'none' && ` (vectors compared by ${VECTOR_INDEX_NAMES[result.vectorIndex]})`}
           </Text>
           {result.passages.map(({ citation }, rank) => (
             <Card key={`${citation.documentId}:${citation.position}`} withBorder p="sm" data-testid="search-passage">
