@@ -81,21 +81,27 @@ async function expectGreyed(control: Locator, reason: string) {
   if (title?.includes(reason)) return;
   const tooltip = page.getByRole('tooltip').filter({ hasText: reason });
   const shownTooltips = page.locator('[role=tooltip]:visible');
-  // A pointer that arrived while the page was still rendering may have missed the control's mouseenter.
-  for (let attempt = 1; ; attempt++) {
-    // The previous control's tooltip gone first, so the one that shows is this control's.
-    await page.mouse.move(0, 0);
-    await expect.poll(() => shownTooltips.count()).toBe(0);
-    await control.hover({ force: true });
+  // A pointer that arrived while the page was still rendering may have missed the control's mouseenter;
+  // on a loaded machine a re-render may also move the control while it is hovered, or take the tooltip
+  // away before it is measured: each is tried again, three times at most.
+  let measured: { box: { y: number; height: number }; tip: { y: number; height: number } } | undefined;
+  for (let attempt = 1; !measured; attempt++) {
     try {
+      // The previous control's tooltip gone first, so the one that shows is this control's.
+      await page.mouse.move(0, 0);
+      await expect.poll(() => shownTooltips.count()).toBe(0);
+      await control.scrollIntoViewIfNeeded();
+      await control.hover({ force: true });
       await tooltip.waitFor({ timeout: 3_000 });
-      break;
+      const [box, tip] = [await control.boundingBox(), await tooltip.boundingBox()];
+      if (!box || !tip) throw new Error(`the tooltip "${reason}" went before it was measured`);
+      measured = { box, tip };
     } catch (err) {
       if (attempt === 3) throw err;
     }
   }
   // Beside the control, not elsewhere on the page.
-  const [box, tip] = [(await control.boundingBox())!, (await tooltip.boundingBox())!];
+  const { box, tip } = measured;
   expect(Math.abs(tip.y + tip.height / 2 - (box.y + box.height / 2))).toBeLessThan(box.height / 2 + tip.height + 20);
   await page.mouse.move(0, 0);
 }
