@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkText, LIMITS, type TextLimit } from '../../packages/console/src/lib/form-limits.js';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { type Json, openApiSchemas } from '../helpers/openapi-schemas.js';
 
 /*
  * The console checks a form against the API's limits before posting it (lib/form-limits.ts). The SDK's
@@ -9,37 +10,11 @@ import { startApp, type TestApp } from '../helpers/app.js';
  * the requests) states, so a changed limit fails here rather than in a person's form.
  */
 
-// biome-ignore lint/suspicious/noExplicitAny: a JSON document walked by hand
-type Json = any;
-
 let t: TestApp;
-let doc: Json;
-const deref = (node: Json): Json =>
-  node?.$ref
-    ? node.$ref
-        .slice(2)
-        .split('/')
-        .reduce((n: Json, key: string) => n[key.replace(/~1/g, '/').replace(/~0/g, '~')], doc)
-    : node;
-
-/** The JSON request body's schema of the operation `id`. */
-function bodyOf(id: string): Json {
-  for (const item of Object.values<Json>(doc.paths)) {
-    for (const op of Object.values<Json>(item)) {
-      if (op?.operationId === id) return deref(op.requestBody.content['application/json'].schema);
-    }
-  }
-  throw new Error(`no operation ${id}`);
-}
-
-/** A property's string schema (the string member of a nullable one). */
-function stringSchema(node: Json): Json {
-  const schema = deref(node);
-  if (schema.type === 'string') return schema;
-  const member = (schema.anyOf ?? schema.oneOf ?? []).map(deref).find((s: Json) => s.type === 'string');
-  if (!member) throw new Error(`not a string schema: ${JSON.stringify(schema)}`);
-  return member;
-}
+let schemas: ReturnType<typeof openApiSchemas>;
+const bodyOf = (id: string) => schemas.bodyOf(id);
+const stringSchema = (node: Json) => schemas.stringSchema(node);
+const deref = (node: Json) => schemas.deref(node);
 
 /** The table's entry as the schema would state it. */
 const asSchema = (limit: TextLimit) => ({
@@ -57,7 +32,7 @@ const ofSchema = (schema: Json) => ({
 
 beforeAll(async () => {
   t = await startApp();
-  doc = (await t.raw('GET', '/openapi.json')).body;
+  schemas = openApiSchemas((await t.raw('GET', '/openapi.json')).body);
 });
 afterAll(() => t?.close());
 

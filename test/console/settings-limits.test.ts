@@ -3,6 +3,7 @@ import { LABEL_PATTERN, USER_ID_PATTERN } from '../../packages/console/src/featu
 import type { NumberField } from '../../packages/console/src/features/settings/fields.js';
 import { codeFields, KEY_RATE_LIMIT_FIELD, LIMIT_FIELDS, RETENTION_FIELDS } from '../../packages/console/src/features/settings/groups.js';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { type Json, openApiSchemas } from '../helpers/openapi-schemas.js';
 
 /*
  * The settings and memory pages check what is typed against the API's bounds before saving; the SDK's
@@ -11,36 +12,11 @@ import { startApp, type TestApp } from '../helpers/app.js';
  * not in a person's form.
  */
 
-// biome-ignore lint/suspicious/noExplicitAny: a JSON document walked by hand
-type Json = any;
-
 let t: TestApp;
-let doc: Json;
-const deref = (node: Json): Json =>
-  node?.$ref
-    ? node.$ref
-        .slice(2)
-        .split('/')
-        .reduce((n: Json, key: string) => n[key], doc)
-    : node;
-
-function operation(id: string): Json {
-  for (const item of Object.values<Json>(doc.paths)) {
-    for (const op of Object.values<Json>(item)) if (op?.operationId === id) return op;
-  }
-  throw new Error(`no operation ${id}`);
-}
-const bodyOf = (id: string) => deref(operation(id).requestBody.content['application/json'].schema);
-const parameterOf = (id: string, name: string) => deref(operation(id).parameters.find((p: Json) => p.name === name).schema);
-
-/** A property's numeric schema (the number member of a nullable one). */
-function numberSchema(node: Json): Json {
-  const schema = deref(node);
-  if (schema.type === 'integer' || schema.type === 'number') return schema;
-  const member = (schema.anyOf ?? schema.oneOf ?? []).map(deref).find((s: Json) => s.type === 'integer' || s.type === 'number');
-  if (!member) throw new Error(`not a numeric schema: ${JSON.stringify(schema)}`);
-  return member;
-}
+let schemas: ReturnType<typeof openApiSchemas>;
+const bodyOf = (id: string) => schemas.bodyOf(id);
+const parameterOf = (id: string, name: string) => schemas.parameterOf(id, name);
+const numberSchema = (node: Json) => schemas.numberSchema(node);
 
 /** A form's fields as the schema would state them, and the schema's own. */
 const asSchema = (fields: NumberField<string>[]) =>
@@ -55,7 +31,7 @@ const ofSchema = (body: Json, names: string[]) =>
 
 beforeAll(async () => {
   t = await startApp();
-  doc = (await t.raw('GET', '/openapi.json')).body;
+  schemas = openApiSchemas((await t.raw('GET', '/openapi.json')).body);
 });
 afterAll(() => t?.close());
 
