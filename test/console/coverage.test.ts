@@ -502,7 +502,8 @@ describeBrowser('the console, page by page', () => {
     await until('the failed task', statusOf(flaky), (status) => status === 'failed');
     await page.getByText('failed', { exact: true }).first().waitFor();
     // A locator, not a string predicate: the page's CSP refuses the eval Playwright polls a string with.
-    await expect.poll(() => button('Retry').first().isEnabled()).toBe(true);
+    // The 'failed' above may be the run's, listed first; the task's own status is read every 5 s.
+    await expect.poll(() => button('Retry').first().isEnabled(), { timeout: 10_000 }).toBe(true);
     await button('Retry').click();
     const runs = await until('a second run', runsOf(flaky), (r) => r.length === 2 && r.every((run) => run.status === 'failed'));
     expect(runs).toHaveLength(2);
