@@ -1,10 +1,18 @@
 import type { Agentry } from '@agentry/client';
 import { type QueryClient, useQueryClient } from '@tanstack/react-query';
-import { Navigate, Outlet, RouterProvider, createRootRouteWithContext, createRoute, createRouter, lazyRouteComponent } from '@tanstack/react-router';
+import {
+  Navigate,
+  Outlet,
+  RouterProvider,
+  createRootRouteWithContext,
+  createRoute,
+  createRouter,
+  lazyRouteComponent,
+} from '@tanstack/react-router';
 import { useAuth } from './auth';
-import { agentQueries } from './features/agents/queries';
-import { modelQueries } from './features/models/queries';
-import { runQueries } from './features/runs/queries';
+import { agentQuery } from './features/agents/queries';
+import { modelsQuery } from './features/models/queries';
+import { runQuery } from './features/runs/queries';
 import { taskQuery } from './features/tasks/queries';
 import { Layout } from './layout';
 import { routerBasePath } from './lib/session';
@@ -80,8 +88,8 @@ const agentEdit = createRoute({
   component: AgentEditPage,
   loader: ({ context: { queryClient, client }, params }) => {
     if (!client) return;
-    if (params.agentId !== 'new') void queryClient.prefetchQuery(agentQueries.detail(client, params.agentId));
-    void queryClient.prefetchQuery(modelQueries.list(client));
+    if (params.agentId !== 'new') void queryClient.prefetchQuery(agentQuery(client, params.agentId));
+    void queryClient.prefetchQuery(modelsQuery(client));
   },
 });
 const playground = createRoute({
@@ -109,7 +117,7 @@ const run = createRoute({
   path: '/runs/$runId',
   component: RunPage,
   loader: ({ context: { queryClient, client }, params }) => {
-    if (client) void queryClient.prefetchQuery(runQueries.detail(client, params.runId));
+    if (client) void queryClient.prefetchQuery(runQuery(client, params.runId));
   },
 });
 const tasks = createRoute({ getParentRoute: () => app, path: '/tasks', component: TasksPage });

@@ -7,6 +7,7 @@ import { formatDuration, formatTokens, formatUsd } from '../features/runs/format
 import { StatusBadge } from '../features/runs/run-figures';
 import { WarningsBadge } from '../features/runs/run-warnings';
 import { AnchorLink } from '../links';
+import { everyAgentQuery } from '../features/agents/queries';
 
 const STATUSES = ['queued', 'running', 'awaiting_approval', 'completed', 'failed', 'cancelled'];
 export { StatusBadge };
@@ -31,7 +32,7 @@ export function RunsPage() {
   const client = useClient();
   const navigate = useNavigate({ from: '/runs' });
   const search = useSearch({ from: '/app/runs' });
-  const agents = useQuery({ queryKey: ['agents', 'all'], queryFn: () => client.agents.list({ limit: 100 }).toArray() });
+  const agents = useQuery(everyAgentQuery(client));
   const page = search.page ?? 1;
   const runs = useRuns({ agentId: search.agentId, status: search.status, kind: search.kind }, page);
   const names = new Map((agents.data ?? []).map((a) => [a.id, a.name]));

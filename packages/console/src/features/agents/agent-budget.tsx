@@ -2,13 +2,13 @@ import { Alert, Button, Group, NumberInput, Stack, Text, Title } from '@mantine/
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { messageOf, useClient } from '../../api';
-import { agentKeys, agentQueries } from './queries';
+import { agentKeys, agentBudgetQuery } from './queries';
 
 /** The agent's monthly budget and this month's spend; `denied` says why it cannot be set. */
 export function AgentBudget({ agentId, denied }: { agentId: string; denied: string | null }) {
   const client = useClient();
   const queryClient = useQueryClient();
-  const budget = useQuery({ ...agentQueries.budget(client, agentId), retry: false });
+  const budget = useQuery({ ...agentBudgetQuery(client, agentId), retry: false });
   const [budgetUsd, setBudgetUsd] = useState<number | string>('');
   const saveBudget = useMutation({
     mutationFn: () => client.agents.setBudget(agentId, { monthlyBudgetUsd: budgetUsd === '' ? null : Number(budgetUsd) }),

@@ -6,12 +6,12 @@ import { messageOf, useClient, useDenied } from '../../api';
 import { FormErrorSummary } from '../../form-error-summary';
 import { type AgentFormValues, BUILTIN_GROUPS, emptyA2aRow, emptyDelegationRow, emptyMcpRow, formOf } from '../../lib/agent-form';
 import { ButtonLink } from '../../links';
-import { modelQueries } from '../models/queries';
+import { modelsQuery } from '../models/queries';
 import { AgentBudget } from './agent-budget';
 import { A2aRowInput, DelegationRowInput } from './agent-rows';
 import { McpServerRow } from './mcp-server-row';
 import { ModelInput, ModelsInput } from './model-inputs';
-import { agentQueries } from './queries';
+import { everyAgentQuery, agentQuery, agentSkillsQuery } from './queries';
 import { RowSection } from './row-section';
 import { errorsOf, partlySaved, useSaveAgent } from './save-agent';
 import { SkillsSection } from './skills-section';
@@ -30,20 +30,20 @@ export function AgentEditPage() {
   const denied = canDo('agents:write');
   const skillsReadDenied = canDo('skills:read');
   const skillsDenied = canDo('skills:write') ?? skillsReadDenied;
-  const agent = useQuery({ ...agentQueries.detail(client, agentId), enabled: !isNew });
-  const assigned = useQuery({ ...agentQueries.skills(client, agentId), enabled: !isNew && !skillsReadDenied, retry: false });
+  const agent = useQuery({ ...agentQuery(client, agentId), enabled: !isNew });
+  const assigned = useQuery({ ...agentSkillsQuery(client, agentId), enabled: !isNew && !skillsReadDenied, retry: false });
   // The form cannot know the agent's skills then: its skill controls stay off, and a save leaves them as they are.
   const skillsLoadFailed =
     !isNew && !skillsReadDenied && assigned.isError ? `the agent's skills could not be loaded (${messageOf(assigned.error)})` : null;
   const skillsOff = skillsDenied ?? skillsLoadFailed;
-  const models = useQuery(modelQueries.list(client));
+  const models = useQuery(modelsQuery(client));
   const [values, setValues] = useState<AgentFormValues | null>(isNew ? formOf() : null);
   // Skills can be read (or may not be): the form waits for the agent and its assignments.
   const skillsSettled = isNew || !!skillsReadDenied || assigned.isSuccess || assigned.isError;
   const form = values ?? (agent.data && skillsSettled ? formOf(agent.data, assigned.data?.skills ?? []) : null);
 
   const offers = new Map((models.data?.models ?? []).map((m) => [m.id, m]));
-  const tenantAgents = useQuery(agentQueries.everyAgent(client));
+  const tenantAgents = useQuery(everyAgentQuery(client));
   // An agent does not delegate to itself.
   const delegateOptions = tenantAgents.data?.filter((a) => a.id !== agentId).map((a) => ({ value: a.id, label: a.name })) ?? null;
   const save = useSaveAgent(agentId, skillsOff, () => setValues(null));

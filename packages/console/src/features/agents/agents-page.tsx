@@ -6,7 +6,7 @@ import { useNavigate, useSearch } from '@tanstack/react-router';
 import { useState } from 'react';
 import { messageOf, useClient, useDenied } from '../../api';
 import { AnchorLink, ButtonLink } from '../../links';
-import { type AgentListQuery, agentKeys, agentQueries, appQueries } from './queries';
+import { type AgentListQuery, agentKeys, agentListQuery, appsQuery } from './queries';
 
 const PAGE_SIZE = 20;
 
@@ -20,11 +20,11 @@ export function AgentsPage() {
   const [confirm, setConfirm] = useState<AgentSummary | null>(null);
   const queryClient = useQueryClient();
 
-  const apps = useQuery(appQueries.list(client));
+  const apps = useQuery(appsQuery(client));
   // The server searches every page (GET /api/v1/agents?q=); typing waits a moment before asking it.
   const [needle] = useDebouncedValue(text.trim().slice(0, 100), 250);
   const list = useQuery(
-    agentQueries.list(client, {
+    agentListQuery(client, {
       page,
       limit: PAGE_SIZE,
       // The URL's status as typed: one the server does not know is its 400, shown above the list.

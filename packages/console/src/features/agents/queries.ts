@@ -23,26 +23,26 @@ export const agentKeys = {
 
 const appKeys = { all: ['apps'] as const };
 
-export const agentQueries = {
-  /** One page of the agents, as the list shows it (the server searches the names, `q`). */
-  list: (client: Agentry, query: AgentListQuery) =>
-    queryOptions({
-      queryKey: agentKeys.list(query),
-      queryFn: async () => (await client.api.GET('/api/v1/agents', { params: { query } })).data!,
-    }),
-  /** The tenant's agents (the first 100), for pickers. */
-  everyAgent: (client: Agentry) =>
-    queryOptions({ queryKey: agentKeys.everyAgent(), queryFn: () => client.agents.list({ limit: 100 }).toArray() }),
-  detail: (client: Agentry, agentId: string) =>
-    queryOptions({ queryKey: agentKeys.detail(agentId), queryFn: () => client.agents.get(agentId) }),
-  /** Its monthly budget and what it spent this month. */
-  budget: (client: Agentry, agentId: string) =>
-    queryOptions({ queryKey: agentKeys.budget(agentId), queryFn: () => client.agents.budget(agentId) }),
-  /** The skills assigned to it, with each assignment's priority. */
-  skills: (client: Agentry, agentId: string) =>
-    queryOptions({ queryKey: agentKeys.skills(agentId), queryFn: () => client.skills.forAgent(agentId) }),
-};
+/** One page of the agents, as the list shows it (the server searches the names, `q`). */
+export const agentListQuery = (client: Agentry, query: AgentListQuery) =>
+  queryOptions({
+    queryKey: agentKeys.list(query),
+    queryFn: async () => (await client.api.GET('/api/v1/agents', { params: { query } })).data!,
+  });
 
-export const appQueries = {
-  list: (client: Agentry) => queryOptions({ queryKey: appKeys.all, queryFn: () => client.apps.list() }),
-};
+/** The tenant's agents (the first 100), for pickers. */
+export const everyAgentQuery = (client: Agentry) =>
+  queryOptions({ queryKey: agentKeys.everyAgent(), queryFn: () => client.agents.list({ limit: 100 }).toArray() });
+
+export const agentQuery = (client: Agentry, agentId: string) =>
+  queryOptions({ queryKey: agentKeys.detail(agentId), queryFn: () => client.agents.get(agentId) });
+
+/** Its monthly budget and what it spent this month. */
+export const agentBudgetQuery = (client: Agentry, agentId: string) =>
+  queryOptions({ queryKey: agentKeys.budget(agentId), queryFn: () => client.agents.budget(agentId) });
+
+/** The skills assigned to it, with each assignment's priority. */
+export const agentSkillsQuery = (client: Agentry, agentId: string) =>
+  queryOptions({ queryKey: agentKeys.skills(agentId), queryFn: () => client.skills.forAgent(agentId) });
+
+export const appsQuery = (client: Agentry) => queryOptions({ queryKey: appKeys.all, queryFn: () => client.apps.list() });

@@ -5,6 +5,7 @@ import { AnchorLink } from '../../links';
 import { ArgumentsDiff } from '../runs/arguments-diff';
 import { formatDate, inWords } from '../runs/format';
 import { type Approval, quotedRunQuery } from './queries';
+import { everyAgentQuery } from '../agents/queries';
 
 /**
  * The tenant's agents by id, for the cards' names (one request for the whole inbox); `settled` once
@@ -12,7 +13,7 @@ import { type Approval, quotedRunQuery } from './queries';
  */
 export function useAgentNames(): { names: Map<string, string>; settled: boolean } {
   const client = useClient();
-  const agents = useQuery({ queryKey: ['agents', 'all'], queryFn: () => client.agents.list({ limit: 100 }).toArray() });
+  const agents = useQuery(everyAgentQuery(client));
   return { names: new Map((agents.data ?? []).map((a) => [a.id, a.name])), settled: !agents.isPending };
 }
 

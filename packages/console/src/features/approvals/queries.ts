@@ -2,7 +2,7 @@ import { type Agentry, AgentryError, type components } from '@agentry/client';
 import { queryOptions, useQuery } from '@tanstack/react-query';
 import { useSession } from '../../api';
 import { firstPage } from '../../lib/first-page';
-import { runQueries } from '../runs/queries';
+import { runQuery } from '../runs/queries';
 
 /** One thing waiting for a person, or decided: a task awaiting approval, or a tool call (when the server has the inbox). */
 export type Approval = components['schemas']['Approval'];
@@ -78,7 +78,7 @@ export const runApprovalsQuery = (client: Agentry, runId: string) =>
  * polls it (a run page, watching the run's status, does).
  */
 export const quotedRunQuery = (client: Agentry, runId: string) =>
-  queryOptions({ ...runQueries.detail(client, runId), staleTime: Number.POSITIVE_INFINITY });
+  queryOptions({ ...runQuery(client, runId), staleTime: Number.POSITIVE_INFINITY });
 
 /** The inbox, for the page and the navigation's badge (one request for both, read again every 10 s). */
 export function useInbox() {

@@ -6,8 +6,6 @@ export const fileKeys = {
   detail: (fileId: string) => [...fileKeys.all, fileId] as const,
 };
 
-export const fileQueries = {
-  /** A file's name, size and type; they never change, so it is read once. */
-  detail: (client: Agentry, fileId: string) =>
-    queryOptions({ queryKey: fileKeys.detail(fileId), staleTime: Number.POSITIVE_INFINITY, queryFn: () => client.files.get(fileId) }),
-};
+/** A file's name, size and type; they never change, so it is read once. */
+export const fileQuery = (client: Agentry, fileId: string) =>
+  queryOptions({ queryKey: fileKeys.detail(fileId), staleTime: Number.POSITIVE_INFINITY, queryFn: () => client.files.get(fileId) });

@@ -7,13 +7,14 @@ import { DecisionTester } from './decision-tester';
 import { PoliciesTable } from './policies-table';
 import { PolicyForm, usePolicyForm } from './policy-form';
 import { identityKeys, policiesQuery, tbacModeQuery } from './queries';
+import { everyAgentQuery } from '../agents/queries';
 
 export function IdentityPage() {
   const client = useClient();
   const deny = useDenied();
   const settingsDenied = deny('settings:write');
   const queryClient = useQueryClient();
-  const agents = useQuery({ queryKey: ['agents', 'all'], queryFn: () => client.agents.list({ limit: 100 }).toArray() });
+  const agents = useQuery(everyAgentQuery(client));
   const agentOptions = (agents.data ?? []).map((a) => ({ value: a.id, label: a.name }));
   const names = new Map(agentOptions.map((a) => [a.value, a.label]));
   const [agentId, setAgentId] = useState<string | null>(null);

@@ -2,7 +2,7 @@ import { Anchor, Stack, Text } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useClient } from '../../api';
 import { AnchorLink } from '../../links';
-import { runQueries } from '../runs/queries';
+import { runQuery } from '../runs/queries';
 import { asCitations, type Citation, passageLink } from './shared';
 
 /** Each passage once (a run may search twice and cite the same chunk), in the order first cited. */
@@ -55,6 +55,6 @@ function CitationList({ citations }: { citations: Citation[] }) {
 /** A run's citations (GET /api/v1/runs/:id, shared with the turn's cost line): nothing while it has none. */
 export function RunCitations({ runId }: { runId: string }) {
   const client = useClient();
-  const run = useQuery({ ...runQueries.detail(client, runId), staleTime: 60_000 });
+  const run = useQuery({ ...runQuery(client, runId), staleTime: 60_000 });
   return <CitationList citations={asCitations(run.data?.citations)} />;
 }

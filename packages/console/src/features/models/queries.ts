@@ -6,7 +6,6 @@ export type ModelOffer = Awaited<ReturnType<Agentry['models']['list']>>['models'
 
 const modelKeys = { all: ['models'] as const };
 
-export const modelQueries = {
-  /** The models this server offers and its default; they change only with its configuration. */
-  list: (client: Agentry) => queryOptions({ queryKey: modelKeys.all, staleTime: 60_000, queryFn: () => client.models.list() }),
-};
+/** The models this server offers and its default; they change only with its configuration. */
+export const modelsQuery = (client: Agentry) =>
+  queryOptions({ queryKey: modelKeys.all, staleTime: 60_000, queryFn: () => client.models.list() });

@@ -4,7 +4,7 @@ import { useQuery } from '@tanstack/react-query';
 import { messageOf, useClient } from '../../api';
 import { sizeOf } from '../../code-call';
 import { useFileDownload } from '../../lib/use-file-download';
-import { fileQueries } from '../files/queries';
+import { fileQuery } from '../files/queries';
 
 /** A paperclip, drawn inline: the console carries no icon font, and an emoji depends on the system's fonts. */
 export function PaperclipIcon({ size = 14 }: { size?: number }) {
@@ -18,7 +18,7 @@ export function PaperclipIcon({ size = 14 }: { size?: number }) {
 /** A file a sent message names: its name and size read once by id, a click downloads it. */
 function Attachment({ id, known }: { id: string; known?: FileInfo }) {
   const client = useClient();
-  const file = useQuery({ ...fileQueries.detail(client, id), initialData: known });
+  const file = useQuery({ ...fileQuery(client, id), initialData: known });
   const { download, failed } = useFileDownload();
   if (file.error)
     return (

@@ -2,15 +2,15 @@ import { Button, NavLink, ScrollArea, Select, Stack } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useNavigate } from '@tanstack/react-router';
 import { useClient } from '../../api';
-import { agentQueries } from '../agents/queries';
-import { conversationQueries } from '../conversations/queries';
+import { everyAgentQuery } from '../agents/queries';
+import { conversationsQuery } from '../conversations/queries';
 
 /** The playground's side: the agent to talk to, a new conversation, and the agent's conversations. */
 export function ConversationList({ agentId, conversationId }: { agentId?: string; conversationId?: string }) {
   const client = useClient();
   const navigate = useNavigate({ from: '/playground' });
-  const agents = useQuery(agentQueries.everyAgent(client));
-  const conversations = useQuery({ ...conversationQueries.list(client, agentId ?? ''), enabled: !!agentId });
+  const agents = useQuery(everyAgentQuery(client));
+  const conversations = useQuery({ ...conversationsQuery(client, agentId ?? ''), enabled: !!agentId });
   return (
     <Stack gap="xs">
       <Select

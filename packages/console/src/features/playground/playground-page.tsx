@@ -5,7 +5,7 @@ import { useNavigate, useSearch } from '@tanstack/react-router';
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { messageOf, useClient, useDenied } from '../../api';
 import { followTurn, newTurn, pendingTurns, type TurnState } from '../../lib/turn';
-import { conversationKeys, conversationQueries } from '../conversations/queries';
+import { conversationKeys, conversationMessagesQuery } from '../conversations/queries';
 import { runKeys } from '../runs/queries';
 import { ChatTranscript, type LiveTurn } from './chat-transcript';
 import { ConversationList } from './conversation-list';
@@ -27,7 +27,7 @@ export function PlaygroundPage() {
   const streamRef = useRef<RunStream | null>(null);
   const bottom = useRef<HTMLDivElement>(null);
 
-  const messages = useQuery({ ...conversationQueries.messages(client, conversationId ?? ''), enabled: !!conversationId });
+  const messages = useQuery({ ...conversationMessagesQuery(client, conversationId ?? ''), enabled: !!conversationId });
 
   const finish = useCallback(
     async (turn: TurnState, conversation: string) => {

@@ -2,7 +2,7 @@ import { Group, Text } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useClient } from '../../api';
 import { AnchorLink } from '../../links';
-import { runQueries } from '../runs/queries';
+import { runQuery } from '../runs/queries';
 
 /**
  * How a turn ended, read from its run: cost and tokens of a completed answer; a stopped or failed one
@@ -10,7 +10,7 @@ import { runQueries } from '../runs/queries';
  */
 export function TurnCost({ runId }: { runId: string }) {
   const client = useClient();
-  const run = useQuery({ ...runQueries.detail(client, runId), staleTime: 60_000 });
+  const run = useQuery({ ...runQuery(client, runId), staleTime: 60_000 });
   if (!run.data) return null;
   const { status, error, cost, tokenUsage } = run.data;
   const ended =

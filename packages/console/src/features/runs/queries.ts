@@ -6,7 +6,6 @@ export const runKeys = {
   detail: (runId: string) => [...runKeys.all, runId] as const,
 };
 
-export const runQueries = {
-  /** A run's details (GET /api/v1/runs/:runId): the run page, a playground turn's cost and citations share it. */
-  detail: (client: Agentry, runId: string) => queryOptions({ queryKey: runKeys.detail(runId), queryFn: () => client.runs.get(runId) }),
-};
+/** A run's details (GET /api/v1/runs/:runId): the run page, a playground turn's cost and citations share it. */
+export const runQuery = (client: Agentry, runId: string) =>
+  queryOptions({ queryKey: runKeys.detail(runId), queryFn: () => client.runs.get(runId) });

@@ -3,13 +3,13 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { messageOf, useClient } from '../../api';
 import { approvalKeys, runApprovalsQuery } from '../approvals/queries';
-import { runKeys, runQueries } from './queries';
+import { runKeys, runQuery } from './queries';
 
 /** A run's details (GET /api/v1/runs/:runId); shared with the playground's turns by its query key. */
 export function useRun(runId: string, options: { staleTime?: number } = {}) {
   const client = useClient();
   return useQuery({
-    ...runQueries.detail(client, runId),
+    ...runQuery(client, runId),
     ...options,
     // A run that waits for a person ends no stream: its status is read again until it is decided.
     refetchInterval: (query) => (query.state.data?.status === 'awaiting_approval' ? 5000 : false),

@@ -7,13 +7,14 @@ import { FormErrorSummary } from '../../form-error-summary';
 import { placeErrors } from '../../lib/form-errors.js';
 import { LIMITS } from '../../lib/form-limits.js';
 import { skillAgentsQuery, skillKeys } from './queries';
+import { everyAgentQuery } from '../agents/queries';
 
 /** A skill: its content, the agents it is assigned to (unassign), and assigning it to one more with a priority. */
 export function SkillDetail({ skill }: { skill: SkillSummary }) {
   const client = useClient();
   const denied = useDenied()('skills:write');
   const queryClient = useQueryClient();
-  const agents = useQuery({ queryKey: ['agents', 'all'], queryFn: () => client.agents.list({ limit: 100 }).toArray() });
+  const agents = useQuery(everyAgentQuery(client));
   const assigned = useQuery(skillAgentsQuery(client, skill.id));
   const [agentId, setAgentId] = useState<string | null>(null);
   const [priority, setPriority] = useState<number | string>(0);

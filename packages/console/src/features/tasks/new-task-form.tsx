@@ -7,6 +7,7 @@ import { FormErrorSummary } from '../../form-error-summary';
 import { LocalFieldErrors, placeErrors } from '../../lib/form-errors.js';
 import { checkFields, LIMITS } from '../../lib/form-limits.js';
 import { CronPreviewList } from './cron-preview-list';
+import { everyAgentQuery } from '../agents/queries';
 
 type TaskType = 'one_time' | 'scheduled' | 'triggered';
 const browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
@@ -29,7 +30,7 @@ const TASK_FIELDS: Record<string, string> = {
 
 export function NewTaskForm({ onCreated }: { onCreated(task: Task): void }) {
   const client = useClient();
-  const agents = useQuery({ queryKey: ['agents', 'all'], queryFn: () => client.agents.list({ limit: 100 }).toArray() });
+  const agents = useQuery(everyAgentQuery(client));
   const [type, setType] = useState<TaskType>('one_time');
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');

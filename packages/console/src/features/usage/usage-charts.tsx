@@ -5,6 +5,7 @@ import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip as C
 import { messageOf, useClient } from '../../api';
 import { dailyUsageQuery } from './queries';
 import { type UsageRow, seriesBy, totalsOf } from './series';
+import { everyAgentQuery } from '../agents/queries';
 
 const COLORS = ['#4c6ef5', '#12b886', '#fab005', '#fa5252', '#7950f2', '#15aabf', '#e64980', '#82c91e'];
 
@@ -34,7 +35,7 @@ export function UsageCharts() {
   const [by, setBy] = useState<'agent' | 'model'>('agent');
   const to = new Date();
   const from = new Date(to.getTime() - (Number(days) - 1) * 86_400_000);
-  const agents = useQuery({ queryKey: ['agents', 'all'], queryFn: () => client.agents.list({ limit: 100 }).toArray() });
+  const agents = useQuery(everyAgentQuery(client));
   const usage = useQuery(dailyUsageQuery(client, isoDay(from), isoDay(to)));
   const names = new Map((agents.data ?? []).map((a) => [a.id, a.name]));
   const label = (row: UsageRow) => (by === 'agent' ? (names.get(row.agentId) ?? row.agentId.slice(-8)) : row.model);
