@@ -48,6 +48,12 @@ describeConsole('memory blocks', 'test/console/memory.test.ts', (session) => {
     await block('persona').getByRole('button', { name: 'History…' }).click();
     const history = page.getByRole('dialog', { name: 'History of persona' });
     await expect.poll(() => history.getByTestId('memory-version').count()).toBe(2);
+    // Who changed it, by the key's name (as the audit log names it), not its id.
+    const me = (await t.api(key).GET('/api/v1/tenant')).data!;
+    const { data: keys } = await t.api(key).GET('/api/v1/api-keys');
+    const own = keys!.apiKeys.find((k) => k.id === me.credential.id)!;
+    await expect.poll(() => history.getByTestId('memory-version').first().textContent()).toContain(`by api key ${own.name}`);
+    expect(await history.textContent()).not.toContain(own.id);
     await docsScreenshot(page, 'memory-history');
     await history.getByRole('button', { name: 'Restore version 1' }).click();
     await history.waitFor({ state: 'detached' });

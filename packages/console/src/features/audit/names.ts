@@ -42,10 +42,15 @@ export function nameOf(names: Names, id: string | null, detail?: unknown): strin
 
 /** Who did it: a key or an agent by name, else its kind and id's tail. */
 export function actorOf(names: Names, event: AuditEvent): string {
-  const kind = event.actorType.replace(/_/g, ' ');
-  if (!event.actorId) return kind;
-  const known = names.get(event.actorId);
-  return known ? `${kind} ${known}` : `${kind} ${tail(event.actorId)}`;
+  return actorName(names, event.actorType, event.actorId);
+}
+
+/** An actor of this kind (`api_key`, `agent`, ...) and id, by name where known (also a memory version's). */
+export function actorName(names: Names, type: string, id: string | null | undefined): string {
+  const kind = type.replace(/_/g, ' ');
+  if (!id) return kind;
+  const known = names.get(id);
+  return known ? `${kind} ${known}` : `${kind} ${tail(id)}`;
 }
 
 /** The resource types the server records (the filter's choices). */

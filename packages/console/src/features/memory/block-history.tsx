@@ -4,6 +4,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect } from 'react';
 import { messageOf, useClient, useDenied } from '../../api';
 import { AnchorLink } from '../../links';
+import { actorName, useNames } from '../audit/names';
 import type { MemoryScope } from './limits';
 
 /** Versions shown at most (the newest): a block changed more often than this shows its latest changes. */
@@ -12,7 +13,9 @@ const VERSIONS_SHOWN = 50;
 const when = (iso: string) => new Date(iso).toLocaleString();
 
 function Actor({ version }: { version: MemoryVersion }) {
-  const who = version.actor.type === 'agent' ? 'the agent' : `${version.actor.type.replace('_', ' ')} ${version.actor.id ?? ''}`;
+  // Keys and agents by name, as the audit log names them (an id's tail where the credential may not list them).
+  const names = useNames();
+  const who = version.actor.type === 'agent' ? 'the agent' : actorName(names.data ?? new Map(), version.actor.type, version.actor.id);
   return (
     <Text size="xs" c="dimmed">
       {when(version.createdAt)} · by {who}
