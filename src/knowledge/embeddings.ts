@@ -225,7 +225,9 @@ export function uint8Sketch(v: Float32Array): Buffer {
 
 /** A query's non-zero components as integer weights (its largest ±127), or null past `max` of them (a dense query). */
 export function sparseWeights(q: Float32Array, max: number): { dimension: number; weight: number }[] | null {
-  const scale = 127 / Math.max(...Array.from(q, Math.abs));
+  const largest = Math.max(0, ...Array.from(q, Math.abs));
+  if (largest === 0) return [];
+  const scale = 127 / largest;
   const weights: { dimension: number; weight: number }[] = [];
   for (let i = 0; i < q.length; i++) {
     const weight = Math.round(q[i] * scale);

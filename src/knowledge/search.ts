@@ -21,9 +21,10 @@ import * as store from './store.js';
 
 /**
  * Search of one knowledge base (docs/knowledge.md, "How ranking works"): lexical (FTS5 bm25 on SQLite,
- * idf-weighted ts_rank on PostgreSQL), vector (exact cosine over the base's vectors), or both fused:
- * by relative score (default) or reciprocal rank. Filters narrow the documents first. A base with a
- * `rerankModel` has the best candidates re-ordered by that model before the top k are cut.
+ * idf-weighted ts_rank on PostgreSQL), vector (cosine: a first pass over the vectors' sketches, then the
+ * candidates' exact cosine), or both fused by relative score (default) or reciprocal rank. Filters
+ * narrow the documents first. A base with a `rerankModel` has the best candidates re-ordered by that
+ * model before the top k are cut.
  */
 
 /** Reciprocal-rank fusion's constant (Cormack et al.): a passage's fused score is the sum of 1 / (60 + rank). */
