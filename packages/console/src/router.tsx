@@ -10,10 +10,11 @@ import {
   lazyRouteComponent,
 } from '@tanstack/react-router';
 import { useAuth } from './auth';
-import { agentQuery } from './features/agents/queries';
+import { agentQuery, agentsPageQuery, appsQuery } from './features/agents/queries';
 import { modelsQuery } from './features/models/queries';
 import { runQuery } from './features/runs/queries';
-import { taskQuery } from './features/tasks/queries';
+import { taskQuery, tasksQuery } from './features/tasks/queries';
+import { skillStoreQuery, skillsQuery } from './features/skills/queries';
 import { Layout } from './layout';
 import { routerBasePath } from './lib/session';
 import { SignInPage } from './pages/sign-in';
@@ -42,8 +43,8 @@ const TasksPage = lazyRouteComponent(() => import('./features/tasks/tasks-page')
 const UsagePage = lazyRouteComponent(() => import('./features/usage/usage-page'), 'UsagePage');
 
 /**
- * What loaders get: the query cache and the signed-in client (null before sign-in). A detail page's
- * loader starts its data as the page's chunk starts loading, instead of after it; it awaits nothing, so
+ * What loaders get: the query cache and the signed-in client (null before sign-in). A page's loader
+ * starts its data as the page's chunk starts loading, instead of after it; it awaits nothing, so
  * the page shows its own loading and error states, from the cache its queries share.
  */
 interface RouterContext {
@@ -81,6 +82,12 @@ const agents = createRoute({
     status: typeof s.status === 'string' ? s.status : undefined,
     appId: typeof s.appId === 'string' ? s.appId : undefined,
   }),
+  loaderDeps: ({ search }) => search,
+  loader: ({ context: { queryClient, client }, deps }) => {
+    if (!client) return;
+    void queryClient.prefetchQuery(agentsPageQuery(client, deps));
+    void queryClient.prefetchQuery(appsQuery(client));
+  },
 });
 const agentEdit = createRoute({
   getParentRoute: () => app,
@@ -120,7 +127,14 @@ const run = createRoute({
     if (client) void queryClient.prefetchQuery(runQuery(client, params.runId));
   },
 });
-const tasks = createRoute({ getParentRoute: () => app, path: '/tasks', component: TasksPage });
+const tasks = createRoute({
+  getParentRoute: () => app,
+  path: '/tasks',
+  component: TasksPage,
+  loader: ({ context: { queryClient, client } }) => {
+    if (client) void queryClient.prefetchQuery(tasksQuery(client));
+  },
+});
 const task = createRoute({
   getParentRoute: () => app,
   path: '/tasks/$taskId',
@@ -132,7 +146,16 @@ const task = createRoute({
 const approvals = createRoute({ getParentRoute: () => app, path: '/approvals', component: ApprovalsPage });
 const identity = createRoute({ getParentRoute: () => app, path: '/identity', component: IdentityPage });
 const usage = createRoute({ getParentRoute: () => app, path: '/usage', component: UsagePage });
-const skills = createRoute({ getParentRoute: () => app, path: '/skills', component: SkillsPage });
+const skills = createRoute({
+  getParentRoute: () => app,
+  path: '/skills',
+  component: SkillsPage,
+  loader: ({ context: { queryClient, client } }) => {
+    if (!client) return;
+    void queryClient.prefetchQuery(skillsQuery(client));
+    void queryClient.prefetchQuery(skillStoreQuery(client));
+  },
+});
 const connectors = createRoute({ getParentRoute: () => app, path: '/connectors', component: ConnectorsPage });
 const settings = createRoute({ getParentRoute: () => app, path: '/settings', component: SettingsPage });
 const memory = createRoute({

@@ -6,9 +6,7 @@ import { useNavigate, useSearch } from '@tanstack/react-router';
 import { useState } from 'react';
 import { messageOf, useClient, useDenied } from '../../api';
 import { AnchorLink, ButtonLink } from '../../links';
-import { type AgentListQuery, agentKeys, agentListQuery, appsQuery } from './queries';
-
-const PAGE_SIZE = 20;
+import { AGENTS_PAGE_SIZE, agentKeys, agentsPageQuery, appsQuery } from './queries';
 
 export function AgentsPage() {
   const client = useClient();
@@ -23,16 +21,7 @@ export function AgentsPage() {
   const apps = useQuery(appsQuery(client));
   // The server searches every page (GET /api/v1/agents?q=); typing waits a moment before asking it.
   const [needle] = useDebouncedValue(text.trim().slice(0, 100), 250);
-  const list = useQuery(
-    agentListQuery(client, {
-      page,
-      limit: PAGE_SIZE,
-      // The URL's status as typed: one the server does not know is its 400, shown above the list.
-      status: search.status as AgentListQuery['status'],
-      appId: search.appId,
-      q: needle || undefined,
-    }),
-  );
+  const list = useQuery(agentsPageQuery(client, search, needle));
   const act = useMutation({
     mutationFn: async ({ action, agent }: { action: 'pause' | 'resume' | 'duplicate' | 'delete'; agent: AgentSummary }) => {
       if (action === 'pause') return client.agents.pause(agent.id);
@@ -172,9 +161,9 @@ export function AgentsPage() {
         </Table>
       </Table.ScrollContainer>
       {list.data && list.data.total === 0 && <Text c="dimmed">{needle ? 'No agent’s name contains that.' : 'No agents yet.'}</Text>}
-      {list.data && list.data.total > PAGE_SIZE && (
+      {list.data && list.data.total > AGENTS_PAGE_SIZE && (
         <Pagination
-          total={Math.ceil(list.data.total / PAGE_SIZE)}
+          total={Math.ceil(list.data.total / AGENTS_PAGE_SIZE)}
           value={page}
           onChange={(p) => navigate({ search: { ...search, page: p } })}
         />

@@ -23,6 +23,20 @@ export const agentKeys = {
 
 const appKeys = { all: ['apps'] as const };
 
+/** Agents a page of the list shows. */
+export const AGENTS_PAGE_SIZE = 20;
+
+/** The list page's query for the URL's search and the typed name (`q`): the page and its route loader ask the same. */
+export const agentsPageQuery = (client: Agentry, search: { page?: number; status?: string; appId?: string }, q?: string) =>
+  agentListQuery(client, {
+    page: search.page ?? 1,
+    limit: AGENTS_PAGE_SIZE,
+    // The URL's status as typed: one the server does not know is its 400, shown above the list.
+    status: search.status as AgentListQuery['status'],
+    appId: search.appId,
+    q: q || undefined,
+  });
+
 /** One page of the agents, as the list shows it (the server searches the names, `q`). */
 export const agentListQuery = (client: Agentry, query: AgentListQuery) =>
   queryOptions({
