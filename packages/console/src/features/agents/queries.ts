@@ -38,7 +38,7 @@ export const agentsPageQuery = (client: Agentry, search: { page?: number; status
   });
 
 /** One page of the agents, as the list shows it (the server searches the names, `q`). */
-export const agentListQuery = (client: Agentry, query: AgentListQuery) =>
+const agentListQuery = (client: Agentry, query: AgentListQuery) =>
   queryOptions({
     queryKey: agentKeys.list(query),
     queryFn: async () => (await client.api.GET('/api/v1/agents', { params: { query } })).data!,
