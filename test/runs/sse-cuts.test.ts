@@ -29,6 +29,27 @@ const WORDS = Array.from({ length: 24 }, (_, i) => `word${i}`).join(' ');
 /** The answer so far ends with a whole `id:` line: the event's blank line has not come yet. */
 const endsWithIdLine = (answer: Buffer) => /\nid: [^\n]*\n$/.test(answer.subarray(-64).toString('latin1'));
 
+type Received = { id: string; event: string; data: { text?: string } };
+
+/**
+ * Every event once, in order (the ids count up from 1 without a gap or a repeat), the whole answer,
+ * and `done` last; each reconnect's Last-Event-ID an id the client had received whole.
+ */
+function expectEveryEventOnce(received: Received[], lastEventIds: (string | null)[], label: string) {
+  expect(
+    received.map((e) => Number(e.id)),
+    label,
+  ).toEqual(received.map((_, i) => i + 1));
+  expect(
+    received
+      .filter((e) => e.event === 'token')
+      .map((e) => e.data.text)
+      .join(''),
+  ).toBe(WORDS);
+  expect(received.at(-1)?.event).toBe('done');
+  for (const id of lastEventIds.filter((v) => v !== null)) expect(received.some((e) => e.id === id)).toBe(true);
+}
+
 /** mulberry32: a small seeded generator, so the cuts are the same on every run. */
 function seeded(seed: number) {
   let a = seed >>> 0;
@@ -54,7 +75,7 @@ describe('a stream cut at random bytes, resumed by fetch-event-source with its I
         cutAfterBytes: (n) => (n < 8 ? 1 + Math.floor(random() * 1200) : undefined),
         cutWhere: (answer) => !endsWithIdLine(answer),
       });
-      const received: { id: string; event: string; data: { text?: string } }[] = [];
+      const received: Received[] = [];
       const lastEventIds: (string | null)[] = [];
       let ended = false;
       let connections = 0;
@@ -88,20 +109,7 @@ describe('a stream cut at random bytes, resumed by fetch-event-source with its I
         await proxy.close();
       }
       cuts += connections - 1;
-      // Every event once, in order: the ids count up from 1 without a gap or a repeat.
-      expect(
-        received.map((e) => Number(e.id)),
-        `stream ${stream}`,
-      ).toEqual(received.map((_, i) => i + 1));
-      expect(
-        received
-          .filter((e) => e.event === 'token')
-          .map((e) => e.data.text)
-          .join(''),
-      ).toBe(WORDS);
-      expect(received.at(-1)?.event).toBe('done');
-      // The reconnects said what they had: each Last-Event-ID is an id the client had received whole.
-      for (const id of lastEventIds.filter((v) => v !== null)) expect(received.some((e) => e.id === id)).toBe(true);
+      expectEveryEventOnce(received, lastEventIds, `stream ${stream}`);
     }
     // The streams were cut many times, and each ran once.
     expect(cuts).toBeGreaterThanOrEqual(30);
@@ -131,7 +139,7 @@ describe('a stream cut at random bytes, resumed by fetch-event-source with its I
           return hole;
         },
       });
-      const received: { id: string; event: string; data: { text?: string } }[] = [];
+      const received: Received[] = [];
       const lastEventIds: (string | null)[] = [];
       const statuses: number[] = [];
       const source = new EventSource(`http://127.0.0.1:${proxy.port}/api/v1/runs/${runId}/events`, {
@@ -167,19 +175,8 @@ describe('a stream cut at random bytes, resumed by fetch-event-source with its I
         await proxy.close();
       }
       cuts += lastEventIds.length - 2;
-      expect(
-        received.map((e) => Number(e.id)),
-        `stream ${stream}`,
-      ).toEqual(received.map((_, i) => i + 1));
-      expect(
-        received
-          .filter((e) => e.event === 'token')
-          .map((e) => e.data.text)
-          .join(''),
-      ).toBe(WORDS);
-      expect(received.at(-1)?.event).toBe('done');
+      expectEveryEventOnce(received, lastEventIds, `stream ${stream}`);
       expect(statuses.at(-1)).toBe(204);
-      for (const id of lastEventIds.filter((v) => v !== null)) expect(received.some((e) => e.id === id)).toBe(true);
     }
     expect(cuts).toBeGreaterThanOrEqual(30);
     expect(cutAfterIdLine).toBeGreaterThan(0);
