@@ -1,4 +1,4 @@
-import { type Insertable, type Kysely, type Selectable, type SelectQueryBuilder, sql, type Updateable } from 'kysely';
+import { type Insertable, type Kysely, type RawBuilder, type Selectable, type SelectQueryBuilder, sql, type Updateable } from 'kysely';
 import { countRows, type Page } from '../db/count.js';
 import type { Dialect } from '../db/database.js';
 import { exportPages } from '../db/export-pages.js';
@@ -408,7 +408,7 @@ export async function nearestVectors(
   candidates: number,
   limit: number,
 ): Promise<RankedChunk[]> {
-  const documents = scope.documentIds ? sql`and document_id in (${sql.join(scope.documentIds)})` : sql``;
+  const documents = inDocuments(scope);
   // Named, so the planner reads the narrow index rather than every chunk's row.
   const result = await sql<{ seq: number; distance: number }>`with candidates as (
       select seq from knowledge_chunks indexed by knowledge_chunks_vectors
@@ -432,17 +432,16 @@ export async function vectorCandidates(
   query: { agree: [string, string]; oppose: [string, string] },
   limit: number,
 ) {
-  const documents = scope.documentIds ? sql`and document_id in (${sql.join(scope.documentIds)})` : sql``;
   const [agree, strongAgree] = query.agree;
   const [oppose, strongOppose] = query.oppose;
-  const result = await sql<{ seq: number | string; embedding: Buffer }>`select seq, embedding from knowledge_chunks where seq in (
-      select seq from knowledge_chunks
-      where tenant_id = ${scope.tenantId} and knowledge_base_id = ${scope.baseId} and embedding_model = ${model} ${documents}
-      order by bit_count(embedding_levels & ${oppose}::varbit) + bit_count(embedding_levels & ${strongOppose}::varbit)
-        - bit_count(embedding_levels & ${agree}::varbit) - bit_count(embedding_levels & ${strongAgree}::varbit), seq
-      limit ${limit})
-    order by seq`.execute(db);
-  return result.rows.map((r) => ({ seq: Number(r.seq), embedding: r.embedding }));
+  return candidatesBy(
+    db,
+    scope,
+    model,
+    sql`bit_count(embedding_levels & ${oppose}::varbit) + bit_count(embedding_levels & ${strongOppose}::varbit)
+        - bit_count(embedding_levels & ${agree}::varbit) - bit_count(embedding_levels & ${strongAgree}::varbit)`,
+    limit,
+  );
 }
 
 /**
@@ -459,18 +458,25 @@ export async function sparseVectorCandidates(
   weights: { dimension: number; weight: number }[],
   limit: number,
 ) {
-  const documents = scope.documentIds ? sql`and document_id in (${sql.join(scope.documentIds)})` : sql``;
   const score = sql.join(
     weights.map((w) => sql`get_byte(embedding_uint8, ${w.dimension}::int) * ${w.weight}::int`),
     sql` + `,
   );
+  return candidatesBy(db, scope, model, sql`${score} desc`, limit);
+}
+
+/** PostgreSQL's first pass: the `limit` chunks of a base's model first by `order` (then by seq), with their embeddings. */
+async function candidatesBy(db: Executor, scope: ChunkScope, model: string, order: RawBuilder<unknown>, limit: number) {
   const result = await sql<{ seq: number | string; embedding: Buffer }>`select seq, embedding from knowledge_chunks where seq in (
       select seq from knowledge_chunks
-      where tenant_id = ${scope.tenantId} and knowledge_base_id = ${scope.baseId} and embedding_model = ${model} ${documents}
-      order by ${score} desc, seq limit ${limit})
+      where tenant_id = ${scope.tenantId} and knowledge_base_id = ${scope.baseId} and embedding_model = ${model} ${inDocuments(scope)}
+      order by ${order}, seq limit ${limit})
     order by seq`.execute(db);
   return result.rows.map((r) => ({ seq: Number(r.seq), embedding: r.embedding }));
 }
+
+/** The filter's documents as a condition of a raw statement (none: every document). */
+const inDocuments = (scope: ChunkScope) => (scope.documentIds ? sql`and document_id in (${sql.join(scope.documentIds)})` : sql``);
 
 /** One chunk of a document's version, by its position: what a citation points at. */
 export function findChunk(db: Executor, tenantId: string, baseId: string, documentId: string, version: number, position: number) {
