@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { execute } from '../helpers/execute.js';
+import { checkpointWholeWal } from '../helpers/sqlite-file.js';
 
 /**
  * A backlog past retention on SQLite while another connection holds the write lock (as the WAL
@@ -50,8 +50,7 @@ function holdWriteLock(file: string, ms: number): Promise<{ done: Promise<void> 
 }
 
 const fileSize = async () => {
-  // The WAL's pages copied in and the WAL emptied, so the database file alone tells the size.
-  await sql`pragma wal_checkpoint(TRUNCATE)`.execute(t.db.kysely);
+  await checkpointWholeWal(t.db.kysely);
   return fs.statSync(t.db.location).size;
 };
 

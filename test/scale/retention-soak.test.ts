@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { dialect, startApp, type TestApp } from '../helpers/app.js';
 import { execute as executeOn } from '../helpers/execute.js';
+import { checkpointWholeWal } from '../helpers/sqlite-file.js';
 
 /**
  * A retention soak, bounded: rounds of sustained executes (several clients at once) under a one-day
@@ -31,13 +32,7 @@ afterAll(() => t?.close());
 /** The database's size as the disk sees it: the SQLite file (WAL copied in and emptied), or the tables' total after VACUUM. */
 async function size(): Promise<number> {
   if (dialect === 'sqlite') {
-    // The file shrinks once the WAL is copied in whole: a checkpoint that met a reader (busy) is tried again.
-    await expect
-      .poll(async () => (await sql<{ busy: number }>`pragma wal_checkpoint(TRUNCATE)`.execute(t.db.kysely)).rows[0].busy, {
-        timeout: 10_000,
-        interval: 50,
-      })
-      .toBe(0);
+    await checkpointWholeWal(t.db.kysely);
     return fs.statSync(t.db.location).size;
   }
   let total = 0;
