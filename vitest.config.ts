@@ -67,7 +67,11 @@ for (const file of NO_DATABASE) {
 // database. The team's day, which walks every feature through the console, runs on PostgreSQL too.
 // AGENTRY_TEST_CONSOLE=skip leaves them out altogether (CI's second Node version).
 const CONSOLE_ON_BOTH = ['test/console/team-day.test.ts'];
+// Files that start their own database whatever the project's (test/helpers/pglite.ts: PostgreSQL with
+// pgvector, which the suite's PostgreSQL lacks): the postgres project would run them again unchanged.
+const OWN_DATABASE = ['test/knowledge/pgvector.test.ts'];
 const SQLITE_ONLY = [
+  ...OWN_DATABASE,
   ...fs
     .readdirSync(path.join(import.meta.dirname, 'test/console'))
     .map((file) => `test/console/${file}`)

@@ -304,6 +304,7 @@ export function createServices(
     // A dead process's ingestion is taken over when its lease lapses, as its runs and task work are.
     ingestion: { leaseMs: config.runLeaseMs, reader: config.knowledgeReader },
     search: config.knowledgeSearch,
+    usageObserver: metrics?.knowledgeTokens,
   });
   const a2a = createA2aDomain({
     agents: agents.agents,
@@ -369,6 +370,7 @@ export function createServices(
     tenancy: tenancy.tenancy,
     runs: runs.contributions.retention,
     conversations: conversations.contributions.retention,
+    knowledge: knowledge.contributions.retention,
     log: logger,
     intervalMs: config.retentionSweepMs,
     clock,

@@ -88,7 +88,7 @@ export interface Config {
   /** Reading knowledge documents (docs/knowledge.md, "Sizes and limits"): each in a worker thread with these bounds. */
   knowledgeReader: { timeoutMs: number; memoryMb: number };
   /** Knowledge searches ranked at once in this process, and how many may wait (docs/knowledge.md, "Sizes and limits"). */
-  knowledgeSearch: { concurrency: number; queue: number };
+  knowledgeSearch: { concurrency: number; queue: number; rerankTimeoutMs: number };
 }
 
 /** Sandboxed code execution (docs/code-execution.md). */
@@ -436,6 +436,7 @@ export function loadConfig(env: Env = process.env): Config {
     knowledgeSearch: {
       concurrency: integer(env, 'KNOWLEDGE_SEARCH_CONCURRENCY', 4, { min: 1, max: 64 }),
       queue: integer(env, 'KNOWLEDGE_SEARCH_QUEUE', 64, { min: 0, max: 10_000 }),
+      rerankTimeoutMs: integer(env, 'KNOWLEDGE_RERANK_TIMEOUT_MS', 30_000, { min: 100, max: 600_000 }),
     },
   };
 }

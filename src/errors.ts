@@ -157,6 +157,15 @@ export function isStorageFault(err: unknown): boolean {
   return /^SQLITE_(FULL|IOERR|READONLY)/.test(code) || code === '53100' || code === '58030' || code === '25006';
 }
 
+/**
+ * True when PostgreSQL aborted the statement's transaction for meeting another one: a deadlock (40P01)
+ * or a serialization failure (40001). Nothing of that transaction was written, and trying again succeeds.
+ */
+export function isTransactionConflict(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return code === '40P01' || code === '40001';
+}
+
 /** True for errors that mean "the database cannot be reached right now", not a bug. */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };

@@ -8,6 +8,8 @@ export interface ExportSource {
   page(after: Record<string, unknown> | undefined, limit: number): Promise<Record<string, unknown>[]>;
   /** A row as `agentry import` inserts it, when it differs from the exported one (derived state reset). */
   imported?(row: Record<string, unknown>): Record<string, unknown>;
+  /** A table whose row travels inside each exported row (a knowledge document's bytes): imported right after this one. */
+  carries?: { table: keyof Database & string; row(exported: Record<string, unknown>): Record<string, unknown> };
 }
 
 type Column<T extends keyof Database> = keyof Database[T] & string;

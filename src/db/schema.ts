@@ -491,7 +491,6 @@ export interface KnowledgeDocumentTable {
   metadata: string;
   media_type: string;
   byte_size: number;
-  content: Buffer;
   version: number;
   indexed_version: number | null;
   status: string;
@@ -505,6 +504,16 @@ export interface KnowledgeDocumentTable {
   created_at: string;
   updated_at: string;
   indexed_at: string | null;
+}
+
+/** The bytes of a document's current version (apart from its row, which its ingestion updates at each step). */
+interface KnowledgeDocumentContentTable {
+  document_id: string;
+  tenant_id: string;
+  knowledge_base_id: string;
+  /** The document's version these bytes are. */
+  version: number;
+  content: Buffer;
 }
 
 /** A searchable passage of a document's indexed version; `seq` is the lexical index's row id. */
@@ -529,6 +538,35 @@ export interface KnowledgeChunkTable {
   embedding_levels?: string;
   /** PostgreSQL only: the int8 sketch offset by 128 (vector search's first pass, word-sparse queries; migration 0027). */
   embedding_uint8?: Buffer;
+  /** PostgreSQL with pgvector only: the embedding as a `vector`, '[x,y,...]' (HNSW search; the pgvector upkeep adds it: knowledge/pgvector.ts). */
+  embedding_vector?: string | null;
+}
+
+/** Tokens knowledge spent with a provider: embedding chunks or a query, re-ranking (migration 0028). */
+export interface KnowledgeUsageTable {
+  id: string;
+  tenant_id: string;
+  knowledge_base_id: string;
+  /** The document whose ingestion spent them (kind `ingestion`). */
+  document_id: string | null;
+  /** The run whose knowledge_search spent them. */
+  run_id: string | null;
+  /** ingestion, query or rerank. */
+  kind: string;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  created_at: string;
+}
+
+/**
+ * PostgreSQL only (migration 0030): per base, each lexeme of its chunks' tsvectors and how many chunks
+ * hold it, and under the empty term how many chunks the base has: lexical ranking's document frequencies.
+ */
+interface KnowledgeTermTable {
+  knowledge_base_id: string;
+  term: string;
+  chunks: number;
 }
 
 export interface Database {
@@ -562,5 +600,8 @@ export interface Database {
   code_slots: CodeSlotTable;
   knowledge_bases: KnowledgeBaseTable;
   knowledge_documents: KnowledgeDocumentTable;
+  knowledge_document_contents: KnowledgeDocumentContentTable;
   knowledge_chunks: KnowledgeChunkTable;
+  knowledge_usage: KnowledgeUsageTable;
+  knowledge_terms: KnowledgeTermTable;
 }

@@ -66,8 +66,9 @@ export class ImportError extends Error {}
  */
 export async function importTenant(db: Db, lines: AsyncIterable<string>): Promise<{ tenantId: string; counts: Record<string, number> }> {
   const sources = DOMAINS.flatMap((domain) => domain(db, ''));
-  const order = sources.map((source) => source.table);
-  const importedAs = new Map(sources.map((source) => [source.table, source.imported ?? ((row: Record<string, unknown>) => row)]));
+  const bySource = new Map(sources.map((source) => [source.table, source]));
+  const written = sources.map((source) => source.table);
+  const order = sources.flatMap((source) => (source.carries ? [source.table, source.carries.table] : [source.table]));
   const rows = new Map<string, Record<string, unknown>[]>(order.map((table) => [table, []]));
   let tenantId: string | undefined;
   let n = 0;
@@ -82,9 +83,9 @@ export async function importTenant(db: Db, lines: AsyncIterable<string>): Promis
     }
     const table = typeof parsed?.table === 'string' ? parsed.table : '';
     const row = parsed?.row;
-    const list = rows.get(table);
-    if (!list || typeof row !== 'object' || row === null || Array.isArray(row)) {
-      throw new ImportError(`line ${n}: expected {"table": one of ${order.join(', ')}, "row": {...}}`);
+    const source = bySource.get(table);
+    if (!source || typeof row !== 'object' || row === null || Array.isArray(row)) {
+      throw new ImportError(`line ${n}: expected {"table": one of ${written.join(', ')}, "row": {...}}`);
     }
     const r = row as Record<string, unknown>;
     if (table === 'tenants') {
@@ -93,7 +94,14 @@ export async function importTenant(db: Db, lines: AsyncIterable<string>): Promis
     } else if ('tenant_id' in r && tenantId !== undefined && r.tenant_id !== tenantId) {
       throw new ImportError(`line ${n}: a row of ${table} belongs to another tenant than the file's (${tenantId})`);
     }
-    list.push(importedAs.get(table)!(bytesFromJson(r)));
+    const exported = bytesFromJson(r);
+    if (source.carries) {
+      const carried = source.carries.row(exported);
+      const missing = Object.keys(carried).filter((column) => carried[column] === undefined || carried[column] === null);
+      if (missing.length) throw new ImportError(`line ${n}: a row of ${table} lacks ${missing.join(', ')}`);
+      rows.get(source.carries.table)!.push(carried);
+    }
+    rows.get(table)!.push(source.imported ? source.imported(exported) : exported);
   }
   if (!tenantId) throw new ImportError('the file holds no tenant: is it the output of `agentry export`?');
   const id = tenantId;

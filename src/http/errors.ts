@@ -2,7 +2,14 @@ import type { ErrorObject } from 'ajv';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { type AnyDomainError, DomainError, type FieldError, isDatabaseUnavailable, isStorageFault } from '../errors.js';
+import {
+  type AnyDomainError,
+  DomainError,
+  type FieldError,
+  isDatabaseUnavailable,
+  isStorageFault,
+  isTransactionConflict,
+} from '../errors.js';
 
 export { type FieldError, isDatabaseUnavailable };
 
@@ -295,6 +302,15 @@ export function storageUnavailable(): ProblemError {
 /** Maps Fastify's own errors (parsing, limits, validation) onto our problem codes. */
 function fromFastifyError(err: FastifyError): ProblemError {
   if (isStorageFault(err)) return storageUnavailable();
+  if (isTransactionConflict(err)) {
+    return new ProblemError(
+      503,
+      'transaction_conflict',
+      'the database aborted this request’s transaction for meeting another one (a deadlock); what it was writing was not written; retry',
+      undefined,
+      { 'retry-after': '1' },
+    );
+  }
   if (isDatabaseUnavailable(err)) {
     return new ProblemError(503, 'database_unavailable', 'the database cannot be reached; retry shortly', undefined, {
       'retry-after': '5',
@@ -385,10 +401,11 @@ export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const expected = err instanceof ProblemError || err instanceof DomainError;
     const problem = err instanceof ProblemError ? err : err instanceof DomainError ? problemOf(err) : fromFastifyError(err);
+    // Named by its code (`request failed: transaction conflict`): a 503 is not always the database's absence.
     if (problem.status === 503)
       request.log.warn(
         { code: problem.code, cause: (err as Error).message, dbCode: (err as { code?: unknown }).code },
-        'request failed: database unavailable',
+        `request failed: ${problem.code.replaceAll('_', ' ')}`,
       );
     // Our own 5xx problems (a model that failed, say) are expected conditions: no stack needed.
     else if (expected && problem.status >= 500) request.log.warn({ code: problem.code, detail: problem.detail }, 'request failed');

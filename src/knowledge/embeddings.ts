@@ -32,7 +32,16 @@ export interface Embedder {
   /** How a call that timed out or was refused for now (429, 5xx) is tried again: its provider's policy (MODEL_RETRY_*). */
   retry: RetryPolicy;
   /** One L2-normalised vector per text, in order. */
-  embed(texts: string[], signal: AbortSignal): Promise<Float32Array[]>;
+  embed(texts: string[], signal: AbortSignal): Promise<Embedded>;
+}
+
+/**
+ * A call's vectors and the input tokens the provider says it spent (usage.prompt_tokens; 0 when it
+ * says nothing); null for the built-in embedding, which calls no provider and is not counted in usage.
+ */
+export interface Embedded {
+  vectors: Float32Array[];
+  tokens: number | null;
 }
 
 /** FNV-1a, 32 bits: the feature's bucket and (its top bit) its sign. */
@@ -95,7 +104,7 @@ const hashEmbedder: Embedder = {
   model: HASH_EMBEDDING_MODEL,
   batchSize: 256,
   retry: { maxAttempts: 1, baseMs: 0, maxDelayMs: 0 },
-  embed: async (texts) => texts.map(hashEmbedding),
+  embed: async (texts) => ({ vectors: texts.map(hashEmbedding), tokens: null }),
 };
 
 /** How long one provider embedding call may take before it counts as a (retryable) timeout. */
@@ -170,7 +179,7 @@ export class Embeddings {
         if (result.embeddings.length !== texts.length) {
           throw new EmbeddingError(`${model} answered ${result.embeddings.length} embeddings for ${texts.length} texts`, false);
         }
-        return result.embeddings.map((e) => normalise(Float32Array.from(e)));
+        return { vectors: result.embeddings.map((e) => normalise(Float32Array.from(e))), tokens: result.usage?.tokens ?? 0 };
       },
     };
   }

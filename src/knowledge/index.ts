@@ -8,11 +8,14 @@ import type { SignalBus } from '../signals/bus.js';
 import { DocumentReader, type ReaderLimits } from './documents/reader.js';
 import { Embeddings } from './embeddings.js';
 import { Ingestion } from './ingestion.js';
+import { PgVector } from './pgvector.js';
 import { knowledgePlugin } from './plugin.js';
 import type { RerankModels } from './rerank.js';
 import { KnowledgeSearch, type SearchLimits } from './search.js';
 import { KnowledgeService } from './service.js';
 import { type KnowledgeToolPolicies, knowledgeToolProvider } from './tools.js';
+import { knowledgeUsageRoutes } from './usage/routes.js';
+import { KnowledgeUsage, type UsageObserver } from './usage/service.js';
 
 export interface KnowledgeDomainOptions {
   db: Db;
@@ -29,8 +32,10 @@ export interface KnowledgeDomainOptions {
   policies: KnowledgeToolPolicies;
   /** Ingestion's settings; the defaults when unset. */
   ingestion?: { workers?: number; leaseMs?: number; pollMs?: number; reader?: ReaderLimits };
-  /** Searches ranked at once, and waiting (default 4 and 64). */
+  /** Searches ranked at once, and waiting (default 4 and 64), and how long a re-ranking may take. */
   search?: SearchLimits;
+  /** Told of every token spend (the metrics). */
+  usageObserver?: UsageObserver;
 }
 
 export interface KnowledgeDomain {
@@ -41,6 +46,8 @@ export interface KnowledgeDomain {
   contributions: {
     /** knowledge_search, for agents that list the `knowledge` group. */
     toolProviders: { knowledge: ToolProvider<Agent> };
+    /** What the retention sweep asks of knowledge: usage rows older than the tenant's runsDays deleted, in batches. */
+    retention: { deleteUsageBefore(tenantId: string, cutoff: string, limit: number): Promise<number> };
   };
 }
 
@@ -55,12 +62,17 @@ export function createKnowledgeDomain({
   policies,
   ingestion: settings = {},
   search: searchLimits,
+  usageObserver,
 }: KnowledgeDomainOptions): KnowledgeDomain {
   const embeddings = new Embeddings(providers);
+  const usage = new KnowledgeUsage(db, log, usageObserver);
+  const pgvector = new PgVector(db, log);
   const ingestion = new Ingestion({
     db,
     bus,
     embeddings,
+    usage,
+    pgvector,
     log,
     workers: settings.workers ?? 2,
     reader: new DocumentReader(settings.reader ?? { timeoutMs: 120_000, memoryMb: 512 }),
@@ -69,11 +81,17 @@ export function createKnowledgeDomain({
     pollMs: settings.pollMs ?? Math.min(2_000, (settings.leaseMs ?? 30_000) / 3),
   });
   const knowledge = new KnowledgeService({ db, files, embeddings, rerankModels: models, queued: ingestion.queued });
-  const search = new KnowledgeSearch(db, knowledge, embeddings, models, searchLimits);
+  const search = new KnowledgeSearch(db, knowledge, embeddings, models, usage, pgvector, searchLimits);
   return {
     knowledge,
     search,
-    plugin: (app) => knowledgePlugin(app, { knowledge, search, ingestion }),
-    contributions: { toolProviders: { knowledge: knowledgeToolProvider({ knowledge, search, policies }) } },
+    plugin: async (app) => {
+      await knowledgePlugin(app, { knowledge, search, ingestion, pgvector });
+      await app.register(knowledgeUsageRoutes, { usage });
+    },
+    contributions: {
+      toolProviders: { knowledge: knowledgeToolProvider({ knowledge, search, policies }) },
+      retention: { deleteUsageBefore: (tenantId, cutoff, limit) => usage.deleteRecordedBefore(tenantId, cutoff, limit) },
+    },
   };
 }

@@ -1,14 +1,17 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../db/database.js';
+import { isStorageFault } from '../errors.js';
 import { newId, now } from '../ids.js';
 import { Dispatcher } from '../scheduler/dispatcher.js';
 import { Loop } from '../scheduler/loop.js';
 import type { SignalBus } from '../signals/bus.js';
 import { DocumentError } from './documents/index.js';
 import type { DocumentReader } from './documents/reader.js';
-import { type Embedder, EmbeddingError, type Embeddings, vectorBytes } from './embeddings.js';
+import { type Embedded, type Embedder, EmbeddingError, type Embeddings, vectorBytes } from './embeddings.js';
+import type { PgVector } from './pgvector.js';
 import { LIMITS } from './schemas.js';
 import * as store from './store.js';
+import type { KnowledgeUsage } from './usage/service.js';
 
 /**
  * Ingestion (docs/knowledge.md, "Ingestion"): a document's row is its job. Any replica's dispatcher
@@ -28,18 +31,30 @@ export interface IngestionOptions {
   db: Db;
   bus: SignalBus;
   embeddings: Embeddings;
+  /** Where the tokens a provider embedding spends are recorded. */
+  usage: KnowledgeUsage;
   log: FastifyBaseLogger;
   /** Documents ingested at once in this process. */
   workers: number;
   /** Reads documents into chunks off the event loop. */
   reader: DocumentReader;
   leaseMs: number;
+  /** Whether chunks are written for pgvector too, and each dimension's index (PostgreSQL with the extension). */
+  pgvector: PgVector;
   /** How often to look for work no signal told of (other replicas' while the bus was down, lapsed leases). */
   pollMs: number;
 }
 
 /** The document was replaced, deleted, or taken over since it was claimed: nothing of this attempt is written. */
 class Superseded extends Error {}
+
+/**
+ * Why a document whose chunks the database could not write (disk full, failing or read-only) failed.
+ * Not tried again by itself: each try would read and embed the document again (a provider's tokens) to
+ * fail the same way until an operator frees space; uploading it again queues it once there is.
+ */
+const STORAGE_FAULT =
+  'the database could not write the document’s chunks (disk full, failing or read-only storage): nothing of it was indexed; upload it again once space is freed';
 
 export class Ingestion {
   /** This process's lease owner. */
@@ -101,12 +116,16 @@ export class Ingestion {
     const held: store.HeldDocument = { id: doc.id, version: doc.version, owner: this.owner };
     const db = this.o.db.kysely;
     this.held.set(doc.id, (this.held.get(doc.id) ?? 0) + 1);
+    // Tokens the provider reported for this attempt's batches (null: no provider was called).
+    let spent = null as { model: string; tokens: number } | null;
     try {
       if (doc.attempts > MAX_CLAIMS) throw new DocumentError('malformed_document', `its ingestion was interrupted ${MAX_CLAIMS} times`);
       const base = await store.findBase(db, doc.tenant_id, doc.knowledge_base_id);
       if (!base) return;
+      const content = await store.documentContent(db, doc.id, doc.version);
+      if (!content) throw new Superseded();
       const { title, chunks } = await this.o.reader.read({
-        input: { bytes: doc.content, mediaType: doc.media_type, filename: doc.filename ?? undefined },
+        input: { bytes: content, mediaType: doc.media_type, filename: doc.filename ?? undefined },
         limits: { maxTextChars: LIMITS.documentTextChars, maxUnpackedBytes: 64 * 1024 * 1024, maxPages: 2000 },
         chunking: { maxChars: base.chunk_max_chars, overlapChars: base.chunk_overlap_chars },
       });
@@ -119,7 +138,9 @@ export class Ingestion {
       const vectors: Float32Array[] = [];
       for (let i = 0; i < chunks.length; i += embedder.batchSize) {
         const batch = chunks.slice(i, i + embedder.batchSize).map((c) => c.text);
-        vectors.push(...(await this.embed(embedder, batch)));
+        const embedded = await this.embed(embedder, batch);
+        if (embedded.tokens !== null) spent = { model: embedder.model, tokens: (spent?.tokens ?? 0) + embedded.tokens };
+        vectors.push(...embedded.vectors);
         // The built-in embedding is CPU in this thread: a turn of the event loop between batches keeps runs' I/O going.
         await new Promise((resolve) => setImmediate(resolve));
         if (i + embedder.batchSize < chunks.length) await this.progress(held, 10 + Math.floor((80 * vectors.length) / chunks.length));
@@ -139,6 +160,8 @@ export class Ingestion {
         embedding_model: embedder.model,
         embedding: vectorBytes(vectors[i]),
       }));
+      const pgvector = await this.o.pgvector.enabled();
+      if (pgvector && vectors.length) await this.o.pgvector.indexFor(vectors[0].length);
       await db.transaction().execute(async (trx) => {
         const ready = await store.updateHeld(trx, held, {
           status: 'ready',
@@ -153,8 +176,14 @@ export class Ingestion {
           indexed_at: at,
         });
         if (!ready) throw new Superseded();
-        await store.deleteChunks(trx, doc.id);
-        await store.insertChunks(trx, this.o.db.dialect, rows);
+        const dialect = this.o.db.dialect;
+        const removed = await store.deleteChunks(trx, dialect, doc.id);
+        await store.insertChunks(trx, dialect, rows, pgvector);
+        // PostgreSQL's document frequencies move with the chunks, in this transaction (store.addToTermCounts);
+        // before the base's row, which uploads to the base wait for: it is held only until the commit.
+        if (dialect === 'postgres') {
+          await store.addToTermCounts(trx, doc.knowledge_base_id, await store.documentTermCounts(trx, doc.id), removed);
+        }
         await store.addToBaseCounts(trx, doc.knowledge_base_id, { documents: 0, chunks: rows.length - doc.chunk_count });
       });
     } catch (err) {
@@ -162,13 +191,28 @@ export class Ingestion {
       const reason =
         err instanceof DocumentError || err instanceof EmbeddingError
           ? err.message
-          : 'the document could not be indexed (an internal error; see the server log)';
-      if (!(err instanceof DocumentError || err instanceof EmbeddingError))
+          : isStorageFault(err)
+            ? STORAGE_FAULT
+            : 'the document could not be indexed (an internal error; see the server log)';
+      if (isStorageFault(err)) this.o.log.error({ err, documentId: doc.id }, 'knowledge ingestion failed: the database could not write');
+      else if (!(err instanceof DocumentError || err instanceof EmbeddingError))
         this.o.log.error({ err, documentId: doc.id }, 'knowledge ingestion failed');
       await store
         .updateHeld(db, held, { status: 'failed', failure_reason: reason, lease_owner: null, lease_expires_at: null, updated_at: now() })
         .catch((e) => this.o.log.error({ err: e, documentId: doc.id }, 'could not record a knowledge document’s failure'));
     } finally {
+      // Spent whether the document was indexed or not.
+      if (spent) {
+        await this.o.usage.record({
+          tenantId: doc.tenant_id,
+          knowledgeBaseId: doc.knowledge_base_id,
+          documentId: doc.id,
+          kind: 'ingestion',
+          model: spent.model,
+          inputTokens: spent.tokens,
+          outputTokens: 0,
+        });
+      }
       const left = (this.held.get(doc.id) ?? 1) - 1;
       if (left > 0) this.held.set(doc.id, left);
       else this.held.delete(doc.id);
@@ -183,7 +227,7 @@ export class Ingestion {
    * One batch embedded; a call that timed out or was refused for now (429, 5xx) is tried again after
    * an exponential wait, up to its provider's attempts (MODEL_RETRY_*), then fails the document.
    */
-  private async embed(embedder: Embedder, texts: string[]): Promise<Float32Array[]> {
+  private async embed(embedder: Embedder, texts: string[]): Promise<Embedded> {
     const { maxAttempts, baseMs, maxDelayMs } = embedder.retry;
     for (let attempt = 1; ; attempt++) {
       try {

@@ -238,10 +238,17 @@ export const SearchResult = Type.Object({
   mode: Literals(SEARCH_MODES),
   fusion: Type.Union([Literals(SEARCH_FUSIONS), Type.Null()], { description: 'the fusion hybrid used; null for lexical and vector' }),
   vectorIndex: Type.Union(
-    [Type.Literal('sqlite-vec'), Type.Literal('int8'), Type.Literal('level-bits'), Type.Literal('exact'), Type.Literal('none')],
+    [
+      Type.Literal('sqlite-vec'),
+      Type.Literal('pgvector'),
+      Type.Literal('int8'),
+      Type.Literal('level-bits'),
+      Type.Literal('exact'),
+      Type.Literal('none'),
+    ],
     {
       description:
-        'how vectors were compared: sqlite-vec (SQLite: candidates by int8 sketches, then their exact cosine), int8 (PostgreSQL, a query of at most 64 non-zero components: candidates by the int8 sketches at those, then their exact cosine in process), level-bits (PostgreSQL, a denser query: candidates by each component’s sign and strength as bits, then their exact cosine), exact (every vector in process: asked for with exact, or SQLite where sqlite-vec did not load), or none (lexical search)',
+        'how vectors were compared: sqlite-vec (SQLite: candidates by int8 sketches, then their exact cosine), pgvector (PostgreSQL with the pgvector extension: candidates by its HNSW index, then their exact cosine), int8 (PostgreSQL without pgvector, or vectors beyond its HNSW’s 2,000 dimensions: a query of at most 64 non-zero components: candidates by the int8 sketches at those, then their exact cosine in process), level-bits (the same, a denser query: candidates by each component’s sign and strength as bits, then their exact cosine), exact (every vector in process: asked for with exact, or SQLite where sqlite-vec did not load), or none (lexical search)',
     },
   ),
   rerank: Type.Union(

@@ -14,15 +14,18 @@ import {
   vectorOf,
   wordsOf,
 } from './embeddings.js';
+import type { PgVector } from './pgvector.js';
 import type { KnowledgeService } from './service.js';
-import { RerankFailed, type RerankModels, rerankOrder } from './rerank.js';
+import { RERANK_TIMEOUT_MS, RerankFailed, type RerankModels, rerankOrder } from './rerank.js';
 import { type Passage, RERANK_CANDIDATES, type SearchFilters, type SearchFusion, type SearchMode, type SearchResult } from './schemas.js';
 import * as store from './store.js';
+import type { KnowledgeUsage } from './usage/service.js';
 
 /**
  * Search of one knowledge base (docs/knowledge.md, "How ranking works"): lexical (FTS5 bm25 on SQLite,
- * idf-weighted ts_rank on PostgreSQL), vector (cosine: a first pass over the vectors' sketches, then the
- * candidates' exact cosine), or both fused by relative score (default) or reciprocal rank. Filters
+ * idf-weighted ts_rank on PostgreSQL, over a bounded set of candidates), vector (cosine: a first pass over
+ * the vectors' sketches, or pgvector's HNSW index where PostgreSQL has it, then the candidates' exact
+ * cosine), or both fused by relative score (default) or reciprocal rank. Filters
  * narrow the documents first. A base with a `rerankModel` has the best candidates re-ordered by that
  * model before the top k are cut.
  */
@@ -31,6 +34,12 @@ import * as store from './store.js';
 const RRF_K = 60;
 /** Words of a query searched for at most. */
 const MAX_QUERY_WORDS = 32;
+/**
+ * Chunks PostgreSQL's lexical search ranks at most, picked by a first pass when the query's words are
+ * held by more (store.rankWeighted; docs/knowledge.md, "The bound"). Chosen by measurement at 100,000
+ * chunks: 5,000 kept 99 % of the unbounded top 5 of the bench's questions, in a sixth of the time.
+ */
+const LEXICAL_CANDIDATES = 5000;
 /** Vectors read per page of the exact search. */
 const VECTOR_PAGE = 2000;
 /** Candidates of vector search's first pass (sketches) per vector asked for, ranked again exactly. */
@@ -51,12 +60,21 @@ export interface SearchRequest {
   rerank?: boolean;
 }
 
-type Comparison = { index: 'sqlite-vec' | 'level-bits' | 'exact' } | { index: 'int8'; weights: { dimension: number; weight: number }[] };
+type Comparison =
+  | { index: 'sqlite-vec' | 'pgvector' | 'level-bits' | 'exact' }
+  | { index: 'int8'; weights: { dimension: number; weight: number }[] };
 
 /** Searches ranked at once in this process, and how many may wait for their turn (docs/knowledge.md, "Sizes and limits"). */
 export interface SearchLimits {
   concurrency: number;
   queue: number;
+  /** How long a re-ranking model may take before the search answers in the fused order (default 30 s). */
+  rerankTimeoutMs?: number;
+}
+
+/** Who a search's tokens are spent for: the run whose knowledge_search asked it. */
+export interface SearchContext {
+  runId?: string;
 }
 
 type Chunk = Awaited<ReturnType<typeof store.chunksBySeq>>[number];
@@ -69,12 +87,14 @@ export class KnowledgeSearch {
     private readonly knowledge: KnowledgeService,
     private readonly embeddings: Embeddings,
     private readonly models: RerankModels,
+    private readonly usage: KnowledgeUsage,
+    private readonly pgvector: PgVector,
     private readonly limits: SearchLimits = { concurrency: 4, queue: 64 },
   ) {
     this.ranking = pLimit(limits.concurrency);
   }
 
-  async search(tenantId: string, baseId: string, request: SearchRequest): Promise<SearchResult> {
+  async search(tenantId: string, baseId: string, request: SearchRequest, context: SearchContext = {}): Promise<SearchResult> {
     const base = await this.knowledge.base(tenantId, baseId);
     const k = request.k ?? 5;
     const mode = request.mode ?? 'hybrid';
@@ -87,8 +107,10 @@ export class KnowledgeSearch {
     const rerankModel = request.rerank === false ? null : base.rerank_model;
     const words = queryWords(request.query);
     // Embedded before the ranking's turn: a slow embedding provider holds no place of the database's.
-    const queryVector = mode !== 'lexical' ? await this.embedQuery(base.embedding_model, request.query) : null;
-    const comparison = queryVector ? this.comparison(queryVector, request.exact ?? false) : null;
+    const spent = { tenantId, knowledgeBaseId: baseId, runId: context.runId };
+    const queryVector = mode !== 'lexical' ? await this.embedQuery(base.embedding_model, request.query, spent) : null;
+    const pgvector = queryVector && !request.exact ? await this.pgvector.enabled() : false;
+    const comparison = queryVector ? this.comparison(queryVector, request.exact ?? false, pgvector) : null;
     const result = { mode, fusion, vectorIndex: comparison?.index ?? ('none' as const), rerank: null };
     const ranked = await this.inTurn(async () => {
       const documentIds = await this.filtered(tenantId, baseId, request.filters);
@@ -96,8 +118,7 @@ export class KnowledgeSearch {
       const scope: store.ChunkScope = { tenantId, baseId, documentIds };
       // Each ranker brings more candidates than asked for, so fusion has rankings to combine.
       const pool = Math.max(k * 4, 40);
-      const lexical =
-        mode !== 'vector' && words.length ? await store.lexicalSearch(this.db.kysely, this.db.dialect, scope, words, pool) : [];
+      const lexical = mode !== 'vector' && words.length ? await this.lexicalSearch(scope, words, pool) : [];
       const vector = queryVector && comparison ? await this.vectorSearch(scope, base.embedding_model, queryVector, comparison, pool) : [];
       const fuse = fusion === 'rrf' ? fuseRanks : fuseScores;
       return mode === 'lexical' ? lexical : mode === 'vector' ? vector : fuse([lexical, vector]);
@@ -108,16 +129,20 @@ export class KnowledgeSearch {
     const shown = candidates.filter((c) => chunks.has(c.seq));
     let order: store.RankedChunk[];
     let rerank: SearchResult['rerank'];
+    // Outside the ranking's turn: a model that is slow or silent holds no place of the database's.
     try {
-      const picked = await rerankOrder(
+      const { order: picked, usage } = await rerankOrder(
         this.models.resolve(rerankModel),
         request.query,
         shown.map((c) => chunks.get(c.seq)!.text),
+        this.limits.rerankTimeoutMs ?? RERANK_TIMEOUT_MS,
       );
+      await this.usage.record({ ...spent, kind: 'rerank', model: rerankModel, ...usage });
       order = [...picked.map((i) => shown[i]), ...ranked.filter((c) => !picked.some((i) => shown[i] === c))];
       rerank = { model: rerankModel, status: 'reranked', candidates: shown.length, error: null };
     } catch (err) {
       if (!(err instanceof RerankFailed)) throw err;
+      if (err.usage) await this.usage.record({ ...spent, kind: 'rerank', model: rerankModel, ...err.usage });
       order = ranked;
       rerank = { model: rerankModel, status: 'failed', candidates: shown.length, error: err.message };
     }
@@ -135,6 +160,17 @@ export class KnowledgeSearch {
       ranked.map((r) => r.seq),
     );
     return new Map(rows.map((c) => [c.seq, c]));
+  }
+
+  /**
+   * The chunks best matching the words: FTS5's bm25 on SQLite; on PostgreSQL the words weighed by their
+   * frequencies, then at most LEXICAL_CANDIDATES chunks ranked.
+   */
+  private async lexicalSearch(scope: store.ChunkScope, words: string[], limit: number): Promise<store.RankedChunk[]> {
+    const db = this.db.kysely;
+    if (this.db.dialect !== 'postgres') return store.lexicalSearch(db, scope, words, limit);
+    const weighted = await store.weighWords(db, scope.baseId, words);
+    return weighted.length ? store.rankWeighted(db, scope, weighted, limit, LEXICAL_CANDIDATES) : [];
   }
 
   /** The documents the filters leave (undefined: no filters, every document). */
@@ -169,10 +205,15 @@ export class KnowledgeSearch {
   }
 
   /** The query's vector by the base's model (all zeros for a query without words). */
-  private async embedQuery(model: string, query: string): Promise<Float32Array> {
+  private async embedQuery(
+    model: string,
+    query: string,
+    spent: { tenantId: string; knowledgeBaseId: string; runId?: string },
+  ): Promise<Float32Array> {
     try {
-      const [q] = await this.embeddings.embedder(model).embed([query], AbortSignal.timeout(60_000));
-      return q;
+      const { vectors, tokens } = await this.embeddings.embedder(model).embed([query], AbortSignal.timeout(60_000));
+      if (tokens !== null) await this.usage.record({ ...spent, kind: 'query', model, inputTokens: tokens, outputTokens: 0 });
+      return vectors[0];
     } catch (err) {
       if (err instanceof EmbeddingError) throw new RunFailed('embedding_failed', `the query could not be embedded: ${err.message}`);
       throw err;
@@ -181,12 +222,14 @@ export class KnowledgeSearch {
 
   /**
    * How this query's vector is compared (docs/knowledge.md, "Vector"): with sqlite-vec, by int8
-   * sketches; on PostgreSQL, a word-sparse query by the int8 sketches at its own components, a dense
-   * one by level bits; else, or asked for, with every vector.
+   * sketches; on PostgreSQL with pgvector, by its HNSW index (up to its 2,000 dimensions); else on
+   * PostgreSQL, a word-sparse query by the int8 sketches at its own components, a dense one by level
+   * bits; else, or asked for, with every vector.
    */
-  private comparison(q: Float32Array, exact: boolean): Comparison {
+  private comparison(q: Float32Array, exact: boolean, pgvector: boolean): Comparison {
     if (exact || (this.db.dialect === 'sqlite' && this.db.vectorFunctions !== 'sqlite-vec')) return { index: 'exact' };
     if (this.db.dialect === 'sqlite') return { index: 'sqlite-vec' };
+    if (pgvector && store.indexable(q.length)) return { index: 'pgvector' };
     const weights = sparseWeights(q, SPARSE_QUERY_COMPONENTS);
     return weights ? { index: 'int8', weights } : { index: 'level-bits' };
   }
@@ -211,6 +254,14 @@ export class KnowledgeSearch {
       return store.nearestVectors(kysely, scope, model, { embedding: vectorBytes(q), sketch: int8Sketch(q) }, candidates, limit);
     }
     const best = new Best(limit);
+    if (comparison.index === 'pgvector') {
+      // HNSW's filtered scan stops at hnsw.max_scan_tuples: a base (or filter) with few chunks among the
+      // index's may come up short, and then its chunks are compared exactly, so a search finds `limit` when there are.
+      let rows = await store.pgvectorNearest(kysely, scope, model, q, limit);
+      if (rows.length < limit) rows = await store.pgvectorExact(kysely, scope, model, q, limit);
+      for (const row of rows) best.offer(row.seq, dot(q, vectorOf(row.embedding)));
+      return best.ranked;
+    }
     if (comparison.index !== 'exact') {
       const rows =
         comparison.index === 'int8'

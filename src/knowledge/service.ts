@@ -41,7 +41,7 @@ const baseView = (row: store.BaseRow): KnowledgeBase => ({
   updatedAt: row.updated_at,
 });
 
-const documentView = (row: store.DocumentInfo): KnowledgeDocument => ({
+const documentView = (row: store.DocumentRow): KnowledgeDocument => ({
   id: row.id,
   knowledgeBaseId: row.knowledge_base_id,
   fileId: row.file_id,
@@ -194,8 +194,9 @@ export class KnowledgeService {
           next.embedding_model !== current.embedding_model ||
           next.chunk_max_chars !== current.chunk_max_chars ||
           next.chunk_overlap_chars !== current.chunk_overlap_chars;
-        await store.updateBase(trx, tenantId, id, patch);
+        // The documents' rows before the base's, the order ingestion's commit takes them in (no deadlock).
         if (reindex) await store.requeueBase(trx, tenantId, id, at);
+        await store.updateBase(trx, tenantId, id, patch);
         await recordAudit(trx, {
           tenantId,
           actor: principal.actor,
@@ -213,7 +214,7 @@ export class KnowledgeService {
 
   async deleteBase(principal: Principal, id: string): Promise<void> {
     await this.db.kysely.transaction().execute(async (trx) => {
-      if (!(await store.deleteBase(trx, principal.tenantId, id))) throw new NotFound('knowledge base');
+      if (!(await store.deleteBase(trx, this.db.dialect, principal.tenantId, id))) throw new NotFound('knowledge base');
       await recordAudit(trx, {
         tenantId: principal.tenantId,
         actor: principal.actor,
@@ -247,7 +248,6 @@ export class KnowledgeService {
       metadata: this.metadataText(body.metadata),
       media_type: upload.mediaType,
       byte_size: upload.content.length,
-      content: upload.content,
       version: 1,
       indexed_version: null,
       status: 'queued',
@@ -272,7 +272,7 @@ export class KnowledgeService {
           `a knowledge base holds at most ${LIMITS.documentsPerBase} documents: delete some first`,
         );
       }
-      await store.insertDocument(trx, row);
+      await store.insertDocument(trx, row, upload.content);
       await store.addToBaseCounts(trx, baseId, { documents: 1, chunks: 0 });
       await recordAudit(trx, {
         tenantId,
@@ -308,7 +308,6 @@ export class KnowledgeService {
         metadata: this.metadataText(body.metadata),
         media_type: upload.mediaType,
         byte_size: upload.content.length,
-        content: upload.content,
         version: current.version + 1,
         status: 'queued',
         failure_reason: null,
@@ -319,7 +318,7 @@ export class KnowledgeService {
         lease_expires_at: null,
         updated_at: at,
       };
-      await store.replaceDocument(trx, tenantId, id, patch);
+      await store.replaceDocument(trx, tenantId, id, patch, upload.content);
       await recordAudit(trx, {
         tenantId,
         actor: principal.actor,
@@ -328,8 +327,7 @@ export class KnowledgeService {
         resourceId: id,
         detail: { knowledgeBaseId: baseId, version: patch.version, mediaType: patch.media_type, bytes: patch.byte_size },
       });
-      const { content: _, ...info } = { ...current, ...patch };
-      return info;
+      return { ...current, ...patch };
     });
     this.queued();
     return documentView(row);
@@ -388,9 +386,11 @@ export class KnowledgeService {
     const { tenantId } = principal;
     await this.base(tenantId, baseId);
     await this.db.kysely.transaction().execute(async (trx) => {
-      const chunks = await store.deleteDocument(trx, tenantId, baseId, id);
-      if (chunks === null) throw new NotFound('knowledge document');
-      await store.addToBaseCounts(trx, baseId, { documents: -1, chunks: -chunks });
+      const deleted = await store.deleteDocument(trx, this.db.dialect, tenantId, baseId, id);
+      if (deleted === null) throw new NotFound('knowledge document');
+      // The terms before the base's row, as ingestion takes them (store.addToTermCounts).
+      if (deleted.terms.size) await store.addToTermCounts(trx, baseId, new Map(), deleted.terms);
+      await store.addToBaseCounts(trx, baseId, { documents: -1, chunks: -deleted.chunks });
       await recordAudit(trx, {
         tenantId,
         actor: principal.actor,

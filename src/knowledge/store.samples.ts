@@ -30,7 +30,6 @@ const document: store.DocumentRow = {
   metadata: '{}',
   media_type: 'text/plain',
   byte_size: 5,
-  content: Buffer.from('hello'),
   version: 1,
   indexed_version: null,
   status: 'queued',
@@ -63,6 +62,11 @@ const chunk: store.NewChunk = {
 const claim = { owner: 'knowledge-1', now: at, leaseUntil: at };
 const held = { id: 'doc-1', version: 1, owner: 'knowledge-1' };
 const everyDocument: store.ChunkScope = { tenantId: 'tenant-1', baseId: 'base-1' };
+/** Two words of a query with their document frequencies: what PostgreSQL's lexical ranking is given. */
+const weighted = (office: number, hours: number): store.WeightedWord[] => [
+  { word: 'office', df: office, idf: 3.2 },
+  { word: 'hours', df: hours, idf: 0.5 },
+];
 const someDocuments: store.ChunkScope = { tenantId: 'tenant-1', baseId: 'base-1', documentIds: ['doc-1', 'doc-2'] };
 
 export const samples = {
@@ -74,8 +78,9 @@ export const samples = {
   lockForCreate: ({ db, dialect }) => store.lockForCreate(db, dialect, 'bases/tenant-1'),
   updateBase: ['tenant-1', 'base-1', { name: 'Handbook 2027', updated_at: at }],
   addToBaseCounts: ['base-1', { documents: 1, chunks: 10 }],
-  deleteBase: ['tenant-1', 'base-1'],
-  insertDocument: [document],
+  deleteBase: ({ db, dialect }) => store.deleteBase(db, dialect, 'tenant-1', 'base-1'),
+  insertDocument: [document, Buffer.from('hello')],
+  documentContent: ['doc-1', 1],
   findDocument: ['tenant-1', 'base-1', 'doc-1'],
   listDocuments: {
     every: ['tenant-1', 'base-1', undefined, { limit: 20, offset: 0 }],
@@ -84,17 +89,58 @@ export const samples = {
   countDocuments: ['tenant-1', 'base-1'],
   searchableDocuments: ['tenant-1', 'base-1'],
   documentTitles: ['tenant-1', ['doc-1', 'doc-2']],
-  replaceDocument: ['tenant-1', 'doc-1', { version: 2, status: 'queued', updated_at: at }],
-  deleteDocument: ['tenant-1', 'base-1', 'doc-1'],
+  replaceDocument: ['tenant-1', 'doc-1', { version: 2, status: 'queued', updated_at: at }, Buffer.from('hello again')],
+  deleteDocument: ({ db, dialect }) => store.deleteDocument(db, dialect, 'tenant-1', 'base-1', 'doc-1'),
   requeueBase: ['tenant-1', 'base-1', at],
   claimDocuments: ({ db, dialect }) => store.claimDocuments(db, dialect, claim, 2),
   renewLeases: [{ owner: 'knowledge-1', ids: ['doc-1'], until: at }],
   updateHeld: [held, { progress: 50 }],
-  deleteChunks: ['doc-1'],
-  insertChunks: ({ db, dialect }) => store.insertChunks(db, dialect, [chunk]),
+  deleteChunks: ({ db, dialect }) => store.deleteChunks(db, dialect, 'doc-1'),
+  documentTermCounts: ['doc-1'],
+  addToTermCounts: [
+    'base-1',
+    new Map([
+      ['', 2],
+      ['offic', 2],
+    ]),
+    new Map([
+      ['', 1],
+      ['hour', 1],
+    ]),
+  ],
+  insertChunks: {
+    'sketches only': ({ db, dialect }) => store.insertChunks(db, dialect, [chunk]),
+    'with pgvector': ({ db, dialect }) => store.insertChunks(db, dialect, [chunk], true),
+  },
+  indexable: null,
+  hasVectorColumn: [],
+  vectorExtension: [],
+  createVectorExtension: [],
+  addVectorColumn: [],
+  createWithoutVectorIndex: [],
+  chunksWithoutVector: [0, 1000],
+  setVectors: [[{ seq: 1, vector: new Float32Array([0.6, 0.8]) }]],
+  vectorDimensions: [],
+  tryLockVectorUpkeep: [],
+  unlockVectorUpkeep: [],
+  createVectorIndex: [384],
+  pgvectorNearest: {
+    'every document': [everyDocument, 'builtin/hash-embedding', new Float32Array([0.6, 0.8]), 40],
+    'some documents': [someDocuments, 'builtin/hash-embedding', new Float32Array([0.6, 0.8]), 40],
+  },
+  pgvectorExact: {
+    'every document': [everyDocument, 'builtin/hash-embedding', new Float32Array([0.6, 0.8]), 40],
+    'some documents': [someDocuments, 'builtin/hash-embedding', new Float32Array([0.6, 0.8]), 40],
+  },
   lexicalSearch: {
-    'every document': ({ db, dialect }) => store.lexicalSearch(db, dialect, everyDocument, ['office', 'hours'], 40),
-    'some documents': ({ db, dialect }) => store.lexicalSearch(db, dialect, someDocuments, ['office'], 40),
+    'every document': [everyDocument, ['office', 'hours'], 40],
+    'some documents': [someDocuments, ['office'], 40],
+  },
+  weighWords: ['base-1', ['office', 'hours']],
+  rankWeighted: {
+    'every match ranked': [everyDocument, weighted(120, 3000), 40, 5000],
+    'bounded: the rarest words, and every word': [everyDocument, weighted(4000, 60000), 40, 5000],
+    'bounded, some documents': [someDocuments, weighted(4000, 60000), 40, 5000],
   },
   vectorPage: {
     'every document': [everyDocument, 'builtin/hash-embedding', 0, 2000],

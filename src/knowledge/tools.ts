@@ -84,7 +84,12 @@ export function knowledgeToolProvider({
         const found: Passage[] = [];
         for (const id of new Set(ids)) {
           try {
-            const result = await search.search(toolCtx.tenantId, id, { query: input.query, k, mode: 'hybrid', filters: input.filters });
+            const result = await search.search(
+              toolCtx.tenantId,
+              id,
+              { query: input.query, k, mode: 'hybrid', filters: input.filters },
+              { runId: toolCtx.runId },
+            );
             found.push(...result.passages);
           } catch (err) {
             // A base deleted since the run began, an embedding provider down: the model is told, in the domain's words.

@@ -122,6 +122,12 @@ export function defineMetrics(registry: Registry, tenantLabel: boolean, sources:
       labelNames: t(['provider', 'model', 'direction']),
       registers,
     }),
+    knowledgeTokens: new Counter({
+      name: 'agentry_knowledge_tokens_total',
+      help: 'Tokens knowledge spent with providers, by kind (ingestion, query, rerank), provider, model and direction (input, output)',
+      labelNames: t(['kind', 'provider', 'model', 'direction']),
+      registers,
+    }),
     cost: new Counter({
       name: 'agentry_model_cost_usd_total',
       help: 'Cost in USD of ended runs (the price table’s), by provider and model',

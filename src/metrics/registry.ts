@@ -86,6 +86,15 @@ export class Metrics {
   readonly cronFired = (policy: string, outcome: 'fired' | 'misfired', count: number) =>
     this.definitions.taskFires.inc({ policy, outcome }, count);
 
+  /** Tokens knowledge spent with a provider (knowledge/usage/service.ts's UsageObserver). */
+  readonly knowledgeTokens = (spend: { tenantId: string; kind: string; model: string; inputTokens: number; outputTokens: number }) => {
+    const labels = { kind: spend.kind, ...this.modelLabels(spend.model) };
+    if (spend.inputTokens)
+      this.definitions.knowledgeTokens.inc(this.tenant({ ...labels, direction: 'input' }, spend.tenantId), spend.inputTokens);
+    if (spend.outputTokens)
+      this.definitions.knowledgeTokens.inc(this.tenant({ ...labels, direction: 'output' }, spend.tenantId), spend.outputTokens);
+  };
+
   /** The run engine's observer (runs/observer.ts): runs, model steps, tokens, cost, tools, events. */
   readonly runs = {
     started: (kind: string, tenantId: string) => this.definitions.runsStarted.inc(this.tenant({ kind }, tenantId)),

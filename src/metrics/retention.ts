@@ -9,6 +9,7 @@ interface SweptCounts {
   conversations: number;
   files: number;
   auditEvents: number;
+  knowledgeUsage: number;
   reclaimedPages: number;
   failures: number;
 }
@@ -19,7 +20,7 @@ export function retentionObserver(metrics: Metrics): (counts: SweptCounts) => vo
   const passes = new Counter({ name: 'agentry_retention_sweeps_total', help: 'Retention sweep passes run here', registers });
   const deleted = new Counter({
     name: 'agentry_retention_deleted_total',
-    help: 'Rows the retention sweep deleted, by kind (runs, conversations, files, audit_events; run_events: by compaction)',
+    help: 'Rows the retention sweep deleted, by kind (runs, conversations, files, audit_events, knowledge_usage; run_events: by compaction)',
     labelNames: ['kind'],
     registers,
   });
@@ -41,6 +42,7 @@ export function retentionObserver(metrics: Metrics): (counts: SweptCounts) => vo
     deleted.inc({ kind: 'conversations' }, c.conversations);
     deleted.inc({ kind: 'files' }, c.files);
     deleted.inc({ kind: 'audit_events' }, c.auditEvents);
+    deleted.inc({ kind: 'knowledge_usage' }, c.knowledgeUsage);
     compacted.inc(c.compactedRuns);
     // The same rows by table (agentry_retention_deleted_rows_total, docs/operations.md): run_events deleted by compaction.
     for (const [table, rows] of [
@@ -49,6 +51,7 @@ export function retentionObserver(metrics: Metrics): (counts: SweptCounts) => vo
       ['conversations', c.conversations],
       ['files', c.files],
       ['audit_events', c.auditEvents],
+      ['knowledge_usage', c.knowledgeUsage],
     ] as const)
       metrics.retentionDeleted(table, rows);
     reclaimed.inc(c.reclaimedPages);

@@ -31,6 +31,11 @@ interface ConversationsRetention {
   deleteFilesBefore(tenantId: string, cutoff: string, limit: number): Promise<number>;
 }
 
+/** What the sweep asks of knowledge (knowledge/index.ts): its token usage rows deleted. */
+interface KnowledgeRetention {
+  deleteUsageBefore(tenantId: string, cutoff: string, limit: number): Promise<number>;
+}
+
 /** What the sweep asks of tenancy (tenancy/retention.ts): each tenant's settings, and its audit events deleted. */
 interface TenantsRetention {
   all(): Promise<{ tenantId: string; retention: RetentionSettings }[]>;
@@ -46,6 +51,8 @@ export interface SweepCounts {
   conversations: number;
   files: number;
   auditEvents: number;
+  /** Knowledge's token usage rows (they follow runsDays, as the runs' usage report does). */
+  knowledgeUsage: number;
   /** SQLite pages handed back to the file system. */
   reclaimedPages: number;
   /** Kinds of one tenant left for the next pass because their batches kept failing. */
@@ -57,6 +64,7 @@ export interface RetentionSweepOptions {
   tenants: TenantsRetention;
   runs: RunsRetention;
   conversations: ConversationsRetention;
+  knowledge: KnowledgeRetention;
   log: FastifyBaseLogger;
   /** Between passes (0: no background passes; `sweepOnce` still works). */
   intervalMs: number;
@@ -113,6 +121,7 @@ export class RetentionSweep {
       conversations: 0,
       files: 0,
       auditEvents: 0,
+      knowledgeUsage: 0,
       reclaimedPages: 0,
       failures: 0,
     };
@@ -136,6 +145,17 @@ export class RetentionSweep {
           await this.batches(
             (n) => this.o.runs.deleteEndedBefore(tenantId, cutoff, n),
             (n) => (counts.runs += n),
+          );
+        });
+      }
+      // Knowledge's spends are usage history beside the runs' (whose report is read from the runs):
+      // kept as long as the runs are, so the usage page covers one period for both.
+      if (r.runsDays !== null) {
+        const cutoff = before(r.runsDays);
+        await kind('knowledge_usage', async () => {
+          await this.batches(
+            (n) => this.o.knowledge.deleteUsageBefore(tenantId, cutoff, n),
+            (n) => (counts.knowledgeUsage += n),
           );
         });
       }
@@ -180,7 +200,7 @@ export class RetentionSweep {
         });
       }
     }
-    const deleted = counts.runs + counts.compactedEvents + counts.conversations + counts.files + counts.auditEvents;
+    const deleted = counts.runs + counts.compactedEvents + counts.conversations + counts.files + counts.auditEvents + counts.knowledgeUsage;
     // Also after a pass that deleted nothing: an earlier one may have deleted and then failed to hand back.
     if (this.o.db.reclaimFreePages) {
       try {

@@ -19,7 +19,9 @@ const Days = (description: string, minimum = 1) =>
 const MIN_AUDIT_EVENTS_DAYS = 30;
 
 export const RetentionSettings = Type.Object({
-  runsDays: Days('ended runs (and their events) are deleted this many days after they started'),
+  runsDays: Days(
+    'ended runs (and their events) are deleted this many days after they started, and knowledge’s token usage rows this many days after they were recorded',
+  ),
   conversationsDays: Days('conversations (and their messages) are deleted this many days after their last change'),
   filesDays: Days('uploaded files are deleted this many days after their upload'),
   auditEventsDays: Days(

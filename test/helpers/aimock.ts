@@ -36,3 +36,55 @@ export const VENDOR_MODELS = [
   { model: 'anthropic/claude-sonnet-4-5', preamble: 2 },
   { model: 'openai-compatible/qwen3-8b', preamble: 1 },
 ] as const;
+
+/**
+ * A provider in front of `mock` whose embeddings report the tokens they spent, as OpenAI's do
+ * (aimock's report 0): each text counts its words. Everything else passes through unchanged.
+ * `received` holds each request's body as it arrives (aimock journals one only once it answers, so
+ * a request it is holding back is seen here first). `url` is its /v1 base; `stop()` it after the tests.
+ */
+export async function embeddingsWithUsage(mock: LLMock): Promise<{ url: string; received: string[]; stop: () => Promise<void> }> {
+  const { createServer } = await import('node:http');
+  const received: string[] = [];
+  const server = createServer((req, res) => {
+    forward(req, res).catch(() => res.destroy());
+  });
+  const forward = async (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    received.push(body.toString());
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).filter(([name]) => !['host', 'content-length', 'connection'].includes(name)),
+    ) as Record<string, string>;
+    const upstream = await fetch(`${mock.url}${req.url}`, { method: req.method, headers, body: body.length ? body : undefined });
+    let text = await upstream.text();
+    if (req.url?.endsWith('/embeddings') && upstream.ok) {
+      const input = (JSON.parse(body.toString()) as { input: string | string[] }).input;
+      const tokens = [input].flat().reduce((sum, s) => sum + wordCount(s), 0);
+      const answer = JSON.parse(text) as { usage: Record<string, number> };
+      answer.usage = { prompt_tokens: tokens, total_tokens: tokens };
+      text = JSON.stringify(answer);
+    }
+    const retryAfter = upstream.headers.get('retry-after');
+    res.writeHead(upstream.status, {
+      'content-type': upstream.headers.get('content-type') ?? 'application/json',
+      ...(retryAfter ? { 'retry-after': retryAfter } : {}),
+    });
+    res.end(text);
+  };
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    received,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/** The tokens embeddingsWithUsage reports for a text: its words. */
+export const wordCount = (text: string) => text.split(/\s+/).filter(Boolean).length;

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import createClient, { type Client } from 'openapi-fetch';
 import pg from 'pg';
 import { expect, inject } from 'vitest';
-import { buildApp, createServices, type Services } from '../../src/app.js';
+import { buildApp, createLogger, createServices, type Services } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { migrate, openDatabase, type Db } from '../../src/db/database.js';
@@ -134,9 +134,14 @@ export interface AppSetup {
    * closing this app leaves the database to its owner.
    */
   sameDatabaseAs?: TestApp;
+  /** Collects the server's log lines, parsed (give LOG_LEVEL in the env: the default is silent). */
+  logLines?: Record<string, unknown>[];
 }
 
-export async function startApp(extraEnv: Record<string, string> = {}, { clock, sameDatabaseAs }: AppSetup = {}): Promise<TestApp> {
+export async function startApp(
+  extraEnv: Record<string, string> = {},
+  { clock, sameDatabaseAs, logLines }: AppSetup = {},
+): Promise<TestApp> {
   const database: TestDatabase = sameDatabaseAs
     ? { env: { DATA_DIR: sameDatabaseAs.config.dataDir, DATABASE_URL: sameDatabaseAs.config.databaseUrl ?? '' }, drop: async () => {} }
     : await createTestDatabase({ migrated: true });
@@ -150,7 +155,8 @@ export async function startApp(extraEnv: Record<string, string> = {}, { clock, s
   });
   const db = openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
-  const services = createServices(config, db, { clock });
+  const logger = logLines ? createLogger(config, { write: (line: string) => logLines.push(JSON.parse(line)) }) : undefined;
+  const services = createServices(config, db, { clock, logger });
   const app = await buildApp({ config, db, services });
   await app.ready();
   let counter = 0;

@@ -283,7 +283,6 @@ describe('limits', () => {
       metadata: '{}',
       media_type: 'text/plain',
       byte_size: 1,
-      content: Buffer.from('x'),
       version: 1,
       indexed_version: null,
       status: 'failed',

@@ -37,6 +37,8 @@ const abandoned = async (content: string, attempts: number) => {
     .set({ status: 'indexing', version: 2, progress: 40, attempts, lease_owner: 'knowledge-dead-process', lease_expires_at: past })
     .where('id', '=', data!.id)
     .execute();
+  // Version 2's bytes, as the upload of it wrote them.
+  await t.db.kysely.updateTable('knowledge_document_contents').set({ version: 2 }).where('document_id', '=', data!.id).execute();
   return data!.id;
 };
 

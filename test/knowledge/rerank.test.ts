@@ -1,7 +1,8 @@
 import type { LLMock } from '@copilotkit/aimock';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { providerEnv, requestsWith, startAimock } from '../helpers/aimock.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { documentsReady } from '../helpers/knowledge.js';
 
 /**
  * Re-ranking (issue 38): a knowledge base's `rerankModel`, a chat model behind the provider layer
@@ -43,15 +44,7 @@ beforeAll(async () => {
       .POST('/api/v1/knowledge-bases/{id}/documents', { params: { path: { id: baseId } }, body: { title, content } });
     expect(added.response.status).toBe(202);
   }
-  await vi.waitFor(
-    async () => {
-      const listed = await t.api(key).GET('/api/v1/knowledge-bases/{id}/documents', {
-        params: { path: { id: baseId }, query: { status: 'ready', limit: 1 } },
-      });
-      expect(listed.data!.total).toBe(3);
-    },
-    { timeout: 30_000, interval: 50 },
-  );
+  await documentsReady(t.api(key), baseId, 3);
 });
 afterAll(async () => {
   await t?.close();

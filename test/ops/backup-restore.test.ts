@@ -219,6 +219,20 @@ describe('agentry export, then agentry import into a fresh database', () => {
     expect(res.stderr).toContain('line 2: expected {"table": one of tenants, api_keys');
     expect(JSON.parse((await cli(['tenants', 'list', '--json'], target.env)).stdout).tenants).toEqual([]);
   });
+
+  it('refuses a knowledge document without its bytes, naming the line, and writes nothing', async () => {
+    const bad = path.join(files, 'no-bytes.jsonl');
+    const document = { id: 'doc-1', tenant_id: 't-1', knowledge_base_id: 'kb-1', version: 1, title: 'Parking' };
+    fs.writeFileSync(
+      bad,
+      `${JSON.stringify({ table: 'tenants', row: { id: 't-1', name: 'x' } })}\n${JSON.stringify({ table: 'knowledge_documents', row: document })}\n`,
+    );
+    const target = await freshDatabase();
+    const res = await cli(['import', '--file', bad], target.env);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('line 2: a row of knowledge_documents lacks content');
+    expect(JSON.parse((await cli(['tenants', 'list', '--json'], target.env)).stdout).tenants).toEqual([]);
+  });
 });
 
 describe.runIf(dialect === 'sqlite')('agentry backup of a running SQLite server', () => {

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { conversationRetention } from '../../src/conversations/retention.js';
+import { KnowledgeUsage } from '../../src/knowledge/usage/service.js';
 import { RetentionSweep } from '../../src/retention/sweep.js';
 import { runRetention } from '../../src/runs/retention.js';
 import { RetentionSettingsService } from '../../src/tenancy/retention.js';
@@ -40,6 +41,9 @@ function sweepAt(at: number, options: { batchSize?: number } = {}) {
     tenants: new RetentionSettingsService({ db: t.db, tenancy: t.services.tenancy }),
     runs: runRetention(t.db, t.services.approvals),
     conversations: conversationRetention(t.db),
+    knowledge: {
+      deleteUsageBefore: (tenantId, cutoff, limit) => new KnowledgeUsage(t.db, t.app.log).deleteRecordedBefore(tenantId, cutoff, limit),
+    },
     log: t.app.log,
     intervalMs: 0,
     clock: new ManualClock(at),

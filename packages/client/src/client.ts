@@ -797,6 +797,11 @@ class Usage {
   daily(query: QueryOf<paths['/api/v1/usage/daily']['get']> = {}, options?: CallOptions) {
     return ok(this.api.GET('/api/v1/usage/daily', { ...options, params: { query } }));
   }
+
+  /** Tokens knowledge spent with providers per day, base, kind (ingestion, query, rerank) and model; `runId`: one run's. */
+  knowledge(query: QueryOf<paths['/api/v1/knowledge-usage']['get']> = {}, options?: CallOptions) {
+    return ok(this.api.GET('/api/v1/knowledge-usage', { ...options, params: { query } }));
+  }
 }
 
 /** The server's probes (public). */

@@ -133,6 +133,7 @@ export const operations = {
   'knowledge.documents.delete': 'DELETE /api/v1/knowledge-bases/{id}/documents/{documentId}',
   'knowledge.documents.chunk': 'GET /api/v1/knowledge-bases/{id}/documents/{documentId}/chunks/{position}',
   'usage.daily': 'GET /api/v1/usage/daily',
+  'usage.knowledge': 'GET /api/v1/knowledge-usage',
   'health.live': 'GET /healthz',
   'health.ready': 'GET /readyz',
 } as const satisfies Record<string, Operation>;

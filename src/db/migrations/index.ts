@@ -24,6 +24,10 @@ import * as m0024 from './0024_knowledge.js';
 import * as m0025 from './0025_knowledge_rerank.js';
 import * as m0026 from './0026_knowledge_fts_base.js';
 import * as m0027 from './0027_knowledge_vector_sketch.js';
+import * as m0028 from './0028_knowledge_usage.js';
+import * as m0029 from './0029_knowledge_pgvector.js';
+import * as m0030 from './0030_knowledge_terms.js';
+import * as m0031 from './0031_knowledge_document_contents.js';
 import { sealedBoxMigration, type SealedBoxMigrationContext } from './0012_one_sealed_box.js';
 
 /**
@@ -56,6 +60,10 @@ const migrations: Record<string, Migration> = {
   '0025_knowledge_rerank': m0025,
   '0026_knowledge_fts_base': m0026,
   '0027_knowledge_vector_sketch': m0027,
+  '0028_knowledge_usage': m0028,
+  '0029_knowledge_pgvector': m0029,
+  '0030_knowledge_terms': m0030,
+  '0031_knowledge_document_contents': m0031,
 };
 
 /** What a migration needs besides the database: only the master key, to re-seal stored secrets (0012). */

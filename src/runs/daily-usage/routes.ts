@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { problems } from '../../http/schemas.js';
-import { type DailyUsageReport, MAX_REPORT_DAYS } from './service.js';
+import { MAX_REPORT_DAYS } from '../../report-period.js';
+import type { DailyUsageReport } from './service.js';
 
 const Day = (description: string) => Type.String({ format: 'date', description, examples: ['2026-11-22'] });
 

@@ -1816,6 +1816,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/knowledge-usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Tokens knowledge spent with providers per day (UTC), knowledge base, kind and model
+         * @description Embedding at ingestion and search, and re-ranking; the built-in embedding spends no tokens and has no rows. Not counted in runs’ cost or budgets (docs/knowledge.md, "Usage"). At most 366 days per report; by default the last 30 days up to today.
+         */
+        get: operations["getKnowledgeUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/a2a/{tenantId}/agents/{agentId}/.well-known/agent-card.json": {
         parameters: {
             query?: never;
@@ -8206,7 +8226,7 @@ export interface operations {
                      *     }
                      */
                     "application/json": {
-                        /** @description ended runs (and their events) are deleted this many days after they started; null: keep forever */
+                        /** @description ended runs (and their events) are deleted this many days after they started, and knowledge’s token usage rows this many days after they were recorded; null: keep forever */
                         runsDays: number | null;
                         /** @description conversations (and their messages) are deleted this many days after their last change; null: keep forever */
                         conversationsDays: number | null;
@@ -8244,7 +8264,7 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description ended runs (and their events) are deleted this many days after they started; null: keep forever */
+                    /** @description ended runs (and their events) are deleted this many days after they started, and knowledge’s token usage rows this many days after they were recorded; null: keep forever */
                     runsDays?: number | null;
                     /** @description conversations (and their messages) are deleted this many days after their last change; null: keep forever */
                     conversationsDays?: number | null;
@@ -8274,7 +8294,7 @@ export interface operations {
                      *     }
                      */
                     "application/json": {
-                        /** @description ended runs (and their events) are deleted this many days after they started; null: keep forever */
+                        /** @description ended runs (and their events) are deleted this many days after they started, and knowledge’s token usage rows this many days after they were recorded; null: keep forever */
                         runsDays: number | null;
                         /** @description conversations (and their messages) are deleted this many days after their last change; null: keep forever */
                         conversationsDays: number | null;
@@ -14801,8 +14821,8 @@ export interface operations {
                         mode: "hybrid" | "lexical" | "vector";
                         /** @description the fusion hybrid used; null for lexical and vector */
                         fusion: ("relative_score" | "rrf") | null;
-                        /** @description how vectors were compared: sqlite-vec (SQLite: candidates by int8 sketches, then their exact cosine), int8 (PostgreSQL, a query of at most 64 non-zero components: candidates by the int8 sketches at those, then their exact cosine in process), level-bits (PostgreSQL, a denser query: candidates by each component’s sign and strength as bits, then their exact cosine), exact (every vector in process: asked for with exact, or SQLite where sqlite-vec did not load), or none (lexical search) */
-                        vectorIndex: "sqlite-vec" | "int8" | "level-bits" | "exact" | "none";
+                        /** @description how vectors were compared: sqlite-vec (SQLite: candidates by int8 sketches, then their exact cosine), pgvector (PostgreSQL with the pgvector extension: candidates by its HNSW index, then their exact cosine), int8 (PostgreSQL without pgvector, or vectors beyond its HNSW’s 2,000 dimensions: a query of at most 64 non-zero components: candidates by the int8 sketches at those, then their exact cosine in process), level-bits (the same, a denser query: candidates by each component’s sign and strength as bits, then their exact cosine), exact (every vector in process: asked for with exact, or SQLite where sqlite-vec did not load), or none (lexical search) */
+                        vectorIndex: "sqlite-vec" | "pgvector" | "int8" | "level-bits" | "exact" | "none";
                         /** @description how the candidates were re-ranked; null: they were not (no rerankModel, or rerank false) */
                         rerank: {
                             model: string;
@@ -14861,6 +14881,78 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            default: components["responses"]["ServerError"];
+        };
+    };
+    getKnowledgeUsage: {
+        parameters: {
+            query?: {
+                /**
+                 * @description first day, included (default: 29 days before to)
+                 * @example 2026-11-22
+                 */
+                from?: string;
+                /**
+                 * @description last day, included (default: today, UTC)
+                 * @example 2026-11-22
+                 */
+                to?: string;
+                /** @description only what this run’s knowledge_search spent */
+                runId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "from": "string",
+                     *       "to": "string",
+                     *       "rows": [
+                     *         {
+                     *           "day": "string",
+                     *           "knowledgeBaseId": "string",
+                     *           "kind": "ingestion",
+                     *           "model": "string",
+                     *           "calls": 1,
+                     *           "inputTokens": 1,
+                     *           "outputTokens": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        from: string;
+                        to: string;
+                        rows: {
+                            /** @description YYYY-MM-DD (UTC): the day the tokens were spent */
+                            day: string;
+                            knowledgeBaseId: string;
+                            /** @description ingestion: a document’s chunks embedded; query: a search’s query embedded; rerank: candidates re-ranked by a chat model */
+                            kind: "ingestion" | "query" | "rerank";
+                            model: string;
+                            /** @description provider calls recorded (an ingestion counts once, however many batches it sent) */
+                            calls: number;
+                            /** @description as the provider reported them */
+                            inputTokens: number;
+                            /** @description as the provider reported them (0 for embeddings) */
+                            outputTokens: number;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["ServerError"];
         };
     };

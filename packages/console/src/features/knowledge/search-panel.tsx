@@ -10,6 +10,7 @@ import { passageLink, queryWords } from './shared';
 /** How the answer's vectors were compared (docs/knowledge.md, "Vector"), in words. */
 const VECTOR_INDEX_NAMES = {
   'sqlite-vec': 'int8 sketches in sqlite-vec, then exactly',
+  pgvector: 'pgvector’s HNSW index, then exactly',
   int8: 'int8 sketches at the query’s words, then exactly',
   'level-bits': 'sign and strength bits, then exactly',
   exact: 'every vector, exactly',

@@ -45,7 +45,7 @@ export const RETENTION_FIELDS: NumberField<
   {
     name: 'runsDays',
     label: 'Runs (days)',
-    description: 'ended runs and their events, from their start',
+    description: 'ended runs and their events, from their start; knowledge’s token usage too, from when it was spent',
     blank: 'keep forever',
     min: 1,
     max: MAX_DAYS,

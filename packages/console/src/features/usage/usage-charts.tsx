@@ -3,6 +3,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip as ChartTooltip, XAxis, YAxis } from 'recharts';
 import { messageOf, useClient } from '../../api';
+import { KnowledgeTokens } from './knowledge-tokens';
 import { dailyUsageQuery } from './queries';
 import { type UsageRow, seriesBy, totalsOf } from './series';
 import { everyAgentQuery } from '../agents/queries';
@@ -100,6 +101,7 @@ export function UsageCharts() {
       <StackedChart data={cost.data} keys={cost.keys} unit="" />
       <Text fw={600}>Tokens per day</Text>
       <StackedChart data={tokens.data} keys={tokens.keys} unit="" />
+      <KnowledgeTokens from={isoDay(from)} to={isoDay(to)} />
     </Stack>
   );
 }
