@@ -29,17 +29,17 @@ describe.skipIf(dialect !== 'sqlite')('WAL checkpoints off the event loop', () =
     await sql`create table scratch (id integer primary key, payload blob not null)`.execute(db.kysely);
     const payload = Buffer.alloc(8192, 7);
     const walSizes: number[] = [];
-    // ~15,000 WAL frames in 5,000 commits, in bursts of 200 with a pause after each, over about
-    // three seconds. The bound below (20 MB) then holds by the worker's RESTARTs alone (past 2,000
-    // frames, db/checkpointer.ts: 10-13.6 MB with both cores kept busy by two other processes), as
-    // well as by a WAL copied in full during a pause and rewound by the next write. With 1,500
-    // commits (a bound of 6 MB) it held only by the second, which needs the worker to get the CPU
-    // within the pause: on a loaded machine it sometimes did not (8.5 MB).
+    // ~15,000 WAL frames in 5,000 commits, in bursts of 200. After each burst the test waits until the
+    // worker has copied every frame of the WAL into the database file: then the next burst's first
+    // commit writes the WAL from its start again. Waiting for the file to grow instead (or a fixed
+    // pause before that) was not enough on a loaded machine: a checkpoint that ends while the writer
+    // goes on does not let the WAL be rewound, and CI's WAL reached 23-30 MB. The bound below (20 MB)
+    // holds by the worker's checkpoints; without them the wait times out.
     const commits = 5000;
     for (let i = 0; i < commits; i++) {
       await sql`insert into scratch (payload) values (${payload})`.execute(db.kysely);
       if (i % 200 === 199) {
-        await new Promise((r) => setTimeout(r, 120));
+        await expect.poll(() => walCopied(file), { timeout: 30_000, interval: 10 }).toBe(true);
         walSizes.push(fs.statSync(`${file}-wal`).size);
       }
     }
@@ -52,6 +52,20 @@ describe.skipIf(dialect !== 'sqlite')('WAL checkpoints off the event loop', () =
     expect(Number(rows.rows[0].n)).toBe(commits);
   });
 });
+
+/**
+ * Whether a checkpoint has copied every frame of the database's WAL into its file: the wal-index header
+ * in `-shm` holds the WAL's last valid frame (mxFrame, at byte 16) and the frames copied (nBackfill, at
+ * byte 96), in the machine's byte order (SQLite's file format, "The WAL-Index Format").
+ */
+function walCopied(file: string): boolean {
+  const header = Buffer.alloc(100);
+  const shm = fs.openSync(`${file}-shm`, 'r');
+  fs.readSync(shm, header, 0, 100, 0);
+  fs.closeSync(shm);
+  const u32 = (at: number) => (os.endianness() === 'LE' ? header.readUInt32LE(at) : header.readUInt32BE(at));
+  return u32(96) === u32(16);
+}
 
 /**
  * A RESTART checkpoint holds SQLite's write lock for milliseconds; the worker raises a flag for its
