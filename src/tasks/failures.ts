@@ -1,4 +1,13 @@
-import { Conflict, DomainError, LimitExceeded, NotFound, Unavailable, isDatabaseUnavailable, isStorageFault } from '../errors.js';
+import {
+  Conflict,
+  DomainError,
+  LimitExceeded,
+  NotFound,
+  Unavailable,
+  isDatabaseUnavailable,
+  isStorageFault,
+  isTransactionConflict,
+} from '../errors.js';
 import type { RunError } from '../runs/views.js';
 
 /**
@@ -8,7 +17,10 @@ import type { RunError } from '../runs/views.js';
 
 /** Why a task's run (or approval action) did not start, and what the job records. */
 export type StartFailure =
-  /** Refused for now, not for the task's sake (the tenant's concurrency limit, this replica stopping): try again later. */
+  /**
+   * Refused for now, not for the task's sake (the tenant's concurrency limit, this replica stopping, a
+   * transaction PostgreSQL aborted as a deadlock): try again later.
+   */
   | { kind: 'refused_for_now'; retryAfterSeconds: number; error: RunError }
   /** The database could not be reached: no run was written, and the attempt is not the task's to spend. */
   | { kind: 'database_unavailable'; retryAfterSeconds: number; error: RunError }
@@ -29,6 +41,12 @@ const STORAGE_UNAVAILABLE: RunError = {
 const STORAGE_RETRY_SECONDS = 30;
 /** How long a job whose start met a database outage waits before it is claimed again. */
 const DATABASE_RETRY_SECONDS = 5;
+const TRANSACTION_CONFLICT: RunError = {
+  code: 'transaction_conflict',
+  message: 'the database aborted the start’s transaction for meeting another one (a deadlock); nothing of it was written',
+};
+/** How long a job whose start's transaction was aborted for meeting another waits: the other has ended by then. */
+const CONFLICT_RETRY_SECONDS = 1;
 /** How long a job refused for now waits when the refusal names no time. */
 const REFUSED_RETRY_SECONDS = 5;
 
@@ -38,6 +56,8 @@ export function startFailure(err: unknown): StartFailure {
   if (isDatabaseUnavailable(err) || (err instanceof Unavailable && err.code === 'database_unavailable')) {
     return { kind: 'database_unavailable', retryAfterSeconds: DATABASE_RETRY_SECONDS, error: DATABASE_UNAVAILABLE };
   }
+  if (isTransactionConflict(err))
+    return { kind: 'refused_for_now', retryAfterSeconds: CONFLICT_RETRY_SECONDS, error: TRANSACTION_CONFLICT };
   if (!(err instanceof DomainError)) {
     return { kind: 'unexpected', error: { code: 'internal_error', message: 'the run could not start; the error is in the server log' } };
   }

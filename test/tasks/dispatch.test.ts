@@ -249,6 +249,20 @@ describe('dispatch order and retries (no background workers)', () => {
     expect(await getTask(task.id)).toMatchObject({ status: 'completed', runCount: 1 });
   });
 
+  it('a run whose start PostgreSQL aborted as a deadlock is queued again after 1 s, its attempt not spent', async () => {
+    const task = await createTask(t, key, { agentId });
+    const job = (await t.services.tasks.executor.claimNext())!;
+    await executeWhileRunsStartThrows(job, () => Object.assign(new Error('deadlock detected'), { code: '40P01' }));
+    const [queued] = await jobsOf(t, task.id);
+    expect(queued).toMatchObject({ state: 'queued', attempts: 0, lease_owner: null, run_id: null });
+    expect(queued.available_at).toBe(new Date(clock.now() + 1_000).toISOString());
+    clock.advance(1_000);
+    const again = await t.services.tasks.executor.claimNext();
+    expect(again).toMatchObject({ id: job.id, attempts: 1 });
+    await t.services.tasks.executor.execute(again!);
+    expect(await getTask(task.id)).toMatchObject({ status: 'completed', runCount: 1 });
+  });
+
   it('a run interrupted in a dead process is failed by recovery and the work retried', async () => {
     const task = await createTask(t, key, { agentId, retryPolicy: { maxAttempts: 2, backoffSeconds: 0 } });
     const job = await t.services.tasks.executor.claimNext();

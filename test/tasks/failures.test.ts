@@ -39,6 +39,19 @@ describe('a refused start, as the task worker reads it', () => {
     }
   });
 
+  it('a transaction PostgreSQL aborted as a deadlock or a serialization failure: tried again after 1 s, the attempt not spent', () => {
+    for (const code of ['40P01', '40001']) {
+      expect(startFailure(Object.assign(new Error('deadlock detected'), { code }))).toEqual({
+        kind: 'refused_for_now',
+        retryAfterSeconds: 1,
+        error: {
+          code: 'transaction_conflict',
+          message: 'the database aborted the start’s transaction for meeting another one (a deadlock); nothing of it was written',
+        },
+      });
+    }
+  });
+
   it('a missing agent, a rule that refuses, and a fault are told apart', () => {
     expect(startFailure(new NotFound('agent'))).toEqual({
       kind: 'agent_gone',
