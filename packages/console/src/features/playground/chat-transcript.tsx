@@ -1,6 +1,6 @@
 import type { FileInfo, Message } from '@agentry/client';
 import { Group, Paper, ScrollArea, Stack, Text } from '@mantine/core';
-import type { ReactNode, Ref } from 'react';
+import { type ReactNode, type Ref, useState } from 'react';
 import type { TurnState } from '../../lib/turn';
 import { RunCitations } from '../knowledge/citations';
 import { TurnWarnings } from '../runs/run-warnings';
@@ -36,6 +36,8 @@ export function ChatTranscript({
   live: LiveTurn | null;
   bottomRef: Ref<HTMLDivElement>;
 }) {
+  const [open, setOpen] = useState<string[]>([]);
+  const cards = (turn: string) => ({ turn, open, setOpen });
   const shown = messages.filter((m) => !(live && m.runId === live.runId && m.role === 'assistant'));
   const userShown = live && shown.some((m) => m.runId === live.runId && m.role === 'user');
   return (
@@ -45,7 +47,7 @@ export function ChatTranscript({
           <Bubble key={m.id} author={m.role}>
             <Text style={{ whiteSpace: 'pre-wrap' }}>{m.content}</Text>
             <Attachments ids={m.attachments} />
-            {m.role === 'assistant' && <ToolCalls calls={asToolViews(m)} />}
+            {m.role === 'assistant' && <ToolCalls calls={asToolViews(m)} cards={cards(m.runId ?? m.id)} />}
             {m.role === 'assistant' && m.runId && <RunCitations runId={m.runId} />}
             {m.role === 'assistant' && m.runId && <TurnCost runId={m.runId} />}
             {m.role === 'assistant' && m.runId && <TurnWarnings runId={m.runId} />}
@@ -60,7 +62,7 @@ export function ChatTranscript({
               </Bubble>
             )}
             <Bubble author="assistant">
-              <ToolCalls calls={live.toolCalls} />
+              <ToolCalls calls={live.toolCalls} cards={cards(live.runId)} />
               {(live.approvals ?? []).map((a) => (
                 <WaitingApproval key={a.approvalId} approval={a} />
               ))}

@@ -7,13 +7,23 @@ import type { ToolCallView } from '../../lib/turn';
 export const asToolViews = (message: Message): ToolCallView[] =>
   message.toolCalls.map((call, i) => ({ id: `${message.id}-${i}`, name: call.name, input: call.input, result: call.result ?? {} }));
 
+/**
+ * Which cards are open, over the whole conversation: a card is `<turn>:<n>` (its run, its place), so one
+ * opened while the answer streams stays open when the stored answer takes the streamed one's place.
+ */
+export interface OpenCards {
+  turn: string;
+  open: string[];
+  setOpen: (open: string[]) => void;
+}
+
 /** Tool calls as collapsible cards: arguments and result, or a code call's code, output and files. */
-export function ToolCalls({ calls }: { calls: ToolCallView[] }) {
+export function ToolCalls({ calls, cards }: { calls: ToolCallView[]; cards: OpenCards }) {
   if (!calls.length) return null;
   return (
-    <Accordion variant="separated" multiple chevronPosition="left">
-      {calls.map((call) => (
-        <Accordion.Item key={call.id} value={call.id} data-testid="tool-call">
+    <Accordion variant="separated" multiple chevronPosition="left" value={cards.open} onChange={cards.setOpen}>
+      {calls.map((call, i) => (
+        <Accordion.Item key={call.id} value={`${cards.turn}:${i}`} data-testid="tool-call">
           <Accordion.Control>
             <Group gap="xs">
               <Badge variant="light">tool</Badge>
