@@ -248,7 +248,7 @@ const SCENARIOS = [
     description:
       `long-conversation on the same conversations, on a server of its own where MODEL_PRICES gives builtin/echo a ` +
       `${LONG_CONVERSATION_WINDOW.contextWindow}-token context window (${LONG_CONVERSATION_WINDOW.outputReserve} kept for the answer): ` +
-      'the 50 messages of the memory window do not fit, so older turns are summarised (by echo) on every request',
+      'the 50 messages of the memory window do not fit, so older turns are summarised (by echo), down to half the room: about one request in five or six',
     setup: longConversationSetup,
     serverEnv: () => ({ MODEL_PRICES: JSON.stringify({ 'builtin/echo': LONG_CONVERSATION_WINDOW }) }),
     costAgainst: 'long-conversation',

@@ -130,7 +130,9 @@ where
   and "id" = $6
   and "active_run_id" is null
   and "deleted_at" is null
-  and "status" = $7;
+  and "status" = $7
+returning
+  "message_count";
 
 -- conversations/store.ts: releaseConversation
 -- sqlite and postgres
@@ -211,7 +213,9 @@ set
   "duration_ms" = $3,
   "updated_at" = $4
 where
-  "id" = $5;
+  "id" = $5
+returning
+  "message_count";
 
 -- conversations/store.ts: countMessages (count and release)
 -- sqlite and postgres
@@ -226,7 +230,9 @@ set
     else active_run_id
   end
 where
-  "id" = $6;
+  "id" = $6
+returning
+  "message_count";
 
 -- conversations/store.ts: messagesBefore (first page)
 -- sqlite and postgres

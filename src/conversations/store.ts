@@ -66,8 +66,12 @@ export interface ConversationClaim extends CountedAt {
   runId: string;
 }
 
-/** Claims the conversation for a run: succeeds only when no other run is answering in it. */
-export async function claimConversation(db: Executor, tenantId: string, id: string, claim: ConversationClaim): Promise<boolean> {
+/**
+ * Claims the conversation for a run: succeeds only when no other run is answering in it. Answers the
+ * conversation's message count with the user's message counted (recent-messages.ts keys on it), or null
+ * when another run holds it.
+ */
+export async function claimConversation(db: Executor, tenantId: string, id: string, claim: ConversationClaim): Promise<number | null> {
   const claimed = await runPrepared(
     db,
     'claim conversation',
@@ -86,10 +90,17 @@ export async function claimConversation(db: Executor, tenantId: string, id: stri
         .where('id', '=', p('id'))
         .where('active_run_id', 'is', null)
         .where('deleted_at', 'is', null)
-        .where('status', '=', 'active'),
+        .where('status', '=', 'active')
+        .returning('message_count'),
     { tenantId, id, runId: claim.runId, at: claim.at, duration: Date.parse(claim.at) - Date.parse(claim.createdAt) },
   );
-  return claimed.numAffectedRows === 1n;
+  return returnedCount(claimed) ?? null;
+}
+
+/** The message_count a statement's RETURNING gave (PostgreSQL may answer a number as text). */
+function returnedCount(result: { rows: unknown[] }): number | undefined {
+  const row = result.rows[0] as { message_count: number | string } | undefined;
+  return row ? Number(row.message_count) : undefined;
 }
 
 export function releaseConversation(db: Executor, id: string, runId: string) {
@@ -123,9 +134,10 @@ export interface MessageCount extends CountedAt {
 /**
  * Adds messages to the counters in the same statement, so concurrent writers never lose a count;
  * with `releaseRunId`, also releases the conversation if that run holds it (as releaseConversation).
+ * Answers the conversation's message count after it (undefined when the conversation is gone).
  */
-export function countMessages(db: Executor, id: string, { added, at, createdAt, releaseRunId }: MessageCount) {
-  return runPrepared(
+export async function countMessages(db: Executor, id: string, { added, at, createdAt, releaseRunId }: MessageCount) {
+  const counted = await runPrepared(
     db,
     releaseRunId ? 'count messages and release' : 'count messages',
     (q, p) =>
@@ -140,9 +152,11 @@ export function countMessages(db: Executor, id: string, { added, at, createdAt, 
             ? { active_run_id: sql<string | null>`case when active_run_id = ${p('runId')} then null else active_run_id end` }
             : {}),
         })
-        .where('id', '=', p('id')),
+        .where('id', '=', p('id'))
+        .returning('message_count'),
     { id, added, at, duration: Date.parse(at) - Date.parse(createdAt), runId: releaseRunId ?? null },
   );
+  return returnedCount(counted);
 }
 
 /** A page of a conversation's messages: the newest `limit` older than the message `before` (else the newest). */

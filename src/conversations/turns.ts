@@ -17,5 +17,7 @@ export {
   releaseConversation,
   saveSummary,
 } from './store.js';
+/** The newest messages of conversations this process answers in, kept true by their message count. */
+export { type HistoryMessage, historyMessage, RecentMessages } from './recent-messages.js';
 /** A history message's tool calls, parsed (with their ids and results since issue 25). */
 export { toolCallsColumn } from './columns.js';

@@ -42,21 +42,23 @@ export class RunControl {
     this.r.observer?.injected();
     const at = now();
     const messageId = newId();
-    await this.r.db.kysely.transaction().execute(async (trx) => {
-      await conversations.insertMessage(trx, {
-        id: messageId,
-        tenant_id: tenantId,
-        conversation_id: conversationId,
-        run_id: runId,
-        role: 'user',
-        content,
-        tool_calls: null,
-        token_usage: null,
-        attachments: null,
-        created_at: at,
-      });
-      await conversations.countMessages(trx, conversationId, { added: 1, at, createdAt: conversation.created_at });
+    const message = {
+      id: messageId,
+      tenant_id: tenantId,
+      conversation_id: conversationId,
+      run_id: runId,
+      role: 'user',
+      content,
+      tool_calls: null,
+      token_usage: null,
+      attachments: null,
+      created_at: at,
+    };
+    const messageCount = await this.r.db.kysely.transaction().execute(async (trx) => {
+      await conversations.insertMessage(trx, message);
+      return conversations.countMessages(trx, conversationId, { added: 1, at, createdAt: conversation.created_at });
     });
+    if (messageCount !== undefined) this.r.recent.added(conversationId, messageCount, conversations.historyMessage(message));
     return { runId, messageId };
   }
 

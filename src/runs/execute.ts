@@ -25,7 +25,7 @@ export interface Launch {
   runId: string;
   conversation: ConversationRow;
   /** The conversation's earlier messages the model is given. */
-  history: StoredTurn[];
+  history: readonly StoredTurn[];
   at: string;
   channel: RunChannel;
   /** A run resumed after approval: its loop goes on from the pause with the decisions (pause.ts). */

@@ -367,6 +367,8 @@ export class RunFinish {
     finished: RunFinished;
   }): Promise<EndWritten> {
     const { runId, end } = w;
+    // The conversation's message count with the reply, as the committed write left it.
+    let messageCount: number | undefined;
     const write = async (trx: Kysely<Database>, later: DeferredInserts): Promise<EndWritten> => {
       // Serialised first: an event that cannot be fails the write before anything is sent.
       const rows = eventRows(runId, end.events());
@@ -375,7 +377,7 @@ export class RunFinish {
       if (end.reply) {
         conversations.deferMessage(later, end.reply);
         // Counted and released in one statement.
-        await conversations.countMessages(trx, w.conversation.id, {
+        messageCount = await conversations.countMessages(trx, w.conversation.id, {
           added: 1,
           at: end.at,
           createdAt: w.conversation.createdAt,
@@ -395,7 +397,11 @@ export class RunFinish {
     const giveUpAt = Date.now() + this.r.leaseMs;
     for (let waitMs = 250; ; waitMs = Math.min(waitMs * 2, 2000)) {
       try {
-        return await this.ends.write(write);
+        const written = await this.ends.write(write);
+        if (written === 'written' && end.reply && messageCount !== undefined) {
+          this.r.recent.added(w.conversation.id, messageCount, conversations.historyMessage(end.reply));
+        }
+        return written;
       } catch (err) {
         if (!isDatabaseUnavailable(err)) {
           this.r.log.error({ err, runId }, 'could not record the end of a run');

@@ -4,7 +4,7 @@ import type { Updateable } from 'kysely';
 import type { Agent } from '../agents/schemas.js';
 import type { AgentsService } from '../agents/service.js';
 import type { FilesService } from '../conversations/files.js';
-import type { MessageRow } from '../conversations/turns.js';
+import type { MessageRow, RecentMessages } from '../conversations/turns.js';
 import type { Db } from '../db/database.js';
 import type { IdempotencyService } from '../idempotency/service.js';
 import type { RunTable } from '../db/schema.js';
@@ -70,6 +70,8 @@ export interface RunResources extends RunsOptions {
   /** Runs executing in this process. */
   active: Map<string, ActiveRun>;
   finished: FinishedListeners;
+  /** The newest messages of conversations answered here, so a start need not read them again. */
+  recent: RecentMessages;
 }
 
 /** A run executing in this process. */

@@ -90,6 +90,7 @@ export class RunsService {
       events: this.events,
       active: new Map(),
       finished: new FinishedListeners(options.log, options.finishedListeners ?? []),
+      recent: new conversations.RecentMessages(),
     };
     this.pauses = new RunPauses(this.r);
     this.control = new RunControl(this.r, this.pauses);

@@ -20,8 +20,9 @@ const STARTS_PER_COMMIT = 64;
 /** Batches of starts written at once on PostgreSQL (each takes a pooled connection while it runs). */
 const POSTGRES_BATCHES_AT_ONCE = 4;
 
-type HistoryMessage = Awaited<ReturnType<typeof conversations.history>>[number];
-type StartedRun = { conversation: conversations.ConversationRow; history: HistoryMessage[] };
+type HistoryMessage = conversations.HistoryMessage;
+/** A written start: the conversation, the history the model is given, and the conversation's message count with the user's message. */
+type StartedRun = { conversation: conversations.ConversationRow; history: readonly HistoryMessage[]; messageCount: number };
 /** What a run's start answers once written, or the refusal of its admission (nothing was written). */
 type StartWritten = StartedRun | { refused: LimitExceeded | BudgetExceeded };
 
@@ -85,7 +86,7 @@ export class RunStarts {
         );
     }
 
-    let history: HistoryMessage[] = [];
+    let history: readonly HistoryMessage[] = [];
     let userMessageId = newId();
     const traceparent = this.r.tracing?.traceparent();
     const options = {
@@ -108,6 +109,10 @@ export class RunStarts {
       );
       if (started) {
         ({ conversation, history } = started);
+        // Committed: the next start in this conversation finds its history here (recent-messages.ts).
+        const { messageCount } = started;
+        this.r.recent.keep(conversation.id, input.agent.configuration.memoryWindow, messageCount - 1, history);
+        this.r.recent.added(conversation.id, messageCount, { id: userMessageId, role: 'user', content: input.content, tool_calls: null });
         break;
       }
       const instead = await this.whenBusy({ tenantId, conversationId: conversationId!, input, policy, deadline });
@@ -158,20 +163,25 @@ export class RunStarts {
           throw err;
         }
       }
-      let history: HistoryMessage[] = [];
+      let history: readonly HistoryMessage[] = [];
+      let messageCount = 1;
       if (existing) {
-        if (!(await conversations.claimConversation(trx, tenantId, existing.id, { runId, at, createdAt: existing.created_at }))) {
+        const claimed = await conversations.claimConversation(trx, tenantId, existing.id, { runId, at, createdAt: existing.created_at });
+        if (claimed === null) {
           if (limits) this.r.admission.withdraw(batch, { tenantId, agentId, reservedUsd: run.reservedUsd });
           return null;
         }
-        history = await conversations.history(trx, tenantId, existing.id, input.agent.configuration.memoryWindow);
+        messageCount = claimed;
+        const window = input.agent.configuration.memoryWindow;
+        // The messages before the user's, kept by an earlier start or end here while the count was theirs.
+        history = this.r.recent.find(existing.id, window, claimed - 1) ?? (await conversations.history(trx, tenantId, existing.id, window));
       }
       const rows = startRows(run, { existing, lease: { owner: this.r.instanceId, ms: this.r.leaseMs } });
       if (rows.conversation) conversations.deferConversation(later, rows.conversation);
       conversations.deferMessage(later, rows.message);
       store.deferRun(later, rows.run);
       await input.onStart?.(trx, { runId, startedAt: at });
-      return { conversation: rows.conversation ?? existing!, history };
+      return { conversation: rows.conversation ?? existing!, history, messageCount };
     };
     // Starts to admit have batches of their own, so the others' never wait for an admission's lock.
     const written = await (limits ? this.admittedStarts : this.starts).write(write);

@@ -70,7 +70,7 @@ const messageIds = async (conversationId: string) =>
   );
 
 describe('a tiny window on builtin/echo', () => {
-  it('summarises the turns pushed out, stores the summary, refreshes it with only the newly pushed out, and counts its cost', async () => {
+  it('summarises the turns pushed out, down to half the room, stores the summary, refreshes it with only the newly pushed out, and counts its cost', async () => {
     const agent = await t.agent(key, tinyEcho());
     const first = await say(agent.id, fact('A'));
     const conversationId = first.res.conversationId;
@@ -79,16 +79,19 @@ describe('a tiny window on builtin/echo', () => {
     expect(await summaryOf(conversationId)).toBeUndefined();
     expect(second.run.tokenUsage.inputTokens).toBe(second.run.steps[0].usage.inputTokens);
 
-    // Two turns do not: the oldest is summarised (echo's summary repeats the request it was given).
+    // Two turns do not: A's is pushed out, and the summary takes in every turn but those filling half
+    // the room, which holds none: A's and B's (echo's summary repeats the request it was given).
     const third = await say(agent.id, fact('C'), conversationId);
     const summary = await summaryOf(conversationId);
     expect(summary).toBeDefined();
-    expect(summary!.summary).toContain(`user: ${JSON.stringify(fact('A'))}`);
-    expect(summary!.summary).toContain(`assistant: ${JSON.stringify(fact('A'))}`);
-    expect(summary!.summary).not.toContain('fact-B');
+    for (const name of ['A', 'B']) {
+      expect(summary!.summary).toContain(`user: ${JSON.stringify(fact(name))}`);
+      expect(summary!.summary).toContain(`assistant: ${JSON.stringify(fact(name))}`);
+    }
+    expect(summary!.summary).not.toContain('fact-C');
     const ids = await messageIds(conversationId);
-    // A's message and answer are covered: the answer is the newest message the summary reaches.
-    expect(summary!.through_message_id).toBe(ids[1]);
+    // B's answer is the newest message the summary reaches.
+    expect(summary!.through_message_id).toBe(ids[3]);
 
     // The summary's model call is in the run: tokens beyond its steps, priced (input 1, output 2 per 1M).
     const stepInput = third.run.steps.reduce((n, s) => n + s.usage.inputTokens, 0);
@@ -100,15 +103,20 @@ describe('a tiny window on builtin/echo', () => {
     expect(third.run.cost).toBeCloseTo((third.run.tokenUsage.inputTokens + 2 * third.run.tokenUsage.outputTokens) / 1e6, 12);
     expect(third.res.cost).toBe(third.run.cost);
 
-    // Next, B's turn is pushed out too: only it is summarised, with the summary so far.
-    await say(agent.id, fact('D'), conversationId);
+    // Next, B's turn is pushed out, which the summary covers already: no summary call, the summary as it was.
+    const fourth = await say(agent.id, fact('D'), conversationId);
+    expect(fourth.run.tokenUsage.inputTokens).toBe(fourth.run.steps.reduce((n, s) => n + s.usage.inputTokens, 0));
+    expect(await summaryOf(conversationId)).toEqual(summary);
+
+    // Then C's, which it does not: C's and D's turns are summarised, with the summary so far. (Echo's
+    // answer stops at the summary's share of the room, 30 words here, within D's lines.)
+    await say(agent.id, fact('E'), conversationId);
     const refreshed = await summaryOf(conversationId);
-    expect(refreshed!.through_message_id).toBe(ids[3]);
+    expect(refreshed!.through_message_id).toBe((await messageIds(conversationId))[7]);
     expect(refreshed!.summary.startsWith(`Summary so far:\n${summary!.summary}`)).toBe(true);
     const added = refreshed!.summary.slice(`Summary so far:\n${summary!.summary}`.length);
-    expect(added).toContain(`user: ${JSON.stringify(fact('B'))}`);
-    expect(added).not.toContain('fact-A');
-    expect(added).not.toContain('fact-C');
+    expect(added).toContain(`user: ${JSON.stringify(fact('C'))}\nassistant: ${JSON.stringify(fact('C'))}\nuser:`);
+    for (const name of ['A', 'B', 'E']) expect(added).not.toContain(`fact-${name}`);
   });
 
   it('a conversation deleted by retention takes its summary with it', async () => {
@@ -355,7 +363,7 @@ describe('a fallback model with a smaller window', () => {
     // The oldest turn did not fit the fallback's window: summarised (by echo, the agent's own model; the fallback was never called).
     expect(summary, 'a summary of the turns that did not fit').toBeDefined();
     expect(summary!.summary).toContain(`user: ${JSON.stringify(fact('A'))}`);
-    expect(summary!.summary).not.toContain('fact-B');
+    expect(summary!.summary).not.toContain('fact-C');
   });
 
   it('leaves out a fallback this server cannot use, as the run does', async () => {

@@ -11,8 +11,9 @@ import { estimateTokens, promptTokens } from './tokens.js';
  * answer to it, tool calls and results included), newest first, while they fit. Turns that no longer
  * fit are summarised by a model (the agent's own, or its `summaryModel`) into one summary, kept with
  * the conversation and refreshed incrementally: only turns pushed out since are summarised, with the
- * summary so far. The summary requests fit the summarising model's own window: in pieces when the new
- * turns do not fit one request (`Summarizer`). History left out without a summary (the summary model
+ * summary so far, down to half the history's room so that a refresh is not a model call every run.
+ * The summary requests fit the summarising model's own window: in pieces when the new turns do not
+ * fit one request (`Summarizer`). History left out without a summary (the summary model
  * failed, or its window holds no request) is recorded on the run as `contextTruncated` and told in a
  * `context_truncated` event. Fitting only ever drops history; this run's own messages are sent even
  * when they alone overflow (the provider then refuses the call).
@@ -111,10 +112,11 @@ export class ContextFitter {
 
     // A quarter of what the prompt may hold is kept for the summary.
     const summaryBudget = Math.max(16, Math.floor((limits.contextWindow - limits.outputReserve) / 4));
-    let budget = available - summaryBudget;
-    let kept = this.groups.length;
-    while (kept > 0 && this.groups[kept - 1].tokens <= budget) budget -= this.groups[--kept].tokens;
-    await this.refreshSummary(kept, summaryBudget, signal);
+    const room = available - summaryBudget;
+    const kept = this.newestFitting(room);
+    // When a turn the summary does not cover yet is pushed out, the summary takes in every turn but the
+    // newest that fill half the room: the next turns then fit without a summary call each.
+    await this.refreshSummary(kept, Math.max(kept, this.newestFitting(room / 2)), summaryBudget, signal);
     let fitted = system;
     if (this.summary) {
       const text = this.summary.text.slice(0, summaryBudget * 4);
@@ -124,26 +126,37 @@ export class ContextFitter {
     return fitted === undefined ? messages : [{ role: 'system', content: fitted }, ...messages];
   }
 
-  /** Summarises the groups before `pushedOut` that the summary does not cover yet, with the summary so far. */
-  private async refreshSummary(pushedOut: number, maxTokens: number, signal: AbortSignal) {
+  /** The index of the oldest of the newest groups that fit in `tokens` (the groups' count when none does). */
+  private newestFitting(tokens: number): number {
+    let kept = this.groups.length;
+    while (kept > 0 && this.groups[kept - 1].tokens <= tokens) tokens -= this.groups[--kept].tokens;
+    return kept;
+  }
+
+  /**
+   * Summarises the groups before `through` that the summary does not cover yet, with the summary so
+   * far; those before `pushedOut` are the ones the prompt leaves out, and left out unsummarised when
+   * no summary can be made.
+   */
+  private async refreshSummary(pushedOut: number, through: number, maxTokens: number, signal: AbortSignal) {
     const options = this.options;
     if (!this.summaryRead) {
       this.summaryRead = true;
       this.summary = await options.summaries.read();
-      const through = this.summary?.throughMessageId;
+      const covered = this.summary?.throughMessageId;
       // The stored summary covers the leading groups whose every stored message it reaches.
-      if (through)
-        while (this.summarized < this.groups.length && this.groups[this.summarized].turns.every((t) => t.id && t.id <= through))
+      if (covered)
+        while (this.summarized < this.groups.length && this.groups[this.summarized].turns.every((t) => t.id && t.id <= covered))
           this.summarized++;
     }
     if (pushedOut <= this.summarized) return;
-    const fresh = this.groups.slice(this.summarized, pushedOut).flatMap((g) => g.turns);
+    const fresh = this.groups.slice(this.summarized, through).flatMap((g) => g.turns);
     try {
       const summarizer = options.summarizer();
       const text = await new Summarizer(summarizer, maxTokens, signal, this.usage).summarize(this.summary?.text, fresh.map(transcriptLine));
       const lastId = fresh.reduce<string | undefined>((max, t) => (t.id && (!max || t.id > max) ? t.id : max), undefined);
       this.summary = { text, throughMessageId: lastId ?? this.summary?.throughMessageId ?? '' };
-      this.summarized = pushedOut;
+      this.summarized = through;
       // The caller's own history (no ids) is summarised for this run only: nothing stored covers it.
       if (lastId) await options.summaries.write(this.summary);
     } catch (err) {
