@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { execute as executeOn, type ExecuteBody } from '../helpers/execute.js';
+import { addReadyDocument } from '../helpers/knowledge.js';
 import { readSse } from '../helpers/sse.js';
 
 /**
@@ -23,22 +24,7 @@ const createBase = async (name: string, description?: string) => {
   expect(response.status, JSON.stringify(error)).toBe(201);
   return data!.id;
 };
-const addReady = async (baseId: string, title: string, content: string) => {
-  const { data } = await t.api(key).POST('/api/v1/knowledge-bases/{id}/documents', {
-    params: { path: { id: baseId } },
-    body: { content, title },
-  });
-  await vi.waitFor(
-    async () => {
-      const doc = await t.api(key).GET('/api/v1/knowledge-bases/{id}/documents/{documentId}', {
-        params: { path: { id: baseId, documentId: data!.id } },
-      });
-      expect(doc.data?.status).toBe('ready');
-    },
-    { timeout: 30_000, interval: 50 },
-  );
-  return data!.id;
-};
+const addReady = (baseId: string, title: string, content: string) => addReadyDocument(t.api(key), baseId, { title, content });
 
 beforeAll(async () => {
   t = await startApp();

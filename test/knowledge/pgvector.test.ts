@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { migrationProvider } from '../../src/db/migrations/index.js';
 import { providerEnv, startAimock } from '../helpers/aimock.js';
 import { startApp, type TestApp } from '../helpers/app.js';
+import { keptOfExactTop10 } from '../helpers/knowledge.js';
 import { knowledgeCorpus } from '../helpers/knowledge-corpus.js';
 import { startPgvector } from '../helpers/pglite.js';
 
@@ -160,28 +161,7 @@ describe('knowledge search through pgvector', () => {
 
   it('over a base of thousands of chunks, the HNSW index finds what comparing every vector finds, with the exact cosines', async () => {
     const scansBefore = await indexScans(384);
-    /** The share of the exact top 10s pgvector keeps, over `queries`. */
-    const keptOf = async (queries: string[], filters?: Record<string, unknown>) => {
-      let kept = 0;
-      let compared = 0;
-      for (const query of queries) {
-        const fast = await search(largeId, { query, mode: 'vector', k: 10, filters });
-        const exact = await search(largeId, { query, mode: 'vector', k: 10, exact: true, filters });
-        expect(fast.vectorIndex).toBe('pgvector');
-        expect(exact.vectorIndex).toBe('exact');
-        expect(fast.passages).toHaveLength(exact.passages.length);
-        const exactScores = new Map(exact.passages.map((p) => [passage(p), p.citation.score]));
-        for (const p of fast.passages) {
-          const score = exactScores.get(passage(p));
-          if (score !== undefined) {
-            expect(p.citation.score).toBeCloseTo(score, 5);
-            kept++;
-          }
-        }
-        compared += exact.passages.length;
-      }
-      return { kept: kept / compared, compared };
-    };
+    const keptOf = (queries: string[]) => keptOfExactTop10((body) => search(largeId, body), queries, 'pgvector');
     const questions = await keptOf(corpus.queries.slice(0, 60).map((q) => q.query));
     const passages = await keptOf(corpus.documents.slice(0, 30).map((d) => d.text.slice(0, 400)));
     const chunks = (await t.api(key).GET('/api/v1/knowledge-bases/{id}', { params: { path: { id: largeId } } })).data!.chunkCount;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { dialect, expectProblem, startApp, type TestApp } from '../helpers/app.js';
+import { keptOfExactTop10 } from '../helpers/knowledge.js';
 import { knowledgeCorpus } from '../helpers/knowledge-corpus.js';
 
 /**
@@ -310,29 +311,8 @@ describe('vector search’s first pass', () => {
     );
     const chunks = (await t.api(key).GET('/api/v1/knowledge-bases/{id}', { params: { path: { id: base!.id } } })).data!.chunkCount;
     expect(chunks).toBeGreaterThan(4000);
-    const passage = (p: { citation: { documentId: string; position: number } }) => `${p.citation.documentId}:${p.citation.position}`;
-    /** The share of the exact top 10s the first pass keeps, over `queries`, compared by `index`. */
-    const keptOf = async (queries: string[], index: string) => {
-      let kept = 0;
-      let compared = 0;
-      for (const query of queries) {
-        const fast = await search({ query, mode: 'vector', k: 10 }, base!.id);
-        const exact = await search({ query, mode: 'vector', k: 10, exact: true }, base!.id);
-        expect(fast.vectorIndex).toBe(index);
-        expect(exact.vectorIndex).toBe('exact');
-        const exactScores = new Map(exact.passages.map((p) => [passage(p), p.citation.score]));
-        for (const p of fast.passages) {
-          const score = exactScores.get(passage(p));
-          // What the first pass keeps is ranked by its exact cosine.
-          if (score !== undefined) {
-            expect(p.citation.score).toBeCloseTo(score, 5);
-            kept++;
-          }
-        }
-        compared += exact.passages.length;
-      }
-      return kept / compared;
-    };
+    const keptOf = async (queries: string[], index: string) =>
+      (await keptOfExactTop10((body) => search(body, base!.id), queries, index)).kept;
     // The corpus's questions: a few words each (PostgreSQL weighs their components alone).
     const questions = await keptOf(
       corpus.queries.slice(0, 100).map((q) => q.query),

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { embeddingsWithUsage, providerEnv, startAimock, wordCount } from '../helpers/aimock.js';
 import { expectProblem, startApp, type TestApp } from '../helpers/app.js';
 import { execute } from '../helpers/execute.js';
+import { addReadyDocument } from '../helpers/knowledge.js';
 import { sample } from '../metrics/helpers.js';
 
 /**
@@ -31,19 +32,7 @@ const createBase = async (body: {
   expect(response.status, JSON.stringify(error)).toBe(201);
   return data!.id;
 };
-const addReady = async (baseId: string, content: string) => {
-  const { data } = await t.api(key).POST('/api/v1/knowledge-bases/{id}/documents', { params: { path: { id: baseId } }, body: { content } });
-  await vi.waitFor(
-    async () => {
-      const doc = await t.api(key).GET('/api/v1/knowledge-bases/{id}/documents/{documentId}', {
-        params: { path: { id: baseId, documentId: data!.id } },
-      });
-      expect(doc.data?.status).toBe('ready');
-    },
-    { timeout: 30_000, interval: 50 },
-  );
-  return data!.id;
-};
+const addReady = (baseId: string, content: string) => addReadyDocument(t.api(key), baseId, { content });
 const chunkText = async (baseId: string, documentId: string) =>
   (
     await t.api(key).GET('/api/v1/knowledge-bases/{id}/documents/{documentId}/chunks/{position}', {
