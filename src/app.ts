@@ -280,7 +280,12 @@ export function createServices(
     // Started when code is first asked for; off, or where it cannot isolate, the code tools are not offered.
     sandbox: async () =>
       config.code.enabled
-        ? createCodeSandbox({ maxima: config.code.maxima, poolSize: config.code.poolSize, maxConcurrent: config.code.maxConcurrent })
+        ? createCodeSandbox({
+            maxima: config.code.maxima,
+            poolSize: config.code.poolSize,
+            maxConcurrent: config.code.maxConcurrent,
+            onWarning: (message) => logger.warn(message),
+          })
         : undefined,
     // A tenant's concurrent executions are at most what this process runs at once.
     maxima: { ...config.code.maxima, concurrentExecutions: config.code.maxConcurrent },

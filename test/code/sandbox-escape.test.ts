@@ -4,7 +4,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { type CodeLimits, type CodeResult, type CodeSandbox, createCodeSandbox } from '../../src/code/sandbox/index.js';
+import { type CodeLimits, type CodeResult, createCodeSandbox, type LocalCodeSandbox } from '../../src/code/sandbox/index.js';
 
 // Programs that try to get out of the sandbox. Each asserts the attempt was contained (an error, or
 // nothing reached) and, after it, that this process (standing in for the server) still runs a job.
@@ -36,7 +36,7 @@ const secret = `fake-secret-${randomBytes(8).toString('hex')}`;
 const hostDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-escape-'));
 const hostFile = path.join(hostDir, 'server-secret.txt');
 const marker = path.join(hostDir, 'pwned');
-let sandbox: CodeSandbox & { runsAs: string | null };
+let sandbox: LocalCodeSandbox;
 let listener: http.Server;
 let listenerPort = 0;
 let connections = 0;

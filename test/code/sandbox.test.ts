@@ -4,9 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type CodeLimits, type CodeSandbox, createCodeSandbox } from '../../src/code/sandbox/index.js';
-import { permissionFlag, probeLauncher, runtimeFolders } from '../../src/code/sandbox/isolation.js';
+import { type CodeLimits, createCodeSandbox, type LocalCodeSandbox } from '../../src/code/sandbox/index.js';
+import { commandFor, permissionFlag, probeLauncher, runtimeFolders } from '../../src/code/sandbox/isolation.js';
 import { SandboxProcess } from '../../src/code/sandbox/process.js';
+import { makePythonSnapshot } from '../../src/code/sandbox/snapshot.js';
 
 // The runner itself, process-level: no database, no HTTP (the code domain's tests drive it through the API).
 // Limits are generous so that a loaded machine never decides an outcome.
@@ -21,9 +22,10 @@ const limits: CodeLimits = {
 const text = (value: string) => new TextEncoder().encode(value);
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
-let sandbox: CodeSandbox;
+let sandbox: LocalCodeSandbox;
+const warnings: string[] = [];
 beforeAll(async () => {
-  sandbox = await createCodeSandbox({ maxima: limits, poolSize: 1, maxConcurrent: 2 });
+  sandbox = await createCodeSandbox({ maxima: limits, poolSize: 1, maxConcurrent: 2, onWarning: (message) => warnings.push(message) });
 });
 afterAll(async () => {
   await sandbox?.close();
@@ -156,6 +158,23 @@ describe('python', () => {
       limits,
     });
     expect(second.stdout).toBe('False False False\n');
+  });
+
+  test('processes start from the runtime’s snapshot, made once by a process of the sandbox', async () => {
+    const result = await sandbox.run({ language: 'python', code: 'import sys\nprint(sys.version_info[0])', limits });
+    expect(result.stdout).toBe('3\n');
+    expect(await sandbox.pythonStartsFrom()).toBe('snapshot');
+    expect(warnings).toEqual([]);
+  });
+
+  test('without a snapshot a process starts the runtime itself; a snapshot that cannot be made says why', async () => {
+    const launched = await probeLauncher('namespace', runtimeFolders());
+    if (!('launcher' in launched)) throw new Error(launched.reason);
+    const command = commandFor('python', launched.launcher, limits);
+    const plain = new SandboxProcess(command, { outputCeilingBytes: 1024 * 1024, startupTimeoutMs: 120_000 }, Promise.resolve(null));
+    expect((await plain.run({ language: 'python', code: 'print(6 * 7)', limits }, limits)).stdout).toBe('42\n');
+    const failing = { file: process.execPath, args: ['-e', 'console.error("no runtime here"); process.exit(2)'], nodeIsChild: false };
+    expect(await makePythonSnapshot(failing, 30_000)).toEqual({ reason: 'exit code 2: no runtime here' });
   });
 
   test('the store skill invoice-reconciliation runs as it is on two CSVs at /input', async () => {
@@ -331,7 +350,7 @@ test('when isolation cannot be set up, availability says why and run refuses (co
   const saved = process.env.PATH;
   // Neither unshare nor prlimit can be found: no silent fallback to running without them.
   process.env.PATH = '/nonexistent';
-  let unavailable: CodeSandbox;
+  let unavailable: LocalCodeSandbox;
   try {
     unavailable = await createCodeSandbox({ maxima: limits, poolSize: 1, maxConcurrent: 1 });
   } finally {

@@ -2,6 +2,7 @@ import { commandFor, type NetworkIsolation, probeLauncher, runtimeFolders } from
 import { WarmPool } from './pool.js';
 import { refused } from './refused.js';
 import { type ProcessSettings, SandboxProcess } from './process.js';
+import { makePythonSnapshot } from './snapshot.js';
 import type { CodeJob, CodeLanguage, CodeLimits, CodeResult, CodeSandbox } from './types.js';
 
 export type * from './types.js';
@@ -21,6 +22,8 @@ export interface CodeSandboxOptions {
   startupTimeoutMs?: number;
   /** 'off' only in tests of the runner (docs/code-execution.md); default 'namespace'. */
   networkIsolation?: NetworkIsolation;
+  /** Told what works but slower than it should (Python's snapshot could not be made). */
+  onWarning?: (message: string) => void;
 }
 
 const LANGUAGES: CodeLanguage[] = ['python', 'javascript'];
@@ -74,7 +77,14 @@ class Slots {
  * its own, under Node's permission model, in network and PID namespaces, with an empty environment and
  * per-job limits (docs/code-execution.md). Whether it can isolate is probed once, here.
  */
-export async function createCodeSandbox(options: CodeSandboxOptions): Promise<CodeSandbox & { runsAs: string | null }> {
+export interface LocalCodeSandbox extends CodeSandbox {
+  /** Who programs run as (nobody, root without capabilities...); null when unavailable. */
+  runsAs: string | null;
+  /** How Python processes start: from the runtime's snapshot, or the runtime's own start; null before the first. */
+  pythonStartsFrom(): Promise<'snapshot' | 'runtime' | null>;
+}
+
+export async function createCodeSandbox(options: CodeSandboxOptions): Promise<LocalCodeSandbox> {
   let folders: string[] | undefined;
   let missing: string | undefined;
   try {
@@ -94,16 +104,34 @@ export async function createCodeSandbox(options: CodeSandboxOptions): Promise<Co
   let closed = false;
 
   const pools = new Map<CodeLanguage, WarmPool>();
+  /** Python's runtime snapshot, made at the first Python process; null (each starts the runtime) if it could not be. */
+  let pythonSnapshot: Promise<Uint8Array | null> | undefined;
   if ('launcher' in probe) {
+    const launcher = probe.launcher;
     for (const language of LANGUAGES) {
-      const command = commandFor(language, probe.launcher, options.maxima);
-      pools.set(language, new WarmPool(Math.max(0, options.poolSize), () => new SandboxProcess(command, settings)));
+      const command = commandFor(language, launcher, options.maxima);
+      const firstFrame =
+        language === 'python'
+          ? () =>
+              (pythonSnapshot ??= makePythonSnapshot(command, settings.startupTimeoutMs).then((made) => {
+                if ('snapshot' in made) return made.snapshot;
+                options.onWarning?.(
+                  `code sandbox: Python's runtime snapshot could not be made (${made.reason}); each Python process starts the runtime (seconds)`,
+                );
+                return null;
+              }))
+          : () => undefined;
+      pools.set(language, new WarmPool(Math.max(0, options.poolSize), () => new SandboxProcess(command, settings, firstFrame())));
     }
   }
 
   return {
-    /** Who programs run as (nobody, root without capabilities...); null when unavailable. */
     runsAs: 'launcher' in probe ? probe.launcher.user : null,
+
+    async pythonStartsFrom() {
+      if (!pythonSnapshot) return null;
+      return (await pythonSnapshot) ? 'snapshot' : 'runtime';
+    },
 
     availability() {
       return 'launcher' in probe ? { available: true } : { available: false, reason: probe.reason };

@@ -127,7 +127,11 @@ export class SandboxProcess {
   #result: ChildResult | undefined;
   #used = false;
 
-  constructor(command: ProcessCommand, settings: ProcessSettings) {
+  /**
+   * `firstFrame`: written on stdin before anything else once it resolves (Python's runtime snapshot;
+   * an empty frame when there is none): that child reads it before it loads its runtime.
+   */
+  constructor(command: ProcessCommand, settings: ProcessSettings, firstFrame?: Promise<Uint8Array | null>) {
     this.#command = command;
     this.#settings = settings;
     this.#child = spawn(command.file, command.args, {
@@ -141,6 +145,12 @@ export class SandboxProcess {
     this.#child.unref();
     for (const stream of this.#child.stdio) (stream as { unref?: () => void } | null)?.unref?.();
     this.#child.stdin?.on('error', () => {});
+    void firstFrame?.then((bytes) => {
+      const header = Buffer.alloc(4);
+      header.writeUInt32BE(bytes?.length ?? 0);
+      this.#child.stdin?.write(header);
+      if (bytes?.length) this.#child.stdin?.write(bytes);
+    });
     // Read from the start: a stream left paused never ends, and the process's 'close' would never come.
     // Before the job, what the runtime writes to stderr is kept (a little) to say why it failed to start.
     const startup = new Capture(STARTUP_OUTPUT_BYTES);
