@@ -107,9 +107,8 @@ export async function createCodeSandbox(options: CodeSandboxOptions): Promise<Lo
   /** Python's runtime snapshot, made at the first Python process; null (each starts the runtime) if it could not be. */
   let pythonSnapshot: Promise<Uint8Array | null> | undefined;
   if ('launcher' in probe) {
-    const launcher = probe.launcher;
     for (const language of LANGUAGES) {
-      const command = commandFor(language, launcher, options.maxima);
+      const command = commandFor(language, probe.launcher, options.maxima);
       const firstFrame =
         language === 'python'
           ? () =>

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, type StdioOptions, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { mediaTypeOf } from './media-types.js';
@@ -35,7 +35,7 @@ const RESULT_EXIT_GRACE_MS = 2000;
 const CHILD_LIMITS = new Set<CodeErrorCode>(['code_memory', 'code_timeout', 'code_files_limit']);
 
 /** Bytes of one stream: the first `keep` kept, the rest counted and dropped. */
-class Capture {
+export class Capture {
   readonly #chunks: Buffer[] = [];
   #kept = 0;
   total = 0;
@@ -53,6 +53,29 @@ class Capture {
   }
   text() {
     return Buffer.concat(this.#chunks).toString('utf8');
+  }
+  /** The last lines kept, on one line: what a runtime that failed to start said. */
+  lastLines(count: number) {
+    return this.text().trim().split('\n').slice(-count).join(' / ');
+  }
+}
+
+/**
+ * A sandboxed process started from its command line: its own process group (a kill takes everything
+ * it started with it), cwd /, and no secret of the server: not even its environment.
+ */
+export function spawnSandboxed(command: ProcessCommand, extraArgs: string[], stdio: StdioOptions): ChildProcess {
+  return spawn(command.file, [...command.args, ...extraArgs], { env: {}, cwd: '/', detached: true, stdio });
+}
+
+/** SIGKILL to the child's whole process group; no-op once it is gone. */
+export function killGroup(child: ChildProcess) {
+  const pid = child.pid;
+  if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    child.kill('SIGKILL');
   }
 }
 
@@ -134,13 +157,7 @@ export class SandboxProcess {
   constructor(command: ProcessCommand, settings: ProcessSettings, firstFrame?: Promise<Uint8Array | null>) {
     this.#command = command;
     this.#settings = settings;
-    this.#child = spawn(command.file, command.args, {
-      // No secret of the server reaches the program: not even its environment.
-      env: {},
-      cwd: '/',
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-    });
+    this.#child = spawnSandboxed(command, [], ['pipe', 'pipe', 'pipe', 'pipe']);
     // An idle warm process does not keep the server's event loop alive (close() ends it).
     this.#child.unref();
     for (const stream of this.#child.stdio) (stream as { unref?: () => void } | null)?.unref?.();
@@ -173,7 +190,7 @@ export class SandboxProcess {
       };
       void this.closed.then(({ code, signal }) => {
         clearTimeout(timer);
-        const said = startup.text().trim().split('\n').slice(-3).join(' / ');
+        const said = startup.lastLines(3);
         reject(new Error(`the runtime exited before it was ready (${signal ?? `exit code ${code}`})${said ? `: ${said}` : ''}`));
       });
     });
@@ -218,14 +235,9 @@ export class SandboxProcess {
 
   /** SIGKILL to the whole process group; no-op once it is gone. */
   kill() {
-    const pid = this.#child.pid;
-    if (pid === undefined || this.#child.exitCode !== null || this.#child.signalCode !== null) return;
+    if (this.#child.pid === undefined || this.#child.exitCode !== null || this.#child.signalCode !== null) return;
     this.#hold();
-    try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      this.#child.kill('SIGKILL');
-    }
+    killGroup(this.#child);
   }
 
   /** Runs the one job this process will ever run (the limits already clamped to the server's maxima). */

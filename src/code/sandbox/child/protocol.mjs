@@ -1,7 +1,8 @@
 // The child's side of the protocol with src/code/sandbox/process.ts: the job arrives on stdin as a
-// 4-byte big-endian length and that much JSON (Python's child first gets its runtime's snapshot so); the program's stdout and stderr go to fds 1 and 2 as
-// they are written; control lines (JSON, one per line) go to fd 3: `ready` once the runtime is loaded,
-// then one `result`. The parent trusts none of it beyond what it checks itself.
+// 4-byte big-endian length and that much JSON (Python's child first gets its runtime's snapshot so);
+// the program's stdout and stderr go to fds 1 and 2 as they are written; control lines (JSON, one per
+// line) go to fd 3: `ready` once the runtime is loaded, then one `result`. The parent trusts none of it
+// beyond what it checks itself.
 import fs from 'node:fs';
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
