@@ -6,12 +6,12 @@ type Serialize = (doc: unknown) => string;
 type BuildSerializer = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildSerializer'];
 
 const fastJsonFactory = SerializerSelector();
-/** Response serializers by schema object and status, shared by every app of the process. */
+/** Response serializers by schema and status, shared by every app of the process. */
 const compiled = new CompiledPerSchema<Serialize>();
 
 /**
- * Fastify's own serializer factory (fast-json-stringify), remembering what it compiled: route schemas
- * are module constants, so an app built again reuses each route's serializer.
+ * Fastify's own serializer factory (fast-json-stringify), remembering what it compiled, so an app built
+ * again reuses each route's serializer.
  */
 export const sharedSerializers: BuildSerializer = (externalSchemas, options) => {
   const compile = fastJsonFactory(externalSchemas, options);

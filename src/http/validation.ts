@@ -54,8 +54,8 @@ function boundsFirst(schema: unknown): unknown {
 }
 
 /**
- * The compiled validators, shared by every app of the process: route schemas are module constants,
- * so an app built again (tests build one per file) finds each route's validator already compiled.
+ * The compiled validators, shared by every app of the process, so an app built again (tests build
+ * hundreds) finds each route's validator already compiled.
  */
 let compilers: { coercing: Ajv.default; strict: Ajv.default; compiled: CompiledPerSchema<ValidateFunction> } | undefined;
 
