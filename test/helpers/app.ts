@@ -42,9 +42,12 @@ export async function createTestDatabase(options: { migrated?: boolean } = {}): 
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-test-'));
   if (dialect === 'sqlite') {
     const template = options.migrated ? inject('sqliteTemplate') : undefined;
-    // Private, as the server makes its own database file (the doctor checks the mode).
-    if (template) fs.copyFileSync(template, path.join(dataDir, 'agentry.sqlite'));
-    if (template) fs.chmodSync(path.join(dataDir, 'agentry.sqlite'), 0o600);
+    if (template) {
+      const file = path.join(dataDir, 'agentry.sqlite');
+      fs.copyFileSync(template, file);
+      // Private, as the server makes its own database file (the doctor checks the mode).
+      fs.chmodSync(file, 0o600);
+    }
     // DATABASE_URL '' (not unset): servers and CLIs spawned with process.env must not fall back to the
     // PostgreSQL database the postgres project was given.
     return { env: { DATA_DIR: dataDir, DATABASE_URL: '' }, drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
