@@ -186,6 +186,44 @@ describeBrowser('the console in a browser', () => {
     await page.getByLabel('Message').waitFor();
   });
 
+  it('shows a new conversation’s first answer as stored even when the first read of its messages ends after the turn', async () => {
+    // The new conversation's first read of its messages is made before the answer is stored and answered
+    // after the turn has ended: the page must read them again, not wait on that stale read.
+    const messages = /\/api\/v1\/conversations\/[^/]+\/messages/;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let first: Promise<void> | undefined;
+    await page.route(messages, (route) => {
+      if (route.request().method() !== 'GET' || first) return route.continue();
+      first = (async () => {
+        const response = await route.fetch();
+        await released;
+        await route.fulfill({ response });
+      })();
+      return first;
+    });
+    try {
+      await page.getByRole('button', { name: 'New conversation' }).click();
+      await expect.poll(() => page.locator('[data-author]').count()).toBe(0);
+      // Slow tokens: the first read is answered (and held) while the turn is still under way.
+      await page.getByLabel('Message').fill('/delay 150\nfirst of a new conversation');
+      await page.getByLabel('Message').press('Enter');
+      const answer = page.locator('[data-author=assistant]').filter({ hasText: 'first of a new conversation' });
+      await answer.getByTestId('turn-cost').waitFor();
+      expect(first).toBeDefined();
+      release();
+      // The stored answer has its run's link, which the streamed one has not.
+      await answer.getByTestId('turn-run').waitFor();
+      expect(await answer.getByTestId('live-answer').count()).toBe(0);
+    } finally {
+      release();
+      await first;
+      await page.unroute(messages);
+    }
+  });
+
   it('creates a cron task and shows its next five fire times in its time zone', async () => {
     await page.getByRole('link', { name: 'Tasks' }).click();
     await page.getByRole('button', { name: 'New task' }).click();

@@ -33,6 +33,9 @@ export function PlaygroundPage() {
     async (turn: TurnState, conversation: string) => {
       pendingTurns.clear(sessionStorage, turn.runId);
       streamRef.current = null;
+      // A read still under way began before the answer was stored: cancelled, or the refetch would join it
+      // (a conversation's first read is never cancelled by a refetch) and the answer would never show.
+      await queryClient.cancelQueries({ queryKey: conversationKeys.messages(conversation) });
       await queryClient.invalidateQueries({ queryKey: conversationKeys.messages(conversation) });
       queryClient.invalidateQueries({ queryKey: conversationKeys.lists() });
       queryClient.invalidateQueries({ queryKey: runKeys.detail(turn.runId) });
