@@ -62,10 +62,21 @@ itBrowser('the playground shows it in the tool call’s card, its file a downloa
   await page.goto(`${url}/playground?agentId=${agent.id}`);
   await page.getByLabel('Message').fill(call);
   await page.getByLabel('Message').press('Enter');
-  const card = page.locator('[data-author=assistant]').last().getByTestId('tool-call').first();
+  const answer = page.locator('[data-author=assistant]').last();
+  await answer.getByTestId('live-answer').waitFor();
+  const streamed = (await answer.elementHandle())!;
+  const card = answer.getByTestId('tool-call').first();
   await card.waitFor();
   await card.getByRole('button').first().click();
   await card.getByTestId('code-stdout').filter({ hasText: 'wrote the report' }).waitFor({ timeout: 60_000 });
+  const file = (await card.getByTestId('code-file').elementHandle())!;
+  // The stored answer (its run's link) takes the streamed one's place as the same elements: a click on
+  // the file as the turn ends lands on a button that stays (CI once lost one in that swap).
+  await answer.getByTestId('turn-run').waitFor();
+  expect(await answer.getByTestId('live-answer').count()).toBe(0);
+  const connected = (el: object) => (el as { isConnected: boolean }).isConnected;
+  expect(await streamed.evaluate(connected)).toBe(true);
+  expect(await file.evaluate(connected)).toBe(true);
   const download = page.waitForEvent('download');
   await card.getByTestId('code-file').filter({ hasText: 'report.csv' }).click();
   expect((await download).suggestedFilename()).toBe('report.csv');

@@ -3,9 +3,14 @@ import { Accordion, Badge, Code, Group, Text } from '@mantine/core';
 import { CodeCall, isCodeCall } from '../../code-call';
 import type { ToolCallView } from '../../lib/turn';
 
-/** A stored answer's tool calls, as the cards show them. */
+/** A stored answer's tool calls, as the cards show them: by the call's id, as streamed, so a card keeps its element. */
 export const asToolViews = (message: Message): ToolCallView[] =>
-  message.toolCalls.map((call, i) => ({ id: `${message.id}-${i}`, name: call.name, input: call.input, result: call.result ?? {} }));
+  message.toolCalls.map((call, i) => ({
+    id: call.id ?? `${message.id}-${i}`,
+    name: call.name,
+    input: call.input,
+    result: call.result ?? {},
+  }));
 
 /**
  * Which cards are open, over the whole conversation: a card is `<turn>:<n>` (its run, its place), so one
