@@ -6,13 +6,8 @@ import { ConfigError, loadConfig, type Config } from './config.js';
 import { migrate, openDatabase, type Db } from './db/database.js';
 import { DomainError } from './errors.js';
 import { ProblemError } from './http/errors.js';
-import { formatReport, runDoctor } from './doctor/checks.js';
-import { exportTenant, ImportError, importTenant } from './export/tenant.js';
-import { backupSqlite, convertToIncrementalVacuum } from './db/vacuum.js';
 import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S } from './identity/key-material.js';
-import { AgentsService } from './agents/service.js';
 import { loadMasterKey } from './identity/master-key.js';
-import { IdentityService } from './identity/service.js';
 import { PERMISSIONS } from './tenancy/permissions.js';
 import { TenancyService, parsePermissions } from './tenancy/service.js';
 
@@ -45,6 +40,11 @@ permissions: ${PERMISSIONS.join(', ')}
 `;
 
 class UsageError extends Error {}
+/** A command refused its input (exit 2), like an import file that is not an export. */
+class InputError extends Error {}
+
+// What only some commands use is loaded by them: each call is a process, and loading the whole
+// platform (the doctor's checks load the app) would double the cost of a command that lists keys.
 
 const CLI_ACTOR = { type: 'cli' as const, id: null };
 
@@ -142,6 +142,7 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
     }
   }
   if (group === 'identity') {
+    const [{ AgentsService }, { IdentityService }] = await Promise.all([import('./agents/service.js'), import('./identity/service.js')]);
     const identity = new IdentityService({ db, config, tenancy, agents: new AgentsService({ db, defaultModel: config.defaultModel }) });
     const describe = (k: { kid: string; generation: number; status: string; activatesAt: string; expiresAt: string | null }) =>
       `${k.kid}  #${k.generation}  ${k.status}  signs from ${k.activatesAt}${k.expiresAt ? `  published until ${k.expiresAt}` : ''}`;
@@ -184,6 +185,7 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
         };
         out.once('drain', drained).once('error', failed);
       });
+    const { exportTenant } = await import('./export/tenant.js');
     const counts = await exportTenant(db, tenantId, write);
     if (out !== process.stdout) await new Promise<void>((resolve, reject) => (out as fs.WriteStream).end(resolve).once('error', reject));
     const total = Object.values(counts).reduce((a, b) => a + b, 0);
@@ -192,8 +194,12 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
   }
   if (group === 'import') {
     if (!values.file) throw new UsageError('import needs --file <file> (the output of agentry export)');
+    // Loaded before the file is opened: its lines flow from the first tick, read or not.
+    const { ImportError, importTenant } = await import('./export/tenant.js');
     const lines = readline.createInterface({ input: fs.createReadStream(values.file), crlfDelay: Number.POSITIVE_INFINITY });
-    const { tenantId, counts } = await importTenant(db, lines);
+    const { tenantId, counts } = await importTenant(db, lines).catch((err) => {
+      throw err instanceof ImportError ? new InputError(err.message) : err;
+    });
     const { view, secret } = await tenancy.createKey(tenantId, { name: 'after import', permissions: [...PERMISSIONS] }, CLI_ACTOR);
     const total = Object.values(counts).reduce((a, b) => a + b, 0);
     print(
@@ -207,12 +213,14 @@ async function run(argv: string[], db: Db, config: Config): Promise<void> {
     if (db.dialect !== 'sqlite') throw new UsageError('backup is for SQLite; back up PostgreSQL with pg_dump (docs/operations.md)');
     if (!values.out) throw new UsageError('backup needs --out <file> (a new file)');
     if (fs.existsSync(values.out)) throw new UsageError(`${values.out} exists; backup never overwrites a file`);
+    const { backupSqlite } = await import('./db/vacuum.js');
     const pages = await backupSqlite(db.location, values.out);
     print(json, { out: values.out, pages }, `backed up ${db.location} to ${values.out} (${pages} pages)`);
     return;
   }
   if (group === 'vacuum') {
     if (db.dialect !== 'sqlite') throw new UsageError('vacuum is for SQLite; PostgreSQL hands space back with its own VACUUM');
+    const { convertToIncrementalVacuum } = await import('./db/vacuum.js');
     const { before, after } = convertToIncrementalVacuum(db.location);
     print(
       json,
@@ -251,7 +259,7 @@ async function main() {
       err instanceof ConfigError ||
       err instanceof DomainError ||
       err instanceof ProblemError ||
-      err instanceof ImportError ||
+      err instanceof InputError ||
       (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
     ) {
       process.stderr.write(`agentry: ${(err as Error).message}\n`);
@@ -273,6 +281,7 @@ async function doctor(args: string[]) {
     process.exitCode = 2;
     return;
   }
+  const { formatReport, runDoctor } = await import('./doctor/checks.js');
   const checks = await runDoctor();
   const ok = checks.every((c) => c.status !== 'fail');
   process.stdout.write(args.includes('--json') ? `${JSON.stringify({ ok, checks })}\n` : `${formatReport(checks)}\n`);
