@@ -11,8 +11,8 @@ import { defineConfig } from 'vitest/config';
  * time (vitest's default, available cores - 1, is one at a time on a 2-core machine; VITEST_MAX_WORKERS
  * overrides). The files below drive hundreds of runs, several server processes or a browser each, or
  * need a worker thread to get the CPU in time: they run afterwards, one file per database at a time,
- * so a neighbour never starves them of CPU. (test/docs/commands.test.ts is among them: under the parallel
- * files' load, a task approved in the README ran before its approval's answer showed it pending.)
+ * so a neighbour never starves them of CPU. (test/docs/commands.test.ts is among them: its README shell
+ * waits for a cron task's next whole minute, and took 89-109 s of its 200 s deadline among the parallel files.)
  */
 const SERIAL = [
   'test/scale/**/*.test.ts',

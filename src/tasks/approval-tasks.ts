@@ -55,20 +55,17 @@ export class ApprovalTasks implements ApprovalGateway {
       decided_by_id: principal.actor.id,
       decided_at: at,
     };
+    const set = {
+      status: action ? 'running' : 'pending',
+      decision: 'approved',
+      decided_by_type: principal.actor.type,
+      decided_by_id: principal.actor.id,
+      decided_at: at,
+      next_run_at: firstFire(task, new Date(this.o.clock.now())),
+      updated_at: at,
+    } as const;
     const job = await db.kysely.transaction().execute(async (trx) => {
-      const r = await store.transitionTask(trx, {
-        taskId: task.id,
-        from: ['awaiting_approval'],
-        set: {
-          status: action ? 'running' : 'pending',
-          decision: 'approved',
-          decided_by_type: principal.actor.type,
-          decided_by_id: principal.actor.id,
-          decided_at: at,
-          next_run_at: firstFire(task, new Date(this.o.clock.now())),
-          updated_at: at,
-        },
-      });
+      const r = await store.transitionTask(trx, { taskId: task.id, from: ['awaiting_approval'], set });
       if (!Number(r.numUpdatedRows)) throw new Conflict('task_not_awaiting_approval', 'the task was decided meanwhile');
       let job: store.JobRow | null = null;
       if (action || task.type === 'one_time') {
@@ -78,9 +75,13 @@ export class ApprovalTasks implements ApprovalGateway {
       await auditTask(trx, { who: principal, action: 'task.approved', taskId: task.id, detail: { action } });
       return job;
     });
-    if (job && action) await executor.start(job, principal.actor);
-    else if (job) executor.onEnqueued();
-    return lookup.get(principal.tenantId, id);
+    if (job && action) {
+      await executor.start(job, principal.actor);
+      return lookup.get(principal.tenantId, id);
+    }
+    if (job) executor.onEnqueued();
+    // As the approval left it, like a created task: read back, it could already be running or done.
+    return lookup.view({ ...task, ...set, queued_at: job?.available_at ?? task.queued_at });
   }
 
   /** Reject: cancelled, with who and when; the action's rejection handler, if any, is told (best effort). */

@@ -204,7 +204,10 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
         tags,
         summary: 'Approve a task awaiting approval: it is queued, or its action is performed',
         description:
-          'An agent’s skill or connector request also needs the permission of what approving performs (skills:write, settings:write; else 403).',
+          'The answer is the task as the approval left it: `pending`, a one-time task’s run queued (`queuedAt`; it may start at once, so ' +
+          'read the task or its runs for what came of it), a scheduled one’s first time in `nextRunAt`; or, for an approval action, ' +
+          '`completed` or `failed` once the action ran. An agent’s skill or ' +
+          'connector request also needs the permission of what approving performs (skills:write, settings:write; else 403).',
         params: IdParams,
         response: { 200: TaskRef, ...problems(401, 403, 404, 409) },
       },

@@ -92,6 +92,26 @@ describe('approval tasks', () => {
     expectProblem(await run(taskId), 409, 'task_awaiting_approval');
   });
 
+  it('approve answers the task as the approval left it (queued), though the dispatcher may start it at once', async () => {
+    // Workers are free and poll every 50 ms: each job can be claimed and run while approve answers.
+    const created = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        t.api(key).POST('/api/v1/tasks', { body: { name: `Gated ${i}`, description: `gated ${i}`, agentId, requiresApproval: true } }),
+      ),
+    );
+    const ids = created.map((c) => c.data!.id);
+    const answers = await Promise.all(ids.map((id) => approve(id)));
+    for (const res of answers) {
+      expect(res.response.status, JSON.stringify(res.error)).toBe(200);
+      expect(res.data).toMatchObject({ status: 'pending', approval: { decision: 'approved', decidedBy: { type: 'api_key' } } });
+      expect(res.data!.queuedAt).toEqual(expect.any(String));
+    }
+    await vi.waitFor(async () => expect((await Promise.all(ids.map(getTask))).map((x) => x.status)).toEqual(ids.map(() => 'completed')), {
+      timeout: 30_000,
+      interval: 100,
+    });
+  });
+
   it('approve performs the registered action (no agent run) and answers completed', async () => {
     const { taskId } = await request({ skillId: 'sk-2' });
     const res = await approve(taskId);

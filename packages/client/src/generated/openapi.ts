@@ -707,7 +707,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a task awaiting approval: it is queued, or its action is performed
-         * @description An agent’s skill or connector request also needs the permission of what approving performs (skills:write, settings:write; else 403).
+         * @description The answer is the task as the approval left it: `pending`, a one-time task’s run queued (`queuedAt`; it may start at once, so read the task or its runs for what came of it), a scheduled one’s first time in `nextRunAt`; or, for an approval action, `completed` or `failed` once the action ran. An agent’s skill or connector request also needs the permission of what approving performs (skills:write, settings:write; else 403).
          */
         post: operations["approveTask"];
         delete?: never;
