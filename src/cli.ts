@@ -10,6 +10,8 @@ import { DEFAULT_PLATFORM_ACTIVATION_DELAY_S } from './identity/key-material.js'
 import { loadMasterKey } from './identity/master-key.js';
 import { PERMISSIONS } from './tenancy/permissions.js';
 import { TenancyService, parsePermissions } from './tenancy/service.js';
+// What only some commands use is imported by them: each call is a process, and loading the whole
+// platform (the doctor's checks load the app) would double the cost of a command that lists keys.
 
 const USAGE = `agentry: operate an Agentry installation (uses DATA_DIR / DATABASE_URL like the server)
 
@@ -42,9 +44,6 @@ permissions: ${PERMISSIONS.join(', ')}
 class UsageError extends Error {}
 /** A command refused its input (exit 2), like an import file that is not an export. */
 class InputError extends Error {}
-
-// What only some commands use is loaded by them: each call is a process, and loading the whole
-// platform (the doctor's checks load the app) would double the cost of a command that lists keys.
 
 const CLI_ACTOR = { type: 'cli' as const, id: null };
 
