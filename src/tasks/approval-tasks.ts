@@ -48,13 +48,6 @@ export class ApprovalTasks implements ApprovalGateway {
       throw new Conflict('approval_action_unavailable', `nothing on this server can perform ${action}; the task stays awaiting approval`);
     }
     const at = now();
-    const decided = {
-      ...task,
-      decision: 'approved',
-      decided_by_type: principal.actor.type,
-      decided_by_id: principal.actor.id,
-      decided_at: at,
-    };
     const set = {
       status: action ? 'running' : 'pending',
       decision: 'approved',
@@ -64,6 +57,8 @@ export class ApprovalTasks implements ApprovalGateway {
       next_run_at: firstFire(task, new Date(this.o.clock.now())),
       updated_at: at,
     } as const;
+    // The task as the approval leaves it: its job is made from it, and a queued one is the answer.
+    const decided = { ...task, ...set };
     const job = await db.kysely.transaction().execute(async (trx) => {
       const r = await store.transitionTask(trx, { taskId: task.id, from: ['awaiting_approval'], set });
       if (!Number(r.numUpdatedRows)) throw new Conflict('task_not_awaiting_approval', 'the task was decided meanwhile');
@@ -80,8 +75,8 @@ export class ApprovalTasks implements ApprovalGateway {
       return lookup.get(principal.tenantId, id);
     }
     if (job) executor.onEnqueued();
-    // As the approval left it, like a created task: read back, it could already be running or done.
-    return lookup.view({ ...task, ...set, queued_at: job?.available_at ?? task.queued_at });
+    // Not read back, like a created task: by then it could already be running or done.
+    return lookup.view({ ...decided, queued_at: job?.available_at ?? task.queued_at });
   }
 
   /** Reject: cancelled, with who and when; the action's rejection handler, if any, is told (best effort). */
