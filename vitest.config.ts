@@ -11,15 +11,14 @@ import { defineConfig } from 'vitest/config';
  * time (vitest's default, available cores - 1, is one at a time on a 2-core machine; VITEST_MAX_WORKERS
  * overrides). The files below drive hundreds of runs, several server processes or a browser each, or
  * need a worker thread to get the CPU in time: they run afterwards, one file per database at a time,
- * so a neighbour never starves them of CPU. (test/docs/commands.test.ts is among them: its README shell
- * waits for a cron task's next whole minute, and took 89-109 s of its 200 s deadline among the parallel files.)
+ * so a neighbour never starves them of CPU. (test/docs/commands.test.ts is not among them: most of its
+ * minute or two is its README shell waiting for a cron task's next whole minute, time the other files use.)
  */
 const SERIAL = [
   'test/scale/**/*.test.ts',
   'test/tasks/dispatch.test.ts',
   'test/tenancy/admission.test.ts',
   'test/process.test.ts',
-  'test/docs/commands.test.ts',
   'test/approvals/replicas.test.ts',
   'test/approvals/restart.test.ts',
   // The WAL checkpointer's worker must get the CPU within the test's pauses.
