@@ -24,7 +24,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
-import { ROOT, freePort } from '../helpers/process.js';
+import { freePort, NPX_AGENTRY, ROOT } from '../helpers/process.js';
 
 interface Command {
   file: string;
@@ -150,9 +150,9 @@ async function runAll(blocks: Block[]): Promise<{ outcomes: Outcome[]; serverLog
     'set -o pipefail',
     // Every HTTP status curl receives goes to stderr (a -w in the command itself takes precedence).
     `curl() { command curl -w '%{stderr}\\n@@HTTP %{http_code}\\n' "$@"; }`,
-    // `npx agentry` in the checkout runs its bin, dist/cli.js; in this copy npx would look the name up
-    // in the registry instead.
-    `npx() { if [ "$1" = agentry ]; then shift; node dist/cli.js "$@"; else command npx "$@"; fi; }`,
+    // `npx agentry` runs the checkout's bin, dist/cli.js (in this copy npx would look the name up in the
+    // registry instead).
+    NPX_AGENTRY,
   ];
   for (const block of blocks) {
     if (block.kind === 'skip') continue;

@@ -6,6 +6,14 @@ import { promisify } from 'node:util';
 const exec = promisify(execFile);
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
+/**
+ * A bash function the docs' tests define before running a page's commands: `npx agentry` runs the
+ * checkout's built CLI, which is what the docs mean. npx itself would install the checkout into its
+ * cache the first time, running its `prepare` (a whole build, the console's included, in the test's
+ * environment) while other files read the build.
+ */
+export const NPX_AGENTRY = `npx() { if [ "$1" = agentry ]; then shift; node dist/cli.js "$@"; else command npx "$@"; fi; }`;
+
 /** Runs the built CLI (`dist/cli.js`) as a real process. */
 export async function cli(args: string[], env: Record<string, string | undefined>) {
   try {

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
-import { cli, ROOT, startServer, type ServerProcess } from '../helpers/process.js';
+import { cli, NPX_AGENTRY, ROOT, startServer, type ServerProcess } from '../helpers/process.js';
 
 /**
  * docs/identity.md promises that its walk-through works as shown: this runs every `sh` block of it, in
@@ -50,6 +50,10 @@ const toPattern = (answer: string) =>
       .join('[\\s\\S]*?'),
   );
 
+/** When the server's build and the console's were last written. */
+const buildStamps = () =>
+  ['dist/cli.js', 'packages/console/dist/index.html'].map((file) => [file, fs.statSync(path.join(ROOT, file)).mtimeMs]);
+
 function bash(script: string, env: Record<string, string | undefined>) {
   return spawnSync('bash', ['-c', script], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 180_000 });
 }
@@ -61,10 +65,20 @@ describe('docs/identity.md walk-through', () => {
   });
 
   it('runs as shown against a real server', { timeout: 180_000 }, () => {
-    const script = ['set -e -o pipefail', ...blocks, 'echo "TOKEN=$TOKEN"', 'echo "CALLEE=$CALLEE"', 'echo "TENANT=$TENANT"'].join('\n');
+    const script = [
+      'set -e -o pipefail',
+      NPX_AGENTRY,
+      ...blocks,
+      'echo "TOKEN=$TOKEN"',
+      'echo "CALLEE=$CALLEE"',
+      'echo "TENANT=$TENANT"',
+    ].join('\n');
     // The page's preconditions: AGENTRY_URL is the running server, KEY the Acme tenant's key.
+    const built = buildStamps();
     const run = bash(script, { ...database.env, AGENTRY_URL: server.url, KEY: key });
     expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
+    // The commands use the build, they never make another (the suite's other files read it meanwhile).
+    expect(buildStamps()).toEqual(built);
     const out = run.stdout;
     for (const answer of expectedAnswers) expect(out, `the page shows ${answer}`).toMatch(toPattern(answer));
     expect(out).toContain('"valid":true,"type":"access_token"');
