@@ -60,25 +60,55 @@ itBrowser('the run view shows a code call’s code, output and file', async () =
 itBrowser('the playground shows it in the tool call’s card, its file a download', async () => {
   const agent = (await t.api(key).GET('/api/v1/agents', { params: { query: {} } })).data!.agents.find((a) => a.name === 'Coder')!;
   await page.goto(`${url}/playground?agentId=${agent.id}`);
-  await page.getByLabel('Message').fill(call);
-  await page.getByLabel('Message').press('Enter');
-  const answer = page.locator('[data-author=assistant]').last();
-  await answer.getByTestId('live-answer').waitFor();
-  const streamed = (await answer.elementHandle())!;
-  const card = answer.getByTestId('tool-call').first();
-  await card.waitFor();
-  await card.getByRole('button').first().click();
-  await card.getByTestId('code-stdout').filter({ hasText: 'wrote the report' }).waitFor({ timeout: 60_000 });
-  const file = (await card.getByTestId('code-file').elementHandle())!;
-  // The stored answer (its run's link) takes the streamed one's place as the same elements: a click on
-  // the file as the turn ends lands on a button that stays (CI once lost one in that swap).
-  await answer.getByTestId('turn-run').waitFor();
-  expect(await answer.getByTestId('live-answer').count()).toBe(0);
-  const connected = (el: object) => (el as { isConnected: boolean }).isConnected;
-  expect(await streamed.evaluate(connected)).toBe(true);
-  expect(await file.evaluate(connected)).toBe(true);
+  // The conversation's reads are answered only once the test holds the streamed answer: a quick turn
+  // (a loaded machine) could otherwise be stored before the test ever saw it stream.
+  const messages = /\/api\/v1\/conversations\/[^/]+\/messages/;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const held: Promise<void>[] = [];
+  await page.route(messages, (route) => {
+    if (route.request().method() !== 'GET') return route.continue();
+    const answered = (async () => {
+      const response = await route.fetch();
+      await released;
+      await route.fulfill({ response });
+    })();
+    held.push(answered);
+    return answered;
+  });
+  try {
+    await page.getByLabel('Message').fill(call);
+    await page.getByLabel('Message').press('Enter');
+    const answer = page.locator('[data-author=assistant]').last();
+    await answer.getByTestId('live-answer').waitFor();
+    const streamed = (await answer.elementHandle())!;
+    const card = answer.getByTestId('tool-call').first();
+    await card.waitFor();
+    await card.getByRole('button').first().click();
+    await card.getByTestId('code-stdout').filter({ hasText: 'wrote the report' }).waitFor({ timeout: 60_000 });
+    const file = (await card.getByTestId('code-file').elementHandle())!;
+    release();
+    // The stored answer (its run's link) takes the streamed one's place as the same elements: a click on
+    // the file as the turn ends lands on a button that stays (CI once lost one in that swap).
+    await answer.getByTestId('turn-run').waitFor();
+    expect(await answer.getByTestId('live-answer').count()).toBe(0);
+    const connected = (el: object) => (el as { isConnected: boolean }).isConnected;
+    expect(await streamed.evaluate(connected)).toBe(true);
+    expect(await file.evaluate(connected)).toBe(true);
+  } finally {
+    release();
+    await Promise.all(held);
+    await page.unroute(messages);
+  }
+  const button = page.locator('[data-author=assistant]').last().getByTestId('code-file').filter({ hasText: 'report.csv' });
   const download = page.waitForEvent('download');
-  await card.getByTestId('code-file').filter({ hasText: 'report.csv' }).click();
-  expect((await download).suggestedFilename()).toBe('report.csv');
+  await button.click();
+  // A download that does not start says why, where the button shows it (its title names a failed fetch).
+  const saved = await download.catch(async (err: Error) => {
+    throw new Error(`${err.message}; the button's title: ${await button.getAttribute('title')}`);
+  });
+  expect(saved.suggestedFilename()).toBe('report.csv');
   expect(pageErrors).toEqual([]);
 });
