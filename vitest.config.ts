@@ -9,10 +9,13 @@ import { defineConfig } from 'vitest/config';
  *
  * Most files wait on sockets, timers and child processes rather than the CPU, so they run three at a
  * time (vitest's default, available cores - 1, is one at a time on a 2-core machine; VITEST_MAX_WORKERS
- * overrides). The files below drive hundreds of runs, several server processes or a browser each, or
- * need a worker thread to get the CPU in time: they run afterwards, one file per database at a time,
- * so a neighbour never starves them of CPU. (test/docs/commands.test.ts is not among them: most of its
- * minute or two is its README shell waiting for a cron task's next whole minute, time the other files use.)
+ * overrides). Two kinds of file run afterwards. SERIAL drive hundreds of runs or several server
+ * processes each, or need a worker thread to get the CPU in time: one file at a time over both
+ * databases, so a neighbour never starves them of CPU (two at a time failed test/scale/replicas.test.ts
+ * in CI). Then BROWSER, the files that drive Chromium, two at a time: their waits give up after 15 s,
+ * which two neighbours do not come near, and one at a time left a core idle for minutes.
+ * (test/docs/commands.test.ts is in neither: most of its minute or two is its README shell waiting for
+ * a cron task's next whole minute, time the other files use.)
  */
 const SERIAL = [
   'test/scale/**/*.test.ts',
@@ -23,16 +26,16 @@ const SERIAL = [
   'test/approvals/restart.test.ts',
   // The WAL checkpointer's worker must get the CPU within the test's pauses.
   'test/db/checkpoint.test.ts',
-  // The files that drive Chromium (test/console/browser.ts).
-  ...fs
-    .readdirSync(path.join(import.meta.dirname, 'test/console'))
-    .filter(
-      (file) =>
-        file.endsWith('.test.ts') &&
-        /openRecordedPage\(|describeConsole\(/.test(fs.readFileSync(path.join(import.meta.dirname, 'test/console', file), 'utf8')),
-    )
-    .map((file) => `test/console/${file}`),
 ];
+// The files that drive Chromium (test/console/browser.ts).
+const BROWSER = fs
+  .readdirSync(path.join(import.meta.dirname, 'test/console'))
+  .filter(
+    (file) =>
+      file.endsWith('.test.ts') &&
+      /openRecordedPage\(|describeConsole\(/.test(fs.readFileSync(path.join(import.meta.dirname, 'test/console', file), 'utf8')),
+  )
+  .map((file) => `test/console/${file}`);
 /**
  * Files that open no database (pure functions, the SQL compiled for both dialects, a script's error
  * message): the postgres project would run them again unchanged, so they run in the sqlite project
@@ -82,12 +85,20 @@ const SQLITE_ONLY = [
 const SKIPPED = process.env.AGENTRY_TEST_CONSOLE === 'skip' ? ['test/console/**'] : [];
 const NOT_TESTS = ['**/node_modules/**'];
 
-const project = (name: string, db: 'sqlite' | 'postgres', serial: boolean) => ({
+const MAX_WORKERS = Number(process.env.VITEST_MAX_WORKERS) || 3;
+// vitest runs the projects of one groupOrder in one pool, its maxWorkers shared by both databases.
+const LANES = {
+  parallel: { include: ['test/**/*.test.ts'], groupOrder: 0, maxWorkers: MAX_WORKERS },
+  serial: { include: SERIAL, groupOrder: 1, maxWorkers: 1 },
+  browser: { include: BROWSER, groupOrder: 2, maxWorkers: Math.min(2, MAX_WORKERS) },
+};
+
+const project = (name: string, db: 'sqlite' | 'postgres', lane: keyof typeof LANES) => ({
   test: {
     name,
     env: { AGENTRY_TEST_DB: db },
-    include: serial ? SERIAL : ['test/**/*.test.ts'],
-    exclude: [...NOT_TESTS, ...SKIPPED, ...(serial ? [] : SERIAL), ...(db === 'postgres' ? SQLITE_ONLY : [])],
+    include: LANES[lane].include,
+    exclude: [...NOT_TESTS, ...SKIPPED, ...(lane === 'parallel' ? [...SERIAL, ...BROWSER] : []), ...(db === 'postgres' ? SQLITE_ONLY : [])],
     // Safety nets for a stuck test, not measures: a loaded machine may take long to start a server.
     testTimeout: 120_000,
     hookTimeout: 120_000,
@@ -95,7 +106,8 @@ const project = (name: string, db: 'sqlite' | 'postgres', serial: boolean) => ({
     globalSetup: ['test/helpers/global-setup.ts'],
     // One process runs file after file (a fresh one per file cost the serial files ~3-5 s each).
     isolate: false,
-    ...(serial ? { maxWorkers: 1, sequence: { groupOrder: 1 } } : { sequence: { groupOrder: 0 } }),
+    maxWorkers: LANES[lane].maxWorkers,
+    sequence: { groupOrder: LANES[lane].groupOrder },
   },
 });
 
@@ -167,12 +179,19 @@ const consoleComponents = consoleComponentsSkipped ? { test: { name: 'console-co
 
 export default defineConfig({
   test: {
-    maxWorkers: Number(process.env.VITEST_MAX_WORKERS) || 3,
+    maxWorkers: MAX_WORKERS,
     passWithNoTests: consoleComponentsSkipped !== null,
     projects: [
-      project('sqlite', 'sqlite', false),
-      project('sqlite-serial', 'sqlite', true),
-      ...(process.env.DATABASE_URL ? [project('postgres', 'postgres', false), project('postgres-serial', 'postgres', true)] : []),
+      project('sqlite', 'sqlite', 'parallel'),
+      project('sqlite-serial', 'sqlite', 'serial'),
+      project('sqlite-browser', 'sqlite', 'browser'),
+      ...(process.env.DATABASE_URL
+        ? [
+            project('postgres', 'postgres', 'parallel'),
+            project('postgres-serial', 'postgres', 'serial'),
+            project('postgres-browser', 'postgres', 'browser'),
+          ]
+        : []),
       consoleComponents,
     ],
   },
