@@ -48,6 +48,7 @@ const NO_DATABASE = [
   'test/code/sandbox-escape.test.ts',
   'test/db/sql-snapshots.test.ts',
   'test/docs/mcp-client.test.ts',
+  'test/docs/npx.test.ts',
   'test/http/compiled-per-schema.test.ts',
   'test/http/domain-errors.test.ts',
   'test/ids/ids.test.ts',
