@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, expect, it } from 'vitest';
-import { ROOT } from '../helpers/process.js';
+import { buildStamps, ROOT } from '../helpers/process.js';
 
 /*
  * The docs say `npx agentry ...` in the checkout. The first time, npx links the checkout into its cache
@@ -18,11 +18,8 @@ const exec = promisify(execFile);
 const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-npx-cache-'));
 afterAll(() => fs.rmSync(cache, { recursive: true, force: true }));
 
-const BUILT = ['dist/cli.js', 'packages/console/dist/index.html'];
-const modified = () => BUILT.map((file) => [file, fs.statSync(path.join(ROOT, file)).mtimeMs]);
-
 it('npx agentry in the checkout runs the built CLI without building the checkout again', async () => {
-  const before = modified();
+  const before = buildStamps();
   const { stdout } = await exec('npx', ['--yes', 'agentry', 'help'], {
     cwd: ROOT,
     env: { ...process.env, npm_config_cache: cache, npm_config_ignore_scripts: 'false', NODE_ENV: 'production' },
@@ -31,5 +28,5 @@ it('npx agentry in the checkout runs the built CLI without building the checkout
   // npx did link the checkout into its cache (the path where `prepare` runs), so the check below means something.
   const linked = fs.readdirSync(path.join(cache, '_npx')).map((dir) => path.join(cache, '_npx', dir, 'node_modules/agentry'));
   expect(linked.some((link) => fs.existsSync(link) && fs.realpathSync(link) === fs.realpathSync(ROOT))).toBe(true);
-  expect(modified()).toEqual(before);
+  expect(buildStamps()).toEqual(before);
 }, 120_000);

@@ -1,4 +1,5 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -8,11 +9,14 @@ export const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /**
  * A bash function the docs' tests define before running a page's commands: `npx agentry` runs the
- * checkout's built CLI, which is what the docs mean. npx itself would install the checkout into its
- * cache the first time, running its `prepare` (a whole build, the console's included, in the test's
- * environment) while other files read the build.
+ * checkout's built CLI, which is what the docs mean. npx itself would look the name up (in a copy of the
+ * checkout, in the registry) or link the checkout into its cache (test/docs/npx.test.ts runs that path).
  */
 export const NPX_AGENTRY = `npx() { if [ "$1" = agentry ]; then shift; node dist/cli.js "$@"; else command npx "$@"; fi; }`;
+
+/** When the server's build and the console's were last written: a command that only uses the build leaves them as they were. */
+export const buildStamps = () =>
+  ['dist/cli.js', 'packages/console/dist/index.html'].map((file) => [file, fs.statSync(path.join(ROOT, file)).mtimeMs]);
 
 /** Runs the built CLI (`dist/cli.js`) as a real process. */
 export async function cli(args: string[], env: Record<string, string | undefined>) {

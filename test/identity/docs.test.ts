@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/app.js';
-import { cli, NPX_AGENTRY, ROOT, startServer, type ServerProcess } from '../helpers/process.js';
+import { buildStamps, cli, NPX_AGENTRY, ROOT, startServer, type ServerProcess } from '../helpers/process.js';
 
 /**
  * docs/identity.md promises that its walk-through works as shown: this runs every `sh` block of it, in
@@ -49,10 +49,6 @@ const toPattern = (answer: string) =>
       .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
       .join('[\\s\\S]*?'),
   );
-
-/** When the server's build and the console's were last written. */
-const buildStamps = () =>
-  ['dist/cli.js', 'packages/console/dist/index.html'].map((file) => [file, fs.statSync(path.join(ROOT, file)).mtimeMs]);
 
 function bash(script: string, env: Record<string, string | undefined>) {
   return spawnSync('bash', ['-c', script], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 180_000 });
