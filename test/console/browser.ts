@@ -92,6 +92,50 @@ export async function docsScreenshot(page: Page, name: string, { fullPage = fals
 }
 
 /** Signs in with an API key on the console's first page, as a person does, and waits for the agents page. */
+/** Reads of a conversation's messages (what the console refetches as a turn ends). */
+export const CONVERSATION_MESSAGES = /\/api\/v1\/conversations\/[^/]+\/messages/;
+
+export interface HeldResponses {
+  /** Lets the held responses (and any later ones) through. */
+  release(): void;
+  /** How many requests were held. */
+  count(): number;
+  /** Releases them, waits until each was answered, and stops holding. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Holds the answers to GET requests matching `pattern` (the real server's responses, fetched at once)
+ * until `release()`: what the page shows before they arrive stays on screen while the test looks at it.
+ * `first` holds only the first such request and lets the others through.
+ */
+export async function holdResponses(page: Page, pattern: RegExp, { first = false } = {}): Promise<HeldResponses> {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const held: Promise<void>[] = [];
+  await page.route(pattern, (route) => {
+    if (route.request().method() !== 'GET' || (first && held.length > 0)) return route.continue();
+    const answered = (async () => {
+      const response = await route.fetch();
+      await released;
+      await route.fulfill({ response });
+    })();
+    held.push(answered);
+    return answered;
+  });
+  return {
+    release,
+    count: () => held.length,
+    async stop() {
+      release();
+      await Promise.all(held);
+      await page.unroute(pattern);
+    },
+  };
+}
+
 export async function signIn(page: Page, url: string, key: string) {
   await page.goto(url);
   await page.getByLabel('API key or access token').fill(key);

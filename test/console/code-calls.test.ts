@@ -4,7 +4,9 @@ import { startApp, type TestApp } from '../helpers/app.js';
 import { execute } from '../helpers/execute.js';
 import {
   CONSOLE_DIST,
+  CONVERSATION_MESSAGES,
   hasChromium,
+  holdResponses,
   openRecordedPage,
   requireConsoleBuild,
   screenshotFailures,
@@ -62,22 +64,7 @@ itBrowser('the playground shows it in the tool call’s card, its file a downloa
   await page.goto(`${url}/playground?agentId=${agent.id}`);
   // The conversation's reads are answered only once the test holds the streamed answer: a quick turn
   // (a loaded machine) could otherwise be stored before the test ever saw it stream.
-  const messages = /\/api\/v1\/conversations\/[^/]+\/messages/;
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const held: Promise<void>[] = [];
-  await page.route(messages, (route) => {
-    if (route.request().method() !== 'GET') return route.continue();
-    const answered = (async () => {
-      const response = await route.fetch();
-      await released;
-      await route.fulfill({ response });
-    })();
-    held.push(answered);
-    return answered;
-  });
+  const held = await holdResponses(page, CONVERSATION_MESSAGES);
   try {
     await page.getByLabel('Message').fill(call);
     await page.getByLabel('Message').press('Enter');
@@ -89,7 +76,7 @@ itBrowser('the playground shows it in the tool call’s card, its file a downloa
     await card.getByRole('button').first().click();
     await card.getByTestId('code-stdout').filter({ hasText: 'wrote the report' }).waitFor({ timeout: 60_000 });
     const file = (await card.getByTestId('code-file').elementHandle())!;
-    release();
+    held.release();
     // The stored answer (its run's link) takes the streamed one's place as the same elements: a click on
     // the file as the turn ends lands on a button that stays (CI once lost one in that swap).
     await answer.getByTestId('turn-run').waitFor();
@@ -98,9 +85,7 @@ itBrowser('the playground shows it in the tool call’s card, its file a downloa
     expect(await streamed.evaluate(connected)).toBe(true);
     expect(await file.evaluate(connected)).toBe(true);
   } finally {
-    release();
-    await Promise.all(held);
-    await page.unroute(messages);
+    await held.stop();
   }
   const button = page.locator('[data-author=assistant]').last().getByTestId('code-file').filter({ hasText: 'report.csv' });
   const download = page.waitForEvent('download');

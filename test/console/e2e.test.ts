@@ -4,8 +4,10 @@ import { startApp, type TestApp } from '../helpers/app.js';
 import { execute } from '../helpers/execute.js';
 import {
   CONSOLE_DIST,
+  CONVERSATION_MESSAGES,
   docsScreenshot,
   hasChromium,
+  holdResponses,
   openRecordedPage,
   requireConsoleBuild,
   screenshotFailures,
@@ -189,21 +191,7 @@ describeBrowser('the console in a browser', () => {
   it('shows a new conversation’s first answer as stored even when the first read of its messages ends after the turn', async () => {
     // The new conversation's first read of its messages is made before the answer is stored and answered
     // after the turn has ended: the page must read them again, not wait on that stale read.
-    const messages = /\/api\/v1\/conversations\/[^/]+\/messages/;
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let first: Promise<void> | undefined;
-    await page.route(messages, (route) => {
-      if (route.request().method() !== 'GET' || first) return route.continue();
-      first = (async () => {
-        const response = await route.fetch();
-        await released;
-        await route.fulfill({ response });
-      })();
-      return first;
-    });
+    const held = await holdResponses(page, CONVERSATION_MESSAGES, { first: true });
     try {
       await page.getByRole('button', { name: 'New conversation' }).click();
       await expect.poll(() => page.locator('[data-author]').count()).toBe(0);
@@ -212,15 +200,13 @@ describeBrowser('the console in a browser', () => {
       await page.getByLabel('Message').press('Enter');
       const answer = page.locator('[data-author=assistant]').filter({ hasText: 'first of a new conversation' });
       await answer.getByTestId('turn-cost').waitFor();
-      expect(first).toBeDefined();
-      release();
+      expect(held.count()).toBe(1);
+      held.release();
       // The stored answer has its run's link, which the streamed one has not.
       await answer.getByTestId('turn-run').waitFor();
       expect(await answer.getByTestId('live-answer').count()).toBe(0);
     } finally {
-      release();
-      await first;
-      await page.unroute(messages);
+      await held.stop();
     }
   });
 
