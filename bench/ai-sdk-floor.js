@@ -8,7 +8,7 @@ import { streamText } from 'ai';
 import { EchoLanguageModel } from '../dist/runtime/models/echo.js';
 import { streamStep } from '../dist/runtime/model-step.js';
 
-const model = new EchoLanguageModel('echo');
+const model = new EchoLanguageModel();
 const SYSTEM = 'You are a support agent for a mid-sized online shop.';
 const CALLS = 1000;
 
@@ -21,20 +21,22 @@ async function cpuPerCall(fn) {
 }
 
 for (const n of [1, 10, 50]) {
+  /** @type {{ role: 'user' | 'assistant', content: string }[]} */
   const messages = [];
   for (let i = 0; i < n - 1; i++)
     messages.push({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}: where is my order? It was due yesterday.` });
   messages.push({ role: 'user', content: 'Hello, where is my order 4711? It was due yesterday.' });
+  /** @type {import('@ai-sdk/provider').LanguageModelV3Prompt} */
   const prompt = [
     { role: 'system', content: SYSTEM },
-    ...messages.map((m) => ({ role: m.role, content: [{ type: 'text', text: m.content }] })),
+    ...messages.map((m) => ({ role: m.role, content: [{ type: /** @type {const} */ ('text'), text: m.content }] })),
   ];
   const sdk = await cpuPerCall(async () => {
     const r = streamText({ model, system: SYSTEM, messages });
     for await (const _ of r.fullStream);
   });
   const driver = await cpuPerCall(async () => {
-    await streamStep({ model }, { options: { prompt }, toolNames: new Set() }, { onText() {}, onToolCall() {} });
+    await streamStep({ model }, { options: { prompt }, toolNames: new Set() }, { onText() {} });
   });
   const direct = await cpuPerCall(async () => {
     const { stream } = await model.doStream({ prompt });

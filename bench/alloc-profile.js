@@ -36,7 +36,7 @@ const created = await fetch(`${url}/api/v1/agents`, {
   headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
   body: JSON.stringify({ name: 'Alloc agent', appId: 'bench' }),
 });
-const agent = await created.json();
+const agent = /** @type {{ id: string }} */ (await created.json());
 
 /** autocannon in a child process for `seconds`; resolves with the number of 2xx answers. */
 function load(seconds) {

@@ -19,7 +19,7 @@ const app = Fastify({ logger: false });
 // Agentry streams an echo run (a token per word, then done), all in one write. The machine's own
 // limit for the sse-stream scenario, driven by the same client (bench/scenarios.js).
 app.post('/stream', (req, reply) => {
-  const words = String(req.body?.message ?? '').split(/(?<=\s)/);
+  const words = String(/** @type {{ message?: string } | undefined} */ (req.body)?.message ?? '').split(/(?<=\s)/);
   const event = (id, name, data) => `id: ${id}\nevent: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
   let out = '';
   for (const [i, text] of words.entries()) out += event(i + 1, 'token', { text });

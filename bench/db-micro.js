@@ -64,7 +64,7 @@ try {
     const plan = raw
       .prepare(`explain query plan ${q.sql}`)
       .all(q.parameters)
-      .map((r) => r.detail)
+      .map((r) => /** @type {{ detail: string }} */ (r).detail)
       .join('; ');
     console.log(`${q.sql}\n    plan: ${plan}`);
   }

@@ -103,7 +103,7 @@ const json = { 'content-type': 'application/json' };
  * @typedef {{ measure: (fn: () => Promise<any>) => Promise<object>, opts: object }} Measurer
  * @typedef {{ metrics: object, errors: number, summary: string }} RunOutcome
  * @typedef {{ start: () => void, stop: () => Promise<void>, result: (row: object) => { metrics: object, errors: number, summary: string } }} Alongside
- * @typedef {{ name: string, description: string, server?: 'baseline',
+ * @typedef {{ name: string, description: string, server?: 'baseline', mock?: boolean,
  *   setup?: (ctx: object, opts: object) => Promise<void>, serverEnv?: (ctx: object) => Record<string, string>,
  *   alongside?: (ctx: object) => Alongside, costAgainst?: string, request?: (ctx: object) => Request,
  *   requests?: (ctx: object) => Request[], run?: (ctx: object, m: Measurer) => Promise<RunOutcome & object> }} Scenario
@@ -360,7 +360,7 @@ async function otlpReceiverSetup(ctx) {
     });
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)));
-  receiver.url = `http://127.0.0.1:${server.address().port}`;
+  receiver.url = `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}`;
   receiver.close = () => new Promise((resolve) => server.close(() => resolve(undefined)));
   ctx.cleanups.push(receiver.close);
   ctx.otlpReceiver = receiver;
@@ -481,7 +481,7 @@ async function exchangeToken(ctx) {
     }),
   });
   if (!res.ok) throw new Error(`token exchange answered ${res.status}: ${await res.text()}`);
-  return (await res.json()).access_token;
+  return /** @type {{ access_token: string }} */ (await res.json()).access_token;
 }
 
 async function freshTokensSetup(ctx) {
@@ -719,7 +719,7 @@ async function sqliteVersion() {
   const { default: SQLite } = await import('better-sqlite3');
   const mem = new SQLite(':memory:');
   try {
-    return mem.prepare('select sqlite_version() as v').get().v;
+    return /** @type {{ v: string }} */ (mem.prepare('select sqlite_version() as v').get()).v;
   } finally {
     mem.close();
   }
@@ -771,6 +771,11 @@ function ticksBetween(before, after) {
  * the CPU use of this process (the load generator), of PostgreSQL's processes, of the mock provider
  * (when it runs) and of everything else on the machine (other people's work shows up there), all in
  * % of one core.
+ */
+/**
+ * @param {number} pid
+ * @param {() => Promise<any>} fn
+ * @param {{ postgres?: string, mockPid?: number }} [options] the bench database's name (its backends' CPU), the mock provider's pid
  */
 async function measure(pid, fn, { postgres, mockPid } = {}) {
   let peakKb = readRssKb(pid) ?? 0;
@@ -926,6 +931,12 @@ async function untilNoRunRunning(ctx, agentId) {
   log(`runs of agent ${agentId} still running after 30 s; stopping the server anyway`);
 }
 
+/**
+ * @param {any} scenario
+ * @param {any} ctx
+ * @param {any} opts
+ * @param {{ alongside?: any }} [options]
+ */
 async function runScenario(scenario, ctx, opts, { alongside } = {}) {
   if (scenario.serverEnv) return runOnOwnServer(scenario, ctx, opts);
   const target = scenario.server === 'baseline' ? ctx.baseline : ctx.server;
@@ -1120,6 +1131,7 @@ async function main() {
     await ensureBuilt();
     // No request limit: the load generator is one client doing thousands of requests per second.
     // TASK_WORKERS=50: the dispatcher scenario's pool (issue 8); nothing else queues tasks.
+    /** @type {NodeJS.ProcessEnv} */
     const env = { ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', TASK_WORKERS: String(TASK_WORKERS) };
     delete env.DATABASE_URL;
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agentry-bench-'));
@@ -1174,6 +1186,7 @@ async function main() {
     await seed(ctx, env);
     log(`seeded tenant ${ctx.tenantId} with ${ctx.agentIds.length} agents`);
 
+    /** @type {ReturnType<typeof machine> & { loadavgAtStart: number[], loadavgAtEnd?: number[] }} */
     const mach = { ...machine(), loadavgAtStart: os.loadavg().map((n) => round(n, 2)) };
     log(`${mach.cpu}, ${mach.cores} cores, ${mach.memoryGb} GB, node ${mach.node}, load ${mach.loadavgAtStart.join(' ')}`);
     log(`${opts.duration} s per scenario after ${WARMUP_SECONDS} s warm-up, ${opts.connections} connections`);

@@ -24,7 +24,12 @@ async function inPool(width, total, fn) {
 
 /**
  * One request whose answer is an SSE stream; resolves when the stream ends. `onEvent(name, data,
- * msSinceStart)` sees every event. `onHeaders(res)` runs when the response starts (status checked).
+ * msSinceStart)` sees every event. `onHeaders(res, req)` runs when the response starts (status checked).
+ *
+ * @param {string | URL} url
+ * @param {{ method?: string, headers?: import('node:http').OutgoingHttpHeaders, body?: string, agent?: import('node:http').Agent | boolean,
+ *   onEvent?: (name: string | undefined, data: string, ms: number) => void,
+ *   onHeaders?: (res: import('node:http').IncomingMessage, req: import('node:http').ClientRequest) => void }} options
  */
 function sseRequest(url, { method = 'GET', headers = {}, body, agent, onEvent = () => {}, onHeaders = () => {} }) {
   return new Promise((resolve, reject) => {
@@ -328,7 +333,7 @@ async function codeSetup(ctx) {
       body: form,
     });
     if (res.status !== 201) throw new Error(`upload of ${name} answered ${res.status}: ${await res.text()}`);
-    fileIds.push((await res.json()).id);
+    fileIds.push(/** @type {{ id: string }} */ (await res.json()).id);
   }
   ctx.code = { agentId: agent.id, skillId: skill.id, fileIds };
 }
@@ -571,6 +576,7 @@ export const dispatcher = {
     let lastError = null;
     const measured = await m.measure(async () => {
       const t0 = performance.now();
+      /** @type {number | null} */
       let createdAt = null;
       const creating = inPool(CREATING_AT_ONCE, TASKS, async (i) => {
         try {
@@ -596,7 +602,7 @@ export const dispatcher = {
         if (completed + failed >= created || Date.now() > deadline) break;
       }
       await creating;
-      return { seconds: (performance.now() - t0) / 1000, createSeconds: (createdAt - t0) / 1000, completed, failed };
+      return { seconds: (performance.now() - t0) / 1000, createSeconds: ((createdAt ?? t0) - t0) / 1000, completed, failed };
     });
     const { seconds, createSeconds, completed, failed } = measured.value;
     return {

@@ -216,16 +216,16 @@ function request(replica, { method = 'GET', path: urlPath, headers = {}, body, s
         });
         res.on('data', (chunk) => parser.feed(chunk));
         res.on('end', () => done(last === 'done' ? 200 : errorCode ? `stream_error_${errorCode}` : `stream_cut_after_${last}`, ''));
-        res.on('error', (err) => done(`stream_${err.code ?? 'error'}`, ''));
+        res.on('error', (/** @type {NodeJS.ErrnoException} */ err) => done(`stream_${err.code ?? 'error'}`, ''));
         return;
       }
       let text = '';
       res.on('data', (d) => (text += d));
       res.on('end', () => done(res.statusCode, text));
-      res.on('error', (err) => done(err.code ?? 'response_error', text));
+      res.on('error', (/** @type {NodeJS.ErrnoException} */ err) => done(err.code ?? 'response_error', text));
     });
     req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'client_timeout' })));
-    req.on('error', (err) => done(err.code ?? 'socket_error', ''));
+    req.on('error', (/** @type {NodeJS.ErrnoException} */ err) => done(err.code ?? 'socket_error', ''));
     req.end(body);
   });
 }
@@ -377,6 +377,7 @@ async function soak(opts, started, cleanups) {
   let sent = 0;
   const t0 = performance.now();
   const now = () => performance.now() - t0;
+  /** @type {{ fromSeconds: number, backSeconds: number } | null} */
   let outage = null;
 
   // A request counts in the window it was sent in. Acceptable: a 2xx, or a 503 answered between the

@@ -51,13 +51,14 @@ const mark = (what, at, duration = 0) => log.push([at, what, duration]);
 const emit = http.Server.prototype.emit;
 http.Server.prototype.emit = function (event, ...args) {
   if (event === 'request') {
-    const res = args[1];
+    const res = /** @type {any} */ (args[1]);
     res.traceArrival = now();
     mark('request', res.traceArrival);
   }
   return emit.call(this, event, ...args);
 };
 const write = http.ServerResponse.prototype.write;
+/** @this {any} */
 http.ServerResponse.prototype.write = function (chunk, ...rest) {
   if (this.traceArrival !== undefined && typeof chunk === 'string') {
     if (!this.traceFirstToken && chunk.includes('\nevent: token\n')) {
@@ -94,8 +95,11 @@ CheckpointAwareDialect.prototype.createDriver = function () {
 };
 
 // Group-committed batches (starts take up to 64 writes, ends 8: told apart by their limit).
-const writeBatch = GroupCommit.prototype.writeBatch;
-GroupCommit.prototype.writeBatch = async function () {
+// Private members, reached from outside on purpose (this is a diagnostic): hence the `any`s.
+const groupCommit = /** @type {any} */ (GroupCommit.prototype);
+const writeBatch = groupCommit.writeBatch;
+/** @this {any} */
+groupCommit.writeBatch = async function () {
   const t0 = now();
   const size = Math.min(this.queue.length, this.options.maxBatch);
   try {
@@ -106,8 +110,9 @@ GroupCommit.prototype.writeBatch = async function () {
 };
 
 // The event hub's writes.
-const hubWrite = RunEventHub.prototype.write;
-RunEventHub.prototype.write = async function (batch) {
+const hub = /** @type {any} */ (RunEventHub.prototype);
+const hubWrite = hub.write;
+hub.write = async function (batch) {
   const t0 = now();
   try {
     return await hubWrite.call(this, batch);
@@ -138,7 +143,10 @@ Database.prototype.prepare = function (source) {
 };
 
 new PerformanceObserver((list) => {
-  for (const e of list.getEntries()) mark(`gc ${e.detail?.kind === 1 ? 'scavenge' : e.detail?.kind}`, e.startTime, e.duration);
+  for (const e of list.getEntries()) {
+    const kind = /** @type {{ detail?: { kind?: number } }} */ (e).detail?.kind;
+    mark(`gc ${kind === 1 ? 'scavenge' : kind}`, e.startTime, e.duration);
+  }
 }).observe({ entryTypes: ['gc'] });
 
 fs.mkdirSync(path.dirname(OUT), { recursive: true });

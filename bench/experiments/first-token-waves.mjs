@@ -11,7 +11,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 const file = process.argv[2] ?? path.resolve(import.meta.dirname, '../../.bench-data/first-token-trace.txt.jsonl');
-const windows = fs.readFileSync(file, 'utf8').trim().split('\n').map(JSON.parse);
+const windows = fs
+  .readFileSync(file, 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line));
 const overlaps =
   (from, to) =>
   ([t, , d]) =>
