@@ -4,6 +4,7 @@ import { type ConversationTurn, type LoopResult, ModelCallError, runLoop } from 
 import { ModelUnavailableError } from '../runtime/models/registry.js';
 import type { ToolSet } from '../runtime/tools/types.js';
 import { chatSpans, traceRun, tracedTools } from '../tracing/genai.js';
+import type { TraceContext } from '../tracing/tracing.js';
 import { answerShape } from '../runtime/structured-output.js';
 import { contextOptions, historyTurns, type StoredTurn, summaryModelOf } from './context.js';
 import type { RunChannel } from './events.js';
@@ -58,8 +59,17 @@ export class RunExecution {
     this.r.active.set(runId, activeRun);
     // A run resumed after an approval was counted when it first started.
     if (!l.resume) this.r.observer?.started(input.kind, input.principal.tenantId);
-    const execute = () =>
-      this.execute({ runId, conversation: l.conversation, input, messages, activeRun, startedAtMs: Date.parse(l.at), resume: l.resume });
+    const execute = (trace?: TraceContext) =>
+      this.execute({
+        runId,
+        conversation: l.conversation,
+        input,
+        messages,
+        activeRun,
+        startedAtMs: Date.parse(l.at),
+        resume: l.resume,
+        trace,
+      });
     // Traced, the run is an invoke_agent span, child of the request, tool call or task job that started it.
     const tracing = this.r.tracing;
     const run = { runId, kind: input.kind, tenantId: input.principal.tenantId, agent: input.agent, model: input.agent.model };
@@ -84,6 +94,8 @@ export class RunExecution {
     activeRun: ActiveRun;
     startedAtMs: number;
     resume?: Resumed;
+    /** Traced, the run's span: the parent of its model calls and tool calls. */
+    trace?: TraceContext;
   }): Promise<RunOutcome | null> {
     const { runId, input, activeRun } = x;
     const { channel, controller } = activeRun;
@@ -104,7 +116,7 @@ export class RunExecution {
       const toolsEnabled = input.enableTools ?? true;
       if (toolsEnabled) {
         toolSet = await this.r.tools.forRun({ ...toolContext, signal: controller.signal });
-        if (this.r.tracing) toolSet = tracedTools(this.r.tracing, toolSet);
+        if (this.r.tracing && x.trace) toolSet = tracedTools(this.r.tracing, toolSet, x.trace);
       }
       const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled, userId, agentMemoryReadOnly });
       // A structured answer: asked of the provider natively, or instructed in the system prompt (structured-output.ts).
@@ -122,7 +134,7 @@ export class RunExecution {
         cutRestarts: ANSWERED_WHOLE.has(input.kind),
         modelId: agent.model,
         fallbacks: fallbacks.choices,
-        watchModel: this.r.tracing && chatSpans(this.r.tracing),
+        watchModel: this.r.tracing && x.trace && chatSpans(this.r.tracing, x.trace),
         breakers: this.r.models.breakers,
         system,
         messages: x.messages,

@@ -2,7 +2,7 @@ import type { LanguageModelV3CallOptions, LanguageModelV3Prompt } from '@ai-sdk/
 import { type Attributes, type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { AttemptWatch } from '../runtime/model-step.js';
 import type { ToolAgent, ToolSet } from '../runtime/tools/types.js';
-import { failSpan, type Tracing } from './tracing.js';
+import { failSpan, type TraceContext, type Tracing } from './tracing.js';
 
 /**
  * Spans of runs, model calls and tool calls with the OpenTelemetry GenAI semantic conventions
@@ -37,8 +37,15 @@ interface RunEnd {
   tokenUsage: { inputTokens: number; outputTokens: number };
 }
 
-/** Runs `execute` inside the run's `invoke_agent` span, ended with the run's outcome (null: ended elsewhere). */
-export function traceRun<T extends RunEnd | null>(tracing: Tracing, info: RunSpanInfo, execute: () => Promise<T>): Promise<T> {
+/**
+ * Runs `execute` inside the run's `invoke_agent` span, ended with the run's outcome (null: ended elsewhere).
+ * `execute` is handed the span as the parent of the run's model calls and tool calls.
+ */
+export function traceRun<T extends RunEnd | null>(
+  tracing: Tracing,
+  info: RunSpanInfo,
+  execute: (run: TraceContext) => Promise<T>,
+): Promise<T> {
   // A run continued from its stored context links to what resumed it (the request approving its tool call).
   const resumedBy = info.parent ? tracing.traceparent() : undefined;
   const span = tracing.startSpan(`invoke_agent ${info.agent.name}`, {
@@ -57,29 +64,31 @@ export function traceRun<T extends RunEnd | null>(tracing: Tracing, info: RunSpa
       'agentry.tenant.id': info.tenantId,
     },
   });
-  return tracing.with(span, execute).then(
-    (outcome) => {
-      if (outcome) {
-        span.setAttributes({
-          'agentry.run.status': outcome.status,
-          'agentry.run.cost_usd': outcome.cost,
-          'gen_ai.usage.input_tokens': outcome.tokenUsage.inputTokens,
-          'gen_ai.usage.output_tokens': outcome.tokenUsage.outputTokens,
-        });
-        if (outcome.status === 'failed') {
-          span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error?.message });
-          span.setAttribute('error.type', outcome.error?.code ?? 'failed');
+  return tracing
+    .with(span, () => execute(tracing.parentOf(span)))
+    .then(
+      (outcome) => {
+        if (outcome) {
+          span.setAttributes({
+            'agentry.run.status': outcome.status,
+            'agentry.run.cost_usd': outcome.cost,
+            'gen_ai.usage.input_tokens': outcome.tokenUsage.inputTokens,
+            'gen_ai.usage.output_tokens': outcome.tokenUsage.outputTokens,
+          });
+          if (outcome.status === 'failed') {
+            span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error?.message });
+            span.setAttribute('error.type', outcome.error?.code ?? 'failed');
+          }
         }
-      }
-      span.end();
-      return outcome;
-    },
-    (err: unknown) => {
-      failSpan(span, err);
-      span.end();
-      throw err;
-    },
-  );
+        span.end();
+        return outcome;
+      },
+      (err: unknown) => {
+        failSpan(span, err);
+        span.end();
+        throw err;
+      },
+    );
 }
 
 /**
@@ -129,14 +138,15 @@ function promptAttributes(prompt: LanguageModelV3Prompt): Attributes {
  * A `chat <model>` CLIENT span per attempt of a model's call, by model id: from the request until its
  * stream was read to the end, with the usage, finish reason and response id the stream reports. A
  * retried call is a span per attempt (each one a request to the provider). The step driver tells it
- * the parts as it reads them, so no second stream is built around the provider's.
+ * the parts as it reads them, so no second stream is built around the provider's. Each is a child of `run`.
  */
-export function chatSpans(tracing: Tracing): (modelId: string) => (options: LanguageModelV3CallOptions) => AttemptWatch {
+export function chatSpans(tracing: Tracing, run: TraceContext): (modelId: string) => (options: LanguageModelV3CallOptions) => AttemptWatch {
   const capture = tracing.settings.captureContent;
   return (modelId) => {
     const names = modelAttributes(modelId);
     return (options) => {
       const span = tracing.startSpan(`chat ${names['gen_ai.request.model']}`, {
+        parent: run,
         kind: SpanKind.CLIENT,
         attributes: {
           'gen_ai.operation.name': 'chat',
@@ -197,8 +207,8 @@ function watchedAttempt(span: Span, capture: boolean): AttemptWatch {
   };
 }
 
-/** The tool set with an `execute_tool <name>` span around each call. */
-export function tracedTools<A extends ToolAgent>(tracing: Tracing, set: ToolSet<A>): ToolSet<A> {
+/** The tool set with an `execute_tool <name>` span, a child of `run`, around each call. */
+export function tracedTools<A extends ToolAgent>(tracing: Tracing, set: ToolSet<A>, run: TraceContext): ToolSet<A> {
   const capture = tracing.settings.captureContent;
   return {
     ...set,
@@ -215,7 +225,7 @@ export function tracedTools<A extends ToolAgent>(tracing: Tracing, set: ToolSet<
           ...(source ? { 'agentry.tool.source': source } : {}),
           ...(capture ? { 'gen_ai.tool.call.arguments': captured(input) } : {}),
         };
-        return tracing.inSpan(`execute_tool ${tool.name}`, { kind: SpanKind.INTERNAL, attributes }, async (span) => {
+        return tracing.inSpan(`execute_tool ${tool.name}`, { parent: run, kind: SpanKind.INTERNAL, attributes }, async (span) => {
           const result = await tool.execute(input, ctx);
           if (capture) span.setAttribute('gen_ai.tool.call.result', captured(result));
           return result;

@@ -55,6 +55,9 @@ export interface SpanOptions {
   startTime?: number;
 }
 
+/** A span as the parent of spans started later: what a run hands its model calls and tool calls. */
+export type TraceContext = Context;
+
 /**
  * The tracer facade the rest of the platform calls (docs/operations.md, "Traces"). It exists only when
  * tracing is on: callers hold `Tracing | undefined` and do nothing at all when it is undefined.
@@ -90,6 +93,11 @@ export class Tracing {
       { kind: options.kind, attributes: options.attributes, links: links.length ? links : undefined, startTime: options.startTime },
       options.root ? ROOT_CONTEXT : this.parentContext(options.parent),
     );
+  }
+
+  /** `span` as a parent to hand on (`SpanOptions.parent`), whatever context is active where it is used. */
+  parentOf(span: Span): TraceContext {
+    return trace.setSpan(ROOT_CONTEXT, span);
   }
 
   /** Runs `fn` with `span` active: spans started and lines logged inside are its children. */
