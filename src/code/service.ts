@@ -6,7 +6,7 @@ import { ToolError } from '../runtime/tools/types.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { Actor } from '../tenancy/permissions.js';
 import { traceCodeExecution } from '../tracing/code.js';
-import type { Tracing } from '../tracing/tracing.js';
+import type { TraceContext, Tracing } from '../tracing/tracing.js';
 import type { CodeFile, CodeLanguage, CodeLimits, CodeResult, CodeSandbox } from './sandbox/types.js';
 import type { CodeLimitValues, CodeSettingsService } from './settings.js';
 import * as store from './store.js';
@@ -38,6 +38,8 @@ export interface CodeCall {
   toolCallId: string | null;
   conversationId: string | null;
   signal: AbortSignal;
+  /** Traced, the tool call's span: the parent of the execution's. */
+  trace?: TraceContext;
 }
 
 export interface CodeRequest {
@@ -139,7 +141,7 @@ export class CodeService {
       };
       const run = () => sandbox.run(job);
       const info = { language: request.language, script: request.script?.path };
-      result = this.o.tracing ? await traceCodeExecution(this.o.tracing, info, run) : await run();
+      result = this.o.tracing ? await traceCodeExecution(this.o.tracing, info, run, call.trace) : await run();
     } finally {
       // A release that fails leaves the slot to its expiry.
       await store.releaseSlot(this.o.db.kysely, call.tenantId, slot.slot, slot.holder).catch(() => {});

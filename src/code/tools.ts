@@ -74,6 +74,7 @@ export function codeToolProvider({
     toolCallId: ctx.toolCallId ?? null,
     conversationId: ctx.conversationId,
     signal: ctx.signal,
+    trace: ctx.trace,
   });
 
   const codeRun: CodeToolDef = {

@@ -226,7 +226,7 @@ export function tracedTools<A extends ToolAgent>(tracing: Tracing, set: ToolSet<
           ...(capture ? { 'gen_ai.tool.call.arguments': captured(input) } : {}),
         };
         return tracing.inSpan(`execute_tool ${tool.name}`, { parent: run, kind: SpanKind.INTERNAL, attributes }, async (span) => {
-          const result = await tool.execute(input, ctx);
+          const result = await tool.execute(input, { ...ctx, trace: tracing.parentOf(span) });
           if (capture) span.setAttribute('gen_ai.tool.call.result', captured(result));
           return result;
         });

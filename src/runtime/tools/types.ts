@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 /**
  * What the runtime reads of the agent a run executes: its id and its tool specs (each provider picks
  * its kind by `type`). Domains hand over their own agent type, which tools then get back unchanged.
@@ -26,6 +27,8 @@ export interface ToolContext<A extends ToolAgent = ToolAgent> {
   toolCallId?: string;
   /** Aborted when the run is cancelled or the tool times out. */
   signal: AbortSignal;
+  /** Traced, the call's `execute_tool` span: the parent of what the call does (code, a delegated run). */
+  trace?: Context;
 }
 
 /** A tool as the runtime offers it to the model. */
