@@ -93,7 +93,13 @@ export function delegationToolProvider(identity: IdentityService, agents: Agents
               // The tool loop has checked the input against DELEGATION_INPUT: message is a non-empty string.
               input: { content: (input as { message: string }).message },
               // The callee acts for whoever the caller acts for: that user's memory, never all users' (memory/).
-              where: { delegationDepth: depth, userId: toolCtx.userId ?? undefined, agentMemoryReadOnly: toolCtx.agentMemoryReadOnly },
+              where: {
+                delegationDepth: depth,
+                userId: toolCtx.userId ?? undefined,
+                agentMemoryReadOnly: toolCtx.agentMemoryReadOnly,
+                // Traced, the callee's run is the child of this tool call.
+                trace: toolCtx.trace,
+              },
               options: { onActiveRun: 'reject' },
             },
           });

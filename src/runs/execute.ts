@@ -75,14 +75,14 @@ export class RunExecution {
     const run = { runId, kind: input.kind, tenantId: input.principal.tenantId, agent: input.agent, model: input.agent.model };
     // A run resumed after approval continues the trace it was started in, whichever process resumes it.
     const parent = l.resume?.traceparent;
-    activeRun.done = (tracing ? traceRun(tracing, { ...run, conversationId: l.conversation.id, parent }, execute) : execute()).catch(
-      async (err) => {
-        this.r.log.error({ err, runId }, 'run execution failed unexpectedly');
-        // Not left executing for ever (holding its tenant's concurrency, deaf to cancel): recovery ends it.
-        await this.ending.abandon(runId).catch((e: unknown) => this.r.log.error({ err: e, runId }, 'abandoning a run failed'));
-        return null;
-      },
-    );
+    activeRun.done = (
+      tracing ? traceRun(tracing, { ...run, conversationId: l.conversation.id, parent, startedBy: input.trace }, execute) : execute()
+    ).catch(async (err) => {
+      this.r.log.error({ err, runId }, 'run execution failed unexpectedly');
+      // Not left executing for ever (holding its tenant's concurrency, deaf to cancel): recovery ends it.
+      await this.ending.abandon(runId).catch((e: unknown) => this.r.log.error({ err: e, runId }, 'abandoning a run failed'));
+      return null;
+    });
     return activeRun;
   }
 

@@ -88,7 +88,7 @@ export class RunStarts {
 
     let history: readonly HistoryMessage[] = [];
     let userMessageId = newId();
-    const traceparent = this.r.tracing?.traceparent();
+    const traceparent = this.r.tracing?.traceparent(input.trace);
     const options = {
       enableTools: input.enableTools ?? true,
       maxTokens: input.maxTokens ?? null,

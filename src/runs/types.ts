@@ -4,6 +4,7 @@ import type { ConversationRow, MessageRow } from '../conversations/turns.js';
 import type { Database } from '../db/schema.js';
 import type { LoopResult } from '../runtime/loop.js';
 import type { ResponseFormat } from '../runtime/structured-output.js';
+import type { TraceContext } from '../tracing/tracing.js';
 import type { TerminalStatus } from './statuses.js';
 import type { RunError } from './views.js';
 
@@ -70,6 +71,8 @@ export interface StartRunInput {
    * the finished listeners as usual.
    */
   onFinish?: (trx: Kysely<Database>, run: RunFinished) => Promise<void>;
+  /** Traced, the span that starts the run (a tool call delegating to it): its parent; the active span otherwise. */
+  trace?: TraceContext;
 }
 
 /**
@@ -86,7 +89,7 @@ export interface RunOrder {
   /** Where the run belongs: a conversation (none named: a new one), a task's job, a delegating run. */
   where?: Pick<
     StartRunInput,
-    'conversationId' | 'conversation' | 'userId' | 'agentMemoryReadOnly' | 'taskId' | 'onStart' | 'onFinish' | 'delegationDepth'
+    'conversationId' | 'conversation' | 'userId' | 'agentMemoryReadOnly' | 'taskId' | 'onStart' | 'onFinish' | 'delegationDepth' | 'trace'
   >;
   options?: Pick<StartRunInput, 'enableTools' | 'maxTokens' | 'responseFormat' | 'onActiveRun'>;
 }

@@ -25,8 +25,10 @@ export interface RunSpanInfo {
   agent: { id: string; name: string };
   model: string;
   conversationId: string | null;
-  /** A stored `traceparent` to continue (a run resumed elsewhere); the active context otherwise. */
+  /** A stored `traceparent` to continue (a run resumed elsewhere). */
   parent?: string | null;
+  /** A new run's parent: what started it (a tool call delegating to it); the active context when absent. */
+  startedBy?: TraceContext;
 }
 
 /** What the span records of a run's end (runs' RunOutcome, structurally: tracing imports no domain). */
@@ -50,7 +52,7 @@ export function traceRun<T extends RunEnd | null>(
   const resumedBy = info.parent ? tracing.traceparent() : undefined;
   const span = tracing.startSpan(`invoke_agent ${info.agent.name}`, {
     kind: SpanKind.INTERNAL,
-    parent: info.parent,
+    parent: info.parent ?? info.startedBy,
     links: resumedBy ? [resumedBy] : undefined,
     attributes: {
       ...(info.parent ? { 'agentry.run.resumed': true } : {}),
