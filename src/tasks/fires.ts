@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { newId, now } from '../ids.js';
+import type { TraceContext } from '../tracing/tracing.js';
 import type { JobQueue } from './jobs.js';
 import type { TaskResources } from './resources.js';
 import * as store from './store/index.js';
@@ -21,6 +22,8 @@ export interface FireInput {
   reason?: string | null;
   missed?: number;
   detail?: Record<string, unknown>;
+  /** Traced, the fire's span: what the job it queues links to. */
+  trace?: TraceContext;
 }
 
 export interface FireResult {
@@ -64,7 +67,7 @@ export class FireDecisions {
       'agentry.fire.key': f.key,
     };
     return tracing.inSpan('task.fire', { attributes }, async (span) => {
-      const result = await this.decide(trx, task, f);
+      const result = await this.decide(trx, task, { ...f, trace: tracing.parentOf(span) });
       span.setAttributes({
         'agentry.fire.decision': result.fire.decision,
         'agentry.fire.duplicate': result.duplicate,
@@ -95,7 +98,8 @@ export class FireDecisions {
         reason = task.overlap_policy === 'queue' ? 'already_queued' : 'overlap';
       }
     }
-    const job = decision === 'skipped' ? null : this.jobs.newJob(task, { kind: 'agent', reason: f.source, input: f.input, serial });
+    const job =
+      decision === 'skipped' ? null : this.jobs.newJob(task, { kind: 'agent', reason: f.source, input: f.input, serial, trace: f.trace });
     const fire: store.FireRow = {
       id: newId(),
       tenant_id: task.tenant_id,

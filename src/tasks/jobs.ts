@@ -3,6 +3,7 @@ import type { Database } from '../db/schema.js';
 import { newId, now } from '../ids.js';
 import type { RunError } from '../runs/views.js';
 import { Loop } from '../scheduler/loop.js';
+import type { TraceContext } from '../tracing/tracing.js';
 import { errorText, leaseOwner, leaseUntil, type TaskResources } from './resources.js';
 import { PRIORITY_RANK, type Priority } from './schemas.js';
 import * as store from './store/index.js';
@@ -23,6 +24,8 @@ export interface NewJob {
   serial?: boolean;
   /** Created already claimed by this process, to execute at once (run, retry, approve). */
   claimed?: boolean;
+  /** Traced, the fire queuing it, which the job's span links to; the active span otherwise. */
+  trace?: TraceContext;
 }
 
 export interface CancelPending {
@@ -67,7 +70,7 @@ export class JobQueue {
       created_at: at,
       updated_at: at,
       // The fire or request queuing it, which the job's span links to when it runs (tracing).
-      traceparent: this.r.tracing?.traceparent() ?? null,
+      traceparent: this.r.tracing?.traceparent(job.trace) ?? null,
     };
   }
 

@@ -1,5 +1,5 @@
 import { now } from '../ids.js';
-import { failSpan } from '../tracing/tracing.js';
+import { failSpan, type TraceContext } from '../tracing/tracing.js';
 import { type RunOutcome, splitResponseFormat } from '../runs/service.js';
 import type { Actor } from '../tenancy/permissions.js';
 import { objectColumn, optionalObjectColumn } from './columns.js';
@@ -56,7 +56,7 @@ export class TaskWorker {
     });
     let started: Started | null;
     try {
-      started = await tracing.with(span, () => this.startClaimed(job, actor));
+      started = await tracing.with(span, () => this.startClaimed(job, actor, tracing.parentOf(span)));
     } catch (err) {
       failSpan(span, err);
       span.end();
@@ -70,10 +70,11 @@ export class TaskWorker {
     return { ...started, finished: started.finished.finally(() => span.end()) };
   }
 
-  private async startClaimed(job: store.JobRow, actor: Actor): Promise<Started | null> {
+  /** `trace`: traced, the job's span, the parent of the run it starts. */
+  private async startClaimed(job: store.JobRow, actor: Actor, trace?: TraceContext): Promise<Started | null> {
     this.jobs.held.add(job.id);
     try {
-      return job.kind === 'action' ? await this.performAction(job) : await this.startRun(job, actor);
+      return job.kind === 'action' ? await this.performAction(job) : await this.startRun(job, actor, trace);
     } finally {
       this.jobs.held.delete(job.id);
     }
@@ -90,7 +91,7 @@ export class TaskWorker {
     }
   }
 
-  private async startRun(job: store.JobRow, actor: Actor): Promise<Started | null> {
+  private async startRun(job: store.JobRow, actor: Actor, trace: TraceContext | undefined): Promise<Started | null> {
     const task = await store.findTaskById(this.r.db.kysely, job.task_id);
     if (!task) {
       const cancelled = {
@@ -121,6 +122,7 @@ export class TaskWorker {
           input: { content: task.description, modelContext: Object.keys(input).length ? JSON.stringify(input) : undefined },
           where: {
             taskId: task.id,
+            trace,
             // The job is marked running, and the task takes the run, in the run's own start; the job is
             // settled in the run's own end.
             onStart: async (trx, run) => {
