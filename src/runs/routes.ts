@@ -280,6 +280,7 @@ export const runsRoutes: FastifyPluginAsyncTypebox<{ runs: RunsService }> = asyn
     const started = await runs.start({
       principal: req.principal,
       idempotency: key === undefined ? undefined : { key, request: { method: req.method, route: req.routeOptions.url, agentId, body } },
+      trace: req.trace,
       run: () => executionOrder(agentId, body, kind),
     });
     if ('replayed' in started) return replay(req, reply, started.replayed, streamed);

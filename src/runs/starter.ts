@@ -42,7 +42,7 @@ export class RunStarter {
     let started: RunHandle | InjectedInstead;
     try {
       const order = typeof request.run === 'function' ? await request.run() : request.run;
-      started = await this.parts.begin(await this.engineInput(principal, order));
+      started = await this.parts.begin(await this.engineInput(principal, order, request.trace));
     } catch (err) {
       // Nothing started: a retry with the key tries again.
       if (claim) await keys.release(tenantId, claim);
@@ -56,12 +56,13 @@ export class RunStarter {
     return { run: started };
   }
 
-  /** The run engine's input for an order: its agent, and what its attachments hold for the model. */
-  private async engineInput(principal: RunRequest['principal'], order: RunOrder): Promise<StartRunInput> {
+  /** The run engine's input for an order: its agent, what its attachments hold for the model, its trace parent. */
+  private async engineInput(principal: RunRequest['principal'], order: RunOrder, trace: RunRequest['trace']): Promise<StartRunInput> {
     const { input, where, options } = order;
     const tenantId = principal.tenantId;
     const agent = typeof order.agent === 'string' ? await this.parts.agents.get(tenantId, order.agent) : order.agent;
     const modelContext = input.attachments?.length ? await this.parts.files.modelContext(tenantId, input.attachments) : input.modelContext;
-    return { principal, agent, kind: order.kind, ...input, modelContext, ...where, ...options };
+    // A parent the order names (a delegating tool call) before the request's.
+    return { principal, agent, kind: order.kind, ...input, modelContext, trace, ...where, ...options };
   }
 }

@@ -102,6 +102,8 @@ export interface RunRequest {
    * is answered what the first request started (`replayed`) and starts nothing.
    */
   idempotency?: { key: string; request: unknown };
+  /** Traced, the span of the request asking (the run's parent); the active span otherwise. */
+  trace?: TraceContext;
   /**
    * The run asked for. A function is called only once the key is claimed, so its checks and lookups
    * happen after the claim, and a retry answered from the key makes none.

@@ -11,7 +11,14 @@ import {
   ATTR_USER_AGENT_ORIGINAL,
 } from '@opentelemetry/semantic-conventions';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Tracing } from './tracing.js';
+import type { TraceContext, Tracing } from './tracing.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Traced, the request's span as the parent of what the request starts (a run); undefined untraced. */
+    trace?: TraceContext;
+  }
+}
 
 /**
  * A SERVER span per HTTP request, named by its route template (`POST /api/v1/agents/:agentId/execute`),
@@ -24,6 +31,7 @@ import type { Tracing } from './tracing.js';
  */
 export function registerHttpTracing(app: FastifyInstance, tracing: Tracing) {
   const spans = new WeakMap<FastifyRequest, Span>();
+  app.decorateRequest('trace', undefined);
   // Taken once: a request aborted and then answered (or the reverse) ends its span once.
   const take = (request: FastifyRequest) => {
     const span = spans.get(request);
@@ -53,6 +61,7 @@ export function registerHttpTracing(app: FastifyInstance, tracing: Tracing) {
     );
     spans.set(request, span);
     const ctx = trace.setSpan(parent, span);
+    request.trace = ctx;
     context.bind(ctx, request.raw);
     context.bind(ctx, reply.raw);
     context.with(ctx, done);
