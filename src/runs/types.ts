@@ -71,7 +71,7 @@ export interface StartRunInput {
    * the finished listeners as usual.
    */
   onFinish?: (trx: Kysely<Database>, run: RunFinished) => Promise<void>;
-  /** Traced, the span that starts the run (a tool call delegating to it): its parent; the active span otherwise. */
+  /** Traced, the span that starts the run (a request, a task's job, a tool call delegating to it): its parent; the active span otherwise. */
   trace?: TraceContext;
 }
 

@@ -66,8 +66,8 @@ export class FireDecisions {
       'agentry.fire.source': f.source,
       'agentry.fire.key': f.key,
     };
-    return tracing.inSpan('task.fire', { attributes }, async (span) => {
-      const result = await this.decide(trx, task, { ...f, trace: tracing.parentOf(span) });
+    return tracing.inSpan('task.fire', { attributes }, async (span, ctx) => {
+      const result = await this.decide(trx, task, { ...f, trace: ctx });
       span.setAttributes({
         'agentry.fire.decision': result.fire.decision,
         'agentry.fire.duplicate': result.duplicate,

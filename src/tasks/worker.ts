@@ -56,7 +56,7 @@ export class TaskWorker {
     });
     let started: Started | null;
     try {
-      started = await tracing.with(span, () => this.startClaimed(job, actor, tracing.parentOf(span)));
+      started = await tracing.with(span, (ctx) => this.startClaimed(job, actor, ctx));
     } catch (err) {
       failSpan(span, err);
       span.end();

@@ -66,31 +66,29 @@ export function traceRun<T extends RunEnd | null>(
       'agentry.tenant.id': info.tenantId,
     },
   });
-  return tracing
-    .with(span, () => execute(tracing.parentOf(span)))
-    .then(
-      (outcome) => {
-        if (outcome) {
-          span.setAttributes({
-            'agentry.run.status': outcome.status,
-            'agentry.run.cost_usd': outcome.cost,
-            'gen_ai.usage.input_tokens': outcome.tokenUsage.inputTokens,
-            'gen_ai.usage.output_tokens': outcome.tokenUsage.outputTokens,
-          });
-          if (outcome.status === 'failed') {
-            span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error?.message });
-            span.setAttribute('error.type', outcome.error?.code ?? 'failed');
-          }
+  return tracing.with(span, execute).then(
+    (outcome) => {
+      if (outcome) {
+        span.setAttributes({
+          'agentry.run.status': outcome.status,
+          'agentry.run.cost_usd': outcome.cost,
+          'gen_ai.usage.input_tokens': outcome.tokenUsage.inputTokens,
+          'gen_ai.usage.output_tokens': outcome.tokenUsage.outputTokens,
+        });
+        if (outcome.status === 'failed') {
+          span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error?.message });
+          span.setAttribute('error.type', outcome.error?.code ?? 'failed');
         }
-        span.end();
-        return outcome;
-      },
-      (err: unknown) => {
-        failSpan(span, err);
-        span.end();
-        throw err;
-      },
-    );
+      }
+      span.end();
+      return outcome;
+    },
+    (err: unknown) => {
+      failSpan(span, err);
+      span.end();
+      throw err;
+    },
+  );
 }
 
 /**
@@ -227,8 +225,8 @@ export function tracedTools<A extends ToolAgent>(tracing: Tracing, set: ToolSet<
           ...(source ? { 'agentry.tool.source': source } : {}),
           ...(capture ? { 'gen_ai.tool.call.arguments': captured(input) } : {}),
         };
-        return tracing.inSpan(`execute_tool ${tool.name}`, { parent: run, kind: SpanKind.INTERNAL, attributes }, async (span) => {
-          const result = await tool.execute(input, { ...ctx, trace: tracing.parentOf(span) });
+        return tracing.inSpan(`execute_tool ${tool.name}`, { parent: run, kind: SpanKind.INTERNAL, attributes }, async (span, call) => {
+          const result = await tool.execute(input, { ...ctx, trace: call });
           if (capture) span.setAttribute('gen_ai.tool.call.result', captured(result));
           return result;
         });

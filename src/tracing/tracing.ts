@@ -95,21 +95,20 @@ export class Tracing {
     );
   }
 
-  /** `span` as a parent to hand on (`SpanOptions.parent`), whatever context is active where it is used. */
-  parentOf(span: Span): TraceContext {
-    return trace.setSpan(ROOT_CONTEXT, span);
+  /**
+   * Runs `fn` with `span` active: spans started and lines logged inside are its children. `fn` is handed
+   * that context, to pass on as the parent (`SpanOptions.parent`) of what it starts.
+   */
+  with<T>(span: Span, fn: (ctx: TraceContext) => T): T {
+    const ctx = trace.setSpan(context.active(), span);
+    return context.with(ctx, () => fn(ctx));
   }
 
-  /** Runs `fn` with `span` active: spans started and lines logged inside are its children. */
-  with<T>(span: Span, fn: () => T): T {
-    return context.with(trace.setSpan(context.active(), span), fn);
-  }
-
-  /** Runs `fn` inside a new span, ended when `fn` settles (an error recorded on it, then rethrown). */
-  async inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T> | T): Promise<T> {
+  /** Runs `fn` inside a new span, ended when `fn` settles (an error recorded on it, then rethrown); `ctx` as in `with`. */
+  async inSpan<T>(name: string, options: SpanOptions, fn: (span: Span, ctx: TraceContext) => Promise<T> | T): Promise<T> {
     const span = this.startSpan(name, options);
     try {
-      return await this.with(span, () => fn(span));
+      return await this.with(span, (ctx) => fn(span, ctx));
     } catch (err) {
       failSpan(span, err);
       throw err;
