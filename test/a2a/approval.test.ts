@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
 import { Role, TaskState } from '@a2a-js/sdk';
 import { type Client, ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pendingOf, shoutWaits } from '../approvals/helpers.js';
 import { type TestApp, startApp } from '../helpers/app.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
+import { freePort } from '../helpers/process.js';
 
 /**
  * An A2A task whose run waits for a person's approval (through the official SDK client): the task is
@@ -18,14 +18,6 @@ let base: string;
 let key: string;
 let tenantId: string;
 let mcp: Awaited<ReturnType<typeof startMcpServer>>;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 beforeAll(async () => {
   mcp = await startMcpServer();

@@ -32,15 +32,33 @@ export async function cli(args: string[], env: Record<string, string | undefined
   }
 }
 
+/** Where the kernel picks the local port of an outgoing connection (and of `listen(0)`). */
+const EPHEMERAL = (() => {
+  try {
+    const [low] = fs.readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (low > 11_000) return low;
+  } catch {
+    // not Linux
+  }
+  return 32_768;
+})();
+
+/**
+ * A port nothing listens on, for a server the test starts later. Drawn below the ephemeral range: a
+ * port the kernel hands out (`listen(0)`) can become the local end of any outgoing connection on the
+ * machine before the server binds it, and the server then fails with EADDRINUSE.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
+  for (let attempt = 0; ; attempt++) {
+    const port = 10_000 + Math.floor(Math.random() * (EPHEMERAL - 10_000));
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
     });
-    srv.on('error', reject);
-  });
+    if (free) return port;
+    if (attempt === 50) throw new Error('no free port below the ephemeral range');
+  }
 }
 
 export interface ServerProcess {
@@ -52,7 +70,19 @@ export interface ServerProcess {
 
 /** Starts the built server (`dist/main.js`) and waits until /healthz answers. */
 export async function startServer(env: Record<string, string | undefined>): Promise<ServerProcess> {
-  const port = await freePort();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServerOn(await freePort(), env);
+    } catch (err) {
+      // Another test drew the same port in the meantime: draw again.
+      if (!(err instanceof PortTaken) || attempt === 3) throw err;
+    }
+  }
+}
+
+class PortTaken extends Error {}
+
+async function startServerOn(port: number, env: Record<string, string | undefined>): Promise<ServerProcess> {
   const child = spawn(process.execPath, [path.join(ROOT, 'dist/main.js')], {
     env: { ...process.env, LOG_LEVEL: 'info', ...env, PORT: String(port), HOST: '127.0.0.1' },
     cwd: ROOT,
@@ -65,7 +95,10 @@ export async function startServer(env: Record<string, string | undefined>): Prom
   // A generous limit: a loaded machine (CI, other suites) can take many seconds to start Node.
   const deadline = Date.now() + 90_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}): ${out}`);
+    if (child.exitCode !== null) {
+      const message = `server exited early (${child.exitCode}): ${out}`;
+      throw out.includes(`EADDRINUSE: address already in use 127.0.0.1:${port}`) ? new PortTaken(message) : new Error(message);
+    }
     try {
       const res = await fetch(`${url}/healthz`);
       if (res.ok) break;

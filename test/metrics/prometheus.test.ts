@@ -1,12 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startApp, type TestApp } from '../helpers/app.js';
 import { execute } from '../helpers/execute.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
+import { freePort } from '../helpers/process.js';
 import { createTask, taskIn } from '../tasks/helpers.js';
 
 /**
@@ -19,14 +19,6 @@ const PROMETHEUS = '/usr/bin/prometheus';
 const TOKEN = 'prometheus-scrape-token-0123';
 const present = fs.existsSync(PROMETHEUS);
 if (!present) console.warn(`test/metrics/prometheus.test.ts skipped: ${PROMETHEUS} is absent (apt-get install prometheus)`);
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe.skipIf(!present)('scraped by a real Prometheus', () => {
   let t: TestApp;
