@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Agent } from '../agents/schemas.js';
 import type { RunsService } from '../runs/service.js';
-import type { ToolProvider } from '../runtime/tools/types.js';
+import type { OutboundFetch, ToolProvider } from '../runtime/tools/types.js';
 import { a2aPlugin } from './plugin.js';
 import type { A2aOptions } from './service.js';
-import { type CredentialOpener, type FetchLike, type ToolPolicies, a2aToolProvider } from './tools.js';
+import { type CredentialOpener, type ToolPolicies, a2aToolProvider } from './tools.js';
 
 export interface A2aDomainOptions extends Omit<A2aOptions, 'runs'> {
   /** Lazy port to the runs service (built after a2a, whose tools it is given): resolved when the plugin is registered. */
@@ -12,7 +12,7 @@ export interface A2aDomainOptions extends Omit<A2aOptions, 'runs'> {
   /** What calling remote A2A agents as tools needs. */
   remoteAgents: {
     /** The outbound guard's fetch (traced when tracing is on). */
-    fetch: FetchLike;
+    fetch: OutboundFetch;
     /** The TBAC decision each call asks (identity's policies). */
     policies: ToolPolicies;
     /** Opens an agent's sealed credential for a call. */

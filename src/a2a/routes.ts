@@ -49,7 +49,7 @@ export const a2aRoutes: FastifyPluginAsyncTypebox<{ service: A2aService }> = asy
     async (req, reply) => {
       if (req.params.tenantId !== req.principal.tenantId) throw new NotFound('agent');
       const agent = await service.agentOf(req.principal.tenantId, req.params.agentId);
-      const answer = await service.call(req.principal, agent, req.body);
+      const answer = await service.call(req.principal, agent, req.body, req.trace);
       if (answer.kind === 'response') {
         if (answer.failure !== undefined) req.log.error({ err: answer.failure }, 'A2A call failed');
         return answer.body;

@@ -17,6 +17,7 @@ import {
   TaskQueryParams,
   type TaskState,
 } from './schemas.js';
+import type { TraceContext } from '../tracing/tracing.js';
 
 /**
  * Agents as A2A agents (docs/clients.md, "Agent2Agent (A2A)"): an A2A task is a run of the agent
@@ -239,7 +240,7 @@ export class A2aService {
   }
 
   /** One JSON-RPC call on the agent's endpoint. Errors found before a stream begins are JSON-RPC error responses. */
-  async call(principal: Principal, agent: Agent, body: unknown): Promise<RpcAnswer> {
+  async call(principal: Principal, agent: Agent, body: unknown, trace?: TraceContext): Promise<RpcAnswer> {
     let envelope: Envelope;
     try {
       envelope = envelopeOf(body);
@@ -247,24 +248,25 @@ export class A2aService {
       return errorResponse((err as { id: string | number | null }).id, err as RpcError);
     }
     try {
-      return await this.dispatch(principal, agent, envelope);
+      return await this.dispatch(principal, agent, envelope, trace);
     } catch (err) {
       return { ...errorResponse(envelope.id, rpcErrorOf(err)), ...(unexpected(err) ? { failure: err } : {}) };
     }
   }
 
-  private async dispatch(principal: Principal, agent: Agent, { id, method, params }: Envelope): Promise<RpcAnswer> {
+  /** `trace`: traced, the request's span, the parent of a run the call starts. */
+  private async dispatch(principal: Principal, agent: Agent, { id, method, params }: Envelope, trace?: TraceContext): Promise<RpcAnswer> {
     const result = (value: A2aTask): RpcAnswer => ({ kind: 'response', body: { jsonrpc: '2.0', id, result: value } });
     switch (method) {
       case 'message/send': {
         const p = check(MessageSendParams, params);
-        const handle = await this.start(principal, agent, p);
+        const handle = await this.start(principal, agent, p, trace);
         if (p.configuration?.blocking !== false) await this.runs.outcome(principal.tenantId, handle);
         return result(taskOf(await this.runs.get(principal.tenantId, handle.runId), p.configuration?.historyLength));
       }
       case 'message/stream': {
         const p = check(MessageSendParams, params);
-        const handle = await this.start(principal, agent, p);
+        const handle = await this.start(principal, agent, p, trace);
         return { kind: 'stream', id, events: (send, closed) => this.follow(principal, agent, handle.runId, { send, closed }) };
       }
       case 'tasks/get': {
@@ -299,7 +301,7 @@ export class A2aService {
   }
 
   /** A user's message as a run of the agent; the contextId continues that conversation. */
-  private async start(principal: Principal, agent: Agent, p: MessageSendParams): Promise<RunHandle> {
+  private async start(principal: Principal, agent: Agent, p: MessageSendParams, trace: TraceContext | undefined): Promise<RunHandle> {
     const { message } = p;
     if (message.role !== 'user') throw new RpcError(INVALID_PARAMS, 'params.message.role must be "user"');
     if (message.taskId) {
@@ -322,6 +324,7 @@ export class A2aService {
     if (!content.trim()) throw new RpcError(INVALID_PARAMS, 'the message has no text');
     const started = await this.runs.start({
       principal,
+      trace,
       run: {
         kind: 'a2a',
         agent,

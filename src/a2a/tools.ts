@@ -3,9 +3,8 @@ import { Role, TaskState } from '@a2a-js/sdk';
 import { type Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import type { A2aAgentTool, Agent } from '../agents/schemas.js';
 import { a2aCredentialOwner } from '../agents/service.js';
-import { ToolError, type RuntimeTool, type ToolContext, type ToolProvider } from '../runtime/tools/types.js';
-
-export type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
+import type { Context } from '@opentelemetry/api';
+import { type OutboundFetch, ToolError, type RuntimeTool, type ToolContext, type ToolProvider } from '../runtime/tools/types.js';
 
 /** What the tools need of identity: TBAC's decision for a tool name now, on identity's clock (identity/policies.ts). */
 export interface ToolPolicies {
@@ -35,7 +34,12 @@ const textOf = (parts: Part[]) => parts.map((p) => (p.content?.$case === 'text' 
  * The official SDK's client speaking A2A 0.3 or 1.0 as the card says, every request through the guarded
  * fetch; the credential goes only to the card URL's origin, never to other hosts the card names.
  */
-function clientFactory(fetch: FetchLike, credential: string | null, cardUrl: string, calls: { signal: AbortSignal }): ClientFactory {
+function clientFactory(
+  fetch: OutboundFetch,
+  credential: string | null,
+  cardUrl: string,
+  calls: { signal: AbortSignal; trace?: Context },
+): ClientFactory {
   const origin = new URL(cardUrl).origin;
   const fetchImpl = (async (input: string | URL | Request, init?: RequestInit) => {
     const target = new URL(typeof input === 'object' && 'url' in input ? input.url : String(input));
@@ -44,7 +48,7 @@ function clientFactory(fetch: FetchLike, credential: string | null, cardUrl: str
     else headers.delete('authorization');
     // Every request, the card's too, stops at the tool's timeout or the run's cancellation.
     const signals = init?.signal ? AbortSignal.any([init.signal, calls.signal]) : calls.signal;
-    const response = await fetch(target, { ...init, headers, signal: signals });
+    const response = await fetch(target, { ...init, headers, signal: signals }, calls.trace);
     // What is not a stream (the card, an error, a non-streamed answer) is read whole, so it is capped.
     const type = response.headers.get('content-type') ?? '';
     return type.includes('text/event-stream') ? response : capped(response, MAX_BODY_BYTES);
@@ -183,7 +187,7 @@ async function ask(client: Client, message: string, signal: AbortSignal, cancel:
  * fetch, with the credential unsealed for the call), and answers its text. docs/clients.md.
  */
 export function a2aToolProvider(
-  fetch: FetchLike,
+  fetch: OutboundFetch,
   policies: ToolPolicies,
   credentials: CredentialOpener,
   /** Hosts a credential may reach over plain http: those the operator lists (OutboundGuard.listsExplicitly). */
@@ -214,7 +218,7 @@ export function a2aToolProvider(
         try {
           // Requests stop at the tool's timeout or the run's cancellation; the tasks/cancel sent after that
           // has its own short timeout instead.
-          const calls = { signal: toolCtx.signal };
+          const calls = { signal: toolCtx.signal, trace: toolCtx.trace };
           const client = await clientFactory(fetch, credential, spec.cardUrl, calls).createFromUrl(spec.cardUrl, '');
           const cancel = (taskId: string) => {
             calls.signal = AbortSignal.timeout(CANCEL_TIMEOUT_MS);

@@ -64,7 +64,7 @@ export const approvalsRoutes: FastifyPluginAsyncTypebox<{ approvals: ApprovalsSe
         response: { 200: ApprovalItem, ...problems(400, 401, 403, 404, 409) },
       },
     },
-    async (req) => approvals.approve(req.principal, req.params.id, req.body),
+    async (req) => approvals.approve(req.principal, req.params.id, req.body, req.trace),
   );
 
   app.post(
@@ -81,6 +81,6 @@ export const approvalsRoutes: FastifyPluginAsyncTypebox<{ approvals: ApprovalsSe
         response: { 200: ApprovalItem, ...problems(400, 401, 403, 404, 409) },
       },
     },
-    async (req) => approvals.reject(req.principal, req.params.id, req.body.reason),
+    async (req) => approvals.reject(req.principal, req.params.id, req.body.reason, req.trace),
   );
 };

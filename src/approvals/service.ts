@@ -13,6 +13,7 @@ import type { Task } from '../tasks/schemas.js';
 import type { TasksService } from '../tasks/service.js';
 import { recordAudit } from '../tenancy/audit.js';
 import type { Principal } from '../tenancy/permissions.js';
+import type { TraceContext } from '../tracing/tracing.js';
 import { argumentsColumn } from './columns.js';
 import { type ApprovalItem, type ApproveBody, type ListApprovalsQuery, MAX_ARGUMENTS_CHARS } from './schemas.js';
 import * as store from './store.js';
@@ -159,7 +160,7 @@ export class ApprovalsService implements ToolApprovalRequests {
    * Approves a waiting tool call (optionally with edited arguments) or a task; once the run has no
    * call left waiting, this process resumes it.
    */
-  async approve(principal: Principal, id: string, body: ApproveBody | null | undefined): Promise<ApprovalItem> {
+  async approve(principal: Principal, id: string, body: ApproveBody | null | undefined, trace?: TraceContext): Promise<ApprovalItem> {
     const edited = body?.arguments;
     if (edited !== undefined && JSON.stringify(edited).length > MAX_ARGUMENTS_CHARS) {
       throw new InvalidInput(`arguments must be at most ${MAX_ARGUMENTS_CHARS} characters of JSON`, [
@@ -169,23 +170,31 @@ export class ApprovalsService implements ToolApprovalRequests {
     return this.decide(principal, id, {
       status: 'approved',
       arguments: edited,
+      trace,
       task: async () => {
         if (edited !== undefined)
           throw new InvalidInput('arguments apply to tool calls only', [{ path: 'arguments', message: 'a task takes no arguments' }]);
-        return this.o.tasks.approve(principal, id);
+        return this.o.tasks.approve(principal, id, trace);
       },
     });
   }
 
   /** Rejects a waiting tool call (the model is told `reason` as the tool's result) or a task. */
-  reject(principal: Principal, id: string, reason: string): Promise<ApprovalItem> {
-    return this.decide(principal, id, { status: 'rejected', reason, task: () => this.o.tasks.reject(principal, id) });
+  reject(principal: Principal, id: string, reason: string, trace?: TraceContext): Promise<ApprovalItem> {
+    return this.decide(principal, id, { status: 'rejected', reason, trace, task: () => this.o.tasks.reject(principal, id) });
   }
 
   private async decide(
     principal: Principal,
     id: string,
-    d: { status: 'approved' | 'rejected'; arguments?: Record<string, unknown>; reason?: string; task: () => Promise<Task> },
+    d: {
+      status: 'approved' | 'rejected';
+      arguments?: Record<string, unknown>;
+      reason?: string;
+      /** Traced, the deciding request's span: the resumed run links to it. */
+      trace?: TraceContext;
+      task: () => Promise<Task>;
+    },
   ): Promise<ApprovalItem> {
     const { tenantId } = principal;
     const row = await store.findApproval(this.o.db.kysely, tenantId, id);
@@ -225,15 +234,15 @@ export class ApprovalsService implements ToolApprovalRequests {
       if (current?.status === 'pending') throw approvalExpired(current.expires_at);
       throw new Conflict('approval_not_pending', 'the approval was decided meanwhile');
     }
-    await this.resume(row.run_id);
+    await this.resume(row.run_id, d.trace);
     const after = await store.findApproval(this.o.db.kysely, tenantId, id);
     return toolCallItem(after ?? row);
   }
 
   /** Resumes the run here if nothing of it waits any more (another process may win the claim). */
-  private async resume(runId: string) {
+  private async resume(runId: string, trace: TraceContext | undefined) {
     try {
-      await this.o.runs.resume(runId);
+      await this.o.runs.resume(runId, trace);
     } catch (err) {
       // The sweep tries again; the decision is recorded.
       this.o.log.error({ err, runId }, 'resuming a run after approval failed');

@@ -265,7 +265,10 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox<{ conversations: Con
       },
     },
     async (req, reply) => {
-      const result = await conversations.postOnce(req.principal, req.params.id, req.body, req.headers['idempotency-key']);
+      const result = await conversations.postOnce(req.principal, req.params.id, req.body, {
+        key: req.headers['idempotency-key'],
+        trace: req.trace,
+      });
       if (result.replayed) reply.header(REPLAYED_HEADER, 'true');
       if (result.injected) return reply.code(202).send(result.injected);
       return reply.send(result.reply!);

@@ -8,6 +8,7 @@ import type { Principal } from '../tenancy/permissions.js';
 import { attachmentsColumn, metadataColumn, tokenUsageColumn, toolCallsColumn } from './columns.js';
 import * as store from './store.js';
 import { checkResponseFormat, type ResponseFormat } from '../runtime/response-format.js';
+import type { TraceContext } from '../tracing/tracing.js';
 
 export const CONVERSATION_STATUSES = ['active', 'completed', 'archived'] as const;
 
@@ -108,6 +109,8 @@ export interface MessageRuns {
     principal: Principal;
     idempotency?: { key: string; request: unknown };
     message: () => Promise<MessageRun>;
+    /** Traced, the posting request's span: the parent of the run. */
+    trace?: TraceContext;
   }): Promise<MessageAnswer>;
   /** How an earlier run ended, waiting for its end (an idempotent retry's answer). */
   endOf(tenantId: string, runId: string): Promise<MessageRunEnd>;
@@ -256,10 +259,11 @@ export class ConversationsService {
    * Idempotency-Key an earlier request with the same message already used, answers what that request
    * started (`replayed`) instead of starting another run.
    */
-  async postOnce(principal: Principal, id: string, input: PostedMessage, key: string | undefined) {
+  async postOnce(principal: Principal, id: string, input: PostedMessage, { key, trace }: { key?: string; trace?: TraceContext } = {}) {
     const tenantId = principal.tenantId;
     const answer = await this.runs().answer({
       principal,
+      trace,
       idempotency:
         key === undefined
           ? undefined

@@ -98,6 +98,7 @@ export const openaiCompatRoutes: FastifyPluginAsyncTypebox<{ service: OpenAiComp
         body: req.body,
         conversationHeader: req.headers[CONVERSATION_HEADER],
         idempotencyKey: req.headers['idempotency-key'],
+        trace: req.trace,
       });
       const { runId, conversationId } = started.handle;
       if (!req.body.stream) {

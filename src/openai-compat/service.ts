@@ -13,6 +13,7 @@ import {
   type ModelList,
   type Usage,
 } from './schemas.js';
+import type { TraceContext } from '../tracing/tracing.js';
 
 /**
  * Agents as OpenAI models (docs/clients.md, "OpenAI-compatible endpoint"): GET /v1/models lists the
@@ -33,6 +34,8 @@ interface CompletionRequest {
   conversationHeader?: string;
   /** Idempotency-Key: a retry with the same key and request answers the run the first one started. */
   idempotencyKey?: string;
+  /** Traced, the request's span: the parent of the run. */
+  trace?: TraceContext;
 }
 
 /** A started chat completion: the run, and what the answer is built from. */
@@ -227,6 +230,7 @@ export class OpenAiCompatService {
     const tenantId = principal.tenantId;
     const started = await this.runs.start({
       principal,
+      trace: req.trace,
       idempotency:
         idempotencyKey === undefined
           ? undefined

@@ -31,6 +31,8 @@ export interface Launch {
   channel: RunChannel;
   /** A run resumed after approval: its loop goes on from the pause with the decisions (pause.ts). */
   resume?: Resumed;
+  /** Traced, what resumed it (the request deciding its last waiting call). */
+  resumedBy?: TraceContext;
 }
 
 /** Executing a run: the tool loop over the agent's model and tools, its events, then its end. */
@@ -76,7 +78,9 @@ export class RunExecution {
     // A run resumed after approval continues the trace it was started in, whichever process resumes it.
     const parent = l.resume?.traceparent;
     activeRun.done = (
-      tracing ? traceRun(tracing, { ...run, conversationId: l.conversation.id, parent, startedBy: input.trace }, execute) : execute()
+      tracing
+        ? traceRun(tracing, { ...run, conversationId: l.conversation.id, parent, startedBy: input.trace, resumedBy: l.resumedBy }, execute)
+        : execute()
     ).catch(async (err) => {
       this.r.log.error({ err, runId }, 'run execution failed unexpectedly');
       // Not left executing for ever (holding its tenant's concurrency, deaf to cancel): recovery ends it.
@@ -115,7 +119,8 @@ export class RunExecution {
       const toolContext = { tenantId, agent, runId, conversationId, userId, agentMemoryReadOnly, delegationDepth: input.delegationDepth };
       const toolsEnabled = input.enableTools ?? true;
       if (toolsEnabled) {
-        toolSet = await this.r.tools.forRun({ ...toolContext, signal: controller.signal });
+        // The run's span is the parent of what the tools' sources do as they connect (an MCP server's handshake).
+        toolSet = await this.r.tools.forRun({ ...toolContext, signal: controller.signal, trace: x.trace });
         if (this.r.tracing && x.trace) toolSet = tracedTools(this.r.tracing, toolSet, x.trace);
       }
       const contributed = await this.contributedPrompt(runId, { tenantId, agent, toolsEnabled, userId, agentMemoryReadOnly });

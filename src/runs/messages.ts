@@ -4,10 +4,11 @@ import type { RunsService } from './service.js';
 /** The run engine as the conversations domain's MessageRuns (app.ts hands it over): a posted message starts a run. */
 export function messageRuns(runs: RunsService): MessageRuns {
   return {
-    async answer({ principal, idempotency, message }) {
+    async answer({ principal, idempotency, message, trace }) {
       const started = await runs.start({
         principal,
         idempotency,
+        trace,
         run: async () => {
           const { agent, content, attachments, conversation, onActiveRun, responseFormat } = await message();
           return {

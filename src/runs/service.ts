@@ -2,6 +2,7 @@ import { systemClock } from '../clock.js';
 import * as conversations from '../conversations/turns.js';
 import { NotFound, Unavailable } from '../errors.js';
 import { newId } from '../ids.js';
+import type { TraceContext } from '../tracing/tracing.js';
 import { RunControl } from './control.js';
 import { NewEventNotices, RunEventHub, type RunEventListener, runsNoticed } from './events.js';
 import { RunExecution } from './execute.js';
@@ -165,9 +166,10 @@ export class RunsService {
   /**
    * Resumes a run awaiting approval here once every waiting call is decided: claimed (one process
    * wins), then its loop goes on from the pause. False when it is not resumable (still waiting,
-   * claimed elsewhere, ended) or this process is shutting down.
+   * claimed elsewhere, ended) or this process is shutting down. `resumedBy`: traced, what decided
+   * the last call (a request), which the run's span links to.
    */
-  async resume(runId: string): Promise<boolean> {
+  async resume(runId: string, resumedBy?: TraceContext): Promise<boolean> {
     if (this.draining) return false;
     const resumed = await this.pauses.claim(runId);
     if (!resumed) return false;
@@ -180,6 +182,7 @@ export class RunsService {
       at: new Date(resumed.suspension.run.startedAtMs).toISOString(),
       channel: this.r.events.open(runId, tenantId, { firstSeq: resumed.firstSeq }),
       resume: resumed,
+      resumedBy,
     });
     this.r.log.info({ runId }, 'run resumed after approval');
     return true;

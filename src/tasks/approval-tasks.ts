@@ -12,6 +12,7 @@ import { auditTask, type TaskLookup } from './lookup.js';
 import { firstFire } from './new-task.js';
 import type { Task } from './schemas.js';
 import * as store from './store/index.js';
+import type { TraceContext } from '../tracing/tracing.js';
 
 export interface ApprovalTasksOptions {
   db: Db;
@@ -37,7 +38,8 @@ export class ApprovalTasks implements ApprovalGateway {
    * any other task becomes pending: a one-time task is queued, a scheduled one gets its first cron
    * time, a triggered one starts listening.
    */
-  async approve(principal: Principal, id: string): Promise<Task> {
+  /** `trace`: traced, the approving request's span (the parent of an action's job, what a queued job links to). */
+  async approve(principal: Principal, id: string, trace?: TraceContext): Promise<Task> {
     const { db, executor, lookup } = this.o;
     const task = await lookup.row(principal.tenantId, id);
     this.requireDecider(principal, task.approval_action);
@@ -64,14 +66,14 @@ export class ApprovalTasks implements ApprovalGateway {
       if (!Number(r.numUpdatedRows)) throw new Conflict('task_not_awaiting_approval', 'the task was decided meanwhile');
       let job: store.JobRow | null = null;
       if (action || task.type === 'one_time') {
-        job = executor.newJob(decided, { kind: action ? 'action' : 'agent', reason: 'approved', claimed: Boolean(action) });
+        job = executor.newJob(decided, { kind: action ? 'action' : 'agent', reason: 'approved', claimed: Boolean(action), trace });
         await store.insertJob(trx, job);
       }
       await auditTask(trx, { who: principal, action: 'task.approved', taskId: task.id, detail: { action } });
       return job;
     });
     if (job && action) {
-      await executor.start(job, principal.actor);
+      await executor.start(job, principal.actor, trace);
       return lookup.get(principal.tenantId, id);
     }
     if (job) executor.onEnqueued();

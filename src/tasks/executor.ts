@@ -8,6 +8,7 @@ import { SCHEDULER_ACTOR, leaseOwner, type TaskResources } from './resources.js'
 import { Settling } from './settling.js';
 import type * as store from './store/index.js';
 import { TaskWorker } from './worker.js';
+import type { TraceContext } from '../tracing/tracing.js';
 
 /**
  * The work of tasks, as one facade over its parts (docs/scheduling.md):
@@ -77,8 +78,8 @@ export class TaskExecutor {
     return this.fires.fire(trx, task, f);
   }
 
-  start(job: store.JobRow, actor: Actor = SCHEDULER_ACTOR) {
-    return this.worker.start(job, actor);
+  start(job: store.JobRow, actor: Actor = SCHEDULER_ACTOR, parent?: TraceContext) {
+    return this.worker.start(job, actor, parent);
   }
 
   execute(job: store.JobRow) {

@@ -22,6 +22,8 @@ export interface FireInput {
   reason?: string | null;
   missed?: number;
   detail?: Record<string, unknown>;
+  /** Traced, what caused the fire (a webhook delivery's request): the parent of its span. */
+  parent?: TraceContext;
   /** Traced, the fire's span: what the job it queues links to. */
   trace?: TraceContext;
 }
@@ -66,7 +68,7 @@ export class FireDecisions {
       'agentry.fire.source': f.source,
       'agentry.fire.key': f.key,
     };
-    return tracing.inSpan('task.fire', { attributes }, async (span, ctx) => {
+    return tracing.inSpan('task.fire', { attributes, parent: f.parent }, async (span, ctx) => {
       const result = await this.decide(trx, task, { ...f, trace: ctx });
       span.setAttributes({
         'agentry.fire.decision': result.fire.decision,

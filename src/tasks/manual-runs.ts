@@ -11,6 +11,7 @@ import { agentGone, isNotFound } from './failures.js';
 import { auditTask, type TaskLookup } from './lookup.js';
 import * as store from './store/index.js';
 import type { Started } from './worker.js';
+import type { TraceContext } from '../tracing/tracing.js';
 
 export interface ManualRunsOptions {
   db: Db;
@@ -45,7 +46,7 @@ export class ManualRuns {
   }
 
   /** Starts a run now. A one-time task's queued work is taken over rather than left to run again later. */
-  async run(principal: Principal, id: string, override: Record<string, unknown> | undefined) {
+  async run(principal: Principal, id: string, override: Record<string, unknown> | undefined, trace?: TraceContext) {
     const { db, executor, lookup } = this.o;
     const errors = inputResponseFormatErrors(override, 'body.input');
     if (errors.length) throw new InvalidInput(`${errors[0].path} ${errors[0].message}`, errors);
@@ -68,18 +69,18 @@ export class ManualRuns {
         claimed = { ...claimed, input };
       }
       if (!claimed) {
-        claimed = executor.newJob(task, { kind: 'agent', reason: 'manual', input: override, claimed: true });
+        claimed = executor.newJob(task, { kind: 'agent', reason: 'manual', input: override, claimed: true, trace });
         await store.insertJob(trx, claimed);
       }
       const detail = { jobId: claimed.id, input: override ? Object.keys(override) : [] };
       await auditTask(trx, { who: principal, action: 'task.run_requested', taskId: task.id, detail });
       return claimed;
     });
-    return this.started(task.id, await executor.start(job, principal.actor));
+    return this.started(task.id, await executor.start(job, principal.actor, trace));
   }
 
   /** Runs a failed task again with the same configuration (and the failed run's input); a pending automatic retry is superseded. */
-  async retry(principal: Principal, id: string) {
+  async retry(principal: Principal, id: string, trace?: TraceContext) {
     const { db, executor, lookup } = this.o;
     const task = await lookup.row(principal.tenantId, id);
     if (task.status !== 'failed') throw new Conflict('task_not_failed', `only a failed task can be retried; this one is ${task.status}`);
@@ -98,12 +99,13 @@ export class ManualRuns {
         reason: 'retry',
         input: lastJob ? objectColumn(lastJob.input, 'task_jobs.input') : undefined,
         claimed: true,
+        trace,
       });
       await store.insertJob(trx, job);
       await auditTask(trx, { who: principal, action: 'task.retried', taskId: task.id, detail: { jobId: job.id, superseded } });
       return job;
     });
-    const started = await executor.start(job, principal.actor);
+    const started = await executor.start(job, principal.actor, trace);
     if (isAction) {
       const after = await lookup.get(principal.tenantId, id);
       return { ...this.started(task.id, started), status: after.status };

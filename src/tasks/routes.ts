@@ -63,7 +63,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
       },
     },
     async (req, reply) => {
-      const { task, replayed } = await tasks.createOnce(req.principal, req.body, req.headers['idempotency-key']);
+      const { task, replayed } = await tasks.createOnce(req.principal, req.body, req.headers['idempotency-key'], req.trace);
       // A replay answers 201 as the first time (the webhook secret is not shown again), marked as a replay.
       if (replayed) reply.header(REPLAYED_HEADER, 'true');
       // A webhook task's secret is in this response alone: no cache (browser, proxy) may keep it.
@@ -162,7 +162,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
         },
       },
     },
-    async (req, reply) => reply.code(202).send(await tasks.run(req.principal, req.params.id, req.body?.input)),
+    async (req, reply) => reply.code(202).send(await tasks.run(req.principal, req.params.id, req.body?.input, req.trace)),
   );
 
   app.post(
@@ -192,7 +192,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
         response: { 202: RunStarted, ...problems(401, 403, 404, 409) },
       },
     },
-    async (req, reply) => reply.code(202).send(await tasks.retry(req.principal, req.params.id)),
+    async (req, reply) => reply.code(202).send(await tasks.retry(req.principal, req.params.id, req.trace)),
   );
 
   app.post(
@@ -212,7 +212,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
         response: { 200: TaskRef, ...problems(401, 403, 404, 409) },
       },
     },
-    async (req) => tasks.approve(req.principal, req.params.id),
+    async (req) => tasks.approve(req.principal, req.params.id, req.trace),
   );
 
   app.post(
@@ -324,6 +324,7 @@ export const hooksRoutes: FastifyPluginAsyncTypebox<{ tasks: TasksService }> = a
         headers: req.headers,
         rawBody: req.rawBody ?? Buffer.alloc(0),
         parse: parse(req),
+        trace: req.trace,
       });
       return reply.code(202).send(result);
     },

@@ -25,6 +25,7 @@ import { fireView, taskSummary } from './views.js';
 import { newWebhookSecret } from './webhook-signatures.js';
 import { WebhookDeliveries, type Delivery } from './webhooks.js';
 import type { Tracing } from '../tracing/tracing.js';
+import type { TraceContext } from '../tracing/tracing.js';
 
 const RECENT_RUNS = 10;
 const RECENT_FIRES = 20;
@@ -216,13 +217,18 @@ export class TasksService implements ApprovalGateway {
    * Creates a task; with an Idempotency-Key an earlier request with the same body already used, answers
    * the task that request created (`replayed`) instead of creating another.
    */
-  async createOnce(principal: Principal, input: CreateTaskBody, key: string | undefined): Promise<{ task: Task; replayed: boolean }> {
-    if (key === undefined) return { task: await this.create(principal, input), replayed: false };
+  async createOnce(
+    principal: Principal,
+    input: CreateTaskBody,
+    key: string | undefined,
+    trace?: TraceContext,
+  ): Promise<{ task: Task; replayed: boolean }> {
+    if (key === undefined) return { task: await this.create(principal, input, trace), replayed: false };
     const tenantId = principal.tenantId;
     const claim = await this.idempotency.claim(tenantId, key, { method: 'POST', route: '/api/v1/tasks', body: input });
     if (claim.replay?.taskId) return { task: await this.get(tenantId, claim.replay.taskId), replayed: true };
     try {
-      const task = await this.create(principal, input);
+      const task = await this.create(principal, input, trace);
       await this.idempotency.record(tenantId, claim, { status: 201, taskId: task.id });
       return { task, replayed: false };
     } catch (err) {
@@ -231,7 +237,8 @@ export class TasksService implements ApprovalGateway {
     }
   }
 
-  async create(principal: Principal, input: CreateTaskBody): Promise<Task> {
+  /** `trace`: traced, the creating request's span, which a one-time task's job links to. */
+  async create(principal: Principal, input: CreateTaskBody, trace?: TraceContext): Promise<Task> {
     const type = input.type ?? 'one_time';
     const errors = checkCreateBody(input, type);
     if (errors.length) throw new InvalidInput(`${errors[0].path} ${errors[0].message}`, errors);
@@ -253,7 +260,7 @@ export class TasksService implements ApprovalGateway {
     await this.db.kysely.transaction().execute(async (trx) => {
       await store.insertTask(trx, row);
       if (type === 'one_time' && !requiresApproval) {
-        job = this.executor.newJob(row, { kind: 'agent', reason: 'created' });
+        job = this.executor.newJob(row, { kind: 'agent', reason: 'created', trace });
         await store.insertJob(trx, job);
       }
       const detail = { name: row.name, type, agentId: agent.id, requiresApproval };
@@ -298,16 +305,17 @@ export class TasksService implements ApprovalGateway {
 
   // ---------------------------------------------------------------- delegated
 
-  run(principal: Principal, id: string, override: Record<string, unknown> | undefined) {
-    return this.manual.run(principal, id, override);
+  /** `trace`, here and below: traced, the request's span (the parent of the job it starts, or what its job links to). */
+  run(principal: Principal, id: string, override: Record<string, unknown> | undefined, trace?: TraceContext) {
+    return this.manual.run(principal, id, override, trace);
   }
 
-  retry(principal: Principal, id: string) {
-    return this.manual.retry(principal, id);
+  retry(principal: Principal, id: string, trace?: TraceContext) {
+    return this.manual.retry(principal, id, trace);
   }
 
-  approve(principal: Principal, id: string) {
-    return this.approvals.approve(principal, id);
+  approve(principal: Principal, id: string, trace?: TraceContext) {
+    return this.approvals.approve(principal, id, trace);
   }
 
   reject(principal: Principal, id: string) {

@@ -5,6 +5,7 @@ import { Conflict, InvalidInput, Unauthenticated } from '../errors.js';
 import type { SecretBox } from '../identity/secret-box.js';
 import type { Actor } from '../tenancy/permissions.js';
 import type { TaskExecutor } from './executor.js';
+import type { TraceContext } from '../tracing/tracing.js';
 import { auditTask } from './lookup.js';
 import * as store from './store/index.js';
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, checkSignature, newWebhookSecret } from './webhook-signatures.js';
@@ -33,6 +34,8 @@ export interface Delivery {
   rawBody: Buffer;
   /** The JSON parser of the other routes (size and depth limits). */
   parse: (raw: Buffer) => Promise<unknown>;
+  /** Traced, the delivery's request span: the parent of the fire. */
+  trace?: TraceContext;
 }
 
 /** Webhook deliveries of triggered tasks (docs/scheduling.md, "Webhook triggers"). */
@@ -44,7 +47,7 @@ export class WebhookDeliveries {
    * signature runs nothing (Unauthenticated), and so does any delivery to an id that has no webhook.
    * The same signed delivery twice fires once.
    */
-  async deliver({ taskId, headers, rawBody, parse }: Delivery) {
+  async deliver({ taskId, headers, rawBody, parse, trace }: Delivery) {
     const { db, executor, secrets, log } = this.o;
     const found = await store.findTaskById(db.kysely, taskId);
     const sealed = found?.trigger_type === 'webhook' ? found.webhook_secret : null;
@@ -78,7 +81,7 @@ export class WebhookDeliveries {
       throw new Conflict('task_awaiting_approval', 'the task awaits approval; deliveries are refused until then');
     const key = `webhook:${signatureHeader!.trim().slice('sha256='.length).toLowerCase()}`;
     const result = await db.kysely.transaction().execute(async (trx) => {
-      const r = await executor.fire(trx, task, { source: 'webhook', key, input: body as Record<string, unknown> });
+      const r = await executor.fire(trx, task, { source: 'webhook', key, input: body as Record<string, unknown>, parent: trace });
       if (!r.duplicate) {
         const who = { tenantId: task.tenant_id, actor: WEBHOOK_ACTOR };
         await auditTask(trx, {

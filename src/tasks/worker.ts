@@ -1,4 +1,5 @@
 import { now } from '../ids.js';
+import { logUnder } from '../tracing/logs.js';
 import { failSpan, type TraceContext } from '../tracing/tracing.js';
 import { type RunOutcome, splitResponseFormat } from '../runs/service.js';
 import type { Actor } from '../tenancy/permissions.js';
@@ -36,7 +37,8 @@ export class TaskWorker {
   ) {}
 
   /** Executes a job claimed by this process: starts its agent run, or performs its approval action. */
-  async start(job: store.JobRow, actor: Actor = SCHEDULER_ACTOR): Promise<Started | null> {
+  /** `parent`: traced, the request of a person starting the job by hand. */
+  async start(job: store.JobRow, actor: Actor = SCHEDULER_ACTOR, parent?: TraceContext): Promise<Started | null> {
     const tracing = this.r.tracing;
     if (!tracing) return this.startClaimed(job, actor);
     // Traced, a job is a span (its run a child) linked to the fire or request that queued it, which
@@ -44,6 +46,7 @@ export class TaskWorker {
     // a trace of its own, one a person started by hand a part of their request's. It lasts until the work ends.
     const span = tracing.startSpan('task.job', {
       root: actor === SCHEDULER_ACTOR,
+      parent,
       links: [job.traceparent],
       attributes: {
         'agentry.tenant.id': job.tenant_id,
@@ -54,20 +57,25 @@ export class TaskWorker {
         'agentry.job.attempt': job.attempts,
       },
     });
+    const unlog = logUnder(job.id, span);
+    const end = () => {
+      span.end();
+      unlog();
+    };
     let started: Started | null;
     try {
       started = await tracing.with(span, (ctx) => this.startClaimed(job, actor, ctx));
     } catch (err) {
       failSpan(span, err);
-      span.end();
+      end();
       throw err;
     }
     if (!started) {
-      span.end();
+      end();
       return null;
     }
     if (started.runId) span.setAttribute('agentry.run.id', started.runId);
-    return { ...started, finished: started.finished.finally(() => span.end()) };
+    return { ...started, finished: started.finished.finally(end) };
   }
 
   /** `trace`: traced, the job's span, the parent of the run it starts. */
@@ -160,7 +168,7 @@ export class TaskWorker {
         await this.settling
           .releaseUnstarted(job, release)
           .catch((e) => this.r.log.warn({ err: e, jobId: job.id }, 'a task job could not be queued again: the sweep will'));
-        this.r.log.warn({ err, taskId: task.id }, 'task run could not start: the database is unavailable');
+        this.r.log.warn({ err, taskId: task.id, jobId: job.id }, 'task run could not start: the database is unavailable');
         if (actor === SCHEDULER_ACTOR) return null;
         throw err;
       }
@@ -173,7 +181,7 @@ export class TaskWorker {
         });
         return null;
       }
-      if (failure.kind === 'unexpected') this.r.log.error({ err, taskId: task.id }, 'task run could not start');
+      if (failure.kind === 'unexpected') this.r.log.error({ err, taskId: task.id, jobId: job.id }, 'task run could not start');
       await this.settling.failClaimed(job, { task, error: failure.error });
       throw failure.kind === 'agent_gone' ? agentGone() : err;
     }
@@ -218,7 +226,7 @@ export class TaskWorker {
         decidedBy: actorOf(task.decided_by_type, task.decided_by_id),
       });
     } catch (err) {
-      if (!isRefusal(err)) this.r.log.warn({ err, taskId: task.id, action: task.approval_action }, 'approval action failed');
+      if (!isRefusal(err)) this.r.log.warn({ err, taskId: task.id, jobId: job.id, action: task.approval_action }, 'approval action failed');
       await this.settling.failClaimed(job, { task, error: actionError(err) });
       return noRun;
     }

@@ -2,6 +2,7 @@ import type { LanguageModelV3CallOptions, LanguageModelV3Prompt } from '@ai-sdk/
 import { type Attributes, type Span, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { AttemptWatch } from '../runtime/model-step.js';
 import type { ToolAgent, ToolSet } from '../runtime/tools/types.js';
+import { logUnder } from './logs.js';
 import { failSpan, type TraceContext, type Tracing } from './tracing.js';
 
 /**
@@ -27,8 +28,10 @@ export interface RunSpanInfo {
   conversationId: string | null;
   /** A stored `traceparent` to continue (a run resumed elsewhere). */
   parent?: string | null;
-  /** A new run's parent: what started it (a tool call delegating to it); the active context when absent. */
+  /** A new run's parent: what started it (a request, a tool call delegating to it, a task job). */
   startedBy?: TraceContext;
+  /** A resumed run's link: what resumed it (the request approving its tool call). */
+  resumedBy?: TraceContext;
 }
 
 /** What the span records of a run's end (runs' RunOutcome, structurally: tracing imports no domain). */
@@ -48,8 +51,8 @@ export function traceRun<T extends RunEnd | null>(
   info: RunSpanInfo,
   execute: (run: TraceContext) => Promise<T>,
 ): Promise<T> {
-  // A run continued from its stored context links to what resumed it (the request approving its tool call).
-  const resumedBy = info.parent ? tracing.traceparent() : undefined;
+  // A run continued from its stored context links to what resumed it.
+  const resumedBy = info.parent ? tracing.traceparent(info.resumedBy) : undefined;
   const span = tracing.startSpan(`invoke_agent ${info.agent.name}`, {
     kind: SpanKind.INTERNAL,
     parent: info.parent ?? info.startedBy,
@@ -66,6 +69,7 @@ export function traceRun<T extends RunEnd | null>(
       'agentry.tenant.id': info.tenantId,
     },
   });
+  const unlog = logUnder(info.runId, span);
   return tracing.with(span, execute).then(
     (outcome) => {
       if (outcome) {
@@ -81,11 +85,13 @@ export function traceRun<T extends RunEnd | null>(
         }
       }
       span.end();
+      unlog();
       return outcome;
     },
     (err: unknown) => {
       failSpan(span, err);
       span.end();
+      unlog();
       throw err;
     },
   );

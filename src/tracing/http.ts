@@ -24,10 +24,11 @@ declare module 'fastify' {
  * A SERVER span per HTTP request, named by its route template (`POST /api/v1/agents/:agentId/execute`),
  * child of the caller's W3C `traceparent` when one is sent. Registered on the root before any route.
  *
- * The span is made active for the rest of the request: the hooks after this one run inside it, and the
- * request's and reply's event emitters are bound to it, so the handler (which Fastify calls from the
- * body's `end` event, in the socket's own async context) and the `request completed` line run inside
- * it as well. That works the same for `app.inject` as for a listening server.
+ * The span is `request.trace`, which routes pass to what the request starts (a run, a fire). With
+ * OTEL_AGENTRY_DB_SPANS it is also made active for the rest of the request, for the statement spans:
+ * the hooks after this one run inside it, and the request's and reply's event emitters are bound to
+ * it, so the handler (which Fastify calls from the body's `end` event, in the socket's own async
+ * context) runs inside it as well, for `app.inject` as for a listening server.
  */
 export function registerHttpTracing(app: FastifyInstance, tracing: Tracing) {
   const spans = new WeakMap<FastifyRequest, Span>();
@@ -62,6 +63,9 @@ export function registerHttpTracing(app: FastifyInstance, tracing: Tracing) {
     spans.set(request, span);
     const ctx = trace.setSpan(parent, span);
     request.trace = ctx;
+    // The request's lines (`request completed` among them) carry its span's ids.
+    const { traceId, spanId } = span.spanContext();
+    request.log = reply.log = request.log.child({ trace_id: traceId, span_id: spanId });
     context.bind(ctx, request.raw);
     context.bind(ctx, reply.raw);
     context.with(ctx, done);

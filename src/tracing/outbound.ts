@@ -7,23 +7,24 @@ import {
   ATTR_SERVER_PORT,
   ATTR_URL_FULL,
 } from '@opentelemetry/semantic-conventions';
+import type { OutboundFetch } from '../runtime/tools/types.js';
 import type { Tracing } from './tracing.js';
-
-type Fetch = (input: string | URL, init?: RequestInit) => Promise<Response>;
 
 /**
  * The outbound guard's fetch, traced: each request a CLIENT span (`POST`, with the server's address)
  * whose W3C `traceparent` goes with the request, so an MCP server or a remote A2A agent continues the
- * run's trace. Only the scheme, host and path are recorded: a query may hold a credential.
+ * run's trace. The span's parent is the one the caller names (the tool call making the request). Only
+ * the scheme, host and path are recorded: a query may hold a credential.
  */
-export function propagatingFetch(tracing: Tracing, fetch: Fetch): Fetch {
-  return (input, init) => {
+export function propagatingFetch(tracing: Tracing, fetch: OutboundFetch): OutboundFetch {
+  return (input, init, parent) => {
     const url = new URL(String(input));
     const method = (init?.method ?? 'GET').toUpperCase();
     return tracing.inSpan(
       method,
       {
         kind: SpanKind.CLIENT,
+        parent,
         attributes: {
           [ATTR_HTTP_REQUEST_METHOD]: method,
           [ATTR_SERVER_ADDRESS]: url.hostname,
@@ -31,9 +32,9 @@ export function propagatingFetch(tracing: Tracing, fetch: Fetch): Fetch {
           [ATTR_URL_FULL]: `${url.protocol}//${url.host}${url.pathname}`,
         },
       },
-      async (span) => {
+      async (span, ctx) => {
         const headers = new Headers(init?.headers);
-        tracing.inject(headers);
+        tracing.inject(headers, ctx);
         const response = await fetch(url, { ...init, headers });
         span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, response.status);
         if (response.status >= 400) {

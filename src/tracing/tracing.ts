@@ -11,29 +11,30 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { TracingSettings } from './settings.js';
 
 /**
- * Why a provider per app but one context manager per process: spans are made by the app's own
- * provider (passed down through options, never registered globally), so several apps in one process
- * (the tests, replicas) each export to their own endpoint and an app without tracing records nothing.
- * Which span is *active* must follow the request through awaits, which only AsyncLocalStorage does, and
- * the OTel API has one context slot per process: the AsyncLocalStorage manager is installed there once,
- * by the first app that traces. An app that does not trace never reads it, so it costs that app nothing.
- * The Node SDK installs it by registering a provider: one with no span processor, so the process's
- * global provider records nothing (no instrumentation here uses it) and each app's spans stay its own.
+ * Spans are made by each app's own provider (passed down through options, never registered globally),
+ * so several apps in one process (the tests, replicas) each export to their own endpoint, and an app
+ * without tracing records nothing. The parent of each span is passed explicitly (SpanOptions.parent,
+ * `request.trace`, a run's `trace`): no context follows the awaits, since AsyncLocalStorage taxes every
+ * promise in the process (docs/benchmarks.md, "Tracing"). Database statement spans are the exception,
+ * made from Kysely's query log with nothing to pass them: with OTEL_AGENTRY_DB_SPANS (a debug setting)
+ * the AsyncLocalStorage manager is installed in the OTel API's one slot per process while such an app
+ * is open, and `with` makes a span active for them.
  */
-let contextManagerInstalled = false;
-function installContextManager() {
-  if (contextManagerInstalled) return;
-  new NodeTracerProvider().register({ propagator: null });
-  contextManagerInstalled = true;
+let contextManagerUsers = 0;
+function useContextManager(): () => void {
+  if (contextManagerUsers++ === 0) context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  return () => {
+    if (--contextManagerUsers === 0) context.disable();
+  };
 }
 
 const propagator = new W3CTraceContextPropagator();
@@ -65,27 +66,29 @@ export type TraceContext = Context;
 export class Tracing {
   readonly tracer: Tracer;
 
+  private releaseContextManager?: () => void;
+
   constructor(
-    private readonly provider: NodeTracerProvider,
+    private readonly provider: BasicTracerProvider,
     readonly settings: TracingSettings,
   ) {
     this.tracer = provider.getTracer('agentry');
+    if (settings.dbSpans) this.releaseContextManager = useContextManager();
   }
 
   /** Tracing of one app as its settings say; undefined (no provider, no hooks, no cost) when no endpoint is set. */
   static create(settings: TracingSettings, exporter?: SpanExporter): Tracing | undefined {
     if (!settings.endpoint && !exporter) return undefined;
-    installContextManager();
     const resource = defaultResource().merge(
       resourceFromAttributes({ ...settings.resourceAttributes, [ATTR_SERVICE_NAME]: settings.serviceName }),
     );
     const spanExporter = exporter ?? new OTLPTraceExporter({ url: settings.endpoint, headers: settings.headers.reveal() });
     // The sampler and span limits come from the standard variables (OTEL_TRACES_SAMPLER...), read by the SDK.
-    const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(spanExporter)] });
+    const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(spanExporter)] });
     return new Tracing(provider, settings);
   }
 
-  /** Starts a span (child of `parent`, else of the active context); the caller ends it. */
+  /** Starts a span (child of `parent`, else of the active context, the root one but with OTEL_AGENTRY_DB_SPANS); the caller ends it. */
   startSpan(name: string, options: SpanOptions = {}): Span {
     const links = (options.links ?? []).map((t) => this.linkTo(t)).filter((l): l is Link => l !== undefined);
     return this.tracer.startSpan(
@@ -96,8 +99,8 @@ export class Tracing {
   }
 
   /**
-   * Runs `fn` with `span` active: spans started and lines logged inside are its children. `fn` is handed
-   * that context, to pass on as the parent (`SpanOptions.parent`) of what it starts.
+   * Runs `fn` handed the context holding `span`, to pass on as the parent (`SpanOptions.parent`) of what
+   * it starts. With OTEL_AGENTRY_DB_SPANS the span is also active inside `fn`, for the statement spans.
    */
   with<T>(span: Span, fn: (ctx: TraceContext) => T): T {
     const ctx = trace.setSpan(context.active(), span);
@@ -117,8 +120,9 @@ export class Tracing {
     }
   }
 
-  /** The active span's W3C `traceparent`, to send or store; undefined when no span is active. */
-  traceparent(ctx: Context = context.active()): string | undefined {
+  /** The W3C `traceparent` of the span `ctx` holds, to send or store; undefined when it holds none. */
+  traceparent(ctx: Context | undefined): string | undefined {
+    if (!ctx) return undefined;
     const carrier: Record<string, string> = {};
     propagator.inject(ctx, carrier, {
       set: (c, k, v) => {
@@ -128,9 +132,9 @@ export class Tracing {
     return carrier.traceparent;
   }
 
-  /** Adds `traceparent` (and `tracestate`) of the active context to outgoing headers. */
-  inject(headers: Headers) {
-    propagator.inject(context.active(), headers, { set: (h, k, v) => h.set(k, v) });
+  /** Adds the `traceparent` (and `tracestate`) of the span `ctx` holds to outgoing headers. */
+  inject(headers: Headers, ctx: Context) {
+    propagator.inject(ctx, headers, { set: (h, k, v) => h.set(k, v) });
   }
 
   /** The remote parent named by incoming headers (`traceparent`, `tracestate`), or the root context. */
@@ -152,6 +156,8 @@ export class Tracing {
 
   /** Exports what is left and stops (app close). */
   shutdown(): Promise<void> {
+    this.releaseContextManager?.();
+    this.releaseContextManager = undefined;
     return this.provider.shutdown();
   }
 

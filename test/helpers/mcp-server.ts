@@ -28,10 +28,12 @@ function nestedInto(res: http.ServerResponse) {
  * other tests' tool lists stay as they are).
  */
 export async function startMcpServer(options: { hostile?: boolean } = {}) {
-  // calls: what the tools' handlers ran; rpc: every JSON-RPC method that reached the server (checked or not).
+  // calls: what the tools' handlers ran; rpc: every JSON-RPC method that reached the server (checked or
+  // not); callMeta: each tools/call's `params._meta` (null without one).
   const state = {
     calls: [] as { name: string; args: unknown }[],
     rpc: [] as string[],
+    callMeta: [] as unknown[],
     aborted: 0,
     headers: [] as http.IncomingHttpHeaders[],
   };
@@ -72,7 +74,10 @@ export async function startMcpServer(options: { hostile?: boolean } = {}) {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
-    for (const message of [body].flat()) if (message?.method) state.rpc.push(message.method);
+    for (const message of [body].flat()) {
+      if (message?.method) state.rpc.push(message.method);
+      if (message?.method === 'tools/call') state.callMeta.push(message.params?._meta ?? null);
+    }
     const server = build();
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on('close', () => {

@@ -14,6 +14,7 @@ import { childrenOf, one, type ReceivedSpan, type Receiver, startReceiver } from
 let receiver: Receiver;
 let t: TestApp;
 let key: string;
+let tenantId: string;
 let mcp: Awaited<ReturnType<typeof startMcpServer>>;
 
 beforeAll(async () => {
@@ -26,7 +27,7 @@ beforeAll(async () => {
     TASK_WORKERS: '2',
     TASK_POLL_MS: '50',
   });
-  ({ key } = await t.tenant('traced'));
+  ({ key, id: tenantId } = await t.tenant('traced'));
 });
 afterAll(async () => {
   await t?.close();
@@ -122,6 +123,12 @@ describe('traces over OTLP/HTTP', () => {
     const calls = childrenOf(spans, tool);
     expect(calls.map((c) => [c.name, c.kind, c.attributes['server.address']])).toEqual([['POST', 3, '127.0.0.1']]);
     expect(mcp.state.headers.map((h) => h.traceparent)).toContain(`00-${server.traceId}-${calls[0].spanId}-01`);
+    // The MCP session's own requests (initialize, tools/list) are the run's.
+    const session = childrenOf(spans, run).filter((s) => s.kind === 3 && s.name !== 'chat echo');
+    expect(session.length).toBeGreaterThanOrEqual(2);
+    expect(session.every((s) => s.attributes['server.address'] === '127.0.0.1')).toBe(true);
+    // The call names its tool call's span in `_meta` too (OpenTelemetry's conventions for MCP).
+    expect(mcp.state.callMeta).toEqual([{ traceparent: `00-${server.traceId}-${tool.spanId}-01` }]);
 
     // Prompt, completion and tool-call text are not recorded unless asked for.
     for (const span of spans) for (const name of GENAI_CONTENT) expect(span.attributes).not.toHaveProperty(name);
@@ -206,5 +213,67 @@ describe('traces over OTLP/HTTP', () => {
     expect(run.parentSpanId).toBe(job.spanId);
     expect(run.attributes).toMatchObject({ 'agentry.run.kind': 'task', 'agentry.run.status': 'completed' });
     expect(childrenOf(jobTrace, run).map((s) => s.name)).toEqual(['chat echo']);
+  });
+
+  it('a run started by a conversation’s message, a chat completion or an A2A message is the child of that request', async () => {
+    const agent = await t.agent(key, { name: 'Answerer' });
+    const api = t.api(key);
+    const conversation = await api.POST('/api/v1/conversations', { body: { agentId: agent.id } });
+    expect(conversation.response.status, JSON.stringify(conversation.error)).toBe(201);
+    const posted = await api.POST('/api/v1/conversations/{id}/messages', {
+      params: { path: { id: conversation.data!.id } },
+      body: { content: 'hello' },
+    });
+    const completion = await api.POST('/v1/chat/completions', {
+      body: { model: `agent:${agent.id}`, messages: [{ role: 'user', content: 'hello' }] },
+    });
+    // JSON-RPC as an A2A client sends it (test/a2a drives the SDK's client).
+    const a2a = await t.raw('POST', `/a2a/${tenantId}/agents/${agent.id}`, {
+      key,
+      body: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'message/send',
+        params: { message: { kind: 'message', messageId: 'm-1', role: 'user', parts: [{ kind: 'text', text: 'hello' }] } },
+      },
+    });
+    expect(a2a.body.result?.status?.state, a2a.text).toBe('completed');
+    const requests: [string, number, unknown][] = [
+      ['POST /api/v1/conversations/:id/messages', posted.response.status, posted.response.headers.get('x-request-id')],
+      ['POST /v1/chat/completions', completion.response.status, completion.response.headers.get('x-request-id')],
+      ['POST /a2a/:tenantId/agents/:agentId', a2a.status, a2a.headers['x-request-id']],
+    ];
+    for (const [route, status, requestId] of requests) {
+      expect(status, route).toBe(200);
+      const { server, spans } = await traceOf(requestId);
+      expect(server.name).toBe(route);
+      const run = one(spans, 'invoke_agent Answerer');
+      expect(run.parentSpanId, route).toBe(server.spanId);
+      expect(childrenOf(spans, run).map((s) => s.name)).toEqual(['chat echo']);
+    }
+  });
+
+  it('a task run by hand: its job is the child of the request, its run the job’s', async () => {
+    const agent = await t.agent(key, { name: 'ByHand' });
+    const api = t.api(key);
+    const created = await api.POST('/api/v1/tasks', {
+      body: { name: 'Weekly', description: 'weekly report', agentId: agent.id, type: 'scheduled', schedule: '0 9 * * 1' },
+    });
+    expect(created.response.status, JSON.stringify(created.error)).toBe(201);
+    const started = await api.POST('/api/v1/tasks/{id}/run', { params: { path: { id: created.data!.id } }, body: {} });
+    expect(started.response.status, JSON.stringify(started.error)).toBe(202);
+    const runId = started.data!.runId!;
+    await waitFor(async () => {
+      const { data } = await api.GET('/api/v1/runs/{runId}', { params: { path: { runId } } });
+      return data!.status === 'completed';
+    });
+
+    const { server, spans } = await traceOf(started.response.headers.get('x-request-id'));
+    expect(server.name).toBe('POST /api/v1/tasks/:id/run');
+    const job = one(spans, 'task.job');
+    expect(job.parentSpanId).toBe(server.spanId);
+    expect(job.attributes).toMatchObject({ 'agentry.job.reason': 'manual', 'agentry.run.id': runId });
+    const run = one(spans, 'invoke_agent ByHand');
+    expect(run.parentSpanId).toBe(job.spanId);
   });
 });

@@ -1,9 +1,9 @@
+import { type Context, isSpanContextValid, trace } from '@opentelemetry/api';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type McpSource, mcpHeaderOwner } from './mcp-source.js';
 import { OutboundRefused } from './ssrf.js';
-import { ToolError, type RuntimeTool, type ToolContext, type ToolProvider, type ToolSet } from './types.js';
+import { type OutboundFetch, ToolError, type RuntimeTool, type ToolContext, type ToolProvider, type ToolSet } from './types.js';
 
 const MAX_TOOLS_PER_SERVER = 256;
 
@@ -24,7 +24,7 @@ export interface HeaderOpener {
 
 /** How the provider reaches MCP servers: through `fetch`, with the header values `opener` opens. */
 interface McpOutbound {
-  fetch: FetchLike;
+  fetch: OutboundFetch;
   opener: HeaderOpener;
 }
 
@@ -42,16 +42,36 @@ function headersOf(source: McpSource, tenantId: string, opener: HeaderOpener): R
   return headers;
 }
 
+/** A span context as a W3C `traceparent`, for `params._meta` (the OpenTelemetry conventions for MCP). */
+function traceparentOf(ctx: Context | undefined): string | undefined {
+  const span = ctx && trace.getSpanContext(ctx);
+  if (!span || !isSpanContextValid(span)) return undefined;
+  return `00-${span.traceId}-${span.spanId}-${span.traceFlags.toString(16).padStart(2, '0')}`;
+}
+
+/** The `params._meta.traceparent` a JSON-RPC request names (a tool call's). */
+function parentNamedIn(init: RequestInit | undefined): string | undefined {
+  const body = init?.body;
+  if (typeof body !== 'string' || !body.includes('"traceparent"')) return undefined;
+  try {
+    const named = (JSON.parse(body) as { params?: { _meta?: { traceparent?: unknown } } } | null)?.params?._meta?.traceparent;
+    return typeof named === 'string' ? named : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 async function connect(
   source: McpSource,
   headers: Record<string, string>,
-  signal: AbortSignal,
-  fetch: FetchLike,
+  { signal, trace: run }: Pick<ToolContext, 'signal' | 'trace'>,
+  fetch: OutboundFetch,
 ): Promise<{ client: Client; tools: RuntimeTool[] }> {
   const client = new Client({ name: 'agentry', version: '0.1.0' });
   const transport = new StreamableHTTPClientTransport(new URL(source.url), {
     requestInit: { headers },
-    fetch,
+    // Traced, a request is a span under the tool call it makes (named in its `_meta`), else under the run.
+    fetch: run ? (input, init) => fetch(input, init, parentNamedIn(init) ?? run) : fetch,
   });
   await client.connect(transport, { signal });
   const listed: { name: string; description?: string; inputSchema: Record<string, unknown> }[] = [];
@@ -71,9 +91,12 @@ async function connect(
       description: t.description ?? `${t.name} (MCP server ${new URL(source.url).host})`,
       inputSchema: t.inputSchema ?? { type: 'object' },
       async execute(input, ctx) {
-        const result = await client.callTool({ name: t.name, arguments: (input ?? {}) as Record<string, unknown> }, undefined, {
-          signal: ctx.signal,
-        });
+        const traceparent = traceparentOf(ctx.trace);
+        const result = await client.callTool(
+          { name: t.name, arguments: (input ?? {}) as Record<string, unknown>, ...(traceparent ? { _meta: { traceparent } } : {}) },
+          undefined,
+          { signal: ctx.signal },
+        );
         if (result.isError) throw new ToolError('tool_failed', contentText(result.content) || `${t.name} failed`);
         if (result.structuredContent && typeof result.structuredContent === 'object') return result.structuredContent;
         const text = contentText(result.content);
@@ -88,7 +111,7 @@ async function connect(
  * allowedTools? }`), over Streamable HTTP with the MCP SDK client: one connection per server per run.
  * Every request goes through `fetch`: the platform gives the outbound guard's (runtime/tools/ssrf.ts).
  */
-export function mcpToolProvider(fetch: FetchLike, opener: HeaderOpener): ToolProvider {
+export function mcpToolProvider(fetch: OutboundFetch, opener: HeaderOpener): ToolProvider {
   const outbound: McpOutbound = { fetch, opener };
   return async (ctx) => {
     const sources = ctx.agent.tools.filter((t): t is McpSource => t.type === 'mcp');
@@ -109,7 +132,7 @@ function failure(err: unknown): string {
 /** Tools from each MCP server, over a connection per server kept for the run (`close` ends them). */
 async function connectAll(
   sources: McpSource[],
-  { tenantId, signal }: Pick<ToolContext, 'tenantId' | 'signal'>,
+  { tenantId, signal, trace: run }: Pick<ToolContext, 'tenantId' | 'signal' | 'trace'>,
   { fetch, opener }: McpOutbound,
 ): Promise<ToolSet> {
   const clients: Client[] = [];
@@ -118,7 +141,7 @@ async function connectAll(
   await Promise.all(
     sources.map(async (source) => {
       try {
-        const c = await connect(source, headersOf(source, tenantId, opener), signal, fetch);
+        const c = await connect(source, headersOf(source, tenantId, opener), { signal, trace: run }, fetch);
         clients.push(c.client);
         tools.push(...c.tools);
       } catch (err) {

@@ -31,6 +31,12 @@ export interface ToolContext<A extends ToolAgent = ToolAgent> {
   trace?: Context;
 }
 
+/**
+ * The outbound guard's fetch (ssrf.ts). Traced, each request is a span under `parent` (a tool call's or
+ * a run's context, or a W3C `traceparent`) and carries that span's traceparent to the server.
+ */
+export type OutboundFetch = (input: string | URL, init?: RequestInit, parent?: Context | string) => Promise<Response>;
+
 /** A tool as the runtime offers it to the model. */
 export interface RuntimeTool<A extends ToolAgent = ToolAgent> {
   name: string;
