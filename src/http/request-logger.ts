@@ -16,8 +16,15 @@ class RequestLogger {
 
   constructor(
     private readonly parent: LevelAware,
-    private readonly bindings: Bindings,
+    private bindings: Bindings,
   ) {}
+
+  /** More bindings for every line; before the first line, without a child of a child. */
+  bind(more: Bindings): FastifyBaseLogger {
+    if (this.made) return this.made.child(more);
+    this.bindings = { ...this.bindings, ...more };
+    return this as unknown as FastifyBaseLogger;
+  }
 
   private real(): FastifyBaseLogger {
     this.made ??= this.parent.child(this.bindings);
@@ -64,6 +71,11 @@ class RequestLogger {
   private write(level: Level, args: unknown[]) {
     if (this.enabled(level)) (this.real()[level] as (...a: unknown[]) => void)(...args);
   }
+}
+
+/** A request's logger with more bindings on every line it writes (a trace's ids): the lazy stand-in takes them as its own. */
+export function bindRequestLogger(log: FastifyBaseLogger, more: Bindings): FastifyBaseLogger {
+  return log instanceof RequestLogger ? log.bind(more) : log.child(more);
 }
 
 /**

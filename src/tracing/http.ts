@@ -11,6 +11,7 @@ import {
   ATTR_USER_AGENT_ORIGINAL,
 } from '@opentelemetry/semantic-conventions';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { bindRequestLogger } from '../http/request-logger.js';
 import type { TraceContext, Tracing } from './tracing.js';
 
 declare module 'fastify' {
@@ -65,7 +66,7 @@ export function registerHttpTracing(app: FastifyInstance, tracing: Tracing) {
     request.trace = ctx;
     // The request's lines (`request completed` among them) carry its span's ids.
     const { traceId, spanId } = span.spanContext();
-    request.log = reply.log = request.log.child({ trace_id: traceId, span_id: spanId });
+    request.log = reply.log = bindRequestLogger(request.log, { trace_id: traceId, span_id: spanId });
     context.bind(ctx, request.raw);
     context.bind(ctx, reply.raw);
     context.with(ctx, done);
