@@ -327,11 +327,12 @@ function metricsScraper(ctx) {
 
 /**
  * execute-tracing's collector: an OTLP/HTTP receiver in this process that answers every POST
- * /v1/traces with 200 at once and then counts its spans by trace (one execute request = one trace).
+ * /v1/traces with 200 at once and keeps the body; spanCounter decodes them after the measurement, so
+ * decoding does not compete with the measured server for the machine's cores during it.
  */
 async function otlpReceiverSetup(ctx) {
   if (ctx.otlpReceiver) return;
-  const receiver = { spans: 0, exports: 0, badExports: 0, traces: new Map() };
+  const receiver = { spans: 0, exports: 0, badExports: 0, traces: new Map(), bodies: [] };
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
@@ -342,21 +343,7 @@ async function otlpReceiverSetup(ctx) {
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       receiver.exports++;
-      try {
-        let body = Buffer.concat(chunks);
-        if (req.headers['content-encoding'] === 'gzip') body = zlib.gunzipSync(body);
-        for (const rs of JSON.parse(body.toString('utf8')).resourceSpans ?? [])
-          for (const ss of rs.scopeSpans ?? [])
-            for (const span of ss.spans ?? []) {
-              receiver.spans++;
-              const t = receiver.traces.get(span.traceId) ?? { spans: 0, execute: false };
-              t.spans++;
-              if (span.name === 'POST /api/v1/agents/:id/execute') t.execute = true;
-              receiver.traces.set(span.traceId, t);
-            }
-      } catch {
-        receiver.badExports++;
-      }
+      receiver.bodies.push({ body: Buffer.concat(chunks), gzip: req.headers['content-encoding'] === 'gzip' });
     });
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(undefined)));
@@ -365,6 +352,25 @@ async function otlpReceiverSetup(ctx) {
   ctx.cleanups.push(receiver.close);
   ctx.otlpReceiver = receiver;
   log(`OTLP/HTTP receiver ${receiver.url}`);
+}
+
+/** The exports the receiver kept, decoded: their spans counted by trace (one execute request = one trace). */
+function decodeExports(r) {
+  for (const { body, gzip } of r.bodies.splice(0)) {
+    try {
+      for (const rs of JSON.parse((gzip ? zlib.gunzipSync(body) : body).toString('utf8')).resourceSpans ?? [])
+        for (const ss of rs.scopeSpans ?? [])
+          for (const span of ss.spans ?? []) {
+            r.spans++;
+            const t = r.traces.get(span.traceId) ?? { spans: 0, execute: false };
+            t.spans++;
+            if (span.name === 'POST /api/v1/agents/:id/execute') t.execute = true;
+            r.traces.set(span.traceId, t);
+          }
+    } catch {
+      r.badExports++;
+    }
+  }
 }
 
 /**
@@ -379,10 +385,12 @@ function spanCounter(ctx) {
   r.exports = 0;
   r.badExports = 0;
   r.traces.clear();
+  r.bodies.length = 0;
   return {
     start() {},
     async stop() {},
     result(row) {
+      decodeExports(r);
       let executeTraces = 0;
       let executeSpans = 0;
       for (const t of r.traces.values())
