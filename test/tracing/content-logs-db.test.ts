@@ -1,79 +1,36 @@
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, createLogger, createServices, type Services } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { type Db, migrate, openDatabase } from '../../src/db/database.js';
-import { dbStatementLog } from '../../src/tracing/db.js';
-import { Tracing } from '../../src/tracing/tracing.js';
-import { createTestDatabase, dialect, type TestDatabase } from '../helpers/app.js';
+import { dialect } from '../helpers/app.js';
 import { startMcpServer } from '../helpers/mcp-server.js';
+import { startTracedApp, type TracedApp } from './main-app.js';
 import { childrenOf, one, type Receiver, startReceiver } from './receiver.js';
 
 /**
  * What the settings change: prompt and completion text recorded with OTEL_GENAI_CAPTURE_CONTENT=true,
  * database statements as spans with OTEL_AGENTRY_DB_SPANS=true. The app is put together as main.ts does
- * (tracing first, the database reporting to it). Log lines carrying span ids: logs.test.ts.
+ * (main-app.ts). Log lines carrying span ids: logs.test.ts.
  */
 
 let receiver: Receiver;
 let mcp: Awaited<ReturnType<typeof startMcpServer>>;
-let database: TestDatabase;
-let db: Db;
-let app: FastifyInstance;
-let services: Services;
-let key: string;
+let t: TracedApp;
 
 beforeAll(async () => {
   receiver = await startReceiver();
   mcp = await startMcpServer();
-  database = await createTestDatabase();
-  const config = loadConfig({
-    ...database.env,
-    LOG_LEVEL: 'info',
-    PUBLIC_BASE_URL: 'http://agentry.test',
+  t = await startTracedApp(receiver, {
     MCP_ALLOWED_HOSTS: '127.0.0.1',
-    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces`,
     OTEL_GENAI_CAPTURE_CONTENT: 'true',
     OTEL_AGENTRY_DB_SPANS: 'true',
   });
-  const tracing = Tracing.create(config.tracing)!;
-  db = openDatabase({
-    databaseUrl: config.databaseUrl,
-    dataDir: config.dataDir,
-    onQuery: dbStatementLog(tracing, dialect === 'postgres' ? 'postgresql' : 'sqlite'),
-  });
-  await migrate(db);
-  // Its lines are not what this file reads (logs.test.ts does).
-  const logger = createLogger(config, { write: () => {} });
-  services = createServices(config, db, { logger, tracing });
-  app = await buildApp({ config, db, services });
-  await app.ready();
-  ({ apiKey: key } = await services.tenancy.createTenant('content'));
 });
 afterAll(async () => {
-  await app?.close();
-  await db?.close();
-  await database?.drop();
+  await t?.close();
   await mcp?.close();
   await receiver?.close();
 });
 
-async function call(method: string, url: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await app.inject({
-    method: method as 'GET',
-    url,
-    headers: { authorization: `Bearer ${key}`, ...headers },
-    payload: body as object,
-  });
-  return { status: res.statusCode, body: res.body ? JSON.parse(res.body) : undefined, requestId: res.headers['x-request-id'] };
-}
-
-async function traceOf(requestId: unknown) {
-  await services.tracing!.flush();
-  const server = receiver.spans.find((s) => s.attributes['agentry.request.id'] === requestId);
-  if (!server) throw new Error(`no span of request ${requestId}`);
-  return { server, spans: receiver.trace(server.traceId) };
-}
+const call = (...args: Parameters<TracedApp['call']>) => t.call(...args);
+const traceOf = (requestId: unknown) => t.traceOf(requestId);
 
 describe('trace settings', () => {
   it('records prompt, completion and tool-call text with OTEL_GENAI_CAPTURE_CONTENT=true', async () => {
