@@ -12,22 +12,23 @@ type LevelAware = FastifyBaseLogger & { isLevelEnabled(level: string): boolean }
  * that logs nothing costs one small object.
  */
 class RequestLogger {
-  private made: FastifyBaseLogger | undefined;
+  private made: FastifyBaseLogger | undefined = undefined;
+  private more: Bindings | undefined = undefined;
 
   constructor(
     private readonly parent: LevelAware,
-    private bindings: Bindings,
+    private readonly bindings: Bindings,
   ) {}
 
-  /** More bindings for every line; before the first line, without a child of a child. */
+  /** More bindings for every line; before the first line, merged only if a line is written. */
   bind(more: Bindings): FastifyBaseLogger {
     if (this.made) return this.made.child(more);
-    this.bindings = { ...this.bindings, ...more };
+    this.more = this.more ? { ...this.more, ...more } : more;
     return this as unknown as FastifyBaseLogger;
   }
 
   private real(): FastifyBaseLogger {
-    this.made ??= this.parent.child(this.bindings);
+    this.made ??= this.parent.child(this.more ? { ...this.bindings, ...this.more } : this.bindings);
     return this.made;
   }
 

@@ -276,4 +276,33 @@ describe('traces over OTLP/HTTP', () => {
     const run = one(spans, 'invoke_agent ByHand');
     expect(run.parentSpanId).toBe(job.spanId);
   });
+
+  it('a request the client gives up on ends its span once, marked aborted', async () => {
+    const agent = await t.agent(key, { name: 'Slow' });
+    const base = await t.listen();
+    const controller = new AbortController();
+    const pending = fetch(`${base}/api/v1/agents/${agent.id}/execute`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: '/delay 300\nslowly, one word at a time' }),
+      signal: controller.signal,
+    });
+    // Gone once the run has begun: its span exists.
+    await waitFor(
+      async () => (await t.api(key).GET('/api/v1/agents/{id}/runs', { params: { path: { id: agent.id } } })).data!.runs.length > 0,
+      10_000,
+      'the run to begin',
+    );
+    controller.abort();
+    await expect(pending).rejects.toThrow();
+    const server = await waitFor(async () => {
+      await t.services.tracing!.flush();
+      return receiver.spans.find(
+        (s) => s.name === 'POST /api/v1/agents/:id/execute' && s.attributes['url.path'] === `/api/v1/agents/${agent.id}/execute`,
+      );
+    });
+    expect(server).toMatchObject({ status: 2, attributes: expect.objectContaining({ 'error.type': 'aborted' }) });
+    expect(server.attributes).not.toHaveProperty('http.response.status_code');
+    expect(receiver.spans.filter((s) => s.spanId === server.spanId)).toHaveLength(1);
+  });
 });
