@@ -18,6 +18,9 @@ export async function readSse(
   let stop = false;
   const parser = createParser({
     onEvent(msg: EventSourceMessage) {
+      // Events that came in the same chunk after the one it stopped at are not taken: a client that
+      // stops there reconnects from that event's id.
+      if (stop) return;
       events.push({ id: msg.id, event: msg.event ?? 'message', data: JSON.parse(msg.data) });
       if (options.stopAfter?.(events)) stop = true;
     },
