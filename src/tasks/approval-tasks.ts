@@ -36,9 +36,9 @@ export class ApprovalTasks implements ApprovalGateway {
    * Approve: the decision is recorded with who and when. A task with an action performs it now
    * (through the action's handler, instead of running the agent) and answers completed or failed;
    * any other task becomes pending: a one-time task is queued, a scheduled one gets its first cron
-   * time, a triggered one starts listening.
+   * time, a triggered one starts listening. `trace`: traced, the approving request's span (the parent
+   * of an action's job, what a queued job links to).
    */
-  /** `trace`: traced, the approving request's span (the parent of an action's job, what a queued job links to). */
   async approve(principal: Principal, id: string, trace?: TraceContext): Promise<Task> {
     const { db, executor, lookup } = this.o;
     const task = await lookup.row(principal.tenantId, id);

@@ -17,6 +17,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { traceparentOf } from '../runtime/trace-context.js';
 import type { TracingSettings } from './settings.js';
 
 /**
@@ -122,14 +123,7 @@ export class Tracing {
 
   /** The W3C `traceparent` of the span `ctx` holds, to send or store; undefined when it holds none. */
   traceparent(ctx: Context | undefined): string | undefined {
-    if (!ctx) return undefined;
-    const carrier: Record<string, string> = {};
-    propagator.inject(ctx, carrier, {
-      set: (c, k, v) => {
-        c[k] = v;
-      },
-    });
-    return carrier.traceparent;
+    return traceparentOf(ctx);
   }
 
   /** Adds the `traceparent` (and `tracestate`) of the span `ctx` holds to outgoing headers. */

@@ -1,6 +1,6 @@
-import { type Context, isSpanContextValid, trace } from '@opentelemetry/api';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { traceparentOf } from '../trace-context.js';
 import { type McpSource, mcpHeaderOwner } from './mcp-source.js';
 import { OutboundRefused } from './ssrf.js';
 import { type OutboundFetch, ToolError, type RuntimeTool, type ToolContext, type ToolProvider, type ToolSet } from './types.js';
@@ -40,13 +40,6 @@ function headersOf(source: McpSource, tenantId: string, opener: HeaderOpener): R
     }
   }
   return headers;
-}
-
-/** A span context as a W3C `traceparent`, for `params._meta` (the OpenTelemetry conventions for MCP). */
-function traceparentOf(ctx: Context | undefined): string | undefined {
-  const span = ctx && trace.getSpanContext(ctx);
-  if (!span || !isSpanContextValid(span)) return undefined;
-  return `00-${span.traceId}-${span.spanId}-${span.traceFlags.toString(16).padStart(2, '0')}`;
 }
 
 /** The `params._meta.traceparent` a JSON-RPC request names (a tool call's). */
@@ -91,6 +84,7 @@ async function connect(
       description: t.description ?? `${t.name} (MCP server ${new URL(source.url).host})`,
       inputSchema: t.inputSchema ?? { type: 'object' },
       async execute(input, ctx) {
+        // Named in `_meta` too (OpenTelemetry's conventions for MCP): the server reads it, and so does `fetch` above.
         const traceparent = traceparentOf(ctx.trace);
         const result = await client.callTool(
           { name: t.name, arguments: (input ?? {}) as Record<string, unknown>, ...(traceparent ? { _meta: { traceparent } } : {}) },
