@@ -38,7 +38,10 @@ async function choose(label: string, option: string) {
 }
 
 /** HH:MM in UTC, `hours` from now (wrapping around midnight, as a daily window may). */
-const utcTime = (hours: number) => new Date(Date.now() + hours * 3_600_000).toISOString().slice(11, 16);
+// Hours from one instant taken when the test begins: read twice (filled, then expected) across a minute's
+// turn, `now` would give two different times.
+let testStart = Date.now();
+const utcTime = (hours: number) => new Date(testStart + hours * 3_600_000).toISOString().slice(11, 16);
 
 /** The error Mantine shows for the input labelled `label` (its aria-describedby names it). */
 async function errorOf(label: string) {
@@ -71,6 +74,7 @@ describeBrowser('the console: policy conditions and chat attachments', () => {
   });
 
   it('makes a policy with conditions, shows the server’s errors at their fields, edits it, and a decision goes both ways on it', async () => {
+    testStart = Date.now();
     await t.agent(key, { name: 'Planner' });
     await t.agent(key, { name: 'Researcher' });
     await page.getByRole('link', { name: 'Identity' }).click();
